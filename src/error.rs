@@ -1,0 +1,104 @@
+//! The engine's error type: every failure a caller can see, each with a stable code.
+//!
+//! Expected outcomes (a lint finding, a rejected write) are values, not errors. An `Error` is
+//! something that stopped an operation; adapters map `Error::code` to exit codes and MCP
+//! tool errors. Messages never contain absolute paths: they name vault-relative paths only.
+
+use std::io;
+
+/// Why a caller-supplied path was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum PathRefusal {
+    #[error("the path is empty")]
+    Empty,
+    #[error("absolute paths are not allowed")]
+    Absolute,
+    #[error("drive letters are not allowed")]
+    DriveLetter,
+    #[error("'..' components are not allowed")]
+    ParentComponent,
+    #[error("'.' components are not allowed")]
+    CurrentComponent,
+    #[error("empty path components are not allowed")]
+    EmptyComponent,
+    #[error("backslashes are not allowed")]
+    Backslash,
+    #[error("NUL or control characters are not allowed")]
+    ControlCharacter,
+    #[error("the percent-encoding is malformed or not UTF-8")]
+    BadPercentEncoding,
+    #[error("the path passes through a symbolic link")]
+    Symlink,
+    #[error("the path leaves the vault root")]
+    OutsideVault,
+    #[error("notes must have the .md extension")]
+    NotMarkdown,
+    #[error("notes must live in a P.A.R.A. folder")]
+    NotInParaFolder,
+    #[error("the path is too long")]
+    TooLong,
+}
+
+/// Every error the engine returns.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("path '{path}' refused: {reason}")]
+    PathRefused { path: String, reason: PathRefusal },
+
+    #[error("vault root '{0}' is not a usable directory")]
+    VaultUnusable(String),
+
+    #[error("policy file {file} is invalid at line {line}: {reason}")]
+    PolicyInvalid { file: String, line: usize, reason: String },
+
+    #[error("I/O error while {action} '{path}': {source}")]
+    Io {
+        action: &'static str,
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+
+    #[error("catalog '{path}' is hand-written and is never overwritten")]
+    CatalogConflict { path: String },
+
+    #[error("catalog entry for '{path}' is larger than the page limit of {limit} bytes")]
+    CatalogEntryTooLarge { path: String, limit: usize },
+
+    #[error("no catalog for '{category}': {reason}")]
+    CatalogMissing { category: String, reason: String },
+
+    #[error("invalid argument '{name}': {reason}")]
+    InvalidArgument { name: &'static str, reason: String },
+
+    #[error("note '{path}' cannot be read: {reason}")]
+    NoteUnreadable { path: String, reason: String },
+}
+
+impl Error {
+    /// Stable machine-readable code; documented in docs/errors.md.
+    pub fn code(&self) -> &'static str {
+        match self {
+            Error::PathRefused { .. } => "path_refused",
+            Error::VaultUnusable(_) => "vault_unusable",
+            Error::PolicyInvalid { .. } => "policy_invalid",
+            Error::Io { .. } => "io_error",
+            Error::CatalogConflict { .. } => "catalog_conflict",
+            Error::CatalogEntryTooLarge { .. } => "catalog_entry_exceeds_limit",
+            Error::CatalogMissing { .. } => "catalog_missing",
+            Error::InvalidArgument { .. } => "invalid_argument",
+            Error::NoteUnreadable { .. } => "note_unreadable",
+        }
+    }
+
+    /// Whether retrying the same call later may succeed.
+    pub fn retryable(&self) -> bool {
+        matches!(self, Error::Io { .. })
+    }
+
+    pub(crate) fn io(action: &'static str, path: impl Into<String>, source: io::Error) -> Self {
+        Error::Io { action, path: path.into(), source }
+    }
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,377 @@
+//! The in-memory model of a vault: one `NoteRecord` per in-scope page plus the file set that
+//! links resolve against. Built by one parallel read of the vault, then kept current one note
+//! at a time, so writes cost O(change), not O(vault).
+//!
+//! Reading never rewrites a file. Every problem a file has is recorded on its record as a named
+//! finding; nothing is dropped silently.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use crate::error::Result;
+use crate::note::body::{self, Link, LinkKind};
+use crate::note::frontmatter::{self, FrontmatterProblem};
+use crate::note::metadata::{self, NoteMeta};
+use crate::note::path::VaultPath;
+use crate::policy::LoadedPolicy;
+use crate::scan::{self, PageKind};
+
+/// A problem that belongs to one file (as opposed to a link between files).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileProblem {
+    pub rule: &'static str,
+    pub line: Option<usize>,
+    pub message: String,
+}
+
+/// Everything the engine knows about one in-scope Markdown file.
+#[derive(Debug, Clone)]
+pub struct NoteRecord {
+    pub path: VaultPath,
+    pub kind: PageKind,
+    pub size_bytes: u64,
+    /// blake3 of the file bytes.
+    pub content_hash: [u8; 32],
+    pub meta: NoteMeta,
+    /// True when the frontmatter parsed and the metadata validated.
+    pub valid: bool,
+    /// Whether a generated catalog page carries the ownership marker.
+    pub generated: bool,
+    pub problems: Vec<FileProblem>,
+    pub links: Vec<Link>,
+    /// 1-based line of the first body line (for findings in the body).
+    pub body_first_line: usize,
+    /// Length of the body in characters (for trivial-note checks).
+    pub body_chars: usize,
+}
+
+impl NoteRecord {
+    pub fn is_note(&self) -> bool {
+        self.kind == PageKind::Note
+    }
+}
+
+/// Markers that make a catalog page ours to overwrite: paravault's and P.O.W.E.R.'s.
+pub const OWNERSHIP_MARKERS: [&str; 2] = ["paravault", "power"];
+
+/// Reads and analyses one file. Never fails: unreadable files become records with problems.
+pub fn read_record(root: &Path, path: &VaultPath, kind: PageKind, policy: &LoadedPolicy) -> NoteRecord {
+    let absolute = path.under(root);
+    let mut record = NoteRecord {
+        path: path.clone(),
+        kind,
+        size_bytes: 0,
+        content_hash: [0; 32],
+        meta: NoteMeta::default(),
+        valid: false,
+        generated: false,
+        problems: Vec::new(),
+        links: Vec::new(),
+        body_first_line: 1,
+        body_chars: 0,
+    };
+    let limit = policy.policy.limits.note_bytes_max;
+    match std::fs::metadata(&absolute) {
+        Ok(m) if m.len() > limit => {
+            record.size_bytes = m.len();
+            record.problems.push(FileProblem {
+                rule: "note-too-large",
+                line: None,
+                message: format!("{} bytes, over the policy limit of {limit} bytes; not read", m.len()),
+            });
+            return record;
+        }
+        Ok(_) => {}
+        Err(e) => {
+            record.problems.push(FileProblem { rule: "note-unreadable", line: None, message: format!("cannot stat: {}", e.kind()) });
+            return record;
+        }
+    }
+    let bytes = match std::fs::read(&absolute) {
+        Ok(bytes) => bytes,
+        Err(e) => {
+            record.problems.push(FileProblem { rule: "note-unreadable", line: None, message: format!("cannot read: {}", e.kind()) });
+            return record;
+        }
+    };
+    record.size_bytes = bytes.len() as u64;
+    record.content_hash = *blake3::hash(&bytes).as_bytes();
+    analyse_bytes(&mut record, &bytes, policy);
+    record
+}
+
+/// Fills a record from file bytes (shared by disk reads and in-memory writes).
+pub fn analyse_bytes(record: &mut NoteRecord, bytes: &[u8], policy: &LoadedPolicy) {
+    if bytes.contains(&0) {
+        record.problems.push(FileProblem { rule: "note-unreadable", line: None, message: "binary content (NUL bytes) in a .md file".into() });
+        return;
+    }
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            record.problems.push(FileProblem {
+                rule: "note-unreadable",
+                line: None,
+                message: format!("not valid UTF-8 (first bad byte at offset {})", e.valid_up_to()),
+            });
+            return;
+        }
+    };
+    if text.starts_with('\u{feff}') && record.kind == PageKind::Note {
+        record.problems.push(FileProblem { rule: "utf8-bom", line: Some(1), message: "file starts with a UTF-8 byte-order mark".into() });
+    }
+    let body_text = match frontmatter::split(text) {
+        Ok(split) => {
+            record.body_first_line = split.body_first_line;
+            match frontmatter::parse(&split) {
+                Ok(fm) => {
+                    record.generated = fm
+                        .get("x-generated-by")
+                        .and_then(|v| v.as_str())
+                        .is_some_and(|m| OWNERSHIP_MARKERS.contains(&m));
+                    if record.kind == PageKind::Note {
+                        let (meta, problems) = metadata::validate(&fm, policy);
+                        record.valid = problems.is_empty();
+                        record.meta = meta;
+                        let rule = if fm.get("type").is_none() { "metadata-missing" } else { "metadata-invalid" };
+                        for p in problems {
+                            record.problems.push(FileProblem { rule, line: Some(1), message: format!("{}: {}", p.field, p.message) });
+                        }
+                    }
+                }
+                Err(problem) => {
+                    let line = match &problem {
+                        FrontmatterProblem::Yaml { line, .. } => Some(*line),
+                        _ => Some(1),
+                    };
+                    if record.kind == PageKind::Note {
+                        record.problems.push(FileProblem { rule: "metadata-invalid", line, message: problem.to_string() });
+                    }
+                }
+            }
+            split.body
+        }
+        Err(problem) => {
+            if record.kind == PageKind::Note {
+                record.problems.push(FileProblem { rule: "metadata-missing", line: Some(1), message: problem.to_string() });
+            }
+            text
+        }
+    };
+    record.body_chars = body_text.trim().chars().count();
+    record.links = body::links(body_text, record.body_first_line);
+}
+
+/// How one link resolved.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Resolution {
+    Resolved(VaultPath),
+    Broken,
+    Ambiguous(Vec<VaultPath>),
+}
+
+/// The whole vault model.
+#[derive(Debug, Default)]
+pub struct Inventory {
+    pub records: BTreeMap<VaultPath, NoteRecord>,
+    /// Every regular file (notes and attachments), for link resolution.
+    pub files: BTreeSet<VaultPath>,
+    /// Lower-cased file name → paths with that name.
+    pub by_name: HashMap<String, Vec<VaultPath>>,
+    pub symlinked_notes: Vec<VaultPath>,
+    /// Link key (lower-cased last component, `.md` stripped) → notes holding such a link.
+    pub linkers: HashMap<String, BTreeSet<VaultPath>>,
+}
+
+/// The key under which a link or a file is found by name: lower-cased last component without `.md`.
+pub fn link_key(target: &str) -> String {
+    let name = target.rsplit('/').next().unwrap_or(target).to_lowercase();
+    name.strip_suffix(".md").map(str::to_string).unwrap_or(name)
+}
+
+fn lower_name(path: &VaultPath) -> String {
+    path.file_name().to_lowercase()
+}
+
+/// Reads `items` in parallel on up to `threads` threads.
+fn read_all(root: &Path, policy: &LoadedPolicy, items: &[(VaultPath, PageKind)]) -> Vec<NoteRecord> {
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
+    if items.len() < 64 || threads == 1 {
+        return items.iter().map(|(p, k)| read_record(root, p, *k, policy)).collect();
+    }
+    let chunk = items.len().div_ceil(threads);
+    std::thread::scope(|s| {
+        let handles: Vec<_> = items
+            .chunks(chunk)
+            .map(|part| s.spawn(move || part.iter().map(|(p, k)| read_record(root, p, *k, policy)).collect::<Vec<_>>()))
+            .collect();
+        handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
+    })
+}
+
+impl Inventory {
+    /// Scans and reads the whole vault.
+    pub fn load(root: &Path, policy: &LoadedPolicy) -> Result<Self> {
+        let scan = scan::scan(root, policy)?;
+        let records = read_all(root, policy, &scan.pages);
+        let mut inventory = Inventory { symlinked_notes: scan.symlinked_notes, ..Default::default() };
+        for path in scan.files {
+            inventory.add_file(path);
+        }
+        for record in records {
+            inventory.upsert(record);
+        }
+        Ok(inventory)
+    }
+
+    fn add_file(&mut self, path: VaultPath) {
+        if self.files.insert(path.clone()) {
+            self.by_name.entry(lower_name(&path)).or_default().push(path);
+        }
+    }
+
+    fn remove_file(&mut self, path: &VaultPath) {
+        if self.files.remove(path)
+            && let Some(list) = self.by_name.get_mut(&lower_name(path))
+        {
+            list.retain(|p| p != path);
+        }
+    }
+
+    /// Puts a fresh record in place (a note was written). Returns the previous record.
+    pub fn upsert(&mut self, record: NoteRecord) -> Option<NoteRecord> {
+        self.add_file(record.path.clone());
+        for link in &record.links {
+            self.linkers.entry(link_key(&link.target)).or_default().insert(record.path.clone());
+        }
+        let previous = self.records.insert(record.path.clone(), record);
+        if let Some(old) = &previous {
+            self.forget_links(old);
+            // Re-add the current record's keys that the old record shared.
+            let current = &self.records[&old.path];
+            for link in &current.links {
+                self.linkers.entry(link_key(&link.target)).or_default().insert(current.path.clone());
+            }
+        }
+        previous
+    }
+
+    fn forget_links(&mut self, record: &NoteRecord) {
+        for link in &record.links {
+            if let Some(set) = self.linkers.get_mut(&link_key(&link.target)) {
+                set.remove(&record.path);
+            }
+        }
+    }
+
+    /// Forgets a file (a note was removed or moved away).
+    pub fn remove(&mut self, path: &VaultPath) -> Option<NoteRecord> {
+        self.remove_file(path);
+        let old = self.records.remove(path);
+        if let Some(old) = &old {
+            self.forget_links(old);
+        }
+        old
+    }
+
+    /// Notes holding a link that may resolve by name to `path` (candidates for re-resolution
+    /// when `path` appears or disappears).
+    pub fn linkers_of(&self, path: &VaultPath) -> Vec<VaultPath> {
+        let mut keys = vec![link_key(path.as_str())];
+        keys.push(path.file_name().to_lowercase());
+        let mut out: BTreeSet<VaultPath> = BTreeSet::new();
+        for key in keys {
+            if let Some(set) = self.linkers.get(&key) {
+                out.extend(set.iter().cloned());
+            }
+        }
+        out.into_iter().collect()
+    }
+
+    /// Ordinary notes (not system pages).
+    pub fn notes(&self) -> impl Iterator<Item = &NoteRecord> {
+        self.records.values().filter(|r| r.is_note())
+    }
+
+    /// Resolves a link from `source`.
+    pub fn resolve(&self, source: &VaultPath, link: &Link, policy: &LoadedPolicy) -> Resolution {
+        for candidate in candidates(link, policy) {
+            if let Some(found) = self.resolve_one(source, &candidate, link.kind) {
+                return found;
+            }
+        }
+        Resolution::Broken
+    }
+
+    fn resolve_one(&self, source: &VaultPath, target: &str, kind: LinkKind) -> Option<Resolution> {
+        let target = target.trim_start_matches('/');
+        if let Some(path) = join_lexical(source.parent(), target)
+            && self.files.contains(&path)
+        {
+            return Some(Resolution::Resolved(path));
+        }
+        if let Ok(path) = VaultPath::parse_walked(target)
+            && self.files.contains(&path)
+        {
+            return Some(Resolution::Resolved(path));
+        }
+        if kind == LinkKind::Markdown {
+            return None;
+        }
+        let name = target.rsplit('/').next().unwrap_or(target).to_lowercase();
+        let suffix = format!("/{}", target.to_lowercase());
+        let matches: Vec<VaultPath> = self
+            .by_name
+            .get(&name)
+            .map(|list| {
+                list.iter()
+                    .filter(|p| !target.contains('/') || format!("/{}", p.as_str().to_lowercase()).ends_with(&suffix))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        match matches.len() {
+            0 => None,
+            1 => Some(Resolution::Resolved(matches.into_iter().next()?)),
+            _ => Some(Resolution::Ambiguous(matches)),
+        }
+    }
+}
+
+/// File names a link may mean, in order: `t.md` for a bare wikilink; `t` itself when it names
+/// an attachment (so `![[img.png]]` resolves to `img.png`, not `img.png.md`).
+fn candidates(link: &Link, policy: &LoadedPolicy) -> Vec<String> {
+    let target = link.target.as_str();
+    if link.kind == LinkKind::Markdown || target.to_lowercase().ends_with(".md") {
+        return vec![target.to_string()];
+    }
+    let extension = target.rsplit('/').next().and_then(|name| name.rsplit_once('.')).map(|(_, ext)| ext.to_lowercase());
+    match extension {
+        Some(ext) if policy.policy.lint.attachment_extensions.contains(&ext) => vec![target.to_string()],
+        Some(_) => vec![format!("{target}.md"), target.to_string()],
+        None => vec![format!("{target}.md")],
+    }
+}
+
+/// Joins `target` onto directory `base` resolving `.` and `..` lexically; `None` if it escapes.
+pub fn join_lexical(base: &str, target: &str) -> Option<VaultPath> {
+    let mut parts: Vec<&str> = base.split('/').filter(|p| !p.is_empty()).collect();
+    for part in target.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop()?;
+            }
+            other => parts.push(other),
+        }
+    }
+    if parts.is_empty() {
+        return None;
+    }
+    VaultPath::parse_walked(&parts.join("/")).ok()
+}
+
+/// The absolute path of a vault-relative path (for callers outside `store`).
+pub fn absolute(root: &Path, path: &VaultPath) -> PathBuf {
+    path.under(root)
+}

@@ -1,0 +1,29 @@
+//! paravault: a governed knowledge-vault engine.
+//!
+//! Reading order (also the layering: each module uses only those above it):
+//! - `error`     — the one error type, with stable codes.
+//! - `policy`    — governance as data (`policy/default.yaml` + vault override).
+//! - `note`      — pure note model: paths, frontmatter, OKF metadata, Markdown facts.
+//! - `store`     — the only door to the disk for mutations (durable replace, fault injection).
+//! - `scan`      — which files are in scope.
+//! - `inventory` — the in-memory vault model, kept current one note at a time.
+//! - `lint`      — health report and write gate over the inventory.
+//! - `catalog`   — `index.md` and paged `_index.md` rendering (pure) and publishing.
+//! - `vault`     — the application API every adapter calls.
+//! - `cli`       — the clap adapter.
+//!
+//! See docs/ARCHITECTURE.md for the write path and the invariants.
+
+
+
+pub mod error;
+pub mod inventory;
+pub mod lint;
+pub mod note;
+pub mod policy;
+pub mod scan;
+pub mod store;
+
+
+pub use error::{Error, Result};
+

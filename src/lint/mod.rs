@@ -1,0 +1,222 @@
+//! Lint: the vault-wide health report and the write gate, two uses of the same rules.
+//!
+//! The health report judges every in-scope file. The write gate judges only the notes a write
+//! touches and the links whose resolution the write changes, so one bad note elsewhere never
+//! locks out all writes. Severities come from policy. Pure over an `Inventory`: no I/O.
+
+use std::collections::HashMap;
+
+use chrono::NaiveDate;
+use serde::Serialize;
+
+use crate::inventory::{Inventory, NoteRecord, Resolution};
+use crate::note::body::Link;
+use crate::note::path::VaultPath;
+use crate::policy::{LoadedPolicy, Severity};
+use crate::scan::PageKind;
+
+/// One named finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub rule: &'static str,
+    pub severity: Severity,
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    pub message: String,
+    /// The link target, for link findings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Candidate paths, for ambiguous links.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<String>,
+}
+
+/// The vault-wide health report.
+#[derive(Debug, Clone, Serialize)]
+pub struct LintReport {
+    pub schema_version: u32,
+    pub date: String,
+    pub notes_total: usize,
+    pub notes_valid: usize,
+    pub blocking: bool,
+    pub counts: std::collections::BTreeMap<&'static str, usize>,
+    pub findings: Vec<Finding>,
+}
+
+fn finding(policy: &LoadedPolicy, rule: &'static str, path: &VaultPath, line: Option<usize>, message: String) -> Finding {
+    Finding { rule, severity: policy.severity(rule), path: path.to_string(), line, message, target: None, candidates: Vec::new() }
+}
+
+fn file_findings(policy: &LoadedPolicy, record: &NoteRecord, out: &mut Vec<Finding>) {
+    if record.kind != PageKind::Note {
+        return;
+    }
+    for p in &record.problems {
+        out.push(finding(policy, p.rule, &record.path, p.line, p.message.clone()));
+    }
+}
+
+fn link_finding(policy: &LoadedPolicy, source: &VaultPath, link: &Link, resolution: &Resolution) -> Option<Finding> {
+    let (rule, message, candidates) = match resolution {
+        Resolution::Resolved(_) => return None,
+        Resolution::Broken => ("broken-link", format!("{} '{}' resolves to no file", link.kind.as_str(), link.target), Vec::new()),
+        Resolution::Ambiguous(paths) => (
+            "ambiguous-link",
+            format!("{} '{}' matches {} files by name", link.kind.as_str(), link.target, paths.len()),
+            paths.iter().map(ToString::to_string).collect(),
+        ),
+    };
+    let mut f = finding(policy, rule, source, Some(link.line), message);
+    f.target = Some(link.target.clone());
+    f.candidates = candidates;
+    Some(f)
+}
+
+fn is_stale(policy: &LoadedPolicy, record: &NoteRecord, today: NaiveDate) -> Option<NaiveDate> {
+    let expiry = record.meta.expiry?;
+    let exempt_folder = policy.policy.lint.freshness_exempt_folders.iter().any(|f| f == record.path.top_folder());
+    let archived = record.meta.status.as_deref() == Some(policy.policy.metadata.archived_status.as_str());
+    (expiry < today && !exempt_folder && !archived).then_some(expiry)
+}
+
+fn stale_finding(policy: &LoadedPolicy, record: &NoteRecord, today: NaiveDate) -> Option<Finding> {
+    is_stale(policy, record, today).map(|expiry| finding(policy, "stale", &record.path, Some(1), format!("expired on {expiry}")))
+}
+
+fn orphan_exempt(policy: &LoadedPolicy, record: &NoteRecord) -> bool {
+    let lint = &policy.policy.lint;
+    record.kind != PageKind::Note
+        || lint.orphan_exempt_names.iter().any(|n| n == record.path.file_name())
+        || lint.orphan_exempt_folders.iter().any(|f| f == record.path.top_folder())
+        || !record.path.as_str().contains('/')
+        || record.meta.status.as_deref() == Some(policy.policy.metadata.archived_status.as_str())
+}
+
+/// Whether a record's outgoing links are judged and counted: generated catalogs are neither.
+fn links_count(record: &NoteRecord) -> bool {
+    !(record.generated && matches!(record.kind, PageKind::Catalog | PageKind::RootIndex))
+}
+
+/// The vault-wide report.
+pub fn health_report(inventory: &Inventory, policy: &LoadedPolicy, today: NaiveDate) -> LintReport {
+    let mut findings = Vec::new();
+    let mut inbound: HashMap<&VaultPath, usize> = HashMap::new();
+    for record in inventory.records.values() {
+        file_findings(policy, record, &mut findings);
+        if !links_count(record) {
+            continue;
+        }
+        for link in &record.links {
+            let resolution = inventory.resolve(&record.path, link, policy);
+            if let Resolution::Resolved(target) = &resolution {
+                if let Some((key, _)) = inventory.records.get_key_value(target)
+                    && target != &record.path
+                {
+                    *inbound.entry(key).or_default() += 1;
+                }
+            } else if let Some(f) = link_finding(policy, &record.path, link, &resolution) {
+                findings.push(f);
+            }
+        }
+        if let Some(f) = stale_finding(policy, record, today) {
+            findings.push(f);
+        }
+    }
+    for path in &inventory.symlinked_notes {
+        findings.push(finding(policy, "symlinked-note", path, None, "symbolic link; not followed or read".into()));
+    }
+    for record in inventory.records.values() {
+        if !orphan_exempt(policy, record) && !inbound.contains_key(&record.path) {
+            findings.push(finding(policy, "orphan", &record.path, None, "no inbound links from other notes".into()));
+        }
+    }
+    findings.sort_by(|a, b| (&a.path, a.line, a.rule).cmp(&(&b.path, b.line, b.rule)));
+    let mut counts = std::collections::BTreeMap::new();
+    for f in &findings {
+        *counts.entry(f.rule).or_default() += 1;
+    }
+    let notes_total = inventory.notes().count();
+    LintReport {
+        schema_version: 1,
+        date: today.to_string(),
+        notes_total,
+        notes_valid: inventory.notes().filter(|r| r.valid).count(),
+        blocking: findings.iter().any(|f| f.severity == Severity::Blocking),
+        counts,
+        findings,
+    }
+}
+
+/// Link resolutions captured before a write, for the gate to compare against.
+#[derive(Debug, Default)]
+pub struct LinkBaseline {
+    resolutions: Vec<(VaultPath, Link, Resolution)>,
+}
+
+/// Captures how the links that may be affected by writing `touched` resolve now.
+pub fn baseline(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPath]) -> LinkBaseline {
+    let mut resolutions = Vec::new();
+    for path in touched {
+        for source in inventory.linkers_of(path) {
+            if touched.contains(&source) {
+                continue;
+            }
+            let Some(record) = inventory.records.get(&source).filter(|r| links_count(r)) else { continue };
+            for link in &record.links {
+                resolutions.push((source.clone(), link.clone(), inventory.resolve(&source, link, policy)));
+            }
+        }
+    }
+    LinkBaseline { resolutions }
+}
+
+/// The write gate's verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct GateReport {
+    pub blocking: Vec<Finding>,
+    pub warnings: Vec<Finding>,
+}
+
+impl GateReport {
+    pub fn passed(&self) -> bool {
+        self.blocking.is_empty()
+    }
+}
+
+/// Judges a write after it is applied to `inventory`: the touched notes' own findings and
+/// links, plus links elsewhere that resolved before and no longer do.
+pub fn gate(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPath], before: &LinkBaseline, today: NaiveDate) -> GateReport {
+    let mut findings = Vec::new();
+    for path in touched {
+        let Some(record) = inventory.records.get(path) else { continue };
+        file_findings(policy, record, &mut findings);
+        if let Some(f) = stale_finding(policy, record, today) {
+            findings.push(f);
+        }
+        for link in &record.links {
+            let resolution = inventory.resolve(path, link, policy);
+            findings.extend(link_finding(policy, path, link, &resolution));
+        }
+    }
+    for (source, link, was) in &before.resolutions {
+        if !matches!(was, Resolution::Resolved(_)) {
+            continue;
+        }
+        let now = inventory.resolve(source, link, policy);
+        findings.extend(link_finding(policy, source, link, &now));
+    }
+    let (blocking, warnings) = findings.into_iter().partition(|f| f.severity == Severity::Blocking);
+    GateReport { blocking, warnings }
+}
+
+/// Markdown style findings of one note (read from disk by the caller).
+pub fn style_report(policy: &LoadedPolicy, path: &VaultPath, body: &str, body_first_line: usize) -> Vec<Finding> {
+    crate::note::body::style_findings(body, body_first_line)
+        .into_iter()
+        .map(|s| finding(policy, s.rule, path, Some(s.line), s.message))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests;

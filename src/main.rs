@@ -1,0 +1,2 @@
+//! The `paravault` binary.
+fn main() {}

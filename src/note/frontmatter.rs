@@ -1,0 +1,179 @@
+//! YAML frontmatter: split a note into frontmatter and body, parse it, render it back.
+//!
+//! The split keeps the exact bytes of every part, so rendering an unchanged parse reproduces the
+//! original file byte for byte (CRLF, BOM, quoting and key order included). Never does I/O.
+
+use serde_yaml::{Mapping, Value};
+
+/// How a note's text failed to yield a frontmatter mapping.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FrontmatterProblem {
+    /// The text does not start with a `---` line.
+    Missing,
+    /// A `---` opening line without a closing `---` (or `...`) line.
+    Unterminated,
+    /// The YAML does not parse; `line` is 1-based within the note.
+    Yaml { line: usize, message: String },
+    /// The YAML parses but is not a mapping.
+    NotAMapping { found: &'static str },
+}
+
+impl std::fmt::Display for FrontmatterProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FrontmatterProblem::Missing => f.write_str("no YAML frontmatter block (the note must start with a '---' line)"),
+            FrontmatterProblem::Unterminated => f.write_str("the frontmatter block has no closing '---' line"),
+            FrontmatterProblem::Yaml { line, message } => write!(f, "malformed YAML at line {line}: {message}"),
+            FrontmatterProblem::NotAMapping { found } => write!(f, "frontmatter is a {found}, not a mapping of keys to values"),
+        }
+    }
+}
+
+/// The byte layout of a note: `[bom][open line][yaml][close line][body]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Split<'a> {
+    pub bom: bool,
+    pub open: &'a str,
+    pub yaml: &'a str,
+    pub close: &'a str,
+    pub body: &'a str,
+    /// 1-based line number of the first YAML line.
+    pub yaml_first_line: usize,
+    /// 1-based line number of the first body line.
+    pub body_first_line: usize,
+}
+
+/// A parsed frontmatter block that remembers its source text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Frontmatter {
+    pub mapping: Mapping,
+    /// The exact text between the delimiters, used to render an unchanged block byte-identically.
+    source_yaml: String,
+}
+
+fn is_delimiter(line: &str, marker: &str) -> bool {
+    let trimmed = line.trim_end_matches(['\n', '\r']);
+    trimmed.strip_prefix(marker).is_some_and(|rest| rest.chars().all(|c| c == ' ' || c == '\t'))
+}
+
+/// Splits the note text. A missing frontmatter block is `Missing`; no closing line is
+/// `Unterminated`. A closing `---` at end of file without a newline is accepted.
+pub fn split(text: &str) -> Result<Split<'_>, FrontmatterProblem> {
+    let (bom, rest) = match text.strip_prefix('\u{feff}') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let open_len = rest.find('\n').map_or(rest.len(), |i| i + 1);
+    let open = &rest[..open_len];
+    if !is_delimiter(open, "---") {
+        return Err(FrontmatterProblem::Missing);
+    }
+    let mut offset = open_len;
+    let mut line_no = 2;
+    while offset < rest.len() {
+        let line_len = rest[offset..].find('\n').map_or(rest.len() - offset, |i| i + 1);
+        let line = &rest[offset..offset + line_len];
+        if is_delimiter(line, "---") || is_delimiter(line, "...") {
+            return Ok(Split {
+                bom,
+                open,
+                yaml: &rest[open_len..offset],
+                close: line,
+                body: &rest[offset + line_len..],
+                yaml_first_line: 2,
+                body_first_line: line_no + 1,
+            });
+        }
+        offset += line_len;
+        line_no += 1;
+    }
+    Err(FrontmatterProblem::Unterminated)
+}
+
+fn kind_of(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Sequence(_) => "list",
+        Value::Mapping(_) => "mapping",
+        Value::Tagged(_) => "tagged value",
+    }
+}
+
+/// Parses the YAML of a split note into a mapping. An empty block is an empty mapping.
+pub fn parse(split: &Split<'_>) -> Result<Frontmatter, FrontmatterProblem> {
+    let yaml = split.yaml;
+    if yaml.trim().is_empty() {
+        return Ok(Frontmatter { mapping: Mapping::new(), source_yaml: yaml.to_string() });
+    }
+    let value: Value = serde_yaml::from_str(yaml).map_err(|e| FrontmatterProblem::Yaml {
+        line: e.location().map_or(split.yaml_first_line, |l| l.line() + split.yaml_first_line - 1),
+        message: yaml_message(&e),
+    })?;
+    match value {
+        Value::Mapping(mapping) => Ok(Frontmatter { mapping, source_yaml: yaml.to_string() }),
+        other => Err(FrontmatterProblem::NotAMapping { found: kind_of(&other) }),
+    }
+}
+
+/// serde_yaml's message without its own " at line N column M" suffix (we report note lines).
+fn yaml_message(error: &serde_yaml::Error) -> String {
+    let text = error.to_string();
+    match text.find(" at line ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+impl Frontmatter {
+    /// Builds a block from a mapping; it renders with serde_yaml.
+    pub fn from_mapping(mapping: Mapping) -> Self {
+        let source_yaml = render_mapping(&mapping);
+        Frontmatter { mapping, source_yaml }
+    }
+
+    /// Returns the YAML text to put between the delimiters: the original text when the
+    /// mapping is unchanged since parsing, a fresh rendering otherwise.
+    pub fn yaml_text(&self) -> String {
+        match serde_yaml::from_str::<Value>(&self.source_yaml) {
+            Ok(Value::Mapping(original)) if original == self.mapping => self.source_yaml.clone(),
+            Err(_) | Ok(Value::Null) if self.mapping.is_empty() => self.source_yaml.clone(),
+            _ => render_mapping(&self.mapping),
+        }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.mapping.get(key)
+    }
+}
+
+fn render_mapping(mapping: &Mapping) -> String {
+    if mapping.is_empty() {
+        return String::new();
+    }
+    serde_yaml::to_string(mapping).unwrap_or_default()
+}
+
+/// Renders a note: delimiters and body of `split` around the frontmatter's YAML text.
+pub fn render(split: &Split<'_>, frontmatter: &Frontmatter) -> String {
+    let mut out = String::with_capacity(split.open.len() + split.yaml.len() + split.close.len() + split.body.len() + 3);
+    if split.bom {
+        out.push('\u{feff}');
+    }
+    out.push_str(split.open);
+    out.push_str(&frontmatter.yaml_text());
+    let close = if split.close.ends_with('\n') || split.body.is_empty() { split.close.to_string() } else { format!("{}\n", split.close) };
+    out.push_str(&close);
+    out.push_str(split.body);
+    out
+}
+
+/// Renders a brand-new note from a frontmatter mapping and a body.
+pub fn render_new(frontmatter: &Frontmatter, body: &str) -> String {
+    format!("---\n{}---\n{}", frontmatter.yaml_text(), body)
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,84 @@
+//! Unit and property tests for frontmatter split/parse/render.
+
+use super::*;
+use proptest::prelude::*;
+
+fn roundtrip(text: &str) -> String {
+    let s = split(text).unwrap();
+    let fm = parse(&s).unwrap();
+    render(&s, &fm)
+}
+
+#[test]
+fn unchanged_parse_renders_byte_identically() {
+    for text in [
+        "---\ntype: Project\ntitle: 'Quoted'   # comment\n---\nbody\n",
+        "\u{feff}---\r\ntype: Area\r\n---\r\nbody\r\n",
+        "---\ntitle: x\n---",
+        "---\n---\n",
+        "---\nz: 1\na: [1, 2]\n...\nrest",
+    ] {
+        assert_eq!(roundtrip(text), text);
+    }
+}
+
+#[test]
+fn problems_are_named() {
+    assert_eq!(split("no frontmatter"), Err(FrontmatterProblem::Missing));
+    assert_eq!(split("---\ntitle: x\n"), Err(FrontmatterProblem::Unterminated));
+    let s = split("---\n- a\n- b\n---\n").unwrap();
+    assert_eq!(parse(&s), Err(FrontmatterProblem::NotAMapping { found: "list" }));
+    let s = split("---\ntitle: x\n  bad: [\n---\n").unwrap();
+    assert!(matches!(parse(&s), Err(FrontmatterProblem::Yaml { line, .. }) if line >= 2));
+}
+
+#[test]
+fn body_line_numbers_count_the_frontmatter() {
+    let s = split("---\na: 1\nb: 2\n---\nfirst body line\n").unwrap();
+    assert_eq!(s.body_first_line, 5);
+    assert_eq!(s.body, "first body line\n");
+}
+
+fn yaml_scalar() -> impl Strategy<Value = Value> {
+    prop_oneof![
+        any::<bool>().prop_map(Value::Bool),
+        any::<i64>().prop_map(|n| Value::Number(n.into())),
+        "[a-zA-Z0-9 :#'\"\\-_.]{0,20}".prop_map(Value::String),
+        Just(Value::Null),
+    ]
+}
+
+fn yaml_value() -> impl Strategy<Value = Value> {
+    yaml_scalar().prop_recursive(3, 16, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Sequence),
+            prop::collection::btree_map("[a-z_]{1,8}", inner, 0..4).prop_map(|m| {
+                Value::Mapping(m.into_iter().map(|(k, v)| (Value::String(k), v)).collect())
+            }),
+        ]
+    })
+}
+
+proptest! {
+    /// render(mapping) then parse gives back the same mapping.
+    #[test]
+    fn render_then_parse_is_identity(entries in prop::collection::btree_map("[a-z_]{1,10}", yaml_value(), 0..6), body in "[a-z \n#-]{0,40}") {
+        let mapping: Mapping = entries.into_iter().map(|(k, v)| (Value::String(k), v)).collect();
+        let text = render_new(&Frontmatter::from_mapping(mapping.clone()), &body);
+        let s = split(&text).unwrap();
+        let parsed = parse(&s).unwrap();
+        prop_assert_eq!(&parsed.mapping, &mapping);
+        prop_assert_eq!(s.body, body.as_str());
+        prop_assert_eq!(render(&s, &parsed), text);
+    }
+
+    /// Arbitrary text never panics, and whatever parses renders back unchanged.
+    #[test]
+    fn arbitrary_text_never_panics(text in "(---\r?\n)?[a-z: \\[\\]{}'\"\n\r-]{0,80}(\n---\n)?[a-z\n]{0,10}") {
+        if let Ok(s) = split(&text)
+            && let Ok(fm) = parse(&s)
+        {
+            prop_assert_eq!(render(&s, &fm), text);
+        }
+    }
+}

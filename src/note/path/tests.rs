@@ -1,0 +1,34 @@
+//! Unit tests for `VaultPath` parsing.
+
+use super::*;
+use proptest::prelude::*;
+
+#[test]
+fn accepts_plain_relative_paths() {
+    let p = VaultPath::parse("01_Projects/alpha/plan.md").unwrap();
+    assert_eq!(p.as_str(), "01_Projects/alpha/plan.md");
+    assert_eq!(p.top_folder(), "01_Projects");
+    assert_eq!(p.parent(), "01_Projects/alpha");
+    assert_eq!(p.file_name(), "plan.md");
+}
+
+#[test]
+fn decodes_percent_encoding_once() {
+    let p = VaultPath::parse("01_Projects/my%20note.md").unwrap();
+    assert_eq!(p.as_str(), "01_Projects/my note.md");
+}
+
+proptest! {
+    #[test]
+    fn parse_is_idempotent_and_never_escapes(raw in "[a-zA-Z0-9_./%\\\\:-]{0,40}") {
+        if let Ok(p) = VaultPath::parse(&raw) {
+            prop_assert!(!p.as_str().starts_with('/'));
+            prop_assert!(!p.as_str().split('/').any(|c| c == ".." || c == "." || c.is_empty()));
+            prop_assert!(!p.as_str().contains('\\'));
+            // A normal path without '%' parses to itself.
+            if !p.as_str().contains('%') {
+                prop_assert_eq!(VaultPath::parse(p.as_str()).unwrap(), p.clone());
+            }
+        }
+    }
+}

@@ -1,0 +1,336 @@
+//! Governance as data: the policy loaded from `policy/default.yaml` and a vault override.
+//!
+//! The shipped default is embedded in the binary. A vault may override parts of it in
+//! `.paravault/policy.yaml`: maps merge by key, lists and scalars replace. An invalid file is
+//! refused at open with its name, line and reason. This module never touches the vault's notes.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_yaml::Value;
+
+use crate::error::{Error, Result};
+
+/// The shipped default policy.
+pub const DEFAULT_POLICY_YAML: &str = include_str!("../../policy/default.yaml");
+const DEFAULT_POLICY_NAME: &str = "policy/default.yaml";
+
+/// How a lint finding weighs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Warning,
+    Blocking,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Layout {
+    pub para_folders: Vec<String>,
+    pub extra_scope_folders: Vec<String>,
+    pub catalog_categories: Vec<String>,
+    pub catalog_extra_folders: Vec<String>,
+    pub archive_folder: String,
+    pub inbox_folder: String,
+    pub excluded_dirs: Vec<String>,
+    pub root_daily_log_pattern: String,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NoteTypePolicy {
+    pub folder: String,
+    pub half_life_days: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MetadataPolicy {
+    pub required_fields: Vec<String>,
+    pub statuses: Vec<String>,
+    pub archived_status: String,
+    pub okf_versions: Vec<String>,
+    pub memory_kinds: Vec<String>,
+    pub write_policies: Vec<String>,
+    pub write_policies_needing_provenance: Vec<String>,
+    pub sensitivities: Vec<String>,
+    pub resource_schemes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct LintPolicy {
+    pub rules: BTreeMap<String, Severity>,
+    pub orphan_exempt_names: Vec<String>,
+    pub orphan_exempt_folders: Vec<String>,
+    pub freshness_exempt_folders: Vec<String>,
+    pub attachment_extensions: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Limits {
+    pub note_bytes_max: u64,
+    pub title_chars_max: usize,
+    pub catalog_page_bytes_max: usize,
+    pub catalog_description_chars: usize,
+    pub read_note_bytes_max: usize,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Boosts {
+    pub title: f32,
+    pub tags: f32,
+    pub description: f32,
+    pub body: f32,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct SearchPolicy {
+    pub generations_kept: usize,
+    pub boosts: Boosts,
+    pub rrf_k: u32,
+    pub max_results_cap: usize,
+    pub chunk_min_words: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Egress {
+    #[default]
+    None,
+    ModelDownload,
+    Network,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Approval {
+    #[default]
+    None,
+    Caller,
+    Explicit,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ToolRisk {
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub egress: Egress,
+    pub approval: Approval,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub enum EgressPolicy {
+    #[default]
+    #[serde(rename = "deny")]
+    Deny,
+    #[serde(rename = "allow-public")]
+    AllowPublic,
+}
+
+/// The whole policy, after merging the default with a vault override.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct Policy {
+    pub schema_version: u32,
+    pub layout: Layout,
+    pub note_types: BTreeMap<String, NoteTypePolicy>,
+    pub default_half_life_days: f64,
+    pub metadata: MetadataPolicy,
+    pub lint: LintPolicy,
+    pub limits: Limits,
+    pub search: SearchPolicy,
+    pub rate_limits: BTreeMap<String, u32>,
+    pub tools: BTreeMap<String, ToolRisk>,
+    pub approval_required: Vec<String>,
+    pub egress: EgressPolicy,
+}
+
+/// The lint rules the engine implements; a policy may weigh them but not invent others.
+pub const KNOWN_LINT_RULES: &[&str] = &[
+    "utf8-bom",
+    "metadata-missing",
+    "metadata-invalid",
+    "note-too-large",
+    "note-unreadable",
+    "symlinked-note",
+    "broken-link",
+    "ambiguous-link",
+    "orphan",
+    "stale",
+    "trailing-whitespace",
+    "inconsistent-list-markers",
+    "header-jump",
+    "missing-code-language",
+];
+
+/// Where the effective policy came from.
+#[derive(Debug, Clone, Serialize)]
+pub struct PolicySource {
+    pub default: &'static str,
+    pub override_file: Option<String>,
+}
+
+/// A loaded, validated policy plus compiled helpers.
+#[derive(Debug, Clone)]
+pub struct LoadedPolicy {
+    pub policy: Policy,
+    pub source: PolicySource,
+    pub root_daily_log: regex::Regex,
+}
+
+fn line_of_key(text: &str, key: &str) -> usize {
+    text.lines().position(|l| l.trim_start().starts_with(&format!("{key}:"))).map_or(1, |i| i + 1)
+}
+
+fn parse_layer(text: &str, file: &str) -> Result<(Value, Policy)> {
+    let invalid = |line, reason: String| Error::PolicyInvalid { file: file.to_string(), line, reason };
+    let value: Value = serde_yaml::from_str(text).map_err(|e| invalid(e.location().map_or(1, |l| l.line()), e.to_string()))?;
+    let value = match value {
+        Value::Null => Value::Mapping(Default::default()),
+        Value::Mapping(m) => Value::Mapping(m),
+        _ => return Err(invalid(1, "a policy file must be a mapping".into())),
+    };
+    // Type-check this layer on its own so errors point at its own lines.
+    let typed: Policy = serde_yaml::from_str(text).map_err(|e| invalid(e.location().map_or(1, |l| l.line()), strip_location(&e)))?;
+    Ok((value, typed))
+}
+
+fn strip_location(error: &serde_yaml::Error) -> String {
+    let text = error.to_string();
+    text.find(" at line ").map_or(text.clone(), |i| text[..i].to_string())
+}
+
+fn merge(base: &mut Value, over: Value) {
+    match (base, over) {
+        (Value::Mapping(base), Value::Mapping(over)) => {
+            for (key, value) in over {
+                match base.get_mut(&key) {
+                    Some(slot) => merge(slot, value),
+                    None => {
+                        base.insert(key, value);
+                    }
+                }
+            }
+        }
+        (slot, value) => *slot = value,
+    }
+}
+
+impl LoadedPolicy {
+    /// Loads the default policy merged with `<vault>/.paravault/policy.yaml` when it exists.
+    pub fn load(vault_root: &Path) -> Result<Self> {
+        let override_path = crate::store::layout::join(vault_root, crate::store::layout::POLICY_OVERRIDE);
+        let override_text = match std::fs::read_to_string(&override_path) {
+            Ok(text) => Some(text),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(Error::io("reading", crate::store::layout::POLICY_OVERRIDE, e)),
+        };
+        Self::from_texts(override_text.as_deref())
+    }
+
+    /// Builds the policy from the embedded default and optional override text.
+    pub fn from_texts(override_text: Option<&str>) -> Result<Self> {
+        let (mut merged, _) = parse_layer(DEFAULT_POLICY_YAML, DEFAULT_POLICY_NAME)?;
+        let (file, text) = match override_text {
+            Some(text) => {
+                let (over, _) = parse_layer(text, crate::store::layout::POLICY_OVERRIDE)?;
+                merge(&mut merged, over);
+                (crate::store::layout::POLICY_OVERRIDE, text)
+            }
+            None => (DEFAULT_POLICY_NAME, DEFAULT_POLICY_YAML),
+        };
+        let policy: Policy = serde_yaml::from_value(merged)
+            .map_err(|e| Error::PolicyInvalid { file: file.to_string(), line: 1, reason: e.to_string() })?;
+        let root_daily_log = validate(&policy, file, text)?;
+        Ok(LoadedPolicy {
+            policy,
+            source: PolicySource {
+                default: DEFAULT_POLICY_NAME,
+                override_file: override_text.map(|_| crate::store::layout::POLICY_OVERRIDE.to_string()),
+            },
+            root_daily_log,
+        })
+    }
+
+    /// The severity of a lint rule (rules are validated at load, so every known rule has one).
+    pub fn severity(&self, rule: &str) -> Severity {
+        self.policy.lint.rules.get(rule).copied().unwrap_or(Severity::Blocking)
+    }
+
+    /// Folders whose notes are in scope (P.A.R.A. plus extras).
+    pub fn scope_folders(&self) -> impl Iterator<Item = &String> {
+        self.policy.layout.para_folders.iter().chain(&self.policy.layout.extra_scope_folders)
+    }
+
+    /// Folders that get catalogs.
+    pub fn catalog_folders(&self) -> impl Iterator<Item = &String> {
+        self.policy.layout.catalog_categories.iter().chain(&self.policy.layout.catalog_extra_folders)
+    }
+
+    pub fn half_life_days(&self, note_type: &str) -> f64 {
+        self.policy.note_types.get(note_type).map_or(self.policy.default_half_life_days, |t| t.half_life_days)
+    }
+}
+
+fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
+    let invalid = |key: &str, reason: String| Error::PolicyInvalid { file: file.to_string(), line: line_of_key(text, key), reason };
+    if policy.schema_version != 1 {
+        return Err(invalid("schema_version", format!("schema_version {} is not supported (expected 1)", policy.schema_version)));
+    }
+    for rule in policy.lint.rules.keys() {
+        if !KNOWN_LINT_RULES.contains(&rule.as_str()) {
+            return Err(invalid(rule, format!("unknown lint rule '{rule}' (known: {})", KNOWN_LINT_RULES.join(", "))));
+        }
+    }
+    for rule in KNOWN_LINT_RULES {
+        if !policy.lint.rules.contains_key(*rule) {
+            return Err(invalid("rules", format!("lint rule '{rule}' has no severity")));
+        }
+    }
+    if policy.layout.para_folders.is_empty() {
+        return Err(invalid("para_folders", "at least one P.A.R.A. folder is required".into()));
+    }
+    let known_folder = |f: &String| policy.layout.para_folders.contains(f) || policy.layout.extra_scope_folders.contains(f);
+    for (name, note_type) in &policy.note_types {
+        if !known_folder(&note_type.folder) {
+            return Err(invalid("folder", format!("note type '{name}' names folder '{}', which is not a scope folder", note_type.folder)));
+        }
+        if !(note_type.half_life_days > 0.0) {
+            return Err(invalid("half_life_days", format!("note type '{name}' needs a positive half_life_days")));
+        }
+    }
+    for category in &policy.layout.catalog_categories {
+        if !policy.layout.para_folders.contains(category) {
+            return Err(invalid("catalog_categories", format!("catalog category '{category}' is not a P.A.R.A. folder")));
+        }
+    }
+    if !policy.metadata.required_fields.iter().any(|f| f == "type") {
+        return Err(invalid("required_fields", "required_fields must include 'type'".into()));
+    }
+    if policy.limits.catalog_page_bytes_max < 4096 {
+        return Err(invalid("catalog_page_bytes_max", "catalog_page_bytes_max must be at least 4096".into()));
+    }
+    if policy.limits.note_bytes_max == 0 || policy.limits.title_chars_max == 0 {
+        return Err(invalid("limits", "limits must be positive".into()));
+    }
+    if policy.search.generations_kept == 0 {
+        return Err(invalid("generations_kept", "generations_kept must be at least 1".into()));
+    }
+    for (tool, per_minute) in &policy.rate_limits {
+        if *per_minute == 0 {
+            return Err(invalid(tool, format!("rate limit for '{tool}' must be at least 1 per minute")));
+        }
+    }
+    regex::Regex::new(&policy.layout.root_daily_log_pattern)
+        .map_err(|e| invalid("root_daily_log_pattern", format!("invalid pattern: {e}")))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,109 @@
+//! Walks a vault and decides scope: which files are notes, which are system pages, which are
+//! attachments that links may point at, and which are excluded (and why).
+//!
+//! Scope follows P.O.W.E.R.'s knowledge-base rule: no component in the policy's excluded
+//! directories, first component a scope folder (or a root daily log), and not matched by
+//! `.paravaultignore` / `.powerignore` (gitignore semantics via the `ignore` crate). Read-only.
+
+use std::path::Path;
+
+use crate::error::{Error, Result};
+use crate::note::path::VaultPath;
+use crate::policy::LoadedPolicy;
+use crate::store::layout;
+
+/// What role an in-scope Markdown file plays.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageKind {
+    /// An ordinary note: metadata-checked, catalogued, searchable.
+    Note,
+    /// `index.md` at the root.
+    RootIndex,
+    /// `log.md` at the root.
+    Log,
+    /// `_index.md` / `_index-N.md` in any directory.
+    Catalog,
+}
+
+/// The outcome of walking the vault.
+#[derive(Debug, Default)]
+pub struct Scan {
+    /// In-scope Markdown files with their role, sorted by path.
+    pub pages: Vec<(VaultPath, PageKind)>,
+    /// Every regular file outside excluded directories (link targets), sorted.
+    pub files: Vec<VaultPath>,
+    /// In-scope `.md` names that are symbolic links (never followed or read).
+    pub symlinked_notes: Vec<VaultPath>,
+}
+
+/// Classifies a vault-relative Markdown path, or `None` when it is out of scope.
+pub fn classify(policy: &LoadedPolicy, path: &VaultPath) -> Option<PageKind> {
+    let rel = path.as_str();
+    if !path.has_md_extension() {
+        return None;
+    }
+    let excluded = &policy.policy.layout.excluded_dirs;
+    if path.parent().split('/').any(|c| excluded.iter().any(|e| e == c)) {
+        return None;
+    }
+    if !rel.contains('/') {
+        return match rel {
+            layout::ROOT_INDEX => Some(PageKind::RootIndex),
+            layout::LOG => Some(PageKind::Log),
+            name if policy.root_daily_log.is_match(name) => Some(PageKind::Note),
+            _ => None,
+        };
+    }
+    if !policy.scope_folders().any(|f| f == path.top_folder()) {
+        return None;
+    }
+    if layout::is_sub_index_name(path.file_name()) { Some(PageKind::Catalog) } else { Some(PageKind::Note) }
+}
+
+/// Walks the vault under `root`.
+pub fn scan(root: &Path, policy: &LoadedPolicy) -> Result<Scan> {
+    let excluded: Vec<String> = policy.policy.layout.excluded_dirs.clone();
+    let mut builder = ignore::WalkBuilder::new(root);
+    builder
+        .hidden(false)
+        .ignore(false)
+        .git_ignore(false)
+        .git_global(false)
+        .git_exclude(false)
+        .parents(false)
+        .follow_links(false)
+        .sort_by_file_name(|a, b| a.cmp(b));
+    for name in layout::IGNORE_FILES {
+        builder.add_custom_ignore_filename(name);
+    }
+    builder.filter_entry(move |entry| {
+        entry.depth() == 0 || !entry.file_type().is_some_and(|t| t.is_dir()) || !excluded.iter().any(|e| entry.file_name() == e.as_str())
+    });
+    let mut out = Scan::default();
+    for entry in builder.build() {
+        let entry = entry.map_err(|e| Error::io("walking", "vault", std::io::Error::other(e.to_string())))?;
+        if entry.depth() == 0 {
+            continue;
+        }
+        let Some(file_type) = entry.file_type() else { continue };
+        if file_type.is_dir() {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(root) else { continue };
+        let Some(rel) = rel.to_str().map(|s| s.replace('\\', "/")) else { continue };
+        let Ok(path) = VaultPath::parse_walked(&rel) else { continue };
+        if file_type.is_symlink() {
+            if classify(policy, &path).is_some() {
+                out.symlinked_notes.push(path);
+            }
+            continue;
+        }
+        if let Some(kind) = classify(policy, &path) {
+            out.pages.push((path.clone(), kind));
+        }
+        out.files.push(path);
+    }
+    out.pages.sort_by(|a, b| a.0.cmp(&b.0));
+    out.files.sort();
+    Ok(out)
+}

@@ -1,0 +1,95 @@
+//! The fsync protocol, written once: atomic durable replace, create-dir, remove, append.
+//!
+//! Invariant: after `replace` returns Ok, the new bytes survive a crash; before it returns, a
+//! crash leaves the old bytes (or no file). Every function here calls `faults::check` first.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::{self, Write};
+use std::path::Path;
+
+use super::faults;
+use crate::error::{Error, Result};
+
+fn rel_of(root: &Path, path: &Path) -> String {
+    path.strip_prefix(root).unwrap_or(path).to_string_lossy().replace('\\', "/")
+}
+
+/// Fsyncs a directory so that renames and creations inside it are durable.
+pub fn fsync_dir(dir: &Path) -> io::Result<()> {
+    faults::check("fsync_dir")?;
+    File::open(dir)?.sync_all()
+}
+
+/// Atomically and durably replaces `path` with `bytes` (temp file in the same directory, fsync,
+/// rename, fsync directory). `root` only shapes error messages.
+pub fn replace(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    replace_io(path, bytes, true).map_err(|e| Error::io("writing", rel_of(root, path), e))
+}
+
+/// Like `replace` but without the directory fsync, for callers that group several writes in
+/// one directory and fsync it once with `fsync_dir`.
+pub fn replace_deferred_dir_sync(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    replace_io(path, bytes, false).map_err(|e| Error::io("writing", rel_of(root, path), e))
+}
+
+fn replace_io(path: &Path, bytes: &[u8], sync_dir: bool) -> io::Result<()> {
+    let dir = path.parent().ok_or_else(|| io::Error::other("path has no parent directory"))?;
+    faults::check("create_temp")?;
+    let mut temp = tempfile::Builder::new().prefix(".pv-tmp-").tempfile_in(dir)?;
+    faults::check("write_temp")?;
+    temp.write_all(bytes)?;
+    faults::check("fsync_temp")?;
+    temp.as_file().sync_all()?;
+    faults::check("rename")?;
+    temp.persist(path).map_err(|e| e.error)?;
+    if sync_dir {
+        fsync_dir(dir)?;
+    }
+    Ok(())
+}
+
+/// Creates a directory and any missing parents, fsyncing each parent that gained an entry.
+pub fn create_dir_all(root: &Path, dir: &Path) -> Result<()> {
+    let wrap = |e| Error::io("creating directory", rel_of(root, dir), e);
+    if dir.is_dir() {
+        return Ok(());
+    }
+    if let Some(parent) = dir.parent() {
+        create_dir_all(root, parent)?;
+    }
+    faults::check("create_dir").map_err(wrap)?;
+    match fs::create_dir(dir) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) => return Err(wrap(e)),
+    }
+    if let Some(parent) = dir.parent() {
+        fsync_dir(parent).map_err(wrap)?;
+    }
+    Ok(())
+}
+
+/// Removes a file durably; a missing file is not an error.
+pub fn remove_file(root: &Path, path: &Path) -> Result<()> {
+    let wrap = |e| Error::io("removing", rel_of(root, path), e);
+    faults::check("remove_file").map_err(wrap)?;
+    match fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(wrap(e)),
+    }
+    if let Some(parent) = path.parent() {
+        fsync_dir(parent).map_err(wrap)?;
+    }
+    Ok(())
+}
+
+/// Appends bytes to a file (creating it) and fsyncs it.
+pub fn append(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    let wrap = |e| Error::io("appending to", rel_of(root, path), e);
+    faults::check("append").map_err(wrap)?;
+    let mut file = OpenOptions::new().create(true).append(true).open(path).map_err(wrap)?;
+    file.write_all(bytes).map_err(wrap)?;
+    faults::check("fsync_append").map_err(wrap)?;
+    file.sync_data().map_err(wrap)
+}

@@ -1,0 +1,42 @@
+//! Every on-disk name the engine owns inside a vault, in one place.
+
+use std::path::{Path, PathBuf};
+
+/// The engine's state directory inside a vault.
+pub const STATE_DIR: &str = ".paravault";
+/// A vault's policy override.
+pub const POLICY_OVERRIDE: &str = ".paravault/policy.yaml";
+/// Incremental catalog renderer state.
+pub const CATALOG_STATE: &str = ".paravault/catalog-state.json";
+/// Root catalog.
+pub const ROOT_INDEX: &str = "index.md";
+/// Human change log (appended only when it exists).
+pub const LOG: &str = "log.md";
+/// Directory catalog landing page name.
+pub const SUB_INDEX: &str = "_index.md";
+/// Ignore files read with gitignore semantics (P.O.W.E.R.'s name kept for drop-in use).
+pub const IGNORE_FILES: [&str; 2] = [".paravaultignore", ".powerignore"];
+
+/// Name of page `page` (1-based) of a directory catalog.
+pub fn sub_index_page_name(page: usize) -> String {
+    if page <= 1 { SUB_INDEX.to_string() } else { format!("_index-{page}.md") }
+}
+
+/// Whether a file name is a catalog page name (`_index.md`, `_index-N.md`).
+pub fn is_sub_index_name(name: &str) -> bool {
+    if name == SUB_INDEX {
+        return true;
+    }
+    name.strip_prefix("_index-")
+        .and_then(|rest| rest.strip_suffix(".md"))
+        .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Joins a vault-relative '/'-separated path onto the root.
+pub fn join(root: &Path, rel: &str) -> PathBuf {
+    let mut path = root.to_path_buf();
+    for part in rel.split('/').filter(|p| !p.is_empty()) {
+        path.push(part);
+    }
+    path
+}

@@ -1,0 +1,9 @@
+//! The filesystem door: the only module that creates, replaces, renames or removes files.
+//!
+//! Every mutation goes through `durable` (temp file in the same directory → fsync → rename →
+//! fsync directory) so that a crash leaves either the old or the new bytes, never a torn file.
+//! Reads of notes are plain `std::fs::read`; they live in `scan`, not here.
+
+pub mod durable;
+pub mod faults;
+pub mod layout;
