@@ -27,3 +27,9 @@ pub mod store;
 
 pub use error::{Error, Result};
 
+pub mod catalog;
+pub mod cli;
+pub mod starter;
+pub mod vault;
+
+pub use vault::Vault;

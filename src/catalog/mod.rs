@@ -1,0 +1,303 @@
+//! Catalogs: which directories get `_index.md` pages, what they contain, and the plan of page
+//! writes and deletions that brings the vault's catalogs up to date.
+//!
+//! Planning is pure over the `Inventory`; `vault` applies plans through `store::durable`.
+//! A hand-written catalog (no ownership marker) is never overwritten or deleted: it is reported
+//! as a conflict. Unchanged directories are not rendered again (input digests are remembered),
+//! and pages whose bytes are unchanged are not written, so regenerating an unchanged vault
+//! changes no byte.
+
+pub mod render;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::inventory::{Inventory, NoteRecord};
+use crate::note::path::VaultPath;
+use crate::policy::LoadedPolicy;
+use crate::scan::PageKind;
+use crate::store::layout;
+use render::{CategoryRow, ChildDir, DirInput};
+
+/// What the catalog renderer remembers between runs (persisted as `.paravault/catalog-state.json`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CatalogState {
+    pub renderer: u32,
+    /// Directory → (input digest, blake3 of each rendered page).
+    pub dirs: BTreeMap<String, DirState>,
+    pub root_digest: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirState {
+    pub input_digest: String,
+    pub page_hashes: Vec<String>,
+}
+
+/// The writes and deletions that make the catalogs current.
+#[derive(Debug, Default)]
+pub struct CatalogPlan {
+    pub writes: Vec<(VaultPath, Vec<u8>)>,
+    pub deletes: Vec<VaultPath>,
+    /// Hand-written catalog pages left alone.
+    pub conflicts: Vec<VaultPath>,
+    /// Directories rendered (their inputs changed or their pages were not as remembered).
+    pub rendered_dirs: usize,
+    /// Catalogued directories in total.
+    pub dirs_total: usize,
+    pub state: CatalogState,
+}
+
+/// The directory structure of what gets catalogued.
+pub struct CatalogTree<'a> {
+    /// Directory → notes directly in it (sorted by case-folded title, path).
+    pub notes: BTreeMap<String, Vec<&'a NoteRecord>>,
+    /// Directory → child directories that are catalogued.
+    pub children: BTreeMap<String, BTreeSet<String>>,
+    /// Directory → notes in its subtree.
+    pub counts: BTreeMap<String, usize>,
+    pub root_daily_logs: Vec<&'a NoteRecord>,
+}
+
+fn is_catalogued(record: &NoteRecord) -> bool {
+    record.kind == PageKind::Note && record.valid
+}
+
+/// Builds the tree of catalogued directories from the inventory.
+pub fn tree<'a>(inventory: &'a Inventory, policy: &LoadedPolicy) -> CatalogTree<'a> {
+    let folders: BTreeSet<&String> = policy.catalog_folders().collect();
+    let mut tree = CatalogTree { notes: BTreeMap::new(), children: BTreeMap::new(), counts: BTreeMap::new(), root_daily_logs: Vec::new() };
+    for record in inventory.records.values().filter(|r| is_catalogued(r)) {
+        let dir = record.path.parent();
+        if dir.is_empty() {
+            tree.root_daily_logs.push(record);
+            continue;
+        }
+        if !folders.contains(&record.path.top_folder().to_string()) {
+            continue;
+        }
+        tree.notes.entry(dir.to_string()).or_default().push(record);
+        let mut current = dir;
+        loop {
+            *tree.counts.entry(current.to_string()).or_default() += 1;
+            match current.rsplit_once('/') {
+                Some((parent, _)) => {
+                    tree.children.entry(parent.to_string()).or_default().insert(current.to_string());
+                    current = parent;
+                }
+                None => break,
+            }
+        }
+    }
+    for notes in tree.notes.values_mut() {
+        notes.sort_by_cached_key(|r| (r.meta.title.as_deref().unwrap_or("").to_lowercase(), r.path.clone()));
+    }
+    tree
+}
+
+impl CatalogTree<'_> {
+    /// Every catalogued directory, sorted.
+    pub fn dirs(&self) -> BTreeSet<String> {
+        self.counts.keys().cloned().collect()
+    }
+
+    fn input(&self, dir: &str) -> DirInput<'_> {
+        let children = self
+            .children
+            .get(dir)
+            .map(|set| {
+                set.iter()
+                    .map(|c| ChildDir { name: c.rsplit('/').next().unwrap_or(c).to_string(), notes: self.counts.get(c).copied().unwrap_or(0) })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let notes = self.notes.get(dir).cloned().unwrap_or_default();
+        DirInput { dir: self.dirs_name(dir), children, notes }
+    }
+
+    fn dirs_name<'s>(&'s self, dir: &str) -> &'s str {
+        self.counts.get_key_value(dir).map_or("", |(k, _)| k.as_str())
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Digest of everything a directory's pages depend on.
+fn input_digest(input: &DirInput<'_>) -> String {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&render::RENDERER_VERSION.to_le_bytes());
+    hasher.update(input.dir.as_bytes());
+    for child in &input.children {
+        hasher.update(format!("\0d{}\0{}", child.name, child.notes).as_bytes());
+    }
+    for record in &input.notes {
+        hasher.update(b"\0n");
+        hasher.update(record.path.as_str().as_bytes());
+        hasher.update(&record.content_hash);
+    }
+    hex(hasher.finalize().as_bytes())
+}
+
+/// Reads the bytes of an existing page, if any.
+pub type PageReader<'r> = dyn Fn(&VaultPath) -> Option<Vec<u8>> + 'r;
+
+/// Whether existing page bytes are ours to overwrite (marker present, or an empty file).
+pub fn is_owned(bytes: &[u8]) -> bool {
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        return true;
+    }
+    let head = &bytes[..bytes.len().min(4096)];
+    let Ok(text) = std::str::from_utf8(head).or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()])) else { return false };
+    text.lines().take(40).any(|l| {
+        l.strip_prefix("x-generated-by:").is_some_and(|v| crate::inventory::OWNERSHIP_MARKERS.contains(&v.trim().trim_matches('"')))
+    }) || (text.starts_with("---") && text.lines().take(10).any(|l| l.trim() == "title: Second Brain Index" || l.trim() == "title: \"Second Brain Index\""))
+}
+
+/// Plans catalog updates for `dirs` (or every directory when `None`).
+///
+/// `previous` is the remembered state; `read_page` reads current page bytes for verification.
+pub fn plan(
+    inventory: &Inventory,
+    policy: &LoadedPolicy,
+    previous: &CatalogState,
+    only_dirs: Option<&BTreeSet<String>>,
+    read_page: &PageReader<'_>,
+) -> Result<CatalogPlan> {
+    let tree = tree(inventory, policy);
+    let limits = &policy.policy.limits;
+    let all_dirs = tree.dirs();
+    let mut plan = CatalogPlan { dirs_total: all_dirs.len(), state: previous.clone(), ..Default::default() };
+    if plan.state.renderer != render::RENDERER_VERSION {
+        plan.state = CatalogState { renderer: render::RENDERER_VERSION, ..Default::default() };
+    }
+    let targets: Vec<&String> = match only_dirs {
+        Some(only) => all_dirs.iter().filter(|d| only.contains(*d)).collect(),
+        None => all_dirs.iter().collect(),
+    };
+    for dir in targets {
+        let input = tree.input(dir);
+        let digest = input_digest(&input);
+        let remembered = plan.state.dirs.get(dir.as_str()).cloned();
+        let page_path = |n: usize| VaultPath::parse_walked(&format!("{dir}/{}", layout::sub_index_page_name(n))).ok();
+        if let Some(state) = &remembered
+            && state.input_digest == digest
+            && state.page_hashes.iter().enumerate().all(|(i, h)| {
+                page_path(i + 1).and_then(|p| read_page(&p)).is_some_and(|bytes| hex(blake3::hash(&bytes).as_bytes()) == *h)
+            })
+        {
+            continue;
+        }
+        plan.rendered_dirs += 1;
+        let pages = render::render_dir(&input, limits.catalog_page_bytes_max, limits.catalog_description_chars)?;
+        let mut hashes = Vec::with_capacity(pages.len());
+        let mut dir_writes = Vec::new();
+        let mut conflict = false;
+        for (i, page) in pages.iter().enumerate() {
+            let Some(path) = page_path(i + 1) else { continue };
+            hashes.push(hex(blake3::hash(page.as_bytes()).as_bytes()));
+            match read_page(&path) {
+                Some(existing) if existing == page.as_bytes() => {}
+                Some(existing) if !is_owned(&existing) => {
+                    plan.conflicts.push(path);
+                    conflict = true;
+                }
+                _ => dir_writes.push((path, page.clone().into_bytes())),
+            }
+        }
+        if conflict {
+            plan.state.dirs.remove(dir.as_str());
+            continue;
+        }
+        plan.writes.extend(dir_writes);
+        // Owned pages past the new page count go away.
+        let old_pages = remembered.as_ref().map_or(0, |s| s.page_hashes.len());
+        for n in pages.len() + 1..=old_pages.max(pages.len()) {
+            if let Some(path) = page_path(n) {
+                plan.deletes.push(path);
+            }
+        }
+        plan.state.dirs.insert(dir.clone(), DirState { input_digest: digest, page_hashes: hashes });
+    }
+    // Owned catalog pages that no current directory needs, found on disk via the inventory.
+    if only_dirs.is_none() {
+        for record in inventory.records.values().filter(|r| r.kind == PageKind::Catalog) {
+            let dir = record.path.parent();
+            let pages = plan.state.dirs.get(dir).map_or(0, |s| s.page_hashes.len());
+            let page_no = page_number(record.path.file_name());
+            let needed = all_dirs.contains(dir) && page_no <= pages;
+            if !needed && !plan.deletes.contains(&record.path) && !plan.conflicts.contains(&record.path) {
+                if record.generated {
+                    plan.deletes.push(record.path.clone());
+                } else if !all_dirs.contains(dir) {
+                    plan.conflicts.push(record.path.clone());
+                }
+            }
+        }
+        plan.state.dirs.retain(|d, _| all_dirs.contains(d));
+    }
+    plan_root(&tree, policy, &mut plan, read_page);
+    plan.conflicts.sort();
+    plan.conflicts.dedup();
+    Ok(plan)
+}
+
+fn page_number(name: &str) -> usize {
+    name.strip_prefix("_index-").and_then(|r| r.strip_suffix(".md")).and_then(|n| n.parse().ok()).unwrap_or(1)
+}
+
+fn plan_root(tree: &CatalogTree<'_>, policy: &LoadedPolicy, plan: &mut CatalogPlan, read_page: &PageReader<'_>) {
+    let rows: Vec<CategoryRow> = policy
+        .catalog_folders()
+        .map(|folder| CategoryRow { folder: folder.clone(), notes: tree.counts.get(folder).copied().unwrap_or(0), has_catalog: tree.counts.contains_key(folder) })
+        .collect();
+    let text = render::render_root(&rows, &tree.root_daily_logs);
+    let digest = hex(blake3::hash(text.as_bytes()).as_bytes());
+    let Ok(path) = VaultPath::parse_walked(layout::ROOT_INDEX) else { return };
+    if plan.state.root_digest == digest && read_page(&path).is_some_and(|b| b == text.as_bytes()) {
+        return;
+    }
+    match read_page(&path) {
+        Some(existing) if existing == text.as_bytes() => {}
+        Some(existing) if !is_owned(&existing) => {
+            plan.conflicts.push(path);
+            return;
+        }
+        _ => plan.writes.push((path, text.into_bytes())),
+    }
+    plan.state.root_digest = digest;
+}
+
+/// Directories whose catalogs a change to `path` affects: its directory and every ancestor.
+pub fn affected_dirs(path: &VaultPath) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    let mut current = path.parent();
+    while !current.is_empty() {
+        out.insert(current.to_string());
+        current = current.rsplit_once('/').map_or("", |(p, _)| p);
+    }
+    out
+}
+
+/// The declared page count of a landing page (`x-index-pages` in its first 4 KiB).
+pub fn declared_pages(landing: &[u8]) -> std::result::Result<usize, String> {
+    let head = &landing[..landing.len().min(4096)];
+    let text = std::str::from_utf8(head).or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()])).map_err(|_| "landing page is not UTF-8".to_string())?;
+    let split = crate::note::frontmatter::split(text).map_err(|p| p.to_string())?;
+    let mut found = None;
+    for line in split.yaml.lines() {
+        if let Some(value) = line.strip_prefix("x-index-pages:") {
+            if found.is_some() {
+                return Err("x-index-pages is declared twice".into());
+            }
+            found = Some(value.trim().trim_matches('"').parse::<usize>().map_err(|_| "x-index-pages is not a number".to_string())?);
+        }
+    }
+    found.filter(|&n| n >= 1).ok_or_else(|| "landing page declares no x-index-pages".into())
+}
+
+#[cfg(test)]
+mod tests;

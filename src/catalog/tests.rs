@@ -1,0 +1,1 @@
+//! Unit tests for catalog planning and paging.

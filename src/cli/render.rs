@@ -1,0 +1,156 @@
+//! Human and `--json` rendering of reports: the only place in the CLI that prints.
+
+use std::io::Write;
+
+use serde::Serialize;
+
+use super::exit;
+use crate::error::Error;
+use crate::lint::LintReport;
+use crate::policy::Severity;
+use crate::vault::{DoctorReport, IndexReport, InitReport, MarkdownReport};
+
+/// Where and how to print.
+pub struct Output {
+    pub json: bool,
+    pub color: bool,
+}
+
+fn print_json<T: Serialize>(value: &T) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = serde_json::to_writer_pretty(&mut stdout, value);
+    let _ = writeln!(stdout);
+}
+
+fn say(text: &str) {
+    let mut stdout = std::io::stdout().lock();
+    let _ = stdout.write_all(text.as_bytes());
+}
+
+impl Output {
+    pub fn error(&self, error: &Error) {
+        if self.json {
+            let body = serde_json::json!({
+                "error": { "code": error.code(), "message": error.to_string(), "retryable": error.retryable() }
+            });
+            print_json(&body);
+        } else {
+            let _ = writeln!(std::io::stderr(), "error[{}]: {error}", error.code());
+        }
+    }
+
+    pub fn text(&self, text: &str) -> u8 {
+        if self.json {
+            print_json(&serde_json::json!({ "content": text }));
+        } else {
+            say(text);
+        }
+        exit::OK
+    }
+
+    pub fn init(&self, report: &InitReport) -> u8 {
+        if self.json {
+            print_json(report);
+        } else {
+            say(&format!(
+                "created {} folders and {} notes; kept {} existing files\n",
+                report.created_dirs.len(),
+                report.created_notes.len(),
+                report.kept_existing.len()
+            ));
+        }
+        exit::OK
+    }
+
+    pub fn lint(&self, report: &LintReport) -> u8 {
+        if self.json {
+            print_json(report);
+        } else {
+            let mut text = format!("=== paravault lint report ===\ndate: {}\nnotes: {} ({} valid)\n", report.date, report.notes_total, report.notes_valid);
+            if report.findings.is_empty() {
+                text.push_str("OK: no findings.\n");
+            }
+            for severity in [Severity::Blocking, Severity::Warning] {
+                let group: Vec<_> = report.findings.iter().filter(|f| f.severity == severity).collect();
+                if group.is_empty() {
+                    continue;
+                }
+                let label = if severity == Severity::Blocking { "BLOCKING" } else { "WARNING" };
+                text.push_str(&format!("\n{label} ({}):\n", group.len()));
+                for f in group {
+                    let line = f.line.map(|l| format!(":{l}")).unwrap_or_default();
+                    text.push_str(&format!("  [{}] {}{line}: {}\n", f.rule, f.path, f.message));
+                    if !f.candidates.is_empty() {
+                        text.push_str(&format!("      candidates: {}\n", f.candidates.join(", ")));
+                    }
+                }
+            }
+            say(&text);
+        }
+        if report.blocking { exit::FINDINGS } else { exit::OK }
+    }
+
+    pub fn index(&self, report: &IndexReport) -> u8 {
+        if self.json {
+            print_json(report);
+        } else {
+            let mut text = format!(
+                "catalogs: {} directories, {} rendered, {} pages written, {} deleted, {} conflicts\n",
+                report.dirs_total,
+                report.dirs_rendered,
+                report.pages_written.len(),
+                report.pages_deleted.len(),
+                report.conflicts.len()
+            );
+            for c in &report.conflicts {
+                text.push_str(&format!("  conflict: {c} is hand-written and was left alone\n"));
+            }
+            say(&text);
+        }
+        exit::OK
+    }
+
+    pub fn markdown(&self, report: &MarkdownReport) -> u8 {
+        if self.json {
+            print_json(report);
+        } else {
+            let mut text = format!("checked {} notes, {} findings\n", report.files_checked, report.findings.len());
+            for f in &report.findings {
+                text.push_str(&format!("  {}:{}: [{}] {}\n", f.path, f.line.unwrap_or(0), f.rule, f.message));
+            }
+            say(&text);
+        }
+        exit::OK
+    }
+
+    pub fn doctor(&self, report: &DoctorReport) -> u8 {
+        if self.json {
+            print_json(report);
+        } else {
+            let v = &report.vault;
+            let mut text = format!(
+                "paravault {} — status: {}\nvault: {}\nnotes: {} ({} valid, {} excluded), system pages: {}, files: {}\npolicy: {}{}\n",
+                report.engine.version,
+                report.status,
+                v.path,
+                v.notes,
+                v.notes_valid,
+                v.notes_invalid,
+                v.system_pages,
+                v.files,
+                report.policy.default,
+                report.policy.override_file.as_deref().map(|o| format!(" + {o}")).unwrap_or_default()
+            );
+            for e in &v.excluded_notes {
+                text.push_str(&format!("  excluded: {} — {}\n", e.path, e.reason));
+            }
+            let counts: Vec<String> = report.lint.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
+            text.push_str(&format!("lint: {}{}\n", if report.lint.blocking { "blocking findings " } else { "ok " }, counts.join(" ")));
+            for issue in &report.issues {
+                text.push_str(&format!("  issue[{}]: {} ({})\n", issue.code, issue.message, issue.remediation));
+            }
+            say(&text);
+        }
+        exit::OK
+    }
+}

@@ -1,0 +1,408 @@
+//! The application API: one `Vault` per root, the only entry point adapters (CLI, MCP) use.
+//!
+//! `Vault` owns the policy, the in-memory inventory (loaded lazily, then kept current) and the
+//! catalog renderer state. Every write it makes goes through `store::durable`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use chrono::NaiveDate;
+use serde::Serialize;
+
+use crate::catalog::{self, CatalogState};
+use crate::error::{Error, Result};
+use crate::inventory::{self, Inventory};
+use crate::lint::{self, Finding, LintReport};
+use crate::note::frontmatter;
+use crate::note::path::VaultPath;
+use crate::policy::{LoadedPolicy, PolicySource};
+use crate::scan::PageKind;
+use crate::store::{durable, layout};
+
+/// Where the vault root came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RootSource {
+    Flag,
+    ParavaultEnv,
+    PowerEnv,
+    Default,
+}
+
+/// Resolves the vault root: `--vault`, else `PARAVAULT_VAULT_DIR`, else `POWER_VAULT_DIR`, else
+/// the default location (`$XDG_DATA_HOME/paravault/vault`, else `~/.local/share/paravault/vault`).
+pub fn resolve_root(flag: Option<&Path>) -> Result<(PathBuf, RootSource)> {
+    if let Some(path) = flag {
+        return Ok((path.to_path_buf(), RootSource::Flag));
+    }
+    for (var, source) in [("PARAVAULT_VAULT_DIR", RootSource::ParavaultEnv), ("POWER_VAULT_DIR", RootSource::PowerEnv)] {
+        if let Some(value) = std::env::var_os(var).filter(|v| !v.is_empty()) {
+            return Ok((PathBuf::from(value), source));
+        }
+    }
+    let data = std::env::var_os("XDG_DATA_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .ok_or_else(|| Error::VaultUnusable("no --vault, PARAVAULT_VAULT_DIR, POWER_VAULT_DIR, XDG_DATA_HOME or HOME".into()))?;
+    Ok((data.join("paravault").join("vault"), RootSource::Default))
+}
+
+/// Options for opening a vault.
+#[derive(Debug, Clone, Default)]
+pub struct VaultOptions {
+    /// "Today" for freshness checks; defaults to the current UTC date.
+    pub today: Option<NaiveDate>,
+}
+
+/// An open vault.
+pub struct Vault {
+    root: PathBuf,
+    policy: LoadedPolicy,
+    options: VaultOptions,
+    inventory: Mutex<Option<Inventory>>,
+    catalog_state: Mutex<Option<CatalogState>>,
+}
+
+/// What `generate_index` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexReport {
+    pub dirs_total: usize,
+    pub dirs_rendered: usize,
+    pub pages_written: Vec<String>,
+    pub pages_deleted: Vec<String>,
+    pub conflicts: Vec<String>,
+}
+
+/// What `init` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct InitReport {
+    pub created_dirs: Vec<String>,
+    pub created_notes: Vec<String>,
+    pub kept_existing: Vec<String>,
+}
+
+/// Markdown style report over the vault.
+#[derive(Debug, Clone, Serialize)]
+pub struct MarkdownReport {
+    pub files_checked: usize,
+    pub counts: std::collections::BTreeMap<&'static str, usize>,
+    pub findings: Vec<Finding>,
+}
+
+/// The doctor report (grows with the engine).
+#[derive(Debug, Clone, Serialize)]
+pub struct DoctorReport {
+    pub schema_version: u32,
+    pub command: &'static str,
+    pub status: &'static str,
+    pub engine: EngineInfo,
+    pub vault: VaultInfo,
+    pub policy: PolicySource,
+    pub lint: LintSummary,
+    pub issues: Vec<DoctorIssue>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EngineInfo {
+    pub name: &'static str,
+    pub version: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct VaultInfo {
+    pub path: String,
+    pub notes: usize,
+    pub notes_valid: usize,
+    pub notes_invalid: usize,
+    pub system_pages: usize,
+    pub files: usize,
+    pub excluded_notes: Vec<Exclusion>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Exclusion {
+    pub path: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LintSummary {
+    pub blocking: bool,
+    pub counts: std::collections::BTreeMap<&'static str, usize>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct DoctorIssue {
+    pub code: &'static str,
+    pub severity: &'static str,
+    pub message: String,
+    pub remediation: String,
+}
+
+impl Vault {
+    /// Opens an existing vault directory and loads its policy (an invalid policy is refused).
+    pub fn open(root: &Path, options: VaultOptions) -> Result<Self> {
+        if !root.is_dir() {
+            return Err(Error::VaultUnusable(root.display().to_string()));
+        }
+        let policy = LoadedPolicy::load(root)?;
+        Ok(Vault { root: root.to_path_buf(), policy, options, inventory: Mutex::new(None), catalog_state: Mutex::new(None) })
+    }
+
+    /// Creates the P.A.R.A. layout and the starter notes where missing, then opens the vault.
+    /// Never overwrites an existing file.
+    pub fn init(root: &Path, options: VaultOptions) -> Result<(Self, InitReport)> {
+        durable::create_dir_all(root, root)?;
+        let policy = LoadedPolicy::load(root)?;
+        let mut report = InitReport { created_dirs: Vec::new(), created_notes: Vec::new(), kept_existing: Vec::new() };
+        let folders: Vec<String> = policy.scope_folders().filter(|f| *f != "brain").cloned().collect();
+        for folder in folders.iter().map(String::as_str).chain([layout::STATE_DIR]) {
+            let dir = layout::join(root, folder);
+            if !dir.is_dir() {
+                durable::create_dir_all(root, &dir)?;
+                report.created_dirs.push(folder.to_string());
+            }
+        }
+        let fresh = report.created_dirs.len() > 1;
+        for (rel, text) in crate::starter::STARTER_NOTES {
+            let path = layout::join(root, rel);
+            if path.exists() || !fresh {
+                report.kept_existing.push((*rel).to_string());
+                continue;
+            }
+            durable::replace(root, &path, text.as_bytes())?;
+            report.created_notes.push((*rel).to_string());
+        }
+        let vault = Vault::open(root, options)?;
+        vault.generate_index()?;
+        Ok((vault, report))
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn policy(&self) -> &LoadedPolicy {
+        &self.policy
+    }
+
+    /// Today's date in UTC (or the configured override).
+    pub fn today(&self) -> NaiveDate {
+        self.options.today.unwrap_or_else(|| chrono::Utc::now().date_naive())
+    }
+
+    fn lock_inventory(&self) -> Result<MutexGuard<'_, Option<Inventory>>> {
+        let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if guard.is_none() {
+            *guard = Some(Inventory::load(&self.root, &self.policy)?);
+        }
+        Ok(guard)
+    }
+
+    /// Runs `f` over the current inventory (loading it on first use).
+    pub fn with_inventory<T>(&self, f: impl FnOnce(&Inventory) -> T) -> Result<T> {
+        let guard = self.lock_inventory()?;
+        Ok(f(guard.as_ref().expect("BUG: lock_inventory loads the inventory")))
+    }
+
+    /// Forgets the in-memory inventory so the next call re-reads the vault (for edits made
+    /// outside the engine).
+    pub fn reload(&self) {
+        *self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+
+    /// Re-reads one file into the inventory (after a change made by the engine or outside it)
+    /// and returns the catalog directories the change affects.
+    pub fn refresh_path(&self, path: &VaultPath) -> Result<BTreeSet<String>> {
+        let mut guard = self.lock_inventory()?;
+        let inventory = guard.as_mut().expect("BUG: lock_inventory loads the inventory");
+        match crate::scan::classify(&self.policy, path) {
+            Some(kind) if path.under(&self.root).is_file() => {
+                inventory.upsert(inventory::read_record(&self.root, path, kind, &self.policy));
+            }
+            _ => {
+                inventory.remove(path);
+            }
+        }
+        Ok(catalog::affected_dirs(path))
+    }
+
+    /// The vault-wide health report.
+    pub fn lint(&self) -> Result<LintReport> {
+        let today = self.today();
+        self.with_inventory(|inv| lint::health_report(inv, &self.policy, today))
+    }
+
+    fn load_catalog_state(&self) -> CatalogState {
+        let path = layout::join(&self.root, layout::CATALOG_STATE);
+        std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+    }
+
+    fn read_page(&self, path: &VaultPath) -> Option<Vec<u8>> {
+        let absolute = path.under(&self.root);
+        match std::fs::symlink_metadata(&absolute) {
+            Ok(m) if m.file_type().is_symlink() => Some(b"symlink: never ours".to_vec()),
+            Ok(_) => std::fs::read(absolute).ok(),
+            Err(_) => None,
+        }
+    }
+
+    /// Regenerates `index.md` and every directory catalog that changed.
+    pub fn generate_index(&self) -> Result<IndexReport> {
+        self.regenerate_catalogs(None)
+    }
+
+    /// Regenerates the catalogs of `dirs` only (plus the root index).
+    pub fn regenerate_catalogs(&self, only_dirs: Option<&BTreeSet<String>>) -> Result<IndexReport> {
+        let mut guard = self.lock_inventory()?;
+        let inventory = guard.as_mut().expect("BUG: lock_inventory loads the inventory");
+        let mut state_guard = self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let previous = state_guard.take().unwrap_or_else(|| self.load_catalog_state());
+        let plan = catalog::plan(inventory, &self.policy, &previous, only_dirs, &|p| self.read_page(p))?;
+        let mut dirs_touched = BTreeSet::new();
+        for (path, bytes) in &plan.writes {
+            durable::replace_deferred_dir_sync(&self.root, &path.under(&self.root), bytes)?;
+            dirs_touched.insert(path.parent().to_string());
+            let kind = if path.as_str() == layout::ROOT_INDEX { PageKind::RootIndex } else { PageKind::Catalog };
+            let mut record = inventory::read_record(&self.root, path, kind, &self.policy);
+            record.generated = true;
+            inventory.upsert(record);
+        }
+        for dir in &dirs_touched {
+            durable::fsync_dir(&layout::join(&self.root, dir)).map_err(|e| Error::io("syncing", dir.clone(), e))?;
+        }
+        for path in &plan.deletes {
+            durable::remove_file(&self.root, &path.under(&self.root))?;
+            inventory.remove(path);
+        }
+        if plan.state != previous || !layout::join(&self.root, layout::CATALOG_STATE).exists() {
+            durable::create_dir_all(&self.root, &layout::join(&self.root, layout::STATE_DIR))?;
+            let json = serde_json::to_vec(&plan.state).map_err(|e| Error::io("encoding", layout::CATALOG_STATE, std::io::Error::other(e)))?;
+            durable::replace(&self.root, &layout::join(&self.root, layout::CATALOG_STATE), &json)?;
+        }
+        *state_guard = Some(plan.state);
+        Ok(IndexReport {
+            dirs_total: plan.dirs_total,
+            dirs_rendered: plan.rendered_dirs,
+            pages_written: plan.writes.iter().map(|(p, _)| p.to_string()).collect(),
+            pages_deleted: plan.deletes.iter().map(ToString::to_string).collect(),
+            conflicts: plan.conflicts.iter().map(ToString::to_string).collect(),
+        })
+    }
+
+    fn category(&self, category: &str) -> Result<()> {
+        if self.policy.policy.layout.catalog_categories.iter().any(|c| c == category) {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument {
+                name: "category",
+                reason: format!("'{category}' is not one of: {}", self.policy.policy.layout.catalog_categories.join(", ")),
+            })
+        }
+    }
+
+    /// Reads page `page` (1-based) of a category's catalog; fails closed on a missing landing
+    /// page, an undeclared page or a declared page that is missing.
+    pub fn read_sub_index(&self, category: &str, page: usize) -> Result<String> {
+        self.category(category)?;
+        if page == 0 {
+            return Err(Error::InvalidArgument { name: "page", reason: "pages are numbered from 1".into() });
+        }
+        let missing = |reason: String| Error::CatalogMissing { category: category.to_string(), reason };
+        let landing = layout::join(&self.root, &format!("{category}/{}", layout::SUB_INDEX));
+        let bytes = std::fs::read(&landing).map_err(|_| missing("no _index.md found; use ensure_sub_index to generate it".into()))?;
+        let pages = catalog::declared_pages(&bytes).map_err(missing)?;
+        if page > pages {
+            return Err(missing(format!("page {page} is not declared (the catalog has {pages} pages)")));
+        }
+        let path = layout::join(&self.root, &format!("{category}/{}", layout::sub_index_page_name(page)));
+        let bytes = if page == 1 { bytes } else { std::fs::read(&path).map_err(|_| missing(format!("page {page} is declared but missing")))? };
+        String::from_utf8(bytes).map_err(|_| missing(format!("page {page} is not UTF-8")))
+    }
+
+    /// Renders a category's catalog if needed, then returns the requested page.
+    pub fn ensure_sub_index(&self, category: &str, page: usize) -> Result<String> {
+        self.category(category)?;
+        let dirs: BTreeSet<String> = self.with_inventory(|inv| {
+            catalog::tree(inv, &self.policy).dirs().into_iter().filter(|d| d == category || d.starts_with(&format!("{category}/"))).collect()
+        })?;
+        if dirs.is_empty() {
+            return Err(Error::CatalogMissing { category: category.to_string(), reason: "the folder has no catalogued notes".into() });
+        }
+        self.regenerate_catalogs(Some(&dirs))?;
+        self.read_sub_index(category, page)
+    }
+
+    /// Markdown style checks over every in-scope note (never blocking by default).
+    pub fn check_markdown(&self) -> Result<MarkdownReport> {
+        let paths: Vec<VaultPath> = self.with_inventory(|inv| inv.notes().map(|r| r.path.clone()).collect())?;
+        let mut findings = Vec::new();
+        for path in &paths {
+            let Ok(text) = std::fs::read_to_string(path.under(&self.root)) else { continue };
+            let (body, first_line) = match frontmatter::split(&text) {
+                Ok(split) => (split.body, split.body_first_line),
+                Err(_) => (text.as_str(), 1),
+            };
+            findings.extend(lint::style_report(&self.policy, path, body, first_line));
+        }
+        let mut counts = std::collections::BTreeMap::new();
+        for f in &findings {
+            *counts.entry(f.rule).or_default() += 1;
+        }
+        Ok(MarkdownReport { files_checked: paths.len(), counts, findings })
+    }
+
+    /// The doctor report: vault, policy, counts, findings summary, named exclusions.
+    pub fn doctor(&self) -> Result<DoctorReport> {
+        let lint = self.lint()?;
+        let vault = self.with_inventory(|inv| {
+            let notes: Vec<_> = inv.notes().collect();
+            VaultInfo {
+                path: self.root.display().to_string(),
+                notes: notes.len(),
+                notes_valid: notes.iter().filter(|r| r.valid).count(),
+                notes_invalid: notes.iter().filter(|r| !r.valid).count(),
+                system_pages: inv.records.len() - notes.len(),
+                files: inv.files.len(),
+                excluded_notes: notes
+                    .iter()
+                    .filter(|r| !r.valid)
+                    .map(|r| Exclusion {
+                        path: r.path.to_string(),
+                        reason: r.problems.iter().map(|p| format!("{}: {}", p.rule, p.message)).collect::<Vec<_>>().join("; "),
+                    })
+                    .collect(),
+            }
+        })?;
+        let mut issues = Vec::new();
+        if vault.notes_invalid > 0 {
+            issues.push(DoctorIssue {
+                code: "notes_excluded",
+                severity: "warning",
+                message: format!("{} notes have invalid metadata and are excluded from catalogs", vault.notes_invalid),
+                remediation: "run `paravault lint` and fix the named fields".into(),
+            });
+        }
+        if lint.blocking {
+            issues.push(DoctorIssue {
+                code: "lint_blocking",
+                severity: "warning",
+                message: "the vault has blocking lint findings (writes to the affected notes will be refused)".into(),
+                remediation: "run `paravault lint` for the list".into(),
+            });
+        }
+        let status = if issues.is_empty() { "ok" } else { "degraded" };
+        Ok(DoctorReport {
+            schema_version: 1,
+            command: "doctor",
+            status,
+            engine: EngineInfo { name: "paravault", version: env!("CARGO_PKG_VERSION") },
+            vault,
+            policy: self.policy.source.clone(),
+            lint: LintSummary { blocking: lint.blocking, counts: lint.counts },
+            issues,
+        })
+    }
+}
