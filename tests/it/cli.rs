@@ -1,0 +1,106 @@
+//! CLI snapshot tests: exit codes and output of the real binary on fixture vaults.
+
+use std::process::Command;
+
+use crate::support::{note, write_fixture};
+
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(vault: &std::path::Path, args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_paravault"))
+        .arg("--vault")
+        .arg(vault)
+        .args(args)
+        .env("PARAVAULT_TODAY", "2026-06-01")
+        .env_remove("PARAVAULT_VAULT_DIR")
+        .env_remove("POWER_VAULT_DIR")
+        .output()
+        .unwrap();
+    let clean = |b: Vec<u8>| String::from_utf8(b).unwrap().replace(&vault.display().to_string(), "[VAULT]");
+    Run { code: output.status.code().unwrap_or(-1), stdout: clean(output.stdout), stderr: clean(output.stderr) }
+}
+
+fn fixture_vault() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = format!(
+        "-- 01_Projects/a.md --\n{}-- 01_Projects/b.md --\n{}-- 02_Areas/stale.md --\n{}",
+        note("Project", "A", "[[b]] [[missing]]  \n"),
+        note("Project", "B", "[[a]]\n"),
+        "---\ntype: Area\ntitle: Stale\ndescription: D\ntimestamp: 2026-01-01T00:00:00Z\nexpiry: 2026-02-01\n---\n[[a]]\n",
+    );
+    write_fixture(dir.path(), &fixture);
+    dir
+}
+
+#[test]
+fn lint_human_and_json() {
+    let dir = fixture_vault();
+    let human = run(dir.path(), &["lint"]);
+    assert_eq!(human.code, 1);
+    insta::assert_snapshot!("lint_human", human.stdout);
+    let json = run(dir.path(), &["lint", "--json"]);
+    assert_eq!(json.code, 1);
+    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    insta::assert_json_snapshot!("lint_json", value);
+}
+
+#[test]
+fn index_then_read_sub_index() {
+    let dir = fixture_vault();
+    let first = run(dir.path(), &["index"]);
+    assert_eq!(first.code, 0, "{}", first.stderr);
+    insta::assert_snapshot!("index_first", first.stdout);
+    let second = run(dir.path(), &["index"]);
+    insta::assert_snapshot!("index_second", second.stdout);
+    let page = run(dir.path(), &["read-sub-index", "01_Projects"]);
+    assert_eq!(page.code, 0);
+    insta::assert_snapshot!("read_sub_index", page.stdout);
+    let missing = run(dir.path(), &["read-sub-index", "01_Projects", "--page", "2"]);
+    assert_eq!(missing.code, 2);
+    insta::assert_snapshot!("read_sub_index_missing", missing.stderr);
+}
+
+#[test]
+fn check_markdown_and_doctor() {
+    let dir = fixture_vault();
+    let md = run(dir.path(), &["check-markdown"]);
+    assert_eq!(md.code, 0);
+    insta::assert_snapshot!("check_markdown", md.stdout);
+    let doctor = run(dir.path(), &["doctor", "--json"]);
+    assert_eq!(doctor.code, 0);
+    let mut value: serde_json::Value = serde_json::from_str(&doctor.stdout).unwrap();
+    value["engine"]["version"] = "[VERSION]".into();
+    insta::assert_json_snapshot!("doctor_json", value);
+}
+
+#[test]
+fn bad_vault_and_bad_policy_have_typed_errors() {
+    let missing = run(std::path::Path::new("/nonexistent/vault"), &["lint", "--json"]);
+    assert_eq!(missing.code, 3);
+    assert!(missing.stdout.contains("\"code\": \"vault_unusable\""), "{}", missing.stdout);
+    let dir = fixture_vault();
+    std::fs::create_dir_all(dir.path().join(".paravault")).unwrap();
+    std::fs::write(dir.path().join(".paravault/policy.yaml"), "lint:\n  rules:\n    orphan: loud\n").unwrap();
+    let bad = run(dir.path(), &["lint"]);
+    assert_eq!(bad.code, 3);
+    insta::assert_snapshot!("bad_policy", bad.stderr);
+}
+
+#[test]
+fn default_vault_is_initialised_on_first_use() {
+    let home = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_paravault"))
+        .arg("lint")
+        .env("XDG_DATA_HOME", home.path())
+        .env_remove("PARAVAULT_VAULT_DIR")
+        .env_remove("POWER_VAULT_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(home.path().join("paravault/vault/00_Inbox/welcome.md").is_file());
+    assert!(home.path().join("paravault/vault/index.md").is_file());
+}

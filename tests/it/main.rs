@@ -1,0 +1,25 @@
+//! The integration test binary: every file under tests/it is a module here.
+//!
+//! - `support`  — fixture vaults from one string, and vault helpers.
+//! - `links`    — link resolution cases (relative, root, basename, ambiguous, embeds, code).
+//! - `lint`     — health report and write gate, bad-input files, a P.O.W.E.R.-layout vault.
+//! - `catalogs` — catalog paging, ownership, incremental regeneration, read/ensure_sub_index.
+//! - `cli`      — snapshot tests of the binary (exit code, stdout).
+
+mod catalogs;
+mod cli;
+mod links;
+mod lint;
+mod support;
+
+#[test]
+fn no_forgotten_test_files() {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
+    let main = std::fs::read_to_string(dir.join("main.rs")).unwrap();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if let Some(module) = name.strip_suffix(".rs").filter(|m| *m != "main") {
+            assert!(main.contains(&format!("mod {module};")), "tests/it/{name} is not declared in main.rs");
+        }
+    }
+}

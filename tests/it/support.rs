@@ -1,0 +1,72 @@
+//! Test support: build a vault from a txtar-style fixture string and open it.
+
+use std::path::Path;
+
+use chrono::NaiveDate;
+use paravault::vault::{Vault, VaultOptions};
+
+/// The date every test treats as today.
+pub fn today() -> NaiveDate {
+    NaiveDate::from_ymd_opt(2026, 6, 1).unwrap()
+}
+
+/// A valid note with the given type, title and body.
+pub fn note(note_type: &str, title: &str, body: &str) -> String {
+    format!("---\ntype: {note_type}\ntitle: {title}\ndescription: About {title}\ntimestamp: 2026-01-01T00:00:00Z\n---\n{body}")
+}
+
+/// Writes every `-- path --` section of `fixture` under `root` (creating directories).
+pub fn write_fixture(root: &Path, fixture: &str) {
+    let mut current: Option<(String, String)> = None;
+    let flush = |entry: Option<(String, String)>| {
+        if let Some((path, text)) = entry {
+            let full = root.join(&path);
+            std::fs::create_dir_all(full.parent().unwrap()).unwrap();
+            std::fs::write(full, text).unwrap();
+        }
+    };
+    for line in fixture.split_inclusive('\n') {
+        if let Some(path) = line.trim_end().strip_prefix("-- ").and_then(|l| l.strip_suffix(" --")) {
+            flush(current.take());
+            current = Some((path.to_string(), String::new()));
+        } else if let Some((_, text)) = current.as_mut() {
+            text.push_str(line);
+        }
+    }
+    flush(current);
+}
+
+/// A temporary vault with the P.A.R.A. folders and the fixture's files.
+pub fn vault(fixture: &str) -> (tempfile::TempDir, Vault) {
+    let dir = tempfile::tempdir().unwrap();
+    for folder in ["00_Inbox", "01_Projects", "02_Areas", "03_Resources", "04_Archive", "06_Daily_Logs", "PROTOCOLS"] {
+        std::fs::create_dir_all(dir.path().join(folder)).unwrap();
+    }
+    write_fixture(dir.path(), fixture);
+    let vault = Vault::open(dir.path(), VaultOptions { today: Some(today()) }).unwrap();
+    (dir, vault)
+}
+
+/// (rule, path) of every finding, for compact assertions.
+pub fn rules(report: &paravault::lint::LintReport) -> Vec<(String, String)> {
+    report.findings.iter().map(|f| (f.rule.to_string(), f.path.clone())).collect()
+}
+
+/// Every file under `root` with its bytes (for byte-identical checks).
+pub fn snapshot_tree(root: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let entry = entry.unwrap();
+            let path = entry.path();
+            if entry.file_type().unwrap().is_dir() {
+                stack.push(path);
+            } else {
+                out.push((path.strip_prefix(root).unwrap().to_string_lossy().into_owned(), std::fs::read(&path).unwrap_or_default()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
