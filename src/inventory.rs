@@ -103,7 +103,11 @@ pub fn read_record(root: &Path, path: &VaultPath, kind: PageKind, policy: &Loade
 /// Fills a record from file bytes (shared by disk reads and in-memory writes).
 pub fn analyse_bytes(record: &mut NoteRecord, bytes: &[u8], policy: &LoadedPolicy) {
     if bytes.contains(&0) {
-        record.problems.push(FileProblem { rule: "note-unreadable", line: None, message: "binary content (NUL bytes) in a .md file".into() });
+        record.problems.push(FileProblem {
+            rule: "note-unreadable",
+            line: None,
+            message: "binary content (NUL bytes) in a .md file".into(),
+        });
         return;
     }
     let text = match std::str::from_utf8(bytes) {
@@ -125,10 +129,7 @@ pub fn analyse_bytes(record: &mut NoteRecord, bytes: &[u8], policy: &LoadedPolic
             record.body_first_line = split.body_first_line;
             match frontmatter::parse(&split) {
                 Ok(fm) => {
-                    record.generated = fm
-                        .get("x-generated-by")
-                        .and_then(|v| v.as_str())
-                        .is_some_and(|m| OWNERSHIP_MARKERS.contains(&m));
+                    record.generated = fm.get("x-generated-by").and_then(|v| v.as_str()).is_some_and(|m| OWNERSHIP_MARKERS.contains(&m));
                     if record.kind == PageKind::Note {
                         let (meta, problems) = metadata::validate(&fm, policy);
                         record.valid = problems.is_empty();

@@ -14,8 +14,6 @@
 //!
 //! See docs/ARCHITECTURE.md for the write path and the invariants.
 
-
-
 pub mod error;
 pub mod inventory;
 pub mod lint;
@@ -23,7 +21,6 @@ pub mod note;
 pub mod policy;
 pub mod scan;
 pub mod store;
-
 
 pub use error::{Error, Result};
 

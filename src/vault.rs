@@ -279,7 +279,8 @@ impl Vault {
         }
         if plan.state != previous || !layout::join(&self.root, layout::CATALOG_STATE).exists() {
             durable::create_dir_all(&self.root, &layout::join(&self.root, layout::STATE_DIR))?;
-            let json = serde_json::to_vec(&plan.state).map_err(|e| Error::io("encoding", layout::CATALOG_STATE, std::io::Error::other(e)))?;
+            let json =
+                serde_json::to_vec(&plan.state).map_err(|e| Error::io("encoding", layout::CATALOG_STATE, std::io::Error::other(e)))?;
             durable::replace(&self.root, &layout::join(&self.root, layout::CATALOG_STATE), &json)?;
         }
         *state_guard = Some(plan.state);
@@ -318,7 +319,8 @@ impl Vault {
             return Err(missing(format!("page {page} is not declared (the catalog has {pages} pages)")));
         }
         let path = layout::join(&self.root, &format!("{category}/{}", layout::sub_index_page_name(page)));
-        let bytes = if page == 1 { bytes } else { std::fs::read(&path).map_err(|_| missing(format!("page {page} is declared but missing")))? };
+        let bytes =
+            if page == 1 { bytes } else { std::fs::read(&path).map_err(|_| missing(format!("page {page} is declared but missing")))? };
         String::from_utf8(bytes).map_err(|_| missing(format!("page {page} is not UTF-8")))
     }
 
@@ -326,7 +328,11 @@ impl Vault {
     pub fn ensure_sub_index(&self, category: &str, page: usize) -> Result<String> {
         self.category(category)?;
         let dirs: BTreeSet<String> = self.with_inventory(|inv| {
-            catalog::tree(inv, &self.policy).dirs().into_iter().filter(|d| d == category || d.starts_with(&format!("{category}/"))).collect()
+            catalog::tree(inv, &self.policy)
+                .dirs()
+                .into_iter()
+                .filter(|d| d == category || d.starts_with(&format!("{category}/")))
+                .collect()
         })?;
         if dirs.is_empty() {
             return Err(Error::CatalogMissing { category: category.to_string(), reason: "the folder has no catalogued notes".into() });

@@ -109,7 +109,10 @@ impl CatalogTree<'_> {
             .get(dir)
             .map(|set| {
                 set.iter()
-                    .map(|c| ChildDir { name: c.rsplit('/').next().unwrap_or(c).to_string(), notes: self.counts.get(c).copied().unwrap_or(0) })
+                    .map(|c| ChildDir {
+                        name: c.rsplit('/').next().unwrap_or(c).to_string(),
+                        notes: self.counts.get(c).copied().unwrap_or(0),
+                    })
                     .collect()
             })
             .unwrap_or_default();
@@ -154,7 +157,8 @@ pub fn is_owned(bytes: &[u8]) -> bool {
     let Ok(text) = std::str::from_utf8(head).or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()])) else { return false };
     text.lines().take(40).any(|l| {
         l.strip_prefix("x-generated-by:").is_some_and(|v| crate::inventory::OWNERSHIP_MARKERS.contains(&v.trim().trim_matches('"')))
-    }) || (text.starts_with("---") && text.lines().take(10).any(|l| l.trim() == "title: Second Brain Index" || l.trim() == "title: \"Second Brain Index\""))
+    }) || (text.starts_with("---")
+        && text.lines().take(10).any(|l| l.trim() == "title: Second Brain Index" || l.trim() == "title: \"Second Brain Index\""))
 }
 
 /// Plans catalog updates for `dirs` (or every directory when `None`).
@@ -185,9 +189,11 @@ pub fn plan(
         let page_path = |n: usize| VaultPath::parse_walked(&format!("{dir}/{}", layout::sub_index_page_name(n))).ok();
         if let Some(state) = &remembered
             && state.input_digest == digest
-            && state.page_hashes.iter().enumerate().all(|(i, h)| {
-                page_path(i + 1).and_then(|p| read_page(&p)).is_some_and(|bytes| hex(blake3::hash(&bytes).as_bytes()) == *h)
-            })
+            && state
+                .page_hashes
+                .iter()
+                .enumerate()
+                .all(|(i, h)| page_path(i + 1).and_then(|p| read_page(&p)).is_some_and(|bytes| hex(blake3::hash(&bytes).as_bytes()) == *h))
         {
             continue;
         }
@@ -252,7 +258,11 @@ fn page_number(name: &str) -> usize {
 fn plan_root(tree: &CatalogTree<'_>, policy: &LoadedPolicy, plan: &mut CatalogPlan, read_page: &PageReader<'_>) {
     let rows: Vec<CategoryRow> = policy
         .catalog_folders()
-        .map(|folder| CategoryRow { folder: folder.clone(), notes: tree.counts.get(folder).copied().unwrap_or(0), has_catalog: tree.counts.contains_key(folder) })
+        .map(|folder| CategoryRow {
+            folder: folder.clone(),
+            notes: tree.counts.get(folder).copied().unwrap_or(0),
+            has_catalog: tree.counts.contains_key(folder),
+        })
         .collect();
     let text = render::render_root(&rows, &tree.root_daily_logs);
     let digest = hex(blake3::hash(text.as_bytes()).as_bytes());
@@ -285,7 +295,9 @@ pub fn affected_dirs(path: &VaultPath) -> BTreeSet<String> {
 /// The declared page count of a landing page (`x-index-pages` in its first 4 KiB).
 pub fn declared_pages(landing: &[u8]) -> std::result::Result<usize, String> {
     let head = &landing[..landing.len().min(4096)];
-    let text = std::str::from_utf8(head).or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()])).map_err(|_| "landing page is not UTF-8".to_string())?;
+    let text = std::str::from_utf8(head)
+        .or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()]))
+        .map_err(|_| "landing page is not UTF-8".to_string())?;
     let split = crate::note::frontmatter::split(text).map_err(|p| p.to_string())?;
     let mut found = None;
     for line in split.yaml.lines() {

@@ -59,7 +59,9 @@ pub mod exit {
 fn exit_code_of(error: &Error) -> u8 {
     match error {
         Error::PathRefused { .. } | Error::InvalidArgument { .. } | Error::CatalogMissing { .. } => exit::USAGE,
-        Error::VaultUnusable(_) | Error::PolicyInvalid { .. } | Error::CatalogConflict { .. } | Error::CatalogEntryTooLarge { .. } => exit::VAULT,
+        Error::VaultUnusable(_) | Error::PolicyInvalid { .. } | Error::CatalogConflict { .. } | Error::CatalogEntryTooLarge { .. } => {
+            exit::VAULT
+        }
         Error::Io { .. } | Error::NoteUnreadable { .. } => exit::IO,
     }
 }

@@ -66,7 +66,10 @@ impl Output {
         if self.json {
             print_json(report);
         } else {
-            let mut text = format!("=== paravault lint report ===\ndate: {}\nnotes: {} ({} valid)\n", report.date, report.notes_total, report.notes_valid);
+            let mut text = format!(
+                "=== paravault lint report ===\ndate: {}\nnotes: {} ({} valid)\n",
+                report.date, report.notes_total, report.notes_valid
+            );
             if report.findings.is_empty() {
                 text.push_str("OK: no findings.\n");
             }

@@ -23,9 +23,7 @@ impl VaultPath {
     pub fn parse(raw: &str) -> Result<Self, Error> {
         let refuse = |reason| Error::PathRefused { path: printable(raw), reason };
         check_lexical(raw).map_err(refuse)?;
-        let decoded = percent_decode_str(raw)
-            .decode_utf8()
-            .map_err(|_| refuse(PathRefusal::BadPercentEncoding))?;
+        let decoded = percent_decode_str(raw).decode_utf8().map_err(|_| refuse(PathRefusal::BadPercentEncoding))?;
         if decoded != raw {
             check_lexical(&decoded).map_err(refuse)?;
             // Double encoding (`%252e`) decodes to another escape: refuse rather than guess.

@@ -246,8 +246,8 @@ impl LoadedPolicy {
             }
             None => (DEFAULT_POLICY_NAME, DEFAULT_POLICY_YAML),
         };
-        let policy: Policy = serde_yaml::from_value(merged)
-            .map_err(|e| Error::PolicyInvalid { file: file.to_string(), line: 1, reason: e.to_string() })?;
+        let policy: Policy =
+            serde_yaml::from_value(merged).map_err(|e| Error::PolicyInvalid { file: file.to_string(), line: 1, reason: e.to_string() })?;
         let root_daily_log = validate(&policy, file, text)?;
         Ok(LoadedPolicy {
             policy,
@@ -328,8 +328,7 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
             return Err(invalid(tool, format!("rate limit for '{tool}' must be at least 1 per minute")));
         }
     }
-    regex::Regex::new(&policy.layout.root_daily_log_pattern)
-        .map_err(|e| invalid("root_daily_log_pattern", format!("invalid pattern: {e}")))
+    regex::Regex::new(&policy.layout.root_daily_log_pattern).map_err(|e| invalid("root_daily_log_pattern", format!("invalid pattern: {e}")))
 }
 
 #[cfg(test)]

@@ -70,9 +70,7 @@ fn regenerating_an_unchanged_vault_changes_no_byte() {
 
 #[test]
 fn one_changed_note_re_renders_only_its_directories() {
-    let fixture: String = (0..6)
-        .map(|d| format!("-- 02_Areas/d{d}/n.md --\n{}", note("Area", &format!("N{d}"), "x\n")))
-        .collect();
+    let fixture: String = (0..6).map(|d| format!("-- 02_Areas/d{d}/n.md --\n{}", note("Area", &format!("N{d}"), "x\n"))).collect();
     let (dir, vault) = vault(&fixture);
     let first = vault.generate_index().unwrap();
     assert_eq!(first.dirs_total, 7);

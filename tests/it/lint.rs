@@ -22,7 +22,11 @@ fn metadata_problems_are_named_per_field_and_blocking() {
     assert_eq!(
         metadata,
         vec![
-            ("metadata-invalid", "01_Projects/bad-type.md", "type: 'project' is not one of: Archive, Area, Daily Log, Project, Resource, System Guide"),
+            (
+                "metadata-invalid",
+                "01_Projects/bad-type.md",
+                "type: 'project' is not one of: Archive, Area, Daily Log, Project, Resource, System Guide"
+            ),
             ("metadata-missing", "01_Projects/no-fm.md", "no YAML frontmatter block (the note must start with a '---' line)"),
             ("metadata-missing", "01_Projects/no-type.md", "type: is required"),
         ]
@@ -38,7 +42,11 @@ fn bad_input_files_are_named_findings_and_never_rewritten() {
     std::fs::write(p.join("yaml.md"), "---\ntitle: [unclosed\n---\n").unwrap();
     std::fs::write(p.join("list.md"), "---\n- a\n- b\n---\n").unwrap();
     std::fs::write(p.join("open.md"), "---\ntitle: x\nno close\n").unwrap();
-    std::fs::write(p.join("bom.md"), "\u{feff}---\r\ntype: Project\r\ntitle: B\r\ndescription: D\r\ntimestamp: 2026-01-01T00:00:00Z\r\n---\r\nbody\r\n").unwrap();
+    std::fs::write(
+        p.join("bom.md"),
+        "\u{feff}---\r\ntype: Project\r\ntitle: B\r\ndescription: D\r\ntimestamp: 2026-01-01T00:00:00Z\r\n---\r\nbody\r\n",
+    )
+    .unwrap();
     std::fs::write(p.join("latin1.md"), b"---\ntitle: caf\xe9\n---\n").unwrap();
     std::fs::write(p.join("binary.md"), [0u8, 159, 146, 150, 0, 1, 2]).unwrap();
     std::fs::write(p.join("huge.md"), vec![b'a'; 2 * 1024 * 1024]).unwrap();
@@ -68,7 +76,8 @@ fn bad_input_files_are_named_findings_and_never_rewritten() {
 
 #[test]
 fn freshness_respects_archive_status_and_quotes() {
-    let stale = |extra: &str| format!("---\ntype: Project\ntitle: S\ndescription: D\ntimestamp: 2026-01-01T00:00:00Z\n{extra}---\n[[hub]]\n");
+    let stale =
+        |extra: &str| format!("---\ntype: Project\ntitle: S\ndescription: D\ntimestamp: 2026-01-01T00:00:00Z\n{extra}---\n[[hub]]\n");
     let fixture = format!(
         "-- 01_Projects/hub.md --\n{}-- 01_Projects/expired.md --\n{}-- 01_Projects/quoted.md --\n{}-- 01_Projects/archived.md --\n{}-- 04_Archive/old.md --\n{}-- 01_Projects/future.md --\n{}",
         note("Project", "Hub", "[[expired]] [[quoted]] [[archived]] [[future]]\n"),
@@ -129,7 +138,8 @@ fn the_gate_judges_only_the_touched_note_and_links_it_changes() {
     // An invalid touched note blocks on its own metadata.
     std::fs::write(dir.path().join("01_Projects/new.md"), "---\ntype: Project\n---\n").unwrap();
     vault.refresh_path(&new).unwrap();
-    let verdict = vault.with_inventory(|inv| lint::gate(inv, &policy, std::slice::from_ref(&new), &lint::LinkBaseline::default(), today())).unwrap();
+    let verdict =
+        vault.with_inventory(|inv| lint::gate(inv, &policy, std::slice::from_ref(&new), &lint::LinkBaseline::default(), today())).unwrap();
     assert_eq!(verdict.blocking.iter().filter(|f| f.rule == "metadata-invalid" || f.rule == "metadata-missing").count(), 3);
 }
 

@@ -32,8 +32,5 @@ fn code_is_never_scanned_for_links() {
 fn style_findings_cover_the_four_checks() {
     let body = "# Title\n### Jump\ntext  \n- a\n* b\n```\ncode\n```\n";
     let rules: Vec<_> = style_findings(body, 1).into_iter().map(|f| (f.rule, f.line)).collect();
-    assert_eq!(
-        rules,
-        vec![("header-jump", 2), ("trailing-whitespace", 3), ("inconsistent-list-markers", 5), ("missing-code-language", 6)]
-    );
+    assert_eq!(rules, vec![("header-jump", 2), ("trailing-whitespace", 3), ("inconsistent-list-markers", 5), ("missing-code-language", 6)]);
 }

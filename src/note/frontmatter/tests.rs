@@ -52,9 +52,8 @@ fn yaml_value() -> impl Strategy<Value = Value> {
     yaml_scalar().prop_recursive(3, 16, 4, |inner| {
         prop_oneof![
             prop::collection::vec(inner.clone(), 0..4).prop_map(Value::Sequence),
-            prop::collection::btree_map("[a-z_]{1,8}", inner, 0..4).prop_map(|m| {
-                Value::Mapping(m.into_iter().map(|(k, v)| (Value::String(k), v)).collect())
-            }),
+            prop::collection::btree_map("[a-z_]{1,8}", inner, 0..4)
+                .prop_map(|m| { Value::Mapping(m.into_iter().map(|(k, v)| (Value::String(k), v)).collect()) }),
         ]
     })
 }
