@@ -73,6 +73,30 @@ pub enum Error {
 
     #[error("note '{path}' cannot be read: {reason}")]
     NoteUnreadable { path: String, reason: String },
+
+    #[error("note '{path}' already exists")]
+    AlreadyExists { path: String },
+
+    #[error("note '{path}' changed: expected sha256 {expected}, found {found}")]
+    PreconditionFailed { path: String, expected: String, found: String },
+
+    #[error("idempotency key '{key}' was already used for a different mutation")]
+    IdempotencyConflict { key: String },
+
+    #[error("write to '{path}' refused by the lint gate: {summary}")]
+    GateRejected { path: String, summary: String, findings: Vec<crate::lint::Finding> },
+
+    #[error("the new content of '{path}' is invalid: {reason}")]
+    InvalidContent { path: String, reason: String },
+
+    #[error("{operation} requires approved=true")]
+    ApprovalRequired { operation: &'static str },
+
+    #[error("proposal refused: {reason}")]
+    ProposalInvalid { reason: String },
+
+    #[error("transaction {seq} is committed but not yet in place ({reason}); it completes on the next write or open")]
+    TransactionIncomplete { seq: u64, reason: String },
 }
 
 impl Error {
@@ -88,12 +112,20 @@ impl Error {
             Error::CatalogMissing { .. } => "catalog_missing",
             Error::InvalidArgument { .. } => "invalid_argument",
             Error::NoteUnreadable { .. } => "note_unreadable",
+            Error::AlreadyExists { .. } => "already_exists",
+            Error::PreconditionFailed { .. } => "precondition_failed",
+            Error::IdempotencyConflict { .. } => "idempotency_conflict",
+            Error::GateRejected { .. } => "lint_gate_rejected",
+            Error::InvalidContent { .. } => "invalid_content",
+            Error::ApprovalRequired { .. } => "approval_required",
+            Error::ProposalInvalid { .. } => "proposal_invalid",
+            Error::TransactionIncomplete { .. } => "transaction_incomplete",
         }
     }
 
     /// Whether retrying the same call later may succeed.
     pub fn retryable(&self) -> bool {
-        matches!(self, Error::Io { .. })
+        matches!(self, Error::Io { .. } | Error::TransactionIncomplete { .. })
     }
 
     pub(crate) fn io(action: &'static str, path: impl Into<String>, source: io::Error) -> Self {

@@ -46,6 +46,23 @@ pub struct NoteRecord {
 }
 
 impl NoteRecord {
+    /// A record with nothing known yet.
+    pub fn empty(path: VaultPath, kind: PageKind) -> Self {
+        NoteRecord {
+            path,
+            kind,
+            size_bytes: 0,
+            content_hash: [0; 32],
+            meta: NoteMeta::default(),
+            valid: false,
+            generated: false,
+            problems: Vec::new(),
+            links: Vec::new(),
+            body_first_line: 1,
+            body_chars: 0,
+        }
+    }
+
     pub fn is_note(&self) -> bool {
         self.kind == PageKind::Note
     }
@@ -57,19 +74,7 @@ pub const OWNERSHIP_MARKERS: [&str; 2] = ["paravault", "power"];
 /// Reads and analyses one file. Never fails: unreadable files become records with problems.
 pub fn read_record(root: &Path, path: &VaultPath, kind: PageKind, policy: &LoadedPolicy) -> NoteRecord {
     let absolute = path.under(root);
-    let mut record = NoteRecord {
-        path: path.clone(),
-        kind,
-        size_bytes: 0,
-        content_hash: [0; 32],
-        meta: NoteMeta::default(),
-        valid: false,
-        generated: false,
-        problems: Vec::new(),
-        links: Vec::new(),
-        body_first_line: 1,
-        body_chars: 0,
-    };
+    let mut record = NoteRecord::empty(path.clone(), kind);
     let limit = policy.policy.limits.note_bytes_max;
     match std::fs::metadata(&absolute) {
         Ok(m) if m.len() > limit => {

@@ -28,5 +28,6 @@ pub mod catalog;
 pub mod cli;
 pub mod starter;
 pub mod vault;
+pub mod write;
 
 pub use vault::Vault;

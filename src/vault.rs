@@ -18,7 +18,9 @@ use crate::note::frontmatter;
 use crate::note::path::VaultPath;
 use crate::policy::{LoadedPolicy, PolicySource};
 use crate::scan::PageKind;
+use crate::store::journal::{Journal, Record};
 use crate::store::{durable, layout};
+use crate::write::receipts::ReceiptLog;
 
 /// Where the vault root came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -63,6 +65,35 @@ pub struct Vault {
     options: VaultOptions,
     inventory: Mutex<Option<Inventory>>,
     catalog_state: Mutex<Option<CatalogState>>,
+    writer: Mutex<Option<WriterCore>>,
+}
+
+/// State owned by the single writer (guarded by the in-process mutex and the file lock).
+pub struct WriterCore {
+    pub receipts: ReceiptLog,
+    pub journal: Journal,
+    /// Journal records as read when the lock was taken.
+    pub records: Vec<Record>,
+    pub needs_recovery: bool,
+}
+
+/// Proof of holding the writer lock (in-process and cross-process).
+pub struct WriterGuard<'v> {
+    core: MutexGuard<'v, Option<WriterCore>>,
+    _file_lock: std::fs::File,
+}
+
+impl std::ops::Deref for WriterGuard<'_> {
+    type Target = WriterCore;
+    fn deref(&self) -> &WriterCore {
+        self.core.as_ref().expect("BUG: lock_writer fills the writer core")
+    }
+}
+
+impl std::ops::DerefMut for WriterGuard<'_> {
+    fn deref_mut(&mut self) -> &mut WriterCore {
+        self.core.as_mut().expect("BUG: lock_writer fills the writer core")
+    }
 }
 
 /// What `generate_index` did.
@@ -148,7 +179,19 @@ impl Vault {
             return Err(Error::VaultUnusable(root.display().to_string()));
         }
         let policy = LoadedPolicy::load(root)?;
-        Ok(Vault { root: root.to_path_buf(), policy, options, inventory: Mutex::new(None), catalog_state: Mutex::new(None) })
+        let vault = Vault {
+            root: root.to_path_buf(),
+            policy,
+            options,
+            inventory: Mutex::new(None),
+            catalog_state: Mutex::new(None),
+            writer: Mutex::new(None),
+        };
+        if layout::join(root, layout::JOURNAL).exists() {
+            // Crash recovery at open, under the writer lock, before any other write.
+            drop(vault.lock_writer()?);
+        }
+        Ok(vault)
     }
 
     /// Creates the P.A.R.A. layout and the starter notes where missing, then opens the vault.
@@ -199,6 +242,83 @@ impl Vault {
             *guard = Some(Inventory::load(&self.root, &self.policy)?);
         }
         Ok(guard)
+    }
+
+    /// Takes the writer lock (in-process mutex, then the cross-process file lock), finishes any
+    /// committed-but-pending transaction, and catches up with receipts other processes wrote.
+    pub fn lock_writer(&self) -> Result<WriterGuard<'_>> {
+        let mut core = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        durable::create_dir_all(&self.root, &layout::join(&self.root, layout::STATE_DIR))?;
+        let lock_path = layout::join(&self.root, layout::WRITER_LOCK);
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&lock_path)
+            .map_err(|e| Error::io("opening", layout::WRITER_LOCK, e))?;
+        file.lock().map_err(|e| Error::io("locking", layout::WRITER_LOCK, e))?;
+        let (journal, records) = Journal::open(&self.root)?;
+        match core.as_mut() {
+            None => *core = Some(WriterCore { receipts: ReceiptLog::load(&self.root)?, journal, records, needs_recovery: false }),
+            Some(existing) => {
+                existing.journal = journal;
+                existing.records = records;
+                let touched = existing.receipts.catch_up(&self.root)?;
+                if !touched.is_empty() {
+                    for path in touched.iter().filter_map(|p| VaultPath::parse_walked(p).ok()) {
+                        self.refresh_catalog_pages(&path)?;
+                        self.refresh_path(&path)?;
+                    }
+                    self.invalidate_catalog_state();
+                }
+            }
+        }
+        let mut guard = WriterGuard { core, _file_lock: file };
+        crate::write::recover::recover_pending(self, &mut guard)?;
+        Ok(guard)
+    }
+
+    /// Re-reads the catalog pages of `path`'s directories (another process rewrote them).
+    fn refresh_catalog_pages(&self, path: &VaultPath) -> Result<()> {
+        for dir in catalog::affected_dirs(path) {
+            for n in 1.. {
+                let Ok(page) = VaultPath::parse_walked(&format!("{dir}/{}", layout::sub_index_page_name(n))) else { break };
+                let exists = page.under(&self.root).is_file();
+                self.refresh_path(&page)?;
+                if !exists {
+                    break;
+                }
+            }
+        }
+        if let Ok(index) = VaultPath::parse_walked(layout::ROOT_INDEX) {
+            self.refresh_path(&index)?;
+        }
+        Ok(())
+    }
+
+    /// Runs `f` with mutable access to the inventory (writer-side model updates).
+    pub(crate) fn with_inventory_mut<T>(&self, f: impl FnOnce(&mut Inventory) -> T) -> Result<T> {
+        let mut guard = self.lock_inventory()?;
+        Ok(f(guard.as_mut().expect("BUG: lock_inventory loads the inventory")))
+    }
+
+    /// Plans catalog updates for `dirs` against the remembered renderer state.
+    pub(crate) fn plan_catalogs(&self, inventory: &Inventory, dirs: &BTreeSet<String>) -> Result<catalog::CatalogPlan> {
+        let mut state = self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if state.is_none() {
+            *state = Some(self.load_catalog_state());
+        }
+        let previous = state.as_ref().expect("BUG: filled above");
+        catalog::plan(inventory, &self.policy, previous, Some(dirs), &|p| self.read_page(p))
+    }
+
+    pub(crate) fn set_catalog_state(&self, state: CatalogState) {
+        *self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(state);
+    }
+
+    /// Forgets the remembered catalog state; the next plan reloads it and re-verifies pages.
+    pub(crate) fn invalidate_catalog_state(&self) {
+        *self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     }
 
     /// Runs `f` over the current inventory (loading it on first use).
@@ -256,6 +376,7 @@ impl Vault {
 
     /// Regenerates the catalogs of `dirs` only (plus the root index).
     pub fn regenerate_catalogs(&self, only_dirs: Option<&BTreeSet<String>>) -> Result<IndexReport> {
+        let _writer = self.lock_writer()?;
         let mut guard = self.lock_inventory()?;
         let inventory = guard.as_mut().expect("BUG: lock_inventory loads the inventory");
         let mut state_guard = self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

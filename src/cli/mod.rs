@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 
 use crate::error::Error;
 use crate::vault::{self, Vault, VaultOptions};
+use crate::write::operations::{IngestRequest, SynthesizeRequest};
 
 #[derive(Debug, Parser)]
 #[command(name = "paravault", version, about = "A governed knowledge-vault engine for P.A.R.A. Markdown vaults")]
@@ -39,6 +40,68 @@ pub enum Command {
     CheckMarkdown,
     /// Vault, policy, counts and findings summary.
     Doctor,
+    /// Create one note through the write transaction (the target must not exist).
+    Ingest {
+        /// Vault-relative path inside a P.A.R.A. folder (`.md` added if missing).
+        name: String,
+        #[arg(long = "type", default_value = "Resource")]
+        note_type: String,
+        #[arg(long)]
+        title: String,
+        #[arg(long)]
+        description: String,
+        /// Note body; `-` reads standard input.
+        #[arg(long, default_value = "-")]
+        content: String,
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        #[arg(long)]
+        resource: Option<String>,
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+    /// Create one session synthesis note (Daily Log by default).
+    Synthesize {
+        name: String,
+        #[arg(long)]
+        title: String,
+        #[arg(long)]
+        description: String,
+        #[arg(long, default_value = "-")]
+        content: String,
+        #[arg(long = "type", default_value = "Daily Log")]
+        note_type: String,
+        #[arg(long = "tag")]
+        tags: Vec<String>,
+        #[arg(long = "related")]
+        related: Vec<String>,
+        #[arg(long)]
+        owner: Option<String>,
+        #[arg(long)]
+        idempotency_key: Option<String>,
+    },
+    /// Store a content-addressed proposal to replace a note's whole text (never writes the note).
+    Propose {
+        path: String,
+        /// File holding the full new note text; `-` reads standard input.
+        #[arg(long, default_value = "-")]
+        content_file: String,
+    },
+    /// Apply a stored proposal by id; requires --approve.
+    Apply {
+        proposal_id: String,
+        #[arg(long)]
+        approve: bool,
+    },
+    /// Show receipts; --verify checks the hash chain.
+    History {
+        #[arg(long, default_value_t = 100)]
+        limit: usize,
+        #[arg(long, default_value_t = 0)]
+        after_seq: u64,
+        #[arg(long)]
+        verify: bool,
+    },
     /// Read one page of a category catalog.
     ReadSubIndex {
         category: String,
@@ -58,11 +121,20 @@ pub mod exit {
 
 fn exit_code_of(error: &Error) -> u8 {
     match error {
-        Error::PathRefused { .. } | Error::InvalidArgument { .. } | Error::CatalogMissing { .. } => exit::USAGE,
+        Error::PathRefused { .. }
+        | Error::InvalidArgument { .. }
+        | Error::CatalogMissing { .. }
+        | Error::AlreadyExists { .. }
+        | Error::PreconditionFailed { .. }
+        | Error::IdempotencyConflict { .. }
+        | Error::GateRejected { .. }
+        | Error::InvalidContent { .. }
+        | Error::ApprovalRequired { .. }
+        | Error::ProposalInvalid { .. } => exit::USAGE,
         Error::VaultUnusable(_) | Error::PolicyInvalid { .. } | Error::CatalogConflict { .. } | Error::CatalogEntryTooLarge { .. } => {
             exit::VAULT
         }
-        Error::Io { .. } | Error::NoteUnreadable { .. } => exit::IO,
+        Error::Io { .. } | Error::NoteUnreadable { .. } | Error::TransactionIncomplete { .. } => exit::IO,
     }
 }
 
@@ -82,6 +154,17 @@ fn open(cli: &Cli) -> Result<Vault, Error> {
     Vault::open(&root, options())
 }
 
+/// Reads `-` (standard input) or a file.
+fn read_text(source: &str) -> Result<String, Error> {
+    use std::io::Read;
+    let mut text = String::new();
+    if source == "-" {
+        std::io::stdin().read_to_string(&mut text).map_err(|e| Error::io("reading", "standard input", e))?;
+        return Ok(text);
+    }
+    std::fs::read_to_string(source).map_err(|e| Error::InvalidArgument { name: "content", reason: format!("cannot read '{source}': {e}") })
+}
+
 /// Runs the CLI and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
     let out = render::Output { json: cli.json, color: std::io::stdout().is_terminal() };
@@ -93,6 +176,46 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Index => open(&cli).and_then(|v| v.generate_index()).map(|r| out.index(&r)),
         Command::CheckMarkdown => open(&cli).and_then(|v| v.check_markdown()).map(|r| out.markdown(&r)),
         Command::Doctor => open(&cli).and_then(|v| v.doctor()).map(|r| out.doctor(&r)),
+        Command::Ingest { name, note_type, title, description, content, tags, resource, idempotency_key } => read_text(content)
+            .and_then(|content| {
+                let request = IngestRequest {
+                    name: name.clone(),
+                    note_type: note_type.clone(),
+                    title: title.clone(),
+                    description: description.clone(),
+                    content,
+                    resource: resource.clone(),
+                    tags: tags.clone(),
+                    expected_sha256: None,
+                    idempotency_key: idempotency_key.clone(),
+                };
+                open(&cli).and_then(|v| v.ingest_note(&request))
+            })
+            .map(|r| out.value(&r)),
+        Command::Synthesize { name, title, description, content, note_type, tags, related, owner, idempotency_key } => read_text(content)
+            .and_then(|content| {
+                let request = SynthesizeRequest {
+                    name: name.clone(),
+                    title: title.clone(),
+                    description: description.clone(),
+                    content,
+                    note_type: note_type.clone(),
+                    tags: tags.clone(),
+                    related: related.clone(),
+                    owner: owner.clone(),
+                    expected_sha256: None,
+                    idempotency_key: idempotency_key.clone(),
+                };
+                open(&cli).and_then(|v| v.synthesize_session(&request))
+            })
+            .map(|r| out.value(&r)),
+        Command::Propose { path, content_file } => read_text(content_file)
+            .and_then(|content| open(&cli).and_then(|v| v.propose_memory_change(path, &content, None)))
+            .map(|p| out.proposal(&p)),
+        Command::Apply { proposal_id, approve } => open(&cli).and_then(|v| v.apply_stored_proposal(proposal_id, *approve)).map(|r| out.value(&r)),
+        Command::History { limit, after_seq, verify } => open(&cli).and_then(|v| {
+            if *verify { v.verify_history().map(|report| out.chain(&report)) } else { v.read_memory_history(*limit, *after_seq).map(|h| out.history(&h)) }
+        }),
         Command::ReadSubIndex { category, page } => open(&cli).and_then(|v| v.read_sub_index(category, *page)).map(|text| out.text(&text)),
     };
     match result {

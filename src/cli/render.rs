@@ -48,6 +48,56 @@ impl Output {
         exit::OK
     }
 
+    /// A JSON value (receipts): pretty JSON in both modes, it is already structured.
+    pub fn value(&self, value: &serde_json::Value) -> u8 {
+        print_json(value);
+        exit::OK
+    }
+
+    pub fn proposal(&self, proposal: &crate::write::operations::Proposal) -> u8 {
+        if self.json {
+            print_json(proposal);
+        } else {
+            say(&format!(
+                "proposal {}
+path: {}
+before: {}
+after: {}
+apply with: paravault apply {} --approve
+",
+                proposal.proposal_id, proposal.path, proposal.before_sha256, proposal.after_sha256, proposal.proposal_id
+            ));
+        }
+        exit::OK
+    }
+
+    pub fn history(&self, receipts: &[serde_json::Value]) -> u8 {
+        if self.json {
+            print_json(&serde_json::json!({ "receipts": receipts }));
+        } else {
+            let mut text = String::new();
+            for r in receipts {
+                let field = |k: &str| r.get(k).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).unwrap_or_default();
+                text.push_str(&format!("{:>6} {} {:<8} {:<20} {}\n", field("seq"), field("at"), field("status"), field("operation"), field("path")));
+            }
+            say(&text);
+        }
+        exit::OK
+    }
+
+    pub fn chain(&self, report: &crate::write::receipts::ChainReport) -> u8 {
+        if self.json {
+            print_json(report);
+        } else {
+            let mut text = format!("{} receipts, chain {}\n", report.receipts, if report.ok { "verified" } else { "BROKEN" });
+            for p in &report.problems {
+                text.push_str(&format!("  line {}: {}\n", p.line, p.message));
+            }
+            say(&text);
+        }
+        if report.ok { exit::OK } else { exit::FINDINGS }
+    }
+
     pub fn init(&self, report: &InitReport) -> u8 {
         if self.json {
             print_json(report);

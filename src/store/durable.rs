@@ -48,6 +48,70 @@ fn replace_io(path: &Path, bytes: &[u8], sync_dir: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// Replaces `path` atomically (temp file + rename) without any fsync. Only for writes whose
+/// content is already durable elsewhere (an intent record): `sync_all_paths` makes them durable.
+pub fn replace_unsynced(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    let run = || -> io::Result<()> {
+        let dir = path.parent().ok_or_else(|| io::Error::other("path has no parent directory"))?;
+        faults::check("create_temp")?;
+        let mut temp = tempfile::Builder::new().prefix(".pv-tmp-").tempfile_in(dir)?;
+        faults::check("write_temp")?;
+        temp.write_all(bytes)?;
+        faults::check("rename")?;
+        temp.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    };
+    run().map_err(|e| Error::io("writing", rel_of(root, path), e))
+}
+
+/// Truncates `path` to `before_len` (creating it if missing) and appends `bytes`, without
+/// fsync. Idempotent: running it twice leaves the same bytes.
+pub fn truncate_and_append_unsynced(root: &Path, path: &Path, before_len: u64, bytes: &[u8]) -> Result<()> {
+    let wrap = |e| Error::io("appending to", rel_of(root, path), e);
+    faults::check("append").map_err(wrap)?;
+    let mut file = OpenOptions::new().create(true).truncate(false).write(true).open(path).map_err(wrap)?;
+    file.set_len(before_len).map_err(wrap)?;
+    use std::io::Seek;
+    file.seek(io::SeekFrom::Start(before_len)).map_err(wrap)?;
+    file.write_all(bytes).map_err(wrap)
+}
+
+/// Removes a file without fsync (see `replace_unsynced`); a missing file is not an error.
+pub fn remove_unsynced(root: &Path, path: &Path) -> Result<()> {
+    let wrap = |e| Error::io("removing", rel_of(root, path), e);
+    faults::check("remove_file").map_err(wrap)?;
+    match fs::remove_file(path) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(wrap(e)),
+    }
+}
+
+/// Makes files and directories durable, fsyncing them in parallel (concurrent fsyncs on one
+/// file system share journal commits, so this costs about one fsync, not one per file).
+/// Missing files are skipped (they were removed).
+pub fn sync_all_paths(root: &Path, files: &[std::path::PathBuf], dirs: &[std::path::PathBuf]) -> Result<()> {
+    for _ in files.iter().chain(dirs) {
+        faults::check("fsync").map_err(|e| Error::io("syncing", "vault", e))?;
+    }
+    let sync_one = |path: &std::path::PathBuf| -> io::Result<()> {
+        match File::open(path) {
+            Ok(f) => f.sync_all(),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+            Err(e) => Err(e),
+        }
+    };
+    let all: Vec<&std::path::PathBuf> = files.iter().chain(dirs).collect();
+    let results: Vec<(String, io::Result<()>)> = std::thread::scope(|s| {
+        let handles: Vec<_> = all.iter().map(|p| s.spawn(move || (rel_of(root, p), sync_one(p)))).collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| (String::new(), Err(io::Error::other("fsync thread panicked"))))).collect()
+    });
+    for (rel, result) in results {
+        result.map_err(|e| Error::io("syncing", rel, e))?;
+    }
+    Ok(())
+}
+
 /// Creates a directory and any missing parents, fsyncing each parent that gained an entry.
 pub fn create_dir_all(root: &Path, dir: &Path) -> Result<()> {
     let wrap = |e| Error::io("creating directory", rel_of(root, dir), e);

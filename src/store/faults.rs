@@ -41,3 +41,28 @@ pub(crate) fn check(operation: &'static str) -> io::Result<()> {
         Ok(())
     })
 }
+
+/// The crash point named by `PARAVAULT_CRASH_AT` (read once per process).
+fn crash_target() -> Option<&'static str> {
+    static TARGET: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
+    TARGET.get_or_init(|| std::env::var("PARAVAULT_CRASH_AT").ok().filter(|v| !v.is_empty())).as_deref()
+}
+
+/// A named crash point for the kill tests. When `PARAVAULT_CRASH_AT` names this point, the
+/// process announces it on stderr and waits to be killed (SIGKILL from the test harness).
+/// Inert otherwise.
+pub(crate) fn crash_point(name: &'static str) {
+    if crash_target() == Some(name) {
+        use std::io::Write;
+        let mut stderr = std::io::stderr().lock();
+        let _ = writeln!(stderr, "PARAVAULT_CRASH_POINT {name}");
+        let _ = stderr.flush();
+        loop {
+            std::thread::sleep(std::time::Duration::from_secs(60));
+        }
+    }
+}
+
+/// Every named crash point, in transaction order (the kill test iterates over these).
+pub const CRASH_POINTS: &[&str] =
+    &["after_lock", "after_plan", "after_commit", "after_apply", "after_publish", "after_receipt", "after_checkpoint"];

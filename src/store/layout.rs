@@ -6,6 +6,14 @@ use std::path::{Path, PathBuf};
 pub const STATE_DIR: &str = ".paravault";
 /// A vault's policy override.
 pub const POLICY_OVERRIDE: &str = ".paravault/policy.yaml";
+/// The write transaction's intent journal.
+pub const JOURNAL: &str = ".paravault/journal.log";
+/// Append-only, hash-chained receipts.
+pub const RECEIPTS: &str = ".paravault/receipts.jsonl";
+/// Cross-process writer lock file.
+pub const WRITER_LOCK: &str = ".paravault/writer.lock";
+/// Durable proposals.
+pub const PROPOSALS_DIR: &str = ".paravault/proposals";
 /// Incremental catalog renderer state.
 pub const CATALOG_STATE: &str = ".paravault/catalog-state.json";
 /// Root catalog.

@@ -6,4 +6,5 @@
 
 pub mod durable;
 pub mod faults;
+pub mod journal;
 pub mod layout;

@@ -1,0 +1,374 @@
+//! The write transaction: every change to a vault's notes goes through `execute`, in order:
+//!
+//! 1. validate   — the request became a `Mutation` (typed path, full new text) before we got here.
+//! 2. lock       — in-process mutex + cross-process file lock; finish any pending intent
+//!                 (crash recovery) and catch up with other processes' receipts.
+//! 3. check      — idempotency key replay/conflict, `require_absent`, `expected_sha256`.
+//! 4. plan       — new note record, catalog pages, log.md entry, and the **lint gate** over the
+//!                 touched note and the links it changes, all on the in-memory model: a refusal
+//!                 costs no disk write.
+//! 5. commit     — append the intent (every post-image + the receipt) to the journal and
+//!                 fdatasync it. **The commit point.** Before it, the vault is untouched; after
+//!                 it, recovery always finishes the transaction.
+//! 6. apply      — rename the note, catalog pages and log.md entry into place (no fsync yet:
+//!                 the intent already holds their bytes).
+//! 7. publish    — publish the next immutable search generation.
+//! 8. receipt    — append the hash-chained receipt.
+//! 9. checkpoint — fsync every touched file and directory and the receipt log in parallel,
+//!                 then mark the intent done.
+//!
+//! A failure before step 5 records a content-free `aborted` receipt naming the phase and error
+//! code and changes nothing else. A failure after step 5 is finished by `recover` (at once,
+//! and again on the next write or open if that fails too).
+
+pub mod operations;
+pub mod receipts;
+pub mod recover;
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+
+use crate::error::{Error, Result};
+use crate::inventory::{self, NoteRecord};
+use crate::lint;
+use crate::note::path::VaultPath;
+use crate::scan::PageKind;
+use crate::store::journal::{FileChange, Intent, Record};
+use crate::store::{faults, layout};
+use crate::vault::{Vault, WriterGuard};
+
+/// A validated request to put `content` at `path`.
+#[derive(Debug, Clone)]
+pub struct Mutation {
+    /// Receipt operation name, e.g. `mcp.ingest_note`.
+    pub operation: &'static str,
+    pub path: VaultPath,
+    pub content: String,
+    pub require_absent: bool,
+    pub expected_sha256: Option<String>,
+    pub idempotency_key: Option<String>,
+    pub proposal_id: Option<String>,
+    /// The log.md entry (appended only when log.md exists).
+    pub log_entry: Option<String>,
+}
+
+/// Lower-case hex sha256.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn random_hex(bytes: usize, salt: u64) -> String {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&nanos.to_le_bytes());
+    hasher.update(&std::process::id().to_le_bytes());
+    hasher.update(&salt.to_le_bytes());
+    hasher.finalize().as_bytes()[..bytes].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Per-phase timings, in milliseconds.
+#[derive(Debug, Default)]
+struct Phases {
+    started: Option<Instant>,
+    last: Option<Instant>,
+    done: Map<String, Value>,
+}
+
+impl Phases {
+    fn start() -> Self {
+        let now = Instant::now();
+        Phases { started: Some(now), last: Some(now), done: Map::new() }
+    }
+
+    fn mark(&mut self, phase: &str) {
+        let now = Instant::now();
+        let ms = self.last.map_or(0.0, |l| now.duration_since(l).as_secs_f64() * 1000.0);
+        self.done.insert(phase.into(), json!((ms * 1000.0).round() / 1000.0));
+        self.last = Some(now);
+    }
+
+    fn total_ms(&self) -> String {
+        format!("{:.3}", self.started.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1000.0))
+    }
+}
+
+/// What the plan phase produced.
+struct Plan {
+    before_sha256: String,
+    after_sha256: String,
+    changes: Vec<FileChange>,
+    previous_record: Option<NoteRecord>,
+    catalog_state: crate::catalog::CatalogState,
+    orphans: usize,
+    counts: (usize, usize, usize),
+}
+
+/// Runs one write transaction and returns its receipt.
+pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Value> {
+    let mut phases = Phases::start();
+    let mut writer = vault.lock_writer()?;
+    phases.mark("lock");
+    faults::crash_point("after_lock");
+    if let Some(replayed) = check_idempotency(&writer, &mutation)? {
+        return Ok(replayed);
+    }
+    let plan = match check_and_plan(vault, &mut writer, &mutation) {
+        Ok(plan) => plan,
+        Err(error) => return Err(abort(vault, &mut writer, &mutation, "plan", error)),
+    };
+    phases.mark("plan");
+    faults::crash_point("after_plan");
+    let seq = writer.receipts.last_seq + 1;
+    let receipt = base_receipt(&mutation, &plan, seq);
+    let intent = Intent {
+        seq,
+        changes: plan.changes.clone(),
+        search_changed: vec![mutation.path.to_string()],
+        search_removed: Vec::new(),
+        receipt: Value::Object(receipt),
+    };
+    if let Err(error) = writer.journal.append(&Record::Intent(intent.clone()), true) {
+        restore_model(vault, &mutation, plan.previous_record);
+        return Err(abort(vault, &mut writer, &mutation, "commit", error));
+    }
+    phases.mark("commit");
+    faults::crash_point("after_commit");
+    // Past the commit point: finish, or leave it to recovery.
+    match finish(vault, &mut writer, &intent, &mut phases) {
+        Ok(receipt) => {
+            vault.set_catalog_state(plan.catalog_state);
+            Ok(receipt)
+        }
+        Err(error) => {
+            tracing::warn!(seq, error = %error, "transaction past its commit point failed; recovering");
+            vault.invalidate_catalog_state();
+            match recover::recover_pending(vault, &mut writer) {
+                Ok(_) => {
+                    let receipt = receipts::ReceiptLog::history(vault.root(), 1, seq - 1)?.into_iter().next();
+                    receipt.ok_or(Error::TransactionIncomplete { seq, reason: error.to_string() })
+                }
+                Err(second) => {
+                    writer.needs_recovery = true;
+                    Err(Error::TransactionIncomplete { seq, reason: format!("{error}; recovery: {second}") })
+                }
+            }
+        }
+    }
+}
+
+fn check_idempotency(writer: &WriterGuard<'_>, mutation: &Mutation) -> Result<Option<Value>> {
+    let Some(key) = &mutation.idempotency_key else { return Ok(None) };
+    let Some(receipt) = writer.receipts.by_key.get(key) else { return Ok(None) };
+    let same = receipt.get("operation").and_then(Value::as_str) == Some(mutation.operation)
+        && receipt.get("path").and_then(Value::as_str) == Some(mutation.path.as_str())
+        && receipt.get("after_sha256").and_then(Value::as_str) == Some(sha256_hex(mutation.content.as_bytes()).as_str());
+    if same { Ok(Some(receipt.clone())) } else { Err(Error::IdempotencyConflict { key: key.clone() }) }
+}
+
+fn read_current(vault: &Vault, path: &VaultPath) -> Result<Option<Vec<u8>>> {
+    let absolute = crate::note::path::resolve_safe(vault.root(), path)?;
+    match std::fs::read(&absolute) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Error::io("reading", path.to_string(), e)),
+    }
+}
+
+fn check_and_plan(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation) -> Result<Plan> {
+    let policy = vault.policy();
+    let path = &mutation.path;
+    let parent = layout::join(vault.root(), path.parent());
+    if !parent.is_dir() {
+        return Err(Error::InvalidArgument { name: "path", reason: format!("folder '{}' does not exist", path.parent()) });
+    }
+    let before = read_current(vault, path)?;
+    if mutation.require_absent && before.is_some() {
+        return Err(Error::AlreadyExists { path: path.to_string() });
+    }
+    let before_sha256 = sha256_hex(before.as_deref().unwrap_or_default());
+    if let Some(expected) = &mutation.expected_sha256
+        && !expected.eq_ignore_ascii_case(&before_sha256)
+    {
+        return Err(Error::PreconditionFailed { path: path.to_string(), expected: expected.clone(), found: before_sha256 });
+    }
+    let content_bytes = mutation.content.as_bytes();
+    if content_bytes.len() as u64 > policy.policy.limits.note_bytes_max {
+        return Err(Error::InvalidContent {
+            path: path.to_string(),
+            reason: format!("{} bytes, over the policy limit of {}", content_bytes.len(), policy.policy.limits.note_bytes_max),
+        });
+    }
+    let today = vault.today();
+    let touched = std::slice::from_ref(path);
+    let (gate, previous_record, catalog_plan, orphans, counts) = vault.with_inventory_mut(|inventory| {
+        let baseline = lint::baseline(inventory, policy, touched);
+        let mut record = inventory::NoteRecord::empty(path.clone(), PageKind::Note);
+        record.size_bytes = content_bytes.len() as u64;
+        record.content_hash = *blake3::hash(content_bytes).as_bytes();
+        inventory::analyse_bytes(&mut record, content_bytes, policy);
+        let previous = inventory.upsert(record);
+        let gate = lint::gate(inventory, policy, touched, &baseline, today);
+        let dirs = crate::catalog::affected_dirs(path);
+        let plan = vault.plan_catalogs(inventory, &dirs);
+        let orphans = 0usize;
+        let notes = inventory.notes().count();
+        let valid = inventory.notes().filter(|r| r.valid).count();
+        (gate, previous, plan, orphans, (notes, valid, notes - valid))
+    })?;
+    let restore = |vault: &Vault, previous: Option<NoteRecord>| restore_model(vault, mutation, previous);
+    if !gate.passed() {
+        restore(vault, previous_record);
+        let summary = gate.blocking.iter().map(|f| format!("[{}] {}: {}", f.rule, f.path, f.message)).collect::<Vec<_>>().join("; ");
+        return Err(Error::GateRejected { path: path.to_string(), summary, findings: gate.blocking });
+    }
+    let catalog_plan = match catalog_plan {
+        Ok(plan) => plan,
+        Err(e) => {
+            restore(vault, previous_record);
+            return Err(e);
+        }
+    };
+    let mut changes = vec![FileChange::Write { path: path.to_string(), text: mutation.content.clone() }];
+    for (page, bytes) in &catalog_plan.writes {
+        changes.push(FileChange::Write { path: page.to_string(), text: String::from_utf8_lossy(bytes).into_owned() });
+    }
+    for page in &catalog_plan.deletes {
+        changes.push(FileChange::Delete { path: page.to_string() });
+    }
+    if let Some(entry) = &mutation.log_entry {
+        let log = layout::join(vault.root(), layout::LOG);
+        if let Ok(meta) = std::fs::metadata(&log) {
+            changes.push(FileChange::Append { path: layout::LOG.to_string(), before_len: meta.len(), text: entry.clone() });
+        }
+    }
+    let _ = writer;
+    Ok(Plan {
+        before_sha256,
+        after_sha256: sha256_hex(content_bytes),
+        changes,
+        previous_record,
+        catalog_state: catalog_plan.state,
+        orphans,
+        counts,
+    })
+}
+
+/// Puts the in-memory model back as it was before the plan (the disk was never touched).
+fn restore_model(vault: &Vault, mutation: &Mutation, previous: Option<NoteRecord>) {
+    let _ = vault.with_inventory_mut(|inventory| match previous {
+        Some(record) => {
+            inventory.upsert(record);
+        }
+        None => {
+            inventory.remove(&mutation.path);
+        }
+    });
+}
+
+fn base_receipt(mutation: &Mutation, plan: &Plan, seq: u64) -> Map<String, Value> {
+    let mut r = Map::new();
+    let s = |v: &str| Value::String(v.to_string());
+    r.insert("receipt_schema".into(), s("power.receipt.v1"));
+    r.insert("seq".into(), json!(seq));
+    r.insert("operation".into(), s(mutation.operation));
+    r.insert("path".into(), s(mutation.path.as_str()));
+    r.insert("before_sha256".into(), s(&plan.before_sha256));
+    r.insert("after_sha256".into(), s(&plan.after_sha256));
+    r.insert("at".into(), s(&chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)));
+    r.insert("trace_id".into(), s(&random_hex(16, seq)));
+    r.insert("span_id".into(), s(&random_hex(8, seq.wrapping_mul(31))));
+    r.insert("status".into(), s("ok"));
+    r.insert("proposal_id".into(), s(mutation.proposal_id.as_deref().unwrap_or("")));
+    r.insert("idempotency_key".into(), s(mutation.idempotency_key.as_deref().unwrap_or("")));
+    let catalog_pages = plan.changes.iter().filter(|c| c.path() != mutation.path.as_str() && c.path() != layout::LOG).count();
+    r.insert("index_summary".into(), s(&format!("{catalog_pages} catalog pages updated")));
+    r.insert("search_mode".into(), s("fts"));
+    r.insert("search_generation".into(), s(""));
+    r.insert("notes_scanned".into(), s(&plan.counts.0.to_string()));
+    r.insert("notes_indexed".into(), s(&plan.counts.1.to_string()));
+    r.insert("notes_excluded".into(), s(&plan.counts.2.to_string()));
+    r.insert("lint_orphans".into(), s(&plan.orphans.to_string()));
+    r
+}
+
+/// Records a content-free aborted receipt for a failure before the commit point.
+fn abort(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, phase: &str, error: Error) -> Error {
+    let seq = writer.receipts.last_seq + 1;
+    let mut r = Map::new();
+    let s = |v: &str| Value::String(v.to_string());
+    r.insert("receipt_schema".into(), s("power.receipt.v1"));
+    r.insert("seq".into(), json!(seq));
+    r.insert("operation".into(), s(mutation.operation));
+    r.insert("path".into(), s(mutation.path.as_str()));
+    r.insert("at".into(), s(&chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)));
+    r.insert("status".into(), s("aborted"));
+    r.insert("phase".into(), s(phase));
+    r.insert("error_code".into(), s(error.code()));
+    r.insert("idempotency_key".into(), s(mutation.idempotency_key.as_deref().unwrap_or("")));
+    if let Err(receipt_error) = writer.receipts.append(vault.root(), r, true) {
+        tracing::warn!(error = %receipt_error, "could not record the aborted receipt");
+    }
+    error
+}
+
+/// Steps 6–9 for a committed intent: apply, publish, receipt, checkpoint.
+fn finish(vault: &Vault, writer: &mut WriterGuard<'_>, intent: &Intent, phases: &mut Phases) -> Result<Value> {
+    apply_changes(vault, &intent.changes, &BTreeSet::new())?;
+    phases.mark("apply");
+    faults::crash_point("after_apply");
+    let mut receipt = match &intent.receipt {
+        Value::Object(map) => map.clone(),
+        _ => Map::new(),
+    };
+    phases.mark("publish");
+    faults::crash_point("after_publish");
+    receipt.insert("duration_ms".into(), Value::String(phases.total_ms()));
+    receipt.insert("phase_ms".into(), Value::Object(phases.done.clone()));
+    let value = writer.receipts.append(vault.root(), receipt, false)?;
+    faults::crash_point("after_receipt");
+    checkpoint(vault, writer, intent)?;
+    faults::crash_point("after_checkpoint");
+    Ok(value)
+}
+
+/// Puts every change in place (idempotent). Paths in `skip` are left alone (a later intent
+/// owns them).
+pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeSet<String>) -> Result<()> {
+    let root = vault.root();
+    for change in changes.iter().filter(|c| !skip.contains(c.path())) {
+        let Ok(path) = VaultPath::parse_walked(change.path()) else { continue };
+        let absolute = path.under(root);
+        match change {
+            FileChange::Write { text, .. } => crate::store::durable::replace_unsynced(root, &absolute, text.as_bytes())?,
+            FileChange::Delete { .. } => crate::store::durable::remove_unsynced(root, &absolute)?,
+            FileChange::Append { before_len, text, .. } => {
+                crate::store::durable::truncate_and_append_unsynced(root, &absolute, *before_len, text.as_bytes())?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Makes the intent's files durable and marks it done.
+pub(crate) fn checkpoint(vault: &Vault, writer: &mut WriterGuard<'_>, intent: &Intent) -> Result<()> {
+    let root = vault.root();
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
+    for change in &intent.changes {
+        let absolute = layout::join(root, change.path());
+        if let Some(dir) = absolute.parent() {
+            dirs.insert(dir.to_path_buf());
+        }
+        if !matches!(change, FileChange::Delete { .. }) {
+            files.push(absolute);
+        }
+    }
+    files.push(layout::join(root, layout::RECEIPTS));
+    dirs.insert(layout::join(root, layout::STATE_DIR));
+    crate::store::durable::sync_all_paths(root, &files, &dirs.into_iter().collect::<Vec<_>>())?;
+    writer.journal.append(&Record::Done { seq: intent.seq }, false)
+}

@@ -1,0 +1,360 @@
+//! The write operations with P.O.W.E.R.'s names and parameters: `ingest_note`,
+//! `synthesize_session`, `propose_memory_change`, `apply_memory_change`. Each validates its
+//! request into a `Mutation` and runs the one transaction (`write::execute`).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Mutation, execute, sha256_hex};
+use crate::error::{Error, Result};
+use crate::note::frontmatter;
+use crate::note::metadata;
+use crate::note::path::{VaultPath, resolve_note_path};
+use crate::store::{durable, layout};
+use crate::vault::Vault;
+
+/// `ingest_note` parameters.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct IngestRequest {
+    pub name: String,
+    pub note_type: String,
+    pub title: String,
+    pub description: String,
+    pub content: String,
+    #[serde(default)]
+    pub resource: Option<String>,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub expected_sha256: Option<String>,
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+}
+
+/// `synthesize_session` parameters.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct SynthesizeRequest {
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    pub content: String,
+    #[serde(default = "daily_log")]
+    pub note_type: String,
+    #[serde(default)]
+    pub tags: Vec<String>,
+    #[serde(default)]
+    pub related: Vec<String>,
+    #[serde(default)]
+    pub owner: Option<String>,
+    #[serde(default)]
+    pub expected_sha256: Option<String>,
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+}
+
+fn daily_log() -> String {
+    "Daily Log".into()
+}
+
+/// A stored, content-addressed proposal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proposal {
+    pub path: String,
+    pub before_sha256: String,
+    pub after_sha256: String,
+    pub content: String,
+    pub proposal_id: String,
+    pub idempotency_key: String,
+    #[serde(default)]
+    pub created_at: String,
+}
+
+fn quote(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
+}
+
+fn flow_list(items: &[String]) -> String {
+    format!("[{}]", items.iter().map(|i| quote(i)).collect::<Vec<_>>().join(", "))
+}
+
+/// Renders an OKF note the way P.O.W.E.R. does (field order, quoting), timestamp last.
+fn render_note(fields: &NoteFields<'_>) -> String {
+    let mut yaml = String::new();
+    yaml.push_str(&format!("type: {}\n", quote(fields.note_type)));
+    yaml.push_str(&format!("title: {}\n", quote(fields.title.trim())));
+    yaml.push_str(&format!("description: {}\n", quote(fields.description.trim())));
+    if let Some(resource) = fields.resource.filter(|r| !r.trim().is_empty()) {
+        yaml.push_str(&format!("resource: {}\n", quote(resource.trim())));
+    }
+    let tags: Vec<String> = fields.tags.iter().map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect();
+    if !tags.is_empty() {
+        yaml.push_str(&format!("tags: {}\n", flow_list(&tags)));
+    }
+    if let Some(owner) = fields.owner.filter(|o| !o.trim().is_empty()) {
+        yaml.push_str(&format!("owner: {}\n", quote(owner.trim())));
+    }
+    yaml.push_str("okf_version: \"0.2\"\n");
+    let body = format!("\n{}\n", fields.content.trim_end());
+    yaml.push_str(&format!(
+        "memory:\n  kind: {}\n  sources: [{}]\n  evidence: [{}]\n  write_policy: agent-proposed\n",
+        fields.memory_kind,
+        quote(fields.source),
+        quote(&format!("sha256:{}", sha256_hex(body.as_bytes())))
+    ));
+    if !fields.related.is_empty() {
+        yaml.push_str(&format!("related: {}\n", flow_list(fields.related)));
+    }
+    yaml.push_str(&format!("timestamp: {}\n", chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)));
+    format!("---\n{yaml}---\n{body}")
+}
+
+struct NoteFields<'a> {
+    note_type: &'a str,
+    title: &'a str,
+    description: &'a str,
+    resource: Option<&'a str>,
+    tags: &'a [String],
+    owner: Option<&'a str>,
+    related: &'a [String],
+    content: &'a str,
+    memory_kind: &'a str,
+    source: &'a str,
+}
+
+fn note_path(vault: &Vault, name: &str) -> Result<VaultPath> {
+    let name = if name.ends_with(".md") { name.to_string() } else { format!("{name}.md") };
+    let (path, _) = resolve_note_path(vault.root(), &name, &vault.policy().policy.layout.para_folders)?;
+    Ok(path)
+}
+
+fn require_text(name: &'static str, value: &str) -> Result<()> {
+    if value.trim().is_empty() {
+        return Err(Error::InvalidArgument { name, reason: "must not be empty".into() });
+    }
+    Ok(())
+}
+
+fn log_entry(action: &str, verb: &str, title: &str, path: &VaultPath, extra: &[(&str, String)]) -> String {
+    let mut entry = format!(
+        "\n## [{}] {action} | {verb} {}\n- Action: {action}\n- Result: {path}\n",
+        chrono::Utc::now().date_naive(),
+        title.trim().replace('\n', " ")
+    );
+    for (k, v) in extra {
+        entry.push_str(&format!("- {k}: {v}\n"));
+    }
+    entry
+}
+
+/// Checks that text is a note with valid OKF metadata (before anything is stored or written).
+pub fn validate_note_text(vault: &Vault, path: &VaultPath, text: &str) -> Result<()> {
+    let invalid = |reason: String| Error::InvalidContent { path: path.to_string(), reason };
+    let split = frontmatter::split(text).map_err(|p| invalid(p.to_string()))?;
+    let fm = frontmatter::parse(&split).map_err(|p| invalid(p.to_string()))?;
+    let (_, problems) = metadata::validate(&fm, vault.policy());
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(invalid(problems.iter().map(|p| format!("{}: {}", p.field, p.message)).collect::<Vec<_>>().join("; ")))
+    }
+}
+
+impl Vault {
+    /// Creates one new note (the target must not exist) through the write transaction.
+    pub fn ingest_note(&self, request: &IngestRequest) -> Result<Value> {
+        require_text("title", &request.title)?;
+        require_text("description", &request.description)?;
+        let path = note_path(self, &request.name)?;
+        let content = render_note(&NoteFields {
+            note_type: &request.note_type,
+            title: &request.title,
+            description: &request.description,
+            resource: request.resource.as_deref(),
+            tags: &request.tags,
+            owner: None,
+            related: &[],
+            content: &request.content,
+            memory_kind: "semantic",
+            source: "paravault://mcp/ingest_note",
+        });
+        validate_note_text(self, &path, &content)?;
+        let log = log_entry("ingest", "Created", &request.title, &path, &[]);
+        execute(
+            self,
+            Mutation {
+                operation: "mcp.ingest_note",
+                path,
+                content,
+                require_absent: request.expected_sha256.is_none(),
+                expected_sha256: request.expected_sha256.clone(),
+                idempotency_key: request.idempotency_key.clone(),
+                proposal_id: None,
+                log_entry: Some(log),
+            },
+        )
+    }
+
+    /// Creates one synthesis note (Daily Log by default, episodic memory) through the transaction.
+    pub fn synthesize_session(&self, request: &SynthesizeRequest) -> Result<Value> {
+        require_text("title", &request.title)?;
+        require_text("description", &request.description)?;
+        let path = note_path(self, &request.name)?;
+        let content = render_note(&NoteFields {
+            note_type: &request.note_type,
+            title: &request.title,
+            description: &request.description,
+            resource: None,
+            tags: &request.tags,
+            owner: request.owner.as_deref(),
+            related: &request.related,
+            content: &request.content,
+            memory_kind: "episodic",
+            source: "paravault://synthesize_session",
+        });
+        validate_note_text(self, &path, &content)?;
+        let mut extra = Vec::new();
+        if !request.related.is_empty() {
+            extra.push(("Related", request.related.join(", ")));
+        }
+        if let Some(owner) = &request.owner {
+            extra.push(("Owner", owner.clone()));
+        }
+        let log = log_entry("synthesize", "Synthesized", &request.title, &path, &extra);
+        execute(
+            self,
+            Mutation {
+                operation: "synthesize.session",
+                path,
+                content,
+                require_absent: request.expected_sha256.is_none(),
+                expected_sha256: request.expected_sha256.clone(),
+                idempotency_key: request.idempotency_key.clone(),
+                proposal_id: None,
+                log_entry: Some(log),
+            },
+        )
+    }
+
+    /// Validates and stores a content-addressed proposal; never writes the note.
+    pub fn propose_memory_change(&self, path: &str, content: &str, idempotency_key: Option<&str>) -> Result<Proposal> {
+        let (path, _) = resolve_note_path(self.root(), path, &self.policy().policy.layout.para_folders)?;
+        validate_note_text(self, &path, content)?;
+        let _writer = self.lock_writer()?;
+        let before = match std::fs::read(path.under(self.root())) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(Error::io("reading", path.to_string(), e)),
+        };
+        let before_sha256 = sha256_hex(&before);
+        let after_sha256 = sha256_hex(content.as_bytes());
+        let proposal_id = proposal_id(path.as_str(), &before_sha256, &after_sha256, content);
+        let stored_path = layout::join(self.root(), &format!("{}/{proposal_id}.json", layout::PROPOSALS_DIR));
+        if let Ok(bytes) = std::fs::read(&stored_path) {
+            let stored: Proposal = serde_json::from_slice(&bytes).map_err(|_| Error::ProposalInvalid { reason: "stored proposal is unreadable".into() })?;
+            if stored.path != path.as_str() || stored.content != content || stored.before_sha256 != before_sha256 {
+                return Err(Error::ProposalInvalid { reason: "content-addressed proposal collision".into() });
+            }
+            return Ok(stored);
+        }
+        let proposal = Proposal {
+            path: path.to_string(),
+            before_sha256,
+            after_sha256,
+            content: content.to_string(),
+            idempotency_key: idempotency_key.map_or_else(|| proposal_id.clone(), str::to_string),
+            proposal_id,
+            created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        };
+        durable::create_dir_all(self.root(), &layout::join(self.root(), layout::PROPOSALS_DIR))?;
+        let json = serde_json::to_vec_pretty(&proposal).map_err(|e| Error::io("encoding", "proposal", std::io::Error::other(e)))?;
+        durable::replace(self.root(), &stored_path, &json)?;
+        Ok(proposal)
+    }
+
+    /// Applies a proposal stored under `proposal_id` (the CLI's `apply`).
+    pub fn apply_stored_proposal(&self, proposal_id: &str, approved: bool) -> Result<Value> {
+        if proposal_id.len() != 64 || !proposal_id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Error::InvalidArgument { name: "proposal_id", reason: "must be 64 hex characters".into() });
+        }
+        let stored_path = layout::join(self.root(), &format!("{}/{proposal_id}.json", layout::PROPOSALS_DIR));
+        let stored: BTreeMap<String, Value> = std::fs::read(&stored_path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .ok_or_else(|| Error::ProposalInvalid { reason: "proposal is not durable; call propose_memory_change first".into() })?;
+        self.apply_memory_change(&stored, approved)
+    }
+
+    /// The newest `limit` receipts after `after_seq` (content-free).
+    pub fn read_memory_history(&self, limit: usize, after_seq: u64) -> Result<Vec<Value>> {
+        if limit == 0 || limit > 1000 {
+            return Err(Error::InvalidArgument { name: "limit", reason: "must be between 1 and 1000".into() });
+        }
+        super::receipts::ReceiptLog::history(self.root(), limit, after_seq)
+    }
+
+    /// Verifies the receipt hash chain.
+    pub fn verify_history(&self) -> Result<super::receipts::ChainReport> {
+        super::receipts::ReceiptLog::verify(self.root())
+    }
+
+    /// Applies a stored proposal (only with `approved`); replay returns the original receipt.
+    pub fn apply_memory_change(&self, proposal: &BTreeMap<String, Value>, approved: bool) -> Result<Value> {
+        if !approved {
+            return Err(Error::ApprovalRequired { operation: "apply_memory_change" });
+        }
+        let refuse = |reason: &str| Error::ProposalInvalid { reason: reason.to_string() };
+        let field = |name: &str| -> Result<String> {
+            proposal.get(name).and_then(Value::as_str).map(str::to_string).ok_or_else(|| refuse(&format!("'{name}' is missing or not a string")))
+        };
+        let (path, content, before, after, id) = (field("path")?, field("content")?, field("before_sha256")?, field("after_sha256")?, field("proposal_id")?);
+        let is_hex64 = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
+        if ![&before, &after, &id].iter().all(|s| is_hex64(s)) {
+            return Err(refuse("digests must be 64 hex characters"));
+        }
+        if sha256_hex(content.as_bytes()) != after {
+            return Err(refuse("content hash does not match after_sha256"));
+        }
+        if proposal_id(&path, &before, &after, &content) != id {
+            return Err(refuse("proposal_id does not match the proposal's content"));
+        }
+        let note = VaultPath::parse(&path)?;
+        let stored_path = layout::join(self.root(), &format!("{}/{id}.json", layout::PROPOSALS_DIR));
+        let stored: Proposal = std::fs::read(&stored_path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .ok_or_else(|| refuse("proposal is not durable; call propose_memory_change first"))?;
+        if stored.path != path || stored.content != content || stored.before_sha256 != before || stored.after_sha256 != after {
+            return Err(refuse("the durable proposal differs from the one supplied"));
+        }
+        if let Some(key) = proposal.get("idempotency_key").and_then(Value::as_str)
+            && key != stored.idempotency_key
+        {
+            return Err(refuse("idempotency_key differs from the stored proposal's"));
+        }
+        let (note, _) = resolve_note_path(self.root(), note.as_str(), &self.policy().policy.layout.para_folders)?;
+        validate_note_text(self, &note, &content)?;
+        execute(
+            self,
+            Mutation {
+                operation: "memory.apply",
+                path: note,
+                content,
+                require_absent: false,
+                expected_sha256: Some(before),
+                idempotency_key: Some(stored.idempotency_key),
+                proposal_id: Some(id),
+                log_entry: None,
+            },
+        )
+    }
+}
+
+/// sha256 of the canonical JSON (sorted keys, compact, UTF-8 unescaped) of the payload, as
+/// P.O.W.E.R. computes it, so proposal ids match across the two systems.
+pub fn proposal_id(path: &str, before_sha256: &str, after_sha256: &str, content: &str) -> String {
+    let payload: BTreeMap<&str, &str> =
+        [("after_sha256", after_sha256), ("before_sha256", before_sha256), ("content", content), ("path", path)].into_iter().collect();
+    sha256_hex(serde_json::to_string(&payload).unwrap_or_default().as_bytes())
+}

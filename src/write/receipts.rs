@@ -1,0 +1,186 @@
+//! Receipts: `.paravault/receipts.jsonl`, one content-free JSON object per line, appended in
+//! O(1), never rewritten, hash-chained (`prev` = blake3 of the previous line) and numbered
+//! (`seq`, strictly +1). Carries P.O.W.E.R.'s `power.receipt.v1` fields plus `seq`, `prev`,
+//! and per-phase durations. Never contains note content.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+use crate::store::{durable, layout};
+
+/// `prev` of the first receipt.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// The in-memory view of the receipt log.
+#[derive(Debug, Default)]
+pub struct ReceiptLog {
+    pub last_seq: u64,
+    pub last_hash: String,
+    /// Byte length of the file as last read or written by this process.
+    pub len: u64,
+    /// Idempotency key → the ok receipt that first used it.
+    pub by_key: HashMap<String, Value>,
+    /// Proposal id → the ok receipt that applied it.
+    pub by_proposal: HashMap<String, Value>,
+}
+
+/// A problem found by `verify`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChainProblem {
+    pub line: usize,
+    pub message: String,
+}
+
+/// The outcome of `verify`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ChainReport {
+    pub receipts: usize,
+    pub ok: bool,
+    pub problems: Vec<ChainProblem>,
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn hash_line(line: &[u8]) -> String {
+    hex(blake3::hash(line).as_bytes())
+}
+
+impl ReceiptLog {
+    /// Reads the receipt file (if any) and indexes it.
+    pub fn load(root: &Path) -> Result<Self> {
+        let mut log = ReceiptLog { last_hash: GENESIS.to_string(), ..Default::default() };
+        log.catch_up(root)?;
+        Ok(log)
+    }
+
+    /// Reads receipts appended since `len` (by another process) and returns their paths.
+    pub fn catch_up(&mut self, root: &Path) -> Result<Vec<String>> {
+        let path = layout::join(root, layout::RECEIPTS);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(Error::io("reading", layout::RECEIPTS, e)),
+        };
+        let mut touched = Vec::new();
+        if (bytes.len() as u64) < self.len {
+            // The file shrank (restored from backup?): index it again from the start.
+            *self = ReceiptLog { last_hash: GENESIS.to_string(), ..Default::default() };
+        }
+        let start = self.len as usize;
+        let tail = &bytes[start..];
+        let complete = tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        for line in tail[..complete].split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            let Ok(value) = serde_json::from_slice::<Value>(line) else { continue };
+            self.index(&value, hash_line(line));
+            if let Some(p) = value.get("path").and_then(Value::as_str) {
+                touched.push(p.to_string());
+            }
+        }
+        self.len = (start + complete) as u64;
+        Ok(touched)
+    }
+
+    fn index(&mut self, receipt: &Value, hash: String) {
+        if let Some(seq) = receipt.get("seq").and_then(Value::as_u64) {
+            self.last_seq = self.last_seq.max(seq);
+        }
+        self.last_hash = hash;
+        if receipt.get("status").and_then(Value::as_str) == Some("ok") {
+            if let Some(key) = receipt.get("idempotency_key").and_then(Value::as_str).filter(|k| !k.is_empty()) {
+                self.by_key.entry(key.to_string()).or_insert_with(|| receipt.clone());
+            }
+            if let Some(id) = receipt.get("proposal_id").and_then(Value::as_str).filter(|k| !k.is_empty()) {
+                self.by_proposal.entry(id.to_string()).or_insert_with(|| receipt.clone());
+            }
+        }
+    }
+
+    /// Whether a receipt with `seq` is already in the log (recovery uses this).
+    pub fn contains_seq(&self, seq: u64) -> bool {
+        seq <= self.last_seq
+    }
+
+    /// Chains and appends a receipt (fills `prev`); `durable` fsyncs it. Returns the final receipt.
+    pub fn append(&mut self, root: &Path, mut receipt: Map<String, Value>, durable: bool) -> Result<Value> {
+        receipt.insert("prev".into(), Value::String(self.last_hash.clone()));
+        let value = Value::Object(receipt);
+        let mut line = serde_json::to_vec(&value).map_err(|e| Error::io("encoding", layout::RECEIPTS, std::io::Error::other(e)))?;
+        let hash = hash_line(&line);
+        line.push(b'\n');
+        let path = layout::join(root, layout::RECEIPTS);
+        durable::truncate_and_append_unsynced(root, &path, self.len, &line)?;
+        if durable {
+            durable::sync_all_paths(root, &[path], &[])?;
+        }
+        self.len += line.len() as u64;
+        self.index(&value, hash);
+        Ok(value)
+    }
+
+    /// The newest `limit` receipts with `seq > after_seq`, oldest first.
+    pub fn history(root: &Path, limit: usize, after_seq: u64) -> Result<Vec<Value>> {
+        let path = layout::join(root, layout::RECEIPTS);
+        let text = match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(Error::io("reading", layout::RECEIPTS, e)),
+        };
+        let mut out: Vec<Value> = text
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .filter(|v| v.get("seq").and_then(Value::as_u64).is_some_and(|s| s > after_seq))
+            .collect();
+        if out.len() > limit {
+            out.drain(..out.len() - limit);
+        }
+        Ok(out)
+    }
+
+    /// Checks the whole chain: every line parses, `seq` is +1, `prev` hashes the line before.
+    pub fn verify(root: &Path) -> Result<ChainReport> {
+        let path = layout::join(root, layout::RECEIPTS);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(Error::io("reading", layout::RECEIPTS, e)),
+        };
+        let mut problems = Vec::new();
+        let mut prev = GENESIS.to_string();
+        let mut expected_seq = None;
+        let mut count = 0;
+        if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+            problems.push(ChainProblem { line: bytes.split(|&b| b == b'\n').count(), message: "the last line is incomplete".into() });
+        }
+        for (i, line) in bytes.split(|&b| b == b'\n').enumerate().filter(|(_, l)| !l.is_empty()) {
+            count += 1;
+            let n = i + 1;
+            let Ok(value) = serde_json::from_slice::<Value>(line) else {
+                problems.push(ChainProblem { line: n, message: "not valid JSON".into() });
+                prev = hash_line(line);
+                continue;
+            };
+            if value.get("prev").and_then(Value::as_str) != Some(prev.as_str()) {
+                problems.push(ChainProblem { line: n, message: "prev does not hash the previous receipt".into() });
+            }
+            match value.get("seq").and_then(Value::as_u64) {
+                Some(seq) => {
+                    if let Some(want) = expected_seq
+                        && seq != want
+                    {
+                        problems.push(ChainProblem { line: n, message: format!("seq {seq}, expected {want}") });
+                    }
+                    expected_seq = Some(seq + 1);
+                }
+                None => problems.push(ChainProblem { line: n, message: "no seq".into() }),
+            }
+            prev = hash_line(line);
+        }
+        Ok(ChainReport { receipts: count, ok: problems.is_empty(), problems })
+    }
+}
