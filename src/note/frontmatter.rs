@@ -102,10 +102,13 @@ fn kind_of(value: &Value) -> &'static str {
     }
 }
 
-/// Parses the YAML of a split note into a mapping. An empty block is an empty mapping.
+/// Parses the YAML of a split note into a mapping. An empty block (only YAML whitespace:
+/// space, tab, CR, LF) is an empty mapping.
 pub fn parse(split: &Split<'_>) -> Result<Frontmatter, FrontmatterProblem> {
     let yaml = split.yaml;
-    if yaml.trim().is_empty() {
+    // Not `str::trim`: Unicode whitespace such as U+00A0 is content to YAML, and a block
+    // taken as empty here must also re-read as empty in `yaml_text` to render byte-identically.
+    if yaml.trim_matches([' ', '\t', '\r', '\n']).is_empty() {
         return Ok(Frontmatter { mapping: Mapping::new(), source_yaml: yaml.to_string() });
     }
     let value: Value = serde_yaml::from_str(yaml).map_err(|e| FrontmatterProblem::Yaml {

@@ -60,8 +60,10 @@ impl VaultPath {
         self.0.rsplit_once('/').map_or(self.0.as_str(), |(_, name)| name)
     }
 
+    /// Whether the file name is `<stem>.md` with a non-empty stem (a bare `.md` is not a note).
     pub fn has_md_extension(&self) -> bool {
-        self.0.len() > 3 && self.0.ends_with(".md")
+        let name = self.file_name();
+        name.len() > 3 && name.ends_with(".md")
     }
 
     /// The absolute location under `root`.

@@ -81,3 +81,15 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn unicode_whitespace_block_is_yaml_content_not_an_empty_block() {
+    // Found by the fuzz seed corpus: `str::trim` took a block of U+00A0 as empty, and the
+    // unchanged parse then rendered without it.
+    let text = "---\n\u{a0}\n---\n";
+    let s = split(text).unwrap();
+    match parse(&s) {
+        Ok(fm) => assert_eq!(render(&s, &fm), text),
+        Err(problem) => assert_eq!(problem, FrontmatterProblem::NotAMapping { found: "string" }),
+    }
+}
