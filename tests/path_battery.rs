@@ -239,8 +239,33 @@ fn stays_under(root: &Path, path: &VaultPath) -> bool {
 
 fn token() -> impl Strategy<Value = &'static str> {
     prop::sample::select(vec![
-        "/", ".", "..", "%", "%2e", "%2E", "%2f", "%2F", "%5c", "%25", "%00", "%0a", "%ff", "%c3", "\\", ":", "C:",
-        "a", "b", "e", "f", "2", ".md", "\u{0}", "\n", "\u{7f}", "01_Projects",
+        "/",
+        ".",
+        "..",
+        "%",
+        "%2e",
+        "%2E",
+        "%2f",
+        "%2F",
+        "%5c",
+        "%25",
+        "%00",
+        "%0a",
+        "%ff",
+        "%c3",
+        "\\",
+        ":",
+        "C:",
+        "a",
+        "b",
+        "e",
+        "f",
+        "2",
+        ".md",
+        "\u{0}",
+        "\n",
+        "\u{7f}",
+        "01_Projects",
     ])
 }
 

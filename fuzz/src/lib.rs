@@ -21,18 +21,19 @@ pub fn check_frontmatter(data: &[u8]) {
     let bom = if split.bom { "\u{feff}" } else { "" };
     assert_eq!(format!("{bom}{}{}{}{}", split.open, split.yaml, split.close, split.body), *text, "split lost bytes");
     let Ok(parsed) = frontmatter::parse(&split) else { return };
-    let rendered = frontmatter::render(&split, &parsed);
+    let rendered = frontmatter::render(&split, &parsed).expect("an unchanged parse always renders");
     assert_eq!(rendered, *text, "an unchanged parse did not render byte-identically");
 
-    // KNOWN GAP (reported, not fixed here): serde_yaml cannot emit a mapping with a tagged or
-    // mapping key (`? !t a`, `{a: 1}: 2`), and `from_mapping` then renders "" — the whole block
-    // is silently dropped. Fixing it needs a fallible `from_mapping`/`yaml_text` (an API change),
-    // so the round-trip property is only asserted where serde_yaml can emit the mapping.
-    if serde_yaml::to_string(&parsed.mapping).is_err() {
-        return;
-    }
-    let fresh = Frontmatter::from_mapping(parsed.mapping.clone());
-    let note = frontmatter::render_new(&fresh, split.body);
+    // serde_yaml cannot emit a mapping with a tagged or mapping key (`? !t a`, `{a: 1}: 2`):
+    // `from_mapping` must then refuse with a typed problem, never render an empty block.
+    let fresh = match Frontmatter::from_mapping(parsed.mapping.clone()) {
+        Ok(fresh) => fresh,
+        Err(problem) => {
+            assert!(serde_yaml::to_string(&parsed.mapping).is_err(), "from_mapping refused a renderable mapping: {problem}");
+            return;
+        }
+    };
+    let note = frontmatter::render_new(&fresh, split.body).expect("a mapping from_mapping accepted renders");
     let resplit = frontmatter::split(&note).unwrap_or_else(|p| panic!("render_new output does not split ({p}): {note:?}"));
     let reparsed = frontmatter::parse(&resplit).unwrap_or_else(|p| panic!("render_new output does not parse ({p}): {note:?}"));
     assert_eq!(reparsed.mapping, parsed.mapping, "render_new(from_mapping(m)) did not parse back to m: {note:?}");
@@ -57,10 +58,7 @@ pub fn check_note_path(data: &[u8]) {
     let root = std::path::Path::new("/vault-root");
     let joined = path.under(root);
     assert!(joined.starts_with(root) && joined != root, "{s:?} joins to {joined:?}");
-    assert!(
-        joined.components().skip(2).all(|c| matches!(c, std::path::Component::Normal(_))),
-        "{s:?} joins to {joined:?}"
-    );
+    assert!(joined.components().skip(2).all(|c| matches!(c, std::path::Component::Normal(_))), "{s:?} joins to {joined:?}");
     if !s.contains('%') {
         let again = VaultPath::parse(s).unwrap_or_else(|e| panic!("{s:?} was accepted but does not re-parse: {e}"));
         assert_eq!(again, path, "parse is not idempotent on {s:?}");

@@ -212,9 +212,15 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Propose { path, content_file } => read_text(content_file)
             .and_then(|content| open(&cli).and_then(|v| v.propose_memory_change(path, &content, None)))
             .map(|p| out.proposal(&p)),
-        Command::Apply { proposal_id, approve } => open(&cli).and_then(|v| v.apply_stored_proposal(proposal_id, *approve)).map(|r| out.value(&r)),
+        Command::Apply { proposal_id, approve } => {
+            open(&cli).and_then(|v| v.apply_stored_proposal(proposal_id, *approve)).map(|r| out.value(&r))
+        }
         Command::History { limit, after_seq, verify } => open(&cli).and_then(|v| {
-            if *verify { v.verify_history().map(|report| out.chain(&report)) } else { v.read_memory_history(*limit, *after_seq).map(|h| out.history(&h)) }
+            if *verify {
+                v.verify_history().map(|report| out.chain(&report))
+            } else {
+                v.read_memory_history(*limit, *after_seq).map(|h| out.history(&h))
+            }
         }),
         Command::ReadSubIndex { category, page } => open(&cli).and_then(|v| v.read_sub_index(category, *page)).map(|text| out.text(&text)),
     };

@@ -78,7 +78,14 @@ apply with: paravault apply {} --approve
             let mut text = String::new();
             for r in receipts {
                 let field = |k: &str| r.get(k).map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_string)).unwrap_or_default();
-                text.push_str(&format!("{:>6} {} {:<8} {:<20} {}\n", field("seq"), field("at"), field("status"), field("operation"), field("path")));
+                text.push_str(&format!(
+                    "{:>6} {} {:<8} {:<20} {}\n",
+                    field("seq"),
+                    field("at"),
+                    field("status"),
+                    field("operation"),
+                    field("path")
+                ));
             }
             say(&text);
         }

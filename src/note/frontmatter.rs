@@ -16,6 +16,8 @@ pub enum FrontmatterProblem {
     Yaml { line: usize, message: String },
     /// The YAML parses but is not a mapping.
     NotAMapping { found: &'static str },
+    /// A changed mapping cannot be written back as YAML (e.g. a tagged or mapping key).
+    Unrenderable { message: String },
 }
 
 impl std::fmt::Display for FrontmatterProblem {
@@ -25,6 +27,7 @@ impl std::fmt::Display for FrontmatterProblem {
             FrontmatterProblem::Unterminated => f.write_str("the frontmatter block has no closing '---' line"),
             FrontmatterProblem::Yaml { line, message } => write!(f, "malformed YAML at line {line}: {message}"),
             FrontmatterProblem::NotAMapping { found } => write!(f, "frontmatter is a {found}, not a mapping of keys to values"),
+            FrontmatterProblem::Unrenderable { message } => write!(f, "the frontmatter cannot be written as YAML: {message}"),
         }
     }
 }
@@ -131,18 +134,19 @@ fn yaml_message(error: &serde_yaml::Error) -> String {
 }
 
 impl Frontmatter {
-    /// Builds a block from a mapping; it renders with serde_yaml.
-    pub fn from_mapping(mapping: Mapping) -> Self {
-        let source_yaml = render_mapping(&mapping);
-        Frontmatter { mapping, source_yaml }
+    /// Builds a block from a mapping; it renders with serde_yaml. A mapping serde_yaml cannot
+    /// emit is an error, never a silently empty block.
+    pub fn from_mapping(mapping: Mapping) -> Result<Self, FrontmatterProblem> {
+        let source_yaml = render_mapping(&mapping)?;
+        Ok(Frontmatter { mapping, source_yaml })
     }
 
     /// Returns the YAML text to put between the delimiters: the original text when the
     /// mapping is unchanged since parsing, a fresh rendering otherwise.
-    pub fn yaml_text(&self) -> String {
+    pub fn yaml_text(&self) -> Result<String, FrontmatterProblem> {
         match serde_yaml::from_str::<Value>(&self.source_yaml) {
-            Ok(Value::Mapping(original)) if original == self.mapping => self.source_yaml.clone(),
-            Err(_) | Ok(Value::Null) if self.mapping.is_empty() => self.source_yaml.clone(),
+            Ok(Value::Mapping(original)) if original == self.mapping => Ok(self.source_yaml.clone()),
+            Err(_) | Ok(Value::Null) if self.mapping.is_empty() => Ok(self.source_yaml.clone()),
             _ => render_mapping(&self.mapping),
         }
     }
@@ -152,30 +156,30 @@ impl Frontmatter {
     }
 }
 
-fn render_mapping(mapping: &Mapping) -> String {
+fn render_mapping(mapping: &Mapping) -> Result<String, FrontmatterProblem> {
     if mapping.is_empty() {
-        return String::new();
+        return Ok(String::new());
     }
-    serde_yaml::to_string(mapping).unwrap_or_default()
+    serde_yaml::to_string(mapping).map_err(|e| FrontmatterProblem::Unrenderable { message: e.to_string() })
 }
 
 /// Renders a note: delimiters and body of `split` around the frontmatter's YAML text.
-pub fn render(split: &Split<'_>, frontmatter: &Frontmatter) -> String {
+pub fn render(split: &Split<'_>, frontmatter: &Frontmatter) -> Result<String, FrontmatterProblem> {
     let mut out = String::with_capacity(split.open.len() + split.yaml.len() + split.close.len() + split.body.len() + 3);
     if split.bom {
         out.push('\u{feff}');
     }
     out.push_str(split.open);
-    out.push_str(&frontmatter.yaml_text());
+    out.push_str(&frontmatter.yaml_text()?);
     let close = if split.close.ends_with('\n') || split.body.is_empty() { split.close.to_string() } else { format!("{}\n", split.close) };
     out.push_str(&close);
     out.push_str(split.body);
-    out
+    Ok(out)
 }
 
 /// Renders a brand-new note from a frontmatter mapping and a body.
-pub fn render_new(frontmatter: &Frontmatter, body: &str) -> String {
-    format!("---\n{}---\n{}", frontmatter.yaml_text(), body)
+pub fn render_new(frontmatter: &Frontmatter, body: &str) -> Result<String, FrontmatterProblem> {
+    Ok(format!("---\n{}---\n{}", frontmatter.yaml_text()?, body))
 }
 
 #[cfg(test)]

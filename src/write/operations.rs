@@ -252,7 +252,8 @@ impl Vault {
         let proposal_id = proposal_id(path.as_str(), &before_sha256, &after_sha256, content);
         let stored_path = layout::join(self.root(), &format!("{}/{proposal_id}.json", layout::PROPOSALS_DIR));
         if let Ok(bytes) = std::fs::read(&stored_path) {
-            let stored: Proposal = serde_json::from_slice(&bytes).map_err(|_| Error::ProposalInvalid { reason: "stored proposal is unreadable".into() })?;
+            let stored: Proposal =
+                serde_json::from_slice(&bytes).map_err(|_| Error::ProposalInvalid { reason: "stored proposal is unreadable".into() })?;
             if stored.path != path.as_str() || stored.content != content || stored.before_sha256 != before_sha256 {
                 return Err(Error::ProposalInvalid { reason: "content-addressed proposal collision".into() });
             }
@@ -306,9 +307,14 @@ impl Vault {
         }
         let refuse = |reason: &str| Error::ProposalInvalid { reason: reason.to_string() };
         let field = |name: &str| -> Result<String> {
-            proposal.get(name).and_then(Value::as_str).map(str::to_string).ok_or_else(|| refuse(&format!("'{name}' is missing or not a string")))
+            proposal
+                .get(name)
+                .and_then(Value::as_str)
+                .map(str::to_string)
+                .ok_or_else(|| refuse(&format!("'{name}' is missing or not a string")))
         };
-        let (path, content, before, after, id) = (field("path")?, field("content")?, field("before_sha256")?, field("after_sha256")?, field("proposal_id")?);
+        let (path, content, before, after, id) =
+            (field("path")?, field("content")?, field("before_sha256")?, field("after_sha256")?, field("proposal_id")?);
         let is_hex64 = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
         if ![&before, &after, &id].iter().all(|s| is_hex64(s)) {
             return Err(refuse("digests must be 64 hex characters"));

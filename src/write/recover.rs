@@ -18,8 +18,11 @@ const JOURNAL_RESET_BYTES: u64 = 1 << 20;
 /// Intents in `records` that have no `Done` record, in sequence order.
 pub fn pending(records: &[Record]) -> Vec<Intent> {
     let done: BTreeSet<u64> = records.iter().filter_map(|r| if let Record::Done { seq } = r { Some(*seq) } else { None }).collect();
-    let mut out: Vec<Intent> =
-        records.iter().filter_map(|r| if let Record::Intent(i) = r { Some(i.clone()) } else { None }).filter(|i| !done.contains(&i.seq)).collect();
+    let mut out: Vec<Intent> = records
+        .iter()
+        .filter_map(|r| if let Record::Intent(i) = r { Some(i.clone()) } else { None })
+        .filter(|i| !done.contains(&i.seq))
+        .collect();
     out.sort_by_key(|i| i.seq);
     out
 }

@@ -6,7 +6,7 @@ use proptest::prelude::*;
 fn roundtrip(text: &str) -> String {
     let s = split(text).unwrap();
     let fm = parse(&s).unwrap();
-    render(&s, &fm)
+    render(&s, &fm).unwrap()
 }
 
 #[test]
@@ -63,12 +63,12 @@ proptest! {
     #[test]
     fn render_then_parse_is_identity(entries in prop::collection::btree_map("[a-z_]{1,10}", yaml_value(), 0..6), body in "[a-z \n#-]{0,40}") {
         let mapping: Mapping = entries.into_iter().map(|(k, v)| (Value::String(k), v)).collect();
-        let text = render_new(&Frontmatter::from_mapping(mapping.clone()), &body);
+        let text = render_new(&Frontmatter::from_mapping(mapping.clone()).unwrap(), &body).unwrap();
         let s = split(&text).unwrap();
         let parsed = parse(&s).unwrap();
         prop_assert_eq!(&parsed.mapping, &mapping);
         prop_assert_eq!(s.body, body.as_str());
-        prop_assert_eq!(render(&s, &parsed), text);
+        prop_assert_eq!(render(&s, &parsed).unwrap(), text);
     }
 
     /// Arbitrary text never panics, and whatever parses renders back unchanged.
@@ -77,7 +77,7 @@ proptest! {
         if let Ok(s) = split(&text)
             && let Ok(fm) = parse(&s)
         {
-            prop_assert_eq!(render(&s, &fm), text);
+            prop_assert_eq!(render(&s, &fm).unwrap(), text);
         }
     }
 }
@@ -89,7 +89,16 @@ fn unicode_whitespace_block_is_yaml_content_not_an_empty_block() {
     let text = "---\n\u{a0}\n---\n";
     let s = split(text).unwrap();
     match parse(&s) {
-        Ok(fm) => assert_eq!(render(&s, &fm), text),
+        Ok(fm) => assert_eq!(render(&s, &fm).unwrap(), text),
         Err(problem) => assert_eq!(problem, FrontmatterProblem::NotAMapping { found: "string" }),
     }
+}
+
+#[test]
+fn unrenderable_mappings_are_refused_not_emptied() {
+    let s = split("---\n? {a: 1}\n: 2\n---\n").unwrap();
+    let fm = parse(&s).unwrap();
+    assert!(matches!(Frontmatter::from_mapping(fm.mapping.clone()), Err(FrontmatterProblem::Unrenderable { .. })));
+    // The unchanged parse still renders byte-identically from its source text.
+    assert_eq!(render(&s, &fm).unwrap(), "---\n? {a: 1}\n: 2\n---\n");
 }
