@@ -5,12 +5,14 @@
 //! - `lint`     — health report and write gate, bad-input files, a P.O.W.E.R.-layout vault.
 //! - `catalogs` — catalog paging, ownership, incremental regeneration, read/ensure_sub_index.
 //! - `cli`      — snapshot tests of the binary (exit code, stdout).
+//! - `write`    — the write transaction: operations, preconditions, proposals, fault sweep.
 
 mod catalogs;
 mod cli;
 mod links;
 mod lint;
 mod support;
+mod write;
 
 #[test]
 fn no_forgotten_test_files() {

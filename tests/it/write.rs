@@ -1,0 +1,209 @@
+//! The write transaction: operations, preconditions, idempotency, proposals, and the fault
+//! sweep (fail the k-th filesystem mutation for every k).
+
+use std::collections::BTreeMap;
+
+use paravault::Error;
+use paravault::store::faults;
+use paravault::write::operations::{IngestRequest, SynthesizeRequest, proposal_id};
+use serde_json::Value;
+
+use crate::support::{note, snapshot_tree, vault};
+
+fn ingest(name: &str, content: &str) -> IngestRequest {
+    IngestRequest {
+        name: name.into(),
+        note_type: "Project".into(),
+        title: format!("Title of {name}"),
+        description: "A note written by a test".into(),
+        content: content.into(),
+        ..Default::default()
+    }
+}
+
+fn statuses(root: &std::path::Path) -> Vec<String> {
+    let text = std::fs::read_to_string(root.join(".paravault/receipts.jsonl")).unwrap_or_default();
+    text.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()["status"].as_str().unwrap().to_string()).collect()
+}
+
+/// The vault's files minus the engine's own journal, receipts and lock.
+fn user_visible(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    snapshot_tree(root)
+        .into_iter()
+        .filter(|(p, _)| !matches!(p.as_str(), ".paravault/journal.log" | ".paravault/receipts.jsonl" | ".paravault/writer.lock"))
+        .collect()
+}
+
+#[test]
+fn ingest_writes_note_catalogs_log_and_a_chained_receipt() {
+    let (dir, vault) = vault("-- log.md --\n# Log\n");
+    let receipt = vault.ingest_note(&ingest("01_Projects/alpha", "Body text.")).unwrap();
+    assert_eq!(receipt["status"], "ok");
+    assert_eq!(receipt["seq"], 1);
+    assert_eq!(receipt["path"], "01_Projects/alpha.md");
+    let text = std::fs::read_to_string(dir.path().join("01_Projects/alpha.md")).unwrap();
+    assert_eq!(receipt["after_sha256"], paravault::write::sha256_hex(text.as_bytes()));
+    assert!(text.contains("okf_version: \"0.2\"") && text.contains("write_policy: agent-proposed"));
+    assert!(!receipt.to_string().contains("Body text"), "receipts are content-free");
+    assert!(std::fs::read_to_string(dir.path().join("01_Projects/_index.md")).unwrap().contains("### Title of 01_Projects/alpha"));
+    assert!(std::fs::read_to_string(dir.path().join("log.md")).unwrap().contains("ingest | Created Title of 01_Projects/alpha"));
+    let second = vault
+        .synthesize_session(&SynthesizeRequest {
+            name: "06_Daily_Logs/2026-06-01".into(),
+            title: "Session".into(),
+            description: "What happened".into(),
+            content: "We worked on [[alpha]].".into(),
+            note_type: "Daily Log".into(),
+            related: vec!["01_Projects/alpha.md".into()],
+            owner: Some("agent".into()),
+            ..Default::default()
+        })
+        .unwrap();
+    assert_eq!(second["seq"], 2);
+    assert_eq!(second["operation"], "synthesize.session");
+    let history = vault.read_memory_history(10, 0).unwrap();
+    assert_eq!(history.len(), 2);
+    assert_eq!(vault.read_memory_history(10, 1).unwrap().len(), 1);
+    assert!(vault.verify_history().unwrap().ok);
+    assert!(!vault.lint().unwrap().blocking);
+}
+
+#[test]
+fn refusals_change_nothing_but_record_an_aborted_receipt() {
+    let (dir, vault) = vault(&format!("-- 01_Projects/existing.md --\n{}", note("Project", "Existing", "x\n")));
+    vault.generate_index().unwrap();
+    let before = user_visible(dir.path());
+    let exists = vault.ingest_note(&ingest("01_Projects/existing", "x")).unwrap_err();
+    assert!(matches!(exists, Error::AlreadyExists { .. }), "{exists}");
+    let gate = vault.ingest_note(&ingest("01_Projects/broken", "see [[nowhere]]")).unwrap_err();
+    assert!(matches!(&gate, Error::GateRejected { findings, .. } if findings[0].rule == "broken-link"), "{gate}");
+    let outside = vault.ingest_note(&ingest("../escape", "x")).unwrap_err();
+    assert!(matches!(outside, Error::PathRefused { .. }));
+    let bad_type = vault.ingest_note(&IngestRequest { note_type: "project".into(), ..ingest("01_Projects/t", "x") }).unwrap_err();
+    assert!(matches!(bad_type, Error::InvalidContent { .. }), "{bad_type}");
+    let no_folder = vault.ingest_note(&ingest("01_Projects/missing-dir/x", "x")).unwrap_err();
+    assert!(matches!(no_folder, Error::InvalidArgument { .. }), "{no_folder}");
+    assert_eq!(user_visible(dir.path()), before);
+    assert_eq!(statuses(dir.path()), ["aborted", "aborted", "aborted"], "validated requests that fail get aborted receipts");
+    assert!(vault.verify_history().unwrap().ok);
+    // The refused note is not in the model either: a later valid write sees a clean vault.
+    vault.ingest_note(&ingest("01_Projects/fine", "[[existing]]")).unwrap();
+    assert!(!vault.lint().unwrap().findings.iter().any(|f| f.path.contains("broken")));
+}
+
+#[test]
+fn one_bad_note_elsewhere_does_not_lock_out_writes() {
+    let expired = "---\ntype: Project\ntitle: Old\ndescription: D\ntimestamp: 2020-01-01T00:00:00Z\nexpiry: 2020-02-01\n---\n[[nowhere]] ![[img.png]]\n";
+    let (_dir, vault) = vault(&format!("-- 01_Projects/old.md --\n{expired}"));
+    assert!(vault.lint().unwrap().blocking);
+    vault.ingest_note(&ingest("01_Projects/new", "fresh")).unwrap();
+}
+
+#[test]
+fn preconditions_and_idempotency_keys() {
+    let (dir, vault) = vault("");
+    let keyed = IngestRequest { idempotency_key: Some("k1".into()), ..ingest("01_Projects/a", "one") };
+    let first = vault.ingest_note(&keyed).unwrap();
+    // Same key, same mutation: the original receipt (the note exists, so only replay can succeed).
+    let text = std::fs::read_to_string(dir.path().join("01_Projects/a.md")).unwrap();
+    let proposal = vault.propose_memory_change("01_Projects/a.md", &text, None).unwrap();
+    assert_eq!(proposal.before_sha256, proposal.after_sha256);
+    // Same key, different mutation: a typed conflict.
+    let other = IngestRequest { idempotency_key: Some("k1".into()), ..ingest("01_Projects/b", "two") };
+    assert!(matches!(vault.ingest_note(&other).unwrap_err(), Error::IdempotencyConflict { .. }));
+    // expected_sha256 that no longer matches: a typed conflict, nothing written.
+    let stale = IngestRequest { expected_sha256: Some("0".repeat(64)), ..ingest("01_Projects/a", "three") };
+    assert!(matches!(vault.ingest_note(&stale).unwrap_err(), Error::PreconditionFailed { .. }));
+    assert_eq!(std::fs::read_to_string(dir.path().join("01_Projects/a.md")).unwrap(), text);
+    assert_eq!(first["seq"], 1);
+}
+
+#[test]
+fn proposals_are_content_addressed_like_power_and_need_approval() {
+    let (dir, vault) = vault("");
+    let content = "---\ntype: Project\ntitle: \"Ünïcode\"\ndescription: d\ntimestamp: 2026-01-01T00:00:00Z\n---\nbody\n";
+    let proposal = vault.propose_memory_change("01_Projects/x.md", content, None).unwrap();
+    // The id P.O.W.E.R. computes for the same payload (json.dumps sort_keys, compact, ensure_ascii=False).
+    assert_eq!(proposal.proposal_id, "3caabb4d3b32636c2c04f15766b75a76d36523c80a8c5e07a9faaf89e30c2f02");
+    assert_eq!(proposal_id(&proposal.path, &proposal.before_sha256, &proposal.after_sha256, content), proposal.proposal_id);
+    assert!(!dir.path().join("01_Projects/x.md").exists(), "proposing never writes the note");
+    let as_map: BTreeMap<String, Value> = serde_json::from_value(serde_json::to_value(&proposal).unwrap()).unwrap();
+    assert!(matches!(vault.apply_memory_change(&as_map, false).unwrap_err(), Error::ApprovalRequired { .. }));
+    let receipt = vault.apply_memory_change(&as_map, true).unwrap();
+    assert_eq!(receipt["operation"], "memory.apply");
+    assert_eq!(receipt["proposal_id"], proposal.proposal_id.as_str());
+    assert_eq!(std::fs::read_to_string(dir.path().join("01_Projects/x.md")).unwrap(), content);
+    // Replay returns the original receipt, byte for byte.
+    assert_eq!(vault.apply_memory_change(&as_map, true).unwrap(), receipt);
+    // Tampered and never-stored proposals are refused before any write.
+    let mut tampered = as_map.clone();
+    tampered.insert("content".into(), Value::String(content.replace("body", "evil")));
+    assert!(matches!(vault.apply_memory_change(&tampered, true).unwrap_err(), Error::ProposalInvalid { .. }));
+    let other = "---\ntype: Project\ntitle: Y\ndescription: d\ntimestamp: 2026-01-01T00:00:00Z\n---\nnever stored\n";
+    let mut unstored = as_map.clone();
+    unstored.insert("content".into(), Value::String(other.into()));
+    unstored.insert("after_sha256".into(), Value::String(paravault::write::sha256_hex(other.as_bytes())));
+    let id = proposal_id("01_Projects/x.md", &proposal.before_sha256, &paravault::write::sha256_hex(other.as_bytes()), other);
+    unstored.insert("proposal_id".into(), Value::String(id));
+    let err = vault.apply_memory_change(&unstored, true).unwrap_err();
+    assert!(err.to_string().contains("not durable"), "{err}");
+    // A stale proposal (the note changed since) is refused.
+    let next = content.replace("body", "second");
+    let p2 = vault.propose_memory_change("01_Projects/x.md", &next, None).unwrap();
+    let p3 = vault.propose_memory_change("01_Projects/x.md", &content.replace("body", "third"), None).unwrap();
+    let m2: BTreeMap<String, Value> = serde_json::from_value(serde_json::to_value(&p2).unwrap()).unwrap();
+    let m3: BTreeMap<String, Value> = serde_json::from_value(serde_json::to_value(&p3).unwrap()).unwrap();
+    vault.apply_memory_change(&m2, true).unwrap();
+    assert!(matches!(vault.apply_memory_change(&m3, true).unwrap_err(), Error::PreconditionFailed { .. }));
+    assert!(vault.verify_history().unwrap().ok);
+}
+
+/// Fails the k-th filesystem mutation of one ingest, for every k. Before the commit point the
+/// vault is byte-identical plus one aborted receipt; after it, the transaction completes.
+#[test]
+fn fault_sweep_every_mutation_of_an_ingest() {
+    let fixture = format!("-- log.md --\n# Log\n-- 01_Projects/hub.md --\n{}", note("Project", "Hub", "x\n"));
+    // Count the mutations of a clean run.
+    let (_d, v) = vault(&fixture);
+    v.generate_index().unwrap();
+    faults::arm_fail_at(0);
+    v.ingest_note(&ingest("01_Projects/new", "[[hub]]")).unwrap();
+    let total = faults::mutations_seen();
+    assert!(total >= 8, "an ingest performs several mutations ({total})");
+    let mut before_commit = 0;
+    let mut after_commit = 0;
+    for k in 1..=total + 1 {
+        let (dir, vault) = vault(&fixture);
+        vault.generate_index().unwrap();
+        let before = user_visible(dir.path());
+        let receipts_before = statuses(dir.path());
+        faults::arm_fail_at(k);
+        let result = vault.ingest_note(&ingest("01_Projects/new", "[[hub]]"));
+        faults::arm_fail_at(0);
+        let reopened = paravault::Vault::open(dir.path(), Default::default()).unwrap();
+        let note = dir.path().join("01_Projects/new.md");
+        let ok_receipts: Vec<Value> =
+            reopened.read_memory_history(100, 0).unwrap().into_iter().filter(|r| r["status"] == "ok").collect();
+        if note.exists() {
+            after_commit += 1;
+            // Committed: the note, its catalog, log entry and one ok receipt are all there.
+            let text = std::fs::read(&note).unwrap();
+            assert_eq!(ok_receipts.len(), 1, "k={k}");
+            assert_eq!(ok_receipts[0]["after_sha256"], paravault::write::sha256_hex(&text), "k={k}");
+            assert!(std::fs::read_to_string(dir.path().join("01_Projects/_index.md")).unwrap().contains("new.md"), "k={k}");
+            assert!(std::fs::read_to_string(dir.path().join("log.md")).unwrap().contains("Created"), "k={k}");
+        } else {
+            before_commit += 1;
+            assert!(result.is_err(), "k={k}: no note but Ok");
+            assert_eq!(user_visible(dir.path()), before, "k={k}: vault changed before the commit point");
+            let mut expected = receipts_before.clone();
+            expected.push("aborted".into());
+            let now = statuses(dir.path());
+            assert!(now == expected || now == receipts_before, "k={k}: receipts {now:?}");
+        }
+        assert!(reopened.verify_history().unwrap().ok, "k={k}");
+        assert!(!reopened.lint().unwrap().blocking, "k={k}");
+    }
+    eprintln!("fault sweep: {total} mutations; {before_commit} faults before the commit point, {after_commit} after");
+    assert!(before_commit >= 1 && after_commit >= 1, "{before_commit} before, {after_commit} after");
+}
