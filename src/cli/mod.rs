@@ -50,9 +50,12 @@ pub enum Command {
         title: String,
         #[arg(long)]
         description: String,
-        /// Note body; `-` reads standard input.
-        #[arg(long, default_value = "-")]
-        content: String,
+        /// Note body as text.
+        #[arg(long, conflicts_with = "content_file")]
+        content: Option<String>,
+        /// File holding the note body; `-` (the default) reads standard input.
+        #[arg(long)]
+        content_file: Option<String>,
         #[arg(long = "tag")]
         tags: Vec<String>,
         #[arg(long)]
@@ -67,8 +70,12 @@ pub enum Command {
         title: String,
         #[arg(long)]
         description: String,
-        #[arg(long, default_value = "-")]
-        content: String,
+        /// Note body as text.
+        #[arg(long, conflicts_with = "content_file")]
+        content: Option<String>,
+        /// File holding the note body; `-` (the default) reads standard input.
+        #[arg(long)]
+        content_file: Option<String>,
         #[arg(long = "type", default_value = "Daily Log")]
         note_type: String,
         #[arg(long = "tag")]
@@ -86,6 +93,9 @@ pub enum Command {
         /// File holding the full new note text; `-` reads standard input.
         #[arg(long, default_value = "-")]
         content_file: String,
+        /// sha256 of the note version the edit is based on (refused if the note changed since).
+        #[arg(long)]
+        expected_sha256: Option<String>,
     },
     /// Apply a stored proposal by id; requires --approve.
     Apply {
@@ -165,6 +175,15 @@ fn read_text(source: &str) -> Result<String, Error> {
     std::fs::read_to_string(source).map_err(|e| Error::InvalidArgument { name: "content", reason: format!("cannot read '{source}': {e}") })
 }
 
+/// The note body: inline text, else the named file, else standard input.
+fn body(content: &Option<String>, content_file: &Option<String>) -> Result<String, Error> {
+    match (content, content_file) {
+        (Some(text), _) => Ok(text.clone()),
+        (None, Some(file)) => read_text(file),
+        (None, None) => read_text("-"),
+    }
+}
+
 /// Runs the CLI and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
     let out = render::Output { json: cli.json, color: std::io::stdout().is_terminal() };
@@ -176,41 +195,45 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Index => open(&cli).and_then(|v| v.generate_index()).map(|r| out.index(&r)),
         Command::CheckMarkdown => open(&cli).and_then(|v| v.check_markdown()).map(|r| out.markdown(&r)),
         Command::Doctor => open(&cli).and_then(|v| v.doctor()).map(|r| out.doctor(&r)),
-        Command::Ingest { name, note_type, title, description, content, tags, resource, idempotency_key } => read_text(content)
-            .and_then(|content| {
-                let request = IngestRequest {
-                    name: name.clone(),
-                    note_type: note_type.clone(),
-                    title: title.clone(),
-                    description: description.clone(),
-                    content,
-                    resource: resource.clone(),
-                    tags: tags.clone(),
-                    expected_sha256: None,
-                    idempotency_key: idempotency_key.clone(),
-                };
-                open(&cli).and_then(|v| v.ingest_note(&request))
-            })
-            .map(|r| out.value(&r)),
-        Command::Synthesize { name, title, description, content, note_type, tags, related, owner, idempotency_key } => read_text(content)
-            .and_then(|content| {
-                let request = SynthesizeRequest {
-                    name: name.clone(),
-                    title: title.clone(),
-                    description: description.clone(),
-                    content,
-                    note_type: note_type.clone(),
-                    tags: tags.clone(),
-                    related: related.clone(),
-                    owner: owner.clone(),
-                    expected_sha256: None,
-                    idempotency_key: idempotency_key.clone(),
-                };
-                open(&cli).and_then(|v| v.synthesize_session(&request))
-            })
-            .map(|r| out.value(&r)),
-        Command::Propose { path, content_file } => read_text(content_file)
-            .and_then(|content| open(&cli).and_then(|v| v.propose_memory_change(path, &content, None)))
+        Command::Ingest { name, note_type, title, description, content, content_file, tags, resource, idempotency_key } => {
+            body(content, content_file)
+                .and_then(|content| {
+                    let request = IngestRequest {
+                        name: name.clone(),
+                        note_type: note_type.clone(),
+                        title: title.clone(),
+                        description: description.clone(),
+                        content,
+                        resource: resource.clone(),
+                        tags: tags.clone(),
+                        expected_sha256: None,
+                        idempotency_key: idempotency_key.clone(),
+                    };
+                    open(&cli).and_then(|v| v.ingest_note(&request))
+                })
+                .map(|r| out.value(&r))
+        }
+        Command::Synthesize { name, title, description, content, content_file, note_type, tags, related, owner, idempotency_key } => {
+            body(content, content_file)
+                .and_then(|content| {
+                    let request = SynthesizeRequest {
+                        name: name.clone(),
+                        title: title.clone(),
+                        description: description.clone(),
+                        content,
+                        note_type: note_type.clone(),
+                        tags: tags.clone(),
+                        related: related.clone(),
+                        owner: owner.clone(),
+                        expected_sha256: None,
+                        idempotency_key: idempotency_key.clone(),
+                    };
+                    open(&cli).and_then(|v| v.synthesize_session(&request))
+                })
+                .map(|r| out.value(&r))
+        }
+        Command::Propose { path, content_file, expected_sha256 } => read_text(content_file)
+            .and_then(|content| open(&cli).and_then(|v| v.propose_memory_change(path, &content, None, expected_sha256.as_deref())))
             .map(|p| out.proposal(&p)),
         Command::Apply { proposal_id, approve } => {
             open(&cli).and_then(|v| v.apply_stored_proposal(proposal_id, *approve)).map(|r| out.value(&r))

@@ -238,7 +238,15 @@ impl Vault {
     }
 
     /// Validates and stores a content-addressed proposal; never writes the note.
-    pub fn propose_memory_change(&self, path: &str, content: &str, idempotency_key: Option<&str>) -> Result<Proposal> {
+    /// `expected_sha256` names the version the edit was based on; a different current version is
+    /// a typed conflict (optimistic concurrency).
+    pub fn propose_memory_change(
+        &self,
+        path: &str,
+        content: &str,
+        idempotency_key: Option<&str>,
+        expected_sha256: Option<&str>,
+    ) -> Result<Proposal> {
         let (path, _) = resolve_note_path(self.root(), path, &self.policy().policy.layout.para_folders)?;
         validate_note_text(self, &path, content)?;
         let _writer = self.lock_writer()?;
@@ -248,6 +256,11 @@ impl Vault {
             Err(e) => return Err(Error::io("reading", path.to_string(), e)),
         };
         let before_sha256 = sha256_hex(&before);
+        if let Some(expected) = expected_sha256
+            && !expected.eq_ignore_ascii_case(&before_sha256)
+        {
+            return Err(Error::PreconditionFailed { path: path.to_string(), expected: expected.to_string(), found: before_sha256 });
+        }
         let after_sha256 = sha256_hex(content.as_bytes());
         let proposal_id = proposal_id(path.as_str(), &before_sha256, &after_sha256, content);
         let stored_path = layout::join(self.root(), &format!("{}/{proposal_id}.json", layout::PROPOSALS_DIR));

@@ -5,10 +5,12 @@
 //! - `lint`     — health report and write gate, bad-input files, a P.O.W.E.R.-layout vault.
 //! - `catalogs` — catalog paging, ownership, incremental regeneration, read/ensure_sub_index.
 //! - `cli`      — snapshot tests of the binary (exit code, stdout).
+//! - `crash`    — SIGKILL at every crash point and at random instants; 4 concurrent writers.
 //! - `write`    — the write transaction: operations, preconditions, proposals, fault sweep.
 
 mod catalogs;
 mod cli;
+mod crash;
 mod links;
 mod lint;
 mod support;

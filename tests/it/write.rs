@@ -106,7 +106,7 @@ fn preconditions_and_idempotency_keys() {
     let first = vault.ingest_note(&keyed).unwrap();
     // Same key, same mutation: the original receipt (the note exists, so only replay can succeed).
     let text = std::fs::read_to_string(dir.path().join("01_Projects/a.md")).unwrap();
-    let proposal = vault.propose_memory_change("01_Projects/a.md", &text, None).unwrap();
+    let proposal = vault.propose_memory_change("01_Projects/a.md", &text, None, None).unwrap();
     assert_eq!(proposal.before_sha256, proposal.after_sha256);
     // Same key, different mutation: a typed conflict.
     let other = IngestRequest { idempotency_key: Some("k1".into()), ..ingest("01_Projects/b", "two") };
@@ -122,7 +122,7 @@ fn preconditions_and_idempotency_keys() {
 fn proposals_are_content_addressed_like_power_and_need_approval() {
     let (dir, vault) = vault("");
     let content = "---\ntype: Project\ntitle: \"Ünïcode\"\ndescription: d\ntimestamp: 2026-01-01T00:00:00Z\n---\nbody\n";
-    let proposal = vault.propose_memory_change("01_Projects/x.md", content, None).unwrap();
+    let proposal = vault.propose_memory_change("01_Projects/x.md", content, None, None).unwrap();
     // The id P.O.W.E.R. computes for the same payload (json.dumps sort_keys, compact, ensure_ascii=False).
     assert_eq!(proposal.proposal_id, "3caabb4d3b32636c2c04f15766b75a76d36523c80a8c5e07a9faaf89e30c2f02");
     assert_eq!(proposal_id(&proposal.path, &proposal.before_sha256, &proposal.after_sha256, content), proposal.proposal_id);
@@ -149,8 +149,8 @@ fn proposals_are_content_addressed_like_power_and_need_approval() {
     assert!(err.to_string().contains("not durable"), "{err}");
     // A stale proposal (the note changed since) is refused.
     let next = content.replace("body", "second");
-    let p2 = vault.propose_memory_change("01_Projects/x.md", &next, None).unwrap();
-    let p3 = vault.propose_memory_change("01_Projects/x.md", &content.replace("body", "third"), None).unwrap();
+    let p2 = vault.propose_memory_change("01_Projects/x.md", &next, None, None).unwrap();
+    let p3 = vault.propose_memory_change("01_Projects/x.md", &content.replace("body", "third"), None, None).unwrap();
     let m2: BTreeMap<String, Value> = serde_json::from_value(serde_json::to_value(&p2).unwrap()).unwrap();
     let m3: BTreeMap<String, Value> = serde_json::from_value(serde_json::to_value(&p3).unwrap()).unwrap();
     vault.apply_memory_change(&m2, true).unwrap();
@@ -182,8 +182,7 @@ fn fault_sweep_every_mutation_of_an_ingest() {
         faults::arm_fail_at(0);
         let reopened = paravault::Vault::open(dir.path(), Default::default()).unwrap();
         let note = dir.path().join("01_Projects/new.md");
-        let ok_receipts: Vec<Value> =
-            reopened.read_memory_history(100, 0).unwrap().into_iter().filter(|r| r["status"] == "ok").collect();
+        let ok_receipts: Vec<Value> = reopened.read_memory_history(100, 0).unwrap().into_iter().filter(|r| r["status"] == "ok").collect();
         if note.exists() {
             after_commit += 1;
             // Committed: the note, its catalog, log entry and one ok receipt are all there.
