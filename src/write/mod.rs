@@ -41,19 +41,53 @@ use crate::store::journal::{FileChange, Intent, Record};
 use crate::store::{faults, layout};
 use crate::vault::{Vault, WriterGuard};
 
-/// A validated request to put `content` at `path`.
+/// One note a transaction puts in place (`content`) or removes (`None`).
+#[derive(Debug, Clone)]
+pub struct NoteChange {
+    pub path: VaultPath,
+    pub content: Option<String>,
+    pub require_absent: bool,
+    pub expected_sha256: Option<String>,
+}
+
+/// A validated request: one or more note changes applied atomically.
 #[derive(Debug, Clone)]
 pub struct Mutation {
     /// Receipt operation name, e.g. `mcp.ingest_note`.
     pub operation: &'static str,
-    pub path: VaultPath,
-    pub content: String,
-    pub require_absent: bool,
-    pub expected_sha256: Option<String>,
+    pub notes: Vec<NoteChange>,
     pub idempotency_key: Option<String>,
     pub proposal_id: Option<String>,
     /// The log.md entry (appended only when log.md exists).
     pub log_entry: Option<String>,
+}
+
+impl Mutation {
+    /// A mutation of one note.
+    pub fn single(operation: &'static str, path: VaultPath, content: String) -> Self {
+        Mutation {
+            operation,
+            notes: vec![NoteChange { path, content: Some(content), require_absent: false, expected_sha256: None }],
+            idempotency_key: None,
+            proposal_id: None,
+            log_entry: None,
+        }
+    }
+
+    /// The first note's path (the receipt's `path`).
+    pub fn primary_path(&self) -> &str {
+        self.notes.first().map_or("", |n| n.path.as_str())
+    }
+
+    /// sha256 over every (path, after) pair: what idempotency compares.
+    pub fn fingerprint(&self) -> String {
+        let pairs: Vec<(String, String)> = self
+            .notes
+            .iter()
+            .map(|n| (n.path.to_string(), n.content.as_ref().map_or_else(|| "deleted".to_string(), |c| sha256_hex(c.as_bytes()))))
+            .collect();
+        sha256_hex(serde_json::to_string(&(self.operation, pairs)).unwrap_or_default().as_bytes())
+    }
 }
 
 /// Lower-case hex sha256.
@@ -96,12 +130,18 @@ impl Phases {
     }
 }
 
-/// What the plan phase produced.
-struct Plan {
+/// Per-note hashes for the receipt.
+struct NoteHashes {
+    path: String,
     before_sha256: String,
     after_sha256: String,
+}
+
+/// What the plan phase produced.
+struct Plan {
+    hashes: Vec<NoteHashes>,
     changes: Vec<FileChange>,
-    previous_record: Option<NoteRecord>,
+    previous_records: Vec<(VaultPath, Option<NoteRecord>)>,
     catalog_state: crate::catalog::CatalogState,
     orphans: usize,
     counts: (usize, usize, usize),
@@ -116,7 +156,7 @@ pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Value> {
     if let Some(replayed) = check_idempotency(&writer, &mutation)? {
         return Ok(replayed);
     }
-    let plan = match check_and_plan(vault, &mut writer, &mutation) {
+    let plan = match check_and_plan(vault, &mutation) {
         Ok(plan) => plan,
         Err(error) => return Err(abort(vault, &mut writer, &mutation, "plan", error)),
     };
@@ -124,15 +164,16 @@ pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Value> {
     faults::crash_point("after_plan");
     let seq = writer.receipts.last_seq + 1;
     let receipt = base_receipt(&mutation, &plan, seq);
+    let (search_changed, search_removed): (Vec<&NoteChange>, Vec<&NoteChange>) = mutation.notes.iter().partition(|n| n.content.is_some());
     let intent = Intent {
         seq,
         changes: plan.changes.clone(),
-        search_changed: vec![mutation.path.to_string()],
-        search_removed: Vec::new(),
+        search_changed: search_changed.iter().map(|n| n.path.to_string()).collect(),
+        search_removed: search_removed.iter().map(|n| n.path.to_string()).collect(),
         receipt: Value::Object(receipt),
     };
     if let Err(error) = writer.journal.append(&Record::Intent(intent.clone()), true) {
-        restore_model(vault, &mutation, plan.previous_record);
+        restore_model(vault, plan.previous_records);
         return Err(abort(vault, &mut writer, &mutation, "commit", error));
     }
     phases.mark("commit");
@@ -164,8 +205,7 @@ fn check_idempotency(writer: &WriterGuard<'_>, mutation: &Mutation) -> Result<Op
     let Some(key) = &mutation.idempotency_key else { return Ok(None) };
     let Some(receipt) = writer.receipts.by_key.get(key) else { return Ok(None) };
     let same = receipt.get("operation").and_then(Value::as_str) == Some(mutation.operation)
-        && receipt.get("path").and_then(Value::as_str) == Some(mutation.path.as_str())
-        && receipt.get("after_sha256").and_then(Value::as_str) == Some(sha256_hex(mutation.content.as_bytes()).as_str());
+        && receipt.get("mutation_sha256").and_then(Value::as_str) == Some(mutation.fingerprint().as_str());
     if same { Ok(Some(receipt.clone())) } else { Err(Error::IdempotencyConflict { key: key.clone() }) }
 }
 
@@ -178,61 +218,91 @@ fn read_current(vault: &Vault, path: &VaultPath) -> Result<Option<Vec<u8>>> {
     }
 }
 
-fn check_and_plan(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation) -> Result<Plan> {
+/// Preconditions of one note change; returns its (before, after) hashes.
+fn check_note(vault: &Vault, note: &NoteChange) -> Result<NoteHashes> {
     let policy = vault.policy();
-    let path = &mutation.path;
+    let path = &note.path;
     let parent = layout::join(vault.root(), path.parent());
-    if !parent.is_dir() {
+    if note.content.is_some() && !parent.is_dir() {
         return Err(Error::InvalidArgument { name: "path", reason: format!("folder '{}' does not exist", path.parent()) });
     }
     let before = read_current(vault, path)?;
-    if mutation.require_absent && before.is_some() {
+    if note.require_absent && before.is_some() {
         return Err(Error::AlreadyExists { path: path.to_string() });
     }
     let before_sha256 = sha256_hex(before.as_deref().unwrap_or_default());
-    if let Some(expected) = &mutation.expected_sha256
+    if let Some(expected) = &note.expected_sha256
         && !expected.eq_ignore_ascii_case(&before_sha256)
     {
         return Err(Error::PreconditionFailed { path: path.to_string(), expected: expected.clone(), found: before_sha256 });
     }
-    let content_bytes = mutation.content.as_bytes();
-    if content_bytes.len() as u64 > policy.policy.limits.note_bytes_max {
+    if let Some(content) = &note.content
+        && content.len() as u64 > policy.policy.limits.note_bytes_max
+    {
         return Err(Error::InvalidContent {
             path: path.to_string(),
-            reason: format!("{} bytes, over the policy limit of {}", content_bytes.len(), policy.policy.limits.note_bytes_max),
+            reason: format!("{} bytes, over the policy limit of {}", content.len(), policy.policy.limits.note_bytes_max),
         });
     }
+    let after_sha256 = note.content.as_ref().map_or_else(|| sha256_hex(b""), |c| sha256_hex(c.as_bytes()));
+    Ok(NoteHashes { path: path.to_string(), before_sha256, after_sha256 })
+}
+
+fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
+    let policy = vault.policy();
+    if mutation.notes.is_empty() {
+        return Err(Error::InvalidArgument { name: "changes", reason: "a transaction needs at least one note change".into() });
+    }
+    let mut hashes = Vec::with_capacity(mutation.notes.len());
+    for note in &mutation.notes {
+        hashes.push(check_note(vault, note)?);
+    }
     let today = vault.today();
-    let touched = std::slice::from_ref(path);
-    let (gate, previous_record, catalog_plan, orphans, counts) = vault.with_inventory_mut(|inventory| {
-        let baseline = lint::baseline(inventory, policy, touched);
-        let mut record = inventory::NoteRecord::empty(path.clone(), PageKind::Note);
-        record.size_bytes = content_bytes.len() as u64;
-        record.content_hash = *blake3::hash(content_bytes).as_bytes();
-        inventory::analyse_bytes(&mut record, content_bytes, policy);
-        let previous = inventory.upsert(record);
-        let gate = lint::gate(inventory, policy, touched, &baseline, today);
-        let dirs = crate::catalog::affected_dirs(path);
+    let touched: Vec<VaultPath> = mutation.notes.iter().map(|n| n.path.clone()).collect();
+    let (gate, previous_records, catalog_plan, counts) = vault.with_inventory_mut(|inventory| {
+        let baseline = lint::baseline(inventory, policy, &touched);
+        let mut previous = Vec::with_capacity(mutation.notes.len());
+        for note in &mutation.notes {
+            let old = match &note.content {
+                Some(content) => {
+                    let bytes = content.as_bytes();
+                    let mut record = inventory::NoteRecord::empty(note.path.clone(), PageKind::Note);
+                    record.size_bytes = bytes.len() as u64;
+                    record.content_hash = *blake3::hash(bytes).as_bytes();
+                    inventory::analyse_bytes(&mut record, bytes, policy);
+                    inventory.upsert(record)
+                }
+                None => inventory.remove(&note.path),
+            };
+            previous.push((note.path.clone(), old));
+        }
+        let live: Vec<VaultPath> = mutation.notes.iter().filter(|n| n.content.is_some()).map(|n| n.path.clone()).collect();
+        let gate = lint::gate(inventory, policy, &live, &baseline, today);
+        let dirs: BTreeSet<String> = touched.iter().flat_map(crate::catalog::affected_dirs).collect();
         let plan = vault.plan_catalogs(inventory, &dirs);
-        let orphans = 0usize;
         let notes = inventory.notes().count();
         let valid = inventory.notes().filter(|r| r.valid).count();
-        (gate, previous, plan, orphans, (notes, valid, notes - valid))
+        (gate, previous, plan, (notes, valid, notes - valid))
     })?;
-    let restore = |vault: &Vault, previous: Option<NoteRecord>| restore_model(vault, mutation, previous);
     if !gate.passed() {
-        restore(vault, previous_record);
+        restore_model(vault, previous_records);
         let summary = gate.blocking.iter().map(|f| format!("[{}] {}: {}", f.rule, f.path, f.message)).collect::<Vec<_>>().join("; ");
-        return Err(Error::GateRejected { path: path.to_string(), summary, findings: gate.blocking });
+        return Err(Error::GateRejected { path: mutation.primary_path().to_string(), summary, findings: gate.blocking });
     }
     let catalog_plan = match catalog_plan {
         Ok(plan) => plan,
         Err(e) => {
-            restore(vault, previous_record);
+            restore_model(vault, previous_records);
             return Err(e);
         }
     };
-    let mut changes = vec![FileChange::Write { path: path.to_string(), text: mutation.content.clone() }];
+    let mut changes = Vec::new();
+    for note in &mutation.notes {
+        changes.push(match &note.content {
+            Some(text) => FileChange::Write { path: note.path.to_string(), text: text.clone() },
+            None => FileChange::Delete { path: note.path.to_string() },
+        });
+    }
     for (page, bytes) in &catalog_plan.writes {
         changes.push(FileChange::Write { path: page.to_string(), text: String::from_utf8_lossy(bytes).into_owned() });
     }
@@ -245,26 +315,21 @@ fn check_and_plan(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutati
             changes.push(FileChange::Append { path: layout::LOG.to_string(), before_len: meta.len(), text: entry.clone() });
         }
     }
-    let _ = writer;
-    Ok(Plan {
-        before_sha256,
-        after_sha256: sha256_hex(content_bytes),
-        changes,
-        previous_record,
-        catalog_state: catalog_plan.state,
-        orphans,
-        counts,
-    })
+    Ok(Plan { hashes, changes, previous_records, catalog_state: catalog_plan.state, orphans: 0, counts })
 }
 
 /// Puts the in-memory model back as it was before the plan (the disk was never touched).
-fn restore_model(vault: &Vault, mutation: &Mutation, previous: Option<NoteRecord>) {
-    let _ = vault.with_inventory_mut(|inventory| match previous {
-        Some(record) => {
-            inventory.upsert(record);
-        }
-        None => {
-            inventory.remove(&mutation.path);
+fn restore_model(vault: &Vault, previous: Vec<(VaultPath, Option<NoteRecord>)>) {
+    let _ = vault.with_inventory_mut(|inventory| {
+        for (path, record) in previous.into_iter().rev() {
+            match record {
+                Some(record) => {
+                    inventory.upsert(record);
+                }
+                None => {
+                    inventory.remove(&path);
+                }
+            }
         }
     });
 }
@@ -275,16 +340,26 @@ fn base_receipt(mutation: &Mutation, plan: &Plan, seq: u64) -> Map<String, Value
     r.insert("receipt_schema".into(), s("power.receipt.v1"));
     r.insert("seq".into(), json!(seq));
     r.insert("operation".into(), s(mutation.operation));
-    r.insert("path".into(), s(mutation.path.as_str()));
-    r.insert("before_sha256".into(), s(&plan.before_sha256));
-    r.insert("after_sha256".into(), s(&plan.after_sha256));
+    r.insert("path".into(), s(mutation.primary_path()));
+    r.insert("before_sha256".into(), s(plan.hashes.first().map_or("", |h| h.before_sha256.as_str())));
+    r.insert("after_sha256".into(), s(plan.hashes.first().map_or("", |h| h.after_sha256.as_str())));
+    if plan.hashes.len() > 1 {
+        let all: Vec<Value> =
+            plan.hashes.iter().map(|h| json!({"path": h.path, "before_sha256": h.before_sha256, "after_sha256": h.after_sha256})).collect();
+        r.insert("notes".into(), Value::Array(all));
+    }
+    r.insert("mutation_sha256".into(), s(&mutation.fingerprint()));
     r.insert("at".into(), s(&chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)));
     r.insert("trace_id".into(), s(&random_hex(16, seq)));
     r.insert("span_id".into(), s(&random_hex(8, seq.wrapping_mul(31))));
     r.insert("status".into(), s("ok"));
     r.insert("proposal_id".into(), s(mutation.proposal_id.as_deref().unwrap_or("")));
     r.insert("idempotency_key".into(), s(mutation.idempotency_key.as_deref().unwrap_or("")));
-    let catalog_pages = plan.changes.iter().filter(|c| c.path() != mutation.path.as_str() && c.path() != layout::LOG).count();
+    let catalog_pages = plan
+        .changes
+        .iter()
+        .filter(|c| layout::is_sub_index_name(c.path().rsplit('/').next().unwrap_or("")) || c.path() == layout::ROOT_INDEX)
+        .count();
     r.insert("index_summary".into(), s(&format!("{catalog_pages} catalog pages updated")));
     r.insert("search_mode".into(), s("fts"));
     r.insert("search_generation".into(), s(""));
@@ -303,7 +378,7 @@ fn abort(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, phase
     r.insert("receipt_schema".into(), s("power.receipt.v1"));
     r.insert("seq".into(), json!(seq));
     r.insert("operation".into(), s(mutation.operation));
-    r.insert("path".into(), s(mutation.path.as_str()));
+    r.insert("path".into(), s(mutation.primary_path()));
     r.insert("at".into(), s(&chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)));
     r.insert("status".into(), s("aborted"));
     r.insert("phase".into(), s(phase));

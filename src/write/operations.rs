@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Mutation, execute, sha256_hex};
+use super::{Mutation, NoteChange, execute, sha256_hex};
 use crate::error::{Error, Result};
 use crate::note::frontmatter;
 use crate::note::metadata;
@@ -185,10 +185,12 @@ impl Vault {
             self,
             Mutation {
                 operation: "mcp.ingest_note",
-                path,
-                content,
-                require_absent: request.expected_sha256.is_none(),
-                expected_sha256: request.expected_sha256.clone(),
+                notes: vec![NoteChange {
+                    path,
+                    content: Some(content),
+                    require_absent: request.expected_sha256.is_none(),
+                    expected_sha256: request.expected_sha256.clone(),
+                }],
                 idempotency_key: request.idempotency_key.clone(),
                 proposal_id: None,
                 log_entry: Some(log),
@@ -226,10 +228,12 @@ impl Vault {
             self,
             Mutation {
                 operation: "synthesize.session",
-                path,
-                content,
-                require_absent: request.expected_sha256.is_none(),
-                expected_sha256: request.expected_sha256.clone(),
+                notes: vec![NoteChange {
+                    path,
+                    content: Some(content),
+                    require_absent: request.expected_sha256.is_none(),
+                    expected_sha256: request.expected_sha256.clone(),
+                }],
                 idempotency_key: request.idempotency_key.clone(),
                 proposal_id: None,
                 log_entry: Some(log),
@@ -358,10 +362,7 @@ impl Vault {
             self,
             Mutation {
                 operation: "memory.apply",
-                path: note,
-                content,
-                require_absent: false,
-                expected_sha256: Some(before),
+                notes: vec![NoteChange { path: note, content: Some(content), require_absent: false, expected_sha256: Some(before) }],
                 idempotency_key: Some(stored.idempotency_key),
                 proposal_id: Some(id),
                 log_entry: None,
