@@ -95,6 +95,9 @@ pub enum Error {
     #[error("proposal refused: {reason}")]
     ProposalInvalid { reason: String },
 
+    #[error("{capability} is not available: {remediation}")]
+    NotConfigured { capability: &'static str, remediation: String },
+
     #[error("transaction {seq} is committed but not yet in place ({reason}); it completes on the next write or open")]
     TransactionIncomplete { seq: u64, reason: String },
 }
@@ -120,6 +123,7 @@ impl Error {
             Error::ApprovalRequired { .. } => "approval_required",
             Error::ProposalInvalid { .. } => "proposal_invalid",
             Error::TransactionIncomplete { .. } => "transaction_incomplete",
+            Error::NotConfigured { .. } => "not_configured",
         }
     }
 

@@ -17,6 +17,7 @@
 pub mod error;
 pub mod inventory;
 pub mod lint;
+pub mod maintenance;
 pub mod note;
 pub mod policy;
 pub mod scan;

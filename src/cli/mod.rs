@@ -140,7 +140,8 @@ fn exit_code_of(error: &Error) -> u8 {
         | Error::GateRejected { .. }
         | Error::InvalidContent { .. }
         | Error::ApprovalRequired { .. }
-        | Error::ProposalInvalid { .. } => exit::USAGE,
+        | Error::ProposalInvalid { .. }
+        | Error::NotConfigured { .. } => exit::USAGE,
         Error::VaultUnusable(_) | Error::PolicyInvalid { .. } | Error::CatalogConflict { .. } | Error::CatalogEntryTooLarge { .. } => {
             exit::VAULT
         }

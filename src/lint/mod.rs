@@ -148,15 +148,35 @@ pub fn health_report(inventory: &Inventory, policy: &LoadedPolicy, today: NaiveD
     }
 }
 
-/// Link resolutions captured before a write, for the gate to compare against.
+/// State captured before a write, for the gate to compare against: how links that may be
+/// affected resolve, and which problems the touched notes already had.
 #[derive(Debug, Default)]
 pub struct LinkBaseline {
     resolutions: Vec<(VaultPath, Link, Resolution)>,
+    /// Touched note → its (link kind, target) pairs that were already broken or ambiguous.
+    own_link_problems: HashMap<VaultPath, std::collections::HashSet<(&'static str, String)>>,
+    /// Touched notes that were already stale.
+    own_stale: std::collections::HashSet<VaultPath>,
 }
 
 /// Captures how the links that may be affected by writing `touched` resolve now.
-pub fn baseline(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPath]) -> LinkBaseline {
+pub fn baseline(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPath], today: NaiveDate) -> LinkBaseline {
     let mut resolutions = Vec::new();
+    let mut own_link_problems: HashMap<VaultPath, std::collections::HashSet<(&'static str, String)>> = HashMap::new();
+    let mut own_stale = std::collections::HashSet::new();
+    for path in touched {
+        if let Some(record) = inventory.records.get(path) {
+            let problems = own_link_problems.entry(path.clone()).or_default();
+            for link in &record.links {
+                if !matches!(inventory.resolve(path, link, policy), Resolution::Resolved(_)) {
+                    problems.insert((link.kind.as_str(), link.target.clone()));
+                }
+            }
+            if is_stale(policy, record, today).is_some() {
+                own_stale.insert(path.clone());
+            }
+        }
+    }
     for path in touched {
         for source in inventory.linkers_of(path) {
             if touched.contains(&source) {
@@ -168,7 +188,7 @@ pub fn baseline(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPa
             }
         }
     }
-    LinkBaseline { resolutions }
+    LinkBaseline { resolutions, own_link_problems, own_stale }
 }
 
 /// The write gate's verdict.
@@ -184,19 +204,29 @@ impl GateReport {
     }
 }
 
-/// Judges a write after it is applied to `inventory`: the touched notes' own findings and
-/// links, plus links elsewhere that resolved before and no longer do.
+/// Judges a write after it is applied to `inventory`: the touched notes' metadata, the links
+/// they introduce and staleness they introduce, plus links elsewhere that resolved before and
+/// no longer do. Problems a touched note already had are reported as warnings, not blocks, so a
+/// repair (heal, archive) of an imperfect note is never refused for what it did not cause.
 pub fn gate(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPath], before: &LinkBaseline, today: NaiveDate) -> GateReport {
     let mut findings = Vec::new();
+    let mut inherited = Vec::new();
     for path in touched {
         let Some(record) = inventory.records.get(path) else { continue };
         file_findings(policy, record, &mut findings);
         if let Some(f) = stale_finding(policy, record, today) {
-            findings.push(f);
+            if before.own_stale.contains(path) { inherited.push(f) } else { findings.push(f) }
         }
+        let old = before.own_link_problems.get(path);
         for link in &record.links {
             let resolution = inventory.resolve(path, link, policy);
-            findings.extend(link_finding(policy, path, link, &resolution));
+            if let Some(f) = link_finding(policy, path, link, &resolution) {
+                if old.is_some_and(|o| o.contains(&(link.kind.as_str(), link.target.clone()))) {
+                    inherited.push(f)
+                } else {
+                    findings.push(f)
+                }
+            }
         }
     }
     for (source, link, was) in &before.resolutions {
@@ -206,7 +236,12 @@ pub fn gate(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPath],
         let now = inventory.resolve(source, link, policy);
         findings.extend(link_finding(policy, source, link, &now));
     }
-    let (blocking, warnings) = findings.into_iter().partition(|f| f.severity == Severity::Blocking);
+    let (blocking, mut warnings): (Vec<Finding>, Vec<Finding>) = findings.into_iter().partition(|f| f.severity == Severity::Blocking);
+    for mut f in inherited {
+        f.severity = Severity::Warning;
+        f.message = format!("{} (already present before this write)", f.message);
+        warnings.push(f);
+    }
     GateReport { blocking, warnings }
 }
 

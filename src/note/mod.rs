@@ -6,3 +6,4 @@ pub mod body;
 pub mod frontmatter;
 pub mod metadata;
 pub mod path;
+pub mod yaml_edit;

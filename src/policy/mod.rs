@@ -97,6 +97,16 @@ pub struct SearchPolicy {
     pub chunk_min_words: usize,
 }
 
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct MaintenancePolicy {
+    pub redundant_title_jaccard: f64,
+    pub trivial_body_chars: usize,
+    pub freshness_report_below: f64,
+    pub near_duplicate_cosine: f64,
+    pub healed_description_chars: usize,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Egress {
@@ -146,6 +156,7 @@ pub struct Policy {
     pub lint: LintPolicy,
     pub limits: Limits,
     pub search: SearchPolicy,
+    pub maintenance: MaintenancePolicy,
     pub rate_limits: BTreeMap<String, u32>,
     pub tools: BTreeMap<String, ToolRisk>,
     pub approval_required: Vec<String>,
@@ -319,6 +330,16 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
     }
     if policy.limits.note_bytes_max == 0 || policy.limits.title_chars_max == 0 {
         return Err(invalid("limits", "limits must be positive".into()));
+    }
+    let m = &policy.maintenance;
+    for (key, value) in [
+        ("redundant_title_jaccard", m.redundant_title_jaccard),
+        ("near_duplicate_cosine", m.near_duplicate_cosine),
+        ("freshness_report_below", m.freshness_report_below),
+    ] {
+        if !(0.0..=1.0).contains(&value) || value == 0.0 {
+            return Err(invalid(key, format!("{key} must be in (0, 1]")));
+        }
     }
     if policy.search.generations_kept == 0 {
         return Err(invalid("generations_kept", "generations_kept must be at least 1".into()));

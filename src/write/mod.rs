@@ -60,6 +60,8 @@ pub struct Mutation {
     pub proposal_id: Option<String>,
     /// The log.md entry (appended only when log.md exists).
     pub log_entry: Option<String>,
+    /// Whether missing parent folders of written notes may be created (archive moves).
+    pub create_folders: bool,
 }
 
 impl Mutation {
@@ -71,6 +73,7 @@ impl Mutation {
             idempotency_key: None,
             proposal_id: None,
             log_entry: None,
+            create_folders: false,
         }
     }
 
@@ -219,11 +222,11 @@ fn read_current(vault: &Vault, path: &VaultPath) -> Result<Option<Vec<u8>>> {
 }
 
 /// Preconditions of one note change; returns its (before, after) hashes.
-fn check_note(vault: &Vault, note: &NoteChange) -> Result<NoteHashes> {
+fn check_note(vault: &Vault, note: &NoteChange, create_folders: bool) -> Result<NoteHashes> {
     let policy = vault.policy();
     let path = &note.path;
     let parent = layout::join(vault.root(), path.parent());
-    if note.content.is_some() && !parent.is_dir() {
+    if note.content.is_some() && !create_folders && !parent.is_dir() {
         return Err(Error::InvalidArgument { name: "path", reason: format!("folder '{}' does not exist", path.parent()) });
     }
     let before = read_current(vault, path)?;
@@ -255,12 +258,12 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
     }
     let mut hashes = Vec::with_capacity(mutation.notes.len());
     for note in &mutation.notes {
-        hashes.push(check_note(vault, note)?);
+        hashes.push(check_note(vault, note, mutation.create_folders)?);
     }
     let today = vault.today();
     let touched: Vec<VaultPath> = mutation.notes.iter().map(|n| n.path.clone()).collect();
     let (gate, previous_records, catalog_plan, counts) = vault.with_inventory_mut(|inventory| {
-        let baseline = lint::baseline(inventory, policy, &touched);
+        let baseline = lint::baseline(inventory, policy, &touched, today);
         let mut previous = Vec::with_capacity(mutation.notes.len());
         for note in &mutation.notes {
             let old = match &note.content {
@@ -418,7 +421,12 @@ pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeS
         let Ok(path) = VaultPath::parse_walked(change.path()) else { continue };
         let absolute = path.under(root);
         match change {
-            FileChange::Write { text, .. } => crate::store::durable::replace_unsynced(root, &absolute, text.as_bytes())?,
+            FileChange::Write { text, .. } => {
+                if let Some(parent) = absolute.parent().filter(|p| !p.is_dir()) {
+                    crate::store::durable::create_dir_all(root, parent)?;
+                }
+                crate::store::durable::replace_unsynced(root, &absolute, text.as_bytes())?;
+            }
             FileChange::Delete { .. } => crate::store::durable::remove_unsynced(root, &absolute)?,
             FileChange::Append { before_len, text, .. } => {
                 crate::store::durable::truncate_and_append_unsynced(root, &absolute, *before_len, text.as_bytes())?;

@@ -194,6 +194,7 @@ impl Vault {
                 idempotency_key: request.idempotency_key.clone(),
                 proposal_id: None,
                 log_entry: Some(log),
+                create_folders: false,
             },
         )
     }
@@ -237,6 +238,7 @@ impl Vault {
                 idempotency_key: request.idempotency_key.clone(),
                 proposal_id: None,
                 log_entry: Some(log),
+                create_folders: false,
             },
         )
     }
@@ -366,6 +368,7 @@ impl Vault {
                 idempotency_key: Some(stored.idempotency_key),
                 proposal_id: Some(id),
                 log_entry: None,
+                create_folders: false,
             },
         )
     }

@@ -121,7 +121,7 @@ fn the_gate_judges_only_the_touched_note_and_links_it_changes() {
     // Writing a good new note passes even though another note has a broken link.
     std::fs::write(dir.path().join("01_Projects/new.md"), note("Project", "New", "[[target]]\n")).unwrap();
     let new = VaultPath::parse("01_Projects/new.md").unwrap();
-    let baseline = vault.with_inventory(|inv| lint::baseline(inv, &policy, std::slice::from_ref(&new))).unwrap();
+    let baseline = vault.with_inventory(|inv| lint::baseline(inv, &policy, std::slice::from_ref(&new), today())).unwrap();
     vault.refresh_path(&new).unwrap();
     let verdict = vault.with_inventory(|inv| lint::gate(inv, &policy, std::slice::from_ref(&new), &baseline, today())).unwrap();
     assert!(verdict.passed(), "{verdict:?}");
@@ -130,7 +130,7 @@ fn the_gate_judges_only_the_touched_note_and_links_it_changes() {
     std::fs::create_dir_all(dir.path().join("02_Areas")).unwrap();
     std::fs::write(dir.path().join("02_Areas/target.md"), note("Area", "Other target", "x\n")).unwrap();
     let dup = VaultPath::parse("02_Areas/target.md").unwrap();
-    let baseline = vault.with_inventory(|inv| lint::baseline(inv, &policy, std::slice::from_ref(&dup))).unwrap();
+    let baseline = vault.with_inventory(|inv| lint::baseline(inv, &policy, std::slice::from_ref(&dup), today())).unwrap();
     vault.refresh_path(&dup).unwrap();
     let verdict = vault.with_inventory(|inv| lint::gate(inv, &policy, std::slice::from_ref(&dup), &baseline, today())).unwrap();
     let blocked: BTreeSet<_> = verdict.blocking.iter().map(|f| (f.rule, f.path.as_str())).collect();

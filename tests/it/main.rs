@@ -2,6 +2,7 @@
 //!
 //! - `support`  — fixture vaults from one string, and vault helpers.
 //! - `links`    — link resolution cases (relative, root, basename, ambiguous, embeds, code).
+//! - `maintenance` — rot audit, archive (lock-out scenario, links kept), heal, Markdown fixes.
 //! - `lint`     — health report and write gate, bad-input files, a P.O.W.E.R.-layout vault.
 //! - `catalogs` — catalog paging, ownership, incremental regeneration, read/ensure_sub_index.
 //! - `cli`      — snapshot tests of the binary (exit code, stdout).
@@ -13,6 +14,7 @@ mod cli;
 mod crash;
 mod links;
 mod lint;
+mod maintenance;
 mod support;
 mod write;
 

@@ -1,0 +1,260 @@
+//! `rot_audit`: redundant, outdated and trivial notes, and freshness scores.
+//!
+//! Redundancy is title-token Jaccard ≥ the policy threshold, found with an inverted index and
+//! prefix filtering (tokens ordered rarest first; two sets reach Jaccard t only if they share a
+//! token among the first |A| − ⌈t·|A|⌉ + 1 of either), so it never compares all pairs. Pure over
+//! the inventory; thresholds and half-lives come from policy.
+
+use std::collections::{BTreeMap, HashMap};
+
+use chrono::{DateTime, NaiveDate, Utc};
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::inventory::{Inventory, NoteRecord};
+use crate::policy::{EgressPolicy, LoadedPolicy};
+
+/// `rot_audit` parameters (P.O.W.E.R.'s names).
+#[derive(Debug, Clone, Default, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RotRequest {
+    #[serde(default)]
+    pub extended: bool,
+    #[serde(default)]
+    pub allow_link_rot: bool,
+    #[serde(default)]
+    pub allow_remote_llm: bool,
+    #[serde(default)]
+    pub approved: bool,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RedundantPair {
+    pub a: String,
+    pub b: String,
+    pub jaccard: f64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Outdated {
+    pub path: String,
+    pub expiry: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Trivial {
+    pub path: String,
+    pub body_chars: usize,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Freshness {
+    pub path: String,
+    pub note_type: String,
+    pub age_days: f64,
+    pub half_life_days: f64,
+    pub score: f64,
+}
+
+/// A section that did not run, and why.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    pub section: &'static str,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RotReport {
+    pub schema_version: u32,
+    pub date: String,
+    pub notes_audited: usize,
+    pub thresholds: BTreeMap<&'static str, f64>,
+    pub redundant: Vec<RedundantPair>,
+    pub outdated: Vec<Outdated>,
+    pub trivial: Vec<Trivial>,
+    pub stale_freshness: Vec<Freshness>,
+    pub skipped: Vec<Skipped>,
+}
+
+/// Lower-cased alphanumeric title tokens (deduplicated).
+pub fn title_tokens(title: &str) -> Vec<String> {
+    let mut tokens: Vec<String> = title.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).map(str::to_lowercase).collect();
+    tokens.sort();
+    tokens.dedup();
+    tokens
+}
+
+/// All pairs with title-token Jaccard ≥ `threshold`, by prefix filtering.
+pub fn redundant_pairs(titles: &[(String, Vec<String>)], threshold: f64) -> Vec<RedundantPair> {
+    let mut df: HashMap<&str, usize> = HashMap::new();
+    for (_, tokens) in titles {
+        for t in tokens {
+            *df.entry(t.as_str()).or_default() += 1;
+        }
+    }
+    // Token ids ordered rarest first (ties by text), so prefixes hold the rarest tokens.
+    let mut order: Vec<(&str, usize)> = df.iter().map(|(t, n)| (*t, *n)).collect();
+    order.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(b.0)));
+    let rank: HashMap<&str, usize> = order.iter().enumerate().map(|(i, (t, _))| (*t, i)).collect();
+    let sets: Vec<Vec<usize>> = titles
+        .iter()
+        .map(|(_, tokens)| {
+            let mut ids: Vec<usize> = tokens.iter().map(|t| rank[t.as_str()]).collect();
+            ids.sort_unstable();
+            ids
+        })
+        .collect();
+    let prefix_len = |n: usize| n - ((threshold * n as f64).ceil() as usize).min(n) + 1;
+    let mut index: HashMap<usize, Vec<usize>> = HashMap::new();
+    let mut out = Vec::new();
+    for (i, set) in sets.iter().enumerate() {
+        if set.is_empty() {
+            continue;
+        }
+        let mut candidates: Vec<usize> = Vec::new();
+        for token in &set[..prefix_len(set.len()).min(set.len())] {
+            if let Some(list) = index.get(token) {
+                candidates.extend(list);
+            }
+        }
+        candidates.sort_unstable();
+        candidates.dedup();
+        for j in candidates {
+            let other = &sets[j];
+            let shared = set.iter().filter(|t| other.binary_search(t).is_ok()).count();
+            let jaccard = shared as f64 / (set.len() + other.len() - shared) as f64;
+            if jaccard >= threshold {
+                let (a, b) = (&titles[j].0, &titles[i].0);
+                let (a, b) = if a <= b { (a, b) } else { (b, a) };
+                out.push(RedundantPair { a: a.clone(), b: b.clone(), jaccard: (jaccard * 1000.0).round() / 1000.0 });
+            }
+        }
+        for token in &set[..prefix_len(set.len()).min(set.len())] {
+            index.entry(*token).or_default().push(i);
+        }
+    }
+    out.sort_by(|x, y| (&x.a, &x.b).cmp(&(&y.a, &y.b)));
+    out
+}
+
+fn freshness(record: &NoteRecord, policy: &LoadedPolicy, now: DateTime<Utc>) -> Option<Freshness> {
+    let timestamp = record.meta.timestamp?;
+    let note_type = record.meta.note_type.clone().unwrap_or_default();
+    let half_life = policy.half_life_days(&note_type);
+    let age_days = ((now - timestamp).num_seconds() as f64 / 86_400.0).max(0.0);
+    let score = (-age_days / half_life).exp2();
+    Some(Freshness {
+        path: record.path.to_string(),
+        note_type,
+        age_days: (age_days * 10.0).round() / 10.0,
+        half_life_days: half_life,
+        score: (score * 1000.0).round() / 1000.0,
+    })
+}
+
+/// Runs the audit over the inventory.
+pub fn audit(inventory: &Inventory, policy: &LoadedPolicy, request: &RotRequest, today: NaiveDate) -> Result<RotReport> {
+    if request.allow_remote_llm {
+        return Err(Error::NotConfigured {
+            capability: "remote LLM contradiction check",
+            remediation: "no LLM endpoint is configured; run rot_audit without allow_remote_llm".into(),
+        });
+    }
+    let m = &policy.policy.maintenance;
+    let archived = policy.policy.metadata.archived_status.as_str();
+    let archive_folder = policy.policy.layout.archive_folder.as_str();
+    let notes: Vec<&NoteRecord> = inventory.notes().filter(|r| r.valid).collect();
+    let titles: Vec<(String, Vec<String>)> =
+        notes.iter().map(|r| (r.path.to_string(), title_tokens(r.meta.title.as_deref().unwrap_or("")))).collect();
+    let now = today.and_hms_opt(0, 0, 0).map_or_else(Utc::now, |d| d.and_utc());
+    let mut report = RotReport {
+        schema_version: 1,
+        date: today.to_string(),
+        notes_audited: notes.len(),
+        thresholds: [
+            ("redundant_title_jaccard", m.redundant_title_jaccard),
+            ("trivial_body_chars", m.trivial_body_chars as f64),
+            ("freshness_report_below", m.freshness_report_below),
+        ]
+        .into_iter()
+        .collect(),
+        redundant: redundant_pairs(&titles, m.redundant_title_jaccard),
+        outdated: Vec::new(),
+        trivial: Vec::new(),
+        stale_freshness: Vec::new(),
+        skipped: Vec::new(),
+    };
+    for record in &notes {
+        let live = record.path.top_folder() != archive_folder && record.meta.status.as_deref() != Some(archived);
+        if let Some(expiry) = record.meta.expiry
+            && expiry < today
+            && live
+        {
+            report.outdated.push(Outdated { path: record.path.to_string(), expiry: expiry.to_string() });
+        }
+        if record.body_chars < m.trivial_body_chars {
+            report.trivial.push(Trivial { path: record.path.to_string(), body_chars: record.body_chars });
+        }
+        if let Some(f) = freshness(record, policy, now).filter(|f| f.score < m.freshness_report_below && live) {
+            report.stale_freshness.push(f);
+        }
+    }
+    report.stale_freshness.sort_by(|a, b| a.score.total_cmp(&b.score).then(a.path.cmp(&b.path)));
+    if request.extended {
+        report.skipped.push(Skipped {
+            section: "near_duplicate_bodies",
+            reason: "no dense index: near-duplicate detection reads stored vectors, and this vault has none".into(),
+        });
+    }
+    if request.allow_link_rot {
+        let reason = if !request.approved {
+            "link checks need approved=true".to_string()
+        } else if policy.policy.egress != EgressPolicy::AllowPublic {
+            "the egress policy is 'deny'; link checks need egress: allow-public".to_string()
+        } else {
+            return Err(Error::NotConfigured {
+                capability: "link rot checks",
+                remediation: "this build has no HTTP client; link checks are not available".into(),
+            });
+        };
+        report.skipped.push(Skipped { section: "link_rot", reason });
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn brute_force(titles: &[(String, Vec<String>)], t: f64) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for i in 0..titles.len() {
+            for j in i + 1..titles.len() {
+                let (a, b) = (&titles[i].1, &titles[j].1);
+                if a.is_empty() || b.is_empty() {
+                    continue;
+                }
+                let shared = a.iter().filter(|x| b.contains(x)).count();
+                if shared as f64 / (a.len() + b.len() - shared) as f64 >= t {
+                    let (x, y) = (titles[i].0.clone(), titles[j].0.clone());
+                    out.push(if x <= y { (x, y) } else { (y, x) });
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    proptest::proptest! {
+        /// Prefix filtering finds exactly the pairs an all-pairs scan finds.
+        #[test]
+        fn prefix_filtering_is_exact(raw in proptest::collection::vec(proptest::collection::vec(0u8..12, 0..6), 0..40), t in 0.3f64..1.0) {
+            let titles: Vec<(String, Vec<String>)> = raw.iter().enumerate().map(|(i, words)| {
+                let title = words.iter().map(|w| format!("w{w}")).collect::<Vec<_>>().join(" ");
+                (format!("n{i:03}.md"), title_tokens(&title))
+            }).collect();
+            let fast: Vec<(String, String)> = redundant_pairs(&titles, t).into_iter().map(|p| (p.a, p.b)).collect();
+            proptest::prop_assert_eq!(fast, brute_force(&titles, t));
+        }
+    }
+}

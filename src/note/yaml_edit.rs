@@ -1,0 +1,101 @@
+//! Line-level edits of a frontmatter YAML block that keep every untouched key's exact text.
+//!
+//! A top-level entry is a line starting at column 0 with `key:` plus the following lines that
+//! are indented, blank, or list items of a block sequence. Setting a key replaces exactly that
+//! entry (or appends one); renaming rewrites only the key. Values are rendered by the caller.
+//! Pure: no I/O.
+
+/// One top-level entry: its key and the byte range of its lines in the block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Entry {
+    key: String,
+    start: usize,
+    end: usize,
+}
+
+fn key_of(line: &str) -> Option<String> {
+    let first = line.chars().next()?;
+    if first.is_whitespace() || first == '#' || first == '-' {
+        return None;
+    }
+    let (key, _) = line.split_once(':')?;
+    let key = key.trim().trim_matches(['"', '\'']);
+    (!key.is_empty()).then(|| key.to_string())
+}
+
+fn entries(yaml: &str) -> Vec<Entry> {
+    let mut out: Vec<Entry> = Vec::new();
+    let mut offset = 0;
+    for line in yaml.split_inclusive('\n') {
+        if let Some(key) = key_of(line) {
+            out.push(Entry { key, start: offset, end: offset + line.len() });
+        } else if let Some(last) = out.last_mut() {
+            let continues = line.starts_with([' ', '\t', '-']) || line.trim().is_empty();
+            if continues && last.end == offset {
+                last.end = offset + line.len();
+            }
+        }
+        offset += line.len();
+    }
+    out
+}
+
+/// Replaces (or appends) top-level `key` with `rendered`, which must be complete YAML lines for
+/// that key (e.g. `status: archived\n`).
+pub fn set_entry(yaml: &str, key: &str, rendered: &str) -> String {
+    let mut rendered = rendered.to_string();
+    if !rendered.ends_with('\n') {
+        rendered.push('\n');
+    }
+    match entries(yaml).into_iter().find(|e| e.key == key) {
+        Some(entry) => {
+            // Keep blank lines that trailed the old entry.
+            let old = &yaml[entry.start..entry.end];
+            let trailing_blank: String = old.split_inclusive('\n').rev().take_while(|l| l.trim().is_empty()).collect();
+            format!("{}{}{}{}", &yaml[..entry.start], rendered, trailing_blank, &yaml[entry.end..])
+        }
+        None => {
+            let mut out = yaml.to_string();
+            if !out.is_empty() && !out.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(&rendered);
+            out
+        }
+    }
+}
+
+/// Renames top-level `from` to `to`, keeping the value text exactly.
+pub fn rename_key(yaml: &str, from: &str, to: &str) -> String {
+    match entries(yaml).into_iter().find(|e| e.key == from) {
+        Some(entry) => {
+            let line = &yaml[entry.start..entry.end];
+            let colon = line.find(':').unwrap_or(0);
+            format!("{}{}{}{}", &yaml[..entry.start], to, &line[colon..], &yaml[entry.end..])
+        }
+        None => yaml.to_string(),
+    }
+}
+
+/// Renders a YAML scalar string (double-quoted JSON-compatible form).
+pub fn quoted(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn set_replaces_only_its_entry() {
+        let yaml = "type: project # keep\ntags:\n  - a\n  - b\nexpiry: 2020-01-01\n";
+        assert_eq!(set_entry(yaml, "tags", "tags: [a, b]"), "type: project # keep\ntags: [a, b]\nexpiry: 2020-01-01\n");
+        assert_eq!(set_entry(yaml, "status", "status: archived"), format!("{yaml}status: archived\n"));
+        assert_eq!(set_entry("a: 1", "b", "b: 2"), "a: 1\nb: 2\n");
+    }
+
+    #[test]
+    fn rename_keeps_the_value_text() {
+        assert_eq!(rename_key("status: Done  # x\nb: 1\n", "status", "x-status"), "x-status: Done  # x\nb: 1\n");
+    }
+}
