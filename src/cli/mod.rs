@@ -12,6 +12,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use crate::error::Error;
+use crate::maintenance::archive::ArchiveRequest;
+use crate::maintenance::heal::HealRequest;
+use crate::maintenance::markdown_fix::MarkdownRequest;
+use crate::maintenance::rot::RotRequest;
 use crate::vault::{self, Vault, VaultOptions};
 use crate::write::operations::{IngestRequest, SynthesizeRequest};
 
@@ -36,8 +40,13 @@ pub enum Command {
     Lint,
     /// Regenerate index.md and the changed directory catalogs.
     Index,
-    /// Markdown style checks (never blocking).
-    CheckMarkdown,
+    /// Markdown style checks (never blocking); --fix --approve fixes whitespace and list markers.
+    CheckMarkdown {
+        #[arg(long)]
+        fix: bool,
+        #[arg(long)]
+        approve: bool,
+    },
     /// Vault, policy, counts and findings summary.
     Doctor,
     /// Create one note through the write transaction (the target must not exist).
@@ -111,6 +120,31 @@ pub enum Command {
         after_seq: u64,
         #[arg(long)]
         verify: bool,
+    },
+    /// Redundant, outdated, trivial and stale notes.
+    RotAudit {
+        #[arg(long)]
+        extended: bool,
+        #[arg(long)]
+        allow_link_rot: bool,
+        #[arg(long)]
+        allow_remote_llm: bool,
+        #[arg(long)]
+        approve: bool,
+    },
+    /// Move archived or expired notes into the archive folder (dry run unless --live --approve).
+    Archive {
+        #[arg(long)]
+        live: bool,
+        #[arg(long)]
+        approve: bool,
+    },
+    /// Repair invalid frontmatter (dry run unless --live --approve).
+    Heal {
+        #[arg(long)]
+        live: bool,
+        #[arg(long)]
+        approve: bool,
     },
     /// Read one page of a category catalog.
     ReadSubIndex {
@@ -194,7 +228,44 @@ pub fn run(cli: Cli) -> ExitCode {
             .map(|(_, report)| out.init(&report)),
         Command::Lint => open(&cli).and_then(|v| v.lint()).map(|r| out.lint(&r)),
         Command::Index => open(&cli).and_then(|v| v.generate_index()).map(|r| out.index(&r)),
-        Command::CheckMarkdown => open(&cli).and_then(|v| v.check_markdown()).map(|r| out.markdown(&r)),
+        Command::CheckMarkdown { fix: false, .. } => open(&cli).and_then(|v| v.check_markdown()).map(|r| out.markdown(&r)),
+        Command::CheckMarkdown { fix: true, approve } => open(&cli)
+            .and_then(|v| v.check_markdown_tool(&MarkdownRequest { fix: true, approved: *approve }))
+            .map(|r| out.serialized(&r, &format!("fixed {} notes", r.fixed_notes.len()))),
+        Command::RotAudit { extended, allow_link_rot, allow_remote_llm, approve } => open(&cli)
+            .and_then(|v| {
+                let request = RotRequest {
+                    extended: *extended,
+                    allow_link_rot: *allow_link_rot,
+                    allow_remote_llm: *allow_remote_llm,
+                    approved: *approve,
+                };
+                let today = v.today();
+                v.with_inventory(|inv| crate::maintenance::rot::audit(inv, v.policy(), &request, today))?
+            })
+            .map(|r| out.rot(&r)),
+        Command::Archive { live, approve } => {
+            open(&cli).and_then(|v| v.archive_notes(&ArchiveRequest { dry_run: !*live, approved: *approve })).map(|r| {
+                out.serialized(
+                    &r,
+                    &format!(
+                        "{} {} notes, {} link rewrites, {} refused",
+                        if r.dry_run { "would archive" } else { "archived" },
+                        r.moves.len(),
+                        r.link_rewrites.len(),
+                        r.refused.len()
+                    ),
+                )
+            })
+        }
+        Command::Heal { live, approve } => {
+            open(&cli).and_then(|v| v.heal_frontmatter(&HealRequest { dry_run: !*live, approved: *approve })).map(|r| {
+                out.serialized(
+                    &r,
+                    &format!("{} {} notes, {} refused", if r.dry_run { "would heal" } else { "healed" }, r.notes.len(), r.refused.len()),
+                )
+            })
+        }
         Command::Doctor => open(&cli).and_then(|v| v.doctor()).map(|r| out.doctor(&r)),
         Command::Ingest { name, note_type, title, description, content, content_file, tags, resource, idempotency_key } => {
             body(content, content_file)

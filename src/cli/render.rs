@@ -54,6 +54,44 @@ impl Output {
         exit::OK
     }
 
+    /// Any serializable report: JSON with --json, else a one-line summary plus the JSON.
+    pub fn serialized<T: Serialize>(&self, value: &T, summary: &str) -> u8 {
+        if !self.json {
+            say(&format!("{summary}\n"));
+        }
+        print_json(value);
+        exit::OK
+    }
+
+    pub fn rot(&self, report: &crate::maintenance::rot::RotReport) -> u8 {
+        if self.json {
+            print_json(report);
+            return exit::OK;
+        }
+        let mut text = format!("=== paravault rot audit ===\ndate: {}\nnotes audited: {}\n", report.date, report.notes_audited);
+        text.push_str(&format!("\nREDUNDANT ({}):\n", report.redundant.len()));
+        for p in &report.redundant {
+            text.push_str(&format!("  {:.3}  {}  ~  {}\n", p.jaccard, p.a, p.b));
+        }
+        text.push_str(&format!("\nOUTDATED ({}):\n", report.outdated.len()));
+        for o in &report.outdated {
+            text.push_str(&format!("  {}  expired {}\n", o.path, o.expiry));
+        }
+        text.push_str(&format!("\nTRIVIAL ({}):\n", report.trivial.len()));
+        for t in &report.trivial {
+            text.push_str(&format!("  {}  {} chars\n", t.path, t.body_chars));
+        }
+        text.push_str(&format!("\nLOW FRESHNESS ({}):\n", report.stale_freshness.len()));
+        for f in &report.stale_freshness {
+            text.push_str(&format!("  {:.3}  {}  ({} days, half-life {})\n", f.score, f.path, f.age_days, f.half_life_days));
+        }
+        for s in &report.skipped {
+            text.push_str(&format!("\nskipped {}: {}\n", s.section, s.reason));
+        }
+        say(&text);
+        exit::OK
+    }
+
     pub fn proposal(&self, proposal: &crate::write::operations::Proposal) -> u8 {
         if self.json {
             print_json(proposal);
