@@ -61,19 +61,29 @@ impl ReceiptLog {
 
     /// Reads receipts appended since `len` (by another process) and returns their paths.
     pub fn catch_up(&mut self, root: &Path) -> Result<Vec<String>> {
+        use std::io::{Read, Seek, SeekFrom};
         let path = layout::join(root, layout::RECEIPTS);
-        let bytes = match std::fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        let mut file = match std::fs::File::open(&path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(Error::io("reading", layout::RECEIPTS, e)),
         };
+        let size = file.metadata().map_err(|e| Error::io("reading", layout::RECEIPTS, e))?.len();
         let mut touched = Vec::new();
-        if (bytes.len() as u64) < self.len {
+        if size < self.len {
             // The file shrank (restored from backup?): index it again from the start.
             *self = ReceiptLog { last_hash: GENESIS.to_string(), ..Default::default() };
         }
+        if size == self.len {
+            return Ok(touched);
+        }
+        // Only the bytes appended since the last look are read: O(new receipts), not O(history).
         let start = self.len as usize;
-        let tail = &bytes[start..];
+        let mut tail = Vec::with_capacity((size - self.len) as usize);
+        file.seek(SeekFrom::Start(self.len))
+            .and_then(|_| file.read_to_end(&mut tail))
+            .map_err(|e| Error::io("reading", layout::RECEIPTS, e))?;
+        let tail = &tail[..];
         let complete = tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         for line in tail[..complete].split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
             let Ok(value) = serde_json::from_slice::<Value>(line) else { continue };
