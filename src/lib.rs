@@ -22,6 +22,7 @@ pub mod lint;
 pub mod note;
 pub mod policy;
 pub mod scan;
+pub mod search;
 pub mod store;
 
 

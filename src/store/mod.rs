@@ -7,3 +7,4 @@
 pub mod durable;
 pub mod faults;
 pub mod layout;
+pub mod tantivy_dir;
