@@ -332,6 +332,20 @@ fn temporal_status_domain_related_and_context() {
 }
 
 #[test]
+fn publish_rolls_the_writer_back_to_the_active_generation() {
+    let v = vault();
+    let p = policy(None);
+    sync_all(v.path(), &p);
+    // A crashed publish may leave a tantivy commit ACTIVE never named; simulate a bad meta.json.
+    std::fs::write(generation::index_dir(v.path()).join("meta.json"), b"{garbage").expect("write");
+    write(v.path(), "02_Areas/garden.md", "Garden", "Basil on the windowsill.", "");
+    let inv = Inventory::load(v.path(), &p).expect("inv");
+    publish_changes(v.path(), &p, &inv, &[vp("02_Areas/garden.md")], &[]).expect("publish");
+    assert_eq!(search(v.path(), &p, SearchRequest::fts("basil", 3)).expect("s").result_count, 1);
+    assert_eq!(search(v.path(), &p, SearchRequest::fts("tantivy", 3)).expect("s").result_count, 1);
+}
+
+#[test]
 fn long_notes_are_chunked_at_h2_h3() {
     let body = format!("Intro words.\n\n## Alpha\n{}\n\n### Beta\nbeta text\n\n#### Deep\nstays in beta\n", "word ".repeat(250));
     let chunks = schema::chunk_body(&body, 200);
