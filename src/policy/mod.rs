@@ -332,7 +332,7 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
             return Err(invalid("boosts", format!("search boost '{name}' must be a number in [0, 100], found {value}")));
         }
     }
-    if !(b.body > 0.0) {
+    if b.body <= 0.0 {
         return Err(invalid("boosts", "search boost 'body' must be positive".into()));
     }
     if policy.search.chunk_min_words == 0 {

@@ -121,7 +121,10 @@ struct Current {
     acquired: Acquired,
 }
 
-static LIVE: LazyLock<Mutex<Vec<(PathBuf, String, Weak<OpenGeneration>)>>> = LazyLock::new(|| Mutex::new(Vec::new()));
+/// (vault root, generation id, reader handle) of every generation opened in this process.
+type LiveRegistry = Vec<(PathBuf, String, Weak<OpenGeneration>)>;
+
+static LIVE: LazyLock<Mutex<LiveRegistry>> = LazyLock::new(|| Mutex::new(Vec::new()));
 static CURRENT: LazyLock<Mutex<HashMap<PathBuf, Current>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 static PUBLISH: LazyLock<Mutex<()>> = LazyLock::new(|| Mutex::new(()));
 

@@ -42,9 +42,7 @@ pub fn clauses(text: &str) -> Vec<Clause> {
                 flush_word(&mut current, &mut out);
             }
             in_phrase = !in_phrase;
-        } else if in_phrase {
-            current.push(c);
-        } else if c.is_alphanumeric() {
+        } else if in_phrase || c.is_alphanumeric() {
             current.push(c);
         } else {
             flush_word(&mut current, &mut out);
