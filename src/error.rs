@@ -100,6 +100,23 @@ pub enum Error {
 
     #[error("transaction {seq} is committed but not yet in place ({reason}); it completes on the next write or open")]
     TransactionIncomplete { seq: u64, reason: String },
+    #[error("search query invalid: {reason}")]
+    SearchQueryInvalid { reason: String },
+
+    #[error("dense index unavailable: {reason}")]
+    DenseIndexUnavailable { reason: String },
+
+    #[error("search generation '{generation_id}' is corrupt: {reason}")]
+    GenerationCorrupt { generation_id: String, reason: String },
+
+    #[error("no active search generation: {reason}")]
+    NoActiveGeneration { reason: String },
+
+    #[error("sync refused: {} note(s) would be excluded: {}", excluded.len(), excluded.iter().map(|(p, r)| format!("{p} ({r})")).collect::<Vec<_>>().join("; "))]
+    SyncRefused { excluded: Vec<(String, String)> },
+
+    #[error("search index error while {action}: {reason}")]
+    SearchIndex { action: &'static str, reason: String },
 }
 
 impl Error {
@@ -124,12 +141,18 @@ impl Error {
             Error::ProposalInvalid { .. } => "proposal_invalid",
             Error::TransactionIncomplete { .. } => "transaction_incomplete",
             Error::NotConfigured { .. } => "not_configured",
+            Error::SearchQueryInvalid { .. } => "search_query_invalid",
+            Error::DenseIndexUnavailable { .. } => "dense_index_unavailable",
+            Error::GenerationCorrupt { .. } => "generation_corrupt",
+            Error::NoActiveGeneration { .. } => "no_active_generation",
+            Error::SyncRefused { .. } => "sync_refused",
+            Error::SearchIndex { .. } => "search_index_error",
         }
     }
 
     /// Whether retrying the same call later may succeed.
     pub fn retryable(&self) -> bool {
-        matches!(self, Error::Io { .. } | Error::TransactionIncomplete { .. })
+        matches!(self, Error::Io { .. } | Error::TransactionIncomplete { .. } | Error::SearchIndex { .. })
     }
 
     pub(crate) fn io(action: &'static str, path: impl Into<String>, source: io::Error) -> Self {

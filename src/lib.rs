@@ -21,6 +21,7 @@ pub mod maintenance;
 pub mod note;
 pub mod policy;
 pub mod scan;
+pub mod search;
 pub mod store;
 
 pub use error::{Error, Result};

@@ -175,11 +175,17 @@ fn exit_code_of(error: &Error) -> u8 {
         | Error::InvalidContent { .. }
         | Error::ApprovalRequired { .. }
         | Error::ProposalInvalid { .. }
-        | Error::NotConfigured { .. } => exit::USAGE,
-        Error::VaultUnusable(_) | Error::PolicyInvalid { .. } | Error::CatalogConflict { .. } | Error::CatalogEntryTooLarge { .. } => {
-            exit::VAULT
-        }
-        Error::Io { .. } | Error::NoteUnreadable { .. } | Error::TransactionIncomplete { .. } => exit::IO,
+        | Error::NotConfigured { .. }
+        | Error::SearchQueryInvalid { .. } => exit::USAGE,
+        Error::SyncRefused { .. } => exit::FINDINGS,
+        Error::VaultUnusable(_)
+        | Error::PolicyInvalid { .. }
+        | Error::CatalogConflict { .. }
+        | Error::CatalogEntryTooLarge { .. }
+        | Error::DenseIndexUnavailable { .. }
+        | Error::GenerationCorrupt { .. }
+        | Error::NoActiveGeneration { .. } => exit::VAULT,
+        Error::Io { .. } | Error::NoteUnreadable { .. } | Error::TransactionIncomplete { .. } | Error::SearchIndex { .. } => exit::IO,
     }
 }
 

@@ -84,6 +84,7 @@ pub struct Boosts {
     pub title: f32,
     pub tags: f32,
     pub description: f32,
+    pub section: f32,
     pub body: f32,
 }
 
@@ -95,6 +96,8 @@ pub struct SearchPolicy {
     pub rrf_k: u32,
     pub max_results_cap: usize,
     pub chunk_min_words: usize,
+    /// A publish that leaves more segments than this merges them (amortised compaction).
+    pub max_segments: usize,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -343,6 +346,24 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
     }
     if policy.search.generations_kept == 0 {
         return Err(invalid("generations_kept", "generations_kept must be at least 1".into()));
+    }
+    let b = &policy.search.boosts;
+    for (name, value) in [("title", b.title), ("tags", b.tags), ("description", b.description), ("section", b.section), ("body", b.body)] {
+        if !(value.is_finite() && (0.0..=100.0).contains(&value)) {
+            return Err(invalid("boosts", format!("search boost '{name}' must be a number in [0, 100], found {value}")));
+        }
+    }
+    if b.body <= 0.0 {
+        return Err(invalid("boosts", "search boost 'body' must be positive".into()));
+    }
+    if policy.search.chunk_min_words == 0 {
+        return Err(invalid("chunk_min_words", "chunk_min_words must be at least 1".into()));
+    }
+    if !(1..=100).contains(&policy.search.max_results_cap) {
+        return Err(invalid("max_results_cap", "max_results_cap must be in 1..=100".into()));
+    }
+    if policy.search.max_segments < 2 {
+        return Err(invalid("max_segments", "max_segments must be at least 2".into()));
     }
     for (tool, per_minute) in &policy.rate_limits {
         if *per_minute == 0 {

@@ -48,3 +48,12 @@ pub fn join(root: &Path, rel: &str) -> PathBuf {
     }
     path
 }
+
+/// Search state: one tantivy index plus generation manifests and the ACTIVE pointer.
+pub const SEARCH_DIR: &str = ".paravault/search";
+/// The single tantivy index directory (immutable segments).
+pub const SEARCH_INDEX_DIR: &str = ".paravault/search/index";
+/// Generation manifests, one `<generation_id>.json` each.
+pub const SEARCH_GENERATIONS_DIR: &str = ".paravault/search/generations";
+/// The pointer to the published generation (content: its id).
+pub const SEARCH_ACTIVE: &str = ".paravault/search/ACTIVE";

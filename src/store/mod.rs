@@ -8,3 +8,4 @@ pub mod durable;
 pub mod faults;
 pub mod journal;
 pub mod layout;
+pub mod tantivy_dir;

@@ -1,0 +1,287 @@
+//! The search index schema, its English analyzer, and how a note becomes documents: one
+//! `note` document (per-note data the generation answers from: hashes, metadata, temporal
+//! fields, keywords) plus one `chunk` document per H2/H3 section (or one for a short note).
+
+use std::collections::HashMap;
+
+use serde::{Deserialize, Serialize};
+use tantivy::schema::{
+    Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
+};
+use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer, TokenStream};
+use tantivy::{Index, TantivyDocument};
+
+use crate::inventory::NoteRecord;
+use crate::note::body;
+use crate::note::frontmatter;
+
+/// Name the analyzer is registered under.
+pub const ANALYZER: &str = "pv_en";
+/// Chunker identity recorded in every manifest.
+pub const CHUNKER: &str = "paravault-sections/v1";
+/// Version of this schema (documents and fields); bump forces a rebuild.
+pub const INDEX_SCHEMA_VERSION: u32 = 1;
+/// How many keywords a note keeps for `suggest_related`.
+const KEYWORDS_PER_NOTE: usize = 16;
+
+pub const KIND_NOTE: &str = "note";
+pub const KIND_CHUNK: &str = "chunk";
+
+/// English analyzer: simple tokenizer, lower-casing, English stop words, Snowball stemmer.
+pub fn analyzer() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(60))
+        .filter(LowerCaser)
+        .filter(StopWordFilter::new(Language::English).unwrap_or_else(|| StopWordFilter::remove(Vec::<String>::new())))
+        .filter(Stemmer::new(Language::English))
+        .build()
+}
+
+/// Like `analyzer` but keeping stop words: used to locate query terms in snippets.
+pub fn locator() -> TextAnalyzer {
+    TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).filter(Stemmer::new(Language::English)).build()
+}
+
+/// Runs `analyzer` over `text`: (position, token text, byte range).
+pub fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<(usize, String, std::ops::Range<usize>)> {
+    let mut out = Vec::new();
+    let mut stream = analyzer.token_stream(text);
+    while stream.advance() {
+        let t = stream.token();
+        out.push((t.position, t.text.clone(), t.offset_from..t.offset_to));
+    }
+    out
+}
+
+/// The schema's fields.
+#[derive(Debug, Clone, Copy)]
+pub struct Fields {
+    pub doc_kind: Field,
+    pub path: Field,
+    pub link_key: Field,
+    pub has_memory: Field,
+    pub title: Field,
+    pub description: Field,
+    pub tags: Field,
+    pub note_type: Field,
+    pub status: Field,
+    pub folder: Field,
+    pub timestamp: Field,
+    pub body: Field,
+    pub section: Field,
+    pub content_sha256: Field,
+    pub content_blake3: Field,
+    pub note_json: Field,
+}
+
+pub fn build_schema() -> Schema {
+    let mut b = Schema::builder();
+    let text_indexing = TextFieldIndexing::default().set_tokenizer(ANALYZER).set_index_option(IndexRecordOption::WithFreqsAndPositions);
+    let text = TextOptions::default().set_indexing_options(text_indexing.clone());
+    let text_stored = TextOptions::default().set_indexing_options(text_indexing).set_stored();
+    b.add_text_field("doc_kind", STRING);
+    b.add_text_field("path", STRING | STORED);
+    b.add_text_field("link_key", STRING);
+    b.add_text_field("has_memory", STRING);
+    b.add_text_field("title", text.clone());
+    b.add_text_field("description", text.clone());
+    b.add_text_field("tags", text);
+    b.add_text_field("note_type", STRING | STORED);
+    b.add_text_field("status", STRING);
+    b.add_text_field("folder", STRING);
+    b.add_i64_field("timestamp", INDEXED | STORED);
+    b.add_text_field("body", text_stored.clone());
+    b.add_text_field("section", text_stored);
+    b.add_text_field("content_sha256", STRING | STORED);
+    b.add_text_field("content_blake3", STRING | STORED);
+    b.add_text_field("note_json", STORED);
+    b.build()
+}
+
+impl Fields {
+    pub fn of(schema: &Schema) -> Result<Fields, tantivy::TantivyError> {
+        let f = |name: &str| schema.get_field(name);
+        Ok(Fields {
+            doc_kind: f("doc_kind")?,
+            path: f("path")?,
+            link_key: f("link_key")?,
+            has_memory: f("has_memory")?,
+            title: f("title")?,
+            description: f("description")?,
+            tags: f("tags")?,
+            note_type: f("note_type")?,
+            status: f("status")?,
+            folder: f("folder")?,
+            timestamp: f("timestamp")?,
+            body: f("body")?,
+            section: f("section")?,
+            content_sha256: f("content_sha256")?,
+            content_blake3: f("content_blake3")?,
+            note_json: f("note_json")?,
+        })
+    }
+}
+
+/// Registers the analyzer on an index (writer and every reader).
+pub fn register(index: &Index) {
+    index.tokenizers().register(ANALYZER, analyzer());
+}
+
+/// The memory fields that decide temporal status.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct TemporalFields {
+    pub valid_from: Option<String>,
+    pub valid_until: Option<String>,
+    pub supersedes: Vec<String>,
+}
+
+/// Per-note data stored in the generation (no re-reading the vault to answer).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NoteEntry {
+    pub path: String,
+    pub title: String,
+    pub description: String,
+    pub note_type: Option<String>,
+    pub tags: Vec<String>,
+    pub status: Option<String>,
+    pub timestamp: Option<String>,
+    pub memory: Option<TemporalFields>,
+    pub keywords: Vec<String>,
+    pub content_blake3: String,
+    pub content_sha256: String,
+}
+
+/// Lower-case hex.
+pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[(b >> 4) as usize] as char);
+        s.push(DIGITS[(b & 15) as usize] as char);
+    }
+    s
+}
+
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    hex(&sha2::Sha256::digest(bytes))
+}
+
+/// One chunk of a note's body.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Chunk {
+    pub section: String,
+    pub text: String,
+}
+
+/// Splits a body: short notes are one chunk; long ones split at H2/H3 with a preamble chunk.
+pub fn chunk_body(body_text: &str, chunk_min_words: usize) -> Vec<Chunk> {
+    if body_text.split_whitespace().count() < chunk_min_words {
+        return vec![Chunk { section: String::new(), text: body_text.trim().to_string() }];
+    }
+    let cuts: Vec<(usize, String)> =
+        body::headings(body_text).into_iter().filter(|(level, _, _)| *level == 2 || *level == 3).map(|(_, text, offset)| (offset, text)).collect();
+    let mut out = Vec::new();
+    let first = cuts.first().map_or(body_text.len(), |(offset, _)| *offset);
+    let preamble = body_text.get(..first).unwrap_or("").trim();
+    if !preamble.is_empty() {
+        out.push(Chunk { section: if cuts.is_empty() { String::new() } else { "(preamble)".into() }, text: preamble.to_string() });
+    }
+    for (i, (offset, heading)) in cuts.iter().enumerate() {
+        let end = cuts.get(i + 1).map_or(body_text.len(), |(next, _)| *next);
+        let text = body_text.get(*offset..end).unwrap_or("").trim();
+        out.push(Chunk { section: heading.trim().to_string(), text: text.to_string() });
+    }
+    if out.is_empty() {
+        out.push(Chunk { section: String::new(), text: String::new() });
+    }
+    out
+}
+
+/// The most frequent content terms of a text (stemmed), for `suggest_related`.
+pub fn keywords(text: &str) -> Vec<String> {
+    let mut a = analyzer();
+    let mut counts: HashMap<String, usize> = HashMap::new();
+    for (_, token, _) in tokens(&mut a, text) {
+        if token.chars().count() >= 3 && !token.chars().all(|c| c.is_ascii_digit()) {
+            *counts.entry(token).or_default() += 1;
+        }
+    }
+    let mut ranked: Vec<(String, usize)> = counts.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    ranked.into_iter().take(KEYWORDS_PER_NOTE).map(|(t, _)| t).collect()
+}
+
+/// Builds the documents for one valid note from its file bytes.
+pub fn note_documents(fields: &Fields, record: &NoteRecord, bytes: &[u8], chunk_min_words: usize) -> Vec<TantivyDocument> {
+    let text = String::from_utf8_lossy(bytes);
+    let body_text = match frontmatter::split(&text) {
+        Ok(split) => split.body.to_string(),
+        Err(_) => text.to_string(),
+    };
+    let meta = &record.meta;
+    let path = record.path.as_str();
+    let title = meta.title.clone().unwrap_or_else(|| record.path.file_name().trim_end_matches(".md").to_string());
+    let description = meta.description.clone().unwrap_or_default();
+    let sha256 = sha256_hex(bytes);
+    let blake = hex(&record.content_hash);
+    let entry = NoteEntry {
+        path: path.to_string(),
+        title: title.clone(),
+        description: description.clone(),
+        note_type: meta.note_type.clone(),
+        tags: meta.tags.clone(),
+        status: meta.status.clone(),
+        timestamp: meta.timestamp.map(|t| t.to_rfc3339()),
+        memory: meta.memory.as_ref().map(|m| TemporalFields {
+            valid_from: m.valid_from.map(|d| d.to_string()),
+            valid_until: m.valid_until.map(|d| d.to_string()),
+            supersedes: m.supersedes.clone(),
+        }),
+        keywords: keywords(&format!("{title}\n{description}\n{body_text}")),
+        content_blake3: blake.clone(),
+        content_sha256: sha256.clone(),
+    };
+    let mut docs = Vec::new();
+    let mut note = TantivyDocument::default();
+    note.add_text(fields.doc_kind, KIND_NOTE);
+    note.add_text(fields.path, path);
+    note.add_text(fields.link_key, crate::inventory::link_key(path));
+    if entry.memory.is_some() {
+        note.add_text(fields.has_memory, "1");
+    }
+    if let Some(t) = &meta.note_type {
+        note.add_text(fields.note_type, t);
+    }
+    note.add_text(fields.content_sha256, &sha256);
+    note.add_text(fields.content_blake3, &blake);
+    note.add_text(fields.note_json, serde_json::to_string(&entry).unwrap_or_default());
+    docs.push(note);
+    let tags = meta.tags.join(" ");
+    for chunk in chunk_body(&body_text, chunk_min_words) {
+        let mut doc = TantivyDocument::default();
+        doc.add_text(fields.doc_kind, KIND_CHUNK);
+        doc.add_text(fields.path, path);
+        doc.add_text(fields.title, &title);
+        doc.add_text(fields.description, &description);
+        doc.add_text(fields.tags, &tags);
+        if let Some(t) = &meta.note_type {
+            doc.add_text(fields.note_type, t);
+        }
+        if let Some(s) = &meta.status {
+            doc.add_text(fields.status, s);
+        }
+        doc.add_text(fields.folder, record.path.top_folder());
+        if let Some(ts) = meta.timestamp {
+            doc.add_i64(fields.timestamp, ts.timestamp());
+        }
+        doc.add_text(fields.section, &chunk.section);
+        // First value: the chunk text (stored, for snippets). Second value: the note's context
+        // (title, section), so body BM25 sees what the chunk is about.
+        doc.add_text(fields.body, &chunk.text);
+        doc.add_text(fields.body, format!("{title}\n{}", chunk.section));
+        doc.add_text(fields.content_sha256, &sha256);
+        docs.push(doc);
+    }
+    docs
+}

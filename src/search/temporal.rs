@@ -1,0 +1,94 @@
+//! Temporal status of notes at an `as_of` date (reference §6.6): `memory.valid_from/valid_until`
+//! (inclusive) and `memory.supersedes` edges among notes active at `as_of`. Loaded once per
+//! opened generation from its `note` documents; never from the vault.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::NaiveDate;
+use serde::Serialize;
+
+use super::schema::TemporalFields;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TemporalStatus {
+    Current,
+    Historical,
+    Conflicted,
+}
+
+/// Memory notes of a generation and their resolved `supersedes` edges (superseder → superseded).
+#[derive(Debug, Clone, Default)]
+pub struct TemporalTable {
+    pub notes: BTreeMap<String, TemporalFields>,
+    pub edges: Vec<(String, String)>,
+}
+
+fn date(text: &Option<String>) -> Option<NaiveDate> {
+    text.as_deref().and_then(|t| NaiveDate::parse_from_str(t, "%Y-%m-%d").ok())
+}
+
+impl TemporalTable {
+    fn active(&self, path: &str, as_of: NaiveDate) -> bool {
+        match self.notes.get(path) {
+            None => true,
+            Some(f) => date(&f.valid_from).is_none_or(|d| d <= as_of) && date(&f.valid_until).is_none_or(|d| as_of <= d),
+        }
+    }
+
+    /// Status of every note the table knows about; notes not listed are current.
+    pub fn statuses(&self, as_of: NaiveDate) -> BTreeMap<String, TemporalStatus> {
+        let mut out = BTreeMap::new();
+        for path in self.notes.keys() {
+            if !self.active(path, as_of) {
+                out.insert(path.clone(), TemporalStatus::Historical);
+            }
+        }
+        let edges: Vec<&(String, String)> = self.edges.iter().filter(|(a, b)| a != b && self.active(a, as_of) && self.active(b, as_of)).collect();
+        let mut superseded_by: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        let mut supersedes: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for (a, b) in &edges {
+            superseded_by.entry(b.as_str()).or_default().insert(a.as_str());
+            supersedes.entry(a.as_str()).or_default().insert(b.as_str());
+        }
+        let set = |out: &mut BTreeMap<String, TemporalStatus>, p: &str, s: TemporalStatus| {
+            let slot = out.entry(p.to_string()).or_insert(s);
+            if s == TemporalStatus::Conflicted || *slot == TemporalStatus::Current {
+                *slot = s;
+            }
+        };
+        for (node, parents) in &superseded_by {
+            // Heads reachable upward; a node reaching itself is on a cycle.
+            let mut heads = BTreeSet::new();
+            let mut seen = BTreeSet::new();
+            let mut stack: Vec<&str> = parents.iter().copied().collect();
+            let mut cycle = false;
+            while let Some(n) = stack.pop() {
+                if n == *node {
+                    cycle = true;
+                    continue;
+                }
+                if !seen.insert(n) {
+                    continue;
+                }
+                match superseded_by.get(n) {
+                    Some(up) if !up.is_empty() => stack.extend(up.iter().copied()),
+                    _ => {
+                        heads.insert(n);
+                    }
+                }
+            }
+            if cycle {
+                set(&mut out, node, TemporalStatus::Conflicted);
+            } else if heads.len() >= 2 {
+                set(&mut out, node, TemporalStatus::Conflicted);
+                for h in heads {
+                    set(&mut out, h, TemporalStatus::Conflicted);
+                }
+            } else {
+                set(&mut out, node, TemporalStatus::Historical);
+            }
+        }
+        out
+    }
+}
