@@ -20,6 +20,7 @@ pub mod lint;
 pub mod maintenance;
 pub mod note;
 pub mod policy;
+pub mod retrieval;
 pub mod scan;
 pub mod search;
 pub mod store;

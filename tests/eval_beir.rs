@@ -118,17 +118,37 @@ fn run(name: &str) -> Run {
         search::publish_changes(vault.path(), &policy, &inventory, std::slice::from_ref(&path), &[]).expect("publish one");
         publish_one_ms.push(t.elapsed().as_secs_f64() * 1000.0);
     }
-    let index_bytes = std::fs::read_dir(vault.path().join(".paravault/search/index")).expect("index").flatten().filter_map(|e| e.metadata().ok()).map(|m| m.len()).sum();
+    let index_bytes = std::fs::read_dir(vault.path().join(".paravault/search/index"))
+        .expect("index")
+        .flatten()
+        .filter_map(|e| e.metadata().ok())
+        .map(|m| m.len())
+        .sum();
     times.sort_by(|a, b| a.total_cmp(b));
     let pct = |p: f64| times[((times.len() as f64 - 1.0) * p).round() as usize];
-    Run { ndcg10: total / n as f64, queries: n, docs, sync_ms, query_p50_ms: pct(0.5), query_p99_ms: pct(0.99), publish_one_ms, index_bytes }
+    Run {
+        ndcg10: total / n as f64,
+        queries: n,
+        docs,
+        sync_ms,
+        query_p50_ms: pct(0.5),
+        query_p99_ms: pct(0.99),
+        publish_one_ms,
+        index_bytes,
+    }
 }
 
 fn report(name: &str, r: &Run) {
     println!(
         "{name}: docs {} queries {} nDCG@10 {:.4} full sync {} ms query p50 {:.2} ms p99 {:.2} ms; one-note publish {:?} ms; index {} KiB",
-        r.docs, r.queries, r.ndcg10, r.sync_ms, r.query_p50_ms, r.query_p99_ms,
-        r.publish_one_ms.iter().map(|m| (m * 10.0).round() / 10.0).collect::<Vec<_>>(), r.index_bytes / 1024
+        r.docs,
+        r.queries,
+        r.ndcg10,
+        r.sync_ms,
+        r.query_p50_ms,
+        r.query_p99_ms,
+        r.publish_one_ms.iter().map(|m| (m * 10.0).round() / 10.0).collect::<Vec<_>>(),
+        r.index_bytes / 1024
     );
 }
 

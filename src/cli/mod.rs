@@ -16,6 +16,7 @@ use crate::maintenance::archive::ArchiveRequest;
 use crate::maintenance::heal::HealRequest;
 use crate::maintenance::markdown_fix::MarkdownRequest;
 use crate::maintenance::rot::RotRequest;
+use crate::retrieval::{SearchParams, SyncParams};
 use crate::vault::{self, Vault, VaultOptions};
 use crate::write::operations::{IngestRequest, SynthesizeRequest};
 
@@ -145,6 +146,28 @@ pub enum Command {
         live: bool,
         #[arg(long)]
         approve: bool,
+    },
+    /// Publish a complete search generation for the vault as it is on disk (offline, FTS).
+    Sync {
+        /// Publish only the valid notes when some are invalid (they are named).
+        #[arg(long)]
+        allow_partial: bool,
+        #[arg(long)]
+        force_rebuild: bool,
+    },
+    /// Search the active generation; --json prints the untrusted retrieval envelope.
+    Search {
+        query: String,
+        #[arg(long, default_value_t = 10)]
+        max_results: usize,
+        #[arg(long, default_value = "auto")]
+        mode: String,
+        #[arg(long, default_value = "current")]
+        temporal_view: String,
+        #[arg(long)]
+        as_of: Option<String>,
+        #[arg(long)]
+        domain: Option<String>,
     },
     /// Read one page of a category catalog.
     ReadSubIndex {
@@ -323,6 +346,21 @@ pub fn run(cli: Cli) -> ExitCode {
                 v.read_memory_history(*limit, *after_seq).map(|h| out.history(&h))
             }
         }),
+        Command::Sync { allow_partial, force_rebuild } => open(&cli)
+            .and_then(|v| v.sync_vault(&SyncParams { allow_partial: *allow_partial, force_rebuild: *force_rebuild, ..Default::default() }))
+            .map(|r| out.sync(&r)),
+        Command::Search { query, max_results, mode, temporal_view, as_of, domain } => open(&cli)
+            .and_then(|v| {
+                v.search(&SearchParams {
+                    query: query.clone(),
+                    max_results: *max_results,
+                    search_mode: mode.clone(),
+                    temporal_view: temporal_view.clone(),
+                    as_of: as_of.clone(),
+                    domain: domain.clone(),
+                })
+            })
+            .map(|e| out.envelope(&e)),
         Command::ReadSubIndex { category, page } => open(&cli).and_then(|v| v.read_sub_index(category, *page)).map(|text| out.text(&text)),
     };
     match result {

@@ -242,7 +242,8 @@ pub fn open_generation(root: &Path, id: &str) -> Result<Arc<OpenGeneration>> {
         .try_into()
         .map_err(|e| corrupt(id, format!("tantivy cannot read the commit: {e}")))?;
     let manifest_modified = std::fs::metadata(manifest_path(root, id)).and_then(|m| m.modified()).ok();
-    let generation = Arc::new(OpenGeneration { root: key.clone(), manifest, index, reader, fields, manifest_modified, temporal: OnceLock::new() });
+    let generation =
+        Arc::new(OpenGeneration { root: key.clone(), manifest, index, reader, fields, manifest_modified, temporal: OnceLock::new() });
     lock(&LIVE).push((key, id.to_string(), Arc::downgrade(&generation)));
     Ok(generation)
 }
@@ -251,7 +252,8 @@ pub fn open_generation(root: &Path, id: &str) -> Result<Arc<OpenGeneration>> {
 /// cached; if it cannot be verified, the newest verifiable older generation, with the reason.
 pub fn acquire(root: &Path) -> Result<Acquired> {
     let key = root_key(root);
-    let active = read_active(root)?.ok_or_else(|| Error::NoActiveGeneration { reason: "the vault has never been synced; run sync".into() })?;
+    let active =
+        read_active(root)?.ok_or_else(|| Error::NoActiveGeneration { reason: "the vault has never been synced; run sync".into() })?;
     if let Some(current) = lock(&CURRENT).get(&key)
         && current.active_id == active
     {
@@ -371,11 +373,16 @@ fn open_writer_index(root: &Path, parent: Option<&OpenGeneration>, rebuild: bool
         Ok(index) if !rebuild || index.schema() == schema::build_schema() => index,
         _ => {
             if !rebuild && parent.is_some() {
-                return Err(Error::SearchIndex { action: "opening the index", reason: "the active generation's commit cannot be opened".into() });
+                return Err(Error::SearchIndex {
+                    action: "opening the index",
+                    reason: "the active generation's commit cannot be opened".into(),
+                });
             }
             durable::remove_file(root, &meta_path)?;
-            let directory = RetainingDirectory::open(&dir).map_err(|e| Error::SearchIndex { action: "opening the index", reason: e.to_string() })?;
-            Index::create(directory, schema::build_schema(), tantivy::IndexSettings::default()).map_err(tantivy_err("creating the index"))?
+            let directory =
+                RetainingDirectory::open(&dir).map_err(|e| Error::SearchIndex { action: "opening the index", reason: e.to_string() })?;
+            Index::create(directory, schema::build_schema(), tantivy::IndexSettings::default())
+                .map_err(tantivy_err("creating the index"))?
         }
     };
     schema::register(&index);
@@ -454,7 +461,8 @@ pub(crate) fn publish(root: &Path, input: PublishInput) -> Result<GenerationInfo
         tantivy_meta_blake3: schema::hex(blake3::hash(meta_text.as_bytes()).as_bytes()),
         tantivy_meta: meta_text,
     };
-    let bytes = serde_json::to_vec_pretty(&manifest).map_err(|e| Error::SearchIndex { action: "writing the manifest", reason: e.to_string() })?;
+    let bytes =
+        serde_json::to_vec_pretty(&manifest).map_err(|e| Error::SearchIndex { action: "writing the manifest", reason: e.to_string() })?;
     durable::replace(root, &manifest_path(root, &generation_id), &bytes)?;
     durable::replace(root, &layout::join(root, layout::SEARCH_ACTIVE), generation_id.as_bytes())?;
     forget_cached(root);

@@ -22,8 +22,8 @@ use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
 use tantivy::schema::{IndexRecordOption, Value};
 use tantivy::{Searcher, TantivyDocument, Term};
 
-pub use generation::{Counts, Exclusion, GenerationInfo};
 use generation::{Changes, OpenGeneration, PublishInput};
+pub use generation::{Counts, Exclusion, GenerationInfo};
 use schema::{NoteEntry, TemporalFields};
 pub use temporal::TemporalStatus;
 use temporal::TemporalTable;
@@ -94,7 +94,14 @@ pub struct SearchRequest {
 
 impl SearchRequest {
     pub fn fts(query: &str, max_results: usize) -> Self {
-        SearchRequest { query: query.to_string(), max_results, search_mode: SearchMode::Fts, temporal_view: TemporalView::Current, as_of: None, domain: None }
+        SearchRequest {
+            query: query.to_string(),
+            max_results,
+            search_mode: SearchMode::Fts,
+            temporal_view: TemporalView::Current,
+            as_of: None,
+            domain: None,
+        }
     }
 }
 
@@ -231,7 +238,10 @@ fn refuse(exclusions: &[Exclusion]) -> Error {
 fn read_source(root: &Path, record: &NoteRecord) -> Result<Vec<u8>> {
     let bytes = std::fs::read(record.path.under(root)).map_err(|e| Error::io("reading", record.path.as_str(), e))?;
     if *blake3::hash(&bytes).as_bytes() != record.content_hash {
-        return Err(Error::SearchIndex { action: "reading sources", reason: format!("'{}' changed during sync; retry required", record.path.as_str()) });
+        return Err(Error::SearchIndex {
+            action: "reading sources",
+            reason: format!("'{}' changed during sync; retry required", record.path.as_str()),
+        });
     }
     Ok(bytes)
 }
@@ -326,7 +336,11 @@ pub fn sync(root: &Path, policy: &LoadedPolicy, inventory: &Inventory, options: 
                 removed_n += 1;
                 changes.removes.push(path.clone());
             }
-            if changes.upserts.is_empty() && changes.removes.is_empty() && g.manifest.source_snapshot_hash == snapshot && g.manifest.exclusions == exclusions {
+            if changes.upserts.is_empty()
+                && changes.removes.is_empty()
+                && g.manifest.source_snapshot_hash == snapshot
+                && g.manifest.exclusions == exclusions
+            {
                 return Ok(SyncReport {
                     generation_id: g.id().to_string(),
                     published: false,
@@ -387,12 +401,19 @@ pub fn sync(root: &Path, policy: &LoadedPolicy, inventory: &Inventory, options: 
 
 /// Publishes a new generation applying only `changed` and `removed` (the write transaction's
 /// O(change) path). `inventory` must already reflect the change. Fails closed on invalid notes.
-pub fn publish_changes(root: &Path, policy: &LoadedPolicy, inventory: &Inventory, changed: &[VaultPath], removed: &[VaultPath]) -> Result<GenerationInfo> {
+pub fn publish_changes(
+    root: &Path,
+    policy: &LoadedPolicy,
+    inventory: &Inventory,
+    changed: &[VaultPath],
+    removed: &[VaultPath],
+) -> Result<GenerationInfo> {
+    // The write path records exclusions instead of refusing: one invalid note elsewhere must
+    // never lock out writes. They are named in the manifest (and the lint gate has already
+    // refused any invalid note this write touches).
     let (valid, exclusions) = sources(inventory);
-    if !exclusions.is_empty() {
-        return Err(refuse(&exclusions));
-    }
-    let active_id = generation::read_active(root)?.ok_or_else(|| Error::NoActiveGeneration { reason: "run sync before publishing changes".into() })?;
+    let active_id =
+        generation::read_active(root)?.ok_or_else(|| Error::NoActiveGeneration { reason: "run sync before publishing changes".into() })?;
     let active = generation::open_generation(root, &active_id)?;
     let fields = schema::Fields::of(&schema::build_schema()).map_err(search_err)?;
     let mut changes = Changes { upserts: Vec::new(), removes: Vec::new(), rebuild: false };
@@ -403,7 +424,7 @@ pub fn publish_changes(root: &Path, policy: &LoadedPolicy, inventory: &Inventory
         }
     }
     changes.removes.extend(removed.iter().map(|p| p.as_str().to_string()));
-    let counts = Counts { scanned: valid.len(), indexed: valid.len(), excluded: 0 };
+    let counts = Counts { scanned: valid.len() + exclusions.len(), indexed: valid.len(), excluded: exclusions.len() };
     generation::publish(
         root,
         PublishInput {
@@ -461,7 +482,8 @@ fn load_temporal(g: &OpenGeneration) -> TemporalTable {
             }
         }
         if found.is_empty() {
-            let q = TermQuery::new(Term::from_field_text(g.fields.link_key, &crate::inventory::link_key(&target)), IndexRecordOption::Basic);
+            let q =
+                TermQuery::new(Term::from_field_text(g.fields.link_key, &crate::inventory::link_key(&target)), IndexRecordOption::Basic);
             if let Ok(docs) = searcher.search(&q, &DocSetCollector) {
                 for addr in docs {
                     if let Ok(doc) = searcher.doc::<TantivyDocument>(addr) {
@@ -478,7 +500,8 @@ fn load_temporal(g: &OpenGeneration) -> TemporalTable {
 }
 
 fn index_age_seconds(g: &OpenGeneration) -> i64 {
-    chrono::DateTime::parse_from_rfc3339(&g.manifest.created_at).map_or(0, |t| (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).num_seconds().max(0))
+    chrono::DateTime::parse_from_rfc3339(&g.manifest.created_at)
+        .map_or(0, |t| (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).num_seconds().max(0))
 }
 
 /// A note hit: best chunk and how many chunks matched.
@@ -500,7 +523,13 @@ fn in_domain(path: &str, domain: &Option<String>) -> bool {
 }
 
 /// Ranked note hits for an analysed query, filtered, at most `n`.
-fn ranked_notes(g: &OpenGeneration, boosts: &crate::policy::Boosts, analysed: &query::Analysed, n: usize, keep: &dyn Fn(&str) -> bool) -> Result<Vec<NoteHit>> {
+fn ranked_notes(
+    g: &OpenGeneration,
+    boosts: &crate::policy::Boosts,
+    analysed: &query::Analysed,
+    n: usize,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<Vec<NoteHit>> {
     let Some(q) = query::build(&g.fields, boosts, analysed) else { return Ok(Vec::new()) };
     let searcher = g.reader.searcher();
     let total = searcher.num_docs() as usize;
@@ -694,7 +723,13 @@ pub struct Related {
 }
 
 /// Notes related to `target` by its stored keywords, tags and title (generation data only).
-pub fn suggest_related(root: &Path, policy: &LoadedPolicy, target: &str, method: RelatedMethod, max_results: usize) -> Result<Vec<Related>> {
+pub fn suggest_related(
+    root: &Path,
+    policy: &LoadedPolicy,
+    target: &str,
+    method: RelatedMethod,
+    max_results: usize,
+) -> Result<Vec<Related>> {
     let RelatedMethod::Keyword = method;
     let cap = MAX_RESULTS_LIMIT.min(policy.policy.search.max_results_cap);
     if !(1..=cap).contains(&max_results) {
@@ -703,8 +738,10 @@ pub fn suggest_related(root: &Path, policy: &LoadedPolicy, target: &str, method:
     let target = VaultPath::parse(target)?;
     let g: Arc<OpenGeneration> = generation::acquire(root)?.generation;
     let searcher = g.reader.searcher();
-    let entry = note_entry(&g, &searcher, target.as_str())?
-        .ok_or_else(|| Error::InvalidArgument { name: "target", reason: format!("'{}' is not in the published search generation", target.as_str()) })?;
+    let entry = note_entry(&g, &searcher, target.as_str())?.ok_or_else(|| Error::InvalidArgument {
+        name: "target",
+        reason: format!("'{}' is not in the published search generation", target.as_str()),
+    })?;
     let mut analysed = query::analyse(&format!("{} {}", entry.title, entry.tags.join(" ")));
     analysed.terms.extend(entry.keywords.iter().cloned());
     let me = target.as_str().to_string();

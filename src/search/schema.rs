@@ -5,9 +5,7 @@
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
-use tantivy::schema::{
-    Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions,
-};
+use tantivy::schema::{Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer, TokenStream};
 use tantivy::{Index, TantivyDocument};
 
@@ -179,8 +177,11 @@ pub fn chunk_body(body_text: &str, chunk_min_words: usize) -> Vec<Chunk> {
     if body_text.split_whitespace().count() < chunk_min_words {
         return vec![Chunk { section: String::new(), text: body_text.trim().to_string() }];
     }
-    let cuts: Vec<(usize, String)> =
-        body::headings(body_text).into_iter().filter(|(level, _, _)| *level == 2 || *level == 3).map(|(_, text, offset)| (offset, text)).collect();
+    let cuts: Vec<(usize, String)> = body::headings(body_text)
+        .into_iter()
+        .filter(|(level, _, _)| *level == 2 || *level == 3)
+        .map(|(_, text, offset)| (offset, text))
+        .collect();
     let mut out = Vec::new();
     let first = cuts.first().map_or(body_text.len(), |(offset, _)| *offset);
     let preamble = body_text.get(..first).unwrap_or("").trim();

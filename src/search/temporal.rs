@@ -44,7 +44,8 @@ impl TemporalTable {
                 out.insert(path.clone(), TemporalStatus::Historical);
             }
         }
-        let edges: Vec<&(String, String)> = self.edges.iter().filter(|(a, b)| a != b && self.active(a, as_of) && self.active(b, as_of)).collect();
+        let edges: Vec<&(String, String)> =
+            self.edges.iter().filter(|(a, b)| a != b && self.active(a, as_of) && self.active(b, as_of)).collect();
         let mut superseded_by: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
         let mut supersedes: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
         for (a, b) in &edges {

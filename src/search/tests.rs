@@ -15,7 +15,9 @@ use crate::policy::LoadedPolicy;
 fn write(root: &Path, rel: &str, title: &str, body: &str, extra: &str) {
     let path = layout::join(root, rel);
     std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    let text = format!("---\ntype: Resource\ntitle: \"{title}\"\ndescription: \"About {title}\"\ntimestamp: 2024-01-01T00:00:00Z\n{extra}---\n{body}\n");
+    let text = format!(
+        "---\ntype: Resource\ntitle: \"{title}\"\ndescription: \"About {title}\"\ntimestamp: 2024-01-01T00:00:00Z\n{extra}---\n{body}\n"
+    );
     std::fs::write(path, text).expect("write");
 }
 
@@ -25,8 +27,20 @@ fn policy(over: Option<&str>) -> LoadedPolicy {
 
 fn vault() -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
-    write(dir.path(), "03_Resources/rust.md", "Rust ownership", "Ownership and borrowing keep memory safe.\n\nThe borrow checker enforces it.", "");
-    write(dir.path(), "03_Resources/tantivy.md", "Tantivy search", "Tantivy is a full-text search engine library with BM25 scoring.", "tags: [search, rust]\n");
+    write(
+        dir.path(),
+        "03_Resources/rust.md",
+        "Rust ownership",
+        "Ownership and borrowing keep memory safe.\n\nThe borrow checker enforces it.",
+        "",
+    );
+    write(
+        dir.path(),
+        "03_Resources/tantivy.md",
+        "Tantivy search",
+        "Tantivy is a full-text search engine library with BM25 scoring.",
+        "tags: [search, rust]\n",
+    );
     write(dir.path(), "02_Areas/garden.md", "Garden", "Tomatoes need sun and water every day.", "");
     dir
 }
@@ -139,7 +153,10 @@ fn exclusions_are_named_and_fail_closed() {
     assert!(manifest.exclusions[0].reason.starts_with("invalid_metadata"));
     assert!(manifest.dense.is_none());
     assert_eq!(manifest.chunker, schema::CHUNKER);
-    let raw: serde_json::Value = serde_json::from_slice(&std::fs::read(v.path().join(format!(".paravault/search/generations/{}.json", report.generation_id))).expect("read")).expect("json");
+    let raw: serde_json::Value = serde_json::from_slice(
+        &std::fs::read(v.path().join(format!(".paravault/search/generations/{}.json", report.generation_id))).expect("read"),
+    )
+    .expect("json");
     assert!(raw["dense"].is_null() && raw.get("dense").is_some());
 }
 
@@ -234,8 +251,12 @@ fn corrupt_active_generation_falls_back_or_errors() {
     generation::forget_cached(v.path());
     let m2 = generation::read_manifest(v.path(), &second.generation_id).expect("m2");
     let m1 = generation::read_manifest(v.path(), &first.generation_id).expect("m1");
-    let only_in_second: Vec<&String> =
-        m2.segments.iter().flat_map(|s| s.files.iter().map(|f| &f.name)).filter(|n| !m1.segments.iter().any(|s| s.files.iter().any(|f| &f.name == *n))).collect();
+    let only_in_second: Vec<&String> = m2
+        .segments
+        .iter()
+        .flat_map(|s| s.files.iter().map(|f| &f.name))
+        .filter(|n| !m1.segments.iter().any(|s| s.files.iter().any(|f| &f.name == *n)))
+        .collect();
     let victim = generation::index_dir(v.path()).join(only_in_second[0]);
     std::fs::write(&victim, b"torn").expect("corrupt");
     let env = search(v.path(), &p, SearchRequest::fts("tomatoes", 3)).expect("fallback");
@@ -294,7 +315,13 @@ fn readers_never_see_an_unpublished_generation() {
 #[test]
 fn temporal_status_domain_related_and_context() {
     let v = vault();
-    write(v.path(), "02_Areas/old-rule.md", "Old deploy rule", "Deploy on Fridays.", "memory:\n  kind: semantic\n  valid_from: \"2020-01-01\"\n");
+    write(
+        v.path(),
+        "02_Areas/old-rule.md",
+        "Old deploy rule",
+        "Deploy on Fridays.",
+        "memory:\n  kind: semantic\n  valid_from: \"2020-01-01\"\n",
+    );
     write(
         v.path(),
         "02_Areas/new-rule.md",
@@ -302,7 +329,13 @@ fn temporal_status_domain_related_and_context() {
         "Deploy on Tuesdays.",
         "memory:\n  kind: semantic\n  valid_from: \"2023-01-01\"\n  supersedes: [\"[[old-rule]]\"]\n",
     );
-    write(v.path(), "02_Areas/expired.md", "Expired deploy note", "Deploy by fax.", "memory:\n  kind: semantic\n  valid_until: \"2021-01-01\"\n");
+    write(
+        v.path(),
+        "02_Areas/expired.md",
+        "Expired deploy note",
+        "Deploy by fax.",
+        "memory:\n  kind: semantic\n  valid_until: \"2021-01-01\"\n",
+    );
     let p = policy(None);
     sync_all(v.path(), &p);
     let mut req = SearchRequest::fts("deploy", 10);
@@ -357,7 +390,12 @@ fn long_notes_are_chunked_at_h2_h3() {
 
 #[test]
 fn policy_validates_search_keys() {
-    for bad in ["search:\n  max_segments: 1\n", "search:\n  chunk_min_words: 0\n", "search:\n  boosts: { body: 0.0 }\n", "search:\n  max_results_cap: 0\n"] {
+    for bad in [
+        "search:\n  max_segments: 1\n",
+        "search:\n  chunk_min_words: 0\n",
+        "search:\n  boosts: { body: 0.0 }\n",
+        "search:\n  max_results_cap: 0\n",
+    ] {
         assert!(LoadedPolicy::from_texts(Some(bad)).is_err(), "{bad}");
     }
 }
@@ -378,7 +416,19 @@ fn hostile_queries_through_search() {
     let v = vault();
     let p = policy(None);
     sync_all(v.path(), &p);
-    for q in ["\"", "\"\"\"", "a AND OR NOT (", "title:foo^3 -bar +baz*", "[[x]] {y} ~z \\", "日本語 検索", "Привіт світ", "emoji 🦀🦀", "\u{0}\u{1}", "' OR 1=1 --", &"x".repeat(1500)] {
+    for q in [
+        "\"",
+        "\"\"\"",
+        "a AND OR NOT (",
+        "title:foo^3 -bar +baz*",
+        "[[x]] {y} ~z \\",
+        "日本語 検索",
+        "Привіт світ",
+        "emoji 🦀🦀",
+        "\u{0}\u{1}",
+        "' OR 1=1 --",
+        &"x".repeat(1500),
+    ] {
         let env = search(v.path(), &p, SearchRequest::fts(q, 5));
         assert!(env.is_ok(), "{q:?}: {env:?}");
     }

@@ -62,7 +62,10 @@ impl Directory for RetainingDirectory {
 
     fn open_write(&self, path: &Path) -> Result<WritePtr, OpenWriteError> {
         if self.pinned_meta.is_some() {
-            return Err(OpenWriteError::IoError { io_error: Arc::new(io::Error::other("pinned generation is read-only")), filepath: path.to_path_buf() });
+            return Err(OpenWriteError::IoError {
+                io_error: Arc::new(io::Error::other("pinned generation is read-only")),
+                filepath: path.to_path_buf(),
+            });
         }
         self.inner.open_write(path)
     }

@@ -402,6 +402,8 @@ fn finish(vault: &Vault, writer: &mut WriterGuard<'_>, intent: &Intent, phases: 
         Value::Object(map) => map.clone(),
         _ => Map::new(),
     };
+    let generation = publish(vault, intent)?;
+    record_generation(&mut receipt, &generation);
     phases.mark("publish");
     faults::crash_point("after_publish");
     receipt.insert("duration_ms".into(), Value::String(phases.total_ms()));
@@ -411,6 +413,52 @@ fn finish(vault: &Vault, writer: &mut WriterGuard<'_>, intent: &Intent, phases: 
     checkpoint(vault, writer, intent)?;
     faults::crash_point("after_checkpoint");
     Ok(value)
+}
+
+/// What the publish step produced, for the receipt.
+pub(crate) struct Published {
+    pub generation_id: String,
+    pub scanned: usize,
+    pub indexed: usize,
+    pub excluded: usize,
+}
+
+/// Publishes the next immutable search generation for an intent's note changes: O(change)
+/// on top of the active generation, or a first full build (exclusions named) when the vault
+/// has none yet.
+pub(crate) fn publish(vault: &Vault, intent: &Intent) -> Result<Published> {
+    let root = vault.root();
+    let policy = vault.policy();
+    let parse = |paths: &[String]| paths.iter().filter_map(|p| VaultPath::parse_walked(p).ok()).collect::<Vec<_>>();
+    let (changed, removed) = (parse(&intent.search_changed), parse(&intent.search_removed));
+    vault.with_inventory(|inventory| -> Result<Published> {
+        if crate::search::generation::read_active(root)?.is_some() {
+            let info = crate::search::publish_changes(root, policy, inventory, &changed, &removed)?;
+            Ok(Published {
+                generation_id: info.generation_id,
+                scanned: info.counts.scanned,
+                indexed: info.counts.indexed,
+                excluded: info.counts.excluded,
+            })
+        } else {
+            let options = crate::search::SyncOptions { allow_partial: true, ..Default::default() };
+            let report = crate::search::sync(root, policy, inventory, options)?;
+            Ok(Published {
+                generation_id: report.generation_id,
+                scanned: report.counts.scanned,
+                indexed: report.counts.indexed,
+                excluded: report.counts.excluded,
+            })
+        }
+    })?
+}
+
+/// Fills the receipt's search fields from a publish.
+pub(crate) fn record_generation(receipt: &mut Map<String, Value>, generation: &Published) {
+    receipt.insert("search_generation".into(), Value::String(generation.generation_id.clone()));
+    receipt.insert("notes_scanned".into(), Value::String(generation.scanned.to_string()));
+    receipt.insert("notes_indexed".into(), Value::String(generation.indexed.to_string()));
+    receipt.insert("notes_excluded".into(), Value::String(generation.excluded.to_string()));
 }
 
 /// Puts every change in place (idempotent). Paths in `skip` are left alone (a later intent

@@ -41,22 +41,25 @@ pub fn recover_pending(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<Ve
             .collect();
         tracing::warn!(seq = intent.seq, "recovery: finishing a committed transaction");
         super::apply_changes(vault, &intent.changes, &later)?;
-        if !writer.receipts.contains_seq(intent.seq) {
-            let mut receipt = match &intent.receipt {
-                Value::Object(map) => map.clone(),
-                _ => serde_json::Map::new(),
-            };
-            receipt.insert("recovered".into(), Value::String("true".into()));
-            receipt.insert("duration_ms".into(), Value::String("".into()));
-            writer.receipts.append(vault.root(), receipt, false)?;
-        }
-        super::checkpoint(vault, writer, intent)?;
         for change in &intent.changes {
             if let Ok(path) = VaultPath::parse_walked(change.path()) {
                 vault.refresh_path(&path)?;
             }
         }
         vault.invalidate_catalog_state();
+        // The generation is derivable from the notes now on disk: publish it again.
+        let generation = super::publish(vault, intent)?;
+        if !writer.receipts.contains_seq(intent.seq) {
+            let mut receipt = match &intent.receipt {
+                Value::Object(map) => map.clone(),
+                _ => serde_json::Map::new(),
+            };
+            super::record_generation(&mut receipt, &generation);
+            receipt.insert("recovered".into(), Value::String("true".into()));
+            receipt.insert("duration_ms".into(), Value::String("".into()));
+            writer.receipts.append(vault.root(), receipt, false)?;
+        }
+        super::checkpoint(vault, writer, intent)?;
         finished.push(intent.seq);
     }
     writer.records = records;

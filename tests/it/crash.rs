@@ -75,6 +75,15 @@ fn check_invariants(vault_dir: &Path, context: &str) {
         let bytes = std::fs::read(vault_dir.join(path)).unwrap_or_else(|_| panic!("{context}: {path} has an ok receipt but is missing"));
         assert_eq!(&paravault::write::sha256_hex(&bytes), sha, "{context}: {path} differs from its receipt");
     }
+    // The active search generation holds exactly the committed notes.
+    let active = paravault::search::generation::read_active(vault_dir).unwrap();
+    if let Some(id) = active {
+        let manifest = paravault::search::generation::read_manifest(vault_dir, &id).unwrap();
+        let expected = vault.with_inventory(|inv| paravault::search::snapshot_hash(inv.notes().filter(|r| r.valid))).unwrap();
+        assert_eq!(manifest.source_snapshot_hash, expected, "{context}: the active generation does not match the notes on disk");
+    } else {
+        assert!(latest.is_empty(), "{context}: ok receipts but no search generation");
+    }
     let report = vault.lint().unwrap();
     let bad: Vec<_> = report.findings.iter().filter(|f| f.rule.starts_with("metadata") || f.rule == "note-unreadable").collect();
     assert!(bad.is_empty(), "{context}: torn or invalid notes {bad:?}");

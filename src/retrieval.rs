@@ -1,0 +1,145 @@
+//! The read side of the application API: search, memory context, related notes, and the
+//! full `sync_vault`. Thin over `search`, which reads only published generations.
+
+use chrono::NaiveDate;
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::search::{self, Envelope, NoteRef, Related, RelatedMethod, SearchMode, SearchRequest, SyncOptions, SyncReport, TemporalView};
+use crate::vault::Vault;
+
+/// `search_vault_tool` parameters as P.O.W.E.R. names them.
+#[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SearchParams {
+    pub query: String,
+    #[serde(default = "twenty")]
+    #[schemars(range(min = 1, max = 20))]
+    pub max_results: usize,
+    #[serde(default = "auto")]
+    pub search_mode: String,
+    #[serde(default = "current")]
+    pub temporal_view: String,
+    /// Inclusive ISO date lifecycle boundary (default: today UTC).
+    #[serde(default)]
+    pub as_of: Option<String>,
+    /// Vault-relative path prefix that scopes the results.
+    #[serde(default)]
+    pub domain: Option<String>,
+}
+
+fn twenty() -> usize {
+    20
+}
+fn auto() -> String {
+    "auto".into()
+}
+fn current() -> String {
+    "current".into()
+}
+
+/// `sync_vault` parameters.
+#[derive(Debug, Clone, Copy, serde::Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SyncParams {
+    #[serde(default = "yes")]
+    pub fts_only: bool,
+    #[serde(default)]
+    pub accept_dense_loss: bool,
+    #[serde(default)]
+    pub force_rebuild: bool,
+    #[serde(default)]
+    pub allow_partial: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl Default for SyncParams {
+    fn default() -> Self {
+        SyncParams { fts_only: true, accept_dense_loss: false, force_rebuild: false, allow_partial: false }
+    }
+}
+
+/// `suggest_related_tool` result.
+#[derive(Debug, Clone, Serialize)]
+pub struct RelatedReport {
+    pub target: String,
+    pub method: &'static str,
+    pub related: Vec<Related>,
+}
+
+fn temporal_view(text: &str) -> Result<TemporalView> {
+    match text.trim().to_ascii_lowercase().as_str() {
+        "current" | "" => Ok(TemporalView::Current),
+        "historical" => Ok(TemporalView::Historical),
+        "all" => Ok(TemporalView::All),
+        other => {
+            Err(Error::InvalidArgument { name: "temporal_view", reason: format!("'{other}' is not one of: current, historical, all") })
+        }
+    }
+}
+
+impl Vault {
+    /// Searches the active published generation and answers with an untrusted envelope.
+    pub fn search(&self, params: &SearchParams) -> Result<Envelope> {
+        let cap = self.policy().policy.search.max_results_cap;
+        if params.max_results == 0 || params.max_results > cap {
+            return Err(Error::InvalidArgument { name: "max_results", reason: format!("must be between 1 and {cap}") });
+        }
+        let as_of = match params.as_of.as_deref().filter(|s| !s.trim().is_empty()) {
+            Some(text) => Some(
+                NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
+                    .map_err(|_| Error::InvalidArgument { name: "as_of", reason: format!("'{text}' is not an ISO date (YYYY-MM-DD)") })?,
+            ),
+            None => Some(self.today()),
+        };
+        let request = SearchRequest {
+            query: params.query.clone(),
+            max_results: params.max_results,
+            search_mode: SearchMode::parse(&params.search_mode)?,
+            temporal_view: temporal_view(&params.temporal_view)?,
+            as_of,
+            domain: params.domain.clone().filter(|d| !d.trim().is_empty()),
+        };
+        search::search(self.root(), self.policy(), request)
+    }
+
+    /// Publishes a complete generation for the vault as it is on disk now (detects edits made
+    /// outside the engine by content hash). Under the writer lock.
+    pub fn sync_vault(&self, params: &SyncParams) -> Result<SyncReport> {
+        let _writer = self.lock_writer()?;
+        self.reload();
+        let options = SyncOptions {
+            fts_only: params.fts_only,
+            accept_dense_loss: params.accept_dense_loss,
+            force_rebuild: params.force_rebuild,
+            allow_partial: params.allow_partial,
+        };
+        self.with_inventory(|inventory| search::sync(self.root(), self.policy(), inventory, options))?
+    }
+
+    /// Paths and titles of the top hits (no bodies).
+    pub fn memory_context(&self, query: &str) -> Result<Vec<NoteRef>> {
+        search::memory_context(self.root(), self.policy(), query)
+    }
+
+    /// Notes related to `target`, from stored generation data only.
+    pub fn suggest_related(&self, target: &str, method: &str, max_results: usize) -> Result<RelatedReport> {
+        if max_results == 0 || max_results > 50 {
+            return Err(Error::InvalidArgument { name: "max_results", reason: "must be between 1 and 50".into() });
+        }
+        let method = match method.trim().to_ascii_lowercase().as_str() {
+            "keyword" => RelatedMethod::Keyword,
+            "semantic" => {
+                return Err(Error::DenseIndexUnavailable {
+                    reason: "semantic suggestions read stored vectors and this vault has no dense index; use method=keyword".into(),
+                });
+            }
+            other => return Err(Error::InvalidArgument { name: "method", reason: format!("'{other}' is not one of: semantic, keyword") }),
+        };
+        let related = search::suggest_related(self.root(), self.policy(), target, method, max_results)?;
+        Ok(RelatedReport { target: target.to_string(), method: "keyword", related })
+    }
+}
