@@ -187,6 +187,39 @@ pub struct Inventory {
     pub symlinked_notes: Vec<VaultPath>,
     /// Link key (lower-cased last component, `.md` stripped) → notes holding such a link.
     pub linkers: HashMap<String, BTreeSet<VaultPath>>,
+    /// Counters kept current by `upsert`/`remove`, so writes never count the whole vault.
+    pub counts: Counts,
+}
+
+/// Note counts maintained incrementally.
+#[derive(Debug, Default, Clone)]
+pub struct Counts {
+    pub notes: usize,
+    pub valid: usize,
+    /// Valid notes per top-level folder (for the root catalog).
+    pub valid_per_top: HashMap<String, usize>,
+    /// Valid notes at the vault root (root daily logs).
+    pub root_notes: BTreeSet<VaultPath>,
+}
+
+impl Counts {
+    fn add(&mut self, record: &NoteRecord, sign: isize) {
+        if !record.is_note() {
+            return;
+        }
+        let bump = |n: &mut usize| *n = n.saturating_add_signed(sign);
+        bump(&mut self.notes);
+        if record.valid {
+            bump(&mut self.valid);
+            if record.path.as_str().contains('/') {
+                bump(self.valid_per_top.entry(record.path.top_folder().to_string()).or_default());
+            } else if sign > 0 {
+                self.root_notes.insert(record.path.clone());
+            } else {
+                self.root_notes.remove(&record.path);
+            }
+        }
+    }
 }
 
 /// The key under which a link or a file is found by name: lower-cased last component without `.md`.
@@ -250,8 +283,10 @@ impl Inventory {
         for link in &record.links {
             self.linkers.entry(link_key(&link.target)).or_default().insert(record.path.clone());
         }
+        self.counts.add(&record, 1);
         let previous = self.records.insert(record.path.clone(), record);
         if let Some(old) = &previous {
+            self.counts.add(old, -1);
             self.forget_links(old);
             // Re-add the current record's keys that the old record shared.
             let current = &self.records[&old.path];
@@ -275,6 +310,7 @@ impl Inventory {
         self.remove_file(path);
         let old = self.records.remove(path);
         if let Some(old) = &old {
+            self.counts.add(old, -1);
             self.forget_links(old);
         }
         old
@@ -292,6 +328,13 @@ impl Inventory {
             }
         }
         out.into_iter().collect()
+    }
+
+    /// Records under directory `dir` (its whole subtree), in path order: one range of the map.
+    pub fn subtree(&self, dir: &str) -> impl Iterator<Item = &NoteRecord> {
+        let start = VaultPath::bound(format!("{dir}/"));
+        let end = VaultPath::bound(format!("{dir}0"));
+        self.records.range(start..end).map(|(_, r)| r)
     }
 
     /// Ordinary notes (not system pages).

@@ -97,6 +97,36 @@ pub fn tree<'a>(inventory: &'a Inventory, policy: &LoadedPolicy) -> CatalogTree<
     tree
 }
 
+/// The part of the tree that `dirs` need, from range scans of their subtrees only (O(change)
+/// for the write path, never O(vault)). Root rows come from the inventory's counters.
+pub fn partial_tree<'a>(inventory: &'a Inventory, dirs: &BTreeSet<String>) -> CatalogTree<'a> {
+    let mut tree = CatalogTree { notes: BTreeMap::new(), children: BTreeMap::new(), counts: BTreeMap::new(), root_daily_logs: Vec::new() };
+    for dir in dirs {
+        let prefix_len = dir.len() + 1;
+        let mut total = 0usize;
+        for record in inventory.subtree(dir).filter(|r| is_catalogued(r)) {
+            total += 1;
+            let rest = &record.path.as_str()[prefix_len..];
+            match rest.split_once('/') {
+                None => tree.notes.entry(dir.clone()).or_default().push(record),
+                Some((child, _)) => {
+                    let child_dir = format!("{dir}/{child}");
+                    *tree.counts.entry(child_dir.clone()).or_default() += 1;
+                    tree.children.entry(dir.clone()).or_default().insert(child_dir);
+                }
+            }
+        }
+        if total > 0 {
+            tree.counts.insert(dir.clone(), total);
+        }
+    }
+    for notes in tree.notes.values_mut() {
+        notes.sort_by_cached_key(|r| (r.meta.title.as_deref().unwrap_or("").to_lowercase(), r.path.clone()));
+    }
+    tree.root_daily_logs = inventory.counts.root_notes.iter().filter_map(|p| inventory.records.get(p)).collect();
+    tree
+}
+
 impl CatalogTree<'_> {
     /// Every catalogued directory, sorted.
     pub fn dirs(&self) -> BTreeSet<String> {
@@ -171,9 +201,16 @@ pub fn plan(
     only_dirs: Option<&BTreeSet<String>>,
     read_page: &PageReader<'_>,
 ) -> Result<CatalogPlan> {
-    let tree = tree(inventory, policy);
+    let tree = match only_dirs {
+        Some(dirs) => partial_tree(inventory, dirs),
+        None => tree(inventory, policy),
+    };
     let limits = &policy.policy.limits;
-    let all_dirs = tree.dirs();
+    // In a partial plan only the targets are known; children appear in `counts` for their rows.
+    let all_dirs: BTreeSet<String> = match only_dirs {
+        Some(dirs) => tree.dirs().into_iter().filter(|d| dirs.contains(d)).collect(),
+        None => tree.dirs(),
+    };
     let mut plan = CatalogPlan { dirs_total: all_dirs.len(), state: previous.clone(), ..Default::default() };
     if plan.state.renderer != render::RENDERER_VERSION {
         plan.state = CatalogState { renderer: render::RENDERER_VERSION, ..Default::default() };
@@ -228,6 +265,23 @@ pub fn plan(
         }
         plan.state.dirs.insert(dir.clone(), DirState { input_digest: digest, page_hashes: hashes });
     }
+    // Target directories that no longer hold catalogued notes lose their owned pages.
+    if let Some(dirs) = only_dirs {
+        for dir in dirs.iter().filter(|d| !all_dirs.contains(*d)) {
+            for n in 1.. {
+                let Ok(page) = VaultPath::parse_walked(&format!("{dir}/{}", layout::sub_index_page_name(n))) else { break };
+                match read_page(&page) {
+                    Some(bytes) if is_owned(&bytes) => plan.deletes.push(page),
+                    Some(_) => {
+                        plan.conflicts.push(page);
+                        break;
+                    }
+                    None => break,
+                }
+            }
+            plan.state.dirs.remove(dir.as_str());
+        }
+    }
     // Owned catalog pages that no current directory needs, found on disk via the inventory.
     if only_dirs.is_none() {
         for record in inventory.records.values().filter(|r| r.kind == PageKind::Catalog) {
@@ -245,7 +299,7 @@ pub fn plan(
         }
         plan.state.dirs.retain(|d, _| all_dirs.contains(d));
     }
-    plan_root(&tree, policy, &mut plan, read_page);
+    plan_root(&tree, &inventory.counts, policy, &mut plan, read_page);
     plan.conflicts.sort();
     plan.conflicts.dedup();
     Ok(plan)
@@ -255,13 +309,18 @@ fn page_number(name: &str) -> usize {
     name.strip_prefix("_index-").and_then(|r| r.strip_suffix(".md")).and_then(|n| n.parse().ok()).unwrap_or(1)
 }
 
-fn plan_root(tree: &CatalogTree<'_>, policy: &LoadedPolicy, plan: &mut CatalogPlan, read_page: &PageReader<'_>) {
+fn plan_root(
+    tree: &CatalogTree<'_>,
+    counts: &crate::inventory::Counts,
+    policy: &LoadedPolicy,
+    plan: &mut CatalogPlan,
+    read_page: &PageReader<'_>,
+) {
     let rows: Vec<CategoryRow> = policy
         .catalog_folders()
-        .map(|folder| CategoryRow {
-            folder: folder.clone(),
-            notes: tree.counts.get(folder).copied().unwrap_or(0),
-            has_catalog: tree.counts.contains_key(folder),
+        .map(|folder| {
+            let notes = counts.valid_per_top.get(folder).copied().unwrap_or(0);
+            CategoryRow { folder: folder.clone(), notes, has_catalog: notes > 0 }
         })
         .collect();
     let text = render::render_root(&rows, &tree.root_daily_logs);

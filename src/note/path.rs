@@ -41,6 +41,11 @@ impl VaultPath {
         Ok(VaultPath(rel.to_string()))
     }
 
+    /// A range bound for ordered lookups (never a real path; never resolved on disk).
+    pub(crate) fn bound(text: String) -> Self {
+        VaultPath(text)
+    }
+
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -283,8 +283,7 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
         let gate = lint::gate(inventory, policy, &live, &baseline, today);
         let dirs: BTreeSet<String> = touched.iter().flat_map(crate::catalog::affected_dirs).collect();
         let plan = vault.plan_catalogs(inventory, &dirs);
-        let notes = inventory.notes().count();
-        let valid = inventory.notes().filter(|r| r.valid).count();
+        let (notes, valid) = (inventory.counts.notes, inventory.counts.valid);
         (gate, previous, plan, (notes, valid, notes - valid))
     })?;
     if !gate.passed() {
