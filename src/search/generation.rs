@@ -392,15 +392,19 @@ fn open_writer_index(root: &Path, parent: Option<&OpenGeneration>, rebuild: bool
 /// Applies `input.changes`, commits, records the manifest, moves `ACTIVE`, collects garbage.
 pub(crate) fn publish(root: &Path, input: PublishInput) -> Result<GenerationInfo> {
     let _guard = lock(&PUBLISH);
+    let clock = std::time::Instant::now();
+    let lap = |what: &str| tracing::debug!(phase = what, elapsed_ms = clock.elapsed().as_secs_f64() * 1e3, "publish");
     let parent_id = input.parent.as_ref().map(|p| p.id().to_string());
     let rebuild = input.changes.rebuild || input.parent.is_none();
     let index = open_writer_index(root, input.parent.as_deref(), rebuild)?;
+    lap("open index");
     let fields = Fields::of(&index.schema()).map_err(tantivy_err("reading the schema"))?;
     let doc_count: usize = input.changes.upserts.iter().map(|(_, d)| d.len()).sum();
     let threads = if doc_count > 2000 { std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 2) } else { 1 };
     let mut writer: IndexWriter<TantivyDocument> =
         index.writer_with_num_threads(threads, 64_000_000 * threads).map_err(tantivy_err("opening the index writer"))?;
     writer.set_merge_policy(Box::new(NoMergePolicy));
+    lap("writer");
     if rebuild {
         writer.delete_all_documents().map_err(tantivy_err("clearing the index"))?;
     }
@@ -418,11 +422,14 @@ pub(crate) fn publish(root: &Path, input: PublishInput) -> Result<GenerationInfo
     let (generation_id, created_at) = new_generation_id(parent_id.as_deref(), &input.source_snapshot_hash);
     let mut prepared = writer.prepare_commit().map_err(tantivy_err("preparing the commit"))?;
     prepared.set_payload(&generation_id);
+    lap("docs");
     prepared.commit().map_err(tantivy_err("committing"))?;
+    lap("commit");
     let segment_ids = index.searchable_segment_ids().map_err(tantivy_err("listing segments"))?;
     if segment_ids.len() > input.max_segments {
         writer.merge(&segment_ids).wait().map_err(tantivy_err("merging segments"))?;
     }
+    lap("merge");
     // Read the commit while the writer (and its lock) is still held: nobody else can commit.
     let dir = index_dir(root);
     let meta_text = std::fs::read_to_string(tantivy_dir::meta_path(&dir)).map_err(|e| Error::io("reading", layout::SEARCH_INDEX_DIR, e))?;
@@ -463,12 +470,16 @@ pub(crate) fn publish(root: &Path, input: PublishInput) -> Result<GenerationInfo
     };
     let bytes =
         serde_json::to_vec_pretty(&manifest).map_err(|e| Error::SearchIndex { action: "writing the manifest", reason: e.to_string() })?;
+    lap("manifest built");
     durable::replace(root, &manifest_path(root, &generation_id), &bytes)?;
     durable::replace(root, &layout::join(root, layout::SEARCH_ACTIVE), generation_id.as_bytes())?;
+    lap("manifest+active");
     forget_cached(root);
     drop(input.parent);
     let (gc_removed_generations, gc_removed_files) = collect_garbage(root, &generation_id, input.generations_kept)?;
+    lap("gc");
     writer.wait_merging_threads().map_err(tantivy_err("closing the index writer"))?;
+    lap("writer closed");
     Ok(GenerationInfo {
         generation_id,
         parent: parent_id,
