@@ -115,7 +115,7 @@ fn run(name: &str) -> Run {
         std::fs::write(&first, format!("{text}\nedit {i}\n")).expect("edit");
         let t = Instant::now();
         inventory.upsert(paravault::inventory::read_record(vault.path(), &path, paravault::scan::PageKind::Note, &policy));
-        search::publish_changes(vault.path(), &policy, &inventory, std::slice::from_ref(&path), &[]).expect("publish one");
+        search::publish_changes(vault.path(), &policy, &inventory, std::slice::from_ref(&path), &[], None).expect("publish one");
         publish_one_ms.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     let index_bytes = std::fs::read_dir(vault.path().join(".paravault/search/index"))

@@ -342,6 +342,9 @@ pub(crate) struct PublishInput {
     pub exclusions: Vec<Exclusion>,
     pub max_segments: usize,
     pub generations_kept: usize,
+    /// Defer every fsync to the caller's checkpoint (the write transaction: its intent record
+    /// already makes the change durable and recovery re-publishes). `None` = durable now.
+    pub deferred_sync: Option<Arc<std::sync::Mutex<Vec<PathBuf>>>>,
 }
 
 /// Result of one publish.
@@ -356,7 +359,16 @@ pub struct GenerationInfo {
     pub gc_removed_files: usize,
 }
 
-fn open_writer_index(root: &Path, parent: Option<&OpenGeneration>, rebuild: bool) -> Result<Index> {
+fn open_writer_index(
+    root: &Path,
+    parent: Option<&OpenGeneration>,
+    rebuild: bool,
+    deferred: Option<&Arc<std::sync::Mutex<Vec<PathBuf>>>>,
+) -> Result<Index> {
+    let open_dir = |dir: &Path| match deferred {
+        Some(written) => RetainingDirectory::open_deferred_sync(dir, written.clone()),
+        None => RetainingDirectory::open(dir),
+    };
     let dir = index_dir(root);
     durable::create_dir_all(root, &dir)?;
     durable::create_dir_all(root, &generations_dir(root))?;
@@ -368,7 +380,7 @@ fn open_writer_index(root: &Path, parent: Option<&OpenGeneration>, rebuild: bool
             durable::replace(root, &meta_path, parent.manifest.tantivy_meta.as_bytes())?;
         }
     }
-    let open = || -> tantivy::Result<Index> { Index::open(RetainingDirectory::open(&dir).map_err(tantivy::TantivyError::from)?) };
+    let open = || -> tantivy::Result<Index> { Index::open(open_dir(&dir).map_err(tantivy::TantivyError::from)?) };
     let index = match open() {
         Ok(index) if !rebuild || index.schema() == schema::build_schema() => index,
         _ => {
@@ -380,7 +392,7 @@ fn open_writer_index(root: &Path, parent: Option<&OpenGeneration>, rebuild: bool
             }
             durable::remove_file(root, &meta_path)?;
             let directory =
-                RetainingDirectory::open(&dir).map_err(|e| Error::SearchIndex { action: "opening the index", reason: e.to_string() })?;
+                open_dir(&dir).map_err(|e| Error::SearchIndex { action: "opening the index", reason: e.to_string() })?;
             Index::create(directory, schema::build_schema(), tantivy::IndexSettings::default())
                 .map_err(tantivy_err("creating the index"))?
         }
@@ -396,7 +408,7 @@ pub(crate) fn publish(root: &Path, input: PublishInput) -> Result<GenerationInfo
     let lap = |what: &str| tracing::debug!(phase = what, elapsed_ms = clock.elapsed().as_secs_f64() * 1e3, "publish");
     let parent_id = input.parent.as_ref().map(|p| p.id().to_string());
     let rebuild = input.changes.rebuild || input.parent.is_none();
-    let index = open_writer_index(root, input.parent.as_deref(), rebuild)?;
+    let index = open_writer_index(root, input.parent.as_deref(), rebuild, input.deferred_sync.as_ref())?;
     lap("open index");
     let fields = Fields::of(&index.schema()).map_err(tantivy_err("reading the schema"))?;
     let doc_count: usize = input.changes.upserts.iter().map(|(_, d)| d.len()).sum();
@@ -425,9 +437,14 @@ pub(crate) fn publish(root: &Path, input: PublishInput) -> Result<GenerationInfo
     lap("docs");
     prepared.commit().map_err(tantivy_err("committing"))?;
     lap("commit");
-    let segment_ids = index.searchable_segment_ids().map_err(tantivy_err("listing segments"))?;
-    if segment_ids.len() > input.max_segments {
-        writer.merge(&segment_ids).wait().map_err(tantivy_err("merging segments"))?;
+    // Too many segments: merge only the smallest ones (the recent one-note commits), so the
+    // cost stays O(change) amortised instead of rewriting the whole index.
+    let mut metas = index.searchable_segment_metas().map_err(tantivy_err("listing segments"))?;
+    if metas.len() > input.max_segments {
+        metas.sort_by_key(|m| m.num_docs());
+        let take = (metas.len() - input.max_segments / 2).max(2);
+        let smallest: Vec<_> = metas.iter().take(take).map(|m| m.id()).collect();
+        writer.merge(&smallest).wait().map_err(tantivy_err("merging segments"))?;
     }
     lap("merge");
     // Read the commit while the writer (and its lock) is still held: nobody else can commit.
@@ -471,8 +488,21 @@ pub(crate) fn publish(root: &Path, input: PublishInput) -> Result<GenerationInfo
     let bytes =
         serde_json::to_vec_pretty(&manifest).map_err(|e| Error::SearchIndex { action: "writing the manifest", reason: e.to_string() })?;
     lap("manifest built");
-    durable::replace(root, &manifest_path(root, &generation_id), &bytes)?;
-    durable::replace(root, &layout::join(root, layout::SEARCH_ACTIVE), generation_id.as_bytes())?;
+    let manifest_file = manifest_path(root, &generation_id);
+    let active_file = layout::join(root, layout::SEARCH_ACTIVE);
+    match &input.deferred_sync {
+        Some(written) => {
+            durable::replace_unsynced(root, &manifest_file, &bytes)?;
+            durable::replace_unsynced(root, &active_file, generation_id.as_bytes())?;
+            let mut written = written.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            written.push(manifest_file);
+            written.push(active_file);
+        }
+        None => {
+            durable::replace(root, &manifest_file, &bytes)?;
+            durable::replace(root, &active_file, generation_id.as_bytes())?;
+        }
+    }
     lap("manifest+active");
     forget_cached(root);
     drop(input.parent);

@@ -378,6 +378,7 @@ pub fn sync(root: &Path, policy: &LoadedPolicy, inventory: &Inventory, options: 
             exclusions: exclusions.clone(),
             max_segments: policy.policy.search.max_segments,
             generations_kept: policy.policy.search.generations_kept,
+            deferred_sync: None,
         },
     )?;
     Ok(SyncReport {
@@ -407,6 +408,7 @@ pub fn publish_changes(
     inventory: &Inventory,
     changed: &[VaultPath],
     removed: &[VaultPath],
+    deferred_sync: Option<std::sync::Arc<std::sync::Mutex<Vec<std::path::PathBuf>>>>,
 ) -> Result<GenerationInfo> {
     // The write path records exclusions instead of refusing: one invalid note elsewhere must
     // never lock out writes. They are named in the manifest (and the lint gate has already
@@ -435,6 +437,7 @@ pub fn publish_changes(
             exclusions,
             max_segments: policy.policy.search.max_segments,
             generations_kept: policy.policy.search.generations_kept,
+            deferred_sync,
         },
     )
 }

@@ -179,12 +179,12 @@ fn incremental_sync_by_content_hash_and_publish_changes() {
 
     write(v.path(), "01_Projects/launch.md", "Launch plan", "The rocket launch window opens in May.", "");
     let mut inv = Inventory::load(v.path(), &p).expect("inv");
-    let info = publish_changes(v.path(), &p, &inv, &[vp("01_Projects/launch.md")], &[]).expect("publish");
+    let info = publish_changes(v.path(), &p, &inv, &[vp("01_Projects/launch.md")], &[], None).expect("publish");
     assert_eq!(info.counts.indexed, 3);
     assert_eq!(search(v.path(), &p, SearchRequest::fts("rocket", 3)).expect("s").results[0].source.path, "01_Projects/launch.md");
     std::fs::remove_file(v.path().join("01_Projects/launch.md")).expect("rm");
     inv.remove(&vp("01_Projects/launch.md"));
-    publish_changes(v.path(), &p, &inv, &[], &[vp("01_Projects/launch.md")]).expect("publish removal");
+    publish_changes(v.path(), &p, &inv, &[], &[vp("01_Projects/launch.md")], None).expect("publish removal");
     assert_eq!(search(v.path(), &p, SearchRequest::fts("rocket", 3)).expect("s").result_count, 0);
 }
 
@@ -219,7 +219,7 @@ fn gc_never_removes_a_held_generation() {
     for i in 0..4 {
         write(v.path(), "02_Areas/garden.md", "Garden", &format!("Version {i} of the garden."), "");
         let inv = Inventory::load(v.path(), &p).expect("inv");
-        publish_changes(v.path(), &p, &inv, &[vp("02_Areas/garden.md")], &[]).expect("publish");
+        publish_changes(v.path(), &p, &inv, &[vp("02_Areas/garden.md")], &[], None).expect("publish");
     }
     assert!(v.path().join(format!(".paravault/search/generations/{}.json", first.generation_id)).exists());
     for seg in &held.manifest.segments {
@@ -233,7 +233,7 @@ fn gc_never_removes_a_held_generation() {
     generation::forget_cached(v.path());
     write(v.path(), "02_Areas/garden.md", "Garden", "Final garden.", "");
     let inv = Inventory::load(v.path(), &p).expect("inv");
-    let info = publish_changes(v.path(), &p, &inv, &[vp("02_Areas/garden.md")], &[]).expect("publish");
+    let info = publish_changes(v.path(), &p, &inv, &[vp("02_Areas/garden.md")], &[], None).expect("publish");
     assert!(!v.path().join(format!(".paravault/search/generations/{first_id}.json")).exists());
     assert!(info.gc_removed_generations >= 1);
     let gens = std::fs::read_dir(v.path().join(".paravault/search/generations")).expect("dir").count();
@@ -247,7 +247,7 @@ fn corrupt_active_generation_falls_back_or_errors() {
     let first = sync_all(v.path(), &p);
     write(v.path(), "02_Areas/garden.md", "Garden", "Peppers in pots.", "");
     let inv = Inventory::load(v.path(), &p).expect("inv");
-    let second = publish_changes(v.path(), &p, &inv, &[vp("02_Areas/garden.md")], &[]).expect("publish");
+    let second = publish_changes(v.path(), &p, &inv, &[vp("02_Areas/garden.md")], &[], None).expect("publish");
     generation::forget_cached(v.path());
     let m2 = generation::read_manifest(v.path(), &second.generation_id).expect("m2");
     let m1 = generation::read_manifest(v.path(), &first.generation_id).expect("m1");
@@ -304,7 +304,7 @@ fn readers_never_see_an_unpublished_generation() {
         let rel = format!("03_Resources/zebra-{k}.md");
         write(&root, &rel, &format!("Zebra {k}"), "A zebra note.", "");
         inv.upsert(crate::inventory::read_record(&root, &vp(&rel), crate::scan::PageKind::Note, &p));
-        publish_changes(&root, &p, &inv, &[vp(&rel)], &[]).expect("publish");
+        publish_changes(&root, &p, &inv, &[vp(&rel)], &[], None).expect("publish");
     }
     done.store(true, Ordering::SeqCst);
     let seen = reader.join().expect("reader thread");
@@ -373,7 +373,7 @@ fn publish_rolls_the_writer_back_to_the_active_generation() {
     std::fs::write(generation::index_dir(v.path()).join("meta.json"), b"{garbage").expect("write");
     write(v.path(), "02_Areas/garden.md", "Garden", "Basil on the windowsill.", "");
     let inv = Inventory::load(v.path(), &p).expect("inv");
-    publish_changes(v.path(), &p, &inv, &[vp("02_Areas/garden.md")], &[]).expect("publish");
+    publish_changes(v.path(), &p, &inv, &[vp("02_Areas/garden.md")], &[], None).expect("publish");
     assert_eq!(search(v.path(), &p, SearchRequest::fts("basil", 3)).expect("s").result_count, 1);
     assert_eq!(search(v.path(), &p, SearchRequest::fts("tantivy", 3)).expect("s").result_count, 1);
 }

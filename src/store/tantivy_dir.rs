@@ -5,12 +5,14 @@
 //! Readers open it with a *pinned* `meta.json` (the copy recorded in a generation manifest), so
 //! a `Searcher` sees exactly the commit a generation names, whatever the writer did since.
 
-use std::io;
+use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use tantivy::directory::error::{DeleteError, LockError, OpenDirectoryError, OpenReadError, OpenWriteError};
-use tantivy::directory::{Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, WatchCallback, WatchHandle, WritePtr};
+use tantivy::directory::{
+    AntiCallToken, Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, TerminatingWrite, WatchCallback, WatchHandle, WritePtr,
+};
 use tantivy::directory::{INDEX_WRITER_LOCK, META_LOCK};
 
 const META_FILE: &str = "meta.json";
@@ -19,19 +21,58 @@ const META_FILE: &str = "meta.json";
 #[derive(Clone, Debug)]
 pub struct RetainingDirectory {
     inner: MmapDirectory,
+    path: PathBuf,
     /// When set, `meta.json` reads return these bytes (a generation's recorded commit).
     pinned_meta: Option<Arc<Vec<u8>>>,
+    /// When set, writes skip fsync and record the files written here instead: the caller (the
+    /// write transaction, whose intent record already makes the change durable) fsyncs them
+    /// all at once in its checkpoint.
+    deferred_sync: Option<Arc<Mutex<Vec<PathBuf>>>>,
+}
+
+/// A segment file writer that flushes on terminate but leaves the fsync to the checkpoint.
+struct DeferredSyncFile(std::fs::File);
+
+impl Write for DeferredSyncFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.write(buf)
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        self.0.flush()
+    }
+}
+
+impl TerminatingWrite for DeferredSyncFile {
+    fn terminate_ref(&mut self, _: AntiCallToken) -> io::Result<()> {
+        self.0.flush()
+    }
 }
 
 impl RetainingDirectory {
     /// The writer's view: the live `meta.json`.
     pub fn open(dir: &Path) -> Result<Self, OpenDirectoryError> {
-        Ok(RetainingDirectory { inner: MmapDirectory::open(dir)?, pinned_meta: None })
+        Ok(RetainingDirectory { inner: MmapDirectory::open(dir)?, path: dir.to_path_buf(), pinned_meta: None, deferred_sync: None })
+    }
+
+    /// The writer's view with fsyncs deferred: every file written is listed in `written`.
+    pub fn open_deferred_sync(dir: &Path, written: Arc<Mutex<Vec<PathBuf>>>) -> Result<Self, OpenDirectoryError> {
+        Ok(RetainingDirectory { inner: MmapDirectory::open(dir)?, path: dir.to_path_buf(), pinned_meta: None, deferred_sync: Some(written) })
     }
 
     /// A reader's view pinned at one recorded commit.
     pub fn open_pinned(dir: &Path, meta_json: Vec<u8>) -> Result<Self, OpenDirectoryError> {
-        Ok(RetainingDirectory { inner: MmapDirectory::open(dir)?, pinned_meta: Some(Arc::new(meta_json)) })
+        Ok(RetainingDirectory {
+            inner: MmapDirectory::open(dir)?,
+            path: dir.to_path_buf(),
+            pinned_meta: Some(Arc::new(meta_json)),
+            deferred_sync: None,
+        })
+    }
+
+    fn record(&self, path: &Path) {
+        if let Some(written) = &self.deferred_sync {
+            written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(self.path.join(path));
+        }
     }
 
     fn is_meta(path: &Path) -> bool {
@@ -67,7 +108,17 @@ impl Directory for RetainingDirectory {
                 filepath: path.to_path_buf(),
             });
         }
-        self.inner.open_write(path)
+        let Some(_) = &self.deferred_sync else { return self.inner.open_write(path) };
+        let full = self.path.join(path);
+        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&full).map_err(|e| {
+            if e.kind() == io::ErrorKind::AlreadyExists {
+                OpenWriteError::FileAlreadyExists(path.to_path_buf())
+            } else {
+                OpenWriteError::wrap_io_error(e, path.to_path_buf())
+            }
+        })?;
+        self.record(path);
+        Ok(BufWriter::new(Box::new(DeferredSyncFile(file))))
     }
 
     fn atomic_read(&self, path: &Path) -> Result<Vec<u8>, OpenReadError> {
@@ -83,11 +134,20 @@ impl Directory for RetainingDirectory {
         if self.pinned_meta.is_some() {
             return Err(io::Error::other("pinned generation is read-only"));
         }
-        self.inner.atomic_write(path, data)
+        if self.deferred_sync.is_none() {
+            return self.inner.atomic_write(path, data);
+        }
+        // Atomic (temp + rename) but not yet durable: the checkpoint fsyncs it.
+        let full = self.path.join(path);
+        let mut temp = tempfile::Builder::new().prefix(".pv-tmp-").tempfile_in(&self.path)?;
+        temp.write_all(data)?;
+        temp.persist(&full).map_err(|e| e.error)?;
+        self.record(path);
+        Ok(())
     }
 
     fn sync_directory(&self) -> io::Result<()> {
-        self.inner.sync_directory()
+        if self.deferred_sync.is_some() { Ok(()) } else { self.inner.sync_directory() }
     }
 
     fn acquire_lock(&self, lock: &Lock) -> Result<DirectoryLock, LockError> {

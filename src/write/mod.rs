@@ -409,7 +409,7 @@ fn finish(vault: &Vault, writer: &mut WriterGuard<'_>, intent: &Intent, phases: 
     receipt.insert("phase_ms".into(), Value::Object(phases.done.clone()));
     let value = writer.receipts.append(vault.root(), receipt, false)?;
     faults::crash_point("after_receipt");
-    checkpoint(vault, writer, intent)?;
+    checkpoint(vault, writer, intent, &generation.deferred_files)?;
     faults::crash_point("after_checkpoint");
     Ok(value)
 }
@@ -420,6 +420,8 @@ pub(crate) struct Published {
     pub scanned: usize,
     pub indexed: usize,
     pub excluded: usize,
+    /// Generation files written without fsync; the checkpoint makes them durable.
+    pub deferred_files: Vec<PathBuf>,
 }
 
 /// Publishes the next immutable search generation for an intent's note changes: O(change)
@@ -432,14 +434,18 @@ pub(crate) fn publish(vault: &Vault, intent: &Intent) -> Result<Published> {
     let (changed, removed) = (parse(&intent.search_changed), parse(&intent.search_removed));
     vault.with_inventory(|inventory| -> Result<Published> {
         if crate::search::generation::read_active(root)?.is_some() {
-            let info = crate::search::publish_changes(root, policy, inventory, &changed, &removed)?;
+            let written = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            let info = crate::search::publish_changes(root, policy, inventory, &changed, &removed, Some(written.clone()))?;
+            let deferred_files = std::mem::take(&mut *written.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
             Ok(Published {
                 generation_id: info.generation_id,
                 scanned: info.counts.scanned,
                 indexed: info.counts.indexed,
                 excluded: info.counts.excluded,
+                deferred_files,
             })
         } else {
+            // The first generation of a vault is built (durably) from all its notes.
             let options = crate::search::SyncOptions { allow_partial: true, ..Default::default() };
             let report = crate::search::sync(root, policy, inventory, options)?;
             Ok(Published {
@@ -447,6 +453,7 @@ pub(crate) fn publish(vault: &Vault, intent: &Intent) -> Result<Published> {
                 scanned: report.counts.scanned,
                 indexed: report.counts.indexed,
                 excluded: report.counts.excluded,
+                deferred_files: Vec::new(),
             })
         }
     })?
@@ -484,10 +491,10 @@ pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeS
 }
 
 /// Makes the intent's files durable and marks it done.
-pub(crate) fn checkpoint(vault: &Vault, writer: &mut WriterGuard<'_>, intent: &Intent) -> Result<()> {
+pub(crate) fn checkpoint(vault: &Vault, writer: &mut WriterGuard<'_>, intent: &Intent, generation_files: &[PathBuf]) -> Result<()> {
     let root = vault.root();
-    let mut files: Vec<PathBuf> = Vec::new();
-    let mut dirs: BTreeSet<PathBuf> = BTreeSet::new();
+    let mut files: Vec<PathBuf> = generation_files.to_vec();
+    let mut dirs: BTreeSet<PathBuf> = generation_files.iter().filter_map(|f| f.parent().map(std::path::Path::to_path_buf)).collect();
     for change in &intent.changes {
         let absolute = layout::join(root, change.path());
         if let Some(dir) = absolute.parent() {

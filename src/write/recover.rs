@@ -59,7 +59,7 @@ pub fn recover_pending(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<Ve
             receipt.insert("duration_ms".into(), Value::String("".into()));
             writer.receipts.append(vault.root(), receipt, false)?;
         }
-        super::checkpoint(vault, writer, intent)?;
+        super::checkpoint(vault, writer, intent, &generation.deferred_files)?;
         finished.push(intent.seq);
     }
     writer.records = records;
