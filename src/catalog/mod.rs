@@ -50,14 +50,16 @@ pub struct CatalogPlan {
     pub state: CatalogState,
 }
 
-/// The directory structure of what gets catalogued.
+/// The directory structure of what gets catalogued. Keys borrow from the inventory's paths, so
+/// building it allocates per directory, not per note; notes are sorted only when a directory's
+/// input is built (a one-note regeneration sorts one directory, not the vault).
 pub struct CatalogTree<'a> {
-    /// Directory → notes directly in it (sorted by case-folded title, path).
-    pub notes: BTreeMap<String, Vec<&'a NoteRecord>>,
+    /// Directory → notes directly in it (in path order; `input` sorts by case-folded title, path).
+    pub notes: BTreeMap<&'a str, Vec<&'a NoteRecord>>,
     /// Directory → child directories that are catalogued.
-    pub children: BTreeMap<String, BTreeSet<String>>,
+    pub children: BTreeMap<&'a str, BTreeSet<&'a str>>,
     /// Directory → notes in its subtree.
-    pub counts: BTreeMap<String, usize>,
+    pub counts: BTreeMap<&'a str, usize>,
     pub root_daily_logs: Vec<&'a NoteRecord>,
 }
 
@@ -66,35 +68,54 @@ fn is_catalogued(record: &NoteRecord) -> bool {
 }
 
 /// Builds the tree of catalogued directories from the inventory.
+///
+/// Records come in path order, so notes of one directory arrive in runs; each run is added to
+/// its directory and ancestors once.
 pub fn tree<'a>(inventory: &'a Inventory, policy: &LoadedPolicy) -> CatalogTree<'a> {
-    let folders: BTreeSet<&String> = policy.catalog_folders().collect();
+    let folders: Vec<&str> = policy.catalog_folders().map(String::as_str).collect();
     let mut tree = CatalogTree { notes: BTreeMap::new(), children: BTreeMap::new(), counts: BTreeMap::new(), root_daily_logs: Vec::new() };
+    let mut run_dir: &'a str = "";
+    let mut run: Vec<&'a NoteRecord> = Vec::new();
     for record in inventory.records.values().filter(|r| is_catalogued(r)) {
         let dir = record.path.parent();
         if dir.is_empty() {
             tree.root_daily_logs.push(record);
             continue;
         }
-        if !folders.contains(&record.path.top_folder().to_string()) {
-            continue;
+        if dir != run_dir {
+            tree.add_run(run_dir, &mut run);
+            run_dir = dir;
+            if !folders.contains(&record.path.top_folder()) {
+                run_dir = "";
+            }
         }
-        tree.notes.entry(dir.to_string()).or_default().push(record);
+        if !run_dir.is_empty() {
+            run.push(record);
+        }
+    }
+    tree.add_run(run_dir, &mut run);
+    tree
+}
+
+impl<'a> CatalogTree<'a> {
+    fn add_run(&mut self, dir: &'a str, run: &mut Vec<&'a NoteRecord>) {
+        if run.is_empty() {
+            return;
+        }
+        let n = run.len();
+        self.notes.entry(dir).or_default().append(run);
         let mut current = dir;
         loop {
-            *tree.counts.entry(current.to_string()).or_default() += 1;
+            *self.counts.entry(current).or_default() += n;
             match current.rsplit_once('/') {
                 Some((parent, _)) => {
-                    tree.children.entry(parent.to_string()).or_default().insert(current.to_string());
+                    self.children.entry(parent).or_default().insert(current);
                     current = parent;
                 }
                 None => break,
             }
         }
     }
-    for notes in tree.notes.values_mut() {
-        notes.sort_by_cached_key(|r| (r.meta.title.as_deref().unwrap_or("").to_lowercase(), r.path.clone()));
-    }
-    tree
 }
 
 /// The part of the tree that `dirs` need, from range scans of their subtrees only (O(change)
@@ -104,36 +125,35 @@ pub fn partial_tree<'a>(inventory: &'a Inventory, dirs: &BTreeSet<String>) -> Ca
     for dir in dirs {
         let prefix_len = dir.len() + 1;
         let mut total = 0usize;
+        let mut dir_key: Option<&'a str> = None;
         for record in inventory.subtree(dir).filter(|r| is_catalogued(r)) {
             total += 1;
-            let rest = &record.path.as_str()[prefix_len..];
-            match rest.split_once('/') {
-                None => tree.notes.entry(dir.clone()).or_default().push(record),
+            let path: &'a str = record.path.as_str();
+            let key = *dir_key.get_or_insert(&path[..dir.len()]);
+            match path[prefix_len..].split_once('/') {
+                None => tree.notes.entry(key).or_default().push(record),
                 Some((child, _)) => {
-                    let child_dir = format!("{dir}/{child}");
-                    *tree.counts.entry(child_dir.clone()).or_default() += 1;
-                    tree.children.entry(dir.clone()).or_default().insert(child_dir);
+                    let child_dir = &path[..prefix_len + child.len()];
+                    *tree.counts.entry(child_dir).or_default() += 1;
+                    tree.children.entry(key).or_default().insert(child_dir);
                 }
             }
         }
-        if total > 0 {
-            tree.counts.insert(dir.clone(), total);
+        if let Some(key) = dir_key {
+            tree.counts.insert(key, total);
         }
-    }
-    for notes in tree.notes.values_mut() {
-        notes.sort_by_cached_key(|r| (r.meta.title.as_deref().unwrap_or("").to_lowercase(), r.path.clone()));
     }
     tree.root_daily_logs = inventory.counts.root_notes.iter().filter_map(|p| inventory.records.get(p)).collect();
     tree
 }
 
-impl CatalogTree<'_> {
+impl<'a> CatalogTree<'a> {
     /// Every catalogued directory, sorted.
     pub fn dirs(&self) -> BTreeSet<String> {
-        self.counts.keys().cloned().collect()
+        self.counts.keys().map(|d| (*d).to_string()).collect()
     }
 
-    fn input(&self, dir: &str) -> DirInput<'_> {
+    fn input(&self, dir: &str) -> DirInput<'a> {
         let children = self
             .children
             .get(dir)
@@ -146,12 +166,9 @@ impl CatalogTree<'_> {
                     .collect()
             })
             .unwrap_or_default();
-        let notes = self.notes.get(dir).cloned().unwrap_or_default();
-        DirInput { dir: self.dirs_name(dir), children, notes }
-    }
-
-    fn dirs_name<'s>(&'s self, dir: &str) -> &'s str {
-        self.counts.get_key_value(dir).map_or("", |(k, _)| k.as_str())
+        let mut notes = self.notes.get(dir).cloned().unwrap_or_default();
+        notes.sort_by_cached_key(|r| (r.meta.title.as_deref().unwrap_or("").to_lowercase(), r.path.clone()));
+        DirInput { dir: self.counts.get_key_value(dir).map_or("", |(k, _)| *k), children, notes }
     }
 }
 
@@ -206,23 +223,23 @@ pub fn plan(
         None => tree(inventory, policy),
     };
     let limits = &policy.policy.limits;
-    // In a partial plan only the targets are known; children appear in `counts` for their rows.
-    let all_dirs: BTreeSet<String> = match only_dirs {
-        Some(dirs) => tree.dirs().into_iter().filter(|d| dirs.contains(d)).collect(),
-        None => tree.dirs(),
+    // In a partial plan only the targets count; their children appear in `counts` for rows.
+    let all_dirs: BTreeSet<&str> = match only_dirs {
+        Some(dirs) => tree.counts.keys().copied().filter(|d| dirs.contains(*d)).collect(),
+        None => tree.counts.keys().copied().collect(),
     };
     let mut plan = CatalogPlan { dirs_total: all_dirs.len(), state: previous.clone(), ..Default::default() };
     if plan.state.renderer != render::RENDERER_VERSION {
         plan.state = CatalogState { renderer: render::RENDERER_VERSION, ..Default::default() };
     }
-    let targets: Vec<&String> = match only_dirs {
-        Some(only) => all_dirs.iter().filter(|d| only.contains(*d)).collect(),
-        None => all_dirs.iter().collect(),
+    let targets: Vec<&str> = match only_dirs {
+        Some(only) => all_dirs.iter().copied().filter(|d| only.contains(*d)).collect(),
+        None => all_dirs.iter().copied().collect(),
     };
     for dir in targets {
         let input = tree.input(dir);
         let digest = input_digest(&input);
-        let remembered = plan.state.dirs.get(dir.as_str()).cloned();
+        let remembered = plan.state.dirs.get(dir).cloned();
         let page_path = |n: usize| VaultPath::parse_walked(&format!("{dir}/{}", layout::sub_index_page_name(n))).ok();
         if let Some(state) = &remembered
             && state.input_digest == digest
@@ -252,7 +269,7 @@ pub fn plan(
             }
         }
         if conflict {
-            plan.state.dirs.remove(dir.as_str());
+            plan.state.dirs.remove(dir);
             continue;
         }
         plan.writes.extend(dir_writes);
@@ -263,11 +280,11 @@ pub fn plan(
                 plan.deletes.push(path);
             }
         }
-        plan.state.dirs.insert(dir.clone(), DirState { input_digest: digest, page_hashes: hashes });
+        plan.state.dirs.insert(dir.to_string(), DirState { input_digest: digest, page_hashes: hashes });
     }
     // Target directories that no longer hold catalogued notes lose their owned pages.
     if let Some(dirs) = only_dirs {
-        for dir in dirs.iter().filter(|d| !all_dirs.contains(*d)) {
+        for dir in dirs.iter().filter(|d| !all_dirs.contains(d.as_str())) {
             for n in 1.. {
                 let Ok(page) = VaultPath::parse_walked(&format!("{dir}/{}", layout::sub_index_page_name(n))) else { break };
                 match read_page(&page) {
@@ -297,7 +314,7 @@ pub fn plan(
                 }
             }
         }
-        plan.state.dirs.retain(|d, _| all_dirs.contains(d));
+        plan.state.dirs.retain(|d, _| all_dirs.contains(d.as_str()));
     }
     plan_root(&tree, &inventory.counts, policy, &mut plan, read_page);
     plan.conflicts.sort();

@@ -391,8 +391,7 @@ fn open_writer_index(
                 });
             }
             durable::remove_file(root, &meta_path)?;
-            let directory =
-                open_dir(&dir).map_err(|e| Error::SearchIndex { action: "opening the index", reason: e.to_string() })?;
+            let directory = open_dir(&dir).map_err(|e| Error::SearchIndex { action: "opening the index", reason: e.to_string() })?;
             Index::create(directory, schema::build_schema(), tantivy::IndexSettings::default())
                 .map_err(tantivy_err("creating the index"))?
         }

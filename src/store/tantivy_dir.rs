@@ -56,7 +56,12 @@ impl RetainingDirectory {
 
     /// The writer's view with fsyncs deferred: every file written is listed in `written`.
     pub fn open_deferred_sync(dir: &Path, written: Arc<Mutex<Vec<PathBuf>>>) -> Result<Self, OpenDirectoryError> {
-        Ok(RetainingDirectory { inner: MmapDirectory::open(dir)?, path: dir.to_path_buf(), pinned_meta: None, deferred_sync: Some(written) })
+        Ok(RetainingDirectory {
+            inner: MmapDirectory::open(dir)?,
+            path: dir.to_path_buf(),
+            pinned_meta: None,
+            deferred_sync: Some(written),
+        })
     }
 
     /// A reader's view pinned at one recorded commit.
