@@ -412,8 +412,9 @@ pub(crate) fn publish(root: &Path, input: PublishInput) -> Result<GenerationInfo
     let fields = Fields::of(&index.schema()).map_err(tantivy_err("reading the schema"))?;
     let doc_count: usize = input.changes.upserts.iter().map(|(_, d)| d.len()).sum();
     let threads = if doc_count > 2000 { std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 2) } else { 1 };
-    let mut writer: IndexWriter<TantivyDocument> =
-        index.writer_with_num_threads(threads, 64_000_000 * threads).map_err(tantivy_err("opening the index writer"))?;
+    let mut writer: IndexWriter<TantivyDocument> = index
+        .writer_with_num_threads(threads, if doc_count > 2000 { 64_000_000 } else { 15_000_000 } * threads)
+        .map_err(tantivy_err("opening the index writer"))?;
     writer.set_merge_policy(Box::new(NoMergePolicy));
     lap("writer");
     if rebuild {
