@@ -23,6 +23,7 @@ pub mod policy;
 pub mod retrieval;
 pub mod scan;
 pub mod search;
+pub mod server_info;
 pub mod store;
 
 pub use error::{Error, Result};

@@ -221,3 +221,24 @@ fn incremental_catalogs_equal_a_full_regeneration() {
     let report = fresh.generate_index().unwrap();
     assert!(report.pages_written.is_empty() && report.pages_deleted.is_empty(), "{report:?}");
 }
+
+/// The discovery report comes from the active manifest and small state files, names every
+/// excluded note, and never needs the inventory.
+#[test]
+fn server_info_reports_generation_exclusions_and_receipts() {
+    let (dir, vault) = vault("-- 01_Projects/broken.md --\nno frontmatter\n");
+    let before = vault.server_info().unwrap();
+    assert_eq!(before.vault.index_state, "missing");
+    assert_eq!(before.status, "degraded");
+    vault.ingest_note(&ingest("01_Projects/a", "hello")).unwrap();
+    let fresh = paravault::Vault::open(dir.path(), Default::default()).unwrap();
+    let info = fresh.server_info().unwrap();
+    assert_eq!(info.vault.index_state, "active_generation");
+    assert_eq!(info.vault.last_receipt_seq, 1);
+    assert_eq!((info.vault.scanned_notes, info.vault.indexed_notes), (2, 1));
+    assert_eq!(info.vault.excluded_notes.len(), 1);
+    assert_eq!(info.vault.excluded_notes[0].path, "01_Projects/broken.md");
+    assert!(info.issues.iter().any(|i| i.code == "notes_excluded"));
+    assert_eq!(info.embedding.binding, "not_requested");
+    assert!(!serde_json::to_string(&info).unwrap().contains(dir.path().to_str().unwrap()), "no absolute paths");
+}
