@@ -1,0 +1,105 @@
+//! Search benchmark: full FTS sync throughput (generated 20,000-note vault and FOLDOC), query
+//! latency p50/p99 at 100,000 notes (in-process), and publishing one changed note at 2,000 vs
+//! 100,000 notes. Run: `cargo bench --bench search_path` (sizes via `PARAVAULT_BENCH_SEARCH`,
+//! default `2000,20000,100000`).
+
+#[path = "support/mod.rs"]
+#[allow(dead_code)]
+mod support;
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use paravault::Vault;
+use paravault::inventory::Inventory;
+use paravault::note::path::VaultPath;
+use paravault::retrieval::SearchParams;
+
+fn pct(sorted: &[Duration], p: f64) -> f64 {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize].as_secs_f64() * 1e3
+}
+
+fn full_sync(label: &str, root: &Path) -> (f64, usize) {
+    let vault = Vault::open(root, Default::default()).expect("open");
+    let start = Instant::now();
+    let report = vault.sync_vault(&paravault::retrieval::SyncParams { allow_partial: true, ..Default::default() }).expect("sync");
+    let secs = start.elapsed().as_secs_f64();
+    let notes = report.counts.indexed;
+    println!(
+        "{label:<34} full sync: {notes} notes in {secs:.2} s = {:>8.0} notes/s (inventory load + index + publish)",
+        notes as f64 / secs
+    );
+    (secs, notes)
+}
+
+const QUERIES: &[&str] = &[
+    "vault search", "index policy", "graph memory agent", "\"catalog note\"", "receipt", "archive lint",
+    "semantic retrieval", "project plan", "daily log review", "knowledge base",
+];
+
+fn queries(label: &str, root: &Path, rounds: usize) {
+    let vault = Vault::open(root, Default::default()).expect("open");
+    let run = |q: &str| {
+        vault
+            .search(&SearchParams { query: q.into(), max_results: 10, search_mode: "fts".into(), temporal_view: "current".into(), as_of: None, domain: None })
+            .expect("search")
+    };
+    for q in QUERIES {
+        run(q);
+    }
+    let mut samples = Vec::new();
+    for _ in 0..rounds {
+        for q in QUERIES {
+            let start = Instant::now();
+            std::hint::black_box(run(q));
+            samples.push(start.elapsed());
+        }
+    }
+    samples.sort();
+    println!("{label:<34} query p50 {:.3} ms  p99 {:.3} ms  (n={})", pct(&samples, 0.5), pct(&samples, 0.99), samples.len());
+}
+
+fn publish_one(label: &str, root: &Path, n: usize, writes: usize) {
+    let vault = Vault::open(root, Default::default()).expect("open");
+    let policy = vault.policy().clone();
+    let mut samples = Vec::new();
+    for w in 0..writes {
+        let rel = support::note_rel_path(n, w * 7 % n);
+        let path = VaultPath::parse(&rel).expect("path");
+        std::fs::write(root.join(&rel), support::note_text(n, w * 7 % n, &format!(" edited {w}"))).expect("edit");
+        vault.refresh_path(&path).expect("refresh");
+        let start = Instant::now();
+        vault
+            .with_inventory(|inv: &Inventory| paravault::search::publish_changes(root, &policy, inv, std::slice::from_ref(&path), &[], None))
+            .expect("inventory")
+            .expect("publish");
+        samples.push(start.elapsed());
+    }
+    samples.sort();
+    println!("{label:<34} publish one changed note (durable): p50 {:.2} ms  p90 {:.2} ms", pct(&samples, 0.5), pct(&samples, 0.9));
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let sizes: Vec<usize> = std::env::var("PARAVAULT_BENCH_SEARCH")
+        .unwrap_or_else(|_| "2000,20000,100000".into())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    for n in sizes {
+        let root = support::fresh_generated_vault(n);
+        let label = format!("generated {n}");
+        full_sync(&label, &root);
+        queries(&label, &root, if n >= 100_000 { 30 } else { 50 });
+        publish_one(&label, &root, n, 15);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+    if std::env::var_os("PARAVAULT_BENCH_SKIP_FOLDOC").is_none()
+        && let Some(root) = support::foldoc_working_copy()
+    {
+        full_sync("FOLDOC", &root);
+        queries("FOLDOC", &root, 50);
+    }
+}
