@@ -338,7 +338,15 @@ pub fn serve_stdio(vault: Vault, options: McpOptions) -> Result<(), String> {
     tracing::info!(tools = server.tools().len(), read_only = options.read_only, "paravault MCP server on stdio");
     watchdog::spawn(options.parent_pid);
     runtime.block_on(async move {
-        let service = server.serve(rmcp::transport::stdio()).await.map_err(|e| format!("MCP handshake failed: {e}"))?;
+        let service = match server.serve(rmcp::transport::stdio()).await {
+            Ok(service) => service,
+            // The client went away before initializing: a normal end, like EOF later on.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(when)) => {
+                tracing::info!(%when, "stdin closed before initialize");
+                return Ok(());
+            }
+            Err(e) => return Err(format!("MCP handshake failed: {e}")),
+        };
         service.waiting().await.map_err(|e| format!("MCP service failed: {e}"))?;
         Ok::<(), String>(())
     })?;
