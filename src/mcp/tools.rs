@@ -28,6 +28,9 @@ pub struct ToolCtx {
 /// A validated call, ready to run on a blocking thread.
 pub type Job = Box<dyn FnOnce(&ToolCtx) -> Result<Value> + Send>;
 
+/// The outcome of argument validation: the `vault_path` argument and the job, or the reason.
+pub type Prepared = std::result::Result<(String, Job), String>;
+
 /// One tool's parameters and behaviour.
 pub trait ToolParams: DeserializeOwned + JsonSchema + Send + 'static {
     const NAME: &'static str;
@@ -55,7 +58,7 @@ pub struct ToolSpec {
     pub input_schema: fn(&Policy) -> serde_json::Map<String, Value>,
     pub output_schema: fn() -> Value,
     /// Deserialises the arguments; returns the `vault_path` argument and the job.
-    pub prepare: fn(serde_json::Map<String, Value>) -> std::result::Result<(String, Job), String>,
+    pub prepare: fn(serde_json::Map<String, Value>) -> Prepared,
     pub summary: fn(&Value) -> String,
 }
 
@@ -68,7 +71,7 @@ fn input_schema<P: ToolParams>(policy: &Policy) -> serde_json::Map<String, Value
     schema
 }
 
-fn prepare<P: ToolParams>(args: serde_json::Map<String, Value>) -> std::result::Result<(String, Job), String> {
+fn prepare<P: ToolParams>(args: serde_json::Map<String, Value>) -> Prepared {
     let params: P = serde_json::from_value(Value::Object(args)).map_err(|e| e.to_string())?;
     let vault_path = params.vault_path().to_string();
     Ok((vault_path, Box::new(move |ctx: &ToolCtx| params.run(ctx))))
