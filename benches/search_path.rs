@@ -33,15 +33,30 @@ fn full_sync(label: &str, root: &Path) -> (f64, usize) {
 }
 
 const QUERIES: &[&str] = &[
-    "vault search", "index policy", "graph memory agent", "\"catalog note\"", "receipt", "archive lint",
-    "semantic retrieval", "project plan", "daily log review", "knowledge base",
+    "vault search",
+    "index policy",
+    "graph memory agent",
+    "\"catalog note\"",
+    "receipt",
+    "archive lint",
+    "semantic retrieval",
+    "project plan",
+    "daily log review",
+    "knowledge base",
 ];
 
 fn queries(label: &str, root: &Path, rounds: usize) {
     let vault = Vault::open(root, Default::default()).expect("open");
     let run = |q: &str| {
         vault
-            .search(&SearchParams { query: q.into(), max_results: 10, search_mode: "fts".into(), temporal_view: "current".into(), as_of: None, domain: None })
+            .search(&SearchParams {
+                query: q.into(),
+                max_results: 10,
+                search_mode: "fts".into(),
+                temporal_view: "current".into(),
+                as_of: None,
+                domain: None,
+            })
             .expect("search")
     };
     for q in QUERIES {
@@ -70,7 +85,9 @@ fn publish_one(label: &str, root: &Path, n: usize, writes: usize) {
         vault.refresh_path(&path).expect("refresh");
         let start = Instant::now();
         vault
-            .with_inventory(|inv: &Inventory| paravault::search::publish_changes(root, &policy, inv, std::slice::from_ref(&path), &[], None))
+            .with_inventory(|inv: &Inventory| {
+                paravault::search::publish_changes(root, &policy, inv, std::slice::from_ref(&path), &[], None)
+            })
             .expect("inventory")
             .expect("publish");
         samples.push(start.elapsed());

@@ -11,6 +11,7 @@
 //! - `catalog`   — `index.md` and paged `_index.md` rendering (pure) and publishing.
 //! - `vault`     — the application API every adapter calls.
 //! - `cli`       — the clap adapter.
+//! - `mcp`       — the MCP stdio adapter (tools, annotations and limits from policy).
 //!
 //! See docs/ARCHITECTURE.md for the write path and the invariants.
 
@@ -30,6 +31,7 @@ pub use error::{Error, Result};
 
 pub mod catalog;
 pub mod cli;
+pub mod mcp;
 pub mod starter;
 pub mod vault;
 pub mod write;

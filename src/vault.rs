@@ -164,6 +164,19 @@ pub struct LintSummary {
     pub counts: std::collections::BTreeMap<&'static str, usize>,
 }
 
+/// One bounded slice of a note (`read_note`).
+#[derive(Debug, Clone, Serialize)]
+pub struct NoteSlice {
+    pub path: String,
+    pub offset: usize,
+    pub bytes_returned: usize,
+    pub total_bytes: usize,
+    /// sha256 of the whole file (for `expected_sha256` on a later edit).
+    pub sha256: String,
+    pub content: String,
+    pub eof: bool,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct DoctorIssue {
     pub code: &'static str,
@@ -479,6 +492,49 @@ impl Vault {
             *counts.entry(f.rule).or_default() += 1;
         }
         Ok(MarkdownReport { files_checked: paths.len(), counts, findings })
+    }
+
+    /// Reads at most `max_bytes` of an in-scope Markdown page from byte `offset`. The slice never
+    /// splits a UTF-8 character: its end moves down to a character boundary, and an `offset`
+    /// inside a character is refused. `max_bytes` is bounded by `limits.read_note_bytes_max`.
+    pub fn read_note(&self, raw: &str, offset: usize, max_bytes: usize) -> Result<NoteSlice> {
+        let limit = self.policy.policy.limits.read_note_bytes_max;
+        if max_bytes == 0 || max_bytes > limit {
+            return Err(Error::InvalidArgument { name: "max_bytes", reason: format!("must be between 1 and {limit}") });
+        }
+        let path = VaultPath::parse(raw)?;
+        if crate::scan::classify(&self.policy, &path).is_none() {
+            return Err(Error::NoteUnreadable { path: path.to_string(), reason: "not an in-scope Markdown page of the vault".into() });
+        }
+        let absolute = crate::note::path::resolve_safe(&self.root, &path)?;
+        let bytes = std::fs::read(&absolute).map_err(|e| match e.kind() {
+            std::io::ErrorKind::NotFound => Error::NoteUnreadable { path: path.to_string(), reason: "no such note".into() },
+            _ => Error::io("reading", path.to_string(), e),
+        })?;
+        let text = std::str::from_utf8(&bytes).map_err(|_| Error::NoteUnreadable { path: path.to_string(), reason: "not UTF-8".into() })?;
+        let total = text.len();
+        if offset > total || !text.is_char_boundary(offset) {
+            return Err(Error::InvalidArgument {
+                name: "offset",
+                reason: format!("must be a character boundary between 0 and {total} (use offset + bytes_returned of the previous slice)"),
+            });
+        }
+        let mut end = offset.saturating_add(max_bytes).min(total);
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        if end == offset && offset < total {
+            return Err(Error::InvalidArgument { name: "max_bytes", reason: "is smaller than the character at offset".into() });
+        }
+        Ok(NoteSlice {
+            path: path.to_string(),
+            offset,
+            bytes_returned: end - offset,
+            total_bytes: total,
+            sha256: crate::write::sha256_hex(&bytes),
+            content: text[offset..end].to_string(),
+            eof: end == total,
+        })
     }
 
     /// The doctor report: vault, policy, counts, findings summary, named exclusions.

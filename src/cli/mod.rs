@@ -169,6 +169,16 @@ pub enum Command {
         #[arg(long)]
         domain: Option<String>,
     },
+    /// Serve the vault over MCP on stdio (protocol on stdout, logs on stderr).
+    Mcp {
+        /// Advertise and accept only read-only tools.
+        #[arg(long)]
+        read_only: bool,
+        /// Also exit when this process is gone (the server always exits on stdin EOF and
+        /// when re-parented; PARAVAULT_STDIO_WATCHDOG=0 disables the parent checks).
+        #[arg(long, value_name = "PID")]
+        parent_pid: Option<u32>,
+    },
     /// Read one page of a category catalog.
     ReadSubIndex {
         category: String,
@@ -250,6 +260,22 @@ fn body(content: &Option<String>, content_file: &Option<String>) -> Result<Strin
 
 /// Runs the CLI and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
+    if let Command::Mcp { read_only, parent_pid } = &cli.command {
+        let options = crate::mcp::McpOptions { read_only: *read_only, parent_pid: *parent_pid };
+        return match open(&cli) {
+            Ok(vault) => match crate::mcp::serve_stdio(vault, options) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    tracing::error!(%message, "MCP server stopped");
+                    ExitCode::from(exit::IO)
+                }
+            },
+            Err(error) => {
+                eprintln!("error [{}]: {error}", error.code());
+                ExitCode::from(exit_code_of(&error))
+            }
+        };
+    }
     let out = render::Output { json: cli.json, color: std::io::stdout().is_terminal() };
     let result = match &cli.command {
         Command::Init => vault::resolve_root(cli.vault.as_deref())
@@ -361,6 +387,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 })
             })
             .map(|e| out.envelope(&e)),
+        Command::Mcp { .. } => unreachable!("handled above"),
         Command::ReadSubIndex { category, page } => open(&cli).and_then(|v| v.read_sub_index(category, *page)).map(|text| out.text(&text)),
     };
     match result {

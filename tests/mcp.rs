@@ -1,0 +1,541 @@
+//! MCP server tests: the built binary driven over newline-delimited JSON-RPC on stdio.
+//!
+//! Covers the tools/list golden file and README table, a round trip through every tool,
+//! read-only mode, protocol edges (discover, unknown methods), rate limits, the vault_path
+//! boundary, error masking, stdout hygiene, stdin EOF and the parent watchdog.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc::{Receiver, channel};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_paravault");
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+fn new_vault() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let status = Command::new(BIN).arg("--vault").arg(dir.path()).arg("init").stdout(Stdio::null()).status().unwrap();
+    assert!(status.success());
+    dir
+}
+
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    lines: Receiver<String>,
+    stderr: Receiver<String>,
+    next_id: u64,
+}
+
+impl Server {
+    fn start(vault: &Path, extra: &[&str]) -> Server {
+        let mut child = Command::new(BIN)
+            .arg("--vault")
+            .arg(vault)
+            .arg("mcp")
+            .args(extra)
+            .env("PARAVAULT_LOG", "info")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let (tx, lines) = channel();
+        let stdout = child.stdout.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                // stdout hygiene: every line is a JSON-RPC 2.0 message.
+                let parsed: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("non-JSON on stdout ({e}): {line}"));
+                assert_eq!(parsed["jsonrpc"], "2.0", "not JSON-RPC: {line}");
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let (etx, stderr) = channel();
+        let err = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(err).lines().map_while(Result::ok) {
+                let _ = etx.send(line);
+            }
+        });
+        let stdin = child.stdin.take();
+        Server { child, stdin, lines, stderr, next_id: 1 }
+    }
+
+    fn send(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().unwrap();
+        writeln!(stdin, "{message}").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    /// Sends a request and returns the whole response object (result or error).
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let line = self.lines.recv_timeout(deadline.saturating_duration_since(Instant::now())).expect("no response in time");
+            let message: Value = serde_json::from_str(&line).unwrap();
+            if message["id"] == json!(id) {
+                return message;
+            }
+        }
+    }
+
+    fn initialize(&mut self) -> Value {
+        let response = self.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "paravault-tests", "version": "1"}}),
+        );
+        assert!(response["result"].is_object(), "initialize failed: {response}");
+        self.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        response["result"].clone()
+    }
+
+    fn tools(&mut self) -> Vec<Value> {
+        let response = self.request("tools/list", json!({}));
+        response["result"]["tools"].as_array().unwrap_or_else(|| panic!("tools/list failed: {response}")).clone()
+    }
+
+    /// Calls a tool and returns the CallToolResult (panics on a JSON-RPC error).
+    fn call(&mut self, tool: &str, args: Value) -> Value {
+        let response = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        let result = response["result"].clone();
+        assert!(result.is_object(), "tools/call {tool} gave a JSON-RPC error: {response}");
+        assert_eq!(result["content"].as_array().map(Vec::len), Some(1), "one text block: {result}");
+        let text = result["content"][0]["text"].as_str().unwrap();
+        assert!(text.len() < 400, "the text block is a summary, not the payload: {text}");
+        result
+    }
+
+    fn ok(&mut self, tool: &str, args: Value) -> Value {
+        let result = self.call(tool, args.clone());
+        assert_eq!(result["isError"], false, "{tool}({args}) failed: {result}");
+        assert!(result["structuredContent"].is_object());
+        result["structuredContent"].clone()
+    }
+
+    fn err(&mut self, tool: &str, args: Value) -> Value {
+        let result = self.call(tool, args.clone());
+        assert_eq!(result["isError"], true, "{tool}({args}) should fail: {result}");
+        let error = result["structuredContent"]["error"].clone();
+        for key in ["code", "message", "retryable", "remediation"] {
+            assert!(!error[key].is_null(), "typed error lacks {key}: {error}");
+        }
+        error
+    }
+
+    /// Closes stdin and waits for the exit status.
+    fn close(mut self) -> std::process::ExitStatus {
+        drop(self.stdin.take());
+        wait_exit(&mut self.child, Duration::from_secs(20)).expect("server did not exit on stdin EOF")
+    }
+
+    fn stderr_text(&self) -> String {
+        self.stderr.try_iter().collect::<Vec<_>>().join("\n")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn wait_exit(child: &mut Child, limit: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        if let Some(status) = child.try_wait().unwrap() {
+            return Some(status);
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    None
+}
+
+fn bless() -> bool {
+    std::env::var("PARAVAULT_BLESS").is_ok_and(|v| v == "1")
+}
+
+fn manifest(rel: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join(rel)
+}
+
+#[test]
+fn tools_list_matches_the_golden_file() {
+    let vault = new_vault();
+    let mut server = Server::start(vault.path(), &[]);
+    server.initialize();
+    let tools = server.tools();
+    for tool in &tools {
+        let name = tool["name"].as_str().unwrap();
+        let a = &tool["annotations"];
+        for hint in ["readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint"] {
+            assert!(a[hint].is_boolean(), "{name} lacks {hint}");
+        }
+        assert_eq!(a["openWorldHint"], false);
+        let risk = &tool["_meta"]["paravault.risk"];
+        assert_eq!(risk["local_only"], true, "{name}");
+        assert!(risk["egress"].is_string() && risk["approval"].is_string(), "{name}");
+        assert_eq!(tool["outputSchema"]["type"], "object", "{name}");
+        assert_eq!(tool["inputSchema"]["type"], "object", "{name}");
+        assert_eq!(tool["inputSchema"]["additionalProperties"], false, "{name}: deny_unknown_fields");
+        assert!(tool["inputSchema"]["properties"]["vault_path"].is_object(), "{name} takes vault_path");
+    }
+    let categories = &tools.iter().find(|t| t["name"] == "read_sub_index").unwrap()["inputSchema"]["properties"]["category"]["enum"];
+    assert_eq!(categories.as_array().unwrap().len(), 6);
+    let golden = manifest("tests/golden/tools_list.json");
+    let actual = serde_json::to_string_pretty(&json!({"tools": tools})).unwrap() + "\n";
+    if bless() {
+        std::fs::create_dir_all(golden.parent().unwrap()).unwrap();
+        std::fs::write(&golden, &actual).unwrap();
+    }
+    let expected = std::fs::read_to_string(&golden).expect("golden file missing; run with PARAVAULT_BLESS=1");
+    assert_eq!(actual, expected, "tools/list changed; review and rerun with PARAVAULT_BLESS=1");
+    assert!(server.close().success());
+}
+
+fn render_tool_table(tools: &[Value]) -> String {
+    let yes = |v: &Value| if v.as_bool() == Some(true) { "yes" } else { "no" };
+    let mut out = String::from(
+        "| Tool | Read-only | Destructive | Idempotent | Approval | Egress | What it does |\n| --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    for tool in tools {
+        let a = &tool["annotations"];
+        let risk = &tool["_meta"]["paravault.risk"];
+        let description = tool["description"].as_str().unwrap_or("");
+        // The first sentence: the first ". " after a lowercase letter or digit (not "P.A.R.A. ").
+        let bytes = description.as_bytes();
+        let cut = (1..bytes.len().saturating_sub(1))
+            .find(|&i| bytes[i] == b'.' && bytes[i + 1] == b' ' && (bytes[i - 1].is_ascii_lowercase() || bytes[i - 1].is_ascii_digit()))
+            .unwrap_or(description.len());
+        let first = description[..cut].trim_end_matches('.');
+        out.push_str(&format!(
+            "| `{}` | {} | {} | {} | {} | {} | {}. |\n",
+            tool["name"].as_str().unwrap(),
+            yes(&a["readOnlyHint"]),
+            yes(&a["destructiveHint"]),
+            yes(&a["idempotentHint"]),
+            risk["approval"].as_str().unwrap_or(""),
+            risk["egress"].as_str().unwrap_or(""),
+            first.replace('|', "\\|")
+        ));
+    }
+    out
+}
+
+#[test]
+fn readme_tool_table_is_generated_from_the_live_server() {
+    let vault = new_vault();
+    let mut server = Server::start(vault.path(), &[]);
+    server.initialize();
+    let table = render_tool_table(&server.tools());
+    let readme_path = manifest("README.md");
+    let readme = std::fs::read_to_string(&readme_path).unwrap();
+    let (begin, end) = ("<!-- tools:begin -->\n", "<!-- tools:end -->");
+    let start = readme.find(begin).expect("README lacks <!-- tools:begin -->") + begin.len();
+    let stop = readme.find(end).expect("README lacks <!-- tools:end -->");
+    if bless() && readme[start..stop] != table {
+        std::fs::write(&readme_path, format!("{}{table}{}", &readme[..start], &readme[stop..])).unwrap();
+        return;
+    }
+    assert_eq!(readme[start..stop], table, "README tool table is stale; rerun with PARAVAULT_BLESS=1");
+}
+
+#[test]
+fn every_tool_round_trips() {
+    let vault = new_vault();
+    let root = vault.path().to_path_buf();
+    let mut server = Server::start(&root, &[]);
+    let init = server.initialize();
+    assert!(init["instructions"].as_str().unwrap().contains("get_server_info first"));
+    assert_eq!(init["capabilities"], json!({"tools": {}}));
+    let tools = server.tools();
+
+    let info = server.ok("get_server_info", json!({}));
+    assert_eq!(info["mcp"]["tool_count"], tools.len());
+    assert_eq!(info["mcp"]["transport"], "stdio");
+    assert_eq!(info["mcp"]["read_only"], false);
+    let catalog_sha = paravault::write::sha256_hex(paravault::mcp::canonical_json(&json!(tools)).as_bytes());
+    assert_eq!(info["mcp"]["tool_catalog_sha256"], catalog_sha);
+
+    let lint = server.ok("lint_vault", json!({}));
+    assert_eq!(lint["blocking"], false);
+    server.ok("generate_index", json!({}));
+    assert_eq!(server.err("read_sub_index", json!({"category": "03_Resources"}))["code"], "catalog_missing");
+    assert_eq!(server.err("ensure_sub_index", json!({"category": "03_Resources"}))["code"], "catalog_missing");
+    let bad = server.err("read_sub_index", json!({"category": "Elsewhere"}));
+    assert_eq!(bad["code"], "invalid_argument");
+
+    let receipt = server.ok(
+        "ingest_note",
+        json!({"name": "03_Resources/mcp-note", "note_type": "Resource", "title": "MCP note", "description": "Written over MCP",
+               "content": "# MCP note\n\nCafé body text.\n", "tags": ["mcp"], "idempotency_key": "k-1"}),
+    );
+    assert_eq!(receipt["path"], "03_Resources/mcp-note.md");
+    let seq = receipt["seq"].as_u64().unwrap();
+    let again = server.err(
+        "ingest_note",
+        json!({"name": "03_Resources/mcp-note", "note_type": "Resource", "title": "MCP note", "description": "x", "content": "y"}),
+    );
+    assert_eq!(again["code"], "already_exists");
+
+    let page = server.ok("ensure_sub_index", json!({"category": "03_Resources", "page": 1}));
+    assert!(page["content"].as_str().unwrap().contains("mcp-note"), "{page}");
+    let page = server.ok("read_sub_index", json!({"category": "03_Resources"}));
+    assert_eq!(page["page"], 1);
+    let missing = server.err("read_sub_index", json!({"category": "03_Resources", "page": 9}));
+    assert_eq!(missing["code"], "catalog_missing");
+
+    let note = server.ok("read_note", json!({"path": "03_Resources/mcp-note.md"}));
+    assert_eq!(note["eof"], true);
+    let text = note["content"].as_str().unwrap().to_string();
+    let new_text = text.replace("Café body text.", "Edited body text.");
+    let proposal = server
+        .ok("propose_memory_change", json!({"path": "03_Resources/mcp-note.md", "content": new_text, "expected_sha256": note["sha256"]}));
+    let denied = server.err("apply_memory_change", json!({"proposal": proposal, "approved": false}));
+    assert_eq!(denied["code"], "approval_required");
+    let applied = server.ok("apply_memory_change", json!({"proposal": proposal, "approved": true}));
+    assert_eq!(applied["path"], "03_Resources/mcp-note.md");
+    let stale = server
+        .err("propose_memory_change", json!({"path": "03_Resources/mcp-note.md", "content": text, "expected_sha256": note["sha256"]}));
+    assert_eq!(stale["code"], "precondition_failed");
+
+    let synth = server.ok(
+        "synthesize_session",
+        json!({"name": "06_Daily_Logs/2026-01-01_session", "title": "Session", "description": "A session",
+               "content": "Did things.", "related": ["03_Resources/mcp-note.md"]}),
+    );
+    assert!(synth["seq"].as_u64().unwrap() > seq);
+
+    let state = server.ok("validate_memory_state", json!({}));
+    assert_eq!(state["valid"], true, "{state}");
+    let history = server.ok("read_memory_history", json!({"limit": 10}));
+    assert!(history["receipts"].as_array().unwrap().len() >= 3, "{history}");
+    let after = server.ok("read_memory_history", json!({"after_seq": seq}));
+    assert!(after["receipts"].as_array().unwrap().iter().all(|r| r["seq"].as_u64().unwrap() > seq));
+    assert_eq!(server.err("read_memory_history", json!({"limit": 0}))["code"], "invalid_argument");
+    let md = server.ok("check_markdown_tool", json!({}));
+    assert!(md["files_checked"].as_u64().unwrap() >= 1);
+
+    // Typed invalid_argument for schema violations, before any engine call.
+    let unknown_field = server.err("lint_vault", json!({"bogus": 1}));
+    assert_eq!(unknown_field["code"], "invalid_argument");
+    assert_eq!(unknown_field["retryable"], false);
+    assert_eq!(server.err("ingest_note", json!({"name": "x"}))["code"], "invalid_argument");
+    // Unknown tool: a JSON-RPC error, as rmcp's router answers.
+    let response = server.request("tools/call", json!({"name": "search_vault_tool", "arguments": {}}));
+    assert_eq!(response["error"]["code"], -32602);
+    assert!(server.close().success());
+}
+
+#[test]
+fn read_note_never_splits_a_character_and_is_bounded() {
+    let vault = new_vault();
+    let mut server = Server::start(vault.path(), &[]);
+    server.initialize();
+    server.ok(
+        "ingest_note",
+        json!({"name": "03_Resources/utf8", "note_type": "Resource", "title": "UTF-8", "description": "Multibyte text",
+               "content": "é€😀 ".repeat(50)}),
+    );
+    let whole = std::fs::read_to_string(vault.path().join("03_Resources/utf8.md")).unwrap();
+    let mut offset = 0;
+    let mut assembled = String::new();
+    let mut sha = None;
+    loop {
+        let slice = server.ok("read_note", json!({"path": "03_Resources/utf8.md", "offset": offset, "max_bytes": 7}));
+        let n = slice["bytes_returned"].as_u64().unwrap() as usize;
+        assert!(n <= 7 && n > 0);
+        assert_eq!(slice["content"].as_str().unwrap().len(), n);
+        assembled.push_str(slice["content"].as_str().unwrap());
+        sha.get_or_insert(slice["sha256"].clone());
+        assert_eq!(Some(&slice["sha256"]), sha.as_ref(), "sha256 is of the whole file");
+        offset += n;
+        if slice["eof"] == true {
+            assert_eq!(slice["total_bytes"].as_u64().unwrap() as usize, whole.len());
+            break;
+        }
+    }
+    assert_eq!(assembled, whole);
+    let body = whole.find('é').unwrap();
+    assert_eq!(server.err("read_note", json!({"path": "03_Resources/utf8.md", "offset": body + 1}))["code"], "invalid_argument");
+    assert_eq!(server.err("read_note", json!({"path": "03_Resources/utf8.md", "max_bytes": 1_000_000}))["code"], "invalid_argument");
+    assert_eq!(server.err("read_note", json!({"path": "../etc/passwd"}))["code"], "path_refused");
+    assert_eq!(server.err("read_note", json!({"path": ".paravault/receipts.jsonl"}))["code"], "note_unreadable");
+    assert_eq!(server.err("read_note", json!({"path": "03_Resources/none.md"}))["code"], "note_unreadable");
+}
+
+#[test]
+fn read_only_mode_advertises_and_accepts_only_read_only_tools() {
+    let vault = new_vault();
+    let mut server = Server::start(vault.path(), &["--read-only"]);
+    server.initialize();
+    let tools = server.tools();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert!(tools.iter().all(|t| t["annotations"]["readOnlyHint"] == true), "{names:?}");
+    for expected in ["get_server_info", "lint_vault", "read_sub_index", "validate_memory_state", "read_memory_history", "read_note"] {
+        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+    }
+    for write in ["ingest_note", "apply_memory_change", "generate_index", "propose_memory_change"] {
+        assert!(!names.contains(&write));
+        let response = server.request("tools/call", json!({"name": write, "arguments": {}}));
+        assert_eq!(response["error"]["code"], -32602, "{write}: {response}");
+    }
+    let info = server.ok("get_server_info", json!({}));
+    assert_eq!(info["mcp"]["read_only"], true);
+    assert_eq!(info["mcp"]["tool_count"], tools.len());
+}
+
+#[test]
+fn discover_and_unknown_methods_then_initialize() {
+    let vault = new_vault();
+    let mut server = Server::start(vault.path(), &[]);
+    // A bare server/discover (no 2026-07-28 request _meta) is a JSON-RPC error, not a crash.
+    let bare = server.request("server/discover", json!({}));
+    assert!(bare["error"]["code"].is_i64(), "{bare}");
+    // With the stateless envelope (what the Python SDK 2.x sends) rmcp answers it.
+    let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
+                      "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}});
+    let discovered = server.request("server/discover", json!({"_meta": meta}));
+    assert!(discovered["result"]["supportedVersions"].as_array().unwrap().iter().any(|v| v == "2025-06-18"), "{discovered}");
+    server.initialize();
+    let unknown = server.request("paravault/nonexistent", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    assert!(!server.tools().is_empty());
+    assert!(server.close().success());
+}
+
+#[test]
+fn rate_limit_charges_only_valid_calls() {
+    let vault = new_vault();
+    std::fs::write(vault.path().join(".paravault/policy.yaml"), "rate_limits: {lint_vault: 2}\n").unwrap();
+    let mut server = Server::start(vault.path(), &[]);
+    server.initialize();
+    for _ in 0..3 {
+        assert_eq!(server.err("lint_vault", json!({"nope": true}))["code"], "invalid_argument");
+    }
+    assert_eq!(server.err("lint_vault", json!({"vault_path": "/"}))["code"], "vault_boundary");
+    server.ok("lint_vault", json!({}));
+    server.ok("lint_vault", json!({}));
+    let limited = server.err("lint_vault", json!({}));
+    assert_eq!(limited["code"], "rate_limited");
+    assert_eq!(limited["retryable"], true);
+    assert!(limited["message"].as_str().unwrap().contains("retry after"), "{limited}");
+    // Other tools have their own keys.
+    server.ok("validate_memory_state", json!({}));
+}
+
+#[test]
+fn vault_path_must_be_the_configured_root_and_errors_hide_it() {
+    let vault = new_vault();
+    let root = vault.path().to_path_buf();
+    let mut server = Server::start(&root, &[]);
+    server.initialize();
+    server.ok("lint_vault", json!({"vault_path": root.to_str().unwrap()}));
+    server.ok("lint_vault", json!({"vault_path": format!("{}/./00_Inbox/..", root.display())}));
+    let other = tempfile::tempdir().unwrap();
+    for bad in [other.path().to_str().unwrap().to_string(), format!("{}/00_Inbox", root.display()), "/nonexistent/vault".into()] {
+        let error = server.err("get_server_info", json!({"vault_path": bad}));
+        assert_eq!(error["code"], "vault_boundary");
+    }
+    // Error messages name vault-relative paths only.
+    let response = server
+        .request("tools/call", json!({"name": "propose_memory_change", "arguments": {"path": "03_Resources/../../x.md", "content": "x"}}));
+    assert_eq!(response["result"]["isError"], true);
+    assert!(!response.to_string().contains(root.to_str().unwrap()), "{response}");
+}
+
+#[test]
+fn stdin_eof_exits_zero() {
+    let vault = new_vault();
+    let mut server = Server::start(vault.path(), &[]);
+    server.initialize();
+    let status = server.close();
+    assert_eq!(status.code(), Some(0));
+}
+
+fn wait_pid_gone(pid: u32, limit: Duration) -> bool {
+    let deadline = Instant::now() + limit;
+    while Instant::now() < deadline {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            Ok(stat) if stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')) => return true,
+            Ok(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+    false
+}
+
+#[test]
+fn watchdog_exits_when_the_parent_dies_but_stdin_stays_open() {
+    let vault = new_vault();
+    let err_file = vault.path().join("watchdog.err");
+    // `sh` starts the server in the background, prints its pid and exits; this test keeps the
+    // server's stdin pipe open, so only the watchdog can end it.
+    let mut shell = Command::new("sh")
+        .arg("-c")
+        .arg(r#"exec 3<&0; "$0" --vault "$1" mcp <&3 3<&- >/dev/null 2>"$2" & echo $!; sleep 0.5; exit 0"#)
+        .arg(BIN)
+        .arg(vault.path())
+        .arg(&err_file)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _held_stdin = shell.stdin.take().unwrap();
+    let mut pid_line = String::new();
+    BufReader::new(shell.stdout.take().unwrap()).read_line(&mut pid_line).unwrap();
+    let pid: u32 = pid_line.trim().parse().unwrap();
+    shell.wait().unwrap();
+    let started = Instant::now();
+    assert!(wait_pid_gone(pid, Duration::from_secs(15)), "server {pid} still running after its parent exited");
+    let elapsed = started.elapsed();
+    let stderr = std::fs::read_to_string(&err_file).unwrap();
+    let event: Value = stderr
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .find(|v| v["event"] == "watchdog_exit")
+        .unwrap_or_else(|| panic!("no watchdog_exit event on stderr: {stderr}"));
+    assert_eq!(event["reason"], "reparented");
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
+}
+
+#[test]
+fn watchdog_follows_parent_pid_and_can_be_disabled() {
+    let vault = new_vault();
+    let mut parent = Command::new("sleep").arg("60").spawn().unwrap();
+    let mut server = Server::start(vault.path(), &["--parent-pid", &parent.id().to_string()]);
+    server.initialize();
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    let status = wait_exit(&mut server.child, Duration::from_secs(15)).expect("server outlived --parent-pid");
+    assert!(status.success());
+    std::thread::sleep(Duration::from_millis(200));
+    let stderr = server.stderr_text();
+    assert!(stderr.contains(r#""event":"watchdog_exit""#) && stderr.contains("parent_pid_exited"), "{stderr}");
+
+    // PARAVAULT_STDIO_WATCHDOG=0: the same situation does not end the server.
+    let mut parent = Command::new("sleep").arg("60").spawn().unwrap();
+    let mut child = Command::new(BIN)
+        .arg("--vault")
+        .arg(vault.path())
+        .args(["mcp", "--parent-pid", &parent.id().to_string()])
+        .env("PARAVAULT_STDIO_WATCHDOG", "0")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    parent.kill().unwrap();
+    parent.wait().unwrap();
+    assert!(wait_exit(&mut child, Duration::from_secs(4)).is_none(), "disabled watchdog still fired");
+    drop(child.stdin.take());
+    assert!(wait_exit(&mut child, Duration::from_secs(20)).is_some_and(|s| s.success()));
+}
