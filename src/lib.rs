@@ -10,6 +10,8 @@
 //! - `lint`      — health report and write gate over the inventory.
 //! - `catalog`   — `index.md` and paged `_index.md` rendering (pure) and publishing.
 //! - `vault`     — the application API every adapter calls.
+//! - `handoff`   — `handoff_work`: durable work packets (Task v2) with a hash-chained journal.
+//! - `infra`     — `infra_action`: the INFRA-1 broker client (identifiers only, Unix socket).
 //! - `cli`       — the clap adapter.
 //!
 //! See docs/ARCHITECTURE.md for the write path and the invariants.
@@ -26,6 +28,8 @@ pub use error::{Error, Result};
 
 pub mod catalog;
 pub mod cli;
+pub mod handoff;
+pub mod infra;
 pub mod starter;
 pub mod vault;
 pub mod write;
