@@ -261,9 +261,11 @@ fn snapshot_all(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+type Tamper = Box<dyn Fn(&[String]) -> String>;
+
 #[test]
 fn journal_tampering_is_an_integrity_error_with_zero_mutation() {
-    let tamperings: Vec<(&str, Box<dyn Fn(&[String]) -> String>)> = vec![
+    let tamperings: Vec<(&str, Tamper)> = vec![
         ("edited result", Box::new(|l| format!("{}\n{}\n", l[0], l[1].replace("\"working\"", "\"completed\"")))),
         ("malformed JSON", Box::new(|l| format!("{}\n{{not json\n", l[0]))),
         ("sequence gap", Box::new(|l| format!("{}\n", l[1]))),
@@ -313,5 +315,34 @@ fn request_schema_is_precise() {
     let text = schema.to_string();
     for word in ["input-required", "dry-run", "read-only", "maintenance", "expected_revision"] {
         assert!(text.contains(word), "schema lacks {word}");
+    }
+}
+
+#[test]
+fn cli_parity() {
+    let (dir, _vault) = vault();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_paravault")).arg("--vault").arg(dir.path()).args(args).output().unwrap();
+        (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap())
+    };
+    let (code, stdout) =
+        run(&["handoff", "--request", r#"{"action":"create","task_id":"cli-1","objective":"From the CLI","owner":"ops"}"#]);
+    assert_eq!(code, 0, "{stdout}");
+    let task: Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(task["state"], "submitted");
+    let (code, stdout) = run(&["handoff", "--request", r#"{"action":"list"}"#]);
+    assert_eq!(code, 0);
+    assert!(stdout.contains("cli-1"));
+    let (code, _) = run(&["handoff", "--request", r#"{"action":"resume","task_id":"cli-1","idempotency_key":"k","expected_revision":9}"#]);
+    assert_eq!(code, 2, "a revision conflict is a usage error");
+    let (code, _) = run(&["handoff", "--request", r#"{"action":"launch"}"#]);
+    assert_eq!(code, 2);
+    let (code, stdout) = run(&["--json", "infra", "--request", r#"{"operation":"replicate"}"#]);
+    assert_eq!(code, 2);
+    assert!(stdout.contains("invalid_argument"), "{stdout}");
+    if std::env::var_os("PARAVAULT_INFRA_SOCKET").is_none() {
+        let (code, stdout) = run(&["infra", "--request", r#"{"operation":"status"}"#]);
+        assert_eq!(code, 0);
+        assert!(stdout.contains("MISSING_EXECUTION_CAPABILITY"), "{stdout}");
     }
 }
