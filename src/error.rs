@@ -117,6 +117,27 @@ pub enum Error {
 
     #[error("search index error while {action}: {reason}")]
     SearchIndex { action: &'static str, reason: String },
+
+    #[error("task '{task_id}' does not exist")]
+    TaskNotFound { task_id: String },
+
+    #[error("task '{task_id}' already exists")]
+    TaskExists { task_id: String },
+
+    #[error("task '{task_id}' is at revision {found}, not the expected {expected}")]
+    RevisionConflict { task_id: String, expected: u64, found: u64 },
+
+    #[error("task '{task_id}': {action} refused in state {state}: {reason}")]
+    TransitionRefused { task_id: String, action: String, state: String, reason: String },
+
+    #[error("task '{task_id}': maintenance phase {to} cannot follow {from} (order: detect, dry-run, repair, verify, receipt)")]
+    PhaseOrder { task_id: String, from: String, to: String },
+
+    #[error("receipt '{receipt_id}' is not an ok receipt in the vault's receipt log")]
+    ReceiptNotFound { receipt_id: String },
+
+    #[error("task '{task_id}' journal failed integrity validation: {reason}")]
+    TaskJournalIntegrity { task_id: String, reason: String },
 }
 
 impl Error {
@@ -147,6 +168,13 @@ impl Error {
             Error::NoActiveGeneration { .. } => "no_active_generation",
             Error::SyncRefused { .. } => "sync_refused",
             Error::SearchIndex { .. } => "search_index_error",
+            Error::TaskNotFound { .. } => "task_not_found",
+            Error::TaskExists { .. } => "task_exists",
+            Error::RevisionConflict { .. } => "revision_conflict",
+            Error::TransitionRefused { .. } => "transition_refused",
+            Error::PhaseOrder { .. } => "maintenance_phase_order",
+            Error::ReceiptNotFound { .. } => "receipt_not_found",
+            Error::TaskJournalIntegrity { .. } => "task_journal_integrity",
         }
     }
 

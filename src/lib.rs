@@ -10,6 +10,8 @@
 //! - `lint`      — health report and write gate over the inventory.
 //! - `catalog`   — `index.md` and paged `_index.md` rendering (pure) and publishing.
 //! - `vault`     — the application API every adapter calls.
+//! - `handoff`   — `handoff_work`: durable work packets (Task v2) with a hash-chained journal.
+//! - `infra`     — `infra_action`: the INFRA-1 broker client (identifiers only, Unix socket).
 //! - `cli`       — the clap adapter.
 //! - `mcp`       — the MCP stdio adapter (tools, annotations and limits from policy).
 //!
@@ -31,6 +33,8 @@ pub use error::{Error, Result};
 
 pub mod catalog;
 pub mod cli;
+pub mod handoff;
+pub mod infra;
 pub mod mcp;
 pub mod starter;
 pub mod vault;

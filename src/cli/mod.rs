@@ -185,6 +185,18 @@ pub enum Command {
         #[arg(long, default_value_t = 1)]
         page: usize,
     },
+    /// Create, inspect or advance a durable work packet (`handoff_work`); prints the JSON result.
+    Handoff {
+        /// The request as JSON, e.g. '{"action":"list"}'.
+        #[arg(long)]
+        request: String,
+    },
+    /// Call the configured INFRA-1 broker (`infra_action`); prints the JSON result.
+    Infra {
+        /// The request as JSON, e.g. '{"operation":"status"}'.
+        #[arg(long)]
+        request: String,
+    },
 }
 
 /// Stable exit codes.
@@ -211,6 +223,12 @@ fn exit_code_of(error: &Error) -> u8 {
         | Error::NotConfigured { .. }
         | Error::SearchQueryInvalid { .. } => exit::USAGE,
         Error::SyncRefused { .. } => exit::FINDINGS,
+        Error::TaskNotFound { .. }
+        | Error::TaskExists { .. }
+        | Error::RevisionConflict { .. }
+        | Error::TransitionRefused { .. }
+        | Error::PhaseOrder { .. }
+        | Error::ReceiptNotFound { .. } => exit::USAGE,
         Error::VaultUnusable(_)
         | Error::PolicyInvalid { .. }
         | Error::CatalogConflict { .. }
@@ -219,6 +237,7 @@ fn exit_code_of(error: &Error) -> u8 {
         | Error::GenerationCorrupt { .. }
         | Error::NoActiveGeneration { .. } => exit::VAULT,
         Error::Io { .. } | Error::NoteUnreadable { .. } | Error::TransactionIncomplete { .. } | Error::SearchIndex { .. } => exit::IO,
+        Error::TaskJournalIntegrity { .. } => exit::VAULT,
     }
 }
 
@@ -256,6 +275,11 @@ fn body(content: &Option<String>, content_file: &Option<String>) -> Result<Strin
         (None, Some(file)) => read_text(file),
         (None, None) => read_text("-"),
     }
+}
+
+/// Parses a `--request` JSON argument into a typed request (unknown fields are refused).
+fn parse_request<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Error> {
+    serde_json::from_str(text).map_err(|e| Error::InvalidArgument { name: "request", reason: e.to_string() })
 }
 
 /// Runs the CLI and returns the process exit code.
@@ -389,6 +413,12 @@ pub fn run(cli: Cli) -> ExitCode {
             .map(|e| out.envelope(&e)),
         Command::Mcp { .. } => unreachable!("handled above"),
         Command::ReadSubIndex { category, page } => open(&cli).and_then(|v| v.read_sub_index(category, *page)).map(|text| out.text(&text)),
+        Command::Handoff { request } => {
+            parse_request(request).and_then(|request| open(&cli).and_then(|v| v.handoff_work(request))).map(|r| out.value(&r))
+        }
+        Command::Infra { request } => {
+            parse_request(request).and_then(|request| open(&cli).and_then(|v| v.infra_action(request))).map(|r| out.value(&r))
+        }
     };
     match result {
         Ok(code) => ExitCode::from(code),

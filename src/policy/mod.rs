@@ -147,6 +147,28 @@ pub enum EgressPolicy {
     AllowPublic,
 }
 
+/// Bounds of `handoff_work` work packets.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HandoffPolicy {
+    pub objective_chars_max: usize,
+    pub text_chars_max: usize,
+    pub scope_items_max: usize,
+    pub list_items_max: usize,
+    pub item_chars_max: usize,
+    pub list_tasks_max: usize,
+}
+
+/// The INFRA-1 broker client (`infra_action`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct InfraPolicy {
+    /// Unix-domain socket of the local broker; null = use `PARAVAULT_INFRA_SOCKET`, else absent.
+    pub broker_socket: Option<String>,
+    pub timeout_ms: u64,
+    pub response_bytes_max: usize,
+}
+
 /// The whole policy, after merging the default with a vault override.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -164,6 +186,8 @@ pub struct Policy {
     pub tools: BTreeMap<String, ToolRisk>,
     pub approval_required: Vec<String>,
     pub egress: EgressPolicy,
+    pub handoff: HandoffPolicy,
+    pub infra: InfraPolicy,
 }
 
 /// The lint rules the engine implements; a policy may weigh them but not invent others.
@@ -369,6 +393,30 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
         if *per_minute == 0 {
             return Err(invalid(tool, format!("rate limit for '{tool}' must be at least 1 per minute")));
         }
+    }
+    let h = &policy.handoff;
+    for (key, value) in [
+        ("objective_chars_max", h.objective_chars_max),
+        ("text_chars_max", h.text_chars_max),
+        ("scope_items_max", h.scope_items_max),
+        ("list_items_max", h.list_items_max),
+        ("item_chars_max", h.item_chars_max),
+        ("list_tasks_max", h.list_tasks_max),
+    ] {
+        if value == 0 {
+            return Err(invalid(key, format!("handoff.{key} must be at least 1")));
+        }
+    }
+    if policy.infra.timeout_ms == 0 || policy.infra.timeout_ms > 600_000 {
+        return Err(invalid("timeout_ms", "infra.timeout_ms must be between 1 and 600000".into()));
+    }
+    if !(1024..=1_048_576).contains(&policy.infra.response_bytes_max) {
+        return Err(invalid("response_bytes_max", "infra.response_bytes_max must be between 1024 and 1048576".into()));
+    }
+    if let Some(socket) = &policy.infra.broker_socket
+        && (socket.is_empty() || !Path::new(socket).is_absolute())
+    {
+        return Err(invalid("broker_socket", "infra.broker_socket must be an absolute path or null".into()));
     }
     regex::Regex::new(&policy.layout.root_daily_log_pattern).map_err(|e| invalid("root_daily_log_pattern", format!("invalid pattern: {e}")))
 }

@@ -41,3 +41,25 @@ fn invalid_override_names_file_line_and_reason() {
     let err = LoadedPolicy::from_texts(Some("- just\n- a list\n")).unwrap_err();
     assert!(matches!(err, Error::PolicyInvalid { line: 1, .. }), "{err:?}");
 }
+
+#[test]
+fn handoff_and_infra_policy_is_validated() {
+    let loaded = LoadedPolicy::from_texts(None).unwrap();
+    assert_eq!(loaded.policy.handoff.objective_chars_max, 1000);
+    assert_eq!(loaded.policy.handoff.scope_items_max, 64);
+    assert_eq!(loaded.policy.infra.broker_socket, None);
+    assert_eq!(loaded.policy.infra.response_bytes_max, 65536);
+    let loaded = LoadedPolicy::from_texts(Some("infra:\n  broker_socket: /run/infra.sock\n")).unwrap();
+    assert_eq!(loaded.policy.infra.broker_socket.as_deref(), Some("/run/infra.sock"));
+    assert_eq!(loaded.policy.infra.timeout_ms, 5000, "maps merge by key");
+    for bad in [
+        "infra:\n  broker_socket: relative.sock\n",
+        "infra:\n  timeout_ms: 0\n",
+        "infra:\n  response_bytes_max: 10\n",
+        "handoff:\n  scope_items_max: 0\n",
+        "infra:\n  host: example.org\n",
+    ] {
+        let err = LoadedPolicy::from_texts(Some(bad)).unwrap_err();
+        assert!(matches!(err, Error::PolicyInvalid { .. }), "{bad}: {err:?}");
+    }
+}

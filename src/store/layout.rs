@@ -14,6 +14,10 @@ pub const RECEIPTS: &str = ".paravault/receipts.jsonl";
 pub const WRITER_LOCK: &str = ".paravault/writer.lock";
 /// Durable proposals.
 pub const PROPOSALS_DIR: &str = ".paravault/proposals";
+/// `handoff_work` task snapshots (`<task_id>.json`).
+pub const TASKS_DIR: &str = ".paravault/tasks";
+/// `handoff_work` per-task append-only, hash-chained event journals (`<task_id>.jsonl`).
+pub const TASK_EVENTS_DIR: &str = ".paravault/tasks/events";
 /// Incremental catalog renderer state.
 pub const CATALOG_STATE: &str = ".paravault/catalog-state.json";
 /// Root catalog.

@@ -1,0 +1,659 @@
+//! `handoff_work`: durable, content-free work packets (Task v2) for cross-agent workflows.
+//!
+//! A task is a JSON snapshot `.paravault/tasks/<task_id>.json` projected from its append-only,
+//! hash-chained event journal `.paravault/tasks/events/<task_id>.jsonl` (see `journal`). Every
+//! change bumps `revision` by one and is one event; the journal append is the commit point.
+//!
+//! Rules (reference §9.1, with the P.O.W.E.R. 3.7.4 drift fixed):
+//! - create / list / show need no revision; every other action needs `task_id`,
+//!   `idempotency_key` and `expected_revision` (mismatch → `revision_conflict`).
+//! - Idempotency: the same key with the same command fingerprint (sha256 of the canonical JSON
+//!   of the action and its payload, i.e. the request without `idempotency_key`) returns the
+//!   original result and appends nothing; the same key with another fingerprint is an
+//!   `idempotency_conflict`. Keys are scoped to one task.
+//! - States and the explicit transition map are in `TaskState::allowed_next`.
+//! - The maintenance profile's phase order detect → dry-run → repair → verify → receipt is
+//!   enforced (`maintenance_phase_order`); `repair` needs `approved`; a maintenance task
+//!   completes only from phase `receipt`.
+//! - `complete` needs a `receipt_id` naming an ok receipt in `.paravault/receipts.jsonl`,
+//!   written either `seq:<n>` (the receipt's `seq`) or as the receipt's 32-hex `trace_id`,
+//!   and no open gates. `cancel` and resuming an `input-required` task need `approved`;
+//!   `input-required` and `fail` need a `blocker`.
+//! - It never executes `next_action` and never writes notes. All reads and writes run under
+//!   the vault's writer lock; all writes go through `store::durable`.
+
+pub mod journal;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::error::{Error, Result};
+use crate::store::layout;
+use crate::vault::Vault;
+use journal::TaskJournal;
+
+/// Schema tag of a task snapshot.
+pub const TASK_SCHEMA: &str = "paravault.task.v2";
+
+/// What `handoff_work` does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum HandoffAction {
+    Create,
+    List,
+    Show,
+    Resume,
+    Checkpoint,
+    InputRequired,
+    Complete,
+    Fail,
+    Cancel,
+}
+
+impl HandoffAction {
+    fn name(self) -> &'static str {
+        match self {
+            HandoffAction::Create => "create",
+            HandoffAction::List => "list",
+            HandoffAction::Show => "show",
+            HandoffAction::Resume => "resume",
+            HandoffAction::Checkpoint => "checkpoint",
+            HandoffAction::InputRequired => "input-required",
+            HandoffAction::Complete => "complete",
+            HandoffAction::Fail => "fail",
+            HandoffAction::Cancel => "cancel",
+        }
+    }
+}
+
+/// What the task's agent may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Authority {
+    #[default]
+    ReadOnly,
+    Propose,
+    Apply,
+}
+
+/// Task profile; `maintenance` enforces the phase order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Profile {
+    #[default]
+    Standard,
+    Maintenance,
+}
+
+/// Maintenance phases, in their enforced order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum Phase {
+    Detect,
+    DryRun,
+    Repair,
+    Verify,
+    Receipt,
+}
+
+impl Phase {
+    fn name(self) -> &'static str {
+        match self {
+            Phase::Detect => "detect",
+            Phase::DryRun => "dry-run",
+            Phase::Repair => "repair",
+            Phase::Verify => "verify",
+            Phase::Receipt => "receipt",
+        }
+    }
+}
+
+/// Task states (Task v2). The last four are terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum TaskState {
+    Backlog,
+    Ready,
+    Submitted,
+    Working,
+    InputRequired,
+    AuthRequired,
+    Blocked,
+    Completed,
+    Failed,
+    Canceled,
+    Rejected,
+}
+
+impl TaskState {
+    pub fn name(self) -> &'static str {
+        match self {
+            TaskState::Backlog => "backlog",
+            TaskState::Ready => "ready",
+            TaskState::Submitted => "submitted",
+            TaskState::Working => "working",
+            TaskState::InputRequired => "input-required",
+            TaskState::AuthRequired => "auth-required",
+            TaskState::Blocked => "blocked",
+            TaskState::Completed => "completed",
+            TaskState::Failed => "failed",
+            TaskState::Canceled => "canceled",
+            TaskState::Rejected => "rejected",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(self, TaskState::Completed | TaskState::Failed | TaskState::Canceled | TaskState::Rejected)
+    }
+
+    /// The explicit transition map.
+    pub fn allowed_next(self) -> &'static [TaskState] {
+        use TaskState::*;
+        match self {
+            Backlog => &[Ready, Submitted, Canceled, Rejected],
+            Ready => &[Submitted, Working, Canceled, Rejected],
+            Submitted => &[Working, InputRequired, AuthRequired, Blocked, Failed, Canceled, Rejected],
+            Working => &[Working, InputRequired, AuthRequired, Blocked, Completed, Failed, Canceled],
+            InputRequired | AuthRequired | Blocked => &[Working, Failed, Canceled],
+            Completed | Failed | Canceled | Rejected => &[],
+        }
+    }
+
+    pub fn can_become(self, next: TaskState) -> bool {
+        self.allowed_next().contains(&next)
+    }
+}
+
+fn default_actor() -> String {
+    "agent".to_string()
+}
+
+/// One `handoff_work` call (P.O.W.E.R.'s parameters plus `expected_revision`).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HandoffRequest {
+    pub action: HandoffAction,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub task_id: Option<String>,
+    /// What the task should achieve (create; at most 1000 characters by default policy).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub objective: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
+    #[serde(default = "default_actor")]
+    pub actor: String,
+    /// Vault-relative paths or identifiers the task may touch (at most 64).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub authority: Option<Authority>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_revision: Option<String>,
+    /// Recorded, never executed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_action: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<Profile>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub required_approval: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    #[serde(default)]
+    pub approved: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocker: Option<String>,
+    /// `seq:<n>` or a receipt `trace_id` from `.paravault/receipts.jsonl`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub changed_artifacts: Option<Vec<String>>,
+    /// Replaces the task's open gates when given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_gates: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<Phase>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expected_revision: Option<u64>,
+}
+
+impl HandoffRequest {
+    /// A request with only `action` set (defaults elsewhere), for programmatic callers.
+    pub fn new(action: HandoffAction) -> Self {
+        serde_json::from_value(json!({ "action": action })).expect("BUG: a bare action is a valid request")
+    }
+}
+
+/// What a task waits for in `input-required`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RequiredInput {
+    pub blocker: String,
+    pub required_approval: String,
+}
+
+/// The task snapshot (`.paravault/tasks/<task_id>.json`); content-free.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Task {
+    pub schema: String,
+    pub task_id: String,
+    pub revision: u64,
+    pub title: String,
+    pub objective: String,
+    pub owner: String,
+    pub actor: String,
+    pub scope: Vec<String>,
+    pub authority: Authority,
+    pub profile: Profile,
+    pub state: TaskState,
+    pub maintenance_phase: Option<Phase>,
+    pub source_revision: String,
+    pub next_action: Option<String>,
+    pub required_input: Option<RequiredInput>,
+    pub error_ref: Option<String>,
+    pub receipt_ids: Vec<String>,
+    pub changed_artifacts: Vec<String>,
+    pub open_gates: Vec<String>,
+    pub human_interventions: u32,
+    pub last_action: String,
+    pub last_idempotency_key: String,
+    pub content_capture: String,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+fn now() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+fn invalid(name: &'static str, reason: impl Into<String>) -> Error {
+    Error::InvalidArgument { name, reason: reason.into() }
+}
+
+/// Task ids become file names: a letter or digit, then letters, digits, `.`, `_`, `-` (≤128).
+pub fn valid_task_id(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 128
+        && bytes[0].is_ascii_alphanumeric()
+        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+fn check_text(name: &'static str, value: &Option<String>, max: usize) -> Result<()> {
+    if let Some(text) = value {
+        if text.chars().count() > max {
+            return Err(invalid(name, format!("longer than {max} characters")));
+        }
+        if text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+            return Err(invalid(name, "control characters are not allowed"));
+        }
+    }
+    Ok(())
+}
+
+fn check_list(name: &'static str, value: &Option<Vec<String>>, max_items: usize, max_chars: usize) -> Result<()> {
+    if let Some(items) = value {
+        if items.len() > max_items {
+            return Err(invalid(name, format!("more than {max_items} items")));
+        }
+        for item in items {
+            if item.trim().is_empty() {
+                return Err(invalid(name, "items must not be empty"));
+            }
+            check_text(name, &Some(item.clone()), max_chars)?;
+        }
+    }
+    Ok(())
+}
+
+impl Vault {
+    /// `handoff_work`: creates, lists, shows or advances one durable work packet. Returns the
+    /// task snapshot (create and transitions, also on idempotent replay), the snapshot (show),
+    /// or `{tasks: [...]}` (list).
+    pub fn handoff_work(&self, request: HandoffRequest) -> Result<Value> {
+        let limits = &self.policy().policy.handoff;
+        check_text("objective", &request.objective, limits.objective_chars_max)?;
+        for (name, value) in [("next_action", &request.next_action), ("blocker", &request.blocker)] {
+            check_text(name, value, limits.text_chars_max)?;
+        }
+        for (name, value) in [
+            ("owner", &request.owner),
+            ("source_revision", &request.source_revision),
+            ("required_approval", &request.required_approval),
+            ("idempotency_key", &request.idempotency_key),
+            ("receipt_id", &request.receipt_id),
+        ] {
+            check_text(name, value, limits.item_chars_max)?;
+        }
+        check_text("actor", &Some(request.actor.clone()), limits.item_chars_max)?;
+        check_list("scope", &request.scope, limits.scope_items_max, limits.item_chars_max)?;
+        check_list("changed_artifacts", &request.changed_artifacts, limits.list_items_max, limits.item_chars_max)?;
+        check_list("open_gates", &request.open_gates, limits.list_items_max, limits.item_chars_max)?;
+        if let Some(id) = &request.task_id
+            && !valid_task_id(id)
+        {
+            return Err(invalid("task_id", "must start with a letter or digit and hold only letters, digits, '.', '_', '-' (≤128)"));
+        }
+
+        let _writer = self.lock_writer()?;
+        match request.action {
+            HandoffAction::List => self.list_tasks(),
+            HandoffAction::Show => {
+                let task_id = request.task_id.as_deref().ok_or_else(|| invalid("task_id", "show needs task_id"))?;
+                let journal = self.load_task(task_id)?.ok_or_else(|| Error::TaskNotFound { task_id: task_id.to_string() })?;
+                journal.check_snapshot(self.root(), task_id)?;
+                Ok(journal.current().cloned().unwrap_or(Value::Null))
+            }
+            HandoffAction::Create => self.create_task(&request),
+            _ => self.transition(&request),
+        }
+    }
+
+    fn load_task(&self, task_id: &str) -> Result<Option<TaskJournal>> {
+        TaskJournal::load(self.root(), task_id)
+    }
+
+    fn list_tasks(&self) -> Result<Value> {
+        let dir = layout::join(self.root(), layout::TASKS_DIR);
+        let mut ids: Vec<String> = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries
+                .filter_map(|e| e.ok())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .filter_map(|name| name.strip_suffix(".json").map(str::to_string))
+                .filter(|id| valid_task_id(id))
+                .collect(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+            Err(e) => return Err(Error::io("reading", layout::TASKS_DIR, e)),
+        };
+        ids.sort();
+        let max = self.policy().policy.handoff.list_tasks_max;
+        let truncated = ids.len() > max;
+        ids.truncate(max);
+        let mut tasks = Vec::new();
+        for id in ids {
+            // A corrupt journal is reported per task instead of hiding every other task.
+            match self.load_task(&id).and_then(|j| j.map(|j| j.check_snapshot(self.root(), &id).map(|_| j)).transpose()) {
+                Ok(Some(journal)) => {
+                    let t = journal.current().cloned().unwrap_or(Value::Null);
+                    tasks.push(json!({
+                        "task_id": id,
+                        "state": t.get("state"),
+                        "revision": t.get("revision"),
+                        "profile": t.get("profile"),
+                        "maintenance_phase": t.get("maintenance_phase"),
+                        "owner": t.get("owner"),
+                        "title": t.get("title"),
+                        "updated_at": t.get("updated_at"),
+                    }));
+                }
+                Ok(None) => {}
+                Err(e) => tasks.push(json!({ "task_id": id, "error": { "code": e.code(), "message": e.to_string() } })),
+            }
+        }
+        Ok(json!({ "tasks": tasks, "truncated": truncated }))
+    }
+
+    /// The command fingerprint: sha256 of the canonical JSON of the request without its key.
+    fn fingerprint(request: &HandoffRequest) -> String {
+        let mut value = serde_json::to_value(request).unwrap_or(Value::Null);
+        if let Value::Object(map) = &mut value {
+            map.remove("idempotency_key");
+        }
+        journal::digest(&value)
+    }
+
+    fn create_task(&self, request: &HandoffRequest) -> Result<Value> {
+        let task_id = request.task_id.as_deref().ok_or_else(|| invalid("task_id", "create needs task_id"))?;
+        let fingerprint = Self::fingerprint(request);
+        let key = request.idempotency_key.clone().unwrap_or_default();
+        if let Some(existing) = self.load_task(task_id)? {
+            if let Some(event) = existing.by_key(&key) {
+                if event.fingerprint == fingerprint {
+                    return Ok(event.result.clone());
+                }
+                return Err(Error::IdempotencyConflict { key });
+            }
+            return Err(Error::TaskExists { task_id: task_id.to_string() });
+        }
+        if request.expected_revision.is_some_and(|r| r != 0) {
+            return Err(invalid("expected_revision", "create expects revision 0 (or none)"));
+        }
+        let objective = request
+            .objective
+            .as_deref()
+            .filter(|o| !o.trim().is_empty())
+            .ok_or_else(|| invalid("objective", "create needs an objective"))?;
+        let owner = request.owner.as_deref().filter(|o| !o.trim().is_empty()).ok_or_else(|| invalid("owner", "create needs an owner"))?;
+        let profile = request.profile.unwrap_or_default();
+        if let Some(phase) = request.phase {
+            if profile != Profile::Maintenance {
+                return Err(invalid("phase", "phases belong to the maintenance profile"));
+            }
+            if phase != Phase::Detect {
+                return Err(Error::PhaseOrder { task_id: task_id.to_string(), from: "none".into(), to: phase.name().into() });
+            }
+        }
+        for (name, present) in [("receipt_id", request.receipt_id.is_some()), ("blocker", request.blocker.is_some())] {
+            if present {
+                return Err(invalid(name, "not accepted by create"));
+            }
+        }
+        let at = now();
+        let task = Task {
+            schema: TASK_SCHEMA.to_string(),
+            task_id: task_id.to_string(),
+            revision: 1,
+            title: objective.chars().take(256).collect(),
+            objective: objective.to_string(),
+            owner: owner.to_string(),
+            actor: request.actor.clone(),
+            scope: request.scope.clone().unwrap_or_default(),
+            authority: request.authority.unwrap_or_default(),
+            profile,
+            state: TaskState::Submitted,
+            maintenance_phase: request.phase,
+            source_revision: request.source_revision.clone().unwrap_or_else(|| "unknown".into()),
+            next_action: request.next_action.clone(),
+            required_input: None,
+            error_ref: None,
+            receipt_ids: Vec::new(),
+            changed_artifacts: request.changed_artifacts.clone().unwrap_or_default(),
+            open_gates: request.open_gates.clone().unwrap_or_default(),
+            human_interventions: 0,
+            last_action: "create".into(),
+            last_idempotency_key: key.clone(),
+            content_capture: "disabled".into(),
+            created_at: at.clone(),
+            updated_at: at,
+        };
+        let result = serde_json::to_value(&task).map_err(|e| invalid("task", e.to_string()))?;
+        let mut journal = TaskJournal::default();
+        journal.append(self.root(), task_id, "create", &key, &fingerprint, result.clone())?;
+        Ok(result)
+    }
+
+    fn transition(&self, request: &HandoffRequest) -> Result<Value> {
+        let action = request.action;
+        let task_id = request.task_id.as_deref().ok_or_else(|| invalid("task_id", format!("{} needs task_id", action.name())))?;
+        let key = request
+            .idempotency_key
+            .clone()
+            .filter(|k| !k.trim().is_empty())
+            .ok_or_else(|| invalid("idempotency_key", format!("{} needs an idempotency_key", action.name())))?;
+        let expected =
+            request.expected_revision.ok_or_else(|| invalid("expected_revision", format!("{} needs expected_revision", action.name())))?;
+        let mut journal = self.load_task(task_id)?.ok_or_else(|| Error::TaskNotFound { task_id: task_id.to_string() })?;
+        let stale_snapshot = journal.check_snapshot(self.root(), task_id)?;
+        let fingerprint = Self::fingerprint(request);
+        if let Some(event) = journal.by_key(&key) {
+            if event.fingerprint == fingerprint {
+                return Ok(event.result.clone());
+            }
+            return Err(Error::IdempotencyConflict { key });
+        }
+        let current = journal.current().cloned().unwrap_or(Value::Null);
+        let mut task: Task = serde_json::from_value(current)
+            .map_err(|e| Error::TaskJournalIntegrity { task_id: task_id.to_string(), reason: format!("snapshot: {e}") })?;
+        if task.revision != expected {
+            return Err(Error::RevisionConflict { task_id: task_id.to_string(), expected, found: task.revision });
+        }
+        if stale_snapshot {
+            journal.rewrite_snapshot(self.root(), task_id)?;
+        }
+        let refuse = |reason: &str| Error::TransitionRefused {
+            task_id: task_id.to_string(),
+            action: action.name().to_string(),
+            state: task.state.name().to_string(),
+            reason: reason.to_string(),
+        };
+        let target = match action {
+            HandoffAction::Resume | HandoffAction::Checkpoint => TaskState::Working,
+            HandoffAction::InputRequired => TaskState::InputRequired,
+            HandoffAction::Complete => TaskState::Completed,
+            HandoffAction::Fail => TaskState::Failed,
+            HandoffAction::Cancel => TaskState::Canceled,
+            HandoffAction::Create | HandoffAction::List | HandoffAction::Show => unreachable!("dispatched before"),
+        };
+        if task.state.is_terminal() {
+            return Err(refuse("the task is in a terminal state"));
+        }
+        if !task.state.can_become(target) {
+            return Err(refuse(&format!("{} → {} is not an allowed transition", task.state.name(), target.name())));
+        }
+        if action == HandoffAction::Checkpoint && task.state != TaskState::Working {
+            return Err(refuse("checkpoint records progress of a working task; resume it first"));
+        }
+        let mut interventions = 0;
+        match action {
+            HandoffAction::Resume if matches!(task.state, TaskState::InputRequired | TaskState::AuthRequired) => {
+                if !request.approved {
+                    return Err(Error::ApprovalRequired { operation: "handoff_work resume of a task waiting for input" });
+                }
+                interventions += 1;
+            }
+            HandoffAction::InputRequired => {
+                let blocker = request
+                    .blocker
+                    .clone()
+                    .filter(|b| !b.trim().is_empty())
+                    .ok_or_else(|| invalid("blocker", "input-required needs a blocker"))?;
+                let required_approval = request.required_approval.clone().unwrap_or_else(|| "caller".into());
+                task.required_input = Some(RequiredInput { blocker, required_approval });
+                interventions += 1;
+            }
+            HandoffAction::Fail => {
+                let blocker =
+                    request.blocker.clone().filter(|b| !b.trim().is_empty()).ok_or_else(|| invalid("blocker", "fail needs a blocker"))?;
+                task.error_ref = Some(blocker);
+            }
+            HandoffAction::Cancel => {
+                if !request.approved {
+                    return Err(Error::ApprovalRequired { operation: "handoff_work cancel" });
+                }
+                interventions += 1;
+            }
+            _ => {}
+        }
+        // Maintenance phase: the same phase or the next one, never a skip or a step back.
+        if let Some(phase) = request.phase {
+            if task.profile != Profile::Maintenance {
+                return Err(invalid("phase", "phases belong to the maintenance profile"));
+            }
+            let allowed = match task.maintenance_phase {
+                None => phase == Phase::Detect,
+                Some(current) => phase == current || phase as u8 == current as u8 + 1,
+            };
+            if !allowed {
+                return Err(Error::PhaseOrder {
+                    task_id: task_id.to_string(),
+                    from: task.maintenance_phase.map_or("none", Phase::name).to_string(),
+                    to: phase.name().to_string(),
+                });
+            }
+            if phase == Phase::Repair && task.maintenance_phase != Some(Phase::Repair) {
+                if !request.approved {
+                    return Err(Error::ApprovalRequired { operation: "handoff_work maintenance repair" });
+                }
+                interventions += 1;
+            }
+            task.maintenance_phase = Some(phase);
+        }
+        if let Some(gates) = &request.open_gates {
+            task.open_gates = gates.clone();
+        }
+        if action == HandoffAction::Complete {
+            if task.profile == Profile::Maintenance && task.maintenance_phase != Some(Phase::Receipt) {
+                return Err(refuse(&format!(
+                    "a maintenance task completes only from phase receipt (now {})",
+                    task.maintenance_phase.map_or("none", Phase::name)
+                )));
+            }
+            if !task.open_gates.is_empty() {
+                return Err(refuse(&format!("open gates remain: {}", task.open_gates.join(", "))));
+            }
+            let receipt_id = request
+                .receipt_id
+                .clone()
+                .filter(|r| !r.trim().is_empty())
+                .ok_or_else(|| invalid("receipt_id", "complete needs a receipt_id"))?;
+            let canonical = find_receipt(self.root(), &receipt_id)?;
+            if !task.receipt_ids.contains(&canonical) {
+                task.receipt_ids.push(canonical);
+            }
+            task.required_input = None;
+        }
+        if action == HandoffAction::Resume {
+            task.required_input = None;
+        }
+        if let Some(artifacts) = &request.changed_artifacts {
+            for artifact in artifacts {
+                if !task.changed_artifacts.contains(artifact) {
+                    task.changed_artifacts.push(artifact.clone());
+                }
+            }
+            if task.changed_artifacts.len() > self.policy().policy.handoff.list_items_max {
+                return Err(invalid("changed_artifacts", "the task would hold more changed artifacts than the policy allows"));
+            }
+        }
+        if let Some(next) = &request.next_action {
+            task.next_action = Some(next.clone());
+        }
+        if let Some(revision) = &request.source_revision {
+            task.source_revision = revision.clone();
+        }
+        task.state = target;
+        task.revision += 1;
+        task.human_interventions += interventions;
+        task.last_action = action.name().to_string();
+        task.last_idempotency_key = key.clone();
+        task.updated_at = now();
+        let result = serde_json::to_value(&task).map_err(|e| invalid("task", e.to_string()))?;
+        journal.append(self.root(), task_id, action.name(), &key, &fingerprint, result.clone())?;
+        Ok(result)
+    }
+}
+
+/// Finds an ok receipt by `seq:<n>` or by `trace_id`; returns its canonical id `seq:<n>`.
+fn find_receipt(root: &std::path::Path, receipt_id: &str) -> Result<String> {
+    let not_found = || Error::ReceiptNotFound { receipt_id: receipt_id.to_string() };
+    let by_seq = receipt_id.strip_prefix("seq:").map(|n| n.parse::<u64>().map_err(|_| not_found())).transpose()?;
+    let path = layout::join(root, layout::RECEIPTS);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
+        Err(e) => return Err(Error::io("reading", layout::RECEIPTS, e)),
+    };
+    for receipt in text.lines().filter_map(|l| serde_json::from_str::<Value>(l).ok()) {
+        let seq = receipt.get("seq").and_then(Value::as_u64);
+        let matches = match by_seq {
+            Some(n) => seq == Some(n),
+            None => receipt.get("trace_id").and_then(Value::as_str) == Some(receipt_id),
+        };
+        if matches {
+            if receipt.get("status").and_then(Value::as_str) != Some("ok") {
+                return Err(not_found());
+            }
+            return seq.map(|s| format!("seq:{s}")).ok_or_else(not_found);
+        }
+    }
+    Err(not_found())
+}
