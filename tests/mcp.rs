@@ -329,8 +329,12 @@ fn every_tool_round_trips() {
     assert_eq!(unknown_field["code"], "invalid_argument");
     assert_eq!(unknown_field["retryable"], false);
     assert_eq!(server.err("ingest_note", json!({"name": "x"}))["code"], "invalid_argument");
+    // Search answers with the untrusted envelope; dense modes fail closed with a typed error.
+    let found = server.ok("search_vault_tool", json!({"query": "note", "search_mode": "fts"}));
+    assert_eq!(found["trust"], "untrusted");
+    assert_eq!(server.err("search_vault_tool", json!({"query": "note", "search_mode": "semantic"}))["code"], "dense_index_unavailable");
     // Unknown tool: a JSON-RPC error, as rmcp's router answers.
-    let response = server.request("tools/call", json!({"name": "search_vault_tool", "arguments": {}}));
+    let response = server.request("tools/call", json!({"name": "no_such_tool", "arguments": {}}));
     assert_eq!(response["error"]["code"], -32602);
     assert!(server.close().success());
 }
