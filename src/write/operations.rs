@@ -148,6 +148,26 @@ fn log_entry(action: &str, verb: &str, title: &str, path: &VaultPath, extra: &[(
     entry
 }
 
+/// The mutation that writes one note created by ingest or synthesize: the target must not exist
+/// unless the caller names the version it replaces with `expected_sha256`.
+fn new_note(
+    operation: &'static str,
+    path: VaultPath,
+    content: String,
+    expected_sha256: Option<String>,
+    idempotency_key: Option<String>,
+    log: String,
+) -> Mutation {
+    Mutation {
+        operation,
+        notes: vec![NoteChange { path, content: Some(content), require_absent: expected_sha256.is_none(), expected_sha256 }],
+        idempotency_key,
+        proposal_id: None,
+        log_entry: Some(log),
+        create_folders: false,
+    }
+}
+
 /// Checks that text is a note with valid OKF metadata (before anything is stored or written).
 pub fn validate_note_text(vault: &Vault, path: &VaultPath, text: &str) -> Result<()> {
     let invalid = |reason: String| Error::InvalidContent { path: path.to_string(), reason };
@@ -181,22 +201,7 @@ impl Vault {
         });
         validate_note_text(self, &path, &content)?;
         let log = log_entry("ingest", "Created", &request.title, &path, &[]);
-        execute(
-            self,
-            Mutation {
-                operation: "mcp.ingest_note",
-                notes: vec![NoteChange {
-                    path,
-                    content: Some(content),
-                    require_absent: request.expected_sha256.is_none(),
-                    expected_sha256: request.expected_sha256.clone(),
-                }],
-                idempotency_key: request.idempotency_key.clone(),
-                proposal_id: None,
-                log_entry: Some(log),
-                create_folders: false,
-            },
-        )
+        execute(self, new_note("mcp.ingest_note", path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log))
     }
 
     /// Creates one synthesis note (Daily Log by default, episodic memory) through the transaction.
@@ -225,22 +230,7 @@ impl Vault {
             extra.push(("Owner", owner.clone()));
         }
         let log = log_entry("synthesize", "Synthesized", &request.title, &path, &extra);
-        execute(
-            self,
-            Mutation {
-                operation: "synthesize.session",
-                notes: vec![NoteChange {
-                    path,
-                    content: Some(content),
-                    require_absent: request.expected_sha256.is_none(),
-                    expected_sha256: request.expected_sha256.clone(),
-                }],
-                idempotency_key: request.idempotency_key.clone(),
-                proposal_id: None,
-                log_entry: Some(log),
-                create_folders: false,
-            },
-        )
+        execute(self, new_note("synthesize.session", path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log))
     }
 
     /// Validates and stores a content-addressed proposal; never writes the note.
