@@ -175,11 +175,18 @@ fn exit_code_of(error: &Error) -> u8 {
         | Error::InvalidContent { .. }
         | Error::ApprovalRequired { .. }
         | Error::ProposalInvalid { .. }
-        | Error::NotConfigured { .. } => exit::USAGE,
-        Error::VaultUnusable(_) | Error::PolicyInvalid { .. } | Error::CatalogConflict { .. } | Error::CatalogEntryTooLarge { .. } => {
-            exit::VAULT
-        }
-        Error::Io { .. } | Error::NoteUnreadable { .. } | Error::TransactionIncomplete { .. } => exit::IO,
+        | Error::NotConfigured { .. }
+        | Error::EgressDenied { .. } => exit::USAGE,
+        Error::VaultUnusable(_)
+        | Error::PolicyInvalid { .. }
+        | Error::CatalogConflict { .. }
+        | Error::CatalogEntryTooLarge { .. }
+        | Error::ModelVerificationFailed { .. } => exit::VAULT,
+        Error::Io { .. }
+        | Error::NoteUnreadable { .. }
+        | Error::TransactionIncomplete { .. }
+        | Error::ModelUnavailable { .. }
+        | Error::EmbeddingFailed { .. } => exit::IO,
     }
 }
 
