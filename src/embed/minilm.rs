@@ -78,10 +78,19 @@ impl MiniLm {
     }
 
     /// Unit vectors for `texts`, in order, computed `batch_size` at a time.
+    ///
+    /// Texts are batched longest first (as sentence-transformers does), so each batch pads to
+    /// a similar length; padding does not change a vector, only the work spent on it.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let mut out = Vec::with_capacity(texts.len());
-        for batch in texts.chunks(self.batch_size) {
-            out.extend(self.pool.install(|| self.embed_batch(batch))?);
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(texts[i].chars().count()));
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for indices in order.chunks(self.batch_size) {
+            let batch: Vec<&str> = indices.iter().map(|&i| texts[i]).collect();
+            let vectors = self.pool.install(|| self.embed_batch(&batch))?;
+            for (&i, vector) in indices.iter().zip(vectors) {
+                out[i] = vector;
+            }
         }
         Ok(out)
     }

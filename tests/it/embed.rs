@@ -135,6 +135,7 @@ fn embed_passages_gives_unit_vectors_and_a_recordable_model_id() {
 
     let description = handle.describe();
     let bound = description.bound.expect("the model is bound after use");
+    eprintln!("model resolved, verified and loaded in {} ms", bound.load_ms);
     assert!(matches!(&bound.source, ModelSource::LocalDir { origin: "PARAVAULT_MODEL_DIR", .. }), "{:?}", bound.source);
     assert_eq!(description.sources.len(), 1);
     assert!(description.sources[0].files_present);
