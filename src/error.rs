@@ -98,6 +98,18 @@ pub enum Error {
     #[error("{capability} is not available: {remediation}")]
     NotConfigured { capability: &'static str, remediation: String },
 
+    #[error("embedding model {model} is not available: {reason}. {remediation}")]
+    ModelUnavailable { model: String, reason: String, remediation: String },
+
+    #[error("embedding model {model}: {file} failed verification (expected sha256 {expected}, found {found}); {remediation}")]
+    ModelVerificationFailed { model: String, file: String, expected: String, found: String, remediation: String },
+
+    #[error("network egress is denied by policy, so {what} was not downloaded. {remediation}")]
+    EgressDenied { what: String, remediation: String },
+
+    #[error("embedding failed: {reason}")]
+    EmbeddingFailed { reason: String },
+
     #[error("transaction {seq} is committed but not yet in place ({reason}); it completes on the next write or open")]
     TransactionIncomplete { seq: u64, reason: String },
     #[error("search query invalid: {reason}")]
@@ -175,6 +187,10 @@ impl Error {
             Error::PhaseOrder { .. } => "maintenance_phase_order",
             Error::ReceiptNotFound { .. } => "receipt_not_found",
             Error::TaskJournalIntegrity { .. } => "task_journal_integrity",
+            Error::ModelUnavailable { .. } => "model_unavailable",
+            Error::ModelVerificationFailed { .. } => "model_verification_failed",
+            Error::EgressDenied { .. } => "egress_denied",
+            Error::EmbeddingFailed { .. } => "embedding_failed",
         }
     }
 

@@ -7,6 +7,8 @@
 //! - `store`     — the only door to the disk for mutations (durable replace, fault injection).
 //! - `scan`      — which files are in scope.
 //! - `inventory` — the in-memory vault model, kept current one note at a time.
+//! - `embed`     — dense embeddings (all-MiniLM-L6-v2 on candle), the model resolved offline
+//!                 first and sha256-verified under policy.
 //! - `lint`      — health report and write gate over the inventory.
 //! - `catalog`   — `index.md` and paged `_index.md` rendering (pure) and publishing.
 //! - `vault`     — the application API every adapter calls.
@@ -17,6 +19,7 @@
 //!
 //! See docs/ARCHITECTURE.md for the write path and the invariants.
 
+pub mod embed;
 pub mod error;
 pub mod inventory;
 pub mod lint;

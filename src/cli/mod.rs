@@ -221,6 +221,7 @@ fn exit_code_of(error: &Error) -> u8 {
         | Error::ApprovalRequired { .. }
         | Error::ProposalInvalid { .. }
         | Error::NotConfigured { .. }
+        | Error::EgressDenied { .. }
         | Error::SearchQueryInvalid { .. } => exit::USAGE,
         Error::SyncRefused { .. } => exit::FINDINGS,
         Error::TaskNotFound { .. }
@@ -233,10 +234,16 @@ fn exit_code_of(error: &Error) -> u8 {
         | Error::PolicyInvalid { .. }
         | Error::CatalogConflict { .. }
         | Error::CatalogEntryTooLarge { .. }
+        | Error::ModelVerificationFailed { .. }
         | Error::DenseIndexUnavailable { .. }
         | Error::GenerationCorrupt { .. }
         | Error::NoActiveGeneration { .. } => exit::VAULT,
-        Error::Io { .. } | Error::NoteUnreadable { .. } | Error::TransactionIncomplete { .. } | Error::SearchIndex { .. } => exit::IO,
+        Error::Io { .. }
+        | Error::NoteUnreadable { .. }
+        | Error::TransactionIncomplete { .. }
+        | Error::SearchIndex { .. }
+        | Error::ModelUnavailable { .. }
+        | Error::EmbeddingFailed { .. } => exit::IO,
         Error::TaskJournalIntegrity { .. } => exit::VAULT,
     }
 }

@@ -110,6 +110,42 @@ pub struct MaintenancePolicy {
     pub healed_description_chars: usize,
 }
 
+/// Expected sha256 (lowercase hex) of each model file the engine reads.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelFileHashes {
+    #[serde(rename = "model.safetensors")]
+    pub model_safetensors: String,
+    #[serde(rename = "tokenizer.json")]
+    pub tokenizer_json: String,
+    #[serde(rename = "config.json")]
+    pub config_json: String,
+}
+
+impl ModelFileHashes {
+    /// (file name in the model folder, expected sha256), in the order they are checked.
+    pub fn files(&self) -> [(&'static str, &str); 3] {
+        [("config.json", &self.config_json), ("tokenizer.json", &self.tokenizer_json), ("model.safetensors", &self.model_safetensors)]
+    }
+}
+
+/// The dense embedding model: which one, pinned how, and how it runs.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct EmbeddingPolicy {
+    /// Hugging Face repository, `owner/name`.
+    pub repo: String,
+    /// The repository commit (40 hex digits).
+    pub revision: String,
+    pub dimension: usize,
+    pub max_tokens: usize,
+    pub batch_size: usize,
+    pub threads: usize,
+    /// Explicit model folder; empty means none.
+    pub local_dir: String,
+    pub sha256: ModelFileHashes,
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Egress {
@@ -182,6 +218,7 @@ pub struct Policy {
     pub limits: Limits,
     pub search: SearchPolicy,
     pub maintenance: MaintenancePolicy,
+    pub embedding: EmbeddingPolicy,
     pub rate_limits: BTreeMap<String, u32>,
     pub tools: BTreeMap<String, ToolRisk>,
     pub approval_required: Vec<String>,
@@ -418,7 +455,46 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
     {
         return Err(invalid("broker_socket", "infra.broker_socket must be an absolute path or null".into()));
     }
+    validate_embedding(&policy.embedding, &invalid)?;
     regex::Regex::new(&policy.layout.root_daily_log_pattern).map_err(|e| invalid("root_daily_log_pattern", format!("invalid pattern: {e}")))
+}
+
+/// The largest token cut the supported BERT models accept (their position-embedding table).
+const EMBEDDING_MAX_TOKENS_LIMIT: usize = 512;
+
+fn validate_embedding(e: &EmbeddingPolicy, invalid: &dyn Fn(&str, String) -> Error) -> Result<()> {
+    let is_hex = |s: &str, len: usize| s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let mut parts = e.repo.split('/');
+    let repo_ok = matches!((parts.next(), parts.next(), parts.next()), (Some(owner), Some(name), None) if !owner.is_empty() && !name.is_empty())
+        && !e.repo.contains("..")
+        && e.repo.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b));
+    if !repo_ok {
+        return Err(invalid("repo", format!("embedding.repo '{}' must be a Hugging Face repository 'owner/name'", e.repo)));
+    }
+    if !is_hex(&e.revision, 40) {
+        return Err(invalid("revision", format!("embedding.revision '{}' must be a commit hash (40 lowercase hex digits)", e.revision)));
+    }
+    if e.dimension != crate::embed::DIMENSION {
+        return Err(invalid(
+            "dimension",
+            format!("embedding.dimension {} is not supported (this engine embeds {})", e.dimension, crate::embed::DIMENSION),
+        ));
+    }
+    if e.max_tokens == 0 || e.max_tokens > EMBEDDING_MAX_TOKENS_LIMIT {
+        return Err(invalid("max_tokens", format!("embedding.max_tokens must be in 1..={EMBEDDING_MAX_TOKENS_LIMIT}")));
+    }
+    if e.batch_size == 0 {
+        return Err(invalid("batch_size", "embedding.batch_size must be at least 1".into()));
+    }
+    if e.threads == 0 {
+        return Err(invalid("threads", "embedding.threads must be at least 1".into()));
+    }
+    for (file, hash) in e.sha256.files() {
+        if !is_hex(hash, 64) {
+            return Err(invalid(file, format!("embedding.sha256 of {file} must be 64 lowercase hex digits")));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

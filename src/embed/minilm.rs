@@ -1,0 +1,153 @@
+//! all-MiniLM-L6-v2 on candle: tokenise, BERT forward, mean pooling over the mask, L2 normalise.
+//!
+//! Matches sentence-transformers' `encode(normalize_embeddings=True)`: the tokenizer's shipped
+//! truncation (128) and padding (`Fixed(128)`) are replaced by the policy's `max_tokens` (256)
+//! and padding to the longest passage in each batch. Inference runs on a private rayon pool of
+//! the configured thread count, on the CPU in f32.
+
+use candle_core::{DType, Device, Tensor};
+use candle_nn::VarBuilder;
+use candle_transformers::models::bert::{BertModel, Config};
+use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+
+use super::{DIMENSION, ModelConfig, ModelId, Vector, VerifiedModel};
+use crate::error::{Error, Result};
+
+/// The loaded model. Cheap to share (`Arc`); `embed` may be called from several threads.
+pub struct MiniLm {
+    id: ModelId,
+    model: BertModel,
+    tokenizer: Tokenizer,
+    device: Device,
+    batch_size: usize,
+    pool: rayon::ThreadPool,
+}
+
+fn failed(what: &str, e: impl std::fmt::Display) -> Error {
+    Error::EmbeddingFailed { reason: format!("{what}: {e}") }
+}
+
+impl MiniLm {
+    /// Loads verified files (see `resolve`) with the configured cut, batch size and threads.
+    pub fn load(files: VerifiedModel, config: &ModelConfig) -> Result<Self> {
+        let unavailable = |reason: String| Error::ModelUnavailable {
+            model: config.id.to_string(),
+            reason,
+            remediation: "The files passed their sha256 check, so the policy's embedding section names a model this engine cannot run."
+                .into(),
+        };
+        let bert_config: Config =
+            serde_json::from_slice(&files.config_json).map_err(|e| unavailable(format!("config.json is not a BERT config: {e}")))?;
+        if bert_config.hidden_size != DIMENSION || config.id.dimension != DIMENSION {
+            return Err(unavailable(format!("the model's hidden size is {}, this engine embeds {DIMENSION}", bert_config.hidden_size)));
+        }
+        if config.max_tokens > bert_config.max_position_embeddings {
+            return Err(unavailable(format!(
+                "embedding.max_tokens {} exceeds the model's {} positions",
+                config.max_tokens, bert_config.max_position_embeddings
+            )));
+        }
+        let mut tokenizer =
+            Tokenizer::from_bytes(&files.tokenizer_json).map_err(|e| unavailable(format!("tokenizer.json cannot be loaded: {e}")))?;
+        let truncation = TruncationParams { max_length: config.max_tokens, ..tokenizer.get_truncation().cloned().unwrap_or_default() };
+        tokenizer.with_truncation(Some(truncation)).map_err(|e| unavailable(format!("tokenizer truncation: {e}")))?;
+        let padding = PaddingParams { strategy: PaddingStrategy::BatchLongest, ..tokenizer.get_padding().cloned().unwrap_or_default() };
+        tokenizer.with_padding(Some(padding));
+
+        let device = Device::Cpu;
+        // Buffered, not memory-mapped: the bytes are already in memory (they were hashed), and
+        // this keeps the crate free of `unsafe`.
+        let vb = VarBuilder::from_buffered_safetensors(files.weights, DType::F32, &device)
+            .map_err(|e| unavailable(format!("model.safetensors cannot be read: {e}")))?;
+        let model = BertModel::load(vb, &bert_config).map_err(|e| unavailable(format!("the BERT weights do not load: {e}")))?;
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(config.threads.max(1))
+            .thread_name(|i| format!("paravault-embed-{i}"))
+            .build()
+            .map_err(|e| failed("starting the inference threads", e))?;
+        Ok(MiniLm { id: config.id.clone(), model, tokenizer, device, batch_size: config.batch_size.max(1), pool })
+    }
+
+    pub fn id(&self) -> &ModelId {
+        &self.id
+    }
+
+    /// Inference threads.
+    pub fn threads(&self) -> usize {
+        self.pool.current_num_threads()
+    }
+
+    /// Unit vectors for `texts`, in order, computed `batch_size` at a time.
+    ///
+    /// Texts are batched longest first (as sentence-transformers does), so each batch pads to
+    /// a similar length; padding does not change a vector, only the work spent on it.
+    pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let mut order: Vec<usize> = (0..texts.len()).collect();
+        order.sort_by_key(|&i| std::cmp::Reverse(texts[i].chars().count()));
+        let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
+        for indices in order.chunks(self.batch_size) {
+            let batch: Vec<&str> = indices.iter().map(|&i| texts[i]).collect();
+            let vectors = self.pool.install(|| self.embed_batch(&batch))?;
+            for (&i, vector) in indices.iter().zip(vectors) {
+                out[i] = vector;
+            }
+        }
+        Ok(out)
+    }
+
+    /// `embed` for owned passages, as fixed-width vectors (what a dense index stores).
+    pub fn embed_passages(&self, passages: &[String]) -> Result<Vec<Vector>> {
+        let texts: Vec<&str> = passages.iter().map(String::as_str).collect();
+        self.embed(&texts)?
+            .into_iter()
+            .map(|v| Vector::try_from(v.as_slice()).map_err(|_| failed("pooling", format!("a vector of width {} came back", v.len()))))
+            .collect()
+    }
+
+    /// Number of tokens (after the cut, with [CLS] and [SEP]) each text is embedded from.
+    pub fn token_counts(&self, texts: &[&str]) -> Result<Vec<usize>> {
+        texts
+            .iter()
+            .map(|t| self.tokenizer.encode(*t, true).map(|e| e.get_attention_mask().iter().filter(|m| **m == 1).count()))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| failed("tokenising", e))
+    }
+
+    fn embed_batch(&self, batch: &[&str]) -> Result<Vec<Vec<f32>>> {
+        if batch.is_empty() {
+            return Ok(Vec::new());
+        }
+        let encodings = self.tokenizer.encode_batch(batch.to_vec(), true).map_err(|e| failed("tokenising", e))?;
+        let rows = encodings.len();
+        let width = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
+        let (mut ids, mut type_ids, mut mask) =
+            (Vec::with_capacity(rows * width), Vec::with_capacity(rows * width), Vec::with_capacity(rows * width));
+        for encoding in &encodings {
+            if encoding.len() != width {
+                return Err(failed("tokenising", "the batch was not padded to one length"));
+            }
+            ids.extend_from_slice(encoding.get_ids());
+            type_ids.extend_from_slice(encoding.get_type_ids());
+            mask.extend_from_slice(encoding.get_attention_mask());
+        }
+        let tensor = |data: Vec<u32>| Tensor::from_vec(data, (rows, width), &self.device).map_err(|e| failed("building the input", e));
+        let (ids, type_ids, mask) = (tensor(ids)?, tensor(type_ids)?, tensor(mask)?);
+        let pooled = (|| -> candle_core::Result<Vec<Vec<f32>>> {
+            let hidden = self.model.forward(&ids, &type_ids, Some(&mask))?; // (rows, width, 384)
+            let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (rows, width, 1)
+            let summed = hidden.broadcast_mul(&mask)?.sum(1)?; // (rows, 384)
+            let counts = mask.sum(1)?.clamp(1e-9f32, f32::MAX)?; // (rows, 1)
+            let mean = summed.broadcast_div(&counts)?;
+            let norms = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12f32, f32::MAX)?;
+            mean.broadcast_div(&norms)?.to_vec2::<f32>()
+        })()
+        .map_err(|e| failed("inference", e))?;
+        Ok(pooled)
+    }
+}
+
+impl std::fmt::Debug for MiniLm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MiniLm").field("id", &self.id).field("batch_size", &self.batch_size).field("threads", &self.threads()).finish()
+    }
+}
