@@ -127,6 +127,9 @@ pub enum Error {
     #[error("sync refused: {} note(s) would be excluded: {}", excluded.len(), excluded.iter().map(|(p, r)| format!("{p} ({r})")).collect::<Vec<_>>().join("; "))]
     SyncRefused { excluded: Vec<(String, String)> },
 
+    #[error("sync refused: {reason}")]
+    DenseLossRefused { reason: String },
+
     #[error("search index error while {action}: {reason}")]
     SearchIndex { action: &'static str, reason: String },
 
@@ -179,6 +182,7 @@ impl Error {
             Error::GenerationCorrupt { .. } => "generation_corrupt",
             Error::NoActiveGeneration { .. } => "no_active_generation",
             Error::SyncRefused { .. } => "sync_refused",
+            Error::DenseLossRefused { .. } => "dense_loss_refused",
             Error::SearchIndex { .. } => "search_index_error",
             Error::TaskNotFound { .. } => "task_not_found",
             Error::TaskExists { .. } => "task_exists",

@@ -109,6 +109,11 @@ impl Vault {
     /// Publishes a complete generation for the vault as it is on disk now (detects edits made
     /// outside the engine by content hash). Under the writer lock.
     pub fn sync_vault(&self, params: &SyncParams) -> Result<SyncReport> {
+        self.sync_vault_with_progress(params, &|_, _, _| {})
+    }
+
+    /// `sync_vault`, reporting (stage, done, total) as it goes.
+    pub fn sync_vault_with_progress(&self, params: &SyncParams, progress: search::Progress<'_>) -> Result<SyncReport> {
         let _writer = self.lock_writer()?;
         self.reload();
         let options = SyncOptions {
@@ -117,7 +122,7 @@ impl Vault {
             force_rebuild: params.force_rebuild,
             allow_partial: params.allow_partial,
         };
-        self.with_inventory(|inventory| search::sync(self.root(), self.policy(), inventory, options))?
+        self.with_inventory(|inventory| search::sync_with_progress(self.root(), self.policy(), inventory, options, progress))?
     }
 
     /// Paths and titles of the top hits (no bodies).
@@ -132,14 +137,14 @@ impl Vault {
         }
         let method = match method.trim().to_ascii_lowercase().as_str() {
             "keyword" => RelatedMethod::Keyword,
-            "semantic" => {
-                return Err(Error::DenseIndexUnavailable {
-                    reason: "semantic suggestions read stored vectors and this vault has no dense index; use method=keyword".into(),
-                });
-            }
+            "semantic" => RelatedMethod::Semantic,
             other => return Err(Error::InvalidArgument { name: "method", reason: format!("'{other}' is not one of: semantic, keyword") }),
         };
         let related = search::suggest_related(self.root(), self.policy(), target, method, max_results)?;
-        Ok(RelatedReport { target: target.to_string(), method: "keyword", related })
+        let label = match method {
+            RelatedMethod::Keyword => "keyword",
+            RelatedMethod::Semantic => "semantic",
+        };
+        Ok(RelatedReport { target: target.to_string(), method: label, related })
     }
 }

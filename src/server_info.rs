@@ -146,7 +146,10 @@ impl Vault {
                 last_receipt_seq: last_receipt_seq(self),
             },
             policy: self.policy().source.clone(),
-            embedding: EmbeddingState { dense_index: manifest.as_ref().and_then(|m| m.dense.clone()), binding: "not_requested" },
+            embedding: EmbeddingState {
+                dense_index: manifest.as_ref().and_then(|m| m.dense.as_ref()).and_then(|d| serde_json::to_value(d).ok()),
+                binding: "not_requested",
+            },
             issues,
         })
     }

@@ -3,6 +3,7 @@
 //! Exit codes (docs/errors.md): 0 ok; 1 blocking findings (lint) or a degraded doctor report;
 //! 2 bad usage or a refused argument; 3 the vault or its policy cannot be used; 4 I/O failure.
 
+mod progress;
 pub mod render;
 
 use std::io::IsTerminal;
@@ -147,13 +148,20 @@ pub enum Command {
         #[arg(long)]
         approve: bool,
     },
-    /// Publish a complete search generation for the vault as it is on disk (offline, FTS).
+    /// Publish a complete search generation for the vault as it is on disk (FTS offline;
+    /// --dense also builds or completes the dense index with the local model).
     Sync {
         /// Publish only the valid notes when some are invalid (they are named).
         #[arg(long)]
         allow_partial: bool,
         #[arg(long)]
         force_rebuild: bool,
+        /// Build or complete the dense index (fts_only=false).
+        #[arg(long)]
+        dense: bool,
+        /// Allow an FTS-only sync to drop an existing dense index.
+        #[arg(long)]
+        accept_dense_loss: bool,
     },
     /// Search the active generation; --json prints the untrusted retrieval envelope.
     Search {
@@ -223,7 +231,7 @@ fn exit_code_of(error: &Error) -> u8 {
         | Error::NotConfigured { .. }
         | Error::EgressDenied { .. }
         | Error::SearchQueryInvalid { .. } => exit::USAGE,
-        Error::SyncRefused { .. } => exit::FINDINGS,
+        Error::SyncRefused { .. } | Error::DenseLossRefused { .. } => exit::FINDINGS,
         Error::TaskNotFound { .. }
         | Error::TaskExists { .. }
         | Error::RevisionConflict { .. }
@@ -403,8 +411,19 @@ pub fn run(cli: Cli) -> ExitCode {
                 v.read_memory_history(*limit, *after_seq).map(|h| out.history(&h))
             }
         }),
-        Command::Sync { allow_partial, force_rebuild } => open(&cli)
-            .and_then(|v| v.sync_vault(&SyncParams { allow_partial: *allow_partial, force_rebuild: *force_rebuild, ..Default::default() }))
+        Command::Sync { allow_partial, force_rebuild, dense, accept_dense_loss } => open(&cli)
+            .and_then(|v| {
+                let params = SyncParams {
+                    allow_partial: *allow_partial,
+                    force_rebuild: *force_rebuild,
+                    fts_only: !*dense,
+                    accept_dense_loss: *accept_dense_loss,
+                };
+                let bar = progress::SyncBar::new(cli.json);
+                let report = v.sync_vault_with_progress(&params, &|stage, done, total| bar.update(stage, done, total));
+                bar.finish();
+                report
+            })
             .map(|r| out.sync(&r)),
         Command::Search { query, max_results, mode, temporal_view, as_of, domain } => open(&cli)
             .and_then(|v| {

@@ -282,3 +282,19 @@ pub fn cosine(a: &[f32], b: &[f32]) -> f64 {
     let nb: f64 = b.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
     if na == 0.0 || nb == 0.0 { 0.0 } else { dot / (na * nb) }
 }
+
+type HandleRegistry = std::collections::HashMap<String, Arc<ModelHandle>>;
+static HANDLES: std::sync::LazyLock<Mutex<HandleRegistry>> = std::sync::LazyLock::new(|| Mutex::new(HandleRegistry::new()));
+
+/// The process-wide handle for `config`: one model load per configuration per process (the
+/// MCP server, the CLI and tests all share it).
+pub fn shared_handle(config: ModelConfig) -> Arc<ModelHandle> {
+    let key = format!("{config:?}");
+    let mut handles = HANDLES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    handles.entry(key).or_insert_with(|| Arc::new(ModelHandle::new(config))).clone()
+}
+
+/// The handle a vault's policy names (environment read from the process).
+pub fn vault_handle(policy: &Policy, vault_root: &Path) -> Arc<ModelHandle> {
+    shared_handle(ModelConfig::from_policy(policy, Some(vault_root), &ModelEnv::from_process()))
+}

@@ -98,6 +98,13 @@ pub struct SearchPolicy {
     pub chunk_min_words: usize,
     /// A publish that leaves more segments than this merges them (amortised compaction).
     pub max_segments: usize,
+    /// What `auto` runs when a verified dense index exists: semantic, hybrid or graph_assisted.
+    pub auto_dense_mode: String,
+    /// How deep each ranked list goes before reciprocal-rank fusion.
+    pub fusion_depth: usize,
+    /// graph_assisted: link hops from each anchor (0-2) and the score decay per hop.
+    pub graph_hops: usize,
+    pub graph_decay: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -422,6 +429,15 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
     }
     if !(1..=100).contains(&policy.search.max_results_cap) {
         return Err(invalid("max_results_cap", "max_results_cap must be in 1..=100".into()));
+    }
+    if !matches!(policy.search.auto_dense_mode.as_str(), "semantic" | "hybrid" | "graph_assisted") {
+        return Err(invalid("auto_dense_mode", "search.auto_dense_mode must be semantic, hybrid or graph_assisted".into()));
+    }
+    if !(10..=1000).contains(&policy.search.fusion_depth) {
+        return Err(invalid("fusion_depth", "search.fusion_depth must be between 10 and 1000".into()));
+    }
+    if policy.search.graph_hops > 2 || !(0.0..=1.0).contains(&policy.search.graph_decay) {
+        return Err(invalid("graph_hops", "search.graph_hops must be 0-2 and search.graph_decay within 0-1".into()));
     }
     if policy.search.max_segments < 2 {
         return Err(invalid("max_segments", "max_segments must be at least 2".into()));

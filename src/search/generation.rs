@@ -32,6 +32,7 @@ use serde::{Deserialize, Serialize};
 use tantivy::indexer::NoMergePolicy;
 use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Term};
 
+use super::dense::{self, DenseManifest, DenseView};
 use super::schema::{self, Fields};
 use super::temporal::TemporalTable;
 use crate::error::{Error, Result};
@@ -77,7 +78,7 @@ pub struct Manifest {
     pub counts: Counts,
     pub exclusions: Vec<Exclusion>,
     pub chunker: String,
-    pub dense: Option<serde_json::Value>,
+    pub dense: Option<DenseManifest>,
     pub index_schema_version: u32,
     pub tantivy_opstamp: u64,
     pub segments: Vec<SegmentRecord>,
@@ -95,6 +96,7 @@ pub struct OpenGeneration {
     pub fields: Fields,
     pub manifest_modified: Option<SystemTime>,
     pub(crate) temporal: OnceLock<TemporalTable>,
+    dense_view: OnceLock<std::result::Result<Arc<DenseView>, String>>,
 }
 
 impl std::fmt::Debug for OpenGeneration {
@@ -106,6 +108,18 @@ impl std::fmt::Debug for OpenGeneration {
 impl OpenGeneration {
     pub fn id(&self) -> &str {
         &self.manifest.generation_id
+    }
+
+    /// The generation's dense index, loaded and verified on first use (`None`: it has none).
+    pub fn dense(&self) -> Result<Option<Arc<DenseView>>> {
+        let Some(manifest) = &self.manifest.dense else { return Ok(None) };
+        let view = self
+            .dense_view
+            .get_or_init(|| DenseView::build(&self.root, manifest, &self.reader.searcher()).map(Arc::new).map_err(|e| e.to_string()));
+        match view {
+            Ok(view) => Ok(Some(view.clone())),
+            Err(reason) => Err(corrupt(self.id(), format!("dense index unusable: {reason}"))),
+        }
     }
 }
 
@@ -231,6 +245,17 @@ pub fn open_generation(root: &Path, id: &str) -> Result<Arc<OpenGeneration>> {
             }
         }
     }
+    if let Some(d) = &manifest.dense {
+        let row_bytes = d.model.dimension as u64 * 4;
+        let dir = dense::dense_dir(root);
+        for (name, need) in [(format!("{}.vec", d.arena), d.rows * row_bytes), (format!("{}.keys", d.arena), d.rows * 48)] {
+            match std::fs::metadata(dir.join(&name)) {
+                Ok(m) if m.len() >= need => {}
+                Ok(m) => return Err(corrupt(id, format!("dense file {name} has {} bytes, needs {need}", m.len()))),
+                Err(e) => return Err(corrupt(id, format!("dense file {name} missing: {}", e.kind()))),
+            }
+        }
+    }
     let directory = RetainingDirectory::open_pinned(&dir, manifest.tantivy_meta.clone().into_bytes())
         .map_err(|e| corrupt(id, format!("index directory unusable: {e}")))?;
     let index = Index::open(directory).map_err(|e| corrupt(id, format!("tantivy cannot open the commit: {e}")))?;
@@ -242,8 +267,16 @@ pub fn open_generation(root: &Path, id: &str) -> Result<Arc<OpenGeneration>> {
         .try_into()
         .map_err(|e| corrupt(id, format!("tantivy cannot read the commit: {e}")))?;
     let manifest_modified = std::fs::metadata(manifest_path(root, id)).and_then(|m| m.modified()).ok();
-    let generation =
-        Arc::new(OpenGeneration { root: key.clone(), manifest, index, reader, fields, manifest_modified, temporal: OnceLock::new() });
+    let generation = Arc::new(OpenGeneration {
+        root: key.clone(),
+        manifest,
+        index,
+        reader,
+        fields,
+        manifest_modified,
+        temporal: OnceLock::new(),
+        dense_view: OnceLock::new(),
+    });
     lock(&LIVE).push((key, id.to_string(), Arc::downgrade(&generation)));
     Ok(generation)
 }
@@ -342,6 +375,8 @@ pub(crate) struct PublishInput {
     pub exclusions: Vec<Exclusion>,
     pub max_segments: usize,
     pub generations_kept: usize,
+    /// The dense index this generation records (its arena rows are already appended).
+    pub dense: Option<DenseManifest>,
     /// Defer every fsync to the caller's checkpoint (the write transaction: its intent record
     /// already makes the change durable and recovery re-publishes). `None` = durable now.
     pub deferred_sync: Option<Arc<std::sync::Mutex<Vec<PathBuf>>>>,
@@ -478,7 +513,7 @@ pub(crate) fn publish(root: &Path, input: PublishInput) -> Result<GenerationInfo
         counts: input.counts.clone(),
         exclusions: input.exclusions,
         chunker: schema::CHUNKER.to_string(),
-        dense: None,
+        dense: input.dense,
         index_schema_version: schema::INDEX_SCHEMA_VERSION,
         tantivy_opstamp: opstamp,
         segments: records,
@@ -541,10 +576,14 @@ pub fn collect_garbage(root: &Path, active: &str, kept: usize) -> Result<(usize,
         cursor = read_manifest(root, &id).ok().and_then(|m| m.parent);
     }
     let mut keep_files: BTreeSet<String> = BTreeSet::new();
+    let mut keep_arenas: BTreeSet<String> = BTreeSet::new();
     let mut all_readable = true;
     for id in &retained {
         match read_manifest(root, id) {
-            Ok(m) => keep_files.extend(m.segments.iter().flat_map(|s| s.files.iter().map(|f| f.name.clone()))),
+            Ok(m) => {
+                keep_files.extend(m.segments.iter().flat_map(|s| s.files.iter().map(|f| f.name.clone())));
+                keep_arenas.extend(m.dense.map(|d| d.arena));
+            }
             Err(_) => all_readable = false,
         }
     }
@@ -573,6 +612,7 @@ pub fn collect_garbage(root: &Path, active: &str, kept: usize) -> Result<(usize,
                 removed_files += 1;
             }
         }
+        removed_files += dense::collect_garbage(root, &keep_arenas)?;
     }
     Ok((removed_generations, removed_files))
 }

@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 
 use serde::{Deserialize, Serialize};
-use tantivy::schema::{Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions};
+use tantivy::schema::{FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions};
 use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer, TokenStream};
 use tantivy::{Index, TantivyDocument};
 
@@ -18,7 +18,7 @@ pub const ANALYZER: &str = "pv_en";
 /// Chunker identity recorded in every manifest.
 pub const CHUNKER: &str = "paravault-sections/v1";
 /// Version of this schema (documents and fields); bump forces a rebuild.
-pub const INDEX_SCHEMA_VERSION: u32 = 1;
+pub const INDEX_SCHEMA_VERSION: u32 = 2;
 /// How many keywords a note keeps for `suggest_related`.
 const KEYWORDS_PER_NOTE: usize = 16;
 
@@ -70,6 +70,12 @@ pub struct Fields {
     pub content_sha256: Field,
     pub content_blake3: Field,
     pub note_json: Field,
+    /// Chunk documents: the dense arena row of the chunk's vector (absent without a dense index).
+    pub vec_row: Field,
+    /// Chunk documents: `dense::note_key(path)`, to aggregate chunk scores per note.
+    pub note_key: Field,
+    /// Note documents: the link key of every wikilink/Markdown link and `related` entry.
+    pub links_to: Field,
 }
 
 pub fn build_schema() -> Schema {
@@ -93,6 +99,9 @@ pub fn build_schema() -> Schema {
     b.add_text_field("content_sha256", STRING | STORED);
     b.add_text_field("content_blake3", STRING | STORED);
     b.add_text_field("note_json", STORED);
+    b.add_u64_field("vec_row", FAST);
+    b.add_u64_field("note_key", FAST);
+    b.add_text_field("links_to", STRING | STORED);
     b.build()
 }
 
@@ -116,6 +125,9 @@ impl Fields {
             content_sha256: f("content_sha256")?,
             content_blake3: f("content_blake3")?,
             note_json: f("note_json")?,
+            vec_row: f("vec_row")?,
+            note_key: f("note_key")?,
+            links_to: f("links_to")?,
         })
     }
 }
@@ -213,8 +225,17 @@ pub fn keywords(text: &str) -> Vec<String> {
     ranked.into_iter().take(KEYWORDS_PER_NOTE).map(|(t, _)| t).collect()
 }
 
+/// A note's documents, with the text each chunk document is embedded from.
+#[derive(Debug, Default)]
+pub struct NoteDocuments {
+    pub path: String,
+    pub docs: Vec<TantivyDocument>,
+    /// (index into `docs`, embedding text) for every chunk document.
+    pub embed_texts: Vec<(usize, String)>,
+}
+
 /// Builds the documents for one valid note from its file bytes.
-pub fn note_documents(fields: &Fields, record: &NoteRecord, bytes: &[u8], chunk_min_words: usize) -> Vec<TantivyDocument> {
+pub fn note_documents(fields: &Fields, record: &NoteRecord, bytes: &[u8], chunk_min_words: usize) -> NoteDocuments {
     let text = String::from_utf8_lossy(bytes);
     let body_text = match frontmatter::split(&text) {
         Ok(split) => split.body.to_string(),
@@ -257,7 +278,21 @@ pub fn note_documents(fields: &Fields, record: &NoteRecord, bytes: &[u8], chunk_
     note.add_text(fields.content_sha256, &sha256);
     note.add_text(fields.content_blake3, &blake);
     note.add_text(fields.note_json, serde_json::to_string(&entry).unwrap_or_default());
+    let mut link_keys: Vec<String> = record
+        .links
+        .iter()
+        .map(|l| crate::inventory::link_key(l.target.split('#').next().unwrap_or(&l.target).trim()))
+        .chain(meta.related.iter().map(|r| crate::inventory::link_key(r.trim().trim_start_matches("[[").trim_end_matches("]]"))))
+        .filter(|k| !k.is_empty())
+        .collect();
+    link_keys.sort();
+    link_keys.dedup();
+    for key in &link_keys {
+        note.add_text(fields.links_to, key);
+    }
     docs.push(note);
+    let mut embed_texts = Vec::new();
+    let key = crate::search::dense::note_key(path);
     let tags = meta.tags.join(" ");
     for chunk in chunk_body(&body_text, chunk_min_words) {
         let mut doc = TantivyDocument::default();
@@ -282,7 +317,9 @@ pub fn note_documents(fields: &Fields, record: &NoteRecord, bytes: &[u8], chunk_
         doc.add_text(fields.body, &chunk.text);
         doc.add_text(fields.body, format!("{title}\n{}", chunk.section));
         doc.add_text(fields.content_sha256, &sha256);
+        doc.add_u64(fields.note_key, key);
+        embed_texts.push((docs.len(), crate::search::dense::embed_text(&title, &description, &chunk.section, &chunk.text)));
         docs.push(doc);
     }
-    docs
+    NoteDocuments { path: path.to_string(), docs, embed_texts }
 }

@@ -106,17 +106,25 @@ fn auto_falls_back_and_dense_modes_are_refused() {
     let mut req = SearchRequest::fts("tantivy", 3);
     req.search_mode = SearchMode::Auto;
     let env = search(v.path(), &p, req.clone()).expect("auto");
-    assert_eq!(env.fallback_reason.as_deref(), Some("dense_index_unavailable"));
+    let reason = env.fallback_reason.as_deref().expect("auto names why it ran fts");
+    assert!(reason.starts_with("dense_index_unavailable: "), "{reason}");
+    assert!(reason.contains("no dense index"), "{reason}");
     assert_eq!(env.actual_mode, "fts");
-    for mode in ["semantic", "vector", "hybrid", "reranked", "graph_assisted"] {
+    for mode in ["semantic", "vector", "hybrid", "graph_assisted"] {
         req.search_mode = SearchMode::parse(mode).expect("mode");
         let err = search(v.path(), &p, req.clone()).expect_err("dense mode");
-        assert_eq!(err.code(), "dense_index_unavailable");
+        assert_eq!(err.code(), "dense_index_unavailable", "{mode}");
     }
+    req.search_mode = SearchMode::Reranked;
+    assert_eq!(search(v.path(), &p, req.clone()).expect_err("reranked").code(), "not_configured");
+    // A dense sync without a model fails closed before touching the published generation.
+    let empty = tempfile::tempdir().expect("tempdir");
+    let p = policy(Some(&format!("embedding:\n  local_dir: {}\n", empty.path().display())));
+    let before = generation::read_active(v.path()).expect("active");
     let inv = Inventory::load(v.path(), &p).expect("inv");
     let err = sync(v.path(), &p, &inv, SyncOptions { fts_only: false, ..Default::default() }).expect_err("dense sync");
-    assert_eq!(err.code(), "dense_index_unavailable");
-    assert!(err.to_string().contains("dense embeddings arrive with the dense-search work"));
+    assert_eq!(err.code(), "model_unavailable", "{err}");
+    assert_eq!(generation::read_active(v.path()).expect("active"), before);
 }
 
 #[test]

@@ -15,6 +15,7 @@
 mod catalogs;
 mod cli;
 mod crash;
+mod dense;
 mod embed;
 mod links;
 mod lint;

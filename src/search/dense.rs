@@ -1,0 +1,497 @@
+//! Dense vectors of search generations: an append-only, per-row-checksummed vector arena shared
+//! by the generations built with one model, and the exact (brute-force, SIMD) scan over it.
+//!
+//! Files (under `.paravault/search/dense/`): `<arena>.vec` holds rows of `dimension` little-endian
+//! f32; `<arena>.keys` holds one 48-byte record per row: the 32-byte content key (blake3 of model
+//! identity and embedded text) and the first 16 bytes of blake3 over the row's vector bytes.
+//! A generation's manifest names the arena and how many rows it covers. Rows are never rewritten
+//! once a published generation may reference them; a writer only cuts a torn tail (rows whose
+//! checksum fails), so every reader's cached prefix stays true. Chunk documents carry their row
+//! in the `vec_row` fast field; a row can serve many documents (identical text, unchanged notes).
+
+use std::collections::HashMap;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
+
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use tantivy::{DocAddress, Searcher};
+
+use crate::embed::ModelId;
+use crate::error::{Error, Result};
+use crate::store::{durable, layout};
+
+/// Bytes of one key record: content key + row checksum.
+const KEY_RECORD: usize = 48;
+/// File that names the arena a full dense build is filling (spared by GC, resumed by sync).
+const BUILDING_FILE: &str = "BUILDING";
+
+/// What a generation records about its dense vectors.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DenseManifest {
+    pub model: ModelId,
+    pub max_tokens: usize,
+    /// Arena file stem under `.paravault/search/dense/`.
+    pub arena: String,
+    /// Rows of the arena this generation may reference (a prefix).
+    pub rows: u64,
+    /// Chunk documents with a vector.
+    pub chunks: u64,
+}
+
+pub fn dense_dir(root: &Path) -> PathBuf {
+    layout::join(root, layout::SEARCH_DIR).join("dense")
+}
+
+fn vec_path(root: &Path, arena: &str) -> PathBuf {
+    dense_dir(root).join(format!("{arena}.vec"))
+}
+
+fn keys_path(root: &Path, arena: &str) -> PathBuf {
+    dense_dir(root).join(format!("{arena}.keys"))
+}
+
+fn valid_arena_id(id: &str) -> bool {
+    id.len() == 24 && id.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// The content key of a text embedded by `model` with a `max_tokens` cut.
+pub fn content_key(model: &ModelId, max_tokens: usize, text: &str) -> [u8; 32] {
+    let mut h = blake3::Hasher::new();
+    h.update(model.repo.as_bytes());
+    h.update(b"@");
+    h.update(model.revision.as_bytes());
+    h.update(&(max_tokens as u64).to_le_bytes());
+    h.update(b"\0");
+    h.update(text.as_bytes());
+    *h.finalize().as_bytes()
+}
+
+fn row_checksum(bytes: &[u8]) -> [u8; 16] {
+    let mut out = [0u8; 16];
+    out.copy_from_slice(&blake3::hash(bytes).as_bytes()[..16]);
+    out
+}
+
+fn vector_bytes(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// The text a chunk is embedded from: its note's title and description, its section, its text.
+pub fn embed_text(title: &str, description: &str, section: &str, text: &str) -> String {
+    let mut out = String::with_capacity(title.len() + description.len() + section.len() + text.len() + 3);
+    for part in [title, description, section, text] {
+        let part = part.trim();
+        if !part.is_empty() {
+            if !out.is_empty() {
+                out.push('\n');
+            }
+            out.push_str(part);
+        }
+    }
+    out
+}
+
+fn corrupt(arena: &str, reason: impl Into<String>) -> Error {
+    Error::GenerationCorrupt { generation_id: format!("dense arena {arena}"), reason: reason.into() }
+}
+
+fn io_err(root: &Path, path: &Path, action: &'static str) -> impl Fn(std::io::Error) -> Error {
+    let rel = path.strip_prefix(root).map_or_else(|_| path.display().to_string(), |p| p.display().to_string());
+    move |e| Error::io(action, rel.clone(), e)
+}
+
+/// Appends vectors to an arena under the writer lock.
+pub struct ArenaWriter {
+    root: PathBuf,
+    arena: String,
+    dimension: usize,
+    rows: u64,
+    keys: HashMap<[u8; 32], u64>,
+    /// Defer fsyncs to the transaction's checkpoint (paths collected here); `None` = durable
+    /// after every append.
+    deferred: Option<Arc<Mutex<Vec<PathBuf>>>>,
+}
+
+impl ArenaWriter {
+    /// A new, empty arena.
+    pub fn create(root: &Path, dimension: usize, deferred: Option<Arc<Mutex<Vec<PathBuf>>>>) -> Result<Self> {
+        let dir = dense_dir(root);
+        durable::create_dir_all(root, &dir)?;
+        let nonce = format!("{:?}{}", std::time::SystemTime::now(), std::process::id());
+        let arena = crate::search::schema::hex(&blake3::hash(nonce.as_bytes()).as_bytes()[..12]);
+        let writer = ArenaWriter { root: root.to_path_buf(), arena, dimension, rows: 0, keys: HashMap::new(), deferred };
+        durable::truncate_and_append_unsynced(root, &writer.vec_path(), 0, &[])?;
+        durable::truncate_and_append_unsynced(root, &writer.keys_path(), 0, &[])?;
+        writer.make_durable(true)?;
+        Ok(writer)
+    }
+
+    /// Reopens `arena` for appending: rows up to `published_rows` are trusted (readers verify
+    /// them); later rows (left by an aborted or interrupted publish) are kept while their
+    /// checksums hold and reused by key; a torn tail is cut. With `load_keys`, every row's key
+    /// is loaded for reuse (a full sync); otherwise only the rows after `published_rows`.
+    pub fn open(
+        root: &Path,
+        arena: &str,
+        dimension: usize,
+        published_rows: u64,
+        load_keys: bool,
+        deferred: Option<Arc<Mutex<Vec<PathBuf>>>>,
+    ) -> Result<Self> {
+        if !valid_arena_id(arena) {
+            return Err(corrupt(arena, "invalid arena name"));
+        }
+        let mut writer =
+            ArenaWriter { root: root.to_path_buf(), arena: arena.to_string(), dimension, rows: 0, keys: HashMap::new(), deferred };
+        let row_bytes = (dimension * 4) as u64;
+        let (vec_path, keys_path) = (writer.vec_path(), writer.keys_path());
+        let vec_len = std::fs::metadata(&vec_path).map_err(io_err(root, &vec_path, "reading"))?.len();
+        let keys_len = std::fs::metadata(&keys_path).map_err(io_err(root, &keys_path, "reading"))?.len();
+        let present = (vec_len / row_bytes).min(keys_len / KEY_RECORD as u64);
+        if present < published_rows {
+            return Err(corrupt(arena, format!("holds {present} complete rows, a published generation needs {published_rows}")));
+        }
+        let first_key_row = if load_keys { 0 } else { published_rows };
+        let keys = read_range(&keys_path, first_key_row * KEY_RECORD as u64, (present - first_key_row) * KEY_RECORD as u64)
+            .map_err(io_err(root, &keys_path, "reading"))?;
+        let tail = read_range(&vec_path, published_rows * row_bytes, (present - published_rows) * row_bytes)
+            .map_err(io_err(root, &vec_path, "reading"))?;
+        let mut valid = present;
+        for (i, row) in tail.chunks_exact(row_bytes as usize).enumerate() {
+            let at = published_rows + i as u64;
+            let record = &keys[((at - first_key_row) as usize) * KEY_RECORD..][..KEY_RECORD];
+            if record[32..] != row_checksum(row) {
+                valid = at;
+                break;
+            }
+        }
+        for (i, record) in keys.chunks_exact(KEY_RECORD).take((valid - first_key_row) as usize).enumerate() {
+            let mut key = [0u8; 32];
+            key.copy_from_slice(&record[..32]);
+            writer.keys.entry(key).or_insert(first_key_row + i as u64);
+        }
+        writer.rows = valid;
+        if valid * row_bytes != vec_len || valid * KEY_RECORD as u64 != keys_len {
+            // Cut the torn tail; no published generation references it.
+            durable::truncate_and_append_unsynced(root, &vec_path, valid * row_bytes, &[])?;
+            durable::truncate_and_append_unsynced(root, &keys_path, valid * KEY_RECORD as u64, &[])?;
+            writer.make_durable(false)?;
+        }
+        Ok(writer)
+    }
+
+    fn vec_path(&self) -> PathBuf {
+        vec_path(&self.root, &self.arena)
+    }
+
+    fn keys_path(&self) -> PathBuf {
+        keys_path(&self.root, &self.arena)
+    }
+
+    pub fn arena(&self) -> &str {
+        &self.arena
+    }
+
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// The row already holding `key`, if any.
+    pub fn row_of(&self, key: &[u8; 32]) -> Option<u64> {
+        self.keys.get(key).copied()
+    }
+
+    /// Learns the key of an existing row (so a note's unchanged chunks reuse their vectors).
+    pub fn remember(&mut self, key: [u8; 32], row: u64) {
+        if row < self.rows {
+            self.keys.entry(key).or_insert(row);
+        }
+    }
+
+    /// The stored key of `row` (reads 32 bytes).
+    pub fn key_at(&self, row: u64) -> Result<[u8; 32]> {
+        let path = self.keys_path();
+        let bytes = read_range(&path, row * KEY_RECORD as u64, 32).map_err(io_err(&self.root, &path, "reading"))?;
+        let mut key = [0u8; 32];
+        key.copy_from_slice(&bytes);
+        Ok(key)
+    }
+
+    /// Appends vectors with their keys; returns their rows.
+    pub fn append(&mut self, entries: &[([u8; 32], &[f32])]) -> Result<Vec<u64>> {
+        if entries.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut vec_bytes = Vec::with_capacity(entries.len() * self.dimension * 4);
+        let mut key_bytes = Vec::with_capacity(entries.len() * KEY_RECORD);
+        for (key, vector) in entries {
+            if vector.len() != self.dimension {
+                return Err(Error::EmbeddingFailed {
+                    reason: format!("a vector of width {} for a {}-d arena", vector.len(), self.dimension),
+                });
+            }
+            let bytes = vector_bytes(vector);
+            key_bytes.extend_from_slice(key);
+            key_bytes.extend_from_slice(&row_checksum(&bytes));
+            vec_bytes.extend_from_slice(&bytes);
+        }
+        let row_bytes = (self.dimension * 4) as u64;
+        durable::truncate_and_append_unsynced(&self.root, &self.vec_path(), self.rows * row_bytes, &vec_bytes)?;
+        durable::truncate_and_append_unsynced(&self.root, &self.keys_path(), self.rows * KEY_RECORD as u64, &key_bytes)?;
+        let first = self.rows;
+        self.rows += entries.len() as u64;
+        for (i, (key, _)) in entries.iter().enumerate() {
+            self.keys.entry(*key).or_insert(first + i as u64);
+        }
+        self.make_durable(false)?;
+        Ok((first..self.rows).collect())
+    }
+
+    fn make_durable(&self, new_files: bool) -> Result<()> {
+        let files = [self.vec_path(), self.keys_path()];
+        match &self.deferred {
+            Some(list) => {
+                let mut list = list.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                list.extend(files);
+                if new_files {
+                    list.push(dense_dir(&self.root));
+                }
+                Ok(())
+            }
+            None => {
+                let dirs = if new_files { vec![dense_dir(&self.root)] } else { Vec::new() };
+                durable::sync_all_paths(&self.root, &files, &dirs)
+            }
+        }
+    }
+}
+
+fn read_range(path: &Path, offset: u64, len: u64) -> std::io::Result<Vec<u8>> {
+    let mut file = std::fs::File::open(path)?;
+    file.seek(SeekFrom::Start(offset))?;
+    let mut out = vec![0u8; len as usize];
+    file.read_exact(&mut out)?;
+    Ok(out)
+}
+
+/// The arena a full dense build is filling, if one was left by an interrupted build.
+pub fn building_arena(root: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(dense_dir(root).join(BUILDING_FILE)).ok()?;
+    let id = text.trim().to_string();
+    valid_arena_id(&id).then_some(id)
+}
+
+/// Records (or clears, with `None`) the arena a full dense build is filling.
+pub fn set_building_arena(root: &Path, arena: Option<&str>) -> Result<()> {
+    let path = dense_dir(root).join(BUILDING_FILE);
+    match arena {
+        Some(id) => {
+            durable::create_dir_all(root, &dense_dir(root))?;
+            durable::replace(root, &path, id.as_bytes())
+        }
+        None => durable::remove_file(root, &path),
+    }
+}
+
+/// Removes arena files no retained generation (and no interrupted build) references.
+pub fn collect_garbage(root: &Path, referenced: &std::collections::BTreeSet<String>) -> Result<usize> {
+    let building = building_arena(root);
+    let mut removed = 0;
+    let Ok(entries) = std::fs::read_dir(dense_dir(root)) else { return Ok(0) };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().to_string();
+        let Some(stem) = name.strip_suffix(".vec").or_else(|| name.strip_suffix(".keys")) else { continue };
+        if valid_arena_id(stem) && !referenced.contains(stem) && building.as_deref() != Some(stem) {
+            durable::remove_file(root, &entry.path())?;
+            removed += 1;
+        }
+    }
+    Ok(removed)
+}
+
+/// Verified vectors of an arena prefix, in memory.
+#[derive(Debug)]
+pub struct ArenaData {
+    pub rows: u64,
+    pub dimension: usize,
+    pub data: Vec<f32>,
+}
+
+impl ArenaData {
+    pub fn row(&self, row: u64) -> &[f32] {
+        let start = row as usize * self.dimension;
+        &self.data[start..start + self.dimension]
+    }
+}
+
+type ArenaCache = HashMap<(PathBuf, String), Arc<ArenaData>>;
+static ARENAS: LazyLock<Mutex<ArenaCache>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Loads rows `[0, rows)` of an arena, verifying every row's checksum once per process; a
+/// longer prefix extends the cached one by reading only the new rows (rows never change).
+pub fn load_arena(root: &Path, arena: &str, dimension: usize, rows: u64) -> Result<Arc<ArenaData>> {
+    if !valid_arena_id(arena) {
+        return Err(corrupt(arena, "invalid arena name"));
+    }
+    let key = (crate::search::generation::root_key(root), arena.to_string());
+    let cached = ARENAS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key).cloned();
+    if let Some(c) = &cached
+        && c.rows >= rows
+        && c.dimension == dimension
+    {
+        return Ok(c.clone());
+    }
+    let from = cached.as_ref().filter(|c| c.dimension == dimension).map_or(0, |c| c.rows);
+    let row_bytes = dimension * 4;
+    let (vp, kp) = (vec_path(root, arena), keys_path(root, arena));
+    let count = rows - from;
+    let vectors = read_range(&vp, from * row_bytes as u64, count * row_bytes as u64)
+        .map_err(|e| corrupt(arena, format!("vector rows {from}..{rows} unreadable: {}", e.kind())))?;
+    let keys = read_range(&kp, from * KEY_RECORD as u64, count * KEY_RECORD as u64)
+        .map_err(|e| corrupt(arena, format!("key rows {from}..{rows} unreadable: {}", e.kind())))?;
+    let bad =
+        vectors.par_chunks(row_bytes).zip(keys.par_chunks(KEY_RECORD)).position_any(|(row, record)| record[32..] != row_checksum(row));
+    if let Some(i) = bad {
+        return Err(corrupt(arena, format!("row {} fails its checksum", from + i as u64)));
+    }
+    let mut data = Vec::with_capacity(rows as usize * dimension);
+    if let Some(c) = cached.as_ref().filter(|c| c.dimension == dimension) {
+        data.extend_from_slice(&c.data);
+    }
+    data.extend(vectors.chunks_exact(4).map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]])));
+    let loaded = Arc::new(ArenaData { rows, dimension, data });
+    ARENAS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key, loaded.clone());
+    Ok(loaded)
+}
+
+/// One chunk document with a vector.
+#[derive(Debug, Clone, Copy)]
+pub struct DenseEntry {
+    pub row: u32,
+    pub note_key: u64,
+    pub doc: DocAddress,
+}
+
+/// A generation's dense index, ready to scan.
+#[derive(Debug)]
+pub struct DenseView {
+    pub manifest: DenseManifest,
+    pub arena: Arc<ArenaData>,
+    pub entries: Vec<DenseEntry>,
+}
+
+impl DenseView {
+    /// Reads the `vec_row` and `note_key` fast fields of every live chunk document.
+    pub fn build(root: &Path, manifest: &DenseManifest, searcher: &Searcher) -> Result<DenseView> {
+        let arena = load_arena(root, &manifest.arena, manifest.model.dimension, manifest.rows)?;
+        let mut entries = Vec::new();
+        for (segment_ord, reader) in searcher.segment_readers().iter().enumerate() {
+            let fast = reader.fast_fields();
+            let column_err = |e: tantivy::TantivyError| corrupt(&manifest.arena, format!("fast field unreadable: {e}"));
+            let rows = fast.u64("vec_row").map_err(column_err)?;
+            let notes = fast.u64("note_key").map_err(column_err)?;
+            let alive = reader.alive_bitset();
+            for doc in 0..reader.max_doc() {
+                if alive.is_some_and(|a| !a.is_alive(doc)) {
+                    continue;
+                }
+                let Some(row) = rows.first(doc) else { continue };
+                if row >= manifest.rows {
+                    return Err(corrupt(&manifest.arena, format!("a document references row {row} beyond {}", manifest.rows)));
+                }
+                let note_key = notes.first(doc).unwrap_or_default();
+                entries.push(DenseEntry { row: row as u32, note_key, doc: DocAddress::new(segment_ord as u32, doc) });
+            }
+        }
+        Ok(DenseView { manifest: manifest.clone(), arena, entries })
+    }
+
+    /// Scores of every entry against a unit query vector (cosine), in entry order.
+    pub fn scores(&self, query: &[f32]) -> Vec<f32> {
+        let arch = pulp::Arch::new();
+        self.entries
+            .par_chunks(2048)
+            .flat_map_iter(|chunk| {
+                arch.dispatch(|| chunk.iter().map(|e| dot(query, self.arena.row(u64::from(e.row)))).collect::<Vec<f32>>())
+            })
+            .collect()
+    }
+
+    /// Notes ranked by their best chunk (max aggregation), best first, at most `n` accepted by
+    /// `keep`: (note key, score, best entry).
+    pub fn top_notes(&self, query: &[f32], n: usize, keep: &mut dyn FnMut(&DenseEntry) -> bool) -> Vec<(f32, DenseEntry)> {
+        let scores = self.scores(query);
+        let mut order: Vec<u32> = (0..scores.len() as u32).collect();
+        let mut depth = (n * 8).max(64).min(order.len());
+        loop {
+            if depth < order.len() {
+                order.select_nth_unstable_by(depth, |a, b| scores[*b as usize].total_cmp(&scores[*a as usize]));
+            }
+            let mut head: Vec<u32> = order[..depth].to_vec();
+            head.sort_by(|a, b| scores[*b as usize].total_cmp(&scores[*a as usize]).then(a.cmp(b)));
+            let mut seen = std::collections::HashSet::new();
+            let mut out = Vec::new();
+            for i in head {
+                let entry = self.entries[i as usize];
+                if !seen.insert(entry.note_key) {
+                    continue;
+                }
+                if keep(&entry) {
+                    out.push((scores[i as usize], entry));
+                    if out.len() == n {
+                        return out;
+                    }
+                }
+            }
+            if depth >= order.len() {
+                return out;
+            }
+            depth = (depth * 4).min(order.len());
+        }
+    }
+
+    /// The mean of a note's chunk vectors, normalised (its semantic centre).
+    pub fn note_vector(&self, note_key: u64) -> Option<Vec<f32>> {
+        let dim = self.arena.dimension;
+        let mut sum = vec![0f32; dim];
+        let mut n = 0;
+        for e in self.entries.iter().filter(|e| e.note_key == note_key) {
+            for (s, x) in sum.iter_mut().zip(self.arena.row(u64::from(e.row))) {
+                *s += x;
+            }
+            n += 1;
+        }
+        if n == 0 {
+            return None;
+        }
+        let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+        Some(sum.into_iter().map(|x| x / norm).collect())
+    }
+}
+
+/// Dot product with eight independent accumulators (vectorises; dispatched with the CPU's
+/// widest SIMD by `pulp`).
+#[inline(always)]
+pub fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let mut acc = [0f32; 8];
+    let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
+    let (ra, rb) = (ca.remainder(), cb.remainder());
+    for (x, y) in ca.zip(cb) {
+        for k in 0..8 {
+            acc[k] += x[k] * y[k];
+        }
+    }
+    let mut tail = 0f32;
+    for (x, y) in ra.iter().zip(rb) {
+        tail += x * y;
+    }
+    acc.iter().sum::<f32>() + tail
+}
+
+/// A stable 64-bit key for a note path (first 8 bytes of its blake3).
+pub fn note_key(path: &str) -> u64 {
+    let h = blake3::hash(path.as_bytes());
+    u64::from_le_bytes(h.as_bytes()[..8].try_into().unwrap_or([0; 8]))
+}

@@ -1,0 +1,207 @@
+//! Ranked note lists for the dense search modes: `semantic` (exact cosine over the generation's
+//! stored chunk vectors, max per note), `hybrid` (reciprocal-rank fusion of BM25 and dense) and
+//! `graph_assisted` (hybrid anchors expanded along the links stored with the generation).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{LazyLock, Mutex};
+
+use tantivy::collector::{DocSetCollector, TopDocs};
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::schema::{IndexRecordOption, Value};
+use tantivy::{Searcher, TantivyDocument, Term};
+
+use super::dense::DenseView;
+use super::generation::OpenGeneration;
+use super::{NoteHit, kind_query, schema, search_err, stored_text};
+use crate::embed::ModelHandle;
+use crate::error::Result;
+
+const QUERY_CACHE: usize = 256;
+
+type QueryCache = (HashMap<String, Vec<f32>>, VecDeque<String>);
+static QUERIES: LazyLock<Mutex<QueryCache>> = LazyLock::new(|| Mutex::new((HashMap::new(), VecDeque::new())));
+
+/// The query's unit vector (a small per-process cache spares re-embedding repeated queries).
+pub(super) fn query_vector(handle: &ModelHandle, text: &str) -> Result<Vec<f32>> {
+    let key = format!("{}\u{0}{text}", handle.id());
+    if let Some(v) = QUERIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner).0.get(&key) {
+        return Ok(v.clone());
+    }
+    let vector = handle.model()?.embed(&[text])?.pop().unwrap_or_default();
+    let mut cache = QUERIES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if cache.0.len() >= QUERY_CACHE
+        && let Some(old) = cache.1.pop_front()
+    {
+        cache.0.remove(&old);
+    }
+    cache.0.insert(key.clone(), vector.clone());
+    cache.1.push_back(key);
+    Ok(vector)
+}
+
+/// Notes by their best chunk's cosine, at most `n` accepted by `keep`.
+pub(super) fn dense_notes(
+    g: &OpenGeneration,
+    view: &DenseView,
+    query: &[f32],
+    n: usize,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<Vec<NoteHit>> {
+    let searcher = g.reader.searcher();
+    let mut paths: HashMap<u64, (String, bool)> = HashMap::new();
+    let mut failure = None;
+    let top = view.top_notes(query, n, &mut |entry| {
+        if let Some((_, kept)) = paths.get(&entry.note_key) {
+            return *kept;
+        }
+        match searcher.doc::<TantivyDocument>(entry.doc) {
+            Ok(doc) => {
+                let path = stored_text(&doc, g.fields.path);
+                let kept = keep(&path);
+                paths.insert(entry.note_key, (path, kept));
+                kept
+            }
+            Err(e) => {
+                failure = Some(e);
+                false
+            }
+        }
+    });
+    if let Some(e) = failure {
+        return Err(search_err(e));
+    }
+    let mut out = Vec::with_capacity(top.len());
+    for (score, entry) in top {
+        let doc: TantivyDocument = searcher.doc(entry.doc).map_err(search_err)?;
+        out.push(NoteHit { path: stored_text(&doc, g.fields.path), score, body: stored_text(&doc, g.fields.body), matches: 1 });
+    }
+    Ok(out)
+}
+
+/// Reciprocal-rank fusion: score = Σ 1 / (k + rank), rank from 1. A note keeps the body of the
+/// first list that has it (BM25 first, whose chunk holds the query terms).
+pub(super) fn fuse(lists: Vec<Vec<NoteHit>>, k: f32, n: usize) -> Vec<NoteHit> {
+    let mut fused: Vec<NoteHit> = Vec::new();
+    let mut at: HashMap<String, usize> = HashMap::new();
+    for list in lists {
+        for (rank, hit) in list.into_iter().enumerate() {
+            let contribution = 1.0 / (k + rank as f32 + 1.0);
+            match at.get(&hit.path) {
+                Some(&i) => {
+                    fused[i].score += contribution;
+                    fused[i].matches += hit.matches;
+                }
+                None => {
+                    at.insert(hit.path.clone(), fused.len());
+                    fused.push(NoteHit { score: contribution, ..hit });
+                }
+            }
+        }
+    }
+    fused.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.path.cmp(&b.path)));
+    fused.truncate(n);
+    fused
+}
+
+fn note_doc(g: &OpenGeneration, searcher: &Searcher, path: &str) -> Result<Option<TantivyDocument>> {
+    let q = BooleanQuery::new(vec![
+        (Occur::Must, Box::new(kind_query(g, schema::KIND_NOTE)) as Box<dyn Query>),
+        (Occur::Must, Box::new(TermQuery::new(Term::from_field_text(g.fields.path, path), IndexRecordOption::Basic))),
+    ]);
+    let top = searcher.search(&q, &TopDocs::with_limit(1).order_by_score()).map_err(search_err)?;
+    match top.first() {
+        Some((_, addr)) => Ok(Some(searcher.doc(*addr).map_err(search_err)?)),
+        None => Ok(None),
+    }
+}
+
+/// Paths of the notes `path` links to and the notes that link to it (at most `cap`).
+fn neighbours(g: &OpenGeneration, searcher: &Searcher, path: &str, cap: usize) -> Result<Vec<String>> {
+    let mut out = Vec::new();
+    let paths_of = |q: &dyn Query, out: &mut Vec<String>| -> Result<()> {
+        for addr in searcher.search(q, &DocSetCollector).map_err(search_err)?.into_iter().take(cap) {
+            let doc: TantivyDocument = searcher.doc(addr).map_err(search_err)?;
+            out.push(stored_text(&doc, g.fields.path));
+        }
+        Ok(())
+    };
+    if let Some(doc) = note_doc(g, searcher, path)? {
+        for key in doc.get_all(g.fields.links_to).filter_map(|v| v.as_str()).take(cap) {
+            let q = BooleanQuery::new(vec![
+                (Occur::Must, Box::new(kind_query(g, schema::KIND_NOTE)) as Box<dyn Query>),
+                (Occur::Must, Box::new(TermQuery::new(Term::from_field_text(g.fields.link_key, key), IndexRecordOption::Basic))),
+            ]);
+            paths_of(&q, &mut out)?;
+        }
+    }
+    let inbound = BooleanQuery::new(vec![
+        (Occur::Must, Box::new(kind_query(g, schema::KIND_NOTE)) as Box<dyn Query>),
+        (
+            Occur::Must,
+            Box::new(TermQuery::new(Term::from_field_text(g.fields.links_to, &crate::inventory::link_key(path)), IndexRecordOption::Basic)),
+        ),
+    ]);
+    paths_of(&inbound, &mut out)?;
+    out.sort();
+    out.dedup();
+    out.retain(|p| p != path);
+    Ok(out)
+}
+
+/// The first chunk body of a note (for the snippet of a note reached only through links).
+fn first_chunk_body(g: &OpenGeneration, searcher: &Searcher, path: &str) -> Result<String> {
+    let q = BooleanQuery::new(vec![
+        (Occur::Must, Box::new(kind_query(g, schema::KIND_CHUNK)) as Box<dyn Query>),
+        (Occur::Must, Box::new(TermQuery::new(Term::from_field_text(g.fields.path, path), IndexRecordOption::Basic))),
+    ]);
+    let docs = searcher.search(&q, &DocSetCollector).map_err(search_err)?;
+    match docs.into_iter().min() {
+        Some(addr) => Ok(stored_text(&searcher.doc::<TantivyDocument>(addr).map_err(search_err)?, g.fields.body)),
+        None => Ok(String::new()),
+    }
+}
+
+/// Expands `anchors` (scored, best first) along stored links up to `hops` hops; a note reached
+/// at hop h from an anchor scores anchor × decay^h, and keeps its best score over all paths.
+pub(super) fn graph_expand(
+    g: &OpenGeneration,
+    anchors: Vec<NoteHit>,
+    hops: usize,
+    decay: f32,
+    n: usize,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<Vec<NoteHit>> {
+    const NEIGHBOURS_PER_NOTE: usize = 32;
+    let searcher = g.reader.searcher();
+    let mut best: HashMap<String, NoteHit> = HashMap::new();
+    let mut frontier: Vec<(String, f32)> = Vec::new();
+    for hit in anchors {
+        frontier.push((hit.path.clone(), hit.score));
+        best.insert(hit.path.clone(), hit);
+    }
+    for _hop in 1..=hops {
+        let mut next: Vec<(String, f32)> = Vec::new();
+        for (path, score) in &frontier {
+            for other in neighbours(g, &searcher, path, NEIGHBOURS_PER_NOTE)? {
+                let contributed = score * decay;
+                let better = best.get(&other).is_none_or(|h| h.score < contributed);
+                if better {
+                    let body = match best.remove(&other) {
+                        Some(h) => h.body,
+                        None => first_chunk_body(g, &searcher, &other)?,
+                    };
+                    best.insert(other.clone(), NoteHit { path: other.clone(), score: contributed, body, matches: 0 });
+                    next.push((other, contributed));
+                }
+            }
+        }
+        // Only the strongest notes of each hop expand further (bounded work per query).
+        next.sort_by(|a, b| b.1.total_cmp(&a.1));
+        next.truncate(n.max(10));
+        frontier = next;
+    }
+    let mut out: Vec<NoteHit> = best.into_values().filter(|h| keep(&h.path)).collect();
+    out.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.path.cmp(&b.path)));
+    out.truncate(n);
+    Ok(out)
+}
