@@ -132,7 +132,16 @@ pub struct DoctorReport {
     pub vault: VaultInfo,
     pub policy: PolicySource,
     pub lint: LintSummary,
+    pub embedding: DoctorEmbedding,
     pub issues: Vec<DoctorIssue>,
+}
+
+/// What the doctor says about dense search: the configured model (sources in resolution order,
+/// existence only), what this process has bound, and the active generation's dense index.
+#[derive(Debug, Clone, Serialize)]
+pub struct DoctorEmbedding {
+    pub configured: crate::embed::ModelDescription,
+    pub dense_index: Option<crate::search::dense::DenseManifest>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -576,6 +585,36 @@ impl Vault {
                 remediation: "run `paravault lint` for the list".into(),
             });
         }
+        let configured = crate::embed::vault_handle(&self.policy.policy, &self.root).describe();
+        let dense_index = crate::search::generation::read_active(&self.root)
+            .ok()
+            .flatten()
+            .and_then(|id| crate::search::generation::read_manifest(&self.root, &id).ok())
+            .and_then(|m| m.dense);
+        if let Some(d) = &dense_index {
+            if !configured.sources.iter().any(|s| s.files_present) && configured.bound.is_none() {
+                issues.push(DoctorIssue {
+                    code: "embedding_model_missing",
+                    severity: "error",
+                    message: format!(
+                        "the active generation has a dense index ({} chunks, {}) but no configured source holds the model files: dense search and every write will fail",
+                        d.chunks, d.model
+                    ),
+                    remediation: "put the model in embedding.local_dir or PARAVAULT_MODEL_DIR (see docs/embedding.md), or run `paravault sync --accept-dense-loss`".into(),
+                });
+            }
+            if d.model != configured.model || d.max_tokens != configured.max_tokens {
+                issues.push(DoctorIssue {
+                    code: "embedding_model_changed",
+                    severity: "error",
+                    message: format!(
+                        "the dense index was built with {} (cut {}), the policy names {} (cut {})",
+                        d.model, d.max_tokens, configured.model, configured.max_tokens
+                    ),
+                    remediation: "run `paravault sync --dense --force-rebuild`".into(),
+                });
+            }
+        }
         let status = if issues.is_empty() { "ok" } else { "degraded" };
         Ok(DoctorReport {
             schema_version: 1,
@@ -585,6 +624,7 @@ impl Vault {
             vault,
             policy: self.policy.source.clone(),
             lint: LintSummary { blocking: lint.blocking, counts: lint.counts },
+            embedding: DoctorEmbedding { configured, dense_index },
             issues,
         })
     }

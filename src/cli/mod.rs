@@ -334,8 +334,7 @@ pub fn run(cli: Cli) -> ExitCode {
                     allow_remote_llm: *allow_remote_llm,
                     approved: *approve,
                 };
-                let today = v.today();
-                v.with_inventory(|inv| crate::maintenance::rot::audit(inv, v.policy(), &request, today))?
+                v.rot_audit(&request)
             })
             .map(|r| out.rot(&r)),
         Command::Archive { live, approve } => {

@@ -85,6 +85,12 @@ impl Output {
         for f in &report.stale_freshness {
             text.push_str(&format!("  {:.3}  {}  ({} days, half-life {})\n", f.score, f.path, f.age_days, f.half_life_days));
         }
+        if !report.near_duplicates.is_empty() {
+            text.push_str(&format!("\nNEAR-DUPLICATE BODIES ({}):\n", report.near_duplicates.len()));
+            for d in &report.near_duplicates {
+                text.push_str(&format!("  {:.3}  {}  ~  {}\n", d.cosine, d.a, d.b));
+            }
+        }
         for s in &report.skipped {
             text.push_str(&format!("\nskipped {}: {}\n", s.section, s.reason));
         }
@@ -110,6 +116,18 @@ impl Output {
             );
             for e in &report.exclusions {
                 text.push_str(&format!("  excluded: {} — {}\n", e.path, e.reason));
+            }
+            if let Some(reason) = &report.rebuild_reason {
+                text.push_str(&format!("  full rebuild: {reason}\n"));
+            }
+            match &report.dense {
+                Some(d) => text.push_str(&format!(
+                    "  dense index: {} chunks ({} embedded now), {}\n",
+                    d["chunks"],
+                    d["embedded_now"],
+                    d["model"].as_str().unwrap_or("")
+                )),
+                None => text.push_str("  dense index: none (fts only)\n"),
             }
             say(&text);
         }
@@ -298,6 +316,25 @@ apply with: paravault apply {} --approve
             }
             let counts: Vec<String> = report.lint.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
             text.push_str(&format!("lint: {}{}\n", if report.lint.blocking { "blocking findings " } else { "ok " }, counts.join(" ")));
+            let e = &report.embedding;
+            let found: Vec<String> = e
+                .configured
+                .sources
+                .iter()
+                .map(|s| format!("{} {}", s.kind, if s.files_present { "(present)" } else { "(absent)" }))
+                .collect();
+            text.push_str(&format!(
+                "embedding: {} cut {} threads {} egress {:?}; sources: {}\n",
+                e.configured.model,
+                e.configured.max_tokens,
+                e.configured.threads,
+                e.configured.egress,
+                found.join(", ")
+            ));
+            match &e.dense_index {
+                Some(d) => text.push_str(&format!("dense index: {} chunks, {} (arena rows {})\n", d.chunks, d.model, d.rows)),
+                None => text.push_str("dense index: none (fts only; `paravault sync --dense` builds one)\n"),
+            }
             for issue in &report.issues {
                 text.push_str(&format!("  issue[{}]: {} ({})\n", issue.code, issue.message, issue.remediation));
             }

@@ -56,6 +56,52 @@ pub struct Freshness {
     pub score: f64,
 }
 
+/// Two notes whose bodies mean nearly the same (cosine of their stored vectors' centres).
+#[derive(Debug, Clone, Serialize)]
+pub struct NearDuplicate {
+    pub a: String,
+    pub b: String,
+    pub cosine: f64,
+}
+
+/// Each note's unit vector (the centre of its stored chunk vectors), by path.
+#[derive(Debug, Clone, Default)]
+pub struct NoteVectors {
+    pub paths: Vec<String>,
+    pub dimension: usize,
+    /// `paths.len() × dimension`, row-major.
+    pub data: Vec<f32>,
+}
+
+/// Pairs with cosine ≥ `threshold`: exact, every pair compared with the SIMD dot product on all
+/// cores (n²/2 dot products: ~0.1 s for 5,000 notes on two cores). Sorted by cosine, then paths.
+pub fn near_duplicates(vectors: &NoteVectors, threshold: f64) -> Vec<NearDuplicate> {
+    use rayon::prelude::*;
+    let dim = vectors.dimension;
+    let n = vectors.paths.len();
+    if dim == 0 || n < 2 {
+        return Vec::new();
+    }
+    let row = |i: usize| &vectors.data[i * dim..(i + 1) * dim];
+    let arch = pulp::Arch::new();
+    let mut pairs: Vec<NearDuplicate> = (0..n)
+        .into_par_iter()
+        .flat_map_iter(|i| {
+            let a = row(i);
+            let found: Vec<(usize, f32)> = arch.dispatch(|| {
+                ((i + 1)..n).map(|j| (j, crate::search::dense::dot(a, row(j)))).filter(|(_, c)| f64::from(*c) >= threshold).collect()
+            });
+            found.into_iter().map(move |(j, c)| (i, j, c))
+        })
+        .map(|(i, j, c)| {
+            let (a, b) = if vectors.paths[i] <= vectors.paths[j] { (i, j) } else { (j, i) };
+            NearDuplicate { a: vectors.paths[a].clone(), b: vectors.paths[b].clone(), cosine: (f64::from(c) * 1e4).round() / 1e4 }
+        })
+        .collect();
+    pairs.sort_by(|x, y| y.cosine.total_cmp(&x.cosine).then_with(|| x.a.cmp(&y.a)).then_with(|| x.b.cmp(&y.b)));
+    pairs
+}
+
 /// A section that did not run, and why.
 #[derive(Debug, Clone, Serialize)]
 pub struct Skipped {
@@ -73,6 +119,8 @@ pub struct RotReport {
     pub outdated: Vec<Outdated>,
     pub trivial: Vec<Trivial>,
     pub stale_freshness: Vec<Freshness>,
+    /// `extended` only, from the active generation's dense index.
+    pub near_duplicates: Vec<NearDuplicate>,
     pub skipped: Vec<Skipped>,
 }
 
@@ -152,8 +200,25 @@ fn freshness(record: &NoteRecord, policy: &LoadedPolicy, now: DateTime<Utc>) -> 
     })
 }
 
-/// Runs the audit over the inventory.
+/// Runs the audit over the inventory (no dense vectors: `extended` names the skipped section).
 pub fn audit(inventory: &Inventory, policy: &LoadedPolicy, request: &RotRequest, today: NaiveDate) -> Result<RotReport> {
+    audit_with_vectors(
+        inventory,
+        policy,
+        request,
+        today,
+        Err("no dense index: near-duplicate detection reads stored vectors, and this vault has none".into()),
+    )
+}
+
+/// Runs the audit; `vectors` are the notes' stored dense vectors (or why there are none).
+pub fn audit_with_vectors(
+    inventory: &Inventory,
+    policy: &LoadedPolicy,
+    request: &RotRequest,
+    today: NaiveDate,
+    vectors: std::result::Result<NoteVectors, String>,
+) -> Result<RotReport> {
     if request.allow_remote_llm {
         return Err(Error::NotConfigured {
             capability: "remote LLM contradiction check",
@@ -175,6 +240,7 @@ pub fn audit(inventory: &Inventory, policy: &LoadedPolicy, request: &RotRequest,
             ("redundant_title_jaccard", m.redundant_title_jaccard),
             ("trivial_body_chars", m.trivial_body_chars as f64),
             ("freshness_report_below", m.freshness_report_below),
+            ("near_duplicate_cosine", m.near_duplicate_cosine),
         ]
         .into_iter()
         .collect(),
@@ -182,6 +248,7 @@ pub fn audit(inventory: &Inventory, policy: &LoadedPolicy, request: &RotRequest,
         outdated: Vec::new(),
         trivial: Vec::new(),
         stale_freshness: Vec::new(),
+        near_duplicates: Vec::new(),
         skipped: Vec::new(),
     };
     for record in &notes {
@@ -201,10 +268,10 @@ pub fn audit(inventory: &Inventory, policy: &LoadedPolicy, request: &RotRequest,
     }
     report.stale_freshness.sort_by(|a, b| a.score.total_cmp(&b.score).then(a.path.cmp(&b.path)));
     if request.extended {
-        report.skipped.push(Skipped {
-            section: "near_duplicate_bodies",
-            reason: "no dense index: near-duplicate detection reads stored vectors, and this vault has none".into(),
-        });
+        match vectors {
+            Ok(vectors) => report.near_duplicates = near_duplicates(&vectors, m.near_duplicate_cosine),
+            Err(reason) => report.skipped.push(Skipped { section: "near_duplicate_bodies", reason }),
+        }
     }
     if request.allow_link_rot {
         let reason = if !request.approved {
@@ -220,6 +287,37 @@ pub fn audit(inventory: &Inventory, policy: &LoadedPolicy, request: &RotRequest,
         report.skipped.push(Skipped { section: "link_rot", reason });
     }
     Ok(report)
+}
+
+impl crate::vault::Vault {
+    /// `rot_audit`: the audit over the current inventory; `extended` adds near-duplicate bodies
+    /// from the active generation's stored vectors (never re-embedding anything).
+    pub fn rot_audit(&self, request: &RotRequest) -> Result<RotReport> {
+        let vectors = if request.extended { self.note_vectors() } else { Err(String::new()) };
+        let today = self.today();
+        self.with_inventory(|inv| audit_with_vectors(inv, self.policy(), request, today, vectors))?
+    }
+
+    fn note_vectors(&self) -> std::result::Result<NoteVectors, String> {
+        let acquired = crate::search::generation::acquire(self.root()).map_err(|e| format!("no published search generation: {e}"))?;
+        let view = acquired
+            .generation
+            .dense()
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| "no dense index: near-duplicate detection reads stored vectors; run sync with fts_only=false".to_string())?;
+        let centres = view.note_vectors();
+        let mut out = NoteVectors { dimension: view.arena.dimension, ..Default::default() };
+        self.with_inventory(|inv| {
+            for record in inv.notes().filter(|r| r.valid) {
+                if let Some(v) = centres.get(&crate::search::dense::note_key(record.path.as_str())) {
+                    out.paths.push(record.path.to_string());
+                    out.data.extend_from_slice(v);
+                }
+            }
+        })
+        .map_err(|e| e.to_string())?;
+        Ok(out)
+    }
 }
 
 #[cfg(test)]

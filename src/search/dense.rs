@@ -452,6 +452,25 @@ impl DenseView {
         }
     }
 
+    /// Every note's centre (mean of its chunk vectors, normalised), in one pass.
+    pub fn note_vectors(&self) -> HashMap<u64, Vec<f32>> {
+        let dim = self.arena.dimension;
+        let mut sums: HashMap<u64, (Vec<f32>, usize)> = HashMap::new();
+        for e in &self.entries {
+            let (sum, n) = sums.entry(e.note_key).or_insert_with(|| (vec![0f32; dim], 0));
+            for (s, x) in sum.iter_mut().zip(self.arena.row(u64::from(e.row))) {
+                *s += x;
+            }
+            *n += 1;
+        }
+        sums.into_iter()
+            .map(|(key, (sum, _))| {
+                let norm = sum.iter().map(|x| x * x).sum::<f32>().sqrt().max(1e-12);
+                (key, sum.into_iter().map(|x| x / norm).collect())
+            })
+            .collect()
+    }
+
     /// The mean of a note's chunk vectors, normalised (its semantic centre).
     pub fn note_vector(&self, note_key: u64) -> Option<Vec<f32>> {
         let dim = self.arena.dimension;

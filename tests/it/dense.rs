@@ -245,3 +245,23 @@ fn a_policy_with_another_model_cut_is_refused_not_mixed() {
     assert!(rebuilt.full_rebuild, "{:?}", rebuilt.rebuild_reason);
     assert_eq!(active_dense(&vault).max_tokens, 128);
 }
+
+#[test]
+fn extended_rot_audit_finds_near_duplicate_bodies_from_stored_vectors() {
+    let fixture = format!(
+        "{}{NOTES}-- 03_Resources/stew.md --\n{}\n",
+        dense_policy(),
+        note("Resource", "Pot roast", "Braise the beef shoulder in red wine for three hours until it falls apart.")
+    );
+    let (_dir, vault) = vault(&fixture);
+    let request = paravault::maintenance::rot::RotRequest { extended: true, ..Default::default() };
+    let without = vault.rot_audit(&request).unwrap();
+    assert!(without.near_duplicates.is_empty());
+    assert!(without.skipped.iter().any(|s| s.section == "near_duplicate_bodies"), "{:?}", without.skipped);
+    vault.sync_vault(&SyncParams { fts_only: false, ..Default::default() }).unwrap();
+    let with = vault.rot_audit(&request).unwrap();
+    assert!(with.skipped.is_empty(), "{:?}", with.skipped);
+    let pairs: Vec<(&str, &str)> = with.near_duplicates.iter().map(|d| (d.a.as_str(), d.b.as_str())).collect();
+    assert_eq!(pairs, [("03_Resources/cooking.md", "03_Resources/stew.md")], "{:?}", with.near_duplicates);
+    assert!(with.near_duplicates[0].cosine >= 0.75);
+}
