@@ -1,11 +1,13 @@
 //! The cheap discovery report (doctor-report-v1 fields, reference §8) that `get_server_info`
 //! answers on connect: built from the active generation's manifest and small state files only.
-//! It never scans the vault, never lints, never loads a model and never touches the network.
+//! It never scans the vault, never lints and never touches the network; it loads the model only
+//! when a provider probe is asked for (`server_info_with(true)`), and that probe never downloads.
 
 use serde::Serialize;
 
+use crate::embed::{ModelConfig, ModelEnv, ModelHandle};
 use crate::error::Result;
-use crate::policy::PolicySource;
+use crate::policy::{EgressPolicy, PolicySource};
 use crate::search::generation;
 use crate::store::layout;
 use crate::vault::Vault;
@@ -17,6 +19,7 @@ pub struct ServerInfo {
     pub status: &'static str,
     pub exit_code: u8,
     pub runtime: Runtime,
+    pub configuration: Configuration,
     pub vault: VaultState,
     pub policy: PolicySource,
     pub embedding: EmbeddingState,
@@ -30,17 +33,35 @@ pub struct Runtime {
     pub platform: String,
 }
 
+/// How inference is configured (from the policy and the environment; nothing is loaded).
+#[derive(Debug, Clone, Serialize)]
+pub struct Configuration {
+    pub embed_device: &'static str,
+    pub embed_threads: usize,
+    /// No reranker model exists in this engine.
+    pub reranker_device: Option<&'static str>,
+    pub egress: EgressPolicy,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct VaultState {
     /// The vault folder's name (never an absolute path).
     pub path_hint: String,
+    /// First 16 hex digits of the sha256 of the canonical root path: stable while the vault
+    /// stays where it is, and reveals no path.
+    pub vault_id: String,
     pub exists: bool,
+    pub is_directory: bool,
+    /// The search index, vault-relative.
+    pub database_path: &'static str,
     /// `active_generation` | `missing` | `unreadable`.
     pub index_state: &'static str,
     pub active_generation: Option<String>,
     pub source_snapshot_hash: Option<String>,
     pub scanned_notes: usize,
     pub indexed_notes: usize,
+    /// Section documents of the active generation (from its recorded tantivy commit).
+    pub indexed_chunks: Option<u64>,
     pub excluded_notes: Vec<crate::search::generation::Exclusion>,
     /// Receipts so far (the last sequence number).
     pub last_receipt_seq: u64,
@@ -48,9 +69,21 @@ pub struct VaultState {
 
 #[derive(Debug, Clone, Serialize)]
 pub struct EmbeddingState {
+    pub provider: &'static str,
+    pub requested_device: &'static str,
+    pub available_providers: Vec<&'static str>,
+    /// `repo@revision` from the policy.
+    pub model: String,
+    /// Whether every model file is present where the policy and environment point (file
+    /// existence only: nothing is read or hashed).
+    pub model_cached: bool,
     pub dense_index: Option<serde_json::Value>,
-    /// `not_requested`: no model is loaded by this report.
+    /// `not_requested` (no model is loaded by this report), `bound` (the probe loaded and
+    /// verified it) or `unavailable` (the probe could not; an issue says why).
     pub binding: &'static str,
+    pub bound_provider: Option<&'static str>,
+    pub probe_requested: bool,
+    pub probe_seconds: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -59,6 +92,11 @@ pub struct Issue {
     pub severity: &'static str,
     pub message: String,
     pub remediation: String,
+}
+
+fn vault_id(root: &std::path::Path) -> String {
+    let canonical = root.canonicalize().unwrap_or_else(|_| root.to_path_buf());
+    crate::write::sha256_hex(canonical.to_string_lossy().as_bytes())[..16].to_string()
 }
 
 fn last_receipt_seq(vault: &Vault) -> u64 {
@@ -73,9 +111,28 @@ fn last_receipt_seq(vault: &Vault) -> u64 {
     tail.lines().rev().find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()?.get("seq")?.as_u64()).unwrap_or(0)
 }
 
+/// Live documents of a recorded tantivy `meta.json`: Σ (max_doc − deleted) over its segments.
+fn live_docs(tantivy_meta: &str) -> Option<u64> {
+    let meta: serde_json::Value = serde_json::from_str(tantivy_meta).ok()?;
+    meta.get("segments")?.as_array()?.iter().try_fold(0u64, |sum, segment| {
+        let max_doc = segment.get("max_doc")?.as_u64()?;
+        let deleted = segment.get("deletes").and_then(|d| d.get("num_deleted_docs")).and_then(serde_json::Value::as_u64).unwrap_or(0);
+        Some(sum + max_doc.saturating_sub(deleted))
+    })
+}
+
+const PROVIDER: &str = "candle-cpu";
+
 impl Vault {
-    /// The discovery report; O(1) in vault size.
+    /// The discovery report; O(1) in vault size. Loads no model.
     pub fn server_info(&self) -> Result<ServerInfo> {
+        self.server_info_with(false)
+    }
+
+    /// The discovery report; with `probe_provider` it also resolves, verifies and loads the
+    /// configured model offline (egress forced to `deny`: a missing model is reported, never
+    /// downloaded) and reports the binding. O(1) in vault size either way.
+    pub fn server_info_with(&self, probe_provider: bool) -> Result<ServerInfo> {
         let mut issues = Vec::new();
         let (index_state, manifest) = match generation::read_active(self.root()) {
             Ok(Some(id)) => match generation::read_manifest(self.root(), &id) {
@@ -117,6 +174,50 @@ impl Vault {
                 remediation: "run lint_vault, fix the named fields (or heal_frontmatter_tool), then sync_vault".into(),
             });
         }
+        let mut config = ModelConfig::from_policy(&self.policy().policy, Some(self.root()), &ModelEnv::from_process());
+        let configuration = Configuration {
+            embed_device: "cpu",
+            embed_threads: config.threads,
+            reranker_device: None,
+            egress: self.policy().policy.egress,
+        };
+        let described = ModelHandle::new(config.clone()).describe();
+        let mut embedding = EmbeddingState {
+            provider: PROVIDER,
+            requested_device: "cpu",
+            available_providers: vec![PROVIDER],
+            model: config.id.to_string(),
+            model_cached: described.sources.iter().any(|s| s.files_present),
+            dense_index: manifest.as_ref().and_then(|m| m.dense.as_ref()).and_then(|d| serde_json::to_value(d).ok()),
+            binding: "not_requested",
+            bound_provider: None,
+            probe_requested: probe_provider,
+            probe_seconds: None,
+        };
+        if probe_provider {
+            config.egress = EgressPolicy::Deny;
+            let started = std::time::Instant::now();
+            let loaded = ModelHandle::new(config).model();
+            embedding.probe_seconds = Some((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0);
+            match loaded {
+                Ok(_) => {
+                    embedding.binding = "bound";
+                    embedding.bound_provider = Some(PROVIDER);
+                }
+                Err(e) => {
+                    embedding.binding = "unavailable";
+                    issues.push(Issue {
+                        code: "embedding_model_unavailable",
+                        severity: "warning",
+                        message: e.to_string(),
+                        remediation:
+                            "provide the pinned model files offline (embedding.local_dir, PARAVAULT_MODEL_DIR or the Hugging Face \
+                                      cache); semantic modes stay unavailable until then"
+                                .into(),
+                    });
+                }
+            }
+        }
         let status = if issues.iter().any(|i| i.severity == "error") {
             "error"
         } else if issues.is_empty() {
@@ -134,22 +235,26 @@ impl Vault {
                 version: env!("CARGO_PKG_VERSION"),
                 platform: format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
             },
+            configuration,
             vault: VaultState {
                 path_hint: self.root().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-                exists: self.root().is_dir(),
+                vault_id: vault_id(self.root()),
+                exists: self.root().exists(),
+                is_directory: self.root().is_dir(),
+                database_path: layout::SEARCH_INDEX_DIR,
                 index_state,
                 active_generation: manifest.as_ref().map(|m| m.generation_id.clone()),
                 source_snapshot_hash: manifest.as_ref().map(|m| m.source_snapshot_hash.clone()),
                 scanned_notes: manifest.as_ref().map_or(0, |m| m.counts.scanned),
                 indexed_notes: manifest.as_ref().map_or(0, |m| m.counts.indexed),
+                indexed_chunks: manifest
+                    .as_ref()
+                    .and_then(|m| live_docs(&m.tantivy_meta).map(|docs| docs.saturating_sub(m.counts.indexed as u64))),
                 excluded_notes: manifest.as_ref().map(|m| m.exclusions.clone()).unwrap_or_default(),
                 last_receipt_seq: last_receipt_seq(self),
             },
             policy: self.policy().source.clone(),
-            embedding: EmbeddingState {
-                dense_index: manifest.as_ref().and_then(|m| m.dense.as_ref()).and_then(|d| serde_json::to_value(d).ok()),
-                binding: "not_requested",
-            },
+            embedding,
             issues,
         })
     }

@@ -1,8 +1,10 @@
 //! MCP server tests: the built binary driven over newline-delimited JSON-RPC on stdio.
 //!
 //! Covers the tools/list golden file and README table, a round trip through every tool,
-//! read-only mode, protocol edges (discover, unknown methods), rate limits, the vault_path
-//! boundary, error masking, stdout hygiene, stdin EOF and the parent watchdog.
+//! the maintenance, related-notes, handoff and infra tools (happy path, typed errors, approval
+//! refusals), the get_server_info report and its no-download probe, read-only mode, protocol
+//! edges (discover, unknown methods), rate limits, the vault_path boundary, error masking,
+//! stdout hygiene, stdin EOF and the parent watchdog.
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -32,17 +34,21 @@ struct Server {
 
 impl Server {
     fn start(vault: &Path, extra: &[&str]) -> Server {
-        let mut child = Command::new(BIN)
-            .arg("--vault")
-            .arg(vault)
-            .arg("mcp")
-            .args(extra)
-            .env("PARAVAULT_LOG", "info")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        Server::start_with_env(vault, extra, &[])
+    }
+
+    /// Starts the server with extra environment variables (an empty value removes the variable).
+    fn start_with_env(vault: &Path, extra: &[&str], env: &[(&str, &Path)]) -> Server {
+        let mut command = Command::new(BIN);
+        command.arg("--vault").arg(vault).arg("mcp").args(extra).env("PARAVAULT_LOG", "info");
+        for (name, value) in env {
+            if value.as_os_str().is_empty() {
+                command.env_remove(name);
+            } else {
+                command.env(name, value);
+            }
+        }
+        let mut child = command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
         let (tx, lines) = channel();
         let stdout = child.stdout.take().unwrap();
         std::thread::spawn(move || {
@@ -187,6 +193,8 @@ fn tools_list_matches_the_golden_file() {
         assert_eq!(tool["inputSchema"]["type"], "object", "{name}");
         assert_eq!(tool["inputSchema"]["additionalProperties"], false, "{name}: deny_unknown_fields");
         assert!(tool["inputSchema"]["properties"]["vault_path"].is_object(), "{name} takes vault_path");
+        let input = tool["inputSchema"].to_string();
+        assert!(!input.contains("$ref") && !input.contains("$defs"), "{name}: definitions are inlined");
     }
     let categories = &tools.iter().find(|t| t["name"] == "read_sub_index").unwrap()["inputSchema"]["properties"]["category"]["enum"];
     assert_eq!(categories.as_array().unwrap().len(), 6);
@@ -387,33 +395,63 @@ fn read_only_mode_advertises_and_accepts_only_read_only_tools() {
     for expected in ["get_server_info", "lint_vault", "read_sub_index", "validate_memory_state", "read_memory_history", "read_note"] {
         assert!(names.contains(&expected), "{expected} missing from {names:?}");
     }
-    for write in ["ingest_note", "apply_memory_change", "generate_index", "propose_memory_change"] {
+    for expected in ["search_vault_tool", "get_memory_context", "check_markdown_tool", "suggest_related_tool", "rot_audit"] {
+        assert!(names.contains(&expected), "{expected} missing from {names:?}");
+    }
+    let writes = [
+        "ingest_note",
+        "apply_memory_change",
+        "generate_index",
+        "propose_memory_change",
+        "archive_notes",
+        "heal_frontmatter_tool",
+        "handoff_work",
+        "infra_action",
+        "sync_vault",
+        "ensure_sub_index",
+        "synthesize_session",
+    ];
+    for write in writes {
         assert!(!names.contains(&write));
-        let response = server.request("tools/call", json!({"name": write, "arguments": {}}));
+        // Even a dry run of a destructive tool is refused: the tool does not exist here.
+        let response = server.request("tools/call", json!({"name": write, "arguments": {"dry_run": true}}));
         assert_eq!(response["error"]["code"], -32602, "{write}: {response}");
     }
+    assert_eq!(names.len() + writes.len(), 22, "every tool is either read-only or refused: {names:?}");
+    // The read-only maintenance report runs.
+    assert!(server.ok("rot_audit", json!({}))["notes_audited"].as_u64().is_some());
     let info = server.ok("get_server_info", json!({}));
     assert_eq!(info["mcp"]["read_only"], true);
     assert_eq!(info["mcp"]["tool_count"], tools.len());
+    let unavailable = info["bootstrap"]["capabilities"]["unavailable"].as_array().unwrap();
+    assert!(unavailable.iter().any(|t| t == "archive_notes") && unavailable.len() == 22 - tools.len(), "{unavailable:?}");
 }
 
 #[test]
 fn discover_and_unknown_methods_then_initialize() {
     let vault = new_vault();
     let mut server = Server::start(vault.path(), &[]);
-    // A bare server/discover (no 2026-07-28 request _meta) is a JSON-RPC error, not a crash.
+    // server/discover is a known method of protocol 2026-07-28 (the Python SDK's auto mode uses
+    // it): without the stateless request _meta it is invalid params, not method-not-found.
     let bare = server.request("server/discover", json!({}));
-    assert!(bare["error"]["code"].is_i64(), "{bare}");
+    assert_eq!(bare["error"]["code"], -32602, "{bare}");
     // With the stateless envelope (what the Python SDK 2.x sends) rmcp answers it.
     let meta = json!({"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {},
                       "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "1"}});
     let discovered = server.request("server/discover", json!({"_meta": meta}));
     assert!(discovered["result"]["supportedVersions"].as_array().unwrap().iter().any(|v| v == "2025-06-18"), "{discovered}");
     server.initialize();
-    let unknown = server.request("paravault/nonexistent", json!({}));
-    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    for method in ["paravault/nonexistent", "server/unknown", "tools/discover", "resources/subscribe"] {
+        let unknown = server.request(method, json!({}));
+        assert_eq!(unknown["error"]["code"], -32601, "{method}: {unknown}");
+    }
+    assert_eq!(server.request("server/discover", json!({}))["error"]["code"], -32602);
     assert!(!server.tools().is_empty());
     assert!(server.close().success());
+    // A stateless (2026-07-28) session: an unknown method in the envelope is method-not-found too.
+    let mut server = Server::start(vault.path(), &[]);
+    let unknown = server.request("paravault/nonexistent", json!({"_meta": meta}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
 }
 
 #[test]
@@ -434,6 +472,20 @@ fn rate_limit_charges_only_valid_calls() {
     assert!(limited["message"].as_str().unwrap().contains("retry after"), "{limited}");
     // Other tools have their own keys.
     server.ok("validate_memory_state", json!({}));
+}
+
+#[test]
+fn rate_limits_from_policy_apply_to_the_maintenance_tools() {
+    let vault = new_vault();
+    std::fs::write(vault.path().join(".paravault/policy.yaml"), "rate_limits: {rot_audit: 1, archive_notes: 1}\n").unwrap();
+    let mut server = Server::start(vault.path(), &[]);
+    server.initialize();
+    server.ok("rot_audit", json!({}));
+    assert_eq!(server.err("rot_audit", json!({}))["code"], "rate_limited");
+    // A refused live run (no approval) passed validation, so it is charged.
+    assert_eq!(server.err("archive_notes", json!({"dry_run": false}))["code"], "approval_required");
+    assert_eq!(server.err("archive_notes", json!({}))["code"], "rate_limited");
+    server.ok("heal_frontmatter_tool", json!({}));
 }
 
 #[test]
@@ -542,4 +594,307 @@ fn watchdog_follows_parent_pid_and_can_be_disabled() {
     assert!(wait_exit(&mut child, Duration::from_secs(4)).is_none(), "disabled watchdog still fired");
     drop(child.stdin.take());
     assert!(wait_exit(&mut child, Duration::from_secs(20)).is_some_and(|s| s.success()));
+}
+
+/// Writes a note file directly (the server reads the vault as it finds it).
+fn write_note(vault: &Path, rel: &str, frontmatter: &str, body: &str) {
+    let path = vault.join(rel);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, format!("---\n{frontmatter}---\n\n{body}")).unwrap();
+}
+
+fn meta(note_type: &str, title: &str, extra: &str) -> String {
+    format!("type: {note_type}\ntitle: {title}\ndescription: About {title}\ntimestamp: 2026-01-01T00:00:00Z\n{extra}")
+}
+
+#[test]
+fn get_server_info_is_the_manifest_report_with_doctor_v1_fields() {
+    let vault = new_vault();
+    let root = vault.path().to_path_buf();
+    // Egress allow-public in the policy: the probe must still never download.
+    std::fs::write(root.join(".paravault/policy.yaml"), "egress: allow-public\n").unwrap();
+    let cache = tempfile::tempdir().unwrap();
+    let unreachable = Path::new("http://127.0.0.1:9");
+    let env = [("HF_HUB_CACHE", cache.path()), ("HF_ENDPOINT", unreachable), ("PARAVAULT_MODEL_DIR", Path::new(""))];
+    let mut server = Server::start_with_env(&root, &[], &env);
+    server.initialize();
+    let before = server.ok("get_server_info", json!({}));
+    assert_eq!(before["vault"]["index_state"], "missing");
+    assert_eq!(before["status"], "degraded");
+    assert_eq!(before["exit_code"], 1);
+    server.ok(
+        "ingest_note",
+        json!({"name": "03_Resources/alpha", "note_type": "Resource", "title": "Alpha", "description": "A note",
+               "content": "# Alpha\n\n## One\n\nFirst section.\n\n## Two\n\nSecond section.\n"}),
+    );
+    let info = server.ok("get_server_info", json!({}));
+    for field in [
+        "schema_version",
+        "command",
+        "status",
+        "exit_code",
+        "runtime",
+        "configuration",
+        "capabilities",
+        "embedding",
+        "vault",
+        "issues",
+        "bootstrap",
+        "mcp",
+    ] {
+        assert!(!info[field].is_null(), "doctor report v1 lacks {field}: {info}");
+    }
+    assert_eq!((info["schema_version"].as_u64(), info["command"].as_str()), (Some(1), Some("doctor")));
+    let v = &info["vault"];
+    assert_eq!(v["index_state"], "active_generation");
+    assert_eq!((v["exists"].as_bool(), v["is_directory"].as_bool()), (Some(true), Some(true)));
+    assert!(v["indexed_notes"].as_u64().unwrap() >= 1 && v["indexed_notes"] == v["scanned_notes"], "{v}");
+    // The ingested note alone has two sections, so at least two chunk documents.
+    assert!(v["indexed_chunks"].as_u64().unwrap() >= 2, "{v}");
+    assert_eq!(v["vault_id"].as_str().unwrap().len(), 16);
+    assert!(v["active_generation"].is_string() && v["source_snapshot_hash"].is_string(), "{v}");
+    assert_eq!(info["bootstrap"]["vault"]["source_revision"], v["source_snapshot_hash"]);
+    let interfaces = &info["capabilities"]["interfaces"];
+    assert!(interfaces["cli_commands"].as_array().unwrap().iter().any(|c| c == "rot-audit"));
+    assert_eq!(interfaces["mcp_tools"].as_array().unwrap().len(), 22);
+    assert_eq!(interfaces["mcp_tool_contracts"].as_array().unwrap().len(), 22);
+    let mcp = &info["mcp"];
+    assert_eq!(mcp["tool_count"], 22);
+    assert_eq!(mcp["preferred_protocol"], "2026-07-28");
+    assert!(mcp["sdk_version"].as_str().unwrap().starts_with("rmcp "));
+    assert_eq!(mcp["tool_catalog_sha256"].as_str().unwrap().len(), 64);
+    // No model is loaded by default.
+    assert_eq!(info["embedding"]["binding"], "not_requested");
+    assert_eq!(info["embedding"]["probe_requested"], false);
+    assert!(!info.to_string().contains(root.to_str().unwrap()), "no absolute vault path in the report");
+
+    // probe_provider=true: offline only; the missing model is an issue, nothing is downloaded.
+    let probed = server.ok("get_server_info", json!({"probe_provider": true}));
+    assert_eq!(probed["embedding"]["probe_requested"], true);
+    assert_eq!(probed["embedding"]["binding"], "unavailable", "{}", probed["embedding"]);
+    assert!(probed["embedding"]["probe_seconds"].is_number());
+    let issue = probed["issues"].as_array().unwrap().iter().find(|i| i["code"] == "embedding_model_unavailable").expect("probe issue");
+    assert!(issue["message"].as_str().unwrap().contains("not downloaded"), "{issue}");
+    assert_eq!(std::fs::read_dir(cache.path()).unwrap().count(), 0, "the probe wrote into the model cache");
+    assert_eq!(server.err("get_server_info", json!({"probe_provider": "yes"}))["code"], "invalid_argument");
+}
+
+#[test]
+fn suggest_related_tool_keyword_and_typed_errors() {
+    let vault = new_vault();
+    let mut server = Server::start(vault.path(), &[]);
+    server.initialize();
+    for (name, title, tags) in [
+        ("rust-async", "Rust async runtimes", json!(["rust", "async"])),
+        ("rust-executors", "Rust async executors", json!(["rust", "async"])),
+        ("tomatoes", "Growing tomatoes", json!(["garden"])),
+    ] {
+        server.ok(
+            "ingest_note",
+            json!({"name": format!("03_Resources/{name}"), "note_type": "Resource", "title": title, "description": title,
+                   "content": format!("# {title}\n\nNotes about {title}.\n"), "tags": tags}),
+        );
+    }
+    let found =
+        server.ok("suggest_related_tool", json!({"target_path": "03_Resources/rust-async.md", "method": "keyword", "max_results": 2}));
+    assert_eq!(found["method"], "keyword");
+    assert_eq!(found["target"], "03_Resources/rust-async.md");
+    let related = found["related"].as_array().unwrap();
+    assert!(!related.is_empty() && related.len() <= 2, "{found}");
+    assert_eq!(related[0]["path"], "03_Resources/rust-executors.md", "{found}");
+    assert!(related.iter().all(|r| r["path"] != "03_Resources/rust-async.md"), "never itself: {found}");
+    // The default method is semantic (P.O.W.E.R.'s default); without a dense index it fails
+    // closed, naming keyword as the way out.
+    let dense = server.err("suggest_related_tool", json!({"target_path": "03_Resources/rust-async.md"}));
+    assert_eq!(dense["code"], "dense_index_unavailable");
+    assert!(dense["remediation"].as_str().unwrap().contains("method=keyword"), "{dense}");
+    let target = "03_Resources/rust-async.md";
+    assert_eq!(server.err("suggest_related_tool", json!({"target_path": target, "method": "fuzzy"}))["code"], "invalid_argument");
+    assert_eq!(
+        server.err("suggest_related_tool", json!({"target_path": target, "method": "keyword", "max_results": 0}))["code"],
+        "invalid_argument"
+    );
+    assert_eq!(
+        server.err("suggest_related_tool", json!({"target_path": target, "method": "keyword", "max_results": 21}))["code"],
+        "invalid_argument"
+    );
+    assert_eq!(
+        server.err("suggest_related_tool", json!({"target_path": "03_Resources/none.md", "method": "keyword"}))["code"],
+        "invalid_argument"
+    );
+    assert_eq!(server.err("suggest_related_tool", json!({"target_path": "../etc/passwd.md", "method": "keyword"}))["code"], "path_refused");
+    assert_eq!(server.err("suggest_related_tool", json!({"method": "keyword"}))["code"], "invalid_argument");
+}
+
+#[test]
+fn rot_audit_reports_and_fails_typed() {
+    let vault = new_vault();
+    let root = vault.path();
+    let body = "A body that is long enough to not count as trivial in the audit report.\n";
+    write_note(root, "03_Resources/graph-a.md", &meta("Resource", "Graph memory design", ""), body);
+    write_note(root, "03_Resources/graph-b.md", &meta("Resource", "Graph memory design notes", ""), body);
+    write_note(root, "03_Resources/expired.md", &meta("Resource", "Expired plan", "expiry: 2000-01-01\n"), body);
+    write_note(root, "03_Resources/tiny.md", &meta("Resource", "Tiny", ""), "Short.\n");
+    let mut server = Server::start(root, &[]);
+    server.initialize();
+    let report = server.ok("rot_audit", json!({}));
+    assert!(report["notes_audited"].as_u64().unwrap() >= 4, "{report}");
+    let redundant = report["redundant"].as_array().unwrap();
+    assert!(redundant.iter().any(|p| p["a"] == "03_Resources/graph-a.md" && p["b"] == "03_Resources/graph-b.md"), "{report}");
+    assert!(report["outdated"].as_array().unwrap().iter().any(|o| o["path"] == "03_Resources/expired.md"), "{report}");
+    assert!(report["trivial"].as_array().unwrap().iter().any(|t| t["path"] == "03_Resources/tiny.md"), "{report}");
+    assert_eq!(report["skipped"], json!([]));
+    // Link checks without approval are skipped with the reason, not run.
+    let skipped = server.ok("rot_audit", json!({"allow_link_rot": true}));
+    assert!(skipped["skipped"].as_array().unwrap().iter().any(|s| s["section"] == "link_rot"), "{skipped}");
+    // No LLM is configured: a typed error with the engine's own remediation.
+    let llm = server.err("rot_audit", json!({"allow_remote_llm": true, "extended": true, "approved": true}));
+    assert_eq!(llm["code"], "not_configured");
+    assert!(llm["remediation"].as_str().unwrap().contains("without allow_remote_llm"), "{llm}");
+    assert_eq!(server.err("rot_audit", json!({"extended": "yes"}))["code"], "invalid_argument");
+    assert_eq!(server.err("rot_audit", json!({"dry_run": true}))["code"], "invalid_argument");
+}
+
+#[test]
+fn archive_notes_previews_refuses_without_approval_then_moves() {
+    let vault = new_vault();
+    let root = vault.path();
+    let body = "Kept for the record.\n";
+    write_note(root, "03_Resources/old.md", &meta("Resource", "Old", "status: archived\n"), body);
+    write_note(root, "03_Resources/live.md", &meta("Resource", "Live", ""), "See [the old note](old.md).\n");
+    let mut server = Server::start(root, &[]);
+    server.initialize();
+    let preview = server.ok("archive_notes", json!({}));
+    assert_eq!(preview["dry_run"], true);
+    assert_eq!(
+        preview["moves"],
+        json!([{"from": "03_Resources/old.md", "to": "04_Archive/03_Resources/old.md", "reason": "status archived"}])
+    );
+    assert_eq!(preview["link_rewrites"].as_array().unwrap().len(), 1, "{preview}");
+    assert!(preview.get("receipt").is_none());
+    assert!(root.join("03_Resources/old.md").is_file(), "a dry run moves nothing");
+
+    for args in [json!({"dry_run": false}), json!({"dry_run": false, "approved": false})] {
+        let refused = server.err("archive_notes", args);
+        assert_eq!(refused["code"], "approval_required");
+        assert!(refused["remediation"].as_str().unwrap().contains("approved=true"));
+    }
+    assert!(root.join("03_Resources/old.md").is_file(), "a refused live run moves nothing");
+    assert!(!root.join("04_Archive/03_Resources").exists());
+
+    let done = server.ok("archive_notes", json!({"dry_run": false, "approved": true}));
+    assert_eq!(done["dry_run"], false);
+    assert!(done["receipt"]["seq"].as_u64().is_some(), "{done}");
+    assert!(!root.join("03_Resources/old.md").exists());
+    let moved = std::fs::read_to_string(root.join("04_Archive/03_Resources/old.md")).unwrap();
+    assert!(moved.contains("status: archived"));
+    let live = std::fs::read_to_string(root.join("03_Resources/live.md")).unwrap();
+    assert!(live.contains("../04_Archive/03_Resources/old.md"), "{live}");
+    assert_eq!(server.ok("validate_memory_state", json!({}))["valid"], true);
+    assert_eq!(server.err("archive_notes", json!({"dry_run": "false"}))["code"], "invalid_argument");
+}
+
+#[test]
+fn heal_frontmatter_previews_refuses_without_approval_then_repairs() {
+    let vault = new_vault();
+    let root = vault.path();
+    let broken = "type: resource\ntitle: Half done\ntimestamp: 2026-01-01T00:00:00Z\n";
+    write_note(root, "03_Resources/half.md", broken, "The first paragraph becomes the description.\n");
+    let original = std::fs::read_to_string(root.join("03_Resources/half.md")).unwrap();
+    let mut server = Server::start(root, &[]);
+    server.initialize();
+    let preview = server.ok("heal_frontmatter_tool", json!({}));
+    assert_eq!(preview["dry_run"], true);
+    let note = preview["notes"].as_array().unwrap().iter().find(|n| n["path"] == "03_Resources/half.md").expect("planned repair");
+    let fields: Vec<&str> = note["repairs"].as_array().unwrap().iter().map(|r| r["field"].as_str().unwrap()).collect();
+    assert!(fields.contains(&"type") && fields.contains(&"description"), "{note}");
+    assert_eq!(std::fs::read_to_string(root.join("03_Resources/half.md")).unwrap(), original, "a dry run writes nothing");
+
+    let refused = server.err("heal_frontmatter_tool", json!({"dry_run": false}));
+    assert_eq!(refused["code"], "approval_required");
+    assert_eq!(std::fs::read_to_string(root.join("03_Resources/half.md")).unwrap(), original);
+
+    let healed = server.ok("heal_frontmatter_tool", json!({"dry_run": false, "approved": true}));
+    assert!(healed["receipt"]["seq"].as_u64().is_some(), "{healed}");
+    let text = std::fs::read_to_string(root.join("03_Resources/half.md")).unwrap();
+    assert!(text.contains("type: \"Resource\"") && text.contains("description: \"The first paragraph"), "{text}");
+    let again = server.ok("heal_frontmatter_tool", json!({}));
+    assert!(again["notes"].as_array().unwrap().iter().all(|n| n["path"] != "03_Resources/half.md"), "{again}");
+    assert_eq!(server.err("heal_frontmatter_tool", json!({"fix": true}))["code"], "invalid_argument");
+}
+
+#[test]
+fn handoff_work_packets_over_mcp() {
+    let vault = new_vault();
+    let mut server = Server::start(vault.path(), &[]);
+    server.initialize();
+    let created = server.ok(
+        "handoff_work",
+        json!({"action": "create", "task_id": "t-1", "objective": "Tidy the inbox", "owner": "alice", "idempotency_key": "c-1",
+               "scope": ["00_Inbox"]}),
+    );
+    assert_eq!((created["state"].as_str(), created["revision"].as_u64()), (Some("submitted"), Some(1)), "{created}");
+    assert_eq!(created["authority"], "read-only");
+    let resume = json!({"action": "resume", "task_id": "t-1", "idempotency_key": "r-1", "expected_revision": 1});
+    let working = server.ok("handoff_work", resume.clone());
+    assert_eq!((working["state"].as_str(), working["revision"].as_u64()), (Some("working"), Some(2)));
+    assert_eq!(server.ok("handoff_work", resume), working, "an idempotent replay returns the original result");
+    let stale =
+        server.err("handoff_work", json!({"action": "checkpoint", "task_id": "t-1", "idempotency_key": "x-1", "expected_revision": 1}));
+    assert_eq!(stale["code"], "revision_conflict");
+    let listed = server.ok("handoff_work", json!({"action": "list"}));
+    assert_eq!(listed["tasks"].as_array().unwrap().len(), 1);
+    assert_eq!(server.ok("handoff_work", json!({"action": "show", "task_id": "t-1"}))["revision"], 2);
+    assert_eq!(server.err("handoff_work", json!({"action": "show", "task_id": "nope"}))["code"], "task_not_found");
+    assert_eq!(server.err("handoff_work", json!({"action": "explode"}))["code"], "invalid_argument");
+    assert_eq!(server.err("handoff_work", json!({"action": "list", "surprise": 1}))["code"], "invalid_argument");
+    assert_eq!(server.err("handoff_work", json!({"action": "show", "task_id": "../x"}))["code"], "invalid_argument");
+    assert_eq!(server.err("handoff_work", json!({"action": "list", "vault_path": "/"}))["code"], "vault_boundary");
+    server.ok("handoff_work", json!({"action": "list", "vault_path": vault.path().to_str().unwrap()}));
+}
+
+#[test]
+fn infra_action_over_mcp_with_and_without_a_broker() {
+    use std::os::unix::net::UnixListener;
+    // No broker configured: a blocked result (not a tool error), never a fallback.
+    let vault = new_vault();
+    let mut server = Server::start_with_env(vault.path(), &[], &[("PARAVAULT_INFRA_SOCKET", Path::new(""))]);
+    server.initialize();
+    let blocked = server.ok("infra_action", json!({"operation": "status"}));
+    assert_eq!(blocked["status"], "blocked");
+    assert_eq!(blocked["block"]["reason_code"], "MISSING_EXECUTION_CAPABILITY");
+    assert_eq!(server.err("infra_action", json!({"operation": "replicate"}))["code"], "invalid_argument");
+    assert_eq!(server.err("infra_action", json!({"operation": "status", "host": "example.org"}))["code"], "invalid_argument");
+    assert_eq!(server.err("infra_action", json!({"operation": "status", "target": "a b"}))["code"], "invalid_argument");
+    assert_eq!(server.err("infra_action", json!({"operation": "reboot"}))["code"], "invalid_argument");
+    drop(server);
+
+    // A real broker on a Unix socket answers with a receipt.
+    let sockdir = tempfile::tempdir().unwrap();
+    let socket = sockdir.path().join("broker.sock");
+    let listener = UnixListener::bind(&socket).unwrap();
+    let broker = std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut line = String::new();
+        BufReader::new(&stream).read_line(&mut line).unwrap();
+        let request: Value = serde_json::from_str(&line).unwrap();
+        let reply = json!({"schema": "power.infra-response.v1", "request_digest": request["request_digest"], "nonce": request["nonce"],
+                           "receipt": {"schema": "power.infra-receipt.v1", "run_id": "run_abc", "exit_category": "ok"}});
+        (&stream).write_all(format!("{reply}\n").as_bytes()).unwrap();
+        request
+    });
+    let vault = new_vault();
+    std::fs::write(
+        vault.path().join(".paravault/policy.yaml"),
+        format!("infra:\n  broker_socket: '{}'\n  timeout_ms: 5000\n", socket.display()),
+    )
+    .unwrap();
+    let mut server = Server::start(vault.path(), &[]);
+    server.initialize();
+    let ok = server.ok("infra_action", json!({"operation": "rsync-dry-run", "target": "nas-1", "profile": "nightly"}));
+    assert_eq!(ok["status"], "ok", "{ok}");
+    assert_eq!(ok["receipt"]["run_id"], "run_abc");
+    let request = broker.join().unwrap();
+    assert_eq!((request["operation"].as_str(), request["target"].as_str()), (Some("rsync-dry-run"), Some("nas-1")));
+    assert!(request.get("vault_path").is_none(), "vault_path never reaches the broker: {request}");
 }

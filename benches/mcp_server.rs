@@ -1,0 +1,259 @@
+//! MCP server benchmark: the built `paravault mcp` binary driven over stdio, next to physical
+//! floors measured in the same run. Cold start (spawn → initialize response) against spawning
+//! `/bin/true`; get_server_info and search_vault_tool round trips against an MCP `ping` round
+//! trip (and search against the same query in-process); rot_audit on a generated vault, first
+//! call (inventory load included) and warm. Run: `cargo bench --bench mcp_server`.
+//! Environment: `PARAVAULT_BENCH_NOTES=20000` (a comma list; e.g. `20000,100000`),
+//! `PARAVAULT_BENCH_ROUNDS=200` (round trips per figure).
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use paravault::Vault;
+use paravault::retrieval::{SearchParams, SyncParams};
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_paravault");
+
+/// The queries of benches/search_path.rs, so the in-process figures compare with its results.
+const QUERIES: &[&str] = &[
+    "vault search",
+    "index policy",
+    "graph memory agent",
+    "\"catalog note\"",
+    "receipt",
+    "archive lint",
+    "semantic retrieval",
+    "project plan",
+    "daily log review",
+    "knowledge base",
+];
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn pct(sorted: &[Duration], p: f64) -> Duration {
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// Prints p50/p90/p99 of `samples` and returns p50.
+fn report(label: &str, mut samples: Vec<Duration>, floor: Option<Duration>) -> Duration {
+    samples.sort();
+    let p50 = pct(&samples, 0.5);
+    let ratio = floor.map(|f| format!("  p50/floor {:>6.2}x", p50.as_secs_f64() / f.as_secs_f64())).unwrap_or_default();
+    println!(
+        "{label:<46} n={:<4} p50 {:>8.3} ms  p90 {:>8.3} ms  p99 {:>8.3} ms{ratio}",
+        samples.len(),
+        ms(p50),
+        ms(pct(&samples, 0.9)),
+        ms(pct(&samples, 0.99))
+    );
+    p50
+}
+
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+    last_bytes: usize,
+}
+
+impl Client {
+    fn spawn(vault: &Path) -> Client {
+        let mut child = Command::new(BIN)
+            .arg("--vault")
+            .arg(vault)
+            .arg("mcp")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn paravault mcp");
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        Client { child, stdin, stdout, next_id: 1, last_bytes: 0 }
+    }
+
+    fn send(&mut self, message: &Value) {
+        let stdin = self.stdin.as_mut().expect("stdin open");
+        writeln!(stdin, "{message}").expect("write request");
+        stdin.flush().expect("flush request");
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
+        let mut line = String::new();
+        loop {
+            line.clear();
+            assert!(self.stdout.read_line(&mut line).expect("read response") > 0, "the server closed stdout");
+            let message: Value = serde_json::from_str(&line).expect("JSON-RPC line");
+            if message["id"] == json!(id) {
+                self.last_bytes = line.len();
+                return message;
+            }
+        }
+    }
+
+    fn initialize(&mut self) -> Value {
+        let response = self.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "mcp-bench", "version": "1"}}),
+        );
+        assert!(response["result"].is_object(), "initialize failed: {response}");
+        response
+    }
+
+    fn ready(vault: &Path) -> Client {
+        let mut client = Client::spawn(vault);
+        client.initialize();
+        client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        client
+    }
+
+    /// Calls a tool; panics on a JSON-RPC error or an `isError` result.
+    fn call(&mut self, tool: &str, args: Value) -> Value {
+        let response = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        let result = &response["result"];
+        assert_eq!(result["isError"], false, "{tool} failed: {response}");
+        result["structuredContent"].clone()
+    }
+
+    fn close(mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.wait();
+    }
+}
+
+/// Spawn → initialize response, `rounds` times; the floor is spawning `/bin/true` to exit.
+fn cold_start(label: &str, vault: &Path, rounds: usize) -> Duration {
+    let floor: Vec<Duration> = (0..rounds)
+        .map(|_| {
+            let start = Instant::now();
+            Command::new("/bin/true").status().expect("spawn /bin/true");
+            start.elapsed()
+        })
+        .collect();
+    let floor = report("floor: spawn /bin/true and wait", floor, None);
+    let samples: Vec<Duration> = (0..rounds)
+        .map(|_| {
+            let start = Instant::now();
+            let mut client = Client::spawn(vault);
+            client.initialize();
+            let elapsed = start.elapsed();
+            client.close();
+            elapsed
+        })
+        .collect();
+    report(&format!("{label}: cold start → initialize"), samples, Some(floor))
+}
+
+fn round_trips(client: &mut Client, rounds: usize, mut one: impl FnMut(&mut Client, usize)) -> Vec<Duration> {
+    for i in 0..rounds.min(10) {
+        one(client, i);
+    }
+    (0..rounds)
+        .map(|i| {
+            let start = Instant::now();
+            one(client, i);
+            start.elapsed()
+        })
+        .collect()
+}
+
+fn in_process_search(vault: &Vault, query: &str) {
+    let params = SearchParams {
+        query: query.into(),
+        max_results: 10,
+        search_mode: "fts".into(),
+        temporal_view: "current".into(),
+        as_of: None,
+        domain: None,
+    };
+    std::hint::black_box(vault.search(&params).expect("search"));
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let sizes: Vec<usize> = std::env::var("PARAVAULT_BENCH_NOTES")
+        .unwrap_or_else(|_| support::DEFAULT_NOTES.to_string())
+        .split(',')
+        .filter_map(|s| s.trim().parse().ok())
+        .collect();
+    let rounds: usize = std::env::var("PARAVAULT_BENCH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
+    println!("paravault mcp: {BIN}");
+
+    let empty = tempfile::tempdir().expect("tempdir");
+    let status = Command::new(BIN).arg("--vault").arg(empty.path()).arg("init").stdout(Stdio::null()).status().expect("init");
+    assert!(status.success());
+    cold_start("initialised empty vault", empty.path(), 30);
+
+    for n in sizes {
+        let root = support::fresh_generated_vault(n);
+        let vault = Vault::open(&root, Default::default()).expect("open");
+        let synced = vault.sync_vault(&SyncParams { allow_partial: true, ..Default::default() }).expect("sync");
+        println!("--- generated {n} notes ({} indexed)", synced.counts.indexed);
+        cold_start(&format!("{n} notes"), &root, 30);
+
+        let mut client = Client::ready(&root);
+        let ping = report("floor: MCP ping round trip", round_trips(&mut client, rounds, |c, _| drop(c.request("ping", json!({})))), None);
+        let info = round_trips(&mut client, rounds, |c, _| {
+            let info = c.call("get_server_info", json!({}));
+            assert_eq!(info["vault"]["indexed_notes"], synced.counts.indexed);
+        });
+        let info_bytes = client.last_bytes;
+        report(&format!("{n} notes: get_server_info ({info_bytes} B)"), info, Some(ping));
+
+        // In-process and over MCP, interleaved query by query, so both see the same machine state.
+        let (mut local, mut remote) = (Vec::new(), Vec::new());
+        for i in 0..rounds + 10 {
+            let query = QUERIES[i % QUERIES.len()];
+            let start = Instant::now();
+            in_process_search(&vault, query);
+            let in_process = start.elapsed();
+            let start = Instant::now();
+            let envelope = client.call("search_vault_tool", json!({"query": query, "search_mode": "fts", "max_results": 10}));
+            let over_mcp = start.elapsed();
+            assert_eq!(envelope["trust"], "untrusted");
+            if i >= 10 {
+                local.push(in_process);
+                remote.push(over_mcp);
+            }
+        }
+        let search_bytes = client.last_bytes;
+        let in_process = report(&format!("{n} notes: search in-process (fts, top 10)"), local, None);
+        let p50 = report(&format!("{n} notes: search_vault_tool (fts, top 10, {search_bytes} B)"), remote, Some(ping));
+        println!("{:<46} MCP overhead over in-process search at p50: {:.3} ms", "", ms(p50.saturating_sub(in_process)));
+        client.close();
+
+        // rot_audit: the first call in a fresh server loads the inventory (scan + parse).
+        let mut client = Client::ready(&root);
+        let start = Instant::now();
+        let audit = client.call("rot_audit", json!({}));
+        let first = start.elapsed();
+        assert_eq!(audit["notes_audited"].as_u64(), Some(synced.counts.indexed as u64));
+        println!(
+            "{:<46} first call {:>8.1} ms  ({} B: {} redundant pairs, {} stale)",
+            format!("{n} notes: rot_audit"),
+            ms(first),
+            client.last_bytes,
+            audit["redundant"].as_array().map_or(0, Vec::len),
+            audit["stale_freshness"].as_array().map_or(0, Vec::len)
+        );
+        let warm = round_trips(&mut client, 5, |c, _| drop(c.call("rot_audit", json!({}))));
+        report(&format!("{n} notes: rot_audit warm"), warm, None);
+        client.close();
+        drop(vault);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
