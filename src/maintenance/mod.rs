@@ -4,5 +4,6 @@
 
 pub mod archive;
 pub mod heal;
+pub mod link_rot;
 pub mod markdown_fix;
 pub mod rot;

@@ -121,6 +121,8 @@ pub struct RotReport {
     pub stale_freshness: Vec<Freshness>,
     /// `extended` only, from the active generation's dense index.
     pub near_duplicates: Vec<NearDuplicate>,
+    /// `allow_link_rot` + `approved` + egress allow-public only: every external link checked.
+    pub link_rot: Vec<super::link_rot::LinkCheck>,
     pub skipped: Vec<Skipped>,
 }
 
@@ -208,6 +210,7 @@ pub fn audit(inventory: &Inventory, policy: &LoadedPolicy, request: &RotRequest,
         request,
         today,
         Err("no dense index: near-duplicate detection reads stored vectors, and this vault has none".into()),
+        None,
     )
 }
 
@@ -218,6 +221,7 @@ pub fn audit_with_vectors(
     request: &RotRequest,
     today: NaiveDate,
     vectors: std::result::Result<NoteVectors, String>,
+    external_links: Option<Vec<(String, usize, String)>>,
 ) -> Result<RotReport> {
     if request.allow_remote_llm {
         return Err(Error::NotConfigured {
@@ -249,6 +253,7 @@ pub fn audit_with_vectors(
         trivial: Vec::new(),
         stale_freshness: Vec::new(),
         near_duplicates: Vec::new(),
+        link_rot: Vec::new(),
         skipped: Vec::new(),
     };
     for record in &notes {
@@ -275,16 +280,33 @@ pub fn audit_with_vectors(
     }
     if request.allow_link_rot {
         let reason = if !request.approved {
-            "link checks need approved=true".to_string()
+            Some("link checks need approved=true".to_string())
         } else if policy.policy.egress != EgressPolicy::AllowPublic {
-            "the egress policy is 'deny'; link checks need egress: allow-public".to_string()
+            Some("the egress policy is 'deny'; link checks need egress: allow-public".to_string())
+        } else if external_links.is_none() {
+            Some("link checks read note bodies; run rot_audit on the vault (Vault::rot_audit)".to_string())
         } else {
-            return Err(Error::NotConfigured {
-                capability: "link rot checks",
-                remediation: "this build has no HTTP client; link checks are not available".into(),
-            });
+            None
         };
-        report.skipped.push(Skipped { section: "link_rot", reason });
+        match (reason, external_links) {
+            (Some(reason), _) => report.skipped.push(Skipped { section: "link_rot", reason }),
+            (None, Some(links)) => {
+                let limits = super::link_rot::LinkRotLimits {
+                    timeout: std::time::Duration::from_millis(m.link_rot_timeout_ms),
+                    max_redirects: m.link_rot_max_redirects,
+                    max_links: m.link_rot_max_links,
+                };
+                let (checks, left_out) = super::link_rot::check_links(&links, &limits, super::link_rot::is_public);
+                report.link_rot = checks;
+                if left_out > 0 {
+                    report.skipped.push(Skipped {
+                        section: "link_rot",
+                        reason: format!("{left_out} more URLs not checked (maintenance.link_rot_max_links = {})", m.link_rot_max_links),
+                    });
+                }
+            }
+            (None, None) => {}
+        }
     }
     Ok(report)
 }
@@ -295,7 +317,24 @@ impl crate::vault::Vault {
     pub fn rot_audit(&self, request: &RotRequest) -> Result<RotReport> {
         let vectors = if request.extended { self.note_vectors() } else { Err(String::new()) };
         let today = self.today();
-        self.with_inventory(|inv| audit_with_vectors(inv, self.policy(), request, today, vectors))?
+        let checks_links = request.allow_link_rot && request.approved && self.policy().policy.egress == EgressPolicy::AllowPublic;
+        let links = if checks_links { Some(self.external_links()?) } else { None };
+        self.with_inventory(|inv| audit_with_vectors(inv, self.policy(), request, today, vectors, links))?
+    }
+
+    /// (note path, line, url) of every external http(s) link in the valid notes.
+    fn external_links(&self) -> Result<Vec<(String, usize, String)>> {
+        let paths: Vec<(crate::note::path::VaultPath, usize)> =
+            self.with_inventory(|inv| inv.notes().filter(|r| r.valid).map(|r| (r.path.clone(), r.body_first_line)).collect())?;
+        let mut out = Vec::new();
+        for (path, first_line) in paths {
+            let Ok(text) = std::fs::read_to_string(path.under(self.root())) else { continue };
+            let body = crate::note::frontmatter::split(&text).map(|s| s.body.to_string()).unwrap_or(text.clone());
+            for (url, line) in crate::note::body::external_urls(&body, first_line) {
+                out.push((path.to_string(), line, url));
+            }
+        }
+        Ok(out)
     }
 
     fn note_vectors(&self) -> std::result::Result<NoteVectors, String> {

@@ -1230,6 +1230,11 @@ impl ToolParams for RotAudit {
                            "half_life_days": {"type": "number"}, "score": {"type": "number"}}),
                     &["path", "note_type", "age_days", "half_life_days", "score"])},
                 "near_duplicates": {"type": "array", "items": object_schema(json!({"a": path, "b": path, "cosine": {"type": "number"}}), &["a", "b", "cosine"])},
+                "link_rot": {"type": "array", "items": object_schema(
+                    json!({"path": path, "line": {"type": "integer"}, "url": {"type": "string"},
+                           "state": {"type": "string", "enum": ["ok", "broken", "unreachable", "refused"]},
+                           "http_status": {"type": ["integer", "null"]}, "detail": {"type": "string"}}),
+                    &["path", "line", "url", "state", "detail"])},
                 "skipped": {"type": "array", "items": object_schema(json!({"section": {"type": "string"}, "reason": {"type": "string"}}), &["section", "reason"])}
             }),
             &[

@@ -121,6 +121,28 @@ pub fn links(body: &str, first_line: usize) -> Vec<Link> {
     out
 }
 
+/// External `http`/`https` link destinations (inline, reference and autolinks), with their
+/// 1-based line, in order of appearance. Links inside code are not links.
+pub fn external_urls(body: &str, first_line: usize) -> Vec<(String, usize)> {
+    let lines = Lines::new(body, first_line);
+    let mut out = Vec::new();
+    for (event, range) in Parser::new_ext(body, options()).into_offset_iter() {
+        let dest = match event {
+            Event::Start(Tag::Link { link_type, dest_url, .. }) | Event::Start(Tag::Image { link_type, dest_url, .. })
+                if !matches!(link_type, LinkType::WikiLink { .. } | LinkType::Email) =>
+            {
+                dest_url
+            }
+            _ => continue,
+        };
+        let lower = dest.to_ascii_lowercase();
+        if lower.starts_with("http://") || lower.starts_with("https://") {
+            out.push((dest.to_string(), lines.line_of(range.start)));
+        }
+    }
+    out
+}
+
 fn heading_number(level: HeadingLevel) -> usize {
     level as usize
 }

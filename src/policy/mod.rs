@@ -115,6 +115,10 @@ pub struct MaintenancePolicy {
     pub freshness_report_below: f64,
     pub near_duplicate_cosine: f64,
     pub healed_description_chars: usize,
+    /// rot_audit link checks (allow_link_rot + approved + egress allow-public).
+    pub link_rot_timeout_ms: u64,
+    pub link_rot_max_redirects: usize,
+    pub link_rot_max_links: usize,
 }
 
 /// Expected sha256 (lowercase hex) of each model file the engine reads.
@@ -432,6 +436,13 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
     }
     if !matches!(policy.search.auto_dense_mode.as_str(), "semantic" | "hybrid" | "graph_assisted") {
         return Err(invalid("auto_dense_mode", "search.auto_dense_mode must be semantic, hybrid or graph_assisted".into()));
+    }
+    let m = &policy.maintenance;
+    if !(100..=60_000).contains(&m.link_rot_timeout_ms) || m.link_rot_max_redirects > 10 || !(1..=10_000).contains(&m.link_rot_max_links) {
+        return Err(invalid(
+            "link_rot_timeout_ms",
+            "maintenance.link_rot_timeout_ms must be 100-60000, link_rot_max_redirects 0-10, link_rot_max_links 1-10000".into(),
+        ));
     }
     if !(10..=1000).contains(&policy.search.fusion_depth) {
         return Err(invalid("fusion_depth", "search.fusion_depth must be between 10 and 1000".into()));

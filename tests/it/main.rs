@@ -17,6 +17,7 @@ mod cli;
 mod crash;
 mod dense;
 mod embed;
+mod link_rot;
 mod links;
 mod lint;
 mod maintenance;
