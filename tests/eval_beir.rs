@@ -43,16 +43,36 @@ struct Run {
 
 /// A collection written as a vault, with its judged queries.
 struct Collection {
-    vault: tempfile::TempDir,
+    vault: EvalVault,
     policy: LoadedPolicy,
     docs: usize,
     qrels: HashMap<String, HashSet<String>>,
     queries: BTreeMap<String, String>,
 }
 
-fn load(name: &str) -> Collection {
+/// A fresh temporary vault (FTS runs), or one kept under `target/eval-vaults/` so that a local
+/// re-run reuses its dense vectors (sync is incremental by content hash); CI starts clean.
+enum EvalVault {
+    Fresh(tempfile::TempDir),
+    Kept(PathBuf),
+}
+
+impl EvalVault {
+    fn path(&self) -> &Path {
+        match self {
+            EvalVault::Fresh(dir) => dir.path(),
+            EvalVault::Kept(path) => path,
+        }
+    }
+}
+
+fn load(name: &str, kept: bool) -> Collection {
     let dir = eval_dir(name);
-    let vault = tempfile::tempdir().expect("temp dir");
+    let vault = if kept {
+        EvalVault::Kept(Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("eval-vaults").join(name))
+    } else {
+        EvalVault::Fresh(tempfile::tempdir().expect("temp dir"))
+    };
     let notes = vault.path().join("03_Resources");
     std::fs::create_dir_all(&notes).expect("create folder");
     let corpus = std::fs::File::open(dir.join("corpus.jsonl.gz")).expect("corpus present");
@@ -186,7 +206,9 @@ fn report(name: &str, r: &Run) {
 }
 
 /// The dense sync (embedding every document) and the semantic, hybrid and graph-assisted runs.
-fn dense_runs(name: &str, c: &Collection, inventory: &mut Inventory) -> BTreeMap<&'static str, f64> {
+fn dense_runs(name: &str) -> BTreeMap<&'static str, f64> {
+    let c = &load(name, true);
+    let inventory = &mut Inventory::load(c.vault.path(), &c.policy).expect("inventory");
     let started = Instant::now();
     let report =
         search::sync(c.vault.path(), &c.policy, inventory, SyncOptions { fts_only: false, ..Default::default() }).expect("dense sync");
@@ -205,7 +227,7 @@ fn dense_runs(name: &str, c: &Collection, inventory: &mut Inventory) -> BTreeMap
     }
     let publish = publish_one(c, inventory);
     println!(
-        "{name} dense sync: {} chunks embedded in {sync_s:.1} s ({:.1} chunks/s); one-note dense publish {:?} ms",
+        "{name} dense sync: {} chunks embedded now in {sync_s:.1} s ({:.1} chunks/s; 0 when a kept vault was reused); one-note dense publish {:?} ms",
         dense["embedded_now"],
         dense["embedded_now"].as_f64().unwrap_or(0.0) / sync_s,
         publish.iter().map(|m| (m * 10.0).round() / 10.0).collect::<Vec<_>>()
@@ -215,21 +237,23 @@ fn dense_runs(name: &str, c: &Collection, inventory: &mut Inventory) -> BTreeMap
 
 #[test]
 fn scifact_fts_semantic_hybrid_ndcg10() {
-    let c = load("scifact");
-    let (r, mut inventory) = fts_run(&c);
+    let c = load("scifact", false);
+    let (r, _) = fts_run(&c);
     report("scifact", &r);
     assert!(r.ndcg10 >= 0.66, "SciFact fts nDCG@10 {:.4} below 0.66", r.ndcg10);
-    let dense = dense_runs("scifact", &c, &mut inventory);
+    drop(c);
+    let dense = dense_runs("scifact");
     assert!(dense["semantic"] >= 0.64, "SciFact semantic nDCG@10 {:.4} below 0.64", dense["semantic"]);
     assert!(dense["hybrid"] >= 0.71, "SciFact hybrid nDCG@10 {:.4} below 0.71", dense["hybrid"]);
 }
 
 #[test]
 fn cranfield_fts_semantic_hybrid_ndcg10() {
-    let c = load("cranfield");
-    let (r, mut inventory) = fts_run(&c);
+    let c = load("cranfield", false);
+    let (r, _) = fts_run(&c);
     report("cranfield", &r);
     assert!(r.ndcg10 >= 0.34, "Cranfield fts nDCG@10 {:.4} below 0.34", r.ndcg10);
-    let dense = dense_runs("cranfield", &c, &mut inventory);
+    drop(c);
+    let dense = dense_runs("cranfield");
     assert!(dense["hybrid"] >= 0.40, "Cranfield hybrid nDCG@10 {:.4} below 0.40", dense["hybrid"]);
 }

@@ -78,29 +78,89 @@ pub(super) fn dense_notes(
     Ok(out)
 }
 
-/// Reciprocal-rank fusion: score = Σ 1 / (k + rank), rank from 1. A note keeps the body of the
-/// first list that has it (BM25 first, whose chunk holds the query terms).
-pub(super) fn fuse(lists: Vec<Vec<NoteHit>>, k: f32, n: usize) -> Vec<NoteHit> {
-    let mut fused: Vec<NoteHit> = Vec::new();
-    let mut at: HashMap<String, usize> = HashMap::new();
+/// A ranked note before its stored document is read: its key, score, best chunk and how many
+/// of its chunks matched.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Candidate {
+    pub key: u64,
+    pub score: f32,
+    pub doc: tantivy::DocAddress,
+    pub matches: usize,
+}
+
+/// The BM25 list, `depth` notes deep, aggregated by the `note_key` fast field (no stored
+/// document is read).
+pub(super) fn fts_candidates(g: &OpenGeneration, q: &dyn Query, depth: usize) -> Result<Vec<Candidate>> {
+    let searcher = g.reader.searcher();
+    let columns: Vec<Option<tantivy::columnar::Column<u64>>> =
+        searcher.segment_readers().iter().map(|r| r.fast_fields().u64("note_key").ok()).collect();
+    let top = searcher.search(q, &TopDocs::with_limit(depth * 2).order_by_score()).map_err(search_err)?;
+    let mut out: Vec<Candidate> = Vec::new();
+    let mut at: HashMap<u64, usize> = HashMap::new();
+    for (score, addr) in top {
+        let Some(key) = columns.get(addr.segment_ord as usize).and_then(Option::as_ref).and_then(|c| c.first(addr.doc_id)) else {
+            continue;
+        };
+        match at.get(&key) {
+            Some(&i) => out[i].matches += 1,
+            None => {
+                at.insert(key, out.len());
+                out.push(Candidate { key, score, doc: addr, matches: 1 });
+            }
+        }
+    }
+    out.truncate(depth);
+    Ok(out)
+}
+
+/// The dense list, `depth` notes deep (max chunk cosine per note).
+pub(super) fn dense_candidates(view: &DenseView, query: &[f32], depth: usize) -> Vec<Candidate> {
+    view.top_notes(query, depth, &mut |_| true)
+        .into_iter()
+        .map(|(score, e)| Candidate { key: e.note_key, score, doc: e.doc, matches: 1 })
+        .collect()
+}
+
+/// Reciprocal-rank fusion of candidate lists by note: score = Σ 1 / (k + rank), rank from 1;
+/// a note keeps the best chunk of the first list that has it (BM25 first: its chunk holds the
+/// query terms, for the snippet).
+pub(super) fn fuse_candidates(lists: Vec<Vec<Candidate>>, k: f32) -> Vec<Candidate> {
+    let mut fused: Vec<Candidate> = Vec::new();
+    let mut at: HashMap<u64, usize> = HashMap::new();
     for list in lists {
-        for (rank, hit) in list.into_iter().enumerate() {
+        for (rank, c) in list.into_iter().enumerate() {
             let contribution = 1.0 / (k + rank as f32 + 1.0);
-            match at.get(&hit.path) {
+            match at.get(&c.key) {
                 Some(&i) => {
                     fused[i].score += contribution;
-                    fused[i].matches += hit.matches;
+                    fused[i].matches += c.matches;
                 }
                 None => {
-                    at.insert(hit.path.clone(), fused.len());
-                    fused.push(NoteHit { score: contribution, ..hit });
+                    at.insert(c.key, fused.len());
+                    fused.push(Candidate { score: contribution, ..c });
                 }
             }
         }
     }
-    fused.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.path.cmp(&b.path)));
-    fused.truncate(n);
+    fused.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.key.cmp(&b.key)));
     fused
+}
+
+/// Reads the stored documents of candidates, best first, until `n` pass `keep`.
+pub(super) fn materialize(g: &OpenGeneration, candidates: &[Candidate], n: usize, keep: &dyn Fn(&str) -> bool) -> Result<Vec<NoteHit>> {
+    let searcher = g.reader.searcher();
+    let mut out = Vec::new();
+    for c in candidates {
+        let doc: TantivyDocument = searcher.doc(c.doc).map_err(search_err)?;
+        let path = stored_text(&doc, g.fields.path);
+        if keep(&path) {
+            out.push(NoteHit { path, score: c.score, body: stored_text(&doc, g.fields.body), matches: c.matches });
+            if out.len() == n {
+                break;
+            }
+        }
+    }
+    Ok(out)
 }
 
 fn note_doc(g: &OpenGeneration, searcher: &Searcher, path: &str) -> Result<Option<TantivyDocument>> {
