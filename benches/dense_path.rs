@@ -23,7 +23,6 @@ use std::time::{Duration, Instant};
 use paravault::Vault;
 use paravault::embed::{ModelId, vault_handle};
 use paravault::inventory::Inventory;
-use paravault::note::path::VaultPath;
 use paravault::retrieval::{SearchParams, SyncParams};
 use paravault::search::dense::{self, ArenaWriter};
 use paravault::search::schema;
@@ -159,24 +158,7 @@ fn query_embedding(vault: &Vault) {
 }
 
 fn publish_one(label: &str, vault: &Vault, n: usize, writes: usize) {
-    let root = vault.root().to_path_buf();
-    let policy = vault.policy().clone();
-    let mut samples = Vec::new();
-    for w in 0..writes {
-        let rel = support::note_rel_path(n, w * 7 % n);
-        let path = VaultPath::parse(&rel).expect("path");
-        std::fs::write(root.join(&rel), support::note_text(n, w * 7 % n, &format!(" edited {w}"))).expect("edit");
-        vault.refresh_path(&path).expect("refresh");
-        let start = Instant::now();
-        vault
-            .with_inventory(|inv: &Inventory| {
-                paravault::search::publish_changes(&root, &policy, inv, std::slice::from_ref(&path), &[], None)
-            })
-            .expect("inventory")
-            .expect("publish");
-        samples.push(start.elapsed());
-    }
-    samples.sort();
+    let samples = support::publish_changed_notes(vault, n, writes);
     println!(
         "{label:<22} dense publish of one changed note (embeds its chunk, durable): p50 {:.2} ms  p90 {:.2} ms",
         pct(&samples, 0.5),

@@ -11,8 +11,6 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use paravault::Vault;
-use paravault::inventory::Inventory;
-use paravault::note::path::VaultPath;
 use paravault::retrieval::SearchParams;
 
 fn pct(sorted: &[Duration], p: f64) -> f64 {
@@ -76,23 +74,7 @@ fn queries(label: &str, root: &Path, rounds: usize) {
 
 fn publish_one(label: &str, root: &Path, n: usize, writes: usize) {
     let vault = Vault::open(root, Default::default()).expect("open");
-    let policy = vault.policy().clone();
-    let mut samples = Vec::new();
-    for w in 0..writes {
-        let rel = support::note_rel_path(n, w * 7 % n);
-        let path = VaultPath::parse(&rel).expect("path");
-        std::fs::write(root.join(&rel), support::note_text(n, w * 7 % n, &format!(" edited {w}"))).expect("edit");
-        vault.refresh_path(&path).expect("refresh");
-        let start = Instant::now();
-        vault
-            .with_inventory(|inv: &Inventory| {
-                paravault::search::publish_changes(root, &policy, inv, std::slice::from_ref(&path), &[], None)
-            })
-            .expect("inventory")
-            .expect("publish");
-        samples.push(start.elapsed());
-    }
-    samples.sort();
+    let samples = support::publish_changed_notes(&vault, n, writes);
     println!("{label:<34} publish one changed note (durable): p50 {:.2} ms  p90 {:.2} ms", pct(&samples, 0.5), pct(&samples, 0.9));
 }
 

@@ -276,3 +276,27 @@ pub fn foldoc_working_copy() -> Option<PathBuf> {
     copy_tree(&source, &work);
     Some(work)
 }
+
+/// Edits `writes` notes of a generated vault of `n` notes one at a time and publishes each
+/// change alone (durable, `search::publish_changes`); returns the publish times, sorted.
+pub fn publish_changed_notes(vault: &paravault::Vault, n: usize, writes: usize) -> Vec<std::time::Duration> {
+    let root = vault.root().to_path_buf();
+    let policy = vault.policy().clone();
+    let mut samples = Vec::new();
+    for w in 0..writes {
+        let rel = note_rel_path(n, w * 7 % n);
+        let path = paravault::note::path::VaultPath::parse(&rel).expect("path");
+        std::fs::write(root.join(&rel), note_text(n, w * 7 % n, &format!(" edited {w}"))).expect("edit");
+        vault.refresh_path(&path).expect("refresh");
+        let start = std::time::Instant::now();
+        vault
+            .with_inventory(|inv: &paravault::inventory::Inventory| {
+                paravault::search::publish_changes(&root, &policy, inv, std::slice::from_ref(&path), &[], None)
+            })
+            .expect("inventory")
+            .expect("publish");
+        samples.push(start.elapsed());
+    }
+    samples.sort();
+    samples
+}

@@ -1028,25 +1028,7 @@ impl ToolParams for SearchVaultTool {
     }
 }
 
-#[derive(Debug, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SyncVault {
-    #[serde(default = "yes")]
-    pub fts_only: bool,
-    #[serde(default)]
-    pub accept_dense_loss: bool,
-    #[serde(default)]
-    pub force_rebuild: bool,
-    #[serde(default)]
-    pub allow_partial: bool,
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
-}
-
-fn yes() -> bool {
-    true
-}
+pub type SyncVault = VaultScoped<crate::retrieval::SyncParams>;
 
 impl ToolParams for SyncVault {
     const NAME: &'static str = "sync_vault";
@@ -1063,13 +1045,7 @@ impl ToolParams for SyncVault {
         &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let params = crate::retrieval::SyncParams {
-            fts_only: self.fts_only,
-            accept_dense_loss: self.accept_dense_loss,
-            force_rebuild: self.force_rebuild,
-            allow_partial: self.allow_partial,
-        };
-        to_object(&ctx.vault.sync_vault(&params)?)
+        to_object(&ctx.vault.sync_vault(&self.request)?)
     }
     fn summary(result: &Value) -> String {
         format!("generation {}", result.get("generation_id").and_then(Value::as_str).unwrap_or(""))

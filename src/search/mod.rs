@@ -320,17 +320,18 @@ fn into_upserts(notes: Vec<NoteDocuments>) -> Vec<(String, Vec<TantivyDocument>)
     notes.into_iter().map(|n| (n.path, n.docs)).collect()
 }
 
-/// Chunk documents of `path` in `g`, with their vector rows.
-fn chunk_rows(g: &OpenGeneration, searcher: &Searcher, path: &str) -> Result<Vec<Option<u64>>> {
-    let q = BooleanQuery::new(vec![
-        (Occur::Must, Box::new(kind_query(g, schema::KIND_CHUNK)) as Box<dyn Query>),
-        (Occur::Must, Box::new(TermQuery::new(Term::from_field_text(g.fields.path, path), IndexRecordOption::Basic))),
-    ]);
-    let docs = searcher.search(&q, &DocSetCollector).map_err(search_err)?;
+/// The vector rows of every chunk document in `g` that this change replaces or removes (one
+/// entry per chunk; `None` when it has no vector).
+fn replaced_chunk_rows(g: &OpenGeneration, upserts: &[NoteDocuments], removes: &[String]) -> Result<Vec<Option<u64>>> {
+    let searcher = g.reader.searcher();
+    let touched: BTreeSet<&str> = upserts.iter().map(|n| n.path.as_str()).chain(removes.iter().map(String::as_str)).collect();
     let mut out = Vec::new();
-    for addr in docs {
-        let column = searcher.segment_reader(addr.segment_ord).fast_fields().u64("vec_row").map_err(search_err)?;
-        out.push(column.first(addr.doc_id));
+    for path in touched {
+        let q = kind_and_term(g, schema::KIND_CHUNK, g.fields.path, path);
+        for addr in searcher.search(&q, &DocSetCollector).map_err(search_err)? {
+            let column = searcher.segment_reader(addr.segment_ord).fast_fields().u64("vec_row").map_err(search_err)?;
+            out.push(column.first(addr.doc_id));
+        }
     }
     Ok(out)
 }
@@ -341,6 +342,24 @@ fn stored_text(doc: &TantivyDocument, field: tantivy::schema::Field) -> String {
 
 fn kind_query(g: &OpenGeneration, kind: &str) -> TermQuery {
     TermQuery::new(Term::from_field_text(g.fields.doc_kind, kind), IndexRecordOption::Basic)
+}
+
+/// Documents of `kind` whose untokenised `field` holds exactly `text`.
+fn kind_and_term(g: &OpenGeneration, kind: &str, field: tantivy::schema::Field, text: &str) -> BooleanQuery {
+    BooleanQuery::new(vec![
+        (Occur::Must, Box::new(kind_query(g, kind)) as Box<dyn Query>),
+        (Occur::Must, Box::new(TermQuery::new(Term::from_field_text(field, text), IndexRecordOption::Basic))),
+    ])
+}
+
+/// The note document a generation stored for `path`.
+fn note_doc(g: &OpenGeneration, searcher: &Searcher, path: &str) -> Result<Option<TantivyDocument>> {
+    let q = kind_and_term(g, schema::KIND_NOTE, g.fields.path, path);
+    let top = searcher.search(&q, &TopDocs::with_limit(1).order_by_score()).map_err(search_err)?;
+    match top.first() {
+        Some((_, addr)) => Ok(Some(searcher.doc(*addr).map_err(search_err)?)),
+        None => Ok(None),
+    }
 }
 
 /// path → blake3 hex of every note a generation indexed.
@@ -486,13 +505,7 @@ pub fn sync_with_progress(
                 });
             }
             if let Some(d) = &active_dense {
-                let searcher = g.reader.searcher();
-                let touched: BTreeSet<&str> = upserts.iter().map(|n| n.path.as_str()).chain(removes.iter().map(String::as_str)).collect();
-                let mut dropped = 0u64;
-                for path in touched {
-                    dropped += chunk_rows(g, &searcher, path)?.len() as u64;
-                }
-                kept_chunks = d.chunks.saturating_sub(dropped);
+                kept_chunks = d.chunks.saturating_sub(replaced_chunk_rows(g, &upserts, &removes)?.len() as u64);
             }
         }
         _ => {
@@ -652,19 +665,12 @@ pub fn publish_changes(
                 });
             }
             let mut writer = ArenaWriter::open(root, &d.arena, d.model.dimension, d.rows, false, deferred_sync.clone())?;
-            let searcher = active.reader.searcher();
-            let mut dropped = 0u64;
-            let touched: BTreeSet<&str> =
-                upserts.iter().map(|n: &NoteDocuments| n.path.as_str()).chain(removes.iter().map(String::as_str)).collect();
-            for path in touched {
-                for row in chunk_rows(&active, &searcher, path)? {
-                    dropped += 1;
-                    if let Some(row) = row {
-                        // Unchanged sections of an edited note keep their vectors.
-                        let key = writer.key_at(row)?;
-                        writer.remember(key, row);
-                    }
-                }
+            let replaced = replaced_chunk_rows(&active, &upserts, &removes)?;
+            let dropped = replaced.len() as u64;
+            for row in replaced.into_iter().flatten() {
+                // Unchanged sections of an edited note keep their vectors.
+                let key = writer.key_at(row)?;
+                writer.remember(key, row);
             }
             attach_vectors(&mut writer, &handle, max_tokens, &fields, &mut upserts, &|_, _, _| {})?;
             let new_chunks: u64 = upserts.iter().map(|n| n.embed_texts.len() as u64).sum();
@@ -696,14 +702,7 @@ pub fn publish_changes(
 
 /// The note entry a generation stored for `path`.
 fn note_entry(g: &OpenGeneration, searcher: &Searcher, path: &str) -> Result<Option<NoteEntry>> {
-    let q = BooleanQuery::new(vec![
-        (Occur::Must, Box::new(kind_query(g, schema::KIND_NOTE)) as Box<dyn Query>),
-        (Occur::Must, Box::new(TermQuery::new(Term::from_field_text(g.fields.path, path), IndexRecordOption::Basic))),
-    ]);
-    let top = searcher.search(&q, &TopDocs::with_limit(1).order_by_score()).map_err(search_err)?;
-    let Some((_, addr)) = top.first() else { return Ok(None) };
-    let doc: TantivyDocument = searcher.doc(*addr).map_err(search_err)?;
-    Ok(serde_json::from_str(&stored_text(&doc, g.fields.note_json)).ok())
+    Ok(note_doc(g, searcher, path)?.and_then(|doc| serde_json::from_str(&stored_text(&doc, g.fields.note_json)).ok()))
 }
 
 fn normalise_target(target: &str) -> String {

@@ -6,13 +6,13 @@ use std::collections::{HashMap, VecDeque};
 use std::sync::{LazyLock, Mutex};
 
 use tantivy::collector::{DocSetCollector, TopDocs};
-use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
-use tantivy::schema::{IndexRecordOption, Value};
-use tantivy::{Searcher, TantivyDocument, Term};
+use tantivy::query::Query;
+use tantivy::schema::Value;
+use tantivy::{Searcher, TantivyDocument};
 
 use super::dense::DenseView;
 use super::generation::OpenGeneration;
-use super::{NoteHit, kind_query, schema, search_err, stored_text};
+use super::{NoteHit, kind_and_term, note_doc, schema, search_err, stored_text};
 use crate::embed::ModelHandle;
 use crate::error::Result;
 
@@ -175,18 +175,6 @@ pub(super) fn materialize(g: &OpenGeneration, candidates: &[Candidate], n: usize
     Ok(out)
 }
 
-fn note_doc(g: &OpenGeneration, searcher: &Searcher, path: &str) -> Result<Option<TantivyDocument>> {
-    let q = BooleanQuery::new(vec![
-        (Occur::Must, Box::new(kind_query(g, schema::KIND_NOTE)) as Box<dyn Query>),
-        (Occur::Must, Box::new(TermQuery::new(Term::from_field_text(g.fields.path, path), IndexRecordOption::Basic))),
-    ]);
-    let top = searcher.search(&q, &TopDocs::with_limit(1).order_by_score()).map_err(search_err)?;
-    match top.first() {
-        Some((_, addr)) => Ok(Some(searcher.doc(*addr).map_err(search_err)?)),
-        None => Ok(None),
-    }
-}
-
 /// Paths of the notes `path` links to and the notes that link to it (at most `cap`).
 fn neighbours(g: &OpenGeneration, searcher: &Searcher, path: &str, cap: usize) -> Result<Vec<String>> {
     let mut out = Vec::new();
@@ -199,20 +187,10 @@ fn neighbours(g: &OpenGeneration, searcher: &Searcher, path: &str, cap: usize) -
     };
     if let Some(doc) = note_doc(g, searcher, path)? {
         for key in doc.get_all(g.fields.links_to).filter_map(|v| v.as_str()).take(cap) {
-            let q = BooleanQuery::new(vec![
-                (Occur::Must, Box::new(kind_query(g, schema::KIND_NOTE)) as Box<dyn Query>),
-                (Occur::Must, Box::new(TermQuery::new(Term::from_field_text(g.fields.link_key, key), IndexRecordOption::Basic))),
-            ]);
-            paths_of(&q, &mut out)?;
+            paths_of(&kind_and_term(g, schema::KIND_NOTE, g.fields.link_key, key), &mut out)?;
         }
     }
-    let inbound = BooleanQuery::new(vec![
-        (Occur::Must, Box::new(kind_query(g, schema::KIND_NOTE)) as Box<dyn Query>),
-        (
-            Occur::Must,
-            Box::new(TermQuery::new(Term::from_field_text(g.fields.links_to, &crate::inventory::link_key(path)), IndexRecordOption::Basic)),
-        ),
-    ]);
+    let inbound = kind_and_term(g, schema::KIND_NOTE, g.fields.links_to, &crate::inventory::link_key(path));
     paths_of(&inbound, &mut out)?;
     out.sort();
     out.dedup();
@@ -222,10 +200,7 @@ fn neighbours(g: &OpenGeneration, searcher: &Searcher, path: &str, cap: usize) -
 
 /// The first chunk body of a note (for the snippet of a note reached only through links).
 fn first_chunk_body(g: &OpenGeneration, searcher: &Searcher, path: &str) -> Result<String> {
-    let q = BooleanQuery::new(vec![
-        (Occur::Must, Box::new(kind_query(g, schema::KIND_CHUNK)) as Box<dyn Query>),
-        (Occur::Must, Box::new(TermQuery::new(Term::from_field_text(g.fields.path, path), IndexRecordOption::Basic))),
-    ]);
+    let q = kind_and_term(g, schema::KIND_CHUNK, g.fields.path, path);
     let docs = searcher.search(&q, &DocSetCollector).map_err(search_err)?;
     match docs.into_iter().min() {
         Some(addr) => Ok(stored_text(&searcher.doc::<TantivyDocument>(addr).map_err(search_err)?, g.fields.body)),

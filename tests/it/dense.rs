@@ -61,17 +61,12 @@ fn dense_vault() -> (tempfile::TempDir, Vault) {
     (dir, vault)
 }
 
+fn params(query: &str, mode: &str, max_results: usize) -> SearchParams {
+    SearchParams { query: query.into(), max_results, search_mode: mode.into(), temporal_view: "current".into(), as_of: None, domain: None }
+}
+
 fn search(vault: &Vault, query: &str, mode: &str) -> paravault::search::Envelope {
-    vault
-        .search(&SearchParams {
-            query: query.into(),
-            max_results: 3,
-            search_mode: mode.into(),
-            temporal_view: "current".into(),
-            as_of: None,
-            domain: None,
-        })
-        .unwrap_or_else(|e| panic!("{mode} search for {query:?}: {e}"))
+    vault.search(&params(query, mode, 3)).unwrap_or_else(|e| panic!("{mode} search for {query:?}: {e}"))
 }
 
 fn paths(envelope: &paravault::search::Envelope) -> Vec<&str> {
@@ -111,29 +106,11 @@ fn semantic_hybrid_graph_and_auto_modes_answer_with_honest_labels() {
     assert_eq!(paths(&auto)[0], "03_Resources/garden.md");
 
     // graph_assisted reaches the note the best hit links to.
-    let graph = vault
-        .search(&SearchParams {
-            query: "braised beef in wine".into(),
-            max_results: 2,
-            search_mode: "graph_assisted".into(),
-            temporal_view: "current".into(),
-            as_of: None,
-            domain: None,
-        })
-        .unwrap();
+    let graph = vault.search(&params("braised beef in wine", "graph_assisted", 2)).unwrap();
     assert_eq!(graph.actual_mode, "graph_assisted");
     assert_eq!(paths(&graph), ["03_Resources/cooking.md", "03_Resources/knives.md"]);
 
-    let reranked = vault
-        .search(&SearchParams {
-            query: "x".into(),
-            max_results: 3,
-            search_mode: "reranked".into(),
-            temporal_view: "current".into(),
-            as_of: None,
-            domain: None,
-        })
-        .unwrap_err();
+    let reranked = vault.search(&params("x", "reranked", 3)).unwrap_err();
     assert_eq!(reranked.code(), "not_configured");
 
     let related = vault.suggest_related("03_Resources/cooking.md", "semantic", 1).unwrap();
@@ -179,16 +156,7 @@ fn fts_only_sync_refuses_to_drop_a_dense_index_unless_accepted() {
     assert!(active_dense(&vault).chunks == 4, "nothing changed");
     let dropped = vault.sync_vault(&SyncParams { accept_dense_loss: true, ..Default::default() }).unwrap();
     assert!(dropped.published && dropped.dense.is_none());
-    let err = vault
-        .search(&SearchParams {
-            query: "meat".into(),
-            max_results: 3,
-            search_mode: "semantic".into(),
-            temporal_view: "current".into(),
-            as_of: None,
-            domain: None,
-        })
-        .unwrap_err();
+    let err = vault.search(&params("meat", "semantic", 3)).unwrap_err();
     assert_eq!(err.code(), "dense_index_unavailable");
     let auto = search(&vault, "meat", "auto");
     assert_eq!(auto.actual_mode, "fts");
@@ -205,16 +173,7 @@ fn a_corrupted_vector_row_fails_closed() {
     std::fs::write(&file, bytes).unwrap();
     // A fresh process view (this test's vault has never been searched, so nothing is cached).
     let vault = Vault::open(dir.path(), VaultOptions { today: Some(today()) }).unwrap();
-    let err = vault
-        .search(&SearchParams {
-            query: "meat".into(),
-            max_results: 3,
-            search_mode: "semantic".into(),
-            temporal_view: "current".into(),
-            as_of: None,
-            domain: None,
-        })
-        .unwrap_err();
+    let err = vault.search(&params("meat", "semantic", 3)).unwrap_err();
     assert_eq!(err.code(), "generation_corrupt", "{err}");
     assert!(err.to_string().contains("checksum"), "{err}");
 }
@@ -229,16 +188,7 @@ fn a_policy_with_another_model_cut_is_refused_not_mixed() {
     )
     .unwrap();
     let vault = Vault::open(dir.path(), VaultOptions { today: Some(today()) }).unwrap();
-    let err = vault
-        .search(&SearchParams {
-            query: "meat".into(),
-            max_results: 3,
-            search_mode: "hybrid".into(),
-            temporal_view: "current".into(),
-            as_of: None,
-            domain: None,
-        })
-        .unwrap_err();
+    let err = vault.search(&params("meat", "hybrid", 3)).unwrap_err();
     assert_eq!(err.code(), "dense_index_unavailable");
     assert!(err.to_string().contains("force_rebuild"), "{err}");
     let rebuilt = vault.sync_vault(&SyncParams { fts_only: false, ..Default::default() }).unwrap();
