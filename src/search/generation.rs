@@ -96,6 +96,8 @@ pub struct OpenGeneration {
     pub fields: Fields,
     pub manifest_modified: Option<SystemTime>,
     pub(crate) temporal: OnceLock<TemporalTable>,
+    /// Note entries already read from this (immutable) generation, by path.
+    pub(crate) note_entries: Mutex<HashMap<String, Option<Arc<super::schema::NoteEntry>>>>,
     dense_view: OnceLock<std::result::Result<Arc<DenseView>, String>>,
 }
 
@@ -142,7 +144,7 @@ static LIVE: LazyLock<Mutex<LiveRegistry>> = LazyLock::new(|| Mutex::new(Vec::ne
 static CURRENT: LazyLock<Mutex<HashMap<PathBuf, Current>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 static PUBLISH: LazyLock<Mutex<()>> = LazyLock::new(|| Mutex::new(()));
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
@@ -275,6 +277,7 @@ pub fn open_generation(root: &Path, id: &str) -> Result<Arc<OpenGeneration>> {
         fields,
         manifest_modified,
         temporal: OnceLock::new(),
+        note_entries: Mutex::new(HashMap::new()),
         dense_view: OnceLock::new(),
     });
     lock(&LIVE).push((key, id.to_string(), Arc::downgrade(&generation)));

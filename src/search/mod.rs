@@ -14,8 +14,8 @@ pub mod schema;
 pub mod temporal;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::path::Path;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use chrono::NaiveDate;
 use serde::Serialize;
@@ -700,10 +700,25 @@ pub fn publish_changes(
     )
 }
 
-/// The note entry a generation stored for `path`.
-fn note_entry(g: &OpenGeneration, searcher: &Searcher, path: &str) -> Result<Option<NoteEntry>> {
-    Ok(note_doc(g, searcher, path)?.and_then(|doc| serde_json::from_str(&stored_text(&doc, g.fields.note_json)).ok()))
+/// The note entry a generation stored for `path` (read once per generation and process: a
+/// generation never changes).
+fn note_entry(g: &OpenGeneration, searcher: &Searcher, path: &str) -> Result<Option<Arc<NoteEntry>>> {
+    if let Some(known) = generation::lock(&g.note_entries).get(path) {
+        return Ok(known.clone());
+    }
+    let entry = note_doc(g, searcher, path)?
+        .and_then(|doc| serde_json::from_str::<NoteEntry>(&stored_text(&doc, g.fields.note_json)).ok())
+        .map(Arc::new);
+    let mut memo = generation::lock(&g.note_entries);
+    if memo.len() >= NOTE_ENTRY_MEMO_MAX {
+        memo.clear();
+    }
+    memo.insert(path.to_string(), entry.clone());
+    Ok(entry)
 }
+
+/// Bound on the per-generation note-entry memo (entries are ~1 KB).
+const NOTE_ENTRY_MEMO_MAX: usize = 4096;
 
 fn normalise_target(target: &str) -> String {
     let t = target.trim().trim_start_matches("[[").trim_end_matches("]]");
@@ -793,7 +808,9 @@ fn ranked_notes(
     for reader in searcher.segment_readers() {
         columns.push(reader.fast_fields().u64("note_key").ok());
     }
-    let mut limit = (n * 10).max(50);
+    // A short first list keeps the block-max WAND threshold high; notes with many matching
+    // chunks (or filtered out) grow it 4x per round.
+    let mut limit = (n * 2).max(20);
     loop {
         let top = searcher.search(&q, &TopDocs::with_limit(limit).order_by_score()).map_err(search_err)?;
         // (score, best chunk, matching chunks) per note, best first.
@@ -854,7 +871,7 @@ fn window(text: &str, at: usize, width: usize) -> (String, bool, bool) {
 fn snippets(body: &str, analysed: &query::Analysed) -> (String, String) {
     let wanted = analysed.all_tokens();
     let mut locator = schema::locator();
-    let at = schema::tokens(&mut locator, body).into_iter().find(|(_, t, _)| wanted.contains(t)).map_or(0, |(_, _, r)| r.start);
+    let at = schema::first_token(&mut locator, body, |t| wanted.contains(t)).map_or(0, |r| r.start);
     let (matched, _, _) = window(body, at, SNIPPET_CHARS);
     let (inner, cut_start, cut_end) = window(body, at, SNIPPET_CHARS - 2);
     let snippet = format!("{}{}{}", if cut_start { "…" } else { "" }, inner, if cut_end { "…" } else { "" });
@@ -870,8 +887,35 @@ pub fn result_id(path: &str, content_sha256: &str) -> String {
     schema::sha256_hex(&bytes)[..16].to_string()
 }
 
+/// The sha256 of the note as it is on disk now (`None`: unreadable). Hashes are remembered per
+/// (root, path) with the file's size, mtime, ctime and inode; a remembered hash is used only
+/// while all four match and the mtime is more than two seconds older than when it was hashed
+/// (so an edit within the timestamp granularity of the hashing instant is never missed —
+/// git's racy-clean rule).
 fn on_disk_sha256(root: &Path, path: &str) -> Option<String> {
-    std::fs::read(layout::join(root, path)).ok().map(|b| schema::sha256_hex(&b))
+    use std::os::unix::fs::MetadataExt;
+    type Stamp = (u64, i64, i64, i64, i64, u64);
+    static SEEN: LazyLock<Mutex<HashMap<PathBuf, (Stamp, String)>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+    let file = layout::join(root, path);
+    let meta = std::fs::metadata(&file).ok()?;
+    let stamp: Stamp = (meta.len(), meta.mtime(), meta.mtime_nsec(), meta.ctime(), meta.ctime_nsec(), meta.ino());
+    if let Some((known, hash)) = generation::lock(&SEEN).get(&file)
+        && *known == stamp
+    {
+        return Some(hash.clone());
+    }
+    let hash = schema::sha256_hex(&std::fs::read(&file).ok()?);
+    let settled = chrono::Utc::now().timestamp() - stamp.1 > 2;
+    let mut seen = generation::lock(&SEEN);
+    if seen.len() >= 65_536 {
+        seen.clear();
+    }
+    if settled {
+        seen.insert(file, (stamp, hash.clone()));
+    } else {
+        seen.remove(&file);
+    }
+    Some(hash)
 }
 
 /// Full-text search over the published generation, answered as a retrieval envelope.
@@ -982,10 +1026,10 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
             trust: "untrusted",
             source: ResultSource { path: hit.path.clone(), content_sha256: entry.content_sha256.clone(), stale },
             metadata: ResultMetadata {
-                title: entry.title,
-                description: entry.description,
-                note_type: entry.note_type,
-                tags: entry.tags,
+                title: entry.title.clone(),
+                description: entry.description.clone(),
+                note_type: entry.note_type.clone(),
+                tags: entry.tags.clone(),
                 retrieval_contract: label,
                 actual_mode: label,
                 fallback_reason: fallback_reason.clone(),
@@ -1087,7 +1131,7 @@ pub fn suggest_related(
     };
     let mut out = Vec::new();
     for hit in hits {
-        let title = note_entry(&g, &searcher, &hit.path)?.map(|e| e.title).unwrap_or_default();
+        let title = note_entry(&g, &searcher, &hit.path)?.map(|e| e.title.clone()).unwrap_or_default();
         out.push(Related { path: hit.path, title, score: f64::from(hit.score) });
     }
     Ok(out)

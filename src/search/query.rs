@@ -5,14 +5,11 @@
 use std::collections::BTreeSet;
 
 use tantivy::Term;
-use tantivy::query::{BooleanQuery, BoostQuery, DisjunctionMaxQuery, Occur, PhraseQuery, Query, TermQuery};
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, PhraseQuery, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption};
 
 use super::schema::{self, Fields};
 use crate::policy::Boosts;
-
-/// Share of the non-best fields' scores a term keeps (dis-max tie breaker).
-const TIE_BREAKER: f32 = 0.3;
 
 /// One piece of the user's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,35 +110,30 @@ fn weighted_fields(fields: &Fields, boosts: &Boosts) -> Vec<(Field, f32)> {
 }
 
 /// Builds the OR query over the weighted fields; `None` when nothing searchable remains.
+///
+/// Every (term, field) pair is one boosted `TermQuery` clause of a flat disjunction, so each
+/// field's BM25 contribution adds up (multi-field BM25) and tantivy can answer the top-k with
+/// block-max WAND, skipping posting blocks that cannot reach the current top-k (a dis-max per
+/// term would force an exhaustive union over every matching document). Phrases add one boosted
+/// `PhraseQuery` clause per field.
 pub fn build(fields: &Fields, boosts: &Boosts, analysed: &Analysed) -> Option<Box<dyn Query>> {
     if analysed.is_empty() {
         return None;
     }
-    // Each term (or phrase) scores as the best of its weighted fields plus a fraction of the
-    // others (dis-max), so a word that is both in the title and the body is not counted twice
-    // at full weight; terms are OR-ed.
     let weighted = weighted_fields(fields, boosts);
     let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
     for term in &analysed.terms {
-        let per_field: Vec<Box<dyn Query>> = weighted
-            .iter()
-            .map(|(field, boost)| {
-                let q = TermQuery::new(Term::from_field_text(*field, term), IndexRecordOption::WithFreqs);
-                Box::new(BoostQuery::new(Box::new(q), *boost)) as Box<dyn Query>
-            })
-            .collect();
-        should.push((Occur::Should, Box::new(DisjunctionMaxQuery::with_tie_breaker(per_field, TIE_BREAKER))));
+        for (field, boost) in &weighted {
+            let q = TermQuery::new(Term::from_field_text(*field, term), IndexRecordOption::WithFreqs);
+            should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), *boost))));
+        }
     }
     for phrase in &analysed.phrases {
         let first = phrase.first().map_or(0, |(p, _)| *p);
-        let per_field: Vec<Box<dyn Query>> = weighted
-            .iter()
-            .map(|(field, boost)| {
-                let terms: Vec<(usize, Term)> = phrase.iter().map(|(p, t)| (p - first, Term::from_field_text(*field, t))).collect();
-                Box::new(BoostQuery::new(Box::new(PhraseQuery::new_with_offset(terms)), *boost)) as Box<dyn Query>
-            })
-            .collect();
-        should.push((Occur::Should, Box::new(DisjunctionMaxQuery::with_tie_breaker(per_field, TIE_BREAKER))));
+        for (field, boost) in &weighted {
+            let terms: Vec<(usize, Term)> = phrase.iter().map(|(p, t)| (p - first, Term::from_field_text(*field, t))).collect();
+            should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(PhraseQuery::new_with_offset(terms)), *boost))));
+        }
     }
     Some(Box::new(BooleanQuery::new(should)))
 }

@@ -51,6 +51,19 @@ pub fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<(usize, String, st
     out
 }
 
+/// Byte range of the first token of `text` (as `analyzer` produces it) that `wanted` accepts;
+/// stops at that token instead of analysing the whole text.
+pub fn first_token(analyzer: &mut TextAnalyzer, text: &str, wanted: impl Fn(&str) -> bool) -> Option<std::ops::Range<usize>> {
+    let mut stream = analyzer.token_stream(text);
+    while stream.advance() {
+        let t = stream.token();
+        if wanted(&t.text) {
+            return Some(t.offset_from..t.offset_to);
+        }
+    }
+    None
+}
+
 /// The schema's fields.
 #[derive(Debug, Clone, Copy)]
 pub struct Fields {
