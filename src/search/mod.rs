@@ -205,17 +205,25 @@ pub struct SyncReport {
 }
 
 /// blake3 over the sorted `path \0 blake3-hex \n` of the indexed sources (content-free).
+/// Inventory order is already path order, so the sort is a linear check; the lines are laid
+/// out in one buffer so blake3 hashes them with all its SIMD lanes (~11 MB at 100,000 notes).
 pub fn snapshot_hash<'a>(records: impl IntoIterator<Item = &'a NoteRecord>) -> String {
-    let mut pairs: Vec<(&str, String)> = records.into_iter().map(|r| (r.path.as_str(), schema::hex(&r.content_hash))).collect();
-    pairs.sort();
-    let mut h = blake3::Hasher::new();
-    for (path, hash) in pairs {
-        h.update(path.as_bytes());
-        h.update(b"\0");
-        h.update(hash.as_bytes());
-        h.update(b"\n");
+    let mut pairs: Vec<(&str, &[u8; 32])> = records.into_iter().map(|r| (r.path.as_str(), &r.content_hash)).collect();
+    if !pairs.is_sorted() {
+        pairs.sort_unstable();
     }
-    schema::hex(h.finalize().as_bytes())
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut lines = Vec::with_capacity(pairs.iter().map(|(p, _)| p.len() + 66).sum());
+    for (path, hash) in pairs {
+        lines.extend_from_slice(path.as_bytes());
+        lines.push(0);
+        for b in hash {
+            lines.push(DIGITS[usize::from(b >> 4)]);
+            lines.push(DIGITS[usize::from(b & 15)]);
+        }
+        lines.push(b'\n');
+    }
+    schema::hex(blake3::hash(&lines).as_bytes())
 }
 
 fn exclusion_of(record: &NoteRecord) -> Exclusion {
@@ -625,10 +633,13 @@ pub fn publish_changes(
     // The write path records exclusions instead of refusing: one invalid note elsewhere must
     // never lock out writes. They are named in the manifest (and the lint gate has already
     // refused any invalid note this write touches).
+    let clock = std::time::Instant::now();
+    let lap = |what: &str| tracing::debug!(phase = what, elapsed_ms = clock.elapsed().as_secs_f64() * 1e3, "publish_changes");
     let (valid, exclusions) = sources(inventory);
     let active_id =
         generation::read_active(root)?.ok_or_else(|| Error::NoActiveGeneration { reason: "run sync before publishing changes".into() })?;
     let active = generation::open_generation(root, &active_id)?;
+    lap("sources + open active");
     if active.manifest.index_schema_version != schema::INDEX_SCHEMA_VERSION || active.manifest.chunker != schema::CHUNKER {
         // An index from an older engine: this write rebuilds it once (keeping a dense index).
         let options = SyncOptions { fts_only: active.manifest.dense.is_none(), allow_partial: true, ..Default::default() };
@@ -654,6 +665,7 @@ pub fn publish_changes(
         }
     }
     removes.extend(removed.iter().map(|p| p.as_str().to_string()));
+    lap("documents");
     let dense = match &active.manifest.dense {
         None => None,
         Some(d) => {
@@ -684,12 +696,14 @@ pub fn publish_changes(
         }
     };
     let counts = Counts { scanned: valid.len() + exclusions.len(), indexed: valid.len(), excluded: exclusions.len() };
+    let source_snapshot_hash = snapshot_hash(valid.iter().copied());
+    lap("dense + snapshot");
     generation::publish(
         root,
         PublishInput {
             parent: Some(active),
             changes: Changes { upserts: into_upserts(upserts), removes, rebuild: false },
-            source_snapshot_hash: snapshot_hash(valid.iter().copied()),
+            source_snapshot_hash,
             counts,
             exclusions,
             max_segments: policy.policy.search.max_segments,
