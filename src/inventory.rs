@@ -15,6 +15,7 @@ use crate::note::metadata::{self, NoteMeta};
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
 use crate::scan::{self, PageKind};
+use crate::search::snapshot::SourceSnapshot;
 
 /// A problem that belongs to one file (as opposed to a link between files).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -189,6 +190,9 @@ pub struct Inventory {
     pub linkers: HashMap<String, BTreeSet<VaultPath>>,
     /// Counters kept current by `upsert`/`remove`, so writes never count the whole vault.
     pub counts: Counts,
+    /// The valid notes' (path, content hash) pairs with cached digests, kept current by
+    /// `upsert`/`remove`, so publishing one change never re-hashes the whole vault.
+    pub snapshot: SourceSnapshot,
 }
 
 /// Note counts maintained incrementally.
@@ -200,6 +204,8 @@ pub struct Counts {
     pub valid_per_top: HashMap<String, usize>,
     /// Valid notes at the vault root (root daily logs).
     pub root_notes: BTreeSet<VaultPath>,
+    /// Notes that are not valid (excluded from search, each named with its reason).
+    pub invalid: BTreeSet<VaultPath>,
 }
 
 impl Counts {
@@ -209,6 +215,13 @@ impl Counts {
         }
         let bump = |n: &mut usize| *n = n.saturating_add_signed(sign);
         bump(&mut self.notes);
+        if !record.valid {
+            if sign > 0 {
+                self.invalid.insert(record.path.clone());
+            } else {
+                self.invalid.remove(&record.path);
+            }
+        }
         if record.valid {
             bump(&mut self.valid);
             if record.path.as_str().contains('/') {
@@ -283,10 +296,15 @@ impl Inventory {
         for link in &record.links {
             self.linkers.entry(link_key(&link.target)).or_default().insert(record.path.clone());
         }
-        self.counts.add(&record, 1);
-        let previous = self.records.insert(record.path.clone(), record);
+        let previous = self.records.remove(&record.path);
         if let Some(old) = &previous {
             self.counts.add(old, -1);
+            self.snapshot.remove(old);
+        }
+        self.counts.add(&record, 1);
+        self.snapshot.insert(&record);
+        self.records.insert(record.path.clone(), record);
+        if let Some(old) = &previous {
             self.forget_links(old);
             // Re-add the current record's keys that the old record shared.
             let current = &self.records[&old.path];
@@ -311,6 +329,7 @@ impl Inventory {
         let old = self.records.remove(path);
         if let Some(old) = &old {
             self.counts.add(old, -1);
+            self.snapshot.remove(old);
             self.forget_links(old);
         }
         old

@@ -11,6 +11,7 @@ pub mod generation;
 mod modes;
 pub mod query;
 pub mod schema;
+pub mod snapshot;
 pub mod temporal;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -204,26 +205,10 @@ pub struct SyncReport {
     pub gc_removed_files: usize,
 }
 
-/// blake3 over the sorted `path \0 blake3-hex \n` of the indexed sources (content-free).
-/// Inventory order is already path order, so the sort is a linear check; the lines are laid
-/// out in one buffer so blake3 hashes them with all its SIMD lanes (~11 MB at 100,000 notes).
+/// The source snapshot hash of `records` (their valid notes), built from scratch: see
+/// [`snapshot::SourceSnapshot`] (writes use the inventory's incrementally kept copy).
 pub fn snapshot_hash<'a>(records: impl IntoIterator<Item = &'a NoteRecord>) -> String {
-    let mut pairs: Vec<(&str, &[u8; 32])> = records.into_iter().map(|r| (r.path.as_str(), &r.content_hash)).collect();
-    if !pairs.is_sorted() {
-        pairs.sort_unstable();
-    }
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut lines = Vec::with_capacity(pairs.iter().map(|(p, _)| p.len() + 66).sum());
-    for (path, hash) in pairs {
-        lines.extend_from_slice(path.as_bytes());
-        lines.push(0);
-        for b in hash {
-            lines.push(DIGITS[usize::from(b >> 4)]);
-            lines.push(DIGITS[usize::from(b & 15)]);
-        }
-        lines.push(b'\n');
-    }
-    schema::hex(blake3::hash(&lines).as_bytes())
+    snapshot::SourceSnapshot::of(records).hash()
 }
 
 fn exclusion_of(record: &NoteRecord) -> Exclusion {
@@ -635,7 +620,7 @@ pub fn publish_changes(
     // refused any invalid note this write touches).
     let clock = std::time::Instant::now();
     let lap = |what: &str| tracing::debug!(phase = what, elapsed_ms = clock.elapsed().as_secs_f64() * 1e3, "publish_changes");
-    let (valid, exclusions) = sources(inventory);
+    let exclusions: Vec<Exclusion> = inventory.counts.invalid.iter().filter_map(|p| inventory.records.get(p)).map(exclusion_of).collect();
     let active_id =
         generation::read_active(root)?.ok_or_else(|| Error::NoActiveGeneration { reason: "run sync before publishing changes".into() })?;
     let active = generation::open_generation(root, &active_id)?;
@@ -695,8 +680,10 @@ pub fn publish_changes(
             })
         }
     };
-    let counts = Counts { scanned: valid.len() + exclusions.len(), indexed: valid.len(), excluded: exclusions.len() };
-    let source_snapshot_hash = snapshot_hash(valid.iter().copied());
+    let indexed = inventory.counts.valid;
+    let counts = Counts { scanned: indexed + exclusions.len(), indexed, excluded: exclusions.len() };
+    let source_snapshot_hash = inventory.snapshot.hash();
+    debug_assert_eq!(indexed, inventory.snapshot.len());
     lap("dense + snapshot");
     generation::publish(
         root,

@@ -441,3 +441,75 @@ fn hostile_queries_through_search() {
         assert!(env.is_ok(), "{q:?}: {env:?}");
     }
 }
+
+#[test]
+fn incremental_snapshot_hash_equals_a_fresh_one_after_every_change() {
+    const ROOT_LOG: &str = "2026-01-01_session.md";
+    let v = vault();
+    let p = policy(None);
+    let root = v.path();
+    let root_log = |body: &str| {
+        let text =
+            format!("---\ntype: Daily Log\ntitle: Session\ndescription: A root daily log\ntimestamp: 2026-01-01T00:00:00Z\n---\n{body}\n");
+        std::fs::write(layout::join(root, ROOT_LOG), text).expect("write root log");
+    };
+    root_log("A note at the vault root.");
+    let mut inv = Inventory::load(root, &p).expect("inventory");
+    let fresh = |inv: &Inventory| snapshot_hash(inv.records.values());
+    assert_eq!(inv.snapshot.hash(), fresh(&inv));
+    let before = inv.snapshot.hash();
+    let refresh = |inv: &mut Inventory, rel: &str| {
+        let path = vp(rel);
+        match crate::scan::classify(&p, &path) {
+            Some(kind) if path.under(root).is_file() => {
+                inv.upsert(crate::inventory::read_record(root, &path, kind, &p));
+            }
+            _ => {
+                inv.remove(&path);
+            }
+        }
+    };
+    // Edit, new directory, invalid note, valid again, root note edit, removals.
+    let steps: Vec<Box<dyn Fn()>> = vec![
+        Box::new(|| write(root, "03_Resources/rust.md", "Rust ownership", "Edited body.", "")),
+        Box::new(|| write(root, "01_Projects/new/deep.md", "Deep", "A new directory.", "")),
+        Box::new(|| std::fs::write(layout::join(root, "02_Areas/garden.md"), "---\ntitle: [broken\n---\nbody\n").expect("w")),
+        Box::new(|| write(root, "02_Areas/garden.md", "Garden", "Valid again.", "")),
+        Box::new(|| root_log("Edited at the root.")),
+        Box::new(|| std::fs::remove_file(layout::join(root, "01_Projects/new/deep.md")).expect("rm")),
+    ];
+    let rels = [
+        "03_Resources/rust.md",
+        "01_Projects/new/deep.md",
+        "02_Areas/garden.md",
+        "02_Areas/garden.md",
+        ROOT_LOG,
+        "01_Projects/new/deep.md",
+    ];
+    let mut seen = std::collections::BTreeSet::new();
+    for (step, rel) in steps.iter().zip(rels) {
+        step();
+        refresh(&mut inv, rel);
+        let hash = inv.snapshot.hash();
+        assert_eq!(hash, fresh(&inv), "after changing {rel}");
+        assert_eq!(inv.snapshot.len(), inv.counts.valid);
+        assert_eq!(inv.counts.invalid.len(), inv.counts.notes - inv.counts.valid);
+        assert!(seen.insert(hash), "changing {rel} moves the hash");
+    }
+    assert!(inv.counts.root_notes.contains(&vp(ROOT_LOG)), "an edited root note stays counted");
+    assert_ne!(inv.snapshot.hash(), before);
+    // Back to the original bytes → the original hash (content-addressed, order-free).
+    write(
+        root,
+        "03_Resources/rust.md",
+        "Rust ownership",
+        "Ownership and borrowing keep memory safe.\n\nThe borrow checker enforces it.",
+        "",
+    );
+    refresh(&mut inv, "03_Resources/rust.md");
+    write(root, "02_Areas/garden.md", "Garden", "Tomatoes need sun and water every day.", "");
+    refresh(&mut inv, "02_Areas/garden.md");
+    root_log("A note at the vault root.");
+    refresh(&mut inv, ROOT_LOG);
+    assert_eq!(inv.snapshot.hash(), before);
+}
