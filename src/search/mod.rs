@@ -2,9 +2,10 @@
 //! (O(change) per publish), `search`, `memory_context` and `suggest_related` read only the
 //! published, verified generation and answer in the `power.retrieval-envelope.v1` shape.
 //!
-//! Modes: `fts` (BM25 over title > tags > description > section > body, English stemming);
-//! `auto` = fts with `fallback_reason: dense_index_unavailable`; every dense mode is refused
-//! with a typed `dense_index_unavailable` error until dense embeddings exist.
+//! Modes: `fts` (BM25 over body, title, tags and description with policy boosts, English
+//! stemming); `semantic`/`vector`, `hybrid` and `graph_assisted` over the generation's dense
+//! index (a typed `dense_index_unavailable` error without one); `auto` = the policy's dense
+//! mode, or fts with the reason.
 
 pub mod dense;
 pub mod generation;
