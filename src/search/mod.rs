@@ -13,6 +13,7 @@ mod modes;
 pub mod query;
 pub mod schema;
 pub mod snapshot;
+mod stemming;
 pub mod temporal;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -249,6 +250,25 @@ fn docs_of(root: &Path, policy: &LoadedPolicy, fields: &schema::Fields, record: 
     Ok(schema::note_documents(fields, record, &bytes, policy.policy.search.chunk_min_words))
 }
 
+/// The documents of `records`, built on all cores in blocks (progress reported per block).
+fn read_documents(
+    root: &Path,
+    policy: &LoadedPolicy,
+    fields: &schema::Fields,
+    records: &[&NoteRecord],
+    progress: Progress<'_>,
+) -> Result<Vec<NoteDocuments>> {
+    use rayon::prelude::*;
+    const BLOCK: usize = 1024;
+    let mut out = Vec::with_capacity(records.len());
+    for (b, block) in records.chunks(BLOCK).enumerate() {
+        progress("reading", b * BLOCK, records.len());
+        let docs: Vec<NoteDocuments> = block.par_iter().map(|r| docs_of(root, policy, fields, r)).collect::<Result<_>>()?;
+        out.extend(docs);
+    }
+    Ok(out)
+}
+
 /// Progress of a sync: (stage, done, total).
 pub type Progress<'a> = &'a dyn Fn(&'static str, usize, usize);
 
@@ -446,7 +466,7 @@ pub fn sync_with_progress(
     }
     let fields = schema::Fields::of(&schema::build_schema()).map_err(search_err)?;
     let (mut added, mut updated, mut removed_n, mut unchanged) = (0, 0, 0, 0);
-    let mut upserts: Vec<NoteDocuments> = Vec::new();
+    let mut upserts: Vec<NoteDocuments>;
     let mut removes: Vec<String> = Vec::new();
     let rebuild = rebuild_reason.is_some();
     let mut kept_chunks: u64 = 0;
@@ -454,23 +474,21 @@ pub fn sync_with_progress(
         (Some(g), false) => {
             let indexed = indexed_hashes(g)?;
             let current: BTreeSet<&str> = valid.iter().map(|r| r.path.as_str()).collect();
-            let total = valid.len();
-            for (i, record) in valid.iter().enumerate() {
+            let mut changed: Vec<&NoteRecord> = Vec::new();
+            for record in &valid {
                 match indexed.get(record.path.as_str()) {
                     Some(h) if *h == schema::hex(&record.content_hash) => unchanged += 1,
                     Some(_) => {
                         updated += 1;
-                        upserts.push(docs_of(root, policy, &fields, record)?);
+                        changed.push(record);
                     }
                     None => {
                         added += 1;
-                        upserts.push(docs_of(root, policy, &fields, record)?);
+                        changed.push(record);
                     }
                 }
-                if i % 1024 == 0 {
-                    progress("reading", i, total);
-                }
             }
+            upserts = read_documents(root, policy, &fields, &changed, progress)?;
             for path in indexed.keys().filter(|p| !current.contains(String::as_str(p))) {
                 removed_n += 1;
                 removes.push(path.clone());
@@ -503,14 +521,8 @@ pub fn sync_with_progress(
             }
         }
         _ => {
-            let total = valid.len();
-            for (i, record) in valid.iter().enumerate() {
-                added += 1;
-                upserts.push(docs_of(root, policy, &fields, record)?);
-                if i % 1024 == 0 {
-                    progress("reading", i, total);
-                }
-            }
+            added = valid.len();
+            upserts = read_documents(root, policy, &fields, &valid, progress)?;
         }
     }
     progress("reading", valid.len(), valid.len());

@@ -20,7 +20,7 @@ pub const CHUNKER: &str = "paravault-sections/v1";
 /// Version of this schema (documents and fields); bump forces a rebuild.
 pub const INDEX_SCHEMA_VERSION: u32 = 2;
 /// How many keywords a note keeps for `suggest_related`.
-const KEYWORDS_PER_NOTE: usize = 16;
+pub const KEYWORDS_PER_NOTE: usize = 16;
 
 pub const KIND_NOTE: &str = "note";
 pub const KIND_CHUNK: &str = "chunk";
@@ -31,7 +31,7 @@ pub fn analyzer() -> TextAnalyzer {
         .filter(RemoveLongFilter::limit(60))
         .filter(LowerCaser)
         .filter(StopWordFilter::new(Language::English).unwrap_or_else(|| StopWordFilter::remove(Vec::<String>::new())))
-        .filter(Stemmer::new(Language::English))
+        .filter(super::stemming::CachedEnglishStemmer)
         .build()
 }
 
@@ -226,11 +226,28 @@ pub fn chunk_body(body_text: &str, chunk_min_words: usize) -> Vec<Chunk> {
 
 /// The most frequent content terms of a text (stemmed), for `suggest_related`.
 pub fn keywords(text: &str) -> Vec<String> {
-    let mut a = analyzer();
+    // The index analyzer's chain, with stemming applied once per distinct word instead of once
+    // per token (stemming dominated the cost of building a note's documents).
+    let mut words = TextAnalyzer::builder(SimpleTokenizer::default())
+        .filter(RemoveLongFilter::limit(60))
+        .filter(LowerCaser)
+        .filter(StopWordFilter::new(Language::English).unwrap_or_else(|| StopWordFilter::remove(Vec::<String>::new())))
+        .build();
+    let mut word_counts: HashMap<String, usize> = HashMap::new();
+    let mut stream = words.token_stream(text);
+    while stream.advance() {
+        *word_counts.entry(std::mem::take(&mut stream.token_mut().text)).or_default() += 1;
+    }
+    drop(stream);
+    let mut stemmer = TextAnalyzer::builder(tantivy::tokenizer::RawTokenizer::default()).filter(Stemmer::new(Language::English)).build();
     let mut counts: HashMap<String, usize> = HashMap::new();
-    for (_, token, _) in tokens(&mut a, text) {
-        if token.chars().count() >= 3 && !token.chars().all(|c| c.is_ascii_digit()) {
-            *counts.entry(token).or_default() += 1;
+    for (word, n) in word_counts {
+        let mut stream = stemmer.token_stream(&word);
+        while stream.advance() {
+            let token = &stream.token().text;
+            if token.chars().count() >= 3 && !token.chars().all(|c| c.is_ascii_digit()) {
+                *counts.entry(token.clone()).or_default() += n;
+            }
         }
     }
     let mut ranked: Vec<(String, usize)> = counts.into_iter().collect();

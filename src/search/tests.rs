@@ -513,3 +513,49 @@ fn incremental_snapshot_hash_equals_a_fresh_one_after_every_change() {
     refresh(&mut inv, ROOT_LOG);
     assert_eq!(inv.snapshot.hash(), before);
 }
+
+/// Keywords as the index analyzer defines them: stem every token, count, rank.
+fn keywords_per_token(text: &str) -> Vec<String> {
+    let mut a = schema::analyzer();
+    let mut counts: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+    for (_, token, _) in schema::tokens(&mut a, text) {
+        if token.chars().count() >= 3 && !token.chars().all(|c| c.is_ascii_digit()) {
+            *counts.entry(token).or_default() += 1;
+        }
+    }
+    let mut ranked: Vec<(String, usize)> = counts.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    ranked.into_iter().take(schema::KEYWORDS_PER_NOTE).map(|(t, _)| t).collect()
+}
+
+proptest! {
+    #[test]
+    fn keywords_stemmed_per_word_equal_keywords_stemmed_per_token(
+        words in prop::collection::vec(prop::sample::select(vec![
+            "Running", "runs", "ran", "runner", "the", "and", "Search", "searching", "searched", "indexes",
+            "index", "Indexing", "2024", "x1", "ab", "naïve", "Über", "caffè", "généralement", "policies",
+        ]), 0..80),
+        seps in prop::collection::vec(prop::sample::select(vec![" ", ", ", "\n", "-", ". ", "/"]), 80),
+    ) {
+        let text: String = words.iter().zip(&seps).map(|(w, s)| format!("{w}{s}")).collect();
+        prop_assert_eq!(schema::keywords(&text), keywords_per_token(&text));
+    }
+}
+
+proptest! {
+    #[test]
+    fn the_memoised_stemmer_analyses_exactly_like_tantivys(text in "[a-zA-Zäöüßé0-9 ,.\\-\n]{0,300}") {
+        use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer};
+        let mut plain = TextAnalyzer::builder(SimpleTokenizer::default())
+            .filter(RemoveLongFilter::limit(60))
+            .filter(LowerCaser)
+            .filter(StopWordFilter::new(Language::English).expect("stop words"))
+            .filter(Stemmer::new(Language::English))
+            .build();
+        let mut memoised = schema::analyzer();
+        // Twice through the same instance: the second pass is answered from the memo.
+        let expected = schema::tokens(&mut plain, &text);
+        prop_assert_eq!(&schema::tokens(&mut memoised, &text), &expected);
+        prop_assert_eq!(&schema::tokens(&mut memoised, &text), &expected);
+    }
+}
