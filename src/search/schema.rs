@@ -226,30 +226,29 @@ pub fn chunk_body(body_text: &str, chunk_min_words: usize) -> Vec<Chunk> {
 
 /// The most frequent content terms of a text (stemmed), for `suggest_related`.
 pub fn keywords(text: &str) -> Vec<String> {
-    // The index analyzer's chain, with stemming applied once per distinct word instead of once
-    // per token (stemming dominated the cost of building a note's documents).
-    let mut words = TextAnalyzer::builder(SimpleTokenizer::default())
-        .filter(RemoveLongFilter::limit(60))
-        .filter(LowerCaser)
-        .filter(StopWordFilter::new(Language::English).unwrap_or_else(|| StopWordFilter::remove(Vec::<String>::new())))
-        .build();
-    let mut word_counts: HashMap<String, usize> = HashMap::new();
-    let mut stream = words.token_stream(text);
-    while stream.advance() {
-        *word_counts.entry(std::mem::take(&mut stream.token_mut().text)).or_default() += 1;
+    // Count each distinct alphanumeric run (exactly the index tokenizer's tokens) by borrowing
+    // it, then run only the distinct words through the index analyzer: the same stems as
+    // analysing every token, without a String, a lower-casing and a stemming per occurrence.
+    let mut words: HashMap<&str, usize> = HashMap::new();
+    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+        *words.entry(word).or_default() += 1;
     }
-    drop(stream);
-    let mut stemmer = TextAnalyzer::builder(tantivy::tokenizer::RawTokenizer::default()).filter(Stemmer::new(Language::English)).build();
+    thread_local! {
+        // One analyzer per thread, so its stem memo serves every note that thread reads.
+        static ANALYZER: std::cell::RefCell<TextAnalyzer> = std::cell::RefCell::new(analyzer());
+    }
     let mut counts: HashMap<String, usize> = HashMap::new();
-    for (word, n) in word_counts {
-        let mut stream = stemmer.token_stream(&word);
-        while stream.advance() {
-            let token = &stream.token().text;
-            if token.chars().count() >= 3 && !token.chars().all(|c| c.is_ascii_digit()) {
-                *counts.entry(token.clone()).or_default() += n;
+    ANALYZER.with_borrow_mut(|a| {
+        for (word, n) in words {
+            let mut stream = a.token_stream(word);
+            while stream.advance() {
+                let token = &stream.token().text;
+                if token.chars().count() >= 3 && !token.chars().all(|c| c.is_ascii_digit()) {
+                    *counts.entry(token.clone()).or_default() += n;
+                }
             }
         }
-    }
+    });
     let mut ranked: Vec<(String, usize)> = counts.into_iter().collect();
     ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
     ranked.into_iter().take(KEYWORDS_PER_NOTE).map(|(t, _)| t).collect()

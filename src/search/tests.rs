@@ -534,8 +534,9 @@ proptest! {
         words in prop::collection::vec(prop::sample::select(vec![
             "Running", "runs", "ran", "runner", "the", "and", "Search", "searching", "searched", "indexes",
             "index", "Indexing", "2024", "x1", "ab", "naïve", "Über", "caffè", "généralement", "policies",
+            "pneumonoultramicroscopicsilicovolcanoconiosisxxxxxxxxxxxxxxxxxxxxxxxxxxx", "ΣΊΣΥΦΟΣ",
         ]), 0..80),
-        seps in prop::collection::vec(prop::sample::select(vec![" ", ", ", "\n", "-", ". ", "/"]), 80),
+        seps in prop::collection::vec(prop::sample::select(vec![" ", ", ", "\n", "-", ". ", "/", "", "_", "é"]), 80),
     ) {
         let text: String = words.iter().zip(&seps).map(|(w, s)| format!("{w}{s}")).collect();
         prop_assert_eq!(schema::keywords(&text), keywords_per_token(&text));
