@@ -7,8 +7,9 @@ use std::collections::HashMap;
 
 use tantivy::tokenizer::{Language, RawTokenizer, Stemmer, TextAnalyzer, Token, TokenFilter, TokenStream, Tokenizer};
 
-/// Words remembered per analyzer instance before the memo starts over (bounds memory).
-const MEMO_WORDS_MAX: usize = 200_000;
+/// Words remembered per analyzer instance before the memo starts over: bounds memory to a few
+/// MB per field analyzer, and the frequent words (most tokens) come back after a reset.
+const MEMO_WORDS_MAX: usize = 50_000;
 
 /// English stemming with a per-instance memo of word → stem.
 #[derive(Clone, Default)]
