@@ -13,6 +13,10 @@ use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 use super::{DIMENSION, ModelConfig, ModelId, Vector, VerifiedModel};
 use crate::error::{Error, Result};
 
+/// Padded tokens per inference batch at most (8 passages at the 256-token cut): bounds the
+/// activations a batch holds, the peak of a dense sync's memory.
+pub const BATCH_TOKENS_MAX: usize = 2048;
+
 /// The loaded model. Cheap to share (`Arc`); `embed` may be called from several threads.
 pub struct MiniLm {
     id: ModelId,
@@ -77,20 +81,30 @@ impl MiniLm {
         self.pool.current_num_threads()
     }
 
-    /// Unit vectors for `texts`, in order, computed `batch_size` at a time.
+    /// Unit vectors for `texts`, in order, at most `batch_size` at a time and at most
+    /// [`BATCH_TOKENS_MAX`] padded tokens per batch.
     ///
     /// Texts are batched longest first (as sentence-transformers does), so each batch pads to
-    /// a similar length; padding does not change a vector, only the work spent on it.
+    /// a similar length; padding does not change a vector, only the work spent on it. The token
+    /// bound keeps a batch of long passages from holding `batch_size` × 256² attention scores
+    /// per head at once (the peak of a dense sync's memory), while short passages still go
+    /// `batch_size` at a time.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
+        let lengths = self.token_counts(texts)?;
         let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(texts[i].chars().count()));
+        order.sort_by_key(|&i| std::cmp::Reverse(lengths[i]));
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        for indices in order.chunks(self.batch_size) {
+        let mut start = 0;
+        while start < order.len() {
+            let longest = lengths[order[start]].max(1);
+            let end = (start + (BATCH_TOKENS_MAX / longest).clamp(1, self.batch_size)).min(order.len());
+            let indices = &order[start..end];
             let batch: Vec<&str> = indices.iter().map(|&i| texts[i]).collect();
             let vectors = self.pool.install(|| self.embed_batch(&batch))?;
             for (&i, vector) in indices.iter().zip(vectors) {
                 out[i] = vector;
             }
+            start = end;
         }
         Ok(out)
     }
