@@ -8,7 +8,7 @@
 use candle_core::{DType, Device, Tensor};
 use candle_nn::VarBuilder;
 use candle_transformers::models::bert::{BertModel, Config};
-use tokenizers::{PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use tokenizers::{Encoding, PaddingDirection, PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
 
 use super::{DIMENSION, ModelConfig, ModelId, Vector, VerifiedModel};
 use crate::error::{Error, Result};
@@ -55,7 +55,12 @@ impl MiniLm {
             Tokenizer::from_bytes(&files.tokenizer_json).map_err(|e| unavailable(format!("tokenizer.json cannot be loaded: {e}")))?;
         let truncation = TruncationParams { max_length: config.max_tokens, ..tokenizer.get_truncation().cloned().unwrap_or_default() };
         tokenizer.with_truncation(Some(truncation)).map_err(|e| unavailable(format!("tokenizer truncation: {e}")))?;
-        let padding = PaddingParams { strategy: PaddingStrategy::BatchLongest, ..tokenizer.get_padding().cloned().unwrap_or_default() };
+        // Right padding: `embed` pads once and cuts each batch to its own longest text.
+        let padding = PaddingParams {
+            strategy: PaddingStrategy::BatchLongest,
+            direction: PaddingDirection::Right,
+            ..tokenizer.get_padding().cloned().unwrap_or_default()
+        };
         tokenizer.with_padding(Some(padding));
 
         let device = Device::Cpu;
@@ -90,7 +95,13 @@ impl MiniLm {
     /// per head at once (the peak of a dense sync's memory), while short passages still go
     /// `batch_size` at a time.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
-        let lengths = self.token_counts(texts)?;
+        if texts.is_empty() {
+            return Ok(Vec::new());
+        }
+        // One tokenisation for all texts, right-padded to the longest; a batch takes the first
+        // `width` columns, which is exactly what padding that batch alone would give.
+        let encodings = self.tokenizer.encode_batch(texts.to_vec(), true).map_err(|e| failed("tokenising", e))?;
+        let lengths: Vec<usize> = encodings.iter().map(real_tokens).collect();
         let mut order: Vec<usize> = (0..texts.len()).collect();
         order.sort_by_key(|&i| std::cmp::Reverse(lengths[i]));
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
@@ -99,8 +110,8 @@ impl MiniLm {
             let longest = lengths[order[start]].max(1);
             let end = (start + (BATCH_TOKENS_MAX / longest).clamp(1, self.batch_size)).min(order.len());
             let indices = &order[start..end];
-            let batch: Vec<&str> = indices.iter().map(|&i| texts[i]).collect();
-            let vectors = self.pool.install(|| self.embed_batch(&batch))?;
+            let batch: Vec<&Encoding> = indices.iter().map(|&i| &encodings[i]).collect();
+            let vectors = self.pool.install(|| self.embed_batch(&batch, longest))?;
             for (&i, vector) in indices.iter().zip(vectors) {
                 out[i] = vector;
             }
@@ -122,27 +133,27 @@ impl MiniLm {
     pub fn token_counts(&self, texts: &[&str]) -> Result<Vec<usize>> {
         texts
             .iter()
-            .map(|t| self.tokenizer.encode(*t, true).map(|e| e.get_attention_mask().iter().filter(|m| **m == 1).count()))
+            .map(|t| self.tokenizer.encode(*t, true).map(|e| real_tokens(&e)))
             .collect::<std::result::Result<_, _>>()
             .map_err(|e| failed("tokenising", e))
     }
 
-    fn embed_batch(&self, batch: &[&str]) -> Result<Vec<Vec<f32>>> {
-        if batch.is_empty() {
+    /// Vectors of one batch of right-padded encodings, cut to `width` tokens (the batch's
+    /// longest text).
+    fn embed_batch(&self, encodings: &[&Encoding], width: usize) -> Result<Vec<Vec<f32>>> {
+        if encodings.is_empty() {
             return Ok(Vec::new());
         }
-        let encodings = self.tokenizer.encode_batch(batch.to_vec(), true).map_err(|e| failed("tokenising", e))?;
         let rows = encodings.len();
-        let width = encodings.iter().map(|e| e.len()).max().unwrap_or(0);
         let (mut ids, mut type_ids, mut mask) =
             (Vec::with_capacity(rows * width), Vec::with_capacity(rows * width), Vec::with_capacity(rows * width));
-        for encoding in &encodings {
-            if encoding.len() != width {
+        for encoding in encodings {
+            if encoding.len() < width || real_tokens(encoding) > width {
                 return Err(failed("tokenising", "the batch was not padded to one length"));
             }
-            ids.extend_from_slice(encoding.get_ids());
-            type_ids.extend_from_slice(encoding.get_type_ids());
-            mask.extend_from_slice(encoding.get_attention_mask());
+            ids.extend_from_slice(&encoding.get_ids()[..width]);
+            type_ids.extend_from_slice(&encoding.get_type_ids()[..width]);
+            mask.extend_from_slice(&encoding.get_attention_mask()[..width]);
         }
         let tensor = |data: Vec<u32>| Tensor::from_vec(data, (rows, width), &self.device).map_err(|e| failed("building the input", e));
         let (ids, type_ids, mask) = (tensor(ids)?, tensor(type_ids)?, tensor(mask)?);
@@ -164,4 +175,9 @@ impl std::fmt::Debug for MiniLm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("MiniLm").field("id", &self.id).field("batch_size", &self.batch_size).field("threads", &self.threads()).finish()
     }
+}
+
+/// Tokens of an encoding that are not padding.
+fn real_tokens(encoding: &Encoding) -> usize {
+    encoding.get_attention_mask().iter().filter(|m| **m == 1).count()
 }

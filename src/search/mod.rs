@@ -409,7 +409,7 @@ pub fn sync_with_progress(
     if !exclusions.is_empty() && !options.allow_partial {
         return Err(refuse(&exclusions));
     }
-    let snapshot = snapshot_hash(valid.iter().copied());
+    let snapshot = inventory.snapshot.hash();
     let counts = Counts { scanned: valid.len() + exclusions.len(), indexed: valid.len(), excluded: exclusions.len() };
     let mut rebuild_reason = None;
     let active = match generation::read_active(root) {
@@ -637,7 +637,7 @@ pub fn publish_changes(
     let active_id =
         generation::read_active(root)?.ok_or_else(|| Error::NoActiveGeneration { reason: "run sync before publishing changes".into() })?;
     let active = generation::open_generation(root, &active_id)?;
-    lap("sources + open active");
+    lap("exclusions + open active");
     if active.manifest.index_schema_version != schema::INDEX_SCHEMA_VERSION || active.manifest.chunker != schema::CHUNKER {
         // An index from an older engine: this write rebuilds it once (keeping a dense index).
         let options = SyncOptions { fts_only: active.manifest.dense.is_none(), allow_partial: true, ..Default::default() };
