@@ -34,6 +34,7 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Te
 
 use super::dense::{self, DenseManifest, DenseView};
 use super::schema::{self, Fields};
+use super::segment_commit;
 use super::temporal::TemporalTable;
 use crate::error::{Error, Result};
 use crate::store::tantivy_dir::{self, RetainingDirectory};
@@ -449,32 +450,43 @@ pub(crate) fn publish(root: &Path, input: PublishInput) -> Result<GenerationInfo
     lap("open index");
     let fields = Fields::of(&index.schema()).map_err(tantivy_err("reading the schema"))?;
     let doc_count: usize = input.changes.upserts.iter().map(|(_, d)| d.len()).sum();
-    let threads = if doc_count > 2000 { std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 2) } else { 1 };
-    let mut writer: IndexWriter<TantivyDocument> = index
-        .writer_with_num_threads(threads, if doc_count > 2000 { 64_000_000 } else { 15_000_000 } * threads)
-        .map_err(tantivy_err("opening the index writer"))?;
-    writer.set_merge_policy(Box::new(NoMergePolicy));
-    lap("writer");
-    if rebuild {
-        writer.delete_all_documents().map_err(tantivy_err("clearing the index"))?;
-    }
-    for path in &input.changes.removes {
-        writer.delete_term(Term::from_field_text(fields.path, path));
-    }
-    for (path, docs) in input.changes.upserts {
-        if !rebuild {
-            writer.delete_term(Term::from_field_text(fields.path, &path));
-        }
-        for doc in docs {
-            writer.add_document(doc).map_err(tantivy_err("adding a document"))?;
-        }
-    }
     let (generation_id, created_at) = new_generation_id(parent_id.as_deref(), &input.source_snapshot_hash);
-    let mut prepared = writer.prepare_commit().map_err(tantivy_err("preparing the commit"))?;
-    prepared.set_payload(&generation_id);
-    lap("docs");
-    prepared.commit().map_err(tantivy_err("committing"))?;
-    lap("commit");
+    let mut writer: Option<IndexWriter<TantivyDocument>> = None;
+    match input.parent.as_deref() {
+        Some(parent) if !rebuild && doc_count <= segment_commit::MAX_DOCUMENTS => {
+            // A transaction's few notes: one small segment, no IndexWriter (see segment_commit).
+            segment_commit::commit(&index, &fields, parent, input.changes.upserts, &input.changes.removes, &generation_id)?;
+            lap("segment commit");
+        }
+        _ => {
+            let threads = if doc_count > 2000 { std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 2) } else { 1 };
+            let mut w: IndexWriter<TantivyDocument> = index
+                .writer_with_num_threads(threads, if doc_count > 2000 { 64_000_000 } else { 15_000_000 } * threads)
+                .map_err(tantivy_err("opening the index writer"))?;
+            w.set_merge_policy(Box::new(NoMergePolicy));
+            lap("writer");
+            if rebuild {
+                w.delete_all_documents().map_err(tantivy_err("clearing the index"))?;
+            }
+            for path in &input.changes.removes {
+                w.delete_term(Term::from_field_text(fields.path, path));
+            }
+            for (path, docs) in input.changes.upserts {
+                if !rebuild {
+                    w.delete_term(Term::from_field_text(fields.path, &path));
+                }
+                for doc in docs {
+                    w.add_document(doc).map_err(tantivy_err("adding a document"))?;
+                }
+            }
+            let mut prepared = w.prepare_commit().map_err(tantivy_err("preparing the commit"))?;
+            prepared.set_payload(&generation_id);
+            lap("docs");
+            prepared.commit().map_err(tantivy_err("committing"))?;
+            lap("commit");
+            writer = Some(w);
+        }
+    }
     // Too many segments: merge only the smallest ones (the recent one-note commits), so the
     // cost stays O(change) amortised instead of rewriting the whole index.
     let mut metas = index.searchable_segment_metas().map_err(tantivy_err("listing segments"))?;
@@ -482,7 +494,16 @@ pub(crate) fn publish(root: &Path, input: PublishInput) -> Result<GenerationInfo
         metas.sort_by_key(|m| m.num_docs());
         let take = (metas.len() - input.max_segments / 2).max(2);
         let smallest: Vec<_> = metas.iter().take(take).map(|m| m.id()).collect();
-        writer.merge(&smallest).wait().map_err(tantivy_err("merging segments"))?;
+        let w = match &mut writer {
+            Some(w) => w,
+            None => {
+                let w: IndexWriter<TantivyDocument> =
+                    index.writer_with_num_threads(1, 15_000_000).map_err(tantivy_err("opening the index writer"))?;
+                w.set_merge_policy(Box::new(NoMergePolicy));
+                writer.insert(w)
+            }
+        };
+        w.merge(&smallest).wait().map_err(tantivy_err("merging segments"))?;
     }
     lap("merge");
     // Read the commit while the writer (and its lock) is still held: nobody else can commit.
@@ -546,7 +567,9 @@ pub(crate) fn publish(root: &Path, input: PublishInput) -> Result<GenerationInfo
     drop(input.parent);
     let (gc_removed_generations, gc_removed_files) = collect_garbage(root, &generation_id, input.generations_kept)?;
     lap("gc");
-    writer.wait_merging_threads().map_err(tantivy_err("closing the index writer"))?;
+    if let Some(writer) = writer {
+        writer.wait_merging_threads().map_err(tantivy_err("closing the index writer"))?;
+    }
     lap("writer closed");
     Ok(GenerationInfo {
         generation_id,
@@ -565,9 +588,13 @@ fn is_segment_file(name: &str) -> bool {
 
 /// Removes generations beyond the newest `kept` (along the parent chain from `active`) that no
 /// in-process reader holds, then every segment file no retained generation references.
+/// Removals are not fsynced: a garbage file that a crash brings back is still garbage (no
+/// retained manifest names it) and the next collection removes it; a stray old manifest
+/// whose files are gone fails verification and is never served.
 /// Must run under the publish lock with the index writer held. Returns (generations, files).
 pub fn collect_garbage(root: &Path, active: &str, kept: usize) -> Result<(usize, usize)> {
     let mut retained: BTreeSet<String> = held_generations(root);
+    let mut manifests: HashMap<String, Result<Manifest>> = HashMap::new();
     let mut cursor = Some(active.to_string());
     let mut n = 0;
     while let Some(id) = cursor.take() {
@@ -576,13 +603,15 @@ pub fn collect_garbage(root: &Path, active: &str, kept: usize) -> Result<(usize,
         }
         retained.insert(id.clone());
         n += 1;
-        cursor = read_manifest(root, &id).ok().and_then(|m| m.parent);
+        let manifest = read_manifest(root, &id);
+        cursor = manifest.as_ref().ok().and_then(|m| m.parent.clone());
+        manifests.insert(id, manifest);
     }
     let mut keep_files: BTreeSet<String> = BTreeSet::new();
     let mut keep_arenas: BTreeSet<String> = BTreeSet::new();
     let mut all_readable = true;
     for id in &retained {
-        match read_manifest(root, id) {
+        match manifests.remove(id).unwrap_or_else(|| read_manifest(root, id)) {
             Ok(m) => {
                 keep_files.extend(m.segments.iter().flat_map(|s| s.files.iter().map(|f| f.name.clone())));
                 keep_arenas.extend(m.dense.map(|d| d.arena));
@@ -598,7 +627,7 @@ pub fn collect_garbage(root: &Path, active: &str, kept: usize) -> Result<(usize,
                 && valid_id(id)
                 && !retained.contains(id)
             {
-                durable::remove_file(root, &entry.path())?;
+                durable::remove_unsynced(root, &entry.path())?;
                 removed_generations += 1;
             }
         }
@@ -611,7 +640,7 @@ pub fn collect_garbage(root: &Path, active: &str, kept: usize) -> Result<(usize,
         for entry in std::fs::read_dir(&dir).map_err(|e| Error::io("listing", layout::SEARCH_INDEX_DIR, e))?.flatten() {
             let name = entry.file_name().to_string_lossy().to_string();
             if is_segment_file(&name) && !keep_files.contains(&name) {
-                durable::remove_file(root, &entry.path())?;
+                durable::remove_unsynced(root, &entry.path())?;
                 removed_files += 1;
             }
         }

@@ -12,6 +12,7 @@ pub mod generation;
 mod modes;
 pub mod query;
 pub mod schema;
+mod segment_commit;
 pub mod snapshot;
 mod stemming;
 pub mod temporal;

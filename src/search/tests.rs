@@ -386,6 +386,74 @@ fn publish_rolls_the_writer_back_to_the_active_generation() {
     assert_eq!(search(v.path(), &p, SearchRequest::fts("tantivy", 3)).expect("s").result_count, 1);
 }
 
+/// Live documents of the active generation as (path, chunk id), and the paths `query` finds.
+fn index_state(root: &Path, p: &LoadedPolicy, queries: &[&str]) -> (Vec<(String, String)>, Vec<Vec<String>>) {
+    let g = generation::acquire(root).expect("acquire").generation;
+    let searcher = g.reader.searcher();
+    let mut docs = Vec::new();
+    for reader in searcher.segment_readers() {
+        let store = reader.get_store_reader(1).expect("store");
+        for doc in reader.doc_ids_alive() {
+            let d: tantivy::TantivyDocument = store.get(doc).expect("doc");
+            let path = d.get_first(g.fields.path).and_then(|v| tantivy::schema::Value::as_str(&v)).unwrap_or_default().to_string();
+            docs.push((path, tantivy::Document::to_json(&d, &g.index.schema())));
+        }
+    }
+    docs.sort();
+    let found = queries
+        .iter()
+        .map(|q| {
+            let mut paths: Vec<String> =
+                search(root, p, SearchRequest::fts(q, 20)).expect("search").results.into_iter().map(|r| r.source.path).collect();
+            paths.sort();
+            paths
+        })
+        .collect();
+    (docs, found)
+}
+
+#[test]
+fn small_commits_build_the_same_index_as_a_full_rebuild() {
+    // Every change below is a direct segment commit (no IndexWriter) until merges kick in.
+    let v = vault();
+    let p = policy(Some("search:\n  max_segments: 4\n"));
+    sync_all(v.path(), &p);
+    let long = format!("## One\n{}\n\n## Two\n{}\n\n## Three\nthird section comet\n", "alpha ".repeat(300), "beta ".repeat(300));
+    let steps: Vec<(&str, String)> = vec![
+        ("01_Projects/long.md", long.clone()),
+        ("02_Areas/garden.md", "Peppers and comets in the greenhouse.".into()),
+        ("01_Projects/long.md", "Now short: only a comet.".into()),
+        ("01_Projects/solo.md", "Lonely nebula note.".into()),
+        ("02_Areas/garden.md", "Back to tomatoes.".into()),
+        ("01_Projects/long.md", long),
+    ];
+    for (rel, body) in &steps {
+        write(v.path(), rel, "Changing", body, "");
+        let inv = Inventory::load(v.path(), &p).expect("inv");
+        publish_changes(v.path(), &p, &inv, &[vp(rel)], &[], None).expect("publish");
+    }
+    // Remove a note that sits alone in its segment (the segment empties and is dropped) and
+    // one that shares a segment with others.
+    for rel in ["01_Projects/solo.md", "03_Resources/rust.md"] {
+        std::fs::remove_file(layout::join(v.path(), rel)).expect("rm");
+        let inv = Inventory::load(v.path(), &p).expect("inv");
+        publish_changes(v.path(), &p, &inv, &[], &[vp(rel)], None).expect("publish removal");
+    }
+    let inv = Inventory::load(v.path(), &p).expect("inv");
+    let queries = ["comet", "tomatoes", "peppers", "nebula", "alpha", "borrow", "tantivy", "changing"];
+    let incremental = index_state(v.path(), &p, &queries);
+    let g = generation::acquire(v.path()).expect("acquire").generation;
+    assert!(g.manifest.segments.len() <= 4, "merges keep the segment count bounded: {}", g.manifest.segments.len());
+    drop(g);
+
+    let rebuilt = sync(v.path(), &p, &inv, SyncOptions { force_rebuild: true, ..SyncOptions::default() }).expect("rebuild");
+    assert!(rebuilt.full_rebuild);
+    let fresh = index_state(v.path(), &p, &queries);
+    assert_eq!(incremental, fresh);
+    assert_eq!(incremental.1[0], vec!["01_Projects/long.md".to_string()]);
+    assert!(incremental.1[2].is_empty() && incremental.1[3].is_empty() && incremental.1[5].is_empty());
+}
+
 #[test]
 fn long_notes_are_chunked_at_h2_h3() {
     let body = format!("Intro words.\n\n## Alpha\n{}\n\n### Beta\nbeta text\n\n#### Deep\nstays in beta\n", "word ".repeat(250));
