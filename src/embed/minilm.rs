@@ -13,9 +13,11 @@ use tokenizers::{Encoding, PaddingDirection, PaddingParams, PaddingStrategy, Tok
 use super::{DIMENSION, ModelConfig, ModelId, Vector, VerifiedModel};
 use crate::error::{Error, Result};
 
-/// Padded tokens per inference batch at most (8 passages at the 256-token cut): bounds the
-/// activations a batch holds, the peak of a dense sync's memory.
-pub const BATCH_TOKENS_MAX: usize = 2048;
+/// Padded tokens per inference batch at most (4 passages at the 256-token cut): bounds the
+/// activations a batch holds, the peak of a dense sync's memory. Measured on a 1,773-note
+/// dense sync: 2,048 → 322 MB peak, 1,024 → 234 MB at the same speed, 512 → 212 MB but 11 %
+/// slower (docs/benchmarks.md).
+pub const BATCH_TOKENS_MAX: usize = 1024;
 
 /// The loaded model. Cheap to share (`Arc`); `embed` may be called from several threads.
 pub struct MiniLm {
