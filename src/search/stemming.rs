@@ -3,7 +3,7 @@
 //! per occurrence (stemming was a quarter of full-sync CPU). Output is identical by
 //! construction: a cache miss asks tantivy's own stemmer.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use tantivy::tokenizer::{Language, RawTokenizer, Stemmer, TextAnalyzer, Token, TokenFilter, TokenStream, Tokenizer};
 
@@ -26,14 +26,14 @@ impl TokenFilter for CachedEnglishStemmer {
 /// Word → stem, computed by tantivy's stemmer on a miss.
 #[derive(Clone)]
 struct StemMemo {
-    stems: HashMap<String, String>,
+    stems: FxHashMap<String, String>,
     stemmer: TextAnalyzer,
 }
 
 impl Default for StemMemo {
     fn default() -> Self {
         StemMemo {
-            stems: HashMap::new(),
+            stems: FxHashMap::default(),
             stemmer: TextAnalyzer::builder(RawTokenizer::default()).filter(Stemmer::new(Language::English)).build(),
         }
     }
