@@ -16,6 +16,10 @@ use tantivy::directory::{
 use tantivy::directory::{INDEX_WRITER_LOCK, META_LOCK};
 
 const META_FILE: &str = "meta.json";
+/// tantivy's list of the files it manages, rewritten (temp file + rename, fsynced) for every
+/// file it creates. It only feeds tantivy's own garbage collector, which this directory
+/// disarms, so it is neither written nor read: that saves ~7 file creations per commit.
+const MANAGED_FILE: &str = ".managed.json";
 
 /// An mmap directory whose segment files are only removed by the engine's own GC.
 #[derive(Clone, Debug)]
@@ -84,6 +88,10 @@ impl RetainingDirectory {
         path == Path::new(META_FILE)
     }
 
+    fn is_managed_list(path: &Path) -> bool {
+        path == Path::new(MANAGED_FILE)
+    }
+
     fn is_lock(path: &Path) -> bool {
         path == INDEX_WRITER_LOCK.filepath.as_path() || path == META_LOCK.filepath.as_path()
     }
@@ -127,6 +135,9 @@ impl Directory for RetainingDirectory {
     }
 
     fn atomic_read(&self, path: &Path) -> Result<Vec<u8>, OpenReadError> {
+        if Self::is_managed_list(path) {
+            return Err(OpenReadError::FileDoesNotExist(path.to_path_buf()));
+        }
         if Self::is_meta(path)
             && let Some(meta) = &self.pinned_meta
         {
@@ -138,6 +149,9 @@ impl Directory for RetainingDirectory {
     fn atomic_write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
         if self.pinned_meta.is_some() {
             return Err(io::Error::other("pinned generation is read-only"));
+        }
+        if Self::is_managed_list(path) {
+            return Ok(());
         }
         if self.deferred_sync.is_none() {
             return self.inner.atomic_write(path, data);
