@@ -122,7 +122,11 @@ impl Vault {
             force_rebuild: params.force_rebuild,
             allow_partial: params.allow_partial,
         };
-        self.with_inventory(|inventory| search::sync_with_progress(self.root(), self.policy(), inventory, options, progress))?
+        let clock = std::time::Instant::now();
+        self.with_inventory(|inventory| {
+            tracing::debug!(elapsed_ms = clock.elapsed().as_secs_f64() * 1e3, "sync: inventory loaded");
+            search::sync_with_progress(self.root(), self.policy(), inventory, options, progress)
+        })?
     }
 
     /// Paths and titles of the top hits (no bodies).

@@ -406,6 +406,8 @@ pub fn sync_with_progress(
     options: SyncOptions,
     progress: Progress<'_>,
 ) -> Result<SyncReport> {
+    let clock = std::time::Instant::now();
+    let lap = |what: &str| tracing::debug!(phase = what, elapsed_ms = clock.elapsed().as_secs_f64() * 1e3, "sync");
     let (valid, exclusions) = sources(inventory);
     if !exclusions.is_empty() && !options.allow_partial {
         return Err(refuse(&exclusions));
@@ -527,6 +529,7 @@ pub fn sync_with_progress(
         }
     }
     progress("reading", valid.len(), valid.len());
+    lap("documents built");
     let mut embedded = 0;
     let mut building = None;
     let dense = match &handle {
@@ -562,6 +565,7 @@ pub fn sync_with_progress(
             })
         }
     };
+    lap("dense");
     progress("publishing", 0, 1);
     let full_rebuild = rebuild;
     let dense_manifest = dense.clone();
