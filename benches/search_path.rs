@@ -18,6 +18,9 @@ fn pct(sorted: &[Duration], p: f64) -> f64 {
 }
 
 fn full_sync(label: &str, root: &Path) -> (f64, usize) {
+    // The vault was just generated or copied: flush its dirty pages first, so the figure is the
+    // sync's own work, not the kernel writing the generator's 20k files back meanwhile.
+    let _ = std::process::Command::new("sync").status();
     let vault = Vault::open(root, Default::default()).expect("open");
     let start = Instant::now();
     let report = vault.sync_vault(&paravault::retrieval::SyncParams { allow_partial: true, ..Default::default() }).expect("sync");
