@@ -351,6 +351,19 @@ fn replaced_chunk_rows(g: &OpenGeneration, upserts: &[NoteDocuments], removes: &
     Ok(out)
 }
 
+/// The most frequent content terms of a note, from its stored chunk texts: one note's worth
+/// of analysis per call, instead of keywords computed and stored for every note at sync.
+fn stored_keywords(g: &OpenGeneration, searcher: &tantivy::Searcher, entry: &schema::NoteEntry) -> Result<Vec<String>> {
+    let q = kind_and_term(g, schema::KIND_CHUNK, g.fields.path, &entry.path);
+    let mut text = format!("{}\n{}", entry.title, entry.description);
+    for addr in searcher.search(&q, &DocSetCollector).map_err(search_err)? {
+        let doc: TantivyDocument = searcher.doc(addr).map_err(search_err)?;
+        text.push('\n');
+        text.push_str(&stored_text(&doc, g.fields.body));
+    }
+    Ok(schema::keywords(&text))
+}
+
 fn stored_text(doc: &TantivyDocument, field: tantivy::schema::Field) -> String {
     doc.get_first(field).and_then(|v| v.as_str()).unwrap_or_default().to_string()
 }
@@ -1135,7 +1148,7 @@ pub fn suggest_related(
     let hits = match method {
         RelatedMethod::Keyword => {
             let mut analysed = query::analyse(&format!("{} {}", entry.title, entry.tags.join(" ")));
-            analysed.terms.extend(entry.keywords.iter().cloned());
+            analysed.terms.extend(stored_keywords(&g, &searcher, &entry)?);
             ranked_notes(&g, &policy.policy.search.boosts, &analysed, max_results, &keep)?
         }
         RelatedMethod::Semantic => {

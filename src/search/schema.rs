@@ -1,6 +1,6 @@
 //! The search index schema, its English analyzer, and how a note becomes documents: one
 //! `note` document (per-note data the generation answers from: hashes, metadata, temporal
-//! fields, keywords) plus one `chunk` document per H2/H3 section (or one for a short note).
+//! fields) plus one `chunk` document per H2/H3 section (or one for a short note).
 
 use rustc_hash::FxHashMap;
 
@@ -171,7 +171,6 @@ pub struct NoteEntry {
     pub status: Option<String>,
     pub timestamp: Option<String>,
     pub memory: Option<TemporalFields>,
-    pub keywords: Vec<String>,
     pub content_blake3: String,
     pub content_sha256: String,
 }
@@ -317,7 +316,6 @@ pub fn note_documents(fields: &Fields, record: &NoteRecord, bytes: &[u8], chunk_
             valid_until: m.valid_until.map(|d| d.to_string()),
             supersedes: m.supersedes.clone(),
         }),
-        keywords: keywords(&format!("{title}\n{description}\n{body_text}")),
         content_blake3: blake.clone(),
         content_sha256: sha256.clone(),
     };

@@ -455,6 +455,27 @@ fn small_commits_build_the_same_index_as_a_full_rebuild() {
 }
 
 #[test]
+fn keywords_from_stored_chunks_equal_keywords_of_the_note_text() {
+    let v = vault();
+    let p = policy(None);
+    let body = format!(
+        "Intro about comets and orbits.\n\n## Orbits\n{}\n\n### Tails\n{}\n\n## Notes\nComets, comets, ice.\n",
+        "orbit perihelion comet ".repeat(90),
+        "tail dust ion gas ".repeat(80)
+    );
+    write(v.path(), "03_Resources/comets.md", "Comet facts", &body, "");
+    sync_all(v.path(), &p);
+    let g = generation::acquire(v.path()).expect("acquire").generation;
+    let searcher = g.reader.searcher();
+    let entry = note_entry(&g, &searcher, "03_Resources/comets.md").expect("entry").expect("indexed");
+    let text = std::fs::read_to_string(v.path().join("03_Resources/comets.md")).expect("read");
+    let body_text = crate::note::frontmatter::split(&text).expect("split").body.to_string();
+    let expected = schema::keywords(&format!("{}\n{}\n{body_text}", entry.title, entry.description));
+    assert!(expected.len() >= 8, "{expected:?}");
+    assert_eq!(stored_keywords(&g, &searcher, &entry).expect("keywords"), expected);
+}
+
+#[test]
 fn long_notes_are_chunked_at_h2_h3() {
     let body = format!("Intro words.\n\n## Alpha\n{}\n\n### Beta\nbeta text\n\n#### Deep\nstays in beta\n", "word ".repeat(250));
     let chunks = schema::chunk_body(&body, 200);
