@@ -115,7 +115,7 @@ fn weighted_fields(fields: &Fields, boosts: &Boosts) -> Vec<(Field, f32)> {
 /// field's BM25 contribution adds up (multi-field BM25) and tantivy can answer the top-k with
 /// block-max WAND, skipping posting blocks that cannot reach the current top-k (a dis-max per
 /// term would force an exhaustive union over every matching document). Phrases add one boosted
-/// `PhraseQuery` clause per field.
+/// `PhraseQuery` clause for the title and one for the body, the fields that index positions.
 pub fn build(fields: &Fields, boosts: &Boosts, analysed: &Analysed) -> Option<Box<dyn Query>> {
     if analysed.is_empty() {
         return None;
@@ -130,7 +130,8 @@ pub fn build(fields: &Fields, boosts: &Boosts, analysed: &Analysed) -> Option<Bo
     }
     for phrase in &analysed.phrases {
         let first = phrase.first().map_or(0, |(p, _)| *p);
-        for (field, boost) in &weighted {
+        // Only the title and the body index positions (the body also holds the section).
+        for (field, boost) in weighted.iter().filter(|(f, _)| *f == fields.title || *f == fields.body) {
             let terms: Vec<(usize, Term)> = phrase.iter().map(|(p, t)| (p - first, Term::from_field_text(*field, t))).collect();
             should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(PhraseQuery::new_with_offset(terms)), *boost))));
         }

@@ -18,7 +18,7 @@ pub const ANALYZER: &str = "pv_en";
 /// Chunker identity recorded in every manifest.
 pub const CHUNKER: &str = "paravault-sections/v1";
 /// Version of this schema (documents and fields); bump forces a rebuild.
-pub const INDEX_SCHEMA_VERSION: u32 = 3;
+pub const INDEX_SCHEMA_VERSION: u32 = 4;
 /// How many keywords a note keeps for `suggest_related`.
 pub const KEYWORDS_PER_NOTE: usize = 16;
 
@@ -94,21 +94,26 @@ pub struct Fields {
 pub fn build_schema() -> Schema {
     let mut b = Schema::builder();
     let text_indexing = TextFieldIndexing::default().set_tokenizer(ANALYZER).set_index_option(IndexRecordOption::WithFreqsAndPositions);
+    // Short context fields keep frequencies but no positions: phrases are matched in the title
+    // and the body (which also carries the title and the section heading), see `query::build`.
+    let context_indexing = TextFieldIndexing::default().set_tokenizer(ANALYZER).set_index_option(IndexRecordOption::WithFreqs);
     let text = TextOptions::default().set_indexing_options(text_indexing.clone());
+    let context = TextOptions::default().set_indexing_options(context_indexing.clone());
+    let context_stored = TextOptions::default().set_indexing_options(context_indexing).set_stored();
     let text_stored = TextOptions::default().set_indexing_options(text_indexing).set_stored();
     b.add_text_field("doc_kind", STRING);
     b.add_text_field("path", STRING | STORED);
     b.add_text_field("link_key", STRING);
     b.add_text_field("has_memory", STRING);
-    b.add_text_field("title", text.clone());
-    b.add_text_field("description", text.clone());
-    b.add_text_field("tags", text);
+    b.add_text_field("title", text);
+    b.add_text_field("description", context.clone());
+    b.add_text_field("tags", context);
     b.add_text_field("note_type", STRING | STORED);
     b.add_text_field("status", STRING);
     b.add_text_field("folder", STRING);
     b.add_i64_field("timestamp", INDEXED | STORED);
-    b.add_text_field("body", text_stored.clone());
-    b.add_text_field("section", text_stored);
+    b.add_text_field("body", text_stored);
+    b.add_text_field("section", context_stored);
     // Read back as stored values only (never searched): indexing 64-hex-digit unique terms
     // cost ~10 % of a full sync in term-dictionary building.
     b.add_text_field("content_sha256", STORED);

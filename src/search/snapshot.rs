@@ -35,7 +35,7 @@ struct Directory {
 impl Directory {
     fn digest(&self) -> [u8; 32] {
         *self.digest.get_or_init(|| {
-            let mut lines = Vec::with_capacity(self.notes.iter().map(|(n, _)| n.len() + 66).sum());
+            let mut lines = Vec::with_capacity(self.notes.keys().map(|n| n.len() + 66).sum());
             for (name, hash) in &self.notes {
                 push_line(&mut lines, name, hash);
             }
