@@ -149,7 +149,7 @@ pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn tantivy_err(action: &'static str) -> impl Fn(tantivy::TantivyError) -> Error {
+pub(super) fn tantivy_err(action: &'static str) -> impl Fn(tantivy::TantivyError) -> Error {
     move |e| Error::SearchIndex { action, reason: e.to_string() }
 }
 

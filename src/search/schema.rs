@@ -19,7 +19,7 @@ pub const ANALYZER: &str = "pv_en";
 pub const CHUNKER: &str = "paravault-sections/v1";
 /// Version of this schema (documents and fields); bump forces a rebuild.
 pub const INDEX_SCHEMA_VERSION: u32 = 4;
-/// How many keywords a note keeps for `suggest_related`.
+/// How many keywords `suggest_related` takes from a note.
 pub const KEYWORDS_PER_NOTE: usize = 16;
 
 pub const KIND_NOTE: &str = "note";
@@ -230,60 +230,29 @@ pub fn chunk_body(body_text: &str, chunk_min_words: usize) -> Vec<Chunk> {
     out
 }
 
-/// Distinct words a thread remembers the keyword terms of before it starts over.
-const KEYWORD_MEMO_WORDS_MAX: usize = 50_000;
-
 /// The most frequent content terms of a text (stemmed), for `suggest_related`.
 pub fn keywords(text: &str) -> Vec<String> {
     // Count each distinct alphanumeric run (exactly the index tokenizer's tokens) by borrowing
-    // it, then map each distinct word to its keyword terms through a per-thread memo filled by
-    // the index analyzer: the same stems as analysing every token, but the analyzer runs once
-    // per distinct word per thread instead of once per occurrence.
+    // it, then run only the distinct words through the index analyzer: the same stems as
+    // analysing every token, without a String, a lower-casing and a stemming per occurrence.
     let mut words: FxHashMap<&str, usize> = FxHashMap::default();
     for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
         *words.entry(word).or_default() += 1;
     }
-    thread_local! {
-        // One analyzer and one word → terms memo per thread, serving every note it reads.
-        static MEMO: std::cell::RefCell<(TextAnalyzer, FxHashMap<String, Vec<String>>)> =
-            std::cell::RefCell::new((analyzer(), FxHashMap::default()));
-    }
+    let mut analyzer = analyzer();
     let mut counts: FxHashMap<String, usize> = FxHashMap::default();
-    MEMO.with_borrow_mut(|(analyzer, memo)| {
-        for (word, n) in words {
-            if !memo.contains_key(word) {
-                if memo.len() >= KEYWORD_MEMO_WORDS_MAX {
-                    memo.clear();
-                }
-                let mut terms = Vec::new();
-                let mut stream = analyzer.token_stream(word);
-                while stream.advance() {
-                    let token = &stream.token().text;
-                    if token.chars().count() >= 3 && !token.chars().all(|c| c.is_ascii_digit()) {
-                        terms.push(token.clone());
-                    }
-                }
-                drop(stream);
-                memo.insert(word.to_string(), terms);
-            }
-            for term in &memo[word] {
-                match counts.get_mut(term.as_str()) {
-                    Some(count) => *count += n,
-                    None => {
-                        counts.insert(term.clone(), n);
-                    }
-                }
+    for (word, n) in words {
+        let mut stream = analyzer.token_stream(word);
+        while stream.advance() {
+            let token = &stream.token().text;
+            if token.chars().count() >= 3 && !token.chars().all(|c| c.is_ascii_digit()) {
+                *counts.entry(token.clone()).or_default() += n;
             }
         }
-    });
-    let mut ranked: Vec<(String, usize)> = counts.into_iter().collect();
-    let order = |a: &(String, usize), b: &(String, usize)| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0));
-    if ranked.len() > KEYWORDS_PER_NOTE {
-        ranked.select_nth_unstable_by(KEYWORDS_PER_NOTE, order);
-        ranked.truncate(KEYWORDS_PER_NOTE);
     }
-    ranked.sort_by(order);
-    ranked.into_iter().map(|(t, _)| t).collect()
+    let mut ranked: Vec<(String, usize)> = counts.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    ranked.into_iter().take(KEYWORDS_PER_NOTE).map(|(t, _)| t).collect()
 }
 
 /// A note's documents, with the text each chunk document is embedded from.

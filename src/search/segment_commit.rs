@@ -22,7 +22,7 @@ use tantivy::indexer::{AddOperation, SegmentWriter};
 use tantivy::schema::IndexRecordOption;
 use tantivy::{BitSet, DocSet, Index, SegmentReader, TERMINATED, TantivyDocument, Term};
 
-use super::generation::OpenGeneration;
+use super::generation::{OpenGeneration, tantivy_err};
 use super::schema::Fields;
 use crate::error::{Error, Result};
 
@@ -33,10 +33,6 @@ pub(crate) const MAX_DOCUMENTS: usize = 256;
 /// Segment-writer memory budget: sizes the term table at 2^13 entries (it grows if a change
 /// has more distinct terms), instead of the 2^19 a minimum `IndexWriter` budget gives.
 const SEGMENT_WRITER_BUDGET: usize = 400_000;
-
-fn tantivy_err(action: &'static str) -> impl Fn(tantivy::TantivyError) -> Error {
-    move |e| Error::SearchIndex { action, reason: e.to_string() }
-}
 
 fn io_err(action: &'static str) -> impl Fn(std::io::Error) -> Error {
     move |e| Error::SearchIndex { action, reason: e.to_string() }
