@@ -1,19 +1,18 @@
-//! all-MiniLM-L6-v2 on candle: tokenise, BERT forward, mean pooling over the mask, L2 normalise.
+//! all-MiniLM-L6-v2: tokenise, BERT forward (`bert.rs`), mean pooling, L2 normalise.
 //!
 //! Matches sentence-transformers' `encode(normalize_embeddings=True)`: the tokenizer's shipped
-//! truncation (128) and padding (`Fixed(128)`) are replaced by the policy's `max_tokens` (256)
-//! and padding to the longest passage in each batch. Inference runs on a private rayon pool of
-//! the configured thread count, on the CPU in f32.
+//! truncation (128) is replaced by the policy's `max_tokens` (256) and its padding is turned
+//! off (the encoder packs a batch's sequences unpadded). Inference runs on a private rayon pool
+//! of the configured thread count, on the CPU in f32.
 
-use candle_core::{DType, Device, Tensor};
-use candle_nn::VarBuilder;
-use candle_transformers::models::bert::{BertModel, Config};
-use tokenizers::{Encoding, PaddingDirection, PaddingParams, PaddingStrategy, Tokenizer, TruncationParams};
+use candle_transformers::models::bert::Config;
+use tokenizers::{Encoding, Tokenizer, TruncationParams};
 
+use super::bert::{BertEncoder, Sequence};
 use super::{DIMENSION, ModelConfig, ModelId, Vector, VerifiedModel};
 use crate::error::{Error, Result};
 
-/// Padded tokens per inference batch at most (4 passages at the 256-token cut): bounds the
+/// Tokens per inference batch at most, counted as if padded to the batch's longest (4 passages at the 256-token cut): bounds the
 /// activations a batch holds, the peak of a dense sync's memory. Measured on a 1,773-note
 /// dense sync: 2,048 → 322 MB peak, 1,024 → 234 MB at the same speed, 512 → 212 MB but 11 %
 /// slower (docs/benchmarks.md).
@@ -22,9 +21,8 @@ pub const BATCH_TOKENS_MAX: usize = 1024;
 /// The loaded model. Cheap to share (`Arc`); `embed` may be called from several threads.
 pub struct MiniLm {
     id: ModelId,
-    model: BertModel,
+    model: BertEncoder,
     tokenizer: Tokenizer,
-    device: Device,
     batch_size: usize,
     pool: rayon::ThreadPool,
 }
@@ -57,26 +55,17 @@ impl MiniLm {
             Tokenizer::from_bytes(&files.tokenizer_json).map_err(|e| unavailable(format!("tokenizer.json cannot be loaded: {e}")))?;
         let truncation = TruncationParams { max_length: config.max_tokens, ..tokenizer.get_truncation().cloned().unwrap_or_default() };
         tokenizer.with_truncation(Some(truncation)).map_err(|e| unavailable(format!("tokenizer truncation: {e}")))?;
-        // Right padding: `embed` pads once and cuts each batch to its own longest text.
-        let padding = PaddingParams {
-            strategy: PaddingStrategy::BatchLongest,
-            direction: PaddingDirection::Right,
-            ..tokenizer.get_padding().cloned().unwrap_or_default()
-        };
-        tokenizer.with_padding(Some(padding));
-
-        let device = Device::Cpu;
-        // Buffered, not memory-mapped: the bytes are already in memory (they were hashed), and
-        // this keeps the crate free of `unsafe`.
-        let vb = VarBuilder::from_buffered_safetensors(files.weights, DType::F32, &device)
-            .map_err(|e| unavailable(format!("model.safetensors cannot be read: {e}")))?;
-        let model = BertModel::load(vb, &bert_config).map_err(|e| unavailable(format!("the BERT weights do not load: {e}")))?;
+        tokenizer.with_padding(None);
+        // Read from the bytes already in memory (they were hashed), not memory-mapped: this
+        // keeps the crate free of `unsafe`.
+        let model =
+            BertEncoder::load(&files.weights, &bert_config).map_err(|e| unavailable(format!("the BERT weights do not load: {e}")))?;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(config.threads.max(1))
             .thread_name(|i| format!("paravault-embed-{i}"))
             .build()
             .map_err(|e| failed("starting the inference threads", e))?;
-        Ok(MiniLm { id: config.id.clone(), model, tokenizer, device, batch_size: config.batch_size.max(1), pool })
+        Ok(MiniLm { id: config.id.clone(), model, tokenizer, batch_size: config.batch_size.max(1), pool })
     }
 
     pub fn id(&self) -> &ModelId {
@@ -89,19 +78,15 @@ impl MiniLm {
     }
 
     /// Unit vectors for `texts`, in order, at most `batch_size` at a time and at most
-    /// [`BATCH_TOKENS_MAX`] padded tokens per batch.
+    /// [`BATCH_TOKENS_MAX`] tokens per batch (counted at the batch's longest).
     ///
-    /// Texts are batched longest first (as sentence-transformers does), so each batch pads to
-    /// a similar length; padding does not change a vector, only the work spent on it. The token
-    /// bound keeps a batch of long passages from holding `batch_size` × 256² attention scores
-    /// per head at once (the peak of a dense sync's memory), while short passages still go
-    /// `batch_size` at a time.
+    /// Texts are batched longest first (as sentence-transformers does). The token bound keeps
+    /// a batch of long passages from holding many large activations at once (the peak of a
+    /// dense sync's memory), while short passages still go `batch_size` at a time.
     pub fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>> {
         if texts.is_empty() {
             return Ok(Vec::new());
         }
-        // One tokenisation for all texts, right-padded to the longest; a batch takes the first
-        // `width` columns, which is exactly what padding that batch alone would give.
         let encodings = self.tokenizer.encode_batch(texts.to_vec(), true).map_err(|e| failed("tokenising", e))?;
         let lengths: Vec<usize> = encodings.iter().map(real_tokens).collect();
         let mut order: Vec<usize> = (0..texts.len()).collect();
@@ -113,7 +98,8 @@ impl MiniLm {
             let end = (start + (BATCH_TOKENS_MAX / longest).clamp(1, self.batch_size)).min(order.len());
             let indices = &order[start..end];
             let batch: Vec<&Encoding> = indices.iter().map(|&i| &encodings[i]).collect();
-            let vectors = self.pool.install(|| self.embed_batch(&batch, longest))?;
+            let sequences: Vec<Sequence<'_>> = batch.iter().map(|e| Sequence { ids: e.get_ids(), type_ids: e.get_type_ids() }).collect();
+            let vectors = self.pool.install(|| self.model.embed(&sequences)).map_err(|e| failed("inference", e))?;
             for (&i, vector) in indices.iter().zip(vectors) {
                 out[i] = vector;
             }
@@ -138,38 +124,6 @@ impl MiniLm {
             .map(|t| self.tokenizer.encode(*t, true).map(|e| real_tokens(&e)))
             .collect::<std::result::Result<_, _>>()
             .map_err(|e| failed("tokenising", e))
-    }
-
-    /// Vectors of one batch of right-padded encodings, cut to `width` tokens (the batch's
-    /// longest text).
-    fn embed_batch(&self, encodings: &[&Encoding], width: usize) -> Result<Vec<Vec<f32>>> {
-        if encodings.is_empty() {
-            return Ok(Vec::new());
-        }
-        let rows = encodings.len();
-        let (mut ids, mut type_ids, mut mask) =
-            (Vec::with_capacity(rows * width), Vec::with_capacity(rows * width), Vec::with_capacity(rows * width));
-        for encoding in encodings {
-            if encoding.len() < width || real_tokens(encoding) > width {
-                return Err(failed("tokenising", "the batch was not padded to one length"));
-            }
-            ids.extend_from_slice(&encoding.get_ids()[..width]);
-            type_ids.extend_from_slice(&encoding.get_type_ids()[..width]);
-            mask.extend_from_slice(&encoding.get_attention_mask()[..width]);
-        }
-        let tensor = |data: Vec<u32>| Tensor::from_vec(data, (rows, width), &self.device).map_err(|e| failed("building the input", e));
-        let (ids, type_ids, mask) = (tensor(ids)?, tensor(type_ids)?, tensor(mask)?);
-        let pooled = (|| -> candle_core::Result<Vec<Vec<f32>>> {
-            let hidden = self.model.forward(&ids, &type_ids, Some(&mask))?; // (rows, width, 384)
-            let mask = mask.to_dtype(DType::F32)?.unsqueeze(2)?; // (rows, width, 1)
-            let summed = hidden.broadcast_mul(&mask)?.sum(1)?; // (rows, 384)
-            let counts = mask.sum(1)?.clamp(1e-9f32, f32::MAX)?; // (rows, 1)
-            let mean = summed.broadcast_div(&counts)?;
-            let norms = mean.sqr()?.sum_keepdim(1)?.sqrt()?.clamp(1e-12f32, f32::MAX)?;
-            mean.broadcast_div(&norms)?.to_vec2::<f32>()
-        })()
-        .map_err(|e| failed("inference", e))?;
-        Ok(pooled)
     }
 }
 

@@ -10,6 +10,7 @@
 //! A search generation records the `ModelId` its vectors were made with; vectors from another
 //! `ModelId` are never mixed with them.
 
+mod bert;
 mod minilm;
 mod resolve;
 
