@@ -67,7 +67,7 @@ impl BertEncoder {
         if !matches!(config.hidden_act, HiddenAct::Gelu) {
             return Err(format!("hidden_act {:?} is not supported (this engine runs exact-GELU BERT models)", config.hidden_act));
         }
-        if config.num_attention_heads == 0 || config.hidden_size % config.num_attention_heads != 0 {
+        if config.num_attention_heads == 0 || !config.hidden_size.is_multiple_of(config.num_attention_heads) {
             return Err(format!("{} attention heads do not divide the hidden size {}", config.num_attention_heads, config.hidden_size));
         }
         if !matches!(config.hidden_size / config.num_attention_heads, 32 | 64) {
@@ -152,7 +152,7 @@ impl BertEncoder {
         let mut inner = Vec::new();
         for layer in &self.layers {
             // Q, K, V with their biases.
-            product(&x, rows, &layer.qkv, |out| run_rows(&BiasRows { product: out, bias: &layer.qkv.bias, gelu: false }, &mut qkv, 3 * h))?;
+            product(&x, rows, &layer.qkv, Epilogue::Bias, &mut qkv)?;
             // Attention per (sequence, head), on copies of that head's keys (transposed) and
             // values: a few tens of kB that stay in L1 while every query of the sequence uses them.
             let per_head: Vec<Vec<f32>> = (0..sequences.len() * heads)
@@ -174,23 +174,12 @@ impl BertEncoder {
                 }
             });
             // x = LayerNorm(context · W_o + b_o + x)
-            product(&context, rows, &layer.attention_out, |out| {
-                run_rows(
-                    &ResidualNormRows { product: out, bias: &layer.attention_out.bias, norm: &layer.attention_norm, eps: self.eps },
-                    &mut x,
-                    h,
-                )
-            })?;
+            product(&context, rows, &layer.attention_out, Epilogue::ResidualNorm { norm: &layer.attention_norm, eps: self.eps }, &mut x)?;
             // inner = GELU(x · W_i + b_i)
-            let width = layer.intermediate.bias.len();
-            inner.resize(rows * width, 0.0);
-            product(&x, rows, &layer.intermediate, |out| {
-                run_rows(&BiasRows { product: out, bias: &layer.intermediate.bias, gelu: true }, &mut inner, width)
-            })?;
+            inner.resize(rows * layer.intermediate.bias.len(), 0.0);
+            product(&x, rows, &layer.intermediate, Epilogue::Gelu, &mut inner)?;
             // x = LayerNorm(inner · W_out + b_out + x)
-            product(&inner, rows, &layer.output, |out| {
-                run_rows(&ResidualNormRows { product: out, bias: &layer.output.bias, norm: &layer.output_norm, eps: self.eps }, &mut x, h)
-            })?;
+            product(&inner, rows, &layer.output, Epilogue::ResidualNorm { norm: &layer.output_norm, eps: self.eps }, &mut x)?;
         }
 
         Ok((0..sequences.len())
@@ -212,19 +201,23 @@ impl BertEncoder {
     }
 }
 
-/// `input` (rows × in) times the layer's weight, handed to `consume` as a contiguous slice
-/// (rows × out) without copying it out of candle.
-fn product(input: &[f32], rows: usize, dense: &Dense, consume: impl FnOnce(&[f32])) -> std::result::Result<(), String> {
-    let run = || -> candle_core::Result<()> {
+/// `dst = epilogue(input · W + b)`, row by row: `input` is rows × in, `dst` rows × out. The
+/// product is read straight out of candle's buffer by the epilogue, never copied.
+fn product(input: &[f32], rows: usize, dense: &Dense, epilogue: Epilogue<'_>, dst: &mut [f32]) -> std::result::Result<(), String> {
+    let run = |dst: &mut [f32]| -> candle_core::Result<()> {
         let columns = input.len() / rows;
         let out = Tensor::from_slice(input, (rows, columns), &Device::Cpu)?.matmul(&dense.weight_t)?;
         let (storage, layout) = out.storage_and_layout();
         let candle_core::Storage::Cpu(cpu) = &*storage else { candle_core::bail!("the product did not land in CPU memory") };
         let Some((from, to)) = layout.contiguous_offsets() else { candle_core::bail!("the product is not contiguous") };
-        consume(&cpu.as_slice::<f32>()?[from..to]);
+        let product = &cpu.as_slice::<f32>()?[from..to];
+        if product.len() != dst.len() {
+            candle_core::bail!("the product has {} values, its destination {}", product.len(), dst.len())
+        }
+        run_rows(&ProductRows { product, bias: &dense.bias, epilogue }, dst, dense.bias.len());
         Ok(())
     };
-    run().map_err(|e| format!("matrix product: {e}"))
+    run(dst).map_err(|e| format!("matrix product: {e}"))
 }
 
 /// Where each row of the packed activations comes from.
@@ -287,50 +280,39 @@ impl RowKernel for EmbeddingRows<'_> {
     }
 }
 
-/// `product + bias`, optionally through GELU.
-struct BiasRows<'a> {
-    product: &'a [f32],
-    bias: &'a [f32],
-    gelu: bool,
+/// What a product's row (plus the layer's bias) becomes.
+#[derive(Clone, Copy)]
+enum Epilogue<'a> {
+    /// `dst = product + bias`.
+    Bias,
+    /// `dst = GELU(product + bias)`.
+    Gelu,
+    /// `dst = LayerNorm(product + bias + dst)`: the residual connection.
+    ResidualNorm { norm: &'a Norm, eps: f32 },
 }
 
-impl RowKernel for BiasRows<'_> {
+/// One product's rows through their [`Epilogue`].
+struct ProductRows<'a> {
+    product: &'a [f32],
+    bias: &'a [f32],
+    epilogue: Epilogue<'a>,
+}
+
+impl RowKernel for ProductRows<'_> {
     #[inline(always)]
     fn run(&self, first: usize, dst: &mut [f32]) {
         let width = self.bias.len();
         let src = &self.product[first * width..][..dst.len()];
         for (dst, src) in dst.chunks_exact_mut(width).zip(src.chunks_exact(width)) {
-            if self.gelu {
-                for ((d, s), b) in dst.iter_mut().zip(src).zip(self.bias) {
-                    *d = gelu(s + b);
-                }
-            } else {
-                for ((d, s), b) in dst.iter_mut().zip(src).zip(self.bias) {
-                    *d = s + b;
+            let biased = src.iter().zip(self.bias).map(|(s, b)| s + b);
+            match self.epilogue {
+                Epilogue::Bias => dst.iter_mut().zip(biased).for_each(|(d, v)| *d = v),
+                Epilogue::Gelu => dst.iter_mut().zip(biased).for_each(|(d, v)| *d = gelu(v)),
+                Epilogue::ResidualNorm { norm, eps } => {
+                    dst.iter_mut().zip(biased).for_each(|(d, v)| *d += v);
+                    layer_norm(dst, norm, eps);
                 }
             }
-        }
-    }
-}
-
-/// `x = LayerNorm(product + bias + x)`.
-struct ResidualNormRows<'a> {
-    product: &'a [f32],
-    bias: &'a [f32],
-    norm: &'a Norm,
-    eps: f32,
-}
-
-impl RowKernel for ResidualNormRows<'_> {
-    #[inline(always)]
-    fn run(&self, first: usize, dst: &mut [f32]) {
-        let h = self.bias.len();
-        let src = &self.product[first * h..][..dst.len()];
-        for (row, src) in dst.chunks_exact_mut(h).zip(src.chunks_exact(h)) {
-            for ((x, s), b) in row.iter_mut().zip(src).zip(self.bias) {
-                *x += s + b;
-            }
-            layer_norm(row, self.norm, self.eps);
         }
     }
 }
@@ -370,7 +352,7 @@ impl<const D: usize> pulp::WithSimd for AttendHead<'_, D> {
         // Registers per key block and per head row; pulp's scalar fallback (1 lane) would need
         // more than REGISTERS and takes the plain loops instead.
         let (block_regs, head_regs) = (KEY_BLOCK / lanes, D / lanes);
-        let vector = KEY_BLOCK % lanes == 0 && D % lanes == 0 && block_regs <= REGISTERS && head_regs <= REGISTERS;
+        let vector = KEY_BLOCK.is_multiple_of(lanes) && D.is_multiple_of(lanes) && block_regs <= REGISTERS && head_regs <= REGISTERS;
         let mut out = vec![0f32; len * D];
         let mut scores = vec![0f32; len];
         for (t, out) in out.chunks_exact_mut(D).enumerate() {
@@ -378,7 +360,8 @@ impl<const D: usize> pulp::WithSimd for AttendHead<'_, D> {
             for (q, v) in query.iter_mut().zip(row(t, 0)) {
                 *q = v * scale;
             }
-            // scores = query · keys, KEY_BLOCK keys at a time in registers.
+            // scores = query · keys, KEY_BLOCK keys at a time in registers (a short tail, plain:
+            // masked loads for it measured no faster).
             let mut j = 0;
             if vector {
                 while j + KEY_BLOCK <= len {
@@ -433,30 +416,23 @@ const REGISTERS: usize = 8;
 #[inline(always)]
 fn layer_norm(row: &mut [f32], norm: &Norm, eps: f32) {
     let n = row.len() as f32;
-    let mean = sum(row) / n;
-    let mut variance = 0.0;
-    for chunk in row.chunks(16) {
-        let mut lanes = [0f32; 16];
-        for (l, v) in lanes.iter_mut().zip(chunk) {
-            *l = (v - mean) * (v - mean);
-        }
-        variance += lanes.iter().sum::<f32>();
-    }
+    let mean = sum_of(row, |v| v) / n;
+    let variance = sum_of(row, |v| (v - mean) * (v - mean));
     let inverse = 1.0 / (variance / n + eps).sqrt();
     for ((v, w), b) in row.iter_mut().zip(&norm.weight).zip(&norm.bias) {
         *v = (*v - mean) * inverse * w + b;
     }
 }
 
-/// Sum with sixteen independent accumulators (vectorises).
+/// Σ f(v) with sixteen independent accumulators (vectorises).
 #[inline(always)]
-fn sum(values: &[f32]) -> f32 {
+fn sum_of(values: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     let mut lanes = [0f32; 16];
     let chunks = values.chunks_exact(16);
-    let rest: f32 = chunks.remainder().iter().sum();
+    let rest: f32 = chunks.remainder().iter().map(|v| f(*v)).sum();
     for chunk in chunks {
         for (l, v) in lanes.iter_mut().zip(chunk) {
-            *l += v;
+            *l += f(*v);
         }
     }
     lanes.iter().sum::<f32>() + rest
@@ -469,7 +445,7 @@ fn softmax(scores: &mut [f32]) {
     for s in scores.iter_mut() {
         *s = exp(*s - max);
     }
-    let inverse = 1.0 / sum(scores);
+    let inverse = 1.0 / sum_of(scores, |s| s);
     scores.iter_mut().for_each(|s| *s *= inverse);
 }
 
@@ -502,7 +478,7 @@ fn exp(input: f32) -> f32 {
     let r = n.mul_add(2.121_944_4e-4, n.mul_add(-0.693_359_4, x));
     let p = r.mul_add(
         r.mul_add(r.mul_add(r.mul_add(r.mul_add(1.987_569_1e-4, 1.398_199_9e-3), 8.333_452e-3), 4.166_579_6e-2), 1.666_666_5e-1),
-        5.000_000_1e-1,
+        0.5, // Cephes: 5.0000001201e-1, which is 0.5 in f32
     );
     let y = (p * r).mul_add(r, r) + 1.0;
     // 2^n: n + 127 into the exponent field (the shift drops the constant's own bits).

@@ -12,10 +12,11 @@ use super::bert::{BertEncoder, Sequence};
 use super::{DIMENSION, ModelConfig, ModelId, Vector, VerifiedModel};
 use crate::error::{Error, Result};
 
-/// Tokens per inference batch at most, counted as if padded to the batch's longest (4 passages at the 256-token cut): bounds the
-/// activations a batch holds, the peak of a dense sync's memory. Measured on a 1,773-note
-/// dense sync: 2,048 → 322 MB peak, 1,024 → 234 MB at the same speed, 512 → 212 MB but 11 %
-/// slower (docs/benchmarks.md).
+/// Tokens per inference batch at most, counted at the batch's longest passage (4 passages at
+/// the 256-token cut): bounds the activations a batch holds, the peak of a dense sync's memory.
+/// Measured with candle's padded `BertModel` on a 1,773-note dense sync: 2,048 → 322 MB peak,
+/// 1,024 → 234 MB at the same speed, 512 → 212 MB but 11 % slower (docs/benchmarks.md); with
+/// the packed encoder, 2,048 was 13 % slower than 1,024 on 195-token passages.
 pub const BATCH_TOKENS_MAX: usize = 1024;
 
 /// The loaded model. Cheap to share (`Arc`); `embed` may be called from several threads.
@@ -97,8 +98,8 @@ impl MiniLm {
             let longest = lengths[order[start]].max(1);
             let end = (start + (BATCH_TOKENS_MAX / longest).clamp(1, self.batch_size)).min(order.len());
             let indices = &order[start..end];
-            let batch: Vec<&Encoding> = indices.iter().map(|&i| &encodings[i]).collect();
-            let sequences: Vec<Sequence<'_>> = batch.iter().map(|e| Sequence { ids: e.get_ids(), type_ids: e.get_type_ids() }).collect();
+            let sequences: Vec<Sequence<'_>> =
+                indices.iter().map(|&i| Sequence { ids: encodings[i].get_ids(), type_ids: encodings[i].get_type_ids() }).collect();
             let vectors = self.pool.install(|| self.model.embed(&sequences)).map_err(|e| failed("inference", e))?;
             for (&i, vector) in indices.iter().zip(vectors) {
                 out[i] = vector;
