@@ -15,19 +15,11 @@ use paravault::policy::LoadedPolicy;
 #[allow(dead_code)]
 mod model;
 
+#[path = "support/embed_chunks.rs"]
+mod embed_chunks;
+use embed_chunks::chunks;
+
 const BATCH: usize = 32;
-
-const WORDS: &str = "the vault keeps governed notes in folders for projects areas resources and archives while search \
-    generations stay immutable so every write publishes a fresh index that readers pin consistently across crashes \
-    receipts chain each change and the lint gate judges only what a write introduces never the whole vault";
-
-/// `count` distinct chunks of about `tokens` tokens each (with [CLS] and [SEP]; a few of the
-/// words are two word pieces, hence the 0.9).
-fn chunks(count: usize, tokens: usize) -> Vec<String> {
-    let words: Vec<&str> = WORDS.split_whitespace().collect();
-    let per_chunk = ((tokens - 2) as f64 * 0.9) as usize;
-    (0..count).map(|i| (0..per_chunk).map(|j| words[(i * 7 + j * 3) % words.len()]).collect::<Vec<_>>().join(" ")).collect()
-}
 
 fn bench(c: &mut Criterion) {
     let policy = LoadedPolicy::from_texts(None).expect("default policy").policy;

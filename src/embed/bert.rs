@@ -320,6 +320,12 @@ impl RowKernel for ProductRows<'_> {
 /// Scaled dot-product attention of one head over one sequence: the head's output rows
 /// (`len` × `D`). `D` is the head width (a compile-time constant, so accumulators live in
 /// registers).
+///
+/// Queries go through in blocks (see [`attend_blocks`]), so every key or value vector loaded
+/// feeds one fused multiply-add per query of the block: enough independent accumulators to
+/// keep both FMA units busy (one query at a time left the value sum waiting on FMA latency).
+/// The transposed keys are zero-padded to whole SIMD registers, so short sequences take the
+/// vector path too; the padded keys' scores are never read.
 struct AttendHead<'a, const D: usize> {
     qkv: &'a [f32],
     hidden: usize,
@@ -328,9 +334,6 @@ struct AttendHead<'a, const D: usize> {
     head: usize,
 }
 
-/// Keys scored per register block in [`AttendHead`].
-const KEY_BLOCK: usize = 64;
-
 impl<const D: usize> pulp::WithSimd for AttendHead<'_, D> {
     type Output = Vec<f32>;
 
@@ -338,79 +341,118 @@ impl<const D: usize> pulp::WithSimd for AttendHead<'_, D> {
     fn with_simd<S: pulp::Simd>(self, simd: S) -> Vec<f32> {
         let (h, len) = (self.hidden, self.len);
         let row = |t: usize, part: usize| &self.qkv[(self.start + t) * 3 * h + part * h + self.head * D..][..D];
-        // Keys transposed (D rows of len), values as they are (len rows of D).
-        let mut keys_t = vec![0f32; D * len];
-        let mut values = Vec::with_capacity(len * D);
-        for t in 0..len {
-            for (d, k) in row(t, 1).iter().enumerate() {
-                keys_t[d * len + t] = *k;
-            }
-            values.extend_from_slice(row(t, 2));
-        }
         let scale = 1.0 / (D as f32).sqrt();
-        let lanes = S::F32_LANES;
-        // Registers per key block and per head row; pulp's scalar fallback (1 lane) would need
-        // more than REGISTERS and takes the plain loops instead.
-        let (block_regs, head_regs) = (KEY_BLOCK / lanes, D / lanes);
-        let vector = KEY_BLOCK.is_multiple_of(lanes) && D.is_multiple_of(lanes) && block_regs <= REGISTERS && head_regs <= REGISTERS;
         let mut out = vec![0f32; len * D];
-        let mut scores = vec![0f32; len];
-        for (t, out) in out.chunks_exact_mut(D).enumerate() {
-            let mut query = [0f32; D];
-            for (q, v) in query.iter_mut().zip(row(t, 0)) {
-                *q = v * scale;
-            }
-            // scores = query · keys, KEY_BLOCK keys at a time in registers (a short tail, plain:
-            // masked loads for it measured no faster).
-            let mut j = 0;
-            if vector {
-                while j + KEY_BLOCK <= len {
-                    let mut acc = [simd.splat_f32s(0.0); REGISTERS];
-                    for (q, keys) in query.iter().zip(keys_t.chunks_exact(len)) {
-                        let q = simd.splat_f32s(*q);
-                        let (keys, _) = S::as_simd_f32s(&keys[j..j + KEY_BLOCK]);
-                        for (a, k) in acc[..block_regs].iter_mut().zip(keys) {
-                            *a = simd.mul_add_f32s(q, *k, *a);
-                        }
-                    }
-                    for (dst, a) in scores[j..j + KEY_BLOCK].chunks_exact_mut(lanes).zip(&acc[..block_regs]) {
-                        simd.partial_store_f32s(dst, *a);
-                    }
-                    j += KEY_BLOCK;
-                }
-            }
-            for (j, score) in scores.iter_mut().enumerate().skip(j) {
-                *score = query.iter().zip(keys_t.chunks_exact(len)).map(|(q, keys)| q * keys[j]).sum();
-            }
-            softmax(&mut scores);
-            // out = Σ_t p_t · value_t
-            if vector {
-                let mut acc = [simd.splat_f32s(0.0); REGISTERS];
-                for (p, value) in scores.iter().zip(values.chunks_exact(D)) {
-                    let p = simd.splat_f32s(*p);
-                    let (value, _) = S::as_simd_f32s(value);
-                    for (a, v) in acc[..head_regs].iter_mut().zip(value) {
-                        *a = simd.mul_add_f32s(p, *v, *a);
-                    }
-                }
-                for (dst, a) in out.chunks_exact_mut(lanes).zip(&acc[..head_regs]) {
-                    simd.partial_store_f32s(dst, *a);
-                }
-            } else {
-                out.fill(0.0);
-                for (p, value) in scores.iter().zip(values.chunks_exact(D)) {
-                    for (o, v) in out.iter_mut().zip(value) {
-                        *o = p.mul_add(*v, *o);
-                    }
-                }
-            }
+        // Block sizes: at most half the register file in accumulators (32 registers with
+        // AVX-512, 16 with AVX2), the rest for loads and broadcasts. `R` registers hold a head row.
+        match (S::F32_LANES, D) {
+            (16, 32) => attend_blocks::<S, D, 8, 2>(simd, row, len, scale, &mut out),
+            (16, 64) => attend_blocks::<S, D, 4, 4>(simd, row, len, scale, &mut out),
+            (8, 32) => attend_blocks::<S, D, 2, 4>(simd, row, len, scale, &mut out),
+            (8, 64) => attend_blocks::<S, D, 1, 8>(simd, row, len, scale, &mut out),
+            (4, 32) => attend_blocks::<S, D, 1, 8>(simd, row, len, scale, &mut out),
+            // pulp's scalar fallback, and widths without a register plan.
+            _ => attend_plain::<D>(row, len, scale, &mut out),
         }
         out
     }
 }
 
-/// SIMD registers a block of [`AttendHead`] accumulates in, at most.
-const REGISTERS: usize = 8;
+/// [`AttendHead`] with `B` queries per block and `R` SIMD registers per head row
+/// (`R × S::F32_LANES == D`).
+#[inline(always)]
+fn attend_blocks<'q, S: pulp::Simd, const D: usize, const B: usize, const R: usize>(
+    simd: S,
+    row: impl Fn(usize, usize) -> &'q [f32],
+    len: usize,
+    scale: f32,
+    out: &mut [f32],
+) {
+    let lanes = S::F32_LANES;
+    debug_assert_eq!(R * lanes, D);
+    // Keys transposed and scaled (D rows of `padded`, zeros past `len`), values as they are.
+    // The transpose goes through 16 × D tiles held in a local array: written straight into
+    // `keys_t`, the loop compiled to scatter instructions, which cost more than the key scores.
+    let padded = len.next_multiple_of(lanes);
+    let mut keys_t = vec![0f32; D * padded];
+    let mut values = Vec::with_capacity(len * D);
+    let mut tile = [[0f32; D]; 16];
+    for first in (0..len).step_by(16) {
+        let rows = 16.min(len - first);
+        for (t, tile_row) in tile[..rows].iter_mut().enumerate() {
+            tile_row.copy_from_slice(row(first + t, 1));
+            values.extend_from_slice(row(first + t, 2));
+        }
+        for (d, keys) in keys_t.chunks_exact_mut(padded).enumerate() {
+            for (k, tile_row) in keys[first..first + rows].iter_mut().zip(&tile) {
+                *k = tile_row[d] * scale;
+            }
+        }
+    }
+    // The block's scores, query-major; rows past the sequence's end score a zero query (as
+    // does nothing else: `row` always yields exactly D values, so the conversion cannot fail).
+    let mut scores = vec![0f32; B * padded];
+    let zero = [0f32; D];
+    for first in (0..len).step_by(B) {
+        let used = B.min(len - first);
+        let queries: [&[f32; D]; B] = std::array::from_fn(|i| if i < used { row(first + i, 0).try_into().unwrap_or(&zero) } else { &zero });
+        // scores = queries · keys, one register of keys at a time for the whole block.
+        for j in (0..padded).step_by(lanes) {
+            let mut acc = [simd.splat_f32s(0.0); B];
+            for d in 0..D {
+                let key = S::as_simd_f32s(&keys_t[d * padded + j..][..lanes]).0[0];
+                for (a, query) in acc.iter_mut().zip(&queries) {
+                    *a = simd.mul_add_f32s(simd.splat_f32s(query[d]), key, *a);
+                }
+            }
+            for (scores, a) in scores.chunks_exact_mut(padded).zip(acc) {
+                S::as_mut_simd_f32s(&mut scores[j..j + lanes]).0[0] = a;
+            }
+        }
+        for scores in scores.chunks_exact_mut(padded).take(used) {
+            softmax(&mut scores[..len]);
+        }
+        // out = Σ_t p_t · value_t, every query of the block at once.
+        let probabilities: [&[f32]; B] = std::array::from_fn(|i| &scores[i * padded..][..len]);
+        let mut acc = [[simd.splat_f32s(0.0); R]; B];
+        for (t, value) in values.chunks_exact(D).enumerate().take(len) {
+            let (value, _) = S::as_simd_f32s(value);
+            for (acc, p) in acc.iter_mut().zip(&probabilities) {
+                let p = simd.splat_f32s(p[t]);
+                for (a, v) in acc.iter_mut().zip(value) {
+                    *a = simd.mul_add_f32s(p, *v, *a);
+                }
+            }
+        }
+        // Constant indices only (no slice of `acc` by `used`), so the accumulators stay in
+        // registers through the loop above instead of being stored back every step.
+        for (i, acc) in acc.into_iter().enumerate() {
+            if i < used {
+                let (dst, _) = S::as_mut_simd_f32s(&mut out[(first + i) * D..][..D]);
+                dst.copy_from_slice(&acc);
+            }
+        }
+    }
+}
+
+/// [`AttendHead`] without SIMD registers: one query at a time, plain loops.
+#[inline(always)]
+fn attend_plain<'q, const D: usize>(row: impl Fn(usize, usize) -> &'q [f32], len: usize, scale: f32, out: &mut [f32]) {
+    let mut scores = vec![0f32; len];
+    for (t, out) in out.chunks_exact_mut(D).enumerate() {
+        let query = row(t, 0);
+        for (j, score) in scores.iter_mut().enumerate() {
+            *score = query.iter().zip(row(j, 1)).map(|(q, k)| q * k).sum::<f32>() * scale;
+        }
+        softmax(&mut scores);
+        out.fill(0.0);
+        for (j, p) in scores.iter().enumerate() {
+            for (o, v) in out.iter_mut().zip(row(j, 2)) {
+                *o = p.mul_add(*v, *o);
+            }
+        }
+    }
+}
 
 /// In-place layer norm of one row (biased variance, as BERT).
 #[inline(always)]
@@ -559,6 +601,58 @@ mod tests {
             worst = worst.max((gelu(x as f32) as f64 - reference).abs());
         }
         assert!(worst < 2e-6, "worst absolute error {worst}");
+    }
+
+    /// Attention of one head against an f64 evaluation of its definition, for lengths around
+    /// every block and register boundary, both head widths, with AVX-512 (where the CPU has
+    /// it), AVX2 and no SIMD at all.
+    #[test]
+    fn attention_matches_its_definition() {
+        #[derive(Clone, Copy, Debug)]
+        enum Isa {
+            Widest,
+            Avx2,
+            Scalar,
+        }
+        fn check<const D: usize>(len: usize, isa: Isa) {
+            use pulp::Simd;
+            let (heads, start, head) = (3, 2, 1);
+            let hidden = heads * D;
+            let rows = start + len + 1;
+            // Deterministic values in [-2, 2): a multiplicative hash of the index.
+            let qkv: Vec<f32> = (0..rows * 3 * hidden)
+                .map(|i| ((i as u32).wrapping_mul(2_654_435_761) >> 8) as f32 / (1u32 << 24) as f32 * 4.0 - 2.0)
+                .collect();
+            let head_of = AttendHead::<D> { qkv: &qkv, hidden, start, len, head };
+            let ours = match isa {
+                Isa::Widest => pulp::Arch::new().dispatch(head_of),
+                Isa::Avx2 => match pulp::x86::V3::try_new() {
+                    Some(simd) => Simd::vectorize(simd, head_of),
+                    None => return,
+                },
+                Isa::Scalar => Simd::vectorize(pulp::Scalar::new(), head_of),
+            };
+            let at = |t: usize, part: usize, d: usize| qkv[(start + t) * 3 * hidden + part * hidden + head * D + d] as f64;
+            let mut worst: f64 = 0.0;
+            for t in 0..len {
+                let scores: Vec<f64> =
+                    (0..len).map(|j| (0..D).map(|d| at(t, 0, d) * at(j, 1, d)).sum::<f64>() / (D as f64).sqrt()).collect();
+                let max = scores.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+                let weights: Vec<f64> = scores.iter().map(|s| (s - max).exp()).collect();
+                let total: f64 = weights.iter().sum();
+                for d in 0..D {
+                    let expected = (0..len).map(|j| weights[j] / total * at(j, 2, d)).sum::<f64>();
+                    worst = worst.max((ours[t * D + d] as f64 - expected).abs());
+                }
+            }
+            assert!(worst < 2e-5, "D={D} len={len} {isa:?}: worst absolute error {worst}");
+        }
+        for len in [1, 2, 7, 8, 9, 15, 16, 17, 31, 33, 39, 64, 65, 130] {
+            for isa in [Isa::Widest, Isa::Avx2, Isa::Scalar] {
+                check::<32>(len, isa);
+                check::<64>(len, isa);
+            }
+        }
     }
 
     /// erf in f64: Maclaurin series for |z| < 3, the asymptotic continued fraction beyond.
