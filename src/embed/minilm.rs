@@ -6,7 +6,7 @@
 //! of the configured thread count, on the CPU in f32.
 
 use candle_transformers::models::bert::Config;
-use tokenizers::{Encoding, Tokenizer, TruncationParams};
+use tokenizers::{Tokenizer, TruncationParams};
 
 use super::bert::{BertEncoder, Sequence};
 use super::{DIMENSION, ModelConfig, ModelId, Vector, VerifiedModel};
@@ -92,28 +92,12 @@ impl MiniLm {
             return Ok(Vec::new());
         }
         let encodings = self.tokenizer.encode_batch(texts.to_vec(), true).map_err(|e| failed("tokenising", e))?;
-        let lengths: Vec<usize> = encodings.iter().map(real_tokens).collect();
         let mut order: Vec<usize> = (0..texts.len()).collect();
-        order.sort_by_key(|&i| std::cmp::Reverse(lengths[i]));
+        order.sort_by_key(|&i| std::cmp::Reverse(encodings[i].len()));
+        let lengths: Vec<usize> = order.iter().map(|&i| encodings[i].len()).collect();
         let mut out: Vec<Vec<f32>> = vec![Vec::new(); texts.len()];
-        // Batches of about equal token counts: 32 passages of 39 tokens go as 16 + 16, not as
-        // 26 + 6 (a small last batch runs the products at a fraction of their speed).
-        let total: usize = lengths.iter().map(|&l| l.max(1)).sum();
-        let batches = total.div_ceil(BATCH_TOKENS_MAX).max(order.len().div_ceil(self.batch_size.max(1)));
-        let target = total.div_ceil(batches);
         let mut start = 0;
-        while start < order.len() {
-            let (mut end, mut tokens) = (start, 0);
-            while end < order.len() && end - start < self.batch_size.max(1) {
-                let next = lengths[order[end]].max(1);
-                // Past the target only when that lands nearer to it, and never past the bound.
-                let over = tokens + next;
-                if end > start && over > target && (over > BATCH_TOKENS_MAX || over - target >= target.saturating_sub(tokens)) {
-                    break;
-                }
-                tokens += next;
-                end += 1;
-            }
+        for end in batch_ends(&lengths, self.batch_size) {
             let indices = &order[start..end];
             let sequences: Vec<Sequence<'_>> =
                 indices.iter().map(|&i| Sequence { ids: encodings[i].get_ids(), type_ids: encodings[i].get_type_ids() }).collect();
@@ -139,7 +123,7 @@ impl MiniLm {
     pub fn token_counts(&self, texts: &[&str]) -> Result<Vec<usize>> {
         texts
             .iter()
-            .map(|t| self.tokenizer.encode(*t, true).map(|e| real_tokens(&e)))
+            .map(|t| self.tokenizer.encode(*t, true).map(|e| e.len()))
             .collect::<std::result::Result<_, _>>()
             .map_err(|e| failed("tokenising", e))
     }
@@ -151,7 +135,76 @@ impl std::fmt::Debug for MiniLm {
     }
 }
 
-/// Tokens of an encoding that are not padding.
-fn real_tokens(encoding: &Encoding) -> usize {
-    encoding.get_attention_mask().iter().filter(|m| **m == 1).count()
+/// Where each batch ends, for passages of `lengths` tokens (longest first): consecutive
+/// batches of about equal token counts, at most `batch_size` passages and [`BATCH_TOKENS_MAX`]
+/// tokens each (a passage longer than the bound goes alone). 32 passages of 39 tokens go as
+/// 16 + 16, not 26 + 6: a small last batch runs the products at a fraction of their speed.
+fn batch_ends(lengths: &[usize], batch_size: usize) -> Vec<usize> {
+    let batch_size = batch_size.max(1);
+    let total: usize = lengths.iter().sum();
+    let batches = total.div_ceil(BATCH_TOKENS_MAX).max(lengths.len().div_ceil(batch_size)).max(1);
+    let target = total.div_ceil(batches);
+    let mut ends = Vec::with_capacity(batches);
+    let (mut start, mut tokens) = (0, 0);
+    for (i, &len) in lengths.iter().enumerate() {
+        let with = tokens + len;
+        // Past the target only when that lands nearer to it, and never past the bound.
+        let full =
+            i - start == batch_size || (with > target && (with > BATCH_TOKENS_MAX || with - target >= target.saturating_sub(tokens)));
+        if i > start && full {
+            ends.push(i);
+            (start, tokens) = (i, 0);
+        }
+        tokens += len;
+    }
+    if start < lengths.len() {
+        ends.push(lengths.len());
+    }
+    ends
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn batches(lengths: &[usize], batch_size: usize) -> Vec<Vec<usize>> {
+        let mut start = 0;
+        batch_ends(lengths, batch_size)
+            .into_iter()
+            .map(|end| {
+                let batch = lengths[start..end].to_vec();
+                start = end;
+                batch
+            })
+            .collect()
+    }
+
+    #[test]
+    fn batches_have_equal_token_counts() {
+        let short: Vec<Vec<usize>> = batches(&[39; 32], 32);
+        assert_eq!(short.iter().map(Vec::len).collect::<Vec<_>>(), [16, 16]);
+        let long = batches(&[195; 32], 32);
+        assert_eq!(long.iter().map(Vec::len).collect::<Vec<_>>(), [5, 5, 5, 5, 5, 5, 2]);
+        let cut = batches(&[256; 9], 32);
+        assert_eq!(cut.iter().map(Vec::len).collect::<Vec<_>>(), [3, 3, 3]);
+        assert_eq!(batches(&[10; 5], 2).iter().map(Vec::len).collect::<Vec<_>>(), [2, 2, 1]);
+        assert!(batch_ends(&[], 32).is_empty());
+    }
+
+    proptest! {
+        #[test]
+        fn batches_cover_every_passage_within_the_bounds(
+            mut lengths in proptest::collection::vec(1usize..=1500, 0..80),
+            batch_size in 1usize..40,
+        ) {
+            lengths.sort_by(|a, b| b.cmp(a));
+            let split = batches(&lengths, batch_size);
+            prop_assert_eq!(split.concat(), lengths);
+            for batch in &split {
+                prop_assert!(!batch.is_empty() && batch.len() <= batch_size);
+                prop_assert!(batch.len() == 1 || batch.iter().sum::<usize>() <= BATCH_TOKENS_MAX, "{:?}", batch);
+            }
+        }
+    }
 }
