@@ -200,8 +200,9 @@ pub struct Inventory {
 pub struct Counts {
     pub notes: usize,
     pub valid: usize,
-    /// Valid notes per top-level folder (for the root catalog).
-    pub valid_per_top: HashMap<String, usize>,
+    /// Valid notes in each directory's subtree, for every directory holding one (the root
+    /// catalog's rows, sub-catalog child rows).
+    pub valid_per_dir: HashMap<String, usize>,
     /// Valid notes at the vault root (root daily logs).
     pub root_notes: BTreeSet<VaultPath>,
     /// Notes that are not valid (excluded from search, each named with its reason).
@@ -225,7 +226,15 @@ impl Counts {
         if record.valid {
             bump(&mut self.valid);
             if record.path.as_str().contains('/') {
-                bump(self.valid_per_top.entry(record.path.top_folder().to_string()).or_default());
+                let mut dir = record.path.parent();
+                while !dir.is_empty() {
+                    let count = self.valid_per_dir.entry(dir.to_string()).or_default();
+                    bump(count);
+                    if *count == 0 {
+                        self.valid_per_dir.remove(dir);
+                    }
+                    dir = dir.rsplit_once('/').map_or("", |(parent, _)| parent);
+                }
             } else if sign > 0 {
                 self.root_notes.insert(record.path.clone());
             } else {

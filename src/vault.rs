@@ -72,15 +72,39 @@ pub struct Vault {
 pub struct WriterCore {
     pub receipts: ReceiptLog,
     pub journal: Journal,
-    /// Journal records as read when the lock was taken.
+    /// The journal's records (as read at lock time, plus this process's appends since).
     pub records: Vec<Record>,
     pub needs_recovery: bool,
+    /// Intents this process put in place whose files are not fsynced yet: their checkpoint is
+    /// deferred to the next fold, `checkpoint_pending`, or dropping the vault (the intent
+    /// record already makes them durable).
+    pub unsynced: Vec<crate::store::journal::Intent>,
+    /// The cross-process lock file, flocked while a `WriterGuard` lives.
+    lock_file: std::fs::File,
 }
 
-/// Proof of holding the writer lock (in-process and cross-process).
+/// Proof of holding the writer lock (in-process mutex and cross-process file lock), released
+/// on drop.
 pub struct WriterGuard<'v> {
     core: MutexGuard<'v, Option<WriterCore>>,
-    _file_lock: std::fs::File,
+}
+
+impl Drop for WriterGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(core) = self.core.as_ref() {
+            let _ = core.lock_file.unlock();
+        }
+    }
+}
+
+impl Drop for Vault {
+    fn drop(&mut self) {
+        if self.has_deferred_writes()
+            && let Err(error) = self.checkpoint_pending()
+        {
+            tracing::warn!(error = %error, "could not checkpoint deferred writes; the next open finishes them from the journal");
+        }
+    }
 }
 
 impl std::ops::Deref for WriterGuard<'_> {
@@ -270,34 +294,77 @@ impl Vault {
     /// committed-but-pending transaction, and catches up with receipts other processes wrote.
     pub fn lock_writer(&self) -> Result<WriterGuard<'_>> {
         let mut core = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        durable::create_dir_all(&self.root, &layout::join(&self.root, layout::STATE_DIR))?;
-        let lock_path = layout::join(&self.root, layout::WRITER_LOCK);
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&lock_path)
-            .map_err(|e| Error::io("opening", layout::WRITER_LOCK, e))?;
-        file.lock().map_err(|e| Error::io("locking", layout::WRITER_LOCK, e))?;
-        let (journal, records) = Journal::open(&self.root)?;
         match core.as_mut() {
-            None => *core = Some(WriterCore { receipts: ReceiptLog::load(&self.root)?, journal, records, needs_recovery: false }),
-            Some(existing) => {
-                existing.journal = journal;
-                existing.records = records;
-                let touched = existing.receipts.catch_up(&self.root)?;
-                if !touched.is_empty() {
-                    for path in touched.iter().filter_map(|p| VaultPath::parse_walked(p).ok()) {
-                        self.refresh_catalog_pages(&path)?;
-                        self.refresh_path(&path)?;
+            None => {
+                durable::create_dir_all(&self.root, &layout::join(&self.root, layout::STATE_DIR))?;
+                let lock_path = layout::join(&self.root, layout::WRITER_LOCK);
+                let file = std::fs::OpenOptions::new()
+                    .create(true)
+                    .truncate(false)
+                    .write(true)
+                    .open(&lock_path)
+                    .map_err(|e| Error::io("opening", layout::WRITER_LOCK, e))?;
+                file.lock().map_err(|e| Error::io("locking", layout::WRITER_LOCK, e))?;
+                let opened = Journal::open(&self.root).and_then(|(journal, records)| Ok((journal, records, ReceiptLog::load(&self.root)?)));
+                match opened {
+                    Ok((journal, records, receipts)) => {
+                        *core =
+                            Some(WriterCore { receipts, journal, records, needs_recovery: false, unsynced: Vec::new(), lock_file: file })
                     }
-                    self.invalidate_catalog_state();
+                    Err(error) => {
+                        let _ = file.unlock();
+                        return Err(error);
+                    }
+                }
+            }
+            Some(existing) => {
+                existing.lock_file.lock().map_err(|e| Error::io("locking", layout::WRITER_LOCK, e))?;
+                if let Err(error) = self.catch_up_writer(existing) {
+                    let _ = existing.lock_file.unlock();
+                    return Err(error);
                 }
             }
         }
-        let mut guard = WriterGuard { core, _file_lock: file };
-        crate::write::recover::recover_pending(self, &mut guard)?;
+        let mut guard = WriterGuard { core };
+        let mine: BTreeSet<u64> = guard.unsynced.iter().map(|i| i.seq).collect();
+        if guard.needs_recovery || crate::write::recover::pending(&guard.records).iter().any(|i| !mine.contains(&i.seq)) {
+            crate::write::recover::recover_pending(self, &mut guard)?;
+        }
         Ok(guard)
+    }
+
+    /// Brings a kept writer core up to what other processes did since this one last held the
+    /// lock: their receipts (and the notes and catalog pages they touched) and the journal.
+    fn catch_up_writer(&self, core: &mut WriterCore) -> Result<()> {
+        let touched = core.receipts.catch_up(&self.root)?;
+        if !touched.is_empty() || !core.journal.unchanged_since_seen(&self.root)? {
+            let (journal, records) = Journal::open(&self.root)?;
+            core.journal = journal;
+            core.records = records;
+        }
+        if !touched.is_empty() {
+            for path in touched.iter().filter_map(|p| VaultPath::parse_walked(p).ok()) {
+                self.refresh_catalog_pages(&path)?;
+                self.refresh_path(&path)?;
+            }
+            self.invalidate_catalog_state();
+        }
+        Ok(())
+    }
+
+    /// Whether this process holds writes whose checkpoint is deferred.
+    pub fn has_deferred_writes(&self) -> bool {
+        self.writer.lock().map(|core| core.as_ref().is_some_and(|c| !c.unsynced.is_empty())).unwrap_or(false)
+    }
+
+    /// Makes this process's deferred writes durable (fsyncs their files in parallel and marks
+    /// their intents done). Long-running adapters call it when idle; dropping the vault does.
+    pub fn checkpoint_pending(&self) -> Result<()> {
+        let mut writer = self.lock_writer()?;
+        if writer.unsynced.is_empty() {
+            return Ok(());
+        }
+        crate::write::checkpoint_unsynced(self, &mut writer, &[])
     }
 
     /// Re-reads the catalog pages of `path`'s directories (another process rewrote them).

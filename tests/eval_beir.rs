@@ -158,7 +158,7 @@ fn publish_one(c: &Collection, inventory: &mut Inventory) -> Vec<f64> {
         std::fs::write(&first, format!("{text}\nedit {i}\n")).expect("edit");
         let t = Instant::now();
         inventory.upsert(paravault::inventory::read_record(c.vault.path(), &path, paravault::scan::PageKind::Note, &c.policy));
-        search::publish_changes(c.vault.path(), &c.policy, inventory, std::slice::from_ref(&path), &[], None).expect("publish one");
+        search::publish_changes(c.vault.path(), &c.policy, inventory, std::slice::from_ref(&path), &[], None, None).expect("publish one");
         out.push(t.elapsed().as_secs_f64() * 1000.0);
     }
     out

@@ -118,28 +118,42 @@ impl<'a> CatalogTree<'a> {
     }
 }
 
-/// The part of the tree that `dirs` need, from range scans of their subtrees only (O(change)
-/// for the write path, never O(vault)). Root rows come from the inventory's counters.
+/// The part of the tree that `dirs` need: each directory's own notes and its child
+/// directories with their note counts (kept by the inventory), found by range scans that skip
+/// every child subtree with one seek. O(notes directly in the directory + children · log n),
+/// never O(subtree) or O(vault). Root rows come from the inventory's counters.
 pub fn partial_tree<'a>(inventory: &'a Inventory, dirs: &BTreeSet<String>) -> CatalogTree<'a> {
+    use std::ops::Bound;
     let mut tree = CatalogTree { notes: BTreeMap::new(), children: BTreeMap::new(), counts: BTreeMap::new(), root_daily_logs: Vec::new() };
     for dir in dirs {
+        let total = inventory.counts.valid_per_dir.get(dir.as_str()).copied().unwrap_or(0);
         let prefix_len = dir.len() + 1;
-        let mut total = 0usize;
+        let end = VaultPath::bound(format!("{dir}0"));
+        let mut from = Bound::Included(VaultPath::bound(format!("{dir}/")));
         let mut dir_key: Option<&'a str> = None;
-        for record in inventory.subtree(dir).filter(|r| is_catalogued(r)) {
-            total += 1;
-            let path: &'a str = record.path.as_str();
+        while let Some((path, record)) = inventory.records.range((from.clone(), Bound::Excluded(end.clone()))).next() {
+            let path: &'a str = path.as_str();
             let key = *dir_key.get_or_insert(&path[..dir.len()]);
             match path[prefix_len..].split_once('/') {
-                None => tree.notes.entry(key).or_default().push(record),
+                None => {
+                    if is_catalogued(record) {
+                        tree.notes.entry(key).or_default().push(record);
+                    }
+                    from = Bound::Excluded(record.path.clone());
+                }
                 Some((child, _)) => {
                     let child_dir = &path[..prefix_len + child.len()];
-                    *tree.counts.entry(child_dir).or_default() += 1;
-                    tree.children.entry(key).or_default().insert(child_dir);
+                    let notes = inventory.counts.valid_per_dir.get(child_dir).copied().unwrap_or(0);
+                    if notes > 0 {
+                        tree.counts.insert(child_dir, notes);
+                        tree.children.entry(key).or_default().insert(child_dir);
+                    }
+                    // Skip the child's whole subtree: its next sibling key starts after `child/…`.
+                    from = Bound::Included(VaultPath::bound(format!("{child_dir}0")));
                 }
             }
         }
-        if let Some(key) = dir_key {
+        if let Some(key) = dir_key.filter(|_| total > 0) {
             tree.counts.insert(key, total);
         }
     }
@@ -336,7 +350,7 @@ fn plan_root(
     let rows: Vec<CategoryRow> = policy
         .catalog_folders()
         .map(|folder| {
-            let notes = counts.valid_per_top.get(folder).copied().unwrap_or(0);
+            let notes = counts.valid_per_dir.get(folder.as_str()).copied().unwrap_or(0);
             CategoryRow { folder: folder.clone(), notes, has_catalog: notes > 0 }
         })
         .collect();

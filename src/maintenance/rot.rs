@@ -338,7 +338,8 @@ impl crate::vault::Vault {
     }
 
     fn note_vectors(&self) -> std::result::Result<NoteVectors, String> {
-        let acquired = crate::search::generation::acquire(self.root()).map_err(|e| format!("no published search generation: {e}"))?;
+        let acquired =
+            crate::search::generation::acquire(self.root(), self.policy()).map_err(|e| format!("no published search generation: {e}"))?;
         let view = acquired
             .generation
             .dense()

@@ -425,12 +425,31 @@ impl ServerHandler for ParavaultServer {
     }
 }
 
+/// How often an idle server makes its deferred writes durable.
+const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// Serves MCP over stdio until stdin reaches EOF (or the watchdog fires).
 pub fn serve_stdio(vault: Vault, options: McpOptions) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| format!("cannot start the runtime: {e}"))?;
     let server = ParavaultServer::new(vault, &options);
     tracing::info!(tools = server.tools().len(), read_only = options.read_only, "paravault MCP server on stdio");
     watchdog::spawn(options.parent_pid);
+    let ctx = server.inner.ctx.clone();
+    runtime.spawn(async move {
+        // Deferred checkpoints of tail writes: made durable at most a second after the last
+        // write, so other processes rarely find them unfinished (see docs/write-path.md).
+        let mut tick = tokio::time::interval(CHECKPOINT_INTERVAL);
+        loop {
+            tick.tick().await;
+            if ctx.vault.has_deferred_writes() {
+                let ctx = ctx.clone();
+                let done = tokio::task::spawn_blocking(move || ctx.vault.checkpoint_pending()).await;
+                if let Ok(Err(error)) = done {
+                    tracing::warn!(error = %error, "idle checkpoint failed; the next write or open retries");
+                }
+            }
+        }
+    });
     runtime.block_on(async move {
         let service = match server.serve(rmcp::transport::stdio()).await {
             Ok(service) => service,

@@ -98,6 +98,9 @@ pub struct SearchPolicy {
     pub chunk_min_words: usize,
     /// A publish that leaves more segments than this merges them (amortised compaction).
     pub max_segments: usize,
+    /// Writes served from the journal's tail (an in-memory segment over the active generation)
+    /// before the writer folds them into an on-disk generation (see docs/write-path.md).
+    pub tail_writes_max: usize,
     /// What `auto` runs when a verified dense index exists: semantic, hybrid or graph_assisted.
     pub auto_dense_mode: String,
     /// How deep each ranked list goes before reciprocal-rank fusion.
@@ -449,6 +452,9 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
     }
     if policy.search.graph_hops > 2 || !(0.0..=1.0).contains(&policy.search.graph_decay) {
         return Err(invalid("graph_hops", "search.graph_hops must be 0-2 and search.graph_decay within 0-1".into()));
+    }
+    if !(1..=1024).contains(&policy.search.tail_writes_max) {
+        return Err(invalid("tail_writes_max", "search.tail_writes_max must be 1-1024".into()));
     }
     if policy.search.max_segments < 2 {
         return Err(invalid("max_segments", "max_segments must be at least 2".into()));

@@ -35,8 +35,11 @@ use tantivy::{Index, IndexReader, IndexWriter, ReloadPolicy, TantivyDocument, Te
 use super::dense::{self, DenseManifest, DenseView};
 use super::schema::{self, Fields};
 use super::segment_commit;
+use super::tail;
 use super::temporal::TemporalTable;
 use crate::error::{Error, Result};
+use crate::policy::LoadedPolicy;
+use crate::store::journal::{self, JournalStamp};
 use crate::store::tantivy_dir::{self, RetainingDirectory};
 use crate::store::{durable, layout};
 
@@ -86,6 +89,11 @@ pub struct Manifest {
     pub tantivy_meta_blake3: String,
     /// Verbatim `meta.json` of the generation's tantivy commit.
     pub tantivy_meta: String,
+    /// The last write-transaction sequence number this generation includes; the journal's
+    /// intents after it are its *tail* (served from memory, see `search::tail`). 0: none known
+    /// (manifests of older engines).
+    #[serde(default)]
+    pub covers_seq: u64,
 }
 
 /// A verified, opened generation. Holding the `Arc` keeps it alive against GC.
@@ -100,6 +108,9 @@ pub struct OpenGeneration {
     /// Note entries already read from this (immutable) generation, by path.
     pub(crate) note_entries: Mutex<HashMap<String, Option<Arc<super::schema::NoteEntry>>>>,
     dense_view: OnceLock<std::result::Result<Arc<DenseView>, String>>,
+    /// For a generation served from the journal's tail: the on-disk generation under it (held
+    /// so that GC keeps its files).
+    pub(crate) base: Option<Arc<OpenGeneration>>,
 }
 
 impl std::fmt::Debug for OpenGeneration {
@@ -109,8 +120,36 @@ impl std::fmt::Debug for OpenGeneration {
 }
 
 impl OpenGeneration {
+    pub(crate) fn new(
+        root: PathBuf,
+        manifest: Manifest,
+        index: Index,
+        reader: IndexReader,
+        fields: Fields,
+        manifest_modified: Option<SystemTime>,
+        base: Option<Arc<OpenGeneration>>,
+    ) -> Self {
+        OpenGeneration {
+            root,
+            manifest,
+            index,
+            reader,
+            fields,
+            manifest_modified,
+            temporal: OnceLock::new(),
+            note_entries: Mutex::new(HashMap::new()),
+            dense_view: OnceLock::new(),
+            base,
+        }
+    }
+
     pub fn id(&self) -> &str {
         &self.manifest.generation_id
+    }
+
+    /// For a generation served from the journal's tail, the on-disk generation under it.
+    pub fn tail_base(&self) -> Option<&OpenGeneration> {
+        self.base.as_deref()
     }
 
     /// The generation's dense index, loaded and verified on first use (`None`: it has none).
@@ -135,6 +174,7 @@ pub struct Acquired {
 
 struct Current {
     active_id: String,
+    journal: Option<JournalStamp>,
     acquired: Acquired,
 }
 
@@ -270,50 +310,65 @@ pub fn open_generation(root: &Path, id: &str) -> Result<Arc<OpenGeneration>> {
         .try_into()
         .map_err(|e| corrupt(id, format!("tantivy cannot read the commit: {e}")))?;
     let manifest_modified = std::fs::metadata(manifest_path(root, id)).and_then(|m| m.modified()).ok();
-    let generation = Arc::new(OpenGeneration {
-        root: key.clone(),
-        manifest,
-        index,
-        reader,
-        fields,
-        manifest_modified,
-        temporal: OnceLock::new(),
-        note_entries: Mutex::new(HashMap::new()),
-        dense_view: OnceLock::new(),
-    });
+    let generation = Arc::new(OpenGeneration::new(key.clone(), manifest, index, reader, fields, manifest_modified, None));
     lock(&LIVE).push((key, id.to_string(), Arc::downgrade(&generation)));
     Ok(generation)
 }
 
-/// The generation readers should use: the one `ACTIVE` names, verified once per process and
-/// cached; if it cannot be verified, the newest verifiable older generation, with the reason.
-pub fn acquire(root: &Path) -> Result<Acquired> {
+/// The generation readers should use: the one `ACTIVE` names (verified once per process and
+/// cached; if it cannot be verified, the newest verifiable older generation, with the reason),
+/// plus the journal's tail of committed writes after it, built in memory (`search::tail`).
+pub fn acquire(root: &Path, policy: &LoadedPolicy) -> Result<Acquired> {
     let key = root_key(root);
-    let active =
-        read_active(root)?.ok_or_else(|| Error::NoActiveGeneration { reason: "the vault has never been synced; run sync".into() })?;
-    if let Some(current) = lock(&CURRENT).get(&key)
-        && current.active_id == active
-    {
-        return Ok(current.acquired.clone());
+    for _ in 0..8 {
+        let active =
+            read_active(root)?.ok_or_else(|| Error::NoActiveGeneration { reason: "the vault has never been synced; run sync".into() })?;
+        let stamp = JournalStamp::read(root)?;
+        if let Some(current) = lock(&CURRENT).get(&key)
+            && current.active_id == active
+            && current.journal == stamp
+        {
+            return Ok(current.acquired.clone());
+        }
+        let base = acquire_published(root, &active)?;
+        let journal = match stamp {
+            Some(_) if tail::servable(&base.generation.manifest) => journal::read_committed(root)?,
+            _ => None,
+        };
+        // `ACTIVE` moves before a fold empties the journal: if it did not move, the journal
+        // read above still held every intent after the generation it names.
+        if read_active(root)?.as_deref() != Some(active.as_str()) {
+            continue;
+        }
+        let (journal_stamp, records) = journal.map_or((stamp, Vec::new()), |(s, r)| (Some(s), r));
+        let intents = tail::intents_after(&records, base.generation.manifest.covers_seq);
+        let acquired = if intents.is_empty() {
+            base
+        } else {
+            Acquired { generation: tail::open(root, policy, base.generation, &intents)?, fallback_reason: base.fallback_reason }
+        };
+        lock(&CURRENT).insert(key, Current { active_id: active, journal: journal_stamp, acquired: acquired.clone() });
+        return Ok(acquired);
     }
-    let acquired = match open_generation(root, &active) {
-        Ok(generation) => Acquired { generation, fallback_reason: None },
+    Err(Error::SearchIndex { action: "opening the active generation", reason: "ACTIVE kept moving while it was read; retry".into() })
+}
+
+/// The on-disk generation `active` names, or the newest verifiable older one.
+fn acquire_published(root: &Path, active: &str) -> Result<Acquired> {
+    match open_generation(root, active) {
+        Ok(generation) => Ok(Acquired { generation, fallback_reason: None }),
         Err(error) => {
-            let mut found = None;
-            for candidate in older_generations(root, &active) {
+            for candidate in older_generations(root, active) {
                 if let Ok(generation) = open_generation(root, &candidate) {
-                    found = Some(Acquired {
+                    return Ok(Acquired {
                         fallback_reason: Some(format!("active_generation_unverifiable: {error}; serving previous generation {candidate}")),
                         generation,
                     });
-                    break;
                 }
             }
-            found.ok_or(error)?
+            Err(error)
         }
-    };
-    lock(&CURRENT).insert(key, Current { active_id: active, acquired: acquired.clone() });
-    Ok(acquired)
+    }
 }
 
 /// Other manifests, newest first (by creation time, then id).
@@ -384,6 +439,8 @@ pub(crate) struct PublishInput {
     /// Defer every fsync to the caller's checkpoint (the write transaction: its intent record
     /// already makes the change durable and recovery re-publishes). `None` = durable now.
     pub deferred_sync: Option<Arc<std::sync::Mutex<Vec<PathBuf>>>>,
+    /// The last write transaction the new generation includes (`None`: the parent's).
+    pub covers_seq: Option<u64>,
 }
 
 /// Result of one publish.
@@ -543,6 +600,7 @@ pub(crate) fn publish(root: &Path, input: PublishInput) -> Result<GenerationInfo
         segments: records,
         tantivy_meta_blake3: schema::hex(blake3::hash(meta_text.as_bytes()).as_bytes()),
         tantivy_meta: meta_text,
+        covers_seq: input.covers_seq.or_else(|| input.parent.as_ref().map(|p| p.manifest.covers_seq)).unwrap_or(0),
     };
     let bytes =
         serde_json::to_vec_pretty(&manifest).map_err(|e| Error::SearchIndex { action: "writing the manifest", reason: e.to_string() })?;

@@ -15,6 +15,7 @@ pub mod schema;
 mod segment_commit;
 pub mod snapshot;
 mod stemming;
+pub mod tail;
 pub mod temporal;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -180,11 +181,14 @@ pub struct SyncOptions {
     pub accept_dense_loss: bool,
     pub force_rebuild: bool,
     pub allow_partial: bool,
+    /// The last write transaction whose notes are on disk now (the writer lock is held): the
+    /// published generation includes it, so the journal's tail starts after it.
+    pub covers_seq: Option<u64>,
 }
 
 impl Default for SyncOptions {
     fn default() -> Self {
-        SyncOptions { fts_only: true, accept_dense_loss: false, force_rebuild: false, allow_partial: false }
+        SyncOptions { fts_only: true, accept_dense_loss: false, force_rebuild: false, allow_partial: false, covers_seq: None }
     }
 }
 
@@ -214,7 +218,7 @@ pub fn snapshot_hash<'a>(records: impl IntoIterator<Item = &'a NoteRecord>) -> S
     snapshot::SourceSnapshot::of(records).hash()
 }
 
-fn exclusion_of(record: &NoteRecord) -> Exclusion {
+pub(crate) fn exclusion_of(record: &NoteRecord) -> Exclusion {
     let read_error = record.problems.iter().any(|p| matches!(p.rule, "note-unreadable" | "note-too-large"));
     let kind = if read_error { "read_error" } else { "invalid_metadata" };
     let detail: Vec<String> = record.problems.iter().map(|p| format!("{}: {}", p.rule, p.message)).collect();
@@ -594,6 +598,7 @@ pub fn sync_with_progress(
             generations_kept: policy.policy.search.generations_kept,
             dense,
             deferred_sync: None,
+            covers_seq: options.covers_seq,
         },
     )?;
     if building.is_some() {
@@ -645,6 +650,7 @@ pub fn publish_changes(
     changed: &[VaultPath],
     removed: &[VaultPath],
     deferred_sync: Option<std::sync::Arc<std::sync::Mutex<Vec<std::path::PathBuf>>>>,
+    covers_seq: Option<u64>,
 ) -> Result<GenerationInfo> {
     // The write path records exclusions instead of refusing: one invalid note elsewhere must
     // never lock out writes. They are named in the manifest (and the lint gate has already
@@ -658,7 +664,7 @@ pub fn publish_changes(
     lap("exclusions + open active");
     if active.manifest.index_schema_version != schema::INDEX_SCHEMA_VERSION || active.manifest.chunker != schema::CHUNKER {
         // An index from an older engine: this write rebuilds it once (keeping a dense index).
-        let options = SyncOptions { fts_only: active.manifest.dense.is_none(), allow_partial: true, ..Default::default() };
+        let options = SyncOptions { fts_only: active.manifest.dense.is_none(), allow_partial: true, covers_seq, ..Default::default() };
         drop(active);
         let report = sync(root, policy, inventory, options)?;
         return Ok(GenerationInfo {
@@ -728,6 +734,7 @@ pub fn publish_changes(
             generations_kept: policy.policy.search.generations_kept,
             dense,
             deferred_sync,
+            covers_seq,
         },
     )
 }
@@ -975,7 +982,7 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
                 .into(),
         });
     }
-    let acquired = generation::acquire(root)?;
+    let acquired = generation::acquire(root, policy)?;
     let mut fallback_reason = acquired.fallback_reason.clone();
     let g = acquired.generation;
     let as_of = request.as_of.unwrap_or_else(|| chrono::Utc::now().date_naive());
@@ -1137,7 +1144,7 @@ pub fn suggest_related(
         return Err(Error::InvalidArgument { name: "max_results", reason: format!("must be in 1..={cap}") });
     }
     let target = VaultPath::parse(target)?;
-    let g: Arc<OpenGeneration> = generation::acquire(root)?.generation;
+    let g: Arc<OpenGeneration> = generation::acquire(root, policy)?.generation;
     let searcher = g.reader.searcher();
     let entry = note_entry(&g, &searcher, target.as_str())?.ok_or_else(|| Error::InvalidArgument {
         name: "target",

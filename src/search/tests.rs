@@ -187,12 +187,12 @@ fn incremental_sync_by_content_hash_and_publish_changes() {
 
     write(v.path(), "01_Projects/launch.md", "Launch plan", "The rocket launch window opens in May.", "");
     let mut inv = Inventory::load(v.path(), &p).expect("inv");
-    let info = publish_changes(v.path(), &p, &inv, &[vp("01_Projects/launch.md")], &[], None).expect("publish");
+    let info = publish_changes(v.path(), &p, &inv, &[vp("01_Projects/launch.md")], &[], None, None).expect("publish");
     assert_eq!(info.counts.indexed, 3);
     assert_eq!(search(v.path(), &p, SearchRequest::fts("rocket", 3)).expect("s").results[0].source.path, "01_Projects/launch.md");
     std::fs::remove_file(v.path().join("01_Projects/launch.md")).expect("rm");
     inv.remove(&vp("01_Projects/launch.md"));
-    publish_changes(v.path(), &p, &inv, &[], &[vp("01_Projects/launch.md")], None).expect("publish removal");
+    publish_changes(v.path(), &p, &inv, &[], &[vp("01_Projects/launch.md")], None, None).expect("publish removal");
     assert_eq!(search(v.path(), &p, SearchRequest::fts("rocket", 3)).expect("s").result_count, 0);
 }
 
@@ -227,7 +227,7 @@ fn gc_never_removes_a_held_generation() {
     for i in 0..4 {
         write(v.path(), "02_Areas/garden.md", "Garden", &format!("Version {i} of the garden."), "");
         let inv = Inventory::load(v.path(), &p).expect("inv");
-        publish_changes(v.path(), &p, &inv, &[vp("02_Areas/garden.md")], &[], None).expect("publish");
+        publish_changes(v.path(), &p, &inv, &[vp("02_Areas/garden.md")], &[], None, None).expect("publish");
     }
     assert!(v.path().join(format!(".paravault/search/generations/{}.json", first.generation_id)).exists());
     for seg in &held.manifest.segments {
@@ -241,7 +241,7 @@ fn gc_never_removes_a_held_generation() {
     generation::forget_cached(v.path());
     write(v.path(), "02_Areas/garden.md", "Garden", "Final garden.", "");
     let inv = Inventory::load(v.path(), &p).expect("inv");
-    let info = publish_changes(v.path(), &p, &inv, &[vp("02_Areas/garden.md")], &[], None).expect("publish");
+    let info = publish_changes(v.path(), &p, &inv, &[vp("02_Areas/garden.md")], &[], None, None).expect("publish");
     assert!(!v.path().join(format!(".paravault/search/generations/{first_id}.json")).exists());
     assert!(info.gc_removed_generations >= 1);
     let gens = std::fs::read_dir(v.path().join(".paravault/search/generations")).expect("dir").count();
@@ -255,7 +255,7 @@ fn corrupt_active_generation_falls_back_or_errors() {
     let first = sync_all(v.path(), &p);
     write(v.path(), "02_Areas/garden.md", "Garden", "Peppers in pots.", "");
     let inv = Inventory::load(v.path(), &p).expect("inv");
-    let second = publish_changes(v.path(), &p, &inv, &[vp("02_Areas/garden.md")], &[], None).expect("publish");
+    let second = publish_changes(v.path(), &p, &inv, &[vp("02_Areas/garden.md")], &[], None, None).expect("publish");
     generation::forget_cached(v.path());
     let m2 = generation::read_manifest(v.path(), &second.generation_id).expect("m2");
     let m1 = generation::read_manifest(v.path(), &first.generation_id).expect("m1");
@@ -312,7 +312,7 @@ fn readers_never_see_an_unpublished_generation() {
         let rel = format!("03_Resources/zebra-{k}.md");
         write(&root, &rel, &format!("Zebra {k}"), "A zebra note.", "");
         inv.upsert(crate::inventory::read_record(&root, &vp(&rel), crate::scan::PageKind::Note, &p));
-        publish_changes(&root, &p, &inv, &[vp(&rel)], &[], None).expect("publish");
+        publish_changes(&root, &p, &inv, &[vp(&rel)], &[], None, None).expect("publish");
     }
     done.store(true, Ordering::SeqCst);
     let seen = reader.join().expect("reader thread");
@@ -381,14 +381,14 @@ fn publish_rolls_the_writer_back_to_the_active_generation() {
     std::fs::write(generation::index_dir(v.path()).join("meta.json"), b"{garbage").expect("write");
     write(v.path(), "02_Areas/garden.md", "Garden", "Basil on the windowsill.", "");
     let inv = Inventory::load(v.path(), &p).expect("inv");
-    publish_changes(v.path(), &p, &inv, &[vp("02_Areas/garden.md")], &[], None).expect("publish");
+    publish_changes(v.path(), &p, &inv, &[vp("02_Areas/garden.md")], &[], None, None).expect("publish");
     assert_eq!(search(v.path(), &p, SearchRequest::fts("basil", 3)).expect("s").result_count, 1);
     assert_eq!(search(v.path(), &p, SearchRequest::fts("tantivy", 3)).expect("s").result_count, 1);
 }
 
 /// Live documents of the active generation as (path, chunk id), and the paths `query` finds.
 fn index_state(root: &Path, p: &LoadedPolicy, queries: &[&str]) -> (Vec<(String, String)>, Vec<Vec<String>>) {
-    let g = generation::acquire(root).expect("acquire").generation;
+    let g = generation::acquire(root, p).expect("acquire").generation;
     let searcher = g.reader.searcher();
     let mut docs = Vec::new();
     for reader in searcher.segment_readers() {
@@ -430,19 +430,19 @@ fn small_commits_build_the_same_index_as_a_full_rebuild() {
     for (rel, body) in &steps {
         write(v.path(), rel, "Changing", body, "");
         let inv = Inventory::load(v.path(), &p).expect("inv");
-        publish_changes(v.path(), &p, &inv, &[vp(rel)], &[], None).expect("publish");
+        publish_changes(v.path(), &p, &inv, &[vp(rel)], &[], None, None).expect("publish");
     }
     // Remove a note that sits alone in its segment (the segment empties and is dropped) and
     // one that shares a segment with others.
     for rel in ["01_Projects/solo.md", "03_Resources/rust.md"] {
         std::fs::remove_file(layout::join(v.path(), rel)).expect("rm");
         let inv = Inventory::load(v.path(), &p).expect("inv");
-        publish_changes(v.path(), &p, &inv, &[], &[vp(rel)], None).expect("publish removal");
+        publish_changes(v.path(), &p, &inv, &[], &[vp(rel)], None, None).expect("publish removal");
     }
     let inv = Inventory::load(v.path(), &p).expect("inv");
     let queries = ["comet", "tomatoes", "peppers", "nebula", "alpha", "borrow", "tantivy", "changing"];
     let incremental = index_state(v.path(), &p, &queries);
-    let g = generation::acquire(v.path()).expect("acquire").generation;
+    let g = generation::acquire(v.path(), &p).expect("acquire").generation;
     assert!(g.manifest.segments.len() <= 4, "merges keep the segment count bounded: {}", g.manifest.segments.len());
     drop(g);
 
@@ -465,7 +465,7 @@ fn keywords_from_stored_chunks_equal_keywords_of_the_note_text() {
     );
     write(v.path(), "03_Resources/comets.md", "Comet facts", &body, "");
     sync_all(v.path(), &p);
-    let g = generation::acquire(v.path()).expect("acquire").generation;
+    let g = generation::acquire(v.path(), &p).expect("acquire").generation;
     let searcher = g.reader.searcher();
     let entry = note_entry(&g, &searcher, "03_Resources/comets.md").expect("entry").expect("indexed");
     let text = std::fs::read_to_string(v.path().join("03_Resources/comets.md")).expect("read");

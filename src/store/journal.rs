@@ -45,6 +45,81 @@ pub struct Intent {
     pub search_removed: Vec<String>,
     /// The receipt to append once the transaction is in place (generation fields filled then).
     pub receipt: serde_json::Value,
+    /// What the vault's search sources are once this intent is in place (for a generation
+    /// served from the journal's tail: see `search::tail`). Absent in journals of older engines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub search_snapshot: Option<SearchSnapshot>,
+}
+
+/// The search-source summary of the vault after an intent: snapshot hash and note counts.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SearchSnapshot {
+    pub source_snapshot_hash: String,
+    pub scanned: usize,
+    pub indexed: usize,
+    pub excluded: usize,
+}
+
+/// Identity of the journal file's current contents as seen from outside (length, modification
+/// time): a reader re-reads the journal only when it changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct JournalStamp {
+    pub len: u64,
+    pub modified_nanos: u128,
+    pub inode: u64,
+}
+
+impl JournalStamp {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        let modified_nanos = meta.modified().ok().and_then(|m| m.duration_since(std::time::UNIX_EPOCH).ok()).map_or(0, |d| d.as_nanos());
+        JournalStamp { len: meta.len(), modified_nanos, inode: meta.ino() }
+    }
+
+    /// The stamp of the journal at `root` (`None` when it does not exist).
+    pub fn read(root: &Path) -> Result<Option<Self>> {
+        match std::fs::metadata(layout::join(root, layout::JOURNAL)) {
+            Ok(meta) => Ok(Some(Self::of(&meta))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io("reading", e)),
+        }
+    }
+}
+
+/// Parses every intact record of `bytes`; returns them and the length they cover (a torn tail
+/// after it is a record that never committed).
+fn parse_records(bytes: &[u8]) -> (Vec<Record>, usize) {
+    let mut records = Vec::new();
+    let mut offset = 0usize;
+    while offset + 12 <= bytes.len() {
+        let len = u32::from_le_bytes(bytes[offset..offset + 4].try_into().unwrap_or_default()) as usize;
+        let Some(payload) = bytes.get(offset + 12..offset + 12 + len) else { break };
+        if blake3::hash(payload).as_bytes()[..8] != bytes[offset + 4..offset + 12] {
+            break;
+        }
+        match serde_json::from_slice::<Record>(payload) {
+            Ok(record) => records.push(record),
+            Err(_) => break,
+        }
+        offset += 12 + len;
+    }
+    (records, offset)
+}
+
+/// Reads the journal's intact records without changing the file (readers: a torn tail is left
+/// to the writer). Returns the stamp the records were read at; `None` when there is no journal.
+pub fn read_committed(root: &Path) -> Result<Option<(JournalStamp, Vec<Record>)>> {
+    let path = layout::join(root, layout::JOURNAL);
+    let mut file = match File::open(&path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io("opening", e)),
+    };
+    let meta = file.metadata().map_err(|e| io("reading", e))?;
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.read_to_end(&mut bytes).map_err(|e| io("reading", e))?;
+    let (records, _) = parse_records(&bytes);
+    Ok(Some((JournalStamp::of(&meta), records)))
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -59,6 +134,9 @@ pub struct Journal {
     path: PathBuf,
     file: File,
     len: u64,
+    /// The file as this handle last left it: another process changed it when the path's
+    /// stamp differs.
+    seen: JournalStamp,
 }
 
 fn io(action: &'static str, e: std::io::Error) -> Error {
@@ -72,20 +150,7 @@ impl Journal {
         let mut file = OpenOptions::new().read(true).append(true).create(true).open(&path).map_err(|e| io("opening", e))?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(|e| io("reading", e))?;
-        let mut records = Vec::new();
-        let mut offset = 0usize;
-        while offset + 12 <= bytes.len() {
-            let len = u32::from_le_bytes(bytes[offset..offset + 4].try_into().unwrap_or_default()) as usize;
-            let Some(payload) = bytes.get(offset + 12..offset + 12 + len) else { break };
-            if blake3::hash(payload).as_bytes()[..8] != bytes[offset + 4..offset + 12] {
-                break;
-            }
-            match serde_json::from_slice::<Record>(payload) {
-                Ok(record) => records.push(record),
-                Err(_) => break,
-            }
-            offset += 12 + len;
-        }
+        let (records, offset) = parse_records(&bytes);
         if offset < bytes.len() {
             tracing::warn!(torn_bytes = bytes.len() - offset, "journal: truncating a torn tail (an uncommitted intent)");
             faults::check("journal_truncate").map_err(|e| io("truncating", e))?;
@@ -93,7 +158,8 @@ impl Journal {
             file.sync_data().map_err(|e| io("syncing", e))?;
         }
         file.seek(SeekFrom::End(0)).map_err(|e| io("seeking", e))?;
-        Ok((Journal { path, file, len: offset as u64 }, records))
+        let seen = JournalStamp::of(&file.metadata().map_err(|e| io("reading", e))?);
+        Ok((Journal { path, file, len: offset as u64, seen }, records))
     }
 
     /// Appends a record; with `durable`, fdatasyncs before returning (the commit point).
@@ -116,6 +182,7 @@ impl Journal {
         match result {
             Ok(()) => {
                 self.len += frame.len() as u64;
+                self.seen = JournalStamp::of(&self.file.metadata().map_err(|e| io("reading", e))?);
                 Ok(())
             }
             Err(e) => {
@@ -133,7 +200,14 @@ impl Journal {
         self.file.set_len(0).map_err(|e| io("truncating", e))?;
         self.file.sync_data().map_err(|e| io("syncing", e))?;
         self.len = 0;
+        self.seen = JournalStamp::of(&self.file.metadata().map_err(|e| io("reading", e))?);
         Ok(())
+    }
+
+    /// Whether the journal file is still as this handle left it (no other process appended to
+    /// it or emptied it since).
+    pub fn unchanged_since_seen(&self, root: &Path) -> Result<bool> {
+        Ok(JournalStamp::read(root)? == Some(self.seen))
     }
 
     pub fn len_bytes(&self) -> u64 {

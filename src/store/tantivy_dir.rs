@@ -4,6 +4,10 @@
 //!
 //! Readers open it with a *pinned* `meta.json` (the copy recorded in a generation manifest), so
 //! a `Searcher` sees exactly the commit a generation names, whatever the writer did since.
+//!
+//! A generation served from the journal's tail (`search::tail`) opens it as an *overlay*: new
+//! files and `meta.json` live in memory, every other file is read from disk, and nothing is
+//! ever written to disk or locked there.
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -11,7 +15,8 @@ use std::sync::{Arc, Mutex};
 
 use tantivy::directory::error::{DeleteError, LockError, OpenDirectoryError, OpenReadError, OpenWriteError};
 use tantivy::directory::{
-    AntiCallToken, Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, TerminatingWrite, WatchCallback, WatchHandle, WritePtr,
+    AntiCallToken, Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, RamDirectory, TerminatingWrite, WatchCallback, WatchHandle,
+    WritePtr,
 };
 use tantivy::directory::{INDEX_WRITER_LOCK, META_LOCK};
 
@@ -32,6 +37,8 @@ pub struct RetainingDirectory {
     /// write transaction, whose intent record already makes the change durable) fsyncs them
     /// all at once in its checkpoint.
     deferred_sync: Option<Arc<Mutex<Vec<PathBuf>>>>,
+    /// When set, every write (and `meta.json`) lives here, in memory; reads look here first.
+    overlay: Option<RamDirectory>,
 }
 
 /// A segment file writer that flushes on terminate but leaves the fsync to the checkpoint.
@@ -55,7 +62,13 @@ impl TerminatingWrite for DeferredSyncFile {
 impl RetainingDirectory {
     /// The writer's view: the live `meta.json`.
     pub fn open(dir: &Path) -> Result<Self, OpenDirectoryError> {
-        Ok(RetainingDirectory { inner: MmapDirectory::open(dir)?, path: dir.to_path_buf(), pinned_meta: None, deferred_sync: None })
+        Ok(RetainingDirectory {
+            inner: MmapDirectory::open(dir)?,
+            path: dir.to_path_buf(),
+            pinned_meta: None,
+            deferred_sync: None,
+            overlay: None,
+        })
     }
 
     /// The writer's view with fsyncs deferred: every file written is listed in `written`.
@@ -65,6 +78,7 @@ impl RetainingDirectory {
             path: dir.to_path_buf(),
             pinned_meta: None,
             deferred_sync: Some(written),
+            overlay: None,
         })
     }
 
@@ -75,7 +89,27 @@ impl RetainingDirectory {
             path: dir.to_path_buf(),
             pinned_meta: Some(Arc::new(meta_json)),
             deferred_sync: None,
+            overlay: None,
         })
+    }
+
+    /// An in-memory overlay on the committed files, starting at the commit `meta_json`: tantivy
+    /// writes new segments and commits into memory; nothing on disk changes.
+    pub fn open_overlay(dir: &Path, meta_json: &[u8]) -> io::Result<Self> {
+        let overlay = RamDirectory::create();
+        overlay.atomic_write(Path::new(META_FILE), meta_json)?;
+        Ok(RetainingDirectory {
+            inner: MmapDirectory::open(dir).map_err(|e| io::Error::other(e.to_string()))?,
+            path: dir.to_path_buf(),
+            pinned_meta: None,
+            deferred_sync: None,
+            overlay: Some(overlay),
+        })
+    }
+
+    /// The overlay's bytes of `path`, if it holds that file.
+    fn overlay_holds(&self, path: &Path) -> Option<&RamDirectory> {
+        self.overlay.as_ref().filter(|ram| ram.exists(path).unwrap_or(false))
     }
 
     fn record(&self, path: &Path) {
@@ -99,22 +133,31 @@ impl RetainingDirectory {
 
 impl Directory for RetainingDirectory {
     fn get_file_handle(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
-        self.inner.get_file_handle(path)
+        match self.overlay_holds(path) {
+            Some(ram) => ram.get_file_handle(path),
+            None => self.inner.get_file_handle(path),
+        }
     }
 
     fn delete(&self, path: &Path) -> Result<(), DeleteError> {
         // Segment files belong to generations; only the engine's GC removes them.
-        if Self::is_lock(path) { self.inner.delete(path) } else { Ok(()) }
+        if Self::is_lock(path) && self.overlay.is_none() { self.inner.delete(path) } else { Ok(()) }
     }
 
     fn exists(&self, path: &Path) -> Result<bool, OpenReadError> {
-        if Self::is_meta(path) && self.pinned_meta.is_some() {
+        if Self::is_meta(path) && self.pinned_meta.is_some() || self.overlay_holds(path).is_some() {
             return Ok(true);
         }
         self.inner.exists(path)
     }
 
     fn open_write(&self, path: &Path) -> Result<WritePtr, OpenWriteError> {
+        if let Some(ram) = &self.overlay {
+            if self.inner.exists(path).unwrap_or(true) {
+                return Err(OpenWriteError::FileAlreadyExists(path.to_path_buf()));
+            }
+            return ram.open_write(path);
+        }
         if self.pinned_meta.is_some() {
             return Err(OpenWriteError::IoError {
                 io_error: Arc::new(io::Error::other("pinned generation is read-only")),
@@ -143,7 +186,10 @@ impl Directory for RetainingDirectory {
         {
             return Ok(meta.as_ref().clone());
         }
-        self.inner.atomic_read(path)
+        match self.overlay_holds(path) {
+            Some(ram) => ram.atomic_read(path),
+            None => self.inner.atomic_read(path),
+        }
     }
 
     fn atomic_write(&self, path: &Path, data: &[u8]) -> io::Result<()> {
@@ -152,6 +198,9 @@ impl Directory for RetainingDirectory {
         }
         if Self::is_managed_list(path) {
             return Ok(());
+        }
+        if let Some(ram) = &self.overlay {
+            return ram.atomic_write(path, data);
         }
         if self.deferred_sync.is_none() {
             return self.inner.atomic_write(path, data);
@@ -166,15 +215,19 @@ impl Directory for RetainingDirectory {
     }
 
     fn sync_directory(&self) -> io::Result<()> {
-        if self.deferred_sync.is_some() { Ok(()) } else { self.inner.sync_directory() }
+        if self.deferred_sync.is_some() || self.overlay.is_some() { Ok(()) } else { self.inner.sync_directory() }
     }
 
     fn acquire_lock(&self, lock: &Lock) -> Result<DirectoryLock, LockError> {
+        if self.overlay.is_some() {
+            // An overlay is private to the reader that built it: nobody to exclude.
+            return Ok(DirectoryLock::from(Box::new(())));
+        }
         self.inner.acquire_lock(lock)
     }
 
     fn watch(&self, watch_callback: WatchCallback) -> tantivy::Result<WatchHandle> {
-        if self.pinned_meta.is_some() {
+        if self.pinned_meta.is_some() || self.overlay.is_some() {
             return Ok(WatchHandle::empty());
         }
         self.inner.watch(watch_callback)

@@ -12,10 +12,15 @@
 //!                 it, recovery always finishes the transaction.
 //! 6. apply      — rename the note, catalog pages and log.md entry into place (no fsync yet:
 //!                 the intent already holds their bytes).
-//! 7. publish    — publish the next immutable search generation.
+//! 7. publish    — publish the next immutable search generation: for an FTS-only vault that is
+//!                 the active generation plus the journal's tail up to this intent (nothing to
+//!                 write: readers build it in memory, `search::tail`), and every
+//!                 `search.tail_writes_max` writes a *fold* into an on-disk generation; a dense
+//!                 vault publishes (and embeds) on every write.
 //! 8. receipt    — append the hash-chained receipt.
 //! 9. checkpoint — fsync every touched file and directory and the receipt log in parallel,
-//!                 then mark the intent done.
+//!                 then mark the intents done. Deferred for tail writes (the intent already
+//!                 makes them durable) to the next fold, `Vault::checkpoint_pending`, or drop.
 //!
 //! A failure before step 5 records a content-free `aborted` receipt naming the phase and error
 //! code and changes nothing else. A failure after step 5 is finished by `recover` (at once,
@@ -37,7 +42,7 @@ use crate::inventory::{self, NoteRecord};
 use crate::lint;
 use crate::note::path::VaultPath;
 use crate::scan::PageKind;
-use crate::store::journal::{FileChange, Intent, Record};
+use crate::store::journal::{FileChange, Intent, Record, SearchSnapshot};
 use crate::store::{faults, layout};
 use crate::vault::{Vault, WriterGuard};
 
@@ -148,6 +153,7 @@ struct Plan {
     catalog_state: crate::catalog::CatalogState,
     orphans: usize,
     counts: (usize, usize, usize),
+    search_snapshot: SearchSnapshot,
 }
 
 /// Runs one write transaction and returns its receipt.
@@ -174,11 +180,13 @@ pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Value> {
         search_changed: search_changed.iter().map(|n| n.path.to_string()).collect(),
         search_removed: search_removed.iter().map(|n| n.path.to_string()).collect(),
         receipt: Value::Object(receipt),
+        search_snapshot: Some(plan.search_snapshot.clone()),
     };
     if let Err(error) = writer.journal.append(&Record::Intent(intent.clone()), true) {
         restore_model(vault, plan.previous_records);
         return Err(abort(vault, &mut writer, &mutation, "commit", error));
     }
+    writer.records.push(Record::Intent(intent.clone()));
     phases.mark("commit");
     faults::crash_point("after_commit");
     // Past the commit point: finish, or leave it to recovery.
@@ -262,7 +270,7 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
     }
     let today = vault.today();
     let touched: Vec<VaultPath> = mutation.notes.iter().map(|n| n.path.clone()).collect();
-    let (gate, previous_records, catalog_plan, counts) = vault.with_inventory_mut(|inventory| {
+    let (gate, previous_records, catalog_plan, counts, search_snapshot) = vault.with_inventory_mut(|inventory| {
         let baseline = lint::baseline(inventory, policy, &touched, today);
         let mut previous = Vec::with_capacity(mutation.notes.len());
         for note in &mutation.notes {
@@ -284,7 +292,9 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
         let dirs: BTreeSet<String> = touched.iter().flat_map(crate::catalog::affected_dirs).collect();
         let plan = vault.plan_catalogs(inventory, &dirs);
         let (notes, valid) = (inventory.counts.notes, inventory.counts.valid);
-        (gate, previous, plan, (notes, valid, notes - valid))
+        let snapshot =
+            SearchSnapshot { source_snapshot_hash: inventory.snapshot.hash(), scanned: notes, indexed: valid, excluded: notes - valid };
+        (gate, previous, plan, (notes, valid, notes - valid), snapshot)
     })?;
     if !gate.passed() {
         restore_model(vault, previous_records);
@@ -317,7 +327,7 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
             changes.push(FileChange::Append { path: layout::LOG.to_string(), before_len: meta.len(), text: entry.clone() });
         }
     }
-    Ok(Plan { hashes, changes, previous_records, catalog_state: catalog_plan.state, orphans: 0, counts })
+    Ok(Plan { hashes, changes, previous_records, catalog_state: catalog_plan.state, orphans: 0, counts, search_snapshot })
 }
 
 /// Puts the in-memory model back as it was before the plan (the disk was never touched).
@@ -394,14 +404,19 @@ fn abort(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, phase
 
 /// Steps 6–9 for a committed intent: apply, publish, receipt, checkpoint.
 fn finish(vault: &Vault, writer: &mut WriterGuard<'_>, intent: &Intent, phases: &mut Phases) -> Result<Value> {
-    apply_changes(vault, &intent.changes, &BTreeSet::new())?;
+    apply_changes(vault, &intent.changes, &BTreeSet::new(), false)?;
     phases.mark("apply");
     faults::crash_point("after_apply");
     let mut receipt = match &intent.receipt {
         Value::Object(map) => map.clone(),
         _ => Map::new(),
     };
-    let generation = publish(vault, intent)?;
+    let route = search_route(vault, writer)?;
+    let generation = match &route {
+        SearchRoute::Tail { active } => Published::tail(active, intent),
+        SearchRoute::Fold => fold(vault, writer)?,
+        SearchRoute::Publish => publish(vault, intent)?,
+    };
     record_generation(&mut receipt, &generation);
     phases.mark("publish");
     faults::crash_point("after_publish");
@@ -409,9 +424,43 @@ fn finish(vault: &Vault, writer: &mut WriterGuard<'_>, intent: &Intent, phases: 
     receipt.insert("phase_ms".into(), Value::Object(phases.done.clone()));
     let value = writer.receipts.append(vault.root(), receipt, false)?;
     faults::crash_point("after_receipt");
-    checkpoint(vault, writer, intent, &generation.deferred_files)?;
-    faults::crash_point("after_checkpoint");
+    writer.unsynced.push(intent.clone());
+    if !matches!(route, SearchRoute::Tail { .. }) {
+        checkpoint_unsynced(vault, writer, &generation.deferred_files)?;
+    }
     Ok(value)
+}
+
+/// How a write's search generation comes to be.
+enum SearchRoute {
+    /// The active generation plus the journal's tail up to the intent: nothing to write.
+    Tail { active: String },
+    /// The tail is full: publish it as an on-disk generation now.
+    Fold,
+    /// Publish a generation for this intent alone (dense vaults, a first or old-format index).
+    Publish,
+}
+
+/// Journal size above which the tail is folded even before `search.tail_writes_max` writes.
+const TAIL_JOURNAL_BYTES_MAX: u64 = 4 << 20;
+
+fn search_route(vault: &Vault, writer: &WriterGuard<'_>) -> Result<SearchRoute> {
+    let root = vault.root();
+    let Some(active) = crate::search::generation::read_active(root)? else { return Ok(SearchRoute::Publish) };
+    let manifest = match crate::search::generation::read_manifest(root, &active) {
+        Ok(manifest) => manifest,
+        Err(_) => return Ok(SearchRoute::Publish),
+    };
+    let max = vault.policy().policy.search.tail_writes_max;
+    if !crate::search::tail::servable(&manifest) || max <= 1 {
+        return Ok(SearchRoute::Publish);
+    }
+    let tail = crate::search::tail::intents_after(&writer.records, manifest.covers_seq).len();
+    if tail >= max || writer.journal.len_bytes() > TAIL_JOURNAL_BYTES_MAX {
+        Ok(SearchRoute::Fold)
+    } else {
+        Ok(SearchRoute::Tail { active })
+    }
 }
 
 /// What the publish step produced, for the receipt.
@@ -422,6 +471,34 @@ pub(crate) struct Published {
     pub excluded: usize,
     /// Generation files written without fsync; the checkpoint makes them durable.
     pub deferred_files: Vec<PathBuf>,
+}
+
+impl Published {
+    /// Generation `<active>+<seq>`: the active generation plus the journal's tail up to `intent`.
+    pub(crate) fn tail(active: &str, intent: &Intent) -> Self {
+        let counts = intent.search_snapshot.as_ref().map_or((0, 0, 0), |s| (s.scanned, s.indexed, s.excluded));
+        Published {
+            generation_id: crate::search::tail::generation_id(active, intent.seq),
+            scanned: counts.0,
+            indexed: counts.1,
+            excluded: counts.2,
+            deferred_files: Vec::new(),
+        }
+    }
+}
+
+/// Folds the journal's tail (this intent included) into an on-disk generation.
+fn fold(vault: &Vault, writer: &WriterGuard<'_>) -> Result<Published> {
+    let written = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let info = crate::search::tail::fold(vault.root(), vault.policy(), &writer.records, Some(written.clone()))?;
+    let deferred_files = std::mem::take(&mut *written.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+    Ok(Published {
+        generation_id: info.generation_id,
+        scanned: info.counts.scanned,
+        indexed: info.counts.indexed,
+        excluded: info.counts.excluded,
+        deferred_files,
+    })
 }
 
 /// Publishes the next immutable search generation for an intent's note changes: O(change)
@@ -435,7 +512,8 @@ pub(crate) fn publish(vault: &Vault, intent: &Intent) -> Result<Published> {
     vault.with_inventory(|inventory| -> Result<Published> {
         if crate::search::generation::read_active(root)?.is_some() {
             let written = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-            let info = crate::search::publish_changes(root, policy, inventory, &changed, &removed, Some(written.clone()))?;
+            let info =
+                crate::search::publish_changes(root, policy, inventory, &changed, &removed, Some(written.clone()), Some(intent.seq))?;
             let deferred_files = std::mem::take(&mut *written.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
             Ok(Published {
                 generation_id: info.generation_id,
@@ -446,7 +524,7 @@ pub(crate) fn publish(vault: &Vault, intent: &Intent) -> Result<Published> {
             })
         } else {
             // The first generation of a vault is built (durably) from all its notes.
-            let options = crate::search::SyncOptions { allow_partial: true, ..Default::default() };
+            let options = crate::search::SyncOptions { allow_partial: true, covers_seq: Some(intent.seq), ..Default::default() };
             let report = crate::search::sync(root, policy, inventory, options)?;
             Ok(Published {
                 generation_id: report.generation_id,
@@ -468,21 +546,33 @@ pub(crate) fn record_generation(receipt: &mut Map<String, Value>, generation: &P
 }
 
 /// Puts every change in place (idempotent). Paths in `skip` are left alone (a later intent
-/// owns them).
-pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeSet<String>) -> Result<()> {
+/// owns them). With `only_if_different`, a file already holding its post-image is not
+/// rewritten (recovery of an intent that another process applied).
+pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeSet<String>, only_if_different: bool) -> Result<()> {
     let root = vault.root();
     for change in changes.iter().filter(|c| !skip.contains(c.path())) {
         let Ok(path) = VaultPath::parse_walked(change.path()) else { continue };
         let absolute = path.under(root);
         match change {
             FileChange::Write { text, .. } => {
+                if only_if_different && std::fs::read(&absolute).is_ok_and(|bytes| bytes == text.as_bytes()) {
+                    continue;
+                }
                 if let Some(parent) = absolute.parent().filter(|p| !p.is_dir()) {
                     crate::store::durable::create_dir_all(root, parent)?;
                 }
                 crate::store::durable::replace_unsynced(root, &absolute, text.as_bytes())?;
             }
-            FileChange::Delete { .. } => crate::store::durable::remove_unsynced(root, &absolute)?,
+            FileChange::Delete { .. } => {
+                if only_if_different && !absolute.exists() {
+                    continue;
+                }
+                crate::store::durable::remove_unsynced(root, &absolute)?
+            }
             FileChange::Append { before_len, text, .. } => {
+                if only_if_different && appended_already(&absolute, *before_len, text) {
+                    continue;
+                }
                 crate::store::durable::truncate_and_append_unsynced(root, &absolute, *before_len, text.as_bytes())?;
             }
         }
@@ -490,22 +580,71 @@ pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeS
     Ok(())
 }
 
-/// Makes the intent's files durable and marks it done.
-pub(crate) fn checkpoint(vault: &Vault, writer: &mut WriterGuard<'_>, intent: &Intent, generation_files: &[PathBuf]) -> Result<()> {
+/// Whether `file` is `before_len` bytes followed by exactly `text`.
+fn appended_already(file: &std::path::Path, before_len: u64, text: &str) -> bool {
+    std::fs::read(file).is_ok_and(|bytes| bytes.len() as u64 == before_len + text.len() as u64 && bytes.ends_with(text.as_bytes()))
+}
+
+/// Checkpoints this process's deferred intents (and `generation_files`): see `checkpoint`.
+pub(crate) fn checkpoint_unsynced(vault: &Vault, writer: &mut WriterGuard<'_>, generation_files: &[PathBuf]) -> Result<()> {
+    let intents = std::mem::take(&mut writer.unsynced);
+    if let Err(error) = checkpoint(vault, writer, &intents, generation_files) {
+        writer.unsynced = intents;
+        return Err(error);
+    }
+    faults::crash_point("after_checkpoint");
+    Ok(())
+}
+
+/// Makes the intents' files durable (every touched file and directory, the generation files
+/// and the receipt log, fsynced in parallel), marks them done, and empties the journal once
+/// every intent in it is done and in the active generation.
+pub(crate) fn checkpoint(vault: &Vault, writer: &mut WriterGuard<'_>, intents: &[Intent], generation_files: &[PathBuf]) -> Result<()> {
     let root = vault.root();
-    let mut files: Vec<PathBuf> = generation_files.to_vec();
+    let mut files: BTreeSet<PathBuf> = generation_files.iter().cloned().collect();
     let mut dirs: BTreeSet<PathBuf> = generation_files.iter().filter_map(|f| f.parent().map(std::path::Path::to_path_buf)).collect();
-    for change in &intent.changes {
+    for change in intents.iter().flat_map(|i| &i.changes) {
         let absolute = layout::join(root, change.path());
         if let Some(dir) = absolute.parent() {
             dirs.insert(dir.to_path_buf());
         }
         if !matches!(change, FileChange::Delete { .. }) {
-            files.push(absolute);
+            files.insert(absolute);
         }
     }
-    files.push(layout::join(root, layout::RECEIPTS));
+    files.insert(layout::join(root, layout::RECEIPTS));
     dirs.insert(layout::join(root, layout::STATE_DIR));
+    let files: Vec<PathBuf> = files.into_iter().filter(|f| f.exists()).collect();
     crate::store::durable::sync_all_paths(root, &files, &dirs.into_iter().collect::<Vec<_>>())?;
-    writer.journal.append(&Record::Done { seq: intent.seq }, false)
+    for intent in intents {
+        writer.journal.append(&Record::Done { seq: intent.seq }, false)?;
+        writer.records.push(Record::Done { seq: intent.seq });
+    }
+    reset_journal_when_folded(vault, writer, !generation_files.is_empty())
+}
+
+/// Journal size above which a fully-done, fully-published journal is emptied even without a
+/// fold (dense vaults publish every write and never fold).
+const JOURNAL_RESET_BYTES: u64 = 1 << 20;
+
+/// Empties the journal when every intent in it is done and included in the active generation
+/// (right after a fold or a publish; otherwise once it passes `JOURNAL_RESET_BYTES`).
+fn reset_journal_when_folded(vault: &Vault, writer: &mut WriterGuard<'_>, published: bool) -> Result<()> {
+    if !published && writer.journal.len_bytes() <= JOURNAL_RESET_BYTES {
+        return Ok(());
+    }
+    if !recover::pending(&writer.records).is_empty() || !writer.unsynced.is_empty() {
+        return Ok(());
+    }
+    let last = writer.records.iter().filter_map(|r| if let Record::Intent(i) = r { Some(i.seq) } else { None }).max();
+    if let Some(last) = last {
+        let Some(active) = crate::search::generation::read_active(vault.root())? else { return Ok(()) };
+        let covered = crate::search::generation::read_manifest(vault.root(), &active).is_ok_and(|m| m.covers_seq >= last);
+        if !covered {
+            return Ok(());
+        }
+    }
+    writer.journal.reset()?;
+    writer.records.clear();
+    Ok(())
 }

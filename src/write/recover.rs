@@ -12,9 +12,6 @@ use crate::note::path::VaultPath;
 use crate::store::journal::{Intent, Record};
 use crate::vault::{Vault, WriterGuard};
 
-/// Journal size above which a fully-done journal is emptied.
-const JOURNAL_RESET_BYTES: u64 = 1 << 20;
-
 /// Intents in `records` that have no `Done` record, in sequence order.
 pub fn pending(records: &[Record]) -> Vec<Intent> {
     let done: BTreeSet<u64> = records.iter().filter_map(|r| if let Record::Done { seq } = r { Some(*seq) } else { None }).collect();
@@ -27,28 +24,32 @@ pub fn pending(records: &[Record]) -> Vec<Intent> {
     out
 }
 
-/// Finishes pending intents; returns their sequence numbers.
+/// Finishes pending intents (except this process's own deferred ones, which are in place);
+/// returns their sequence numbers.
 pub fn recover_pending(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<Vec<u64>> {
     let records = std::mem::take(&mut writer.records);
-    let todo = pending(&records);
-    let mut finished = Vec::new();
+    let mine: BTreeSet<u64> = writer.unsynced.iter().map(|i| i.seq).collect();
+    let todo: Vec<Intent> = pending(&records).into_iter().filter(|i| !mine.contains(&i.seq)).collect();
+    writer.records = records;
+    let mut generation_files = Vec::new();
     for intent in &todo {
-        let later: BTreeSet<String> = records
+        let later: BTreeSet<String> = writer
+            .records
             .iter()
             .filter_map(|r| if let Record::Intent(i) = r { Some(i) } else { None })
             .filter(|i| i.seq > intent.seq)
             .flat_map(|i| i.changes.iter().map(|c| c.path().to_string()))
             .collect();
         tracing::warn!(seq = intent.seq, "recovery: finishing a committed transaction");
-        super::apply_changes(vault, &intent.changes, &later)?;
+        super::apply_changes(vault, &intent.changes, &later, true)?;
         for change in &intent.changes {
             if let Ok(path) = VaultPath::parse_walked(change.path()) {
                 vault.refresh_path(&path)?;
             }
         }
         vault.invalidate_catalog_state();
-        // The generation is derivable from the notes now on disk: publish it again.
-        let generation = super::publish(vault, intent)?;
+        let generation = generation_of(vault, intent)?;
+        generation_files.extend(generation.deferred_files.iter().cloned());
         if !writer.receipts.contains_seq(intent.seq) {
             let mut receipt = match &intent.receipt {
                 Value::Object(map) => map.clone(),
@@ -59,14 +60,35 @@ pub fn recover_pending(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<Ve
             receipt.insert("duration_ms".into(), Value::String("".into()));
             writer.receipts.append(vault.root(), receipt, false)?;
         }
-        super::checkpoint(vault, writer, intent, &generation.deferred_files)?;
-        finished.push(intent.seq);
     }
-    writer.records = records;
+    if !todo.is_empty() {
+        super::checkpoint(vault, writer, &todo, &generation_files)?;
+    }
     writer.needs_recovery = false;
-    if writer.journal.len_bytes() > JOURNAL_RESET_BYTES {
-        writer.journal.reset()?;
-        writer.records.clear();
+    Ok(todo.iter().map(|i| i.seq).collect())
+}
+
+/// The search generation that includes a recovered intent: the active one if it covers the
+/// intent, the active one plus the journal's tail if it can be served that way, else a new
+/// one published from the notes now on disk (dense vaults, a vault never synced).
+fn generation_of(vault: &Vault, intent: &Intent) -> Result<super::Published> {
+    let root = vault.root();
+    if let Some(active) = crate::search::generation::read_active(root)?
+        && let Ok(manifest) = crate::search::generation::read_manifest(root, &active)
+    {
+        if manifest.covers_seq >= intent.seq {
+            let counts = &manifest.counts;
+            return Ok(super::Published {
+                generation_id: active,
+                scanned: counts.scanned,
+                indexed: counts.indexed,
+                excluded: counts.excluded,
+                deferred_files: Vec::new(),
+            });
+        }
+        if crate::search::tail::servable(&manifest) && vault.policy().policy.search.tail_writes_max > 1 {
+            return Ok(super::Published::tail(&active, intent));
+        }
     }
-    Ok(finished)
+    super::publish(vault, intent)
 }

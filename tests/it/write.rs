@@ -162,49 +162,95 @@ fn proposals_are_content_addressed_like_power_and_need_approval() {
 /// vault is byte-identical plus one aborted receipt; after it, the transaction completes.
 #[test]
 fn fault_sweep_every_mutation_of_an_ingest() {
-    let fixture = format!("-- log.md --\n# Log\n-- 01_Projects/hub.md --\n{}", note("Project", "Hub", "x\n"));
-    // Count the mutations of a clean run.
-    let (_d, v) = vault(&fixture);
-    v.generate_index().unwrap();
+    // The first write of a vault publishes its first generation; later ones are served from
+    // the journal's tail (checkpoint deferred to the vault's drop); every tail_writes_max-th
+    // folds the tail into an on-disk generation.
+    for scenario in [SweepScenario::FirstPublish, SweepScenario::Tail, SweepScenario::Fold] {
+        fault_sweep(scenario);
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+enum SweepScenario {
+    FirstPublish,
+    Tail,
+    Fold,
+}
+
+/// A fresh vault set up so that the next ingest takes `scenario`'s route.
+fn sweep_vault(scenario: SweepScenario) -> (tempfile::TempDir, paravault::Vault) {
+    let mut fixture = format!("-- log.md --\n# Log\n-- 01_Projects/hub.md --\n{}", note("Project", "Hub", "x\n"));
+    if matches!(scenario, SweepScenario::Fold) {
+        fixture.push_str("-- .paravault/policy.yaml --\nsearch:\n  tail_writes_max: 2\n");
+    }
+    let (dir, vault) = vault(&fixture);
+    vault.generate_index().unwrap();
+    if !matches!(scenario, SweepScenario::FirstPublish) {
+        vault.sync_vault(&Default::default()).unwrap();
+    }
+    if matches!(scenario, SweepScenario::Fold) {
+        vault.ingest_note(&ingest("01_Projects/first", "[[hub]]")).unwrap();
+    }
+    (dir, vault)
+}
+
+/// Whether the generation readers are served now holds a document of `path`.
+fn served_holds(root: &std::path::Path, vault: &paravault::Vault, path: &str) -> bool {
+    let served = paravault::search::generation::acquire(root, vault.policy()).unwrap().generation;
+    let term = tantivy::Term::from_field_text(served.fields.path, path);
+    let query = tantivy::query::TermQuery::new(term, tantivy::schema::IndexRecordOption::Basic);
+    served.reader.searcher().search(&query, &tantivy::collector::Count).unwrap() > 0
+}
+
+fn fault_sweep(scenario: SweepScenario) {
+    // Count the mutations of a clean run (the vault's drop included: it checkpoints).
+    let (_d, v) = sweep_vault(scenario);
     faults::arm_fail_at(0);
     v.ingest_note(&ingest("01_Projects/new", "[[hub]]")).unwrap();
+    drop(v);
     let total = faults::mutations_seen();
-    assert!(total >= 8, "an ingest performs several mutations ({total})");
+    assert!(total >= 8, "{scenario:?}: an ingest performs several mutations ({total})");
     let mut before_commit = 0;
     let mut after_commit = 0;
     for k in 1..=total + 1 {
-        let (dir, vault) = vault(&fixture);
-        vault.generate_index().unwrap();
+        let (dir, vault) = sweep_vault(scenario);
         let before = user_visible(dir.path());
         let receipts_before = statuses(dir.path());
+        let ok_before = receipts_before.iter().filter(|s| *s == "ok").count();
         faults::arm_fail_at(k);
         let result = vault.ingest_note(&ingest("01_Projects/new", "[[hub]]"));
+        drop(vault);
         faults::arm_fail_at(0);
         let reopened = paravault::Vault::open(dir.path(), Default::default()).unwrap();
         let note = dir.path().join("01_Projects/new.md");
         let ok_receipts: Vec<Value> = reopened.read_memory_history(100, 0).unwrap().into_iter().filter(|r| r["status"] == "ok").collect();
         if note.exists() {
             after_commit += 1;
-            // Committed: the note, its catalog, log entry and one ok receipt are all there.
+            // Committed: the note, its catalog, log entry, one ok receipt and its search
+            // documents are all there.
             let text = std::fs::read(&note).unwrap();
-            assert_eq!(ok_receipts.len(), 1, "k={k}");
-            assert_eq!(ok_receipts[0]["after_sha256"], paravault::write::sha256_hex(&text), "k={k}");
-            assert!(std::fs::read_to_string(dir.path().join("01_Projects/_index.md")).unwrap().contains("new.md"), "k={k}");
-            assert!(std::fs::read_to_string(dir.path().join("log.md")).unwrap().contains("Created"), "k={k}");
+            assert_eq!(ok_receipts.len(), ok_before + 1, "{scenario:?} k={k}");
+            assert_eq!(ok_receipts.last().unwrap()["after_sha256"], paravault::write::sha256_hex(&text), "{scenario:?} k={k}");
+            assert!(std::fs::read_to_string(dir.path().join("01_Projects/_index.md")).unwrap().contains("new.md"), "{scenario:?} k={k}");
+            assert!(std::fs::read_to_string(dir.path().join("log.md")).unwrap().contains("Created"), "{scenario:?} k={k}");
+            assert!(served_holds(dir.path(), &reopened, "01_Projects/new.md"), "{scenario:?} k={k}: not searchable");
         } else {
             before_commit += 1;
-            assert!(result.is_err(), "k={k}: no note but Ok");
-            assert_eq!(user_visible(dir.path()), before, "k={k}: vault changed before the commit point");
+            assert!(result.is_err(), "{scenario:?} k={k}: no note but Ok");
+            assert_eq!(user_visible(dir.path()), before, "{scenario:?} k={k}: vault changed before the commit point");
             let mut expected = receipts_before.clone();
             expected.push("aborted".into());
             let now = statuses(dir.path());
-            assert!(now == expected || now == receipts_before, "k={k}: receipts {now:?}");
+            assert!(now == expected || now == receipts_before, "{scenario:?} k={k}: receipts {now:?}");
         }
-        assert!(reopened.verify_history().unwrap().ok, "k={k}");
-        assert!(!reopened.lint().unwrap().blocking, "k={k}");
+        if matches!(scenario, SweepScenario::Fold) {
+            assert!(served_holds(dir.path(), &reopened, "01_Projects/first.md"), "{scenario:?} k={k}: the earlier write vanished");
+        }
+        assert!(reopened.verify_history().unwrap().ok, "{scenario:?} k={k}");
+        assert!(!reopened.lint().unwrap().blocking, "{scenario:?} k={k}");
     }
-    eprintln!("fault sweep: {total} mutations; {before_commit} faults before the commit point, {after_commit} after");
-    assert!(before_commit >= 1 && after_commit >= 1, "{before_commit} before, {after_commit} after");
+    eprintln!("fault sweep {scenario:?}: {total} mutations; {before_commit} faults before the commit point, {after_commit} after");
+    assert!(before_commit >= 1 && after_commit >= 1, "{scenario:?}: {before_commit} before, {after_commit} after");
 }
 
 /// Catalogs maintained write by write (partial, O(change)) equal a full regeneration.

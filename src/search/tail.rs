@@ -1,0 +1,192 @@
+//! The generation tail: committed write intents newer than the active generation, served as
+//! one in-memory segment on top of it, and folded into an on-disk generation every
+//! `search.tail_writes_max` writes.
+//!
+//! Why: an intent record (`store::journal`) holds every note a write puts in place and is
+//! durable before the write returns, so the search generation that includes the write is
+//! *derivable* from (active generation, intents after its `covers_seq`). A write therefore
+//! publishes generation `<active>+<seq>` by committing its intent, and pays no tantivy segment
+//! serialisation and no extra fsync; the first reader to search it builds the tail's documents
+//! as one segment in memory (`RetainingDirectory::open_overlay`, through the same
+//! `segment_commit` an on-disk publish uses), with the active generation's segments read from
+//! disk. The generation is immutable: a later write is a later id. A fold publishes the same
+//! documents as an ordinary generation (`covers_seq` = the last intent it includes), and only
+//! then may the writer empty the journal.
+//!
+//! Dense vaults keep publishing on every write (their chunks need embedding vectors, which a
+//! reader does not compute), so a dense base is never served with a tail.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+use std::sync::Arc;
+
+use tantivy::directory::Directory;
+use tantivy::{Index, ReloadPolicy};
+
+use super::generation::{self, Changes, Counts, Exclusion, GenerationInfo, Manifest, OpenGeneration, PublishInput, tantivy_err};
+use super::schema::{self, Fields, NoteDocuments};
+use crate::error::{Error, Result};
+use crate::inventory::{self, NoteRecord};
+use crate::note::path::VaultPath;
+use crate::policy::LoadedPolicy;
+use crate::scan::PageKind;
+use crate::store::journal::{Intent, Record};
+use crate::store::tantivy_dir::RetainingDirectory;
+
+/// Whether a reader may serve `base` with the journal's tail on top: an FTS-only generation of
+/// the current index format (anything else is republished by every write).
+pub fn servable(base: &Manifest) -> bool {
+    base.dense.is_none() && base.index_schema_version == schema::INDEX_SCHEMA_VERSION && base.chunker == schema::CHUNKER
+}
+
+/// The intents of `records` after `covers_seq`, in sequence order.
+pub fn intents_after(records: &[Record], covers_seq: u64) -> Vec<&Intent> {
+    let mut out: Vec<&Intent> =
+        records.iter().filter_map(|r| if let Record::Intent(i) = r { Some(i) } else { None }).filter(|i| i.seq > covers_seq).collect();
+    out.sort_by_key(|i| i.seq);
+    out
+}
+
+/// The id of the generation `base` + intents up to `seq`.
+pub fn generation_id(base: &str, seq: u64) -> String {
+    format!("{base}+{seq}")
+}
+
+/// What the tail changes in the search index: the final state of every note it touches.
+struct Delta {
+    upserts: Vec<NoteDocuments>,
+    removes: Vec<String>,
+    /// Touched notes that are not valid (removed from search, named as exclusions).
+    invalid: Vec<Exclusion>,
+    touched: BTreeSet<String>,
+}
+
+/// The last text each intent of `tail` gives each note it touches (`None`: removed), built
+/// into documents exactly as a sync builds them from the files.
+fn delta(policy: &LoadedPolicy, fields: &Fields, tail: &[&Intent]) -> Delta {
+    let mut last: BTreeMap<&str, Option<&str>> = BTreeMap::new();
+    for intent in tail {
+        for path in &intent.search_changed {
+            let text = intent.changes.iter().find_map(|c| match c {
+                crate::store::journal::FileChange::Write { path: p, text } if p == path => Some(text.as_str()),
+                _ => None,
+            });
+            last.insert(path, text);
+        }
+        for path in &intent.search_removed {
+            last.insert(path, None);
+        }
+    }
+    let mut out = Delta { upserts: Vec::new(), removes: Vec::new(), invalid: Vec::new(), touched: BTreeSet::new() };
+    for (path, text) in last {
+        out.touched.insert(path.to_string());
+        let (Some(text), Ok(note_path)) = (text, VaultPath::parse_walked(path)) else {
+            out.removes.push(path.to_string());
+            continue;
+        };
+        let bytes = text.as_bytes();
+        let mut record = NoteRecord::empty(note_path, PageKind::Note);
+        record.size_bytes = bytes.len() as u64;
+        record.content_hash = *blake3::hash(bytes).as_bytes();
+        inventory::analyse_bytes(&mut record, bytes, policy);
+        if record.valid {
+            out.upserts.push(schema::note_documents(fields, &record, bytes, policy.policy.search.chunk_min_words));
+        } else {
+            out.invalid.push(super::exclusion_of(&record));
+            out.removes.push(path.to_string());
+        }
+    }
+    out
+}
+
+/// (source snapshot hash, counts, exclusions) of `base` + `tail`: the counts and snapshot the
+/// writer recorded in the last intent, the base's exclusions with the touched notes' own.
+fn summary(base: &Manifest, tail: &[&Intent], delta: &Delta) -> (String, Counts, Vec<Exclusion>) {
+    let mut exclusions: Vec<Exclusion> = base.exclusions.iter().filter(|e| !delta.touched.contains(&e.path)).cloned().collect();
+    exclusions.extend(delta.invalid.iter().cloned());
+    exclusions.sort_by(|a, b| a.path.cmp(&b.path));
+    match tail.iter().rev().find_map(|i| i.search_snapshot.as_ref()) {
+        Some(s) => (s.source_snapshot_hash.clone(), Counts { scanned: s.scanned, indexed: s.indexed, excluded: s.excluded }, exclusions),
+        None => (base.source_snapshot_hash.clone(), base.counts.clone(), exclusions),
+    }
+}
+
+/// Builds generation `<base>+<last seq>`: the tail's documents as one in-memory segment (and
+/// in-memory delete files for the base segments that held their old documents) over `base`.
+pub fn open(root: &Path, policy: &LoadedPolicy, base: Arc<OpenGeneration>, tail: &[&Intent]) -> Result<Arc<OpenGeneration>> {
+    let last = tail.last().map_or(base.manifest.covers_seq, |i| i.seq);
+    let id = generation_id(base.id(), last);
+    let corrupt = |reason: String| Error::GenerationCorrupt { generation_id: id.clone(), reason };
+    let delta = delta(policy, &base.fields, tail);
+    let (source_snapshot_hash, counts, exclusions) = summary(&base.manifest, tail, &delta);
+    let directory = RetainingDirectory::open_overlay(&generation::index_dir(root), base.manifest.tantivy_meta.as_bytes())
+        .map_err(|e| corrupt(format!("index directory unusable: {e}")))?;
+    let index = Index::open(directory).map_err(|e| corrupt(format!("tantivy cannot open the base commit: {e}")))?;
+    schema::register(&index);
+    let upserts = delta.upserts.into_iter().map(|n| (n.path, n.docs)).collect();
+    super::segment_commit::commit(&index, &base.fields, &base, upserts, &delta.removes, &id)?;
+    let meta = index.directory().atomic_read(Path::new("meta.json")).map_err(|e| corrupt(format!("tail commit unreadable: {e}")))?;
+    let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(tantivy_err("reading the tail"))?;
+    let tantivy_meta = String::from_utf8_lossy(&meta).into_owned();
+    let manifest = Manifest {
+        generation_id: id.clone(),
+        parent: Some(base.id().to_string()),
+        created_at: tail.last().and_then(|i| i.receipt.get("at")).and_then(|v| v.as_str()).unwrap_or_default().to_string(),
+        source_snapshot_hash,
+        counts,
+        exclusions,
+        dense: None,
+        tantivy_opstamp: index.load_metas().map_err(tantivy_err("reading the tail commit"))?.opstamp,
+        segments: Vec::new(),
+        tantivy_meta_blake3: schema::hex(blake3::hash(tantivy_meta.as_bytes()).as_bytes()),
+        tantivy_meta,
+        covers_seq: last,
+        ..base.manifest.clone()
+    };
+    let modified = std::fs::metadata(crate::store::layout::join(root, crate::store::layout::JOURNAL)).and_then(|m| m.modified()).ok();
+    Ok(Arc::new(OpenGeneration::new(base.root.clone(), manifest, index, reader, base.fields, modified, Some(base))))
+}
+
+/// Publishes the tail of the active generation as an ordinary on-disk generation covering
+/// `tail`'s last intent: the fold. Files are written through the deferred-sync directory when
+/// `deferred_sync` is given (the caller's checkpoint makes them durable).
+pub(crate) fn fold(
+    root: &Path,
+    policy: &LoadedPolicy,
+    records: &[Record],
+    deferred_sync: Option<Arc<std::sync::Mutex<Vec<std::path::PathBuf>>>>,
+) -> Result<GenerationInfo> {
+    let active_id =
+        generation::read_active(root)?.ok_or_else(|| Error::NoActiveGeneration { reason: "run sync before folding writes".into() })?;
+    let base = generation::open_generation(root, &active_id)?;
+    let tail = intents_after(records, base.manifest.covers_seq);
+    let Some(last) = tail.last().map(|i| i.seq) else {
+        return Ok(GenerationInfo {
+            generation_id: active_id.clone(),
+            parent: base.manifest.parent.clone(),
+            source_snapshot_hash: base.manifest.source_snapshot_hash.clone(),
+            counts: base.manifest.counts.clone(),
+            segment_count: base.manifest.segments.len(),
+            gc_removed_generations: 0,
+            gc_removed_files: 0,
+        });
+    };
+    let fields = schema::Fields::of(&schema::build_schema()).map_err(tantivy_err("reading the schema"))?;
+    let delta = delta(policy, &fields, &tail);
+    let (source_snapshot_hash, counts, exclusions) = summary(&base.manifest, &tail, &delta);
+    generation::publish(
+        root,
+        PublishInput {
+            parent: Some(base),
+            changes: Changes { upserts: super::into_upserts(delta.upserts), removes: delta.removes, rebuild: false },
+            source_snapshot_hash,
+            counts,
+            exclusions,
+            max_segments: policy.policy.search.max_segments,
+            generations_kept: policy.policy.search.generations_kept,
+            dense: None,
+            deferred_sync,
+            covers_seq: Some(last),
+        },
+    )
+}

@@ -1,0 +1,170 @@
+//! Writes served from the journal's tail (generation `<active>+<seq>`): searchable at once,
+//! the same answers as the on-disk generation that folds them, visible to other processes, and
+//! never re-applied over an outside edit that a later sync picked up.
+
+use std::process::Command;
+
+use paravault::Vault;
+use paravault::retrieval::{SearchParams, SyncParams};
+use paravault::write::operations::IngestRequest;
+
+use crate::support::{note, vault};
+
+fn ingest(name: &str, content: &str) -> IngestRequest {
+    IngestRequest {
+        name: name.into(),
+        note_type: "Project".into(),
+        title: format!("Title of {name}"),
+        description: "A note written by a test".into(),
+        content: content.into(),
+        ..Default::default()
+    }
+}
+
+/// (generation id, [(path, score)]) of an FTS search.
+fn answers(vault: &Vault, query: &str) -> (String, Vec<(String, f64)>) {
+    let envelope = vault
+        .search(&SearchParams {
+            query: query.into(),
+            max_results: 20,
+            search_mode: "fts".into(),
+            temporal_view: "current".into(),
+            as_of: None,
+            domain: None,
+        })
+        .unwrap();
+    let hits = envelope.results.iter().map(|r| (r.source.path.clone(), r.score)).collect();
+    (envelope.index_provenance.generation_id, hits)
+}
+
+fn synced(fixture: &str) -> (tempfile::TempDir, Vault) {
+    let (dir, vault) = vault(fixture);
+    vault.generate_index().unwrap();
+    vault.sync_vault(&SyncParams::default()).unwrap();
+    (dir, vault)
+}
+
+fn edit(vault: &Vault, root: &std::path::Path, path: &str, from: &str, to: &str) {
+    let text = std::fs::read_to_string(root.join(path)).unwrap();
+    let proposal = vault.propose_memory_change(path, &text.replace(from, to), None, None).unwrap();
+    let map = serde_json::from_value(serde_json::to_value(&proposal).unwrap()).unwrap();
+    vault.apply_memory_change(&map, true).unwrap();
+}
+
+#[test]
+fn a_write_is_searchable_at_once_in_the_tail_generation() {
+    let (dir, vault) = synced(&format!("-- 01_Projects/hub.md --\n{}", note("Project", "Hub", "x\n")));
+    let active = paravault::search::generation::read_active(dir.path()).unwrap().unwrap();
+    let receipt = vault.ingest_note(&ingest("01_Projects/alpha", "zebracorn grazing [[hub]]")).unwrap();
+    let (generation, hits) = answers(&vault, "zebracorn");
+    assert_eq!(hits.iter().map(|h| h.0.as_str()).collect::<Vec<_>>(), ["01_Projects/alpha.md"]);
+    assert_eq!(generation, format!("{active}+{}", receipt["seq"]), "the tail generation is the active one plus the intent");
+    assert_eq!(receipt["search_generation"], generation.as_str(), "the receipt names the generation that holds the write");
+    assert_eq!(paravault::search::generation::read_active(dir.path()).unwrap().unwrap(), active, "no on-disk generation per write");
+    // An edit replaces the note's documents in the next tail generation.
+    edit(&vault, dir.path(), "01_Projects/alpha.md", "zebracorn", "quokka");
+    assert!(answers(&vault, "zebracorn").1.is_empty());
+    assert_eq!(answers(&vault, "quokka").1.len(), 1);
+}
+
+#[test]
+fn the_tail_answers_like_the_generation_that_folds_it() {
+    let words = ["comet orbit", "comet tail dust", "orbit perihelion", "nebula", "dust ion"];
+    let fixture = format!(
+        "-- 01_Projects/hub.md --\n{}-- 03_Resources/old.md --\n{}-- .paravault/policy.yaml --\nsearch:\n  tail_writes_max: 8\n",
+        note("Project", "Hub", "comet and orbit basics\n"),
+        note("Resource", "Old", "an old comet note about dust\n")
+    );
+    let (dir, vault) = synced(&fixture);
+    for (i, text) in words.iter().enumerate() {
+        vault.ingest_note(&ingest(&format!("01_Projects/n{i}"), &format!("{text} [[hub]]"))).unwrap();
+    }
+    edit(&vault, dir.path(), "01_Projects/n1.md", "comet tail dust", "ion tail only");
+    edit(&vault, dir.path(), "03_Resources/old.md", "an old comet note about dust", "nebula notes");
+    let queries = ["comet", "orbit", "dust", "nebula", "ion", "tail", "hub"];
+    let tail: Vec<_> = queries.iter().map(|q| answers(&vault, q)).collect();
+    assert!(tail.iter().all(|(g, _)| g.contains('+')), "served from the tail: {:?}", tail[0].0);
+    // A sync publishes the same changes as an on-disk generation (one segment on the same base,
+    // as a fold does): identical documents, so identical scores.
+    vault.sync_vault(&SyncParams::default()).unwrap();
+    let folded: Vec<_> = queries.iter().map(|q| answers(&vault, q)).collect();
+    for ((q, (tg, t)), (fg, f)) in queries.iter().zip(&tail).zip(&folded) {
+        assert!(!fg.contains('+'), "after the sync no tail remains");
+        assert_eq!(t.len(), f.len(), "{q}: {tg} vs {fg}");
+        for ((tp, ts), (fp, fs)) in t.iter().zip(f) {
+            assert_eq!(tp, fp, "{q}");
+            assert!((ts - fs).abs() < 1e-6, "{q}: {tp} scores {ts} in the tail, {fs} folded");
+        }
+    }
+    // A full rebuild finds the same notes.
+    vault.sync_vault(&SyncParams { force_rebuild: true, ..Default::default() }).unwrap();
+    for (q, (_, t)) in queries.iter().zip(&tail) {
+        let mut rebuilt: Vec<String> = answers(&vault, q).1.into_iter().map(|h| h.0).collect();
+        let mut expected: Vec<String> = t.iter().map(|h| h.0.clone()).collect();
+        rebuilt.sort();
+        expected.sort();
+        assert_eq!(rebuilt, expected, "{q}");
+    }
+}
+
+#[test]
+fn the_writer_folds_the_tail_every_tail_writes_max_writes() {
+    let fixture =
+        format!("-- 01_Projects/hub.md --\n{}-- .paravault/policy.yaml --\nsearch:\n  tail_writes_max: 3\n", note("Project", "Hub", "x\n"));
+    let (dir, vault) = synced(&fixture);
+    let first = paravault::search::generation::read_active(dir.path()).unwrap().unwrap();
+    let mut generations = Vec::new();
+    for i in 0..7 {
+        let receipt = vault.ingest_note(&ingest(&format!("01_Projects/w{i}"), &format!("word{i} [[hub]]"))).unwrap();
+        generations.push(receipt["search_generation"].as_str().unwrap().to_string());
+    }
+    // Writes 1, 2 are tail generations of the first; write 3 folds; 4, 5 on the fold; 6 folds.
+    let folds: Vec<usize> = generations.iter().enumerate().filter(|(_, g)| !g.contains('+')).map(|(i, _)| i + 1).collect();
+    assert_eq!(folds, [3, 6], "{generations:?}");
+    assert!(generations[0].starts_with(&format!("{first}+")));
+    let active = paravault::search::generation::read_active(dir.path()).unwrap().unwrap();
+    let manifest = paravault::search::generation::read_manifest(dir.path(), &active).unwrap();
+    assert_eq!(active, generations[5]);
+    assert_eq!(manifest.covers_seq, 6, "the fold covers every intent up to it");
+    for i in 0..7 {
+        assert_eq!(answers(&vault, &format!("word{i}")).1.len(), 1, "word{i}");
+    }
+    // The fold emptied the journal: only the write after it remains.
+    let journal = std::fs::metadata(dir.path().join(".paravault/journal.log")).unwrap().len();
+    assert!(journal < 16 * 1024, "journal of {journal} bytes after a fold");
+}
+
+#[test]
+fn other_processes_search_the_tail() {
+    let (dir, vault) = synced(&format!("-- 01_Projects/hub.md --\n{}", note("Project", "Hub", "x\n")));
+    let receipt = vault.ingest_note(&ingest("01_Projects/alpha", "zebracorn grazing [[hub]]")).unwrap();
+    // The writer still holds its deferred checkpoint; another process reads the journal.
+    assert!(vault.has_deferred_writes());
+    let out = Command::new(env!("CARGO_BIN_EXE_paravault"))
+        .arg("--vault")
+        .arg(dir.path())
+        .args(["search", "zebracorn", "--mode", "fts", "--json"])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let envelope: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(envelope["results"][0]["source"]["path"], "01_Projects/alpha.md");
+    assert_eq!(envelope["index_provenance"]["generation_id"], receipt["search_generation"]);
+}
+
+#[test]
+fn a_sync_after_an_outside_edit_wins_over_the_tail() {
+    let (dir, vault) = synced(&format!("-- 01_Projects/hub.md --\n{}", note("Project", "Hub", "x\n")));
+    vault.ingest_note(&ingest("01_Projects/alpha", "zebracorn grazing [[hub]]")).unwrap();
+    let path = dir.path().join("01_Projects/alpha.md");
+    let edited = std::fs::read_to_string(&path).unwrap().replace("zebracorn", "quokka");
+    std::fs::write(&path, &edited).unwrap();
+    vault.sync_vault(&SyncParams::default()).unwrap();
+    assert!(answers(&vault, "zebracorn").1.is_empty());
+    assert_eq!(answers(&vault, "quokka").1.len(), 1);
+    // Another process opening the vault (recovery runs) keeps the outside edit.
+    let other = Vault::open(dir.path(), Default::default()).unwrap();
+    drop(other);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), edited);
+    assert_eq!(answers(&vault, "quokka").1.len(), 1);
+}
