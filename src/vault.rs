@@ -81,6 +81,8 @@ pub struct WriterCore {
     pub unsynced: Vec<crate::store::journal::Intent>,
     /// The cross-process lock file, flocked while a `WriterGuard` lives.
     lock_file: std::fs::File,
+    /// What the write path needs of the active generation's manifest, by generation id.
+    pub active_generation: Option<crate::write::ActiveGeneration>,
 }
 
 /// Proof of holding the writer lock (in-process mutex and cross-process file lock), released
@@ -308,8 +310,15 @@ impl Vault {
                 let opened = Journal::open(&self.root).and_then(|(journal, records)| Ok((journal, records, ReceiptLog::load(&self.root)?)));
                 match opened {
                     Ok((journal, records, receipts)) => {
-                        *core =
-                            Some(WriterCore { receipts, journal, records, needs_recovery: false, unsynced: Vec::new(), lock_file: file })
+                        *core = Some(WriterCore {
+                            receipts,
+                            journal,
+                            records,
+                            needs_recovery: false,
+                            unsynced: Vec::new(),
+                            lock_file: file,
+                            active_generation: None,
+                        })
                     }
                     Err(error) => {
                         let _ = file.unlock();
@@ -327,7 +336,7 @@ impl Vault {
         }
         let mut guard = WriterGuard { core };
         let mine: BTreeSet<u64> = guard.unsynced.iter().map(|i| i.seq).collect();
-        if guard.needs_recovery || crate::write::recover::pending(&guard.records).iter().any(|i| !mine.contains(&i.seq)) {
+        if guard.needs_recovery || crate::write::recover::has_foreign_pending(&guard.records, &mine) {
             crate::write::recover::recover_pending(self, &mut guard)?;
         }
         Ok(guard)
@@ -401,8 +410,11 @@ impl Vault {
         catalog::plan(inventory, &self.policy, previous, Some(dirs), &|p| self.read_page(p))
     }
 
-    pub(crate) fn set_catalog_state(&self, state: CatalogState) {
-        *self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(state);
+    /// Takes in the renderer state of a partial plan of `planned` directories (a write's).
+    pub(crate) fn merge_catalog_state(&self, partial: CatalogState, planned: &BTreeSet<String>) {
+        if let Some(state) = self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_mut() {
+            state.merge(partial, planned);
+        }
     }
 
     /// Forgets the remembered catalog state; the next plan reloads it and re-verifies pages.
@@ -470,7 +482,12 @@ impl Vault {
         let inventory = guard.as_mut().expect("BUG: lock_inventory loads the inventory");
         let mut state_guard = self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let previous = state_guard.take().unwrap_or_else(|| self.load_catalog_state());
-        let plan = catalog::plan(inventory, &self.policy, &previous, only_dirs, &|p| self.read_page(p))?;
+        let mut plan = catalog::plan(inventory, &self.policy, &previous, only_dirs, &|p| self.read_page(p))?;
+        if let Some(dirs) = only_dirs {
+            let mut whole = previous.clone();
+            whole.merge(std::mem::take(&mut plan.state), dirs);
+            plan.state = whole;
+        }
         let mut dirs_touched = BTreeSet::new();
         for (path, bytes) in &plan.writes {
             durable::replace_deferred_dir_sync(&self.root, &path.under(&self.root), bytes)?;

@@ -30,6 +30,21 @@ pub struct CatalogState {
     pub root_digest: String,
 }
 
+impl CatalogState {
+    /// Takes in the state a partial plan of `planned` directories returned.
+    pub fn merge(&mut self, partial: CatalogState, planned: &BTreeSet<String>) {
+        if partial.renderer != self.renderer {
+            *self = partial;
+            return;
+        }
+        self.root_digest = partial.root_digest;
+        for dir in planned {
+            self.dirs.remove(dir);
+        }
+        self.dirs.extend(partial.dirs);
+    }
+}
+
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct DirState {
     pub input_digest: String,
@@ -47,6 +62,8 @@ pub struct CatalogPlan {
     pub rendered_dirs: usize,
     /// Catalogued directories in total.
     pub dirs_total: usize,
+    /// The renderer state after the plan: whole for a full plan; for a partial one only the
+    /// planned directories (see `CatalogState::merge`).
     pub state: CatalogState,
 }
 
@@ -242,7 +259,17 @@ pub fn plan(
         Some(dirs) => tree.counts.keys().copied().filter(|d| dirs.contains(*d)).collect(),
         None => tree.counts.keys().copied().collect(),
     };
-    let mut plan = CatalogPlan { dirs_total: all_dirs.len(), state: previous.clone(), ..Default::default() };
+    // A partial plan starts from (and returns) only the planned directories' states: the write
+    // path merges them back (`CatalogState::merge`) instead of copying the whole state.
+    let state = match only_dirs {
+        None => previous.clone(),
+        Some(dirs) => CatalogState {
+            renderer: previous.renderer,
+            root_digest: previous.root_digest.clone(),
+            dirs: dirs.iter().filter_map(|d| previous.dirs.get(d).map(|s| (d.clone(), s.clone()))).collect(),
+        },
+    };
+    let mut plan = CatalogPlan { dirs_total: all_dirs.len(), state, ..Default::default() };
     if plan.state.renderer != render::RENDERER_VERSION {
         plan.state = CatalogState { renderer: render::RENDERER_VERSION, ..Default::default() };
     }

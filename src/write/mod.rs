@@ -150,7 +150,9 @@ struct Plan {
     hashes: Vec<NoteHashes>,
     changes: Vec<FileChange>,
     previous_records: Vec<(VaultPath, Option<NoteRecord>)>,
+    /// The planned directories' renderer state, and the directories planned.
     catalog_state: crate::catalog::CatalogState,
+    catalog_dirs: BTreeSet<String>,
     orphans: usize,
     counts: (usize, usize, usize),
     search_snapshot: SearchSnapshot,
@@ -192,7 +194,7 @@ pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Value> {
     // Past the commit point: finish, or leave it to recovery.
     match finish(vault, &mut writer, &intent, &mut phases) {
         Ok(receipt) => {
-            vault.set_catalog_state(plan.catalog_state);
+            vault.merge_catalog_state(plan.catalog_state, &plan.catalog_dirs);
             Ok(receipt)
         }
         Err(error) => {
@@ -290,7 +292,7 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
         let live: Vec<VaultPath> = mutation.notes.iter().filter(|n| n.content.is_some()).map(|n| n.path.clone()).collect();
         let gate = lint::gate(inventory, policy, &live, &baseline, today);
         let dirs: BTreeSet<String> = touched.iter().flat_map(crate::catalog::affected_dirs).collect();
-        let plan = vault.plan_catalogs(inventory, &dirs);
+        let plan = vault.plan_catalogs(inventory, &dirs).map(|plan| (plan, dirs));
         let (notes, valid) = (inventory.counts.notes, inventory.counts.valid);
         let snapshot =
             SearchSnapshot { source_snapshot_hash: inventory.snapshot.hash(), scanned: notes, indexed: valid, excluded: notes - valid };
@@ -301,8 +303,8 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
         let summary = gate.blocking.iter().map(|f| format!("[{}] {}: {}", f.rule, f.path, f.message)).collect::<Vec<_>>().join("; ");
         return Err(Error::GateRejected { path: mutation.primary_path().to_string(), summary, findings: gate.blocking });
     }
-    let catalog_plan = match catalog_plan {
-        Ok(plan) => plan,
+    let (catalog_plan, catalog_dirs) = match catalog_plan {
+        Ok(planned) => planned,
         Err(e) => {
             restore_model(vault, previous_records);
             return Err(e);
@@ -327,7 +329,7 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
             changes.push(FileChange::Append { path: layout::LOG.to_string(), before_len: meta.len(), text: entry.clone() });
         }
     }
-    Ok(Plan { hashes, changes, previous_records, catalog_state: catalog_plan.state, orphans: 0, counts, search_snapshot })
+    Ok(Plan { hashes, changes, previous_records, catalog_state: catalog_plan.state, catalog_dirs, orphans: 0, counts, search_snapshot })
 }
 
 /// Puts the in-memory model back as it was before the plan (the disk was never touched).
@@ -444,22 +446,38 @@ enum SearchRoute {
 /// Journal size above which the tail is folded even before `search.tail_writes_max` writes.
 const TAIL_JOURNAL_BYTES_MAX: u64 = 4 << 20;
 
-fn search_route(vault: &Vault, writer: &WriterGuard<'_>) -> Result<SearchRoute> {
+/// What the write path needs of the active generation's manifest (read once per generation).
+#[derive(Debug, Clone)]
+pub struct ActiveGeneration {
+    pub id: String,
+    pub covers_seq: u64,
+    /// Whether readers serve it with the journal's tail (`search::tail::servable`).
+    pub servable: bool,
+}
+
+fn search_route(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<SearchRoute> {
     let root = vault.root();
     let Some(active) = crate::search::generation::read_active(root)? else { return Ok(SearchRoute::Publish) };
-    let manifest = match crate::search::generation::read_manifest(root, &active) {
-        Ok(manifest) => manifest,
-        Err(_) => return Ok(SearchRoute::Publish),
+    let known = writer.active_generation.as_ref().filter(|g| g.id == active).cloned();
+    let facts = match known {
+        Some(facts) => facts,
+        None => {
+            let Ok(manifest) = crate::search::generation::read_manifest(root, &active) else { return Ok(SearchRoute::Publish) };
+            let facts =
+                ActiveGeneration { id: active, covers_seq: manifest.covers_seq, servable: crate::search::tail::servable(&manifest) };
+            writer.active_generation = Some(facts.clone());
+            facts
+        }
     };
     let max = vault.policy().policy.search.tail_writes_max;
-    if !crate::search::tail::servable(&manifest) || max <= 1 {
+    if !facts.servable || max <= 1 {
         return Ok(SearchRoute::Publish);
     }
-    let tail = crate::search::tail::intents_after(&writer.records, manifest.covers_seq).len();
+    let tail = crate::search::tail::intents_after(&writer.records, facts.covers_seq).len();
     if tail >= max || writer.journal.len_bytes() > TAIL_JOURNAL_BYTES_MAX {
         Ok(SearchRoute::Fold)
     } else {
-        Ok(SearchRoute::Tail { active })
+        Ok(SearchRoute::Tail { active: facts.id })
     }
 }
 
