@@ -65,6 +65,10 @@ pub struct VaultState {
     pub excluded_notes: Vec<crate::search::generation::Exclusion>,
     /// Receipts so far (the last sequence number).
     pub last_receipt_seq: u64,
+    /// Writes committed after the active generation: searches serve them from the journal's
+    /// tail (generation `<active_generation>+<seq>`) until the writer folds them into a new
+    /// generation (every `search.tail_writes_max` writes).
+    pub tail_writes: usize,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -252,10 +256,22 @@ impl Vault {
                     .and_then(|m| live_docs(&m.tantivy_meta).map(|docs| docs.saturating_sub(m.counts.indexed as u64))),
                 excluded_notes: manifest.as_ref().map(|m| m.exclusions.clone()).unwrap_or_default(),
                 last_receipt_seq: last_receipt_seq(self),
+                tail_writes: manifest.as_ref().map_or(0, |m| tail_writes(self.root(), m)),
             },
             policy: self.policy().source.clone(),
             embedding,
             issues,
         })
+    }
+}
+
+/// Committed intents after `manifest`'s generation (0 when the journal cannot be read: the
+/// doctor report never fails on it).
+fn tail_writes(root: &std::path::Path, manifest: &generation::Manifest) -> usize {
+    match crate::store::journal::read_committed(root) {
+        Ok(Some((_, records))) if crate::search::tail::servable(manifest) => {
+            crate::search::tail::intents_after(&records, manifest.covers_seq).len()
+        }
+        _ => 0,
     }
 }

@@ -32,7 +32,12 @@ fn yaml_quote(text: &str) -> String {
 }
 
 fn escape_inline(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
+    let needs_escape = |b: u8| matches!(b, b'\n' | b'\r' | b'\t' | b'[' | b']' | b'<' | b'>' | b'`' | b'|' | b'\\');
+    if !text.bytes().any(needs_escape) {
+        // The common case (no Markdown-active character): one copy.
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
     for c in text.chars() {
         match c {
             '\n' | '\r' | '\t' => out.push(' '),
@@ -47,7 +52,8 @@ fn escape_inline(text: &str) -> String {
 }
 
 fn truncate_chars(text: &str, max: usize) -> String {
-    if text.chars().count() <= max {
+    // No more bytes than `max` means no more characters either: skip the count.
+    if text.len() <= max || text.chars().count() <= max {
         return text.to_string();
     }
     let cut: String = text.chars().take(max.saturating_sub(3)).collect();

@@ -377,7 +377,7 @@ impl ToolParams for GetServerInfo {
                     "index_state": {"type": "string", "enum": ["active_generation", "missing", "unreadable"]},
                     "active_generation": {"type": ["string", "null"]}, "source_snapshot_hash": {"type": ["string", "null"]},
                     "scanned_notes": {"type": "integer"}, "indexed_notes": {"type": "integer"}, "indexed_chunks": {"type": ["integer", "null"]},
-                    "excluded_notes": {"type": "array"}, "last_receipt_seq": {"type": "integer"}
+                    "excluded_notes": {"type": "array"}, "last_receipt_seq": {"type": "integer"}, "tail_writes": {"type": "integer"}
                 }, "required": ["path_hint", "exists", "index_state", "scanned_notes", "indexed_notes", "excluded_notes"]},
                 "issues": {"type": "array", "items": object_schema(
                     json!({"code": {"type": "string"}, "severity": {"type": "string", "enum": ["warning", "error"]},

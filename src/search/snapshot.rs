@@ -17,10 +17,12 @@ const DIGITS: &[u8; 16] = b"0123456789abcdef";
 fn push_line(out: &mut Vec<u8>, name: &str, hash: &[u8; 32]) {
     out.extend_from_slice(name.as_bytes());
     out.push(0);
-    for b in hash {
-        out.push(DIGITS[usize::from(b >> 4)]);
-        out.push(DIGITS[usize::from(b & 15)]);
+    let mut hex = [0u8; 64];
+    for (pair, b) in hex.chunks_exact_mut(2).zip(hash) {
+        pair[0] = DIGITS[usize::from(b >> 4)];
+        pair[1] = DIGITS[usize::from(b & 15)];
     }
+    out.extend_from_slice(&hex);
     out.push(b'\n');
 }
 

@@ -129,6 +129,10 @@ fn the_writer_folds_the_tail_every_tail_writes_max_writes() {
     for i in 0..7 {
         assert_eq!(answers(&vault, &format!("word{i}")).1.len(), 1, "word{i}");
     }
+    // The doctor report names the on-disk generation and the one write served from its tail.
+    let info = vault.server_info().unwrap();
+    assert_eq!(info.vault.active_generation.as_deref(), Some(active.as_str()));
+    assert_eq!(info.vault.tail_writes, 1);
     // The fold emptied the journal: only the write after it remains.
     let journal = std::fs::metadata(dir.path().join(".paravault/journal.log")).unwrap().len();
     assert!(journal < 16 * 1024, "journal of {journal} bytes after a fold");
