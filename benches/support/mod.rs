@@ -291,7 +291,7 @@ pub fn publish_changed_notes(vault: &paravault::Vault, n: usize, writes: usize) 
         let start = std::time::Instant::now();
         vault
             .with_inventory(|inv: &paravault::inventory::Inventory| {
-                paravault::search::publish_changes(&root, &policy, inv, std::slice::from_ref(&path), &[], None)
+                paravault::search::publish_changes(&root, &policy, inv, std::slice::from_ref(&path), &[], None, None)
             })
             .expect("inventory")
             .expect("publish");

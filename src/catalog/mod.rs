@@ -213,7 +213,15 @@ fn input_digest(input: &DirInput<'_>) -> String {
     hasher.update(&render::RENDERER_VERSION.to_le_bytes());
     hasher.update(input.dir.as_bytes());
     for child in &input.children {
-        hasher.update(format!("\0d{}\0{}", child.name, child.notes).as_bytes());
+        // Same bytes as `format!("\0d{name}\0{notes}")`, without the allocation.
+        hasher.update(b"\0d");
+        hasher.update(child.name.as_bytes());
+        hasher.update(b"\0");
+        let mut digits = [0u8; 20];
+        let mut cursor = &mut digits[..];
+        let _ = std::io::Write::write_fmt(&mut cursor, format_args!("{}", child.notes));
+        let written = 20 - cursor.len();
+        hasher.update(&digits[..written]);
     }
     for record in &input.notes {
         hasher.update(b"\0n");

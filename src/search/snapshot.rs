@@ -50,6 +50,19 @@ impl Directory {
 #[derive(Debug, Default)]
 pub struct SourceSnapshot {
     dirs: BTreeMap<String, Directory>,
+    /// The top-level lines as last hashed: patched in place where only a digest changed,
+    /// rebuilt when directories came or went (a write re-hashes the lines, not re-renders them).
+    top: std::sync::Mutex<TopLines>,
+}
+
+#[derive(Debug, Default)]
+struct TopLines {
+    current: bool,
+    lines: Vec<u8>,
+    /// Directory → offset of its digest's hex in `lines`.
+    digest_at: std::collections::HashMap<String, usize>,
+    /// Directories whose digest changed since the lines were written.
+    dirty: std::collections::BTreeSet<String>,
 }
 
 fn split(path: &str) -> (&str, &str) {
@@ -76,6 +89,11 @@ impl SourceSnapshot {
             return;
         }
         let (dir, name) = split(record.path.as_str());
+        let top = self.top.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if !self.dirs.contains_key(dir) {
+            top.current = false;
+        }
+        top.dirty.insert(dir.to_string());
         let entry = self.dirs.entry(dir.to_string()).or_default();
         entry.notes.insert(name.to_string(), record.content_hash);
         entry.digest = OnceLock::new();
@@ -87,11 +105,14 @@ impl SourceSnapshot {
             return;
         }
         let (dir, name) = split(record.path.as_str());
+        let top = self.top.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(entry) = self.dirs.get_mut(dir) {
             entry.notes.remove(name);
             entry.digest = OnceLock::new();
+            top.dirty.insert(dir.to_string());
             if entry.notes.is_empty() {
                 self.dirs.remove(dir);
+                top.current = false;
             }
         }
     }
@@ -107,10 +128,27 @@ impl SourceSnapshot {
 
     /// The snapshot hash (lower-case hex).
     pub fn hash(&self) -> String {
-        let mut lines = Vec::with_capacity(self.dirs.keys().map(|d| d.len() + 66).sum());
-        for (dir, entry) in &self.dirs {
-            push_line(&mut lines, dir, &entry.digest());
+        let mut top = self.top.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let top = &mut *top;
+        if top.current {
+            for dir in std::mem::take(&mut top.dirty) {
+                if let (Some(entry), Some(&at)) = (self.dirs.get(&dir), top.digest_at.get(&dir)) {
+                    let mut line = Vec::with_capacity(dir.len() + 66);
+                    push_line(&mut line, &dir, &entry.digest());
+                    top.lines[at..at + 64].copy_from_slice(&line[dir.len() + 1..dir.len() + 65]);
+                }
+            }
+        } else {
+            top.lines.clear();
+            top.lines.reserve(self.dirs.keys().map(|d| d.len() + 66).sum());
+            top.digest_at.clear();
+            for (dir, entry) in &self.dirs {
+                top.digest_at.insert(dir.clone(), top.lines.len() + dir.len() + 1);
+                push_line(&mut top.lines, dir, &entry.digest());
+            }
+            top.dirty.clear();
+            top.current = true;
         }
-        super::schema::hex(blake3::hash(&lines).as_bytes())
+        super::schema::hex(blake3::hash(&top.lines).as_bytes())
     }
 }
