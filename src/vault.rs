@@ -65,6 +65,8 @@ pub struct Vault {
     options: VaultOptions,
     inventory: Mutex<Option<Inventory>>,
     catalog_state: Mutex<Option<CatalogState>>,
+    /// Rendered catalog rows, reused while their notes do not change.
+    catalog_rows: catalog::render::RowMemo,
     writer: Mutex<Option<WriterCore>>,
 }
 
@@ -233,6 +235,7 @@ impl Vault {
             options,
             inventory: Mutex::new(None),
             catalog_state: Mutex::new(None),
+            catalog_rows: Default::default(),
             writer: Mutex::new(None),
         };
         if layout::join(root, layout::JOURNAL).exists() {
@@ -407,7 +410,7 @@ impl Vault {
             *state = Some(self.load_catalog_state());
         }
         let previous = state.as_ref().expect("BUG: filled above");
-        catalog::plan(inventory, &self.policy, previous, Some(dirs), &|p| self.read_page(p))
+        catalog::plan(inventory, &self.policy, previous, Some(dirs), &|p| self.read_page(p), &self.catalog_rows)
     }
 
     /// Takes in the renderer state of a partial plan of `planned` directories (a write's).
@@ -482,7 +485,7 @@ impl Vault {
         let inventory = guard.as_mut().expect("BUG: lock_inventory loads the inventory");
         let mut state_guard = self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let previous = state_guard.take().unwrap_or_else(|| self.load_catalog_state());
-        let mut plan = catalog::plan(inventory, &self.policy, &previous, only_dirs, &|p| self.read_page(p))?;
+        let mut plan = catalog::plan(inventory, &self.policy, &previous, only_dirs, &|p| self.read_page(p), &self.catalog_rows)?;
         if let Some(dirs) = only_dirs {
             let mut whole = previous.clone();
             whole.merge(std::mem::take(&mut plan.state), dirs);

@@ -256,6 +256,7 @@ pub fn plan(
     previous: &CatalogState,
     only_dirs: Option<&BTreeSet<String>>,
     read_page: &PageReader<'_>,
+    rows: &render::RowMemo,
 ) -> Result<CatalogPlan> {
     let tree = match only_dirs {
         Some(dirs) => partial_tree(inventory, dirs),
@@ -301,7 +302,7 @@ pub fn plan(
             continue;
         }
         plan.rendered_dirs += 1;
-        let pages = render::render_dir(&input, limits.catalog_page_bytes_max, limits.catalog_description_chars)?;
+        let pages = render::render_dir(&input, limits.catalog_page_bytes_max, limits.catalog_description_chars, rows)?;
         let mut hashes = Vec::with_capacity(pages.len());
         let mut dir_writes = Vec::new();
         let mut conflict = false;

@@ -60,6 +60,35 @@ fn truncate_chars(text: &str, max: usize) -> String {
     format!("{}...", cut.trim_end())
 }
 
+/// Rendered note rows of one vault, by (path, content blake3, description cut): a row is a
+/// function of the note's bytes (through its metadata, under the vault's one policy), so a
+/// directory re-rendered after a write re-renders only the rows whose notes changed.
+#[derive(Debug, Default)]
+pub struct RowMemo(std::sync::Mutex<std::collections::HashMap<(String, [u8; 32], usize), std::sync::Arc<str>>>);
+
+/// Rows kept before the memo starts over (a row is ~300 bytes).
+const ROW_MEMO_MAX: usize = 100_000;
+
+impl RowMemo {
+    fn note_entry(&self, record: &NoteRecord, description_chars: usize) -> std::sync::Arc<str> {
+        if record.content_hash == [0; 32] {
+            // Content unknown (a record built without its bytes): nothing to key on.
+            return note_entry(record, description_chars).into();
+        }
+        let key = (record.path.as_str().to_string(), record.content_hash, description_chars);
+        let mut rows = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(row) = rows.get(&key) {
+            return row.clone();
+        }
+        if rows.len() >= ROW_MEMO_MAX {
+            rows.clear();
+        }
+        let row: std::sync::Arc<str> = note_entry(record, description_chars).into();
+        rows.insert(key, row.clone());
+        row
+    }
+}
+
 fn note_entry(record: &NoteRecord, description_chars: usize) -> String {
     let meta = &record.meta;
     let name = record.path.file_name();
@@ -130,13 +159,13 @@ fn page_header(dir: &str, page: usize, pages: usize) -> String {
 }
 
 /// Renders a directory's catalog pages, each at most `page_bytes_max` bytes.
-pub fn render_dir(input: &DirInput<'_>, page_bytes_max: usize, description_chars: usize) -> Result<Vec<String>> {
-    let mut entries: Vec<(String, &str)> = Vec::new();
+pub fn render_dir(input: &DirInput<'_>, page_bytes_max: usize, description_chars: usize, rows: &RowMemo) -> Result<Vec<String>> {
+    let mut entries: Vec<(std::sync::Arc<str>, &str)> = Vec::new();
     for child in &input.children {
-        entries.push((dir_entry(child), input.dir));
+        entries.push((dir_entry(child).into(), input.dir));
     }
     for record in &input.notes {
-        entries.push((note_entry(record, description_chars), record.path.as_str()));
+        entries.push((rows.note_entry(record, description_chars), record.path.as_str()));
     }
     // Reserve room for the largest possible header (6-digit page numbers).
     let reserve = page_header(input.dir, 999_999, 999_999).len() + "\n## Notes\n\n## Folders\n\n".len();
