@@ -145,7 +145,14 @@ fn bench_catalog_full(c: &mut Criterion, fx: &Fixtures) {
         let inventory = Inventory::load(root, &policy).expect("inventory");
         let state = CatalogState::default();
         group.bench_function(format!("{label}/plan_only"), |b| {
-            b.iter(|| black_box(catalog::plan(&inventory, &policy, &state, None, &|_| None).expect("plan").writes.len()))
+            b.iter(|| {
+                black_box(
+                    catalog::plan(&inventory, &policy, &state, None, &|_| None, &catalog::render::RowMemo::default())
+                        .expect("plan")
+                        .writes
+                        .len(),
+                )
+            })
         });
     }
     group.finish();
@@ -202,7 +209,9 @@ fn bench_catalog_incremental(c: &mut Criterion, fx: &Fixtures) {
         let dirs: BTreeSet<String> = vault.refresh_path(&path).expect("refresh");
         let read_page = |p: &VaultPath| std::fs::read(p.under(&root)).ok();
         let planned = vault
-            .with_inventory(|inv| catalog::plan(inv, vault.policy(), &previous, Some(&dirs), &read_page))
+            .with_inventory(|inv| {
+                catalog::plan(inv, vault.policy(), &previous, Some(&dirs), &read_page, &catalog::render::RowMemo::default())
+            })
             .expect("inventory")
             .expect("plan");
         assert!(planned.rendered_dirs >= 1 && !planned.writes.is_empty(), "the plan re-renders the note's directory");
@@ -210,7 +219,12 @@ fn bench_catalog_incremental(c: &mut Criterion, fx: &Fixtures) {
             b.iter(|| {
                 vault
                     .with_inventory(|inv| {
-                        black_box(catalog::plan(inv, vault.policy(), &previous, Some(&dirs), &read_page).expect("plan").writes.len())
+                        black_box(
+                            catalog::plan(inv, vault.policy(), &previous, Some(&dirs), &read_page, &catalog::render::RowMemo::default())
+                                .expect("plan")
+                                .writes
+                                .len(),
+                        )
                     })
                     .expect("inventory")
             })
