@@ -33,17 +33,19 @@ fn summary(label: &str, mut samples: Vec<Duration>, floor: Duration) -> Duration
     p50
 }
 
-/// One durable 4 KiB atomic replace, measured `n` times.
-fn floor(dir: &Path, n: usize) -> Vec<Duration> {
+/// One durable 4 KiB atomic replace (the physical floor), in a folder beside the vault.
+fn floor_sample(dir: &Path, i: usize) -> Duration {
     let bytes = vec![b'x'; 4096];
-    (0..n)
-        .map(|i| {
-            let path = dir.join(format!("floor-{}.md", i % 4));
-            let start = Instant::now();
-            paravault::store::durable::replace(dir, &path, &bytes).expect("floor write");
-            start.elapsed()
-        })
-        .collect()
+    let path = dir.join(format!("floor-{}.md", i % 4));
+    let start = Instant::now();
+    paravault::store::durable::replace(dir, &path, &bytes).expect("floor write");
+    start.elapsed()
+}
+
+fn p50(samples: &[Duration]) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    percentile(&sorted, 0.5)
 }
 
 fn generate(root: &Path, notes: usize) {
@@ -81,12 +83,11 @@ fn measure(notes: usize, writes: usize) -> BTreeMap<&'static str, Duration> {
     vault.generate_index().unwrap();
     vault.sync_vault(&paravault::retrieval::SyncParams::default()).unwrap();
     println!("-- {notes} notes (generated, catalogued and indexed in {:.1} s)", started.elapsed().as_secs_f64());
-    let floor_samples = floor(root, writes);
-    let mut sorted = floor_samples.clone();
-    sorted.sort();
-    let floor_p50 = percentile(&sorted, 0.5);
+    // The floor is sampled right before every write (same disk, same moment): this machine's
+    // fsync latency drifts by 3x within minutes, so a floor measured apart is not comparable.
+    let floor_dir = tempfile::Builder::new().prefix("pv-floor-").tempdir_in(root.parent().unwrap()).unwrap();
     let mut out = BTreeMap::new();
-    out.insert("floor", summary("floor (4 KiB durable replace)", floor_samples, floor_p50));
+    let mut floor_ingest = Vec::new();
     let mut ingest = Vec::new();
     let mut phases: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for i in 0..writes {
@@ -98,6 +99,7 @@ fn measure(notes: usize, writes: usize) -> BTreeMap<&'static str, Duration> {
             content: format!("Body of bench note {i} about the vault search index. See [[note-{i}]]."),
             ..Default::default()
         };
+        floor_ingest.push(floor_sample(floor_dir.path(), i));
         let start = Instant::now();
         let receipt = vault.ingest_note(&request).unwrap();
         ingest.push(start.elapsed());
@@ -107,6 +109,8 @@ fn measure(notes: usize, writes: usize) -> BTreeMap<&'static str, Duration> {
             }
         }
     }
+    let floor_p50 = p50(&floor_ingest);
+    summary("floor, sampled before each ingest", floor_ingest, floor_p50);
     out.insert("ingest", summary("ingest_note", ingest, floor_p50));
     let medians: Vec<String> = phases
         .iter()
@@ -118,15 +122,19 @@ fn measure(notes: usize, writes: usize) -> BTreeMap<&'static str, Duration> {
         .collect();
     println!("   ingest phase medians (ms): {}", medians.join(", "));
     let mut apply = Vec::new();
+    let mut floor_apply = Vec::new();
     for i in 0..writes {
         let path = format!("01_Projects/bench-{i}.md");
         let text = std::fs::read_to_string(root.join(&path)).unwrap();
         let proposal = vault.propose_memory_change(&path, &format!("{text}\nEdited.\n"), None, None).unwrap();
         let map: BTreeMap<String, Value> = serde_json::from_value(serde_json::to_value(&proposal).unwrap()).unwrap();
+        floor_apply.push(floor_sample(floor_dir.path(), i));
         let start = Instant::now();
         vault.apply_memory_change(&map, true).unwrap();
         apply.push(start.elapsed());
     }
+    let floor_p50 = p50(&floor_apply);
+    summary("floor, sampled before each apply", floor_apply, floor_p50);
     out.insert("apply", summary("apply_memory_change", apply, floor_p50));
     // A search right after a write reads the new tail generation (built on first use); a
     // second search of the same generation is the steady-state cost.
