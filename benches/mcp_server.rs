@@ -170,15 +170,7 @@ fn round_trips(client: &mut Client, rounds: usize, mut one: impl FnMut(&mut Clie
 }
 
 fn in_process_search(vault: &Vault, query: &str) {
-    let params = SearchParams {
-        query: query.into(),
-        max_results: 10,
-        search_mode: "fts".into(),
-        temporal_view: "current".into(),
-        as_of: None,
-        domain: None,
-    };
-    std::hint::black_box(vault.search(&params).expect("search"));
+    std::hint::black_box(vault.search(&SearchParams::fts(query, 10)).expect("search"));
 }
 
 fn main() {

@@ -139,14 +139,7 @@ fn measure(notes: usize, writes: usize) -> BTreeMap<&'static str, Duration> {
     // A search right after a write reads the new tail generation (built on first use); a
     // second search of the same generation is the steady-state cost.
     let search = |query: &str| {
-        let params = paravault::retrieval::SearchParams {
-            query: query.into(),
-            max_results: 10,
-            search_mode: "fts".into(),
-            temporal_view: "current".into(),
-            as_of: None,
-            domain: None,
-        };
+        let params = paravault::retrieval::SearchParams::fts(query, 10);
         let start = Instant::now();
         let envelope = vault.search(&params).unwrap();
         (start.elapsed(), envelope)

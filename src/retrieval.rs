@@ -28,6 +28,13 @@ pub struct SearchParams {
     pub domain: Option<String>,
 }
 
+impl SearchParams {
+    /// A full-text search for `query`, current view, whole vault, top `max_results`.
+    pub fn fts(query: &str, max_results: usize) -> Self {
+        SearchParams { query: query.into(), max_results, search_mode: "fts".into(), temporal_view: current(), as_of: None, domain: None }
+    }
+}
+
 fn twenty() -> usize {
     20
 }

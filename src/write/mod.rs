@@ -492,6 +492,22 @@ pub(crate) struct Published {
 }
 
 impl Published {
+    /// Runs a publish whose files are written without fsync (listed for the checkpoint).
+    fn deferred(
+        publish: impl FnOnce(std::sync::Arc<std::sync::Mutex<Vec<PathBuf>>>) -> Result<crate::search::generation::GenerationInfo>,
+    ) -> Result<Self> {
+        let written = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let info = publish(written.clone())?;
+        let deferred_files = std::mem::take(&mut *written.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
+        Ok(Published {
+            generation_id: info.generation_id,
+            scanned: info.counts.scanned,
+            indexed: info.counts.indexed,
+            excluded: info.counts.excluded,
+            deferred_files,
+        })
+    }
+
     /// Generation `<active>+<seq>`: the active generation plus the journal's tail up to `intent`.
     pub(crate) fn tail(active: &str, intent: &Intent) -> Self {
         let counts = intent.search_snapshot.as_ref().map_or((0, 0, 0), |s| (s.scanned, s.indexed, s.excluded));
@@ -507,16 +523,7 @@ impl Published {
 
 /// Folds the journal's tail (this intent included) into an on-disk generation.
 fn fold(vault: &Vault, writer: &WriterGuard<'_>) -> Result<Published> {
-    let written = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let info = crate::search::tail::fold(vault.root(), vault.policy(), &writer.records, Some(written.clone()))?;
-    let deferred_files = std::mem::take(&mut *written.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-    Ok(Published {
-        generation_id: info.generation_id,
-        scanned: info.counts.scanned,
-        indexed: info.counts.indexed,
-        excluded: info.counts.excluded,
-        deferred_files,
-    })
+    Published::deferred(|written| crate::search::tail::fold(vault.root(), vault.policy(), &writer.records, Some(written)))
 }
 
 /// Publishes the next immutable search generation for an intent's note changes: O(change)
@@ -529,16 +536,8 @@ pub(crate) fn publish(vault: &Vault, intent: &Intent) -> Result<Published> {
     let (changed, removed) = (parse(&intent.search_changed), parse(&intent.search_removed));
     vault.with_inventory(|inventory| -> Result<Published> {
         if crate::search::generation::read_active(root)?.is_some() {
-            let written = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-            let info =
-                crate::search::publish_changes(root, policy, inventory, &changed, &removed, Some(written.clone()), Some(intent.seq))?;
-            let deferred_files = std::mem::take(&mut *written.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-            Ok(Published {
-                generation_id: info.generation_id,
-                scanned: info.counts.scanned,
-                indexed: info.counts.indexed,
-                excluded: info.counts.excluded,
-                deferred_files,
+            Published::deferred(|written| {
+                crate::search::publish_changes(root, policy, inventory, &changed, &removed, Some(written), Some(intent.seq))
             })
         } else {
             // The first generation of a vault is built (durably) from all its notes.

@@ -10,6 +10,18 @@ pub fn today() -> NaiveDate {
     NaiveDate::from_ymd_opt(2026, 6, 1).unwrap()
 }
 
+/// An `ingest_note` request for a Project note `name` with `content` as its body.
+pub fn ingest(name: &str, content: &str) -> paravault::write::operations::IngestRequest {
+    paravault::write::operations::IngestRequest {
+        name: name.into(),
+        note_type: "Project".into(),
+        title: format!("Title of {name}"),
+        description: "A note written by a test".into(),
+        content: content.into(),
+        ..Default::default()
+    }
+}
+
 /// A valid note with the given type, title and body.
 pub fn note(note_type: &str, title: &str, body: &str) -> String {
     format!("---\ntype: {note_type}\ntitle: {title}\ndescription: About {title}\ntimestamp: 2026-01-01T00:00:00Z\n---\n{body}")

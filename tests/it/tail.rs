@@ -6,33 +6,12 @@ use std::process::Command;
 
 use paravault::Vault;
 use paravault::retrieval::{SearchParams, SyncParams};
-use paravault::write::operations::IngestRequest;
 
-use crate::support::{note, vault};
-
-fn ingest(name: &str, content: &str) -> IngestRequest {
-    IngestRequest {
-        name: name.into(),
-        note_type: "Project".into(),
-        title: format!("Title of {name}"),
-        description: "A note written by a test".into(),
-        content: content.into(),
-        ..Default::default()
-    }
-}
+use crate::support::{ingest, note, vault};
 
 /// (generation id, [(path, score)]) of an FTS search.
 fn answers(vault: &Vault, query: &str) -> (String, Vec<(String, f64)>) {
-    let envelope = vault
-        .search(&SearchParams {
-            query: query.into(),
-            max_results: 20,
-            search_mode: "fts".into(),
-            temporal_view: "current".into(),
-            as_of: None,
-            domain: None,
-        })
-        .unwrap();
+    let envelope = vault.search(&SearchParams::fts(query, 20)).unwrap();
     let hits = envelope.results.iter().map(|r| (r.source.path.clone(), r.score)).collect();
     (envelope.index_provenance.generation_id, hits)
 }

@@ -8,18 +8,7 @@ use paravault::store::faults;
 use paravault::write::operations::{IngestRequest, SynthesizeRequest, proposal_id};
 use serde_json::Value;
 
-use crate::support::{note, snapshot_tree, vault};
-
-fn ingest(name: &str, content: &str) -> IngestRequest {
-    IngestRequest {
-        name: name.into(),
-        note_type: "Project".into(),
-        title: format!("Title of {name}"),
-        description: "A note written by a test".into(),
-        content: content.into(),
-        ..Default::default()
-    }
-}
+use crate::support::{ingest, note, snapshot_tree, vault};
 
 fn statuses(root: &std::path::Path) -> Vec<String> {
     let text = std::fs::read_to_string(root.join(".paravault/receipts.jsonl")).unwrap_or_default();
