@@ -339,7 +339,7 @@ impl Vault {
         }
         let mut guard = WriterGuard { core };
         let mine: BTreeSet<u64> = guard.unsynced.iter().map(|i| i.seq).collect();
-        if guard.needs_recovery || crate::write::recover::has_foreign_pending(&guard.records, &mine) {
+        if guard.needs_recovery || !crate::write::recover::pending_except(&guard.records, &mine).is_empty() {
             crate::write::recover::recover_pending(self, &mut guard)?;
         }
         Ok(guard)

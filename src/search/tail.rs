@@ -160,17 +160,11 @@ pub(crate) fn fold(
         generation::read_active(root)?.ok_or_else(|| Error::NoActiveGeneration { reason: "run sync before folding writes".into() })?;
     let base = generation::open_generation(root, &active_id)?;
     let tail = intents_after(records, base.manifest.covers_seq);
-    let Some(last) = tail.last().map(|i| i.seq) else {
-        return Ok(GenerationInfo {
-            generation_id: active_id.clone(),
-            parent: base.manifest.parent.clone(),
-            source_snapshot_hash: base.manifest.source_snapshot_hash.clone(),
-            counts: base.manifest.counts.clone(),
-            segment_count: base.manifest.segments.len(),
-            gc_removed_generations: 0,
-            gc_removed_files: 0,
-        });
-    };
+    // The writer folds right after committing an intent, so the tail is never empty here.
+    let last = tail.last().map(|i| i.seq).ok_or_else(|| Error::SearchIndex {
+        action: "folding the journal's tail",
+        reason: format!("no committed write after generation {active_id}"),
+    })?;
     let fields = schema::Fields::of(&schema::build_schema()).map_err(tantivy_err("reading the schema"))?;
     let delta = delta(policy, &fields, &tail);
     let (source_snapshot_hash, counts, exclusions) = summary(&base.manifest, &tail, &delta);

@@ -61,7 +61,7 @@ pub struct SearchSnapshot {
 }
 
 /// Identity of the journal file's current contents as seen from outside (length, modification
-/// time): a reader re-reads the journal only when it changes.
+/// time, inode): a reader re-reads the journal only when it changes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct JournalStamp {
     pub len: u64,

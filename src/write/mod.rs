@@ -469,12 +469,12 @@ fn search_route(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<SearchRou
             facts
         }
     };
-    let max = vault.policy().policy.search.tail_writes_max;
-    if !facts.servable || max <= 1 {
+    if !facts.servable {
         return Ok(SearchRoute::Publish);
     }
+    // The tail includes this intent, so `tail_writes_max: 1` folds every write.
     let tail = crate::search::tail::intents_after(&writer.records, facts.covers_seq).len();
-    if tail >= max || writer.journal.len_bytes() > TAIL_JOURNAL_BYTES_MAX {
+    if tail >= vault.policy().policy.search.tail_writes_max || writer.journal.len_bytes() > TAIL_JOURNAL_BYTES_MAX {
         Ok(SearchRoute::Fold)
     } else {
         Ok(SearchRoute::Tail { active: facts.id })
@@ -650,7 +650,7 @@ fn reset_journal_when_folded(vault: &Vault, writer: &mut WriterGuard<'_>, publis
     if !published && writer.journal.len_bytes() <= JOURNAL_RESET_BYTES {
         return Ok(());
     }
-    if !recover::pending(&writer.records).is_empty() || !writer.unsynced.is_empty() {
+    if !recover::pending_except(&writer.records, &BTreeSet::new()).is_empty() || !writer.unsynced.is_empty() {
         return Ok(());
     }
     let last = writer.records.iter().filter_map(|r| if let Record::Intent(i) = r { Some(i.seq) } else { None }).max();

@@ -12,32 +12,24 @@ use crate::note::path::VaultPath;
 use crate::store::journal::{Intent, Record};
 use crate::vault::{Vault, WriterGuard};
 
-/// Intents in `records` that have no `Done` record, in sequence order.
-pub fn pending(records: &[Record]) -> Vec<Intent> {
+/// Intents in `records` that have no `Done` record, except `mine` (this process's own deferred
+/// intents, which are in place), in sequence order: what recovery finishes.
+pub fn pending_except<'r>(records: &'r [Record], mine: &BTreeSet<u64>) -> Vec<&'r Intent> {
     let done: BTreeSet<u64> = records.iter().filter_map(|r| if let Record::Done { seq } = r { Some(*seq) } else { None }).collect();
-    let mut out: Vec<Intent> = records
+    let mut out: Vec<&Intent> = records
         .iter()
-        .filter_map(|r| if let Record::Intent(i) = r { Some(i.clone()) } else { None })
-        .filter(|i| !done.contains(&i.seq))
+        .filter_map(|r| if let Record::Intent(i) = r { Some(i) } else { None })
+        .filter(|i| !done.contains(&i.seq) && !mine.contains(&i.seq))
         .collect();
     out.sort_by_key(|i| i.seq);
     out
 }
 
-/// Whether `records` hold an intent without `Done` that is not one of `mine` (this process's
-/// own deferred intents): what recovery would finish. Cheap: nothing is cloned.
-pub fn has_foreign_pending(records: &[Record], mine: &BTreeSet<u64>) -> bool {
-    let done: BTreeSet<u64> = records.iter().filter_map(|r| if let Record::Done { seq } = r { Some(*seq) } else { None }).collect();
-    records.iter().any(|r| matches!(r, Record::Intent(i) if !done.contains(&i.seq) && !mine.contains(&i.seq)))
-}
-
 /// Finishes pending intents (except this process's own deferred ones, which are in place);
 /// returns their sequence numbers.
 pub fn recover_pending(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<Vec<u64>> {
-    let records = std::mem::take(&mut writer.records);
     let mine: BTreeSet<u64> = writer.unsynced.iter().map(|i| i.seq).collect();
-    let todo: Vec<Intent> = pending(&records).into_iter().filter(|i| !mine.contains(&i.seq)).collect();
-    writer.records = records;
+    let todo: Vec<Intent> = pending_except(&writer.records, &mine).into_iter().cloned().collect();
     let mut generation_files = Vec::new();
     for intent in &todo {
         let later: BTreeSet<String> = writer
@@ -93,7 +85,7 @@ fn generation_of(vault: &Vault, intent: &Intent) -> Result<super::Published> {
                 deferred_files: Vec::new(),
             });
         }
-        if crate::search::tail::servable(&manifest) && vault.policy().policy.search.tail_writes_max > 1 {
+        if crate::search::tail::servable(&manifest) {
             return Ok(super::Published::tail(&active, intent));
         }
     }
