@@ -25,11 +25,65 @@ pub struct FileProblem {
     pub message: String,
 }
 
+/// A file's stat identity: what changes whenever its content may have changed (git's index
+/// entry, less the fields that cannot move without these moving too).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct FileStamp {
+    pub len: u64,
+    pub mtime_ns: i128,
+    pub ctime_ns: i128,
+    pub inode: u64,
+}
+
+/// Nanoseconds since the epoch, now.
+pub fn now_ns() -> i128 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128)
+}
+
+impl FileStamp {
+    pub fn of(meta: &std::fs::Metadata) -> Self {
+        use std::os::unix::fs::MetadataExt;
+        FileStamp {
+            len: meta.len(),
+            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+            ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+            inode: meta.ino(),
+        }
+    }
+
+    /// Whether a later write could have kept this stamp (git's racy-clean rule): the file was
+    /// modified within one timestamp tick of `seen_at_ns`, when it was read. Kernels stamp
+    /// files with a coarse clock (a scheduler tick, up to 10 ms); a stamp without sub-second
+    /// digits comes from a file system that keeps whole (or two) seconds.
+    pub fn is_racy(&self, seen_at_ns: i128) -> bool {
+        let tick: i128 = if self.mtime_ns % 1_000_000_000 == 0 { 2_000_000_000 } else { 20_000_000 };
+        self.mtime_ns.max(self.ctime_ns) + tick >= seen_at_ns
+    }
+}
+
+/// What a report was computed from: the search generation active when it was computed, and
+/// the model of the disk it read (so a stale answer is recognisable, never silent).
+#[derive(Debug, Clone, Default, serde::Serialize)]
+pub struct ComputedFrom {
+    /// The active search generation (`None`: the vault has none yet).
+    pub generation: Option<String>,
+    /// The source snapshot digest of the valid notes the report saw.
+    pub source_snapshot_hash: String,
+    pub notes: usize,
+    /// When the model was last brought up to the disk (RFC 3339).
+    pub observed_at: Option<String>,
+    /// How the process keeps the model equal to the disk (`loaded`, `watch`, `stat_walk`).
+    pub disk_watch: &'static str,
+}
+
 /// Everything the engine knows about one in-scope Markdown file.
 #[derive(Debug, Clone)]
 pub struct NoteRecord {
     pub path: VaultPath,
     pub kind: PageKind,
+    /// The file's stat identity when it was read, and when (`None`: the record was built from
+    /// bytes the engine is writing; the next look at the disk reads the file again).
+    pub stamp: Option<(FileStamp, i128)>,
     pub size_bytes: u64,
     /// blake3 of the file bytes.
     pub content_hash: [u8; 32],
@@ -52,6 +106,7 @@ impl NoteRecord {
         NoteRecord {
             path,
             kind,
+            stamp: None,
             size_bytes: 0,
             content_hash: [0; 32],
             meta: NoteMeta::default(),
@@ -77,8 +132,17 @@ pub fn read_record(root: &Path, path: &VaultPath, kind: PageKind, policy: &Loade
     let absolute = path.under(root);
     let mut record = NoteRecord::empty(path.clone(), kind);
     let limit = policy.policy.limits.note_bytes_max;
-    match std::fs::metadata(&absolute) {
+    let read_at = now_ns();
+    let mut file = match std::fs::File::open(&absolute) {
+        Ok(file) => file,
+        Err(e) => {
+            record.problems.push(FileProblem { rule: "note-unreadable", line: None, message: format!("cannot open: {}", e.kind()) });
+            return record;
+        }
+    };
+    match file.metadata() {
         Ok(m) if m.len() > limit => {
+            record.stamp = Some((FileStamp::of(&m), read_at));
             record.size_bytes = m.len();
             record.problems.push(FileProblem {
                 rule: "note-too-large",
@@ -87,14 +151,15 @@ pub fn read_record(root: &Path, path: &VaultPath, kind: PageKind, policy: &Loade
             });
             return record;
         }
-        Ok(_) => {}
+        Ok(m) => record.stamp = Some((FileStamp::of(&m), read_at)),
         Err(e) => {
             record.problems.push(FileProblem { rule: "note-unreadable", line: None, message: format!("cannot stat: {}", e.kind()) });
             return record;
         }
     }
-    let bytes = match std::fs::read(&absolute) {
-        Ok(bytes) => bytes,
+    let mut bytes = Vec::new();
+    let bytes = match std::io::Read::read_to_end(&mut file, &mut bytes) {
+        Ok(_) => bytes,
         Err(e) => {
             record.problems.push(FileProblem { rule: "note-unreadable", line: None, message: format!("cannot read: {}", e.kind()) });
             return record;
@@ -255,7 +320,7 @@ fn lower_name(path: &VaultPath) -> String {
 }
 
 /// Reads `items` in parallel on up to `threads` threads.
-fn read_all(root: &Path, policy: &LoadedPolicy, items: &[(VaultPath, PageKind)]) -> Vec<NoteRecord> {
+pub(crate) fn read_all(root: &Path, policy: &LoadedPolicy, items: &[(VaultPath, PageKind)]) -> Vec<NoteRecord> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
     if items.len() < 64 || threads == 1 {
         return items.iter().map(|(p, k)| read_record(root, p, *k, policy)).collect();
@@ -273,6 +338,11 @@ fn read_all(root: &Path, policy: &LoadedPolicy, items: &[(VaultPath, PageKind)])
 impl Inventory {
     /// Scans and reads the whole vault.
     pub fn load(root: &Path, policy: &LoadedPolicy) -> Result<Self> {
+        Ok(Self::load_finding_temps(root, policy)?.0)
+    }
+
+    /// Scans and reads the whole vault; also returns the temporary files the walk found.
+    pub fn load_finding_temps(root: &Path, policy: &LoadedPolicy) -> Result<(Self, Vec<PathBuf>)> {
         let scan = scan::scan(root, policy)?;
         let records = read_all(root, policy, &scan.pages);
         let mut inventory = Inventory { symlinked_notes: scan.symlinked_notes, ..Default::default() };
@@ -282,7 +352,28 @@ impl Inventory {
         for record in records {
             inventory.upsert(record);
         }
-        Ok(inventory)
+        Ok((inventory, scan.leftover_temps))
+    }
+
+    /// Records a file that is not a page (an attachment links may point at).
+    pub fn add_attachment(&mut self, path: VaultPath) {
+        self.add_file(path);
+    }
+
+    /// Whether any known file lies under folder `rel` (a folder that moved or vanished).
+    pub fn has_under(&self, rel: &str) -> bool {
+        let start = VaultPath::bound(format!("{rel}/"));
+        let end = VaultPath::bound(format!("{rel}0"));
+        self.files.range(start.clone()..end.clone()).next().is_some() || self.records.range(start..end).next().is_some()
+    }
+
+    /// Notes or forgets that an in-scope Markdown name is a symbolic link.
+    pub fn set_symlinked(&mut self, path: &VaultPath, symlinked: bool) {
+        self.symlinked_notes.retain(|p| p != path);
+        if symlinked {
+            self.symlinked_notes.push(path.clone());
+            self.symlinked_notes.sort();
+        }
     }
 
     fn add_file(&mut self, path: VaultPath) {

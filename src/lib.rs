@@ -11,6 +11,7 @@
 //!                 first and sha256-verified under policy.
 //! - `lint`      — health report and write gate over the inventory.
 //! - `catalog`   — `index.md` and paged `_index.md` rendering (pure) and publishing.
+//! - `watch`     — change detection for long-lived processes (file watcher + barrier).
 //! - `vault`     — the application API every adapter calls.
 //! - `handoff`   — `handoff_work`: durable work packets (Task v2) with a hash-chained journal.
 //! - `infra`     — `infra_action`: the INFRA-1 broker client (identifiers only, Unix socket).
@@ -41,6 +42,7 @@ pub mod infra;
 pub mod mcp;
 pub mod starter;
 pub mod vault;
+pub mod watch;
 pub mod write;
 
 pub use vault::Vault;

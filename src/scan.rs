@@ -34,6 +34,9 @@ pub struct Scan {
     pub files: Vec<VaultPath>,
     /// In-scope `.md` names that are symbolic links (never followed or read).
     pub symlinked_notes: Vec<VaultPath>,
+    /// Temporary files of atomic replaces (`layout::TEMP_PREFIX`), in the vault's folders and
+    /// the engine's state folder: leftovers of killed writes unless a write is in flight.
+    pub leftover_temps: Vec<std::path::PathBuf>,
 }
 
 /// Classifies a vault-relative Markdown path, or `None` when it is out of scope.
@@ -91,6 +94,12 @@ pub fn scan(root: &Path, policy: &LoadedPolicy) -> Result<Scan> {
         }
         let Ok(rel) = entry.path().strip_prefix(root) else { continue };
         let Some(rel) = rel.to_str().map(|s| s.replace('\\', "/")) else { continue };
+        if entry.file_name().to_str().is_some_and(|n| n.starts_with(layout::TEMP_PREFIX)) {
+            if file_type.is_file() {
+                out.leftover_temps.push(entry.path().to_path_buf());
+            }
+            continue;
+        }
         let Ok(path) = VaultPath::parse_walked(&rel) else { continue };
         if file_type.is_symlink() {
             if classify(policy, &path).is_some() {
@@ -105,5 +114,66 @@ pub fn scan(root: &Path, policy: &LoadedPolicy) -> Result<Scan> {
     }
     out.pages.sort_by(|a, b| a.0.cmp(&b.0));
     out.files.sort();
+    out.leftover_temps.extend(engine_temps(root));
     Ok(out)
+}
+
+/// Temporary files (and watch barriers of killed servers) in the engine's own folders (not
+/// walked by `scan`: `.paravault` is an excluded directory), three levels deep, links never
+/// followed.
+fn engine_temps(root: &Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![(layout::join(root, layout::STATE_DIR), 0)];
+    while let Some((dir, depth)) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
+        for entry in entries.flatten() {
+            let Ok(file_type) = entry.file_type() else { continue };
+            if file_type.is_dir() && depth < 3 {
+                dirs.push((entry.path(), depth + 1));
+            } else if file_type.is_file()
+                && entry
+                    .file_name()
+                    .to_str()
+                    .is_some_and(|n| n.starts_with(layout::TEMP_PREFIX) || n.starts_with(layout::WATCH_BARRIER_PREFIX))
+            {
+                out.push(entry.path());
+            }
+        }
+    }
+    out
+}
+
+/// Whether one vault-relative file is walked by `scan` (not under an excluded directory, not
+/// matched by an ignore file of its folder or any folder above it, not a temporary file):
+/// the same scope decision for one changed path as a full walk makes.
+pub fn walked(root: &Path, policy: &LoadedPolicy, path: &VaultPath) -> bool {
+    let excluded = &policy.policy.layout.excluded_dirs;
+    if path.parent().split('/').any(|c| excluded.iter().any(|e| e == c)) || path.file_name().starts_with(layout::TEMP_PREFIX) {
+        return false;
+    }
+    let mut dir = root.to_path_buf();
+    let components: Vec<&str> = path.as_str().split('/').collect();
+    for depth in 0..components.len() {
+        let mut builder = ignore::gitignore::GitignoreBuilder::new(&dir);
+        let mut any = false;
+        for name in layout::IGNORE_FILES {
+            let file = dir.join(name);
+            if file.is_file() {
+                any = true;
+                if builder.add(&file).is_some() {
+                    continue;
+                }
+            }
+        }
+        if any && let Ok(matcher) = builder.build() {
+            let candidate = root.join(path.as_str());
+            if matcher.matched_path_or_any_parents(&candidate, false).is_ignore() {
+                return false;
+            }
+        }
+        if depth + 1 < components.len() {
+            dir.push(components[depth]);
+        }
+    }
+    true
 }

@@ -12,7 +12,7 @@ use serde::Serialize;
 
 use crate::catalog::{self, CatalogState};
 use crate::error::{Error, Result};
-use crate::inventory::{self, Inventory};
+use crate::inventory::{self, FileStamp, Inventory};
 use crate::lint::{self, Finding, LintReport};
 use crate::note::frontmatter;
 use crate::note::path::VaultPath;
@@ -51,6 +51,11 @@ pub fn resolve_root(flag: Option<&Path>) -> Result<(PathBuf, RootSource)> {
     Ok((data.join("paravault").join("vault"), RootSource::Default))
 }
 
+/// Now, as RFC 3339 with microseconds (UTC).
+fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
 /// Options for opening a vault.
 #[derive(Debug, Clone, Default)]
 pub struct VaultOptions {
@@ -68,7 +73,33 @@ pub struct Vault {
     /// Rendered catalog rows, reused while their notes do not change.
     catalog_rows: catalog::render::RowMemo,
     writer: Mutex<Option<WriterCore>>,
+    /// Keeps the inventory equal to the disk in a long-lived process (`watch_disk`).
+    watch: std::sync::OnceLock<crate::watch::DiskWatch>,
+    freshness: Mutex<Freshness>,
 }
+
+/// How this process keeps its model of the vault equal to the disk, and what it last did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Freshness {
+    /// `loaded`: read from disk on first use (a short-lived process); `watch`: a file watcher
+    /// plus a barrier before every operation; `stat_walk`: a stat walk before every operation
+    /// (the watcher could not start).
+    pub mode: &'static str,
+    /// When the model was last brought up to the disk (RFC 3339), if it was loaded.
+    pub observed_at: Option<String>,
+    /// Changed files re-read since the process started.
+    pub paths_refreshed: u64,
+    /// Full stat walks since the process started, and why the last one was needed.
+    pub stat_walks: u64,
+    pub last_stat_walk_reason: Option<String>,
+    /// Temporary files of killed writes removed at open (older than `TEMP_LEFTOVER_AGE`).
+    pub leftover_temps_removed: usize,
+}
+
+/// A temporary file younger than this may belong to a write in flight in another process
+/// (proposals and task snapshots are written outside the writer lock); older ones are
+/// leftovers of killed writes.
+pub const TEMP_LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// State owned by the single writer (guarded by the in-process mutex and the file lock).
 pub struct WriterCore {
@@ -162,6 +193,9 @@ pub struct DoctorReport {
     pub lint: LintSummary,
     pub embedding: DoctorEmbedding,
     pub issues: Vec<DoctorIssue>,
+    /// How this process keeps its model equal to the disk, and the leftovers it removed.
+    pub freshness: Freshness,
+    pub computed_from: inventory::ComputedFrom,
 }
 
 /// What the doctor says about dense search: the configured model (sources in resolution order,
@@ -237,6 +271,15 @@ impl Vault {
             catalog_state: Mutex::new(None),
             catalog_rows: Default::default(),
             writer: Mutex::new(None),
+            watch: std::sync::OnceLock::new(),
+            freshness: Mutex::new(Freshness {
+                mode: "loaded",
+                observed_at: None,
+                paths_refreshed: 0,
+                stat_walks: 0,
+                last_stat_walk_reason: None,
+                leftover_temps_removed: 0,
+            }),
         };
         if layout::join(root, layout::JOURNAL).exists() {
             // Crash recovery at open, under the writer lock, before any other write.
@@ -290,9 +333,191 @@ impl Vault {
     fn lock_inventory(&self) -> Result<MutexGuard<'_, Option<Inventory>>> {
         let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if guard.is_none() {
-            *guard = Some(Inventory::load(&self.root, &self.policy)?);
+            let (inventory, leftovers) = Inventory::load_finding_temps(&self.root, &self.policy)?;
+            *guard = Some(inventory);
+            let removed = self.remove_leftover_temps(&leftovers)?;
+            let mut freshness = self.lock_freshness();
+            freshness.observed_at = Some(now_rfc3339());
+            freshness.leftover_temps_removed += removed;
         }
         Ok(guard)
+    }
+
+    fn lock_freshness(&self) -> MutexGuard<'_, Freshness> {
+        self.freshness.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// What this process did to keep its model equal to the disk.
+    pub fn freshness(&self) -> Freshness {
+        self.lock_freshness().clone()
+    }
+
+    /// Removes temporary files of killed writes under the writer lock (skipped, to be done by
+    /// a later open, while another process holds it). Only files older than
+    /// `TEMP_LEFTOVER_AGE` are leftovers.
+    fn remove_leftover_temps(&self, found: &[PathBuf]) -> Result<usize> {
+        let cutoff = std::time::SystemTime::now().checked_sub(TEMP_LEFTOVER_AGE);
+        let old: Vec<PathBuf> = found
+            .iter()
+            .filter(|p| {
+                let modified = std::fs::symlink_metadata(p).and_then(|m| m.modified()).ok();
+                matches!((modified, cutoff), (Some(m), Some(c)) if m <= c)
+            })
+            .cloned()
+            .collect();
+        if old.is_empty() {
+            return Ok(0);
+        }
+        let Some(_writer) = self.try_lock_writer_file()? else { return Ok(0) };
+        let removed = durable::remove_leftover_temps(&self.root, &old)?;
+        if removed > 0 {
+            tracing::info!(removed, "removed temporary files left by killed writes");
+        }
+        Ok(removed)
+    }
+
+    /// Starts keeping the inventory equal to the disk with a file watcher (long-lived
+    /// processes; `observe_disk` then settles it before every operation). Where the platform
+    /// refuses a watch, every `observe_disk` does a stat walk instead.
+    pub fn watch_disk(&self) {
+        let mode = match crate::watch::DiskWatch::start(&self.root) {
+            Ok(watch) => {
+                let _ = self.watch.set(watch);
+                "watch"
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, "no file watcher: every operation starts with a stat walk of the vault");
+                "stat_walk"
+            }
+        };
+        self.lock_freshness().mode = mode;
+    }
+
+    /// The running file watcher, if `watch_disk` started one.
+    pub fn disk_watch(&self) -> Option<&crate::watch::DiskWatch> {
+        self.watch.get()
+    }
+
+    /// Brings the inventory up to every change on disk finished before this call (long-lived
+    /// processes call it before each operation; a short-lived process read the disk at first
+    /// use). Re-reads only changed files; a watcher that cannot name the changes costs a stat
+    /// walk, never a stale answer.
+    pub fn observe_disk(&self) -> Result<()> {
+        let mode = self.lock_freshness().mode;
+        let changes = match (mode, self.watch.get()) {
+            ("watch", Some(watch)) => watch.settle(),
+            ("stat_walk", _) => crate::watch::DiskChanges { rescan: Some("no file watcher".into()), ..Default::default() },
+            _ => return Ok(()),
+        };
+        let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(inventory) = guard.as_mut() else { return Ok(()) };
+        let mut rescan = changes.rescan;
+        let mut refreshed = 0u64;
+        if rescan.is_none() {
+            for rel in &changes.paths {
+                match self.refresh_changed(inventory, rel) {
+                    Some(true) => refreshed += 1,
+                    Some(false) => {}
+                    None => {
+                        rescan = Some(format!("{rel} held a folder of the vault"));
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(reason) = &rescan {
+            tracing::debug!(%reason, "walking the vault to find what changed on disk");
+            refreshed += self.rescan(inventory)? as u64;
+        }
+        drop(guard);
+        if refreshed > 0 {
+            self.invalidate_catalog_state();
+        }
+        let mut freshness = self.lock_freshness();
+        freshness.observed_at = Some(now_rfc3339());
+        freshness.paths_refreshed += refreshed;
+        if let Some(reason) = rescan {
+            freshness.stat_walks += 1;
+            freshness.last_stat_walk_reason = Some(reason);
+        }
+        Ok(())
+    }
+
+    /// Re-reads one changed path into the inventory when its stat identity moved. Returns
+    /// whether it re-read it, or `None` when the path was a folder holding known files (a
+    /// moved or removed folder: the caller walks the vault).
+    fn refresh_changed(&self, inventory: &mut Inventory, rel: &str) -> Option<bool> {
+        let Ok(path) = VaultPath::parse_walked(rel) else { return Some(false) };
+        let absolute = path.under(&self.root);
+        let meta = std::fs::symlink_metadata(&absolute).ok();
+        if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) || (meta.is_none() && inventory.has_under(rel)) {
+            return None;
+        }
+        let walked = meta.as_ref().is_some_and(|m| m.file_type().is_file()) && crate::scan::walked(&self.root, &self.policy, &path);
+        let kind = crate::scan::classify(&self.policy, &path).filter(|_| walked);
+        let symlink = meta.as_ref().is_some_and(|m| m.file_type().is_symlink());
+        inventory.set_symlinked(&path, symlink && crate::scan::classify(&self.policy, &path).is_some());
+        match kind {
+            Some(kind) => {
+                let stamp = meta.as_ref().map(FileStamp::of);
+                let unchanged = inventory.records.get(&path).is_some_and(|r| {
+                    r.kind == kind && matches!((r.stamp, stamp), (Some((old, at)), Some(now)) if old == now && !old.is_racy(at))
+                });
+                if unchanged {
+                    return Some(false);
+                }
+                inventory.upsert(inventory::read_record(&self.root, &path, kind, &self.policy));
+            }
+            None if walked => {
+                inventory.remove(&path);
+                inventory.add_attachment(path);
+            }
+            None => {
+                inventory.remove(&path);
+            }
+        }
+        Some(true)
+    }
+
+    /// A full stat walk: re-reads every page whose stat identity moved (or is racy), adds and
+    /// forgets files, and refreshes the symlink list. Returns how many pages it re-read.
+    fn rescan(&self, inventory: &mut Inventory) -> Result<usize> {
+        let scan = crate::scan::scan(&self.root, &self.policy)?;
+        let pages: std::collections::BTreeMap<&VaultPath, PageKind> = scan.pages.iter().map(|(p, k)| (p, *k)).collect();
+        let files: BTreeSet<&VaultPath> = scan.files.iter().collect();
+        let gone: Vec<VaultPath> = inventory
+            .files
+            .iter()
+            .filter(|p| !files.contains(p))
+            .chain(inventory.records.keys().filter(|p| !pages.contains_key(p)))
+            .cloned()
+            .collect();
+        for path in &gone {
+            inventory.remove(path);
+        }
+        let mut changed = Vec::new();
+        for (path, kind) in &scan.pages {
+            let unchanged = inventory.records.get(path).is_some_and(|r| {
+                r.kind == *kind
+                    && r.stamp.is_some_and(|(old, at)| {
+                        !old.is_racy(at) && std::fs::symlink_metadata(path.under(&self.root)).is_ok_and(|m| FileStamp::of(&m) == old)
+                    })
+            });
+            if !unchanged {
+                changed.push((path.clone(), *kind));
+            }
+        }
+        for path in &scan.files {
+            if !pages.contains_key(path) && !inventory.files.contains(path) {
+                inventory.add_attachment(path.clone());
+            }
+        }
+        let reread = changed.len();
+        for record in inventory::read_all(&self.root, &self.policy, &changed) {
+            inventory.upsert(record);
+        }
+        inventory.symlinked_notes = scan.symlinked_notes;
+        Ok(reread)
     }
 
     /// Takes the writer lock (in-process mutex, then the cross-process file lock), finishes any
@@ -343,6 +568,25 @@ impl Vault {
             crate::write::recover::recover_pending(self, &mut guard)?;
         }
         Ok(guard)
+    }
+
+    /// The cross-process writer lock on a handle of its own, if no other process (and no other
+    /// handle of this one) holds it; released when the file is dropped. Never waits.
+    fn try_lock_writer_file(&self) -> Result<Option<std::fs::File>> {
+        let lock_path = layout::join(&self.root, layout::WRITER_LOCK);
+        let file = match std::fs::OpenOptions::new().write(true).open(&lock_path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                drop(self.lock_writer()?);
+                return self.try_lock_writer_file();
+            }
+            Err(e) => return Err(Error::io("opening", layout::WRITER_LOCK, e)),
+        };
+        match file.try_lock() {
+            Ok(()) => Ok(Some(file)),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::io("locking", layout::WRITER_LOCK, e)),
+        }
     }
 
     /// Brings a kept writer core up to what other processes did since this one last held the
@@ -456,7 +700,23 @@ impl Vault {
     /// The vault-wide health report.
     pub fn lint(&self) -> Result<LintReport> {
         let today = self.today();
-        self.with_inventory(|inv| lint::health_report(inv, &self.policy, today))
+        let mut report = self.with_inventory(|inv| lint::health_report(inv, &self.policy, today))?;
+        report.computed_from = Some(self.computed_from()?);
+        Ok(report)
+    }
+
+    /// What a report computed now is computed from: the active generation and the model state.
+    pub fn computed_from(&self) -> Result<inventory::ComputedFrom> {
+        let generation = crate::search::generation::read_active(&self.root).ok().flatten();
+        let (source_snapshot_hash, notes) = self.with_inventory(|inv| (inv.snapshot.hash(), inv.counts.notes))?;
+        let freshness = self.freshness();
+        Ok(inventory::ComputedFrom {
+            generation,
+            source_snapshot_hash,
+            notes,
+            observed_at: freshness.observed_at,
+            disk_watch: freshness.mode,
+        })
     }
 
     fn load_catalog_state(&self) -> CatalogState {
@@ -713,6 +973,8 @@ impl Vault {
             lint: LintSummary { blocking: lint.blocking, counts: lint.counts },
             embedding: DoctorEmbedding { configured, dense_index },
             issues,
+            freshness: self.freshness(),
+            computed_from: lint.computed_from.unwrap_or_default(),
         })
     }
 }

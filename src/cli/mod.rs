@@ -30,8 +30,10 @@ pub struct Cli {
     /// Print machine-readable JSON instead of a human report.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Without a command: what paravault is, the doctor summary of the vault and the MCP
+    /// client configuration for this binary.
     #[command(subcommand)]
-    pub command: Command,
+    pub command: Option<Command>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -133,6 +135,15 @@ pub enum Command {
         allow_remote_llm: bool,
         #[arg(long)]
         approve: bool,
+        /// Items per list (default and bound from policy `maintenance.report_items_*`).
+        #[arg(long, conflicts_with = "all")]
+        max_items: Option<usize>,
+        /// The `next_cursor` of a previous page.
+        #[arg(long, conflicts_with = "all")]
+        cursor: Option<String>,
+        /// Print every item of every list (no paging).
+        #[arg(long)]
+        all: bool,
     },
     /// Move archived or expired notes into the archive folder (dry run unless --live --approve).
     Archive {
@@ -261,6 +272,11 @@ fn options() -> VaultOptions {
     VaultOptions { today }
 }
 
+/// This binary's absolute path (what an MCP client configuration must name).
+fn this_binary() -> String {
+    std::env::current_exe().ok().and_then(|p| p.canonicalize().ok()).map_or_else(|| "paravault".to_string(), |p| p.display().to_string())
+}
+
 /// Opens the vault; the default vault (and only it) is initialised on first use.
 fn open(cli: &Cli) -> Result<Vault, Error> {
     let (root, source) = vault::resolve_root(cli.vault.as_deref())?;
@@ -299,7 +315,17 @@ fn parse_request<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Error>
 
 /// Runs the CLI and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
-    if let Command::Mcp { read_only, parent_pid } = &cli.command {
+    let Some(command) = &cli.command else {
+        let out = render::Output { json: cli.json, color: std::io::stdout().is_terminal() };
+        return match open(&cli).and_then(|v| v.doctor()) {
+            Ok(report) => ExitCode::from(out.first_run(&report, &this_binary())),
+            Err(error) => {
+                eprintln!("error [{}]: {error}", error.code());
+                ExitCode::from(exit_code_of(&error))
+            }
+        };
+    };
+    if let Command::Mcp { read_only, parent_pid } = command {
         let options = crate::mcp::McpOptions { read_only: *read_only, parent_pid: *parent_pid };
         return match open(&cli) {
             Ok(vault) => match crate::mcp::serve_stdio(vault, options) {
@@ -316,7 +342,7 @@ pub fn run(cli: Cli) -> ExitCode {
         };
     }
     let out = render::Output { json: cli.json, color: std::io::stdout().is_terminal() };
-    let result = match &cli.command {
+    let result = match command {
         Command::Init => vault::resolve_root(cli.vault.as_deref())
             .and_then(|(root, _)| Vault::init(&root, options()))
             .map(|(_, report)| out.init(&report)),
@@ -326,13 +352,16 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::CheckMarkdown { fix: true, approve } => open(&cli)
             .and_then(|v| v.check_markdown_tool(&MarkdownRequest { fix: true, approved: *approve }))
             .map(|r| out.serialized(&r, &format!("fixed {} notes", r.fixed_notes.len()))),
-        Command::RotAudit { extended, allow_link_rot, allow_remote_llm, approve } => open(&cli)
+        Command::RotAudit { extended, allow_link_rot, allow_remote_llm, approve, max_items, cursor, all } => open(&cli)
             .and_then(|v| {
                 let request = RotRequest {
                     extended: *extended,
                     allow_link_rot: *allow_link_rot,
                     allow_remote_llm: *allow_remote_llm,
                     approved: *approve,
+                    max_items: *max_items,
+                    cursor: cursor.clone(),
+                    unbounded: *all,
                 };
                 v.rot_audit(&request)
             })

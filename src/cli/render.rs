@@ -69,30 +69,37 @@ impl Output {
             return exit::OK;
         }
         let mut text = format!("=== paravault rot audit ===\ndate: {}\nnotes audited: {}\n", report.date, report.notes_audited);
-        text.push_str(&format!("\nREDUNDANT ({}):\n", report.redundant.len()));
+        let t = &report.totals;
+        text.push_str(&format!("\nREDUNDANT ({}):\n", t.redundant));
         for p in &report.redundant {
             text.push_str(&format!("  {:.3}  {}  ~  {}\n", p.jaccard, p.a, p.b));
         }
-        text.push_str(&format!("\nOUTDATED ({}):\n", report.outdated.len()));
+        text.push_str(&format!("\nOUTDATED ({}):\n", t.outdated));
         for o in &report.outdated {
             text.push_str(&format!("  {}  expired {}\n", o.path, o.expiry));
         }
-        text.push_str(&format!("\nTRIVIAL ({}):\n", report.trivial.len()));
+        text.push_str(&format!("\nTRIVIAL ({}):\n", t.trivial));
         for t in &report.trivial {
             text.push_str(&format!("  {}  {} chars\n", t.path, t.body_chars));
         }
-        text.push_str(&format!("\nLOW FRESHNESS ({}):\n", report.stale_freshness.len()));
+        text.push_str(&format!("\nLOW FRESHNESS ({}):\n", t.stale_freshness));
         for f in &report.stale_freshness {
             text.push_str(&format!("  {:.3}  {}  ({} days, half-life {})\n", f.score, f.path, f.age_days, f.half_life_days));
         }
         if !report.near_duplicates.is_empty() {
-            text.push_str(&format!("\nNEAR-DUPLICATE BODIES ({}):\n", report.near_duplicates.len()));
+            text.push_str(&format!("\nNEAR-DUPLICATE BODIES ({}):\n", t.near_duplicates));
             for d in &report.near_duplicates {
                 text.push_str(&format!("  {:.3}  {}  ~  {}\n", d.cosine, d.a, d.b));
             }
         }
         for s in &report.skipped {
             text.push_str(&format!("\nskipped {}: {}\n", s.section, s.reason));
+        }
+        if let Some(next) = &report.page.next_cursor {
+            text.push_str(&format!(
+                "\n(lists cut at {} items from {}; next page: --cursor {next}, or --all)\n",
+                report.page.max_items, report.page.offset
+            ));
         }
         say(&text);
         exit::OK
@@ -335,6 +342,9 @@ apply with: paravault apply {} --approve
                 Some(d) => text.push_str(&format!("dense index: {} chunks, {} (arena rows {})\n", d.chunks, d.model, d.rows)),
                 None => text.push_str("dense index: none (fts only; `paravault sync --dense` builds one)\n"),
             }
+            if report.freshness.leftover_temps_removed > 0 {
+                text.push_str(&format!("removed {} temporary files left by killed writes\n", report.freshness.leftover_temps_removed));
+            }
             for issue in &report.issues {
                 text.push_str(&format!("  issue[{}]: {} ({})\n", issue.code, issue.message, issue.remediation));
             }
@@ -342,4 +352,43 @@ apply with: paravault apply {} --approve
         }
         exit::OK
     }
+
+    /// `paravault` without a command: what it is, the doctor summary, and the MCP client
+    /// configuration for this binary and vault (Claude Code and Codex).
+    pub fn first_run(&self, report: &DoctorReport, binary: &str) -> u8 {
+        let vault = &report.vault.path;
+        let args = serde_json::json!(["--vault", vault, "mcp"]);
+        let claude = serde_json::json!({"mcpServers": {"paravault": {"command": binary, "args": args}}});
+        if self.json {
+            print_json(&serde_json::json!({
+                "doctor": report,
+                "mcp_clients": {
+                    "claude_code": claude,
+                    "codex_toml": codex_toml(binary, vault),
+                },
+            }));
+            return exit::OK;
+        }
+        say(&format!(
+            "paravault {} — a governed knowledge vault: P.A.R.A. Markdown notes that people edit and agents\n\
+             change only through one audited write transaction (lint gate, catalogs, search, receipts).\n\n",
+            report.engine.version
+        ));
+        self.doctor(report);
+        say(&format!(
+            "\nConnect an agent over MCP (stdio):\n\n\
+             Claude Code — `.mcp.json` in your project, or `claude mcp add-json paravault '<json>'`:\n{}\n\n\
+             Codex — `~/.codex/config.toml`:\n{}\n\
+             Next: `paravault --vault {vault} lint`, `paravault --vault {vault} search \"…\"`, `paravault --help`.\n",
+            serde_json::to_string_pretty(&claude).unwrap_or_default(),
+            codex_toml(binary, vault),
+        ));
+        exit::OK
+    }
+}
+
+/// The Codex `config.toml` table that starts this binary's MCP server on `vault`.
+fn codex_toml(binary: &str, vault: &str) -> String {
+    let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
+    format!("[mcp_servers.paravault]\ncommand = {}\nargs = [\"--vault\", {}, \"mcp\"]\n", quote(binary), quote(vault))
 }

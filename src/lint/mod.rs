@@ -42,6 +42,9 @@ pub struct LintReport {
     pub blocking: bool,
     pub counts: std::collections::BTreeMap<&'static str, usize>,
     pub findings: Vec<Finding>,
+    /// The generation and the model state the report was computed from (filled by `Vault`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub computed_from: Option<crate::inventory::ComputedFrom>,
 }
 
 fn finding(policy: &LoadedPolicy, rule: &'static str, path: &VaultPath, line: Option<usize>, message: String) -> Finding {
@@ -145,6 +148,7 @@ pub fn health_report(inventory: &Inventory, policy: &LoadedPolicy, today: NaiveD
         blocking: findings.iter().any(|f| f.severity == Severity::Blocking),
         counts,
         findings,
+        computed_from: None,
     }
 }
 

@@ -26,6 +26,38 @@ pub struct RotRequest {
     pub allow_remote_llm: bool,
     #[serde(default)]
     pub approved: bool,
+    /// Items per list on this page (default and bound: policy `maintenance.report_items_*`).
+    #[serde(default)]
+    pub max_items: Option<usize>,
+    /// `next_cursor` of the previous page (absent: the first page).
+    #[serde(default)]
+    pub cursor: Option<String>,
+    /// Every item on one page, bound or not (the CLI's `--all`; never set over MCP).
+    #[serde(skip)]
+    pub unbounded: bool,
+}
+
+/// Exact item counts of each list of a rot report, before paging.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct RotTotals {
+    pub redundant: usize,
+    pub outdated: usize,
+    pub trivial: usize,
+    pub stale_freshness: usize,
+    pub near_duplicates: usize,
+    pub link_rot: usize,
+}
+
+/// Which page of a rot report this is.
+#[derive(Debug, Clone, Serialize)]
+pub struct Page {
+    /// Position of the first item of each list on this page.
+    pub offset: usize,
+    pub max_items: usize,
+    /// Whether any list has items past this page.
+    pub truncated: bool,
+    /// Pass as `cursor` for the next page (absent on the last one).
+    pub next_cursor: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -124,6 +156,63 @@ pub struct RotReport {
     /// `allow_link_rot` + `approved` + egress allow-public only: every external link checked.
     pub link_rot: Vec<super::link_rot::LinkCheck>,
     pub skipped: Vec<Skipped>,
+    /// Exact sizes of the lists above before paging, and which page they hold.
+    pub totals: RotTotals,
+    pub page: Page,
+    /// The generation and the model state the audit was computed from (filled by `Vault`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub computed_from: Option<crate::inventory::ComputedFrom>,
+}
+
+impl RotReport {
+    /// Cuts every list to the page `request` asks for (bounded by policy unless `unbounded`),
+    /// recording exact totals first.
+    pub fn paginate(&mut self, request: &RotRequest, policy: &LoadedPolicy) -> Result<()> {
+        let m = &policy.policy.maintenance;
+        let max_items = match (request.unbounded, request.max_items) {
+            (true, _) => usize::MAX,
+            (false, None) => m.report_items_default,
+            (false, Some(n)) if (1..=m.report_items_max).contains(&n) => n,
+            (false, Some(_)) => {
+                return Err(Error::InvalidArgument { name: "max_items", reason: format!("must be between 1 and {}", m.report_items_max) });
+            }
+        };
+        let offset = match &request.cursor {
+            None => 0,
+            Some(cursor) => cursor.parse::<usize>().map_err(|_| Error::InvalidArgument {
+                name: "cursor",
+                reason: "is not a cursor this audit returned (pass next_cursor unchanged)".into(),
+            })?,
+        };
+        self.totals = RotTotals {
+            redundant: self.redundant.len(),
+            outdated: self.outdated.len(),
+            trivial: self.trivial.len(),
+            stale_freshness: self.stale_freshness.len(),
+            near_duplicates: self.near_duplicates.len(),
+            link_rot: self.link_rot.len(),
+        };
+        fn cut<T>(list: &mut Vec<T>, offset: usize, max_items: usize) -> bool {
+            let rest = list.len().saturating_sub(offset);
+            list.drain(..offset.min(list.len()));
+            list.truncate(max_items);
+            rest > max_items
+        }
+        let mut truncated = false;
+        truncated |= cut(&mut self.redundant, offset, max_items);
+        truncated |= cut(&mut self.outdated, offset, max_items);
+        truncated |= cut(&mut self.trivial, offset, max_items);
+        truncated |= cut(&mut self.stale_freshness, offset, max_items);
+        truncated |= cut(&mut self.near_duplicates, offset, max_items);
+        truncated |= cut(&mut self.link_rot, offset, max_items);
+        self.page = Page {
+            offset,
+            max_items: max_items.min(usize::MAX / 2),
+            truncated,
+            next_cursor: truncated.then(|| (offset + max_items).to_string()),
+        };
+        Ok(())
+    }
 }
 
 /// Lower-cased alphanumeric title tokens (deduplicated).
@@ -255,6 +344,9 @@ pub fn audit_with_vectors(
         near_duplicates: Vec::new(),
         link_rot: Vec::new(),
         skipped: Vec::new(),
+        totals: RotTotals::default(),
+        page: Page { offset: 0, max_items: 0, truncated: false, next_cursor: None },
+        computed_from: None,
     };
     for record in &notes {
         let live = record.path.top_folder() != archive_folder && record.meta.status.as_deref() != Some(archived);
@@ -319,7 +411,10 @@ impl crate::vault::Vault {
         let today = self.today();
         let checks_links = request.allow_link_rot && request.approved && self.policy().policy.egress == EgressPolicy::AllowPublic;
         let links = if checks_links { Some(self.external_links()?) } else { None };
-        self.with_inventory(|inv| audit_with_vectors(inv, self.policy(), request, today, vectors, links))?
+        let mut report = self.with_inventory(|inv| audit_with_vectors(inv, self.policy(), request, today, vectors, links))??;
+        report.paginate(request, self.policy())?;
+        report.computed_from = Some(self.computed_from()?);
+        Ok(report)
     }
 
     /// (note path, line, url) of every external http(s) link in the valid notes.

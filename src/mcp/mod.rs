@@ -301,6 +301,8 @@ impl ParavaultServer {
             .collect();
         root_strings.sort_by_key(|s| std::cmp::Reverse(s.len()));
         let capabilities = capabilities(&vault, &tools);
+        // A server lives long: people edit the vault meanwhile (see `Vault::observe_disk`).
+        vault.watch_disk();
         let ctx = ToolCtx {
             vault,
             read_only: options.read_only,
@@ -382,7 +384,8 @@ impl ParavaultServer {
         }
         let ctx = Arc::clone(&self.inner.ctx);
         let started = std::time::Instant::now();
-        let outcome = tokio::task::spawn_blocking(move || job(&ctx)).await;
+        // Every call answers from a model that includes every edit on disk finished before it.
+        let outcome = tokio::task::spawn_blocking(move || ctx.vault.observe_disk().and_then(|()| job(&ctx))).await;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         match outcome {
             Ok(Ok(value)) => {
@@ -425,6 +428,23 @@ impl ServerHandler for ParavaultServer {
     }
 }
 
+/// Waits for SIGTERM, SIGINT or SIGHUP and returns its number (waits forever where they
+/// cannot be watched).
+async fn stop_signal() -> i32 {
+    use tokio::signal::unix::{SignalKind, signal};
+    let (Ok(mut term), Ok(mut int), Ok(mut hup)) =
+        (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::hangup()))
+    else {
+        tracing::warn!("cannot watch stop signals");
+        return std::future::pending().await;
+    };
+    tokio::select! {
+        _ = term.recv() => 15,
+        _ = int.recv() => 2,
+        _ = hup.recv() => 1,
+    }
+}
+
 /// How often an idle server makes its deferred writes durable.
 const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -449,6 +469,19 @@ pub fn serve_stdio(vault: Vault, options: McpOptions) -> Result<(), String> {
                 }
             }
         }
+    });
+    let signal_ctx = server.inner.ctx.clone();
+    runtime.spawn(async move {
+        // Hosts stop servers with signals: make acknowledged writes durable and marked done
+        // first, so no later process has to finish them.
+        let stopped = stop_signal().await;
+        let ctx = signal_ctx.clone();
+        let done = tokio::task::spawn_blocking(move || ctx.vault.checkpoint_pending()).await;
+        if let Ok(Err(error)) = done {
+            tracing::warn!(error = %error, "checkpoint on stop failed; the next open finishes the writes from the journal");
+        }
+        tracing::info!(signal = stopped, "stopped by signal");
+        std::process::exit(128 + stopped);
     });
     runtime.block_on(async move {
         let service = match server.serve(rmcp::transport::stdio()).await {

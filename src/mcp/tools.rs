@@ -1211,7 +1211,13 @@ impl ToolParams for RotAudit {
                            "state": {"type": "string", "enum": ["ok", "broken", "unreachable", "refused"]},
                            "http_status": {"type": ["integer", "null"]}, "detail": {"type": "string"}}),
                     &["path", "line", "url", "state", "detail"])},
-                "skipped": {"type": "array", "items": object_schema(json!({"section": {"type": "string"}, "reason": {"type": "string"}}), &["section", "reason"])}
+                "skipped": {"type": "array", "items": object_schema(json!({"section": {"type": "string"}, "reason": {"type": "string"}}), &["section", "reason"])},
+                "totals": {"type": "object", "description": "Exact size of each list before paging.", "additionalProperties": {"type": "integer"}},
+                "page": object_schema(
+                    json!({"offset": {"type": "integer"}, "max_items": {"type": "integer"}, "truncated": {"type": "boolean"},
+                           "next_cursor": {"type": ["string", "null"], "description": "Pass as cursor for the next page."}}),
+                    &["offset", "max_items", "truncated"]),
+                "computed_from": {"type": "object", "description": "The active generation and the vault state the audit read."}
             }),
             &[
                 "schema_version",

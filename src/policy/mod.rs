@@ -122,6 +122,10 @@ pub struct MaintenancePolicy {
     pub link_rot_timeout_ms: u64,
     pub link_rot_max_redirects: usize,
     pub link_rot_max_links: usize,
+    /// Items per list of a maintenance report an agent receives, unless it asks for fewer
+    /// (`max_items`), and the most it may ask for; totals stay exact and `truncated` says so.
+    pub report_items_default: usize,
+    pub report_items_max: usize,
 }
 
 /// Expected sha256 (lowercase hex) of each model file the engine reads.

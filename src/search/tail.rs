@@ -40,9 +40,14 @@ pub fn servable(base: &Manifest) -> bool {
 }
 
 /// The intents of `records` after `covers_seq`, in sequence order.
+/// Abandoned intents (refused after the commit point; nothing of them is in place) are skipped.
 pub fn intents_after(records: &[Record], covers_seq: u64) -> Vec<&Intent> {
-    let mut out: Vec<&Intent> =
-        records.iter().filter_map(|r| if let Record::Intent(i) = r { Some(i) } else { None }).filter(|i| i.seq > covers_seq).collect();
+    let abandoned = crate::store::journal::abandoned_seqs(records);
+    let mut out: Vec<&Intent> = records
+        .iter()
+        .filter_map(|r| if let Record::Intent(i) = r { Some(i) } else { None })
+        .filter(|i| i.seq > covers_seq && !abandoned.contains(&i.seq))
+        .collect();
     out.sort_by_key(|i| i.seq);
     out
 }
@@ -68,7 +73,7 @@ fn delta(policy: &LoadedPolicy, fields: &Fields, tail: &[&Intent]) -> Delta {
     for intent in tail {
         for path in &intent.search_changed {
             let text = intent.changes.iter().find_map(|c| match c {
-                crate::store::journal::FileChange::Write { path: p, text } if p == path => Some(text.as_str()),
+                crate::store::journal::FileChange::Write { path: p, text, .. } if p == path => Some(text.as_str()),
                 _ => None,
             });
             last.insert(path, text);

@@ -35,7 +35,7 @@ pub fn replace_deferred_dir_sync(root: &Path, path: &Path, bytes: &[u8]) -> Resu
 fn replace_io(path: &Path, bytes: &[u8], sync_dir: bool) -> io::Result<()> {
     let dir = path.parent().ok_or_else(|| io::Error::other("path has no parent directory"))?;
     faults::check("create_temp")?;
-    let mut temp = tempfile::Builder::new().prefix(".pv-tmp-").tempfile_in(dir)?;
+    let mut temp = tempfile::Builder::new().prefix(super::layout::TEMP_PREFIX).tempfile_in(dir)?;
     faults::check("write_temp")?;
     temp.write_all(bytes)?;
     faults::check("fsync_temp")?;
@@ -54,7 +54,7 @@ pub fn replace_unsynced(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
     let run = || -> io::Result<()> {
         let dir = path.parent().ok_or_else(|| io::Error::other("path has no parent directory"))?;
         faults::check("create_temp")?;
-        let mut temp = tempfile::Builder::new().prefix(".pv-tmp-").tempfile_in(dir)?;
+        let mut temp = tempfile::Builder::new().prefix(super::layout::TEMP_PREFIX).tempfile_in(dir)?;
         faults::check("write_temp")?;
         temp.write_all(bytes)?;
         faults::check("rename")?;
@@ -74,6 +74,43 @@ pub fn truncate_and_append_unsynced(root: &Path, path: &Path, before_len: u64, b
     use std::io::Seek;
     file.seek(io::SeekFrom::Start(before_len)).map_err(wrap)?;
     file.write_all(bytes).map_err(wrap)
+}
+
+/// Creates an empty scratch file, without fsync: for engine files whose existence only
+/// signals something (a watch barrier) and never needs to survive a crash. Never follows or
+/// replaces an existing name.
+pub fn create_scratch(path: &Path) -> io::Result<()> {
+    faults::check("scratch")?;
+    OpenOptions::new().write(true).create_new(true).open(path).map(drop)
+}
+
+/// Removes a scratch file made by `create_scratch`.
+pub fn remove_scratch(path: &Path) -> io::Result<()> {
+    faults::check("scratch")?;
+    fs::remove_file(path)
+}
+
+/// Removes leftover temporary files (`layout::TEMP_PREFIX`) of killed writes and watch
+/// barriers (`layout::WATCH_BARRIER_PREFIX`) of killed servers, durably; the
+/// caller holds the writer lock, so no engine write of this vault is in flight. Returns how
+/// many it removed.
+pub fn remove_leftover_temps(root: &Path, paths: &[std::path::PathBuf]) -> Result<usize> {
+    let mut removed = 0;
+    for path in paths {
+        let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        let ours = name.starts_with(super::layout::TEMP_PREFIX) || name.starts_with(super::layout::WATCH_BARRIER_PREFIX);
+        if !ours || !path.starts_with(root) {
+            continue;
+        }
+        match fs::symlink_metadata(path) {
+            Ok(meta) if meta.file_type().is_file() => {
+                remove_file(root, path)?;
+                removed += 1;
+            }
+            _ => {}
+        }
+    }
+    Ok(removed)
 }
 
 /// Removes a file without fsync (see `replace_unsynced`); a missing file is not an error.

@@ -42,6 +42,17 @@ pub(crate) fn check(operation: &'static str) -> io::Result<()> {
     })
 }
 
+thread_local! {
+    static HOOK: std::cell::RefCell<Option<(&'static str, Box<dyn FnOnce()>)>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Runs `hook` once, on this thread, when the write path reaches crash point `point` (tests
+/// use it to change a file outside the engine at an exact instant of a transaction).
+#[doc(hidden)]
+pub fn arm_hook(point: &'static str, hook: impl FnOnce() + 'static) {
+    HOOK.with(|h| *h.borrow_mut() = Some((point, Box::new(hook))));
+}
+
 /// The crash point named by `PARAVAULT_CRASH_AT` (read once per process).
 fn crash_target() -> Option<&'static str> {
     static TARGET: std::sync::OnceLock<Option<String>> = std::sync::OnceLock::new();
@@ -52,6 +63,13 @@ fn crash_target() -> Option<&'static str> {
 /// process announces it on stderr and waits to be killed (SIGKILL from the test harness).
 /// Inert otherwise.
 pub(crate) fn crash_point(name: &'static str) {
+    let hook = HOOK.with(|h| {
+        let mut h = h.borrow_mut();
+        if h.as_ref().is_some_and(|(point, _)| *point == name) { h.take().map(|(_, f)| f) } else { None }
+    });
+    if let Some(hook) = hook {
+        hook();
+    }
     if crash_target() == Some(name) {
         use std::io::Write;
         let mut stderr = std::io::stderr().lock();

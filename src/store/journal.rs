@@ -15,22 +15,80 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::store::{faults, layout};
 
-/// One file change inside an intent.
+/// What a file held when a transaction was planned (under the writer lock): the identity
+/// every later step compares against, so that nothing the engine did not see is overwritten.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PreImage {
+    /// No file at the path.
+    Absent,
+    /// The file's bytes had this lower-case hex sha256.
+    Sha256(String),
+}
+
+impl PreImage {
+    /// The pre-image of `bytes` (`None`: no file).
+    pub fn of(bytes: Option<&[u8]>) -> Self {
+        match bytes {
+            None => PreImage::Absent,
+            Some(bytes) => PreImage::Sha256(crate::write::sha256_hex(bytes)),
+        }
+    }
+
+    /// Whether a file now holding `bytes` (`None`: no file) still holds this pre-image.
+    pub fn matches(&self, bytes: Option<&[u8]>) -> bool {
+        match (self, bytes) {
+            (PreImage::Absent, None) => true,
+            (PreImage::Sha256(hex), Some(bytes)) => *hex == crate::write::sha256_hex(bytes),
+            _ => false,
+        }
+    }
+
+    /// The sha256 of the pre-image (of empty bytes when absent), as receipts name it.
+    pub fn sha256(&self) -> String {
+        match self {
+            PreImage::Absent => crate::write::sha256_hex(b""),
+            PreImage::Sha256(hex) => hex.clone(),
+        }
+    }
+}
+
+/// One file change inside an intent. `before` is what the file held when the transaction was
+/// planned; it is absent only in journals of older engines.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "action", rename_all = "snake_case")]
 pub enum FileChange {
     /// Replace (or create) the file with `text`.
-    Write { path: String, text: String },
+    Write {
+        path: String,
+        text: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        before: Option<PreImage>,
+    },
     /// Remove the file.
-    Delete { path: String },
-    /// Truncate to `before_len`, then append `text` (idempotent append).
+    Delete {
+        path: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        before: Option<PreImage>,
+    },
+    /// Append `text` to a file that was `before_len` bytes long. Bytes past `before_len` that
+    /// are not a torn copy of `text` belong to someone else and are never truncated.
     Append { path: String, before_len: u64, text: String },
 }
 
 impl FileChange {
     pub fn path(&self) -> &str {
         match self {
-            FileChange::Write { path, .. } | FileChange::Delete { path } | FileChange::Append { path, .. } => path,
+            FileChange::Write { path, .. } | FileChange::Delete { path, .. } | FileChange::Append { path, .. } => path,
+        }
+    }
+
+    /// What the file held when the transaction was planned (`None`: an appended file, or a
+    /// journal of an older engine).
+    pub fn before(&self) -> Option<&PreImage> {
+        match self {
+            FileChange::Write { before, .. } | FileChange::Delete { before, .. } => before.as_ref(),
+            FileChange::Append { .. } => None,
         }
     }
 }
@@ -126,7 +184,18 @@ pub fn read_committed(root: &Path) -> Result<Option<(JournalStamp, Vec<Record>)>
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Record {
     Intent(Intent),
-    Done { seq: u64 },
+    /// The intent's files are durable. `abandoned`: none of them was put in place, because a
+    /// file changed outside the engine between the plan and the apply (a refused write).
+    Done {
+        seq: u64,
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        abandoned: bool,
+    },
+}
+
+/// The sequence numbers of intents in `records` that were abandoned (never put in place).
+pub fn abandoned_seqs(records: &[Record]) -> std::collections::BTreeSet<u64> {
+    records.iter().filter_map(|r| if let Record::Done { seq, abandoned: true } = r { Some(*seq) } else { None }).collect()
 }
 
 /// The open journal file.

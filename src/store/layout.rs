@@ -18,6 +18,13 @@ pub const PROPOSALS_DIR: &str = ".paravault/proposals";
 pub const TASKS_DIR: &str = ".paravault/tasks";
 /// `handoff_work` per-task append-only, hash-chained event journals (`<task_id>.jsonl`).
 pub const TASK_EVENTS_DIR: &str = ".paravault/tasks/events";
+/// Name prefix of the empty files a long-lived process's watcher creates (and removes) in the
+/// state folder to prove every earlier change was delivered (`watch::DiskWatch::settle`);
+/// followed by `<pid>-<token>`.
+pub const WATCH_BARRIER_PREFIX: &str = "watch-barrier-";
+/// Name prefix of the temporary files an atomic replace writes beside its target; one left by
+/// a killed write is removed under the writer lock at the next open.
+pub const TEMP_PREFIX: &str = ".pv-tmp-";
 /// Incremental catalog renderer state.
 pub const CATALOG_STATE: &str = ".paravault/catalog-state.json";
 /// Root catalog.

@@ -38,11 +38,12 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
+use crate::inventory::FileStamp;
 use crate::inventory::{self, NoteRecord};
 use crate::lint;
 use crate::note::path::VaultPath;
 use crate::scan::PageKind;
-use crate::store::journal::{FileChange, Intent, Record, SearchSnapshot};
+use crate::store::journal::{FileChange, Intent, PreImage, Record, SearchSnapshot};
 use crate::store::{faults, layout};
 use crate::vault::{Vault, WriterGuard};
 
@@ -145,9 +146,21 @@ struct NoteHashes {
     after_sha256: String,
 }
 
+/// What a file the transaction replaces held when it was planned: its content identity (in
+/// the intent, for recovery) and its stat identity (for the cheap re-check after the commit).
+struct Seen {
+    path: VaultPath,
+    pre_image: PreImage,
+    stamp: Option<FileStamp>,
+    /// When the stamp was taken (for the racy-clean rule).
+    seen_at: i128,
+}
+
 /// What the plan phase produced.
 struct Plan {
     hashes: Vec<NoteHashes>,
+    /// Every note and catalog page the transaction writes or removes, as it was planned.
+    seen: Vec<Seen>,
     changes: Vec<FileChange>,
     previous_records: Vec<(VaultPath, Option<NoteRecord>)>,
     /// The planned directories' renderer state, and the directories planned.
@@ -191,6 +204,11 @@ pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Value> {
     writer.records.push(Record::Intent(intent.clone()));
     phases.mark("commit");
     faults::crash_point("after_commit");
+    // A file changed outside the engine since the plan: put nothing in place, mark the intent
+    // abandoned (durably, so recovery never finishes it) and refuse the write.
+    if let Some(conflict) = changed_since_planned(vault, &plan.seen) {
+        return Err(abandon(vault, &mut writer, &mutation, plan.previous_records, seq, conflict));
+    }
     // Past the commit point: finish, or leave it to recovery.
     match finish(vault, &mut writer, &intent, &mut phases) {
         Ok(receipt) => {
@@ -222,24 +240,65 @@ fn check_idempotency(writer: &WriterGuard<'_>, mutation: &Mutation) -> Result<Op
     if same { Ok(Some(receipt.clone())) } else { Err(Error::IdempotencyConflict { key: key.clone() }) }
 }
 
-fn read_current(vault: &Vault, path: &VaultPath) -> Result<Option<Vec<u8>>> {
-    let absolute = crate::note::path::resolve_safe(vault.root(), path)?;
-    match std::fs::read(&absolute) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io("reading", path.to_string(), e)),
-    }
+/// What a file holds now, read under the lock: its bytes (`None`: no file), stat identity and
+/// when the stat was taken.
+struct Current {
+    bytes: Option<Vec<u8>>,
+    stamp: Option<FileStamp>,
+    seen_at: i128,
 }
 
-/// Preconditions of one note change; returns its (before, after) hashes.
-fn check_note(vault: &Vault, note: &NoteChange, create_folders: bool) -> Result<NoteHashes> {
+fn read_current(vault: &Vault, path: &VaultPath) -> Result<Current> {
+    let absolute = crate::note::path::resolve_safe(vault.root(), path)?;
+    let seen_at = inventory::now_ns();
+    let mut file = match std::fs::File::open(&absolute) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Current { bytes: None, stamp: None, seen_at }),
+        Err(e) => return Err(Error::io("reading", path.to_string(), e)),
+    };
+    let stamp = file.metadata().ok().map(|m| FileStamp::of(&m));
+    let mut bytes = Vec::new();
+    std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| Error::io("reading", path.to_string(), e))?;
+    Ok(Current { bytes: Some(bytes), stamp, seen_at })
+}
+
+/// What `path` holds now, as the plan records it.
+fn seen(vault: &Vault, path: &VaultPath) -> Result<Seen> {
+    let current = read_current(vault, path)?;
+    Ok(Seen { path: path.clone(), pre_image: PreImage::of(current.bytes.as_deref()), stamp: current.stamp, seen_at: current.seen_at })
+}
+
+/// The first planned file that no longer holds what the plan saw (an edit, creation or
+/// removal made outside the engine since): a stat comparison, and a content comparison only
+/// when the stat identity moved (a touch that kept the bytes is not a conflict).
+fn changed_since_planned(vault: &Vault, seen: &[Seen]) -> Option<Error> {
+    for entry in seen {
+        let absolute = entry.path.under(vault.root());
+        let now = std::fs::symlink_metadata(&absolute).ok().map(|m| FileStamp::of(&m));
+        if now == entry.stamp && now.is_none_or(|stamp| !stamp.is_racy(entry.seen_at)) {
+            continue;
+        }
+        let bytes = std::fs::read(&absolute).ok();
+        if !entry.pre_image.matches(bytes.as_deref()) {
+            return Some(Error::PreconditionFailed {
+                path: entry.path.to_string(),
+                expected: entry.pre_image.sha256(),
+                found: bytes.map_or_else(|| "absent".to_string(), |b| sha256_hex(&b)),
+            });
+        }
+    }
+    None
+}
+
+/// Preconditions of one note change; returns its (before, after) hashes and what it saw.
+fn check_note(vault: &Vault, note: &NoteChange, create_folders: bool) -> Result<(NoteHashes, Seen)> {
     let policy = vault.policy();
     let path = &note.path;
     let parent = layout::join(vault.root(), path.parent());
     if note.content.is_some() && !create_folders && !parent.is_dir() {
         return Err(Error::InvalidArgument { name: "path", reason: format!("folder '{}' does not exist", path.parent()) });
     }
-    let before = read_current(vault, path)?;
+    let Current { bytes: before, stamp, seen_at } = read_current(vault, path)?;
     if note.require_absent && before.is_some() {
         return Err(Error::AlreadyExists { path: path.to_string() });
     }
@@ -258,7 +317,8 @@ fn check_note(vault: &Vault, note: &NoteChange, create_folders: bool) -> Result<
         });
     }
     let after_sha256 = note.content.as_ref().map_or_else(|| sha256_hex(b""), |c| sha256_hex(c.as_bytes()));
-    Ok(NoteHashes { path: path.to_string(), before_sha256, after_sha256 })
+    let pre_image = if before.is_some() { PreImage::Sha256(before_sha256.clone()) } else { PreImage::Absent };
+    Ok((NoteHashes { path: path.to_string(), before_sha256, after_sha256 }, Seen { path: path.clone(), pre_image, stamp, seen_at }))
 }
 
 fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
@@ -267,8 +327,11 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
         return Err(Error::InvalidArgument { name: "changes", reason: "a transaction needs at least one note change".into() });
     }
     let mut hashes = Vec::with_capacity(mutation.notes.len());
+    let mut seen_files = Vec::with_capacity(mutation.notes.len() + 2);
     for note in &mutation.notes {
-        hashes.push(check_note(vault, note, mutation.create_folders)?);
+        let (hash, seen) = check_note(vault, note, mutation.create_folders)?;
+        hashes.push(hash);
+        seen_files.push(seen);
     }
     let today = vault.today();
     let touched: Vec<VaultPath> = mutation.notes.iter().map(|n| n.path.clone()).collect();
@@ -311,17 +374,28 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
         }
     };
     let mut changes = Vec::new();
-    for note in &mutation.notes {
+    for (note, seen) in mutation.notes.iter().zip(&seen_files) {
+        let before = Some(seen.pre_image.clone());
         changes.push(match &note.content {
-            Some(text) => FileChange::Write { path: note.path.to_string(), text: text.clone() },
-            None => FileChange::Delete { path: note.path.to_string() },
+            Some(text) => FileChange::Write { path: note.path.to_string(), text: text.clone(), before },
+            None => FileChange::Delete { path: note.path.to_string(), before },
         });
     }
-    for (page, bytes) in &catalog_plan.writes {
-        changes.push(FileChange::Write { path: page.to_string(), text: String::from_utf8_lossy(bytes).into_owned() });
-    }
-    for page in &catalog_plan.deletes {
-        changes.push(FileChange::Delete { path: page.to_string() });
+    let pages = catalog_plan.writes.iter().map(|(page, bytes)| (page, Some(bytes))).chain(catalog_plan.deletes.iter().map(|p| (p, None)));
+    for (page, bytes) in pages {
+        let seen = match seen(vault, page) {
+            Ok(seen) => seen,
+            Err(e) => {
+                restore_model(vault, previous_records);
+                return Err(e);
+            }
+        };
+        let before = Some(seen.pre_image.clone());
+        changes.push(match bytes {
+            Some(bytes) => FileChange::Write { path: page.to_string(), text: String::from_utf8_lossy(bytes).into_owned(), before },
+            None => FileChange::Delete { path: page.to_string(), before },
+        });
+        seen_files.push(seen);
     }
     if let Some(entry) = &mutation.log_entry {
         let log = layout::join(vault.root(), layout::LOG);
@@ -329,7 +403,17 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
             changes.push(FileChange::Append { path: layout::LOG.to_string(), before_len: meta.len(), text: entry.clone() });
         }
     }
-    Ok(Plan { hashes, changes, previous_records, catalog_state: catalog_plan.state, catalog_dirs, orphans: 0, counts, search_snapshot })
+    Ok(Plan {
+        hashes,
+        seen: seen_files,
+        changes,
+        previous_records,
+        catalog_state: catalog_plan.state,
+        catalog_dirs,
+        orphans: 0,
+        counts,
+        search_snapshot,
+    })
 }
 
 /// Puts the in-memory model back as it was before the plan (the disk was never touched).
@@ -404,16 +488,50 @@ fn abort(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, phase
     error
 }
 
+/// Refuses a committed write whose files changed outside the engine after the plan: marks the
+/// intent abandoned (durably: recovery never finishes it, readers never serve it), puts the
+/// in-memory model back and records an aborted receipt. Nothing was put in place.
+fn abandon(
+    vault: &Vault,
+    writer: &mut WriterGuard<'_>,
+    mutation: &Mutation,
+    previous: Vec<(VaultPath, Option<NoteRecord>)>,
+    seq: u64,
+    conflict: Error,
+) -> Error {
+    tracing::warn!(seq, error = %conflict, "a file changed outside the engine while the write was planned; the write is refused");
+    restore_model(vault, previous);
+    let record = Record::Done { seq, abandoned: true };
+    match writer.journal.append(&record, true) {
+        Ok(()) => writer.records.push(record),
+        Err(error) => {
+            // Recovery finishes the intent file by file, and never over a file that holds
+            // neither its pre- nor its post-image: the outside edit is still safe.
+            tracing::warn!(error = %error, "could not mark the refused intent abandoned");
+            writer.needs_recovery = true;
+        }
+    }
+    abort(vault, writer, mutation, "apply", conflict)
+}
+
 /// Steps 6–9 for a committed intent: apply, publish, receipt, checkpoint.
 fn finish(vault: &Vault, writer: &mut WriterGuard<'_>, intent: &Intent, phases: &mut Phases) -> Result<Value> {
-    apply_changes(vault, &intent.changes, &BTreeSet::new(), false)?;
+    let conflicts = apply_changes(vault, &intent.changes, &BTreeSet::new())?;
     phases.mark("apply");
     faults::crash_point("after_apply");
     let mut receipt = match &intent.receipt {
         Value::Object(map) => map.clone(),
         _ => Map::new(),
     };
-    let route = search_route(vault, writer)?;
+    // A file that changed outside the engine in the instant between the re-check and its
+    // rename was left as it is: the generation is then built from the files on disk.
+    let route = if conflicts.is_empty() { search_route(vault, writer)? } else { SearchRoute::Publish };
+    if !conflicts.is_empty() {
+        for path in conflicts.iter().filter_map(|p| VaultPath::parse_walked(p).ok()) {
+            vault.refresh_path(&path)?;
+        }
+        receipt.insert("conflicts".into(), json!(conflicts));
+    }
     let generation = match &route {
         SearchRoute::Tail { active } => Published::tail(active, intent),
         SearchRoute::Fold => fold(vault, writer)?,
@@ -562,17 +680,27 @@ pub(crate) fn record_generation(receipt: &mut Map<String, Value>, generation: &P
     receipt.insert("notes_excluded".into(), Value::String(generation.excluded.to_string()));
 }
 
-/// Puts every change in place (idempotent). Paths in `skip` are left alone (a later intent
-/// owns them). With `only_if_different`, a file already holding its post-image is not
-/// rewritten (recovery of an intent that another process applied).
-pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeSet<String>, only_if_different: bool) -> Result<()> {
+/// Puts every change in place (idempotent) and returns the paths it left alone because they
+/// hold something the transaction never saw. Paths in `skip` are left alone (a later intent
+/// owns them). Rules, the same for a live write and for recovery:
+/// - a file already holding its post-image is not rewritten;
+/// - a file is replaced or removed only while it holds the pre-image the plan recorded (a
+///   journal of an older engine has none: then it is replaced as before);
+/// - an append never truncates bytes it did not write: only a torn copy of its own text is cut.
+pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeSet<String>) -> Result<Vec<String>> {
     let root = vault.root();
+    let mut conflicts = Vec::new();
     for change in changes.iter().filter(|c| !skip.contains(c.path())) {
         let Ok(path) = VaultPath::parse_walked(change.path()) else { continue };
         let absolute = path.under(root);
         match change {
-            FileChange::Write { text, .. } => {
-                if only_if_different && std::fs::read(&absolute).is_ok_and(|bytes| bytes == text.as_bytes()) {
+            FileChange::Write { text, before, .. } => {
+                let current = std::fs::read(&absolute).ok();
+                if current.as_deref() == Some(text.as_bytes()) {
+                    continue;
+                }
+                if before.as_ref().is_some_and(|pre| !pre.matches(current.as_deref())) {
+                    conflicts.push(path.to_string());
                     continue;
                 }
                 if let Some(parent) = absolute.parent().filter(|p| !p.is_dir()) {
@@ -580,26 +708,59 @@ pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeS
                 }
                 crate::store::durable::replace_unsynced(root, &absolute, text.as_bytes())?;
             }
-            FileChange::Delete { .. } => {
-                if only_if_different && !absolute.exists() {
+            FileChange::Delete { before, .. } => {
+                let current = std::fs::read(&absolute).ok();
+                if current.is_none() && std::fs::symlink_metadata(&absolute).is_err() {
+                    continue;
+                }
+                if before.as_ref().is_some_and(|pre| !pre.matches(current.as_deref())) {
+                    conflicts.push(path.to_string());
                     continue;
                 }
                 crate::store::durable::remove_unsynced(root, &absolute)?
             }
             FileChange::Append { before_len, text, .. } => {
-                if only_if_different && appended_already(&absolute, *before_len, text) {
-                    continue;
+                let current = std::fs::read(&absolute).unwrap_or_default();
+                match append_state(&current, *before_len, text) {
+                    AppendState::Done => {}
+                    AppendState::AtPlannedEnd => {
+                        crate::store::durable::truncate_and_append_unsynced(root, &absolute, *before_len, text.as_bytes())?
+                    }
+                    AppendState::AtCurrentEnd => {
+                        crate::store::durable::truncate_and_append_unsynced(root, &absolute, current.len() as u64, text.as_bytes())?
+                    }
                 }
-                crate::store::durable::truncate_and_append_unsynced(root, &absolute, *before_len, text.as_bytes())?;
             }
         }
     }
-    Ok(())
+    Ok(conflicts)
 }
 
-/// Whether `file` is `before_len` bytes followed by exactly `text`.
-fn appended_already(file: &std::path::Path, before_len: u64, text: &str) -> bool {
-    std::fs::read(file).is_ok_and(|bytes| bytes.len() as u64 == before_len + text.len() as u64 && bytes.ends_with(text.as_bytes()))
+/// Where an append stands against a file's current bytes.
+#[derive(Debug, PartialEq, Eq)]
+enum AppendState {
+    /// The text is already in place (after `before_len`, or last in the file).
+    Done,
+    /// The file is as planned, or holds a torn copy of the text past `before_len`: append at
+    /// `before_len` (cutting only our own torn bytes).
+    AtPlannedEnd,
+    /// Someone else changed the file since the plan: append after everything it holds now.
+    AtCurrentEnd,
+}
+
+fn append_state(current: &[u8], before_len: u64, text: &str) -> AppendState {
+    let text = text.as_bytes();
+    let Ok(planned_end) = usize::try_from(before_len) else { return AppendState::AtCurrentEnd };
+    if current.len() >= planned_end {
+        let after = &current[planned_end..];
+        if after.starts_with(text) {
+            return AppendState::Done;
+        }
+        if text.starts_with(after) && after.len() < text.len() {
+            return AppendState::AtPlannedEnd;
+        }
+    }
+    if current.ends_with(text) && !text.is_empty() { AppendState::Done } else { AppendState::AtCurrentEnd }
 }
 
 /// Checkpoints this process's deferred intents (and `generation_files`): see `checkpoint`.
@@ -634,8 +795,9 @@ pub(crate) fn checkpoint(vault: &Vault, writer: &mut WriterGuard<'_>, intents: &
     let files: Vec<PathBuf> = files.into_iter().filter(|f| f.exists()).collect();
     crate::store::durable::sync_all_paths(root, &files, &dirs.into_iter().collect::<Vec<_>>())?;
     for intent in intents {
-        writer.journal.append(&Record::Done { seq: intent.seq }, false)?;
-        writer.records.push(Record::Done { seq: intent.seq });
+        let record = Record::Done { seq: intent.seq, abandoned: false };
+        writer.journal.append(&record, false)?;
+        writer.records.push(record);
     }
     reset_journal_when_folded(vault, writer, !generation_files.is_empty())
 }
@@ -653,7 +815,13 @@ fn reset_journal_when_folded(vault: &Vault, writer: &mut WriterGuard<'_>, publis
     if !recover::pending_except(&writer.records, &BTreeSet::new()).is_empty() || !writer.unsynced.is_empty() {
         return Ok(());
     }
-    let last = writer.records.iter().filter_map(|r| if let Record::Intent(i) = r { Some(i.seq) } else { None }).max();
+    let abandoned = crate::store::journal::abandoned_seqs(&writer.records);
+    let last = writer
+        .records
+        .iter()
+        .filter_map(|r| if let Record::Intent(i) = r { Some(i.seq) } else { None })
+        .filter(|seq| !abandoned.contains(seq))
+        .max();
     if let Some(last) = last {
         let Some(active) = crate::search::generation::read_active(vault.root())? else { return Ok(()) };
         let covered = crate::search::generation::read_manifest(vault.root(), &active).is_ok_and(|m| m.covers_seq >= last);
@@ -665,3 +833,6 @@ fn reset_journal_when_folded(vault: &Vault, writer: &mut WriterGuard<'_>, publis
     writer.records.clear();
     Ok(())
 }
+
+#[cfg(test)]
+mod tests;

@@ -1,7 +1,9 @@
 //! Crash recovery: finish every committed intent that is not marked done, in sequence order,
 //! under the writer lock, before any other write. Idempotent, and bound to each intent's
 //! sequence number: a file that a later intent also touches is left to that later intent, so
-//! recovery can never undo a later commit.
+//! recovery can never undo a later commit. A file that holds neither the intent's pre-image
+//! nor its post-image was changed outside the engine: it is left as it is and named in the
+//! recovered receipt's `conflicts` (recovery never overwrites what it did not see).
 
 use std::collections::BTreeSet;
 
@@ -15,7 +17,7 @@ use crate::vault::{Vault, WriterGuard};
 /// Intents in `records` that have no `Done` record, except `mine` (this process's own deferred
 /// intents, which are in place), in sequence order: what recovery finishes.
 pub fn pending_except<'r>(records: &'r [Record], mine: &BTreeSet<u64>) -> Vec<&'r Intent> {
-    let done: BTreeSet<u64> = records.iter().filter_map(|r| if let Record::Done { seq } = r { Some(*seq) } else { None }).collect();
+    let done: BTreeSet<u64> = records.iter().filter_map(|r| if let Record::Done { seq, .. } = r { Some(*seq) } else { None }).collect();
     let mut out: Vec<&Intent> = records
         .iter()
         .filter_map(|r| if let Record::Intent(i) = r { Some(i) } else { None })
@@ -40,14 +42,19 @@ pub fn recover_pending(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<Ve
             .flat_map(|i| i.changes.iter().map(|c| c.path().to_string()))
             .collect();
         tracing::warn!(seq = intent.seq, "recovery: finishing a committed transaction");
-        super::apply_changes(vault, &intent.changes, &later, true)?;
+        let conflicts = super::apply_changes(vault, &intent.changes, &later)?;
+        if !conflicts.is_empty() {
+            tracing::warn!(seq = intent.seq, ?conflicts, "recovery: left files that changed outside the engine as they are");
+        }
         for change in &intent.changes {
             if let Ok(path) = VaultPath::parse_walked(change.path()) {
                 vault.refresh_path(&path)?;
             }
         }
         vault.invalidate_catalog_state();
-        let generation = generation_of(vault, intent)?;
+        // Files left as someone else wrote them are not what the intent holds: the generation
+        // is then built from the files on disk, never served from the journal's tail.
+        let generation = if conflicts.is_empty() { generation_of(vault, intent)? } else { super::publish(vault, intent)? };
         generation_files.extend(generation.deferred_files.iter().cloned());
         if !writer.receipts.contains_seq(intent.seq) {
             let mut receipt = match &intent.receipt {
@@ -56,6 +63,9 @@ pub fn recover_pending(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<Ve
             };
             super::record_generation(&mut receipt, &generation);
             receipt.insert("recovered".into(), Value::String("true".into()));
+            if !conflicts.is_empty() {
+                receipt.insert("conflicts".into(), serde_json::json!(conflicts));
+            }
             receipt.insert("duration_ms".into(), Value::String("".into()));
             writer.receipts.append(vault.root(), receipt, false)?;
         }

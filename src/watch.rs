@@ -1,0 +1,179 @@
+//! Change detection for long-lived processes (the MCP server, later the web server): a `notify`
+//! watcher over the vault collects the paths that changed, and a barrier proves that every
+//! event of an edit finished before a call began has been delivered before the call reads.
+//!
+//! Why no time-based debouncer: the set of pending paths is itself the debounce (a burst of
+//! events for one file is one refresh, done when the next operation needs it), and a debounce
+//! delay would let an operation answer from a state that misses an edit finished before it
+//! began. Inotify delivers the events of one watcher in order, so once the watcher has seen
+//! the barrier file that `settle` creates, it has seen every earlier change as well. Each
+//! barrier is a new file whose name carries the process id and a token (reading one shared
+//! file's content would let a later barrier's token vouch for events not yet delivered).
+//!
+//! Whenever the watcher cannot vouch for the disk — its queue overflowed, it reported an
+//! error, a directory moved, an ignore file changed, or the barrier did not come back in time —
+//! the next `settle` asks for a full stat walk instead (never silence).
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::Duration;
+
+use notify::{EventKind, RecursiveMode, Watcher};
+
+use crate::error::{Error, Result};
+use crate::store::layout;
+
+/// What changed on disk since the last `settle`.
+#[derive(Debug, Default)]
+pub struct DiskChanges {
+    /// Vault-relative paths of files that were created, modified or removed.
+    pub paths: BTreeSet<String>,
+    /// Why the watcher cannot name the changes (a full stat walk is needed), if it cannot.
+    pub rescan: Option<String>,
+}
+
+#[derive(Default)]
+struct Pending {
+    changes: DiskChanges,
+    /// The highest barrier token the watcher has delivered.
+    barrier_seen: u64,
+}
+
+struct Shared {
+    pending: Mutex<Pending>,
+    delivered: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
+        self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// A running watcher over one vault root.
+pub struct DiskWatch {
+    _watcher: notify::RecommendedWatcher,
+    shared: Arc<Shared>,
+    /// The engine's state folder, where barrier files are created.
+    state_dir: PathBuf,
+    next_token: AtomicU64,
+    timeout: Duration,
+}
+
+/// How long `settle` waits for its barrier before it falls back to a stat walk.
+const BARRIER_TIMEOUT: Duration = Duration::from_millis(500);
+
+impl DiskWatch {
+    /// Starts watching `root` recursively. Fails (typed) where the platform refuses a watch,
+    /// e.g. when the inotify watch limit is reached; callers then read the disk by stat walks.
+    pub fn start(root: &Path) -> Result<Self> {
+        let root = root.canonicalize().map_err(|e| Error::io("resolving", root.display().to_string(), e))?;
+        let state_dir = layout::join(&root, layout::STATE_DIR);
+        crate::store::durable::create_dir_all(&root, &state_dir)?;
+        let shared = Arc::new(Shared { pending: Mutex::new(Pending::default()), delivered: Condvar::new() });
+        let handler_shared = shared.clone();
+        let handler_root = root.clone();
+        let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            deliver(&handler_shared, &handler_root, event);
+        })
+        .map_err(|e| watch_error(&root, e))?;
+        watcher.watch(&root, RecursiveMode::Recursive).map_err(|e| watch_error(&root, e))?;
+        Ok(DiskWatch { _watcher: watcher, shared, state_dir, next_token: AtomicU64::new(1), timeout: BARRIER_TIMEOUT })
+    }
+
+    /// Waits until the watcher has delivered every event up to now (the barrier), then takes
+    /// the pending changes. A barrier that cannot be written or does not come back in time
+    /// turns into a request for a stat walk.
+    pub fn settle(&self) -> DiskChanges {
+        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
+        let barrier = self.state_dir.join(format!("{}{token}", barrier_prefix()));
+        if let Err(error) = crate::store::durable::create_scratch(&barrier) {
+            let mut pending = self.shared.lock();
+            pending.changes.rescan.get_or_insert_with(|| format!("the watch barrier could not be written: {error}"));
+            return std::mem::take(&mut pending.changes);
+        }
+        let pending = self.shared.lock();
+        let (mut pending, waited) =
+            self.shared.delivered.wait_timeout_while(pending, self.timeout, |p| p.barrier_seen < token).unwrap_or_else(|e| e.into_inner());
+        if waited.timed_out() && pending.barrier_seen < token {
+            pending.changes.rescan.get_or_insert_with(|| "the watcher did not deliver its barrier in time".into());
+        }
+        let changes = std::mem::take(&mut pending.changes);
+        drop(pending);
+        if let Err(error) = crate::store::durable::remove_scratch(&barrier) {
+            tracing::debug!(error = %error, "could not remove a watch barrier file");
+        }
+        changes
+    }
+
+    /// Makes the next `settle` ask for a stat walk, exactly as a queue overflow does (tests
+    /// drive the fallback path through it).
+    pub fn simulate_overflow(&self) {
+        self.shared.lock().changes.rescan.get_or_insert_with(|| "the watcher's event queue overflowed (simulated)".into());
+    }
+}
+
+fn watch_error(root: &Path, error: notify::Error) -> Error {
+    Error::io("watching", root.display().to_string(), std::io::Error::other(error.to_string()))
+}
+
+/// Name prefix of this process's barrier files (`layout::WATCH_BARRIER_PREFIX`, the process id).
+fn barrier_prefix() -> String {
+    format!("{}{}-", layout::WATCH_BARRIER_PREFIX, std::process::id())
+}
+
+/// The watcher thread's handler: records changed paths, rescans and barrier tokens.
+fn deliver(shared: &Shared, root: &Path, event: notify::Result<notify::Event>) {
+    let event = match event {
+        Ok(event) => event,
+        Err(error) => {
+            shared.lock().changes.rescan.get_or_insert_with(|| format!("the watcher reported an error: {error}"));
+            return;
+        }
+    };
+    if matches!(event.kind, EventKind::Access(_)) {
+        return;
+    }
+    if matches!(event.kind, EventKind::Create(_)) {
+        let prefix = barrier_prefix();
+        let token = event.paths.iter().find_map(|p| p.file_name()?.to_str()?.strip_prefix(prefix.as_str())?.parse::<u64>().ok());
+        if let Some(token) = token {
+            let mut pending = shared.lock();
+            pending.barrier_seen = pending.barrier_seen.max(token);
+            shared.delivered.notify_all();
+            return;
+        }
+    }
+    let mut pending = shared.lock();
+    if event.need_rescan() {
+        pending.changes.rescan.get_or_insert_with(|| "the watcher's event queue overflowed".into());
+        return;
+    }
+    for path in &event.paths {
+        let Ok(rel) = path.strip_prefix(root) else { continue };
+        let Some(rel) = rel.to_str() else {
+            pending.changes.rescan.get_or_insert_with(|| "a changed path is not UTF-8".into());
+            continue;
+        };
+        if rel.is_empty() || rel == layout::STATE_DIR || rel.starts_with(&format!("{}/", layout::STATE_DIR)) {
+            continue;
+        }
+        let name = rel.rsplit('/').next().unwrap_or(rel);
+        if layout::IGNORE_FILES.contains(&name) {
+            pending.changes.rescan.get_or_insert_with(|| format!("ignore file {rel} changed"));
+            continue;
+        }
+        if name.starts_with(layout::TEMP_PREFIX) {
+            continue;
+        }
+        if matches!(event.kind, EventKind::Create(notify::event::CreateKind::Folder) | EventKind::Remove(notify::event::RemoveKind::Folder))
+            || path.is_dir()
+        {
+            pending.changes.rescan.get_or_insert_with(|| format!("directory {rel} was created, moved or removed"));
+            continue;
+        }
+        pending.changes.paths.insert(rel.to_string());
+    }
+}

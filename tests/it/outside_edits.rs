@@ -1,0 +1,322 @@
+//! Edits made outside the engine (a person's editor, a shell) are seen and never lost: a
+//! long-lived vault's watcher sees creates, edits, deletes and renames before the next
+//! operation; previews equal their live runs; writes that meet an outside edit are refused,
+//! recovery leaves such files alone; leftovers of killed writes are removed; reports are
+//! bounded and say what they were computed from.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use paravault::Vault;
+use paravault::maintenance::heal::HealRequest;
+use paravault::maintenance::rot::RotRequest;
+use serde_json::{Value, json};
+
+use crate::support::{ingest, note, vault};
+
+fn watched(fixture: &str) -> (tempfile::TempDir, Vault) {
+    let (dir, vault) = vault(fixture);
+    vault.watch_disk();
+    assert_eq!(vault.freshness().mode, "watch", "the watcher must start on this machine");
+    vault.lint().unwrap();
+    (dir, vault)
+}
+
+fn lint_rules(vault: &Vault) -> Vec<(String, String)> {
+    vault.observe_disk().unwrap();
+    crate::support::rules(&vault.lint().unwrap())
+}
+
+const BASE: &str = "-- 01_Projects/hub.md --\n---\ntype: Project\ntitle: Hub\ndescription: The hub\ntimestamp: 2026-01-01T00:00:00Z\n---\nSee [[spoke]].\n-- 01_Projects/spoke.md --\n---\ntype: Project\ntitle: Spoke\ndescription: A spoke\ntimestamp: 2026-01-01T00:00:00Z\n---\nBack to [[hub]].\n";
+
+#[test]
+fn a_watched_vault_sees_outside_creates_edits_deletes_and_renames_without_waiting() {
+    let (dir, vault) = watched(BASE);
+    let root = dir.path();
+    assert!(lint_rules(&vault).iter().all(|(rule, _)| rule != "metadata-missing"));
+
+    // Create: an invalid note written by a shell is a finding on the very next call.
+    std::fs::write(root.join("03_Resources/bad.md"), "no frontmatter here\n").unwrap();
+    let rules = lint_rules(&vault);
+    assert!(rules.contains(&("metadata-missing".into(), "03_Resources/bad.md".into())), "{rules:?} {:?}", vault.freshness());
+
+    // Edit: the hub now links to a note that does not exist.
+    std::fs::write(root.join("01_Projects/hub.md"), note("Project", "Hub", "See [[nowhere]].\n")).unwrap();
+    assert!(lint_rules(&vault).iter().any(|(rule, path)| rule == "broken-link" && path == "01_Projects/hub.md"));
+
+    // Delete: the spoke goes, so the link back to it from nowhere remains and the invalid note goes.
+    std::fs::remove_file(root.join("03_Resources/bad.md")).unwrap();
+    assert!(!lint_rules(&vault).iter().any(|(_, path)| path == "03_Resources/bad.md"));
+
+    // Rename a file: the old path vanishes, the new one appears.
+    std::fs::rename(root.join("01_Projects/spoke.md"), root.join("01_Projects/wheel.md")).unwrap();
+    vault.observe_disk().unwrap();
+    let paths: Vec<String> = vault.with_inventory(|inv| inv.notes().map(|r| r.path.to_string()).collect()).unwrap();
+    assert!(paths.contains(&"01_Projects/wheel.md".to_string()) && !paths.contains(&"01_Projects/spoke.md".to_string()), "{paths:?}");
+
+    // Rename a folder: everything under it moves (a folder event: a stat walk of the vault).
+    std::fs::create_dir_all(root.join("03_Resources/old")).unwrap();
+    std::fs::write(root.join("03_Resources/old/inner.md"), note("Resource", "Inner", "x\n")).unwrap();
+    vault.observe_disk().unwrap();
+    std::fs::rename(root.join("03_Resources/old"), root.join("03_Resources/new")).unwrap();
+    vault.observe_disk().unwrap();
+    let paths: Vec<String> = vault.with_inventory(|inv| inv.notes().map(|r| r.path.to_string()).collect()).unwrap();
+    assert!(paths.contains(&"03_Resources/new/inner.md".to_string()), "{paths:?}");
+    assert!(!paths.iter().any(|p| p.starts_with("03_Resources/old/")), "{paths:?}");
+    let freshness = vault.freshness();
+    assert!(freshness.paths_refreshed >= 4, "{freshness:?}");
+    assert!(freshness.stat_walks >= 1, "a moved folder needs a stat walk: {freshness:?}");
+}
+
+#[test]
+fn a_heal_preview_equals_its_live_run_after_outside_edits() {
+    let (dir, vault) = watched(BASE);
+    for name in ["a", "b"] {
+        std::fs::write(dir.path().join(format!("03_Resources/{name}.md")), "---\ntype: resource\ntitle: T\n---\nbody text\n").unwrap();
+    }
+    vault.observe_disk().unwrap();
+    let preview = vault.heal_frontmatter(&HealRequest { dry_run: true, approved: false }).unwrap();
+    let live = vault.heal_frontmatter(&HealRequest { dry_run: false, approved: true }).unwrap();
+    let paths = |r: &paravault::maintenance::heal::HealReport| r.notes.iter().map(|n| n.path.clone()).collect::<Vec<_>>();
+    assert_eq!(paths(&preview).len(), 2, "{preview:?}");
+    assert_eq!(paths(&preview), paths(&live));
+}
+
+#[test]
+fn the_fallback_stat_walk_finds_what_the_watcher_missed() {
+    let (dir, vault) = vault(BASE);
+    vault.lint().unwrap();
+    // Written before the watcher starts: no event will ever name it.
+    std::fs::write(dir.path().join("03_Resources/unseen.md"), "no frontmatter\n").unwrap();
+    vault.watch_disk();
+    assert!(
+        !lint_rules(&vault).iter().any(|(_, p)| p == "03_Resources/unseen.md"),
+        "the watcher cannot know of it yet: {:?}",
+        vault.freshness()
+    );
+    vault.disk_watch().unwrap().simulate_overflow();
+    assert!(lint_rules(&vault).contains(&("metadata-missing".into(), "03_Resources/unseen.md".into())));
+    let freshness = vault.freshness();
+    assert_eq!(freshness.stat_walks, 1, "{freshness:?}");
+    assert!(freshness.last_stat_walk_reason.unwrap().contains("overflow"));
+}
+
+#[test]
+fn an_outside_edit_between_plan_and_apply_refuses_the_write_and_keeps_the_edit() {
+    let (dir, vault) = vault(BASE);
+    let victim = dir.path().join("01_Projects/hub.md");
+    let before = std::fs::read_to_string(&victim).unwrap();
+    let sha = paravault::write::sha256_hex(before.as_bytes());
+    let edited = format!("{before}A PERSON'S EDIT\n");
+    let (path, text) = (victim.clone(), edited.clone());
+    paravault::store::faults::arm_hook("after_commit", move || std::fs::write(&path, &text).unwrap());
+    let error = vault
+        .propose_memory_change("01_Projects/hub.md", &note("Project", "Hub", "agent text\n"), None, Some(&sha))
+        .and_then(|proposal| vault.apply_stored_proposal(&proposal.proposal_id, true))
+        .unwrap_err();
+    assert_eq!(error.code(), "precondition_failed", "{error}");
+    assert!(error.to_string().contains("01_Projects/hub.md"), "{error}");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), edited, "the person's edit is on disk");
+    // The refused intent is never finished by anyone: reopen (recovery) keeps the edit too.
+    drop(vault);
+    let reopened = Vault::open(dir.path(), Default::default()).unwrap();
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), edited);
+    let history = reopened.read_memory_history(10, 0).unwrap();
+    let last = history.last().unwrap();
+    assert_eq!((last["status"].as_str(), last["phase"].as_str()), (Some("aborted"), Some("apply")), "{last}");
+    assert_eq!(last["error_code"], "precondition_failed");
+    assert!(reopened.verify_history().unwrap().ok);
+    // A later write works and the search tail never serves the refused text.
+    reopened.ingest_note(&ingest("01_Projects/after", "later\n")).unwrap();
+    reopened.sync_vault(&Default::default()).unwrap();
+    let hits = reopened.search(&paravault::retrieval::SearchParams::fts("agent", 10)).unwrap();
+    assert!(hits.results.is_empty(), "the refused text is never served");
+}
+
+/// An MCP server is killed right after acknowledging a write; a person then edits the note;
+/// every later process (a read-only lint included) must keep the edit.
+#[test]
+fn an_edit_after_a_killed_servers_write_survives_every_later_process() {
+    let (dir, vault) = vault(BASE);
+    drop(vault);
+    let root = dir.path();
+    for round in 0..6 {
+        let name = format!("03_Resources/victim{round}");
+        let mut child = Command::new(env!("CARGO_BIN_EXE_paravault"))
+            .arg("--vault")
+            .arg(root)
+            .arg("mcp")
+            .env("PARAVAULT_STDIO_WATCHDOG", "0")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut stdout = BufReader::new(child.stdout.take().unwrap());
+        let mut call = |message: Value| {
+            writeln!(stdin, "{message}").unwrap();
+            stdin.flush().unwrap();
+            if message.get("id").is_none() {
+                return Value::Null;
+            }
+            let mut line = String::new();
+            stdout.read_line(&mut line).unwrap();
+            serde_json::from_str::<Value>(&line).unwrap()
+        };
+        call(
+            json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+        );
+        call(json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
+        let reply = call(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "ingest_note", "arguments": {
+            "name": name, "note_type": "Resource", "title": format!("Victim {round}"), "description": "a note a person edits next", "content": "agent text\n"}}}));
+        assert_eq!(reply["result"]["isError"], json!(false), "{reply}");
+        let file = root.join(format!("{name}.md"));
+        let mut edited = std::fs::read_to_string(&file).unwrap();
+        edited.push_str(&format!("PERSON EDIT {round}\n"));
+        std::fs::write(&file, &edited).unwrap();
+        // Half the rounds SIGKILL (no checkpoint), half SIGTERM (checkpoint on the way out).
+        if round % 2 == 0 {
+            child.kill().unwrap();
+        } else {
+            Command::new("kill").arg("-TERM").arg(child.id().to_string()).status().unwrap();
+        }
+        let _ = child.wait();
+        let lint = Command::new(env!("CARGO_BIN_EXE_paravault")).arg("--vault").arg(root).arg("lint").output().unwrap();
+        assert!(lint.status.code().is_some(), "lint ran");
+        std::thread::sleep(Duration::from_millis(20));
+        let search = Command::new(env!("CARGO_BIN_EXE_paravault")).arg("--vault").arg(root).args(["search", "victim"]).output().unwrap();
+        assert!(search.status.code().is_some());
+        assert_eq!(std::fs::read_to_string(&file).unwrap(), edited, "round {round}: the person's edit was reverted");
+    }
+    let reopened = Vault::open(root, Default::default()).unwrap();
+    assert!(reopened.verify_history().unwrap().ok);
+}
+
+#[test]
+fn recovery_leaves_a_file_that_holds_neither_image_and_names_it() {
+    let (dir, vault) = vault(BASE);
+    drop(vault);
+    let root = dir.path();
+    // A CLI ingest killed right after its commit point: the intent is in the journal, the
+    // note is not in place yet.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_paravault"))
+        .arg("--vault")
+        .arg(root)
+        .args(["ingest", "01_Projects/clash", "--type", "Project", "--title", "Clash", "--description", "d", "--content", "engine text"])
+        .env("PARAVAULT_CRASH_AT", "after_commit")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    assert!(BufReader::new(stderr).lines().map_while(Result::ok).any(|l| l.contains("PARAVAULT_CRASH_POINT")));
+    child.kill().unwrap();
+    let _ = child.wait();
+    // A person creates the same file meanwhile.
+    let file = root.join("01_Projects/clash.md");
+    std::fs::write(&file, "my own notes\n").unwrap();
+    let reopened = Vault::open(root, Default::default()).unwrap();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "my own notes\n");
+    let history = reopened.read_memory_history(10, 0).unwrap();
+    let recovered = history.iter().find(|r| r["recovered"] == "true").expect("a recovered receipt");
+    assert_eq!(recovered["conflicts"], json!(["01_Projects/clash.md"]), "{recovered}");
+    assert!(reopened.verify_history().unwrap().ok);
+}
+
+#[test]
+fn leftover_temporary_files_of_killed_writes_are_removed_at_open_and_counted() {
+    let (dir, vault) = vault(BASE);
+    vault.lint().unwrap();
+    drop(vault);
+    let root = dir.path();
+    let old = std::time::SystemTime::now() - Duration::from_secs(3600);
+    let mut leftovers = Vec::new();
+    for rel in ["01_Projects/.pv-tmp-abc123", ".paravault/.pv-tmp-def456"] {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, "half a note").unwrap();
+        std::fs::File::options().write(true).open(&path).unwrap().set_modified(old).unwrap();
+        leftovers.push(path);
+    }
+    // A temporary file younger than the leftover age may be a write in flight: kept.
+    let young = root.join("02_Areas/.pv-tmp-young");
+    std::fs::write(&young, "in flight").unwrap();
+    let reopened = Vault::open(root, Default::default()).unwrap();
+    let doctor = reopened.doctor().unwrap();
+    assert_eq!(doctor.freshness.leftover_temps_removed, 2, "{:?}", doctor.freshness);
+    assert!(leftovers.iter().all(|p| !p.exists()));
+    assert!(young.exists());
+    assert!(!doctor.vault.excluded_notes.iter().any(|e| e.path.contains(".pv-tmp-")));
+    let files = reopened.with_inventory(|inv| inv.files.iter().map(ToString::to_string).collect::<Vec<_>>()).unwrap();
+    assert!(!files.iter().any(|f| f.contains(".pv-tmp-")), "temporary files are no attachments: {files:?}");
+}
+
+#[test]
+fn rot_audit_lists_are_bounded_with_exact_totals_and_a_cursor_through_every_page() {
+    let mut fixture = String::new();
+    for i in 0..25 {
+        fixture.push_str(&format!("-- 03_Resources/tiny{i:02}.md --\n{}", note("Resource", &format!("Tiny {i}"), "x\n")));
+    }
+    let (_dir, vault) = vault(&fixture);
+    let first = vault.rot_audit(&RotRequest { max_items: Some(10), ..Default::default() }).unwrap();
+    assert_eq!((first.trivial.len(), first.totals.trivial), (10, 25));
+    assert!(first.page.truncated);
+    let mut seen: Vec<String> = first.trivial.iter().map(|t| t.path.clone()).collect();
+    let mut cursor = first.page.next_cursor.clone();
+    while let Some(next) = cursor {
+        let page = vault.rot_audit(&RotRequest { max_items: Some(10), cursor: Some(next), ..Default::default() }).unwrap();
+        assert_eq!(page.totals.trivial, 25);
+        seen.extend(page.trivial.iter().map(|t| t.path.clone()));
+        cursor = page.page.next_cursor.clone();
+    }
+    let mut sorted = seen.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!((seen.len(), sorted.len()), (25, 25), "every item exactly once");
+    let default = vault.rot_audit(&RotRequest::default()).unwrap();
+    assert_eq!(default.page.max_items, vault.policy().policy.maintenance.report_items_default);
+    let all = vault.rot_audit(&RotRequest { unbounded: true, ..Default::default() }).unwrap();
+    assert_eq!((all.trivial.len(), all.page.truncated), (25, false));
+    for bad in [RotRequest { max_items: Some(0), ..Default::default() }, RotRequest { cursor: Some("x".into()), ..Default::default() }] {
+        assert_eq!(vault.rot_audit(&bad).unwrap_err().code(), "invalid_argument");
+    }
+    let from = all.computed_from.expect("computed_from");
+    assert_eq!(from.notes, 25);
+    assert_eq!(from.disk_watch, "loaded");
+}
+
+#[test]
+fn reports_name_the_generation_and_model_state_they_were_computed_from() {
+    let (_dir, vault) = vault(BASE);
+    let before = vault.lint().unwrap().computed_from.unwrap();
+    assert_eq!(before.generation, None);
+    vault.sync_vault(&Default::default()).unwrap();
+    let after = vault.doctor().unwrap().computed_from;
+    assert!(after.generation.is_some(), "{after:?}");
+    assert_eq!(after.source_snapshot_hash, before.source_snapshot_hash);
+    assert!(after.observed_at.is_some());
+}
+
+/// The first-run screen: what paravault is, the doctor summary, and client configurations
+/// naming this binary's absolute path.
+#[test]
+fn paravault_without_a_command_explains_itself_and_prints_mcp_configurations() {
+    let home = tempfile::tempdir().unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_paravault"))
+        .env_remove("PARAVAULT_VAULT_DIR")
+        .env_remove("POWER_VAULT_DIR")
+        .env("XDG_DATA_HOME", home.path())
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
+    let text = String::from_utf8(output.stdout).unwrap();
+    let binary = Path::new(env!("CARGO_BIN_EXE_paravault")).canonicalize().unwrap();
+    assert!(text.contains("governed knowledge vault"), "{text}");
+    assert!(text.contains("status:"), "{text}");
+    assert!(text.contains(&format!("\"command\": \"{}\"", binary.display())), "{text}");
+    assert!(text.contains("[mcp_servers.paravault]"), "{text}");
+    assert!(home.path().join("paravault/vault/index.md").exists(), "the default vault was initialised");
+}
