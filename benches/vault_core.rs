@@ -1,5 +1,7 @@
 //! Criterion benchmarks of the vault core: full lint, full and one-note catalog regeneration,
-//! and the physical floor (one durable 4 KiB atomic replace), on a synthetic vault and FOLDOC.
+//! a long-lived process's refresh after outside edits (watcher + barrier, and the stat-walk
+//! fallback), and the physical floor (one durable 4 KiB atomic replace), on a synthetic vault
+//! and FOLDOC.
 //!
 //! Run: `cargo bench --bench vault_core` (see docs/benchmarks.md for the figures and targets).
 
@@ -239,9 +241,58 @@ fn bench_catalog_incremental(c: &mut Criterion, fx: &Fixtures) {
     group.finish();
 }
 
+/// (e) A long-lived process's view of outside edits: `observe_disk` with nothing changed (the
+/// barrier round trip: this bench's floor), after one note was edited outside the engine
+/// (barrier + stat + re-read of that note), and the stat-walk fallback over the whole vault
+/// (a simulated watcher overflow, nothing changed: what a walk costs per note).
+fn bench_freshness(c: &mut Criterion, fx: &Fixtures) {
+    let mut group = fast_group(c, "observe_disk");
+    for (label, root, notes) in &fx.vaults {
+        let vault = Vault::open(root, options()).expect("open");
+        vault.watch_disk();
+        assert_eq!(vault.freshness().mode, "watch", "the watcher must start");
+        vault.lint().expect("load");
+        let victim = vault.with_inventory(|inv| inv.notes().find(|r| r.valid).map(|r| r.path.clone())).expect("inventory").expect("a note");
+        let victim = victim.under(root);
+        let original = std::fs::read(&victim).expect("victim");
+        group.bench_function(format!("{label}/unchanged_barrier_floor"), |b| b.iter(|| vault.observe_disk().expect("observe")));
+        let mut round = 0u64;
+        group.bench_function(format!("{label}/one_outside_edit"), |b| {
+            b.iter_batched(
+                || {
+                    round += 1;
+                    let mut bytes = original.clone();
+                    bytes.extend_from_slice(format!("\nedit {round}\n").as_bytes());
+                    std::fs::write(&victim, bytes).expect("outside edit");
+                },
+                |()| vault.observe_disk().expect("observe"),
+                BatchSize::PerIteration,
+            )
+        });
+        std::fs::write(&victim, &original).expect("restore");
+        vault.observe_disk().expect("observe");
+    }
+    group.finish();
+    let mut group = slow_group(c, "observe_disk_stat_walk");
+    for (label, root, notes) in &fx.vaults {
+        let vault = Vault::open(root, options()).expect("open");
+        vault.watch_disk();
+        vault.lint().expect("load");
+        group.throughput(Throughput::Elements(*notes));
+        group.bench_function(label.as_str(), |b| {
+            b.iter(|| {
+                vault.disk_watch().expect("watch").simulate_overflow();
+                vault.observe_disk().expect("observe")
+            })
+        });
+    }
+    group.finish();
+}
+
 fn benches(c: &mut Criterion) {
     bench_floor(c);
     let fx = fixtures();
+    bench_freshness(c, &fx);
     bench_lint(c, &fx);
     bench_catalog_full(c, &fx);
     bench_catalog_incremental(c, &fx);

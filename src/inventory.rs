@@ -27,7 +27,7 @@ pub struct FileProblem {
 
 /// A file's stat identity: what changes whenever its content may have changed (git's index
 /// entry, less the fields that cannot move without these moving too).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct FileStamp {
     pub len: u64,
     pub mtime_ns: i128,
@@ -258,6 +258,8 @@ pub struct Inventory {
     /// The valid notes' (path, content hash) pairs with cached digests, kept current by
     /// `upsert`/`remove`, so publishing one change never re-hashes the whole vault.
     pub snapshot: SourceSnapshot,
+    /// Bumped by every `upsert` and `remove` (whether the persisted copy may be out of date).
+    pub revision: u64,
 }
 
 /// Note counts maintained incrementally.
@@ -319,6 +321,22 @@ fn lower_name(path: &VaultPath) -> String {
     path.file_name().to_lowercase()
 }
 
+/// What `Inventory::load_reusing` did with a persisted inventory's records.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Serialize)]
+pub struct LoadCounts {
+    /// Records reused without reading their file (stat identity unchanged).
+    pub reused: usize,
+    /// Pages read and analysed (new, changed, racy or unknown).
+    pub read: usize,
+    /// Persisted records whose file is gone or out of scope.
+    pub forgotten: usize,
+}
+
+/// A file's stat identity now (`None`: gone or unreadable).
+fn stamp_now(root: &Path, path: &VaultPath) -> Option<FileStamp> {
+    std::fs::symlink_metadata(path.under(root)).ok().map(|m| FileStamp::of(&m))
+}
+
 /// Reads `items` in parallel on up to `threads` threads.
 pub(crate) fn read_all(root: &Path, policy: &LoadedPolicy, items: &[(VaultPath, PageKind)]) -> Vec<NoteRecord> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
@@ -343,16 +361,39 @@ impl Inventory {
 
     /// Scans and reads the whole vault; also returns the temporary files the walk found.
     pub fn load_finding_temps(root: &Path, policy: &LoadedPolicy) -> Result<(Self, Vec<PathBuf>)> {
+        let (inventory, temps, _) = Self::load_reusing(root, policy, Vec::new())?;
+        Ok((inventory, temps))
+    }
+
+    /// Walks the vault and reads every page, except those of `known` (a persisted inventory)
+    /// whose stat identity is unchanged and settled: those records are reused as they are.
+    /// Returns the inventory, the temporary files the walk found, and what it reused and read.
+    pub fn load_reusing(root: &Path, policy: &LoadedPolicy, known: Vec<NoteRecord>) -> Result<(Self, Vec<PathBuf>, LoadCounts)> {
         let scan = scan::scan(root, policy)?;
-        let records = read_all(root, policy, &scan.pages);
+        let mut known: HashMap<VaultPath, NoteRecord> = known.into_iter().map(|r| (r.path.clone(), r)).collect();
+        let mut reused = Vec::with_capacity(known.len());
+        let mut to_read = Vec::new();
+        for (path, kind) in &scan.pages {
+            match known.remove(path) {
+                Some(record)
+                    if record.kind == *kind
+                        && record.stamp.is_some_and(|(old, at)| !old.is_racy(at) && stamp_now(root, path) == Some(old)) =>
+                {
+                    reused.push(record);
+                }
+                _ => to_read.push((path.clone(), *kind)),
+            }
+        }
+        let counts = LoadCounts { reused: reused.len(), read: to_read.len(), forgotten: known.len() };
+        let records = read_all(root, policy, &to_read);
         let mut inventory = Inventory { symlinked_notes: scan.symlinked_notes, ..Default::default() };
         for path in scan.files {
             inventory.add_file(path);
         }
-        for record in records {
+        for record in reused.into_iter().chain(records) {
             inventory.upsert(record);
         }
-        Ok((inventory, scan.leftover_temps))
+        Ok((inventory, scan.leftover_temps, counts))
     }
 
     /// Records a file that is not a page (an attachment links may point at).
@@ -392,6 +433,7 @@ impl Inventory {
 
     /// Puts a fresh record in place (a note was written). Returns the previous record.
     pub fn upsert(&mut self, record: NoteRecord) -> Option<NoteRecord> {
+        self.revision += 1;
         self.add_file(record.path.clone());
         for link in &record.links {
             self.linkers.entry(link_key(&link.target)).or_default().insert(record.path.clone());
@@ -425,6 +467,7 @@ impl Inventory {
 
     /// Forgets a file (a note was removed or moved away).
     pub fn remove(&mut self, path: &VaultPath) -> Option<NoteRecord> {
+        self.revision += 1;
         self.remove_file(path);
         let old = self.records.remove(path);
         if let Some(old) = &old {

@@ -7,6 +7,7 @@
 //! - `store`     — the only door to the disk for mutations (durable replace, fault injection).
 //! - `scan`      — which files are in scope.
 //! - `inventory` — the in-memory vault model, kept current one note at a time.
+//! - `inventory_cache` — the persisted inventory (checksummed; reused after a stat walk).
 //! - `embed`     — dense embeddings (all-MiniLM-L6-v2 on candle), the model resolved offline
 //!                 first and sha256-verified under policy.
 //! - `lint`      — health report and write gate over the inventory.
@@ -23,6 +24,7 @@
 pub mod embed;
 pub mod error;
 pub mod inventory;
+pub mod inventory_cache;
 pub mod lint;
 pub mod maintenance;
 pub mod note;

@@ -13,7 +13,7 @@ use crate::policy::LoadedPolicy;
 use crate::store::layout;
 
 /// What role an in-scope Markdown file plays.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum PageKind {
     /// An ordinary note: metadata-checked, catalogued, searchable.
     Note,

@@ -76,6 +76,7 @@ pub struct Vault {
     /// Keeps the inventory equal to the disk in a long-lived process (`watch_disk`).
     watch: std::sync::OnceLock<crate::watch::DiskWatch>,
     freshness: Mutex<Freshness>,
+    saved_inventory: Mutex<Option<SavedInventory>>,
 }
 
 /// How this process keeps its model of the vault equal to the disk, and what it last did.
@@ -94,6 +95,20 @@ pub struct Freshness {
     pub last_stat_walk_reason: Option<String>,
     /// Temporary files of killed writes removed at open (older than `TEMP_LEFTOVER_AGE`).
     pub leftover_temps_removed: usize,
+    /// The persisted inventory at first load: `reused` (it was read and trusted, files
+    /// re-checked by a stat walk), `absent`, or why it was ignored and rebuilt.
+    pub inventory_cache: String,
+    /// What the first load reused from the persisted inventory and what it read.
+    pub load: inventory::LoadCounts,
+}
+
+/// The persisted inventory as this process last read or wrote it.
+#[derive(Debug, Default)]
+struct SavedInventory {
+    /// `Inventory::revision` it matches.
+    revision: u64,
+    /// blake3 of its bytes (rewritten only when they change).
+    digest: [u8; 32],
 }
 
 /// A temporary file younger than this may belong to a write in flight in another process
@@ -138,6 +153,9 @@ impl Drop for Vault {
             && let Err(error) = self.checkpoint_pending()
         {
             tracing::warn!(error = %error, "could not checkpoint deferred writes; the next open finishes them from the journal");
+        }
+        if let Some(inventory) = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref() {
+            self.persist_inventory(inventory);
         }
     }
 }
@@ -279,7 +297,10 @@ impl Vault {
                 stat_walks: 0,
                 last_stat_walk_reason: None,
                 leftover_temps_removed: 0,
+                inventory_cache: String::new(),
+                load: inventory::LoadCounts::default(),
             }),
+            saved_inventory: Mutex::new(None),
         };
         if layout::join(root, layout::JOURNAL).exists() {
             // Crash recovery at open, under the writer lock, before any other write.
@@ -333,14 +354,59 @@ impl Vault {
     fn lock_inventory(&self) -> Result<MutexGuard<'_, Option<Inventory>>> {
         let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if guard.is_none() {
-            let (inventory, leftovers) = Inventory::load_finding_temps(&self.root, &self.policy)?;
+            let (known, cache_state) = self.read_persisted_inventory();
+            let (inventory, leftovers, load) = Inventory::load_reusing(&self.root, &self.policy, known)?;
+            self.persist_inventory(&inventory);
             *guard = Some(inventory);
             let removed = self.remove_leftover_temps(&leftovers)?;
             let mut freshness = self.lock_freshness();
             freshness.observed_at = Some(now_rfc3339());
             freshness.leftover_temps_removed += removed;
+            freshness.inventory_cache = cache_state;
+            freshness.load = load;
         }
         Ok(guard)
+    }
+
+    /// The persisted inventory's records, and what became of it (`reused`, `absent`, or why it
+    /// cannot be trusted: it is then rebuilt, never used).
+    fn read_persisted_inventory(&self) -> (Vec<inventory::NoteRecord>, String) {
+        let path = layout::join(&self.root, layout::INVENTORY_CACHE);
+        let bytes = match std::fs::read(&path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Vec::new(), "absent".into()),
+            Err(e) => return (Vec::new(), format!("rebuilt: unreadable ({})", e.kind())),
+        };
+        match crate::inventory_cache::decode(&bytes, &self.policy.digest) {
+            Ok(records) => {
+                *self.saved_inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    Some(SavedInventory { revision: u64::MAX, digest: *blake3::hash(&bytes).as_bytes() });
+                (records, "reused".into())
+            }
+            Err(reason) => {
+                tracing::warn!(%reason, "ignoring the persisted inventory; rebuilding it");
+                (Vec::new(), format!("rebuilt: {reason}"))
+            }
+        }
+    }
+
+    /// Writes the persisted inventory when the model changed since it was read or written and
+    /// its bytes differ (atomically; a failure only costs the next process a fuller read).
+    fn persist_inventory(&self, inventory: &Inventory) {
+        let mut saved = self.saved_inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if saved.as_ref().is_some_and(|s| s.revision == inventory.revision) {
+            return;
+        }
+        let bytes = crate::inventory_cache::encode(inventory.records.values(), &self.policy.digest);
+        let digest = *blake3::hash(&bytes).as_bytes();
+        if saved.as_ref().is_some_and(|s| s.digest == digest) {
+            *saved = Some(SavedInventory { revision: inventory.revision, digest });
+            return;
+        }
+        match durable::write_cache(&self.root, &layout::join(&self.root, layout::INVENTORY_CACHE), &bytes) {
+            Ok(()) => *saved = Some(SavedInventory { revision: inventory.revision, digest }),
+            Err(error) => tracing::debug!(error = %error, "could not write the persisted inventory"),
+        }
     }
 
     fn lock_freshness(&self) -> MutexGuard<'_, Freshness> {

@@ -5,7 +5,7 @@
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, LinkType, Options, Parser, Tag, TagEnd};
 
 /// What kind of reference a link is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub enum LinkKind {
     /// `[[target]]`, `[[target|alias]]`, `[[target#heading]]`.
     Wiki,
@@ -26,7 +26,7 @@ impl LinkKind {
 }
 
 /// One outgoing reference, with its target stripped of alias, heading and query.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 pub struct Link {
     pub kind: LinkKind,
     pub target: String,

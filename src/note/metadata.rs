@@ -10,7 +10,7 @@ use super::frontmatter::Frontmatter;
 use crate::policy::LoadedPolicy;
 
 /// The typed fields the engine uses (catalogs, lint, search). Unknown keys stay in the mapping.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct NoteMeta {
     pub note_type: Option<String>,
     pub title: Option<String>,
@@ -26,7 +26,7 @@ pub struct NoteMeta {
 }
 
 /// The OKF memory contract fields that affect retrieval.
-#[derive(Debug, Clone, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct MemoryMeta {
     pub kind: Option<String>,
     pub valid_from: Option<NaiveDate>,

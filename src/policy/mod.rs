@@ -276,6 +276,9 @@ pub struct LoadedPolicy {
     pub policy: Policy,
     pub source: PolicySource,
     pub root_daily_log: regex::Regex,
+    /// blake3 of the policy texts it was built from (default, then override): what derived
+    /// state such as the persisted inventory must have been computed under.
+    pub digest: [u8; 32],
 }
 
 fn line_of_key(text: &str, key: &str) -> usize {
@@ -349,6 +352,15 @@ impl LoadedPolicy {
                 override_file: override_text.map(|_| crate::store::layout::POLICY_OVERRIDE.to_string()),
             },
             root_daily_log,
+            digest: {
+                let mut hasher = blake3::Hasher::new();
+                hasher.update(DEFAULT_POLICY_YAML.as_bytes());
+                if let Some(text) = override_text {
+                    hasher.update(b"\0override\0");
+                    hasher.update(text.as_bytes());
+                }
+                *hasher.finalize().as_bytes()
+            },
         })
     }
 

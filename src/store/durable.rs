@@ -76,6 +76,21 @@ pub fn truncate_and_append_unsynced(root: &Path, path: &Path, before_len: u64, b
     file.write_all(bytes).map_err(wrap)
 }
 
+/// Atomically replaces a cache file (temp + rename, no fsync, no fault injection): its content
+/// is derived, checksummed and rebuilt when missing or torn, so neither a crash nor a failure
+/// here can lose anything. Creates the engine's state folder when missing.
+pub fn write_cache(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    let run = || -> io::Result<()> {
+        let dir = path.parent().ok_or_else(|| io::Error::other("path has no parent directory"))?;
+        fs::create_dir_all(dir)?;
+        let mut temp = tempfile::Builder::new().prefix(super::layout::TEMP_PREFIX).tempfile_in(dir)?;
+        temp.write_all(bytes)?;
+        temp.persist(path).map_err(|e| e.error)?;
+        Ok(())
+    };
+    run().map_err(|e| Error::io("writing", rel_of(root, path), e))
+}
+
 /// Creates an empty scratch file, without fsync: for engine files whose existence only
 /// signals something (a watch barrier) and never needs to survive a crash. Never follows or
 /// replaces an existing name.

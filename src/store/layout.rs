@@ -25,6 +25,8 @@ pub const WATCH_BARRIER_PREFIX: &str = "watch-barrier-";
 /// Name prefix of the temporary files an atomic replace writes beside its target; one left by
 /// a killed write is removed under the writer lock at the next open.
 pub const TEMP_PREFIX: &str = ".pv-tmp-";
+/// The persisted inventory (`inventory_cache`): a cache, checksummed, rebuilt when untrusted.
+pub const INVENTORY_CACHE: &str = ".paravault/inventory.bin";
 /// Incremental catalog renderer state.
 pub const CATALOG_STATE: &str = ".paravault/catalog-state.json";
 /// Root catalog.

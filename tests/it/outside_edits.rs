@@ -320,3 +320,66 @@ fn paravault_without_a_command_explains_itself_and_prints_mcp_configurations() {
     assert!(text.contains("[mcp_servers.paravault]"), "{text}");
     assert!(home.path().join("paravault/vault/index.md").exists(), "the default vault was initialised");
 }
+
+#[test]
+fn the_persisted_inventory_is_reused_after_a_stat_walk_and_rebuilt_when_untrusted() {
+    let (dir, vault) = vault(BASE);
+    let root = dir.path().to_path_buf();
+    drop(vault);
+    // Files changed within a timestamp tick of being read are racy and never persisted.
+    std::thread::sleep(Duration::from_millis(60));
+    let open = || Vault::open(&root, crate::support::options()).unwrap();
+    let first = open();
+    first.lint().unwrap();
+    assert_eq!(first.freshness().inventory_cache, "absent");
+    drop(first);
+    assert!(root.join(".paravault/inventory.bin").is_file());
+
+    let second = open();
+    second.lint().unwrap();
+    let freshness = second.freshness();
+    assert_eq!(freshness.inventory_cache, "reused");
+    assert_eq!((freshness.load.reused, freshness.load.read), (2, 0), "{freshness:?}");
+    drop(second);
+
+    // An outside edit of the same size between two processes: the stat walk catches it.
+    let hub = root.join("01_Projects/hub.md");
+    let text = std::fs::read_to_string(&hub).unwrap().replace("See [[spoke]].", "See [[spake]].");
+    std::fs::write(&hub, text).unwrap();
+    let third = open();
+    let rules = crate::support::rules(&third.lint().unwrap());
+    assert!(rules.contains(&("broken-link".into(), "01_Projects/hub.md".into())), "{rules:?}");
+    assert_eq!(third.freshness().load.read, 1, "{:?}", third.freshness());
+    drop(third);
+
+    // A corrupt file is never trusted: the inventory is rebuilt from the notes, then rewritten.
+    let cache = root.join(".paravault/inventory.bin");
+    let mut bytes = std::fs::read(&cache).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 0xff;
+    std::fs::write(&cache, &bytes).unwrap();
+    std::thread::sleep(Duration::from_millis(60));
+    let fourth = open();
+    let rules = crate::support::rules(&fourth.lint().unwrap());
+    assert!(rules.contains(&("broken-link".into(), "01_Projects/hub.md".into())), "{rules:?}");
+    let freshness = fourth.freshness();
+    assert!(freshness.inventory_cache.starts_with("rebuilt: checksum"), "{freshness:?}");
+    assert_eq!(freshness.load.read, 2);
+    drop(fourth);
+    for garbage in [&b"PVINVENT"[..], b"", b"not an inventory at all, just text"] {
+        std::fs::write(&cache, garbage).unwrap();
+        let vault = open();
+        vault.lint().unwrap();
+        assert!(vault.freshness().inventory_cache.starts_with("rebuilt"), "{:?}", vault.freshness());
+    }
+    // Another policy: the records were judged under other rules, so they are read again.
+    std::thread::sleep(Duration::from_millis(60));
+    let fifth = open();
+    fifth.lint().unwrap();
+    assert_eq!(fifth.freshness().inventory_cache, "reused");
+    drop(fifth);
+    std::fs::write(root.join(".paravault/policy.yaml"), "maintenance:\n  trivial_body_chars: 10\n").unwrap();
+    let sixth = open();
+    sixth.lint().unwrap();
+    assert_eq!(sixth.freshness().inventory_cache, "rebuilt: computed under another policy");
+}

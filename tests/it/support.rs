@@ -64,7 +64,8 @@ pub fn rules(report: &paravault::lint::LintReport) -> Vec<(String, String)> {
     report.findings.iter().map(|f| (f.rule.to_string(), f.path.clone())).collect()
 }
 
-/// Every file under `root` with its bytes (for byte-identical checks).
+/// Every file under `root` with its bytes (for byte-identical checks), except the persisted
+/// inventory: a derived, checksummed cache any process may write (`inventory_cache`).
 pub fn snapshot_tree(root: &Path) -> Vec<(String, Vec<u8>)> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
@@ -74,11 +75,16 @@ pub fn snapshot_tree(root: &Path) -> Vec<(String, Vec<u8>)> {
             let path = entry.path();
             if entry.file_type().unwrap().is_dir() {
                 stack.push(path);
-            } else {
+            } else if path != paravault::store::layout::join(root, paravault::store::layout::INVENTORY_CACHE) {
                 out.push((path.strip_prefix(root).unwrap().to_string_lossy().into_owned(), std::fs::read(&path).unwrap_or_default()));
             }
         }
     }
     out.sort();
     out
+}
+
+/// Open options with the test date as today.
+pub fn options() -> VaultOptions {
+    VaultOptions { today: Some(today()) }
 }

@@ -1,0 +1,140 @@
+//! The persisted inventory (`.paravault/inventory.bin`): the analysed records of the vault's
+//! pages with the stat identity each was read at, so a process that starts re-reads and
+//! re-parses only the files whose identity moved (a stat walk), not the whole vault.
+//!
+//! Format: `MAGIC` · format version (u32 LE) · blake3 of the payload (32 bytes) · payload
+//! (postcard). The payload names the engine version and the policy digest it was computed
+//! under. A file that is torn, corrupt, of another format or engine version, or computed under
+//! another policy is ignored (and rebuilt by the caller), never trusted. Only records whose
+//! stamp is settled (not racy, git's rule) are kept: a record the engine built from bytes it
+//! was writing, or one read within a timestamp tick of its last change, is read again next
+//! time. Attachments are not kept: the walk lists them.
+
+use serde::{Deserialize, Serialize};
+
+use crate::inventory::{FileProblem, FileStamp, NoteRecord};
+use crate::note::body::Link;
+use crate::note::metadata::NoteMeta;
+use crate::note::path::VaultPath;
+use crate::scan::PageKind;
+
+const MAGIC: &[u8; 8] = b"PVINVENT";
+/// Bumped whenever a persisted type changes shape.
+pub const FORMAT_VERSION: u32 = 1;
+const HEADER: usize = 8 + 4 + 32;
+
+#[derive(Serialize, Deserialize)]
+struct Persisted {
+    engine_version: String,
+    policy_digest: [u8; 32],
+    records: Vec<PersistedRecord>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct PersistedRecord {
+    path: String,
+    kind: PageKind,
+    stamp: FileStamp,
+    read_at_ns: i128,
+    size_bytes: u64,
+    content_hash: [u8; 32],
+    meta: NoteMeta,
+    valid: bool,
+    generated: bool,
+    /// (rule, line, message); rules map back to the engine's names (an unknown one rejects
+    /// the file: another engine wrote it).
+    problems: Vec<(String, Option<usize>, String)>,
+    links: Vec<Link>,
+    body_first_line: usize,
+    body_chars: usize,
+}
+
+/// Every rule a `FileProblem` can carry (`inventory::read_record`, `analyse_bytes`).
+const FILE_PROBLEM_RULES: &[&str] = &["note-too-large", "note-unreadable", "utf8-bom", "metadata-missing", "metadata-invalid"];
+
+/// Encodes the settled records (see the module doc) for `policy_digest`.
+pub fn encode<'r>(records: impl Iterator<Item = &'r NoteRecord>, policy_digest: &[u8; 32]) -> Vec<u8> {
+    let records = records
+        .filter_map(|r| {
+            let (stamp, read_at_ns) = r.stamp?;
+            if stamp.is_racy(read_at_ns) {
+                return None;
+            }
+            Some(PersistedRecord {
+                path: r.path.to_string(),
+                kind: r.kind,
+                stamp,
+                read_at_ns,
+                size_bytes: r.size_bytes,
+                content_hash: r.content_hash,
+                meta: r.meta.clone(),
+                valid: r.valid,
+                generated: r.generated,
+                problems: r.problems.iter().map(|p| (p.rule.to_string(), p.line, p.message.clone())).collect(),
+                links: r.links.clone(),
+                body_first_line: r.body_first_line,
+                body_chars: r.body_chars,
+            })
+        })
+        .collect();
+    let persisted = Persisted { engine_version: env!("CARGO_PKG_VERSION").to_string(), policy_digest: *policy_digest, records };
+    let payload = postcard::to_stdvec(&persisted).unwrap_or_default();
+    let mut out = Vec::with_capacity(HEADER + payload.len());
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
+    out.extend_from_slice(blake3::hash(&payload).as_bytes());
+    out.extend_from_slice(&payload);
+    out
+}
+
+/// Decodes a persisted inventory computed under `policy_digest`; the error says why it cannot
+/// be trusted.
+pub fn decode(bytes: &[u8], policy_digest: &[u8; 32]) -> Result<Vec<NoteRecord>, String> {
+    if bytes.len() < HEADER || &bytes[..8] != MAGIC {
+        return Err("not a persisted inventory".into());
+    }
+    let version = u32::from_le_bytes(bytes[8..12].try_into().unwrap_or_default());
+    if version != FORMAT_VERSION {
+        return Err(format!("format version {version}, this engine reads {FORMAT_VERSION}"));
+    }
+    let payload = &bytes[HEADER..];
+    if blake3::hash(payload).as_bytes() != &bytes[12..HEADER] {
+        return Err("checksum mismatch (torn or corrupt)".into());
+    }
+    let persisted: Persisted = postcard::from_bytes(payload).map_err(|e| format!("undecodable: {e}"))?;
+    if persisted.engine_version != env!("CARGO_PKG_VERSION") {
+        return Err(format!("written by engine {}", persisted.engine_version));
+    }
+    if &persisted.policy_digest != policy_digest {
+        return Err("computed under another policy".into());
+    }
+    persisted
+        .records
+        .into_iter()
+        .map(|r| {
+            let path = VaultPath::parse_walked(&r.path).map_err(|_| format!("invalid path {:?}", r.path))?;
+            let problems = r
+                .problems
+                .into_iter()
+                .map(|(rule, line, message)| {
+                    let rule = FILE_PROBLEM_RULES.iter().find(|known| **known == rule).ok_or_else(|| format!("unknown rule {rule:?}"))?;
+                    Ok(FileProblem { rule, line, message })
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            Ok(NoteRecord {
+                path,
+                kind: r.kind,
+                stamp: Some((r.stamp, r.read_at_ns)),
+                size_bytes: r.size_bytes,
+                content_hash: r.content_hash,
+                meta: r.meta,
+                valid: r.valid,
+                generated: r.generated,
+                problems,
+                links: r.links,
+                body_first_line: r.body_first_line,
+                body_chars: r.body_chars,
+            })
+        })
+        .collect()
+}
