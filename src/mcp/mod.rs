@@ -78,7 +78,7 @@ fn remediation(code: &str) -> &'static str {
         "note_unreadable" => "check the path (read_sub_index lists notes) and the file's encoding",
         "io_error" | "transaction_incomplete" => "retry later; if it persists run `paravault doctor`",
         "dense_index_unavailable" => {
-            "use method=keyword (suggest_related_tool) or search_mode=fts, or build a dense index with sync_vault fts_only=false"
+            "use search_mode=fts (or auto, vector, hybrid, graph_assisted, which answer lexically), or build a dense index with sync_vault fts_only=false (force_rebuild=true after a model change)"
         }
         "no_active_generation" => "run sync_vault to publish a search generation",
         "generation_corrupt" => "run sync_vault with force_rebuild=true",
