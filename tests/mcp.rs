@@ -362,6 +362,14 @@ fn every_tool_round_trips() {
         assert!(lexical["fallback_reason"].as_str().unwrap().starts_with("dense_index_unavailable: "), "{lexical}");
         assert_eq!(lexical["results"][0]["source"]["path"], found["results"][0]["source"]["path"]);
     }
+    // get_server_info's requires_dense_index lists exactly the modes that fail without one.
+    let search = &info["capabilities"]["search"];
+    assert_eq!(search["requires_dense_index"], json!(["semantic", "reranked"]));
+    for mode in search["canonical_modes"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()) {
+        let needs = search["requires_dense_index"].as_array().unwrap().iter().any(|m| m == mode);
+        let result = server.call("search_vault_tool", json!({"query": "note", "search_mode": mode}));
+        assert_eq!(result["isError"], needs, "{mode}: {result}");
+    }
     let context = server.ok("get_memory_context", json!({"query": "note"}));
     assert_eq!(context["result"][0], "03_Resources/mcp-note.md", "the contract's list of paths: {context}");
     assert_eq!(context["notes"][0]["path"], context["result"][0]);

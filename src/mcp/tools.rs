@@ -935,7 +935,7 @@ pub struct SearchVaultTool {
     #[serde(default = "twenty")]
     #[schemars(range(min = 1, max = 20))]
     pub max_results: usize,
-    /// auto | fts | semantic | vector | hybrid | reranked | graph_assisted. Without a dense index semantic fails closed, vector and hybrid answer with fts and graph_assisted expands fts anchors (actual_mode and fallback_reason say what ran); auto falls back to fts and says why.
+    /// auto | fts | semantic | vector | hybrid | reranked | graph_assisted (hybrid_reranked = reranked). Without a dense index semantic fails closed, vector and hybrid answer with fts and graph_assisted expands fts anchors (actual_mode and fallback_reason say what ran); auto falls back to fts and says why. Stricter than P.O.W.E.R.: reranked is not_configured (no verified cross-encoder is bundled).
     #[serde(default = "auto_mode")]
     pub search_mode: String,
     /// current | historical | all.
@@ -1103,7 +1103,7 @@ pub struct SuggestRelated {
     /// How many related notes to return (the policy's search.max_results_cap is the ceiling).
     #[serde(default = "five")]
     pub max_results: usize,
-    /// semantic (stored vectors; without a dense index it runs keyword and reports the fallback) or keyword (the published FTS index).
+    /// semantic (stored vectors; without a dense index it runs keyword and reports the fallback) or keyword (the published FTS index); other values are refused.
     #[serde(default = "semantic")]
     pub method: String,
     /// Optional; when given it must be the configured vault root.
