@@ -31,6 +31,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 use crate::error::Error;
+use crate::search::SearchMode;
 use crate::vault::Vault;
 use tools::{ToolCtx, ToolSpec};
 
@@ -245,9 +246,9 @@ fn capabilities(vault: &Vault, tools: &[Tool]) -> Value {
         },
         "search": {
             "default_mode": "auto",
-            "canonical_modes": ["auto", "fts", "semantic", "vector", "hybrid", "reranked", "graph_assisted"],
+            "canonical_modes": SearchMode::CANONICAL.iter().map(|m| m.name()).collect::<Vec<_>>(),
             "aliases": {"hybrid_reranked": "reranked"},
-            "requires_dense_index": crate::search::SearchMode::CANONICAL.iter().filter(|m| m.requires_dense_index()).map(|m| m.name()).collect::<Vec<_>>(),
+            "requires_dense_index": SearchMode::CANONICAL.iter().filter(|m| m.requires_dense_index()).map(|m| m.name()).collect::<Vec<_>>(),
             "temporal_views": ["current", "historical", "all"],
             "max_results_cap": policy.search.max_results_cap,
         },
