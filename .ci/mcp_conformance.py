@@ -7,7 +7,8 @@ Creates a fresh vault, starts `paravault --vault <vault> mcp` through the SDK's 
 (ClientSession, initialize handshake) and calls every advertised tool the way an agent written
 for P.O.W.E.R. would: the contract's parameter names, explicit nulls for the optional
 parameters it does not use, integers sometimes sent as digit strings, plus calls that must fail.
-For every result it checks:
+Arguments of calls that must succeed validate against the tool's inputSchema (so nulls are
+declared, not just tolerated). For every result it checks:
   - content[0].text parses as JSON equal to structuredContent;
   - structuredContent validates against the tool's declared outputSchema (`jsonschema`);
   - an isError result carries error.code documented in docs/errors.md;
@@ -123,6 +124,18 @@ async def run(binary, vault):
                     failures.append(f"{name}: not advertised")
                     continue
                 called.add(name)
+                if expect == "ok":
+                    # The nulls an LLM sends are declared: a client that validates arguments
+                    # against inputSchema before calling accepts them (digit strings for
+                    # integers are an extra leniency of the server, converted here first).
+                    schema = field(tools[name], "input_schema", "inputSchema")
+                    props = schema.get("properties", {})
+                    declared = {k: int(v) if isinstance(v, str) and v.isdigit() and "integer" in str(props.get(k, {}).get("type"))
+                                else v for k, v in args.items()}
+                    try:
+                        jsonschema.validate(declared, schema)
+                    except jsonschema.ValidationError as e:
+                        failures.append(f"{name}#{index}: arguments do not validate against inputSchema: {e.message}")
                 try:
                     result = await session.call_tool(name, args)
                 except Exception as e:  # noqa: BLE001 - the SDK's own output validation raises

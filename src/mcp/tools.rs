@@ -77,7 +77,44 @@ fn input_schema<P: ToolParams>(policy: &Policy) -> serde_json::Map<String, Value
         .clone();
     inline_definitions(&mut schema);
     P::patch_input_schema(&mut schema, policy);
+    declare_null_as_absent(&mut schema);
     schema
+}
+
+/// Declares what `normalise_arguments` accepts: every optional property also admits `null`
+/// (its absence), as P.O.W.E.R.'s SDK-generated schemas do, so clients that validate
+/// arguments before sending do not refuse the nulls LLMs produce.
+fn declare_null_as_absent(schema: &mut serde_json::Map<String, Value>) {
+    let required: Vec<String> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default();
+    let Some(Value::Object(properties)) = schema.get_mut("properties") else { return };
+    for (_, property) in properties.iter_mut().filter(|(name, _)| !required.contains(name)) {
+        let Value::Object(property) = property else { continue };
+        let null = json!("null");
+        match property.get_mut("type") {
+            Some(Value::String(kind)) if kind != "null" => {
+                let kind = std::mem::take(kind);
+                property.insert("type".into(), json!([kind, "null"]));
+            }
+            Some(Value::Array(kinds)) if !kinds.contains(&null) => kinds.push(null),
+            Some(_) => {}
+            None => {
+                if let Some(Value::Array(options)) = property.get_mut("anyOf")
+                    && !options.iter().any(|o| o.get("type") == Some(&null))
+                {
+                    options.push(json!({"type": "null"}));
+                }
+            }
+        }
+        if let Some(Value::Array(values)) = property.get_mut("enum")
+            && !values.contains(&Value::Null)
+        {
+            values.push(Value::Null);
+        }
+    }
 }
 
 /// Replaces every `{"$ref": "#/$defs/X", ...}` by the definition (siblings kept) and drops
