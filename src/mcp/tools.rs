@@ -420,7 +420,7 @@ fn bootstrap(ctx: &ToolCtx, report: &Value) -> Value {
         "capabilities": {
             "read": ctx.read_tools,
             "write": ctx.write_tools,
-            "optional": ["semantic search modes and method=semantic need sync_vault fts_only=false (a dense index)"],
+            "optional": ["semantic search, dense vector/hybrid/graph_assisted and method=semantic need sync_vault fts_only=false (a dense index); without it they answer lexically or, for semantic search, fail closed"],
             "unavailable": ctx.unavailable_tools,
             "cli_count": ctx.capabilities.pointer("/interfaces/cli_commands").and_then(Value::as_array).map_or(0, Vec::len),
             "mcp_count": ctx.tool_count,
