@@ -1096,18 +1096,29 @@ fn errors_md_documents_every_code() {
 
 /// One generated cell per parameter fact, from a property's JSON Schema.
 fn param_facts(property: &Value) -> (String, String, String) {
-    let type_of = |p: &Value| match &p["type"] {
-        Value::String(t) if t == "array" => format!("array<{}>", p["items"]["type"].as_str().unwrap_or("any")),
-        Value::String(t) => t.clone(),
-        Value::Array(ts) => ts.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" \\| "),
-        _ => "any".into(),
+    // `anyOf` options (schemars' optional enums) count as one property with their union.
+    let options: Vec<&Value> = match property["anyOf"].as_array() {
+        Some(options) => options.iter().collect(),
+        None => vec![property],
     };
+    let name_of =
+        |t: &str, p: &Value| if t == "array" { format!("array<{}>", p["items"]["type"].as_str().unwrap_or("any")) } else { t.to_string() };
+    let mut types: Vec<String> = Vec::new();
+    for option in &options {
+        match &option["type"] {
+            Value::String(t) => types.push(name_of(t, option)),
+            Value::Array(ts) => types.extend(ts.iter().filter_map(Value::as_str).map(|t| name_of(t, option))),
+            _ => {}
+        }
+    }
+    types.dedup();
+    let kind = if types.is_empty() { "any".to_string() } else { types.join(" \\| ") };
     let default = match &property["default"] {
         Value::Null => "—".to_string(),
         other => format!("`{other}`"),
     };
     let mut bounds = Vec::new();
-    if let Some(values) = property["enum"].as_array() {
+    if let Some(values) = options.iter().find_map(|o| o["enum"].as_array()) {
         bounds.push(format!("one of {}", values.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")));
     }
     for (key, label) in [("minimum", "≥"), ("maximum", "≤"), ("minLength", "chars ≥"), ("maxLength", "chars ≤"), ("maxItems", "items ≤")]
@@ -1120,7 +1131,7 @@ fn param_facts(property: &Value) -> (String, String, String) {
         bounds.push(format!("pattern `{pattern}`"));
     }
     let bounds = if bounds.is_empty() { "—".to_string() } else { bounds.join("; ") };
-    (type_of(property), default, bounds)
+    (kind, default, bounds)
 }
 
 /// Splits a Markdown table row into cells (a `\|` inside a cell is not a separator).
