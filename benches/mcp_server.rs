@@ -1,7 +1,8 @@
 //! MCP server benchmark: the built `paravault mcp` binary driven over stdio, next to physical
 //! floors measured in the same run. Cold start (spawn → initialize response) against spawning
 //! `/bin/true`; get_server_info and search_vault_tool round trips against an MCP `ping` round
-//! trip (and search against the same query in-process); rot_audit on a generated vault, first
+//! trip (and search against the same query in-process, and the envelope's serialisation into the
+//! text block alone); rot_audit on a generated vault, first
 //! call (inventory load included) and warm. Run: `cargo bench --bench mcp_server`.
 //! Environment: `PARAVAULT_BENCH_NOTES=20000` (a comma list; e.g. `20000,100000`),
 //! `PARAVAULT_BENCH_ROUNDS=200` (round trips per figure).
@@ -207,7 +208,9 @@ fn main() {
         report(&format!("{n} notes: get_server_info ({info_bytes} B)"), info, Some(ping));
 
         // In-process and over MCP, interleaved query by query, so both see the same machine state.
-        let (mut local, mut remote) = (Vec::new(), Vec::new());
+        // The server also writes the envelope serialised as the text block (the JSON of
+        // structuredContent): `serialize` times that step alone on the envelope it returned.
+        let (mut local, mut remote, mut serialize) = (Vec::new(), Vec::new(), Vec::new());
         for i in 0..rounds + 10 {
             let query = QUERIES[i % QUERIES.len()];
             let start = Instant::now();
@@ -217,15 +220,20 @@ fn main() {
             let envelope = client.call("search_vault_tool", json!({"query": query, "search_mode": "fts", "max_results": 10}));
             let over_mcp = start.elapsed();
             assert_eq!(envelope["trust"], "untrusted");
+            let start = Instant::now();
+            std::hint::black_box(envelope.to_string());
+            let text_block = start.elapsed();
             if i >= 10 {
                 local.push(in_process);
                 remote.push(over_mcp);
+                serialize.push(text_block);
             }
         }
         let search_bytes = client.last_bytes;
         let in_process = report(&format!("{n} notes: search in-process (fts, top 10)"), local, None);
         let p50 = report(&format!("{n} notes: search_vault_tool (fts, top 10, {search_bytes} B)"), remote, Some(ping));
         println!("{:<46} MCP overhead over in-process search at p50: {:.3} ms", "", ms(p50.saturating_sub(in_process)));
+        report(&format!("{n} notes: text block (envelope → JSON string)"), serialize, None);
         client.close();
 
         // rot_audit: the first call in a fresh server loads the inventory (scan + parse).

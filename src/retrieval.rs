@@ -5,6 +5,7 @@ use chrono::NaiveDate;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::policy::domains::DomainRegistry;
 use crate::search::{self, Envelope, NoteRef, Related, RelatedMethod, SearchMode, SearchRequest, SyncOptions, SyncReport, TemporalView};
 use crate::vault::Vault;
 
@@ -23,7 +24,8 @@ pub struct SearchParams {
     /// Inclusive ISO date lifecycle boundary (default: today UTC).
     #[serde(default)]
     pub as_of: Option<String>,
-    /// Vault-relative path prefix that scopes the results.
+    /// A domain name from the registry (policy `domains` and `.power/domains.yaml`): scopes the
+    /// results to its folder, and `auto` follows its `search_priority`.
     #[serde(default)]
     pub domain: Option<String>,
 }
@@ -73,7 +75,12 @@ impl Default for SyncParams {
 #[derive(Debug, Clone, Serialize)]
 pub struct RelatedReport {
     pub target: String,
+    /// `argument`, or `newest_timestamp` when the target was chosen by default.
+    pub target_source: &'static str,
+    /// The method that ran, and the one asked for (they differ only on a labelled fallback).
     pub method: &'static str,
+    pub requested_method: &'static str,
+    pub fallback_reason: Option<String>,
     pub related: Vec<Related>,
 }
 
@@ -102,13 +109,27 @@ impl Vault {
             ),
             None => Some(self.today()),
         };
+        let search_mode = SearchMode::parse(&params.search_mode)?;
+        let (domain, auto_priority) = match params.domain.as_deref().filter(|d| !d.trim().is_empty()) {
+            None if search_mode == SearchMode::Auto => {
+                let registry = DomainRegistry::load(self.root(), &self.policy().policy.domains)?;
+                (None, registry.route(&params.query).map(|d| d.priority()).unwrap_or_default())
+            }
+            None => (None, Vec::new()),
+            Some(name) => {
+                let registry = DomainRegistry::load(self.root(), &self.policy().policy.domains)?;
+                let domain = registry.get(name)?;
+                (Some(domain.folder().to_string()), domain.priority())
+            }
+        };
         let request = SearchRequest {
             query: params.query.clone(),
             max_results: params.max_results,
-            search_mode: SearchMode::parse(&params.search_mode)?,
+            search_mode,
             temporal_view: temporal_view(&params.temporal_view)?,
             as_of,
-            domain: params.domain.clone().filter(|d| !d.trim().is_empty()),
+            domain,
+            auto_priority,
         };
         search::search(self.root(), self.policy(), request)
     }
@@ -148,21 +169,52 @@ impl Vault {
         search::memory_context(self.root(), self.policy(), query)
     }
 
-    /// Notes related to `target`, from stored generation data only.
+    /// Notes related to `target`, from stored generation data only. An empty `target` means
+    /// the most recently changed note: the valid note with the newest OKF `timestamp` (ties:
+    /// the last path). `semantic` without stored vectors runs `keyword` and says why.
     pub fn suggest_related(&self, target: &str, method: &str, max_results: usize) -> Result<RelatedReport> {
         if max_results == 0 || max_results > 50 {
             return Err(Error::InvalidArgument { name: "max_results", reason: "must be between 1 and 50".into() });
         }
-        let method = match method.trim().to_ascii_lowercase().as_str() {
+        let requested = match method.trim().to_ascii_lowercase().as_str() {
             "keyword" => RelatedMethod::Keyword,
             "semantic" => RelatedMethod::Semantic,
             other => return Err(Error::InvalidArgument { name: "method", reason: format!("'{other}' is not one of: semantic, keyword") }),
         };
-        let related = search::suggest_related(self.root(), self.policy(), target, method, max_results)?;
-        let label = match method {
-            RelatedMethod::Keyword => "keyword",
-            RelatedMethod::Semantic => "semantic",
+        let (target, target_source) = match target.trim() {
+            "" => (self.newest_note()?, "newest_timestamp"),
+            given => (given.to_string(), "argument"),
         };
-        Ok(RelatedReport { target: target.to_string(), method: label, related })
+        let hits = search::suggest_related(self.root(), self.policy(), &target, requested, max_results)?;
+        Ok(RelatedReport {
+            target,
+            target_source,
+            method: label(hits.method),
+            requested_method: label(requested),
+            fallback_reason: hits.fallback_reason,
+            related: hits.related,
+        })
+    }
+
+    /// The valid note with the newest OKF `timestamp` (the default `suggest_related` target).
+    fn newest_note(&self) -> Result<String> {
+        let newest = self.with_inventory(|inventory| {
+            inventory
+                .notes()
+                .filter(|r| r.valid)
+                .max_by(|a, b| a.meta.timestamp.cmp(&b.meta.timestamp).then(a.path.cmp(&b.path)))
+                .map(|r| r.path.to_string())
+        })?;
+        newest.ok_or_else(|| Error::InvalidArgument {
+            name: "target_path",
+            reason: "the vault has no valid note to relate to; pass target_path".into(),
+        })
+    }
+}
+
+fn label(method: RelatedMethod) -> &'static str {
+    match method {
+        RelatedMethod::Keyword => "keyword",
+        RelatedMethod::Semantic => "semantic",
     }
 }

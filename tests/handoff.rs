@@ -92,10 +92,20 @@ fn requests_are_validated() {
     assert!(serde_json::from_value::<HandoffRequest>(json!({"action": "create", "authority": "root"})).is_err());
     assert!(serde_json::from_value::<HandoffRequest>(json!({"action": "create", "surprise": 1})).is_err());
     create(&vault, "t", "standard");
-    let no_key = call(&vault, json!({"action": "resume", "task_id": "t", "expected_revision": 1})).unwrap_err();
-    assert_eq!(no_key.code(), "invalid_argument");
-    let no_revision = call(&vault, json!({"action": "resume", "task_id": "t", "idempotency_key": "k"})).unwrap_err();
-    assert_eq!(no_revision.code(), "invalid_argument");
+    // P.O.W.E.R.'s contract has neither: without a key the transition is not replayable, without
+    // a revision it advances the current one; given, each keeps its check.
+    let no_key = call(&vault, json!({"action": "resume", "task_id": "t", "expected_revision": 1})).unwrap();
+    assert_eq!((no_key["revision"].as_u64(), no_key["last_idempotency_key"].as_str()), (Some(2), Some("")));
+    let no_revision = call(&vault, json!({"action": "checkpoint", "task_id": "t", "idempotency_key": "k"})).unwrap();
+    assert_eq!(no_revision["revision"], 3);
+    let bare = json!({"action": "checkpoint", "task_id": "t"});
+    assert_eq!(call(&vault, bare.clone()).unwrap()["revision"], 4);
+    assert_eq!(call(&vault, bare).unwrap()["revision"], 5, "no key: the same call again is a new transition");
+    let replay = call(&vault, json!({"action": "checkpoint", "task_id": "t", "idempotency_key": "k"})).unwrap();
+    assert_eq!(replay, no_revision, "a key still replays the original result");
+    let stale = call(&vault, json!({"action": "checkpoint", "task_id": "t", "expected_revision": 2})).unwrap_err();
+    assert_eq!(stale.code(), "revision_conflict");
+    assert!(call(&vault, json!({"action": "resume"})).is_err_and(|e| e.code() == "invalid_argument"), "task_id is still needed");
 }
 
 #[test]

@@ -114,8 +114,11 @@ impl Server {
         let result = response["result"].clone();
         assert!(result.is_object(), "tools/call {tool} gave a JSON-RPC error: {response}");
         assert_eq!(result["content"].as_array().map(Vec::len), Some(1), "one text block: {result}");
+        // Clients that pass only `content` to the model see the data: the text block is the
+        // JSON serialisation of structuredContent, on success and on error.
         let text = result["content"][0]["text"].as_str().unwrap();
-        assert!(text.len() < 400, "the text block is a summary, not the payload: {text}");
+        let parsed: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{tool}: text block is not JSON ({e}): {text}"));
+        assert_eq!(parsed, result["structuredContent"], "{tool}: text block differs from structuredContent");
         result
     }
 
@@ -189,7 +192,17 @@ fn tools_list_matches_the_golden_file() {
         let risk = &tool["_meta"]["paravault.risk"];
         assert_eq!(risk["local_only"], true, "{name}");
         assert!(risk["egress"].is_string() && risk["approval"].is_string(), "{name}");
+        // P.O.W.E.R.'s contract: exactly these three fields, with the same values.
+        let power = tool["_meta"]["power.risk"].as_object().unwrap_or_else(|| panic!("{name} lacks power.risk"));
+        let mut keys: Vec<&str> = power.keys().map(String::as_str).collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["approval", "egress", "local_only"], "{name}");
+        assert_eq!((&power["egress"], &power["approval"], &power["local_only"]), (&risk["egress"], &risk["approval"], &json!(true)));
+        assert!(["none", "model_download"].contains(&power["egress"].as_str().unwrap()), "{name}");
+        assert!(["none", "caller", "explicit"].contains(&power["approval"].as_str().unwrap()), "{name}");
         assert_eq!(tool["outputSchema"]["type"], "object", "{name}");
+        // The typed error is a declared alternative of every output schema.
+        assert_eq!(tool["outputSchema"]["properties"]["error"]["required"], json!(["code", "message", "retryable", "remediation"]));
         assert_eq!(tool["inputSchema"]["type"], "object", "{name}");
         assert_eq!(tool["inputSchema"]["additionalProperties"], false, "{name}: deny_unknown_fields");
         assert!(tool["inputSchema"]["properties"]["vault_path"].is_object(), "{name} takes vault_path");
@@ -323,7 +336,8 @@ fn every_tool_round_trips() {
     assert!(synth["seq"].as_u64().unwrap() > seq);
 
     let state = server.ok("validate_memory_state", json!({}));
-    assert_eq!(state["valid"], true, "{state}");
+    assert_eq!(state["result"], true, "the contract's boolean: {state}");
+    assert_eq!(state["blocking"], json!([]));
     let history = server.ok("read_memory_history", json!({"limit": 10}));
     assert!(history["receipts"].as_array().unwrap().len() >= 3, "{history}");
     let after = server.ok("read_memory_history", json!({"after_seq": seq}));
@@ -341,6 +355,25 @@ fn every_tool_round_trips() {
     let found = server.ok("search_vault_tool", json!({"query": "note", "search_mode": "fts"}));
     assert_eq!(found["trust"], "untrusted");
     assert_eq!(server.err("search_vault_tool", json!({"query": "note", "search_mode": "semantic"}))["code"], "dense_index_unavailable");
+    // P.O.W.E.R.'s lexical modes answer without dense vectors and say what ran.
+    for (mode, actual) in [("vector", "fts"), ("hybrid", "fts"), ("graph_assisted", "graph_assisted")] {
+        let lexical = server.ok("search_vault_tool", json!({"query": "note", "search_mode": mode}));
+        assert_eq!((lexical["mode"].as_str(), lexical["actual_mode"].as_str()), (Some(mode), Some(actual)), "{lexical}");
+        assert!(lexical["fallback_reason"].as_str().unwrap().starts_with("dense_index_unavailable: "), "{lexical}");
+        assert_eq!(lexical["results"][0]["source"]["path"], found["results"][0]["source"]["path"]);
+    }
+    // get_server_info's requires_dense_index lists exactly the modes that fail without one.
+    let search = &info["capabilities"]["search"];
+    assert_eq!(search["requires_dense_index"], json!(["semantic", "reranked"]));
+    for mode in search["canonical_modes"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()) {
+        let needs = search["requires_dense_index"].as_array().unwrap().iter().any(|m| m == mode);
+        let result = server.call("search_vault_tool", json!({"query": "note", "search_mode": mode}));
+        assert_eq!(result["isError"], needs, "{mode}: {result}");
+    }
+    let context = server.ok("get_memory_context", json!({"query": "note"}));
+    assert_eq!(context["result"][0], "03_Resources/mcp-note.md", "the contract's list of paths: {context}");
+    assert_eq!(context["notes"][0]["path"], context["result"][0]);
+    assert_eq!(receipt["search_mode"], "fts", "an FTS-only vault: the write was not embedded");
     // Unknown tool: a JSON-RPC error, as rmcp's router answers.
     let response = server.request("tools/call", json!({"name": "no_such_tool", "arguments": {}}));
     assert_eq!(response["error"]["code"], -32602);
@@ -703,11 +736,18 @@ fn suggest_related_tool_keyword_and_typed_errors() {
     assert!(!related.is_empty() && related.len() <= 2, "{found}");
     assert_eq!(related[0]["path"], "03_Resources/rust-executors.md", "{found}");
     assert!(related.iter().all(|r| r["path"] != "03_Resources/rust-async.md"), "never itself: {found}");
-    // The default method is semantic (P.O.W.E.R.'s default); without a dense index it fails
-    // closed, naming keyword as the way out.
-    let dense = server.err("suggest_related_tool", json!({"target_path": "03_Resources/rust-async.md"}));
-    assert_eq!(dense["code"], "dense_index_unavailable");
-    assert!(dense["remediation"].as_str().unwrap().contains("method=keyword"), "{dense}");
+    assert_eq!((found["requested_method"].as_str(), found["fallback_reason"].is_null()), (Some("keyword"), true));
+    assert_eq!(found["target_source"], "argument");
+    // The default method is semantic (P.O.W.E.R.'s default); without a dense index it reports a
+    // labelled fallback to keyword, as the contract says.
+    let dense = server.ok("suggest_related_tool", json!({"target_path": "03_Resources/rust-async.md", "max_results": 2}));
+    assert_eq!((dense["method"].as_str(), dense["requested_method"].as_str()), (Some("keyword"), Some("semantic")), "{dense}");
+    assert!(dense["fallback_reason"].as_str().unwrap().starts_with("dense_index_unavailable: "), "{dense}");
+    assert_eq!(dense["related"], found["related"]);
+    // Without target_path: the most recently changed note (newest OKF timestamp; the last
+    // ingested note here, ingest stamps the time of the write).
+    let newest = server.ok("suggest_related_tool", json!({"method": "keyword", "target_path": null}));
+    assert_eq!((newest["target"].as_str(), newest["target_source"].as_str()), (Some("03_Resources/tomatoes.md"), Some("newest_timestamp")));
     let target = "03_Resources/rust-async.md";
     assert_eq!(server.err("suggest_related_tool", json!({"target_path": target, "method": "fuzzy"}))["code"], "invalid_argument");
     assert_eq!(
@@ -723,7 +763,16 @@ fn suggest_related_tool_keyword_and_typed_errors() {
         "invalid_argument"
     );
     assert_eq!(server.err("suggest_related_tool", json!({"target_path": "../etc/passwd.md", "method": "keyword"}))["code"], "path_refused");
-    assert_eq!(server.err("suggest_related_tool", json!({"method": "keyword"}))["code"], "invalid_argument");
+    // A vault without notes has no default target: a typed error naming the parameter.
+    let empty = new_vault();
+    for starter in ["00_Inbox/welcome.md", "01_Projects/projects-overview.md", "PROTOCOLS/agent-protocol.md"] {
+        std::fs::remove_file(empty.path().join(starter)).unwrap();
+    }
+    let mut server = Server::start(empty.path(), &[]);
+    server.initialize();
+    let none = server.err("suggest_related_tool", json!({"method": "keyword"}));
+    assert_eq!(none["code"], "invalid_argument");
+    assert!(none["message"].as_str().unwrap().contains("target_path"), "{none}");
 }
 
 #[test]
@@ -747,10 +796,11 @@ fn rot_audit_reports_and_fails_typed() {
     // Link checks without approval are skipped with the reason, not run.
     let skipped = server.ok("rot_audit", json!({"allow_link_rot": true}));
     assert!(skipped["skipped"].as_array().unwrap().iter().any(|s| s["section"] == "link_rot"), "{skipped}");
-    // No LLM is configured: a typed error with the engine's own remediation.
-    let llm = server.err("rot_audit", json!({"allow_remote_llm": true, "extended": true, "approved": true}));
-    assert_eq!(llm["code"], "not_configured");
-    assert!(llm["remediation"].as_str().unwrap().contains("without allow_remote_llm"), "{llm}");
+    // No LLM is configured: that section is reported as not configured, the audit still runs.
+    let llm = server.ok("rot_audit", json!({"allow_remote_llm": true, "extended": true, "approved": true}));
+    let section = llm["skipped"].as_array().unwrap().iter().find(|s| s["section"] == "semantic_contradictions").expect("skipped");
+    assert!(section["reason"].as_str().unwrap().starts_with("not_configured"), "{llm}");
+    assert_eq!(llm["redundant"], report["redundant"]);
     assert_eq!(server.err("rot_audit", json!({"extended": "yes"}))["code"], "invalid_argument");
     assert_eq!(server.err("rot_audit", json!({"dry_run": true}))["code"], "invalid_argument");
 }
@@ -790,7 +840,7 @@ fn archive_notes_previews_refuses_without_approval_then_moves() {
     assert!(moved.contains("status: archived"));
     let live = std::fs::read_to_string(root.join("03_Resources/live.md")).unwrap();
     assert!(live.contains("../04_Archive/03_Resources/old.md"), "{live}");
-    assert_eq!(server.ok("validate_memory_state", json!({}))["valid"], true);
+    assert_eq!(server.ok("validate_memory_state", json!({}))["result"], true);
     assert_eq!(server.err("archive_notes", json!({"dry_run": "false"}))["code"], "invalid_argument");
 }
 
@@ -850,6 +900,14 @@ fn handoff_work_packets_over_mcp() {
     assert_eq!(server.err("handoff_work", json!({"action": "list", "surprise": 1}))["code"], "invalid_argument");
     assert_eq!(server.err("handoff_work", json!({"action": "show", "task_id": "../x"}))["code"], "invalid_argument");
     assert_eq!(server.err("handoff_work", json!({"action": "list", "vault_path": "/"}))["code"], "vault_boundary");
+    // P.O.W.E.R.'s contract has no revision and an optional key: the transition acts on the
+    // current revision and is not replayable; nulls are absent arguments.
+    let checkpoint = json!({"action": "checkpoint", "task_id": "t-1", "idempotency_key": null, "expected_revision": null});
+    let advanced = server.ok("handoff_work", checkpoint.clone());
+    assert_eq!((advanced["state"].as_str(), advanced["revision"].as_u64()), (Some("working"), Some(3)), "{advanced}");
+    assert_eq!(server.ok("handoff_work", checkpoint)["revision"], 4, "no key: a second call is a second transition");
+    let numeric = server.ok("handoff_work", json!({"action": "checkpoint", "task_id": "t-1", "expected_revision": "4"}));
+    assert_eq!(numeric["revision"], 5, "an integer sent as digits is read as the integer");
     server.ok("handoff_work", json!({"action": "list", "vault_path": vault.path().to_str().unwrap()}));
 }
 
@@ -897,4 +955,248 @@ fn infra_action_over_mcp_with_and_without_a_broker() {
     let request = broker.join().unwrap();
     assert_eq!((request["operation"].as_str(), request["target"].as_str()), (Some("rsync-dry-run"), Some("nas-1")));
     assert!(request.get("vault_path").is_none(), "vault_path never reaches the broker: {request}");
+}
+
+#[test]
+fn nulls_are_absent_and_integer_digits_are_integers() {
+    let vault = new_vault();
+    let mut server = Server::start(vault.path(), &[]);
+    server.initialize();
+    // LLM clients send null for every optional parameter they do not use.
+    let receipt = server.ok(
+        "ingest_note",
+        json!({"name": "03_Resources/nulls", "note_type": "Resource", "title": "Nulls", "description": "Null arguments",
+               "content": "# Nulls\n\nOptional parameters sent as null.\n", "resource": null, "tags": null,
+               "expected_sha256": null, "idempotency_key": null, "vault_path": null}),
+    );
+    assert_eq!(receipt["path"], "03_Resources/nulls.md");
+    let found = server.ok(
+        "search_vault_tool",
+        json!({"query": "optional", "max_results": "3", "search_mode": null, "temporal_view": null, "as_of": null, "domain": null,
+               "vault_path": null}),
+    );
+    assert_eq!((found["mode"].as_str(), found["result_count"].as_u64()), (Some("auto"), Some(1)), "{found}");
+    server.ok("ensure_sub_index", json!({"category": "03_Resources", "page": null}));
+    let page = server.ok("read_sub_index", json!({"category": "03_Resources", "page": "1", "vault_path": null}));
+    assert_eq!(page["page"], 1);
+    server.ok("read_memory_history", json!({"limit": "5", "after_seq": null}));
+    server.ok("sync_vault", json!({"fts_only": null, "accept_dense_loss": null, "force_rebuild": null, "allow_partial": null}));
+    server.ok("rot_audit", json!({"extended": null, "allow_link_rot": null, "allow_remote_llm": null, "approved": null}));
+    server.ok("archive_notes", json!({"dry_run": null, "approved": null, "vault_path": null}));
+    server.ok("get_server_info", json!({"vault_path": null, "probe_provider": null}));
+    // What stays refused: a required parameter sent as null, digits that are not an integer, and
+    // unknown fields, each by name.
+    let missing = server.err("search_vault_tool", json!({"query": null}));
+    assert!(missing["message"].as_str().unwrap().contains("query"), "{missing}");
+    let bad = server.err("search_vault_tool", json!({"query": "x", "max_results": "three"}));
+    assert_eq!(bad["code"], "invalid_argument");
+    let unknown = server.err("search_vault_tool", json!({"query": "x", "limit": null, "top_k": 3}));
+    assert!(unknown["message"].as_str().unwrap().contains("top_k"), "{unknown}");
+}
+
+#[test]
+fn domains_scope_search_and_auto_follows_their_priority() {
+    let vault = new_vault();
+    let root = vault.path();
+    std::fs::create_dir_all(root.join(".power")).unwrap();
+    std::fs::write(
+        root.join(".power/domains.yaml"),
+        "version: 1\ndomains:\n  - name: kitchen\n    path: 03_Resources/kitchen\n    rules: [{keywords: [cook], weight: 2}]\n    \
+         search_priority: [semantic, graph_assisted, fts]\n",
+    )
+    .unwrap();
+    std::fs::write(
+        root.join(".paravault/policy.yaml"),
+        "domains:\n  - name: garden\n    path: 02_Areas/garden/\n    search_priority: [fts]\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(root.join("03_Resources/kitchen")).unwrap();
+    std::fs::create_dir_all(root.join("02_Areas/garden")).unwrap();
+    let mut server = Server::start(root, &[]);
+    server.initialize();
+    for (name, title) in
+        [("03_Resources/kitchen/stew", "Beef stew"), ("02_Areas/garden/stew", "Compost stew"), ("03_Resources/stew", "Stew")]
+    {
+        server.ok(
+            "ingest_note",
+            json!({"name": name, "note_type": if name.starts_with("02") { "Area" } else { "Resource" }, "title": title,
+                   "description": title, "content": format!("# {title}\n\nA stew of things.\n")}),
+        );
+    }
+    let paths = |envelope: &Value| -> Vec<String> {
+        envelope["results"].as_array().unwrap().iter().map(|r| r["source"]["path"].as_str().unwrap().to_string()).collect()
+    };
+    let all = server.ok("search_vault_tool", json!({"query": "stew"}));
+    assert_eq!(paths(&all).len(), 3);
+    // The registry file's domain: scoped to its folder; auto skips semantic (no dense index),
+    // runs graph_assisted (lexically) and says so.
+    let kitchen = server.ok("search_vault_tool", json!({"query": "stew", "domain": "kitchen"}));
+    assert_eq!(paths(&kitchen), ["03_Resources/kitchen/stew.md"], "{kitchen}");
+    assert_eq!(kitchen["actual_mode"], "graph_assisted");
+    let reason = kitchen["fallback_reason"].as_str().unwrap();
+    assert!(reason.contains("skipped semantic (dense_index_unavailable") && reason.contains("ran graph_assisted"), "{reason}");
+    // Without a domain, auto follows the priority of the domain whose rule keywords the query
+    // matches ("cook" → kitchen), without scoping to it.
+    let routed = server.ok("search_vault_tool", json!({"query": "cook stew"}));
+    assert_eq!((paths(&routed).len(), routed["actual_mode"].as_str()), (3, Some("graph_assisted")), "{routed}");
+    assert_eq!(server.ok("search_vault_tool", json!({"query": "stew"}))["actual_mode"], "fts", "no rule matched");
+    // The policy's domain.
+    let garden = server.ok("search_vault_tool", json!({"query": "stew", "domain": "garden", "search_mode": "auto"}));
+    assert_eq!((paths(&garden), garden["actual_mode"].as_str()), (vec!["02_Areas/garden/stew.md".to_string()], Some("fts")));
+    assert!(garden["fallback_reason"].is_null(), "{garden}");
+    // An unknown domain (a raw path prefix included) is a typed error naming the known ones.
+    for unknown in ["pantry", "03_Resources"] {
+        let error = server.err("search_vault_tool", json!({"query": "stew", "domain": unknown}));
+        assert_eq!(error["code"], "invalid_argument");
+        let message = error["message"].as_str().unwrap();
+        assert!(message.contains("known domains: garden, kitchen") || message.contains("known domains: kitchen, garden"), "{message}");
+    }
+    drop(server);
+    // A malformed registry fails closed, naming the file.
+    std::fs::write(root.join(".power/domains.yaml"), "version: 1\ndomains:\n  - name: Bad Name\n    path: x\n").unwrap();
+    let mut server = Server::start(root, &[]);
+    server.initialize();
+    let error = server.err("search_vault_tool", json!({"query": "stew", "domain": "kitchen"}));
+    assert_eq!(error["code"], "policy_invalid");
+    assert!(error["message"].as_str().unwrap().contains(".power/domains.yaml"), "{error}");
+    std::fs::write(root.join(".power/domains.yaml"), "version: 1\ndomains:\n  - name: k\n    path: x\n    search_priority: [qdrant]\n")
+        .unwrap();
+    let error = server.err("search_vault_tool", json!({"query": "stew", "domain": "k"}));
+    assert!(error["message"].as_str().unwrap().contains("qdrant"), "{error}");
+}
+
+/// The codes `Error::code()` and the MCP adapter can return, read from their source.
+fn codes_in_source() -> Vec<String> {
+    let mut codes = Vec::new();
+    let error_rs = std::fs::read_to_string(manifest("src/error.rs")).unwrap();
+    let body = &error_rs[error_rs.find("pub fn code(&self)").expect("Error::code")..];
+    let body = &body[..body.find("\n    }\n").unwrap()];
+    for line in body.lines().filter(|l| l.contains("=> \"")) {
+        codes.push(line.split("=> \"").nth(1).unwrap().split('"').next().unwrap().to_string());
+    }
+    for file in ["src/mcp/mod.rs", "src/mcp/tools.rs"] {
+        let text = std::fs::read_to_string(manifest(file)).unwrap();
+        for part in text.split("ToolError::new(\"").skip(1) {
+            codes.push(part.split('"').next().unwrap().to_string());
+        }
+    }
+    codes.sort();
+    codes.dedup();
+    codes
+}
+
+#[test]
+fn errors_md_documents_every_code() {
+    let codes = codes_in_source();
+    assert!(codes.len() >= 35 && codes.contains(&"vault_boundary".to_string()) && codes.contains(&"io_error".to_string()), "{codes:?}");
+    let doc = std::fs::read_to_string(manifest("docs/errors.md")).unwrap();
+    let missing: Vec<&String> = codes.iter().filter(|code| !doc.contains(&format!("| `{code}` |"))).collect();
+    assert!(missing.is_empty(), "docs/errors.md lacks a row for {missing:?}");
+}
+
+/// One generated cell per parameter fact, from a property's JSON Schema.
+fn param_facts(property: &Value) -> (String, String, String) {
+    // `anyOf` options (schemars' optional enums) count as one property with their union.
+    let options: Vec<&Value> = match property["anyOf"].as_array() {
+        Some(options) => options.iter().collect(),
+        None => vec![property],
+    };
+    let name_of =
+        |t: &str, p: &Value| if t == "array" { format!("array<{}>", p["items"]["type"].as_str().unwrap_or("any")) } else { t.to_string() };
+    let mut types: Vec<String> = Vec::new();
+    for option in &options {
+        match &option["type"] {
+            Value::String(t) => types.push(name_of(t, option)),
+            Value::Array(ts) => types.extend(ts.iter().filter_map(Value::as_str).map(|t| name_of(t, option))),
+            _ => {}
+        }
+    }
+    types.dedup();
+    let kind = if types.is_empty() { "any".to_string() } else { types.join(" \\| ") };
+    let default = match &property["default"] {
+        Value::Null => "—".to_string(),
+        other => format!("`{other}`"),
+    };
+    let mut bounds = Vec::new();
+    if let Some(values) = options.iter().find_map(|o| o["enum"].as_array()) {
+        bounds.push(format!("one of {}", values.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(", ")));
+    }
+    for (key, label) in [("minimum", "≥"), ("maximum", "≤"), ("minLength", "chars ≥"), ("maxLength", "chars ≤"), ("maxItems", "items ≤")]
+    {
+        if let Some(n) = property[key].as_u64() {
+            bounds.push(format!("{label} {n}"));
+        }
+    }
+    if let Some(pattern) = property["pattern"].as_str() {
+        bounds.push(format!("pattern `{pattern}`"));
+    }
+    let bounds = if bounds.is_empty() { "—".to_string() } else { bounds.join("; ") };
+    (kind, default, bounds)
+}
+
+/// Splits a Markdown table row into cells (a `\|` inside a cell is not a separator).
+fn table_cells(row: &str) -> Vec<String> {
+    let inner = row.trim().trim_start_matches('|').trim_end_matches('|');
+    let mut cells = vec![String::new()];
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'|') => {
+                cells.last_mut().unwrap().push_str("\\|");
+                chars.next();
+            }
+            '|' => cells.push(String::new()),
+            other => cells.last_mut().unwrap().push(other),
+        }
+    }
+    cells.into_iter().map(|c| c.trim().to_string()).collect()
+}
+
+#[test]
+fn compatibility_doc_parameter_columns_are_generated_from_the_live_tools() {
+    let vault = new_vault();
+    let mut server = Server::start(vault.path(), &[]);
+    server.initialize();
+    let tools = server.tools();
+    let doc_path = manifest("docs/compatibility.md");
+    let doc = std::fs::read_to_string(&doc_path).expect("docs/compatibility.md");
+    let (begin, end) = ("<!-- params:begin -->\n", "<!-- params:end -->");
+    let start = doc.find(begin).expect("docs/compatibility.md lacks <!-- params:begin -->") + begin.len();
+    let stop = doc.find(end).expect("docs/compatibility.md lacks <!-- params:end -->");
+    // The hand-written columns (P.O.W.E.R.'s declaration, the verdict) are kept by (tool, parameter).
+    let mut written: std::collections::HashMap<(String, String), (String, String)> = std::collections::HashMap::new();
+    for row in doc[start..stop].lines().skip(2) {
+        let cells = table_cells(row);
+        if cells.len() == 8 {
+            written.insert((cells[0].clone(), cells[1].clone()), (cells[6].clone(), cells[7].clone()));
+        }
+    }
+    let mut table = String::from(
+        "| Tool | Parameter | Type | Default | Bounds | Required | P.O.W.E.R. | Verdict |\n| --- | --- | --- | --- | --- | --- | --- | --- |\n",
+    );
+    let mut unjudged = Vec::new();
+    for tool in &tools {
+        let name = format!("`{}`", tool["name"].as_str().unwrap());
+        let schema = &tool["inputSchema"];
+        let required: Vec<&str> = schema["required"].as_array().map(|r| r.iter().filter_map(Value::as_str).collect()).unwrap_or_default();
+        let mut params: Vec<(&String, &Value)> = schema["properties"].as_object().unwrap().iter().collect();
+        params.sort_by_key(|(p, _)| (!required.contains(&p.as_str()), p.as_str() == "vault_path", p.to_string()));
+        for (param, property) in params {
+            let (kind, default, bounds) = param_facts(property);
+            let param = format!("`{param}`");
+            let (power, verdict) = written.get(&(name.clone(), param.clone())).cloned().unwrap_or_default();
+            let judged = verdict == "same" || ["same (", "stricter (", "extended ("].iter().any(|v| verdict.starts_with(v));
+            if !judged {
+                unjudged.push(format!("{name}.{param}"));
+            }
+            let needed = if required.contains(&param.trim_matches('`')) { "yes" } else { "no" };
+            table.push_str(&format!("| {name} | {param} | {kind} | {default} | {bounds} | {needed} | {power} | {verdict} |\n"));
+        }
+    }
+    if bless() && doc[start..stop] != table {
+        std::fs::write(&doc_path, format!("{}{table}{}", &doc[..start], &doc[stop..])).unwrap();
+    } else {
+        assert_eq!(doc[start..stop], table, "docs/compatibility.md parameter table is stale; rerun with PARAVAULT_BLESS=1");
+    }
+    assert!(unjudged.is_empty(), "parameters without a verdict (same [(note)] | stricter (why) | extended (how)): {unjudged:?}");
 }

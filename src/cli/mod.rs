@@ -185,6 +185,8 @@ pub enum Command {
         temporal_view: String,
         #[arg(long)]
         as_of: Option<String>,
+        /// A domain from the policy's `domains` or `.power/domains.yaml`: scopes the results to
+        /// its folder, and --mode auto follows its search_priority.
         #[arg(long)]
         domain: Option<String>,
     },

@@ -5,8 +5,10 @@
 //! change bumps `revision` by one and is one event; the journal append is the commit point.
 //!
 //! Rules (reference §9.1, with the P.O.W.E.R. 3.7.4 drift fixed):
-//! - create / list / show need no revision; every other action needs `task_id`,
-//!   `idempotency_key` and `expected_revision` (mismatch → `revision_conflict`).
+//! - create / list / show need no revision; every other action needs `task_id`. With
+//!   `expected_revision` a mismatch is `revision_conflict`; without it the transition acts on
+//!   the current revision (P.O.W.E.R.'s contract has no revision). Without `idempotency_key` a
+//!   transition is simply not replayable.
 //! - Idempotency: the same key with the same command fingerprint (sha256 of the canonical JSON
 //!   of the action and its payload, i.e. the request without `idempotency_key`) returns the
 //!   original result and appends nothing; the same key with another fingerprint is an
@@ -474,13 +476,8 @@ impl Vault {
     fn transition(&self, request: &HandoffRequest) -> Result<Value> {
         let action = request.action;
         let task_id = request.task_id.as_deref().ok_or_else(|| invalid("task_id", format!("{} needs task_id", action.name())))?;
-        let key = request
-            .idempotency_key
-            .clone()
-            .filter(|k| !k.trim().is_empty())
-            .ok_or_else(|| invalid("idempotency_key", format!("{} needs an idempotency_key", action.name())))?;
-        let expected =
-            request.expected_revision.ok_or_else(|| invalid("expected_revision", format!("{} needs expected_revision", action.name())))?;
+        // Without a key the transition is simply not replayable (an empty key never matches).
+        let key = request.idempotency_key.clone().filter(|k| !k.trim().is_empty()).unwrap_or_default();
         let mut journal = self.load_task(task_id)?.ok_or_else(|| Error::TaskNotFound { task_id: task_id.to_string() })?;
         let stale_snapshot = journal.check_snapshot(self.root(), task_id)?;
         let fingerprint = Self::fingerprint(request);
@@ -493,7 +490,10 @@ impl Vault {
         let current = journal.current().cloned().unwrap_or(Value::Null);
         let mut task: Task = serde_json::from_value(current)
             .map_err(|e| Error::TaskJournalIntegrity { task_id: task_id.to_string(), reason: format!("snapshot: {e}") })?;
-        if task.revision != expected {
+        // Without expected_revision the transition acts on the current revision.
+        if let Some(expected) = request.expected_revision
+            && task.revision != expected
+        {
             return Err(Error::RevisionConflict { task_id: task_id.to_string(), expected, found: task.revision });
         }
         if stale_snapshot {

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::inventory::{Inventory, NoteRecord};
 use crate::policy::{EgressPolicy, LoadedPolicy};
 
@@ -312,12 +312,6 @@ pub fn audit_with_vectors(
     vectors: std::result::Result<NoteVectors, String>,
     external_links: Option<Vec<(String, usize, String)>>,
 ) -> Result<RotReport> {
-    if request.allow_remote_llm {
-        return Err(Error::NotConfigured {
-            capability: "remote LLM contradiction check",
-            remediation: "no LLM endpoint is configured; run rot_audit without allow_remote_llm".into(),
-        });
-    }
     let m = &policy.policy.maintenance;
     let archived = policy.policy.metadata.archived_status.as_str();
     let archive_folder = policy.policy.layout.archive_folder.as_str();
@@ -399,6 +393,13 @@ pub fn audit_with_vectors(
             }
             (None, None) => {}
         }
+    }
+    if request.allow_remote_llm {
+        // P.O.W.E.R. reports a section it cannot run instead of failing the audit.
+        report.skipped.push(Skipped {
+            section: "semantic_contradictions",
+            reason: "not_configured: no remote LLM endpoint is configured in this engine; the other sections ran".into(),
+        });
     }
     Ok(report)
 }

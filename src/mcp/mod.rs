@@ -6,9 +6,11 @@
 //! router does), deserialise the arguments (failure → `isError` with code `invalid_argument`),
 //! check `vault_path` (`vault_boundary`), charge the per-tool rate limit (`rate_limited`;
 //! only calls that passed validation are charged), then run the sync engine call on a blocking
-//! thread. Results are JSON objects in `structuredContent` plus one short text line; failures
-//! are `isError: true` with `{error: {code, message, retryable, remediation}}`, never absolute
-//! paths. stdout carries protocol frames only; logs go to stderr.
+//! thread. Arguments are read as LLM clients send them (`null` = absent, integers as digit
+//! strings). Results are JSON objects in `structuredContent` and, serialised, in the one text
+//! block; failures are `isError: true` with `{error: {code, message, retryable, remediation}}`
+//! (declared in every outputSchema as the alternative), never absolute paths. stdout carries
+//! protocol frames only; logs go to stderr.
 
 pub mod tools;
 pub mod watchdog;
@@ -29,6 +31,7 @@ use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
 use crate::error::Error;
+use crate::search::SearchMode;
 use crate::vault::Vault;
 use tools::{ToolCtx, ToolSpec};
 
@@ -76,7 +79,7 @@ fn remediation(code: &str) -> &'static str {
         "note_unreadable" => "check the path (read_sub_index lists notes) and the file's encoding",
         "io_error" | "transaction_incomplete" => "retry later; if it persists run `paravault doctor`",
         "dense_index_unavailable" => {
-            "use method=keyword (suggest_related_tool) or search_mode=fts, or build a dense index with sync_vault fts_only=false"
+            "use search_mode=fts (or auto, vector, hybrid, graph_assisted, which answer lexically), or build a dense index with sync_vault fts_only=false (force_rebuild=true after a model change)"
         }
         "no_active_generation" => "run sync_vault to publish a search generation",
         "generation_corrupt" => "run sync_vault with force_rebuild=true",
@@ -197,14 +200,13 @@ fn tool_of(spec: &ToolSpec, vault: &Vault) -> Option<Tool> {
         .open_world(false);
     annotations.title = Some(spec.title.to_string());
     let mut meta = serde_json::Map::new();
+    // P.O.W.E.R.'s contract: exactly {local_only, egress, approval}; extras under paravault.risk.
+    meta.insert("power.risk".into(), json!({"local_only": true, "egress": risk.egress, "approval": risk.approval}));
     meta.insert(
         "paravault.risk".into(),
         json!({"local_only": true, "egress": risk.egress, "approval": risk.approval, "approval_required": policy.approval_required.iter().any(|t| t == spec.name)}),
     );
-    let output = match (spec.output_schema)() {
-        Value::Object(map) => map,
-        _ => serde_json::Map::new(),
-    };
+    let output = tools::output_schema_with_error((spec.output_schema)());
     Some(
         Tool::new(spec.name, spec.description, Arc::new((spec.input_schema)(policy)))
             .with_title(spec.title)
@@ -244,9 +246,9 @@ fn capabilities(vault: &Vault, tools: &[Tool]) -> Value {
         },
         "search": {
             "default_mode": "auto",
-            "canonical_modes": ["auto", "fts", "semantic", "vector", "hybrid", "reranked", "graph_assisted"],
+            "canonical_modes": SearchMode::CANONICAL.iter().map(|m| m.name()).collect::<Vec<_>>(),
             "aliases": {"hybrid_reranked": "reranked"},
-            "requires_dense_index": ["semantic", "vector", "hybrid", "reranked"],
+            "requires_dense_index": SearchMode::CANONICAL.iter().filter(|m| m.requires_dense_index()).map(|m| m.name()).collect::<Vec<_>>(),
             "temporal_views": ["current", "historical", "all"],
             "max_results_cap": policy.search.max_results_cap,
         },
@@ -340,8 +342,15 @@ impl ParavaultServer {
     fn failure(&self, tool: &str, mut error: ToolError) -> CallToolResult {
         error.message = self.sanitize(&error.message);
         tracing::info!(tool, code = %error.code, "tool call failed");
-        let mut result = CallToolResult::error(vec![ContentBlock::text(format!("error {}: {}", error.code, error.message))]);
-        result.structured_content = Some(error.to_json());
+        Self::result(error.to_json(), true)
+    }
+
+    /// A result whose text block is the JSON serialisation of its structured content (the MCP
+    /// spec's advice, and what clients that pass only `content` to the model need).
+    fn result(value: Value, is_error: bool) -> CallToolResult {
+        let text = ContentBlock::text(value.to_string());
+        let mut result = if is_error { CallToolResult::error(vec![text]) } else { CallToolResult::success(vec![text]) };
+        result.structured_content = Some(value);
         result
     }
 
@@ -372,6 +381,10 @@ impl ParavaultServer {
         let Some(spec) = self.inner.specs.get(name) else {
             return Err(McpError::new(ErrorCode::INVALID_PARAMS, format!("tool not found: {name}"), None));
         };
+        let args = match self.inner.tools.iter().find(|t| t.name == name) {
+            Some(tool) => tools::normalise_arguments(&tool.input_schema, args),
+            None => args,
+        };
         let (vault_path, job) = match (spec.prepare)(args) {
             Ok(prepared) => prepared,
             Err(message) => return Ok(self.failure(spec.name, ToolError::new("invalid_argument", message, false))),
@@ -391,9 +404,7 @@ impl ParavaultServer {
             Ok(Ok(value)) => {
                 tracing::info!(tool = spec.name, elapsed_ms, "tool call ok");
                 let value = if value.is_object() { value } else { json!({"result": value}) };
-                let mut result = CallToolResult::success(vec![ContentBlock::text((spec.summary)(&value))]);
-                result.structured_content = Some(value);
-                Ok(result)
+                Ok(Self::result(value, false))
             }
             Ok(Err(error)) => Ok(self.failure(spec.name, ToolError::from_engine(&error))),
             Err(join) => {

@@ -1,7 +1,7 @@
 //! The MCP tool table: one `ToolSpec` per tool, built from a typed parameter struct.
 //!
 //! Each tool is a `Deserialize + JsonSchema` parameter struct implementing `ToolParams` (its
-//! name, description, output schema, engine call and summary line) plus one `spec::<P>()` line
+//! name, description, output schema and engine call) plus one `spec::<P>()` line
 //! in `catalog()`. Adding a tool whose engine exists is one struct and one table entry. The
 //! handlers only translate arguments and call `Vault`; engine logic stays in the engine.
 
@@ -57,10 +57,6 @@ pub trait ToolParams: DeserializeOwned + JsonSchema + Send + 'static {
     fn vault_path(&self) -> &str;
     /// Runs the engine call; the result is always a JSON object.
     fn run(self, ctx: &ToolCtx) -> Result<Value>;
-    /// One short line for the text content block.
-    fn summary(_result: &Value) -> String {
-        "ok".into()
-    }
 }
 
 /// A row of the tool table.
@@ -72,7 +68,6 @@ pub struct ToolSpec {
     pub output_schema: fn() -> Value,
     /// Deserialises the arguments; returns the `vault_path` argument and the job.
     pub prepare: fn(serde_json::Map<String, Value>) -> Prepared,
-    pub summary: fn(&Value) -> String,
 }
 
 fn input_schema<P: ToolParams>(policy: &Policy) -> serde_json::Map<String, Value> {
@@ -82,7 +77,44 @@ fn input_schema<P: ToolParams>(policy: &Policy) -> serde_json::Map<String, Value
         .clone();
     inline_definitions(&mut schema);
     P::patch_input_schema(&mut schema, policy);
+    declare_null_as_absent(&mut schema);
     schema
+}
+
+/// Declares what `normalise_arguments` accepts: every optional property also admits `null`
+/// (its absence), as P.O.W.E.R.'s SDK-generated schemas do, so clients that validate
+/// arguments before sending do not refuse the nulls LLMs produce.
+fn declare_null_as_absent(schema: &mut serde_json::Map<String, Value>) {
+    let required: Vec<String> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default();
+    let Some(Value::Object(properties)) = schema.get_mut("properties") else { return };
+    for (_, property) in properties.iter_mut().filter(|(name, _)| !required.contains(name)) {
+        let Value::Object(property) = property else { continue };
+        let null = json!("null");
+        match property.get_mut("type") {
+            Some(Value::String(kind)) if kind != "null" => {
+                let kind = std::mem::take(kind);
+                property.insert("type".into(), json!([kind, "null"]));
+            }
+            Some(Value::Array(kinds)) if !kinds.contains(&null) => kinds.push(null),
+            Some(_) => {}
+            None => {
+                if let Some(Value::Array(options)) = property.get_mut("anyOf")
+                    && !options.iter().any(|o| o.get("type") == Some(&null))
+                {
+                    options.push(json!({"type": "null"}));
+                }
+            }
+        }
+        if let Some(Value::Array(values)) = property.get_mut("enum")
+            && !values.contains(&Value::Null)
+        {
+            values.push(Value::Null);
+        }
+    }
 }
 
 /// Replaces every `{"$ref": "#/$defs/X", ...}` by the definition (siblings kept) and drops
@@ -115,6 +147,67 @@ fn inline_definitions(schema: &mut serde_json::Map<String, Value>) {
     }
 }
 
+/// Reads arguments the way LLM clients send them: a `null` is the parameter's absence (every
+/// optional parameter has a default; a required one still fails as missing, by name), and an
+/// integer parameter accepts its decimal digits as a string ("5"). Anything else is left for
+/// the typed deserialisation to accept or refuse (unknown fields are refused by name).
+pub fn normalise_arguments(
+    input_schema: &serde_json::Map<String, Value>,
+    args: serde_json::Map<String, Value>,
+) -> serde_json::Map<String, Value> {
+    let properties = input_schema.get("properties").and_then(Value::as_object);
+    let is_integer = |name: &str| {
+        properties.and_then(|p| p.get(name)).and_then(|p| p.get("type")).is_some_and(|t| match t {
+            Value::String(t) => t == "integer",
+            Value::Array(ts) => ts.iter().any(|t| t == "integer"),
+            _ => false,
+        })
+    };
+    args.into_iter()
+        .filter(|(_, value)| !value.is_null())
+        .map(|(name, value)| match value {
+            Value::String(text) if is_integer(&name) => {
+                let digits = text.trim();
+                let number = digits.parse::<u64>().map(Value::from).or_else(|_| digits.parse::<i64>().map(Value::from));
+                (name, number.unwrap_or(Value::String(text)))
+            }
+            other => (name, other),
+        })
+        .collect()
+}
+
+/// The typed failure every tool can return (`isError: true`), as a JSON Schema.
+pub fn error_schema() -> Value {
+    json!({
+        "type": "object",
+        "description": "Present only when isError is true; code is documented in docs/errors.md.",
+        "properties": {
+            "code": {"type": "string"}, "message": {"type": "string"},
+            "retryable": {"type": "boolean"}, "remediation": {"type": "string"}
+        },
+        "required": ["code", "message", "retryable", "remediation"]
+    })
+}
+
+/// A tool's declared output schema: its success shape, or `{error: {...}}` as the declared
+/// alternative, so that every result (success or `isError`) conforms to what tools/list says.
+/// The success fields stay under `properties`; `required` moves into `anyOf`.
+pub fn output_schema_with_error(success: Value) -> serde_json::Map<String, Value> {
+    let mut schema = match success {
+        Value::Object(map) => map,
+        _ => serde_json::Map::new(),
+    };
+    schema.insert("type".into(), json!("object"));
+    let properties = schema.entry("properties").or_insert_with(|| json!({}));
+    if let Value::Object(properties) = properties {
+        properties.insert("error".into(), error_schema());
+    }
+    if let Some(required) = schema.remove("required").filter(|r| r.as_array().is_some_and(|r| !r.is_empty())) {
+        schema.insert("anyOf".into(), json!([{"required": required}, {"required": ["error"]}]));
+    }
+    schema
+}
+
 fn prepare<P: ToolParams>(args: serde_json::Map<String, Value>) -> Prepared {
     let params: P = serde_json::from_value(Value::Object(args)).map_err(|e| e.to_string())?;
     let vault_path = params.vault_path().to_string();
@@ -129,7 +222,6 @@ fn spec<P: ToolParams>() -> ToolSpec {
         input_schema: input_schema::<P>,
         output_schema: P::output_schema,
         prepare: prepare::<P>,
-        summary: P::summary,
     }
 }
 
@@ -248,15 +340,6 @@ fn receipt_schema() -> Value {
     })
 }
 
-fn receipt_summary(result: &Value) -> String {
-    format!(
-        "ok: receipt seq {} {} {}",
-        result.get("seq").and_then(Value::as_u64).unwrap_or(0),
-        result.get("operation").and_then(Value::as_str).unwrap_or("write"),
-        result.get("path").and_then(Value::as_str).unwrap_or("")
-    )
-}
-
 fn findings_schema() -> Value {
     json!({"type": "array", "items": {"type": "object", "properties": {
         "rule": {"type": "string"}, "severity": {"type": "string", "enum": ["warning", "blocking"]},
@@ -320,7 +403,9 @@ fn bootstrap(ctx: &ToolCtx, report: &Value) -> Value {
         degraded.push("search, get_memory_context and suggest_related_tool: no active search generation (run sync_vault)".into());
     }
     if report.pointer("/embedding/dense_index").is_none_or(Value::is_null) {
-        degraded.push("semantic, vector, hybrid and reranked search and semantic suggest_related_tool: no dense index".into());
+        degraded.push(
+            "no dense index: semantic search fails closed, vector/hybrid/graph_assisted answer lexically, suggest_related_tool semantic falls back to keyword".into(),
+        );
     }
     json!({
         "schema_version": "power-agent-v1",
@@ -335,7 +420,7 @@ fn bootstrap(ctx: &ToolCtx, report: &Value) -> Value {
         "capabilities": {
             "read": ctx.read_tools,
             "write": ctx.write_tools,
-            "optional": ["semantic search modes and method=semantic need sync_vault fts_only=false (a dense index)"],
+            "optional": ["semantic search, dense vector/hybrid/graph_assisted and method=semantic need sync_vault fts_only=false (a dense index); without it they answer lexically or, for semantic search, fail closed"],
             "unavailable": ctx.unavailable_tools,
             "cli_count": ctx.capabilities.pointer("/interfaces/cli_commands").and_then(Value::as_array).map_or(0, Vec::len),
             "mcp_count": ctx.tool_count,
@@ -418,17 +503,6 @@ impl ToolParams for GetServerInfo {
         }
         Ok(report)
     }
-    fn summary(result: &Value) -> String {
-        format!(
-            "{}: {} tools, catalog sha256 {}; index {} ({} notes); embedding {}",
-            result.get("status").and_then(Value::as_str).unwrap_or("ok"),
-            result.pointer("/mcp/tool_count").and_then(Value::as_u64).unwrap_or(0),
-            result.pointer("/mcp/tool_catalog_sha256").and_then(Value::as_str).unwrap_or(""),
-            result.pointer("/vault/index_state").and_then(Value::as_str).unwrap_or(""),
-            result.pointer("/vault/indexed_notes").and_then(Value::as_u64).unwrap_or(0),
-            result.pointer("/embedding/binding").and_then(Value::as_str).unwrap_or("")
-        )
-    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -457,14 +531,6 @@ impl ToolParams for LintVault {
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&ctx.vault.lint()?)
     }
-    fn summary(result: &Value) -> String {
-        format!(
-            "{}: {} findings over {} notes",
-            if result.get("blocking").and_then(Value::as_bool).unwrap_or(false) { "blocking" } else { "ok" },
-            result.get("findings").and_then(Value::as_array).map_or(0, Vec::len),
-            result.get("notes_total").and_then(Value::as_u64).unwrap_or(0)
-        )
-    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -492,10 +558,6 @@ impl ToolParams for GenerateIndex {
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&ctx.vault.generate_index()?)
-    }
-    fn summary(result: &Value) -> String {
-        let n = |k: &str| result.get(k).and_then(Value::as_array).map_or(0, Vec::len);
-        format!("ok: {} pages written, {} deleted, {} conflicts", n("pages_written"), n("pages_deleted"), n("conflicts"))
     }
 }
 
@@ -539,14 +601,6 @@ impl ToolParams for ReadSubIndex {
         let content = ctx.vault.read_sub_index(&self.category, self.page as usize)?;
         Ok(json!({"category": self.category, "page": self.page, "content": content}))
     }
-    fn summary(result: &Value) -> String {
-        format!(
-            "ok: {} page {} ({} bytes)",
-            result.get("category").and_then(Value::as_str).unwrap_or(""),
-            result.get("page").and_then(Value::as_u64).unwrap_or(1),
-            result.get("content").and_then(Value::as_str).map_or(0, str::len)
-        )
-    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -580,9 +634,6 @@ impl ToolParams for EnsureSubIndex {
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         let content = ctx.vault.ensure_sub_index(&self.category, self.page as usize)?;
         Ok(json!({"category": self.category, "page": self.page, "content": content}))
-    }
-    fn summary(result: &Value) -> String {
-        ReadSubIndex::summary(result)
     }
 }
 
@@ -643,9 +694,6 @@ impl ToolParams for IngestNote {
             content: self.content,
             tags: self.tags,
         })
-    }
-    fn summary(result: &Value) -> String {
-        receipt_summary(result)
     }
 }
 
@@ -709,9 +757,6 @@ impl ToolParams for SynthesizeSession {
             related: self.related,
         })
     }
-    fn summary(result: &Value) -> String {
-        receipt_summary(result)
-    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -750,13 +795,6 @@ impl ToolParams for ProposeMemoryChange {
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&ctx.vault.propose_memory_change(&self.path, &self.content, opt(&self.idempotency_key), opt(&self.expected_sha256))?)
     }
-    fn summary(result: &Value) -> String {
-        format!(
-            "ok: proposal {} for {}",
-            result.get("proposal_id").and_then(Value::as_str).unwrap_or(""),
-            result.get("path").and_then(Value::as_str).unwrap_or("")
-        )
-    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -786,9 +824,6 @@ impl ToolParams for ApplyMemoryChange {
         let proposal: BTreeMap<String, Value> = self.proposal.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
         ctx.vault.apply_memory_change(&proposal, self.approved)
     }
-    fn summary(result: &Value) -> String {
-        receipt_summary(result)
-    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -802,10 +837,14 @@ pub struct ValidateMemoryState {
 impl ToolParams for ValidateMemoryState {
     const NAME: &'static str = "validate_memory_state";
     const TITLE: &'static str = "Validate the vault state";
-    const DESCRIPTION: &'static str =
-        "valid=false when any blocking metadata, link or freshness finding exists anywhere; warnings (orphans, style) do not count.";
+    const DESCRIPTION: &'static str = "Validate the vault state: result is the contract's boolean, false when any blocking \
+         metadata, link or freshness finding exists anywhere; warnings (orphans, style) do not count. blocking lists those findings.";
     fn output_schema() -> Value {
-        object_schema(json!({"valid": {"type": "boolean"}, "blocking": findings_schema()}), &["valid", "blocking"])
+        object_schema(
+            json!({"result": {"type": "boolean", "description": "P.O.W.E.R.'s boolean: no blocking finding anywhere."},
+                   "blocking": findings_schema()}),
+            &["result", "blocking"],
+        )
     }
     fn vault_path(&self) -> &str {
         &self.vault_path
@@ -813,14 +852,7 @@ impl ToolParams for ValidateMemoryState {
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         let report = ctx.vault.lint()?;
         let blocking: Vec<_> = report.findings.iter().filter(|f| f.severity == crate::policy::Severity::Blocking).collect();
-        Ok(json!({"valid": blocking.is_empty(), "blocking": blocking}))
-    }
-    fn summary(result: &Value) -> String {
-        format!(
-            "valid: {} ({} blocking findings)",
-            result.get("valid").and_then(Value::as_bool).unwrap_or(false),
-            result.get("blocking").and_then(Value::as_array).map_or(0, Vec::len)
-        )
+        Ok(json!({"result": blocking.is_empty(), "blocking": blocking}))
     }
 }
 
@@ -856,9 +888,6 @@ impl ToolParams for ReadMemoryHistory {
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         Ok(json!({"receipts": ctx.vault.read_memory_history(self.limit as usize, self.after_seq)?}))
     }
-    fn summary(result: &Value) -> String {
-        format!("ok: {} receipts", result.get("receipts").and_then(Value::as_array).map_or(0, Vec::len))
-    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -885,13 +914,6 @@ impl ToolParams for CheckMarkdown {
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&ctx.vault.check_markdown()?)
-    }
-    fn summary(result: &Value) -> String {
-        format!(
-            "ok: {} findings in {} files",
-            result.get("findings").and_then(Value::as_array).map_or(0, Vec::len),
-            result.get("files_checked").and_then(Value::as_u64).unwrap_or(0)
-        )
     }
 }
 
@@ -940,16 +962,6 @@ impl ToolParams for ReadNote {
         let offset = usize::try_from(self.offset).unwrap_or(usize::MAX);
         to_object(&ctx.vault.read_note(&self.path, offset, max_bytes)?)
     }
-    fn summary(result: &Value) -> String {
-        format!(
-            "ok: {} bytes {}..{} of {}{}",
-            result.get("path").and_then(Value::as_str).unwrap_or(""),
-            result.get("offset").and_then(Value::as_u64).unwrap_or(0),
-            result.get("offset").and_then(Value::as_u64).unwrap_or(0) + result.get("bytes_returned").and_then(Value::as_u64).unwrap_or(0),
-            result.get("total_bytes").and_then(Value::as_u64).unwrap_or(0),
-            if result.get("eof").and_then(Value::as_bool).unwrap_or(false) { " (eof)" } else { "" }
-        )
-    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -960,7 +972,7 @@ pub struct SearchVaultTool {
     #[serde(default = "twenty")]
     #[schemars(range(min = 1, max = 20))]
     pub max_results: usize,
-    /// auto | fts | semantic | vector | hybrid | reranked | graph_assisted (dense modes fail closed without a dense index; auto falls back to fts and says why).
+    /// auto | fts | semantic | vector | hybrid | reranked | graph_assisted (hybrid_reranked = reranked). Without a dense index semantic fails closed, vector and hybrid answer with fts and graph_assisted expands fts anchors (actual_mode and fallback_reason say what ran); auto falls back to fts and says why. Stricter than P.O.W.E.R.: reranked is not_configured (no verified cross-encoder is bundled).
     #[serde(default = "auto_mode")]
     pub search_mode: String,
     /// current | historical | all.
@@ -969,7 +981,7 @@ pub struct SearchVaultTool {
     /// Inclusive ISO date (YYYY-MM-DD); default today UTC.
     #[serde(default)]
     pub as_of: String,
-    /// Vault-relative path prefix that scopes results.
+    /// A configured domain name (policy domains or .power/domains.yaml): scopes results to its folder; auto follows its search_priority. Unknown names are refused, naming the known ones.
     #[serde(default)]
     pub domain: String,
     /// Optional; when given it must be the configured vault root.
@@ -1019,13 +1031,6 @@ impl ToolParams for SearchVaultTool {
         };
         to_object(&ctx.vault.search(&params)?)
     }
-    fn summary(result: &Value) -> String {
-        format!(
-            "{} results ({}); untrusted data",
-            result.get("result_count").and_then(Value::as_u64).unwrap_or(0),
-            result.get("actual_mode").and_then(Value::as_str).unwrap_or("")
-        )
-    }
 }
 
 pub type SyncVault = VaultScoped<crate::retrieval::SyncParams>;
@@ -1047,9 +1052,6 @@ impl ToolParams for SyncVault {
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&ctx.vault.sync_vault(&self.request)?)
     }
-    fn summary(result: &Value) -> String {
-        format!("generation {}", result.get("generation_id").and_then(Value::as_str).unwrap_or(""))
-    }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -1064,18 +1066,23 @@ pub struct GetMemoryContext {
 impl ToolParams for GetMemoryContext {
     const NAME: &'static str = "get_memory_context";
     const TITLE: &'static str = "Memory context";
-    const DESCRIPTION: &'static str = "Paths and titles of the most relevant current notes for a query (no note bodies).";
+    const DESCRIPTION: &'static str = "The most relevant current notes for a query (FTS top 5): result is the contract's list of \
+         vault-relative paths; notes adds their titles. No note bodies; read-only.";
     fn output_schema() -> Value {
-        object_schema(json!({"notes": {"type": "array"}}), &["notes"])
+        let path = json!({"type": "string"});
+        object_schema(
+            json!({"result": {"type": "array", "items": path, "description": "P.O.W.E.R.'s list of relative paths, best first."},
+                   "notes": {"type": "array", "items": object_schema(json!({"path": path, "title": {"type": "string"}}), &["path", "title"])}}),
+            &["result", "notes"],
+        )
     }
     fn vault_path(&self) -> &str {
         &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        Ok(json!({ "notes": serde_json::to_value(ctx.vault.memory_context(&self.query)?).unwrap_or_default() }))
-    }
-    fn summary(result: &Value) -> String {
-        format!("{} notes", result.get("notes").and_then(Value::as_array).map_or(0, Vec::len))
+        let notes = ctx.vault.memory_context(&self.query)?;
+        let paths: Vec<&str> = notes.iter().map(|n| n.path.as_str()).collect();
+        Ok(json!({ "result": paths, "notes": to_object(&notes)? }))
     }
 }
 
@@ -1119,10 +1126,6 @@ impl<R: JsonSchema> JsonSchema for VaultScoped<R> {
     }
 }
 
-fn list_len(result: &Value, key: &str) -> usize {
-    result.get(key).and_then(Value::as_array).map_or(0, Vec::len)
-}
-
 fn string_list() -> Value {
     json!({"type": "array", "items": {"type": "string"}})
 }
@@ -1130,12 +1133,14 @@ fn string_list() -> Value {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SuggestRelated {
-    /// Vault-relative path of a note in the published search generation.
+    /// Vault-relative path of a note in the published search generation; omitted: the most
+    /// recently changed note (the valid note with the newest OKF timestamp).
+    #[serde(default)]
     pub target_path: String,
     /// How many related notes to return (the policy's search.max_results_cap is the ceiling).
     #[serde(default = "five")]
     pub max_results: usize,
-    /// semantic (stored vectors; dense_index_unavailable when the vault has no dense index) or keyword (the published FTS index).
+    /// semantic (stored vectors; without a dense index it runs keyword and reports the fallback) or keyword (the published FTS index); other values are refused.
     #[serde(default = "semantic")]
     pub method: String,
     /// Optional; when given it must be the configured vault root.
@@ -1153,15 +1158,19 @@ fn semantic() -> String {
 impl ToolParams for SuggestRelated {
     const NAME: &'static str = "suggest_related_tool";
     const TITLE: &'static str = "Suggest related notes";
-    const DESCRIPTION: &'static str = "Suggest notes related to one note from the published search generation; never writes relations. \
-         Semantic fails closed (no silent keyword fallback) when the vault has no dense index.";
+    const DESCRIPTION: &'static str = "Suggest notes related to one note (default: the most recently changed note) from the \
+         published search generation; never writes relations. Semantic without a dense index runs keyword and says so \
+         (method, requested_method, fallback_reason).";
     fn output_schema() -> Value {
         object_schema(
-            json!({"target": {"type": "string"}, "method": {"type": "string", "enum": ["keyword", "semantic"]},
+            json!({"target": {"type": "string"}, "target_source": {"type": "string", "enum": ["argument", "newest_timestamp"]},
+                   "method": {"type": "string", "enum": ["keyword", "semantic"]},
+                   "requested_method": {"type": "string", "enum": ["keyword", "semantic"]},
+                   "fallback_reason": {"type": ["string", "null"]},
                    "related": {"type": "array", "items": object_schema(
                        json!({"path": {"type": "string"}, "title": {"type": "string"}, "score": {"type": "number"}}),
                        &["path", "title", "score"])}}),
-            &["target", "method", "related"],
+            &["target", "target_source", "method", "requested_method", "fallback_reason", "related"],
         )
     }
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
@@ -1173,14 +1182,6 @@ impl ToolParams for SuggestRelated {
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&ctx.vault.suggest_related(&self.target_path, &self.method, self.max_results)?)
-    }
-    fn summary(result: &Value) -> String {
-        format!(
-            "{} related notes for {} ({})",
-            list_len(result, "related"),
-            result.get("target").and_then(Value::as_str).unwrap_or(""),
-            result.get("method").and_then(Value::as_str).unwrap_or("")
-        )
     }
 }
 
@@ -1245,7 +1246,10 @@ impl ToolParams for RotAudit {
                     "allow_link_rot",
                     "Check external links; needs approved=true and egress allow-public, otherwise the section is skipped with the reason.",
                 ),
-                ("allow_remote_llm", "Send candidate pairs to a remote LLM; no endpoint is configured, so true fails with not_configured."),
+                (
+                    "allow_remote_llm",
+                    "Send candidate pairs to a remote LLM; no endpoint is configured, so true lists semantic_contradictions under skipped (not_configured).",
+                ),
                 ("approved", "The user approved the network access that allow_link_rot needs."),
             ],
         );
@@ -1255,17 +1259,6 @@ impl ToolParams for RotAudit {
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&ctx.vault.rot_audit(&self.request)?)
-    }
-    fn summary(result: &Value) -> String {
-        format!(
-            "{} notes audited: {} redundant pairs, {} outdated, {} trivial, {} below freshness threshold, {} sections skipped",
-            result.get("notes_audited").and_then(Value::as_u64).unwrap_or(0),
-            list_len(result, "redundant"),
-            list_len(result, "outdated"),
-            list_len(result, "trivial"),
-            list_len(result, "stale_freshness"),
-            list_len(result, "skipped")
-        )
     }
 }
 
@@ -1306,17 +1299,6 @@ impl ToolParams for ArchiveNotes {
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&ctx.vault.archive_notes(&self.request)?)
     }
-    fn summary(result: &Value) -> String {
-        let dry = result.get("dry_run").and_then(Value::as_bool).unwrap_or(true);
-        format!(
-            "{} {} notes, {} link rewrites, {} refused{}",
-            if dry { "would archive" } else { "archived" },
-            list_len(result, "moves"),
-            list_len(result, "link_rewrites"),
-            list_len(result, "refused"),
-            result.pointer("/receipt/seq").and_then(Value::as_u64).map(|s| format!("; receipt seq {s}")).unwrap_or_default()
-        )
-    }
 }
 
 pub type HealFrontmatter = VaultScoped<HealRequest>;
@@ -1355,16 +1337,6 @@ impl ToolParams for HealFrontmatter {
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&ctx.vault.heal_frontmatter(&self.request)?)
     }
-    fn summary(result: &Value) -> String {
-        let dry = result.get("dry_run").and_then(Value::as_bool).unwrap_or(true);
-        format!(
-            "{} {} notes, {} refused{}",
-            if dry { "would heal" } else { "healed" },
-            list_len(result, "notes"),
-            list_len(result, "refused"),
-            result.pointer("/receipt/seq").and_then(Value::as_u64).map(|s| format!("; receipt seq {s}")).unwrap_or_default()
-        )
-    }
 }
 
 pub type HandoffWork = VaultScoped<HandoffRequest>;
@@ -1378,8 +1350,9 @@ impl ToolParams for HandoffWork {
     const NAME: &'static str = "handoff_work";
     const TITLE: &'static str = "Durable work packets";
     const DESCRIPTION: &'static str = "Create, list, show or advance one durable, content-free work packet: a Task v2 snapshot over a \
-         hash-chained event journal. Transitions need task_id, idempotency_key and expected_revision. It never executes next_action and never \
-         writes notes.";
+         hash-chained event journal. Transitions need task_id; with expected_revision a stale revision is refused \
+         (without it the current revision is advanced), and with idempotency_key a retry returns the original result. It never executes \
+         next_action and never writes notes.";
     fn output_schema() -> Value {
         let s = json!({"type": "string"});
         json!({"type": "object", "properties": {
@@ -1415,12 +1388,18 @@ impl ToolParams for HandoffWork {
                 ("source_revision", "The vault or repository revision the task starts from (create; default unknown)."),
                 ("profile", "standard (default) or maintenance (enforces detect, dry-run, repair, verify, receipt)."),
                 ("required_approval", "What approval an input-required task waits for."),
-                ("idempotency_key", "Needed by transitions: a retry with the same key and request returns the original result."),
+                (
+                    "idempotency_key",
+                    "Optional: a retry with the same key and request returns the original result (without it a transition is not replayable).",
+                ),
                 ("approved", "The user approved this step (cancel, resuming input-required, maintenance repair)."),
                 ("blocker", "Why the task is blocked (input-required, fail)."),
                 ("changed_artifacts", "Vault-relative paths the step changed."),
                 ("phase", "The maintenance phase this step enters."),
-                ("expected_revision", "The revision the caller last saw (transitions; a mismatch is revision_conflict)."),
+                (
+                    "expected_revision",
+                    "Optional: the revision the caller last saw (a mismatch is revision_conflict; omitted: the current revision).",
+                ),
             ],
         );
     }
@@ -1429,19 +1408,6 @@ impl ToolParams for HandoffWork {
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         ctx.vault.handoff_work(self.request)
-    }
-    fn summary(result: &Value) -> String {
-        match result.get("tasks").and_then(Value::as_array) {
-            Some(tasks) => {
-                format!("{} tasks{}", tasks.len(), if result.get("truncated") == Some(&json!(true)) { " (truncated)" } else { "" })
-            }
-            None => format!(
-                "task {} revision {}: {}",
-                result.get("task_id").and_then(Value::as_str).unwrap_or(""),
-                result.get("revision").and_then(Value::as_u64).unwrap_or(0),
-                result.get("state").and_then(Value::as_str).unwrap_or("")
-            ),
-        }
     }
 }
 
@@ -1485,15 +1451,5 @@ impl ToolParams for InfraAction {
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         ctx.vault.infra_action(self.request)
-    }
-    fn summary(result: &Value) -> String {
-        match result.get("status").and_then(Value::as_str) {
-            Some("ok") => format!("ok: {} receipt", result.get("operation").and_then(Value::as_str).unwrap_or("")),
-            _ => format!(
-                "blocked: {} ({})",
-                result.pointer("/block/reason_code").and_then(Value::as_str).unwrap_or("unknown"),
-                result.get("operation").and_then(Value::as_str).unwrap_or("")
-            ),
-        }
     }
 }

@@ -4,6 +4,8 @@
 //! `.paravault/policy.yaml`: maps merge by key, lists and scalars replace. An invalid file is
 //! refused at open with its name, line and reason. This module never touches the vault's notes.
 
+pub mod domains;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -243,6 +245,8 @@ pub struct Policy {
     pub egress: EgressPolicy,
     pub handoff: HandoffPolicy,
     pub infra: InfraPolicy,
+    /// Named search domains (merged with `.power/domains.yaml`; see `domains`).
+    pub domains: Vec<domains::Domain>,
 }
 
 /// The lint rules the engine implements; a policy may weigh them but not invent others.

@@ -99,3 +99,39 @@ fn embedding_section_is_pinned_and_validated() {
     assert_eq!(ok.policy.embedding.threads, 1);
     assert_eq!(ok.policy.egress, EgressPolicy::AllowPublic);
 }
+
+#[test]
+fn domain_registry_merges_policy_and_power_file_and_fails_closed() {
+    use domains::DomainRegistry;
+    let policy = LoadedPolicy::from_texts(Some(
+        "domains:\n  - name: ops\n    path: 02_Areas/ops\n    rules: [{terms: [deploy], weight: 1.5}, {contains: [outage]}]\n",
+    ))
+    .unwrap();
+    let vault = tempfile::tempdir().unwrap();
+    let registry = DomainRegistry::load(vault.path(), &policy.policy.domains).unwrap();
+    let ops = registry.get("ops").unwrap();
+    assert_eq!((ops.folder(), ops.search_priority.as_slice()), ("02_Areas/ops", ["fts".to_string(), "semantic".to_string()].as_slice()));
+    assert_eq!(registry.route("Deploy failed").map(|d| d.name.as_str()), Some("ops"), "terms is an alias of keywords");
+    assert!(registry.route("tomatoes").is_none());
+    let unknown = registry.get("garden").unwrap_err().to_string();
+    assert!(unknown.contains("known domains: ops"), "{unknown}");
+
+    std::fs::create_dir_all(vault.path().join(".power")).unwrap();
+    let file = vault.path().join(domains::POWER_DOMAINS_FILE);
+    std::fs::write(&file, "version: 1\ndomains:\n  - {name: garden, path: 02_Areas/garden, search_priority: [hybrid_reranked]}\n").unwrap();
+    let merged = DomainRegistry::load(vault.path(), &policy.policy.domains).unwrap();
+    assert_eq!(merged.domains.len(), 2);
+    for (text, wanted) in [
+        ("version: 2\ndomains: []\n", "version 2"),
+        ("version: 1\ndomains:\n  - {name: ops, path: x}\n", "defined twice"),
+        ("version: 1\ndomains:\n  - {name: a, path: ../x}\n", "not a vault-relative folder"),
+        ("version: 1\ndomains:\n  - {name: a, path: x, search_priority: []}\n", "must not be empty"),
+        ("version: 1\ndomains:\n  - {name: a, path: x, rules: [{keywords: [k], weight: 0}]}\n", "must be positive"),
+        ("version: 1\ndomains:\n  - {name: a, path: x, colour: red}\n", "colour"),
+    ] {
+        std::fs::write(&file, text).unwrap();
+        let error = DomainRegistry::load(vault.path(), &policy.policy.domains).unwrap_err();
+        assert_eq!(error.code(), "policy_invalid", "{text}");
+        assert!(error.to_string().contains(wanted), "{text}: {error}");
+    }
+}

@@ -453,6 +453,8 @@ pub struct GenerationInfo {
     pub segment_count: usize,
     pub gc_removed_generations: usize,
     pub gc_removed_files: usize,
+    /// Whether the generation carries dense vectors (the write was embedded).
+    pub dense: bool,
 }
 
 fn open_writer_index(
@@ -637,6 +639,7 @@ pub(crate) fn publish(root: &Path, input: PublishInput) -> Result<GenerationInfo
         segment_count: manifest.segments.len(),
         gc_removed_generations,
         gc_removed_files,
+        dense: manifest.dense.is_some(),
     })
 }
 

@@ -4,8 +4,10 @@
 //!
 //! Modes: `fts` (BM25 over body, title, tags and description with policy boosts, English
 //! stemming); `semantic`/`vector`, `hybrid` and `graph_assisted` over the generation's dense
-//! index (a typed `dense_index_unavailable` error without one); `auto` = the policy's dense
-//! mode, or fts with the reason.
+//! index. Without dense vectors `semantic` is a typed `dense_index_unavailable` error, while
+//! `vector` and `hybrid` answer with BM25 and `graph_assisted` expands BM25 anchors, each
+//! saying so in `actual_mode` and `fallback_reason` (P.O.W.E.R. serves them lexically);
+//! `auto` = the domain's or the policy's dense mode, or fts with the reason.
 
 pub mod dense;
 pub mod generation;
@@ -79,6 +81,35 @@ impl SearchMode {
             other => return Err(Error::InvalidArgument { name: "search_mode", reason: format!("unknown mode '{other}'") }),
         })
     }
+
+    /// The canonical modes, in P.O.W.E.R.'s order (`hybrid_reranked` is an alias of reranked).
+    pub const CANONICAL: [SearchMode; 7] = [
+        SearchMode::Auto,
+        SearchMode::Fts,
+        SearchMode::Semantic,
+        SearchMode::Vector,
+        SearchMode::Hybrid,
+        SearchMode::Reranked,
+        SearchMode::GraphAssisted,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            SearchMode::Auto => "auto",
+            SearchMode::Fts => "fts",
+            SearchMode::Semantic => "semantic",
+            SearchMode::Vector => "vector",
+            SearchMode::Hybrid => "hybrid",
+            SearchMode::Reranked => "reranked",
+            SearchMode::GraphAssisted => "graph_assisted",
+        }
+    }
+
+    /// Whether the mode fails closed without a dense index (`vector`, `hybrid` and
+    /// `graph_assisted` answer lexically instead; `auto` falls back to fts).
+    pub fn requires_dense_index(self) -> bool {
+        matches!(self, SearchMode::Semantic | SearchMode::Reranked)
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Default)]
@@ -99,6 +130,9 @@ pub struct SearchRequest {
     pub as_of: Option<NaiveDate>,
     /// Vault-relative path prefix that scopes results.
     pub domain: Option<String>,
+    /// What `auto` tries, in order (a domain's `search_priority`); empty: the policy's
+    /// `auto_dense_mode`, else fts.
+    pub auto_priority: Vec<SearchMode>,
 }
 
 impl SearchRequest {
@@ -110,6 +144,7 @@ impl SearchRequest {
             temporal_view: TemporalView::Current,
             as_of: None,
             domain: None,
+            auto_priority: Vec::new(),
         }
     }
 }
@@ -675,6 +710,7 @@ pub fn publish_changes(
             segment_count: report.segment_count,
             gc_removed_generations: report.gc_removed_generations,
             gc_removed_files: report.gc_removed_files,
+            dense: report.dense.is_some(),
         });
     }
     let fields = schema::Fields::of(&schema::build_schema()).map_err(search_err)?;
@@ -1013,7 +1049,36 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
         let vector = modes::query_vector(&handle, text)?;
         Ok((view, vector))
     };
-    let (mode, dense) = match request.search_mode {
+    // `auto` with a domain tries the domain's search_priority in order: the first mode that can
+    // run here runs as if asked for, and the skipped ones are named.
+    let mut requested = request.search_mode;
+    if requested == SearchMode::Auto && !request.auto_priority.is_empty() {
+        let mut skipped = Vec::new();
+        requested = SearchMode::Fts;
+        for &mode in &request.auto_priority {
+            let runnable = match mode {
+                SearchMode::Auto | SearchMode::Fts => Ok(()),
+                SearchMode::Reranked => Err("not_configured: no verified cross-encoder reranker".to_string()),
+                SearchMode::Vector | SearchMode::Hybrid | SearchMode::GraphAssisted if g.dense()?.is_none() => Ok(()),
+                _ => dense_ready().map(|_| ()).map_err(|e| format!("{}: {e}", e.code())),
+            };
+            match runnable {
+                Ok(()) => {
+                    requested = if mode == SearchMode::Auto { SearchMode::Fts } else { mode };
+                    break;
+                }
+                Err(reason) => skipped.push(format!("{} ({reason})", mode.name())),
+            }
+        }
+        if !skipped.is_empty() {
+            let reason = format!("domain search_priority: skipped {}; ran {}", skipped.join(", "), requested.name());
+            fallback_reason = Some(match fallback_reason {
+                Some(r) => format!("{reason}; {r}"),
+                None => reason,
+            });
+        }
+    }
+    let (mode, dense) = match requested {
         SearchMode::Fts => (SearchMode::Fts, None),
         SearchMode::Auto => match dense_ready() {
             Ok(ready) => (SearchMode::parse(&search_policy.auto_dense_mode)?, Some(ready)),
@@ -1026,6 +1091,21 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
                 (SearchMode::Fts, None)
             }
         },
+        // P.O.W.E.R. serves these three lexically (reference §6.3): without dense vectors they
+        // answer from BM25 alone and say so; with them they keep their dense meaning.
+        lexical @ (SearchMode::Vector | SearchMode::Hybrid | SearchMode::GraphAssisted) if g.dense()?.is_none() => {
+            let ran = if lexical == SearchMode::GraphAssisted {
+                "graph_assisted expanded BM25 anchors along stored links (no dense list to fuse)"
+            } else {
+                "answered with BM25 full-text ranking (actual_mode fts)"
+            };
+            let reason = format!("dense_index_unavailable: the active generation has no dense vectors; {ran}");
+            fallback_reason = Some(match fallback_reason {
+                Some(r) => format!("{reason}; {r}"),
+                None => reason,
+            });
+            (lexical, None)
+        }
         other => (other, Some(dense_ready()?)),
     };
     let n = request.max_results;
@@ -1050,6 +1130,11 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
                 let decay = search_policy.graph_decay as f32;
                 (modes::graph_expand(&g, anchors, search_policy.graph_hops, decay, n, &keep)?, "graph_assisted")
             }
+        }
+        (SearchMode::GraphAssisted, None) => {
+            let anchors = ranked_notes(&g, boosts, &analysed, n, &keep)?;
+            let decay = search_policy.graph_decay as f32;
+            (modes::graph_expand(&g, anchors, search_policy.graph_hops, decay, n, &keep)?, "graph_assisted")
         }
         _ => (ranked_notes(&g, boosts, &analysed, n, &keep)?, "fts"),
     };
@@ -1131,14 +1216,18 @@ pub struct Related {
     pub score: f64,
 }
 
-/// Notes related to `target` by its stored keywords, tags and title (generation data only).
-pub fn suggest_related(
-    root: &Path,
-    policy: &LoadedPolicy,
-    target: &str,
-    method: RelatedMethod,
-    max_results: usize,
-) -> Result<Vec<Related>> {
+/// What `suggest_related` found, and which method ran (semantic falls back to keyword, and
+/// says why, when the generation has no dense vectors).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RelatedHits {
+    pub related: Vec<Related>,
+    pub method: RelatedMethod,
+    pub fallback_reason: Option<String>,
+}
+
+/// Notes related to `target` by its stored keywords, tags and title, or by its stored vectors
+/// (generation data only).
+pub fn suggest_related(root: &Path, policy: &LoadedPolicy, target: &str, method: RelatedMethod, max_results: usize) -> Result<RelatedHits> {
     let cap = MAX_RESULTS_LIMIT.min(policy.policy.search.max_results_cap);
     if !(1..=cap).contains(&max_results) {
         return Err(Error::InvalidArgument { name: "max_results", reason: format!("must be in 1..={cap}") });
@@ -1152,6 +1241,17 @@ pub fn suggest_related(
     })?;
     let me = target.as_str().to_string();
     let keep = |p: &str| p != me;
+    // P.O.W.E.R. reports a labelled fallback to keyword when semantic cannot run.
+    let (method, fallback_reason) = match (method, g.dense()?) {
+        (RelatedMethod::Semantic, None) => (
+            RelatedMethod::Keyword,
+            Some(
+                "dense_index_unavailable: the active generation has no dense vectors (sync_vault fts_only=false builds them); ran keyword"
+                    .to_string(),
+            ),
+        ),
+        (method, _) => (method, None),
+    };
     let hits = match method {
         RelatedMethod::Keyword => {
             let mut analysed = query::analyse(&format!("{} {}", entry.title, entry.tags.join(" ")));
@@ -1160,7 +1260,7 @@ pub fn suggest_related(
         }
         RelatedMethod::Semantic => {
             let view = g.dense()?.ok_or_else(|| Error::DenseIndexUnavailable {
-                reason: "semantic suggestions read stored vectors and the active generation has no dense index; run sync_vault with fts_only=false, or use method=keyword".into(),
+                reason: "semantic suggestions read stored vectors and the active generation has no dense index".into(),
             })?;
             let centre = view
                 .note_vector(dense::note_key(&me))
@@ -1173,7 +1273,7 @@ pub fn suggest_related(
         let title = note_entry(&g, &searcher, &hit.path)?.map(|e| e.title.clone()).unwrap_or_default();
         out.push(Related { path: hit.path, title, score: f64::from(hit.score) });
     }
-    Ok(out)
+    Ok(RelatedHits { related: out, method, fallback_reason })
 }
 
 #[cfg(test)]

@@ -99,7 +99,7 @@ fn envelope_shape_and_staleness() {
 }
 
 #[test]
-fn auto_falls_back_and_dense_modes_are_refused() {
+fn auto_falls_back_semantic_is_refused_and_lexical_modes_answer_with_bm25() {
     let v = vault();
     let p = policy(None);
     sync_all(v.path(), &p);
@@ -110,10 +110,24 @@ fn auto_falls_back_and_dense_modes_are_refused() {
     assert!(reason.starts_with("dense_index_unavailable: "), "{reason}");
     assert!(reason.contains("no dense index"), "{reason}");
     assert_eq!(env.actual_mode, "fts");
-    for mode in ["semantic", "vector", "hybrid", "graph_assisted"] {
+    req.search_mode = SearchMode::Semantic;
+    assert_eq!(search(v.path(), &p, req.clone()).expect_err("semantic").code(), "dense_index_unavailable");
+    let fts = env.results.iter().map(|r| r.source.path.clone()).collect::<Vec<_>>();
+    assert!(!fts.is_empty());
+    // Without dense vectors P.O.W.E.R.'s lexical modes answer, and say exactly what ran.
+    for (mode, actual, ran) in [
+        ("vector", "fts", "BM25 full-text ranking"),
+        ("hybrid", "fts", "BM25 full-text ranking"),
+        ("graph_assisted", "graph_assisted", "expanded BM25 anchors"),
+    ] {
         req.search_mode = SearchMode::parse(mode).expect("mode");
-        let err = search(v.path(), &p, req.clone()).expect_err("dense mode");
-        assert_eq!(err.code(), "dense_index_unavailable", "{mode}");
+        let env = search(v.path(), &p, req.clone()).unwrap_or_else(|e| panic!("{mode}: {e}"));
+        assert_eq!(env.actual_mode, actual, "{mode}");
+        let reason = env.fallback_reason.as_deref().unwrap_or_else(|| panic!("{mode} names its fallback"));
+        assert!(reason.starts_with("dense_index_unavailable: ") && reason.contains(ran), "{mode}: {reason}");
+        let paths = env.results.iter().map(|r| r.source.path.clone()).collect::<Vec<_>>();
+        assert_eq!(paths[0], fts[0], "{mode}: the BM25 top hit leads");
+        assert!(env.results.iter().all(|r| r.metadata.fallback_reason.as_deref() == Some(reason)), "{mode}");
     }
     req.search_mode = SearchMode::Reranked;
     assert_eq!(search(v.path(), &p, req.clone()).expect_err("reranked").code(), "not_configured");
@@ -367,9 +381,16 @@ fn temporal_status_domain_related_and_context() {
 
     let ctx = memory_context(v.path(), &p, "search engine").expect("context");
     assert_eq!(ctx[0].path, "03_Resources/tantivy.md");
-    let related = suggest_related(v.path(), &p, "02_Areas/new-rule.md", RelatedMethod::Keyword, 3).expect("related");
+    let hits = suggest_related(v.path(), &p, "02_Areas/new-rule.md", RelatedMethod::Keyword, 3).expect("related");
+    assert_eq!((hits.method, hits.fallback_reason.as_deref()), (RelatedMethod::Keyword, None));
+    let related = &hits.related;
     assert!(related.iter().all(|r| r.path != "02_Areas/new-rule.md"));
     assert!(related.iter().any(|r| r.path == "02_Areas/old-rule.md"), "{related:?}");
+    // Semantic without stored vectors: a labelled keyword fallback with the same suggestions.
+    let semantic = suggest_related(v.path(), &p, "02_Areas/new-rule.md", RelatedMethod::Semantic, 3).expect("fallback");
+    assert_eq!(semantic.method, RelatedMethod::Keyword);
+    assert!(semantic.fallback_reason.as_deref().is_some_and(|r| r.starts_with("dense_index_unavailable: ")), "{semantic:?}");
+    assert_eq!(semantic.related, hits.related);
 }
 
 #[test]

@@ -605,6 +605,8 @@ pub(crate) struct Published {
     pub scanned: usize,
     pub indexed: usize,
     pub excluded: usize,
+    /// `semantic` when the generation carries dense vectors (the write was embedded), else `fts`.
+    pub search_mode: &'static str,
     /// Generation files written without fsync; the checkpoint makes them durable.
     pub deferred_files: Vec<PathBuf>,
 }
@@ -622,6 +624,7 @@ impl Published {
             scanned: info.counts.scanned,
             indexed: info.counts.indexed,
             excluded: info.counts.excluded,
+            search_mode: search_mode_of(info.dense),
             deferred_files,
         })
     }
@@ -634,9 +637,16 @@ impl Published {
             scanned: counts.0,
             indexed: counts.1,
             excluded: counts.2,
+            // Tail generations exist only for vaults without a dense index.
+            search_mode: "fts",
             deferred_files: Vec::new(),
         }
     }
+}
+
+/// The receipt's `search_mode`: whether the write's generation embedded it.
+pub(crate) fn search_mode_of(dense: bool) -> &'static str {
+    if dense { "semantic" } else { "fts" }
 }
 
 /// Folds the journal's tail (this intent included) into an on-disk generation.
@@ -666,6 +676,7 @@ pub(crate) fn publish(vault: &Vault, intent: &Intent) -> Result<Published> {
                 scanned: report.counts.scanned,
                 indexed: report.counts.indexed,
                 excluded: report.counts.excluded,
+                search_mode: search_mode_of(report.dense.is_some()),
                 deferred_files: Vec::new(),
             })
         }
@@ -675,6 +686,7 @@ pub(crate) fn publish(vault: &Vault, intent: &Intent) -> Result<Published> {
 /// Fills the receipt's search fields from a publish.
 pub(crate) fn record_generation(receipt: &mut Map<String, Value>, generation: &Published) {
     receipt.insert("search_generation".into(), Value::String(generation.generation_id.clone()));
+    receipt.insert("search_mode".into(), Value::String(generation.search_mode.to_string()));
     receipt.insert("notes_scanned".into(), Value::String(generation.scanned.to_string()));
     receipt.insert("notes_indexed".into(), Value::String(generation.indexed.to_string()));
     receipt.insert("notes_excluded".into(), Value::String(generation.excluded.to_string()));

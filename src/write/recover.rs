@@ -92,6 +92,7 @@ fn generation_of(vault: &Vault, intent: &Intent) -> Result<super::Published> {
                 scanned: counts.scanned,
                 indexed: counts.indexed,
                 excluded: counts.excluded,
+                search_mode: super::search_mode_of(manifest.dense.is_some()),
                 deferred_files: Vec::new(),
             });
         }

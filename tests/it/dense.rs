@@ -122,7 +122,7 @@ fn semantic_hybrid_graph_and_auto_modes_answer_with_honest_labels() {
 fn writes_embed_only_what_they_change_and_keep_dense_search_current() {
     let (_dir, vault) = dense_vault();
     let before = active_dense(&vault);
-    vault
+    let receipt = vault
         .ingest_note(&IngestRequest {
             name: "03_Resources/bread".into(),
             note_type: "Resource".into(),
@@ -132,6 +132,7 @@ fn writes_embed_only_what_they_change_and_keep_dense_search_current() {
             ..Default::default()
         })
         .unwrap();
+    assert_eq!(receipt["search_mode"], "semantic", "the write was embedded: {receipt}");
     let after = active_dense(&vault);
     assert_eq!(after.arena, before.arena, "the write appends to the same arena");
     assert_eq!(after.rows, before.rows + 1, "exactly one new chunk was embedded");
