@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use chrono::{DateTime, NaiveDate, Utc};
 use serde::Serialize;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::inventory::{Inventory, NoteRecord};
 use crate::policy::{EgressPolicy, LoadedPolicy};
 
@@ -28,6 +28,7 @@ pub struct RotRequest {
     pub approved: bool,
     /// Items per list on this page (default and bound: policy `maintenance.report_items_*`).
     #[serde(default)]
+    #[schemars(range(min = 1))]
     pub max_items: Option<usize>,
     /// `next_cursor` of the previous page (absent: the first page).
     #[serde(default)]
