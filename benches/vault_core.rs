@@ -247,7 +247,7 @@ fn bench_catalog_incremental(c: &mut Criterion, fx: &Fixtures) {
 /// (a simulated watcher overflow, nothing changed: what a walk costs per note).
 fn bench_freshness(c: &mut Criterion, fx: &Fixtures) {
     let mut group = fast_group(c, "observe_disk");
-    for (label, root, notes) in &fx.vaults {
+    for (label, root, _) in &fx.vaults {
         let vault = Vault::open(root, options()).expect("open");
         vault.watch_disk();
         assert_eq!(vault.freshness().mode, "watch", "the watcher must start");

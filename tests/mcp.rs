@@ -873,6 +873,58 @@ fn heal_frontmatter_previews_refuses_without_approval_then_repairs() {
     assert_eq!(server.err("heal_frontmatter_tool", json!({"fix": true}))["code"], "invalid_argument");
 }
 
+/// The reproduction of issue 16: notes written to disk with a shell while the server runs are
+/// seen by the very next call (no sleep): validation, the heal preview (equal to the live run),
+/// lint, the lint gate of a write, and search's stale flag.
+#[test]
+fn outside_edits_while_the_server_runs_are_seen_by_the_next_call() {
+    let vault = new_vault();
+    let root = vault.path();
+    let mut server = Server::start(root, &[]);
+    server.initialize();
+    assert_eq!(server.ok("validate_memory_state", json!({}))["result"], true);
+    server.ok("sync_vault", json!({}));
+    for name in ["one", "two"] {
+        std::fs::write(root.join(format!("03_Resources/{name}.md")), "---\ntype: resource\ntitle: Half\n---\nA body.\n").unwrap();
+    }
+    assert_eq!(server.ok("validate_memory_state", json!({}))["result"], false, "invalid notes written outside are seen");
+    let lint = server.ok("lint_vault", json!({}));
+    let paths: Vec<&str> = lint["findings"].as_array().unwrap().iter().filter_map(|f| f["path"].as_str()).collect();
+    assert!(paths.contains(&"03_Resources/one.md") && paths.contains(&"03_Resources/two.md"), "{lint}");
+    assert_eq!(lint["computed_from"]["disk_watch"], "watch", "{lint}");
+    let preview = server.ok("heal_frontmatter_tool", json!({}));
+    let planned: Vec<&str> = preview["notes"].as_array().unwrap().iter().filter_map(|n| n["path"].as_str()).collect();
+    assert_eq!(planned.len(), 2, "{preview}");
+    let live = server.ok("heal_frontmatter_tool", json!({"dry_run": false, "approved": true}));
+    let healed: Vec<&str> = live["notes"].as_array().unwrap().iter().filter_map(|n| n["path"].as_str()).collect();
+    assert_eq!(planned, healed, "a preview equals the live run it previews");
+    // The lint gate sees a note a person created: linking to it is no broken link.
+    write_note(
+        root,
+        "03_Resources/made-by-hand.md",
+        "type: Resource\ntitle: By hand\ndescription: d\ntimestamp: 2026-01-01T00:00:00Z\n",
+        "x\n",
+    );
+    server.ok(
+        "ingest_note",
+        json!({"name": "03_Resources/linker", "note_type": "Resource", "title": "Linker", "description": "d", "content": "See [[made-by-hand]].\n"}),
+    );
+    // Search flags a result whose note changed on disk after the generation was published.
+    let searched = server.ok("search_vault_tool", json!({"query": "Linker", "search_mode": "fts"}));
+    assert!(searched["results"].as_array().is_some_and(|r| !r.is_empty()), "{searched}");
+    let linker = root.join("03_Resources/linker.md");
+    let text = std::fs::read_to_string(&linker).unwrap();
+    std::fs::write(&linker, text.replace("See [[made-by-hand]].", "Linker edited by a person.")).unwrap();
+    let searched = server.ok("search_vault_tool", json!({"query": "Linker", "search_mode": "fts"}));
+    let hit = searched["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["source"]["path"] == "03_Resources/linker.md")
+        .unwrap_or_else(|| panic!("{searched}"));
+    assert_eq!(hit["source"]["stale"], true, "{hit}");
+}
+
 #[test]
 fn handoff_work_packets_over_mcp() {
     let vault = new_vault();

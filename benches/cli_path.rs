@@ -1,0 +1,127 @@
+//! CLI benchmark: what one `paravault` command costs a person or a script, next to the two
+//! floors measured in the same run — the process spawn floor (`paravault --version`: exec,
+//! dynamic loading, argument parsing, no vault) and the durable-write floor (one 4 KiB atomic
+//! replace: write, fsync, rename, fsync dir) — on generated vaults and FOLDOC when available.
+//!
+//! Measured per size: `ingest` of a new note, `doctor`, `lint` and `search` of an unchanged
+//! vault (the persisted inventory warm: a stat walk, no parse), the same `lint` with the
+//! persisted inventory removed (every note parsed), and the peak RSS of an ingest.
+//! Run: `cargo bench --bench cli_path` (`PARAVAULT_BENCH_SIZES=2000,20000`,
+//! `PARAVAULT_BENCH_RUNS=15`).
+
+#[path = "support/mod.rs"]
+mod support;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_paravault");
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+fn run(vault: Option<&Path>, args: &[&str]) -> Duration {
+    let mut command = Command::new(BIN);
+    if let Some(vault) = vault {
+        command.arg("--vault").arg(vault);
+    }
+    command.args(args).stdout(Stdio::null()).stderr(Stdio::null()).env("PARAVAULT_STDIO_WATCHDOG", "0");
+    let start = Instant::now();
+    let status = command.status().expect("spawn paravault");
+    let elapsed = start.elapsed();
+    assert!(status.code().is_some_and(|c| c <= 1), "paravault {args:?} failed: {status}");
+    elapsed
+}
+
+/// Peak RSS (KiB) of one command, from the kernel's accounting of the waited child.
+fn peak_rss_kib(vault: &Path, args: &[&str]) -> Option<u64> {
+    let output = Command::new("/usr/bin/time")
+        .arg("-f")
+        .arg("%M")
+        .arg(BIN)
+        .arg("--vault")
+        .arg(vault)
+        .args(args)
+        .stdout(Stdio::null())
+        .output()
+        .ok()?;
+    String::from_utf8_lossy(&output.stderr).lines().last()?.trim().parse().ok()
+}
+
+fn fsync_floor(dir: &Path) -> Duration {
+    let bytes = vec![b'x'; 4096];
+    let path = dir.join("floor.md");
+    let start = Instant::now();
+    paravault::store::durable::replace(dir, &path, &bytes).expect("floor write");
+    start.elapsed()
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn measure(label: &str, vault: &Path, notes: usize, runs: usize) {
+    let floor_dir = vault.with_extension("floor");
+    std::fs::create_dir_all(&floor_dir).expect("floor dir");
+    // Warm: first open syncs nothing, writes the persisted inventory and the catalogs.
+    run(Some(vault), &["index"]);
+    run(Some(vault), &["sync", "--allow-partial"]);
+    run(Some(vault), &["lint"]);
+    let (mut spawn, mut fsync, mut ingest, mut doctor, mut lint, mut search, mut cold) =
+        (Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for i in 0..runs {
+        spawn.push(run(None, &["--version"]));
+        fsync.push(fsync_floor(&floor_dir));
+        let name = format!("03_Resources/cli-bench-{}-{i}", std::process::id());
+        ingest.push(run(Some(vault), &["ingest", &name, "--title", "CLI bench", "--description", "one note", "--content", "body"]));
+        doctor.push(run(Some(vault), &["doctor"]));
+        lint.push(run(Some(vault), &["lint"]));
+        search.push(run(Some(vault), &["search", "parser grammar"]));
+    }
+    for _ in 0..runs.min(5) {
+        let _ = std::fs::remove_file(vault.join(".paravault/inventory.bin"));
+        cold.push(run(Some(vault), &["lint"]));
+    }
+    let (spawn, fsync) = (median(spawn), median(fsync));
+    let budget = spawn + fsync * 4 + Duration::from_millis(5);
+    let per_k = |d: Duration| (ms(d) - ms(spawn)) / (notes as f64 / 1000.0);
+    println!("{label}: {notes} notes, {runs} runs; floors: spawn {:.2} ms, durable write {:.2} ms", ms(spawn), ms(fsync));
+    let ingest = median(ingest);
+    println!(
+        "  ingest  p50 {:>8.2} ms   target spawn + 4x floor + 5 ms = {:.2} ms: {}",
+        ms(ingest),
+        ms(budget),
+        if ingest <= budget { "met" } else { "NOT met" }
+    );
+    for (name, samples) in [("doctor", doctor), ("lint", lint), ("search", search), ("lint, no persisted inventory", cold)] {
+        let p50 = median(samples);
+        println!("  {name:<28} p50 {:>8.2} ms   above spawn per 1,000 notes {:>6.2} ms", ms(p50), per_k(p50));
+    }
+    if let Some(kib) =
+        peak_rss_kib(vault, &["ingest", "03_Resources/cli-bench-rss", "--title", "R", "--description", "d", "--content", "b"])
+    {
+        println!("  ingest peak RSS {:.1} MiB", kib as f64 / 1024.0);
+    }
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    let sizes: Vec<usize> = std::env::var("PARAVAULT_BENCH_SIZES")
+        .ok()
+        .map(|s| s.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![2_000, 20_000]);
+    let runs: usize = std::env::var("PARAVAULT_BENCH_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(15);
+    for n in sizes {
+        let vault = support::fresh_generated_vault(n);
+        measure(&format!("gen-{n}"), &vault, n, runs);
+    }
+    if let Some(foldoc) = support::foldoc_working_copy() {
+        let notes = support::count_notes(&foldoc);
+        measure("foldoc", &foldoc, notes, runs);
+    }
+}
