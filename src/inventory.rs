@@ -369,7 +369,9 @@ impl Inventory {
     /// whose stat identity is unchanged and settled: those records are reused as they are.
     /// Returns the inventory, the temporary files the walk found, and what it reused and read.
     pub fn load_reusing(root: &Path, policy: &LoadedPolicy, known: Vec<NoteRecord>) -> Result<(Self, Vec<PathBuf>, LoadCounts)> {
+        let started = std::time::Instant::now();
         let scan = scan::scan(root, policy)?;
+        tracing::debug!(walk = ?started.elapsed(), pages = scan.pages.len(), "vault walked");
         let mut known: HashMap<VaultPath, NoteRecord> = known.into_iter().map(|r| (r.path.clone(), r)).collect();
         let mut reused = Vec::with_capacity(known.len());
         let mut to_read = Vec::new();
@@ -390,9 +392,11 @@ impl Inventory {
         for path in scan.files {
             inventory.add_file(path);
         }
+        tracing::debug!(stat_and_read = ?started.elapsed(), "pages checked");
         for record in reused.into_iter().chain(records) {
             inventory.upsert(record);
         }
+        tracing::debug!(built = ?started.elapsed(), "inventory built");
         Ok((inventory, scan.leftover_temps, counts))
     }
 

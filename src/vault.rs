@@ -354,9 +354,20 @@ impl Vault {
     fn lock_inventory(&self) -> Result<MutexGuard<'_, Option<Inventory>>> {
         let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if guard.is_none() {
+            let started = std::time::Instant::now();
             let (known, cache_state) = self.read_persisted_inventory();
+            let decoded = started.elapsed();
             let (inventory, leftovers, load) = Inventory::load_reusing(&self.root, &self.policy, known)?;
-            self.persist_inventory(&inventory);
+            let loaded = started.elapsed();
+            if cache_state == "reused" && load.read == 0 && load.forgotten == 0 {
+                // Nothing moved: the file already holds exactly these records.
+                if let Some(saved) = self.saved_inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_mut() {
+                    saved.revision = inventory.revision;
+                }
+            } else {
+                self.persist_inventory(&inventory);
+            }
+            tracing::debug!(?decoded, ?loaded, persisted = ?started.elapsed(), ?load, "inventory loaded");
             *guard = Some(inventory);
             let removed = self.remove_leftover_temps(&leftovers)?;
             let mut freshness = self.lock_freshness();
