@@ -37,6 +37,14 @@ pub enum PathRefusal {
     NotInParaFolder,
     #[error("the path is too long")]
     TooLong,
+    #[error("a path component is longer than 255 bytes")]
+    ComponentTooLong,
+    #[error("bidirectional text controls (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F) are not allowed")]
+    BidiControl,
+    #[error("the name is one the engine owns (catalog pages _index*.md, index.md, log.md)")]
+    EngineOwned,
+    #[error("notes cannot live in a hidden folder or a folder the policy excludes (layout.excluded_dirs)")]
+    ExcludedFolder,
 }
 
 /// Every error the engine returns.
@@ -47,6 +55,9 @@ pub enum Error {
 
     #[error("vault root '{0}' is not a usable directory")]
     VaultUnusable(String),
+
+    #[error("engine path '{path}' refused: {reason}")]
+    VaultBoundary { path: String, reason: String },
 
     #[error("policy file {file} is invalid at line {line}: {reason}")]
     PolicyInvalid { file: String, line: usize, reason: String },
@@ -161,6 +172,7 @@ impl Error {
         match self {
             Error::PathRefused { .. } => "path_refused",
             Error::VaultUnusable(_) => "vault_unusable",
+            Error::VaultBoundary { .. } => "vault_boundary",
             Error::PolicyInvalid { .. } => "policy_invalid",
             Error::Io { .. } => "io_error",
             Error::CatalogConflict { .. } => "catalog_conflict",

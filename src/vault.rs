@@ -4,6 +4,7 @@
 //! catalog renderer state. Every write it makes goes through `store::durable`.
 
 use std::collections::BTreeSet;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -68,6 +69,31 @@ pub struct Vault {
     /// Rendered catalog rows, reused while their notes do not change.
     catalog_rows: catalog::render::RowMemo,
     writer: Mutex<Option<WriterCore>>,
+    /// Whom writes through this handle are made for; provenance comes from it (never content).
+    channel: Channel,
+}
+
+/// Who is writing: set by the adapter (the CLI is a person at a terminal, MCP is an agent),
+/// never taken from a request or a note's text. The engine derives provenance from it: the
+/// receipt's `operation` and `actor`, and the `memory.write_policy` of notes it renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Channel {
+    /// An agent (MCP, or a library caller that did not say otherwise).
+    #[default]
+    Agent,
+    /// A person at the CLI.
+    Person,
+}
+
+impl Channel {
+    /// The receipt's `actor`.
+    pub fn actor(self) -> &'static str {
+        match self {
+            Channel::Agent => "agent",
+            Channel::Person => "human",
+        }
+    }
 }
 
 /// State owned by the single writer (guarded by the in-process mutex and the file lock).
@@ -147,7 +173,12 @@ pub struct InitReport {
 pub struct MarkdownReport {
     pub files_checked: usize,
     pub counts: std::collections::BTreeMap<&'static str, usize>,
+    /// At most `limits.report_findings_max` findings; `counts` and `findings_total` cover all.
     pub findings: Vec<Finding>,
+    pub findings_total: usize,
+    pub findings_truncated: bool,
+    /// Notes over `limits.note_bytes_max`: not read, not checked.
+    pub skipped_too_large: Vec<String>,
 }
 
 /// The doctor report (grows with the engine).
@@ -228,6 +259,7 @@ impl Vault {
         if !root.is_dir() {
             return Err(Error::VaultUnusable(root.display().to_string()));
         }
+        crate::store::nofollow::refuse_symlinked_state(root)?;
         let policy = LoadedPolicy::load(root)?;
         let vault = Vault {
             root: root.to_path_buf(),
@@ -237,6 +269,7 @@ impl Vault {
             catalog_state: Mutex::new(None),
             catalog_rows: Default::default(),
             writer: Mutex::new(None),
+            channel: Channel::Agent,
         };
         if layout::join(root, layout::JOURNAL).exists() {
             // Crash recovery at open, under the writer lock, before any other write.
@@ -278,6 +311,17 @@ impl Vault {
         &self.root
     }
 
+    /// This handle, writing for `channel` (adapters call it once, right after opening).
+    pub fn acting_for(mut self, channel: Channel) -> Self {
+        self.channel = channel;
+        self
+    }
+
+    /// Whom writes through this handle are made for.
+    pub fn channel(&self) -> Channel {
+        self.channel
+    }
+
     pub fn policy(&self) -> &LoadedPolicy {
         &self.policy
     }
@@ -299,16 +343,18 @@ impl Vault {
     /// committed-but-pending transaction, and catches up with receipts other processes wrote.
     pub fn lock_writer(&self) -> Result<WriterGuard<'_>> {
         let mut core = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        crate::store::nofollow::refuse_symlinked_state(&self.root)?;
         match core.as_mut() {
             None => {
                 durable::create_dir_all(&self.root, &layout::join(&self.root, layout::STATE_DIR))?;
                 let lock_path = layout::join(&self.root, layout::WRITER_LOCK);
-                let file = std::fs::OpenOptions::new()
+                let file = crate::store::nofollow::options()
                     .create(true)
                     .truncate(false)
                     .write(true)
+                    .mode(0o600)
                     .open(&lock_path)
-                    .map_err(|e| Error::io("opening", layout::WRITER_LOCK, e))?;
+                    .map_err(|e| crate::store::nofollow::io_error("opening", layout::WRITER_LOCK, e))?;
                 file.lock().map_err(|e| Error::io("locking", layout::WRITER_LOCK, e))?;
                 let opened = Journal::open(&self.root).and_then(|(journal, records)| Ok((journal, records, ReceiptLog::load(&self.root)?)));
                 match opened {
@@ -461,14 +507,14 @@ impl Vault {
 
     fn load_catalog_state(&self) -> CatalogState {
         let path = layout::join(&self.root, layout::CATALOG_STATE);
-        std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+        crate::store::nofollow::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
     }
 
     fn read_page(&self, path: &VaultPath) -> Option<Vec<u8>> {
         let absolute = path.under(&self.root);
         match std::fs::symlink_metadata(&absolute) {
             Ok(m) if m.file_type().is_symlink() => Some(b"symlink: never ours".to_vec()),
-            Ok(_) => std::fs::read(absolute).ok(),
+            Ok(_) => crate::store::nofollow::read(&absolute).ok(),
             Err(_) => None,
         }
     }
@@ -574,20 +620,40 @@ impl Vault {
     /// Markdown style checks over every in-scope note (never blocking by default).
     pub fn check_markdown(&self) -> Result<MarkdownReport> {
         let paths: Vec<VaultPath> = self.with_inventory(|inv| inv.notes().map(|r| r.path.clone()).collect())?;
-        let mut findings = Vec::new();
+        let (bytes_max, findings_max) = (self.policy.policy.limits.note_bytes_max, self.policy.policy.limits.report_findings_max);
+        let (mut findings, mut counts, mut total) = (Vec::new(), std::collections::BTreeMap::new(), 0usize);
+        let mut skipped_too_large = Vec::new();
         for path in &paths {
-            let Ok(text) = std::fs::read_to_string(path.under(&self.root)) else { continue };
+            let absolute = path.under(&self.root);
+            match std::fs::symlink_metadata(&absolute) {
+                Ok(meta) if meta.is_file() && meta.len() <= bytes_max => {}
+                Ok(meta) if meta.is_file() => {
+                    skipped_too_large.push(path.to_string());
+                    continue;
+                }
+                _ => continue,
+            }
+            let Ok(text) = crate::store::nofollow::read_to_string(&absolute) else { continue };
             let (body, first_line) = match frontmatter::split(&text) {
                 Ok(split) => (split.body, split.body_first_line),
                 Err(_) => (text.as_str(), 1),
             };
-            findings.extend(lint::style_report(&self.policy, path, body, first_line));
+            for finding in lint::style_report(&self.policy, path, body, first_line) {
+                *counts.entry(finding.rule).or_default() += 1;
+                total += 1;
+                if findings.len() < findings_max {
+                    findings.push(finding);
+                }
+            }
         }
-        let mut counts = std::collections::BTreeMap::new();
-        for f in &findings {
-            *counts.entry(f.rule).or_default() += 1;
-        }
-        Ok(MarkdownReport { files_checked: paths.len(), counts, findings })
+        Ok(MarkdownReport {
+            files_checked: paths.len() - skipped_too_large.len(),
+            counts,
+            findings_truncated: total > findings.len(),
+            findings,
+            findings_total: total,
+            skipped_too_large,
+        })
     }
 
     /// Reads at most `max_bytes` of an in-scope Markdown page from byte `offset`. The slice never

@@ -12,7 +12,11 @@ use proptest::prelude::*;
 use tempfile::TempDir;
 
 fn para_folders() -> Vec<String> {
-    LoadedPolicy::from_texts(None).unwrap().policy.layout.para_folders
+    layout().para_folders
+}
+
+fn layout() -> paravault::policy::Layout {
+    LoadedPolicy::from_texts(None).unwrap().policy.layout
 }
 
 /// A vault with every P.A.R.A. folder and one existing note.
@@ -27,7 +31,7 @@ fn vault() -> TempDir {
 }
 
 fn refusal(root: &Path, raw: &str) -> Option<PathRefusal> {
-    match resolve_note_path(root, raw, &para_folders()) {
+    match resolve_note_path(root, raw, &layout()) {
         Ok(_) => None,
         Err(Error::PathRefused { reason, .. }) => Some(reason),
         Err(other) => panic!("{raw:?}: unexpected error {other}"),
@@ -198,7 +202,7 @@ mod symlinks {
         let holder = tempfile::tempdir().unwrap();
         let link = holder.path().join("vault-link");
         symlink(vault.path(), &link).unwrap();
-        let (path, absolute) = resolve_note_path(&link, "01_Projects/alpha/plan.md", &para_folders()).unwrap();
+        let (path, absolute) = resolve_note_path(&link, "01_Projects/alpha/plan.md", &layout()).unwrap();
         assert_eq!(path.as_str(), "01_Projects/alpha/plan.md");
         assert!(absolute.starts_with(&link));
     }
@@ -207,7 +211,6 @@ mod symlinks {
 #[test]
 fn ordinary_paths_are_accepted() {
     let vault = vault();
-    let folders = para_folders();
     for (raw, expected) in [
         ("01_Projects/alpha/plan.md", "01_Projects/alpha/plan.md"),
         ("01_Projects/alpha/new-note.md", "01_Projects/alpha/new-note.md"),
@@ -222,7 +225,7 @@ fn ordinary_paths_are_accepted() {
         ("02_Areas/C:/x.md", "02_Areas/C:/x.md"),
         ("02_Areas/100%25.md", "02_Areas/100%.md"),
     ] {
-        let (path, absolute) = resolve_note_path(vault.path(), raw, &folders).unwrap_or_else(|e| panic!("{raw:?}: {e}"));
+        let (path, absolute) = resolve_note_path(vault.path(), raw, &layout()).unwrap_or_else(|e| panic!("{raw:?}: {e}"));
         assert_eq!(path.as_str(), expected, "{raw:?}");
         assert_eq!(absolute, vault.path().join(expected), "{raw:?}");
     }

@@ -26,6 +26,8 @@ pub const ROOT_INDEX: &str = "index.md";
 pub const LOG: &str = "log.md";
 /// Directory catalog landing page name.
 pub const SUB_INDEX: &str = "_index.md";
+/// Prefix of the engine's temporary files (`durable` writes them beside their target).
+pub const TEMP_PREFIX: &str = ".pv-tmp-";
 /// Ignore files read with gitignore semantics (P.O.W.E.R.'s name kept for drop-in use).
 pub const IGNORE_FILES: [&str; 2] = [".paravaultignore", ".powerignore"];
 
@@ -59,5 +61,7 @@ pub const SEARCH_DIR: &str = ".paravault/search";
 pub const SEARCH_INDEX_DIR: &str = ".paravault/search/index";
 /// Generation manifests, one `<generation_id>.json` each.
 pub const SEARCH_GENERATIONS_DIR: &str = ".paravault/search/generations";
+/// Dense vector arenas shared by the generations of one model.
+pub const SEARCH_DENSE_DIR: &str = ".paravault/search/dense";
 /// The pointer to the published generation (content: its id).
 pub const SEARCH_ACTIVE: &str = ".paravault/search/ACTIVE";

@@ -174,7 +174,8 @@ pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Value> {
     phases.mark("plan");
     faults::crash_point("after_plan");
     let seq = writer.receipts.last_seq + 1;
-    let receipt = base_receipt(&mutation, &plan, seq);
+    let mut receipt = base_receipt(&mutation, &plan, seq);
+    receipt.insert("actor".into(), json!(vault.channel().actor()));
     let (search_changed, search_removed): (Vec<&NoteChange>, Vec<&NoteChange>) = mutation.notes.iter().partition(|n| n.content.is_some());
     let intent = Intent {
         seq,
@@ -235,6 +236,7 @@ fn read_current(vault: &Vault, path: &VaultPath) -> Result<Option<Vec<u8>>> {
 fn check_note(vault: &Vault, note: &NoteChange, create_folders: bool) -> Result<NoteHashes> {
     let policy = vault.policy();
     let path = &note.path;
+    crate::note::path::refuse_engine_owned(path)?;
     let parent = layout::join(vault.root(), path.parent());
     if note.content.is_some() && !create_folders && !parent.is_dir() {
         return Err(Error::InvalidArgument { name: "path", reason: format!("folder '{}' does not exist", path.parent()) });
@@ -395,6 +397,7 @@ fn abort(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, phase
     r.insert("path".into(), s(mutation.primary_path()));
     r.insert("at".into(), s(&chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)));
     r.insert("status".into(), s("aborted"));
+    r.insert("actor".into(), s(vault.channel().actor()));
     r.insert("phase".into(), s(phase));
     r.insert("error_code".into(), s(error.code()));
     r.insert("idempotency_key".into(), s(mutation.idempotency_key.as_deref().unwrap_or("")));
