@@ -213,10 +213,10 @@ pub fn resolve_note_path(root: &Path, raw: &str, layout: &Layout) -> Result<(Vau
     if !path.has_md_extension() {
         return Err(refuse(PathRefusal::NotMarkdown));
     }
-    refuse_reserved(&path, &layout.excluded_dirs)?;
     if !path.as_str().contains('/') || !layout.para_folders.iter().any(|f| f == path.top_folder()) {
         return Err(refuse(PathRefusal::NotInParaFolder));
     }
+    refuse_reserved(&path, &layout.excluded_dirs)?;
     let absolute = resolve_safe(root, &path)?;
     Ok((path, absolute))
 }
