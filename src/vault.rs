@@ -514,7 +514,7 @@ impl Vault {
         let absolute = path.under(&self.root);
         match std::fs::symlink_metadata(&absolute) {
             Ok(m) if m.file_type().is_symlink() => Some(b"symlink: never ours".to_vec()),
-            Ok(_) => crate::store::nofollow::read(&absolute).ok(),
+            Ok(_) => crate::store::beneath::read(&self.root, path.as_str()).ok().flatten(),
             Err(_) => None,
         }
     }
@@ -539,7 +539,7 @@ impl Vault {
         }
         let mut dirs_touched = BTreeSet::new();
         for (path, bytes) in &plan.writes {
-            durable::replace_deferred_dir_sync(&self.root, &path.under(&self.root), bytes)?;
+            crate::store::beneath::replace_deferred_dir_sync(&self.root, path.as_str(), bytes)?;
             dirs_touched.insert(path.parent().to_string());
             let kind = if path.as_str() == layout::ROOT_INDEX { PageKind::RootIndex } else { PageKind::Catalog };
             let mut record = inventory::read_record(&self.root, path, kind, &self.policy);
@@ -550,7 +550,8 @@ impl Vault {
             durable::fsync_dir(&layout::join(&self.root, dir)).map_err(|e| Error::io("syncing", dir.clone(), e))?;
         }
         for path in &plan.deletes {
-            durable::remove_file(&self.root, &path.under(&self.root))?;
+            crate::store::beneath::remove_unsynced(&self.root, path.as_str())?;
+            durable::fsync_dir(&layout::join(&self.root, path.parent())).map_err(|e| Error::io("syncing", path.parent().to_string(), e))?;
             inventory.remove(path);
         }
         if plan.state != previous || !layout::join(&self.root, layout::CATALOG_STATE).exists() {

@@ -224,12 +224,9 @@ fn check_idempotency(writer: &WriterGuard<'_>, mutation: &Mutation) -> Result<Op
 }
 
 fn read_current(vault: &Vault, path: &VaultPath) -> Result<Option<Vec<u8>>> {
-    let absolute = crate::note::path::resolve_safe(vault.root(), path)?;
-    match std::fs::read(&absolute) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io("reading", path.to_string(), e)),
-    }
+    crate::note::path::resolve_safe(vault.root(), path)?;
+    // Through folder handles: a folder swapped for a link after the check is never followed.
+    crate::store::beneath::read(vault.root(), path.as_str())
 }
 
 /// Preconditions of one note change; returns its (before, after) hashes.
@@ -573,21 +570,22 @@ pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeS
     for change in changes.iter().filter(|c| !skip.contains(c.path())) {
         let Ok(path) = VaultPath::parse_walked(change.path()) else { continue };
         let absolute = path.under(root);
+        // Notes and catalogs go through folder handles (`store::beneath`): a folder swapped
+        // for a link between the plan's check and this write is never followed.
         match change {
             FileChange::Write { text, .. } => {
-                if only_if_different && std::fs::read(&absolute).is_ok_and(|bytes| bytes == text.as_bytes()) {
+                if only_if_different
+                    && crate::store::beneath::read(root, path.as_str()).is_ok_and(|b| b.as_deref() == Some(text.as_bytes()))
+                {
                     continue;
                 }
-                if let Some(parent) = absolute.parent().filter(|p| !p.is_dir()) {
-                    crate::store::durable::create_dir_all(root, parent)?;
-                }
-                crate::store::durable::replace_unsynced(root, &absolute, text.as_bytes())?;
+                crate::store::beneath::replace_unsynced(root, path.as_str(), text.as_bytes(), true)?;
             }
             FileChange::Delete { .. } => {
                 if only_if_different && !absolute.exists() {
                     continue;
                 }
-                crate::store::durable::remove_unsynced(root, &absolute)?
+                crate::store::beneath::remove_unsynced(root, path.as_str())?
             }
             FileChange::Append { before_len, text, .. } => {
                 if only_if_different && appended_already(&absolute, *before_len, text) {

@@ -566,3 +566,50 @@ fn a_parser_bomb_note_costs_nothing_and_check_markdown_is_bounded() {
     assert!(report.findings_truncated);
     assert_eq!(report.counts.get("trailing-whitespace"), Some(&20));
 }
+
+// ---- item 2: a folder swapped for a link while writes run ----
+
+#[test]
+fn a_folder_swapped_for_a_link_during_a_write_storm_never_gets_a_byte_outside() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    let (dir, vault) = vault("");
+    let race = dir.path().join("03_Resources/race");
+    let swap = dir.path().join("03_Resources/race-swap");
+    std::fs::create_dir(&race).unwrap();
+    let canary = Canary::new();
+    let before = canary.state();
+    std::os::unix::fs::symlink(canary.dir.path(), &swap).unwrap();
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let swapper = {
+        let (stop, race, swap) = (stop.clone(), race.clone(), swap.clone());
+        std::thread::spawn(move || {
+            let mut swaps = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                rustix::fs::renameat_with(rustix::fs::CWD, &race, rustix::fs::CWD, &swap, rustix::fs::RenameFlags::EXCHANGE).unwrap();
+                swaps += 1;
+            }
+            swaps
+        })
+    };
+    let mut outcomes = std::collections::BTreeMap::<String, usize>::new();
+    for i in 0..300 {
+        let code = match vault.ingest_note(&ingest(&format!("03_Resources/race/n{i}"), "Body.")) {
+            Ok(_) => "ok".to_string(),
+            Err(error) => error.code().to_string(),
+        };
+        *outcomes.entry(code).or_default() += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    let swaps = swapper.join().unwrap();
+    if std::fs::symlink_metadata(&race).unwrap().file_type().is_symlink() {
+        rustix::fs::renameat_with(rustix::fs::CWD, &race, rustix::fs::CWD, &swap, rustix::fs::RenameFlags::EXCHANGE).unwrap();
+    }
+    assert!(swaps > 100, "the swapper ran ({swaps} swaps)");
+    assert_eq!(canary.state(), before, "a write went outside the vault; outcomes {outcomes:?}");
+    // Refusals are typed; once the folder stays put, pending intents finish and writes succeed.
+    for code in outcomes.keys() {
+        assert!(["ok", "path_refused", "vault_boundary", "transaction_incomplete"].contains(&code.as_str()), "{outcomes:?}");
+    }
+    vault.ingest_note(&ingest("03_Resources/race/after", "Body.")).unwrap();
+    assert!(vault.verify_history_with(true).unwrap().ok);
+}
