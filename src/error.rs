@@ -70,6 +70,9 @@ pub enum Error {
         source: io::Error,
     },
 
+    #[error("the disk is full while {action} '{path}'; retry when space is freed (a committed write completes then)")]
+    DiskFull { action: &'static str, path: String },
+
     #[error("catalog '{path}' is hand-written and is never overwritten")]
     CatalogConflict { path: String },
 
@@ -175,6 +178,7 @@ impl Error {
             Error::VaultBoundary { .. } => "vault_boundary",
             Error::PolicyInvalid { .. } => "policy_invalid",
             Error::Io { .. } => "io_error",
+            Error::DiskFull { .. } => "disk_full",
             Error::CatalogConflict { .. } => "catalog_conflict",
             Error::CatalogEntryTooLarge { .. } => "catalog_entry_exceeds_limit",
             Error::CatalogMissing { .. } => "catalog_missing",
@@ -212,10 +216,14 @@ impl Error {
 
     /// Whether retrying the same call later may succeed.
     pub fn retryable(&self) -> bool {
-        matches!(self, Error::Io { .. } | Error::TransactionIncomplete { .. } | Error::SearchIndex { .. })
+        matches!(self, Error::Io { .. } | Error::DiskFull { .. } | Error::TransactionIncomplete { .. } | Error::SearchIndex { .. })
     }
 
+    /// An I/O failure; no space left (`ENOSPC`, `EDQUOT`) is `disk_full`.
     pub(crate) fn io(action: &'static str, path: impl Into<String>, source: io::Error) -> Self {
+        if source.kind() == io::ErrorKind::StorageFull || source.kind() == io::ErrorKind::QuotaExceeded {
+            return Error::DiskFull { action, path: path.into() };
+        }
         Error::Io { action, path: path.into(), source }
     }
 }

@@ -272,8 +272,16 @@ impl Vault {
             channel: Channel::Agent,
         };
         if layout::join(root, layout::JOURNAL).exists() {
-            // Crash recovery at open, under the writer lock, before any other write.
-            drop(vault.lock_writer()?);
+            // Crash recovery at open, under the writer lock, before any other write. A
+            // retryable failure (a full disk) does not stop reads: the pending intent stays in
+            // the journal and the next write (or open) finishes it.
+            match vault.lock_writer() {
+                Ok(writer) => drop(writer),
+                Err(error) if error.retryable() => {
+                    tracing::warn!(error = %error, "recovery at open failed; reads go on, the next write retries it");
+                }
+                Err(error) => return Err(error),
+            }
         }
         Ok(vault)
     }

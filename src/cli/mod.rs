@@ -252,6 +252,7 @@ fn exit_code_of(error: &Error) -> u8 {
         | Error::GenerationCorrupt { .. }
         | Error::NoActiveGeneration { .. } => exit::VAULT,
         Error::Io { .. }
+        | Error::DiskFull { .. }
         | Error::NoteUnreadable { .. }
         | Error::TransactionIncomplete { .. }
         | Error::SearchIndex { .. }

@@ -98,6 +98,7 @@ fn remediation(code: &str) -> &'static str {
         "catalog_conflict" | "catalog_entry_exceeds_limit" => "a person must fix the named catalog or note; run lint_vault",
         "note_unreadable" => "check the path (read_sub_index lists notes) and the file's encoding",
         "io_error" | "transaction_incomplete" => "retry later; if it persists run `paravault doctor`",
+        "disk_full" => "free disk space, then retry; a committed write completes on the next write or open",
         "dense_index_unavailable" => {
             "use method=keyword (suggest_related_tool) or search_mode=fts, or build a dense index with sync_vault fts_only=false"
         }

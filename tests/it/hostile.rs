@@ -626,3 +626,52 @@ fn a_folder_swapped_for_a_link_during_a_write_storm_never_gets_a_byte_outside() 
     vault.ingest_note(&ingest("03_Resources/race/after", "Body.")).unwrap();
     assert!(vault.verify_history_with(true).unwrap().ok);
 }
+
+// ---- item 5 (part): a write that cannot finish does not stop reads ----
+
+#[test]
+fn no_space_left_is_the_typed_retryable_disk_full() {
+    for kind in [std::io::ErrorKind::StorageFull, std::io::ErrorKind::QuotaExceeded] {
+        let error = paravault::store::nofollow::io_error("writing", "01_Projects/a.md", std::io::Error::from(kind));
+        assert_eq!(error.code(), "disk_full");
+        assert!(error.retryable());
+    }
+    let enospc = std::io::Error::from_raw_os_error(28);
+    assert_eq!(paravault::store::nofollow::io_error("writing", "x", enospc).code(), "disk_full");
+}
+
+#[test]
+fn a_committed_write_that_cannot_be_finished_at_open_leaves_reads_working_and_finishes_later() {
+    use std::io::BufRead;
+    let (dir, vault) = vault("-- log.md --\n# Log\n");
+    vault.ingest_note(&ingest("01_Projects/first", "First.")).unwrap();
+    drop(vault);
+    // A writer killed right after its commit point leaves a pending intent.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_paravault"))
+        .arg("--vault")
+        .arg(dir.path())
+        .args(["ingest", "01_Projects/pending", "--title", "Pending", "--description", "D", "--content", "Pending body."])
+        .env("PARAVAULT_CRASH_AT", "after_commit")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = child.stderr.take().unwrap();
+    assert!(std::io::BufReader::new(stderr).lines().map_while(Result::ok).any(|l| l.contains("PARAVAULT_CRASH_POINT")));
+    child.kill().unwrap();
+    let _ = child.wait();
+    assert!(!dir.path().join("01_Projects/pending.md").exists());
+    // Recovery at open fails (its first file write fails, as on a full disk): the vault still
+    // opens and serves reads.
+    paravault::store::faults::arm_fail_at(1);
+    let vault = open(dir.path()).expect("a retryable recovery failure does not stop the open");
+    paravault::store::faults::arm_fail_at(0);
+    assert!(!dir.path().join("01_Projects/pending.md").exists(), "not finished yet");
+    vault.lint().unwrap();
+    assert_eq!(vault.read_memory_history(10, 0).unwrap().len(), 1);
+    // The next write finishes the pending intent first.
+    vault.ingest_note(&ingest("01_Projects/second", "Second.")).unwrap();
+    assert!(std::fs::read_to_string(dir.path().join("01_Projects/pending.md")).unwrap().contains("Pending body."));
+    assert_eq!(vault.read_memory_history(10, 0).unwrap().len(), 3);
+    assert!(vault.verify_history_with(true).unwrap().ok);
+}
