@@ -582,10 +582,10 @@ fn a_folder_swapped_for_a_link_during_a_write_storm_never_gets_a_byte_outside() 
     let before = canary.state();
     std::os::unix::fs::symlink(canary.dir.path(), &swap).unwrap();
     let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let swaps = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let swapper = {
-        let (stop, race, swap) = (stop.clone(), race.clone(), swap.clone());
+        let (stop, race, swap, swaps) = (stop.clone(), race.clone(), swap.clone(), swaps.clone());
         std::thread::spawn(move || {
-            let mut swaps = 0u64;
             let exchange =
                 || rustix::fs::renameat_with(rustix::fs::CWD, &race, rustix::fs::CWD, &swap, rustix::fs::RenameFlags::EXCHANGE).unwrap();
             // Mostly the real folder (so writes pass their checks), briefly the link (so some
@@ -595,15 +595,18 @@ fn a_folder_swapped_for_a_link_during_a_write_storm_never_gets_a_byte_outside() 
                 exchange();
                 std::thread::sleep(std::time::Duration::from_micros(20 + tick % 50));
                 exchange();
-                swaps += 2;
+                swaps.fetch_add(2, Ordering::Relaxed);
                 tick += 7;
                 std::thread::sleep(std::time::Duration::from_micros(100 + tick % 300));
             }
-            swaps
         })
     };
     let mut outcomes = std::collections::BTreeMap::<String, usize>::new();
-    for i in 0..300 {
+    // At least 300 writes, and at least 200 swaps while they run (the swapper shares two cores).
+    let started = std::time::Instant::now();
+    let mut i = 0;
+    while i < 300 || (swaps.load(Ordering::Relaxed) < 200 && started.elapsed() < std::time::Duration::from_secs(60)) {
+        i += 1;
         let code = match vault.ingest_note(&ingest(&format!("03_Resources/race/n{i}"), "Body.")) {
             Ok(_) => "ok".to_string(),
             Err(error) => error.code().to_string(),
@@ -611,11 +614,12 @@ fn a_folder_swapped_for_a_link_during_a_write_storm_never_gets_a_byte_outside() 
         *outcomes.entry(code).or_default() += 1;
     }
     stop.store(true, Ordering::Relaxed);
-    let swaps = swapper.join().unwrap();
+    swapper.join().unwrap();
+    let swaps = swaps.load(Ordering::Relaxed);
     if std::fs::symlink_metadata(&race).unwrap().file_type().is_symlink() {
         rustix::fs::renameat_with(rustix::fs::CWD, &race, rustix::fs::CWD, &swap, rustix::fs::RenameFlags::EXCHANGE).unwrap();
     }
-    assert!(swaps > 100, "the swapper ran ({swaps} swaps)");
+    assert!(swaps >= 200, "the swapper ran ({swaps} swaps)");
     eprintln!("swap storm: {swaps} swaps, outcomes {outcomes:?}");
     assert_eq!(canary.state(), before, "a write went outside the vault; outcomes {outcomes:?}");
     // Refusals are typed; once the folder stays put, pending intents finish and writes succeed.
