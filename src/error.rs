@@ -37,6 +37,14 @@ pub enum PathRefusal {
     NotInParaFolder,
     #[error("the path is too long")]
     TooLong,
+    #[error("a path component is longer than 255 bytes")]
+    ComponentTooLong,
+    #[error("bidirectional text controls (U+202A-U+202E, U+2066-U+2069, U+200E, U+200F) are not allowed")]
+    BidiControl,
+    #[error("the name is one the engine owns (catalog pages _index*.md, index.md, log.md)")]
+    EngineOwned,
+    #[error("notes cannot live in a hidden folder or a folder the policy excludes (layout.excluded_dirs)")]
+    ExcludedFolder,
 }
 
 /// Every error the engine returns.
@@ -48,6 +56,9 @@ pub enum Error {
     #[error("vault root '{0}' is not a usable directory")]
     VaultUnusable(String),
 
+    #[error("engine path '{path}' refused: {reason}")]
+    VaultBoundary { path: String, reason: String },
+
     #[error("policy file {file} is invalid at line {line}: {reason}")]
     PolicyInvalid { file: String, line: usize, reason: String },
 
@@ -58,6 +69,9 @@ pub enum Error {
         #[source]
         source: io::Error,
     },
+
+    #[error("the disk is full while {action} '{path}'; retry when space is freed (a committed write completes then)")]
+    DiskFull { action: &'static str, path: String },
 
     #[error("catalog '{path}' is hand-written and is never overwritten")]
     CatalogConflict { path: String },
@@ -161,8 +175,10 @@ impl Error {
         match self {
             Error::PathRefused { .. } => "path_refused",
             Error::VaultUnusable(_) => "vault_unusable",
+            Error::VaultBoundary { .. } => "vault_boundary",
             Error::PolicyInvalid { .. } => "policy_invalid",
             Error::Io { .. } => "io_error",
+            Error::DiskFull { .. } => "disk_full",
             Error::CatalogConflict { .. } => "catalog_conflict",
             Error::CatalogEntryTooLarge { .. } => "catalog_entry_exceeds_limit",
             Error::CatalogMissing { .. } => "catalog_missing",
@@ -200,10 +216,14 @@ impl Error {
 
     /// Whether retrying the same call later may succeed.
     pub fn retryable(&self) -> bool {
-        matches!(self, Error::Io { .. } | Error::TransactionIncomplete { .. } | Error::SearchIndex { .. })
+        matches!(self, Error::Io { .. } | Error::DiskFull { .. } | Error::TransactionIncomplete { .. } | Error::SearchIndex { .. })
     }
 
+    /// An I/O failure; no space left (`ENOSPC`, `EDQUOT`) is `disk_full`.
     pub(crate) fn io(action: &'static str, path: impl Into<String>, source: io::Error) -> Self {
+        if source.kind() == io::ErrorKind::StorageFull || source.kind() == io::ErrorKind::QuotaExceeded {
+            return Error::DiskFull { action, path: path.into() };
+        }
         Error::Io { action, path: path.into(), source }
     }
 }

@@ -4,6 +4,7 @@
 //! catalog renderer state. Every write it makes goes through `store::durable`.
 
 use std::collections::BTreeSet;
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -77,6 +78,31 @@ pub struct Vault {
     watch: std::sync::OnceLock<crate::watch::DiskWatch>,
     freshness: Mutex<Freshness>,
     saved_inventory: Mutex<Option<SavedInventory>>,
+    /// Whom writes through this handle are made for; provenance comes from it (never content).
+    channel: Channel,
+}
+
+/// Who is writing: set by the adapter (the CLI is a person at a terminal, MCP is an agent),
+/// never taken from a request or a note's text. The engine derives provenance from it: the
+/// receipt's `operation` and `actor`, and the `memory.write_policy` of notes it renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Channel {
+    /// An agent (MCP, or a library caller that did not say otherwise).
+    #[default]
+    Agent,
+    /// A person at the CLI.
+    Person,
+}
+
+impl Channel {
+    /// The receipt's `actor`.
+    pub fn actor(self) -> &'static str {
+        match self {
+            Channel::Agent => "agent",
+            Channel::Person => "human",
+        }
+    }
 }
 
 /// How this process keeps its model of the vault equal to the disk, and what it last did.
@@ -196,7 +222,12 @@ pub struct InitReport {
 pub struct MarkdownReport {
     pub files_checked: usize,
     pub counts: std::collections::BTreeMap<&'static str, usize>,
+    /// At most `limits.report_findings_max` findings; `counts` and `findings_total` cover all.
     pub findings: Vec<Finding>,
+    pub findings_total: usize,
+    pub findings_truncated: bool,
+    /// Notes over `limits.note_bytes_max`: not read, not checked.
+    pub skipped_too_large: Vec<String>,
 }
 
 /// The doctor report (grows with the engine).
@@ -280,6 +311,7 @@ impl Vault {
         if !root.is_dir() {
             return Err(Error::VaultUnusable(root.display().to_string()));
         }
+        crate::store::nofollow::refuse_symlinked_state(root)?;
         let policy = LoadedPolicy::load(root)?;
         let vault = Vault {
             root: root.to_path_buf(),
@@ -301,10 +333,19 @@ impl Vault {
                 load: inventory::LoadCounts::default(),
             }),
             saved_inventory: Mutex::new(None),
+            channel: Channel::Agent,
         };
         if layout::join(root, layout::JOURNAL).exists() {
-            // Crash recovery at open, under the writer lock, before any other write.
-            drop(vault.lock_writer()?);
+            // Crash recovery at open, under the writer lock, before any other write. A
+            // retryable failure (a full disk) does not stop reads: the pending intent stays in
+            // the journal and the next write (or open) finishes it.
+            match vault.lock_writer() {
+                Ok(writer) => drop(writer),
+                Err(error) if error.retryable() => {
+                    tracing::warn!(error = %error, "recovery at open failed; reads go on, the next write retries it");
+                }
+                Err(error) => return Err(error),
+            }
         }
         Ok(vault)
     }
@@ -340,6 +381,17 @@ impl Vault {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// This handle, writing for `channel` (adapters call it once, right after opening).
+    pub fn acting_for(mut self, channel: Channel) -> Self {
+        self.channel = channel;
+        self
+    }
+
+    /// Whom writes through this handle are made for.
+    pub fn channel(&self) -> Channel {
+        self.channel
     }
 
     pub fn policy(&self) -> &LoadedPolicy {
@@ -383,7 +435,7 @@ impl Vault {
     /// cannot be trusted: it is then rebuilt, never used).
     fn read_persisted_inventory(&self) -> (Vec<inventory::NoteRecord>, String) {
         let path = layout::join(&self.root, layout::INVENTORY_CACHE);
-        let bytes = match std::fs::read(&path) {
+        let bytes = match crate::store::nofollow::read(&path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Vec::new(), "absent".into()),
             Err(e) => return (Vec::new(), format!("rebuilt: unreadable ({})", e.kind())),
@@ -601,16 +653,18 @@ impl Vault {
     /// committed-but-pending transaction, and catches up with receipts other processes wrote.
     pub fn lock_writer(&self) -> Result<WriterGuard<'_>> {
         let mut core = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        crate::store::nofollow::refuse_symlinked_state(&self.root)?;
         match core.as_mut() {
             None => {
                 durable::create_dir_all(&self.root, &layout::join(&self.root, layout::STATE_DIR))?;
                 let lock_path = layout::join(&self.root, layout::WRITER_LOCK);
-                let file = std::fs::OpenOptions::new()
+                let file = crate::store::nofollow::options()
                     .create(true)
                     .truncate(false)
                     .write(true)
+                    .mode(0o600)
                     .open(&lock_path)
-                    .map_err(|e| Error::io("opening", layout::WRITER_LOCK, e))?;
+                    .map_err(|e| crate::store::nofollow::io_error("opening", layout::WRITER_LOCK, e))?;
                 file.lock().map_err(|e| Error::io("locking", layout::WRITER_LOCK, e))?;
                 let opened = Journal::open(&self.root).and_then(|(journal, records)| Ok((journal, records, ReceiptLog::load(&self.root)?)));
                 match opened {
@@ -798,14 +852,14 @@ impl Vault {
 
     fn load_catalog_state(&self) -> CatalogState {
         let path = layout::join(&self.root, layout::CATALOG_STATE);
-        std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+        crate::store::nofollow::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
     }
 
     fn read_page(&self, path: &VaultPath) -> Option<Vec<u8>> {
         let absolute = path.under(&self.root);
         match std::fs::symlink_metadata(&absolute) {
             Ok(m) if m.file_type().is_symlink() => Some(b"symlink: never ours".to_vec()),
-            Ok(_) => std::fs::read(absolute).ok(),
+            Ok(_) => crate::store::beneath::read(&self.root, path.as_str()).ok().flatten(),
             Err(_) => None,
         }
     }
@@ -830,7 +884,7 @@ impl Vault {
         }
         let mut dirs_touched = BTreeSet::new();
         for (path, bytes) in &plan.writes {
-            durable::replace_deferred_dir_sync(&self.root, &path.under(&self.root), bytes)?;
+            crate::store::beneath::replace_deferred_dir_sync(&self.root, path.as_str(), bytes)?;
             dirs_touched.insert(path.parent().to_string());
             let kind = if path.as_str() == layout::ROOT_INDEX { PageKind::RootIndex } else { PageKind::Catalog };
             let mut record = inventory::read_record(&self.root, path, kind, &self.policy);
@@ -841,7 +895,8 @@ impl Vault {
             durable::fsync_dir(&layout::join(&self.root, dir)).map_err(|e| Error::io("syncing", dir.clone(), e))?;
         }
         for path in &plan.deletes {
-            durable::remove_file(&self.root, &path.under(&self.root))?;
+            crate::store::beneath::remove_unsynced(&self.root, path.as_str())?;
+            durable::fsync_dir(&layout::join(&self.root, path.parent())).map_err(|e| Error::io("syncing", path.parent().to_string(), e))?;
             inventory.remove(path);
         }
         if plan.state != previous || !layout::join(&self.root, layout::CATALOG_STATE).exists() {
@@ -911,20 +966,40 @@ impl Vault {
     /// Markdown style checks over every in-scope note (never blocking by default).
     pub fn check_markdown(&self) -> Result<MarkdownReport> {
         let paths: Vec<VaultPath> = self.with_inventory(|inv| inv.notes().map(|r| r.path.clone()).collect())?;
-        let mut findings = Vec::new();
+        let (bytes_max, findings_max) = (self.policy.policy.limits.note_bytes_max, self.policy.policy.limits.report_findings_max);
+        let (mut findings, mut counts, mut total) = (Vec::new(), std::collections::BTreeMap::new(), 0usize);
+        let mut skipped_too_large = Vec::new();
         for path in &paths {
-            let Ok(text) = std::fs::read_to_string(path.under(&self.root)) else { continue };
+            let absolute = path.under(&self.root);
+            match std::fs::symlink_metadata(&absolute) {
+                Ok(meta) if meta.is_file() && meta.len() <= bytes_max => {}
+                Ok(meta) if meta.is_file() => {
+                    skipped_too_large.push(path.to_string());
+                    continue;
+                }
+                _ => continue,
+            }
+            let Ok(text) = crate::store::nofollow::read_to_string(&absolute) else { continue };
             let (body, first_line) = match frontmatter::split(&text) {
                 Ok(split) => (split.body, split.body_first_line),
                 Err(_) => (text.as_str(), 1),
             };
-            findings.extend(lint::style_report(&self.policy, path, body, first_line));
+            for finding in lint::style_report(&self.policy, path, body, first_line) {
+                *counts.entry(finding.rule).or_default() += 1;
+                total += 1;
+                if findings.len() < findings_max {
+                    findings.push(finding);
+                }
+            }
         }
-        let mut counts = std::collections::BTreeMap::new();
-        for f in &findings {
-            *counts.entry(f.rule).or_default() += 1;
-        }
-        Ok(MarkdownReport { files_checked: paths.len(), counts, findings })
+        Ok(MarkdownReport {
+            files_checked: paths.len() - skipped_too_large.len(),
+            counts,
+            findings_truncated: total > findings.len(),
+            findings,
+            findings_total: total,
+            skipped_too_large,
+        })
     }
 
     /// Reads at most `max_bytes` of an in-scope Markdown page from byte `offset`. The slice never

@@ -12,7 +12,11 @@ use proptest::prelude::*;
 use tempfile::TempDir;
 
 fn para_folders() -> Vec<String> {
-    LoadedPolicy::from_texts(None).unwrap().policy.layout.para_folders
+    layout().para_folders
+}
+
+fn layout() -> paravault::policy::Layout {
+    LoadedPolicy::from_texts(None).unwrap().policy.layout
 }
 
 /// A vault with every P.A.R.A. folder and one existing note.
@@ -27,7 +31,7 @@ fn vault() -> TempDir {
 }
 
 fn refusal(root: &Path, raw: &str) -> Option<PathRefusal> {
-    match resolve_note_path(root, raw, &para_folders()) {
+    match resolve_note_path(root, raw, &layout()) {
         Ok(_) => None,
         Err(Error::PathRefused { reason, .. }) => Some(reason),
         Err(other) => panic!("{raw:?}: unexpected error {other}"),
@@ -106,6 +110,21 @@ const HOSTILE: &[(&str, PathRefusal)] = &[
     ("PROTOCOLS/x.md", NotInParaFolder),
     (".git/x.md", NotInParaFolder),
     ("01_Projects.md", NotInParaFolder),
+    // Bidirectional text controls (a name that displays as another), raw and encoded.
+    ("01_Projects/evil\u{202E}dm.txt.md", BidiControl),
+    ("01_Projects/a\u{2067}b.md", BidiControl),
+    ("01_Projects/a%E2%80%AEb.md", BidiControl),
+    // Names the engine owns, and folders it never reads notes from.
+    ("02_Areas/_index.md", EngineOwned),
+    ("02_Areas/sub/_index-2.md", EngineOwned),
+    ("02_Areas/_Index.md", EngineOwned),
+    ("01_Projects/.paravault/x.md", EngineOwned),
+    ("01_Projects/.pv-tmp-abc.md", EngineOwned),
+    ("03_Resources/.git/config.md", ExcludedFolder),
+    ("03_Resources/.obsidian/x.md", ExcludedFolder),
+    ("03_Resources/.anything/x.md", ExcludedFolder),
+    ("01_Projects/node_modules/pkg.md", ExcludedFolder),
+    ("01_Projects/a/Node_Modules/pkg.md", ExcludedFolder),
 ];
 
 #[test]
@@ -131,9 +150,14 @@ fn overlong_paths_are_refused() {
     // and a short decoded path spelled long is refused too.
     let spelled_long = format!("01_Projects/{}.md", "%61".repeat(400));
     assert_eq!(refusal(vault.path(), &spelled_long), Some(TooLong));
-    let at_limit = format!("01_Projects/{}.md", "a".repeat(1024 - "01_Projects/.md".len()));
+    // At the limit: 1024 bytes in components of at most 255 bytes (the file-system limit).
+    let folder = "a".repeat(200);
+    let at_limit = format!("01_Projects/{folder}/{folder}/{folder}/{folder}/{}.md", "b".repeat(205));
     assert_eq!(at_limit.len(), 1024);
     assert_eq!(refusal(vault.path(), &at_limit), None);
+    // One component over 255 bytes is refused (not left to the file system's retryable ENAMETOOLONG).
+    assert_eq!(refusal(vault.path(), &format!("01_Projects/{}.md", "a".repeat(253))), Some(ComponentTooLong));
+    assert_eq!(refusal(vault.path(), &format!("01_Projects/{}.md", "a".repeat(252))), None);
 }
 
 #[test]
@@ -198,7 +222,7 @@ mod symlinks {
         let holder = tempfile::tempdir().unwrap();
         let link = holder.path().join("vault-link");
         symlink(vault.path(), &link).unwrap();
-        let (path, absolute) = resolve_note_path(&link, "01_Projects/alpha/plan.md", &para_folders()).unwrap();
+        let (path, absolute) = resolve_note_path(&link, "01_Projects/alpha/plan.md", &layout()).unwrap();
         assert_eq!(path.as_str(), "01_Projects/alpha/plan.md");
         assert!(absolute.starts_with(&link));
     }
@@ -207,7 +231,6 @@ mod symlinks {
 #[test]
 fn ordinary_paths_are_accepted() {
     let vault = vault();
-    let folders = para_folders();
     for (raw, expected) in [
         ("01_Projects/alpha/plan.md", "01_Projects/alpha/plan.md"),
         ("01_Projects/alpha/new-note.md", "01_Projects/alpha/new-note.md"),
@@ -222,7 +245,7 @@ fn ordinary_paths_are_accepted() {
         ("02_Areas/C:/x.md", "02_Areas/C:/x.md"),
         ("02_Areas/100%25.md", "02_Areas/100%.md"),
     ] {
-        let (path, absolute) = resolve_note_path(vault.path(), raw, &folders).unwrap_or_else(|e| panic!("{raw:?}: {e}"));
+        let (path, absolute) = resolve_note_path(vault.path(), raw, &layout()).unwrap_or_else(|e| panic!("{raw:?}: {e}"));
         assert_eq!(path.as_str(), expected, "{raw:?}");
         assert_eq!(absolute, vault.path().join(expected), "{raw:?}");
     }

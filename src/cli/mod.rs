@@ -124,6 +124,10 @@ pub enum Command {
         after_seq: u64,
         #[arg(long)]
         verify: bool,
+        /// With --verify: also check that each note holds the after_sha256 of the newest ok
+        /// receipt that changed it (reads those notes).
+        #[arg(long, requires = "verify")]
+        check_files: bool,
     },
     /// Redundant, outdated, trivial and stale notes.
     RotAudit {
@@ -252,6 +256,7 @@ fn exit_code_of(error: &Error) -> u8 {
         | Error::PhaseOrder { .. }
         | Error::ReceiptNotFound { .. } => exit::USAGE,
         Error::VaultUnusable(_)
+        | Error::VaultBoundary { .. }
         | Error::PolicyInvalid { .. }
         | Error::CatalogConflict { .. }
         | Error::CatalogEntryTooLarge { .. }
@@ -260,6 +265,7 @@ fn exit_code_of(error: &Error) -> u8 {
         | Error::GenerationCorrupt { .. }
         | Error::NoActiveGeneration { .. } => exit::VAULT,
         Error::Io { .. }
+        | Error::DiskFull { .. }
         | Error::NoteUnreadable { .. }
         | Error::TransactionIncomplete { .. }
         | Error::SearchIndex { .. }
@@ -279,15 +285,21 @@ fn this_binary() -> String {
     std::env::current_exe().ok().and_then(|p| p.canonicalize().ok()).map_or_else(|| "paravault".to_string(), |p| p.display().to_string())
 }
 
-/// Opens the vault; the default vault (and only it) is initialised on first use.
+/// Opens the vault for a person at the terminal (`Channel::Person`); the default vault (and
+/// only it) is initialised on first use.
 fn open(cli: &Cli) -> Result<Vault, Error> {
+    open_as(cli, vault::Channel::Person)
+}
+
+/// Opens the vault, writing for `channel`.
+fn open_as(cli: &Cli, channel: vault::Channel) -> Result<Vault, Error> {
     let (root, source) = vault::resolve_root(cli.vault.as_deref())?;
     if source == vault::RootSource::Default && !root.exists() {
         let (vault, report) = Vault::init(&root, options())?;
         tracing::info!(created = report.created_notes.len(), "initialised the default vault");
-        return Ok(vault);
+        return Ok(vault.acting_for(channel));
     }
-    Vault::open(&root, options())
+    Vault::open(&root, options()).map(|vault| vault.acting_for(channel))
 }
 
 /// Reads `-` (standard input) or a file.
@@ -329,7 +341,8 @@ pub fn run(cli: Cli) -> ExitCode {
     };
     if let Command::Mcp { read_only, parent_pid } = command {
         let options = crate::mcp::McpOptions { read_only: *read_only, parent_pid: *parent_pid };
-        return match open(&cli) {
+        // The MCP server writes for the agent on the other end of stdio.
+        return match open_as(&cli, vault::Channel::Agent) {
             Ok(vault) => match crate::mcp::serve_stdio(vault, options) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(message) => {
@@ -434,9 +447,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Apply { proposal_id, approve } => {
             open(&cli).and_then(|v| v.apply_stored_proposal(proposal_id, *approve)).map(|r| out.value(&r))
         }
-        Command::History { limit, after_seq, verify } => open(&cli).and_then(|v| {
+        Command::History { limit, after_seq, verify, check_files } => open(&cli).and_then(|v| {
             if *verify {
-                v.verify_history().map(|report| out.chain(&report))
+                v.verify_history_with(*check_files).map(|report| out.chain(&report))
             } else {
                 v.read_memory_history(*limit, *after_seq).map(|h| out.history(&h))
             }

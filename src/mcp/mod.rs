@@ -5,13 +5,16 @@
 //! list. Every call: look up the tool (unknown or filtered → JSON-RPC invalid params, as rmcp's
 //! router does), deserialise the arguments (failure → `isError` with code `invalid_argument`),
 //! check `vault_path` (`vault_boundary`), charge the per-tool rate limit (`rate_limited`;
-//! only calls that passed validation are charged), then run the sync engine call on a blocking
-//! thread. Arguments are read as LLM clients send them (`null` = absent, integers as digit
-//! strings). Results are JSON objects in `structuredContent` and, serialised, in the one text
-//! block; failures are `isError: true` with `{error: {code, message, retryable, remediation}}`
+//! only calls that passed validation are charged; `policy.rate_limit_shared` charges a tool to
+//! another's limit, so propose → apply counts as an ingest), then run the sync engine call on a
+//! blocking thread after `Vault::observe_disk` (every call sees every edit finished before it).
+//! Arguments are read as LLM clients send them (`null` = absent, integers as digit strings).
+//! Results are JSON objects in `structuredContent` and, serialised, in the one text block;
+//! failures are `isError: true` with `{error: {code, message, retryable, remediation}}`
 //! (declared in every outputSchema as the alternative), never absolute paths. stdout carries
 //! protocol frames only; logs go to stderr.
 
+pub mod framing;
 pub mod tools;
 pub mod watchdog;
 
@@ -53,6 +56,27 @@ apply_memory_change with approved=true only after the user approves it. Maintena
 heal_frontmatter_tool preview by default (dry_run=true) and run live only with dry_run=false and approved=true after the user \
 approves the preview.";
 
+/// Tools whose results carry note text (bodies, titles, descriptions, catalog pages): their
+/// results are marked untrusted like a search envelope (`trust`, `data_only`,
+/// `handling_instruction`). `propose_memory_change` is not marked: its result is passed back to
+/// `apply_memory_change` unchanged, and it only echoes the caller's own text.
+const NOTE_TEXT_TOOLS: [&str; 6] =
+    ["read_note", "read_sub_index", "ensure_sub_index", "get_memory_context", "suggest_related_tool", "rot_audit"];
+
+/// Marks a note-text result as untrusted data (a result that already says so is left as is).
+fn mark_untrusted(tool: &str, value: &mut Value) {
+    if !NOTE_TEXT_TOOLS.contains(&tool) {
+        return;
+    }
+    if let Value::Object(map) = value
+        && !map.contains_key("trust")
+    {
+        map.insert("trust".into(), json!("untrusted"));
+        map.insert("data_only".into(), json!(true));
+        map.insert("handling_instruction".into(), json!(crate::search::HANDLING_INSTRUCTION));
+    }
+}
+
 /// A typed tool failure, as clients see it.
 #[derive(Debug, Clone)]
 pub struct ToolError {
@@ -78,6 +102,7 @@ fn remediation(code: &str) -> &'static str {
         "catalog_conflict" | "catalog_entry_exceeds_limit" => "a person must fix the named catalog or note; run lint_vault",
         "note_unreadable" => "check the path (read_sub_index lists notes) and the file's encoding",
         "io_error" | "transaction_incomplete" => "retry later; if it persists run `paravault doctor`",
+        "disk_full" => "free disk space, then retry; a committed write completes on the next write or open",
         "dense_index_unavailable" => {
             "use search_mode=fts (or auto, vector, hybrid, graph_assisted, which answer lexically), or build a dense index with sync_vault fts_only=false (force_rebuild=true after a model change)"
         }
@@ -366,7 +391,11 @@ impl ParavaultServer {
     }
 
     fn charge(&self, tool: &str) -> Result<(), ToolError> {
-        let Some(limiter) = self.inner.limiters.get(tool) else { return Ok(()) };
+        // A tool's own limit wins; otherwise it is charged to the limit it shares, if any.
+        let shared = self.inner.ctx.vault.policy().policy.rate_limit_shared.get(tool);
+        let Some(limiter) = self.inner.limiters.get(tool).or_else(|| shared.and_then(|b| self.inner.limiters.get(b))) else {
+            return Ok(());
+        };
         limiter.check().map_err(|not_until| {
             let wait = not_until.wait_time_from(DefaultClock::default().now());
             let secs = (wait.as_secs_f64() * 10.0).ceil() / 10.0;
@@ -403,7 +432,8 @@ impl ParavaultServer {
         match outcome {
             Ok(Ok(value)) => {
                 tracing::info!(tool = spec.name, elapsed_ms, "tool call ok");
-                let value = if value.is_object() { value } else { json!({"result": value}) };
+                let mut value = if value.is_object() { value } else { json!({"result": value}) };
+                mark_untrusted(spec.name, &mut value);
                 Ok(Self::result(value, false))
             }
             Ok(Err(error)) => Ok(self.failure(spec.name, ToolError::from_engine(&error))),
@@ -456,6 +486,9 @@ async fn stop_signal() -> i32 {
     }
 }
 
+/// How long the end of a session waits for rmcp's last frames to reach stdout.
+const FRAMING_DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// How often an idle server makes its deferred writes durable.
 const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 
@@ -495,16 +528,22 @@ pub fn serve_stdio(vault: Vault, options: McpOptions) -> Result<(), String> {
         std::process::exit(128 + stopped);
     });
     runtime.block_on(async move {
-        let service = match server.serve(rmcp::transport::stdio()).await {
+        // rmcp serves a pipe fed by `framing`, which answers the lines rmcp would not.
+        let (transport, framing) = framing::stdio();
+        let service = match server.serve(transport).await {
             Ok(service) => service,
             // The client went away before initializing: a normal end, like EOF later on.
             Err(rmcp::service::ServerInitializeError::ConnectionClosed(when)) => {
                 tracing::info!(%when, "stdin closed before initialize");
+                framing.drain(FRAMING_DRAIN).await;
                 return Ok(());
             }
             Err(e) => return Err(format!("MCP handshake failed: {e}")),
         };
-        service.waiting().await.map_err(|e| format!("MCP service failed: {e}"))?;
+        let outcome = service.waiting().await.map_err(|e| format!("MCP service failed: {e}"));
+        // Every frame rmcp wrote reaches stdout before the process ends.
+        framing.drain(FRAMING_DRAIN).await;
+        outcome?;
         Ok::<(), String>(())
     })?;
     // A pending stdin read cannot be cancelled; do not wait for it.

@@ -926,11 +926,16 @@ pub struct ReadNote {
     #[serde(default)]
     pub offset: u64,
     /// At most this many bytes (the policy's limits.read_note_bytes_max is the ceiling and the default).
-    #[serde(default)]
+    #[serde(default = "max_bytes_unset")]
     pub max_bytes: u64,
     /// Optional; when given it must be the configured vault root.
     #[serde(default)]
     pub vault_path: String,
+}
+
+/// `read_note`'s `max_bytes` when the caller did not give one (the policy ceiling is used).
+fn max_bytes_unset() -> u64 {
+    u64::MAX
 }
 
 impl ToolParams for ReadNote {
@@ -958,7 +963,8 @@ impl ToolParams for ReadNote {
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         let ceiling = ctx.vault.policy().policy.limits.read_note_bytes_max;
-        let max_bytes = if self.max_bytes == 0 { ceiling } else { usize::try_from(self.max_bytes).unwrap_or(usize::MAX) };
+        // An explicit 0 is refused by `read_note`, as the schema's minimum of 1 says.
+        let max_bytes = if self.max_bytes == max_bytes_unset() { ceiling } else { usize::try_from(self.max_bytes).unwrap_or(usize::MAX) };
         let offset = usize::try_from(self.offset).unwrap_or(usize::MAX);
         to_object(&ctx.vault.read_note(&self.path, offset, max_bytes)?)
     }

@@ -114,6 +114,7 @@ pub fn parse(split: &Split<'_>) -> Result<Frontmatter, FrontmatterProblem> {
     if yaml.trim_matches([' ', '\t', '\r', '\n']).is_empty() {
         return Ok(Frontmatter { mapping: Mapping::new(), source_yaml: yaml.to_string() });
     }
+    check_nesting(yaml, split.yaml_first_line)?;
     if let Some(mapping) = LAST_PARSED.with(|last| last.borrow().as_ref().filter(|(text, _)| text == yaml).map(|(_, m)| m.clone())) {
         return Ok(Frontmatter { mapping, source_yaml: yaml.to_string() });
     }
@@ -128,6 +129,86 @@ pub fn parse(split: &Split<'_>) -> Result<Frontmatter, FrontmatterProblem> {
         }
         other => Err(FrontmatterProblem::NotAMapping { found: kind_of(&other) }),
     }
+}
+
+/// Deepest flow-collection nesting (`[` / `{`) a frontmatter block may have. Real notes nest
+/// two or three levels; the YAML parser's time grows with the square of the depth (100k levels:
+/// 22 s), so a deeper block is refused before it is parsed.
+pub const FLOW_DEPTH_MAX: usize = 32;
+
+/// Most compact block indicators (`- - - x`, `? ? x`) one line may open, for the same reason.
+pub const COMPACT_INDICATORS_MAX: usize = 32;
+
+/// A cheap, linear pre-scan that refuses a block whose nesting would make the YAML parser's
+/// work blow up, before it is parsed. Conservative: brackets inside plain scalars count too
+/// (quoted scalars and comments do not).
+fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem> {
+    let refuse = |line: usize, message: String| FrontmatterProblem::Yaml { line: first_line + line, message };
+    // Bytes, not chars: every byte that matters is ASCII, and UTF-8 continuation bytes never are.
+    let bytes = yaml.as_bytes();
+    let (mut depth, mut line, mut compact) = (0usize, 0usize, 0usize);
+    let (mut single, mut double, mut comment, mut escaped, mut line_start) = (false, false, false, false, true);
+    // `previous`: the byte before; `significant`: the last byte that was not a space or tab
+    // (a quote opens a scalar only where a scalar may start).
+    let (mut previous, mut significant) = (b'\n', b'\n');
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'\n' {
+            (line, comment, line_start, compact, previous) = (line + 1, false, true, 0, b);
+            if !single && !double {
+                significant = b'\n';
+            }
+            continue;
+        }
+        if line_start && !single && !double {
+            let indicator = matches!(b, b'-' | b'?') && matches!(bytes.get(i + 1), None | Some(b' ' | b'\t' | b'\r' | b'\n'));
+            if b == b' ' || b == b'\t' || indicator {
+                if indicator {
+                    significant = b;
+                    compact += 1;
+                    if compact > COMPACT_INDICATORS_MAX {
+                        return Err(refuse(line, format!("a line opens more than {COMPACT_INDICATORS_MAX} nested block collections")));
+                    }
+                }
+                previous = b;
+                continue;
+            }
+            line_start = false;
+        }
+        if comment {
+            continue;
+        }
+        if double {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => double = false,
+                _ => {}
+            }
+        } else if single {
+            if b == b'\'' {
+                single = false;
+            }
+        } else {
+            match b {
+                b'#' if previous.is_ascii_whitespace() => comment = true,
+                b'"' if matches!(significant, b'\n' | b':' | b'-' | b'?' | b'[' | b'{' | b',') => double = true,
+                b'\'' if matches!(significant, b'\n' | b':' | b'-' | b'?' | b'[' | b'{' | b',') => single = true,
+                b'[' | b'{' => {
+                    depth += 1;
+                    if depth > FLOW_DEPTH_MAX {
+                        return Err(refuse(line, format!("flow collections nest deeper than {FLOW_DEPTH_MAX} levels")));
+                    }
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        if b != b' ' && b != b'\t' {
+            significant = b;
+        }
+        previous = b;
+    }
+    Ok(())
 }
 
 thread_local! {

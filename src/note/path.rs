@@ -3,15 +3,32 @@
 //! Lexical checks run on the raw text and again after percent-decoding, so `%2e%2e` is as
 //! refused as `..`. `resolve_existing_safe` then walks the components on disk and refuses any
 //! symbolic link, so a validated path cannot be redirected outside the root.
+//!
+//! Caller text is also normalised to Unicode NFC (so the NFC and NFD spellings of a name are one
+//! note), refused when it carries bidirectional text controls (a name that displays as another)
+//! or a component longer than a file system accepts, and `resolve_note_path` refuses the names
+//! the engine owns or never reads as notes (`refuse_reserved`).
 
 use std::path::{Path, PathBuf};
 
 use percent_encoding::percent_decode_str;
+use unicode_normalization::UnicodeNormalization;
 
 use crate::error::{Error, PathRefusal};
+use crate::policy::Layout;
+use crate::store::layout;
 
 /// Longest accepted vault-relative path, in bytes.
 const PATH_BYTES_MAX: usize = 1024;
+
+/// Longest accepted path component, in bytes (NAME_MAX of the common file systems).
+const COMPONENT_BYTES_MAX: usize = 255;
+
+/// Bidirectional text controls: embeddings, overrides, isolates and marks (a name holding one
+/// can display as a different name).
+fn is_bidi_control(c: char) -> bool {
+    matches!(c, '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}' | '\u{200E}' | '\u{200F}' | '\u{061C}')
+}
 
 /// A normalised vault-relative path: '/'-separated, no empty, '.' or '..' components, no
 /// backslashes or control characters, never absolute.
@@ -31,7 +48,17 @@ impl VaultPath {
                 return Err(refuse(PathRefusal::BadPercentEncoding));
             }
         }
-        Ok(VaultPath(decoded.into_owned()))
+        if decoded.chars().any(is_bidi_control) {
+            return Err(refuse(PathRefusal::BidiControl));
+        }
+        let normalised: String = decoded.nfc().collect();
+        if normalised != decoded {
+            check_lexical(&normalised).map_err(refuse)?;
+        }
+        if normalised.split('/').any(|c| c.len() > COMPONENT_BYTES_MAX) {
+            return Err(refuse(PathRefusal::ComponentTooLong));
+        }
+        Ok(VaultPath(normalised))
     }
 
     /// Wraps a path found by a directory walk: lexical checks only (no percent-decoding, since
@@ -146,16 +173,50 @@ pub fn resolve_safe(root: &Path, path: &VaultPath) -> Result<PathBuf, Error> {
     Ok(absolute)
 }
 
-/// Parses and checks a note path: `.md`, inside one of `para_folders`, no symlinks on disk.
-pub fn resolve_note_path(root: &Path, raw: &str, para_folders: &[String]) -> Result<(VaultPath, PathBuf), Error> {
+/// Refuses a note path the engine owns or never reads as a note: catalog pages (`_index*.md` in
+/// any folder), `index.md` and `log.md` at the root (compared without case, as a
+/// case-insensitive file system would), any folder starting with `.` (engine state, `.git`,
+/// hidden folders), any folder the policy excludes (`layout.excluded_dirs`, e.g.
+/// `node_modules`) and the engine's temporary files.
+pub fn refuse_reserved(path: &VaultPath, excluded_dirs: &[String]) -> Result<(), Error> {
+    let refuse = |reason| Error::PathRefused { path: path.to_string(), reason };
+    refuse_engine_owned(path)?;
+    let components: Vec<&str> = path.as_str().split('/').collect();
+    let folders = &components[..components.len() - 1];
+    if folders.iter().any(|c| c.starts_with('.') || excluded_dirs.iter().any(|e| e.eq_ignore_ascii_case(c))) {
+        return Err(refuse(PathRefusal::ExcludedFolder));
+    }
+    Ok(())
+}
+
+/// Refuses the names the engine writes itself: catalog pages (`_index*.md`), the root `index.md`
+/// and `log.md`, anything in the engine's state folder and the engine's temporary files. The
+/// write transaction checks every note change with it, whatever operation planned it.
+pub fn refuse_engine_owned(path: &VaultPath) -> Result<(), Error> {
+    let refuse = || Error::PathRefused { path: path.to_string(), reason: PathRefusal::EngineOwned };
+    let name = path.file_name().to_lowercase();
+    let at_root = !path.as_str().contains('/');
+    if name.starts_with("_index") || (at_root && (name == layout::ROOT_INDEX || name == layout::LOG)) {
+        return Err(refuse());
+    }
+    if path.as_str().split('/').any(|c| c.eq_ignore_ascii_case(layout::STATE_DIR) || c.starts_with(layout::TEMP_PREFIX)) {
+        return Err(refuse());
+    }
+    Ok(())
+}
+
+/// Parses and checks a note path: `.md`, not a name the engine owns (`refuse_reserved`), inside
+/// one of the P.A.R.A. folders, no symlinks on disk.
+pub fn resolve_note_path(root: &Path, raw: &str, layout: &Layout) -> Result<(VaultPath, PathBuf), Error> {
     let path = VaultPath::parse(raw)?;
     let refuse = |reason| Error::PathRefused { path: path.to_string(), reason };
     if !path.has_md_extension() {
         return Err(refuse(PathRefusal::NotMarkdown));
     }
-    if !path.as_str().contains('/') || !para_folders.iter().any(|f| f == path.top_folder()) {
+    if !path.as_str().contains('/') || !layout.para_folders.iter().any(|f| f == path.top_folder()) {
         return Err(refuse(PathRefusal::NotInParaFolder));
     }
+    refuse_reserved(&path, &layout.excluded_dirs)?;
     let absolute = resolve_safe(root, &path)?;
     Ok((path, absolute))
 }

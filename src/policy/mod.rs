@@ -56,6 +56,8 @@ pub struct MetadataPolicy {
     pub memory_kinds: Vec<String>,
     pub write_policies: Vec<String>,
     pub write_policies_needing_provenance: Vec<String>,
+    /// Write policies only a person's channel (the CLI) may put in a note's text.
+    pub person_only_write_policies: Vec<String>,
     pub sensitivities: Vec<String>,
     pub resource_schemes: Vec<String>,
 }
@@ -78,6 +80,7 @@ pub struct Limits {
     pub catalog_page_bytes_max: usize,
     pub catalog_description_chars: usize,
     pub read_note_bytes_max: usize,
+    pub report_findings_max: usize,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -240,6 +243,8 @@ pub struct Policy {
     pub maintenance: MaintenancePolicy,
     pub embedding: EmbeddingPolicy,
     pub rate_limits: BTreeMap<String, u32>,
+    /// Tools charged to another tool's rate limit (tool → the tool whose limit it shares).
+    pub rate_limit_shared: BTreeMap<String, String>,
     pub tools: BTreeMap<String, ToolRisk>,
     pub approval_required: Vec<String>,
     pub egress: EgressPolicy,
@@ -327,7 +332,7 @@ impl LoadedPolicy {
     /// Loads the default policy merged with `<vault>/.paravault/policy.yaml` when it exists.
     pub fn load(vault_root: &Path) -> Result<Self> {
         let override_path = crate::store::layout::join(vault_root, crate::store::layout::POLICY_OVERRIDE);
-        let override_text = match std::fs::read_to_string(&override_path) {
+        let override_text = match crate::store::nofollow::read_to_string(&override_path) {
             Ok(text) => Some(text),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(Error::io("reading", crate::store::layout::POLICY_OVERRIDE, e)),
@@ -482,6 +487,14 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
     for (tool, per_minute) in &policy.rate_limits {
         if *per_minute == 0 {
             return Err(invalid(tool, format!("rate limit for '{tool}' must be at least 1 per minute")));
+        }
+    }
+    if policy.limits.report_findings_max == 0 {
+        return Err(invalid("report_findings_max", "limits.report_findings_max must be at least 1".into()));
+    }
+    for (tool, bucket) in &policy.rate_limit_shared {
+        if !policy.rate_limits.contains_key(bucket) {
+            return Err(invalid(tool, format!("rate_limit_shared: '{tool}' shares '{bucket}', which has no rate limit")));
         }
     }
     let h = &policy.handoff;

@@ -41,7 +41,7 @@ pub struct DenseManifest {
 }
 
 pub fn dense_dir(root: &Path) -> PathBuf {
-    layout::join(root, layout::SEARCH_DIR).join("dense")
+    layout::join(root, layout::SEARCH_DENSE_DIR)
 }
 
 fn vec_path(root: &Path, arena: &str) -> PathBuf {

@@ -220,19 +220,19 @@ fn valid_id(id: &str) -> bool {
 
 /// The id `ACTIVE` names, if any.
 pub fn read_active(root: &Path) -> Result<Option<String>> {
-    match std::fs::read_to_string(layout::join(root, layout::SEARCH_ACTIVE)) {
+    match crate::store::nofollow::read_to_string(&layout::join(root, layout::SEARCH_ACTIVE)) {
         Ok(text) => {
             let id = text.trim().to_string();
             if valid_id(&id) { Ok(Some(id)) } else { Err(corrupt("ACTIVE", "the ACTIVE pointer does not hold a generation id")) }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Error::io("reading", layout::SEARCH_ACTIVE, e)),
+        Err(e) => Err(crate::store::nofollow::io_error("reading", layout::SEARCH_ACTIVE, e)),
     }
 }
 
 pub fn read_manifest(root: &Path, id: &str) -> Result<Manifest> {
     let path = manifest_path(root, id);
-    let bytes = std::fs::read(&path).map_err(|e| corrupt(id, format!("manifest unreadable: {}", e.kind())))?;
+    let bytes = crate::store::nofollow::read(&path).map_err(|e| corrupt(id, format!("manifest unreadable: {}", e.kind())))?;
     let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| corrupt(id, format!("manifest does not parse: {e}")))?;
     if manifest.generation_id != id {
         return Err(corrupt(id, format!("manifest names generation '{}'", manifest.generation_id)));
@@ -319,6 +319,7 @@ pub fn open_generation(root: &Path, id: &str) -> Result<Arc<OpenGeneration>> {
 /// cached; if it cannot be verified, the newest verifiable older generation, with the reason),
 /// plus the journal's tail of committed writes after it, built in memory (`search::tail`).
 pub fn acquire(root: &Path, policy: &LoadedPolicy) -> Result<Acquired> {
+    crate::store::nofollow::refuse_symlinked_state(root)?;
     let key = root_key(root);
     for _ in 0..8 {
         let active =
@@ -654,6 +655,8 @@ fn is_segment_file(name: &str) -> bool {
 /// whose files are gone fails verification and is never served.
 /// Must run under the publish lock with the index writer held. Returns (generations, files).
 pub fn collect_garbage(root: &Path, active: &str, kept: usize) -> Result<(usize, usize)> {
+    // Never delete through a linked index, generations or dense folder.
+    crate::store::nofollow::refuse_symlinked_state(root)?;
     let mut retained: BTreeSet<String> = held_generations(root);
     let mut manifests: HashMap<String, Result<Manifest>> = HashMap::new();
     let mut cursor = Some(active.to_string());

@@ -1007,7 +1007,11 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
         return Err(Error::InvalidArgument { name: "max_results", reason: format!("must be in 1..={cap}") });
     }
     if let Some(d) = &request.domain
-        && (d.split('/').any(|p| p == "..") || d.contains('\\') || d.contains('\0'))
+        && (d.split('/').any(|p| p == "..")
+            || d.contains('\\')
+            || d.contains('\0')
+            || d.trim_start().starts_with('/')
+            || d.as_bytes().get(1) == Some(&b':'))
     {
         return Err(Error::InvalidArgument { name: "domain", reason: "must be a vault-relative folder prefix".into() });
     }

@@ -3,8 +3,9 @@
 //! Invariant: after `replace` returns Ok, the new bytes survive a crash; before it returns, a
 //! crash leaves the old bytes (or no file). Every function here calls `faults::check` first.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 
 use super::faults;
@@ -64,12 +65,13 @@ pub fn replace_unsynced(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
     run().map_err(|e| Error::io("writing", rel_of(root, path), e))
 }
 
-/// Truncates `path` to `before_len` (creating it if missing) and appends `bytes`, without
-/// fsync. Idempotent: running it twice leaves the same bytes.
+/// Truncates `path` to `before_len` (creating it, owner-only, if missing) and appends `bytes`,
+/// without fsync. Idempotent: running it twice leaves the same bytes. Never through a symbolic
+/// link (`vault_boundary`).
 pub fn truncate_and_append_unsynced(root: &Path, path: &Path, before_len: u64, bytes: &[u8]) -> Result<()> {
-    let wrap = |e| Error::io("appending to", rel_of(root, path), e);
+    let wrap = |e| super::nofollow::io_error("appending to", &rel_of(root, path), e);
     faults::check("append").map_err(wrap)?;
-    let mut file = OpenOptions::new().create(true).truncate(false).write(true).open(path).map_err(wrap)?;
+    let mut file = super::nofollow::options().create(true).truncate(false).write(true).mode(0o600).open(path).map_err(wrap)?;
     file.set_len(before_len).map_err(wrap)?;
     use std::io::Seek;
     file.seek(io::SeekFrom::Start(before_len)).map_err(wrap)?;
@@ -96,7 +98,7 @@ pub fn write_cache(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
 /// replaces an existing name.
 pub fn create_scratch(path: &Path) -> io::Result<()> {
     faults::check("scratch")?;
-    OpenOptions::new().write(true).create_new(true).open(path).map(drop)
+    fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map(drop)
 }
 
 /// Removes a scratch file made by `create_scratch`.
@@ -170,7 +172,9 @@ pub fn create_dir_all(root: &Path, dir: &Path) -> Result<()> {
     if dir.is_dir() {
         return Ok(());
     }
-    if let Some(parent) = dir.parent() {
+    // A bare relative name (`r1`) has the empty path as its parent: that is the current folder.
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty());
+    if let Some(parent) = parent {
         create_dir_all(root, parent)?;
     }
     faults::check("create_dir").map_err(wrap)?;
@@ -179,9 +183,7 @@ pub fn create_dir_all(root: &Path, dir: &Path) -> Result<()> {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
         Err(e) => return Err(wrap(e)),
     }
-    if let Some(parent) = dir.parent() {
-        fsync_dir(parent).map_err(wrap)?;
-    }
+    fsync_dir(parent.unwrap_or(Path::new("."))).map_err(wrap)?;
     Ok(())
 }
 
@@ -202,9 +204,9 @@ pub fn remove_file(root: &Path, path: &Path) -> Result<()> {
 
 /// Appends bytes to a file (creating it) and fsyncs it.
 pub fn append(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
-    let wrap = |e| Error::io("appending to", rel_of(root, path), e);
+    let wrap = |e| super::nofollow::io_error("appending to", &rel_of(root, path), e);
     faults::check("append").map_err(wrap)?;
-    let mut file = OpenOptions::new().create(true).append(true).open(path).map_err(wrap)?;
+    let mut file = super::nofollow::options().create(true).append(true).mode(0o600).open(path).map_err(wrap)?;
     file.write_all(bytes).map_err(wrap)?;
     faults::check("fsync_append").map_err(wrap)?;
     file.sync_data().map_err(wrap)

@@ -6,8 +6,9 @@
 //! `open` truncates it away. An `Intent` record holds every post-image the transaction will put
 //! in place, so recovery can always finish it; a `Done` record says its files are durable.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -136,7 +137,7 @@ impl JournalStamp {
 
     /// The stamp of the journal at `root` (`None` when it does not exist).
     pub fn read(root: &Path) -> Result<Option<Self>> {
-        match std::fs::metadata(layout::join(root, layout::JOURNAL)) {
+        match std::fs::symlink_metadata(layout::join(root, layout::JOURNAL)) {
             Ok(meta) => Ok(Some(Self::of(&meta))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(io("reading", e)),
@@ -168,7 +169,7 @@ fn parse_records(bytes: &[u8]) -> (Vec<Record>, usize) {
 /// to the writer). Returns the stamp the records were read at; `None` when there is no journal.
 pub fn read_committed(root: &Path) -> Result<Option<(JournalStamp, Vec<Record>)>> {
     let path = layout::join(root, layout::JOURNAL);
-    let mut file = match File::open(&path) {
+    let mut file = match super::nofollow::open_read(&path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io("opening", e)),
@@ -209,14 +210,15 @@ pub struct Journal {
 }
 
 fn io(action: &'static str, e: std::io::Error) -> Error {
-    Error::io(action, layout::JOURNAL, e)
+    super::nofollow::io_error(action, layout::JOURNAL, e)
 }
 
 impl Journal {
     /// Opens (creating) the journal, reads every intact record and truncates a torn tail.
     pub fn open(root: &Path) -> Result<(Self, Vec<Record>)> {
         let path = layout::join(root, layout::JOURNAL);
-        let mut file = OpenOptions::new().read(true).append(true).create(true).open(&path).map_err(|e| io("opening", e))?;
+        let mut file =
+            super::nofollow::options().read(true).append(true).create(true).mode(0o600).open(&path).map_err(|e| io("opening", e))?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(|e| io("reading", e))?;
         let (records, offset) = parse_records(&bytes);

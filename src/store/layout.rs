@@ -68,5 +68,7 @@ pub const SEARCH_DIR: &str = ".paravault/search";
 pub const SEARCH_INDEX_DIR: &str = ".paravault/search/index";
 /// Generation manifests, one `<generation_id>.json` each.
 pub const SEARCH_GENERATIONS_DIR: &str = ".paravault/search/generations";
+/// Dense vector arenas shared by the generations of one model.
+pub const SEARCH_DENSE_DIR: &str = ".paravault/search/dense";
 /// The pointer to the published generation (content: its id).
 pub const SEARCH_ACTIVE: &str = ".paravault/search/ACTIVE";

@@ -187,7 +187,8 @@ pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Value> {
     phases.mark("plan");
     faults::crash_point("after_plan");
     let seq = writer.receipts.last_seq + 1;
-    let receipt = base_receipt(&mutation, &plan, seq);
+    let mut receipt = base_receipt(&mutation, &plan, seq);
+    receipt.insert("actor".into(), json!(vault.channel().actor()));
     let (search_changed, search_removed): (Vec<&NoteChange>, Vec<&NoteChange>) = mutation.notes.iter().partition(|n| n.content.is_some());
     let intent = Intent {
         seq,
@@ -251,15 +252,11 @@ struct Current {
 fn read_current(vault: &Vault, path: &VaultPath) -> Result<Current> {
     let absolute = crate::note::path::resolve_safe(vault.root(), path)?;
     let seen_at = inventory::now_ns();
-    let mut file = match std::fs::File::open(&absolute) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Current { bytes: None, stamp: None, seen_at }),
-        Err(e) => return Err(Error::io("reading", path.to_string(), e)),
-    };
-    let stamp = file.metadata().ok().map(|m| FileStamp::of(&m));
-    let mut bytes = Vec::new();
-    std::io::Read::read_to_end(&mut file, &mut bytes).map_err(|e| Error::io("reading", path.to_string(), e))?;
-    Ok(Current { bytes: Some(bytes), stamp, seen_at })
+    // The stamp first: a change between it and the read makes the later re-check compare bytes.
+    let stamp = std::fs::symlink_metadata(&absolute).ok().map(|m| FileStamp::of(&m));
+    // Through folder handles: a folder swapped for a link after the check is never followed.
+    let bytes = crate::store::beneath::read(vault.root(), path.as_str())?;
+    Ok(Current { stamp: bytes.as_ref().and(stamp), bytes, seen_at })
 }
 
 /// What `path` holds now, as the plan records it.
@@ -294,6 +291,7 @@ fn changed_since_planned(vault: &Vault, seen: &[Seen]) -> Option<Error> {
 fn check_note(vault: &Vault, note: &NoteChange, create_folders: bool) -> Result<(NoteHashes, Seen)> {
     let policy = vault.policy();
     let path = &note.path;
+    crate::note::path::refuse_engine_owned(path)?;
     let parent = layout::join(vault.root(), path.parent());
     if note.content.is_some() && !create_folders && !parent.is_dir() {
         return Err(Error::InvalidArgument { name: "path", reason: format!("folder '{}' does not exist", path.parent()) });
@@ -479,6 +477,7 @@ fn abort(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, phase
     r.insert("path".into(), s(mutation.primary_path()));
     r.insert("at".into(), s(&chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)));
     r.insert("status".into(), s("aborted"));
+    r.insert("actor".into(), s(vault.channel().actor()));
     r.insert("phase".into(), s(phase));
     r.insert("error_code".into(), s(error.code()));
     r.insert("idempotency_key".into(), s(mutation.idempotency_key.as_deref().unwrap_or("")));
@@ -705,9 +704,11 @@ pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeS
     for change in changes.iter().filter(|c| !skip.contains(c.path())) {
         let Ok(path) = VaultPath::parse_walked(change.path()) else { continue };
         let absolute = path.under(root);
+        // Notes and catalogs go through folder handles (`store::beneath`): a folder swapped
+        // for a link between the plan's check and this write is never followed.
         match change {
             FileChange::Write { text, before, .. } => {
-                let current = std::fs::read(&absolute).ok();
+                let current = crate::store::beneath::read(root, path.as_str())?;
                 if current.as_deref() == Some(text.as_bytes()) {
                     continue;
                 }
@@ -715,13 +716,10 @@ pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeS
                     conflicts.push(path.to_string());
                     continue;
                 }
-                if let Some(parent) = absolute.parent().filter(|p| !p.is_dir()) {
-                    crate::store::durable::create_dir_all(root, parent)?;
-                }
-                crate::store::durable::replace_unsynced(root, &absolute, text.as_bytes())?;
+                crate::store::beneath::replace_unsynced(root, path.as_str(), text.as_bytes(), true)?;
             }
             FileChange::Delete { before, .. } => {
-                let current = std::fs::read(&absolute).ok();
+                let current = crate::store::beneath::read(root, path.as_str())?;
                 if current.is_none() && std::fs::symlink_metadata(&absolute).is_err() {
                     continue;
                 }
@@ -729,7 +727,7 @@ pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeS
                     conflicts.push(path.to_string());
                     continue;
                 }
-                crate::store::durable::remove_unsynced(root, &absolute)?
+                crate::store::beneath::remove_unsynced(root, path.as_str())?
             }
             FileChange::Append { before_len, text, .. } => {
                 let current = std::fs::read(&absolute).unwrap_or_default();

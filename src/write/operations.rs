@@ -13,7 +13,7 @@ use crate::note::frontmatter;
 use crate::note::metadata;
 use crate::note::path::{VaultPath, resolve_note_path};
 use crate::store::{durable, layout};
-use crate::vault::Vault;
+use crate::vault::{Channel, Vault};
 
 /// `ingest_note` parameters.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -71,6 +71,30 @@ pub struct Proposal {
     pub created_at: String,
 }
 
+/// The provenance the engine writes for a note it renders: set from the channel, never from
+/// the request.
+struct Provenance {
+    /// The receipt's `operation`.
+    operation: &'static str,
+    /// `memory.sources`.
+    source: &'static str,
+    /// `memory.write_policy`.
+    write_policy: &'static str,
+}
+
+fn provenance(channel: Channel, tool: &str) -> Provenance {
+    match (channel, tool) {
+        (Channel::Agent, "ingest") => {
+            Provenance { operation: "mcp.ingest_note", source: "paravault://mcp/ingest_note", write_policy: "agent-proposed" }
+        }
+        (Channel::Agent, _) => {
+            Provenance { operation: "synthesize.session", source: "paravault://synthesize_session", write_policy: "agent-proposed" }
+        }
+        (Channel::Person, "ingest") => Provenance { operation: "cli.ingest", source: "paravault://cli/ingest", write_policy: "human" },
+        (Channel::Person, _) => Provenance { operation: "cli.synthesize", source: "paravault://cli/synthesize", write_policy: "human" },
+    }
+}
+
 fn quote(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
 }
@@ -98,10 +122,11 @@ fn render_note(fields: &NoteFields<'_>) -> String {
     yaml.push_str("okf_version: \"0.2\"\n");
     let body = format!("\n{}\n", fields.content.trim_end());
     yaml.push_str(&format!(
-        "memory:\n  kind: {}\n  sources: [{}]\n  evidence: [{}]\n  write_policy: agent-proposed\n",
+        "memory:\n  kind: {}\n  sources: [{}]\n  evidence: [{}]\n  write_policy: {}\n",
         fields.memory_kind,
-        quote(fields.source),
-        quote(&format!("sha256:{}", sha256_hex(body.as_bytes())))
+        quote(fields.provenance.source),
+        quote(&format!("sha256:{}", sha256_hex(body.as_bytes()))),
+        fields.provenance.write_policy
     ));
     if !fields.related.is_empty() {
         yaml.push_str(&format!("related: {}\n", flow_list(fields.related)));
@@ -120,12 +145,12 @@ struct NoteFields<'a> {
     related: &'a [String],
     content: &'a str,
     memory_kind: &'a str,
-    source: &'a str,
+    provenance: &'a Provenance,
 }
 
 fn note_path(vault: &Vault, name: &str) -> Result<VaultPath> {
     let name = if name.ends_with(".md") { name.to_string() } else { format!("{name}.md") };
-    let (path, _) = resolve_note_path(vault.root(), &name, &vault.policy().policy.layout.para_folders)?;
+    let (path, _) = resolve_note_path(vault.root(), &name, &vault.policy().policy.layout)?;
     Ok(path)
 }
 
@@ -171,6 +196,11 @@ fn new_note(
 /// Checks that text is a note with valid OKF metadata (before anything is stored or written).
 pub fn validate_note_text(vault: &Vault, path: &VaultPath, text: &str) -> Result<()> {
     let invalid = |reason: String| Error::InvalidContent { path: path.to_string(), reason };
+    // Sized before anything parses it: an oversized text costs no parser work.
+    let limit = vault.policy().policy.limits.note_bytes_max;
+    if text.len() as u64 > limit {
+        return Err(invalid(format!("{} bytes, over the policy limit of {limit}", text.len())));
+    }
     let split = frontmatter::split(text).map_err(|p| invalid(p.to_string()))?;
     let fm = frontmatter::parse(&split).map_err(|p| invalid(p.to_string()))?;
     let (_, problems) = metadata::validate(&fm, vault.policy());
@@ -182,11 +212,35 @@ pub fn validate_note_text(vault: &Vault, path: &VaultPath, text: &str) -> Result
 }
 
 impl Vault {
+    /// Refuses note text whose `memory.write_policy` is one the policy reserves for a person
+    /// (`metadata.person_only_write_policies`, e.g. `human`) unless this handle writes for a
+    /// person: an agent cannot claim a person wrote its text.
+    fn refuse_claimed_provenance(&self, path: &VaultPath, text: &str) -> Result<()> {
+        if self.channel() == Channel::Person {
+            return Ok(());
+        }
+        let Ok(split) = frontmatter::split(text) else { return Ok(()) };
+        let Ok(fm) = frontmatter::parse(&split) else { return Ok(()) };
+        let claimed = fm.get("memory").and_then(|m| m.get("write_policy")).and_then(serde_yaml::Value::as_str).map(str::trim);
+        match claimed {
+            Some(policy) if self.policy().policy.metadata.person_only_write_policies.iter().any(|p| p == policy) => {
+                Err(Error::InvalidContent {
+                    path: path.to_string(),
+                    reason: format!(
+                        "memory.write_policy '{policy}' is set by the engine for a person's writes; an agent's text must say agent-proposed"
+                    ),
+                })
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Creates one new note (the target must not exist) through the write transaction.
     pub fn ingest_note(&self, request: &IngestRequest) -> Result<Value> {
         require_text("title", &request.title)?;
         require_text("description", &request.description)?;
         let path = note_path(self, &request.name)?;
+        let provenance = provenance(self.channel(), "ingest");
         let content = render_note(&NoteFields {
             note_type: &request.note_type,
             title: &request.title,
@@ -197,11 +251,11 @@ impl Vault {
             related: &[],
             content: &request.content,
             memory_kind: "semantic",
-            source: "paravault://mcp/ingest_note",
+            provenance: &provenance,
         });
         validate_note_text(self, &path, &content)?;
         let log = log_entry("ingest", "Created", &request.title, &path, &[]);
-        execute(self, new_note("mcp.ingest_note", path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log))
+        execute(self, new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log))
     }
 
     /// Creates one synthesis note (Daily Log by default, episodic memory) through the transaction.
@@ -209,6 +263,9 @@ impl Vault {
         require_text("title", &request.title)?;
         require_text("description", &request.description)?;
         let path = note_path(self, &request.name)?;
+        // `related` names vault paths: each is parsed like any caller path (and stored normalised).
+        let related = request.related.iter().map(|r| VaultPath::parse(r).map(|p| p.to_string())).collect::<Result<Vec<_>>>()?;
+        let provenance = provenance(self.channel(), "synthesize");
         let content = render_note(&NoteFields {
             note_type: &request.note_type,
             title: &request.title,
@@ -216,21 +273,21 @@ impl Vault {
             resource: None,
             tags: &request.tags,
             owner: request.owner.as_deref(),
-            related: &request.related,
+            related: &related,
             content: &request.content,
             memory_kind: "episodic",
-            source: "paravault://synthesize_session",
+            provenance: &provenance,
         });
         validate_note_text(self, &path, &content)?;
         let mut extra = Vec::new();
-        if !request.related.is_empty() {
-            extra.push(("Related", request.related.join(", ")));
+        if !related.is_empty() {
+            extra.push(("Related", related.join(", ")));
         }
         if let Some(owner) = &request.owner {
             extra.push(("Owner", owner.clone()));
         }
         let log = log_entry("synthesize", "Synthesized", &request.title, &path, &extra);
-        execute(self, new_note("synthesize.session", path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log))
+        execute(self, new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log))
     }
 
     /// Validates and stores a content-addressed proposal; never writes the note.
@@ -243,8 +300,9 @@ impl Vault {
         idempotency_key: Option<&str>,
         expected_sha256: Option<&str>,
     ) -> Result<Proposal> {
-        let (path, _) = resolve_note_path(self.root(), path, &self.policy().policy.layout.para_folders)?;
+        let (path, _) = resolve_note_path(self.root(), path, &self.policy().policy.layout)?;
         validate_note_text(self, &path, content)?;
+        self.refuse_claimed_provenance(&path, content)?;
         let _writer = self.lock_writer()?;
         let before = match std::fs::read(path.under(self.root())) {
             Ok(bytes) => bytes,
@@ -301,12 +359,24 @@ impl Vault {
         if limit == 0 || limit > 1000 {
             return Err(Error::InvalidArgument { name: "limit", reason: "must be between 1 and 1000".into() });
         }
+        crate::store::nofollow::refuse_symlinked_state(self.root())?;
         super::receipts::ReceiptLog::history(self.root(), limit, after_seq)
     }
 
     /// Verifies the receipt hash chain.
     pub fn verify_history(&self) -> Result<super::receipts::ChainReport> {
-        super::receipts::ReceiptLog::verify(self.root())
+        self.verify_history_with(false)
+    }
+
+    /// Verifies the receipt hash chain and, with `check_files`, that every note an ok receipt
+    /// names holds the `after_sha256` of the newest ok receipt that changed it (reads notes).
+    pub fn verify_history_with(&self, check_files: bool) -> Result<super::receipts::ChainReport> {
+        crate::store::nofollow::refuse_symlinked_state(self.root())?;
+        let mut report = super::receipts::ReceiptLog::verify(self.root())?;
+        if check_files {
+            super::receipts::ReceiptLog::verify_files(self.root(), &mut report)?;
+        }
+        Ok(report)
     }
 
     /// Applies a stored proposal (only with `approved`); replay returns the original receipt.
@@ -348,12 +418,13 @@ impl Vault {
         {
             return Err(refuse("idempotency_key differs from the stored proposal's"));
         }
-        let (note, _) = resolve_note_path(self.root(), note.as_str(), &self.policy().policy.layout.para_folders)?;
+        let (note, _) = resolve_note_path(self.root(), note.as_str(), &self.policy().policy.layout)?;
         validate_note_text(self, &note, &content)?;
+        self.refuse_claimed_provenance(&note, &content)?;
         execute(
             self,
             Mutation {
-                operation: "memory.apply",
+                operation: if self.channel() == Channel::Person { "cli.apply" } else { "memory.apply" },
                 notes: vec![NoteChange { path: note, content: Some(content), require_absent: false, expected_sha256: Some(before) }],
                 idempotency_key: Some(stored.idempotency_key),
                 proposal_id: Some(id),

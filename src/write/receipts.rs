@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::error::{Error, Result};
-use crate::store::{durable, layout};
+use crate::store::{durable, layout, nofollow};
 
 /// `prev` of the first receipt.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -41,6 +41,9 @@ pub struct ChainReport {
     pub receipts: usize,
     pub ok: bool,
     pub problems: Vec<ChainProblem>,
+    /// With `--check-files`: how many notes were compared with their newest ok receipt.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub files_checked: Option<usize>,
 }
 
 fn hex(bytes: &[u8]) -> String {
@@ -63,10 +66,10 @@ impl ReceiptLog {
     pub fn catch_up(&mut self, root: &Path) -> Result<Vec<String>> {
         use std::io::{Read, Seek, SeekFrom};
         let path = layout::join(root, layout::RECEIPTS);
-        let mut file = match std::fs::File::open(&path) {
+        let mut file = match nofollow::open_read(&path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(Error::io("reading", layout::RECEIPTS, e)),
+            Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
         };
         let size = file.metadata().map_err(|e| Error::io("reading", layout::RECEIPTS, e))?.len();
         let mut touched = Vec::new();
@@ -136,10 +139,10 @@ impl ReceiptLog {
     /// The newest `limit` receipts with `seq > after_seq`, oldest first.
     pub fn history(root: &Path, limit: usize, after_seq: u64) -> Result<Vec<Value>> {
         let path = layout::join(root, layout::RECEIPTS);
-        let text = match std::fs::read_to_string(&path) {
+        let text = match nofollow::read_to_string(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(Error::io("reading", layout::RECEIPTS, e)),
+            Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
         };
         let mut out: Vec<Value> = text
             .lines()
@@ -155,10 +158,10 @@ impl ReceiptLog {
     /// Checks the whole chain: every line parses, `seq` is +1, `prev` hashes the line before.
     pub fn verify(root: &Path) -> Result<ChainReport> {
         let path = layout::join(root, layout::RECEIPTS);
-        let bytes = match std::fs::read(&path) {
+        let bytes = match nofollow::read(&path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(Error::io("reading", layout::RECEIPTS, e)),
+            Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
         };
         let mut problems = Vec::new();
         let mut prev = GENESIS.to_string();
@@ -191,6 +194,65 @@ impl ReceiptLog {
             }
             prev = hash_line(line);
         }
-        Ok(ChainReport { receipts: count, ok: problems.is_empty(), problems })
+        Ok(ChainReport { receipts: count, ok: problems.is_empty(), problems, files_checked: None })
+    }
+
+    /// Compares every note named by an ok receipt with the newest ok receipt that changed it:
+    /// the file's sha256 must be that receipt's `after_sha256` (a removal's is the empty text's,
+    /// and the file must be gone or empty). A mismatch means the file changed outside the
+    /// engine, or a write was acknowledged that did not land. Reads each such note once;
+    /// a note reached through a symbolic link is a problem, never read.
+    pub fn verify_files(root: &Path, report: &mut ChainReport) -> Result<()> {
+        let path = layout::join(root, layout::RECEIPTS);
+        let text = match nofollow::read(&path) {
+            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
+        };
+        // path → (line, after_sha256) of the newest ok receipt that changed it.
+        let mut newest: std::collections::BTreeMap<String, (usize, String)> = std::collections::BTreeMap::new();
+        for (i, line) in text.lines().enumerate() {
+            let Ok(receipt) = serde_json::from_str::<Value>(line) else { continue };
+            if receipt.get("status").and_then(Value::as_str) != Some("ok") {
+                continue;
+            }
+            let notes: Vec<&Value> = match receipt.get("notes").and_then(Value::as_array) {
+                Some(notes) => notes.iter().collect(),
+                None => vec![&receipt],
+            };
+            for note in notes {
+                if let (Some(p), Some(after)) = (note.get("path").and_then(Value::as_str), note.get("after_sha256").and_then(Value::as_str))
+                {
+                    newest.insert(p.to_string(), (i + 1, after.to_string()));
+                }
+            }
+        }
+        let empty = crate::write::sha256_hex(b"");
+        for (note, (line, after)) in &newest {
+            let found = match crate::note::path::VaultPath::parse_walked(note) {
+                Err(_) => Err("the receipt's path is not a vault path".to_string()),
+                Ok(vault_path) => match crate::note::path::resolve_safe(root, &vault_path) {
+                    Err(e) => Err(e.to_string()),
+                    Ok(absolute) => match nofollow::read(&absolute) {
+                        Ok(bytes) => Ok(Some(crate::write::sha256_hex(&bytes))),
+                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                        Err(e) => Err(format!("cannot be read: {e}")),
+                    },
+                },
+            };
+            let message = match found {
+                Err(reason) => Some(format!("{note}: {reason}")),
+                Ok(None) if *after == empty => None,
+                Ok(None) => Some(format!("{note}: the file is missing; the receipt says sha256 {after}")),
+                Ok(Some(hash)) if hash == *after => None,
+                Ok(Some(hash)) => Some(format!("{note}: the file's sha256 is {hash}, the newest ok receipt says {after}")),
+            };
+            if let Some(message) = message {
+                report.problems.push(ChainProblem { line: *line, message });
+            }
+        }
+        report.files_checked = Some(newest.len());
+        report.ok = report.problems.is_empty();
+        Ok(())
     }
 }

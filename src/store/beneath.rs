@@ -1,0 +1,171 @@
+//! Note and catalog files reached beneath the vault root through directory handles, never by
+//! path: every folder is opened relative to its parent's handle with `O_NOFOLLOW |
+//! O_DIRECTORY`, and the file is created, renamed, read or removed relative to the handle of
+//! its own folder (`openat`, `renameat`, `unlinkat`, through `rustix`).
+//!
+//! A check-then-open by path has a window: a folder swapped for a link to outside the vault
+//! between the check and the open (`renameat2(RENAME_EXCHANGE)` in a loop) redirects the write.
+//! Here there is no second lookup: a link met on the way fails the walk (`ELOOP` →
+//! `vault_boundary`), and once a folder's handle is open, the temp file, its rename and the
+//! removal all happen inside that very folder, wherever its name points by then.
+//!
+//! The root's own path may contain links (a vault at `~/notes` that is a link is the person's
+//! choice); only what lies beneath it is walked without following.
+
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::OwnedFd;
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustix::fs::{AtFlags, CWD, Mode, OFlags};
+use rustix::io::Errno;
+
+use super::{faults, layout, nofollow};
+use crate::error::Result;
+
+fn dir_flags() -> OFlags {
+    OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC
+}
+
+/// Splits a vault-relative file path into (folder, file name); refuses `.`/`..`/empty parts.
+fn split(rel: &str) -> io::Result<(&str, &str)> {
+    let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+    if rel.split('/').any(|c| c.is_empty() || c == "." || c == "..") {
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "not a normal vault-relative path"));
+    }
+    Ok((dir, name))
+}
+
+/// Opens the folder `rel_dir` beneath `root`, one component at a time, never following a
+/// link. With `create`, missing folders are made (and their parent fsynced, as
+/// `durable::create_dir_all` does).
+fn open_dir(root: &Path, rel_dir: &str, create: bool) -> io::Result<OwnedFd> {
+    let mut fd = rustix::fs::openat(CWD, root, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    for component in rel_dir.split('/').filter(|c| !c.is_empty()) {
+        let next = match rustix::fs::openat(&fd, component, dir_flags(), Mode::empty()) {
+            Ok(next) => next,
+            Err(Errno::NOENT) if create => {
+                faults::check("create_dir")?;
+                match rustix::fs::mkdirat(&fd, component, Mode::from_raw_mode(0o777)) {
+                    Ok(()) | Err(Errno::EXIST) => {}
+                    Err(e) => return Err(e.into()),
+                }
+                faults::check("fsync_dir")?;
+                rustix::fs::fsync(&fd)?;
+                rustix::fs::openat(&fd, component, dir_flags(), Mode::empty())?
+            }
+            // `O_DIRECTORY | O_NOFOLLOW` on a link fails with ENOTDIR: say it was a link.
+            Err(Errno::NOTDIR) if is_link(&fd, component) => return Err(Errno::LOOP.into()),
+            Err(e) => return Err(e.into()),
+        };
+        fd = next;
+    }
+    Ok(fd)
+}
+
+/// Whether `name` in the folder `dir` is a symbolic link (not followed).
+fn is_link(dir: &OwnedFd, name: &str) -> bool {
+    rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW)
+        .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink)
+}
+
+/// A fresh temporary file (`.pv-tmp-…`, owner-only) inside the folder `dir`.
+fn create_temp(dir: &OwnedFd) -> io::Result<(String, File)> {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    for _ in 0..16 {
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(&nanos.to_le_bytes());
+        hasher.update(&std::process::id().to_le_bytes());
+        hasher.update(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+        let name = format!("{}{}", layout::TEMP_PREFIX, &hasher.finalize().to_hex()[..12]);
+        match rustix::fs::openat(dir, name.as_str(), flags, Mode::from_raw_mode(0o600)) {
+            Ok(fd) => return Ok((name, File::from(fd))),
+            Err(Errno::EXIST) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(io::Error::new(io::ErrorKind::AlreadyExists, "no free temporary file name"))
+}
+
+/// Writes `bytes` to a temp file in the folder of `rel` and renames it over `rel`, all
+/// relative to that folder's handle. `sync_file` fsyncs the temp file before the rename.
+fn replace_in(root: &Path, rel: &str, bytes: &[u8], create_dirs: bool, sync_file: bool) -> io::Result<()> {
+    let (dir, name) = split(rel)?;
+    let dirfd = open_dir(root, dir, create_dirs)?;
+    faults::check("create_temp")?;
+    let (temp, mut file) = create_temp(&dirfd)?;
+    let result = (|| -> io::Result<()> {
+        faults::check("write_temp")?;
+        file.write_all(bytes)?;
+        if sync_file {
+            faults::check("fsync_temp")?;
+            file.sync_all()?;
+        }
+        faults::check("rename")?;
+        rustix::fs::renameat(&dirfd, temp.as_str(), &dirfd, name)?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = rustix::fs::unlinkat(&dirfd, temp.as_str(), AtFlags::empty());
+    }
+    result
+}
+
+/// Replaces the file `rel` beneath `root` atomically, without any fsync (its bytes are already
+/// durable in an intent record); missing folders are made when `create_dirs`.
+pub fn replace_unsynced(root: &Path, rel: &str, bytes: &[u8], create_dirs: bool) -> Result<()> {
+    replace_in(root, rel, bytes, create_dirs, false).map_err(|e| nofollow::io_error("writing", rel, e))
+}
+
+/// Replaces the file `rel` beneath `root` atomically with its bytes fsynced before the rename;
+/// the folder's fsync is left to the caller (as `durable::replace_deferred_dir_sync`).
+pub fn replace_deferred_dir_sync(root: &Path, rel: &str, bytes: &[u8]) -> Result<()> {
+    replace_in(root, rel, bytes, false, true).map_err(|e| nofollow::io_error("writing", rel, e))
+}
+
+/// Removes the file `rel` beneath `root` without fsync; a missing file or folder is not an error.
+pub fn remove_unsynced(root: &Path, rel: &str) -> Result<()> {
+    let run = || -> io::Result<()> {
+        let (dir, name) = split(rel)?;
+        faults::check("remove_file")?;
+        let dirfd = match open_dir(root, dir, false) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+            Err(e) => return Err(e),
+        };
+        match rustix::fs::unlinkat(&dirfd, name, AtFlags::empty()) {
+            Ok(()) | Err(Errno::NOENT) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    };
+    run().map_err(|e| nofollow::io_error("removing", rel, e))
+}
+
+/// Reads the file `rel` beneath `root` (never through a link); `Ok(None)` when it or its
+/// folder does not exist.
+pub fn read(root: &Path, rel: &str) -> Result<Option<Vec<u8>>> {
+    let run = || -> io::Result<Option<Vec<u8>>> {
+        let (dir, name) = split(rel)?;
+        let dirfd = match open_dir(root, dir, false) {
+            Ok(fd) => fd,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        match rustix::fs::openat(&dirfd, name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()) {
+            Ok(fd) => {
+                let mut bytes = Vec::new();
+                File::from(fd).read_to_end(&mut bytes)?;
+                Ok(Some(bytes))
+            }
+            Err(Errno::NOENT) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    };
+    run().map_err(|e| nofollow::io_error("reading", rel, e))
+}
+
+#[cfg(test)]
+mod tests;

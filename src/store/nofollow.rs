@@ -1,0 +1,103 @@
+//! Engine files are never reached through a symbolic link: opens with `O_NOFOLLOW`, and a
+//! check that no engine folder or file (`.paravault/` and everything the engine keeps in it,
+//! `log.md`, `index.md`) is a link.
+//!
+//! A link planted at an engine path would let a write truncate, append to or delete a file
+//! outside the vault (the journal is truncated on open, receipts and `log.md` are appended to,
+//! generation GC deletes segment-named files). `refuse_symlinked_state` runs when a vault is
+//! opened, when the writer lock is taken and before search reads and GC; every engine-file open
+//! also carries `O_NOFOLLOW`, so a link planted between the check and the open fails the open
+//! (`ELOOP`) instead of being followed. A folder swapped for a link between the check and a
+//! later open is the remaining race (docs/security.md).
+
+use std::fs::{File, OpenOptions};
+use std::io::{self, Read};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use super::layout;
+use crate::error::{Error, Result};
+
+/// Engine folders, parents before children.
+const STATE_FOLDERS: [&str; 8] = [
+    layout::STATE_DIR,
+    layout::SEARCH_DIR,
+    layout::SEARCH_INDEX_DIR,
+    layout::SEARCH_GENERATIONS_DIR,
+    layout::SEARCH_DENSE_DIR,
+    layout::PROPOSALS_DIR,
+    layout::TASKS_DIR,
+    layout::TASK_EVENTS_DIR,
+];
+
+/// Engine files.
+const STATE_FILES: [&str; 9] = [
+    layout::POLICY_OVERRIDE,
+    layout::INVENTORY_CACHE,
+    layout::JOURNAL,
+    layout::RECEIPTS,
+    layout::WRITER_LOCK,
+    layout::CATALOG_STATE,
+    layout::SEARCH_ACTIVE,
+    layout::LOG,
+    layout::ROOT_INDEX,
+];
+
+/// Open options that refuse to follow a symbolic link in the last component.
+pub fn options() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options.custom_flags(libc::O_NOFOLLOW);
+    options
+}
+
+/// Opens a file for reading without following a link in its last component.
+pub fn open_read(path: &Path) -> io::Result<File> {
+    options().read(true).open(path)
+}
+
+/// Reads a whole file without following a link in its last component.
+pub fn read(path: &Path) -> io::Result<Vec<u8>> {
+    let mut file = open_read(path)?;
+    let mut bytes = Vec::new();
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
+/// Reads a whole UTF-8 file without following a link in its last component.
+pub fn read_to_string(path: &Path) -> io::Result<String> {
+    String::from_utf8(read(path)?).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Whether an open failed because its last component is a symbolic link (`O_NOFOLLOW`).
+pub fn is_link_refusal(error: &io::Error) -> bool {
+    error.raw_os_error() == Some(libc::ELOOP)
+}
+
+/// The error for an engine path that is a symbolic link.
+pub fn boundary(rel: &str) -> Error {
+    Error::VaultBoundary { path: rel.to_string(), reason: "it is a symbolic link; the engine never reads or writes through one".into() }
+}
+
+/// Maps an engine-file I/O error: a link refused by `O_NOFOLLOW` is `vault_boundary`, anything
+/// else `io_error`.
+pub fn io_error(action: &'static str, rel: &str, error: io::Error) -> Error {
+    if is_link_refusal(&error) { boundary(rel) } else { Error::io(action, rel, error) }
+}
+
+/// Refuses a vault whose engine folders or files include a symbolic link (`vault_boundary`).
+/// Paths that do not exist are fine; a missing parent skips its children.
+pub fn refuse_symlinked_state(root: &Path) -> Result<()> {
+    for rel in STATE_FOLDERS.iter().chain(STATE_FILES.iter()) {
+        match std::fs::symlink_metadata(layout::join(root, rel)) {
+            Ok(meta) if meta.file_type().is_symlink() => return Err(boundary(rel)),
+            Ok(meta) if STATE_FOLDERS.contains(rel) && !meta.is_dir() => {
+                return Err(Error::VaultBoundary { path: rel.to_string(), reason: "it is not a directory".into() });
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests;
