@@ -137,6 +137,14 @@ struct SavedInventory {
     digest: [u8; 32],
 }
 
+/// What re-reading one changed path did.
+enum Refreshed {
+    /// Its stat identity had not moved: nothing was read.
+    Unchanged,
+    /// It was read again (or forgotten); `catalog_changed`: a catalog page's bytes changed.
+    Reread { catalog_changed: bool },
+}
+
 /// A temporary file younger than this may belong to a write in flight in another process
 /// (proposals and task snapshots are written outside the writer lock); older ones are
 /// leftovers of killed writes.
@@ -542,11 +550,15 @@ impl Vault {
         let Some(inventory) = guard.as_mut() else { return Ok(()) };
         let mut rescan = changes.rescan;
         let mut refreshed = 0u64;
+        let mut catalogs_changed = false;
         if rescan.is_none() {
             for rel in &changes.paths {
                 match self.refresh_changed(inventory, rel) {
-                    Some(true) => refreshed += 1,
-                    Some(false) => {}
+                    Some(Refreshed::Reread { catalog_changed }) => {
+                        refreshed += 1;
+                        catalogs_changed |= catalog_changed;
+                    }
+                    Some(Refreshed::Unchanged) => {}
                     None => {
                         rescan = Some(format!("{rel} held a folder of the vault"));
                         break;
@@ -559,7 +571,10 @@ impl Vault {
             refreshed += self.rescan(inventory)? as u64;
         }
         drop(guard);
-        if refreshed > 0 {
+        // A note changed outside the engine needs nothing here: the next write's catalog plan
+        // compares its directory's digest with the model. A catalog page someone else changed
+        // (another process, a person) makes the remembered renderer state suspect.
+        if catalogs_changed || rescan.is_some() {
             self.invalidate_catalog_state();
         }
         let mut freshness = self.lock_freshness();
@@ -575,8 +590,8 @@ impl Vault {
     /// Re-reads one changed path into the inventory when its stat identity moved. Returns
     /// whether it re-read it, or `None` when the path was a folder holding known files (a
     /// moved or removed folder: the caller walks the vault).
-    fn refresh_changed(&self, inventory: &mut Inventory, rel: &str) -> Option<bool> {
-        let Ok(path) = VaultPath::parse_walked(rel) else { return Some(false) };
+    fn refresh_changed(&self, inventory: &mut Inventory, rel: &str) -> Option<Refreshed> {
+        let Ok(path) = VaultPath::parse_walked(rel) else { return Some(Refreshed::Unchanged) };
         let absolute = path.under(&self.root);
         let meta = std::fs::symlink_metadata(&absolute).ok();
         if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) || (meta.is_none() && inventory.has_under(rel)) {
@@ -593,19 +608,25 @@ impl Vault {
                     r.kind == kind && matches!((r.stamp, stamp), (Some((old, at)), Some(now)) if old == now && !old.is_racy(at))
                 });
                 if unchanged {
-                    return Some(false);
+                    return Some(Refreshed::Unchanged);
                 }
-                inventory.upsert(inventory::read_record(&self.root, &path, kind, &self.policy));
+                let record = inventory::read_record(&self.root, &path, kind, &self.policy);
+                let hash = record.content_hash;
+                let previous = inventory.upsert(record);
+                let catalog_page = matches!(kind, PageKind::Catalog | PageKind::RootIndex);
+                return Some(Refreshed::Reread { catalog_changed: catalog_page && previous.is_none_or(|p| p.content_hash != hash) });
             }
             None if walked => {
                 inventory.remove(&path);
                 inventory.add_attachment(path);
             }
             None => {
-                inventory.remove(&path);
+                let previous = inventory.remove(&path);
+                let catalog_page = previous.as_ref().is_some_and(|p| matches!(p.kind, PageKind::Catalog | PageKind::RootIndex));
+                return Some(Refreshed::Reread { catalog_changed: catalog_page });
             }
         }
-        Some(true)
+        Some(Refreshed::Reread { catalog_changed: false })
     }
 
     /// A full stat walk: re-reads every page whose stat identity moved (or is racy), adds and
