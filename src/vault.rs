@@ -137,6 +137,10 @@ struct SavedInventory {
     digest: [u8; 32],
 }
 
+/// The persisted inventory is rewritten at load once at least this many of its records (or 1 %
+/// of them, whichever is more) were stale.
+const PERSIST_AFTER_STALE_RECORDS: usize = 32;
+
 /// What re-reading one changed path did.
 enum Refreshed {
     /// Its stat identity had not moved: nothing was read.
@@ -188,7 +192,12 @@ impl Drop for Vault {
         {
             tracing::warn!(error = %error, "could not checkpoint deferred writes; the next open finishes them from the journal");
         }
-        if let Some(inventory) = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref() {
+        // Records this process re-read from disk after its first load (a watcher's refreshes)
+        // are worth keeping. Records of its own writes are not: they were built from the bytes
+        // written, carry no stamp, and the next process reads those few files anyway.
+        if self.freshness().paths_refreshed > 0
+            && let Some(inventory) = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref()
+        {
             self.persist_inventory(inventory);
         }
     }
@@ -419,8 +428,10 @@ impl Vault {
             let decoded = started.elapsed();
             let (inventory, leftovers, load) = Inventory::load_reusing(&self.root, &self.policy, known)?;
             let loaded = started.elapsed();
-            if cache_state == "reused" && load.read == 0 && load.forgotten == 0 {
-                // Nothing moved: the file already holds exactly these records.
+            // Rewriting the whole file costs O(vault); a few stale records (the notes and catalog
+            // pages of recent writes) cost the next process a few reads. Rewrite once they add up.
+            let stale = load.read + load.forgotten;
+            if cache_state == "reused" && stale < PERSIST_AFTER_STALE_RECORDS.max(load.reused / 100) {
                 if let Some(saved) = self.saved_inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_mut() {
                     saved.revision = inventory.revision;
                 }
