@@ -95,6 +95,10 @@ pub struct Boosts {
 pub struct SearchPolicy {
     pub generations_kept: usize,
     pub boosts: Boosts,
+    /// BM25 term-frequency saturation k1 (b follows as 1 - 0.3 / k1: see `search::query::Bm25Statistics`).
+    pub bm25_k1: f32,
+    /// Characters of a query that are analysed; a longer query is cut there and says so.
+    pub query_chars_max: usize,
     pub rrf_k: u32,
     pub max_results_cap: usize,
     pub chunk_min_words: usize,
@@ -450,6 +454,12 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
     }
     if b.body <= 0.0 {
         return Err(invalid("boosts", "search boost 'body' must be positive".into()));
+    }
+    if !(policy.search.bm25_k1.is_finite() && (0.35..=3.0).contains(&policy.search.bm25_k1)) {
+        return Err(invalid("bm25_k1", format!("search.bm25_k1 must be a number in [0.35, 3], found {}", policy.search.bm25_k1)));
+    }
+    if !(16..=100_000).contains(&policy.search.query_chars_max) {
+        return Err(invalid("query_chars_max", "search.query_chars_max must be 16-100000".into()));
     }
     if policy.search.chunk_min_words == 0 {
         return Err(invalid("chunk_min_words", "chunk_min_words must be at least 1".into()));

@@ -93,11 +93,12 @@ pub(super) struct Candidate {
 
 /// The BM25 list, `depth` notes deep, aggregated by the `note_key` fast field (no stored
 /// document is read).
-pub(super) fn fts_candidates(g: &OpenGeneration, q: &dyn Query, depth: usize) -> Result<Vec<Candidate>> {
+pub(super) fn fts_candidates(g: &OpenGeneration, q: &dyn Query, depth: usize, bm25_k1: f32) -> Result<Vec<Candidate>> {
     let searcher = g.reader.searcher();
+    let stats = super::query::Bm25Statistics::new(&searcher, &g.fields, bm25_k1).map_err(search_err)?;
     let columns: Vec<Option<tantivy::columnar::Column<u64>>> =
         searcher.segment_readers().iter().map(|r| r.fast_fields().u64("note_key").ok()).collect();
-    let top = searcher.search(q, &TopDocs::with_limit(depth * 2).order_by_score()).map_err(search_err)?;
+    let top = searcher.search_with_statistics_provider(q, &TopDocs::with_limit(depth * 2).order_by_score(), &stats).map_err(search_err)?;
     let mut out: Vec<Candidate> = Vec::new();
     let mut at: HashMap<u64, usize> = HashMap::new();
     for (score, addr) in top {
