@@ -364,7 +364,7 @@ fn every_tool_round_trips() {
     }
     // get_server_info's requires_dense_index lists exactly the modes that fail without one.
     let search = &info["capabilities"]["search"];
-    assert_eq!(search["requires_dense_index"], json!(["semantic", "reranked"]));
+    assert_eq!(search["requires_dense_index"], json!(["semantic"]));
     for mode in search["canonical_modes"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()) {
         let needs = search["requires_dense_index"].as_array().unwrap().iter().any(|m| m == mode);
         let result = server.call("search_vault_tool", json!({"query": "note", "search_mode": mode}));

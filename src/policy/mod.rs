@@ -153,6 +153,30 @@ impl ModelFileHashes {
     }
 }
 
+/// The cross-encoder of `search_mode=reranked`: which one, pinned how, and its budget.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RerankerPolicy {
+    /// Hugging Face repository, `owner/name`.
+    pub repo: String,
+    /// The repository commit (40 hex digits).
+    pub revision: String,
+    /// Token cut of each (query, passage) pair, the passage cut first.
+    pub max_tokens: usize,
+    /// How many fused candidates are reranked (the rest follow in fused order).
+    pub candidates: usize,
+    /// Pairs per inference batch.
+    pub batch_size: usize,
+    /// Wall-clock budget of the reranking; past it the fused order is returned, with the reason.
+    pub time_budget_ms: u64,
+    /// Inference threads; the RAYON_NUM_THREADS environment variable, when set, wins.
+    pub threads: usize,
+    /// Explicit model folder; empty means none.
+    pub local_dir: String,
+    /// sha256 of every file; an empty hash means the model is not pinned and reranked fails closed.
+    pub sha256: ModelFileHashes,
+}
+
 /// The dense embedding model: which one, pinned how, and how it runs.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -243,6 +267,7 @@ pub struct Policy {
     pub search: SearchPolicy,
     pub maintenance: MaintenancePolicy,
     pub embedding: EmbeddingPolicy,
+    pub reranker: RerankerPolicy,
     pub rate_limits: BTreeMap<String, u32>,
     pub tools: BTreeMap<String, ToolRisk>,
     pub approval_required: Vec<String>,
@@ -519,6 +544,7 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
         return Err(invalid("broker_socket", "infra.broker_socket must be an absolute path or null".into()));
     }
     validate_embedding(&policy.embedding, &invalid)?;
+    validate_reranker(&policy.reranker, &invalid)?;
     regex::Regex::new(&policy.layout.root_daily_log_pattern).map_err(|e| invalid("root_daily_log_pattern", format!("invalid pattern: {e}")))
 }
 
@@ -555,6 +581,35 @@ fn validate_embedding(e: &EmbeddingPolicy, invalid: &dyn Fn(&str, String) -> Err
     for (file, hash) in e.sha256.files() {
         if !is_hex(hash, 64) {
             return Err(invalid(file, format!("embedding.sha256 of {file} must be 64 lowercase hex digits")));
+        }
+    }
+    Ok(())
+}
+
+fn validate_reranker(r: &RerankerPolicy, invalid: &dyn Fn(&str, String) -> Error) -> Result<()> {
+    let is_hex = |s: &str, len: usize| s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let mut parts = r.repo.split('/');
+    let repo_ok = matches!((parts.next(), parts.next(), parts.next()), (Some(owner), Some(name), None) if !owner.is_empty() && !name.is_empty())
+        && !r.repo.contains("..")
+        && r.repo.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b));
+    if !repo_ok {
+        return Err(invalid("repo", format!("reranker.repo '{}' must be a Hugging Face repository 'owner/name'", r.repo)));
+    }
+    if !is_hex(&r.revision, 40) {
+        return Err(invalid("revision", format!("reranker.revision '{}' must be a commit hash (40 lowercase hex digits)", r.revision)));
+    }
+    if r.max_tokens < 8 || r.max_tokens > EMBEDDING_MAX_TOKENS_LIMIT {
+        return Err(invalid("max_tokens", format!("reranker.max_tokens must be in 8..={EMBEDDING_MAX_TOKENS_LIMIT}")));
+    }
+    if !(1..=100).contains(&r.candidates) || r.batch_size == 0 || r.threads == 0 {
+        return Err(invalid("candidates", "reranker.candidates must be 1-100, batch_size and threads at least 1".into()));
+    }
+    if r.time_budget_ms > 60_000 {
+        return Err(invalid("time_budget_ms", "reranker.time_budget_ms must be at most 60000".into()));
+    }
+    for (file, hash) in r.sha256.files() {
+        if !hash.is_empty() && !is_hex(hash, 64) {
+            return Err(invalid(file, format!("reranker.sha256 of {file} must be empty (not pinned) or 64 lowercase hex digits")));
         }
     }
     Ok(())

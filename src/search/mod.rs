@@ -105,9 +105,10 @@ impl SearchMode {
     }
 
     /// Whether the mode fails closed without a dense index (`vector`, `hybrid` and
-    /// `graph_assisted` answer lexically instead; `auto` falls back to fts).
+    /// `graph_assisted` answer lexically instead, `reranked` reranks the BM25 candidates;
+    /// `auto` falls back to fts).
     pub fn requires_dense_index(self) -> bool {
-        matches!(self, SearchMode::Semantic | SearchMode::Reranked)
+        matches!(self, SearchMode::Semantic)
     }
 }
 
@@ -1036,13 +1037,6 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
     {
         return Err(Error::InvalidArgument { name: "domain", reason: "must be a vault-relative folder prefix".into() });
     }
-    if request.search_mode == SearchMode::Reranked {
-        return Err(Error::NotConfigured {
-            capability: "reranked search",
-            remediation: "no cross-encoder reranker model is configured and verified in this engine's policy; use search_mode=hybrid"
-                .into(),
-        });
-    }
     let acquired = generation::acquire(root, policy)?;
     let mut fallback_reason = acquired.fallback_reason.clone();
     if let Some(cut) = truncated {
@@ -1089,7 +1083,10 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
         for &mode in &request.auto_priority {
             let runnable = match mode {
                 SearchMode::Auto | SearchMode::Fts => Ok(()),
-                SearchMode::Reranked => Err("not_configured: no verified cross-encoder reranker".to_string()),
+                SearchMode::Reranked => crate::embed::cross_encoder::vault_handle(&policy.policy, root)
+                    .model()
+                    .map(|_| ())
+                    .map_err(|e| format!("{}: {e}", e.code())),
                 SearchMode::Vector | SearchMode::Hybrid | SearchMode::GraphAssisted if g.dense()?.is_none() => Ok(()),
                 _ => dense_ready().map(|_| ()).map_err(|e| format!("{}: {e}", e.code())),
             };
@@ -1124,11 +1121,11 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
         },
         // P.O.W.E.R. serves these three lexically (reference §6.3): without dense vectors they
         // answer from BM25 alone and say so; with them they keep their dense meaning.
-        lexical @ (SearchMode::Vector | SearchMode::Hybrid | SearchMode::GraphAssisted) if g.dense()?.is_none() => {
-            let ran = if lexical == SearchMode::GraphAssisted {
-                "graph_assisted expanded BM25 anchors along stored links (no dense list to fuse)"
-            } else {
-                "answered with BM25 full-text ranking (actual_mode fts)"
+        lexical @ (SearchMode::Vector | SearchMode::Hybrid | SearchMode::GraphAssisted | SearchMode::Reranked) if g.dense()?.is_none() => {
+            let ran = match lexical {
+                SearchMode::GraphAssisted => "graph_assisted expanded BM25 anchors along stored links (no dense list to fuse)",
+                SearchMode::Reranked => "the cross-encoder reranked the BM25 candidates (no dense list to fuse)",
+                _ => "answered with BM25 full-text ranking (actual_mode fts)",
             };
             let reason = format!("dense_index_unavailable: the active generation has no dense vectors; {ran}");
             fallback_reason = Some(match fallback_reason {
@@ -1143,8 +1140,43 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
     let depth = search_policy.fusion_depth.max(n);
     let rrf_k = search_policy.rrf_k as f32;
     let boosts = &search_policy.boosts;
+    // Reranked fails closed before any work when its model cannot be loaded.
+    let reranker =
+        if mode == SearchMode::Reranked { Some(crate::embed::cross_encoder::vault_handle(&policy.policy, root).model()?) } else { None };
     let (hits, label) = match (mode, &dense) {
         (SearchMode::Semantic | SearchMode::Vector, Some((view, q))) => (modes::dense_notes(&g, view, q, n, &keep)?, "semantic"),
+        (SearchMode::Reranked, _) => {
+            let policy_r = &policy.policy.reranker;
+            let pool = policy_r.candidates.max(n);
+            let candidates = match &dense {
+                Some((view, q)) => {
+                    let mut lists = Vec::with_capacity(2);
+                    if let Some(fts_query) = query::build(&g.fields, boosts, &analysed) {
+                        lists.push(modes::fts_candidates(&g, fts_query.as_ref(), depth.max(pool), search_policy.bm25_k1)?);
+                    }
+                    lists.push(modes::dense_candidates(view, q, depth.max(pool)));
+                    modes::materialize(&g, &modes::fuse_candidates(lists, rrf_k), pool, &keep)?
+                }
+                None => ranked_notes(&g, search_policy, &analysed, pool, &keep)?,
+            };
+            let model = reranker.as_ref().ok_or_else(|| Error::RerankerUnavailable { reason: "the reranker was not loaded".into() })?;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_millis(policy_r.time_budget_ms);
+            match modes::rerank(model, text, candidates, deadline)? {
+                Ok(reranked) => (reranked.into_iter().take(n).collect(), "reranked"),
+                Err(fused) => {
+                    let reason = format!(
+                        "reranker_time_budget: reranking {} candidates did not finish within reranker.time_budget_ms {} ms; returned the fused order",
+                        fused.len(),
+                        policy_r.time_budget_ms
+                    );
+                    fallback_reason = Some(match fallback_reason {
+                        Some(r) => format!("{reason}; {r}"),
+                        None => reason,
+                    });
+                    (fused.into_iter().take(n).collect(), "reranked")
+                }
+            }
+        }
         (SearchMode::Hybrid | SearchMode::GraphAssisted, Some((view, q))) => {
             // Both lists are `fusion_depth` notes deep and fused by note key; stored documents
             // are read only for the notes returned.

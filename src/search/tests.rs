@@ -130,7 +130,7 @@ fn auto_falls_back_semantic_is_refused_and_lexical_modes_answer_with_bm25() {
         assert!(env.results.iter().all(|r| r.metadata.fallback_reason.as_deref() == Some(reason)), "{mode}");
     }
     req.search_mode = SearchMode::Reranked;
-    assert_eq!(search(v.path(), &p, req.clone()).expect_err("reranked").code(), "not_configured");
+    assert_eq!(search(v.path(), &p, req.clone()).expect_err("reranked").code(), "reranker_unavailable");
     // A dense sync without a model fails closed before touching the published generation.
     let empty = tempfile::tempdir().expect("tempdir");
     let p = policy(Some(&format!("embedding:\n  local_dir: {}\n", empty.path().display())));
