@@ -368,7 +368,13 @@ fn every_tool_round_trips() {
     for mode in search["canonical_modes"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()) {
         let needs = search["requires_dense_index"].as_array().unwrap().iter().any(|m| m == mode);
         let result = server.call("search_vault_tool", json!({"query": "note", "search_mode": mode}));
-        assert_eq!(result["isError"], needs, "{mode}: {result}");
+        // reranked needs no dense index (it reranks BM25's candidates) but a pinned cross-encoder,
+        // which the shipped policy does not have yet: it fails closed, saying so.
+        let unpinned = mode == "reranked";
+        assert_eq!(result["isError"], needs || unpinned, "{mode}: {result}");
+        if unpinned {
+            assert_eq!(result["structuredContent"]["error"]["code"], "reranker_unavailable", "{result}");
+        }
     }
     let context = server.ok("get_memory_context", json!({"query": "note"}));
     assert_eq!(context["result"][0], "03_Resources/mcp-note.md", "the contract's list of paths: {context}");
