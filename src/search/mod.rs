@@ -2,9 +2,12 @@
 //! (O(change) per publish), `search`, `memory_context` and `suggest_related` read only the
 //! published, verified generation and answer in the `power.retrieval-envelope.v1` shape.
 //!
-//! Modes: `fts` (BM25 over body, title, tags and description with policy boosts, English
-//! stemming); `semantic`/`vector`, `hybrid` and `graph_assisted` over the generation's dense
-//! index. Without dense vectors `semantic` is a typed `dense_index_unavailable` error, while
+//! Modes: `fts` (one-field BM25 over the body, which carries title, description, tags and
+//! section; N and average length over chunk documents, k1 from policy, English stemming; see
+//! docs/retrieval.md); `semantic`/`vector`, `hybrid` and `graph_assisted` over the generation's
+//! dense index; `reranked` = the policy's pinned cross-encoder over hybrid's (or BM25's) top
+//! candidates, `reranker_unavailable` without it. A query past `search.query_chars_max` is cut
+//! there and says so (`query_truncated`). Without dense vectors `semantic` is a typed `dense_index_unavailable` error, while
 //! `vector` and `hybrid` answer with BM25 and `graph_assisted` expands BM25 anchors, each
 //! saying so in `actual_mode` and `fallback_reason` (P.O.W.E.R. serves them lexically);
 //! `auto` = the domain's or the policy's dense mode, or fts with the reason.

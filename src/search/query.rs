@@ -1,6 +1,7 @@
 //! User query text → a tantivy query that can never fail to parse: words and "quoted phrases"
 //! are extracted by hand (any Unicode letters or digits), run through the index analyzer, and
-//! OR-ed over title, tags, description, section and body with the policy's BM25 field boosts.
+//! OR-ed over the fields with a positive policy boost (by default the body alone), scored with
+//! the BM25 statistics of `Bm25Statistics`.
 
 use std::collections::BTreeSet;
 
