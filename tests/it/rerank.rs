@@ -212,3 +212,34 @@ fn reranked_search_orders_bm25_candidates_by_the_cross_encoder_and_degrades_on_b
         fts.results.iter().map(|r| &r.source.path).collect::<Vec<_>>()
     );
 }
+
+#[test]
+fn reranked_search_over_a_dense_vault_reorders_hybrid_candidates() {
+    let (dir, _) = random_model();
+    let (v, _) = fts_vault();
+    let text = format!("embedding:\n  local_dir: {}\n{}", model_dir().display(), reranker_policy(dir.path(), "  candidates: 4\n"));
+    let policy = LoadedPolicy::from_texts(Some(&text)).expect("policy");
+    let inventory = Inventory::load(v.path(), &policy).expect("inventory");
+    search::sync(v.path(), &policy, &inventory, SyncOptions { fts_only: false, ..Default::default() }).expect("dense sync");
+
+    let mut request = SearchRequest::fts("memory safe borrow", 3);
+    request.search_mode = SearchMode::Hybrid;
+    let mut wide = request.clone();
+    wide.max_results = 4;
+    let hybrid = search::search(v.path(), &policy, wide).expect("hybrid");
+    assert_eq!((hybrid.actual_mode, hybrid.result_count), ("hybrid", 4));
+    request.search_mode = SearchMode::Reranked;
+    let reranked = search::search(v.path(), &policy, request).expect("reranked");
+    assert_eq!(reranked.actual_mode, "reranked");
+    assert_eq!(reranked.fallback_reason, None, "hybrid candidates, nothing to explain");
+    // The top 3 of hybrid's 4 candidates in the cross-encoder's order.
+    let model = load(&policy).expect("model");
+    let bodies: Vec<String> =
+        hybrid.results.iter().map(|r| std::fs::read_to_string(v.path().join(&r.source.path)).expect("note")).collect();
+    let chunk_texts: Vec<&str> = bodies.iter().map(|b| b.rsplit("---\n").next().expect("body").trim()).collect();
+    let logits = model.score("memory safe borrow", &chunk_texts, None).expect("score").expect("scored");
+    let mut expected: Vec<(f32, String)> = logits.into_iter().zip(hybrid.results.iter().map(|r| r.source.path.clone())).collect();
+    expected.sort_by(|a, b| b.0.total_cmp(&a.0));
+    let got: Vec<&String> = reranked.results.iter().map(|r| &r.source.path).collect();
+    assert_eq!(got, expected.iter().take(3).map(|e| &e.1).collect::<Vec<_>>());
+}
