@@ -221,9 +221,8 @@ fn ndcg_of(c: &Collection, ranked: &HashMap<String, Vec<String>>) -> f64 {
 /// fts only (no model, seconds): nDCG@10 and agreement with the reference BM25 run.
 fn fts_agreement(name: &str) -> (f64, f64) {
     let c = load(name, false);
-    let mut inventory = Inventory::load(c.vault.path(), &c.policy).expect("inventory");
+    let inventory = Inventory::load(c.vault.path(), &c.policy).expect("inventory");
     search::sync(c.vault.path(), &c.policy, &inventory, SyncOptions::default()).expect("sync");
-    let _ = &mut inventory;
     let (ndcg, n, times, ranked) = evaluate_ranked(&c, SearchMode::Fts);
     let reference_run = reference_top10(name, "bm25");
     let (overlap, top1) = agreement(&ranked, &reference_run);
