@@ -3,7 +3,9 @@
 //! peak RSS of a real dense sync of FOLDOC.
 //!
 //! Run: `cargo bench --bench dense_path` (sizes via `PARAVAULT_BENCH_DENSE`, default
-//! `2000,20000,100000`; `PARAVAULT_BENCH_DENSE=foldoc` embeds all of FOLDOC with the real model
+//! `2000,20000,100000`; `rerank` in the list times the reranked mode's cross-encoder on 20 and
+//! 50 candidates, 2 threads, with random weights of ms-marco-MiniLM-L-6-v2's architecture (the
+//! cost of real weights is the same; their files cannot be fetched here); `PARAVAULT_BENCH_DENSE=foldoc` embeds all of FOLDOC with the real model
 //! and reports peak RSS — run it alone, it takes minutes).
 //!
 //! Generated vaults get their dense index without spending hours on embedding: the arena is
@@ -209,6 +211,103 @@ fn foldoc() {
     );
 }
 
+/// A random BERT sequence classifier of cross-encoder/ms-marco-MiniLM-L-6-v2's shape (6
+/// layers, 384 wide, 12 heads, 1,536 inner), saved with the shared BERT tokenizer, and the
+/// policy text that pins it.
+fn random_reranker(dir: &Path) -> String {
+    use candle_core::{DType, Device, Tensor};
+    let (h, inner, layers) = (384usize, 1536usize, 6usize);
+    let mut tensors = std::collections::HashMap::new();
+    let mut add = |name: String, shape: &[usize]| {
+        let t = Tensor::randn(0f32, 0.05, shape, &Device::Cpu).and_then(|t| t.to_dtype(DType::F32)).expect("tensor");
+        tensors.insert(name, t);
+    };
+    add("bert.embeddings.word_embeddings.weight".into(), &[30522, h]);
+    add("bert.embeddings.position_embeddings.weight".into(), &[512, h]);
+    add("bert.embeddings.token_type_embeddings.weight".into(), &[2, h]);
+    let norms =
+        std::iter::once("bert.embeddings.LayerNorm".to_string()).chain((0..layers).flat_map(|l| {
+            [format!("bert.encoder.layer.{l}.attention.output.LayerNorm"), format!("bert.encoder.layer.{l}.output.LayerNorm")]
+        }));
+    for norm in norms {
+        add(format!("{norm}.weight"), &[h]);
+        add(format!("{norm}.bias"), &[h]);
+    }
+    for l in 0..layers {
+        let p = format!("bert.encoder.layer.{l}");
+        for (name, out, input) in [
+            ("attention.self.query", h, h),
+            ("attention.self.key", h, h),
+            ("attention.self.value", h, h),
+            ("attention.output.dense", h, h),
+            ("intermediate.dense", inner, h),
+            ("output.dense", h, inner),
+        ] {
+            add(format!("{p}.{name}.weight"), &[out, input]);
+            add(format!("{p}.{name}.bias"), &[out]);
+        }
+    }
+    add("bert.pooler.dense.weight".into(), &[h, h]);
+    add("bert.pooler.dense.bias".into(), &[h]);
+    add("classifier.weight".into(), &[1, h]);
+    add("classifier.bias".into(), &[1]);
+    candle_core::safetensors::save(&tensors, dir.join("model.safetensors")).expect("save weights");
+    let config = serde_json::json!({
+        "vocab_size": 30522, "hidden_size": h, "num_hidden_layers": layers, "num_attention_heads": 12,
+        "intermediate_size": inner, "hidden_act": "gelu", "hidden_dropout_prob": 0.1, "max_position_embeddings": 512,
+        "type_vocab_size": 2, "initializer_range": 0.02, "layer_norm_eps": 1e-12, "pad_token_id": 0,
+        "position_embedding_type": "absolute", "model_type": "bert"
+    });
+    std::fs::write(dir.join("config.json"), config.to_string()).expect("config");
+    std::fs::copy(model::model_dir().join("tokenizer.json"), dir.join("tokenizer.json")).expect("tokenizer");
+    let sha = |name: &str| {
+        use sha2::Digest;
+        sha2::Sha256::digest(std::fs::read(dir.join(name)).expect("read")).iter().map(|b| format!("{b:02x}")).collect::<String>()
+    };
+    format!(
+        "reranker:\n  local_dir: {}\n  threads: 2\n  sha256:\n    model.safetensors: {}\n    tokenizer.json: {}\n    config.json: {}\n",
+        dir.display(),
+        sha("model.safetensors"),
+        sha("tokenizer.json"),
+        sha("config.json")
+    )
+}
+
+/// The cross-encoder's cost per reranked query: 20 and 50 candidates of about 200 words each
+/// (cut to the policy's 256-token pairs), 2 threads.
+fn rerank_latency() {
+    use paravault::embed::ModelEnv;
+    use paravault::embed::cross_encoder::{self, CrossEncoder};
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = paravault::policy::LoadedPolicy::from_texts(Some(&random_reranker(dir.path()))).expect("policy");
+    let config = cross_encoder::config(&policy.policy, None, &ModelEnv::default());
+    let model = CrossEncoder::load(&config).expect("load the random reranker");
+    let words = ["retrieval", "ranking", "vault", "note", "memory", "index", "policy", "search", "model", "token"];
+    for candidates in [20usize, 50] {
+        let passages: Vec<String> =
+            (0..candidates).map(|i| (0..200).map(|w| words[(i * 7 + w * 3) % words.len()]).collect::<Vec<_>>().join(" ")).collect();
+        let refs: Vec<&str> = passages.iter().map(String::as_str).collect();
+        let mut samples = Vec::new();
+        for (round, q) in QUERIES.iter().cycle().enumerate().take(11) {
+            let start = Instant::now();
+            std::hint::black_box(model.score(q, &refs, None).expect("score"));
+            if round > 0 {
+                samples.push(start.elapsed());
+            }
+        }
+        samples.sort();
+        println!(
+            "{:<22} rerank {candidates} candidates ({} tokens per pair, {} threads): p50 {:.1} ms  p99 {:.1} ms  (n={})",
+            "cross-encoder",
+            policy.policy.reranker.max_tokens,
+            config.threads,
+            pct(&samples, 0.5),
+            pct(&samples, 0.99),
+            samples.len()
+        );
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -217,6 +316,9 @@ fn main() {
     if spec.trim() == "foldoc" {
         foldoc();
         return;
+    }
+    if spec.split(',').any(|s| s.trim() == "rerank") {
+        rerank_latency();
     }
     let sizes: Vec<usize> = spec.split(',').filter_map(|s| s.trim().parse().ok()).collect();
     let mut embedded_once = false;

@@ -132,6 +132,9 @@ pub enum Error {
     #[error("dense index unavailable: {reason}")]
     DenseIndexUnavailable { reason: String },
 
+    #[error("reranker unavailable: {reason}")]
+    RerankerUnavailable { reason: String },
+
     #[error("search generation '{generation_id}' is corrupt: {reason}")]
     GenerationCorrupt { generation_id: String, reason: String },
 
@@ -195,6 +198,7 @@ impl Error {
             Error::NotConfigured { .. } => "not_configured",
             Error::SearchQueryInvalid { .. } => "search_query_invalid",
             Error::DenseIndexUnavailable { .. } => "dense_index_unavailable",
+            Error::RerankerUnavailable { .. } => "reranker_unavailable",
             Error::GenerationCorrupt { .. } => "generation_corrupt",
             Error::NoActiveGeneration { .. } => "no_active_generation",
             Error::SyncRefused { .. } => "sync_refused",

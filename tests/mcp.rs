@@ -364,11 +364,17 @@ fn every_tool_round_trips() {
     }
     // get_server_info's requires_dense_index lists exactly the modes that fail without one.
     let search = &info["capabilities"]["search"];
-    assert_eq!(search["requires_dense_index"], json!(["semantic", "reranked"]));
+    assert_eq!(search["requires_dense_index"], json!(["semantic"]));
     for mode in search["canonical_modes"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()) {
         let needs = search["requires_dense_index"].as_array().unwrap().iter().any(|m| m == mode);
         let result = server.call("search_vault_tool", json!({"query": "note", "search_mode": mode}));
-        assert_eq!(result["isError"], needs, "{mode}: {result}");
+        // reranked needs no dense index (it reranks BM25's candidates) but a pinned cross-encoder,
+        // which the shipped policy does not have yet: it fails closed, saying so.
+        let unpinned = mode == "reranked";
+        assert_eq!(result["isError"], needs || unpinned, "{mode}: {result}");
+        if unpinned {
+            assert_eq!(result["structuredContent"]["error"]["code"], "reranker_unavailable", "{result}");
+        }
     }
     let context = server.ok("get_memory_context", json!({"query": "note"}));
     assert_eq!(context["result"][0], "03_Resources/mcp-note.md", "the contract's list of paths: {context}");

@@ -270,6 +270,7 @@ fn exit_code_of(error: &Error) -> u8 {
         | Error::TransactionIncomplete { .. }
         | Error::SearchIndex { .. }
         | Error::ModelUnavailable { .. }
+        | Error::RerankerUnavailable { .. }
         | Error::EmbeddingFailed { .. } => exit::IO,
         Error::TaskJournalIntegrity { .. } => exit::VAULT,
     }

@@ -1,4 +1,4 @@
-//! BERT encoder forward pass for sentence embeddings: unpadded sequences, fused row kernels, and
+//! BERT encoder forward pass for sentence embeddings and cross-encoder scores: unpadded sequences, fused row kernels, and
 //! candle's gemm for the matrix products.
 //!
 //! candle-transformers' `BertModel` pads every batch to its longest text and runs each
@@ -73,8 +73,10 @@ impl BertEncoder {
         if !matches!(config.hidden_size / config.num_attention_heads, 32 | 64) {
             return Err(format!("attention heads {} wide are not supported (32 or 64)", config.hidden_size / config.num_attention_heads));
         }
-        let tensors = candle_core::safetensors::load_buffer(safetensors, &Device::Cpu).map_err(|e| e.to_string())?;
-        let weights = Weights { tensors, prefix: String::new() }.with_prefix();
+        Self::from_weights(&Weights::read(safetensors)?, config)
+    }
+
+    fn from_weights(weights: &Weights, config: &Config) -> std::result::Result<Self, String> {
         let hidden = config.hidden_size;
         let embedding = |name: &str, rows: usize| weights.matrix(&format!("embeddings.{name}.weight"), rows, hidden);
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
@@ -119,6 +121,29 @@ impl BertEncoder {
     /// attention mask does), L2-normalised vectors, one per sequence, in order.
     pub fn embed(&self, sequences: &[Sequence<'_>]) -> std::result::Result<Vec<Vec<f32>>, String> {
         let h = self.hidden;
+        let (x, starts) = self.forward(sequences)?;
+        Ok((0..starts.len().saturating_sub(1))
+            .map(|s| {
+                let (start, end) = (starts[s], starts[s + 1]);
+                let mut mean = vec![0f32; h];
+                for row in x[start * h..end * h].chunks_exact(h) {
+                    for (m, v) in mean.iter_mut().zip(row) {
+                        *m += v;
+                    }
+                }
+                let count = (end - start) as f32;
+                mean.iter_mut().for_each(|m| *m /= count);
+                let norm = mean.iter().map(|m| m * m).sum::<f32>().sqrt().max(1e-12);
+                mean.iter_mut().for_each(|m| *m /= norm);
+                mean
+            })
+            .collect())
+    }
+
+    /// The last hidden states of the packed sequences (rows × hidden) and each sequence's first
+    /// row (`starts[s]..starts[s + 1]`); empty when there are no rows.
+    fn forward(&self, sequences: &[Sequence<'_>]) -> std::result::Result<(Vec<f32>, Vec<usize>), String> {
+        let h = self.hidden;
         // Row r of every activation is token `r - starts[s]` of sequence `s = row_sequence[r]`.
         let mut starts = Vec::with_capacity(sequences.len() + 1);
         let mut row_sequence = Vec::new();
@@ -139,7 +164,7 @@ impl BertEncoder {
         }
         let rows = row_sequence.len();
         if rows == 0 {
-            return Ok(Vec::new());
+            return Ok((Vec::new(), vec![0]));
         }
 
         let packing = Packing { sequences, starts: &starts, row_sequence: &row_sequence };
@@ -182,20 +207,58 @@ impl BertEncoder {
             product(&inner, rows, &layer.output, Epilogue::ResidualNorm { norm: &layer.output_norm, eps: self.eps }, &mut x)?;
         }
 
-        Ok((0..sequences.len())
+        Ok((x, starts))
+    }
+}
+
+/// A BERT cross-encoder (`BertForSequenceClassification`): the encoder above, then the pooler
+/// (tanh of a dense layer over the [CLS] row) and the linear classifier; one logit per
+/// sequence (the first label's: a reranker has one).
+pub struct BertClassifier {
+    encoder: BertEncoder,
+    /// Pooler weight, out × in row-major as stored, and bias.
+    pooler_weight: Vec<f32>,
+    pooler_bias: Vec<f32>,
+    /// The first label's classifier row and bias.
+    classifier_weight: Vec<f32>,
+    classifier_bias: f32,
+}
+
+impl BertClassifier {
+    /// Reads the weights (`bert.*`, `bert.pooler.dense.*`, `classifier.*`) from safetensors bytes.
+    pub fn load(safetensors: &[u8], config: &Config) -> std::result::Result<Self, String> {
+        let weights = Weights::read(safetensors)?;
+        let encoder = BertEncoder::from_weights(&weights, config)?;
+        let h = config.hidden_size;
+        let labels = weights.exact("classifier.weight").map(|t| t.dims().first().copied().unwrap_or(0)).unwrap_or(0);
+        if labels == 0 {
+            return Err("the weights have no classifier.weight (not a sequence-classification model)".into());
+        }
+        let classifier = weights.exact_tensor("classifier.weight", &[labels, h])?;
+        let classifier_weight = classifier.get(0).and_then(|row| row.to_vec1::<f32>()).map_err(|e| e.to_string())?;
+        let classifier_bias = weights.exact_tensor("classifier.bias", &[labels])?.to_vec1::<f32>().map_err(|e| e.to_string())?[0];
+        Ok(BertClassifier {
+            encoder,
+            pooler_weight: weights.matrix("pooler.dense.weight", h, h)?,
+            pooler_bias: weights.vector("pooler.dense.bias", h)?,
+            classifier_weight,
+            classifier_bias,
+        })
+    }
+
+    /// One logit per sequence, in order.
+    pub fn logits(&self, sequences: &[Sequence<'_>]) -> std::result::Result<Vec<f32>, String> {
+        let h = self.encoder.hidden;
+        let (x, starts) = self.encoder.forward(sequences)?;
+        Ok((0..starts.len().saturating_sub(1))
             .map(|s| {
-                let (start, end) = (starts[s], starts[s + 1]);
-                let mut mean = vec![0f32; h];
-                for row in x[start * h..end * h].chunks_exact(h) {
-                    for (m, v) in mean.iter_mut().zip(row) {
-                        *m += v;
-                    }
+                let cls = &x[starts[s] * h..][..h];
+                let mut logit = self.classifier_bias;
+                for (o, (row, bias)) in self.pooler_weight.chunks_exact(h).zip(&self.pooler_bias).enumerate() {
+                    let pooled = (row.iter().zip(cls).map(|(w, v)| w * v).sum::<f32>() + bias).tanh();
+                    logit += self.classifier_weight[o] * pooled;
                 }
-                let count = (end - start) as f32;
-                mean.iter_mut().for_each(|m| *m /= count);
-                let norm = mean.iter().map(|m| m * m).sum::<f32>().sqrt().max(1e-12);
-                mean.iter_mut().for_each(|m| *m /= norm);
-                mean
+                logit
             })
             .collect())
     }
@@ -535,6 +598,24 @@ struct Weights {
 }
 
 impl Weights {
+    fn read(safetensors: &[u8]) -> std::result::Result<Self, String> {
+        let tensors = candle_core::safetensors::load_buffer(safetensors, &Device::Cpu).map_err(|e| e.to_string())?;
+        Ok(Weights { tensors, prefix: String::new() }.with_prefix())
+    }
+
+    /// A tensor by its full name (no `bert.` prefix: the classifier sits beside the encoder).
+    fn exact(&self, name: &str) -> Option<&Tensor> {
+        self.tensors.get(name)
+    }
+
+    fn exact_tensor(&self, name: &str, shape: &[usize]) -> std::result::Result<Tensor, String> {
+        let tensor = self.exact(name).ok_or_else(|| format!("the weights have no tensor {name}"))?;
+        if tensor.dims() != shape {
+            return Err(format!("tensor {name} has shape {:?}, expected {shape:?}", tensor.dims()));
+        }
+        tensor.to_dtype(DType::F32).map_err(|e| e.to_string())
+    }
+
     /// Some exports name every tensor `bert.…`; use that prefix when the plain names are absent.
     fn with_prefix(mut self) -> Self {
         if !self.tensors.contains_key("embeddings.word_embeddings.weight")

@@ -4,6 +4,7 @@
 //!   download only when the policy's egress is `allow-public`) and their sha256 check.
 //! - `minilm`  — the model itself: tokenise (256-token cut, pad to the longest in the batch),
 //!   BERT forward, mean pooling over the attention mask, L2 normalisation.
+//! - `cross_encoder` — the reranker (a BERT sequence classifier) on the same kernels.
 //! - `ModelHandle` (here) — the lazily loaded, process-shared model a vault holds, and the
 //!   `describe()` the doctor report shows.
 //!
@@ -11,6 +12,7 @@
 //! `ModelId` are never mixed with them.
 
 mod bert;
+pub mod cross_encoder;
 mod minilm;
 mod resolve;
 
@@ -96,6 +98,8 @@ pub enum ThreadsSource {
 /// neither the disk nor the network.
 #[derive(Debug, Clone)]
 pub struct ModelConfig {
+    /// The policy section the model comes from: `embedding` or `reranker` (named in errors).
+    pub section: &'static str,
     pub id: ModelId,
     pub max_tokens: usize,
     pub batch_size: usize,
@@ -133,6 +137,7 @@ impl ModelConfig {
             None => (e.threads, ThreadsSource::Policy),
         };
         ModelConfig {
+            section: "embedding",
             id: ModelId { repo: e.repo.clone(), revision: e.revision.clone(), dimension: e.dimension },
             max_tokens: e.max_tokens,
             batch_size: e.batch_size,

@@ -48,7 +48,9 @@ const HOW_TO_PROVIDE: &str = "Provide config.json, tokenizer.json and model.safe
 /// Resolves, reads and verifies the model files named by `config`.
 pub fn resolve(config: &ModelConfig) -> Result<VerifiedModel> {
     let explicit = match (&config.policy_dir, &config.env_dir) {
-        (Some(dir), _) => Some(("policy embedding.local_dir", dir)),
+        (Some(dir), _) => {
+            Some((if config.section == "reranker" { "policy reranker.local_dir" } else { "policy embedding.local_dir" }, dir))
+        }
         (None, Some(dir)) => Some(("PARAVAULT_MODEL_DIR", dir)),
         (None, None) => None,
     };
@@ -77,7 +79,7 @@ pub fn resolve(config: &ModelConfig) -> Result<VerifiedModel> {
 
     match (config.egress, &config.hf_cache) {
         (EgressPolicy::Deny, _) => Err(Error::EgressDenied {
-            what: format!("embedding model {} (not in the Hugging Face cache: {})", config.id, missing.join(", ")),
+            what: format!("{} model {} (not in the Hugging Face cache: {})", config.section, config.id, missing.join(", ")),
             remediation: HOW_TO_PROVIDE.to_string(),
         }),
         (EgressPolicy::AllowPublic, None) => Err(Error::ModelUnavailable {

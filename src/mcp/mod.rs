@@ -123,6 +123,9 @@ fn remediation(code: &str) -> &'static str {
         "receipt_not_found" => "pass receipt_id as seq:<n> or the trace_id of an ok receipt (read_memory_history lists them)",
         "task_journal_integrity" => "a person must inspect the task's event journal; the task is not written to until then",
         "not_configured" => "call again without the option the message names; this capability is not configured",
+        "reranker_unavailable" => {
+            "use search_mode=hybrid, or pin the policy's reranker (sha256 of its files) and provide them in reranker.local_dir or the Hugging Face cache"
+        }
         "embedding_failed" => "retry; if it persists call get_server_info with probe_provider=true",
         "policy_invalid" | "vault_unusable" => "a person must fix the vault or its policy; run `paravault doctor`",
         _ => "run get_server_info and lint_vault for details",

@@ -978,7 +978,7 @@ pub struct SearchVaultTool {
     #[serde(default = "twenty")]
     #[schemars(range(min = 1, max = 20))]
     pub max_results: usize,
-    /// auto | fts | semantic | vector | hybrid | reranked | graph_assisted (hybrid_reranked = reranked). Without a dense index semantic fails closed, vector and hybrid answer with fts and graph_assisted expands fts anchors (actual_mode and fallback_reason say what ran); auto falls back to fts and says why. Stricter than P.O.W.E.R.: reranked is not_configured (no verified cross-encoder is bundled).
+    /// auto | fts | semantic | vector | hybrid | reranked | graph_assisted (hybrid_reranked = reranked). Without a dense index semantic fails closed, vector and hybrid answer with fts and graph_assisted expands fts anchors (actual_mode and fallback_reason say what ran); auto falls back to fts and says why. reranked: the policy's pinned cross-encoder rescores hybrid's top candidates (BM25's without a dense index, said in fallback_reason); it fails closed (reranker_unavailable) when the model is not pinned or absent, and past its time budget returns the fused order with fallback_reason.
     #[serde(default = "auto_mode")]
     pub search_mode: String,
     /// current | historical | all.

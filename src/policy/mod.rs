@@ -98,6 +98,10 @@ pub struct Boosts {
 pub struct SearchPolicy {
     pub generations_kept: usize,
     pub boosts: Boosts,
+    /// BM25 term-frequency saturation k1 (b follows as 1 - 0.3 / k1: see `search::query::Bm25Statistics`).
+    pub bm25_k1: f32,
+    /// Characters of a query that are analysed; a longer query is cut there and says so.
+    pub query_chars_max: usize,
     pub rrf_k: u32,
     pub max_results_cap: usize,
     pub chunk_min_words: usize,
@@ -150,6 +154,30 @@ impl ModelFileHashes {
     pub fn files(&self) -> [(&'static str, &str); 3] {
         [("config.json", &self.config_json), ("tokenizer.json", &self.tokenizer_json), ("model.safetensors", &self.model_safetensors)]
     }
+}
+
+/// The cross-encoder of `search_mode=reranked`: which one, pinned how, and its budget.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RerankerPolicy {
+    /// Hugging Face repository, `owner/name`.
+    pub repo: String,
+    /// The repository commit (40 hex digits).
+    pub revision: String,
+    /// Token cut of each (query, passage) pair, the passage cut first.
+    pub max_tokens: usize,
+    /// How many fused candidates are reranked (the rest follow in fused order).
+    pub candidates: usize,
+    /// Pairs per inference batch.
+    pub batch_size: usize,
+    /// Wall-clock budget of the reranking; past it the fused order is returned, with the reason.
+    pub time_budget_ms: u64,
+    /// Inference threads; the RAYON_NUM_THREADS environment variable, when set, wins.
+    pub threads: usize,
+    /// Explicit model folder; empty means none.
+    pub local_dir: String,
+    /// sha256 of every file; an empty hash means the model is not pinned and reranked fails closed.
+    pub sha256: ModelFileHashes,
 }
 
 /// The dense embedding model: which one, pinned how, and how it runs.
@@ -242,6 +270,7 @@ pub struct Policy {
     pub search: SearchPolicy,
     pub maintenance: MaintenancePolicy,
     pub embedding: EmbeddingPolicy,
+    pub reranker: RerankerPolicy,
     pub rate_limits: BTreeMap<String, u32>,
     /// Tools charged to another tool's rate limit (tool → the tool whose limit it shares).
     pub rate_limit_shared: BTreeMap<String, String>,
@@ -456,6 +485,12 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
     if b.body <= 0.0 {
         return Err(invalid("boosts", "search boost 'body' must be positive".into()));
     }
+    if !(policy.search.bm25_k1.is_finite() && (0.35..=3.0).contains(&policy.search.bm25_k1)) {
+        return Err(invalid("bm25_k1", format!("search.bm25_k1 must be a number in [0.35, 3], found {}", policy.search.bm25_k1)));
+    }
+    if !(16..=100_000).contains(&policy.search.query_chars_max) {
+        return Err(invalid("query_chars_max", "search.query_chars_max must be 16-100000".into()));
+    }
     if policy.search.chunk_min_words == 0 {
         return Err(invalid("chunk_min_words", "chunk_min_words must be at least 1".into()));
     }
@@ -522,6 +557,7 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
         return Err(invalid("broker_socket", "infra.broker_socket must be an absolute path or null".into()));
     }
     validate_embedding(&policy.embedding, &invalid)?;
+    validate_reranker(&policy.reranker, &invalid)?;
     regex::Regex::new(&policy.layout.root_daily_log_pattern).map_err(|e| invalid("root_daily_log_pattern", format!("invalid pattern: {e}")))
 }
 
@@ -558,6 +594,35 @@ fn validate_embedding(e: &EmbeddingPolicy, invalid: &dyn Fn(&str, String) -> Err
     for (file, hash) in e.sha256.files() {
         if !is_hex(hash, 64) {
             return Err(invalid(file, format!("embedding.sha256 of {file} must be 64 lowercase hex digits")));
+        }
+    }
+    Ok(())
+}
+
+fn validate_reranker(r: &RerankerPolicy, invalid: &dyn Fn(&str, String) -> Error) -> Result<()> {
+    let is_hex = |s: &str, len: usize| s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    let mut parts = r.repo.split('/');
+    let repo_ok = matches!((parts.next(), parts.next(), parts.next()), (Some(owner), Some(name), None) if !owner.is_empty() && !name.is_empty())
+        && !r.repo.contains("..")
+        && r.repo.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b));
+    if !repo_ok {
+        return Err(invalid("repo", format!("reranker.repo '{}' must be a Hugging Face repository 'owner/name'", r.repo)));
+    }
+    if !is_hex(&r.revision, 40) {
+        return Err(invalid("revision", format!("reranker.revision '{}' must be a commit hash (40 lowercase hex digits)", r.revision)));
+    }
+    if r.max_tokens < 8 || r.max_tokens > EMBEDDING_MAX_TOKENS_LIMIT {
+        return Err(invalid("max_tokens", format!("reranker.max_tokens must be in 8..={EMBEDDING_MAX_TOKENS_LIMIT}")));
+    }
+    if !(1..=100).contains(&r.candidates) || r.batch_size == 0 || r.threads == 0 {
+        return Err(invalid("candidates", "reranker.candidates must be 1-100, batch_size and threads at least 1".into()));
+    }
+    if r.time_budget_ms > 60_000 {
+        return Err(invalid("time_budget_ms", "reranker.time_budget_ms must be at most 60000".into()));
+    }
+    for (file, hash) in r.sha256.files() {
+        if !hash.is_empty() && !is_hex(hash, 64) {
+            return Err(invalid(file, format!("reranker.sha256 of {file} must be empty (not pinned) or 64 lowercase hex digits")));
         }
     }
     Ok(())

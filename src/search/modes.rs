@@ -1,6 +1,7 @@
 //! Ranked note lists for the dense search modes: `semantic` (exact cosine over the generation's
 //! stored chunk vectors, max per note), `hybrid` (reciprocal-rank fusion of BM25 and dense) and
-//! `graph_assisted` (hybrid anchors expanded along the links stored with the generation).
+//! `graph_assisted` (hybrid anchors expanded along the links stored with the generation), and
+//! the cross-encoder's reordering of hybrid's (or BM25's) top candidates for `reranked`.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{LazyLock, Mutex};
@@ -93,11 +94,12 @@ pub(super) struct Candidate {
 
 /// The BM25 list, `depth` notes deep, aggregated by the `note_key` fast field (no stored
 /// document is read).
-pub(super) fn fts_candidates(g: &OpenGeneration, q: &dyn Query, depth: usize) -> Result<Vec<Candidate>> {
+pub(super) fn fts_candidates(g: &OpenGeneration, q: &dyn Query, depth: usize, bm25_k1: f32) -> Result<Vec<Candidate>> {
     let searcher = g.reader.searcher();
+    let stats = super::query::Bm25Statistics::new(&searcher, &g.fields, bm25_k1).map_err(search_err)?;
     let columns: Vec<Option<tantivy::columnar::Column<u64>>> =
         searcher.segment_readers().iter().map(|r| r.fast_fields().u64("note_key").ok()).collect();
-    let top = searcher.search(q, &TopDocs::with_limit(depth * 2).order_by_score()).map_err(search_err)?;
+    let top = searcher.search_with_statistics_provider(q, &TopDocs::with_limit(depth * 2).order_by_score(), &stats).map_err(search_err)?;
     let mut out: Vec<Candidate> = Vec::new();
     let mut at: HashMap<u64, usize> = HashMap::new();
     for (score, addr) in top {
@@ -173,6 +175,23 @@ pub(super) fn materialize(g: &OpenGeneration, candidates: &[Candidate], n: usize
         }
     }
     Ok(out)
+}
+
+/// The candidates ordered by the cross-encoder's logit for (query, best chunk), best first (a
+/// tie keeps the fused order), each scored by its logit; `Err(candidates)` unchanged when the
+/// deadline passed before every candidate was scored.
+pub(super) fn rerank(
+    model: &crate::embed::cross_encoder::CrossEncoder,
+    query: &str,
+    candidates: Vec<NoteHit>,
+    deadline: std::time::Instant,
+) -> Result<std::result::Result<Vec<NoteHit>, Vec<NoteHit>>> {
+    let passages: Vec<&str> = candidates.iter().map(|h| h.body.as_str()).collect();
+    let Some(logits) = model.score(query, &passages, Some(deadline))? else { return Ok(Err(candidates)) };
+    let mut scored: Vec<(usize, NoteHit)> =
+        candidates.into_iter().zip(logits).enumerate().map(|(i, (hit, logit))| (i, NoteHit { score: logit, ..hit })).collect();
+    scored.sort_by(|(ai, a), (bi, b)| b.score.total_cmp(&a.score).then(ai.cmp(bi)));
+    Ok(Ok(scored.into_iter().map(|(_, h)| h).collect()))
 }
 
 /// Paths of the notes `path` links to and the notes that link to it (at most `cap`).

@@ -1,6 +1,7 @@
 //! User query text → a tantivy query that can never fail to parse: words and "quoted phrases"
 //! are extracted by hand (any Unicode letters or digits), run through the index analyzer, and
-//! OR-ed over title, tags, description, section and body with the policy's BM25 field boosts.
+//! OR-ed over the fields with a positive policy boost (by default the body alone), scored with
+//! the BM25 statistics of `Bm25Statistics`.
 
 use std::collections::BTreeSet;
 
@@ -137,4 +138,55 @@ pub fn build(fields: &Fields, boosts: &Boosts, analysed: &Analysed) -> Option<Bo
         }
     }
     Some(Box::new(BooleanQuery::new(should)))
+}
+
+/// The BM25 statistics the scorer sees: the collection is the chunk documents only (the
+/// per-note documents carry no text, yet tantivy would count them in N and halve the average
+/// length), and the average length is scaled so that tantivy's fixed k1 = 1.2, b = 0.75 score
+/// exactly as BM25 with the policy's k1.
+///
+/// With the average length scaled by c, tantivy's length term 1.2 (0.25 + 0.75 dl / (c avgdl))
+/// equals k1' (1 - b' + b' dl / avgdl) with k1' = 0.3 + 0.9 / c and b' = 1 - 0.3 / k1': every
+/// BM25 with k1 (1 - b) = 0.3 is reachable, and no other (tantivy's block-max scorer has no
+/// k1/b setting). The policy names k1; c = 0.9 / (k1 - 0.3). The score's constant factor
+/// (k1 + 1) scales every term alike and leaves the ranking unchanged. k1 = 1.2 is tantivy as
+/// is; the default k1 = 0.9 (Anserini's, as the reference runs) gives b = 2/3, whose length
+/// term equals Lucene's k1 0.9, b 0.4 at the average length.
+pub struct Bm25Statistics<'a> {
+    searcher: &'a tantivy::Searcher,
+    chunk_docs: u64,
+    length_scale: f64,
+}
+
+impl<'a> Bm25Statistics<'a> {
+    pub fn new(searcher: &'a tantivy::Searcher, fields: &Fields, k1: f32) -> tantivy::Result<Self> {
+        let chunk_docs = searcher.doc_freq(&Term::from_field_text(fields.doc_kind, schema::KIND_CHUNK))?;
+        Ok(Bm25Statistics { searcher, chunk_docs: chunk_docs.max(1), length_scale: Self::length_scale(k1) })
+    }
+
+    /// The factor the average length is multiplied by for `k1`.
+    pub fn length_scale(k1: f32) -> f64 {
+        0.9 / (f64::from(k1).max(0.35) - 0.3)
+    }
+
+    /// The b that goes with `k1` (tantivy's k1 (1 - b) = 0.3 is held).
+    pub fn b_for(k1: f32) -> f32 {
+        1.0 - 0.3 / k1
+    }
+}
+
+impl tantivy::query::Bm25StatisticsProvider for Bm25Statistics<'_> {
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        let tokens = tantivy::query::Bm25StatisticsProvider::total_num_tokens(self.searcher, field)?;
+        Ok(((tokens as f64) * self.length_scale).round().max(1.0) as u64)
+    }
+
+    fn total_num_docs(&self) -> tantivy::Result<u64> {
+        Ok(self.chunk_docs)
+    }
+
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        // A term's document frequency can never exceed N (idf asserts it).
+        Ok(self.searcher.doc_freq(term)?.min(self.chunk_docs))
+    }
 }

@@ -18,7 +18,7 @@ pub const ANALYZER: &str = "pv_en";
 /// Chunker identity recorded in every manifest.
 pub const CHUNKER: &str = "paravault-sections/v1";
 /// Version of this schema (documents and fields); bump forces a rebuild.
-pub const INDEX_SCHEMA_VERSION: u32 = 4;
+pub const INDEX_SCHEMA_VERSION: u32 = 5;
 /// How many keywords `suggest_related` takes from a note.
 pub const KEYWORDS_PER_NOTE: usize = 16;
 
@@ -342,9 +342,10 @@ pub fn note_documents(fields: &Fields, record: &NoteRecord, bytes: &[u8], chunk_
         }
         doc.add_text(fields.section, &chunk.section);
         // First value: the chunk text (stored, for snippets). Second value: the note's context
-        // (title, section), so body BM25 sees what the chunk is about.
+        // (title, description, tags, section), so the body is the one BM25 field holding every
+        // word the note is about (the policy's default boosts score the body alone).
         doc.add_text(fields.body, &chunk.text);
-        doc.add_text(fields.body, format!("{title}\n{}", chunk.section));
+        doc.add_text(fields.body, format!("{title}\n{description}\n{tags}\n{}", chunk.section));
         doc.add_text(fields.content_sha256, &sha256);
         doc.add_u64(fields.note_key, key);
         embed_texts.push((docs.len(), crate::search::dense::embed_text(&title, &description, &chunk.section, &chunk.text)));

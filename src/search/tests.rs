@@ -130,7 +130,7 @@ fn auto_falls_back_semantic_is_refused_and_lexical_modes_answer_with_bm25() {
         assert!(env.results.iter().all(|r| r.metadata.fallback_reason.as_deref() == Some(reason)), "{mode}");
     }
     req.search_mode = SearchMode::Reranked;
-    assert_eq!(search(v.path(), &p, req.clone()).expect_err("reranked").code(), "not_configured");
+    assert_eq!(search(v.path(), &p, req.clone()).expect_err("reranked").code(), "reranker_unavailable");
     // A dense sync without a model fails closed before touching the published generation.
     let empty = tempfile::tempdir().expect("tempdir");
     let p = policy(Some(&format!("embedding:\n  local_dir: {}\n", empty.path().display())));
@@ -669,4 +669,62 @@ proptest! {
         prop_assert_eq!(&schema::tokens(&mut memoised, &text), &expected);
         prop_assert_eq!(&schema::tokens(&mut memoised, &text), &expected);
     }
+}
+
+#[test]
+fn a_long_query_is_cut_at_the_bound_and_says_what_was_cut() {
+    let v = vault();
+    let p = policy(None);
+    sync_all(v.path(), &p);
+    // 2,094 characters: a paragraph whose answer words come first and whose tail is filler.
+    let mut text = String::from("How does the borrow checker keep memory safe in Rust ownership? ");
+    while text.chars().count() < 2094 {
+        text.push_str("tomatoes ");
+    }
+    let text: String = text.chars().take(2094).collect();
+    let env = search(v.path(), &p, SearchRequest::fts(&text, 3)).expect("a long query is searched, not refused");
+    assert_eq!(env.results[0].source.path, "03_Resources/rust.md");
+    let reason = env.fallback_reason.as_deref().expect("the cut is reported");
+    assert!(reason.starts_with("query_truncated: the query has 2094 characters and search.query_chars_max is 2000"), "{reason}");
+    assert!(reason.contains("they begin \"tomatoes"), "{reason}");
+    assert!(env.query.chars().count() <= 2000 && !env.query.ends_with(' '), "the echo is what was searched");
+    // At the bound nothing is cut; one over-long word is cut inside the word.
+    let (word, accents) = ("a".repeat(2000), "é".repeat(30));
+    let (kept, cut) = cut_query(&word, 2000);
+    assert_eq!((kept.len(), cut), (2000, None));
+    let (kept, cut) = cut_query(&accents, 20);
+    assert_eq!(kept.chars().count(), 20);
+    assert!(cut.expect("cut").contains("the last 10 were not"));
+    // The bound is policy, and validated.
+    let p = policy(Some("search:\n  query_chars_max: 40\n"));
+    let env = search(v.path(), &p, SearchRequest::fts("garden tomatoes need sun and water every single day of summer", 3)).expect("cut");
+    assert!(env.fallback_reason.as_deref().is_some_and(|r| r.contains("query_chars_max is 40")));
+    assert_eq!(LoadedPolicy::from_texts(Some("search:\n  query_chars_max: 3\n")).expect_err("too small").code(), "policy_invalid");
+}
+
+#[test]
+fn bm25_sees_chunk_documents_only_and_the_policy_k1() {
+    let v = vault();
+    let p = policy(None);
+    sync_all(v.path(), &p);
+    let g = generation::acquire(v.path(), &p).expect("acquire").generation;
+    let searcher = g.reader.searcher();
+    let stats = query::Bm25Statistics::new(&searcher, &g.fields, 0.9).expect("stats");
+    use tantivy::query::Bm25StatisticsProvider;
+    // Three notes: three note documents and three chunks; N is the chunks alone.
+    assert_eq!(searcher.num_docs(), 6);
+    assert_eq!(stats.total_num_docs().expect("N"), 3);
+    // k1 0.9 scales the average length by 0.9 / 0.6 = 1.5, which is BM25 with b = 2/3.
+    let raw = Bm25StatisticsProvider::total_num_tokens(&searcher, g.fields.body).expect("tokens");
+    assert_eq!(stats.total_num_tokens(g.fields.body).expect("tokens"), (raw as f64 * 1.5).round() as u64);
+    assert!((query::Bm25Statistics::b_for(0.9) - 2.0 / 3.0).abs() < 1e-6);
+    assert!((query::Bm25Statistics::length_scale(1.2) - 1.0).abs() < 1e-6, "k1 1.2 is tantivy as is");
+    for bad in ["0.2", "4", ".nan"] {
+        let err = LoadedPolicy::from_texts(Some(&format!("search:\n  bm25_k1: {bad}\n"))).expect_err("out of range");
+        assert_eq!(err.code(), "policy_invalid", "{bad}");
+    }
+    // The default ranking is one BM25 field: a word only in the description still finds the
+    // note (the body carries title, description and tags).
+    let env = search(v.path(), &p, SearchRequest::fts("about garden", 3)).expect("description word");
+    assert_eq!(env.results[0].source.path, "02_Areas/garden.md");
 }

