@@ -207,11 +207,12 @@ pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Value> {
     faults::crash_point("after_commit");
     // A file changed outside the engine since the plan: put nothing in place, mark the intent
     // abandoned (durably, so recovery never finishes it) and refuse the write.
-    if let Some(conflict) = changed_since_planned(vault, &plan.seen) {
-        return Err(abandon(vault, &mut writer, &mutation, plan.previous_records, seq, conflict));
-    }
+    let confirmed = match changed_since_planned(vault, &plan.seen) {
+        Ok(confirmed) => confirmed,
+        Err(conflict) => return Err(abandon(vault, &mut writer, &mutation, plan.previous_records, seq, conflict)),
+    };
     // Past the commit point: finish, or leave it to recovery.
-    match finish(vault, &mut writer, &intent, &mut phases) {
+    match finish(vault, &mut writer, &intent, &confirmed, &mut phases) {
         Ok(receipt) => {
             vault.merge_catalog_state(plan.catalog_state, &plan.catalog_dirs);
             Ok(receipt)
@@ -268,24 +269,33 @@ fn seen(vault: &Vault, path: &VaultPath) -> Result<Seen> {
 /// The first planned file that no longer holds what the plan saw (an edit, creation or
 /// removal made outside the engine since): a stat comparison, and a content comparison only
 /// when the stat identity moved (a touch that kept the bytes is not a conflict).
-fn changed_since_planned(vault: &Vault, seen: &[Seen]) -> Option<Error> {
+/// Returns the files whose settled stat identity it confirmed unchanged (the apply then need
+/// not read them again unless that identity moves).
+fn changed_since_planned(vault: &Vault, seen: &[Seen]) -> std::result::Result<Confirmed, Error> {
+    let mut confirmed = Confirmed::new();
     for entry in seen {
         let absolute = entry.path.under(vault.root());
         let now = std::fs::symlink_metadata(&absolute).ok().map(|m| FileStamp::of(&m));
         if now == entry.stamp && now.is_none_or(|stamp| !stamp.is_racy(entry.seen_at)) {
+            if let Some(stamp) = now {
+                confirmed.insert(entry.path.to_string(), stamp);
+            }
             continue;
         }
         let bytes = std::fs::read(&absolute).ok();
         if !entry.pre_image.matches(bytes.as_deref()) {
-            return Some(Error::PreconditionFailed {
+            return Err(Error::PreconditionFailed {
                 path: entry.path.to_string(),
                 expected: entry.pre_image.sha256(),
                 found: bytes.map_or_else(|| "absent".to_string(), |b| sha256_hex(&b)),
             });
         }
     }
-    None
+    Ok(confirmed)
 }
+
+/// Files whose pre-image was confirmed by an unchanged, settled stat identity, by path.
+pub(crate) type Confirmed = std::collections::HashMap<String, FileStamp>;
 
 /// Preconditions of one note change; returns its (before, after) hashes and what it saw.
 fn check_note(vault: &Vault, note: &NoteChange, create_folders: bool) -> Result<(NoteHashes, Seen)> {
@@ -514,8 +524,8 @@ fn abandon(
 }
 
 /// Steps 6–9 for a committed intent: apply, publish, receipt, checkpoint.
-fn finish(vault: &Vault, writer: &mut WriterGuard<'_>, intent: &Intent, phases: &mut Phases) -> Result<Value> {
-    let conflicts = apply_changes(vault, &intent.changes, &BTreeSet::new())?;
+fn finish(vault: &Vault, writer: &mut WriterGuard<'_>, intent: &Intent, confirmed: &Confirmed, phases: &mut Phases) -> Result<Value> {
+    let conflicts = apply_changes(vault, &intent.changes, &BTreeSet::new(), confirmed)?;
     phases.mark("apply");
     faults::crash_point("after_apply");
     let mut receipt = match &intent.receipt {
@@ -698,7 +708,9 @@ pub(crate) fn record_generation(receipt: &mut Map<String, Value>, generation: &P
 /// - a file is replaced or removed only while it holds the pre-image the plan recorded (a
 ///   journal of an older engine has none: then it is replaced as before);
 /// - an append never truncates bytes it did not write: only a torn copy of its own text is cut.
-pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeSet<String>) -> Result<Vec<String>> {
+/// `confirmed` names files whose pre-image the caller just confirmed by stat identity: while
+/// that identity holds, they are replaced without being read again.
+pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeSet<String>, confirmed: &Confirmed) -> Result<Vec<String>> {
     let root = vault.root();
     let mut conflicts = Vec::new();
     for change in changes.iter().filter(|c| !skip.contains(c.path())) {
@@ -708,6 +720,13 @@ pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeS
         // for a link between the plan's check and this write is never followed.
         match change {
             FileChange::Write { text, before, .. } => {
+                let still_confirmed = confirmed
+                    .get(path.as_str())
+                    .is_some_and(|stamp| std::fs::symlink_metadata(&absolute).is_ok_and(|m| FileStamp::of(&m) == *stamp));
+                if still_confirmed {
+                    crate::store::beneath::replace_unsynced(root, path.as_str(), text.as_bytes(), true)?;
+                    continue;
+                }
                 let current = crate::store::beneath::read(root, path.as_str())?;
                 if current.as_deref() == Some(text.as_bytes()) {
                     continue;

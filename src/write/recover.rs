@@ -42,7 +42,7 @@ pub fn recover_pending(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<Ve
             .flat_map(|i| i.changes.iter().map(|c| c.path().to_string()))
             .collect();
         tracing::warn!(seq = intent.seq, "recovery: finishing a committed transaction");
-        let conflicts = super::apply_changes(vault, &intent.changes, &later)?;
+        let conflicts = super::apply_changes(vault, &intent.changes, &later, &super::Confirmed::new())?;
         if !conflicts.is_empty() {
             tracing::warn!(seq = intent.seq, ?conflicts, "recovery: left files that changed outside the engine as they are");
         }
