@@ -122,6 +122,12 @@ impl NoteRecord {
     pub fn is_note(&self) -> bool {
         self.kind == PageKind::Note
     }
+
+    /// Whether this record still describes the file: same role, a settled (not racy) stamp,
+    /// and the file's stat identity `now` unchanged. Otherwise the file must be read again.
+    pub fn is_current(&self, kind: PageKind, now: Option<FileStamp>) -> bool {
+        self.kind == kind && self.stamp.is_some_and(|(old, at)| !old.is_racy(at) && now == Some(old))
+    }
 }
 
 /// Markers that make a catalog page ours to overwrite: paravault's and P.O.W.E.R.'s.
@@ -333,7 +339,7 @@ pub struct LoadCounts {
 }
 
 /// A file's stat identity now (`None`: gone or unreadable).
-fn stamp_now(root: &Path, path: &VaultPath) -> Option<FileStamp> {
+pub fn stamp_now(root: &Path, path: &VaultPath) -> Option<FileStamp> {
     std::fs::symlink_metadata(path.under(root)).ok().map(|m| FileStamp::of(&m))
 }
 
@@ -377,10 +383,7 @@ impl Inventory {
         let mut to_read = Vec::new();
         for (path, kind) in &scan.pages {
             match known.remove(path) {
-                Some(record)
-                    if record.kind == *kind
-                        && record.stamp.is_some_and(|(old, at)| !old.is_racy(at) && stamp_now(root, path) == Some(old)) =>
-                {
+                Some(record) if record.is_current(*kind, stamp_now(root, path)) => {
                     reused.push(record);
                 }
                 _ => to_read.push((path.clone(), *kind)),
@@ -409,7 +412,7 @@ impl Inventory {
     pub fn has_under(&self, rel: &str) -> bool {
         let start = VaultPath::bound(format!("{rel}/"));
         let end = VaultPath::bound(format!("{rel}0"));
-        self.files.range(start.clone()..end.clone()).next().is_some() || self.records.range(start..end).next().is_some()
+        self.files.range(start..end).next().is_some() || self.subtree(rel).next().is_some()
     }
 
     /// Notes or forgets that an in-scope Markdown name is a symbolic link.

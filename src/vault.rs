@@ -614,11 +614,7 @@ impl Vault {
         inventory.set_symlinked(&path, symlink && crate::scan::classify(&self.policy, &path).is_some());
         match kind {
             Some(kind) => {
-                let stamp = meta.as_ref().map(FileStamp::of);
-                let unchanged = inventory.records.get(&path).is_some_and(|r| {
-                    r.kind == kind && matches!((r.stamp, stamp), (Some((old, at)), Some(now)) if old == now && !old.is_racy(at))
-                });
-                if unchanged {
+                if inventory.records.get(&path).is_some_and(|r| r.is_current(kind, meta.as_ref().map(FileStamp::of))) {
                     return Some(Refreshed::Unchanged);
                 }
                 let record = inventory::read_record(&self.root, &path, kind, &self.policy);
@@ -658,13 +654,7 @@ impl Vault {
         }
         let mut changed = Vec::new();
         for (path, kind) in &scan.pages {
-            let unchanged = inventory.records.get(path).is_some_and(|r| {
-                r.kind == *kind
-                    && r.stamp.is_some_and(|(old, at)| {
-                        !old.is_racy(at) && std::fs::symlink_metadata(path.under(&self.root)).is_ok_and(|m| FileStamp::of(&m) == old)
-                    })
-            });
-            if !unchanged {
+            if !inventory.records.get(path).is_some_and(|r| r.is_current(*kind, inventory::stamp_now(&self.root, path))) {
                 changed.push((path.clone(), *kind));
             }
         }

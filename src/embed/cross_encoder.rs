@@ -2,7 +2,7 @@
 //! cross-encoder/ms-marco-MiniLM-L-6-v2): resolved and verified exactly like the embedding
 //! model, run on the same packed CPU kernels (`bert.rs`), one logit per (query, passage) pair.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
@@ -10,7 +10,7 @@ use candle_transformers::models::bert::Config;
 use tokenizers::{Tokenizer, TruncationParams, TruncationStrategy};
 
 use super::bert::{BertClassifier, Sequence};
-use super::{DEFAULT_HF_ENDPOINT, ModelConfig, ModelEnv, ModelId, ThreadsSource, resolve};
+use super::{ModelConfig, ModelEnv, ModelId, ModelSection, resolve};
 use crate::error::{Error, Result};
 use crate::policy::Policy;
 
@@ -21,38 +21,19 @@ fn unavailable(reason: impl std::fmt::Display) -> Error {
 /// The reranker's model configuration (the embedding's resolution, the reranker's section).
 pub fn config(policy: &Policy, vault_root: Option<&Path>, env: &ModelEnv) -> ModelConfig {
     let r = &policy.reranker;
-    let policy_dir = (!r.local_dir.trim().is_empty()).then(|| {
-        let dir = PathBuf::from(r.local_dir.trim());
-        match vault_root {
-            Some(root) if dir.is_relative() => root.join(dir),
-            _ => dir,
-        }
-    });
-    let hf_cache = env
-        .hf_hub_cache
-        .clone()
-        .or_else(|| env.hf_home.as_ref().map(|h| h.join("hub")))
-        .or_else(|| env.home.as_ref().map(|h| h.join(".cache").join("huggingface").join("hub")));
-    let (threads, threads_source) = match env.rayon_num_threads {
-        Some(n) => (n, ThreadsSource::RayonNumThreads),
-        None => (r.threads, ThreadsSource::Policy),
-    };
-    ModelConfig {
-        section: "reranker",
+    let section = ModelSection {
+        name: "reranker",
         // A reranker outputs one logit per pair.
         id: ModelId { repo: r.repo.clone(), revision: r.revision.clone(), dimension: 1 },
         max_tokens: r.max_tokens,
         batch_size: r.batch_size,
-        threads,
-        threads_source,
-        hashes: r.sha256.clone(),
-        policy_dir,
+        threads: r.threads,
+        local_dir: &r.local_dir,
+        hashes: &r.sha256,
         // PARAVAULT_MODEL_DIR names the embedding model's folder, never the reranker's.
         env_dir: None,
-        hf_cache,
-        hf_endpoint: env.hf_endpoint.clone().unwrap_or_else(|| DEFAULT_HF_ENDPOINT.to_string()),
-        egress: policy.egress,
-    }
+    };
+    ModelConfig::of_section(section, policy, vault_root, env)
 }
 
 /// The loaded cross-encoder. Cheap to share (`Arc`).

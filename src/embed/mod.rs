@@ -120,8 +120,24 @@ impl ModelConfig {
     /// The configuration a vault at `vault_root` (for a relative `local_dir`) gets.
     pub fn from_policy(policy: &Policy, vault_root: Option<&Path>, env: &ModelEnv) -> Self {
         let e = &policy.embedding;
-        let policy_dir = (!e.local_dir.trim().is_empty()).then(|| {
-            let dir = PathBuf::from(e.local_dir.trim());
+        let section = ModelSection {
+            name: "embedding",
+            id: ModelId { repo: e.repo.clone(), revision: e.revision.clone(), dimension: e.dimension },
+            max_tokens: e.max_tokens,
+            batch_size: e.batch_size,
+            threads: e.threads,
+            local_dir: &e.local_dir,
+            hashes: &e.sha256,
+            env_dir: env.model_dir.clone(),
+        };
+        Self::of_section(section, policy, vault_root, env)
+    }
+
+    /// The resolution every model section shares: its folder (relative to the vault), the
+    /// Hugging Face cache, threads (`RAYON_NUM_THREADS` wins), endpoint and egress.
+    pub(crate) fn of_section(section: ModelSection<'_>, policy: &Policy, vault_root: Option<&Path>, env: &ModelEnv) -> Self {
+        let policy_dir = (!section.local_dir.trim().is_empty()).then(|| {
+            let dir = PathBuf::from(section.local_dir.trim());
             match vault_root {
                 Some(root) if dir.is_relative() => root.join(dir),
                 _ => dir,
@@ -134,23 +150,36 @@ impl ModelConfig {
             .or_else(|| env.home.as_ref().map(|h| h.join(".cache").join("huggingface").join("hub")));
         let (threads, threads_source) = match env.rayon_num_threads {
             Some(n) => (n, ThreadsSource::RayonNumThreads),
-            None => (e.threads, ThreadsSource::Policy),
+            None => (section.threads, ThreadsSource::Policy),
         };
         ModelConfig {
-            section: "embedding",
-            id: ModelId { repo: e.repo.clone(), revision: e.revision.clone(), dimension: e.dimension },
-            max_tokens: e.max_tokens,
-            batch_size: e.batch_size,
+            section: section.name,
+            id: section.id,
+            max_tokens: section.max_tokens,
+            batch_size: section.batch_size,
             threads,
             threads_source,
-            hashes: e.sha256.clone(),
+            hashes: section.hashes.clone(),
             policy_dir,
-            env_dir: env.model_dir.clone(),
+            env_dir: section.env_dir,
             hf_cache,
             hf_endpoint: env.hf_endpoint.clone().unwrap_or_else(|| DEFAULT_HF_ENDPOINT.to_string()),
             egress: policy.egress,
         }
     }
+}
+
+/// What one model section of the policy (`embedding:`, `reranker:`) names.
+pub(crate) struct ModelSection<'p> {
+    pub name: &'static str,
+    pub id: ModelId,
+    pub max_tokens: usize,
+    pub batch_size: usize,
+    pub threads: usize,
+    pub local_dir: &'p str,
+    pub hashes: &'p crate::policy::ModelFileHashes,
+    /// The folder an environment variable names for this model, if any.
+    pub env_dir: Option<PathBuf>,
 }
 
 /// A candidate source as the doctor report shows it.

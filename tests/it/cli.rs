@@ -11,15 +11,7 @@ struct Run {
 }
 
 fn run(vault: &std::path::Path, args: &[&str]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_paravault"))
-        .arg("--vault")
-        .arg(vault)
-        .args(args)
-        .env("PARAVAULT_TODAY", "2026-06-01")
-        .env_remove("PARAVAULT_VAULT_DIR")
-        .env_remove("POWER_VAULT_DIR")
-        .output()
-        .unwrap();
+    let output = crate::support::paravault(vault, args);
     let clean = |b: Vec<u8>| String::from_utf8(b).unwrap().replace(&vault.display().to_string(), "[VAULT]");
     Run { code: output.status.code().unwrap_or(-1), stdout: clean(output.stdout), stderr: clean(output.stderr) }
 }

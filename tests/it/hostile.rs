@@ -20,15 +20,7 @@ fn code<T: std::fmt::Debug>(result: Result<T, Error>) -> String {
 }
 
 fn cli(vault: &Path, args: &[&str]) -> (i32, String, String) {
-    let output = Command::new(env!("CARGO_BIN_EXE_paravault"))
-        .arg("--vault")
-        .arg(vault)
-        .args(args)
-        .env("PARAVAULT_TODAY", "2026-06-01")
-        .env_remove("PARAVAULT_VAULT_DIR")
-        .env_remove("POWER_VAULT_DIR")
-        .output()
-        .unwrap();
+    let output = crate::support::paravault(vault, args);
     (
         output.status.code().unwrap_or(-1),
         String::from_utf8_lossy(&output.stdout).into_owned(),

@@ -84,6 +84,19 @@ pub fn snapshot_tree(root: &Path) -> Vec<(String, Vec<u8>)> {
     out
 }
 
+/// Runs the `paravault` binary on `vault` with the test date as today and no vault variables.
+pub fn paravault(vault: &Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_paravault"))
+        .arg("--vault")
+        .arg(vault)
+        .args(args)
+        .env("PARAVAULT_TODAY", "2026-06-01")
+        .env_remove("PARAVAULT_VAULT_DIR")
+        .env_remove("POWER_VAULT_DIR")
+        .output()
+        .unwrap()
+}
+
 /// Open options with the test date as today.
 pub fn options() -> VaultOptions {
     VaultOptions { today: Some(today()) }
