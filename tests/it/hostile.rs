@@ -276,6 +276,46 @@ fn a_catalog_page_planted_as_a_symlink_is_never_read_or_written_through() {
     assert_eq!(canary.state(), before);
 }
 
+/// The segment files of the published search index (not `meta.json`, locks or lists).
+fn segment_files(root: &Path) -> Vec<PathBuf> {
+    let index = root.join(".paravault/search/index");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&index)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && !p.file_name().unwrap().to_string_lossy().starts_with('.') && !p.ends_with("meta.json"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_segment_file_planted_as_a_link_inside_the_index_folder_is_refused_not_followed() {
+    let fts = |vault: &Vault| vault.search(&SearchParams::fts("body", 5)).map(|r| r.results.len());
+    // Control: an identical regular copy in place of a segment still serves the search, so a
+    // refusal below is the link's doing.
+    let dir = busy_vault();
+    let segments = segment_files(dir.path());
+    assert!(!segments.is_empty(), "a published generation has segment files");
+    for segment in &segments {
+        let bytes = std::fs::read(segment).unwrap();
+        std::fs::remove_file(segment).unwrap();
+        std::fs::write(segment, bytes).unwrap();
+    }
+    assert!(fts(&open(dir.path()).unwrap()).unwrap() > 0);
+    // Attack: every segment is a link to an identical copy outside the vault.
+    let dir = busy_vault();
+    let outside = tempfile::tempdir().unwrap();
+    for segment in segment_files(dir.path()) {
+        let copy = outside.path().join(segment.file_name().unwrap());
+        std::fs::copy(&segment, &copy).unwrap();
+        std::fs::remove_file(&segment).unwrap();
+        std::os::unix::fs::symlink(&copy, &segment).unwrap();
+    }
+    let vault = open(dir.path()).unwrap();
+    let refused = fts(&vault).expect_err("a linked segment must not be read through");
+    assert!(["search_index_error", "generation_corrupt", "vault_boundary"].contains(&refused.code()), "{}", refused.code());
+}
+
 // ---- item 8: engine files never grant more than the notes they hold ----
 
 #[test]
