@@ -287,6 +287,7 @@ fn exit_code_of(error: &Error) -> u8 {
         | Error::RerankerUnavailable { .. }
         | Error::EmbeddingFailed { .. } => exit::IO,
         Error::TaskJournalIntegrity { .. } => exit::VAULT,
+        Error::SurfaceFailure(_) => exit::USAGE,
     }
 }
 
