@@ -62,3 +62,46 @@ fn the_cli_prints_the_same_envelope_and_refuses_an_unconfirmed_lifecycle_change(
     let receipts = std::fs::read_to_string(vault.join(".paravault/receipts.jsonl")).unwrap();
     assert!(receipts.lines().filter(|l| l.contains("goals.add")).count() == 2, "{receipts}");
 }
+
+/// Two writers (two vault handles, as two processes would hold) add goals at once: each
+/// mutation reads the worklist, and the write transaction refuses to replace bytes it did not
+/// read (`expected_sha256`), so a concurrent change is re-read and re-applied: no added goal
+/// is lost and none is added twice.
+#[test]
+fn concurrent_writers_lose_no_goal() {
+    use paravault::goals::{self, AddInput, GoalRequest};
+    let (dir, first) = crate::support::vault("");
+    let second = paravault::Vault::open(dir.path(), crate::support::options()).unwrap();
+    let add = |vault: &paravault::Vault, label: &str| {
+        let mut added = Vec::new();
+        for i in 0..12 {
+            let title = format!("{label} {i}");
+            // A client retries a retryable CONFLICT, as the envelope tells it to.
+            for _ in 0..20 {
+                let request =
+                    GoalRequest::Add(AddInput { title: title.clone(), description: None, group: None, depends_on: None, links: None });
+                let envelope = goals::run(vault, request);
+                if envelope.ok {
+                    added.push(title.clone());
+                    break;
+                }
+                assert_eq!(envelope.json["error"]["code"], "CONFLICT", "{}", envelope.json);
+            }
+        }
+        added
+    };
+    let (from_first, from_second) = std::thread::scope(|scope| {
+        let a = scope.spawn(|| add(&first, "first"));
+        let b = scope.spawn(|| add(&second, "second"));
+        (a.join().unwrap(), b.join().unwrap())
+    });
+    assert_eq!(from_first.len() + from_second.len(), 24, "every add eventually succeeded");
+    let listing = goals::run(&first, GoalRequest::List);
+    let mut titles: Vec<String> =
+        listing.json["result"]["goals"].as_array().unwrap().iter().map(|g| g["title"].as_str().unwrap().to_string()).collect();
+    titles.sort();
+    let mut expected: Vec<String> = from_first.into_iter().chain(from_second).collect();
+    expected.sort();
+    assert_eq!(titles, expected, "a goal was lost or duplicated");
+    assert_eq!(listing.json["meta"]["revisions"]["project"], "24");
+}
