@@ -23,6 +23,7 @@
 
 pub mod embed;
 pub mod error;
+pub mod hex;
 pub mod inventory;
 pub mod inventory_cache;
 pub mod lint;

@@ -35,7 +35,6 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::inventory::FileStamp;
@@ -99,10 +98,8 @@ impl Mutation {
     }
 }
 
-/// Lower-case hex sha256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
+/// Lower-case hex sha256 (re-exported from the leaf `hex` for the modules that name it here).
+pub use crate::hex::sha256_hex;
 
 fn random_hex(bytes: usize, salt: u64) -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
@@ -110,7 +107,7 @@ fn random_hex(bytes: usize, salt: u64) -> String {
     hasher.update(&nanos.to_le_bytes());
     hasher.update(&std::process::id().to_le_bytes());
     hasher.update(&salt.to_le_bytes());
-    hasher.finalize().as_bytes()[..bytes].iter().map(|b| format!("{b:02x}")).collect()
+    crate::hex::encode(&hasher.finalize().as_bytes()[..bytes])
 }
 
 /// Per-phase timings, in milliseconds.
