@@ -98,7 +98,7 @@ pub enum Error {
     IdempotencyConflict { key: String },
 
     #[error("write to '{path}' refused by the lint gate: {summary}")]
-    GateRejected { path: String, summary: String, findings: Vec<crate::lint::Finding> },
+    GateRejected { path: String, summary: String, findings: Vec<crate::finding::Finding> },
 
     #[error("the new content of '{path}' is invalid: {reason}")]
     InvalidContent { path: String, reason: String },

@@ -10,7 +10,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::error::Error;
 use crate::maintenance::archive::ArchiveRequest;
@@ -341,7 +341,8 @@ pub fn run(cli: Cli) -> ExitCode {
         };
     };
     if let Command::Mcp { read_only, parent_pid } = command {
-        let options = crate::mcp::McpOptions { read_only: *read_only, parent_pid: *parent_pid };
+        let cli_commands = Cli::command().get_subcommands().map(|c| c.get_name().to_string()).collect();
+        let options = crate::mcp::McpOptions { read_only: *read_only, parent_pid: *parent_pid, cli_commands };
         // The MCP server writes for the agent on the other end of stdio.
         return match open_as(&cli, vault::Channel::Agent) {
             Ok(vault) => match crate::mcp::serve_stdio(vault, options) {

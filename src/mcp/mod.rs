@@ -45,6 +45,9 @@ pub struct McpOptions {
     pub read_only: bool,
     /// Exit when this process is gone (in addition to re-parenting and stdin EOF).
     pub parent_pid: Option<u32>,
+    /// The subcommands of the CLI that started the server, for the capability manifest (the
+    /// adapter above passes them, so this module never reaches into `cli`).
+    pub cli_commands: Vec<String>,
 }
 
 /// What agents are told at initialize.
@@ -247,10 +250,8 @@ fn tool_of(spec: &ToolSpec, vault: &Vault) -> Option<Tool> {
 /// The static capability manifest (doctor report v1 `capabilities`): what this server and its
 /// CLI offer, from the live tool list, the clap definition and the policy. No model, network or
 /// index access.
-fn capabilities(vault: &Vault, tools: &[Tool]) -> Value {
-    use clap::CommandFactory;
+fn capabilities(vault: &Vault, tools: &[Tool], cli_commands: &[String]) -> Value {
     let policy = &vault.policy().policy;
-    let cli_commands: Vec<String> = crate::cli::Cli::command().get_subcommands().map(|c| c.get_name().to_string()).collect();
     let contracts: Vec<Value> = tools
         .iter()
         .map(|tool| {
@@ -330,7 +331,7 @@ impl ParavaultServer {
             .filter(|s| s.len() > 1)
             .collect();
         root_strings.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        let capabilities = capabilities(&vault, &tools);
+        let capabilities = capabilities(&vault, &tools, &options.cli_commands);
         // A server lives long: people edit the vault meanwhile (see `Vault::observe_disk`).
         vault.watch_disk();
         let ctx = ToolCtx {

@@ -5,6 +5,7 @@
 //! refused at open with its name, line and reason. This module never touches the vault's notes.
 
 pub mod domains;
+mod search_mode;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,18 +14,16 @@ use serde::{Deserialize, Serialize};
 use serde_yaml::Value;
 
 use crate::error::{Error, Result};
+pub use crate::finding::Severity;
+pub use search_mode::SearchMode;
+
+/// The width of the vectors this engine embeds (all-MiniLM-L6-v2): the only `embedding.dimension`
+/// a policy may name (`embed::DIMENSION`).
+pub const EMBEDDING_DIMENSION: usize = 384;
 
 /// The shipped default policy.
 pub const DEFAULT_POLICY_YAML: &str = include_str!("../../policy/default.yaml");
 const DEFAULT_POLICY_NAME: &str = "policy/default.yaml";
-
-/// How a lint finding weighs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Warning,
-    Blocking,
-}
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -576,10 +575,10 @@ fn validate_embedding(e: &EmbeddingPolicy, invalid: &dyn Fn(&str, String) -> Err
     if !is_hex(&e.revision, 40) {
         return Err(invalid("revision", format!("embedding.revision '{}' must be a commit hash (40 lowercase hex digits)", e.revision)));
     }
-    if e.dimension != crate::embed::DIMENSION {
+    if e.dimension != EMBEDDING_DIMENSION {
         return Err(invalid(
             "dimension",
-            format!("embedding.dimension {} is not supported (this engine embeds {})", e.dimension, crate::embed::DIMENSION),
+            format!("embedding.dimension {} is not supported (this engine embeds {})", e.dimension, EMBEDDING_DIMENSION),
         ));
     }
     if e.max_tokens == 0 || e.max_tokens > EMBEDDING_MAX_TOKENS_LIMIT {

@@ -25,6 +25,10 @@
 //! - `fuzz_corpus` — replays the fuzz seed corpora through the fuzz targets' assertions.
 //! - `eval_beir` — the BEIR retrieval eval (SciFact, Cranfield; minutes): select it with
 //!   `cargo test --test it eval_beir`, leave it out with `-- --skip eval_beir`.
+//! - `tidy`     — the layer order of src/ (docs/ARCHITECTURE.md) and every file's `//!` line.
+
+// Tests build fixtures and plant hostile files with std::fs (clippy.toml names this exception).
+#![allow(clippy::disallowed_methods)]
 
 mod catalogs;
 mod cli;
@@ -47,6 +51,7 @@ mod path_battery;
 mod rerank;
 mod support;
 mod tail;
+mod tidy;
 mod write;
 
 #[test]

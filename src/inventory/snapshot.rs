@@ -142,6 +142,6 @@ impl SourceSnapshot {
             top.dirty.clear();
             top.current = true;
         }
-        super::schema::hex(blake3::hash(&top.lines).as_bytes())
+        crate::hex::encode(blake3::hash(&top.lines).as_bytes())
     }
 }
