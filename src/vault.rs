@@ -372,7 +372,8 @@ impl Vault {
         durable::create_dir_all(root, root)?;
         let policy = LoadedPolicy::load(root)?;
         let mut report = InitReport { created_dirs: Vec::new(), created_notes: Vec::new(), kept_existing: Vec::new() };
-        let folders: Vec<String> = policy.scope_folders().filter(|f| *f != "brain").cloned().collect();
+        let skipped = &policy.policy.layout.not_created_at_init;
+        let folders: Vec<String> = policy.scope_folders().filter(|f| !skipped.contains(f)).cloned().collect();
         for folder in folders.iter().map(String::as_str).chain([layout::STATE_DIR]) {
             let dir = layout::join(root, folder);
             if !dir.is_dir() {

@@ -89,7 +89,7 @@ pub enum Command {
         /// File holding the note body; `-` (the default) reads standard input.
         #[arg(long)]
         content_file: Option<String>,
-        #[arg(long = "type", default_value = "Daily Log")]
+        #[arg(long = "type", default_value = crate::policy::DEFAULT_SYNTHESIS_TYPE)]
         note_type: String,
         #[arg(long = "tag")]
         tags: Vec<String>,

@@ -21,6 +21,10 @@ pub use search_mode::SearchMode;
 /// a policy may name (`embed::DIMENSION`).
 pub const EMBEDDING_DIMENSION: usize = 384;
 
+/// The note type of a session synthesis when the caller names none (`synthesize_session`, the
+/// CLI's `synthesize --type`): episodic memory goes to the daily log.
+pub const DEFAULT_SYNTHESIS_TYPE: &str = "Daily Log";
+
 /// The shipped default policy.
 pub const DEFAULT_POLICY_YAML: &str = include_str!("../../policy/default.yaml");
 const DEFAULT_POLICY_NAME: &str = "policy/default.yaml";
@@ -32,6 +36,8 @@ pub struct Layout {
     pub extra_scope_folders: Vec<String>,
     pub catalog_categories: Vec<String>,
     pub catalog_extra_folders: Vec<String>,
+    /// Scope folders `init` does not create (they are linted when a person makes them).
+    pub not_created_at_init: Vec<String>,
     pub archive_folder: String,
     pub inbox_folder: String,
     pub excluded_dirs: Vec<String>,

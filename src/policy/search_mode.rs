@@ -43,6 +43,11 @@ impl SearchMode {
         SearchMode::GraphAssisted,
     ];
 
+    /// Every name a caller may send (the canonical names, then the `hybrid_reranked` alias): the
+    /// one list the MCP input schema's enum is built from.
+    pub const ACCEPTED_NAMES: [&'static str; 8] =
+        ["auto", "fts", "semantic", "vector", "hybrid", "reranked", "graph_assisted", "hybrid_reranked"];
+
     pub fn name(self) -> &'static str {
         match self {
             SearchMode::Auto => "auto",
