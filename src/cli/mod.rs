@@ -227,53 +227,14 @@ pub enum Command {
 /// Stable exit codes.
 pub mod exit {
     pub const OK: u8 = 0;
-    pub const FINDINGS: u8 = 1;
-    pub const USAGE: u8 = 2;
-    pub const VAULT: u8 = 3;
-    pub const IO: u8 = 4;
+    pub const FINDINGS: u8 = crate::error::ExitClass::Findings as u8;
+    pub const USAGE: u8 = crate::error::ExitClass::Usage as u8;
+    pub const VAULT: u8 = crate::error::ExitClass::Vault as u8;
+    pub const IO: u8 = crate::error::ExitClass::Io as u8;
 }
 
 fn exit_code_of(error: &Error) -> u8 {
-    match error {
-        Error::PathRefused { .. }
-        | Error::InvalidArgument { .. }
-        | Error::CatalogMissing { .. }
-        | Error::AlreadyExists { .. }
-        | Error::PreconditionFailed { .. }
-        | Error::IdempotencyConflict { .. }
-        | Error::GateRejected { .. }
-        | Error::InvalidContent { .. }
-        | Error::ApprovalRequired { .. }
-        | Error::ProposalInvalid { .. }
-        | Error::NotConfigured { .. }
-        | Error::EgressDenied { .. }
-        | Error::SearchQueryInvalid { .. } => exit::USAGE,
-        Error::SyncRefused { .. } | Error::DenseLossRefused { .. } => exit::FINDINGS,
-        Error::TaskNotFound { .. }
-        | Error::TaskExists { .. }
-        | Error::RevisionConflict { .. }
-        | Error::TransitionRefused { .. }
-        | Error::PhaseOrder { .. }
-        | Error::ReceiptNotFound { .. } => exit::USAGE,
-        Error::VaultUnusable(_)
-        | Error::VaultBoundary { .. }
-        | Error::PolicyInvalid { .. }
-        | Error::CatalogConflict { .. }
-        | Error::CatalogEntryTooLarge { .. }
-        | Error::ModelVerificationFailed { .. }
-        | Error::DenseIndexUnavailable { .. }
-        | Error::GenerationCorrupt { .. }
-        | Error::NoActiveGeneration { .. } => exit::VAULT,
-        Error::Io { .. }
-        | Error::DiskFull { .. }
-        | Error::NoteUnreadable { .. }
-        | Error::TransactionIncomplete { .. }
-        | Error::SearchIndex { .. }
-        | Error::ModelUnavailable { .. }
-        | Error::RerankerUnavailable { .. }
-        | Error::EmbeddingFailed { .. } => exit::IO,
-        Error::TaskJournalIntegrity { .. } => exit::VAULT,
-    }
+    error.row().exit as u8
 }
 
 fn options() -> VaultOptions {
