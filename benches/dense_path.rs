@@ -19,7 +19,6 @@
 #[path = "../tests/it/model.rs"]
 mod model;
 #[path = "support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use std::path::Path;

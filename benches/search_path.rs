@@ -7,7 +7,6 @@
 #![allow(clippy::disallowed_methods)]
 
 #[path = "support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use std::path::Path;

@@ -10,10 +10,10 @@
 //! - `note`      — pure note model: paths, frontmatter, OKF metadata, Markdown facts.
 //! - `scan`      — which files are in scope.
 //! - `inventory` — the in-memory vault model, kept current one note at a time, and its source
-//!                 snapshot digest.
+//!   snapshot digest.
 //! - `inventory_cache` — the persisted inventory (checksummed; reused after a stat walk).
 //! - `embed`     — dense embeddings (all-MiniLM-L6-v2 on candle), the model resolved offline
-//!                 first and sha256-verified under policy.
+//!   first and sha256-verified under policy.
 //! - `lint`      — health report and write gate over the inventory.
 //! - `catalog`   — `index.md` and paged `_index.md` rendering (pure) and publishing.
 //! - `search`    — immutable search generations: sync, publish, query, modes.

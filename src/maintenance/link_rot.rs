@@ -141,15 +141,15 @@ pub fn check_url(url: &str, limits: &LinkRotLimits, allow: fn(IpAddr) -> bool) -
         if !matches!(current.scheme(), "http" | "https") {
             return (LinkState::Refused, None, format!("scheme '{}' is not checked", current.scheme()));
         }
-        if let Some(url::Host::Ipv4(ip)) = current.host() {
-            if !allow(IpAddr::V4(ip)) {
-                return (LinkState::Refused, None, format!("{ip} is not a public address"));
-            }
+        if let Some(url::Host::Ipv4(ip)) = current.host()
+            && !allow(IpAddr::V4(ip))
+        {
+            return (LinkState::Refused, None, format!("{ip} is not a public address"));
         }
-        if let Some(url::Host::Ipv6(ip)) = current.host() {
-            if !allow(IpAddr::V6(ip)) {
-                return (LinkState::Refused, None, format!("{ip} is not a public address"));
-            }
+        if let Some(url::Host::Ipv6(ip)) = current.host()
+            && !allow(IpAddr::V6(ip))
+        {
+            return (LinkState::Refused, None, format!("{ip} is not a public address"));
         }
         let mut answer = ask(&agent, "HEAD", &current);
         if let Answer::Status(405 | 501, _) = answer {

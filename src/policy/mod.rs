@@ -450,7 +450,7 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
         if !known_folder(&note_type.folder) {
             return Err(invalid("folder", format!("note type '{name}' names folder '{}', which is not a scope folder", note_type.folder)));
         }
-        if !(note_type.half_life_days > 0.0) {
+        if note_type.half_life_days.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
             return Err(invalid("half_life_days", format!("note type '{name}' needs a positive half_life_days")));
         }
     }

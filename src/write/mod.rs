@@ -2,25 +2,25 @@
 //!
 //! 1. validate   — the request became a `Mutation` (typed path, full new text) before we got here.
 //! 2. lock       — in-process mutex + cross-process file lock; finish any pending intent
-//!                 (crash recovery) and catch up with other processes' receipts.
+//!    (crash recovery) and catch up with other processes' receipts.
 //! 3. check      — idempotency key replay/conflict, `require_absent`, `expected_sha256`.
 //! 4. plan       — new note record, catalog pages, log.md entry, and the **lint gate** over the
-//!                 touched note and the links it changes, all on the in-memory model: a refusal
-//!                 costs no disk write.
+//!    touched note and the links it changes, all on the in-memory model: a refusal
+//!    costs no disk write.
 //! 5. commit     — append the intent (every post-image + the receipt) to the journal and
-//!                 fdatasync it. **The commit point.** Before it, the vault is untouched; after
-//!                 it, recovery always finishes the transaction.
+//!    fdatasync it. **The commit point.** Before it, the vault is untouched; after
+//!    it, recovery always finishes the transaction.
 //! 6. apply      — rename the note, catalog pages and log.md entry into place (no fsync yet:
-//!                 the intent already holds their bytes).
+//!    the intent already holds their bytes).
 //! 7. publish    — publish the next immutable search generation: for an FTS-only vault that is
-//!                 the active generation plus the journal's tail up to this intent (nothing to
-//!                 write: readers build it in memory, `search::tail`), and every
-//!                 `search.tail_writes_max` writes a *fold* into an on-disk generation; a dense
-//!                 vault publishes (and embeds) on every write.
+//!    the active generation plus the journal's tail up to this intent (nothing to
+//!    write: readers build it in memory, `search::tail`), and every
+//!    `search.tail_writes_max` writes a *fold* into an on-disk generation; a dense
+//!    vault publishes (and embeds) on every write.
 //! 8. receipt    — append the hash-chained receipt.
 //! 9. checkpoint — fsync every touched file and directory and the receipt log in parallel,
-//!                 then mark the intents done. Deferred for tail writes (the intent already
-//!                 makes them durable) to the next fold, `Vault::checkpoint_pending`, or drop.
+//!    then mark the intents done. Deferred for tail writes (the intent already
+//!    makes them durable) to the next fold, `Vault::checkpoint_pending`, or drop.
 //!
 //! A failure before step 5 records a content-free `aborted` receipt naming the phase and error
 //! code and changes nothing else. A failure after step 5 is finished by `recover` (at once,
@@ -705,6 +705,7 @@ pub(crate) fn record_generation(receipt: &mut Map<String, Value>, generation: &P
 /// - a file is replaced or removed only while it holds the pre-image the plan recorded (a
 ///   journal of an older engine has none: then it is replaced as before);
 /// - an append never truncates bytes it did not write: only a torn copy of its own text is cut.
+///
 /// `confirmed` names files whose pre-image the caller just confirmed by stat identity: while
 /// that identity holds, they are replaced without being read again.
 pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeSet<String>, confirmed: &Confirmed) -> Result<Vec<String>> {
