@@ -174,8 +174,12 @@ pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Value> {
     let mut writer = vault.lock_writer()?;
     phases.mark("lock");
     faults::crash_point("after_lock");
-    if let Some(replayed) = check_idempotency(&writer, &mutation)? {
-        return Ok(replayed);
+    // A key reused for a different mutation is refused like any check before the commit point:
+    // with a content-free aborted receipt.
+    match check_idempotency(&writer, &mutation) {
+        Ok(Some(replayed)) => return Ok(replayed),
+        Ok(None) => {}
+        Err(error) => return Err(abort(vault, &mut writer, &mutation, "check", error)),
     }
     let plan = match check_and_plan(vault, &mutation) {
         Ok(plan) => plan,
