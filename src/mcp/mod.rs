@@ -275,7 +275,7 @@ impl ParavaultServer {
             specs.insert(spec.name, spec);
         }
         let catalog = serde_json::to_value(&tools).unwrap_or(Value::Null);
-        let tool_catalog_sha256 = crate::write::sha256_hex(canonical_json(&catalog).as_bytes());
+        let tool_catalog_sha256 = crate::hex::sha256_hex(canonical_json(&catalog).as_bytes());
         let limiters = vault
             .policy()
             .policy
