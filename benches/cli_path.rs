@@ -9,6 +9,9 @@
 //! Run: `cargo bench --bench cli_path` (`PARAVAULT_BENCH_SIZES=2000,20000`,
 //! `PARAVAULT_BENCH_RUNS=15`).
 
+// Bench fixtures are written with std::fs (clippy.toml names this exception).
+#![allow(clippy::disallowed_methods)]
+
 #[path = "support/mod.rs"]
 mod support;
 

@@ -13,10 +13,12 @@
 //! resume path of an interrupted build), so the sync embeds nothing and every measured step —
 //! scan, fusion, publish, query embedding — runs the production code on the real model.
 
+// Bench fixtures are written with std::fs (clippy.toml names this exception).
+#![allow(clippy::disallowed_methods)]
+
 #[path = "../tests/it/model.rs"]
 mod model;
 #[path = "support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use std::path::Path;

@@ -5,6 +5,9 @@
 //! `cargo bench --bench embed` (or `--profile dev`, whose dependencies are optimised too);
 //! criterion reports elements (chunks) per second, and the mean token count is printed.
 
+// Bench fixtures are written with std::fs (clippy.toml names this exception).
+#![allow(clippy::disallowed_methods)]
+
 use std::hint::black_box;
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};

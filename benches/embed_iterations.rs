@@ -7,6 +7,9 @@
 //! this machine's speed drifts by ±15 % within minutes, so a comparison with another engine
 //! only holds when the two alternate in short runs.
 
+// Bench fixtures are written with std::fs (clippy.toml names this exception).
+#![allow(clippy::disallowed_methods)]
+
 use paravault::embed::{MiniLm, ModelConfig, ModelEnv, resolve};
 use paravault::policy::LoadedPolicy;
 

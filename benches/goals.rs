@@ -5,6 +5,9 @@
 //! benches/write_path.rs). Run: `cargo bench --locked --profile dev --bench goals`.
 //! Environment: `PARAVAULT_BENCH_GOALS=10000`, `PARAVAULT_BENCH_ROUNDS=50`.
 
+// Bench fixtures are built with std::fs; the engine under test writes only through store/.
+#![allow(clippy::disallowed_methods)]
+
 use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};

@@ -7,6 +7,9 @@
 //! Environment: `PARAVAULT_BENCH_NOTES=20000` (a comma list; e.g. `20000,100000`),
 //! `PARAVAULT_BENCH_ROUNDS=200` (round trips per figure).
 
+// Bench fixtures are written with std::fs (clippy.toml names this exception).
+#![allow(clippy::disallowed_methods)]
+
 #[path = "support/mod.rs"]
 mod support;
 

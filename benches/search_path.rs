@@ -3,8 +3,10 @@
 //! 100,000 notes. Run: `cargo bench --bench search_path` (sizes via `PARAVAULT_BENCH_SEARCH`,
 //! default `2000,20000,100000`).
 
+// Bench fixtures are written with std::fs (clippy.toml names this exception).
+#![allow(clippy::disallowed_methods)]
+
 #[path = "support/mod.rs"]
-#[allow(dead_code)]
 mod support;
 
 use std::path::Path;

@@ -5,6 +5,9 @@
 //!
 //! Run: `cargo bench --bench vault_core` (see docs/benchmarks.md for the figures and targets).
 
+// Bench fixtures are written with std::fs (clippy.toml names this exception).
+#![allow(clippy::disallowed_methods)]
+
 #[path = "support/mod.rs"]
 mod support;
 

@@ -5,6 +5,9 @@
 //! of an unchanged generation. Run: `cargo bench --bench write_path`.
 //! Environment: `PARAVAULT_BENCH_SIZES=2000,20000`, `PARAVAULT_BENCH_WRITES=40`.
 
+// Bench fixtures are written with std::fs (clippy.toml names this exception).
+#![allow(clippy::disallowed_methods)]
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -98,7 +98,7 @@ pub enum Error {
     IdempotencyConflict { key: String },
 
     #[error("write to '{path}' refused by the lint gate: {summary}")]
-    GateRejected { path: String, summary: String, findings: Vec<crate::lint::Finding> },
+    GateRejected { path: String, summary: String, findings: Vec<crate::finding::Finding> },
 
     #[error("the new content of '{path}' is invalid: {reason}")]
     InvalidContent { path: String, reason: String },
@@ -177,56 +177,269 @@ pub enum Error {
     SurfaceFailure(Box<serde_json::Value>),
 }
 
+/// How the CLI exits on an error (docs/errors.md): the process exit code is the number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitClass {
+    /// The command ran and found problems (lint findings, a refused sync).
+    Findings = 1,
+    /// The request was wrong: fix the arguments or the input.
+    Usage = 2,
+    /// The vault, its policy or its index needs a person.
+    Vault = 3,
+    /// I/O or a resource failed: retry or check the machine.
+    Io = 4,
+}
+
+/// One row of the error-code table: everything an adapter says about a code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CodeRow {
+    /// The stable machine-readable code (docs/errors.md).
+    pub code: &'static str,
+    /// The CLI's exit code.
+    pub exit: ExitClass,
+    /// Whether retrying the same call later may succeed.
+    pub retryable: bool,
+    /// What the caller should do next (MCP `remediation`).
+    pub remediation: &'static str,
+}
+
+const fn row(code: &'static str, exit: ExitClass, retryable: bool, remediation: &'static str) -> CodeRow {
+    CodeRow { code, exit, retryable, remediation }
+}
+
+/// The error-code table: one row per code. `Error::row` maps every variant to its row in one
+/// exhaustive match, so a new variant does not compile without its code, exit code,
+/// retryability and remediation; adapters look up the codes they raise themselves
+/// (`rate_limited`, `internal`) with `row_of`.
+pub mod codes {
+    use super::ExitClass::{Findings, Io, Usage, Vault};
+    use super::{CodeRow, row};
+
+    pub const PATH_REFUSED: CodeRow = row("path_refused", Usage, false, "use a vault-relative Markdown path inside a P.A.R.A. folder");
+    pub const VAULT_UNUSABLE: CodeRow =
+        row("vault_unusable", Vault, false, "a person must fix the vault or its policy; run `paravault doctor`");
+    pub const VAULT_BOUNDARY: CodeRow =
+        row("vault_boundary", Vault, false, "omit vault_path or pass exactly the configured vault root (see get_server_info)");
+    pub const POLICY_INVALID: CodeRow =
+        row("policy_invalid", Vault, false, "a person must fix the vault or its policy; run `paravault doctor`");
+    pub const IO_ERROR: CodeRow = row("io_error", Io, true, "retry later; if it persists run `paravault doctor`");
+    pub const DISK_FULL: CodeRow =
+        row("disk_full", Io, true, "free disk space, then retry; a committed write completes on the next write or open");
+    pub const CATALOG_CONFLICT: CodeRow =
+        row("catalog_conflict", Vault, false, "a person must fix the named catalog or note; run lint_vault");
+    pub const CATALOG_ENTRY_EXCEEDS_LIMIT: CodeRow =
+        row("catalog_entry_exceeds_limit", Vault, false, "a person must fix the named catalog or note; run lint_vault");
+    pub const CATALOG_MISSING: CodeRow = row("catalog_missing", Usage, false, "call ensure_sub_index (or generate_index) first");
+    pub const INVALID_ARGUMENT: CodeRow =
+        row("invalid_argument", Usage, false, "fix the named argument so it matches the tool's input schema");
+    pub const NOTE_UNREADABLE: CodeRow =
+        row("note_unreadable", Io, false, "check the path (read_sub_index lists notes) and the file's encoding");
+    pub const ALREADY_EXISTS: CodeRow =
+        row("already_exists", Usage, false, "choose another name, or change the note with propose_memory_change");
+    pub const PRECONDITION_FAILED: CodeRow =
+        row("precondition_failed", Usage, false, "re-read the note with read_note and base the change on its current sha256");
+    pub const IDEMPOTENCY_CONFLICT: CodeRow = row("idempotency_conflict", Usage, false, "use a new idempotency_key for a different change");
+    pub const LINT_GATE_REJECTED: CodeRow = row("lint_gate_rejected", Usage, false, "fix the problems named in the message and call again");
+    pub const INVALID_CONTENT: CodeRow = row("invalid_content", Usage, false, "fix the problems named in the message and call again");
+    pub const APPROVAL_REQUIRED: CodeRow = row(
+        "approval_required",
+        Usage,
+        false,
+        "show the proposal to the user and call again with approved=true only after explicit approval",
+    );
+    pub const PROPOSAL_INVALID: CodeRow =
+        row("proposal_invalid", Usage, false, "call propose_memory_change again and pass its result unchanged");
+    pub const TRANSACTION_INCOMPLETE: CodeRow =
+        row("transaction_incomplete", Io, true, "retry later; if it persists run `paravault doctor`");
+    pub const NOT_CONFIGURED: CodeRow =
+        row("not_configured", Usage, false, "call again without the option the message names; this capability is not configured");
+    pub const SEARCH_QUERY_INVALID: CodeRow = row("search_query_invalid", Usage, false, "rephrase the query as plain words");
+    pub const DENSE_INDEX_UNAVAILABLE: CodeRow = row(
+        "dense_index_unavailable",
+        Vault,
+        false,
+        "use search_mode=fts (or auto, vector, hybrid, graph_assisted, which answer lexically), or build a dense index with sync_vault fts_only=false (force_rebuild=true after a model change)",
+    );
+    pub const RERANKER_UNAVAILABLE: CodeRow = row(
+        "reranker_unavailable",
+        Io,
+        false,
+        "use search_mode=hybrid, or pin the policy's reranker (sha256 of its files) and provide them in reranker.local_dir or the Hugging Face cache",
+    );
+    pub const GENERATION_CORRUPT: CodeRow = row("generation_corrupt", Vault, false, "run sync_vault with force_rebuild=true");
+    pub const NO_ACTIVE_GENERATION: CodeRow = row("no_active_generation", Vault, false, "run sync_vault to publish a search generation");
+    pub const SYNC_REFUSED: CodeRow = row(
+        "sync_refused",
+        Findings,
+        false,
+        "fix the named notes (lint_vault, heal_frontmatter_tool) or call sync_vault with allow_partial=true",
+    );
+    pub const DENSE_LOSS_REFUSED: CodeRow = row(
+        "dense_loss_refused",
+        Findings,
+        false,
+        "call sync_vault with fts_only=false to keep the dense index current, or accept_dense_loss=true to drop it",
+    );
+    pub const SEARCH_INDEX_ERROR: CodeRow =
+        row("search_index_error", Io, true, "retry later; if it persists run sync_vault with force_rebuild=true");
+    pub const TASK_NOT_FOUND: CodeRow = row("task_not_found", Usage, false, "check task_id with handoff_work action=list");
+    pub const TASK_EXISTS: CodeRow = row("task_exists", Usage, false, "choose another task_id, or read the existing task with action=show");
+    pub const REVISION_CONFLICT: CodeRow =
+        row("revision_conflict", Usage, false, "call handoff_work action=show and retry with its revision as expected_revision");
+    pub const TRANSITION_REFUSED: CodeRow =
+        row("transition_refused", Usage, false, "call handoff_work action=show; the message names what the task's state allows");
+    pub const MAINTENANCE_PHASE_ORDER: CodeRow =
+        row("maintenance_phase_order", Usage, false, "advance maintenance phases in order: detect, dry-run, repair, verify, receipt");
+    pub const RECEIPT_NOT_FOUND: CodeRow = row(
+        "receipt_not_found",
+        Usage,
+        false,
+        "pass receipt_id as seq:<n> or the trace_id of an ok receipt (read_memory_history lists them)",
+    );
+    pub const TASK_JOURNAL_INTEGRITY: CodeRow = row(
+        "task_journal_integrity",
+        Vault,
+        false,
+        "a person must inspect the task's event journal; the task is not written to until then",
+    );
+    pub const MODEL_UNAVAILABLE: CodeRow = row(
+        "model_unavailable",
+        Io,
+        false,
+        "provide the pinned model files offline (embedding.local_dir or PARAVAULT_MODEL_DIR); see get_server_info with probe_provider=true",
+    );
+    pub const MODEL_VERIFICATION_FAILED: CodeRow = row(
+        "model_verification_failed",
+        Vault,
+        false,
+        "provide the pinned model files offline (embedding.local_dir or PARAVAULT_MODEL_DIR); see get_server_info with probe_provider=true",
+    );
+    pub const EGRESS_DENIED: CodeRow = row(
+        "egress_denied",
+        Usage,
+        false,
+        "provide the pinned model files offline (embedding.local_dir or PARAVAULT_MODEL_DIR); see get_server_info with probe_provider=true",
+    );
+    pub const EMBEDDING_FAILED: CodeRow =
+        row("embedding_failed", Io, false, "retry; if it persists call get_server_info with probe_provider=true");
+    pub const SURFACE_FAILURE: CodeRow = row(
+        "surface_failure",
+        Usage,
+        false,
+        "read the failure's details: the surface's own contract (e.g. stepstone's envelope) names its code and whether to retry",
+    );
+    /// A request refused by an adapter's rate limit.
+    pub const RATE_LIMITED: CodeRow = row("rate_limited", Io, true, "wait for the stated delay, then retry");
+    /// A failure the engine did not type (a panic caught by an adapter).
+    pub const INTERNAL: CodeRow = row("internal", Io, true, "run get_server_info and lint_vault for details");
+
+    /// Every row, for lookups by code.
+    pub const ALL: [CodeRow; 42] = [
+        PATH_REFUSED,
+        VAULT_UNUSABLE,
+        VAULT_BOUNDARY,
+        POLICY_INVALID,
+        IO_ERROR,
+        DISK_FULL,
+        CATALOG_CONFLICT,
+        CATALOG_ENTRY_EXCEEDS_LIMIT,
+        CATALOG_MISSING,
+        INVALID_ARGUMENT,
+        NOTE_UNREADABLE,
+        ALREADY_EXISTS,
+        PRECONDITION_FAILED,
+        IDEMPOTENCY_CONFLICT,
+        LINT_GATE_REJECTED,
+        INVALID_CONTENT,
+        APPROVAL_REQUIRED,
+        PROPOSAL_INVALID,
+        TRANSACTION_INCOMPLETE,
+        NOT_CONFIGURED,
+        SEARCH_QUERY_INVALID,
+        DENSE_INDEX_UNAVAILABLE,
+        RERANKER_UNAVAILABLE,
+        GENERATION_CORRUPT,
+        NO_ACTIVE_GENERATION,
+        SYNC_REFUSED,
+        DENSE_LOSS_REFUSED,
+        SEARCH_INDEX_ERROR,
+        TASK_NOT_FOUND,
+        TASK_EXISTS,
+        REVISION_CONFLICT,
+        TRANSITION_REFUSED,
+        MAINTENANCE_PHASE_ORDER,
+        RECEIPT_NOT_FOUND,
+        TASK_JOURNAL_INTEGRITY,
+        MODEL_UNAVAILABLE,
+        MODEL_VERIFICATION_FAILED,
+        EGRESS_DENIED,
+        EMBEDDING_FAILED,
+        SURFACE_FAILURE,
+        RATE_LIMITED,
+        INTERNAL,
+    ];
+}
+
+/// The row of `code`, if it is in the table.
+pub fn row_of(code: &str) -> Option<CodeRow> {
+    codes::ALL.iter().copied().find(|row| row.code == code)
+}
+
 impl Error {
+    /// This error's row of the code table (`codes`).
+    pub fn row(&self) -> CodeRow {
+        match self {
+            Error::PathRefused { .. } => codes::PATH_REFUSED,
+            Error::VaultUnusable(_) => codes::VAULT_UNUSABLE,
+            Error::VaultBoundary { .. } => codes::VAULT_BOUNDARY,
+            Error::PolicyInvalid { .. } => codes::POLICY_INVALID,
+            Error::Io { .. } => codes::IO_ERROR,
+            Error::DiskFull { .. } => codes::DISK_FULL,
+            Error::CatalogConflict { .. } => codes::CATALOG_CONFLICT,
+            Error::CatalogEntryTooLarge { .. } => codes::CATALOG_ENTRY_EXCEEDS_LIMIT,
+            Error::CatalogMissing { .. } => codes::CATALOG_MISSING,
+            Error::InvalidArgument { .. } => codes::INVALID_ARGUMENT,
+            Error::NoteUnreadable { .. } => codes::NOTE_UNREADABLE,
+            Error::AlreadyExists { .. } => codes::ALREADY_EXISTS,
+            Error::PreconditionFailed { .. } => codes::PRECONDITION_FAILED,
+            Error::IdempotencyConflict { .. } => codes::IDEMPOTENCY_CONFLICT,
+            Error::GateRejected { .. } => codes::LINT_GATE_REJECTED,
+            Error::InvalidContent { .. } => codes::INVALID_CONTENT,
+            Error::ApprovalRequired { .. } => codes::APPROVAL_REQUIRED,
+            Error::ProposalInvalid { .. } => codes::PROPOSAL_INVALID,
+            Error::TransactionIncomplete { .. } => codes::TRANSACTION_INCOMPLETE,
+            Error::NotConfigured { .. } => codes::NOT_CONFIGURED,
+            Error::SearchQueryInvalid { .. } => codes::SEARCH_QUERY_INVALID,
+            Error::DenseIndexUnavailable { .. } => codes::DENSE_INDEX_UNAVAILABLE,
+            Error::RerankerUnavailable { .. } => codes::RERANKER_UNAVAILABLE,
+            Error::GenerationCorrupt { .. } => codes::GENERATION_CORRUPT,
+            Error::NoActiveGeneration { .. } => codes::NO_ACTIVE_GENERATION,
+            Error::SyncRefused { .. } => codes::SYNC_REFUSED,
+            Error::DenseLossRefused { .. } => codes::DENSE_LOSS_REFUSED,
+            Error::SearchIndex { .. } => codes::SEARCH_INDEX_ERROR,
+            Error::TaskNotFound { .. } => codes::TASK_NOT_FOUND,
+            Error::TaskExists { .. } => codes::TASK_EXISTS,
+            Error::RevisionConflict { .. } => codes::REVISION_CONFLICT,
+            Error::TransitionRefused { .. } => codes::TRANSITION_REFUSED,
+            Error::PhaseOrder { .. } => codes::MAINTENANCE_PHASE_ORDER,
+            Error::ReceiptNotFound { .. } => codes::RECEIPT_NOT_FOUND,
+            Error::TaskJournalIntegrity { .. } => codes::TASK_JOURNAL_INTEGRITY,
+            Error::ModelUnavailable { .. } => codes::MODEL_UNAVAILABLE,
+            Error::ModelVerificationFailed { .. } => codes::MODEL_VERIFICATION_FAILED,
+            Error::EgressDenied { .. } => codes::EGRESS_DENIED,
+            Error::EmbeddingFailed { .. } => codes::EMBEDDING_FAILED,
+            Error::SurfaceFailure(_) => codes::SURFACE_FAILURE,
+        }
+    }
+
     /// Stable machine-readable code; documented in docs/errors.md.
     pub fn code(&self) -> &'static str {
-        match self {
-            Error::PathRefused { .. } => "path_refused",
-            Error::SurfaceFailure(_) => "surface_failure",
-            Error::VaultUnusable(_) => "vault_unusable",
-            Error::VaultBoundary { .. } => "vault_boundary",
-            Error::PolicyInvalid { .. } => "policy_invalid",
-            Error::Io { .. } => "io_error",
-            Error::DiskFull { .. } => "disk_full",
-            Error::CatalogConflict { .. } => "catalog_conflict",
-            Error::CatalogEntryTooLarge { .. } => "catalog_entry_exceeds_limit",
-            Error::CatalogMissing { .. } => "catalog_missing",
-            Error::InvalidArgument { .. } => "invalid_argument",
-            Error::NoteUnreadable { .. } => "note_unreadable",
-            Error::AlreadyExists { .. } => "already_exists",
-            Error::PreconditionFailed { .. } => "precondition_failed",
-            Error::IdempotencyConflict { .. } => "idempotency_conflict",
-            Error::GateRejected { .. } => "lint_gate_rejected",
-            Error::InvalidContent { .. } => "invalid_content",
-            Error::ApprovalRequired { .. } => "approval_required",
-            Error::ProposalInvalid { .. } => "proposal_invalid",
-            Error::TransactionIncomplete { .. } => "transaction_incomplete",
-            Error::NotConfigured { .. } => "not_configured",
-            Error::SearchQueryInvalid { .. } => "search_query_invalid",
-            Error::DenseIndexUnavailable { .. } => "dense_index_unavailable",
-            Error::RerankerUnavailable { .. } => "reranker_unavailable",
-            Error::GenerationCorrupt { .. } => "generation_corrupt",
-            Error::NoActiveGeneration { .. } => "no_active_generation",
-            Error::SyncRefused { .. } => "sync_refused",
-            Error::DenseLossRefused { .. } => "dense_loss_refused",
-            Error::SearchIndex { .. } => "search_index_error",
-            Error::TaskNotFound { .. } => "task_not_found",
-            Error::TaskExists { .. } => "task_exists",
-            Error::RevisionConflict { .. } => "revision_conflict",
-            Error::TransitionRefused { .. } => "transition_refused",
-            Error::PhaseOrder { .. } => "maintenance_phase_order",
-            Error::ReceiptNotFound { .. } => "receipt_not_found",
-            Error::TaskJournalIntegrity { .. } => "task_journal_integrity",
-            Error::ModelUnavailable { .. } => "model_unavailable",
-            Error::ModelVerificationFailed { .. } => "model_verification_failed",
-            Error::EgressDenied { .. } => "egress_denied",
-            Error::EmbeddingFailed { .. } => "embedding_failed",
-        }
+        self.row().code
     }
 
     /// Whether retrying the same call later may succeed.
     pub fn retryable(&self) -> bool {
-        matches!(self, Error::Io { .. } | Error::DiskFull { .. } | Error::TransactionIncomplete { .. } | Error::SearchIndex { .. })
+        self.row().retryable
     }
 
     /// An I/O failure; no space left (`ENOSPC`, `EDQUOT`) is `disk_full`.
@@ -239,3 +452,6 @@ impl Error {
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests;

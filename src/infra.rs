@@ -191,7 +191,7 @@ fn nonce() -> String {
     hasher.update(&nanos.to_le_bytes());
     hasher.update(&std::process::id().to_le_bytes());
     hasher.update(&COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed).to_le_bytes());
-    hasher.finalize().as_bytes()[..16].iter().map(|b| format!("{b:02x}")).collect()
+    crate::hex::encode(&hasher.finalize().as_bytes()[..16])
 }
 
 /// Whether any object at any depth has a forbidden key (compared case-insensitively).

@@ -5,6 +5,8 @@
 //! Reading never rewrites a file. Every problem a file has is recorded on its record as a named
 //! finding; nothing is dropped silently.
 
+pub mod snapshot;
+
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -15,7 +17,7 @@ use crate::note::metadata::{self, NoteMeta};
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
 use crate::scan::{self, PageKind};
-use crate::search::snapshot::SourceSnapshot;
+use snapshot::SourceSnapshot;
 
 /// A problem that belongs to one file (as opposed to a link between files).
 #[derive(Debug, Clone, PartialEq, Eq)]

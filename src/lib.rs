@@ -1,30 +1,44 @@
 //! paravault: a governed knowledge-vault engine.
 //!
-//! Reading order (also the layering: each module uses only those above it):
+//! Reading order, which is also the layering: each module uses only those above it
+//! (`tests/it/tidy.rs` enforces it; its one known exception, `vault` → `write`, is named there).
+//! - `hex`       — lower-case hex and sha256 (leaf).
+//! - `finding`   — a named lint finding and its severity (leaf).
 //! - `error`     — the one error type, with stable codes.
 //! - `user_config` — the per-user folder outside every vault (registry, approver secrets).
-//! - `policy`    — governance as data (`policy/default.yaml` + vault override).
-//! - `note`      — pure note model: paths, frontmatter, OKF metadata, Markdown facts.
 //! - `store`     — the only door to the disk for mutations (durable replace, fault injection).
+//! - `policy`    — governance as data (`policy/default.yaml` + vault override), search modes.
+//! - `note`      — pure note model: paths, frontmatter, OKF metadata, Markdown facts.
 //! - `scan`      — which files are in scope.
-//! - `inventory` — the in-memory vault model, kept current one note at a time.
+//! - `inventory` — the in-memory vault model, kept current one note at a time, and its source
+//!   snapshot digest.
 //! - `inventory_cache` — the persisted inventory (checksummed; reused after a stat walk).
 //! - `embed`     — dense embeddings (all-MiniLM-L6-v2 on candle), the model resolved offline
-//!                 first and sha256-verified under policy.
+//!   first and sha256-verified under policy.
 //! - `lint`      — health report and write gate over the inventory.
 //! - `catalog`   — `index.md` and paged `_index.md` rendering (pure) and publishing.
+//! - `search`    — immutable search generations: sync, publish, query, modes.
 //! - `watch`     — change detection for long-lived processes (file watcher + barrier).
+//! - `starter`   — the starter notes of a new vault.
 //! - `vault`     — the application API every adapter calls.
+//! - `write`     — the one write transaction and its operations.
+//! - `retrieval`, `maintenance`, `server_info` — read, maintenance and discovery operations.
 //! - `handoff`   — `handoff_work`: durable work packets (Task v2) with a hash-chained journal.
+//! - `goals`     — stepstone's project goals: a worklist note, its graph, the goal service.
 //! - `infra`     — `infra_action`: the INFRA-1 broker client (identifiers only, Unix socket).
-//! - `cli`       — the clap adapter.
 //! - `mcp`       — the MCP stdio adapter (tools, annotations and limits from policy), one
-//!                 surface per peer contract (`mcp::surface`).
+//!   surface per peer contract (`mcp::surface`).
+//! - `cli`       — the clap adapter (starts the MCP server).
 //!
 //! See docs/ARCHITECTURE.md for the write path and the invariants.
 
+// Unit tests build fixtures with std::fs (clippy.toml); the library itself may not.
+#![cfg_attr(test, allow(clippy::disallowed_methods))]
+
 pub mod embed;
 pub mod error;
+pub mod finding;
+pub mod hex;
 pub mod inventory;
 pub mod inventory_cache;
 pub mod lint;

@@ -4,7 +4,6 @@
 //! catalog renderer state. Every write it makes goes through `store::durable`.
 
 use std::collections::BTreeSet;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -373,7 +372,8 @@ impl Vault {
         durable::create_dir_all(root, root)?;
         let policy = LoadedPolicy::load(root)?;
         let mut report = InitReport { created_dirs: Vec::new(), created_notes: Vec::new(), kept_existing: Vec::new() };
-        let folders: Vec<String> = policy.scope_folders().filter(|f| *f != "brain").cloned().collect();
+        let skipped = &policy.policy.layout.not_created_at_init;
+        let folders: Vec<String> = policy.scope_folders().filter(|f| !skipped.contains(f)).cloned().collect();
         for folder in folders.iter().map(String::as_str).chain([layout::STATE_DIR]) {
             let dir = layout::join(root, folder);
             if !dir.is_dir() {
@@ -680,12 +680,7 @@ impl Vault {
             None => {
                 durable::create_dir_all(&self.root, &layout::join(&self.root, layout::STATE_DIR))?;
                 let lock_path = layout::join(&self.root, layout::WRITER_LOCK);
-                let file = crate::store::nofollow::options()
-                    .create(true)
-                    .truncate(false)
-                    .write(true)
-                    .mode(0o600)
-                    .open(&lock_path)
+                let file = crate::store::nofollow::create_lock_file(&lock_path)
                     .map_err(|e| crate::store::nofollow::io_error("opening", layout::WRITER_LOCK, e))?;
                 file.lock().map_err(|e| Error::io("locking", layout::WRITER_LOCK, e))?;
                 let opened = Journal::open(&self.root).and_then(|(journal, records)| Ok((journal, records, ReceiptLog::load(&self.root)?)));
@@ -727,7 +722,7 @@ impl Vault {
     /// handle of this one) holds it; released when the file is dropped. Never waits.
     fn try_lock_writer_file(&self) -> Result<Option<std::fs::File>> {
         let lock_path = layout::join(&self.root, layout::WRITER_LOCK);
-        let file = match std::fs::OpenOptions::new().write(true).open(&lock_path) {
+        let file = match crate::store::nofollow::open_lock_file(&lock_path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 drop(self.lock_writer()?);
@@ -1061,7 +1056,7 @@ impl Vault {
             offset,
             bytes_returned: end - offset,
             total_bytes: total,
-            sha256: crate::write::sha256_hex(&bytes),
+            sha256: crate::hex::sha256_hex(&bytes),
             content: text[offset..end].to_string(),
             eof: end == total,
         })

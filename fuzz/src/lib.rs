@@ -1,4 +1,4 @@
-//! The fuzz targets' assertions, shared with `tests/fuzz_corpus.rs` (which includes this file
+//! The fuzz targets' assertions, shared with `tests/it/fuzz_corpus.rs` (which includes this file
 //! with `#[path]`), so the committed seed corpora are replayed by `cargo test` on stable.
 //!
 //! Each check takes the raw fuzzer bytes and panics when an invariant breaks.

@@ -203,10 +203,6 @@ impl<'a> CatalogTree<'a> {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 /// Digest of everything a directory's pages depend on.
 fn input_digest(input: &DirInput<'_>) -> String {
     let mut hasher = blake3::Hasher::new();
@@ -228,7 +224,7 @@ fn input_digest(input: &DirInput<'_>) -> String {
         hasher.update(record.path.as_str().as_bytes());
         hasher.update(&record.content_hash);
     }
-    hex(hasher.finalize().as_bytes())
+    crate::hex::encode(hasher.finalize().as_bytes())
 }
 
 /// Reads the bytes of an existing page, if any.
@@ -293,11 +289,9 @@ pub fn plan(
         let page_path = |n: usize| VaultPath::parse_walked(&format!("{dir}/{}", layout::sub_index_page_name(n))).ok();
         if let Some(state) = &remembered
             && state.input_digest == digest
-            && state
-                .page_hashes
-                .iter()
-                .enumerate()
-                .all(|(i, h)| page_path(i + 1).and_then(|p| read_page(&p)).is_some_and(|bytes| hex(blake3::hash(&bytes).as_bytes()) == *h))
+            && state.page_hashes.iter().enumerate().all(|(i, h)| {
+                page_path(i + 1).and_then(|p| read_page(&p)).is_some_and(|bytes| crate::hex::encode(blake3::hash(&bytes).as_bytes()) == *h)
+            })
         {
             continue;
         }
@@ -308,7 +302,7 @@ pub fn plan(
         let mut conflict = false;
         for (i, page) in pages.iter().enumerate() {
             let Some(path) = page_path(i + 1) else { continue };
-            hashes.push(hex(blake3::hash(page.as_bytes()).as_bytes()));
+            hashes.push(crate::hex::encode(blake3::hash(page.as_bytes()).as_bytes()));
             match read_page(&path) {
                 Some(existing) if existing == page.as_bytes() => {}
                 Some(existing) if !is_owned(&existing) => {
@@ -391,7 +385,7 @@ fn plan_root(
         })
         .collect();
     let text = render::render_root(&rows, &tree.root_daily_logs);
-    let digest = hex(blake3::hash(text.as_bytes()).as_bytes());
+    let digest = crate::hex::encode(blake3::hash(text.as_bytes()).as_bytes());
     let Ok(path) = VaultPath::parse_walked(layout::ROOT_INDEX) else { return };
     if plan.state.root_digest == digest && read_page(&path).is_some_and(|b| b == text.as_bytes()) {
         return;

@@ -64,7 +64,10 @@ fn truncate_chars(text: &str, max: usize) -> String {
 /// function of the note's bytes (through its metadata, under the vault's one policy), so a
 /// directory re-rendered after a write re-renders only the rows whose notes changed.
 #[derive(Debug, Default)]
-pub struct RowMemo(std::sync::Mutex<std::collections::HashMap<(String, [u8; 32], usize), std::sync::Arc<str>>>);
+pub struct RowMemo(std::sync::Mutex<std::collections::HashMap<RowKey, std::sync::Arc<str>>>);
+
+/// A memoised row's key: (path, content blake3, description cut).
+type RowKey = (String, [u8; 32], usize);
 
 /// Rows kept before the memo starts over (a row is ~300 bytes).
 const ROW_MEMO_MAX: usize = 100_000;

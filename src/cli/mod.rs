@@ -11,7 +11,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::error::Error;
 use crate::maintenance::archive::ArchiveRequest;
@@ -90,7 +90,7 @@ pub enum Command {
         /// File holding the note body; `-` (the default) reads standard input.
         #[arg(long)]
         content_file: Option<String>,
-        #[arg(long = "type", default_value = "Daily Log")]
+        #[arg(long = "type", default_value = crate::policy::DEFAULT_SYNTHESIS_TYPE)]
         note_type: String,
         #[arg(long = "tag")]
         tags: Vec<String>,
@@ -241,54 +241,14 @@ pub enum Command {
 /// Stable exit codes.
 pub mod exit {
     pub const OK: u8 = 0;
-    pub const FINDINGS: u8 = 1;
-    pub const USAGE: u8 = 2;
-    pub const VAULT: u8 = 3;
-    pub const IO: u8 = 4;
+    pub const FINDINGS: u8 = crate::error::ExitClass::Findings as u8;
+    pub const USAGE: u8 = crate::error::ExitClass::Usage as u8;
+    pub const VAULT: u8 = crate::error::ExitClass::Vault as u8;
+    pub const IO: u8 = crate::error::ExitClass::Io as u8;
 }
 
 fn exit_code_of(error: &Error) -> u8 {
-    match error {
-        Error::PathRefused { .. }
-        | Error::InvalidArgument { .. }
-        | Error::CatalogMissing { .. }
-        | Error::AlreadyExists { .. }
-        | Error::PreconditionFailed { .. }
-        | Error::IdempotencyConflict { .. }
-        | Error::GateRejected { .. }
-        | Error::InvalidContent { .. }
-        | Error::ApprovalRequired { .. }
-        | Error::ProposalInvalid { .. }
-        | Error::NotConfigured { .. }
-        | Error::EgressDenied { .. }
-        | Error::SearchQueryInvalid { .. } => exit::USAGE,
-        Error::SyncRefused { .. } | Error::DenseLossRefused { .. } => exit::FINDINGS,
-        Error::TaskNotFound { .. }
-        | Error::TaskExists { .. }
-        | Error::RevisionConflict { .. }
-        | Error::TransitionRefused { .. }
-        | Error::PhaseOrder { .. }
-        | Error::ReceiptNotFound { .. } => exit::USAGE,
-        Error::VaultUnusable(_)
-        | Error::VaultBoundary { .. }
-        | Error::PolicyInvalid { .. }
-        | Error::CatalogConflict { .. }
-        | Error::CatalogEntryTooLarge { .. }
-        | Error::ModelVerificationFailed { .. }
-        | Error::DenseIndexUnavailable { .. }
-        | Error::GenerationCorrupt { .. }
-        | Error::NoActiveGeneration { .. } => exit::VAULT,
-        Error::Io { .. }
-        | Error::DiskFull { .. }
-        | Error::NoteUnreadable { .. }
-        | Error::TransactionIncomplete { .. }
-        | Error::SearchIndex { .. }
-        | Error::ModelUnavailable { .. }
-        | Error::RerankerUnavailable { .. }
-        | Error::EmbeddingFailed { .. } => exit::IO,
-        Error::TaskJournalIntegrity { .. } => exit::VAULT,
-        Error::SurfaceFailure(_) => exit::USAGE,
-    }
+    error.row().exit as u8
 }
 
 fn options() -> VaultOptions {
@@ -366,7 +326,9 @@ pub fn run(cli: Cli) -> ExitCode {
                 return ExitCode::from(exit::USAGE);
             }
         };
-        let options = crate::mcp::McpOptions { read_only: *read_only, parent_pid: *parent_pid, surfaces, agent: agent.clone() };
+        let cli_commands = Cli::command().get_subcommands().map(|c| c.get_name().to_string()).collect();
+        let options =
+            crate::mcp::McpOptions { read_only: *read_only, parent_pid: *parent_pid, surfaces, agent: agent.clone(), cli_commands };
         // The MCP server writes for the agent on the other end of stdio.
         return match open_as(&cli, vault::Channel::Agent) {
             Ok(vault) => match crate::mcp::serve_stdio(vault, options) {

@@ -28,8 +28,9 @@ pub use resolve::{ModelSource, VerifiedModel, resolve};
 use crate::error::Result;
 use crate::policy::{EgressPolicy, ModelFileHashes, Policy};
 
-/// The width of every vector this engine produces (all-MiniLM-L6-v2's hidden size).
-pub const DIMENSION: usize = 384;
+/// The width of every vector this engine produces (all-MiniLM-L6-v2's hidden size); policy
+/// validates `embedding.dimension` against the same constant.
+pub const DIMENSION: usize = crate::policy::EMBEDDING_DIMENSION;
 
 /// One embedding: unit length (L2), `DIMENSION` wide.
 pub type Vector = [f32; DIMENSION];

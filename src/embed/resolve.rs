@@ -15,7 +15,6 @@
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use sha2::{Digest, Sha256};
 
 use super::{ModelConfig, ModelId};
 use crate::error::{Error, Result};
@@ -171,11 +170,4 @@ fn source_label(source: &ModelSource) -> &'static str {
     }
 }
 
-/// Lowercase hex sha256 (sha2 0.11's output has no `LowerHex`).
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    Sha256::digest(bytes).iter().fold(String::with_capacity(64), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}
+pub(crate) use crate::hex::sha256_hex;

@@ -9,28 +9,12 @@ use std::collections::HashMap;
 use chrono::NaiveDate;
 use serde::Serialize;
 
+pub use crate::finding::Finding;
 use crate::inventory::{Inventory, NoteRecord, Resolution};
 use crate::note::body::Link;
 use crate::note::path::VaultPath;
 use crate::policy::{LoadedPolicy, Severity};
 use crate::scan::PageKind;
-
-/// One named finding.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Finding {
-    pub rule: &'static str,
-    pub severity: Severity,
-    pub path: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<usize>,
-    pub message: String,
-    /// The link target, for link findings.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub target: Option<String>,
-    /// Candidate paths, for ambiguous links.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub candidates: Vec<String>,
-}
 
 /// The vault-wide health report.
 #[derive(Debug, Clone, Serialize)]

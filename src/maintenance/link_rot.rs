@@ -141,15 +141,15 @@ pub fn check_url(url: &str, limits: &LinkRotLimits, allow: fn(IpAddr) -> bool) -
         if !matches!(current.scheme(), "http" | "https") {
             return (LinkState::Refused, None, format!("scheme '{}' is not checked", current.scheme()));
         }
-        if let Some(url::Host::Ipv4(ip)) = current.host() {
-            if !allow(IpAddr::V4(ip)) {
-                return (LinkState::Refused, None, format!("{ip} is not a public address"));
-            }
+        if let Some(url::Host::Ipv4(ip)) = current.host()
+            && !allow(IpAddr::V4(ip))
+        {
+            return (LinkState::Refused, None, format!("{ip} is not a public address"));
         }
-        if let Some(url::Host::Ipv6(ip)) = current.host() {
-            if !allow(IpAddr::V6(ip)) {
-                return (LinkState::Refused, None, format!("{ip} is not a public address"));
-            }
+        if let Some(url::Host::Ipv6(ip)) = current.host()
+            && !allow(IpAddr::V6(ip))
+        {
+            return (LinkState::Refused, None, format!("{ip} is not a public address"));
         }
         let mut answer = ask(&agent, "HEAD", &current);
         if let Answer::Status(405 | 501, _) = answer {
@@ -196,39 +196,4 @@ pub fn check_links(links: &[(String, usize, String)], limits: &LinkRotLimits, al
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_public_addresses_are_allowed() {
-        for private in [
-            "127.0.0.1",
-            "10.1.2.3",
-            "172.16.0.1",
-            "192.168.1.1",
-            "169.254.169.254",
-            "0.0.0.0",
-            "100.64.0.1",
-            "192.0.2.7",
-            "198.18.0.1",
-            "224.0.0.1",
-            "255.255.255.255",
-            "240.0.0.1",
-            "::1",
-            "::",
-            "fc00::1",
-            "fd12::1",
-            "fe80::1",
-            "2001:db8::1",
-            "::ffff:127.0.0.1",
-            "::ffff:10.0.0.1",
-            "64:ff9b::a00:1",
-            "2002:a00:1::",
-        ] {
-            assert!(!is_public(private.parse().unwrap()), "{private}");
-        }
-        for public in ["1.1.1.1", "93.184.216.34", "8.8.8.8", "2606:4700::1111", "::ffff:8.8.8.8"] {
-            assert!(is_public(public.parse().unwrap()), "{public}");
-        }
-    }
-}
+mod tests;

@@ -52,11 +52,14 @@ pub struct McpOptions {
     pub surfaces: Vec<Surface>,
     /// Who is calling (`--agent`): surfaces with per-agent access decide with it.
     pub agent: Option<String>,
+    /// The subcommands of the CLI that started the server, for the capability manifest (the
+    /// adapter above passes them, so this module never reaches into `cli`).
+    pub cli_commands: Vec<String>,
 }
 
 impl Default for McpOptions {
     fn default() -> Self {
-        McpOptions { read_only: false, parent_pid: None, surfaces: vec![Surface::Power], agent: None }
+        McpOptions { read_only: false, parent_pid: None, surfaces: vec![Surface::Power], agent: None, cli_commands: Vec::new() }
     }
 }
 
@@ -101,50 +104,10 @@ pub struct ToolError {
     pub details: Option<Value>,
 }
 
+/// The remediation of `code` from the error-code table (`error::codes`); a code the table does
+/// not know gets `internal`'s.
 fn remediation(code: &str) -> &'static str {
-    match code {
-        "invalid_argument" => "fix the named argument so it matches the tool's input schema",
-        "vault_boundary" => "omit vault_path or pass exactly the configured vault root (see get_server_info)",
-        "rate_limited" => "wait for the stated delay, then retry",
-        "path_refused" => "use a vault-relative Markdown path inside a P.A.R.A. folder",
-        "already_exists" => "choose another name, or change the note with propose_memory_change",
-        "precondition_failed" => "re-read the note with read_note and base the change on its current sha256",
-        "idempotency_conflict" => "use a new idempotency_key for a different change",
-        "lint_gate_rejected" | "invalid_content" => "fix the problems named in the message and call again",
-        "approval_required" => "show the proposal to the user and call again with approved=true only after explicit approval",
-        "proposal_invalid" => "call propose_memory_change again and pass its result unchanged",
-        "catalog_missing" => "call ensure_sub_index (or generate_index) first",
-        "catalog_conflict" | "catalog_entry_exceeds_limit" => "a person must fix the named catalog or note; run lint_vault",
-        "note_unreadable" => "check the path (read_sub_index lists notes) and the file's encoding",
-        "io_error" | "transaction_incomplete" => "retry later; if it persists run `paravault doctor`",
-        "disk_full" => "free disk space, then retry; a committed write completes on the next write or open",
-        "dense_index_unavailable" => {
-            "use search_mode=fts (or auto, vector, hybrid, graph_assisted, which answer lexically), or build a dense index with sync_vault fts_only=false (force_rebuild=true after a model change)"
-        }
-        "no_active_generation" => "run sync_vault to publish a search generation",
-        "generation_corrupt" => "run sync_vault with force_rebuild=true",
-        "search_index_error" => "retry later; if it persists run sync_vault with force_rebuild=true",
-        "search_query_invalid" => "rephrase the query as plain words",
-        "dense_loss_refused" => "call sync_vault with fts_only=false to keep the dense index current, or accept_dense_loss=true to drop it",
-        "model_unavailable" | "egress_denied" | "model_verification_failed" => {
-            "provide the pinned model files offline (embedding.local_dir or PARAVAULT_MODEL_DIR); see get_server_info with probe_provider=true"
-        }
-        "sync_refused" => "fix the named notes (lint_vault, heal_frontmatter_tool) or call sync_vault with allow_partial=true",
-        "task_not_found" => "check task_id with handoff_work action=list",
-        "task_exists" => "choose another task_id, or read the existing task with action=show",
-        "revision_conflict" => "call handoff_work action=show and retry with its revision as expected_revision",
-        "transition_refused" => "call handoff_work action=show; the message names what the task's state allows",
-        "maintenance_phase_order" => "advance maintenance phases in order: detect, dry-run, repair, verify, receipt",
-        "receipt_not_found" => "pass receipt_id as seq:<n> or the trace_id of an ok receipt (read_memory_history lists them)",
-        "task_journal_integrity" => "a person must inspect the task's event journal; the task is not written to until then",
-        "not_configured" => "call again without the option the message names; this capability is not configured",
-        "reranker_unavailable" => {
-            "use search_mode=hybrid, or pin the policy's reranker (sha256 of its files) and provide them in reranker.local_dir or the Hugging Face cache"
-        }
-        "embedding_failed" => "retry; if it persists call get_server_info with probe_provider=true",
-        "policy_invalid" | "vault_unusable" => "a person must fix the vault or its policy; run `paravault doctor`",
-        _ => "run get_server_info and lint_vault for details",
-    }
+    crate::error::row_of(code).unwrap_or(crate::error::codes::INTERNAL).remediation
 }
 
 impl ToolError {
@@ -270,10 +233,8 @@ fn tool_of(spec: &ToolSpec, vault: &Vault) -> Option<Tool> {
 /// The static capability manifest (doctor report v1 `capabilities`): what this server and its
 /// CLI offer, from the live tool list, the clap definition and the policy. No model, network or
 /// index access.
-fn capabilities(vault: &Vault, tools: &[Tool]) -> Value {
-    use clap::CommandFactory;
+fn capabilities(vault: &Vault, tools: &[Tool], cli_commands: &[String]) -> Value {
     let policy = &vault.policy().policy;
-    let cli_commands: Vec<String> = crate::cli::Cli::command().get_subcommands().map(|c| c.get_name().to_string()).collect();
     let contracts: Vec<Value> = tools
         .iter()
         .map(|tool| {
@@ -338,7 +299,7 @@ impl ParavaultServer {
             specs.insert(spec.name, spec);
         }
         let catalog = serde_json::to_value(&tools).unwrap_or(Value::Null);
-        let tool_catalog_sha256 = crate::write::sha256_hex(canonical_json(&catalog).as_bytes());
+        let tool_catalog_sha256 = crate::hex::sha256_hex(canonical_json(&catalog).as_bytes());
         let limiters = vault
             .policy()
             .policy
@@ -354,7 +315,7 @@ impl ParavaultServer {
             .filter(|s| s.len() > 1)
             .collect();
         root_strings.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        let capabilities = capabilities(&vault, &tools);
+        let capabilities = capabilities(&vault, &tools, &options.cli_commands);
         // A server lives long: people edit the vault meanwhile (see `Vault::observe_disk`).
         vault.watch_disk();
         let ctx = ToolCtx {

@@ -99,7 +99,7 @@ impl Checker<'_> {
 
     fn one_of(&mut self, field: &str, value: &Value, allowed: &[String]) -> Option<String> {
         let text = self.string(field, value)?;
-        if allowed.iter().any(|a| *a == text) {
+        if allowed.contains(&text) {
             Some(text)
         } else {
             self.problem(field, format!("'{text}' is not one of: {}", allowed.join(", ")));
@@ -254,10 +254,10 @@ fn memory(c: &mut Checker<'_>, value: &Value) -> Option<MemoryMeta> {
         Some(v) => memory.kind = c.one_of("memory.kind", v, &md.memory_kinds),
         None => c.problem("memory.kind", "is required when memory is present"),
     }
-    if let Some(v) = map.get("confidence") {
-        if !v.as_f64().is_some_and(|x| (0.0..=1.0).contains(&x)) {
-            c.problem("memory.confidence", "must be a number in [0, 1]");
-        }
+    if let Some(v) = map.get("confidence")
+        && !v.as_f64().is_some_and(|x| (0.0..=1.0).contains(&x))
+    {
+        c.problem("memory.confidence", "must be a number in [0, 1]");
     }
     if let Some(v) = map.get("valid_from").filter(|v| !v.is_null()) {
         memory.valid_from = c.date("memory.valid_from", v);

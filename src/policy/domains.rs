@@ -14,8 +14,8 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
+use super::SearchMode;
 use crate::error::{Error, Result};
-use crate::search::SearchMode;
 
 /// P.O.W.E.R.'s registry file, relative to the vault root.
 pub const POWER_DOMAINS_FILE: &str = ".power/domains.yaml";

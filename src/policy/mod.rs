@@ -5,6 +5,7 @@
 //! refused at open with its name, line and reason. This module never touches the vault's notes.
 
 pub mod domains;
+mod search_mode;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -13,18 +14,20 @@ use serde::{Deserialize, Serialize};
 use serde_yaml::Value;
 
 use crate::error::{Error, Result};
+pub use crate::finding::Severity;
+pub use search_mode::SearchMode;
+
+/// The width of the vectors this engine embeds (all-MiniLM-L6-v2): the only `embedding.dimension`
+/// a policy may name (`embed::DIMENSION`).
+pub const EMBEDDING_DIMENSION: usize = 384;
+
+/// The note type of a session synthesis when the caller names none (`synthesize_session`, the
+/// CLI's `synthesize --type`): episodic memory goes to the daily log.
+pub const DEFAULT_SYNTHESIS_TYPE: &str = "Daily Log";
 
 /// The shipped default policy.
 pub const DEFAULT_POLICY_YAML: &str = include_str!("../../policy/default.yaml");
 const DEFAULT_POLICY_NAME: &str = "policy/default.yaml";
-
-/// How a lint finding weighs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Severity {
-    Warning,
-    Blocking,
-}
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -33,6 +36,8 @@ pub struct Layout {
     pub extra_scope_folders: Vec<String>,
     pub catalog_categories: Vec<String>,
     pub catalog_extra_folders: Vec<String>,
+    /// Scope folders `init` does not create (they are linted when a person makes them).
+    pub not_created_at_init: Vec<String>,
     pub archive_folder: String,
     pub inbox_folder: String,
     pub excluded_dirs: Vec<String>,
@@ -462,7 +467,7 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
         if !known_folder(&note_type.folder) {
             return Err(invalid("folder", format!("note type '{name}' names folder '{}', which is not a scope folder", note_type.folder)));
         }
-        if !(note_type.half_life_days > 0.0) {
+        if note_type.half_life_days.partial_cmp(&0.0) != Some(std::cmp::Ordering::Greater) {
             return Err(invalid("half_life_days", format!("note type '{name}' needs a positive half_life_days")));
         }
     }
@@ -576,7 +581,11 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
             return Err(invalid(key, format!("goals.{key} must be at least 1")));
         }
     }
-    if crate::note::path::VaultPath::parse(&g.worklist_path).is_err() || !g.worklist_path.ends_with(".md") {
+    // The shape only (policy sits below `note`): the goals service parses it as a `VaultPath`
+    // before every use, which refuses anything else a path can carry.
+    let worklist = Path::new(&g.worklist_path);
+    let relative = !worklist.is_absolute() && worklist.components().all(|c| matches!(c, std::path::Component::Normal(_)));
+    if !relative || !g.worklist_path.ends_with(".md") {
         return Err(invalid("worklist_path", "goals.worklist_path must be a vault-relative Markdown path".into()));
     }
     if policy.infra.timeout_ms == 0 || policy.infra.timeout_ms > 600_000 {
@@ -610,10 +619,10 @@ fn validate_embedding(e: &EmbeddingPolicy, invalid: &dyn Fn(&str, String) -> Err
     if !is_hex(&e.revision, 40) {
         return Err(invalid("revision", format!("embedding.revision '{}' must be a commit hash (40 lowercase hex digits)", e.revision)));
     }
-    if e.dimension != crate::embed::DIMENSION {
+    if e.dimension != EMBEDDING_DIMENSION {
         return Err(invalid(
             "dimension",
-            format!("embedding.dimension {} is not supported (this engine embeds {})", e.dimension, crate::embed::DIMENSION),
+            format!("embedding.dimension {} is not supported (this engine embeds {})", e.dimension, EMBEDDING_DIMENSION),
         ));
     }
     if e.max_tokens == 0 || e.max_tokens > EMBEDDING_MAX_TOKENS_LIMIT {

@@ -135,3 +135,22 @@ fn domain_registry_merges_policy_and_power_file_and_fails_closed() {
         assert!(error.to_string().contains(wanted), "{text}: {error}");
     }
 }
+
+#[test]
+fn accepted_search_mode_names_are_the_canonical_ones_and_the_alias_and_all_parse() {
+    let canonical: Vec<&str> = SearchMode::CANONICAL.iter().map(|m| m.name()).collect();
+    assert_eq!(&SearchMode::ACCEPTED_NAMES[..canonical.len()], canonical.as_slice());
+    assert_eq!(SearchMode::ACCEPTED_NAMES[canonical.len()..], ["hybrid_reranked"]);
+    for name in SearchMode::ACCEPTED_NAMES {
+        assert!(SearchMode::parse(name).is_ok(), "{name}");
+    }
+    assert!(SearchMode::parse("dense").is_err());
+}
+
+#[test]
+fn init_skips_the_folders_the_policy_names() {
+    let policy = LoadedPolicy::from_texts(None).unwrap().policy;
+    assert_eq!(policy.layout.not_created_at_init, ["brain"]);
+    let loaded = LoadedPolicy::from_texts(Some("layout:\n  not_created_at_init: []\n")).unwrap();
+    assert!(loaded.policy.layout.not_created_at_init.is_empty());
+}

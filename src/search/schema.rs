@@ -180,21 +180,7 @@ pub struct NoteEntry {
     pub content_sha256: String,
 }
 
-/// Lower-case hex.
-pub fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut s = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        s.push(DIGITS[(b >> 4) as usize] as char);
-        s.push(DIGITS[(b & 15) as usize] as char);
-    }
-    s
-}
-
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    hex(&sha2::Sha256::digest(bytes))
-}
+pub use crate::hex::{encode as hex, sha256_hex};
 
 /// One chunk of a note's body.
 #[derive(Debug, Clone, PartialEq)]

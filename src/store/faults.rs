@@ -42,8 +42,11 @@ pub(crate) fn check(operation: &'static str) -> io::Result<()> {
     })
 }
 
+/// A test hook: the crash point it waits for and what it runs there.
+type CrashHook = (&'static str, Box<dyn FnOnce()>);
+
 thread_local! {
-    static HOOK: std::cell::RefCell<Option<(&'static str, Box<dyn FnOnce()>)>> = const { std::cell::RefCell::new(None) };
+    static HOOK: std::cell::RefCell<Option<CrashHook>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Runs `hook` once, on this thread, when the write path reaches crash point `point` (tests

@@ -32,7 +32,7 @@ impl PreImage {
     pub fn of(bytes: Option<&[u8]>) -> Self {
         match bytes {
             None => PreImage::Absent,
-            Some(bytes) => PreImage::Sha256(crate::write::sha256_hex(bytes)),
+            Some(bytes) => PreImage::Sha256(crate::hex::sha256_hex(bytes)),
         }
     }
 
@@ -40,7 +40,7 @@ impl PreImage {
     pub fn matches(&self, bytes: Option<&[u8]>) -> bool {
         match (self, bytes) {
             (PreImage::Absent, None) => true,
-            (PreImage::Sha256(hex), Some(bytes)) => *hex == crate::write::sha256_hex(bytes),
+            (PreImage::Sha256(hex), Some(bytes)) => *hex == crate::hex::sha256_hex(bytes),
             _ => false,
         }
     }
@@ -48,7 +48,7 @@ impl PreImage {
     /// The sha256 of the pre-image (of empty bytes when absent), as receipts name it.
     pub fn sha256(&self) -> String {
         match self {
-            PreImage::Absent => crate::write::sha256_hex(b""),
+            PreImage::Absent => crate::hex::sha256_hex(b""),
             PreImage::Sha256(hex) => hex.clone(),
         }
     }

@@ -55,6 +55,16 @@ pub fn open_read(path: &Path) -> io::Result<File> {
     options().read(true).open(path)
 }
 
+/// Creates (owner-only) or opens the writer lock file for writing, never through a link.
+pub fn create_lock_file(path: &Path) -> io::Result<File> {
+    options().create(true).truncate(false).write(true).mode(0o600).open(path)
+}
+
+/// Opens the existing writer lock file for writing: a handle of its own, to lock.
+pub fn open_lock_file(path: &Path) -> io::Result<File> {
+    OpenOptions::new().write(true).open(path)
+}
+
 /// Reads a whole file without following a link in its last component.
 pub fn read(path: &Path) -> io::Result<Vec<u8>> {
     let mut file = open_read(path)?;

@@ -2,25 +2,25 @@
 //!
 //! 1. validate   — the request became a `Mutation` (typed path, full new text) before we got here.
 //! 2. lock       — in-process mutex + cross-process file lock; finish any pending intent
-//!                 (crash recovery) and catch up with other processes' receipts.
+//!    (crash recovery) and catch up with other processes' receipts.
 //! 3. check      — idempotency key replay/conflict, `require_absent`, `expected_sha256`.
 //! 4. plan       — new note record, catalog pages, log.md entry, and the **lint gate** over the
-//!                 touched note and the links it changes, all on the in-memory model: a refusal
-//!                 costs no disk write.
+//!    touched note and the links it changes, all on the in-memory model: a refusal
+//!    costs no disk write.
 //! 5. commit     — append the intent (every post-image + the receipt) to the journal and
-//!                 fdatasync it. **The commit point.** Before it, the vault is untouched; after
-//!                 it, recovery always finishes the transaction.
+//!    fdatasync it. **The commit point.** Before it, the vault is untouched; after
+//!    it, recovery always finishes the transaction.
 //! 6. apply      — rename the note, catalog pages and log.md entry into place (no fsync yet:
-//!                 the intent already holds their bytes).
+//!    the intent already holds their bytes).
 //! 7. publish    — publish the next immutable search generation: for an FTS-only vault that is
-//!                 the active generation plus the journal's tail up to this intent (nothing to
-//!                 write: readers build it in memory, `search::tail`), and every
-//!                 `search.tail_writes_max` writes a *fold* into an on-disk generation; a dense
-//!                 vault publishes (and embeds) on every write.
+//!    the active generation plus the journal's tail up to this intent (nothing to
+//!    write: readers build it in memory, `search::tail`), and every
+//!    `search.tail_writes_max` writes a *fold* into an on-disk generation; a dense
+//!    vault publishes (and embeds) on every write.
 //! 8. receipt    — append the hash-chained receipt.
 //! 9. checkpoint — fsync every touched file and directory and the receipt log in parallel,
-//!                 then mark the intents done. Deferred for tail writes (the intent already
-//!                 makes them durable) to the next fold, `Vault::checkpoint_pending`, or drop.
+//!    then mark the intents done. Deferred for tail writes (the intent already
+//!    makes them durable) to the next fold, `Vault::checkpoint_pending`, or drop.
 //!
 //! A failure before step 5 records a content-free `aborted` receipt naming the phase and error
 //! code and changes nothing else. A failure after step 5 is finished by `recover` (at once,
@@ -35,7 +35,6 @@ use std::path::PathBuf;
 use std::time::Instant;
 
 use serde_json::{Map, Value, json};
-use sha2::{Digest, Sha256};
 
 use crate::error::{Error, Result};
 use crate::inventory::FileStamp;
@@ -99,10 +98,8 @@ impl Mutation {
     }
 }
 
-/// Lower-case hex sha256.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
-}
+/// Lower-case hex sha256 (re-exported from the leaf `hex` for the modules that name it here).
+pub use crate::hex::sha256_hex;
 
 fn random_hex(bytes: usize, salt: u64) -> String {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
@@ -110,7 +107,7 @@ fn random_hex(bytes: usize, salt: u64) -> String {
     hasher.update(&nanos.to_le_bytes());
     hasher.update(&std::process::id().to_le_bytes());
     hasher.update(&salt.to_le_bytes());
-    hasher.finalize().as_bytes()[..bytes].iter().map(|b| format!("{b:02x}")).collect()
+    crate::hex::encode(&hasher.finalize().as_bytes()[..bytes])
 }
 
 /// Per-phase timings, in milliseconds.
@@ -177,8 +174,12 @@ pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Value> {
     let mut writer = vault.lock_writer()?;
     phases.mark("lock");
     faults::crash_point("after_lock");
-    if let Some(replayed) = check_idempotency(&writer, &mutation)? {
-        return Ok(replayed);
+    // A key reused for a different mutation is refused like any check before the commit point:
+    // with a content-free aborted receipt.
+    match check_idempotency(&writer, &mutation) {
+        Ok(Some(replayed)) => return Ok(replayed),
+        Ok(None) => {}
+        Err(error) => return Err(abort(vault, &mut writer, &mutation, "check", error)),
     }
     let plan = match check_and_plan(vault, &mutation) {
         Ok(plan) => plan,
@@ -715,6 +716,7 @@ pub(crate) fn record_generation(receipt: &mut Map<String, Value>, generation: &P
 /// - a file is replaced or removed only while it holds the pre-image the plan recorded (a
 ///   journal of an older engine has none: then it is replaced as before);
 /// - an append never truncates bytes it did not write: only a torn copy of its own text is cut.
+///
 /// `confirmed` names files whose pre-image the caller just confirmed by stat identity: while
 /// that identity holds, they are replaced without being read again.
 pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeSet<String>, confirmed: &Confirmed) -> Result<Vec<String>> {

@@ -55,7 +55,7 @@ pub struct SynthesizeRequest {
 }
 
 fn daily_log() -> String {
-    "Daily Log".into()
+    crate::policy::DEFAULT_SYNTHESIS_TYPE.into()
 }
 
 /// A stored, content-addressed proposal.

@@ -46,12 +46,8 @@ pub struct ChainReport {
     pub files_checked: Option<usize>,
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
 fn hash_line(line: &[u8]) -> String {
-    hex(blake3::hash(line).as_bytes())
+    crate::hex::encode(blake3::hash(line).as_bytes())
 }
 
 impl ReceiptLog {

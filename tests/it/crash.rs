@@ -18,10 +18,7 @@ fn runs_per_point() -> usize {
 }
 
 fn fresh_vault() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    for folder in ["00_Inbox", "01_Projects", "02_Areas", "03_Resources", "04_Archive", "06_Daily_Logs", "PROTOCOLS"] {
-        std::fs::create_dir_all(dir.path().join(folder)).unwrap();
-    }
+    let dir = crate::support::para_dir();
     write_fixture(dir.path(), &format!("-- log.md --\n# Log\n-- 01_Projects/hub.md --\n{}", note("Project", "Hub", "x\n")));
     dir
 }

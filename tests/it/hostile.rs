@@ -379,7 +379,7 @@ fn search_domain_must_be_vault_relative() {
         params.domain = Some(domain.into());
         assert_eq!(code(vault.search(&params)), "invalid_argument", "{domain}");
     }
-    // A domain is a registry name (docs/compatibility.md; tests/mcp.rs scopes a configured one),
+    // A domain is a registry name (docs/compatibility.md; tests/it/mcp.rs scopes a configured one),
     // so a path never reaches the file system as a prefix.
     assert_eq!(vault.search(&SearchParams::fts("alpha", 5)).unwrap().results.len(), 1);
 }

@@ -48,12 +48,18 @@ pub fn write_fixture(root: &Path, fixture: &str) {
     flush(current);
 }
 
-/// A temporary vault with the P.A.R.A. folders and the fixture's files.
-pub fn vault(fixture: &str) -> (tempfile::TempDir, Vault) {
+/// A temporary folder with the P.A.R.A. folders of the default policy (not yet opened).
+pub fn para_dir() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     for folder in ["00_Inbox", "01_Projects", "02_Areas", "03_Resources", "04_Archive", "06_Daily_Logs", "PROTOCOLS"] {
         std::fs::create_dir_all(dir.path().join(folder)).unwrap();
     }
+    dir
+}
+
+/// A temporary vault with the P.A.R.A. folders and the fixture's files.
+pub fn vault(fixture: &str) -> (tempfile::TempDir, Vault) {
+    let dir = para_dir();
     write_fixture(dir.path(), fixture);
     let vault = Vault::open(dir.path(), VaultOptions { today: Some(today()) }).unwrap();
     (dir, vault)

@@ -100,6 +100,13 @@ fn preconditions_and_idempotency_keys() {
     // Same key, different mutation: a typed conflict.
     let other = IngestRequest { idempotency_key: Some("k1".into()), ..ingest("01_Projects/b", "two") };
     assert!(matches!(vault.ingest_note(&other).unwrap_err(), Error::IdempotencyConflict { .. }));
+    assert!(!dir.path().join("01_Projects/b.md").exists());
+    // The conflict is recorded like every refusal before the commit point: an aborted receipt
+    // naming the phase, the code and the key, and nothing of the content.
+    let last = vault.read_memory_history(1000, 0).unwrap().pop().unwrap();
+    assert_eq!((last["status"].as_str(), last["phase"].as_str()), (Some("aborted"), Some("check")), "{last}");
+    assert_eq!((last["error_code"].as_str(), last["idempotency_key"].as_str()), (Some("idempotency_conflict"), Some("k1")), "{last}");
+    assert!(vault.verify_history().unwrap().ok);
     // expected_sha256 that no longer matches: a typed conflict, nothing written.
     let stale = IngestRequest { expected_sha256: Some("0".repeat(64)), ..ingest("01_Projects/a", "three") };
     assert!(matches!(vault.ingest_note(&stale).unwrap_err(), Error::PreconditionFailed { .. }));

@@ -35,7 +35,7 @@ proptest! {
 
 #[test]
 fn a_bare_dot_md_file_name_is_not_markdown() {
-    // Found by tests/path_battery.rs: the length test looked at the whole path, not the name.
+    // Found by tests/it/path_battery.rs: the length test looked at the whole path, not the name.
     assert!(!VaultPath::parse("01_Projects/.md").unwrap().has_md_extension());
     assert!(!VaultPath::parse(".md").unwrap().has_md_extension());
     assert!(VaultPath::parse("01_Projects/a.md").unwrap().has_md_extension());

@@ -2,17 +2,12 @@
 
 use paravault::Error;
 use paravault::handoff::HandoffRequest;
-use paravault::vault::{Vault, VaultOptions};
+use paravault::vault::Vault;
 use paravault::write::operations::IngestRequest;
 use serde_json::{Value, json};
 
 fn vault() -> (tempfile::TempDir, Vault) {
-    let dir = tempfile::tempdir().unwrap();
-    for folder in ["00_Inbox", "01_Projects", "02_Areas", "03_Resources", "04_Archive", "06_Daily_Logs", "PROTOCOLS"] {
-        std::fs::create_dir_all(dir.path().join(folder)).unwrap();
-    }
-    let vault = Vault::open(dir.path(), VaultOptions { today: Some(chrono::NaiveDate::from_ymd_opt(2026, 6, 1).unwrap()) }).unwrap();
-    (dir, vault)
+    crate::support::vault("")
 }
 
 fn req(value: Value) -> HandoffRequest {

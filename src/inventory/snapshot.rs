@@ -12,21 +12,11 @@ use std::sync::OnceLock;
 
 use crate::inventory::NoteRecord;
 
-const DIGITS: &[u8; 16] = b"0123456789abcdef";
-
-/// Writes `hash` as 64 lower-case hex digits into `out`.
-fn hex_into(out: &mut [u8], hash: &[u8; 32]) {
-    for (pair, b) in out.chunks_exact_mut(2).zip(hash) {
-        pair[0] = DIGITS[usize::from(b >> 4)];
-        pair[1] = DIGITS[usize::from(b & 15)];
-    }
-}
-
 fn push_line(out: &mut Vec<u8>, name: &str, hash: &[u8; 32]) {
     out.extend_from_slice(name.as_bytes());
     out.push(0);
     let mut hex = [0u8; 64];
-    hex_into(&mut hex, hash);
+    crate::hex::encode_into(&mut hex, hash);
     out.extend_from_slice(&hex);
     out.push(b'\n');
 }
@@ -138,7 +128,7 @@ impl SourceSnapshot {
         if top.current {
             for dir in std::mem::take(&mut top.dirty) {
                 if let (Some(entry), Some(&at)) = (self.dirs.get(&dir), top.digest_at.get(&dir)) {
-                    hex_into(&mut top.lines[at..at + 64], &entry.digest());
+                    crate::hex::encode_into(&mut top.lines[at..at + 64], &entry.digest());
                 }
             }
         } else {
@@ -152,6 +142,6 @@ impl SourceSnapshot {
             top.dirty.clear();
             top.current = true;
         }
-        super::schema::hex(blake3::hash(&top.lines).as_bytes())
+        crate::hex::encode(blake3::hash(&top.lines).as_bytes())
     }
 }

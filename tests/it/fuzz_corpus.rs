@@ -1,7 +1,7 @@
 //! Replays the committed fuzz seed corpora (`fuzz/corpus/*`) through the fuzz targets' own
 //! assertions, so every `cargo test` on stable re-checks them without cargo-fuzz or nightly.
 
-#[path = "../fuzz/src/lib.rs"]
+#[path = "../../fuzz/src/lib.rs"]
 mod checks;
 
 use std::path::{Path, PathBuf};

@@ -1127,10 +1127,11 @@ fn domains_scope_search_and_auto_follows_their_priority() {
 fn codes_in_source() -> Vec<String> {
     let mut codes = Vec::new();
     let error_rs = std::fs::read_to_string(manifest("src/error.rs")).unwrap();
-    let body = &error_rs[error_rs.find("pub fn code(&self)").expect("Error::code")..];
-    let body = &body[..body.find("\n    }\n").unwrap()];
-    for line in body.lines().filter(|l| l.contains("=> \"")) {
-        codes.push(line.split("=> \"").nth(1).unwrap().split('"').next().unwrap().to_string());
+    let body = &error_rs[error_rs.find("pub mod codes {").expect("error::codes")..];
+    let body = &body[..body.find("\n}\n").unwrap()];
+    // Each row is `pub const NAME: CodeRow = row("code", …)`, the call possibly wrapped by rustfmt.
+    for part in body.split(": CodeRow =").skip(1) {
+        codes.push(part.split('"').nth(1).unwrap().to_string());
     }
     for file in ["src/mcp/mod.rs", "src/mcp/tools.rs"] {
         let text = std::fs::read_to_string(manifest(file)).unwrap();

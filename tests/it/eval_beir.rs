@@ -4,15 +4,14 @@
 //! least the reference BM25 - 0.005 (with its per-query top-10 overlap with the reference runs
 //! reported), and hybrid at least the better of its two inputs.
 
-#[path = "it/model.rs"]
-mod model;
-
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use paravault::inventory::Inventory;
+
+use crate::model;
 use paravault::policy::LoadedPolicy;
 use paravault::search::{self, SearchMode, SearchRequest, SyncOptions};
 

@@ -1,0 +1,29 @@
+//! A named lint finding and its severity: the leaf type the lint rules produce, policy weighs and
+//! a gate rejection (`Error::GateRejected`) carries, so `error` needs nothing above it.
+
+use serde::{Deserialize, Serialize};
+
+/// How a lint finding weighs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Severity {
+    Warning,
+    Blocking,
+}
+
+/// One named finding.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Finding {
+    pub rule: &'static str,
+    pub severity: Severity,
+    pub path: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub line: Option<usize>,
+    pub message: String,
+    /// The link target, for link findings.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<String>,
+    /// Candidate paths, for ambiguous links.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<String>,
+}

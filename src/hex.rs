@@ -1,0 +1,32 @@
+//! Lower-case hexadecimal: the one encoder of digests and random identifiers (a leaf module).
+
+use sha2::{Digest, Sha256};
+
+const DIGITS: &[u8; 16] = b"0123456789abcdef";
+
+/// Writes `bytes` as lower-case hex into `out`, which holds exactly two digits per byte.
+pub fn encode_into(out: &mut [u8], bytes: &[u8]) {
+    debug_assert_eq!(out.len(), bytes.len() * 2);
+    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair[0] = DIGITS[usize::from(b >> 4)];
+        pair[1] = DIGITS[usize::from(b & 15)];
+    }
+}
+
+/// `bytes` as lower-case hex.
+pub fn encode(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    s
+}
+
+/// The sha256 of `bytes` as 64 lower-case hex digits.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    encode(&Sha256::digest(bytes))
+}
+
+#[cfg(test)]
+mod tests;

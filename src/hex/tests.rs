@@ -1,0 +1,19 @@
+//! Unit tests of `hex`.
+
+use super::*;
+
+#[test]
+fn encodes_every_byte_value_like_the_format_macro() {
+    let bytes: Vec<u8> = (0..=255).collect();
+    let expected: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(encode(&bytes), expected);
+    let mut out = vec![0u8; 512];
+    encode_into(&mut out, &bytes);
+    assert_eq!(out, expected.as_bytes());
+}
+
+#[test]
+fn sha256_of_the_empty_text_is_the_known_digest() {
+    assert_eq!(sha256_hex(b""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}

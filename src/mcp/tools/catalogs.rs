@@ -1,0 +1,135 @@
+//! The lint and catalog tools: lint_vault, generate_index, read_sub_index and ensure_sub_index.
+
+use super::*;
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LintVault {
+    /// Optional; when given it must be the configured vault root.
+    #[serde(default)]
+    pub vault_path: String,
+}
+
+impl ToolParams for LintVault {
+    const NAME: &'static str = "lint_vault";
+    const TITLE: &'static str = "Lint the vault";
+    const DESCRIPTION: &'static str = "Run metadata, link, orphan and freshness checks over the whole vault. Read-only.";
+    fn output_schema() -> Value {
+        object_schema(
+            json!({"schema_version": {"type": "integer"}, "date": {"type": "string"}, "notes_total": {"type": "integer"},
+                   "notes_valid": {"type": "integer"}, "blocking": {"type": "boolean"}, "counts": {"type": "object"},
+                   "findings": findings_schema()}),
+            &["blocking", "counts", "findings"],
+        )
+    }
+    fn vault_path(&self) -> &str {
+        &self.vault_path
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        to_object(&ctx.vault.lint()?)
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GenerateIndex {
+    /// Optional; when given it must be the configured vault root.
+    #[serde(default)]
+    pub vault_path: String,
+}
+
+impl ToolParams for GenerateIndex {
+    const NAME: &'static str = "generate_index";
+    const TITLE: &'static str = "Regenerate catalogs";
+    const DESCRIPTION: &'static str = "Regenerate index.md and every changed folder _index.md catalog. Hand-written catalogs are reported as conflicts, never overwritten.";
+    fn output_schema() -> Value {
+        let list = json!({"type": "array", "items": {"type": "string"}});
+        object_schema(
+            json!({"dirs_total": {"type": "integer"}, "dirs_rendered": {"type": "integer"}, "pages_written": list,
+                   "pages_deleted": list, "conflicts": list}),
+            &["dirs_total", "dirs_rendered", "pages_written", "pages_deleted", "conflicts"],
+        )
+    }
+    fn vault_path(&self) -> &str {
+        &self.vault_path
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        to_object(&ctx.vault.generate_index()?)
+    }
+}
+
+fn patch_category(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
+    set_enum(schema, "category", policy.layout.catalog_categories.clone());
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadSubIndex {
+    /// A P.A.R.A. category folder.
+    pub category: String,
+    /// One-based catalog page (pages beyond 1 are declared by the landing page).
+    #[serde(default = "one")]
+    #[schemars(range(min = 1))]
+    pub page: u32,
+    /// Optional; when given it must be the configured vault root.
+    #[serde(default)]
+    pub vault_path: String,
+}
+
+fn one() -> u32 {
+    1
+}
+
+impl ToolParams for ReadSubIndex {
+    const NAME: &'static str = "read_sub_index";
+    const TITLE: &'static str = "Read a category catalog";
+    const DESCRIPTION: &'static str =
+        "Read one page of an existing P.A.R.A. category _index.md; never generates it. A missing or undeclared page fails closed.";
+    fn output_schema() -> Value {
+        page_schema()
+    }
+    fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
+        patch_category(schema, policy);
+    }
+    fn vault_path(&self) -> &str {
+        &self.vault_path
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        let content = ctx.vault.read_sub_index(&self.category, self.page as usize)?;
+        Ok(json!({"category": self.category, "page": self.page, "content": content}))
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnsureSubIndex {
+    /// A P.A.R.A. category folder.
+    pub category: String,
+    /// One-based catalog page.
+    #[serde(default = "one")]
+    #[schemars(range(min = 1))]
+    pub page: u32,
+    /// Optional; when given it must be the configured vault root.
+    #[serde(default)]
+    pub vault_path: String,
+}
+
+impl ToolParams for EnsureSubIndex {
+    const NAME: &'static str = "ensure_sub_index";
+    const TITLE: &'static str = "Generate and read a category catalog";
+    const DESCRIPTION: &'static str =
+        "Regenerate one P.A.R.A. category's catalog when needed (the folder must have notes), then return the requested page.";
+    fn output_schema() -> Value {
+        page_schema()
+    }
+    fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
+        patch_category(schema, policy);
+    }
+    fn vault_path(&self) -> &str {
+        &self.vault_path
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        let content = ctx.vault.ensure_sub_index(&self.category, self.page as usize)?;
+        Ok(json!({"category": self.category, "page": self.page, "content": content}))
+    }
+}

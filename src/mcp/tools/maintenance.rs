@@ -1,0 +1,157 @@
+//! The maintenance tools: rot_audit, archive_notes and heal_frontmatter_tool.
+
+use super::*;
+
+pub type RotAudit = VaultScoped<RotRequest>;
+
+impl ToolParams for RotAudit {
+    const NAME: &'static str = "rot_audit";
+    const TITLE: &'static str = "Audit knowledge rot";
+    const DESCRIPTION: &'static str = "Report redundant titles, outdated (expired) and trivial notes, and notes whose freshness score \
+         2^(-age/half-life) is below the policy threshold; extended adds near-duplicate bodies from the stored dense vectors. \
+         Read-only; sections that cannot run are listed under skipped.";
+    fn output_schema() -> Value {
+        let path = json!({"type": "string"});
+        object_schema(
+            json!({
+                "schema_version": {"type": "integer"}, "date": {"type": "string"}, "notes_audited": {"type": "integer"},
+                "thresholds": {"type": "object", "additionalProperties": {"type": "number"}},
+                "redundant": {"type": "array", "items": object_schema(json!({"a": path, "b": path, "jaccard": {"type": "number"}}), &["a", "b", "jaccard"])},
+                "outdated": {"type": "array", "items": object_schema(json!({"path": path, "expiry": {"type": "string"}}), &["path", "expiry"])},
+                "trivial": {"type": "array", "items": object_schema(json!({"path": path, "body_chars": {"type": "integer"}}), &["path", "body_chars"])},
+                "stale_freshness": {"type": "array", "items": object_schema(
+                    json!({"path": path, "note_type": {"type": "string"}, "age_days": {"type": "number"},
+                           "half_life_days": {"type": "number"}, "score": {"type": "number"}}),
+                    &["path", "note_type", "age_days", "half_life_days", "score"])},
+                "near_duplicates": {"type": "array", "items": object_schema(json!({"a": path, "b": path, "cosine": {"type": "number"}}), &["a", "b", "cosine"])},
+                "link_rot": {"type": "array", "items": object_schema(
+                    json!({"path": path, "line": {"type": "integer"}, "url": {"type": "string"},
+                           "state": {"type": "string", "enum": ["ok", "broken", "unreachable", "refused"]},
+                           "http_status": {"type": ["integer", "null"]}, "detail": {"type": "string"}}),
+                    &["path", "line", "url", "state", "detail"])},
+                "skipped": {"type": "array", "items": object_schema(json!({"section": {"type": "string"}, "reason": {"type": "string"}}), &["section", "reason"])},
+                "totals": {"type": "object", "description": "Exact size of each list before paging.", "additionalProperties": {"type": "integer"}},
+                "page": object_schema(
+                    json!({"offset": {"type": "integer"}, "max_items": {"type": "integer"}, "truncated": {"type": "boolean"},
+                           "next_cursor": {"type": ["string", "null"], "description": "Pass as cursor for the next page."}}),
+                    &["offset", "max_items", "truncated"]),
+                "computed_from": {"type": "object", "description": "The active generation and the vault state the audit read."}
+            }),
+            &[
+                "schema_version",
+                "date",
+                "notes_audited",
+                "thresholds",
+                "redundant",
+                "outdated",
+                "trivial",
+                "stale_freshness",
+                "near_duplicates",
+                "skipped",
+            ],
+        )
+    }
+    fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {
+        describe(
+            schema,
+            &[
+                (
+                    "extended",
+                    "Also run the sections that need stored vectors (near-duplicate bodies); skipped with a reason when there are none.",
+                ),
+                (
+                    "allow_link_rot",
+                    "Check external links; needs approved=true and egress allow-public, otherwise the section is skipped with the reason.",
+                ),
+                (
+                    "allow_remote_llm",
+                    "Send candidate pairs to a remote LLM; no endpoint is configured, so true lists semantic_contradictions under skipped (not_configured).",
+                ),
+                ("approved", "The user approved the network access that allow_link_rot needs."),
+            ],
+        );
+    }
+    fn vault_path(&self) -> &str {
+        &self.vault_path
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        to_object(&ctx.vault.rot_audit(&self.request)?)
+    }
+}
+
+pub type ArchiveNotes = VaultScoped<ArchiveRequest>;
+
+impl ToolParams for ArchiveNotes {
+    const NAME: &'static str = "archive_notes";
+    const TITLE: &'static str = "Archive notes";
+    const DESCRIPTION: &'static str = "Preview (dry_run, the default) or move notes with status archived or a past expiry into the \
+         archive folder, keeping their path below it, setting status archived and rewriting links that would break, in one \
+         transaction. A live run needs approved=true after the user approves the preview.";
+    fn output_schema() -> Value {
+        let s = json!({"type": "string"});
+        object_schema(
+            json!({
+                "dry_run": {"type": "boolean"},
+                "moves": {"type": "array", "items": object_schema(json!({"from": s, "to": s, "reason": s}), &["from", "to", "reason"])},
+                "link_rewrites": {"type": "array", "items": object_schema(
+                    json!({"note": s, "line": {"type": "integer"}, "from": s, "to": s}), &["note", "line", "from", "to"])},
+                "refused": {"type": "array", "items": object_schema(json!({"path": s, "reason": s}), &["path", "reason"])},
+                "receipt": receipt_schema()
+            }),
+            &["dry_run", "moves", "link_rewrites", "refused"],
+        )
+    }
+    fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {
+        describe(
+            schema,
+            &[
+                ("dry_run", "true (default): report what would move and which links would be rewritten; change nothing."),
+                ("approved", "Must be true for dry_run=false: the user explicitly approved this archive run."),
+            ],
+        );
+    }
+    fn vault_path(&self) -> &str {
+        &self.vault_path
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        to_object(&ctx.vault.archive_notes(&self.request)?)
+    }
+}
+
+pub type HealFrontmatter = VaultScoped<HealRequest>;
+
+impl ToolParams for HealFrontmatter {
+    const NAME: &'static str = "heal_frontmatter_tool";
+    const TITLE: &'static str = "Repair frontmatter";
+    const DESCRIPTION: &'static str = "Preview (dry_run, the default) or apply frontmatter repairs (type casing and inference, title, \
+         description, timestamps, tags, quarantined foreign values) in one transaction; untouched keys keep their text. Never \
+         repairs links or calls an LLM. A live run needs approved=true after the user approves the preview.";
+    fn output_schema() -> Value {
+        let s = json!({"type": "string"});
+        let note = object_schema(
+            json!({"path": s, "repairs": {"type": "array", "items": object_schema(json!({"field": s, "action": s}), &["field", "action"])},
+                   "unresolved": string_list()}),
+            &["path", "repairs", "unresolved"],
+        );
+        object_schema(
+            json!({"dry_run": {"type": "boolean"}, "notes": {"type": "array", "items": note.clone()},
+                   "refused": {"type": "array", "items": note}, "receipt": receipt_schema()}),
+            &["dry_run", "notes", "refused"],
+        )
+    }
+    fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {
+        describe(
+            schema,
+            &[
+                ("dry_run", "true (default): list every repair per note; change nothing."),
+                ("approved", "Must be true for dry_run=false: the user explicitly approved these repairs."),
+            ],
+        );
+    }
+    fn vault_path(&self) -> &str {
+        &self.vault_path
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        to_object(&ctx.vault.heal_frontmatter(&self.request)?)
+    }
+}

@@ -1,0 +1,247 @@
+//! Tidy checks over the source tree: the module layering of docs/ARCHITECTURE.md and the
+//! opening `//!` line of every file.
+//!
+//! The layering check reads every `crate::<module>` path of `src/` (in `use` declarations,
+//! brace groups included, and inline paths) and fails on an edge from a module to one that is
+//! not below it in [`LAYERS`]. Unit-test files (`tests.rs`) may reach anything.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The top-level modules of `src/`, lowest first: a module may use only those before it.
+/// docs/ARCHITECTURE.md ("Layers") states the same order.
+pub const LAYERS: &[&str] = &[
+    "hex",
+    "finding",
+    "error",
+    "user_config",
+    "store",
+    "policy",
+    "note",
+    "scan",
+    "inventory",
+    "inventory_cache",
+    "embed",
+    "lint",
+    "catalog",
+    "search",
+    "watch",
+    "starter",
+    "vault",
+    "write",
+    "retrieval",
+    "maintenance",
+    "server_info",
+    "handoff",
+    "infra",
+    "goals",
+    "mcp",
+    "cli",
+];
+
+/// Edges against the order that are known and not yet cut, each with the work that cuts it.
+/// The test fails when one of them no longer exists, so this list can only shrink.
+const KNOWN_BACK_EDGES: &[(&str, &str, &str)] = &[(
+    "vault",
+    "write",
+    "the writer's state (lock, journal records, receipt log, active generation) lives in vault.rs and \
+     its recovery and checkpoint in write/: cut by the typed Writer of issue 18 (scope 1)",
+)];
+
+fn source_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            source_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
+        }
+    }
+}
+
+/// The text of a Rust file with its comments, string literals and char literals blanked
+/// (newlines kept, so line numbers hold).
+fn code_only(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    let blank = |out: &mut String, span: &[char]| out.extend(span.iter().map(|c| if *c == '\n' { '\n' } else { ' ' }));
+    while i < chars.len() {
+        let rest = &chars[i..];
+        let end = if rest.starts_with(&['/', '/']) {
+            i + rest.iter().position(|c| *c == '\n').unwrap_or(rest.len())
+        } else if rest.starts_with(&['/', '*']) {
+            i + rest.windows(2).position(|w| w == ['*', '/']).map_or(rest.len(), |n| n + 2)
+        } else if rest[0] == 'r' && rest.get(1).is_some_and(|c| *c == '"' || *c == '#') && (i == 0 || !chars[i - 1].is_alphanumeric()) {
+            let hashes = rest[1..].iter().take_while(|c| **c == '#').count();
+            if rest.get(1 + hashes) != Some(&'"') {
+                out.push(rest[0]);
+                i += 1;
+                continue;
+            }
+            let close: Vec<char> = std::iter::once('"').chain(std::iter::repeat_n('#', hashes)).collect();
+            let body = 2 + hashes;
+            i + body + rest[body..].windows(close.len()).position(|w| w == close.as_slice()).map_or(rest.len() - body, |n| n + close.len())
+        } else if rest[0] == '"' {
+            let mut j = 1;
+            while j < rest.len() && rest[j] != '"' {
+                j += if rest[j] == '\\' { 2 } else { 1 };
+            }
+            i + (j + 1).min(rest.len())
+        } else if rest[0] == '\'' && rest.get(1) == Some(&'\\') {
+            i + 2 + rest[2..].iter().position(|c| *c == '\'').map_or(rest.len() - 2, |n| n + 1)
+        } else if rest[0] == '\'' && rest.get(2) == Some(&'\'') {
+            i + 3
+        } else {
+            out.push(rest[0]);
+            i += 1;
+            continue;
+        };
+        blank(&mut out, &chars[i..end.min(chars.len())]);
+        i = end;
+    }
+    out
+}
+
+/// The top-level module a file of `src/` belongs to (`None` for the crate roots).
+fn module_of(rel: &Path) -> Option<String> {
+    let first = rel.components().next()?.as_os_str().to_str()?.to_string();
+    let module = first.strip_suffix(".rs").unwrap_or(&first).to_string();
+    (module != "lib" && module != "main").then_some(module)
+}
+
+/// Every `(line, module)` a file names through `crate::module`: plain paths and the first
+/// segment of each item of a `use crate::{…}` group.
+fn crate_references(code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    let ident = |s: &str| -> String { s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect() };
+    let mut from = 0;
+    while let Some(found) = code[from..].find("crate::") {
+        let at = from + found;
+        from = at + "crate::".len();
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$') {
+            continue; // `paravault_crate::`, `$crate::`
+        }
+        let rest = &code[from..];
+        if let Some(group) = rest.strip_prefix('{') {
+            // Items of the group at depth 0, up to its closing brace.
+            let mut depth = 0;
+            let mut item_start = true;
+            for (offset, c) in group.char_indices() {
+                match c {
+                    '{' => depth += 1,
+                    '}' if depth == 0 => break,
+                    '}' => depth -= 1,
+                    ',' if depth == 0 => item_start = true,
+                    c if item_start && (c.is_ascii_alphabetic() || c == '_') => {
+                        item_start = false;
+                        out.push((line_of(from + 1 + offset), ident(&group[offset..])));
+                    }
+                    _ => {}
+                }
+            }
+        } else {
+            let name = ident(rest);
+            if !name.is_empty() {
+                out.push((line_of(at), name));
+            }
+        }
+    }
+    out
+}
+
+/// `(from, to, "file:line")` for every reference between two top-level modules of `src/`.
+fn module_edges(src: &Path) -> Vec<(String, String, String)> {
+    let mut files = Vec::new();
+    source_files(src, &mut files);
+    let mut edges = Vec::new();
+    for file in files {
+        let rel = file.strip_prefix(src).unwrap();
+        if rel.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        let Some(module) = module_of(rel) else { continue };
+        let code = code_only(&std::fs::read_to_string(&file).unwrap());
+        for (line, target) in crate_references(&code) {
+            if target != module && !target.starts_with(|c: char| c.is_ascii_uppercase()) {
+                edges.push((module.clone(), target, format!("src/{}:{line}", rel.display())));
+            }
+        }
+    }
+    edges.sort();
+    edges
+}
+
+/// The edges of `edges` that go against `layers`, as readable lines.
+fn violations(edges: &[(String, String, String)], layers: &[&str]) -> Vec<String> {
+    let rank = |m: &str| layers.iter().position(|l| *l == m);
+    let mut out = Vec::new();
+    for (from, to, at) in edges {
+        match (rank(from), rank(to)) {
+            (None, _) => out.push(format!("{at}: module `{from}` is not in tidy::LAYERS (add it where it belongs)")),
+            (_, None) => out.push(format!("{at}: `{from}` uses `{to}`, which is not in tidy::LAYERS")),
+            (Some(a), Some(b)) if b > a && !KNOWN_BACK_EDGES.iter().any(|(f, t, _)| f == from && t == to) => {
+                out.push(format!("{at}: `{from}` uses `{to}`, which is above it in the layer order"))
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+fn src_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+#[test]
+fn every_module_uses_only_modules_below_it() {
+    let edges = module_edges(&src_dir());
+    assert!(edges.len() > 50, "the parser found only {} edges: it no longer reads the source", edges.len());
+    let problems = violations(&edges, LAYERS);
+    assert!(problems.is_empty(), "layering violations (docs/ARCHITECTURE.md, Layers):\n{}", problems.join("\n"));
+    let present: BTreeSet<(&str, &str)> = edges.iter().map(|(f, t, _)| (f.as_str(), t.as_str())).collect();
+    for (from, to, why) in KNOWN_BACK_EDGES {
+        assert!(present.contains(&(*from, *to)), "the known back edge {from} -> {to} ({why}) is gone: remove it from KNOWN_BACK_EDGES");
+    }
+}
+
+#[test]
+fn the_layer_list_names_every_module_once() {
+    let mut modules = BTreeSet::new();
+    for entry in std::fs::read_dir(src_dir()).unwrap() {
+        if let Some(module) = module_of(Path::new(&entry.unwrap().file_name())) {
+            modules.insert(module);
+        }
+    }
+    let listed: BTreeSet<String> = LAYERS.iter().map(|l| l.to_string()).collect();
+    assert_eq!(listed.len(), LAYERS.len(), "a module is listed twice in tidy::LAYERS");
+    assert_eq!(modules, listed, "tidy::LAYERS and the modules of src/ differ");
+}
+
+#[test]
+fn the_parser_sees_use_groups_inline_paths_and_skips_comments() {
+    let code = "use crate::{error::Error, search::{self, x}, vault};\n// crate::cli::Cli\n/* crate::api */ fn f<'a>() { crate::mcp::serve(); let s = \"crate::web \\\" crate::web\"; let q = '\"'; let r = r#\"crate::web\"#; crate::Error::X; crate::store::x() }\n";
+    let names: Vec<String> = crate_references(&code_only(code)).into_iter().map(|(_, m)| m).collect();
+    assert_eq!(names, ["error", "search", "vault", "mcp", "Error", "store"]);
+    let edges = vec![("store".to_string(), "vault".to_string(), "src/store/x.rs:1".to_string())];
+    assert_eq!(violations(&edges, LAYERS).len(), 1, "a planted upward edge is reported");
+    let edges = vec![("vault".to_string(), "store".to_string(), "src/vault.rs:1".to_string())];
+    assert!(violations(&edges, LAYERS).is_empty(), "a downward edge is allowed");
+}
+
+#[test]
+fn every_source_file_opens_with_a_doc_line() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = Vec::new();
+    for dir in ["src", "tests", "benches"] {
+        source_files(&root.join(dir), &mut files);
+    }
+    let missing: Vec<String> = files
+        .iter()
+        .filter(|f| !std::fs::read_to_string(f).unwrap().starts_with("//!"))
+        .map(|f| f.strip_prefix(root).unwrap().display().to_string())
+        .collect();
+    assert!(missing.is_empty(), "files whose first line is not a `//!` doc line:\n{}", missing.join("\n"));
+}
