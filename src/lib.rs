@@ -16,6 +16,7 @@
 //! - `vault`     — the application API every adapter calls.
 //! - `handoff`   — `handoff_work`: durable work packets (Task v2) with a hash-chained journal.
 //! - `infra`     — `infra_action`: the INFRA-1 broker client (identifiers only, Unix socket).
+//! - `specdocs`  — vaultspec decision documents, plans with canonical step IDs, ledgers.
 //! - `cli`       — the clap adapter.
 //! - `mcp`       — the MCP stdio adapter (tools, annotations and limits from policy).
 //!
@@ -42,6 +43,7 @@ pub mod cli;
 pub mod handoff;
 pub mod infra;
 pub mod mcp;
+pub mod specdocs;
 pub mod starter;
 pub mod vault;
 pub mod watch;

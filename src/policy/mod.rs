@@ -281,6 +281,8 @@ pub struct Policy {
     pub infra: InfraPolicy,
     /// Named search domains (merged with `.power/domains.yaml`; see `domains`).
     pub domains: Vec<domains::Domain>,
+    /// vaultspec decision documents: where each document type lives (`specdocs`).
+    pub specdocs: crate::specdocs::SpecdocsPolicy,
 }
 
 /// The lint rules the engine implements; a policy may weigh them but not invent others.
