@@ -542,9 +542,7 @@ pub fn compose_body(body: &str, operation: &str, section: Option<&str>, content:
         }
     }
     let Some(&(start, level, _)) = headings.iter().find(|(_, _, text)| *text == section) else {
-        let mut error = edit_error(format!("section '{section}' not found"), Some("section_not_found"));
-        error["section_not_found"] = json!(true);
-        return Err(error);
+        return Err(edit_error(format!("section '{section}' not found"), Some("section_not_found")));
     };
     let end = headings.iter().find(|(i, l, _)| *i > start && *l <= level).map_or(lines.len(), |(i, _, _)| *i);
     let mut out = String::with_capacity(body.len() + content.len() + 2);
