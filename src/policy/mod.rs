@@ -223,6 +223,10 @@ pub struct ToolRisk {
     pub idempotent: bool,
     pub egress: Egress,
     pub approval: Approval,
+    /// A tool that is not read-only but is still served under `--read-only` without these
+    /// parameters (vaultspec's `check` without `fix`); empty: not served read-only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub read_only_omits: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

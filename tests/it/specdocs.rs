@@ -21,7 +21,12 @@ fn seeded() -> (tempfile::TempDir, paravault::Vault) {
     assert_eq!(out["status"], "ok", "{out:?}");
     let ops: Vec<PlanEditOperation> = ["one", "two", "three"]
         .iter()
-        .map(|a| PlanEditOperation { operation: "add".into(), action: Some((*a).into()), scope: Some("src/lib.rs".into()), ..Default::default() })
+        .map(|a| PlanEditOperation {
+            operation: "add".into(),
+            action: Some((*a).into()),
+            scope: Some("src/lib.rs".into()),
+            ..Default::default()
+        })
         .collect();
     let out = plan_edit(&vault, PLAN, &ops).unwrap();
     assert_eq!(out["status"], "ok", "{out:?}");
@@ -34,7 +39,11 @@ fn a_create_batch_applies_in_order_and_fails_items_alone() {
     let mut adr = spec("#search-api", "adr");
     adr.related = Some(vec!["2026-05-30-search-api-research".into()]);
     adr.content = Some("Why we chose BM25.".into());
-    let out = create(&vault, &[spec("search-api", "exec"), spec("search-api", "research"), adr, spec("Bad Feature", "adr"), spec("search-api", "research")]).unwrap();
+    let out = create(
+        &vault,
+        &[spec("search-api", "exec"), spec("search-api", "research"), adr, spec("Bad Feature", "adr"), spec("search-api", "research")],
+    )
+    .unwrap();
     assert_eq!(out["status"], "mixed");
     assert_eq!(out["counts"], json!({"created": 2, "failed": 3}));
     assert_eq!(out["submitted"], 5);
@@ -62,30 +71,61 @@ fn edit_refuses_a_stale_blob_hash_and_chains_within_a_batch() {
     let (dir, vault) = seeded();
     let path = dir.path().join("01_Projects/search-api/research/2026-05-30-search-api-research.md");
     let before = std::fs::read(&path).unwrap();
-    let stale = EditOperation { target: "2026-05-30-search-api-research".into(), operation: "set_body".into(), content: "x".into(), expected_blob_hash: Some("0".repeat(40)), ..Default::default() };
+    let stale = EditOperation {
+        target: "2026-05-30-search-api-research".into(),
+        operation: "set_body".into(),
+        content: "x".into(),
+        expected_blob_hash: Some("0".repeat(40)),
+        ..Default::default()
+    };
     let out = edit(&vault, &[stale]).unwrap();
     assert_eq!(out["status"], "failed");
     assert_eq!(out["items"][0]["error"]["conflict"], true);
     assert_eq!(std::fs::read(&path).unwrap(), before, "a conflict writes nothing");
     let hash = paravault::specdocs::blob_hash(&before);
     let ops = [
-        EditOperation { target: "[[2026-05-30-search-api-research]]".into(), operation: "replace_section".into(), section: Some("## Findings".into()), content: "BM25 wins.".into(), expected_blob_hash: Some(hash) },
-        EditOperation { target: "2026-05-30-search-api-research.md".into(), operation: "append_section".into(), section: Some("## Findings".into()), content: "Also fast.".into(), expected_blob_hash: None },
-        EditOperation { target: "2026-05-30-search-api-research".into(), operation: "append_section".into(), section: Some("## Nowhere".into()), content: "x".into(), expected_blob_hash: None },
+        EditOperation {
+            target: "[[2026-05-30-search-api-research]]".into(),
+            operation: "replace_section".into(),
+            section: Some("## Findings".into()),
+            content: "BM25 wins.".into(),
+            expected_blob_hash: Some(hash),
+        },
+        EditOperation {
+            target: "2026-05-30-search-api-research.md".into(),
+            operation: "append_section".into(),
+            section: Some("## Findings".into()),
+            content: "Also fast.".into(),
+            expected_blob_hash: None,
+        },
+        EditOperation {
+            target: "2026-05-30-search-api-research".into(),
+            operation: "append_section".into(),
+            section: Some("## Nowhere".into()),
+            content: "x".into(),
+            expected_blob_hash: None,
+        },
     ];
     let out = edit(&vault, &ops).unwrap();
     assert_eq!(out["status"], "mixed", "{out:?}");
     assert_eq!(out["items"][2]["error"]["section_not_found"], true);
     let text = std::fs::read_to_string(&path).unwrap();
     assert!(text.contains("## Findings\n\nBM25 wins.\n\nAlso fast.\n"), "{text}");
-    assert!(text.starts_with(std::str::from_utf8(&before).unwrap().split("---\n").take(2).collect::<Vec<_>>().join("---\n").as_str()), "frontmatter untouched");
+    assert!(
+        text.starts_with(std::str::from_utf8(&before).unwrap().split("---\n").take(2).collect::<Vec<_>>().join("---\n").as_str()),
+        "frontmatter untouched"
+    );
 }
 
 #[test]
 fn plan_progress_writes_once_and_only_on_change() {
     let (dir, vault) = seeded();
     let plan = dir.path().join("01_Projects/search-api/plan/2026-05-30-search-api-plan.md");
-    let changes = [StepChange { step_id: "S01".into(), state: "checked".into() }, StepChange { step_id: "S09".into(), state: "checked".into() }, StepChange { step_id: "S02".into(), state: "done".into() }];
+    let changes = [
+        StepChange { step_id: "S01".into(), state: "checked".into() },
+        StepChange { step_id: "S09".into(), state: "checked".into() },
+        StepChange { step_id: "S02".into(), state: "done".into() },
+    ];
     let out = plan_progress(&vault, "search-api", &changes).unwrap();
     assert_eq!(out["status"], "mixed");
     assert_eq!(out["counts"], json!({"updated": 1, "failed": 2}));
@@ -110,10 +150,16 @@ fn removed_step_ids_stay_retired_across_calls() {
     let text = std::fs::read_to_string(dir.path().join("01_Projects/search-api/plan/2026-05-30-search-api-plan.md")).unwrap();
     assert!(text.contains("retired_steps: [\"S03\"]"), "{text}");
     // A second plan of the feature makes the feature tag ambiguous.
-    let mut second = paravault::specdocs::authoring::CreateSpec { feature: "search-api".into(), doc_type: Some("plan".into()), date: Some("2026-05-31".into()), ..Default::default() };
+    let mut second = paravault::specdocs::authoring::CreateSpec {
+        feature: "search-api".into(),
+        doc_type: Some("plan".into()),
+        date: Some("2026-05-31".into()),
+        ..Default::default()
+    };
     second.tier = Some("L2".into());
     assert_eq!(create(&vault, &[second]).unwrap()["status"], "ok");
-    let err = plan_progress(&vault, "search-api", &[StepChange { step_id: "S01".into(), state: "checked".into() }]).unwrap_err().to_string();
+    let err =
+        plan_progress(&vault, "search-api", &[StepChange { step_id: "S01".into(), state: "checked".into() }]).unwrap_err().to_string();
     assert!(err.contains("2026-05-30-search-api-plan") && err.contains("2026-05-31-search-api-plan"), "{err}");
 }
 
@@ -173,4 +219,21 @@ fn status_rolls_up_and_check_fixes_only_safe_things() {
     assert_eq!(repaired.split("---\n").nth(2), text.split("---\n").nth(2), "the body is untouched");
     let again = check(&vault, Some("search-api"), true).unwrap();
     assert_eq!(again["total_fixed"], 0, "fixing converges");
+}
+
+/// Every documented rule of the vaultspec seed, through MCP with the official Python SDK
+/// (tests/sdk/vaultspec_behaviour.py). Fails loudly when python3 or the `mcp` package is missing.
+#[test]
+fn vaultspec_behaviour_through_the_python_sdk() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk/vaultspec_behaviour.py");
+    let probe = std::process::Command::new("python3").args(["-c", "import mcp"]).output();
+    match probe {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!("python3 cannot import the `mcp` package (pip install mcp): {}", String::from_utf8_lossy(&out.stderr)),
+        Err(e) => panic!("python3 is required to run the vaultspec SDK behaviour tests: {e}"),
+    }
+    let out = std::process::Command::new("python3").arg(&script).arg(env!("CARGO_BIN_EXE_paravault")).output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "vaultspec_behaviour.py failed\nstdout:\n{stdout}\nstderr:\n{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("ok read_only_serves_status_find_and_check_without_fix"), "{stdout}");
 }
