@@ -97,7 +97,10 @@ pub struct Layout {
 }
 
 fn pattern_regex(pattern: &str, tail: &str) -> Regex {
-    let escaped = regex::escape(pattern).replace(r"\{feature\}", "(?P<feature>[a-z0-9]+(?:-[a-z0-9]+)*)");
+    // The first `{feature}` captures it; later ones match the same shape without capturing.
+    let escaped = regex::escape(pattern)
+        .replacen(r"\{feature\}", "(?P<feature>[a-z0-9]+(?:-[a-z0-9]+)*)", 1)
+        .replace(r"\{feature\}", "[a-z0-9]+(?:-[a-z0-9]+)*");
     Regex::new(&format!("^{escaped}{tail}$")).expect("BUG: specdocs folder pattern is an escaped literal")
 }
 

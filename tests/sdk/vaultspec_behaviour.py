@@ -28,9 +28,18 @@ def check(fn):
     return fn
 
 
+def attr(obj, snake, camel):
+    """A field under its mcp 2.x (snake_case) or 1.x (camelCase) name."""
+    return getattr(obj, snake) if hasattr(obj, snake) else getattr(obj, camel)
+
+
+def is_error(result):
+    return bool(attr(result, "is_error", "isError"))
+
+
 def payload(result):
     """The structured result (find's list is under `result`, as the SDK wraps lists)."""
-    data = result.structuredContent
+    data = attr(result, "structured_content", "structuredContent")
     if data is None:
         data = json.loads(result.content[0].text)
     return data
@@ -38,7 +47,7 @@ def payload(result):
 
 async def call(session, tool, args, expect_error=False):
     result = await session.call_tool(tool, args)
-    assert bool(result.isError) == expect_error, f"{tool}({args}) isError={result.isError}: {result.content[0].text[:400]}"
+    assert is_error(result) == expect_error, f"{tool}({args}) isError={is_error(result)}: {result.content[0].text[:400]}"
     return payload(result)
 
 
@@ -56,12 +65,13 @@ def doc(feature, doc_type, **extra):
 async def tools_and_annotations(session, vault):
     tools = {t.name: t for t in (await session.list_tools()).tools}
     assert set(tools) == {"find", "create", "edit", "status", "check", "plan_progress", "plan_edit", "log"}, sorted(tools)
-    hints = {n: (t.annotations.readOnlyHint, t.annotations.destructiveHint, t.annotations.idempotentHint) for n, t in tools.items()}
+    a = lambda t: t.annotations
+    hints = {n: (attr(a(t), "read_only_hint", "readOnlyHint"), attr(a(t), "destructive_hint", "destructiveHint"), attr(a(t), "idempotent_hint", "idempotentHint")) for n, t in tools.items()}
     assert hints["find"] == (True, False, True) and hints["status"] == (True, False, True)
     assert hints["create"] == (False, False, False) and hints["edit"] == (False, True, False)
     assert hints["check"] == (False, False, True) and hints["plan_progress"] == (False, False, True)
     assert hints["plan_edit"] == (False, True, False) and hints["log"] == (False, False, True)
-    find_props = tools["find"].inputSchema["properties"]
+    find_props = attr(tools["find"], "input_schema", "inputSchema")["properties"]
     assert set(find_props) == {"feature", "type", "date", "text", "body", "json", "limit"}, find_props
     assert "none" in find_props["body"]["enum"] and find_props["limit"]["maximum"] == 100
 
@@ -194,7 +204,7 @@ async def plan_progress_is_explicit_and_reports_totals(session, vault):
 async def an_ambiguous_feature_lists_candidate_plans(session, vault):
     await call(session, "create", {"documents": [doc("search-api", "plan", date="2026-05-31", tier="L2")]})
     result = await session.call_tool("plan_progress", {"plan": "search-api", "steps": [{"step_id": "S01", "state": "checked"}]})
-    assert result.isError
+    assert is_error(result)
     text = result.content[0].text
     assert PLAN in text and "2026-05-31-search-api-plan" in text, text
     out = await call(session, "plan_edit", {"plan": "2026-05-31-search-api-plan", "operations": [{"operation": "add", "action": "a", "scope": "s"}]})
@@ -269,8 +279,8 @@ async def read_only(vault):
             await session.initialize()
             tools = {t.name: t for t in (await session.list_tools()).tools}
             assert set(tools) == {"find", "status", "check"}, sorted(tools)
-            assert "fix" not in tools["check"].inputSchema["properties"]
-            assert tools["check"].annotations.readOnlyHint is True
+            assert "fix" not in attr(tools["check"], "input_schema", "inputSchema")["properties"]
+            assert attr(tools["check"].annotations, "read_only_hint", "readOnlyHint") is True
             await call(session, "check", {"fix": True}, expect_error=True)
             assert (await call(session, "check", {}))["status"] in ("ok", "failed")
     print("ok read_only_serves_status_find_and_check_without_fix")
