@@ -115,7 +115,7 @@ fn find_10k(base: &Path, runs: usize) -> (Duration, Duration, Duration) {
     (
         time(FindRequest { limit: 100, ..Default::default() }),
         time(FindRequest { feature: Some("feature-7".into()), limit: 20, ..Default::default() }),
-        time(FindRequest { text: Some("t9999".into()), limit: 20, ..Default::default() }),
+        time(FindRequest { text: Some("t9998".into()), limit: 20, ..Default::default() }),
     )
 }
 

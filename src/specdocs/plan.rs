@@ -170,14 +170,16 @@ impl PlanBody {
 
     /// Resolves a canonical leaf ID or a full display path to one step.
     pub fn find(&self, step_ref: &str) -> std::result::Result<Step, String> {
+        self.find_in(&self.steps(), step_ref).cloned()
+    }
+
+    /// `find` over steps already read (they stay valid while only check marks change).
+    pub fn find_in<'s>(&self, steps: &'s [Step], step_ref: &str) -> std::result::Result<&'s Step, String> {
         let wanted = step_ref.trim();
-        let matches: Vec<Step> = self
-            .steps()
-            .into_iter()
-            .filter(|s| if wanted.contains('.') { s.display_path == wanted } else { s.canonical_id == wanted })
-            .collect();
+        let matches: Vec<&Step> =
+            steps.iter().filter(|s| if wanted.contains('.') { s.display_path == wanted } else { s.canonical_id == wanted }).collect();
         match matches.len() {
-            1 => Ok(matches.into_iter().next().expect("BUG: one match")),
+            1 => Ok(matches[0]),
             0 if self.retired.contains(wanted) => Err(format!("step {wanted} was removed; its ID is retired")),
             0 => Err(format!("unknown step '{wanted}'")),
             _ => Err(format!(
@@ -196,15 +198,22 @@ impl PlanBody {
     /// Sets a step's state; `Ok(true)` when it changed.
     pub fn set_state(&mut self, step_ref: &str, checked: bool) -> std::result::Result<(Step, bool), String> {
         let step = self.find(step_ref)?;
-        if step.checked == checked {
-            return Ok((step, false));
-        }
-        let caps = step_regex().captures(&self.lines[step.line]).ok_or("BUG: step line no longer parses")?;
+        let changed = self.set_state_at(step.line, checked)?;
+        Ok((step, changed))
+    }
+
+    /// Sets the state of the step row at `line`; `Ok(true)` when it changed.
+    pub fn set_state_at(&mut self, line: usize, checked: bool) -> std::result::Result<bool, String> {
+        let text = self.lines.get(line).ok_or("BUG: no such step line")?;
+        let caps = step_regex().captures(text).ok_or("BUG: step line no longer parses")?;
         let mark = caps.get(2).ok_or("BUG: step mark")?;
-        let mut line = self.lines[step.line].clone();
-        line.replace_range(mark.range(), if checked { "x" } else { " " });
-        self.lines[step.line] = line;
-        Ok((step, true))
+        if (mark.as_str() != " ") == checked {
+            return Ok(false);
+        }
+        let mut updated = text.clone();
+        updated.replace_range(mark.range(), if checked { "x" } else { " " });
+        self.lines[line] = updated;
+        Ok(true)
     }
 
     /// The line index after which a new step of `phase_id` goes.
@@ -469,6 +478,8 @@ pub fn plan_progress(vault: &Vault, plan_ref: &str, changes: &[StepChange]) -> R
     let docs = documents(vault)?;
     let plan = load_plan(vault, &docs, plan_ref)?;
     let mut body = plan.body.clone();
+    // Only check marks change below, so the steps read once stay valid for the whole batch.
+    let steps = body.steps();
     let mut outcomes = Vec::new();
     let mut changed = false;
     for change in changes {
@@ -477,8 +488,12 @@ pub fn plan_progress(vault: &Vault, plan_ref: &str, changes: &[StepChange]) -> R
             "unchecked" => Ok(false),
             other => Err(format!("invalid state '{other}' (checked or unchecked)")),
         };
-        match target.and_then(|checked| body.set_state(&change.step_id, checked)) {
-            Ok((_, did)) => {
+        let outcome = target.and_then(|checked| {
+            let line = body.find_in(&steps, &change.step_id)?.line;
+            body.set_state_at(line, checked)
+        });
+        match outcome {
+            Ok(did) => {
                 changed |= did;
                 let status = if did { "updated" } else { "unchanged" };
                 outcomes.push(ItemOutcome::success(status, json!({"step_id": change.step_id, "state": change.state, "status": status})));
