@@ -238,7 +238,7 @@ impl PlanBody {
         };
         match &phase {
             Some(p) => {
-                if let Some(last) = steps.iter().filter(|s| s.phase.as_deref() == Some(p.as_str())).next_back() {
+                if let Some(last) = steps.iter().rfind(|s| s.phase.as_deref() == Some(p.as_str())) {
                     return Ok(last.line);
                 }
                 self.lines
