@@ -18,6 +18,7 @@ pub mod framing;
 pub mod surface;
 pub mod tools;
 pub mod vaultspec;
+pub mod vaultspec_gateway;
 pub mod watchdog;
 
 use std::collections::HashMap;

@@ -1,7 +1,7 @@
 //! The vaultspec-core surface (seed 000): find, create, edit, status, check, plan_progress,
 //! plan_edit and log with the seed's parameters, defaults and result shapes, each a thin call
 //! into `specdocs`. `--read-only` serves status, find and check without `fix` (policy
-//! `tools.check.read_only_omits`). discover and invoke are not built yet (docs/specdocs.md).
+//! `tools.check.read_only_omits`) and discover. invoke is not built yet (docs/specdocs.md).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -38,6 +38,7 @@ pub fn catalog() -> Vec<ToolSpec> {
         spec::<PlanProgress>(),
         spec::<PlanEdit>(),
         spec::<LogRequest>(),
+        spec::<Discover>(),
     ]
 }
 
@@ -254,5 +255,39 @@ impl ToolParams for LogRequest {
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         ledger::log(&ctx.vault, &self)
+    }
+}
+
+/// `discover` parameters.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Discover {
+    /// Verb words or an intent phrase to rank the catalog against.
+    pub query: String,
+    /// Maximum number of ranked verbs to return.
+    #[serde(default = "ten")]
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: usize,
+}
+
+fn ten() -> usize {
+    10
+}
+
+impl ToolParams for Discover {
+    const NAME: &'static str = "discover";
+    const TITLE: &'static str = "Discover CLI verbs";
+    const DESCRIPTION: &'static str =
+        "Search paravault's CLI verb catalog and return ranked schemas (verb, description, score, supports_json, flags, arguments).";
+    fn output_schema() -> Value {
+        json!({"type": "object", "properties": {"query": {"type": "string"}, "count": {"type": "integer"}, "verbs": {"type": "array", "items": {"type": "object"}}},
+               "required": ["query", "count", "verbs"]})
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        let denylist = &ctx.vault.policy().policy.specdocs.gateway_denylist;
+        super::vaultspec_gateway::discover(&self.query, self.limit.min(100), denylist)
     }
 }

@@ -53,6 +53,8 @@ pub struct SpecdocsPolicy {
     pub templates_folder: String,
     pub sampled_successes: usize,
     pub default_tier: String,
+    /// CLI verbs `discover` never lists (those that install, serve, change policy or run commands).
+    pub gateway_denylist: Vec<String>,
 }
 
 /// One vaultspec document found in the vault.

@@ -64,13 +64,14 @@ def doc(feature, doc_type, **extra):
 @check
 async def tools_and_annotations(session, vault):
     tools = {t.name: t for t in (await session.list_tools()).tools}
-    assert set(tools) == {"find", "create", "edit", "status", "check", "plan_progress", "plan_edit", "log"}, sorted(tools)
+    assert set(tools) == {"find", "create", "edit", "status", "check", "plan_progress", "plan_edit", "log", "discover"}, sorted(tools)
     a = lambda t: t.annotations
     hints = {n: (attr(a(t), "read_only_hint", "readOnlyHint"), attr(a(t), "destructive_hint", "destructiveHint"), attr(a(t), "idempotent_hint", "idempotentHint")) for n, t in tools.items()}
     assert hints["find"] == (True, False, True) and hints["status"] == (True, False, True)
     assert hints["create"] == (False, False, False) and hints["edit"] == (False, True, False)
     assert hints["check"] == (False, False, True) and hints["plan_progress"] == (False, False, True)
     assert hints["plan_edit"] == (False, True, False) and hints["log"] == (False, False, True)
+    assert hints["discover"] == (True, False, True)
     find_props = attr(tools["find"], "input_schema", "inputSchema")["properties"]
     assert set(find_props) == {"feature", "type", "date", "text", "body", "json", "limit"}, find_props
     assert "none" in find_props["body"]["enum"] and find_props["limit"]["maximum"] == 100
@@ -272,13 +273,29 @@ async def check_reports_and_fixes_only_safe_repairs(session, vault):
     assert again["total_fixed"] == 0, "fix is idempotent"
 
 
+@check
+async def discover_ranks_cli_verbs_and_hides_the_denylist(session, vault):
+    out = await call(session, "discover", {"query": "search the vault"})
+    assert out["query"] == "search the vault" and out["count"] == len(out["verbs"]) > 0
+    top = out["verbs"][0]
+    assert top["verb"] == "search", [v["verb"] for v in out["verbs"]]
+    assert set(top) >= {"verb", "description", "score", "supports_json", "flags", "arguments"}
+    assert all(set(f) == {"name", "takes_value", "help"} for f in top["flags"])
+    assert [v["score"] for v in out["verbs"]] == sorted((v["score"] for v in out["verbs"]), reverse=True)
+    everything = await call(session, "discover", {"query": "vault note mcp init infra serve install broker", "limit": 100})
+    verbs = {v["verb"] for v in everything["verbs"]}
+    assert not verbs & {"mcp", "init", "infra"}, verbs
+    assert len((await call(session, "discover", {"query": "note", "limit": 1}))["verbs"]) <= 1
+    await call(session, "discover", {"query": ""}, expect_error=True)
+
+
 async def read_only(vault):
     params = StdioServerParameters(command=BIN, args=["--vault", vault, "mcp", "--surface", "vaultspec", "--read-only"])
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
             tools = {t.name: t for t in (await session.list_tools()).tools}
-            assert set(tools) == {"find", "status", "check"}, sorted(tools)
+            assert set(tools) == {"find", "status", "check", "discover"}, sorted(tools)
             assert "fix" not in attr(tools["check"], "input_schema", "inputSchema")["properties"]
             assert attr(tools["check"].annotations, "read_only_hint", "readOnlyHint") is True
             await call(session, "check", {"fix": True}, expect_error=True)
