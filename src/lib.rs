@@ -26,6 +26,7 @@
 //! - `handoff`   — `handoff_work`: durable work packets (Task v2) with a hash-chained journal.
 //! - `goals`     — stepstone's project goals: a worklist note, its graph, the goal service.
 //! - `infra`     — `infra_action`: the INFRA-1 broker client (identifiers only, Unix socket).
+//! - `specdocs`  — vaultspec decision documents, plans with canonical step IDs, ledgers.
 //! - `mcp`       — the MCP stdio adapter (tools, annotations and limits from policy), one
 //!   surface per peer contract (`mcp::surface`).
 //! - `cli`       — the clap adapter (starts the MCP server).
@@ -60,6 +61,7 @@ pub mod goals;
 pub mod handoff;
 pub mod infra;
 pub mod mcp;
+pub mod specdocs;
 pub mod starter;
 pub mod vault;
 pub mod watch;

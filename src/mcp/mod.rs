@@ -18,6 +18,8 @@ pub mod framing;
 pub mod stepstone;
 pub mod surface;
 pub mod tools;
+pub mod vaultspec;
+pub mod vaultspec_gateway;
 pub mod watchdog;
 
 use std::collections::HashMap;
@@ -230,6 +232,23 @@ fn tool_of(spec: &ToolSpec, vault: &Vault) -> Option<Tool> {
     )
 }
 
+/// `tool` with the named input parameters removed and the read-only hint set.
+fn without_parameters(mut tool: Tool, omitted: &[String]) -> Tool {
+    let mut schema = tool.input_schema.as_ref().clone();
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        properties.retain(|name, _| !omitted.contains(name));
+    }
+    if let Some(Value::Array(required)) = schema.get_mut("required") {
+        required.retain(|name| !name.as_str().is_some_and(|n| omitted.iter().any(|o| o == n)));
+    }
+    tool.input_schema = Arc::new(schema);
+    if let Some(annotations) = tool.annotations.as_mut() {
+        annotations.read_only_hint = Some(true);
+        annotations.destructive_hint = Some(false);
+    }
+    tool
+}
+
 /// The static capability manifest (doctor report v1 `capabilities`): what this server and its
 /// CLI offer, from the live tool list, the clap definition and the policy. No model, network or
 /// index access.
@@ -289,10 +308,19 @@ impl ParavaultServer {
                 unavailable_tools.push(spec.name.to_string());
                 continue;
             };
-            let read_only = vault.policy().policy.tools.get(spec.name).is_some_and(|r| r.read_only);
-            if options.read_only && !read_only {
+            let risk = vault.policy().policy.tools.get(spec.name);
+            let mut read_only = risk.is_some_and(|r| r.read_only);
+            let omits = risk.map(|r| r.read_only_omits.as_slice()).unwrap_or_default();
+            if options.read_only && !read_only && omits.is_empty() {
                 unavailable_tools.push(spec.name.to_string());
                 continue;
+            }
+            let mut tool = tool;
+            if options.read_only && !read_only {
+                // Served read-only without the parameters that would write (the handler refuses
+                // them too, through ToolCtx::read_only).
+                tool = without_parameters(tool, omits);
+                read_only = true;
             }
             if read_only { &mut read_tools } else { &mut write_tools }.push(spec.name.to_string());
             tools.push(tool);

@@ -83,7 +83,7 @@ pub fn catalog(surface: Surface) -> Result<Vec<ToolSpec>, String> {
         Surface::Power => Ok(super::tools::catalog()),
         Surface::Ctxvault => Err(not_built(surface)),
         Surface::Stepstone => Ok(super::stepstone::catalog()),
-        Surface::Vaultspec => Err(not_built(surface)),
+        Surface::Vaultspec => Ok(super::vaultspec::catalog()),
     }
 }
 

@@ -76,7 +76,7 @@ pub struct ToolSpec {
     pub prepare: fn(serde_json::Map<String, Value>) -> Prepared,
 }
 
-fn input_schema<P: ToolParams>(policy: &Policy) -> serde_json::Map<String, Value> {
+pub(crate) fn input_schema<P: ToolParams>(policy: &Policy) -> serde_json::Map<String, Value> {
     let mut schema = rmcp::handler::server::tool::schema_for_input::<P>()
         .unwrap_or_else(|e| panic!("BUG: invalid input schema for {}: {e}", P::NAME))
         .as_ref()
@@ -214,7 +214,7 @@ pub fn output_schema_with_error(success: Value) -> serde_json::Map<String, Value
     schema
 }
 
-fn prepare<P: ToolParams>(args: serde_json::Map<String, Value>) -> Prepared {
+pub(crate) fn prepare<P: ToolParams>(args: serde_json::Map<String, Value>) -> Prepared {
     let params: P = serde_json::from_value(Value::Object(args)).map_err(|e| e.to_string())?;
     let vault_path = params.vault_path().to_string();
     Ok((vault_path, Box::new(move |ctx: &ToolCtx| params.run(ctx))))

@@ -228,6 +228,10 @@ pub struct ToolRisk {
     pub idempotent: bool,
     pub egress: Egress,
     pub approval: Approval,
+    /// A tool that is not read-only but is still served under `--read-only` without these
+    /// parameters (vaultspec's `check` without `fix`); empty: not served read-only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub read_only_omits: Vec<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -303,6 +307,8 @@ pub struct Policy {
     pub goals: GoalsPolicy,
     /// Named search domains (merged with `.power/domains.yaml`; see `domains`).
     pub domains: Vec<domains::Domain>,
+    /// vaultspec decision documents: where each document type lives (`specdocs`).
+    pub specdocs: crate::specdocs::SpecdocsPolicy,
 }
 
 /// The lint rules the engine implements; a policy may weigh them but not invent others.

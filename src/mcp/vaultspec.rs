@@ -1,0 +1,293 @@
+//! The vaultspec-core surface (seed 000): find, create, edit, status, check, plan_progress,
+//! plan_edit and log with the seed's parameters, defaults and result shapes, each a thin call
+//! into `specdocs`. `--read-only` serves status, find and check without `fix` (policy
+//! `tools.check.read_only_omits`) and discover. invoke is not built yet (docs/specdocs.md).
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::surface::Surface;
+use super::tools::{ToolCtx, ToolParams, ToolSpec, input_schema, prepare};
+use crate::error::{Error, Result};
+use crate::specdocs::authoring::{self, CreateSpec, EditOperation, FindRequest};
+use crate::specdocs::health;
+use crate::specdocs::ledger::{self, LogRequest};
+use crate::specdocs::plan::{self, PlanEditOperation, StepChange};
+
+fn spec<P: ToolParams>() -> ToolSpec {
+    ToolSpec {
+        surface: Surface::Vaultspec,
+        name: P::NAME,
+        title: P::TITLE,
+        description: P::DESCRIPTION,
+        input_schema: input_schema::<P>,
+        output_schema: P::output_schema,
+        prepare: prepare::<P>,
+    }
+}
+
+/// The vaultspec tools, in the seed's order.
+pub fn catalog() -> Vec<ToolSpec> {
+    vec![
+        spec::<FindRequest>(),
+        spec::<Create>(),
+        spec::<Edit>(),
+        spec::<Status>(),
+        spec::<Check>(),
+        spec::<PlanProgress>(),
+        spec::<PlanEdit>(),
+        spec::<LogRequest>(),
+        spec::<Discover>(),
+    ]
+}
+
+fn envelope_schema(extra: Value) -> Value {
+    let mut properties = json!({
+        "status": {"type": "string", "enum": ["ok", "mixed", "failed"]},
+        "items": {"type": "array", "items": {"type": "object"}},
+        "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
+        "submitted": {"type": "integer"},
+        "items_omitted": {"type": "integer"},
+    });
+    if let (Value::Object(p), Value::Object(e)) = (&mut properties, extra) {
+        p.extend(e);
+    }
+    json!({"type": "object", "properties": properties, "required": ["status", "items", "counts", "submitted", "items_omitted"]})
+}
+
+fn plan_totals_schema() -> Value {
+    json!({
+        "plan": {"type": "string"}, "total_steps": {"type": "integer"}, "steps_completed": {"type": "integer"},
+        "completion_percent": {"type": "number"}, "next_open_step": {"type": ["string", "null"]},
+    })
+}
+
+impl ToolParams for FindRequest {
+    const NAME: &'static str = "find";
+    const TITLE: &'static str = "Find vault documents";
+    const DESCRIPTION: &'static str = "Find vault documents or list features. With no arguments, list features (name, doc_count, weight); \
+         any filter (feature, type, date, text) switches to search mode and returns documents with blob_hash.";
+    fn output_schema() -> Value {
+        json!({"type": "object", "properties": {"result": {"type": "array", "items": {"type": "object"}}}, "required": ["result"]})
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        authoring::find(&ctx.vault, &self)
+    }
+}
+
+/// `create` parameters.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Create {
+    /// Document specifications, at least one.
+    pub documents: Vec<CreateSpec>,
+}
+
+impl ToolParams for Create {
+    const NAME: &'static str = "create";
+    const TITLE: &'static str = "Create vault documents";
+    const DESCRIPTION: &'static str =
+        "Scaffold one or more vault documents from templates. Items apply in order; one item's failure does not abort the batch.";
+    fn output_schema() -> Value {
+        envelope_schema(json!({}))
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        authoring::create(&ctx.vault, &self.documents).map(Value::Object)
+    }
+}
+
+/// `edit` parameters.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Edit {
+    /// Edit operations, at least one.
+    pub operations: Vec<EditOperation>,
+}
+
+impl ToolParams for Edit {
+    const NAME: &'static str = "edit";
+    const TITLE: &'static str = "Edit document prose";
+    const DESCRIPTION: &'static str = "Apply one or more body-prose edits to vault documents (append_section, replace_section, set_body); \
+         expected_blob_hash guards against concurrent changes. Frontmatter and file names are never touched.";
+    fn output_schema() -> Value {
+        envelope_schema(json!({}))
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        authoring::edit(&ctx.vault, &self.operations).map(Value::Object)
+    }
+}
+
+/// `status` parameters.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Status {
+    /// A feature tag or a plan stem/path. Omit it for a project-wide rollup.
+    #[serde(default)]
+    pub target: Option<String>,
+}
+
+impl ToolParams for Status {
+    const NAME: &'static str = "status";
+    const TITLE: &'static str = "Orient in the project";
+    const DESCRIPTION: &'static str = "Orient in a vaultspec project, project-wide (rollup) or targeted at one feature or plan (trace).";
+    fn output_schema() -> Value {
+        json!({"type": "object", "properties": {"tool_schema_version": {"type": "string"}, "kind": {"type": "string", "enum": ["rollup", "trace"]}},
+               "required": ["tool_schema_version", "kind"]})
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        health::status(&ctx.vault, self.target.as_deref())
+    }
+}
+
+/// `check` parameters.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    /// Restrict the check to one feature tag, without the # prefix.
+    #[serde(default)]
+    pub feature: Option<String>,
+    /// Apply safe auto-corrections instead of only reporting them.
+    #[serde(default)]
+    pub fix: bool,
+}
+
+impl ToolParams for Check {
+    const NAME: &'static str = "check";
+    const TITLE: &'static str = "Check vault health";
+    const DESCRIPTION: &'static str =
+        "Run the vault health-check suite, optionally repairing (fix applies only safe repairs that never overwrite prose).";
+    fn output_schema() -> Value {
+        json!({"type": "object", "properties": {
+            "status": {"type": "string", "enum": ["ok", "failed"]}, "fixed": {"type": "boolean"},
+            "total_errors": {"type": "integer"}, "total_warnings": {"type": "integer"}, "total_fixed": {"type": "integer"},
+            "checks": {"type": "array", "items": {"type": "object"}}, "findings": {"type": "array", "items": {"type": "object"}}},
+            "required": ["status", "fixed", "total_errors", "total_warnings", "total_fixed", "checks", "findings"]})
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        if self.fix && ctx.read_only {
+            return Err(Error::InvalidArgument { name: "fix", reason: "this server is read-only: check has no fix parameter".into() });
+        }
+        health::check(&ctx.vault, self.feature.as_deref(), self.fix)
+    }
+}
+
+/// `plan_progress` parameters.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanProgress {
+    /// A feature tag or a plan stem/path.
+    pub plan: String,
+    /// Step-state changes, at least one.
+    pub steps: Vec<StepChange>,
+}
+
+impl ToolParams for PlanProgress {
+    const NAME: &'static str = "plan_progress";
+    const TITLE: &'static str = "Mark plan steps";
+    const DESCRIPTION: &'static str = "Mark plan steps checked or unchecked by canonical identifier (explicit states, no toggle). \
+         The plan is written once, and only if a step changed.";
+    fn output_schema() -> Value {
+        envelope_schema(plan_totals_schema())
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        plan::plan_progress(&ctx.vault, &self.plan, &self.steps).map(Value::Object)
+    }
+}
+
+/// `plan_edit` parameters.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PlanEdit {
+    /// A feature tag or a plan stem/path.
+    pub plan: String,
+    /// Plan-edit operations, at least one.
+    pub operations: Vec<PlanEditOperation>,
+}
+
+impl ToolParams for PlanEdit {
+    const NAME: &'static str = "plan_edit";
+    const TITLE: &'static str = "Author plan steps";
+    const DESCRIPTION: &'static str =
+        "Author plan steps: add, insert, edit, or remove. add and insert allocate new IDs; remove retires an ID forever.";
+    fn output_schema() -> Value {
+        envelope_schema(plan_totals_schema())
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        plan::plan_edit(&ctx.vault, &self.plan, &self.operations).map(Value::Object)
+    }
+}
+
+impl ToolParams for LogRequest {
+    const NAME: &'static str = "log";
+    const TITLE: &'static str = "Log a step";
+    const DESCRIPTION: &'static str =
+        "Append one step's rows to its plan's execution ledger (idempotent: re-logging a row changes nothing).";
+    fn output_schema() -> Value {
+        json!({"type": "object", "properties": {
+            "path": {"type": "string"}, "step": {"type": "string"}, "rows": {"type": "integer"}, "notes": {"type": "integer"},
+            "changed": {"type": "boolean"}, "created": {"type": "boolean"}},
+            "required": ["path", "step", "rows", "notes", "changed", "created"]})
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        ledger::log(&ctx.vault, &self)
+    }
+}
+
+/// `discover` parameters.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Discover {
+    /// Verb words or an intent phrase to rank the catalog against.
+    pub query: String,
+    /// Maximum number of ranked verbs to return.
+    #[serde(default = "ten")]
+    #[schemars(range(min = 1, max = 100))]
+    pub limit: usize,
+}
+
+fn ten() -> usize {
+    10
+}
+
+impl ToolParams for Discover {
+    const NAME: &'static str = "discover";
+    const TITLE: &'static str = "Discover CLI verbs";
+    const DESCRIPTION: &'static str =
+        "Search paravault's CLI verb catalog and return ranked schemas (verb, description, score, supports_json, flags, arguments).";
+    fn output_schema() -> Value {
+        json!({"type": "object", "properties": {"query": {"type": "string"}, "count": {"type": "integer"}, "verbs": {"type": "array", "items": {"type": "object"}}},
+               "required": ["query", "count", "verbs"]})
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        let denylist = &ctx.vault.policy().policy.specdocs.gateway_denylist;
+        super::vaultspec_gateway::discover(&self.query, self.limit.min(100), denylist)
+    }
+}

@@ -1,0 +1,398 @@
+//! `status` (a rollup of features and plans in flight, or a trace of one plan or feature) and
+//! `check` (validators with per-check counts and findings; `fix` applies only repairs that
+//! never touch prose: missing frontmatter tags and date, a stale feature index).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value, json};
+
+use super::authoring::write_feature_index;
+use super::ledger::{ledger_path, section_lines, section_summary};
+use super::plan::{LoadedPlan, parse_plan_text, resolve_plan};
+use super::{Doc, TOOL_SCHEMA_VERSION, documents, index_path_of, policy_of, read_bytes, read_text};
+use crate::error::{Error, Result};
+use crate::note::{frontmatter, yaml_edit};
+use crate::vault::Vault;
+use crate::write::{Mutation, NoteChange, execute, sha256_hex};
+
+/// A feature's lifecycle as people read it.
+pub struct Lifecycle {
+    pub status: &'static str,
+    pub has_plan: bool,
+    pub plan_tier: Option<&'static str>,
+    pub plan_completion_percent: Option<f64>,
+}
+
+fn load(vault: &Vault, doc: &Doc) -> Option<LoadedPlan> {
+    let text = read_text(vault, &doc.path).ok()?;
+    parse_plan_text(doc.clone(), text).ok()
+}
+
+/// `Not Started` (no plan), `Planned` (no step closed), `In Progress`, `Completed` (every step
+/// of every plan closed), from the feature's newest plan.
+pub fn feature_lifecycle(vault: &Vault, docs: &[Doc], feature: &str) -> Lifecycle {
+    let plans: Vec<&Doc> = docs.iter().filter(|d| d.feature == feature && d.doc_type == "plan").collect();
+    let Some(latest) = plans.iter().max_by(|a, b| a.stem.cmp(&b.stem)).and_then(|d| load(vault, d)) else {
+        return Lifecycle { status: "Not Started", has_plan: !plans.is_empty(), plan_tier: None, plan_completion_percent: None };
+    };
+    let (total, done, percent, _) = latest.body.totals();
+    let status = match (total, done) {
+        (0, _) | (_, 0) => "Planned",
+        (t, d) if t == d => "Completed",
+        _ => "In Progress",
+    };
+    Lifecycle { status, has_plan: true, plan_tier: Some(latest.body.tier.name()), plan_completion_percent: Some(percent) }
+}
+
+/// `status`: the rollup without a target, else the trace of a plan or feature.
+pub fn status(vault: &Vault, target: Option<&str>) -> Result<Value> {
+    policy_of(vault)?;
+    let docs = documents(vault)?;
+    match target.map(str::trim).filter(|t| !t.is_empty()) {
+        None => rollup(vault, &docs),
+        Some(target) => trace(vault, &docs, target),
+    }
+}
+
+fn rollup(vault: &Vault, docs: &[Doc]) -> Result<Value> {
+    let mut by_feature: BTreeMap<&str, Vec<&Doc>> = BTreeMap::new();
+    for doc in docs {
+        by_feature.entry(doc.feature.as_str()).or_default().push(doc);
+    }
+    let mut features = Vec::new();
+    for (name, feature_docs) in &by_feature {
+        let lifecycle = feature_lifecycle(vault, docs, name);
+        features.push(json!({
+            "name": name, "doc_count": feature_docs.len(),
+            "latest_activity": feature_docs.iter().filter_map(|d| d.date.clone()).max(),
+            "has_plan": lifecycle.has_plan, "status": lifecycle.status,
+            "plan_tier": lifecycle.plan_tier, "plan_completion_percent": lifecycle.plan_completion_percent,
+        }));
+    }
+    let mut in_flight = Vec::new();
+    for doc in docs.iter().filter(|d| d.doc_type == "plan") {
+        let Some(plan) = load(vault, doc) else { continue };
+        let (total, done, percent, next) = plan.body.totals();
+        if total > done {
+            in_flight.push(json!({
+                "stem": doc.stem, "feature": doc.feature, "tier": plan.body.tier.name(),
+                "open_steps": total - done, "closed_steps": done, "total_steps": total,
+                "completion_percent": percent, "next_open_step": next,
+            }));
+        }
+    }
+    let mut counts_by_type: BTreeMap<&str, usize> = BTreeMap::new();
+    for doc in docs {
+        *counts_by_type.entry(doc.doc_type.as_str()).or_default() += 1;
+    }
+    let orphaned = vault.with_inventory(|inv| docs.iter().filter(|d| inv.linkers_of(&d.path).is_empty()).count())?;
+    let dangling: usize = docs.iter().map(|d| dangling_related(vault, docs, d).len()).sum();
+    Ok(json!({
+        "tool_schema_version": TOOL_SCHEMA_VERSION,
+        "kind": "rollup",
+        "features": features,
+        "features_total": by_feature.len(),
+        "plans_in_flight": in_flight,
+        "totals": {
+            "total_docs": docs.len(), "total_features": by_feature.len(), "counts_by_type": counts_by_type,
+            "orphaned_count": orphaned, "dangling_link_count": dangling,
+        },
+        "plans": [],
+    }))
+}
+
+fn plan_trace(vault: &Vault, doc: &Doc) -> Result<Value> {
+    let plan = load(vault, doc)
+        .ok_or_else(|| Error::NoteUnreadable { path: doc.path.to_string(), reason: "the plan cannot be read or parsed".into() })?;
+    let ledger = ledger_path(vault, doc)?;
+    let ledger_text = read_bytes(vault, &ledger).map(|b| String::from_utf8_lossy(&b).into_owned());
+    let ledger_body = ledger_text.as_deref().map(|t| frontmatter::split(t).map_or(t, |s| s.body)).unwrap_or("");
+    let ledger_stem = ledger.file_name().trim_end_matches(".md").to_string();
+    let steps: Vec<Value> = plan
+        .body
+        .steps()
+        .into_iter()
+        .map(|s| {
+            let lines = section_lines(ledger_body, &s.canonical_id);
+            let (rows, _, verify) = section_summary(&lines);
+            json!({
+                "canonical_id": s.canonical_id, "display_path": s.display_path, "checked": s.checked,
+                "record_stem": (!lines.is_empty()).then(|| ledger_stem.clone()), "row_count": rows, "last_verify": verify,
+            })
+        })
+        .collect();
+    Ok(json!({"stem": doc.stem, "tier": plan.body.tier.name(), "steps": steps}))
+}
+
+fn trace(vault: &Vault, docs: &[Doc], target: &str) -> Result<Value> {
+    let exact = docs.iter().find(|d| d.doc_type == "plan" && (d.stem == super::reference_stem(target) || d.path.as_str() == target));
+    let (trace_kind, feature, plans): (&str, String, Vec<&Doc>) = match exact {
+        Some(plan) => ("plan", plan.feature.clone(), vec![plan]),
+        None => {
+            let feature = target.trim_start_matches('#').to_string();
+            if !docs.iter().any(|d| d.feature == feature) {
+                // The resolution rule's own error for a plan reference that names nothing.
+                resolve_plan(docs, target)?;
+            }
+            let plans = docs.iter().filter(|d| d.feature == feature && d.doc_type == "plan").collect();
+            ("feature", feature, plans)
+        }
+    };
+    let plan_rows = plans.iter().map(|p| plan_trace(vault, p)).collect::<Result<Vec<_>>>()?;
+    let mut grounding: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for doc in docs.iter().filter(|d| d.feature == feature && d.doc_type != "plan" && d.doc_type != "exec") {
+        grounding.entry(doc.doc_type.as_str()).or_default().push(doc.stem.as_str());
+    }
+    let ledgers: BTreeSet<String> = plans.iter().filter_map(|p| ledger_path(vault, p).ok()).map(|p| p.to_string()).collect();
+    let unlinked: Vec<&str> = docs
+        .iter()
+        .filter(|d| d.feature == feature && d.doc_type == "exec" && !ledgers.contains(d.path.as_str()) && !d.stem.ends_with("-ledger"))
+        .map(|d| d.stem.as_str())
+        .collect();
+    Ok(json!({
+        "tool_schema_version": TOOL_SCHEMA_VERSION,
+        "kind": "trace", "trace_kind": trace_kind, "target": target,
+        "plans": plan_rows, "grounding": grounding, "unlinked_execs": unlinked,
+    }))
+}
+
+/// The `related:` entries of `doc` that resolve to no document.
+fn dangling_related(vault: &Vault, docs: &[Doc], doc: &Doc) -> Vec<String> {
+    let Some(text) = read_bytes(vault, &doc.path).map(|b| String::from_utf8_lossy(&b).into_owned()) else { return Vec::new() };
+    let Ok(split) = frontmatter::split(&text) else { return Vec::new() };
+    let Ok(fm) = frontmatter::parse(&split) else { return Vec::new() };
+    fm.get("related")
+        .and_then(serde_yaml::Value::as_sequence)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(serde_yaml::Value::as_str)
+                .filter(|r| super::resolve_reference(docs, r).is_err())
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The validators, in report order.
+pub const CHECKS: [&str; 5] = ["frontmatter", "naming", "dangling", "plan_ids", "index"];
+
+/// One finding.
+#[derive(Debug, Clone)]
+struct Finding {
+    check: &'static str,
+    path: String,
+    message: String,
+    severity: &'static str,
+    fixable: bool,
+}
+
+fn findings(vault: &Vault, docs: &[Doc], feature: Option<&str>) -> Result<Vec<Finding>> {
+    let policy = policy_of(vault)?;
+    let mut out = Vec::new();
+    let selected: Vec<&Doc> = docs.iter().filter(|d| feature.is_none_or(|f| d.feature == f)).collect();
+    for doc in &selected {
+        let path = doc.path.to_string();
+        let text = read_bytes(vault, &doc.path).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+        match frontmatter::split(&text).ok().and_then(|s| frontmatter::parse(&s).ok()) {
+            None => out.push(Finding {
+                check: "frontmatter",
+                path: path.clone(),
+                message: "no readable frontmatter".into(),
+                severity: "error",
+                fixable: false,
+            }),
+            Some(fm) => {
+                let tags: Vec<&str> = fm
+                    .get("tags")
+                    .and_then(serde_yaml::Value::as_sequence)
+                    .map(|s| s.iter().filter_map(serde_yaml::Value::as_str).collect())
+                    .unwrap_or_default();
+                for wanted in [format!("#{}", doc.doc_type), format!("#{}", doc.feature)] {
+                    if !tags.contains(&wanted.as_str()) {
+                        out.push(Finding {
+                            check: "frontmatter",
+                            path: path.clone(),
+                            message: format!("missing tag {wanted}"),
+                            severity: "error",
+                            fixable: true,
+                        });
+                    }
+                }
+                if fm.get("date").is_none_or(serde_yaml::Value::is_null) && doc.date.is_some() {
+                    out.push(Finding {
+                        check: "frontmatter",
+                        path: path.clone(),
+                        message: "missing date".into(),
+                        severity: "error",
+                        fixable: true,
+                    });
+                }
+            }
+        }
+        let dated = doc.date.as_deref().map(|d| format!("{d}-{}-", doc.feature));
+        let named = dated.as_ref().is_some_and(|prefix| {
+            doc.stem.starts_with(prefix.as_str())
+                && (doc.stem.ends_with(&format!("-{}", doc.doc_type)) || (doc.doc_type == "exec" && doc.stem.ends_with("-ledger")))
+        }) || (doc.stem == format!("{}-{}", doc.date.clone().unwrap_or_default(), doc.feature));
+        if !named {
+            out.push(Finding {
+                check: "naming",
+                path: path.clone(),
+                message: format!("file name is not {{date}}-{}[-{{topic}}]-{}.md", doc.feature, doc.doc_type),
+                severity: "error",
+                fixable: false,
+            });
+        }
+        for target in dangling_related(vault, docs, doc) {
+            out.push(Finding {
+                check: "dangling",
+                path: path.clone(),
+                message: format!("wiki-link target not found: {target}"),
+                severity: "error",
+                fixable: false,
+            });
+        }
+        if doc.doc_type == "plan"
+            && let Some(plan) = load(vault, doc)
+        {
+            let mut seen = BTreeSet::new();
+            for step in plan.body.steps() {
+                if !seen.insert(step.canonical_id.clone()) {
+                    out.push(Finding {
+                        check: "plan_ids",
+                        path: path.clone(),
+                        message: format!("step ID {} appears twice", step.canonical_id),
+                        severity: "error",
+                        fixable: false,
+                    });
+                }
+                if plan.body.retired.contains(&step.canonical_id) {
+                    out.push(Finding {
+                        check: "plan_ids",
+                        path: path.clone(),
+                        message: format!("step ID {} is retired but in use", step.canonical_id),
+                        severity: "error",
+                        fixable: false,
+                    });
+                }
+            }
+        }
+    }
+    let features: BTreeSet<&str> = selected.iter().map(|d| d.feature.as_str()).collect();
+    for name in features {
+        let index = index_path_of(policy, name)?;
+        let expected = super::authoring::feature_index_body(docs, name);
+        let current = read_bytes(vault, &index).map(|b| String::from_utf8_lossy(&b).into_owned());
+        let fresh = current.as_deref().and_then(|t| frontmatter::split(t).ok()).is_some_and(|s| s.body == expected);
+        if !fresh {
+            let message = if current.is_some() { "feature index is stale" } else { "feature index is missing" };
+            out.push(Finding { check: "index", path: index.to_string(), message: message.into(), severity: "warning", fixable: true });
+        }
+    }
+    Ok(out)
+}
+
+/// Adds missing tags and date to a document's frontmatter (never its body).
+fn fix_frontmatter(vault: &Vault, doc: &Doc) -> Result<bool> {
+    let text = read_text(vault, &doc.path)?;
+    let split = frontmatter::split(&text).map_err(|e| Error::InvalidContent { path: doc.path.to_string(), reason: e.to_string() })?;
+    let fm = frontmatter::parse(&split).map_err(|e| Error::InvalidContent { path: doc.path.to_string(), reason: e.to_string() })?;
+    let mut tags: Vec<String> = fm
+        .get("tags")
+        .and_then(serde_yaml::Value::as_sequence)
+        .map(|s| s.iter().filter_map(serde_yaml::Value::as_str).map(str::to_string).collect())
+        .unwrap_or_default();
+    let mut yaml = split.yaml.to_string();
+    let mut changed = false;
+    for wanted in [format!("#{}", doc.doc_type), format!("#{}", doc.feature)] {
+        if !tags.contains(&wanted) {
+            tags.push(wanted);
+            changed = true;
+        }
+    }
+    if changed {
+        let rendered: Vec<String> = tags.iter().map(|t| yaml_edit::quoted(t)).collect();
+        yaml = yaml_edit::set_entry(&yaml, "tags", &format!("tags: [{}]\n", rendered.join(", ")));
+    }
+    if fm.get("date").is_none_or(serde_yaml::Value::is_null)
+        && let Some(date) = &doc.date
+    {
+        yaml = yaml_edit::set_entry(&yaml, "date", &format!("date: {date}\n"));
+        changed = true;
+    }
+    if !changed {
+        return Ok(false);
+    }
+    let new_text = format!("{}{yaml}{}{}", split.open, split.close, split.body);
+    let new_text = if split.bom { format!("\u{feff}{new_text}") } else { new_text };
+    execute(
+        vault,
+        Mutation {
+            operation: "mcp.vaultspec.check_fix",
+            notes: vec![NoteChange {
+                path: doc.path.clone(),
+                content: Some(new_text),
+                require_absent: false,
+                expected_sha256: Some(sha256_hex(text.as_bytes())),
+            }],
+            idempotency_key: None,
+            proposal_id: None,
+            log_entry: None,
+            create_folders: false,
+        },
+    )?;
+    Ok(true)
+}
+
+/// `check`: the validators' report; with `fix`, safe repairs first, then the report of what is left.
+pub fn check(vault: &Vault, feature: Option<&str>, fix: bool) -> Result<Value> {
+    let policy = policy_of(vault)?;
+    let feature = feature.map(|f| f.trim().trim_start_matches('#').to_string()).filter(|f| !f.is_empty());
+    let docs = documents(vault)?;
+    let mut fixed_by_check: BTreeMap<&str, usize> = BTreeMap::new();
+    if fix {
+        let found = findings(vault, &docs, feature.as_deref())?;
+        let to_fix: BTreeSet<String> = found.iter().filter(|f| f.fixable && f.check == "frontmatter").map(|f| f.path.clone()).collect();
+        for doc in docs.iter().filter(|d| to_fix.contains(d.path.as_str())) {
+            if fix_frontmatter(vault, doc)? {
+                *fixed_by_check.entry("frontmatter").or_default() += 1;
+            }
+        }
+        let stale: BTreeSet<String> = found.iter().filter(|f| f.check == "index").map(|f| f.path.clone()).collect();
+        let features: BTreeSet<&str> = docs.iter().map(|d| d.feature.as_str()).collect();
+        for name in features {
+            if stale.contains(index_path_of(policy, name)?.as_str()) && write_feature_index(vault, policy, &docs, name)? {
+                *fixed_by_check.entry("index").or_default() += 1;
+            }
+        }
+    }
+    let docs = documents(vault)?;
+    let found = findings(vault, &docs, feature.as_deref())?;
+    let mut checks = Vec::new();
+    for name in CHECKS {
+        let errors = found.iter().filter(|f| f.check == name && f.severity == "error").count();
+        let warnings = found.iter().filter(|f| f.check == name && f.severity == "warning").count();
+        let fixed = fixed_by_check.get(name).copied().unwrap_or(0);
+        checks.push(json!({"check": name, "error_count": errors, "warning_count": warnings, "info_count": 0, "fixed_count": fixed, "clean": errors + warnings == 0}));
+    }
+    let total_errors = found.iter().filter(|f| f.severity == "error").count();
+    let total_warnings = found.iter().filter(|f| f.severity == "warning").count();
+    let mut out = Map::new();
+    out.insert("status".into(), json!(if total_errors == 0 { "ok" } else { "failed" }));
+    out.insert("fixed".into(), json!(fix));
+    out.insert("total_errors".into(), json!(total_errors));
+    out.insert("total_warnings".into(), json!(total_warnings));
+    out.insert("total_fixed".into(), json!(fixed_by_check.values().sum::<usize>()));
+    out.insert("checks".into(), Value::Array(checks));
+    out.insert(
+        "findings".into(),
+        Value::Array(
+            found
+                .iter()
+                .map(|f| json!({"check": f.check, "path": f.path, "message": f.message, "severity": f.severity, "fixable": f.fixable}))
+                .collect(),
+        ),
+    );
+    Ok(Value::Object(out))
+}
