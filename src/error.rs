@@ -170,6 +170,32 @@ pub enum Error {
 
     #[error("task '{task_id}' journal failed integrity validation: {reason}")]
     TaskJournalIntegrity { task_id: String, reason: String },
+
+    /// An unknown vault and a restricted vault the caller is not attached to read the same, so
+    /// the answer reveals nothing (not even whether the vault exists).
+    #[error("no vault named '{vault_name}' is available to this agent")]
+    VaultAccessDenied { vault_name: String },
+
+    #[error("agent '{agent}' has {authority} authority on vault '{vault_name}'; {tool} needs {needed}")]
+    AuthorityInsufficient { vault_name: String, agent: String, authority: &'static str, needed: &'static str, tool: String },
+
+    #[error("vault '{vault_name}' is a {vault_type} vault; {tool} works on {needed} vaults")]
+    WrongVaultType { vault_name: String, vault_type: &'static str, tool: String, needed: &'static str },
+
+    #[error("the vault registry {file} is invalid: {reason}")]
+    RegistryInvalid { file: String, reason: String },
+
+    #[error("no episode '{episode_id}' in this vault")]
+    EpisodeNotFound { episode_id: String },
+
+    #[error("episode '{episode_id}' is not open: {reason}")]
+    EpisodeNotOpen { episode_id: String, reason: String },
+
+    #[error("no skill '{skill_name}' in this vault")]
+    SkillNotFound { skill_name: String },
+
+    #[error("'{file}' cannot be stored: {reason}")]
+    UnsupportedDocument { file: String, reason: String },
 }
 
 impl Error {
@@ -215,6 +241,14 @@ impl Error {
             Error::ModelVerificationFailed { .. } => "model_verification_failed",
             Error::EgressDenied { .. } => "egress_denied",
             Error::EmbeddingFailed { .. } => "embedding_failed",
+            Error::VaultAccessDenied { .. } => "vault_access_denied",
+            Error::AuthorityInsufficient { .. } => "authority_insufficient",
+            Error::WrongVaultType { .. } => "wrong_vault_type",
+            Error::RegistryInvalid { .. } => "registry_invalid",
+            Error::EpisodeNotFound { .. } => "episode_not_found",
+            Error::EpisodeNotOpen { .. } => "episode_not_open",
+            Error::SkillNotFound { .. } => "skill_not_found",
+            Error::UnsupportedDocument { .. } => "unsupported_document",
         }
     }
 

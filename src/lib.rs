@@ -17,6 +17,8 @@
 //! - `handoff`   — `handoff_work`: durable work packets (Task v2) with a hash-chained journal.
 //! - `infra`     — `infra_action`: the INFRA-1 broker client (identifiers only, Unix socket).
 //! - `cli`       — the clap adapter.
+//! - `memory`    — agent memory (ctxvault): bitemporal episodes, skills, documents, the vault
+//!                 registry and per-agent access.
 //! - `mcp`       — the MCP stdio adapter (tools, annotations and limits from policy).
 //!
 //! See docs/ARCHITECTURE.md for the write path and the invariants.
@@ -27,6 +29,7 @@ pub mod inventory;
 pub mod inventory_cache;
 pub mod lint;
 pub mod maintenance;
+pub mod memory;
 pub mod note;
 pub mod policy;
 pub mod retrieval;

