@@ -6,10 +6,13 @@
 //! current by content hash against the inventory) and the receipts' commit times
 //! (`known_times`). `registry` names vaults and who may use them; `vault_set` opens them.
 
+pub mod documents;
 pub mod episodes;
 pub mod known_times;
 pub mod registry;
+pub mod skills;
 pub mod vault_set;
+pub mod warmup;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
