@@ -2,6 +2,7 @@
 //!
 //! Reading order (also the layering: each module uses only those above it):
 //! - `error`     — the one error type, with stable codes.
+//! - `user_config` — the per-user folder outside every vault (registry, approver secrets).
 //! - `policy`    — governance as data (`policy/default.yaml` + vault override).
 //! - `note`      — pure note model: paths, frontmatter, OKF metadata, Markdown facts.
 //! - `store`     — the only door to the disk for mutations (durable replace, fault injection).
@@ -19,7 +20,8 @@
 //! - `cli`       — the clap adapter.
 //! - `memory`    — agent memory (ctxvault): bitemporal episodes, skills, documents, the vault
 //!                 registry and per-agent access.
-//! - `mcp`       — the MCP stdio adapter (tools, annotations and limits from policy).
+//! - `mcp`       — the MCP stdio adapter (tools, annotations and limits from policy), one
+//!                 surface per peer contract (`mcp::surface`).
 //!
 //! See docs/ARCHITECTURE.md for the write path and the invariants.
 
@@ -37,6 +39,7 @@ pub mod scan;
 pub mod search;
 pub mod server_info;
 pub mod store;
+pub mod user_config;
 
 pub use error::{Error, Result};
 
