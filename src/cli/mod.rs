@@ -5,6 +5,7 @@
 
 mod progress;
 pub mod render;
+pub mod vaults;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -223,6 +224,12 @@ pub enum Command {
         /// The request as JSON, e.g. '{"action":"list"}'.
         #[arg(long)]
         request: String,
+    },
+    /// The vault registry of the ctxvault surface (a file in the user's config folder, outside
+    /// every vault): add, list or remove named vaults and who may use them.
+    Vaults {
+        #[command(subcommand)]
+        action: vaults::VaultsAction,
     },
     /// Call the configured INFRA-1 broker (`infra_action`); prints the JSON result.
     Infra {
@@ -515,6 +522,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Infra { request } => {
             parse_request(request).and_then(|request| open(&cli).and_then(|v| v.infra_action(request))).map(|r| out.value(&r))
         }
+        Command::Vaults { action } => vaults::run(action).map(|r| out.value(&r)),
     };
     match result {
         Ok(code) => ExitCode::from(code),

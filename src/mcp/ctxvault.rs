@@ -8,22 +8,27 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::tools::{ToolCtx, ToolParams, ToolSpec};
+use super::surface::Surface;
+use super::tools::{ToolCtx, ToolParams, ToolSpec, spec_for};
 use crate::error::Result;
 use crate::memory::registry::{Authority, VaultType};
 use crate::memory::vault_set::VaultSet;
 use crate::memory::{EpisodeQuery, NewEpisode, Replacement};
 
-/// The vaults of this server (`ToolCtx::memory`).
+/// The vaults of this server: the registry in the user's config folder, read on the first
+/// ctxvault call (a server that never gets one never reads it), as seen by `--agent`.
 fn vaults(ctx: &ToolCtx) -> Result<&VaultSet> {
-    ctx.memory_vaults()
+    if let Some(set) = ctx.memory.get() {
+        return Ok(set);
+    }
+    let set = VaultSet::load(&crate::user_config::config_dir()?, ctx.agent.clone(), true)?;
+    Ok(ctx.memory.get_or_init(|| set))
 }
 
 fn loose_object() -> Value {
     json!({"type": "object"})
 }
 
-const VAULT_NAME_DOC: &str = "Name of a vault from list_vaults.";
 
 fn half() -> f64 {
     0.5
@@ -67,7 +72,8 @@ pub struct WarmupStatus {}
 impl ToolParams for WarmupStatus {
     const NAME: &'static str = "warmup_status";
     const TITLE: &'static str = "Embedding model warmup status";
-    const DESCRIPTION: &'static str = "Check if the embedding model has finished initializing. Use this to verify warmup status before attempting queries or writes.";
+    const DESCRIPTION: &'static str =
+        "Check if the embedding model has finished initializing. Use this to verify warmup status before attempting queries or writes.";
     fn output_schema() -> Value {
         json!({"type": "object", "properties": {"status": {"type": "string", "enum": ["not_configured", "loading", "ready", "failed"]},
                "ready": {"type": "boolean"}, "model": {"type": "string"}}, "required": ["status", "ready"]})
@@ -117,8 +123,7 @@ pub struct ListDocs {
 impl ToolParams for ListDocs {
     const NAME: &'static str = "list_docs";
     const TITLE: &'static str = "List documents";
-    const DESCRIPTION: &'static str =
-        "List all indexed documents inside a specific vault. Use this to understand what knowledge is available before performing a search.";
+    const DESCRIPTION: &'static str = "List all indexed documents inside a specific vault. Use this to understand what knowledge is available before performing a search.";
     fn output_schema() -> Value {
         json!({"type": "object", "properties": {"documents": {"type": "array"}, "count": {"type": "integer"}}, "required": ["documents"]})
     }
@@ -402,7 +407,13 @@ impl ToolParams for SupersedeEpisode {
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         let memory = vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Episodic)?;
         memory.replace_episode(
-            &Replacement { episode_id: self.episode_id, content: self.content, entities: self.entities, source: self.source, salience: self.salience },
+            &Replacement {
+                episode_id: self.episode_id,
+                content: self.content,
+                entities: self.entities,
+                source: self.source,
+                salience: self.salience,
+            },
             false,
         )
     }
@@ -436,7 +447,13 @@ impl ToolParams for ReviseEpisode {
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         let memory = vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Episodic)?;
         memory.replace_episode(
-            &Replacement { episode_id: self.episode_id, content: self.content, entities: self.entities, source: self.source, salience: self.salience },
+            &Replacement {
+                episode_id: self.episode_id,
+                content: self.content,
+                entities: self.entities,
+                source: self.source,
+                salience: self.salience,
+            },
             true,
         )
     }
@@ -560,24 +577,24 @@ impl ToolParams for ListEntities {
 
 /// The ctxvault surface's tools, in the seed's order.
 pub fn catalog() -> Vec<ToolSpec> {
-    use super::tools::spec;
+    let spec = |make: fn(Surface) -> ToolSpec| make(Surface::Ctxvault);
     vec![
-        spec::<ListVaults>(),
-        spec::<WarmupStatus>(),
-        spec::<Query>(),
-        spec::<ListDocs>(),
-        spec::<WriteDoc>(),
-        spec::<ListSkills>(),
-        spec::<ReadSkill>(),
-        spec::<WriteSkill>(),
-        spec::<WriteEpisode>(),
-        spec::<QueryEpisodes>(),
-        spec::<ConfirmEpisode>(),
-        spec::<SupersedeEpisode>(),
-        spec::<ReviseEpisode>(),
-        spec::<InvalidateEpisode>(),
-        spec::<DisputeEpisodes>(),
-        spec::<EpisodeHistory>(),
-        spec::<ListEntities>(),
+        spec(spec_for::<ListVaults>),
+        spec(spec_for::<WarmupStatus>),
+        spec(spec_for::<Query>),
+        spec(spec_for::<ListDocs>),
+        spec(spec_for::<WriteDoc>),
+        spec(spec_for::<ListSkills>),
+        spec(spec_for::<ReadSkill>),
+        spec(spec_for::<WriteSkill>),
+        spec(spec_for::<WriteEpisode>),
+        spec(spec_for::<QueryEpisodes>),
+        spec(spec_for::<ConfirmEpisode>),
+        spec(spec_for::<SupersedeEpisode>),
+        spec(spec_for::<ReviseEpisode>),
+        spec(spec_for::<InvalidateEpisode>),
+        spec(spec_for::<DisputeEpisodes>),
+        spec(spec_for::<EpisodeHistory>),
+        spec(spec_for::<ListEntities>),
     ]
 }

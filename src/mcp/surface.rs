@@ -80,7 +80,7 @@ impl Surface {
 pub fn catalog(surface: Surface) -> Result<Vec<ToolSpec>, String> {
     match surface {
         Surface::Power => Ok(super::tools::catalog()),
-        Surface::Ctxvault => Err(not_built(surface)),
+        Surface::Ctxvault => Ok(super::ctxvault::catalog()),
         Surface::Stepstone => Err(not_built(surface)),
         Surface::Vaultspec => Err(not_built(surface)),
     }

@@ -103,12 +103,18 @@ impl MemoryVault {
         if existing.is_some() && !overwrite {
             return Err(Error::AlreadyExists { path: path.to_string() });
         }
-        let record = DocumentRecord { file_path: file_path.trim().to_string(), format: format.clone(), generated_by: generated_by.to_string() };
+        let record =
+            DocumentRecord { file_path: file_path.trim().to_string(), format: format.clone(), generated_by: generated_by.to_string() };
         let text = render(&self.vault.policy().policy.agent_memory.document_note_type, &record, content)?;
         let op = fresh_id(16);
         let mutation = Mutation {
             operation: "ctxvault.write_doc",
-            notes: vec![NoteChange { path: path.clone(), content: Some(text), require_absent: existing.is_none(), expected_sha256: existing.clone() }],
+            notes: vec![NoteChange {
+                path: path.clone(),
+                content: Some(text),
+                require_absent: existing.is_none(),
+                expected_sha256: existing.clone(),
+            }],
             idempotency_key: Some(format!("{}{op}", super::known_times::KEY_PREFIX)),
             proposal_id: None,
             log_entry: None,
@@ -125,8 +131,9 @@ impl MemoryVault {
     /// `list_docs`: every document note, by file path.
     pub fn list_docs(&self) -> Result<Value> {
         let folder = self.documents_folder();
-        let records: Vec<(VaultPath, u64)> =
-            self.vault.with_inventory(|inv| inv.subtree(&folder).filter(|r| r.is_note()).map(|r| (r.path.clone(), r.size_bytes)).collect())?;
+        let records: Vec<(VaultPath, u64)> = self
+            .vault
+            .with_inventory(|inv| inv.subtree(&folder).filter(|r| r.is_note()).map(|r| (r.path.clone(), r.size_bytes)).collect())?;
         let mut docs = Vec::new();
         for (path, size) in records {
             let Some(bytes) = crate::store::beneath::read(self.vault.root(), path.as_str())? else { continue };

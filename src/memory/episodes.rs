@@ -127,7 +127,10 @@ pub fn parse_time(name: &'static str, text: &str) -> Result<DateTime<Utc>> {
     {
         return Ok(t.and_utc());
     }
-    Err(Error::InvalidArgument { name, reason: format!("'{}' is not an ISO 8601 date or date-time", text.chars().take(64).collect::<String>()) })
+    Err(Error::InvalidArgument {
+        name,
+        reason: format!("'{}' is not an ISO 8601 date or date-time", text.chars().take(64).collect::<String>()),
+    })
 }
 
 /// The stored spelling of a time (RFC 3339, UTC, `Z`).
@@ -221,9 +224,7 @@ impl Seen<'_> {
     /// Whether this version is what the vault states for valid time `at` (revised originals
     /// never are: their revision states the same interval better).
     pub fn current_at(&self, at: DateTime<Utc>) -> bool {
-        self.state != EpisodeState::Revised
-            && self.valid_from.is_none_or(|from| from <= at)
-            && self.valid_to.is_none_or(|to| at < to)
+        self.state != EpisodeState::Revised && self.valid_from.is_none_or(|from| from <= at) && self.valid_to.is_none_or(|to| at < to)
     }
 }
 
@@ -390,7 +391,10 @@ pub fn clean_entities(entities: &[String]) -> Result<Vec<String>> {
             continue;
         }
         if e.chars().count() > 200 || e.chars().any(char::is_control) {
-            return Err(Error::InvalidArgument { name: "entities", reason: "an entity is at most 200 characters, without control characters".into() });
+            return Err(Error::InvalidArgument {
+                name: "entities",
+                reason: "an entity is at most 200 characters, without control characters".into(),
+            });
         }
         if !out.iter().any(|o| o == e) {
             out.push(e.to_string());

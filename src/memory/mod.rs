@@ -109,7 +109,12 @@ fn plain_id(id: &str) -> bool {
 
 impl MemoryVault {
     pub fn new(vault: Vault) -> Self {
-        MemoryVault { vault, episodes: Mutex::new(EpisodeCache::default()), known: Mutex::new(KnownTimes::default()), writing: Mutex::new(()) }
+        MemoryVault {
+            vault,
+            episodes: Mutex::new(EpisodeCache::default()),
+            known: Mutex::new(KnownTimes::default()),
+            writing: Mutex::new(()),
+        }
     }
 
     fn policy(&self) -> &crate::policy::AgentMemoryPolicy {
@@ -128,8 +133,9 @@ impl MemoryVault {
     /// has observed the disk) and runs `f` over them.
     pub fn with_episodes<T>(&self, f: impl FnOnce(&EpisodeIndex, &KnownTimes, usize) -> T) -> Result<T> {
         let folder = self.policy().episodes_folder.trim_end_matches('/').to_string();
-        let listed: Vec<(String, [u8; 32])> =
-            self.vault.with_inventory(|inv| inv.subtree(&folder).filter(|r| r.is_note()).map(|r| (r.path.to_string(), r.content_hash)).collect())?;
+        let listed: Vec<(String, [u8; 32])> = self
+            .vault
+            .with_inventory(|inv| inv.subtree(&folder).filter(|r| r.is_note()).map(|r| (r.path.to_string(), r.content_hash)).collect())?;
         let mut cache = lock(&self.episodes);
         let mut changed = listed.len() != cache.by_path.len();
         let mut fresh: HashMap<String, ([u8; 32], Option<Arc<Episode>>)> = HashMap::with_capacity(listed.len());
@@ -245,8 +251,10 @@ impl MemoryVault {
         let salience = episodes::unit_interval("salience", request.salience)?;
         let confidence = episodes::unit_interval("confidence", request.confidence)?;
         let entities = episodes::clean_entities(&request.entities)?;
-        let occurred = request.occurred_at.as_deref().filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("occurred_at", t)).transpose()?;
-        let valid_from = request.valid_from.as_deref().filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("valid_from", t)).transpose()?;
+        let occurred =
+            request.occurred_at.as_deref().filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("occurred_at", t)).transpose()?;
+        let valid_from =
+            request.valid_from.as_deref().filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("valid_from", t)).transpose()?;
         let valid_from = valid_from.or(occurred).unwrap_or_else(Utc::now);
         let _writing = lock(&self.writing);
         let (id, op) = (fresh_id(16), fresh_id(16));
@@ -432,10 +440,15 @@ impl MemoryVault {
         if let Some(order) = order
             && !EPISODE_ORDERS.contains(&order)
         {
-            return Err(Error::InvalidArgument { name: "order_by", reason: format!("'{order}' is not one of {}", EPISODE_ORDERS.join(", ")) });
+            return Err(Error::InvalidArgument {
+                name: "order_by",
+                reason: format!("'{order}' is not one of {}", EPISODE_ORDERS.join(", ")),
+            });
         }
-        let valid_at = request.valid_at.as_deref().filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("valid_at", t)).transpose()?;
-        let known_at = request.known_at.as_deref().filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("known_at", t)).transpose()?;
+        let valid_at =
+            request.valid_at.as_deref().filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("valid_at", t)).transpose()?;
+        let known_at =
+            request.known_at.as_deref().filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("known_at", t)).transpose()?;
         let wanted: Vec<String> = episodes::clean_entities(&request.entities)?.iter().map(|e| e.to_lowercase()).collect();
         let query = request.query.trim().to_string();
         // Ranking by the vault's search (before the cache lock: search reads the index).
@@ -456,12 +469,15 @@ impl MemoryVault {
             let newest = |a: &episodes::Seen<'_>, b: &episodes::Seen<'_>| {
                 b.recorded_at.cmp(&a.recorded_at).then_with(|| b.episode.record.id.cmp(&a.episode.record.id))
             };
-            let rank_of = |s: &episodes::Seen<'_>| ranking.as_ref().and_then(|r| r.ranks.get(&s.episode.path).copied()).unwrap_or(usize::MAX);
+            let rank_of =
+                |s: &episodes::Seen<'_>| ranking.as_ref().and_then(|r| r.ranks.get(&s.episode.path).copied()).unwrap_or(usize::MAX);
             match order {
                 "relevance" => matched.sort_by(|a, b| rank_of(a).cmp(&rank_of(b)).then_with(|| newest(a, b))),
                 "oldest" => matched.sort_by(|a, b| newest(b, a)),
                 "valid_from" => matched.sort_by(|a, b| b.valid_from.cmp(&a.valid_from).then_with(|| newest(a, b))),
-                "salience" => matched.sort_by(|a, b| b.episode.record.salience.total_cmp(&a.episode.record.salience).then_with(|| newest(a, b))),
+                "salience" => {
+                    matched.sort_by(|a, b| b.episode.record.salience.total_cmp(&a.episode.record.salience).then_with(|| newest(a, b)))
+                }
                 "confidence" => {
                     matched.sort_by(|a, b| b.episode.record.confidence.total_cmp(&a.episode.record.confidence).then_with(|| newest(a, b)))
                 }

@@ -44,7 +44,9 @@ impl VaultType {
             "semantic" => Ok(VaultType::Semantic),
             "skill" => Ok(VaultType::Skill),
             "episodic" => Ok(VaultType::Episodic),
-            other => Err(Error::InvalidArgument { name: "type", reason: format!("'{other}' is not one of any, semantic, skill, episodic") }),
+            other => {
+                Err(Error::InvalidArgument { name: "type", reason: format!("'{other}' is not one of any, semantic, skill, episodic") })
+            }
         }
     }
 }
@@ -76,7 +78,9 @@ impl Authority {
             "read-only" | "read_only" | "readonly" => Ok(Authority::ReadOnly),
             "propose" => Ok(Authority::Propose),
             "apply" => Ok(Authority::Apply),
-            other => Err(Error::InvalidArgument { name: "authority", reason: format!("'{other}' is not one of read-only, propose, apply") }),
+            other => {
+                Err(Error::InvalidArgument { name: "authority", reason: format!("'{other}' is not one of read-only, propose, apply") })
+            }
         }
     }
 }
@@ -218,8 +222,8 @@ impl RegisteredVault {
     }
 }
 
-/// A caller-supplied name as it may appear in a message: at most 64 characters, control
-/// characters replaced.
-fn printable(name: &str) -> String {
-    name.chars().take(64).map(|c| if c.is_control() { '?' } else { c }).collect()
+/// A caller-supplied name as a refusal shows it: a plain name as given; anything else (a path,
+/// a root, control characters) is never echoed.
+pub fn printable(name: &str) -> String {
+    if is_plain_name(name) { name.to_string() } else { "(not a vault name)".to_string() }
 }

