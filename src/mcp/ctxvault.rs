@@ -29,7 +29,6 @@ fn loose_object() -> Value {
     json!({"type": "object"})
 }
 
-
 fn half() -> f64 {
     0.5
 }

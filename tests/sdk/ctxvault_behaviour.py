@@ -47,6 +47,11 @@ SEED_TOOLS = {
 RESULTS = []
 
 
+def attr(obj, snake, camel):
+    """A field under mcp 2.x's snake_case name or 1.x's camelCase one."""
+    return getattr(obj, snake) if hasattr(obj, snake) else getattr(obj, camel, None)
+
+
 def rule(name, ok, detail=""):
     RESULTS.append((name, bool(ok), detail))
     print(("PASS " if ok else "FAIL ") + name + ("" if ok else f": {detail}"), flush=True)
@@ -69,10 +74,10 @@ class Session:
 
     async def call(self, tool, **args):
         result = await self.session.call_tool(tool, args)
-        data = result.structuredContent if hasattr(result, "structuredContent") else result.structured_content
+        data = attr(result, "structured_content", "structuredContent")
         if data is None:
             data = json.loads(result.content[0].text)
-        return bool(result.isError), data
+        return bool(attr(result, "is_error", "isError")), data
 
     async def ok(self, tool, **args):
         is_error, data = await self.call(tool, **args)
@@ -104,7 +109,7 @@ async def contract(session, s):
     for name, params in SEED_TOOLS.items():
         if name not in tools:
             continue
-        schema = tools[name].inputSchema
+        schema = attr(tools[name], "input_schema", "inputSchema")
         props = schema.get("properties", {})
         required = set(schema.get("required", []))
         if set(props) != set(params):
@@ -122,7 +127,7 @@ async def contract(session, s):
                 if props[param].get("default", None) != expected and not (expected is None and "default" not in props[param]):
                     problems.append(f"{name}.{param} default {props[param].get('default')!r} != {expected!r}")
         annotations = tools[name].annotations
-        if annotations is None or annotations.readOnlyHint is None:
+        if annotations is None or attr(annotations, "read_only_hint", "readOnlyHint") is None:
             problems.append(f"{name}: no annotations")
     rule("parameters, required-ness and defaults are the seed's", not problems, problems)
 
@@ -325,7 +330,10 @@ async def main():
         try:
             await with_server(env, main_root, agent, body)
         except Exception as e:  # noqa: BLE001
-            rule(f"session as {agent!r} ran to the end", False, f"{type(e).__name__}: {e}")
+            inner = e
+            while isinstance(inner, BaseExceptionGroup) and inner.exceptions:
+                inner = inner.exceptions[0]
+            rule(f"session as {agent!r} ran to the end", False, f"{type(inner).__name__}: {inner}")
     secret_files = subprocess.run(["grep", "-rl", "bob's write", secret], capture_output=True, text=True).stdout
     rule("refused writes left nothing in the vault", secret_files == "", secret_files)
     failed = [r for r in RESULTS if not r[1]]
