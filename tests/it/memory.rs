@@ -487,3 +487,17 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn the_ctxvault_surface_serves_beside_power_without_collisions() {
+    use paravault::mcp::surface::{Surface, catalogs};
+    let both = catalogs(&[Surface::Power, Surface::Ctxvault]).unwrap();
+    let ctxvault: Vec<&str> = both.iter().filter(|s| s.surface == Surface::Ctxvault).map(|s| s.name).collect();
+    assert_eq!(ctxvault.len(), 17, "{ctxvault:?}");
+    assert_eq!(both.len(), paravault::mcp::tools::catalog().len() + 17);
+    let empty = tempfile::tempdir().unwrap();
+    let policy = paravault::policy::LoadedPolicy::load(empty.path()).unwrap();
+    for name in ctxvault {
+        assert!(policy.policy.tools.contains_key(name), "{name} has no risk entry in policy/default.yaml (it would not be advertised)");
+    }
+}
