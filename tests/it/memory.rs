@@ -501,3 +501,45 @@ fn the_ctxvault_surface_serves_beside_power_without_collisions() {
         assert!(policy.policy.tools.contains_key(name), "{name} has no risk entry in policy/default.yaml (it would not be advertised)");
     }
 }
+
+fn vaults_cli(config: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_paravault"))
+        .arg("--json")
+        .arg("vaults")
+        .args(args)
+        .env("PARAVAULT_CONFIG_DIR", config)
+        .env_remove("PARAVAULT_VAULT_DIR")
+        .env_remove("POWER_VAULT_DIR")
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn the_vaults_cli_keeps_the_registry_outside_every_vault() {
+    let config = tempfile::tempdir().unwrap();
+    let (vault_dir, _) = memory_vault();
+    let root = vault_dir.path().to_str().unwrap();
+    let before = crate::support::snapshot_tree(vault_dir.path());
+    let added = vaults_cli(config.path(), &["add", "team", root, "--restricted", "--agent", "alice=apply", "--agent", "bob=read-only"]);
+    assert!(added.status.success(), "{}", String::from_utf8_lossy(&added.stderr));
+    assert!(config.path().join("vaults.json").is_file());
+    assert_eq!(crate::support::snapshot_tree(vault_dir.path()), before, "registering touches nothing in the vault");
+    let listed: Value = serde_json::from_slice(&vaults_cli(config.path(), &["list"]).stdout).unwrap();
+    assert_eq!(listed["vaults"][0]["name"], "team");
+    assert_eq!(listed["vaults"][0]["agents"]["bob"], "read-only");
+    for bad in [
+        vec!["add", "x", root, "--agent", "alice=apply"],
+        vec!["add", "y", root, "--restricted", "--agent", "alice=owner"],
+        vec!["add", "../z", root],
+        vec!["add", "team", root],
+        vec!["remove", "nothing"],
+    ] {
+        let out = vaults_cli(config.path(), &bad);
+        assert_eq!(out.status.code(), Some(2), "{bad:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let removed = vaults_cli(config.path(), &["remove", "team"]);
+    assert!(removed.status.success());
+    let listed: Value = serde_json::from_slice(&vaults_cli(config.path(), &["list"]).stdout).unwrap();
+    assert_eq!(listed["vaults"], serde_json::json!([]));
+    assert_eq!(crate::support::snapshot_tree(vault_dir.path()), before, "removing forgets the name, never the files");
+}
