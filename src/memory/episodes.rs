@@ -166,10 +166,11 @@ pub struct Seen<'a> {
     pub disputes: Vec<&'a Dispute>,
 }
 
-/// Every episode version of a vault, by id.
+/// Every episode version of a vault, by id, and the versions naming each entity (lower case).
 #[derive(Debug, Default, Clone)]
 pub struct EpisodeIndex {
     pub by_id: HashMap<String, Arc<Episode>>,
+    pub by_entity: HashMap<String, Vec<Arc<Episode>>>,
 }
 
 impl Lens {
@@ -229,6 +230,29 @@ impl Seen<'_> {
 }
 
 impl EpisodeIndex {
+    pub fn new(by_id: HashMap<String, Arc<Episode>>) -> Self {
+        let mut by_entity: HashMap<String, Vec<Arc<Episode>>> = HashMap::new();
+        for episode in by_id.values() {
+            let mut names: Vec<String> = episode.record.entities.iter().map(|e| e.to_lowercase()).collect();
+            names.sort();
+            names.dedup();
+            for name in names {
+                by_entity.entry(name).or_default().push(Arc::clone(episode));
+            }
+        }
+        EpisodeIndex { by_id, by_entity }
+    }
+
+    /// The versions that may name one of `wanted_lower` (every version when it is empty), each
+    /// once.
+    pub fn candidates<'a>(&'a self, wanted_lower: &'a [String]) -> Box<dyn Iterator<Item = &'a Arc<Episode>> + 'a> {
+        if wanted_lower.is_empty() {
+            return Box::new(self.by_id.values());
+        }
+        let mut seen = std::collections::HashSet::new();
+        Box::new(wanted_lower.iter().filter_map(|w| self.by_entity.get(w)).flatten().filter(move |e| seen.insert(e.record.id.as_str())))
+    }
+
     pub fn get(&self, id: &str) -> Option<&Episode> {
         self.by_id.get(id).map(Arc::as_ref)
     }

@@ -43,6 +43,9 @@ struct EpisodeCache {
     by_path: HashMap<String, ([u8; 32], Option<Arc<Episode>>)>,
     index: EpisodeIndex,
     unreadable: usize,
+    /// The inventory's (revision, snapshot hash) when `by_path` was last compared with it: an
+    /// unchanged inventory skips the comparison (steady-state reads cost what they match).
+    seen: Option<(u64, String)>,
 }
 
 /// `write_episode` arguments.
@@ -133,10 +136,16 @@ impl MemoryVault {
     /// has observed the disk) and runs `f` over them.
     pub fn with_episodes<T>(&self, f: impl FnOnce(&EpisodeIndex, &KnownTimes, usize) -> T) -> Result<T> {
         let folder = self.policy().episodes_folder.trim_end_matches('/').to_string();
+        let mut cache = lock(&self.episodes);
+        let key = self.vault.with_inventory(|inv| (inv.revision, inv.snapshot.hash()))?;
+        if cache.seen.as_ref() == Some(&key) {
+            let mut known = lock(&self.known);
+            known.catch_up(self.vault.root())?;
+            return Ok(f(&cache.index, &known, cache.unreadable));
+        }
         let listed: Vec<(String, [u8; 32])> = self
             .vault
             .with_inventory(|inv| inv.subtree(&folder).filter(|r| r.is_note()).map(|r| (r.path.to_string(), r.content_hash)).collect())?;
-        let mut cache = lock(&self.episodes);
         let mut changed = listed.len() != cache.by_path.len();
         let mut fresh: HashMap<String, ([u8; 32], Option<Arc<Episode>>)> = HashMap::with_capacity(listed.len());
         for (path, hash) in listed {
@@ -166,9 +175,10 @@ impl MemoryVault {
                     _ => unreadable += 1,
                 }
             }
-            cache.index = EpisodeIndex { by_id };
+            cache.index = EpisodeIndex::new(by_id);
             cache.unreadable = unreadable;
         }
+        cache.seen = Some(key);
         let mut known = lock(&self.known);
         known.catch_up(self.vault.root())?;
         Ok(f(&cache.index, &known, cache.unreadable))
@@ -457,8 +467,7 @@ impl MemoryVault {
         let lens = Lens { known_at, now: Utc::now() };
         self.with_episodes(|index, times, unreadable| {
             let mut matched: Vec<episodes::Seen<'_>> = index
-                .by_id
-                .values()
+                .candidates(&wanted)
                 .filter(|e| episodes::names_any(&e.record, &wanted))
                 .filter_map(|e| lens.see(e, times))
                 .filter(|s| match valid_at {
