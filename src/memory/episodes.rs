@@ -108,6 +108,9 @@ pub struct Episode {
     pub path: String,
     pub content: String,
     pub record: EpisodeRecord,
+    /// `record.valid_from` and `record.valid_to` parsed once, when the note was read.
+    pub valid_from_at: Option<DateTime<Utc>>,
+    pub valid_to_at: Option<DateTime<Utc>>,
 }
 
 /// Parses a caller's time: RFC 3339 (any offset), `YYYY-MM-DDTHH:MM[:SS[.f]]` (UTC) or
@@ -189,7 +192,7 @@ impl Lens {
         }
         let closed = r.state != EpisodeState::Open && r.closed_op.as_deref().is_none_or(|op| self.knows(times, op));
         let (state, valid_to, superseded_by, revised_by) = if closed {
-            (r.state, stored_time(r.valid_to.as_deref()), r.superseded_by.as_deref(), r.revised_by.as_deref())
+            (r.state, episode.valid_to_at, r.superseded_by.as_deref(), r.revised_by.as_deref())
         } else {
             (EpisodeState::Open, None, None, None)
         };
@@ -197,7 +200,7 @@ impl Lens {
             episode,
             recorded_at: times.of(&r.recorded_op),
             state,
-            valid_from: stored_time(Some(&r.valid_from)),
+            valid_from: episode.valid_from_at,
             valid_to,
             superseded_by,
             revised_by,
@@ -394,7 +397,8 @@ pub fn parse_note(path: &str, text: &str) -> Option<Episode> {
     let body = split.body;
     let content = body.strip_prefix('\n').unwrap_or(body);
     let content = content.strip_suffix('\n').unwrap_or(content);
-    Some(Episode { path: path.to_string(), content: content.to_string(), record: front.episode })
+    let (valid_from_at, valid_to_at) = (stored_time(Some(&front.episode.valid_from)), stored_time(front.episode.valid_to.as_deref()));
+    Some(Episode { path: path.to_string(), content: content.to_string(), record: front.episode, valid_from_at, valid_to_at })
 }
 
 /// Checks a score in [0, 1].
