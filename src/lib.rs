@@ -18,8 +18,7 @@
 //! - `handoff`   — `handoff_work`: durable work packets (Task v2) with a hash-chained journal.
 //! - `infra`     — `infra_action`: the INFRA-1 broker client (identifiers only, Unix socket).
 //! - `cli`       — the clap adapter.
-//! - `memory`    — agent memory (ctxvault): bitemporal episodes, skills, documents, the vault
-//!                 registry and per-agent access.
+//! - `memory`    — agent memory (ctxvault): episodes, skills, documents, the vault registry.
 //! - `mcp`       — the MCP stdio adapter (tools, annotations and limits from policy), one
 //!                 surface per peer contract (`mcp::surface`).
 //!

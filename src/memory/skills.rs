@@ -105,10 +105,7 @@ impl MemoryVault {
             return Err(Error::InvalidArgument { name: "description", reason: "at most 1000 characters".into() });
         }
         let path = self.skill_path(name)?;
-        let existing = match crate::store::beneath::read(self.vault.root(), path.as_str())? {
-            Some(bytes) => Some(sha256_hex(&bytes)),
-            None => None,
-        };
+        let existing = crate::store::beneath::read(self.vault.root(), path.as_str())?.map(|bytes| sha256_hex(&bytes));
         if existing.is_some() && !overwrite {
             return Err(Error::AlreadyExists { path: path.to_string() });
         }
@@ -161,7 +158,7 @@ impl MemoryVault {
                 Err(_) => unreadable.push(path.to_string()),
             }
         }
-        skills.sort_by(|a, b| a.record.name.to_lowercase().cmp(&b.record.name.to_lowercase()));
+        skills.sort_by_key(|s| s.record.name.to_lowercase());
         Ok(json!({
             "skills": skills.iter().map(|s| json!({"skill_name": s.record.name, "description": s.record.description})).collect::<Vec<_>>(),
             "count": skills.len(),
