@@ -148,7 +148,7 @@ impl MemoryVault {
             }));
         }
         docs.sort_by(|a, b| a["file_path"].as_str().cmp(&b["file_path"].as_str()));
-        Ok(json!({"documents": docs, "count": docs.len()}))
+        Ok(super::untrusted(json!({"documents": docs, "count": docs.len()})))
     }
 
     /// `query`: the vault's search (`auto`) scoped to the documents folder.

@@ -85,6 +85,17 @@ pub struct EpisodeQuery {
 /// The orders `query_episodes` accepts.
 pub const EPISODE_ORDERS: [&str; 6] = ["relevance", "newest", "oldest", "valid_from", "salience", "confidence"];
 
+/// Marks a result carrying note text (which people and other agents may have written) as
+/// untrusted data, as every note-text result of the server is.
+pub fn untrusted(mut value: Value) -> Value {
+    if let Value::Object(map) = &mut value {
+        map.insert("trust".into(), json!("untrusted"));
+        map.insert("data_only".into(), json!(true));
+        map.insert("handling_instruction".into(), json!(crate::search::HANDLING_INSTRUCTION));
+    }
+    value
+}
+
 /// A fresh random identifier (hex).
 pub fn fresh_id(bytes: usize) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -436,7 +447,7 @@ impl MemoryVault {
                 .filter_map(|e| lens.see(e, times))
                 .map(|s| episodes::episode_json(index, &s, &lens, times))
                 .collect();
-            Ok(json!({"episode_id": id, "count": versions.len(), "versions": versions}))
+            Ok(untrusted(json!({"episode_id": id, "count": versions.len(), "versions": versions})))
         })?
     }
 
@@ -555,13 +566,13 @@ impl MemoryVault {
                 None => include_closed || s.holds(lens.now),
             });
             let counts = episodes::entity_counts(seen, min_episodes as usize);
-            json!({
+            untrusted(json!({
                 "entities": counts.iter().map(|(name, n)| json!({"entity": name, "episodes": n})).collect::<Vec<_>>(),
                 "count": counts.len(),
                 "include_closed": include_closed,
                 "valid_at": valid_at.map(episodes::format_time),
                 "min_episodes": min_episodes,
-            })
+            }))
         })
     }
 

@@ -159,10 +159,10 @@ impl MemoryVault {
             }
         }
         skills.sort_by_key(|s| s.record.name.to_lowercase());
-        Ok(json!({
+        Ok(super::untrusted(json!({
             "skills": skills.iter().map(|s| json!({"skill_name": s.record.name, "description": s.record.description})).collect::<Vec<_>>(),
             "count": skills.len(),
             "unreadable_notes": unreadable,
-        }))
+        })))
     }
 }

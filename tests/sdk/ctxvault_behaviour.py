@@ -208,6 +208,7 @@ async def episodes(session, s):
     rule("supersede links both", old["superseded_by"] == new["id"] and new["supersedes"] == a["id"], (old, new))
     rule("supersede carries entities and salience unless given", new["entities"] == ["Anna", "Padova"] and new["salience"] == 0.5, new)
     rule("episode_history is oldest first", [x["id"] for x in hist["versions"]] == [a["id"], new["id"]], hist)
+    rule("note text comes back marked untrusted", hist.get("trust") == "untrusted" and q.get("trust") == "untrusted", hist.get("trust"))
     q = await s.ok("query_episodes", vault_name=v, entities=["Anna"], limit=100)
     rule("by default only statements that still hold", a["id"] not in [e["id"] for e in q["episodes"]], q)
     q = await s.ok("query_episodes", vault_name=v, entities=["Anna"], valid_at="2021-01-01")
