@@ -196,6 +196,10 @@ pub enum Error {
 
     #[error("'{file}' cannot be stored: {reason}")]
     UnsupportedDocument { file: String, reason: String },
+    /// A failure an MCP surface already shaped as its contract's failure JSON (the stepstone
+    /// envelope): the adapter returns it as the `isError` result unchanged.
+    #[error("{}", .0.pointer("/error/message").and_then(serde_json::Value::as_str).unwrap_or("the operation failed"))]
+    SurfaceFailure(Box<serde_json::Value>),
 }
 
 impl Error {
@@ -203,6 +207,7 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::PathRefused { .. } => "path_refused",
+            Error::SurfaceFailure(_) => "surface_failure",
             Error::VaultUnusable(_) => "vault_unusable",
             Error::VaultBoundary { .. } => "vault_boundary",
             Error::PolicyInvalid { .. } => "policy_invalid",

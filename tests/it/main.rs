@@ -18,6 +18,7 @@
 //! - `ctxvault_sdk` — the ctxvault surface driven by the official Python SDK (tests/sdk/).
 //! - `memory`   — agent memory: bitemporal episode rules, the vault registry and its access
 //!   battery, property tests of the bitemporal invariants.
+//! - `stepstone` — the stepstone surface (project goals) through the Python MCP SDK.
 //! - `embed`    — embeddings: sentence-transformers parity, sbert.net golden values, sha256
 //!   verification, offline cache resolution, egress refusal.
 
@@ -36,6 +37,7 @@ mod memory;
 mod model;
 mod outside_edits;
 mod rerank;
+mod stepstone;
 mod support;
 mod tail;
 mod write;
