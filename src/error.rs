@@ -171,6 +171,31 @@ pub enum Error {
     #[error("task '{task_id}' journal failed integrity validation: {reason}")]
     TaskJournalIntegrity { task_id: String, reason: String },
 
+    /// An unknown vault and a restricted vault the caller is not attached to read the same, so
+    /// the answer reveals nothing (not even whether the vault exists).
+    #[error("no vault named '{vault_name}' is available to this agent")]
+    VaultAccessDenied { vault_name: String },
+
+    #[error("agent '{agent}' has {authority} authority on vault '{vault_name}'; {tool} needs {needed}")]
+    AuthorityInsufficient { vault_name: String, agent: String, authority: &'static str, needed: &'static str, tool: String },
+
+    #[error("vault '{vault_name}' is a {vault_type} vault; {tool} works on {needed} vaults")]
+    WrongVaultType { vault_name: String, vault_type: &'static str, tool: String, needed: &'static str },
+
+    #[error("the vault registry {file} is invalid: {reason}")]
+    RegistryInvalid { file: String, reason: String },
+
+    #[error("no episode '{episode_id}' in this vault")]
+    EpisodeNotFound { episode_id: String },
+
+    #[error("episode '{episode_id}' is not open: {reason}")]
+    EpisodeNotOpen { episode_id: String, reason: String },
+
+    #[error("no skill '{skill_name}' in this vault")]
+    SkillNotFound { skill_name: String },
+
+    #[error("'{file}' cannot be stored: {reason}")]
+    UnsupportedDocument { file: String, reason: String },
     /// A failure an MCP surface already shaped as its contract's failure JSON (the stepstone
     /// envelope): the adapter returns it as the `isError` result unchanged.
     #[error("{}", .0.pointer("/error/message").and_then(serde_json::Value::as_str).unwrap_or("the operation failed"))]
@@ -328,13 +353,35 @@ pub mod codes {
         false,
         "read the failure's details: the surface's own contract (e.g. stepstone's envelope) names its code and whether to retry",
     );
+    pub const VAULT_ACCESS_DENIED: CodeRow =
+        row("vault_access_denied", Usage, false, "call list_vaults and use one of the vault names it lists");
+    pub const AUTHORITY_INSUFFICIENT: CodeRow = row(
+        "authority_insufficient",
+        Usage,
+        false,
+        "ask the vault's owner for a higher authority (paravault vaults add --agent NAME=apply)",
+    );
+    pub const WRONG_VAULT_TYPE: CodeRow =
+        row("wrong_vault_type", Usage, false, "call list_vaults and choose a vault of the kind this tool works on");
+    pub const REGISTRY_INVALID: CodeRow = row(
+        "registry_invalid",
+        Vault,
+        false,
+        "a person must fix vaults.json in the config folder (paravault vaults list names the problem)",
+    );
+    pub const EPISODE_NOT_FOUND: CodeRow = row("episode_not_found", Usage, false, "check the episode id with query_episodes");
+    pub const EPISODE_NOT_OPEN: CodeRow =
+        row("episode_not_open", Usage, false, "act on the episode that replaced it (episode_history names it)");
+    pub const SKILL_NOT_FOUND: CodeRow = row("skill_not_found", Usage, false, "call list_skills for the available names");
+    pub const UNSUPPORTED_DOCUMENT: CodeRow =
+        row("unsupported_document", Usage, false, "store the text as .md or .txt; the message says what cannot be converted");
     /// A request refused by an adapter's rate limit.
     pub const RATE_LIMITED: CodeRow = row("rate_limited", Io, true, "wait for the stated delay, then retry");
     /// A failure the engine did not type (a panic caught by an adapter).
     pub const INTERNAL: CodeRow = row("internal", Io, true, "run get_server_info and lint_vault for details");
 
     /// Every row, for lookups by code.
-    pub const ALL: [CodeRow; 42] = [
+    pub const ALL: [CodeRow; 50] = [
         PATH_REFUSED,
         VAULT_UNUSABLE,
         VAULT_BOUNDARY,
@@ -375,6 +422,14 @@ pub mod codes {
         EGRESS_DENIED,
         EMBEDDING_FAILED,
         SURFACE_FAILURE,
+        VAULT_ACCESS_DENIED,
+        AUTHORITY_INSUFFICIENT,
+        WRONG_VAULT_TYPE,
+        REGISTRY_INVALID,
+        EPISODE_NOT_FOUND,
+        EPISODE_NOT_OPEN,
+        SKILL_NOT_FOUND,
+        UNSUPPORTED_DOCUMENT,
         RATE_LIMITED,
         INTERNAL,
     ];
@@ -429,6 +484,14 @@ impl Error {
             Error::EgressDenied { .. } => codes::EGRESS_DENIED,
             Error::EmbeddingFailed { .. } => codes::EMBEDDING_FAILED,
             Error::SurfaceFailure(_) => codes::SURFACE_FAILURE,
+            Error::VaultAccessDenied { .. } => codes::VAULT_ACCESS_DENIED,
+            Error::AuthorityInsufficient { .. } => codes::AUTHORITY_INSUFFICIENT,
+            Error::WrongVaultType { .. } => codes::WRONG_VAULT_TYPE,
+            Error::RegistryInvalid { .. } => codes::REGISTRY_INVALID,
+            Error::EpisodeNotFound { .. } => codes::EPISODE_NOT_FOUND,
+            Error::EpisodeNotOpen { .. } => codes::EPISODE_NOT_OPEN,
+            Error::SkillNotFound { .. } => codes::SKILL_NOT_FOUND,
+            Error::UnsupportedDocument { .. } => codes::UNSUPPORTED_DOCUMENT,
         }
     }
 

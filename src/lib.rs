@@ -26,6 +26,7 @@
 //! - `handoff`   — `handoff_work`: durable work packets (Task v2) with a hash-chained journal.
 //! - `goals`     — stepstone's project goals: a worklist note, its graph, the goal service.
 //! - `infra`     — `infra_action`: the INFRA-1 broker client (identifiers only, Unix socket).
+//! - `memory`    — agent memory (ctxvault): episodes, skills, documents, the vault registry.
 //! - `specdocs`  — vaultspec decision documents, plans with canonical step IDs, ledgers.
 //! - `mcp`       — the MCP stdio adapter (tools, annotations and limits from policy), one
 //!   surface per peer contract (`mcp::surface`).
@@ -44,6 +45,7 @@ pub mod inventory;
 pub mod inventory_cache;
 pub mod lint;
 pub mod maintenance;
+pub mod memory;
 pub mod note;
 pub mod policy;
 pub mod retrieval;

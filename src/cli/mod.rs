@@ -6,6 +6,7 @@
 pub mod goals;
 mod progress;
 pub mod render;
+pub mod vaults;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
@@ -224,6 +225,12 @@ pub enum Command {
         /// The request as JSON, e.g. '{"action":"list"}'.
         #[arg(long)]
         request: String,
+    },
+    /// The vault registry of the ctxvault surface (a file in the user's config folder, outside
+    /// every vault): add, list or remove named vaults and who may use them.
+    Vaults {
+        #[command(subcommand)]
+        action: vaults::VaultsAction,
     },
     /// Project goals: the stepstone operations (docs/goals.md); --json prints the envelope.
     Goals {
@@ -476,6 +483,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Infra { request } => {
             parse_request(request).and_then(|request| open(&cli).and_then(|v| v.infra_action(request))).map(|r| out.value(&r))
         }
+        Command::Vaults { action } => vaults::run(action).map(|r| out.value(&r)),
         Command::Goals { command } => {
             goals::request(command).and_then(|request| open(&cli).map(|v| crate::goals::run(&v, request))).map(|e| out.goals(&e))
         }

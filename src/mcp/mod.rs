@@ -14,6 +14,7 @@
 //! (declared in every outputSchema as the alternative), never absolute paths. stdout carries
 //! protocol frames only; logs go to stderr.
 
+pub mod ctxvault;
 pub mod framing;
 pub mod stepstone;
 pub mod surface;
@@ -355,6 +356,8 @@ impl ParavaultServer {
             read_tools,
             write_tools,
             unavailable_tools,
+            agent: options.agent.clone(),
+            memory: std::sync::OnceLock::new(),
         };
         let stepstone = options.surfaces.contains(&Surface::Stepstone);
         Ok(ParavaultServer {
@@ -585,6 +588,12 @@ pub fn serve_stdio(vault: Vault, options: McpOptions) -> Result<(), String> {
         let mut tick = tokio::time::interval(CHECKPOINT_INTERVAL);
         loop {
             tick.tick().await;
+            // The ctxvault surface's registered vaults (each logs its own failure).
+            if ctx.memory.get().is_some() {
+                let ctx = ctx.clone();
+                let _ =
+                    tokio::task::spawn_blocking(move || ctx.memory.get().map(crate::memory::vault_set::VaultSet::checkpoint_pending)).await;
+            }
             if ctx.vault.has_deferred_writes() {
                 let ctx = ctx.clone();
                 let done = tokio::task::spawn_blocking(move || ctx.vault.checkpoint_pending()).await;
@@ -600,7 +609,13 @@ pub fn serve_stdio(vault: Vault, options: McpOptions) -> Result<(), String> {
         // first, so no later process has to finish them.
         let stopped = stop_signal().await;
         let ctx = signal_ctx.clone();
-        let done = tokio::task::spawn_blocking(move || ctx.vault.checkpoint_pending()).await;
+        let done = tokio::task::spawn_blocking(move || {
+            if let Some(memory) = ctx.memory.get() {
+                memory.checkpoint_pending();
+            }
+            ctx.vault.checkpoint_pending()
+        })
+        .await;
         if let Ok(Err(error)) = done {
             tracing::warn!(error = %error, "checkpoint on stop failed; the next open finishes the writes from the journal");
         }

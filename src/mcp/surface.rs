@@ -78,17 +78,13 @@ impl Surface {
 }
 
 /// The tool specs one surface implements.
-pub fn catalog(surface: Surface) -> Result<Vec<ToolSpec>, String> {
+pub fn catalog(surface: Surface) -> Vec<ToolSpec> {
     match surface {
-        Surface::Power => Ok(super::tools::catalog()),
-        Surface::Ctxvault => Err(not_built(surface)),
-        Surface::Stepstone => Ok(super::stepstone::catalog()),
-        Surface::Vaultspec => Ok(super::vaultspec::catalog()),
+        Surface::Power => super::tools::catalog(),
+        Surface::Ctxvault => super::ctxvault::catalog(),
+        Surface::Stepstone => super::stepstone::catalog(),
+        Surface::Vaultspec => super::vaultspec::catalog(),
     }
-}
-
-fn not_built(surface: Surface) -> String {
-    format!("the {} surface is not available in this build", surface.name())
 }
 
 /// The tool specs of every selected surface, refusing a selection in which two surfaces
@@ -97,7 +93,7 @@ fn not_built(surface: Surface) -> String {
 pub fn catalogs(surfaces: &[Surface]) -> Result<Vec<ToolSpec>, String> {
     let mut all: Vec<ToolSpec> = Vec::new();
     for &surface in surfaces {
-        for spec in catalog(surface)? {
+        for spec in catalog(surface) {
             if let Some(taken) = all.iter().find(|s| s.name == spec.name) {
                 return Err(format!(
                     "surfaces {} and {} both define the tool {:?}; serve them from separate servers",

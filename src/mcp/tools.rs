@@ -40,6 +40,10 @@ pub struct ToolCtx {
     pub write_tools: Vec<String>,
     /// Tools in the policy that this server does not advertise (e.g. under `--read-only`).
     pub unavailable_tools: Vec<String>,
+    /// Who is calling (`--agent`).
+    pub agent: Option<String>,
+    /// The registered vaults of the ctxvault surface, read on first use (`mcp::ctxvault`).
+    pub memory: std::sync::OnceLock<crate::memory::vault_set::VaultSet>,
 }
 
 /// A validated call, ready to run on a blocking thread.
@@ -230,6 +234,11 @@ pub(crate) fn spec<P: ToolParams>() -> ToolSpec {
         output_schema: P::output_schema,
         prepare: prepare::<P>,
     }
+}
+
+/// The table row of tool `P` on another surface than P.O.W.E.R.'s.
+pub fn spec_for<P: ToolParams>(surface: super::surface::Surface) -> ToolSpec {
+    ToolSpec { surface, ..spec::<P>() }
 }
 
 /// Every tool this build implements, in catalog order (P.O.W.E.R.'s 21 plus `read_note`).

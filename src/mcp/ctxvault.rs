@@ -1,0 +1,599 @@
+//! The ctxvault surface: ctxvault-mcp's 17 tools with their exact names, parameters and
+//! defaults, over `memory` (registered vaults selected by `vault_name`, per-agent access).
+//!
+//! Each handler is one access check (`VaultSet::open`: who may use which vault, with what
+//! authority, for which kind of memory) and one engine call; nothing here touches a file.
+
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::surface::Surface;
+use super::tools::{ToolCtx, ToolParams, ToolSpec, spec_for};
+use crate::error::Result;
+use crate::memory::registry::{Authority, VaultType};
+use crate::memory::vault_set::VaultSet;
+use crate::memory::{EpisodeQuery, NewEpisode, Replacement};
+
+/// The vaults of this server: the registry in the user's config folder, read on the first
+/// ctxvault call (a server that never gets one never reads it), as seen by `--agent`.
+fn vaults(ctx: &ToolCtx) -> Result<&VaultSet> {
+    if let Some(set) = ctx.memory.get() {
+        return Ok(set);
+    }
+    let set = VaultSet::load(&crate::user_config::config_dir()?, ctx.agent.clone(), true)?;
+    Ok(ctx.memory.get_or_init(|| set))
+}
+
+fn loose_object() -> Value {
+    json!({"type": "object"})
+}
+
+fn half() -> f64 {
+    0.5
+}
+fn one() -> f64 {
+    1.0
+}
+fn ten() -> i64 {
+    10
+}
+fn one_int() -> i64 {
+    1
+}
+
+// ---- discovery ----
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListVaults {}
+
+impl ToolParams for ListVaults {
+    const NAME: &'static str = "list_vaults";
+    const TITLE: &'static str = "List vaults";
+    const DESCRIPTION: &'static str =
+        "List all available vaults. Use this before querying or writing to discover which vaults exist and choose the right one.";
+    fn output_schema() -> Value {
+        json!({"type": "object", "properties": {"vaults": {"type": "array"}, "count": {"type": "integer"}}, "required": ["vaults"]})
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        Ok(vaults(ctx)?.list())
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WarmupStatus {}
+
+impl ToolParams for WarmupStatus {
+    const NAME: &'static str = "warmup_status";
+    const TITLE: &'static str = "Embedding model warmup status";
+    const DESCRIPTION: &'static str =
+        "Check if the embedding model has finished initializing. Use this to verify warmup status before attempting queries or writes.";
+    fn output_schema() -> Value {
+        json!({"type": "object", "properties": {"status": {"type": "string", "enum": ["not_configured", "loading", "ready", "failed"]},
+               "ready": {"type": "boolean"}, "model": {"type": "string"}}, "required": ["status", "ready"]})
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        let handle = crate::embed::vault_handle(&ctx.vault.policy().policy, ctx.vault.root());
+        Ok(crate::memory::warmup::status(handle))
+    }
+}
+
+// ---- semantic vaults ----
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Query {
+    /// Name of a vault from list_vaults.
+    pub vault_name: String,
+    /// What to search for.
+    pub query: String,
+}
+
+impl ToolParams for Query {
+    const NAME: &'static str = "query";
+    const TITLE: &'static str = "Query a vault";
+    const DESCRIPTION: &'static str = "Search for relevant information in a CtxVault vault using semantic similarity. Use this when the user asks a question that might be answered by their personal knowledge base or documents. Returns the most relevant text chunks with their source files.";
+    fn output_schema() -> Value {
+        json!({"type": "object", "properties": {"results": {"type": "array"}, "result_count": {"type": "integer"}}, "required": ["results"]})
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Semantic)?.query_documents(&self.query)
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListDocs {
+    /// Name of a vault from list_vaults.
+    pub vault_name: String,
+}
+
+impl ToolParams for ListDocs {
+    const NAME: &'static str = "list_docs";
+    const TITLE: &'static str = "List documents";
+    const DESCRIPTION: &'static str = "List all indexed documents inside a specific vault. Use this to understand what knowledge is available before performing a search.";
+    fn output_schema() -> Value {
+        json!({"type": "object", "properties": {"documents": {"type": "array"}, "count": {"type": "integer"}}, "required": ["documents"]})
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Semantic)?.list_docs()
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteDoc {
+    /// Name of a vault from list_vaults.
+    pub vault_name: String,
+    /// The document's name inside the vault, ending in .md, .txt or .docx.
+    pub file_path: String,
+    /// The document's text.
+    pub content: String,
+    /// Who produced the content (recorded as provenance).
+    pub generated_by: String,
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+impl ToolParams for WriteDoc {
+    const NAME: &'static str = "write_doc";
+    const TITLE: &'static str = "Write a document";
+    const DESCRIPTION: &'static str = "Save new information or agent-generated content to a semantic vault for future retrieval. Use this only with semantic vaults, to persist important context, summaries, or notes that should be remembered across sessions. Supports .txt, .md, and .docx formats.";
+    fn output_schema() -> Value {
+        loose_object()
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Semantic)?.write_doc(
+            &self.file_path,
+            &self.content,
+            &self.generated_by,
+            self.overwrite,
+        )
+    }
+}
+
+// ---- skill vaults ----
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListSkills {
+    /// Name of a vault from list_vaults.
+    pub vault_name: String,
+}
+
+impl ToolParams for ListSkills {
+    const NAME: &'static str = "list_skills";
+    const TITLE: &'static str = "List skills";
+    const DESCRIPTION: &'static str =
+        "List all available skills inside a specific vault. Use this to understand what skills are available before trying to fetch one.";
+    fn output_schema() -> Value {
+        json!({"type": "object", "properties": {"skills": {"type": "array"}, "count": {"type": "integer"}}, "required": ["skills"]})
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Skill)?.list_skills()
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadSkill {
+    /// Name of a vault from list_vaults.
+    pub vault_name: String,
+    /// The skill's name, as list_skills shows it.
+    pub skill_name: String,
+}
+
+impl ToolParams for ReadSkill {
+    const NAME: &'static str = "read_skill";
+    const TITLE: &'static str = "Read a skill";
+    const DESCRIPTION: &'static str = "Read one skill from a skill vault: its name, description and full instructions. Use this after list_skills, once you know which procedure fits the task, and follow the instructions it returns.";
+    fn output_schema() -> Value {
+        json!({"type": "object", "properties": {"skill_name": {"type": "string"}, "description": {"type": "string"}, "instructions": {"type": "string"}},
+               "required": ["skill_name", "description", "instructions"]})
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Skill)?.read_skill(&self.skill_name)
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteSkill {
+    /// Name of a vault from list_vaults.
+    pub vault_name: String,
+    pub skill_name: String,
+    pub description: String,
+    pub instructions: String,
+    #[serde(default)]
+    pub overwrite: bool,
+}
+
+impl ToolParams for WriteSkill {
+    const NAME: &'static str = "write_skill";
+    const TITLE: &'static str = "Write a skill";
+    const DESCRIPTION: &'static str = "Create and store a new skill in a skill vault. Use this to persist procedural knowledge, instructions, or how-to guides that agents can retrieve and execute later. The skill will be indexed by name and description for fast lookup. Use this only with skill vaults.";
+    fn output_schema() -> Value {
+        loose_object()
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Skill)?.write_skill(
+            &self.skill_name,
+            &self.description,
+            &self.instructions,
+            self.overwrite,
+        )
+    }
+}
+
+// ---- episodic vaults ----
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct WriteEpisode {
+    /// Name of a vault from list_vaults.
+    pub vault_name: String,
+    pub content: String,
+    #[serde(default)]
+    pub entities: Vec<String>,
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default = "half")]
+    pub salience: f64,
+    #[serde(default = "one")]
+    pub confidence: f64,
+    #[serde(default)]
+    pub occurred_at: Option<String>,
+    #[serde(default)]
+    pub valid_from: Option<String>,
+}
+
+impl ToolParams for WriteEpisode {
+    const NAME: &'static str = "write_episode";
+    const TITLE: &'static str = "Write an episode";
+    const DESCRIPTION: &'static str = "Record something that happened or something the user stated, in an episodic vault. Use this for facts with a lifetime — situations, preferences, relationships, plans — rather than for documents. Give the entities it is about so it can be looked up later, and a salience between 0 and 1 for how much it matters.";
+    fn output_schema() -> Value {
+        episode_result_schema()
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Episodic)?.write_episode(&NewEpisode {
+            content: self.content,
+            entities: self.entities,
+            source: self.source,
+            salience: self.salience,
+            confidence: self.confidence,
+            occurred_at: self.occurred_at,
+            valid_from: self.valid_from,
+        })
+    }
+}
+
+fn episode_result_schema() -> Value {
+    json!({"type": "object", "properties": {"episode": {"type": ["object", "null"]}, "receipt": {"type": "object"}}, "required": ["episode"]})
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct QueryEpisodes {
+    /// Name of a vault from list_vaults.
+    pub vault_name: String,
+    #[serde(default)]
+    pub query: String,
+    #[serde(default)]
+    pub entities: Vec<String>,
+    #[serde(default)]
+    pub valid_at: Option<String>,
+    #[serde(default)]
+    pub known_at: Option<String>,
+    #[serde(default)]
+    pub include_closed: bool,
+    /// relevance (default with a query), newest (default without), oldest, valid_from,
+    /// salience or confidence.
+    #[serde(default)]
+    pub order_by: Option<String>,
+    #[serde(default = "ten")]
+    pub limit: i64,
+}
+
+impl ToolParams for QueryEpisodes {
+    const NAME: &'static str = "query_episodes";
+    const TITLE: &'static str = "Query episodes";
+    const DESCRIPTION: &'static str = "Retrieve episodes from an episodic vault. By default only statements that still hold are returned. Filter by entity for 'everything about X', pass valid_at to ask what was true at a past moment, or known_at to ask what the vault had already learned by then. Query text is optional and ranks results; without it the newest come first.";
+    fn output_schema() -> Value {
+        json!({"type": "object", "properties": {"episodes": {"type": "array"}, "count": {"type": "integer"}}, "required": ["episodes"]})
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        let limit = usize::try_from(self.limit).unwrap_or(0);
+        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?.query_episodes(&EpisodeQuery {
+            query: self.query,
+            entities: self.entities,
+            valid_at: self.valid_at,
+            known_at: self.known_at,
+            include_closed: self.include_closed,
+            order_by: self.order_by,
+            limit,
+        })
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ConfirmEpisode {
+    /// Name of a vault from list_vaults.
+    pub vault_name: String,
+    pub episode_id: String,
+    #[serde(default)]
+    pub at: Option<String>,
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+impl ToolParams for ConfirmEpisode {
+    const NAME: &'static str = "confirm_episode";
+    const TITLE: &'static str = "Confirm an episode";
+    const DESCRIPTION: &'static str = "Record that a statement already in the vault was asserted again. Use this when you hear something the vault already holds, instead of writing it a second time: the episode stays as it is and gains one attestation, so a fact heard once can be told from one heard many times.";
+    fn output_schema() -> Value {
+        episode_result_schema()
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Episodic)?.confirm_episode(
+            &self.episode_id,
+            self.at.as_deref(),
+            self.source.as_deref(),
+        )
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SupersedeEpisode {
+    /// Name of a vault from list_vaults.
+    pub vault_name: String,
+    pub episode_id: String,
+    pub content: String,
+    #[serde(default)]
+    pub entities: Vec<String>,
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub salience: Option<f64>,
+}
+
+impl ToolParams for SupersedeEpisode {
+    const NAME: &'static str = "supersede_episode";
+    const TITLE: &'static str = "Supersede an episode";
+    const DESCRIPTION: &'static str = "Replace an episode with a corrected or updated version. The old statement is closed exactly where the new one begins and the two are linked, so the history of what changed stays readable. Entities and salience carry over from the old episode unless you pass new ones. Use this whenever new information contradicts something already recorded.";
+    fn output_schema() -> Value {
+        episode_result_schema()
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        let memory = vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Episodic)?;
+        memory.replace_episode(
+            &Replacement {
+                episode_id: self.episode_id,
+                content: self.content,
+                entities: self.entities,
+                source: self.source,
+                salience: self.salience,
+            },
+            false,
+        )
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReviseEpisode {
+    /// Name of a vault from list_vaults.
+    pub vault_name: String,
+    pub episode_id: String,
+    pub content: String,
+    #[serde(default)]
+    pub entities: Vec<String>,
+    #[serde(default)]
+    pub source: Option<String>,
+    #[serde(default)]
+    pub salience: Option<f64>,
+}
+
+impl ToolParams for ReviseEpisode {
+    const NAME: &'static str = "revise_episode";
+    const TITLE: &'static str = "Revise an episode";
+    const DESCRIPTION: &'static str = "Restate an episode more precisely, when the world did not change but you can now say it better ('lives in Padova' -> 'lives in Padova, in the Arcella'). The revision opens where the original did and inherits its attestations and open disputes; the original stays in the history but is no longer what the vault states. Use supersede_episode instead when the world changed.";
+    fn output_schema() -> Value {
+        episode_result_schema()
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        let memory = vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Episodic)?;
+        memory.replace_episode(
+            &Replacement {
+                episode_id: self.episode_id,
+                content: self.content,
+                entities: self.entities,
+                source: self.source,
+                salience: self.salience,
+            },
+            true,
+        )
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InvalidateEpisode {
+    /// Name of a vault from list_vaults.
+    pub vault_name: String,
+    pub episode_id: String,
+    #[serde(default)]
+    pub valid_to: Option<String>,
+    #[serde(default)]
+    pub reason: String,
+}
+
+impl ToolParams for InvalidateEpisode {
+    const NAME: &'static str = "invalidate_episode";
+    const TITLE: &'static str = "Invalidate an episode";
+    const DESCRIPTION: &'static str = "Mark an episode as no longer true, without deleting it. Use this when something ends and nothing replaces it. If a corrected version exists instead, use supersede_episode so the two stay linked.";
+    fn output_schema() -> Value {
+        episode_result_schema()
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Episodic)?.invalidate_episode(
+            &self.episode_id,
+            self.valid_to.as_deref(),
+            &self.reason,
+        )
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DisputeEpisodes {
+    /// Name of a vault from list_vaults.
+    pub vault_name: String,
+    pub episode_id: String,
+    pub other_id: String,
+    #[serde(default)]
+    pub note: String,
+}
+
+impl ToolParams for DisputeEpisodes {
+    const NAME: &'static str = "dispute_episodes";
+    const TITLE: &'static str = "Dispute two episodes";
+    const DESCRIPTION: &'static str = "Record that two open statements cannot both hold, when you cannot tell which one is wrong. Neither is closed: both keep coming back from queries, each flagged with the other in disputed_with, so you can ask instead of assert. The dispute ends by itself when one side is invalidated or superseded. If you do know which one is wrong, use supersede_episode or invalidate_episode instead.";
+    fn output_schema() -> Value {
+        json!({"type": "object", "properties": {"episodes": {"type": "array"}}, "required": ["episodes"]})
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Episodic)?.dispute_episodes(
+            &self.episode_id,
+            &self.other_id,
+            &self.note,
+        )
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EpisodeHistory {
+    /// Name of a vault from list_vaults.
+    pub vault_name: String,
+    pub episode_id: String,
+}
+
+impl ToolParams for EpisodeHistory {
+    const NAME: &'static str = "episode_history";
+    const TITLE: &'static str = "Episode history";
+    const DESCRIPTION: &'static str = "Show every version of a statement, oldest first. Use this to explain why the vault believes something, or to see what an episode used to say before it was corrected.";
+    fn output_schema() -> Value {
+        json!({"type": "object", "properties": {"versions": {"type": "array"}, "count": {"type": "integer"}}, "required": ["versions"]})
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?.episode_history(&self.episode_id)
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ListEntities {
+    /// Name of a vault from list_vaults.
+    pub vault_name: String,
+    #[serde(default)]
+    pub include_closed: bool,
+    #[serde(default)]
+    pub valid_at: Option<String>,
+    #[serde(default = "one_int")]
+    pub min_episodes: i64,
+}
+
+impl ToolParams for ListEntities {
+    const NAME: &'static str = "list_entities";
+    const TITLE: &'static str = "List entities";
+    const DESCRIPTION: &'static str = "List the entities an episodic vault knows about, with how many episodes mention each one. This is the vault's vocabulary: use it to find out what subjects exist before querying for them, to spot the name a person or thing is recorded under, or to see what has gone quiet. Unlike query_episodes it enumerates rather than ranks, so nothing is left out. By default only entities named by statements that still hold are listed; pass include_closed to see everything the vault ever recorded.";
+    fn output_schema() -> Value {
+        json!({"type": "object", "properties": {"entities": {"type": "array"}, "count": {"type": "integer"}}, "required": ["entities"]})
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?.list_entities(
+            self.include_closed,
+            self.valid_at.as_deref(),
+            self.min_episodes,
+        )
+    }
+}
+
+/// The ctxvault surface's tools, in the seed's order.
+pub fn catalog() -> Vec<ToolSpec> {
+    let spec = |make: fn(Surface) -> ToolSpec| make(Surface::Ctxvault);
+    vec![
+        spec(spec_for::<ListVaults>),
+        spec(spec_for::<WarmupStatus>),
+        spec(spec_for::<Query>),
+        spec(spec_for::<ListDocs>),
+        spec(spec_for::<WriteDoc>),
+        spec(spec_for::<ListSkills>),
+        spec(spec_for::<ReadSkill>),
+        spec(spec_for::<WriteSkill>),
+        spec(spec_for::<WriteEpisode>),
+        spec(spec_for::<QueryEpisodes>),
+        spec(spec_for::<ConfirmEpisode>),
+        spec(spec_for::<SupersedeEpisode>),
+        spec(spec_for::<ReviseEpisode>),
+        spec(spec_for::<InvalidateEpisode>),
+        spec(spec_for::<DisputeEpisodes>),
+        spec(spec_for::<EpisodeHistory>),
+        spec(spec_for::<ListEntities>),
+    ]
+}

@@ -1,0 +1,183 @@
+//! Documents (ctxvault's semantic vaults): text an agent saves for later retrieval, one note
+//! each under `<documents_folder>/`, the text kept verbatim as the body; `query` is the vault's
+//! search scoped to that folder, answering chunks with their source files in the untrusted
+//! envelope.
+//!
+//! Note names keep the caller's file name: `a/b.md` → `<folder>/a/b.md`, `a/b.txt` →
+//! `<folder>/a/b.txt.md` (so `b.md` and `b.txt` stay two documents). `.docx` is refused with
+//! `unsupported_document` (see docs/memory.md: its conversion is not built yet).
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::{MemoryVault, fresh_id};
+use crate::error::{Error, Result};
+use crate::note::path::VaultPath;
+use crate::write::{Mutation, NoteChange, execute, sha256_hex};
+
+/// The `document:` block of a document note.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DocumentRecord {
+    pub file_path: String,
+    pub format: String,
+    pub generated_by: String,
+}
+
+/// The formats `write_doc` accepts.
+pub const FORMATS: [&str; 3] = ["md", "txt", "docx"];
+
+/// The note path of a document `file_path` and its format.
+fn note_path(folder: &str, file_path: &str) -> Result<(VaultPath, String)> {
+    let invalid = |reason: &str| Error::InvalidArgument { name: "file_path", reason: reason.to_string() };
+    let trimmed = file_path.trim();
+    let (stem, ext) = trimmed.rsplit_once('.').ok_or_else(|| invalid("needs an extension: .md, .txt or .docx"))?;
+    let ext = ext.to_ascii_lowercase();
+    if !FORMATS.contains(&ext.as_str()) {
+        return Err(Error::UnsupportedDocument {
+            file: trimmed.chars().take(200).collect(),
+            reason: format!("'.{ext}' is not one of .txt, .md, .docx"),
+        });
+    }
+    if stem.is_empty() {
+        return Err(invalid("needs a file name before the extension"));
+    }
+    let rel = match ext.as_str() {
+        "md" => format!("{stem}.md"),
+        other => format!("{stem}.{other}.md"),
+    };
+    let path = VaultPath::parse(&format!("{}/{rel}", folder.trim_end_matches('/')))?;
+    Ok((path, ext))
+}
+
+fn render(note_type: &str, record: &DocumentRecord, content: &str) -> Result<String> {
+    let body = if content.starts_with('\n') { content.to_string() } else { format!("\n{content}") };
+    let body = if body.ends_with('\n') { body } else { format!("{body}\n") };
+    let block = serde_yaml::to_string(record).map_err(|e| Error::io("encoding", "document", std::io::Error::other(e)))?;
+    let indented: String = block.lines().map(|l| format!("  {l}\n")).collect();
+    let quote = |t: &str| serde_json::to_string(t).unwrap_or_else(|_| "\"\"".into());
+    let first_line: String = content.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").chars().take(150).collect();
+    let title: String = record.file_path.rsplit('/').next().unwrap_or(&record.file_path).chars().take(200).collect();
+    Ok(format!(
+        "---\ntype: {}\ntitle: {}\ndescription: {}\ntags: [\"document\"]\nokf_version: \"0.2\"\nmemory:\n  kind: semantic\n  sources: [{}]\n  evidence: [{}]\n  write_policy: agent-proposed\ndocument:\n{indented}timestamp: {}\n---\n{body}",
+        quote(note_type),
+        quote(&title),
+        quote(if first_line.is_empty() { &title } else { &first_line }),
+        quote(&format!("paravault://mcp/ctxvault/write_doc?generated_by={}", record.generated_by)),
+        quote(&format!("sha256:{}", sha256_hex(body.as_bytes()))),
+        chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+    ))
+}
+
+fn parse_record(text: &str) -> Option<DocumentRecord> {
+    let split = crate::note::frontmatter::split(text).ok()?;
+    #[derive(Deserialize)]
+    struct Front {
+        document: DocumentRecord,
+    }
+    serde_yaml::from_str::<Front>(split.yaml).ok().map(|f| f.document)
+}
+
+impl MemoryVault {
+    fn documents_folder(&self) -> String {
+        self.vault.policy().policy.agent_memory.documents_folder.trim_end_matches('/').to_string()
+    }
+
+    /// `write_doc`: stores `content` as a document note; an existing one is replaced only with
+    /// `overwrite`.
+    pub fn write_doc(&self, file_path: &str, content: &str, generated_by: &str, overwrite: bool) -> Result<Value> {
+        let (path, format) = note_path(&self.documents_folder(), file_path)?;
+        if format == "docx" {
+            return Err(Error::UnsupportedDocument {
+                file: file_path.trim().chars().take(200).collect(),
+                reason: "converting .docx to Markdown is not built in this version; send the text as .md or .txt".into(),
+            });
+        }
+        if content.trim().is_empty() {
+            return Err(Error::InvalidArgument { name: "content", reason: "must not be empty".into() });
+        }
+        let generated_by = generated_by.trim();
+        if generated_by.is_empty() || generated_by.chars().count() > 200 || generated_by.chars().any(char::is_control) {
+            return Err(Error::InvalidArgument { name: "generated_by", reason: "1-200 characters, without control characters".into() });
+        }
+        let existing = crate::store::beneath::read(self.vault.root(), path.as_str())?.map(|b| sha256_hex(&b));
+        if existing.is_some() && !overwrite {
+            return Err(Error::AlreadyExists { path: path.to_string() });
+        }
+        let record =
+            DocumentRecord { file_path: file_path.trim().to_string(), format: format.clone(), generated_by: generated_by.to_string() };
+        let text = render(&self.vault.policy().policy.agent_memory.document_note_type, &record, content)?;
+        let op = fresh_id(16);
+        let mutation = Mutation {
+            operation: "ctxvault.write_doc",
+            notes: vec![NoteChange {
+                path: path.clone(),
+                content: Some(text),
+                require_absent: existing.is_none(),
+                expected_sha256: existing.clone(),
+            }],
+            idempotency_key: Some(format!("{}{op}", super::known_times::KEY_PREFIX)),
+            proposal_id: None,
+            log_entry: None,
+            create_folders: true,
+        };
+        let receipt = execute(&self.vault, mutation)?;
+        Ok(json!({
+            "file_path": record.file_path, "format": format, "generated_by": record.generated_by, "path": path.to_string(),
+            "overwritten": existing.is_some(), "converted": false,
+            "receipt": {"seq": receipt.get("seq"), "operation": receipt.get("operation"), "at": receipt.get("at")},
+        }))
+    }
+
+    /// `list_docs`: every document note, by file path.
+    pub fn list_docs(&self) -> Result<Value> {
+        let folder = self.documents_folder();
+        let records: Vec<(VaultPath, u64)> = self
+            .vault
+            .with_inventory(|inv| inv.subtree(&folder).filter(|r| r.is_note()).map(|r| (r.path.clone(), r.size_bytes)).collect())?;
+        let mut docs = Vec::new();
+        for (path, size) in records {
+            let Some(bytes) = crate::store::beneath::read(self.vault.root(), path.as_str())? else { continue };
+            let text = String::from_utf8_lossy(&bytes);
+            let record = parse_record(&text);
+            docs.push(json!({
+                "file_path": record.as_ref().map_or_else(|| path.as_str().strip_prefix(&format!("{folder}/")).unwrap_or(path.as_str()).to_string(), |r| r.file_path.clone()),
+                "format": record.as_ref().map_or("md", |r| r.format.as_str()),
+                "generated_by": record.as_ref().map(|r| r.generated_by.clone()),
+                "path": path.to_string(),
+                "size_bytes": size,
+            }));
+        }
+        docs.sort_by(|a, b| a["file_path"].as_str().cmp(&b["file_path"].as_str()));
+        Ok(super::untrusted(json!({"documents": docs, "count": docs.len()})))
+    }
+
+    /// `query`: the vault's search (`auto`) scoped to the documents folder.
+    pub fn query_documents(&self, query: &str) -> Result<Value> {
+        let policy = self.vault.policy();
+        let request = crate::search::SearchRequest {
+            query: query.to_string(),
+            max_results: policy.policy.search.max_results_cap.min(10),
+            search_mode: crate::search::SearchMode::Auto,
+            temporal_view: crate::search::TemporalView::Current,
+            as_of: None,
+            domain: Some(self.documents_folder()),
+            auto_priority: Vec::new(),
+        };
+        let envelope = crate::search::search(self.vault.root(), policy, request)?;
+        let results: Vec<Value> = envelope
+            .results
+            .iter()
+            .map(|r| {
+                json!({
+                    "text": r.matched_text, "snippet": r.snippet, "source": r.metadata.title, "path": r.source.path,
+                    "score": r.score, "trust": r.trust,
+                })
+            })
+            .collect();
+        Ok(json!({
+            "query": envelope.query, "results": results, "result_count": results.len(),
+            "actual_mode": envelope.actual_mode, "fallback_reason": envelope.fallback_reason,
+            "trust": envelope.trust, "data_only": envelope.data_only, "handling_instruction": envelope.handling_instruction,
+        }))
+    }
+}

@@ -1,0 +1,440 @@
+//! Bitemporal episodes (ctxvault's episodic vaults) as Markdown notes.
+//!
+//! An episode is one note `<episodes_folder>/<id[0..2]>/<id>.md`: OKF frontmatter, an
+//! `episode:` block (entities, salience, confidence, valid time, links, attestations,
+//! disputes) and the statement as the body. Two clocks:
+//! - **valid time**: `valid_from` .. `valid_to` (open-ended when null), when the statement holds
+//!   in the world; `occurred_at` when it happened, as told.
+//! - **knowledge time**: when the vault learned each fact, which is the commit time (`at`) of the
+//!   receipt of the transaction that recorded it (`known_times`). A note names the op of each
+//!   fact (`recorded_op`, `closed_op`, each attestation's and dispute's `op`).
+//!
+//! Rules (docs/memory.md): supersede closes the old version exactly where the new one begins
+//! (one two-note transaction) and links both; revise opens where the original did, inherits its
+//! attestations and open disputes, and takes the original out of the current view; invalidate
+//! closes without deleting; dispute flags two open statements with each other until one side is
+//! superseded or invalidated; confirm adds an attestation. A query `as of` a knowledge time sees
+//! only facts whose receipts are not later than it.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, Utc};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use super::known_times::KnownTimes;
+use crate::error::{Error, Result};
+
+/// Lifecycle state of one version.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EpisodeState {
+    Open,
+    Superseded,
+    Revised,
+    Invalidated,
+}
+
+impl EpisodeState {
+    pub fn name(self) -> &'static str {
+        match self {
+            EpisodeState::Open => "open",
+            EpisodeState::Superseded => "superseded",
+            EpisodeState::Revised => "revised",
+            EpisodeState::Invalidated => "invalidated",
+        }
+    }
+}
+
+/// One more assertion of a statement (`confirm_episode`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Attestation {
+    pub at: String,
+    #[serde(default)]
+    pub source: Option<String>,
+    pub op: String,
+}
+
+/// A recorded conflict with another statement (`dispute_episodes`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Dispute {
+    pub with: String,
+    #[serde(default)]
+    pub note: String,
+    pub op: String,
+}
+
+/// The `episode:` block of an episode note.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EpisodeRecord {
+    pub id: String,
+    #[serde(default)]
+    pub entities: Vec<String>,
+    #[serde(default)]
+    pub source: Option<String>,
+    pub salience: f64,
+    pub confidence: f64,
+    #[serde(default)]
+    pub occurred_at: Option<String>,
+    pub valid_from: String,
+    #[serde(default)]
+    pub valid_to: Option<String>,
+    pub state: EpisodeState,
+    #[serde(default)]
+    pub supersedes: Option<String>,
+    #[serde(default)]
+    pub superseded_by: Option<String>,
+    #[serde(default)]
+    pub revises: Option<String>,
+    #[serde(default)]
+    pub revised_by: Option<String>,
+    #[serde(default)]
+    pub invalidation_reason: String,
+    /// The op that recorded this version; its receipt time is when the vault learned it.
+    pub recorded_op: String,
+    /// The op that closed it (supersede, revise or invalidate).
+    #[serde(default)]
+    pub closed_op: Option<String>,
+    #[serde(default)]
+    pub attestations: Vec<Attestation>,
+    #[serde(default)]
+    pub disputes: Vec<Dispute>,
+}
+
+/// One episode version as stored: its note path, statement and record.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Episode {
+    pub path: String,
+    pub content: String,
+    pub record: EpisodeRecord,
+    /// `record.valid_from` and `record.valid_to` parsed once, when the note was read.
+    pub valid_from_at: Option<DateTime<Utc>>,
+    pub valid_to_at: Option<DateTime<Utc>>,
+}
+
+/// Parses a caller's time: RFC 3339 (any offset), `YYYY-MM-DDTHH:MM[:SS[.f]]` (UTC) or
+/// `YYYY-MM-DD` (midnight UTC).
+pub fn parse_time(name: &'static str, text: &str) -> Result<DateTime<Utc>> {
+    let text = text.trim();
+    if let Ok(t) = DateTime::parse_from_rfc3339(text) {
+        return Ok(t.with_timezone(&Utc));
+    }
+    for format in ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%dT%H:%M", "%Y-%m-%d %H:%M:%S"] {
+        if let Ok(t) = NaiveDateTime::parse_from_str(text, format) {
+            return Ok(t.and_utc());
+        }
+    }
+    if let Ok(d) = NaiveDate::parse_from_str(text, "%Y-%m-%d")
+        && let Some(t) = d.and_hms_opt(0, 0, 0)
+    {
+        return Ok(t.and_utc());
+    }
+    Err(Error::InvalidArgument {
+        name,
+        reason: format!("'{}' is not an ISO 8601 date or date-time", text.chars().take(64).collect::<String>()),
+    })
+}
+
+/// The stored spelling of a time (RFC 3339, UTC, `Z`).
+pub fn format_time(t: DateTime<Utc>) -> String {
+    t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
+}
+
+/// A stored time (unparseable text, e.g. after a hand edit, reads as absent).
+fn stored_time(text: Option<&str>) -> Option<DateTime<Utc>> {
+    text.and_then(|t| parse_time("stored", t).ok())
+}
+
+/// Which moment a query looks from.
+#[derive(Debug, Clone, Copy)]
+pub struct Lens {
+    /// Only facts whose receipts are at or before this (None: everything recorded).
+    pub known_at: Option<DateTime<Utc>>,
+    /// "Now": the reference of "still holds".
+    pub now: DateTime<Utc>,
+}
+
+/// An episode version as a lens sees it.
+#[derive(Debug, Clone)]
+pub struct Seen<'a> {
+    pub episode: &'a Episode,
+    pub recorded_at: Option<DateTime<Utc>>,
+    pub state: EpisodeState,
+    pub valid_from: Option<DateTime<Utc>>,
+    pub valid_to: Option<DateTime<Utc>>,
+    pub superseded_by: Option<&'a str>,
+    pub revised_by: Option<&'a str>,
+    pub attestations: Vec<&'a Attestation>,
+    pub disputes: Vec<&'a Dispute>,
+}
+
+/// Every episode version of a vault, by id, and the versions naming each entity (lower case).
+#[derive(Debug, Default, Clone)]
+pub struct EpisodeIndex {
+    pub by_id: HashMap<String, Arc<Episode>>,
+    pub by_entity: HashMap<String, Vec<Arc<Episode>>>,
+}
+
+impl Lens {
+    fn knows(&self, times: &KnownTimes, op: &str) -> bool {
+        match self.known_at {
+            None => true,
+            Some(k) => times.of(op).is_some_and(|t| t <= k),
+        }
+    }
+
+    /// The version as known through this lens (`None`: not yet recorded then).
+    pub fn see<'a>(&self, episode: &'a Episode, times: &KnownTimes) -> Option<Seen<'a>> {
+        let r = &episode.record;
+        if !self.knows(times, &r.recorded_op) {
+            return None;
+        }
+        let closed = r.state != EpisodeState::Open && r.closed_op.as_deref().is_none_or(|op| self.knows(times, op));
+        let (state, valid_to, superseded_by, revised_by) = if closed {
+            (r.state, episode.valid_to_at, r.superseded_by.as_deref(), r.revised_by.as_deref())
+        } else {
+            (EpisodeState::Open, None, None, None)
+        };
+        Some(Seen {
+            episode,
+            recorded_at: times.of(&r.recorded_op),
+            state,
+            valid_from: episode.valid_from_at,
+            valid_to,
+            superseded_by,
+            revised_by,
+            attestations: r.attestations.iter().filter(|a| self.knows(times, &a.op)).collect(),
+            disputes: r.disputes.iter().filter(|d| self.knows(times, &d.op)).collect(),
+        })
+    }
+
+    /// The reference moment of "still holds": the knowledge time when one is given, else now.
+    pub fn reference(&self) -> DateTime<Utc> {
+        self.known_at.unwrap_or(self.now)
+    }
+}
+
+impl Seen<'_> {
+    /// Whether the statement still holds at `at`: not replaced, and not ended by then.
+    pub fn holds(&self, at: DateTime<Utc>) -> bool {
+        match self.state {
+            EpisodeState::Open => true,
+            EpisodeState::Invalidated => self.valid_to.is_some_and(|to| to > at),
+            EpisodeState::Superseded | EpisodeState::Revised => false,
+        }
+    }
+
+    /// Whether this version is what the vault states for valid time `at` (revised originals
+    /// never are: their revision states the same interval better).
+    pub fn current_at(&self, at: DateTime<Utc>) -> bool {
+        self.state != EpisodeState::Revised && self.valid_from.is_none_or(|from| from <= at) && self.valid_to.is_none_or(|to| at < to)
+    }
+}
+
+impl EpisodeIndex {
+    pub fn new(by_id: HashMap<String, Arc<Episode>>) -> Self {
+        let mut by_entity: HashMap<String, Vec<Arc<Episode>>> = HashMap::new();
+        for episode in by_id.values() {
+            let mut names: Vec<String> = episode.record.entities.iter().map(|e| e.to_lowercase()).collect();
+            names.sort();
+            names.dedup();
+            for name in names {
+                by_entity.entry(name).or_default().push(Arc::clone(episode));
+            }
+        }
+        EpisodeIndex { by_id, by_entity }
+    }
+
+    /// The versions that may name one of `wanted_lower` (every version when it is empty), each
+    /// once.
+    pub fn candidates<'a>(&'a self, wanted_lower: &'a [String]) -> Box<dyn Iterator<Item = &'a Arc<Episode>> + 'a> {
+        if wanted_lower.is_empty() {
+            return Box::new(self.by_id.values());
+        }
+        let mut seen = std::collections::HashSet::new();
+        Box::new(wanted_lower.iter().filter_map(|w| self.by_entity.get(w)).flatten().filter(move |e| seen.insert(e.record.id.as_str())))
+    }
+
+    pub fn get(&self, id: &str) -> Option<&Episode> {
+        self.by_id.get(id).map(Arc::as_ref)
+    }
+
+    /// Follows `revised_by` (as the lens sees it) to the version that states `id` now.
+    pub fn head_by_revision<'a>(&'a self, id: &'a str, lens: &Lens, times: &KnownTimes) -> Option<Seen<'a>> {
+        let mut current = lens.see(self.get(id)?, times)?;
+        for _ in 0..10_000 {
+            match current.revised_by.and_then(|next| self.get(next)).and_then(|e| lens.see(e, times)) {
+                Some(next) => current = next,
+                None => break,
+            }
+        }
+        Some(current)
+    }
+
+    /// The ids of the open statements this one is disputed with (open disputes only: a dispute
+    /// ends when either side is superseded or invalidated; a revision carries it on).
+    pub fn disputed_with(&self, seen: &Seen<'_>, lens: &Lens, times: &KnownTimes) -> Vec<String> {
+        let reference = lens.reference();
+        if !seen.holds(reference) {
+            return Vec::new();
+        }
+        let mut out: Vec<String> = Vec::new();
+        let mut consider = |other_id: &str| {
+            if let Some(other) = self.head_by_revision(other_id, lens, times)
+                && other.episode.record.id != seen.episode.record.id
+                && other.holds(reference)
+                && !out.contains(&other.episode.record.id)
+            {
+                out.push(other.episode.record.id.clone());
+            }
+        };
+        for dispute in &seen.disputes {
+            consider(&dispute.with);
+        }
+        out.sort();
+        out
+    }
+
+    /// Every version of the statement `id` belongs to, oldest first (by the chain of
+    /// supersedes / revises links).
+    pub fn chain(&self, id: &str) -> Vec<&Episode> {
+        let Some(mut first) = self.get(id) else { return Vec::new() };
+        let mut guard = 0;
+        while let Some(previous) = first.record.supersedes.as_deref().or(first.record.revises.as_deref()).and_then(|p| self.get(p)) {
+            first = previous;
+            guard += 1;
+            if guard > 100_000 {
+                break;
+            }
+        }
+        let mut out = vec![first];
+        let mut current = first;
+        while let Some(next) = current.record.superseded_by.as_deref().or(current.record.revised_by.as_deref()).and_then(|n| self.get(n)) {
+            if out.iter().any(|e| e.record.id == next.record.id) {
+                break;
+            }
+            out.push(next);
+            current = next;
+        }
+        out
+    }
+}
+
+/// An episode as tools return it.
+pub fn episode_json(index: &EpisodeIndex, seen: &Seen<'_>, lens: &Lens, times: &KnownTimes) -> Value {
+    let r = &seen.episode.record;
+    let closed_known_at =
+        if seen.state == EpisodeState::Open { None } else { r.closed_op.as_deref().and_then(|op| times.of(op)).map(format_time) };
+    json!({
+        "id": r.id,
+        "content": seen.episode.content,
+        "entities": r.entities,
+        "source": r.source,
+        "salience": r.salience,
+        "confidence": r.confidence,
+        "occurred_at": r.occurred_at,
+        "valid_from": r.valid_from,
+        "valid_to": seen.valid_to.map(format_time),
+        "known_at": seen.recorded_at.map(format_time),
+        "closed_known_at": closed_known_at,
+        "state": seen.state.name(),
+        "current": seen.holds(lens.reference()),
+        "supersedes": r.supersedes,
+        "superseded_by": seen.superseded_by,
+        "revises": r.revises,
+        "revised_by": seen.revised_by,
+        "invalidation_reason": if seen.state == EpisodeState::Invalidated { r.invalidation_reason.as_str() } else { "" },
+        "attestations": 1 + seen.attestations.len(),
+        "attested_at": seen.attestations.iter().map(|a| json!({"at": a.at, "source": a.source})).collect::<Vec<_>>(),
+        "disputed_with": index.disputed_with(seen, lens, times),
+        "path": seen.episode.path,
+    })
+}
+
+/// Entity counts for `list_entities`: alphabetical (case-insensitive, then exact), never ranked.
+pub fn entity_counts<'a>(seen: impl Iterator<Item = Seen<'a>>, min_episodes: usize) -> Vec<(String, usize)> {
+    let mut counts: BTreeMap<(String, String), usize> = BTreeMap::new();
+    for s in seen {
+        let mut named: Vec<&String> = s.episode.record.entities.iter().collect();
+        named.sort();
+        named.dedup();
+        for entity in named {
+            *counts.entry((entity.to_lowercase(), entity.clone())).or_default() += 1;
+        }
+    }
+    counts.into_iter().filter(|(_, n)| *n >= min_episodes.max(1)).map(|((_, name), n)| (name, n)).collect()
+}
+
+/// Renders an episode note: OKF frontmatter, the `episode:` block, the statement as body.
+pub fn render_note(note_type: &str, record: &EpisodeRecord, content: &str, operation_source: &str) -> Result<String> {
+    let body = format!("\n{content}\n");
+    let one_line: String = content.split_whitespace().collect::<Vec<_>>().join(" ");
+    let title: String = one_line.chars().take(80).collect();
+    let description: String = one_line.chars().take(150).collect();
+    let block = serde_yaml::to_string(record).map_err(|e| Error::io("encoding", "episode", std::io::Error::other(e)))?;
+    let indented: String = block.lines().map(|l| format!("  {l}\n")).collect();
+    let quote = |t: &str| serde_json::to_string(t).unwrap_or_else(|_| "\"\"".into());
+    Ok(format!(
+        "---\ntype: {}\ntitle: {}\ndescription: {}\ntags: [\"episode\"]\nokf_version: \"0.2\"\nmemory:\n  kind: episodic\n  sources: [{}]\n  evidence: [{}]\n  write_policy: agent-proposed\nepisode:\n{indented}timestamp: {}\n---\n{body}",
+        quote(note_type),
+        quote(&title),
+        quote(&description),
+        quote(operation_source),
+        quote(&format!("sha256:{}", crate::write::sha256_hex(body.as_bytes()))),
+        Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true),
+    ))
+}
+
+/// Reads an episode note back (`None`: not an episode note, or unreadable).
+pub fn parse_note(path: &str, text: &str) -> Option<Episode> {
+    let split = crate::note::frontmatter::split(text).ok()?;
+    #[derive(Deserialize)]
+    struct Front {
+        episode: EpisodeRecord,
+    }
+    let front: Front = serde_yaml::from_str(split.yaml).ok()?;
+    let body = split.body;
+    let content = body.strip_prefix('\n').unwrap_or(body);
+    let content = content.strip_suffix('\n').unwrap_or(content);
+    let (valid_from_at, valid_to_at) = (stored_time(Some(&front.episode.valid_from)), stored_time(front.episode.valid_to.as_deref()));
+    Some(Episode { path: path.to_string(), content: content.to_string(), record: front.episode, valid_from_at, valid_to_at })
+}
+
+/// Checks a score in [0, 1].
+pub fn unit_interval(name: &'static str, value: f64) -> Result<f64> {
+    if value.is_finite() && (0.0..=1.0).contains(&value) {
+        Ok(value)
+    } else {
+        Err(Error::InvalidArgument { name, reason: format!("{value} is not between 0 and 1") })
+    }
+}
+
+/// Trims entity names, drops empty ones and duplicates (first spelling kept).
+pub fn clean_entities(entities: &[String]) -> Result<Vec<String>> {
+    let mut out: Vec<String> = Vec::new();
+    for e in entities {
+        let e = e.trim();
+        if e.is_empty() {
+            continue;
+        }
+        if e.chars().count() > 200 || e.chars().any(char::is_control) {
+            return Err(Error::InvalidArgument {
+                name: "entities",
+                reason: "an entity is at most 200 characters, without control characters".into(),
+            });
+        }
+        if !out.iter().any(|o| o == e) {
+            out.push(e.to_string());
+        }
+    }
+    if out.len() > 64 {
+        return Err(Error::InvalidArgument { name: "entities", reason: "at most 64 entities".into() });
+    }
+    Ok(out)
+}
+
+/// Whether an episode names any of `wanted` (case-insensitive; empty `wanted` matches all).
+pub fn names_any(record: &EpisodeRecord, wanted_lower: &[String]) -> bool {
+    wanted_lower.is_empty() || record.entities.iter().any(|e| wanted_lower.iter().any(|w| *w == e.to_lowercase()))
+}

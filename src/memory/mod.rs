@@ -1,0 +1,591 @@
+//! Agent memory (ctxvault's model) over one vault: bitemporal episodes, skills and documents,
+//! all stored as Markdown notes in the folders `policy.agent_memory` names and changed only
+//! through `write::execute` (one transaction, one receipt, per tool call).
+//!
+//! `MemoryVault` wraps a `Vault` with what memory reads need: the parsed episode notes (kept
+//! current by content hash against the inventory) and the receipts' commit times
+//! (`known_times`). `registry` names vaults and who may use them; `vault_set` opens them.
+
+pub mod documents;
+pub mod episodes;
+pub mod known_times;
+pub mod registry;
+pub mod skills;
+pub mod vault_set;
+pub mod warmup;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use chrono::{DateTime, Utc};
+use serde_json::{Value, json};
+
+use crate::error::{Error, Result};
+use crate::note::path::VaultPath;
+use crate::vault::Vault;
+use crate::write::{Mutation, NoteChange, execute};
+use episodes::{Episode, EpisodeIndex, EpisodeRecord, EpisodeState, Lens};
+use known_times::{KEY_PREFIX, KnownTimes};
+
+/// A vault with its agent-memory caches.
+pub struct MemoryVault {
+    pub vault: Vault,
+    episodes: Mutex<EpisodeCache>,
+    known: Mutex<KnownTimes>,
+    /// Serialises this process's memory read-modify-write cycles (other processes and people
+    /// are caught by each change's `expected_sha256`).
+    writing: Mutex<()>,
+}
+
+#[derive(Default)]
+struct EpisodeCache {
+    /// Path → (content hash, parsed episode or None when the note is not a readable episode).
+    by_path: HashMap<String, ([u8; 32], Option<Arc<Episode>>)>,
+    index: EpisodeIndex,
+    unreadable: usize,
+    /// The inventory's (revision, snapshot hash) when `by_path` was last compared with it: an
+    /// unchanged inventory skips the comparison (steady-state reads cost what they match).
+    seen: Option<(u64, String)>,
+}
+
+/// `write_episode` arguments.
+#[derive(Debug, Clone, Default)]
+pub struct NewEpisode {
+    pub content: String,
+    pub entities: Vec<String>,
+    pub source: Option<String>,
+    pub salience: f64,
+    pub confidence: f64,
+    pub occurred_at: Option<String>,
+    pub valid_from: Option<String>,
+}
+
+/// `supersede_episode` / `revise_episode` arguments.
+#[derive(Debug, Clone, Default)]
+pub struct Replacement {
+    pub episode_id: String,
+    pub content: String,
+    pub entities: Vec<String>,
+    pub source: Option<String>,
+    pub salience: Option<f64>,
+}
+
+/// `query_episodes` arguments.
+#[derive(Debug, Clone, Default)]
+pub struct EpisodeQuery {
+    pub query: String,
+    pub entities: Vec<String>,
+    pub valid_at: Option<String>,
+    pub known_at: Option<String>,
+    pub include_closed: bool,
+    pub order_by: Option<String>,
+    pub limit: usize,
+}
+
+/// The orders `query_episodes` accepts.
+pub const EPISODE_ORDERS: [&str; 6] = ["relevance", "newest", "oldest", "valid_from", "salience", "confidence"];
+
+/// Marks a result carrying note text (which people and other agents may have written) as
+/// untrusted data, as every note-text result of the server is.
+pub fn untrusted(mut value: Value) -> Value {
+    if let Value::Object(map) = &mut value {
+        map.insert("trust".into(), json!("untrusted"));
+        map.insert("data_only".into(), json!(true));
+        map.insert("handling_instruction".into(), json!(crate::search::HANDLING_INSTRUCTION));
+    }
+    value
+}
+
+/// A fresh random identifier (hex).
+pub fn fresh_id(bytes: usize) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&nanos.to_le_bytes());
+    hasher.update(&std::process::id().to_le_bytes());
+    hasher.update(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+    hasher.finalize().as_bytes()[..bytes].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn not_found(id: &str) -> Error {
+    Error::EpisodeNotFound { episode_id: id.chars().take(64).collect() }
+}
+
+/// Whether an episode id is well formed (ids are 32 lower-case hex digits).
+fn plain_id(id: &str) -> bool {
+    id.len() == 32 && id.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
+}
+
+impl MemoryVault {
+    pub fn new(vault: Vault) -> Self {
+        MemoryVault {
+            vault,
+            episodes: Mutex::new(EpisodeCache::default()),
+            known: Mutex::new(KnownTimes::default()),
+            writing: Mutex::new(()),
+        }
+    }
+
+    fn policy(&self) -> &crate::policy::AgentMemoryPolicy {
+        &self.vault.policy().policy.agent_memory
+    }
+
+    /// The note of episode `id`.
+    pub fn episode_path(&self, id: &str) -> Result<VaultPath> {
+        if !plain_id(id) {
+            return Err(not_found(id));
+        }
+        VaultPath::parse(&format!("{}/{}/{id}.md", self.policy().episodes_folder.trim_end_matches('/'), &id[..2]))
+    }
+
+    /// Brings the episode cache and the knowledge times up to date with the disk (the caller
+    /// has observed the disk) and runs `f` over them.
+    pub fn with_episodes<T>(&self, f: impl FnOnce(&EpisodeIndex, &KnownTimes, usize) -> T) -> Result<T> {
+        let folder = self.policy().episodes_folder.trim_end_matches('/').to_string();
+        let mut cache = lock(&self.episodes);
+        let key = self.vault.with_inventory(|inv| (inv.revision, inv.snapshot.hash()))?;
+        if cache.seen.as_ref() == Some(&key) {
+            let mut known = lock(&self.known);
+            known.catch_up(self.vault.root())?;
+            return Ok(f(&cache.index, &known, cache.unreadable));
+        }
+        let listed: Vec<(String, [u8; 32])> = self
+            .vault
+            .with_inventory(|inv| inv.subtree(&folder).filter(|r| r.is_note()).map(|r| (r.path.to_string(), r.content_hash)).collect())?;
+        let mut changed = listed.len() != cache.by_path.len();
+        let mut fresh: HashMap<String, ([u8; 32], Option<Arc<Episode>>)> = HashMap::with_capacity(listed.len());
+        for (path, hash) in listed {
+            match cache.by_path.remove(&path) {
+                Some((old_hash, parsed)) if old_hash == hash && hash != [0; 32] => {
+                    fresh.insert(path, (hash, parsed));
+                }
+                _ => {
+                    changed = true;
+                    let bytes = crate::store::beneath::read(self.vault.root(), &path)?.unwrap_or_default();
+                    let parsed = std::str::from_utf8(&bytes).ok().and_then(|text| episodes::parse_note(&path, text)).map(Arc::new);
+                    fresh.insert(path, (hash, parsed));
+                }
+            }
+        }
+        changed |= !cache.by_path.is_empty();
+        cache.by_path = fresh;
+        if changed {
+            let mut by_id = HashMap::with_capacity(cache.by_path.len());
+            let mut unreadable = 0;
+            for (path, (_, parsed)) in &cache.by_path {
+                match parsed {
+                    // An episode is where its id says; a copy elsewhere is not a second version.
+                    Some(e) if self.episode_path(&e.record.id).is_ok_and(|p| p.as_str() == path) => {
+                        by_id.insert(e.record.id.clone(), Arc::clone(e));
+                    }
+                    _ => unreadable += 1,
+                }
+            }
+            cache.index = EpisodeIndex::new(by_id);
+            cache.unreadable = unreadable;
+        }
+        cache.seen = Some(key);
+        let mut known = lock(&self.known);
+        known.catch_up(self.vault.root())?;
+        Ok(f(&cache.index, &known, cache.unreadable))
+    }
+
+    /// Runs one memory transaction: `notes` (path, new text, the sha256 it replaces or None
+    /// for a new note), op id `op`, and records its receipt's commit time.
+    fn commit(&self, operation: &'static str, op: &str, notes: Vec<(VaultPath, String, Option<String>)>) -> Result<Value> {
+        let mutation = Mutation {
+            operation,
+            notes: notes
+                .into_iter()
+                .map(|(path, content, expected)| NoteChange {
+                    path,
+                    content: Some(content),
+                    require_absent: expected.is_none(),
+                    expected_sha256: expected,
+                })
+                .collect(),
+            idempotency_key: Some(format!("{KEY_PREFIX}{op}")),
+            proposal_id: None,
+            log_entry: None,
+            create_folders: true,
+        };
+        let receipt = execute(&self.vault, mutation)?;
+        lock(&self.known).record_receipt(&receipt);
+        Ok(receipt)
+    }
+
+    /// The current text's sha256 and the episode stored at `id`'s note (read under no lock;
+    /// the transaction re-checks the sha256).
+    fn load(&self, id: &str) -> Result<(Episode, String)> {
+        let path = self.episode_path(id)?;
+        let bytes = crate::store::beneath::read(self.vault.root(), path.as_str())?.ok_or_else(|| not_found(id))?;
+        let text = String::from_utf8(bytes).map_err(|_| Error::NoteUnreadable { path: path.to_string(), reason: "not UTF-8".into() })?;
+        let episode = episodes::parse_note(path.as_str(), &text)
+            .filter(|e| e.record.id == id)
+            .ok_or_else(|| Error::NoteUnreadable { path: path.to_string(), reason: "not a readable episode note".into() })?;
+        Ok((episode, crate::write::sha256_hex(text.as_bytes())))
+    }
+
+    fn render(&self, record: &EpisodeRecord, content: &str, tool: &str) -> Result<String> {
+        episodes::render_note(&self.policy().episode_note_type, record, content, &format!("paravault://mcp/ctxvault/{tool}"))
+    }
+
+    fn require_content(content: &str) -> Result<()> {
+        if content.trim().is_empty() {
+            return Err(Error::InvalidArgument { name: "content", reason: "must not be empty".into() });
+        }
+        Ok(())
+    }
+
+    fn require_open(episode: &Episode) -> Result<()> {
+        let r = &episode.record;
+        let reason = match r.state {
+            EpisodeState::Open => return Ok(()),
+            EpisodeState::Superseded => format!("it was superseded by {}", r.superseded_by.as_deref().unwrap_or("?")),
+            EpisodeState::Revised => format!("it was revised as {}", r.revised_by.as_deref().unwrap_or("?")),
+            EpisodeState::Invalidated => "it was invalidated".to_string(),
+        };
+        Err(Error::EpisodeNotOpen { episode_id: r.id.clone(), reason })
+    }
+
+    fn stored(&self, id: &str, receipt: &Value) -> Result<Value> {
+        let lens = Lens { known_at: None, now: Utc::now() };
+        self.vault.observe_disk()?;
+        self.with_episodes(|index, times, _| {
+            let seen = index.get(id).and_then(|e| lens.see(e, times));
+            json!({
+                "episode": seen.map(|s| episodes::episode_json(index, &s, &lens, times)),
+                "receipt": {"seq": receipt.get("seq"), "operation": receipt.get("operation"), "at": receipt.get("at")},
+            })
+        })
+    }
+
+    /// `write_episode`: records a new statement, open from `valid_from` (else `occurred_at`,
+    /// else now).
+    pub fn write_episode(&self, request: &NewEpisode) -> Result<Value> {
+        Self::require_content(&request.content)?;
+        let salience = episodes::unit_interval("salience", request.salience)?;
+        let confidence = episodes::unit_interval("confidence", request.confidence)?;
+        let entities = episodes::clean_entities(&request.entities)?;
+        let occurred =
+            request.occurred_at.as_deref().filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("occurred_at", t)).transpose()?;
+        let valid_from =
+            request.valid_from.as_deref().filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("valid_from", t)).transpose()?;
+        let valid_from = valid_from.or(occurred).unwrap_or_else(Utc::now);
+        let _writing = lock(&self.writing);
+        let (id, op) = (fresh_id(16), fresh_id(16));
+        let record = EpisodeRecord {
+            id: id.clone(),
+            entities,
+            source: request.source.clone().filter(|s| !s.trim().is_empty()),
+            salience,
+            confidence,
+            occurred_at: occurred.map(episodes::format_time),
+            valid_from: episodes::format_time(valid_from),
+            valid_to: None,
+            state: EpisodeState::Open,
+            supersedes: None,
+            superseded_by: None,
+            revises: None,
+            revised_by: None,
+            invalidation_reason: String::new(),
+            recorded_op: op.clone(),
+            closed_op: None,
+            attestations: Vec::new(),
+            disputes: Vec::new(),
+        };
+        let text = self.render(&record, &request.content, "write_episode")?;
+        let receipt = self.commit("ctxvault.write_episode", &op, vec![(self.episode_path(&id)?, text, None)])?;
+        self.stored(&id, &receipt)
+    }
+
+    /// `confirm_episode`: one more attestation of an open statement.
+    pub fn confirm_episode(&self, id: &str, at: Option<&str>, source: Option<&str>) -> Result<Value> {
+        let at = at.filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("at", t)).transpose()?.unwrap_or_else(Utc::now);
+        let _writing = lock(&self.writing);
+        let (mut episode, sha) = self.load(id)?;
+        Self::require_open(&episode)?;
+        let op = fresh_id(16);
+        episode.record.attestations.push(episodes::Attestation {
+            at: episodes::format_time(at),
+            source: source.map(str::trim).filter(|s| !s.is_empty()).map(str::to_string),
+            op: op.clone(),
+        });
+        let text = self.render(&episode.record, &episode.content, "confirm_episode")?;
+        let receipt = self.commit("ctxvault.confirm_episode", &op, vec![(self.episode_path(id)?, text, Some(sha))])?;
+        self.stored(id, &receipt)
+    }
+
+    /// `supersede_episode` / `revise_episode`: one transaction writing the closed original and
+    /// its replacement.
+    pub fn replace_episode(&self, request: &Replacement, revise: bool) -> Result<Value> {
+        Self::require_content(&request.content)?;
+        let salience = request.salience.map(|s| episodes::unit_interval("salience", s)).transpose()?;
+        let entities = episodes::clean_entities(&request.entities)?;
+        let _writing = lock(&self.writing);
+        let (mut old, old_sha) = self.load(&request.episode_id)?;
+        Self::require_open(&old)?;
+        let (new_id, op) = (fresh_id(16), fresh_id(16));
+        let now = Utc::now();
+        let old_from = episodes::parse_time("valid_from", &old.record.valid_from)?;
+        let mut new = EpisodeRecord {
+            id: new_id.clone(),
+            entities: if entities.is_empty() { old.record.entities.clone() } else { entities },
+            source: request.source.clone().filter(|s| !s.trim().is_empty()).or_else(|| old.record.source.clone()),
+            salience: salience.unwrap_or(old.record.salience),
+            confidence: old.record.confidence,
+            occurred_at: if revise { old.record.occurred_at.clone() } else { None },
+            valid_from: String::new(),
+            valid_to: None,
+            state: EpisodeState::Open,
+            supersedes: None,
+            superseded_by: None,
+            revises: None,
+            revised_by: None,
+            invalidation_reason: String::new(),
+            recorded_op: op.clone(),
+            closed_op: None,
+            attestations: Vec::new(),
+            disputes: Vec::new(),
+        };
+        let (operation, tool) = if revise {
+            // The world did not change: same interval, same attestations, open disputes carried.
+            new.valid_from = old.record.valid_from.clone();
+            new.valid_to = old.record.valid_to.clone();
+            new.revises = Some(old.record.id.clone());
+            new.attestations = old.record.attestations.clone();
+            new.disputes = old.record.disputes.clone();
+            old.record.state = EpisodeState::Revised;
+            old.record.revised_by = Some(new_id.clone());
+            ("ctxvault.revise_episode", "revise_episode")
+        } else {
+            // The world changed: the old statement ends exactly where the new one begins.
+            let begins = episodes::format_time(now.max(old_from));
+            new.valid_from = begins.clone();
+            new.supersedes = Some(old.record.id.clone());
+            old.record.state = EpisodeState::Superseded;
+            old.record.valid_to = Some(begins);
+            old.record.superseded_by = Some(new_id.clone());
+            ("ctxvault.supersede_episode", "supersede_episode")
+        };
+        old.record.closed_op = Some(op.clone());
+        let old_text = self.render(&old.record, &old.content, tool)?;
+        let new_text = self.render(&new, &request.content, tool)?;
+        let notes = vec![(self.episode_path(&old.record.id)?, old_text, Some(old_sha)), (self.episode_path(&new_id)?, new_text, None)];
+        let receipt = self.commit(operation, &op, notes)?;
+        let mut out = self.stored(&new_id, &receipt)?;
+        out["replaced"] = json!(old.record.id);
+        Ok(out)
+    }
+
+    /// `invalidate_episode`: closes an open statement at `valid_to` (default now).
+    pub fn invalidate_episode(&self, id: &str, valid_to: Option<&str>, reason: &str) -> Result<Value> {
+        let valid_to = valid_to.filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("valid_to", t)).transpose()?;
+        let _writing = lock(&self.writing);
+        let (mut episode, sha) = self.load(id)?;
+        Self::require_open(&episode)?;
+        let from = episodes::parse_time("valid_from", &episode.record.valid_from)?;
+        let to = valid_to.unwrap_or_else(Utc::now);
+        if to < from {
+            return Err(Error::InvalidArgument {
+                name: "valid_to",
+                reason: format!("{} is before the episode's valid_from {}", episodes::format_time(to), episode.record.valid_from),
+            });
+        }
+        let op = fresh_id(16);
+        episode.record.state = EpisodeState::Invalidated;
+        episode.record.valid_to = Some(episodes::format_time(to));
+        episode.record.invalidation_reason = reason.trim().to_string();
+        episode.record.closed_op = Some(op.clone());
+        let text = self.render(&episode.record, &episode.content, "invalidate_episode")?;
+        let receipt = self.commit("ctxvault.invalidate_episode", &op, vec![(self.episode_path(id)?, text, Some(sha))])?;
+        self.stored(id, &receipt)
+    }
+
+    /// `dispute_episodes`: flags two open statements with each other (one two-note transaction).
+    pub fn dispute_episodes(&self, id: &str, other_id: &str, note: &str) -> Result<Value> {
+        if id == other_id {
+            return Err(Error::InvalidArgument { name: "other_id", reason: "an episode cannot dispute itself".into() });
+        }
+        let _writing = lock(&self.writing);
+        let (mut one, one_sha) = self.load(id)?;
+        let (mut other, other_sha) = self.load(other_id)?;
+        Self::require_open(&one)?;
+        Self::require_open(&other)?;
+        let op = fresh_id(16);
+        let note = note.trim().to_string();
+        one.record.disputes.push(episodes::Dispute { with: other_id.to_string(), note: note.clone(), op: op.clone() });
+        other.record.disputes.push(episodes::Dispute { with: id.to_string(), note, op: op.clone() });
+        let notes = vec![
+            (self.episode_path(id)?, self.render(&one.record, &one.content, "dispute_episodes")?, Some(one_sha)),
+            (self.episode_path(other_id)?, self.render(&other.record, &other.content, "dispute_episodes")?, Some(other_sha)),
+        ];
+        let receipt = self.commit("ctxvault.dispute_episodes", &op, notes)?;
+        let first = self.stored(id, &receipt)?;
+        let second = self.stored(other_id, &receipt)?;
+        Ok(json!({"episodes": [first["episode"], second["episode"]], "receipt": first["receipt"]}))
+    }
+
+    /// `episode_history`: every version of the statement, oldest first.
+    pub fn episode_history(&self, id: &str) -> Result<Value> {
+        if !plain_id(id) {
+            return Err(not_found(id));
+        }
+        let lens = Lens { known_at: None, now: Utc::now() };
+        self.with_episodes(|index, times, _| {
+            if index.get(id).is_none() {
+                return Err(not_found(id));
+            }
+            let versions: Vec<Value> = index
+                .chain(id)
+                .into_iter()
+                .filter_map(|e| lens.see(e, times))
+                .map(|s| episodes::episode_json(index, &s, &lens, times))
+                .collect();
+            Ok(untrusted(json!({"episode_id": id, "count": versions.len(), "versions": versions})))
+        })?
+    }
+
+    /// `query_episodes`.
+    pub fn query_episodes(&self, request: &EpisodeQuery) -> Result<Value> {
+        let max = self.policy().episodes_limit_max.max(1);
+        if request.limit == 0 || request.limit > max {
+            return Err(Error::InvalidArgument { name: "limit", reason: format!("must be between 1 and {max}") });
+        }
+        let order = request.order_by.as_deref().map(str::trim).filter(|o| !o.is_empty());
+        if let Some(order) = order
+            && !EPISODE_ORDERS.contains(&order)
+        {
+            return Err(Error::InvalidArgument {
+                name: "order_by",
+                reason: format!("'{order}' is not one of {}", EPISODE_ORDERS.join(", ")),
+            });
+        }
+        let valid_at =
+            request.valid_at.as_deref().filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("valid_at", t)).transpose()?;
+        let known_at =
+            request.known_at.as_deref().filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("known_at", t)).transpose()?;
+        let wanted: Vec<String> = episodes::clean_entities(&request.entities)?.iter().map(|e| e.to_lowercase()).collect();
+        let query = request.query.trim().to_string();
+        // Ranking by the vault's search (before the cache lock: search reads the index).
+        let ranking = if query.is_empty() { None } else { Some(self.rank(&query)) };
+        let order = order.unwrap_or(if ranking.is_some() { "relevance" } else { "newest" });
+        let lens = Lens { known_at, now: Utc::now() };
+        self.with_episodes(|index, times, unreadable| {
+            let mut matched: Vec<episodes::Seen<'_>> = index
+                .candidates(&wanted)
+                .filter(|e| episodes::names_any(&e.record, &wanted))
+                .filter_map(|e| lens.see(e, times))
+                .filter(|s| match valid_at {
+                    Some(t) => request.include_closed || s.current_at(t),
+                    None => request.include_closed || s.holds(lens.reference()),
+                })
+                .collect();
+            let newest = |a: &episodes::Seen<'_>, b: &episodes::Seen<'_>| {
+                b.recorded_at.cmp(&a.recorded_at).then_with(|| b.episode.record.id.cmp(&a.episode.record.id))
+            };
+            let rank_of =
+                |s: &episodes::Seen<'_>| ranking.as_ref().and_then(|r| r.ranks.get(&s.episode.path).copied()).unwrap_or(usize::MAX);
+            match order {
+                "relevance" => matched.sort_by(|a, b| rank_of(a).cmp(&rank_of(b)).then_with(|| newest(a, b))),
+                "oldest" => matched.sort_by(|a, b| newest(b, a)),
+                "valid_from" => matched.sort_by(|a, b| b.valid_from.cmp(&a.valid_from).then_with(|| newest(a, b))),
+                "salience" => {
+                    matched.sort_by(|a, b| b.episode.record.salience.total_cmp(&a.episode.record.salience).then_with(|| newest(a, b)))
+                }
+                "confidence" => {
+                    matched.sort_by(|a, b| b.episode.record.confidence.total_cmp(&a.episode.record.confidence).then_with(|| newest(a, b)))
+                }
+                _ => matched.sort_by(newest),
+            }
+            let total = matched.len();
+            let episodes: Vec<Value> = matched.iter().take(request.limit).map(|s| episodes::episode_json(index, s, &lens, times)).collect();
+            let ranking_json = match &ranking {
+                None => json!({"method": "none", "order_by": order}),
+                Some(r) => json!({"method": r.method, "order_by": order, "fallback_reason": r.fallback_reason,
+                                   "ranked_candidates": r.ranks.len(), "unranked_order": "newest"}),
+            };
+            json!({
+                "episodes": episodes,
+                "count": episodes.len(),
+                "total_matching": total,
+                "truncated": total > episodes.len(),
+                "valid_at": valid_at.map(episodes::format_time),
+                "known_at": known_at.map(episodes::format_time),
+                "include_closed": request.include_closed,
+                "ranking": ranking_json,
+                "unreadable_episode_notes": unreadable,
+                "trust": "untrusted",
+                "data_only": true,
+                "handling_instruction": crate::search::HANDLING_INSTRUCTION,
+            })
+        })
+    }
+
+    /// Ranks episode notes by the vault's search (its `auto` mode: hybrid with a dense index,
+    /// else fts), scoped to the episodes folder.
+    fn rank(&self, query: &str) -> Ranking {
+        let folder = self.policy().episodes_folder.trim_end_matches('/').to_string();
+        let policy = self.vault.policy();
+        let request = crate::search::SearchRequest {
+            query: query.to_string(),
+            max_results: policy.policy.search.max_results_cap,
+            search_mode: crate::search::SearchMode::Auto,
+            temporal_view: crate::search::TemporalView::All,
+            as_of: None,
+            domain: Some(folder),
+            auto_priority: Vec::new(),
+        };
+        match crate::search::search(self.vault.root(), policy, request) {
+            Ok(envelope) => {
+                let mut ranks = HashMap::new();
+                for (i, r) in envelope.results.iter().enumerate() {
+                    ranks.entry(r.source.path.clone()).or_insert(i);
+                }
+                Ranking { method: envelope.actual_mode.to_string(), fallback_reason: envelope.fallback_reason, ranks }
+            }
+            Err(error) => Ranking { method: "none".into(), fallback_reason: Some(error.code().to_string()), ranks: HashMap::new() },
+        }
+    }
+
+    /// `list_entities`.
+    pub fn list_entities(&self, include_closed: bool, valid_at: Option<&str>, min_episodes: i64) -> Result<Value> {
+        if min_episodes < 1 {
+            return Err(Error::InvalidArgument { name: "min_episodes", reason: "must be at least 1".into() });
+        }
+        let valid_at = valid_at.filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("valid_at", t)).transpose()?;
+        let lens = Lens { known_at: None, now: Utc::now() };
+        self.with_episodes(|index, times, _| {
+            let seen = index.by_id.values().filter_map(|e| lens.see(e, times)).filter(|s| match valid_at {
+                Some(t) => include_closed || s.current_at(t),
+                None => include_closed || s.holds(lens.now),
+            });
+            let counts = episodes::entity_counts(seen, min_episodes as usize);
+            untrusted(json!({
+                "entities": counts.iter().map(|(name, n)| json!({"entity": name, "episodes": n})).collect::<Vec<_>>(),
+                "count": counts.len(),
+                "include_closed": include_closed,
+                "valid_at": valid_at.map(episodes::format_time),
+                "min_episodes": min_episodes,
+            }))
+        })
+    }
+
+    /// When the vault committed memory op `op` (from its receipt), as this process last read.
+    pub fn known_time_of(&self, op: &str) -> Option<DateTime<Utc>> {
+        lock(&self.known).of(op)
+    }
+}
+
+/// A query's ranking by the vault's search.
+struct Ranking {
+    method: String,
+    fallback_reason: Option<String>,
+    /// Note path → rank (0 = best).
+    ranks: HashMap<String, usize>,
+}

@@ -1,0 +1,107 @@
+//! The vaults one server serves: the registry, the calling agent, and each registered vault
+//! opened on first use as its own `Vault` (own writer lock, journal, receipts, generations).
+//!
+//! Every tool call goes through `open`: the access check first (`Registry::authorize`, which
+//! reveals nothing about vaults the caller may not see), then the vault type, then the vault.
+//! Opening is lazy, so a server with many registered vaults starts without touching them.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{Value, json};
+
+use super::MemoryVault;
+use super::registry::{Authority, Registry, VaultType};
+use crate::error::{Error, Result};
+use crate::vault::{Vault, VaultOptions};
+
+/// Registered vaults as seen by one agent.
+pub struct VaultSet {
+    registry: Registry,
+    agent: Option<String>,
+    open: Mutex<HashMap<String, Arc<MemoryVault>>>,
+    /// Whether opened vaults watch the disk (a long-lived server does; a one-shot caller not).
+    watch: bool,
+}
+
+impl VaultSet {
+    pub fn new(registry: Registry, agent: Option<String>, watch: bool) -> Self {
+        VaultSet { registry, agent: agent.filter(|a| !a.trim().is_empty()), open: Mutex::new(HashMap::new()), watch }
+    }
+
+    /// Reads the registry of a config folder.
+    pub fn load(config_dir: &Path, agent: Option<String>, watch: bool) -> Result<Self> {
+        Ok(Self::new(Registry::load(&Registry::file_in(config_dir))?, agent, watch))
+    }
+
+    pub fn agent(&self) -> Option<&str> {
+        self.agent.as_deref()
+    }
+
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
+
+    /// `list_vaults`: the vaults this agent may use, with its authority on each.
+    pub fn list(&self) -> Value {
+        let agent = self.agent.as_deref();
+        let vaults: Vec<Value> = self
+            .registry
+            .visible_to(agent)
+            .map(|v| {
+                json!({
+                    "name": v.name,
+                    "type": v.vault_type.name(),
+                    "description": v.description,
+                    "restricted": v.restricted,
+                    "authority": v.authority_of(agent).map(Authority::name),
+                })
+            })
+            .collect();
+        json!({"vaults": vaults, "count": vaults.len(), "agent": agent})
+    }
+
+    /// The vault `vault_name`, when this agent may use it with `needed` authority for `tool`
+    /// and it holds memory of `kind` (opened on first use).
+    pub fn open(&self, vault_name: &str, needed: Authority, tool: &str, kind: VaultType) -> Result<Arc<MemoryVault>> {
+        let entry = self.registry.authorize(vault_name, self.agent.as_deref(), needed, tool)?;
+        if entry.vault_type != VaultType::Any && kind != VaultType::Any && entry.vault_type != kind {
+            return Err(Error::WrongVaultType {
+                vault_name: entry.name.clone(),
+                vault_type: entry.vault_type.name(),
+                tool: tool.to_string(),
+                needed: kind.name(),
+            });
+        }
+        let mut open = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(vault) = open.get(&entry.name) {
+            vault.vault.observe_disk()?;
+            return Ok(Arc::clone(vault));
+        }
+        // The root is never named to the agent: a failure to open names the vault only.
+        let vault = Vault::open(&entry.root, VaultOptions::default()).map_err(|error| match error {
+            Error::VaultUnusable(_) => Error::VaultUnusable(format!("registered vault '{}'", entry.name)),
+            other => other,
+        })?;
+        if self.watch {
+            vault.watch_disk();
+        }
+        vault.observe_disk()?;
+        let vault = Arc::new(MemoryVault::new(vault));
+        open.insert(entry.name.clone(), Arc::clone(&vault));
+        Ok(vault)
+    }
+
+    /// Makes every opened vault's deferred writes durable (the server's idle tick and stop).
+    pub fn checkpoint_pending(&self) {
+        let open: Vec<Arc<MemoryVault>> = self.open.lock().unwrap_or_else(std::sync::PoisonError::into_inner).values().cloned().collect();
+        for vault in open {
+            if vault.vault.has_deferred_writes()
+                && let Err(error) = vault.vault.checkpoint_pending()
+            {
+                tracing::warn!(error = %error, "memory vault checkpoint failed; the next write or open retries");
+            }
+        }
+    }
+}
