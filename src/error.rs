@@ -109,6 +109,26 @@ pub enum Error {
     #[error("proposal refused: {reason}")]
     ProposalInvalid { reason: String },
 
+    #[error(
+        "{operation}: a person must approve proposal {proposal_id} (approved=true from the caller is not enough under the policy's approvals rules); ask them to run `paravault approve {proposal_id}`, then call again"
+    )]
+    HumanApprovalRequired { operation: &'static str, proposal_id: String },
+
+    #[error("proposal {proposal_id} was rejected by {approver}{}", if comment.is_empty() { String::new() } else { format!(": {comment}") })]
+    ProposalRejected { proposal_id: String, approver: String, comment: String },
+
+    #[error("the approval of proposal {proposal_id} is stale: {reason}")]
+    ApprovalStale { proposal_id: String, reason: String },
+
+    #[error("proposal {proposal_id} was already {}", match decision { crate::approvals::Decision::Approved => "approved", crate::approvals::Decision::Rejected => "rejected" })]
+    AlreadyDecided { proposal_id: String, decision: crate::approvals::Decision },
+
+    #[error("proposal {proposal_id} does not exist")]
+    ProposalNotFound { proposal_id: String },
+
+    #[error("the approver name or secret is wrong")]
+    ApproverRefused,
+
     #[error("{capability} is not available: {remediation}")]
     NotConfigured { capability: &'static str, remediation: String },
 
@@ -194,6 +214,12 @@ impl Error {
             Error::InvalidContent { .. } => "invalid_content",
             Error::ApprovalRequired { .. } => "approval_required",
             Error::ProposalInvalid { .. } => "proposal_invalid",
+            Error::HumanApprovalRequired { .. } => "human_approval_required",
+            Error::ProposalRejected { .. } => "proposal_rejected",
+            Error::ApprovalStale { .. } => "approval_stale",
+            Error::AlreadyDecided { .. } => "already_decided",
+            Error::ProposalNotFound { .. } => "proposal_not_found",
+            Error::ApproverRefused => "approver_refused",
             Error::TransactionIncomplete { .. } => "transaction_incomplete",
             Error::NotConfigured { .. } => "not_configured",
             Error::SearchQueryInvalid { .. } => "search_query_invalid",

@@ -21,6 +21,7 @@
 //!
 //! See docs/ARCHITECTURE.md for the write path and the invariants.
 
+pub mod approvals;
 pub mod embed;
 pub mod error;
 pub mod inventory;
@@ -34,6 +35,7 @@ pub mod scan;
 pub mod search;
 pub mod server_info;
 pub mod store;
+pub mod user_config;
 
 pub use error::{Error, Result};
 

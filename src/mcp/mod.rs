@@ -98,6 +98,11 @@ fn remediation(code: &str) -> &'static str {
         "lint_gate_rejected" | "invalid_content" => "fix the problems named in the message and call again",
         "approval_required" => "show the proposal to the user and call again with approved=true only after explicit approval",
         "proposal_invalid" => "call propose_memory_change again and pass its result unchanged",
+        "human_approval_required" => {
+            "tell the user the proposal id: a person must approve it (`paravault approve <proposal_id>`); then call again with the same arguments"
+        }
+        "proposal_rejected" => "a person rejected this proposal; do not retry it: read the comment and propose a different change",
+        "approval_stale" => "the notes changed since the approval; propose the change again and ask for a new approval",
         "catalog_missing" => "call ensure_sub_index (or generate_index) first",
         "catalog_conflict" | "catalog_entry_exceeds_limit" => "a person must fix the named catalog or note; run lint_vault",
         "note_unreadable" => "check the path (read_sub_index lists notes) and the file's encoding",
