@@ -110,7 +110,7 @@ pub enum Error {
     ProposalInvalid { reason: String },
 
     #[error(
-        "{operation}: a person must approve proposal {proposal_id} (approved=true from the caller is not enough under the policy's approvals rules); ask them to run `paravault approve {proposal_id}`, then call again"
+        "{operation}: a person must approve proposal {proposal_id} (approved=true from the caller is not enough under the policy's approvals rules); ask them to run `paravault approve {proposal_id} --approver NAME`, then call again"
     )]
     HumanApprovalRequired { operation: &'static str, proposal_id: String },
 
