@@ -16,8 +16,7 @@ use serde_json::Value;
 use crate::support::{note, options, paravault, vault};
 
 const SECRET: &str = "correct horse battery staple";
-const HUMAN_PROJECTS: &str =
-    "-- .paravault/policy.yaml --\napprovals:\n  rules:\n    - { operations: [apply, archive], paths: [\"01_Projects/**\"], approver: human }\n";
+const HUMAN_PROJECTS: &str = "-- .paravault/policy.yaml --\napprovals:\n  rules:\n    - { operations: [apply, archive], paths: [\"01_Projects/**\"], approver: human }\n";
 
 fn approvers() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -203,7 +202,12 @@ fn concurrent_decisions_leave_exactly_one_record_and_apply_follows_it() {
             .map(|i| {
                 let decision = if i % 2 == 0 { Decision::Approved } else { Decision::Rejected };
                 let (vault, config, id) = (&vault, config.path(), proposal.proposal_id.clone());
-                s.spawn(move || vault.decide_with_approvers(config, &request(&id, decision, SECRET)).map(|r| r.decision).map_err(|e| e.code().to_string()))
+                s.spawn(move || {
+                    vault
+                        .decide_with_approvers(config, &request(&id, decision, SECRET))
+                        .map(|r| r.decision)
+                        .map_err(|e| e.code().to_string())
+                })
             })
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
@@ -288,7 +292,10 @@ fn the_cli_adds_approvers_and_decides_with_the_secret_on_standard_input() {
     assert_eq!(listed[0]["proposal_id"], proposal.proposal_id.as_str(), "{listed}");
     let wrong = paravault_with_input(dir.path(), config.path(), &["approve", &proposal.proposal_id, "--approver", "alice"], "nope\n");
     assert_eq!(wrong.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&wrong.stderr).contains("approver_refused") || String::from_utf8_lossy(&wrong.stdout).contains("approver_refused"));
+    assert!(
+        String::from_utf8_lossy(&wrong.stderr).contains("approver_refused")
+            || String::from_utf8_lossy(&wrong.stdout).contains("approver_refused")
+    );
     assert!(!decision_file(dir.path(), &proposal.proposal_id).exists());
     let approved = paravault_with_input(
         dir.path(),
@@ -298,7 +305,10 @@ fn the_cli_adds_approvers_and_decides_with_the_secret_on_standard_input() {
     );
     assert!(approved.status.success(), "{}", String::from_utf8_lossy(&approved.stderr));
     let record: Value = serde_json::from_slice(&approved.stdout).unwrap();
-    assert_eq!((record["approver"].as_str(), record["channel"].as_str(), record["comment"].as_str()), (Some("alice"), Some("cli"), Some("ship it")));
+    assert_eq!(
+        (record["approver"].as_str(), record["channel"].as_str(), record["comment"].as_str()),
+        (Some("alice"), Some("cli"), Some("ship it"))
+    );
     let reopened = Vault::open(dir.path(), options()).unwrap();
     let receipt = reopened.apply_memory_change(&as_map(&proposal), true).unwrap();
     assert_eq!(receipt["approval"]["approver"], "alice");
@@ -368,7 +378,11 @@ fn an_agent_over_mcp_gets_human_approval_required_and_cannot_approve_itself() {
     let (dir, _vault) = vault(HUMAN_PROJECTS);
     let config = approvers();
     let mut agent = Agent::start(dir.path(), config.path());
-    let proposal = agent.call(1, "propose_memory_change", serde_json::json!({"path": "01_Projects/plan.md", "content": note("Project", "Plan", "v1\n")}));
+    let proposal = agent.call(
+        1,
+        "propose_memory_change",
+        serde_json::json!({"path": "01_Projects/plan.md", "content": note("Project", "Plan", "v1\n")}),
+    );
     let proposal = proposal["structuredContent"].clone();
     let id = proposal["proposal_id"].as_str().unwrap().to_string();
     let proposal_strings: BTreeMap<String, String> =
