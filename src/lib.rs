@@ -2,6 +2,7 @@
 //!
 //! Reading order (also the layering: each module uses only those above it):
 //! - `error`     — the one error type, with stable codes.
+//! - `user_config` — the per-user folder outside every vault (registry, approver secrets).
 //! - `policy`    — governance as data (`policy/default.yaml` + vault override).
 //! - `note`      — pure note model: paths, frontmatter, OKF metadata, Markdown facts.
 //! - `store`     — the only door to the disk for mutations (durable replace, fault injection).
@@ -16,8 +17,10 @@
 //! - `vault`     — the application API every adapter calls.
 //! - `handoff`   — `handoff_work`: durable work packets (Task v2) with a hash-chained journal.
 //! - `infra`     — `infra_action`: the INFRA-1 broker client (identifiers only, Unix socket).
+//! - `approvals` — human approval: policy rules, immutable decisions, approver secrets.
 //! - `cli`       — the clap adapter.
-//! - `mcp`       — the MCP stdio adapter (tools, annotations and limits from policy).
+//! - `mcp`       — the MCP stdio adapter (tools, annotations and limits from policy), one
+//!                 surface per peer contract (`mcp::surface`).
 //!
 //! See docs/ARCHITECTURE.md for the write path and the invariants.
 

@@ -242,6 +242,14 @@ pub enum Command {
         /// when re-parented; PARAVAULT_STDIO_WATCHDOG=0 disables the parent checks).
         #[arg(long, value_name = "PID")]
         parent_pid: Option<u32>,
+        /// The tool surfaces to serve, comma-separated: power (P.O.W.E.R., the default),
+        /// ctxvault, stepstone, vaultspec. Two surfaces may not define the same tool name.
+        #[arg(long, value_name = "LIST", default_value = "power")]
+        surface: String,
+        /// Who is calling: surfaces with per-agent access (ctxvault's restricted vaults) decide
+        /// with this name.
+        #[arg(long, value_name = "NAME")]
+        agent: Option<String>,
     },
     /// Read one page of a category catalog.
     ReadSubIndex {
@@ -440,8 +448,18 @@ pub fn run(cli: Cli) -> ExitCode {
             }
         };
     };
-    if let Command::Mcp { read_only, parent_pid } = command {
-        let options = crate::mcp::McpOptions { read_only: *read_only, parent_pid: *parent_pid };
+    if let Command::Mcp { read_only, parent_pid, surface, agent } = command {
+        // A bad selection is refused before the vault is opened or anything is served.
+        let surfaces = match crate::mcp::surface::Surface::parse_list(surface)
+            .and_then(|surfaces| crate::mcp::surface::catalogs(&surfaces).map(|_| surfaces))
+        {
+            Ok(surfaces) => surfaces,
+            Err(message) => {
+                eprintln!("error [invalid_argument]: --surface: {message}");
+                return ExitCode::from(exit::USAGE);
+            }
+        };
+        let options = crate::mcp::McpOptions { read_only: *read_only, parent_pid: *parent_pid, surfaces, agent: agent.clone() };
         // The MCP server writes for the agent on the other end of stdio.
         return match open_as(&cli, vault::Channel::Agent) {
             Ok(vault) => match crate::mcp::serve_stdio(vault, options) {

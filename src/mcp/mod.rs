@@ -15,6 +15,7 @@
 //! protocol frames only; logs go to stderr.
 
 pub mod framing;
+pub mod surface;
 pub mod tools;
 pub mod watchdog;
 
@@ -36,15 +37,26 @@ use serde_json::{Value, json};
 use crate::error::Error;
 use crate::search::SearchMode;
 use crate::vault::Vault;
+use surface::Surface;
 use tools::{ToolCtx, ToolSpec};
 
 /// Server options from the command line.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct McpOptions {
     /// Advertise and accept only tools whose policy risk is read-only.
     pub read_only: bool,
     /// Exit when this process is gone (in addition to re-parenting and stdin EOF).
     pub parent_pid: Option<u32>,
+    /// The tool surfaces served (default P.O.W.E.R.'s alone).
+    pub surfaces: Vec<Surface>,
+    /// Who is calling (`--agent`): surfaces with per-agent access decide with it.
+    pub agent: Option<String>,
+}
+
+impl Default for McpOptions {
+    fn default() -> Self {
+        McpOptions { read_only: false, parent_pid: None, surfaces: vec![Surface::Power], agent: None }
+    }
 }
 
 /// What agents are told at initialize.
@@ -84,6 +96,8 @@ pub struct ToolError {
     pub message: String,
     pub retryable: bool,
     pub remediation: String,
+    /// Structured detail a surface's contract documents (e.g. candidates of an ambiguous id).
+    pub details: Option<Value>,
 }
 
 fn remediation(code: &str) -> &'static str {
@@ -139,7 +153,7 @@ fn remediation(code: &str) -> &'static str {
 
 impl ToolError {
     pub fn new(code: &str, message: impl Into<String>, retryable: bool) -> Self {
-        ToolError { code: code.to_string(), message: message.into(), retryable, remediation: remediation(code).to_string() }
+        ToolError { code: code.to_string(), message: message.into(), retryable, remediation: remediation(code).to_string(), details: None }
     }
 
     fn from_engine(error: &Error) -> Self {
@@ -152,11 +166,18 @@ impl ToolError {
         {
             tool_error.remediation = remediation.clone();
         }
+        // The proposal a person must decide on (docs/governance.md), as data an agent can relay.
+        match error {
+            Error::HumanApprovalRequired { operation, proposal_id } => {
+                tool_error.details = Some(json!({"proposal_id": proposal_id, "operation": operation, "review_url": null}));
+            }
+            Error::ProposalRejected { proposal_id, approver, comment } => {
+                tool_error.details = Some(json!({"proposal_id": proposal_id, "approver": approver, "comment": comment}));
+            }
+            Error::ApprovalStale { proposal_id, .. } => tool_error.details = Some(json!({"proposal_id": proposal_id})),
+            _ => {}
+        }
         tool_error
-    }
-
-    fn to_json(&self) -> Value {
-        json!({"error": {"code": self.code, "message": self.message, "retryable": self.retryable, "remediation": self.remediation}})
     }
 }
 
@@ -297,13 +318,14 @@ fn capabilities(vault: &Vault, tools: &[Tool]) -> Value {
 }
 
 impl ParavaultServer {
-    /// Builds the server: the tool list from the catalog and the policy (a tool without a
-    /// policy risk entry is not advertised), filtered by `read_only`.
-    pub fn new(vault: Vault, options: &McpOptions) -> Self {
+    /// Builds the server: the tool list from the selected surfaces' catalogs and the policy (a
+    /// tool without a policy risk entry is not advertised), filtered by `read_only`. Fails when
+    /// a surface is unavailable or two surfaces define the same tool name.
+    pub fn new(vault: Vault, options: &McpOptions) -> Result<Self, String> {
         let mut specs = HashMap::new();
         let mut tools = Vec::new();
         let (mut read_tools, mut write_tools, mut unavailable_tools) = (Vec::new(), Vec::new(), Vec::new());
-        for spec in tools::catalog() {
+        for spec in surface::catalogs(&options.surfaces)? {
             let Some(tool) = tool_of(&spec, &vault) else {
                 tracing::warn!(tool = spec.name, "no risk entry in policy.tools; not advertised");
                 unavailable_tools.push(spec.name.to_string());
@@ -348,7 +370,7 @@ impl ParavaultServer {
             write_tools,
             unavailable_tools,
         };
-        ParavaultServer { inner: Arc::new(Inner { ctx: Arc::new(ctx), specs, tools, limiters, canonical_root, root_strings }) }
+        Ok(ParavaultServer { inner: Arc::new(Inner { ctx: Arc::new(ctx), specs, tools, limiters, canonical_root, root_strings }) })
     }
 
     /// The advertised tools (what tools/list returns).
@@ -372,10 +394,10 @@ impl ParavaultServer {
         text
     }
 
-    fn failure(&self, tool: &str, mut error: ToolError) -> CallToolResult {
+    fn failure(&self, spec: &ToolSpec, mut error: ToolError) -> CallToolResult {
         error.message = self.sanitize(&error.message);
-        tracing::info!(tool, code = %error.code, "tool call failed");
-        Self::result(error.to_json(), true)
+        tracing::info!(tool = spec.name, code = %error.code, "tool call failed");
+        Self::result(spec.surface.failure_json(&error), true)
     }
 
     /// A result whose text block is the JSON serialisation of its structured content (the MCP
@@ -424,13 +446,13 @@ impl ParavaultServer {
         };
         let (vault_path, job) = match (spec.prepare)(args) {
             Ok(prepared) => prepared,
-            Err(message) => return Ok(self.failure(spec.name, ToolError::new("invalid_argument", message, false))),
+            Err(message) => return Ok(self.failure(spec, ToolError::new("invalid_argument", message, false))),
         };
         if let Err(error) = self.check_vault_path(&vault_path) {
-            return Ok(self.failure(spec.name, error));
+            return Ok(self.failure(spec, error));
         }
         if let Err(error) = self.charge(spec.name) {
-            return Ok(self.failure(spec.name, error));
+            return Ok(self.failure(spec, error));
         }
         let ctx = Arc::clone(&self.inner.ctx);
         let started = std::time::Instant::now();
@@ -444,10 +466,10 @@ impl ParavaultServer {
                 mark_untrusted(spec.name, &mut value);
                 Ok(Self::result(value, false))
             }
-            Ok(Err(error)) => Ok(self.failure(spec.name, ToolError::from_engine(&error))),
+            Ok(Err(error)) => Ok(self.failure(spec, ToolError::from_engine(&error))),
             Err(join) => {
                 tracing::error!(tool = spec.name, error = %join, "tool task failed");
-                Ok(self.failure(spec.name, ToolError::new("internal", "the tool failed unexpectedly; see the server log", true)))
+                Ok(self.failure(spec, ToolError::new("internal", "the tool failed unexpectedly; see the server log", true)))
             }
         }
     }
@@ -503,8 +525,9 @@ const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(
 /// Serves MCP over stdio until stdin reaches EOF (or the watchdog fires).
 pub fn serve_stdio(vault: Vault, options: McpOptions) -> Result<(), String> {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let server = ParavaultServer::new(vault, &options);
-    tracing::info!(tools = server.tools().len(), read_only = options.read_only, "paravault MCP server on stdio");
+    let server = ParavaultServer::new(vault, &options)?;
+    let surfaces: Vec<&str> = options.surfaces.iter().map(|s| s.name()).collect();
+    tracing::info!(tools = server.tools().len(), read_only = options.read_only, ?surfaces, "paravault MCP server on stdio");
     watchdog::spawn(options.parent_pid);
     let ctx = server.inner.ctx.clone();
     runtime.spawn(async move {

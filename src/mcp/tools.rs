@@ -61,6 +61,8 @@ pub trait ToolParams: DeserializeOwned + JsonSchema + Send + 'static {
 
 /// A row of the tool table.
 pub struct ToolSpec {
+    /// The surface (peer contract) the tool belongs to.
+    pub surface: super::surface::Surface,
     pub name: &'static str,
     pub title: &'static str,
     pub description: &'static str,
@@ -216,6 +218,7 @@ fn prepare<P: ToolParams>(args: serde_json::Map<String, Value>) -> Prepared {
 
 fn spec<P: ToolParams>() -> ToolSpec {
     ToolSpec {
+        surface: super::surface::Surface::Power,
         name: P::NAME,
         title: P::TITLE,
         description: P::DESCRIPTION,

@@ -392,6 +392,7 @@ fn an_agent_over_mcp_gets_human_approval_required_and_cannot_approve_itself() {
         assert_eq!(result["isError"], true, "{result}");
         assert_eq!(result["structuredContent"]["error"]["code"], "human_approval_required", "{result}");
         assert!(result["structuredContent"]["error"]["message"].as_str().unwrap().contains(&id));
+        assert_eq!(result["structuredContent"]["error"]["details"]["proposal_id"], id.as_str(), "{result}");
     }
     assert!(!dir.path().join("01_Projects/plan.md").exists());
     assert!(!decision_file(dir.path(), &id).exists(), "no MCP call creates a decision");

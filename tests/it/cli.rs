@@ -118,3 +118,12 @@ fn default_vault_is_initialised_on_first_use() {
     assert!(home.path().join("paravault/vault/00_Inbox/welcome.md").is_file());
     assert!(home.path().join("paravault/vault/index.md").is_file());
 }
+
+#[test]
+fn mcp_refuses_an_unknown_surface_before_serving() {
+    let vault = fixture_vault();
+    let out = run(vault.path(), &["mcp", "--surface", "power,notion"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("invalid_argument") && out.stderr.contains("\"notion\""), "{}", out.stderr);
+    assert!(out.stdout.is_empty(), "nothing is served: {}", out.stdout);
+}
