@@ -116,6 +116,7 @@ fn remediation(code: &str) -> &'static str {
             "tell the user the proposal id: a person must approve it (`paravault approve <proposal_id>`); then call again with the same arguments"
         }
         "proposal_rejected" => "a person rejected this proposal; do not retry it: read the comment and propose a different change",
+        "proposal_not_found" => "pass a proposal_id that propose_memory_change or a human_approval_required error returned",
         "approval_stale" => "the notes changed since the approval; propose the change again and ask for a new approval",
         "catalog_missing" => "call ensure_sub_index (or generate_index) first",
         "catalog_conflict" | "catalog_entry_exceeds_limit" => "a person must fix the named catalog or note; run lint_vault",

@@ -396,6 +396,11 @@ fn an_agent_over_mcp_gets_human_approval_required_and_cannot_approve_itself() {
     }
     assert!(!dir.path().join("01_Projects/plan.md").exists());
     assert!(!decision_file(dir.path(), &id).exists(), "no MCP call creates a decision");
+    let status = agent.call(8, "get_proposal_status", serde_json::json!({"proposal_id": id}));
+    assert_eq!(status["structuredContent"]["state"], "pending", "{status}");
+    assert_eq!(status["structuredContent"]["approver"], "human");
+    let unknown = agent.call(7, "get_proposal_status", serde_json::json!({"proposal_id": "0".repeat(64)}));
+    assert_eq!(unknown["structuredContent"]["error"]["code"], "proposal_not_found", "{unknown}");
     let info = agent.call(9, "get_server_info", serde_json::json!({}));
     assert_eq!(info["structuredContent"]["vault"]["pending_approvals"], 1, "{info}");
     // A person approves; the agent's next identical call succeeds and its receipt names them.
@@ -403,4 +408,7 @@ fn an_agent_over_mcp_gets_human_approval_required_and_cannot_approve_itself() {
     reopened.decide_with_approvers(config.path(), &request(&id, Decision::Approved, SECRET)).unwrap();
     let applied = agent.call(10, "apply_memory_change", serde_json::json!({"proposal": proposal_strings, "approved": true}));
     assert_eq!(applied["structuredContent"]["approval"]["approver"], "alice", "{applied}");
+    let status = agent.call(11, "get_proposal_status", serde_json::json!({"proposal_id": id}));
+    assert_eq!(status["structuredContent"]["state"], "applied", "{status}");
+    assert_eq!(status["structuredContent"]["decision"]["approver"], "alice");
 }
