@@ -558,12 +558,16 @@ impl Vault {
                 let name = entry.file_name().to_string_lossy().into_owned();
                 let Some(id) = name.strip_suffix(".json").filter(|id| check_id(id).is_ok()) else { continue };
                 let governed = if dir == layout::PROPOSALS_DIR {
-                    read_apply_proposal(root, id)?.map(Governed::Apply)
+                    read_apply_proposal(root, id).map(|p| p.map(Governed::Apply))
                 } else {
-                    read_batch(root, id)?.map(Governed::Batch)
+                    read_batch(root, id).map(|b| b.map(Governed::Batch))
                 };
-                if let Some(governed) = governed {
-                    out.push(self.status_of(&governed)?);
+                // One unreadable file (or a proposal naming a path no longer valid) must not hide
+                // the others from a person: it is logged and left alone.
+                match governed.and_then(|g| g.map(|g| self.status_of(&g)).transpose()) {
+                    Ok(Some(status)) => out.push(status),
+                    Ok(None) => {}
+                    Err(error) => tracing::warn!(proposal = id, %error, "a stored proposal cannot be read; skipped"),
                 }
             }
         }

@@ -412,3 +412,22 @@ fn an_agent_over_mcp_gets_human_approval_required_and_cannot_approve_itself() {
     assert_eq!(status["structuredContent"]["state"], "applied", "{status}");
     assert_eq!(status["structuredContent"]["decision"]["approver"], "alice");
 }
+
+#[test]
+fn an_unreadable_stored_proposal_does_not_hide_the_others_and_is_never_decided() {
+    let (dir, vault) = vault(HUMAN_PROJECTS);
+    let config = approvers();
+    let proposal = propose(&vault, "01_Projects/plan.md", "v1\n");
+    let garbage = "f".repeat(64);
+    std::fs::write(layout::join(dir.path(), &format!("{}/{garbage}.json", layout::PROPOSALS_DIR)), b"{not json").unwrap();
+    assert_eq!(vault.pending_approvals().unwrap(), 1);
+    assert_eq!(vault.proposals().unwrap().len(), 1);
+    assert_eq!(vault.doctor().unwrap().pending_approvals, 1);
+    let refused = vault.decide_with_approvers(config.path(), &request(&garbage, Decision::Approved, SECRET)).unwrap_err();
+    assert_eq!(refused.code(), "proposal_invalid");
+    assert!(!decision_file(dir.path(), &garbage).exists());
+    // Ids are checked before anything is read.
+    let bad_id = vault.decide_with_approvers(config.path(), &request("../../etc/passwd", Decision::Approved, SECRET)).unwrap_err();
+    assert_eq!(bad_id.code(), "invalid_argument");
+    assert_eq!(vault.proposal_status(&proposal.proposal_id).unwrap().state, ProposalState::Pending);
+}
