@@ -190,6 +190,11 @@ pub enum Error {
 
     #[error("task '{task_id}' journal failed integrity validation: {reason}")]
     TaskJournalIntegrity { task_id: String, reason: String },
+
+    /// A failure an MCP surface already shaped as its contract's failure JSON (the stepstone
+    /// envelope): the adapter returns it as the `isError` result unchanged.
+    #[error("{}", .0.pointer("/error/message").and_then(serde_json::Value::as_str).unwrap_or("the operation failed"))]
+    SurfaceFailure(Box<serde_json::Value>),
 }
 
 impl Error {
@@ -197,6 +202,7 @@ impl Error {
     pub fn code(&self) -> &'static str {
         match self {
             Error::PathRefused { .. } => "path_refused",
+            Error::SurfaceFailure(_) => "surface_failure",
             Error::VaultUnusable(_) => "vault_unusable",
             Error::VaultBoundary { .. } => "vault_boundary",
             Error::PolicyInvalid { .. } => "policy_invalid",

@@ -44,6 +44,7 @@ pub use error::{Error, Result};
 
 pub mod catalog;
 pub mod cli;
+pub mod goals;
 pub mod handoff;
 pub mod infra;
 pub mod mcp;

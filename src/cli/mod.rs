@@ -3,6 +3,7 @@
 //! Exit codes (docs/errors.md): 0 ok; 1 blocking findings (lint) or a degraded doctor report;
 //! 2 bad usage or a refused argument; 3 the vault or its policy cannot be used; 4 I/O failure.
 
+pub mod goals;
 mod progress;
 pub mod render;
 
@@ -263,6 +264,11 @@ pub enum Command {
         #[arg(long)]
         request: String,
     },
+    /// Project goals: the stepstone operations (docs/goals.md); --json prints the envelope.
+    Goals {
+        #[command(subcommand)]
+        command: goals::GoalsCommand,
+    },
     /// Call the configured INFRA-1 broker (`infra_action`); prints the JSON result.
     Infra {
         /// The request as JSON, e.g. '{"operation":"status"}'.
@@ -326,6 +332,7 @@ fn exit_code_of(error: &Error) -> u8 {
         | Error::RerankerUnavailable { .. }
         | Error::EmbeddingFailed { .. } => exit::IO,
         Error::TaskJournalIntegrity { .. } => exit::VAULT,
+        Error::SurfaceFailure(_) => exit::USAGE,
     }
 }
 
@@ -631,6 +638,9 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         Command::Infra { request } => {
             parse_request(request).and_then(|request| open(&cli).and_then(|v| v.infra_action(request))).map(|r| out.value(&r))
+        }
+        Command::Goals { command } => {
+            goals::request(command).and_then(|request| open(&cli).map(|v| crate::goals::run(&v, request))).map(|e| out.goals(&e))
         }
     };
     match result {

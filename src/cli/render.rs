@@ -393,3 +393,91 @@ fn codex_toml(binary: &str, vault: &str) -> String {
     let quote = |s: &str| serde_json::to_string(s).unwrap_or_default();
     format!("[mcp_servers.paravault]\ncommand = {}\nargs = [\"--vault\", {}, \"mcp\"]\n", quote(binary), quote(vault))
 }
+
+fn goal_line(goal: &serde_json::Value) -> String {
+    let text = |key: &str| goal.get(key).and_then(serde_json::Value::as_str).unwrap_or("").to_string();
+    let mut marks = Vec::new();
+    if goal.get("active").and_then(serde_json::Value::as_bool) == Some(true) {
+        marks.push("active");
+    }
+    if goal.get("blocked").and_then(serde_json::Value::as_bool) == Some(true) {
+        marks.push("blocked");
+    }
+    if goal.get("ready").and_then(serde_json::Value::as_bool) == Some(true) {
+        marks.push("ready");
+    }
+    let marks = if marks.is_empty() { String::new() } else { format!(" [{}]", marks.join(", ")) };
+    format!("{}  {:<8} {}{marks}\n", text("id"), text("status"), text("title"))
+}
+
+impl Output {
+    /// A goals envelope (`crate::goals::run`): with --json the envelope plus `meta.cliVersion`;
+    /// else the goals as lines. A failure envelope exits 2 (its code is the envelope's).
+    pub fn goals(&self, envelope: &crate::goals::Envelope) -> u8 {
+        let code = if envelope.ok { exit::OK } else { exit::USAGE };
+        if self.json {
+            let mut json = envelope.json.clone();
+            json["meta"]["cliVersion"] = serde_json::json!(env!("CARGO_PKG_VERSION"));
+            print_json(&json);
+            return code;
+        }
+        let json = &envelope.json;
+        if !envelope.ok {
+            let error = &json["error"];
+            let _ =
+                writeln!(std::io::stderr(), "error[{}]: {}", error["code"].as_str().unwrap_or(""), error["message"].as_str().unwrap_or(""));
+            if let Some(details) = error.get("details") {
+                let _ = writeln!(std::io::stderr(), "{details}");
+            }
+            return code;
+        }
+        let result = &json["result"];
+        let mut out = String::new();
+        if let Some(goal) = result.get("goal") {
+            out.push_str(&goal_line(goal));
+            for key in ["group", "dependsOn", "blocks", "links", "updatedAt"] {
+                if let Some(value) = goal.get(key).filter(|v| !v.is_null() && v.as_array().is_none_or(|a| !a.is_empty())) {
+                    out.push_str(&format!("  {key}: {}\n", value.as_str().map_or_else(|| value.to_string(), str::to_string)));
+                }
+            }
+            if let Some(description) = goal.get("description").and_then(serde_json::Value::as_str) {
+                out.push_str(&format!("\n{description}\n"));
+            }
+        } else if result["action"] == "next" {
+            out.push_str("no goal is ready\n");
+        }
+        if let Some(goals) = result.get("goals").and_then(serde_json::Value::as_array) {
+            goals.iter().for_each(|g| out.push_str(&goal_line(g)));
+            if goals.is_empty() {
+                out.push_str("no goals\n");
+            }
+        }
+        if let Some(waves) = result.get("waves").and_then(serde_json::Value::as_array) {
+            for wave in waves {
+                out.push_str(&format!("wave {}:\n", wave["wave"]));
+                wave["goals"].as_array().into_iter().flatten().for_each(|g| out.push_str(&format!("  {}", goal_line(g))));
+            }
+            if let Some(unreachable) = result.get("unreachable").and_then(serde_json::Value::as_array).filter(|u| !u.is_empty()) {
+                out.push_str("unreachable:\n");
+                for goal in unreachable {
+                    out.push_str(&format!("  {}    because {}\n", goal_line(goal).trim_end(), goal["unreachableBecause"]));
+                }
+            }
+        }
+        if let Some(entries) = result.get("entries").and_then(serde_json::Value::as_array) {
+            out.push_str(&format!("the plan is valid: {} entries (dry run, nothing written)\n", entries.len()));
+        }
+        let meta = &json["meta"];
+        if meta["changed"] == true {
+            out.push_str(&format!(
+                "changed: {} (revision {})\n",
+                meta["changedFields"],
+                meta["revisions"]["project"].as_str().unwrap_or("")
+            ));
+        } else if meta["semanticNoOp"] == true {
+            out.push_str("nothing to change\n");
+        }
+        say(&out);
+        code
+    }
+}

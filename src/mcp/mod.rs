@@ -15,6 +15,7 @@
 //! protocol frames only; logs go to stderr.
 
 pub mod framing;
+pub mod stepstone;
 pub mod surface;
 pub mod tools;
 pub mod watchdog;
@@ -169,6 +170,7 @@ impl ToolError {
         }
         // The proposal a person must decide on (docs/governance.md), as data an agent can relay.
         match error {
+            Error::SurfaceFailure(shaped) => tool_error.details = Some((**shaped).clone()),
             Error::HumanApprovalRequired { operation, proposal_id } => {
                 tool_error.details = Some(json!({"proposal_id": proposal_id, "operation": operation, "review_url": null}));
             }
@@ -237,6 +239,8 @@ struct Inner {
     canonical_root: Option<PathBuf>,
     /// Root spellings removed from messages defensively.
     root_strings: Vec<String>,
+    /// Whether the stepstone surface (and so its resources) is served.
+    stepstone: bool,
 }
 
 /// The paravault MCP server (cheap to clone).
@@ -261,7 +265,14 @@ fn tool_of(spec: &ToolSpec, vault: &Vault) -> Option<Tool> {
         "paravault.risk".into(),
         json!({"local_only": true, "egress": risk.egress, "approval": risk.approval, "approval_required": policy.approval_required.iter().any(|t| t == spec.name)}),
     );
-    let output = tools::output_schema_with_error((spec.output_schema)());
+    if spec.surface == Surface::Stepstone {
+        meta.extend(stepstone::tool_meta(spec.name));
+    }
+    // A stepstone envelope declares its own failure form (ok: false, error).
+    let output = match (spec.surface, (spec.output_schema)()) {
+        (Surface::Stepstone, Value::Object(envelope)) => envelope,
+        (_, success) => tools::output_schema_with_error(success),
+    };
     Some(
         Tool::new(spec.name, spec.description, Arc::new((spec.input_schema)(policy)))
             .with_title(spec.title)
@@ -371,7 +382,10 @@ impl ParavaultServer {
             write_tools,
             unavailable_tools,
         };
-        Ok(ParavaultServer { inner: Arc::new(Inner { ctx: Arc::new(ctx), specs, tools, limiters, canonical_root, root_strings }) })
+        let stepstone = options.surfaces.contains(&Surface::Stepstone);
+        Ok(ParavaultServer {
+            inner: Arc::new(Inner { ctx: Arc::new(ctx), specs, tools, limiters, canonical_root, root_strings, stepstone }),
+        })
     }
 
     /// The advertised tools (what tools/list returns).
@@ -478,7 +492,11 @@ impl ParavaultServer {
 
 impl ServerHandler for ParavaultServer {
     fn get_info(&self) -> ServerConfig {
-        let mut info = ServerConfig::new(ServerCapabilities::builder().enable_tools().build()).with_instructions(INSTRUCTIONS);
+        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
+        if self.inner.stepstone {
+            capabilities.resources = Some(rmcp::model::ResourcesCapability::default());
+        }
+        let mut info = ServerConfig::new(capabilities).with_instructions(INSTRUCTIONS);
         info.server_info = Implementation::new("paravault", env!("CARGO_PKG_VERSION"));
         info
     }
@@ -497,6 +515,62 @@ impl ServerHandler for ParavaultServer {
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
         self.inner.tools.iter().find(|t| t.name == name).cloned()
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourcesResult, McpError> {
+        let resources = if self.inner.stepstone { stepstone::resources() } else { Vec::new() };
+        Ok(rmcp::model::ListResourcesResult::with_all_items(resources))
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
+        let templates = if self.inner.stepstone { stepstone::resource_templates() } else { Vec::new() };
+        Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(templates))
+    }
+
+    /// Reads a stepstone resource on a blocking thread after `Vault::observe_disk`, like a
+    /// tool call; an unknown URI is a JSON-RPC error (-32002), a bad encoding -32602.
+    async fn read_resource(
+        &self,
+        request: rmcp::model::ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ReadResourceResponse, McpError> {
+        let uri = request.uri;
+        if !self.inner.stepstone {
+            return Err(McpError::resource_not_found(format!("no resource {uri}"), None));
+        }
+        let ctx = Arc::clone(&self.inner.ctx);
+        let read_uri = uri.clone();
+        let outcome = tokio::task::spawn_blocking(move || {
+            ctx.vault.observe_disk().map_err(|e| e.to_string()).map(|()| stepstone::read_resource(&ctx.vault, &read_uri))
+        })
+        .await;
+        let text = match outcome {
+            Ok(Ok(Ok(text))) => text,
+            Ok(Ok(Err(stepstone::ResourceRefusal::NotFound(uri)))) => {
+                return Err(McpError::resource_not_found(format!("no resource {uri}"), None));
+            }
+            Ok(Ok(Err(stepstone::ResourceRefusal::BadEncoding(uri)))) => {
+                return Err(McpError::invalid_params(format!("{uri}: a template value is not percent-encoded UTF-8"), None));
+            }
+            Ok(Err(message)) => {
+                return Err(McpError::internal_error(format!("the vault could not be read: {}", self.sanitize(&message)), None));
+            }
+            Err(join) => {
+                tracing::error!(error = %join, "resource read failed");
+                return Err(McpError::internal_error("the resource read failed unexpectedly; see the server log", None));
+            }
+        };
+        let contents =
+            rmcp::model::ResourceContents::TextResourceContents { uri, mime_type: Some("application/json".into()), text, meta: None };
+        Ok(rmcp::model::ReadResourceResult::new(vec![contents]).into())
     }
 }
 

@@ -64,7 +64,8 @@ impl Surface {
     /// The JSON of an `isError` result on this surface.
     pub fn failure_json(self, error: &ToolError) -> Value {
         match self {
-            Surface::Power | Surface::Ctxvault | Surface::Stepstone | Surface::Vaultspec => {
+            Surface::Stepstone => super::stepstone::failure_json(error),
+            Surface::Power | Surface::Ctxvault | Surface::Vaultspec => {
                 let mut body =
                     json!({"code": error.code, "message": error.message, "retryable": error.retryable, "remediation": error.remediation});
                 if let Some(details) = &error.details {
@@ -81,7 +82,7 @@ pub fn catalog(surface: Surface) -> Result<Vec<ToolSpec>, String> {
     match surface {
         Surface::Power => Ok(super::tools::catalog()),
         Surface::Ctxvault => Err(not_built(surface)),
-        Surface::Stepstone => Err(not_built(surface)),
+        Surface::Stepstone => Ok(super::stepstone::catalog()),
         Surface::Vaultspec => Err(not_built(surface)),
     }
 }

@@ -216,7 +216,7 @@ fn prepare<P: ToolParams>(args: serde_json::Map<String, Value>) -> Prepared {
     Ok((vault_path, Box::new(move |ctx: &ToolCtx| params.run(ctx))))
 }
 
-fn spec<P: ToolParams>() -> ToolSpec {
+pub(crate) fn spec<P: ToolParams>() -> ToolSpec {
     ToolSpec {
         surface: super::surface::Surface::Power,
         name: P::NAME,

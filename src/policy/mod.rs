@@ -246,6 +246,22 @@ pub struct HandoffPolicy {
     pub list_tasks_max: usize,
 }
 
+/// Project goals (stepstone's worklist; `crate::goals`).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct GoalsPolicy {
+    /// The vault's worklist note (vault-relative, inside a P.A.R.A. folder).
+    pub worklist_path: String,
+    pub title_chars_max: usize,
+    pub description_chars_max: usize,
+    pub group_chars_max: usize,
+    /// Entries of `dependsOn` and of `links` per goal.
+    pub list_items_max: usize,
+    pub link_chars_max: usize,
+    pub plan_entries_max: usize,
+    pub goals_max: usize,
+}
+
 /// The INFRA-1 broker client (`infra_action`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -309,6 +325,7 @@ pub struct Policy {
     pub egress: EgressPolicy,
     pub handoff: HandoffPolicy,
     pub infra: InfraPolicy,
+    pub goals: GoalsPolicy,
     /// Named search domains (merged with `.power/domains.yaml`; see `domains`).
     pub domains: Vec<domains::Domain>,
 }
@@ -574,6 +591,23 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
         if value == 0 {
             return Err(invalid(key, format!("handoff.{key} must be at least 1")));
         }
+    }
+    let g = &policy.goals;
+    for (key, value) in [
+        ("title_chars_max", g.title_chars_max),
+        ("description_chars_max", g.description_chars_max),
+        ("group_chars_max", g.group_chars_max),
+        ("list_items_max", g.list_items_max),
+        ("link_chars_max", g.link_chars_max),
+        ("plan_entries_max", g.plan_entries_max),
+        ("goals_max", g.goals_max),
+    ] {
+        if value == 0 {
+            return Err(invalid(key, format!("goals.{key} must be at least 1")));
+        }
+    }
+    if crate::note::path::VaultPath::parse(&g.worklist_path).is_err() || !g.worklist_path.ends_with(".md") {
+        return Err(invalid("worklist_path", "goals.worklist_path must be a vault-relative Markdown path".into()));
     }
     if policy.infra.timeout_ms == 0 || policy.infra.timeout_ms > 600_000 {
         return Err(invalid("timeout_ms", "infra.timeout_ms must be between 1 and 600000".into()));

@@ -8,6 +8,10 @@
 //! A generation served from the journal's tail (`search::tail`) opens it as an *overlay*: new
 //! files and `meta.json` live in memory, every other file is read from disk, and nothing is
 //! ever written to disk or locked there.
+//!
+//! Segment files are opened with `O_NOFOLLOW` and mapped from that descriptor, and `meta.json`
+//! is read the same way: a link planted inside the index folder is refused (`ELOOP`), never
+//! followed out of the vault (tantivy's own `MmapDirectory` would follow it).
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
@@ -131,11 +135,50 @@ impl RetainingDirectory {
     }
 }
 
+/// A read-only mapping of a segment file, opened without following links.
+struct NoFollowMmap(memmap2::Mmap);
+
+impl std::ops::Deref for NoFollowMmap {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.0
+    }
+}
+
+#[allow(unsafe_code)]
+// SAFETY: the bytes live in the mapping, not in the struct: moving a `NoFollowMmap` does not
+// move what `deref` points to (the same reasoning as tantivy's own `MmapArc`).
+unsafe impl stable_deref_trait::StableDeref for NoFollowMmap {}
+
+fn open_read_error(path: &Path, error: io::Error) -> OpenReadError {
+    if error.kind() == io::ErrorKind::NotFound {
+        OpenReadError::FileDoesNotExist(path.to_path_buf())
+    } else {
+        OpenReadError::wrap_io_error(error, path.to_path_buf())
+    }
+}
+
+impl RetainingDirectory {
+    /// Maps `path` (relative to the index folder) from a descriptor opened with `O_NOFOLLOW`.
+    fn map_no_follow(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
+        let file = super::nofollow::open_read(&self.path.join(path)).map_err(|e| open_read_error(path, e))?;
+        let len = file.metadata().map_err(|e| open_read_error(path, e))?.len();
+        if len == 0 {
+            return Ok(Arc::new(tantivy::directory::OwnedBytes::empty()));
+        }
+        // SAFETY: segment files are immutable once written (the engine's GC removes them only
+        // when no generation names them), as tantivy's MmapDirectory also assumes.
+        #[allow(unsafe_code)]
+        let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| open_read_error(path, e))?;
+        Ok(Arc::new(tantivy::directory::OwnedBytes::new(NoFollowMmap(map))))
+    }
+}
+
 impl Directory for RetainingDirectory {
     fn get_file_handle(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
         match self.overlay_holds(path) {
             Some(ram) => ram.get_file_handle(path),
-            None => self.inner.get_file_handle(path),
+            None => self.map_no_follow(path),
         }
     }
 
@@ -188,7 +231,7 @@ impl Directory for RetainingDirectory {
         }
         match self.overlay_holds(path) {
             Some(ram) => ram.atomic_read(path),
-            None => self.inner.atomic_read(path),
+            None => super::nofollow::read(&self.path.join(path)).map_err(|e| open_read_error(path, e)),
         }
     }
 

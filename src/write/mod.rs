@@ -238,6 +238,13 @@ fn execute_with(vault: &Vault, mutation: Mutation, approval: Option<Value>) -> R
                     let receipt = receipts::ReceiptLog::history(vault.root(), 1, seq - 1)?.into_iter().next();
                     receipt.ok_or(Error::TransactionIncomplete { seq, reason: error.to_string() })
                 }
+                // A full disk is said as such (typed, retryable): the write is committed and
+                // completes on the next write or open once space is freed.
+                Err(second @ Error::DiskFull { .. }) => {
+                    writer.needs_recovery = true;
+                    tracing::warn!(seq, "committed write waits for disk space");
+                    Err(second)
+                }
                 Err(second) => {
                     writer.needs_recovery = true;
                     Err(Error::TransactionIncomplete { seq, reason: format!("{error}; recovery: {second}") })

@@ -276,6 +276,46 @@ fn a_catalog_page_planted_as_a_symlink_is_never_read_or_written_through() {
     assert_eq!(canary.state(), before);
 }
 
+/// The segment files of the published search index (not `meta.json`, locks or lists).
+fn segment_files(root: &Path) -> Vec<PathBuf> {
+    let index = root.join(".paravault/search/index");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&index)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && !p.file_name().unwrap().to_string_lossy().starts_with('.') && !p.ends_with("meta.json"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn a_segment_file_planted_as_a_link_inside_the_index_folder_is_refused_not_followed() {
+    let fts = |vault: &Vault| vault.search(&SearchParams::fts("body", 5)).map(|r| r.results.len());
+    // Control: an identical regular copy in place of a segment still serves the search, so a
+    // refusal below is the link's doing.
+    let dir = busy_vault();
+    let segments = segment_files(dir.path());
+    assert!(!segments.is_empty(), "a published generation has segment files");
+    for segment in &segments {
+        let bytes = std::fs::read(segment).unwrap();
+        std::fs::remove_file(segment).unwrap();
+        std::fs::write(segment, bytes).unwrap();
+    }
+    assert!(fts(&open(dir.path()).unwrap()).unwrap() > 0);
+    // Attack: every segment is a link to an identical copy outside the vault.
+    let dir = busy_vault();
+    let outside = tempfile::tempdir().unwrap();
+    for segment in segment_files(dir.path()) {
+        let copy = outside.path().join(segment.file_name().unwrap());
+        std::fs::copy(&segment, &copy).unwrap();
+        std::fs::remove_file(&segment).unwrap();
+        std::os::unix::fs::symlink(&copy, &segment).unwrap();
+    }
+    let vault = open(dir.path()).unwrap();
+    let refused = fts(&vault).expect_err("a linked segment must not be read through");
+    assert!(["search_index_error", "generation_corrupt", "vault_boundary"].contains(&refused.code()), "{}", refused.code());
+}
+
 // ---- item 8: engine files never grant more than the notes they hold ----
 
 #[test]
@@ -672,4 +712,105 @@ fn a_committed_write_that_cannot_be_finished_at_open_leaves_reads_working_and_fi
     assert!(std::fs::read_to_string(dir.path().join("01_Projects/pending.md")).unwrap().contains("Pending body."));
     assert_eq!(vault.read_memory_history(10, 0).unwrap().len(), 3);
     assert!(vault.verify_history_with(true).unwrap().ok);
+}
+
+/// A tmpfs of a few MiB mounted for one test (unmounted on drop), or `None` — said loudly —
+/// where this machine forbids mounting.
+struct SmallFileSystem {
+    dir: tempfile::TempDir,
+}
+
+impl SmallFileSystem {
+    fn mount(bytes: u64) -> Option<SmallFileSystem> {
+        let dir = tempfile::tempdir().unwrap();
+        let mounted = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", &format!("size={bytes},mode=0700"), "tmpfs"])
+            .arg(dir.path())
+            .stderr(std::process::Stdio::piped())
+            .output();
+        match mounted {
+            Ok(out) if out.status.success() => Some(SmallFileSystem { dir }),
+            Ok(out) => {
+                eprintln!("SKIPPED: this machine forbids mounting a tmpfs: {}", String::from_utf8_lossy(&out.stderr).trim());
+                None
+            }
+            Err(error) => {
+                eprintln!("SKIPPED: cannot run mount: {error}");
+                None
+            }
+        }
+    }
+
+    fn fill(&self) -> PathBuf {
+        fill_file_system(self.dir.path())
+    }
+}
+
+/// Fills the file system holding `dir` to the last byte with one file (pages, then bytes).
+fn fill_file_system(dir: &Path) -> PathBuf {
+    use std::io::Write;
+    let path = dir.join("filler.bin");
+    let mut file = std::fs::OpenOptions::new().create(true).append(true).open(&path).unwrap();
+    for chunk in [vec![0u8; 1 << 16], vec![0u8; 4096], vec![0u8; 1]] {
+        while file.write_all(&chunk).and_then(|()| file.flush()).is_ok() {}
+    }
+    path
+}
+
+impl Drop for SmallFileSystem {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(self.dir.path()).status();
+    }
+}
+
+#[test]
+fn a_real_full_file_system_before_and_after_the_commit_point_is_disk_full_and_loses_nothing() {
+    let Some(fs) = SmallFileSystem::mount(8 << 20) else { return };
+    let root = fs.dir.path().join("vault");
+    for folder in ["00_Inbox", "01_Projects", "02_Areas", "03_Resources", "04_Archive", "06_Daily_Logs", "PROTOCOLS"] {
+        std::fs::create_dir_all(root.join(folder)).unwrap();
+    }
+    std::fs::write(root.join("log.md"), "# Log\n").unwrap();
+    let vault = open(&root).unwrap();
+    // Bodies larger than any page's slack, so every write needs fresh space.
+    let big = |tag: &str| format!("{tag} {}", "words of a long note ".repeat(1500));
+    vault.ingest_note(&ingest("01_Projects/kept", &big("Kept."))).unwrap();
+    vault.sync_vault(&SyncParams { fts_only: true, accept_dense_loss: false, force_rebuild: false, allow_partial: true }).unwrap();
+
+    let ok_receipts = |vault: &Vault| {
+        vault.read_memory_history(50, 0).unwrap().iter().filter(|r| r.get("status").and_then(|s| s.as_str()) == Some("ok")).count()
+    };
+    let receipts_before = ok_receipts(&vault);
+    // Before the commit point: the journal append finds no space.
+    let filler = fs.fill();
+    let refused = vault.ingest_note(&ingest("01_Projects/early", &big("Early."))).expect_err("no space for the intent");
+    assert_eq!(refused.code(), "disk_full", "{refused}");
+    assert!(refused.retryable());
+    assert!(!root.join("01_Projects/early.md").exists());
+    // Reads keep working on the full disk.
+    vault.lint().unwrap();
+    assert_eq!(ok_receipts(&vault), receipts_before, "a refused write is at most an aborted receipt");
+    assert!(!vault.search(&SearchParams::fts("kept", 5)).unwrap().results.is_empty());
+    std::fs::remove_file(&filler).unwrap();
+
+    // After the commit point: the intent is durable, then the disk fills before the note is
+    // put in place.
+    let filled = std::rc::Rc::new(std::cell::RefCell::new(None));
+    let slot = filled.clone();
+    let mount_point = fs.dir.path().to_path_buf();
+    paravault::store::faults::arm_hook("after_commit", move || *slot.borrow_mut() = Some(fill_file_system(&mount_point)));
+    let refused = vault.ingest_note(&ingest("01_Projects/late", &big("Late."))).expect_err("no space to put the note in place");
+    assert_eq!(refused.code(), "disk_full", "{refused}");
+    assert!(!root.join("01_Projects/late.md").exists());
+    vault.lint().unwrap();
+    assert!(!vault.search(&SearchParams::fts("kept", 5)).unwrap().results.is_empty());
+    let kept_before = std::fs::read(root.join("01_Projects/kept.md")).unwrap();
+    // Space returns: the next write finishes the committed one first; nothing was lost.
+    std::fs::remove_file(filled.borrow().as_ref().expect("the hook ran")).unwrap();
+    vault.ingest_note(&ingest("01_Projects/after", "After.")).unwrap();
+    assert!(std::fs::read_to_string(root.join("01_Projects/late.md")).unwrap().contains("Late."));
+    assert_eq!(std::fs::read(root.join("01_Projects/kept.md")).unwrap(), kept_before);
+    assert_eq!(ok_receipts(&vault), receipts_before + 2);
+    assert!(vault.verify_history_with(true).unwrap().ok);
+    drop(vault);
 }

