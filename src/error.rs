@@ -109,6 +109,26 @@ pub enum Error {
     #[error("proposal refused: {reason}")]
     ProposalInvalid { reason: String },
 
+    #[error(
+        "{operation}: a person must approve proposal {proposal_id} (approved=true from the caller is not enough under the policy's approvals rules); ask them to run `paravault approve {proposal_id} --approver NAME`, then call again"
+    )]
+    HumanApprovalRequired { operation: &'static str, proposal_id: String },
+
+    #[error("proposal {proposal_id} was rejected by {approver}{}", if comment.is_empty() { String::new() } else { format!(": {comment}") })]
+    ProposalRejected { proposal_id: String, approver: String, comment: String },
+
+    #[error("the approval of proposal {proposal_id} is stale: {reason}")]
+    ApprovalStale { proposal_id: String, reason: String },
+
+    #[error("proposal {proposal_id} was already {decision}")]
+    AlreadyDecided { proposal_id: String, decision: &'static str },
+
+    #[error("proposal {proposal_id} does not exist")]
+    ProposalNotFound { proposal_id: String },
+
+    #[error("the approver name or secret is wrong")]
+    ApproverRefused,
+
     #[error("{capability} is not available: {remediation}")]
     NotConfigured { capability: &'static str, remediation: String },
 
@@ -375,13 +395,37 @@ pub mod codes {
     pub const SKILL_NOT_FOUND: CodeRow = row("skill_not_found", Usage, false, "call list_skills for the available names");
     pub const UNSUPPORTED_DOCUMENT: CodeRow =
         row("unsupported_document", Usage, false, "store the text as .md or .txt; the message says what cannot be converted");
+    pub const HUMAN_APPROVAL_REQUIRED: CodeRow = row(
+        "human_approval_required",
+        Usage,
+        false,
+        "tell the user the proposal id: a person must approve it (`paravault approve <proposal_id>`); then call again with the same arguments",
+    );
+    pub const PROPOSAL_REJECTED: CodeRow = row(
+        "proposal_rejected",
+        Usage,
+        false,
+        "a person rejected this proposal; do not retry it: read the comment and propose a different change",
+    );
+    pub const APPROVAL_STALE: CodeRow =
+        row("approval_stale", Usage, false, "the notes changed since the approval; propose the change again and ask for a new approval");
+    pub const ALREADY_DECIDED: CodeRow =
+        row("already_decided", Usage, false, "decisions are immutable; read the recorded one with `paravault approvals`");
+    pub const PROPOSAL_NOT_FOUND: CodeRow = row(
+        "proposal_not_found",
+        Usage,
+        false,
+        "pass a proposal_id that propose_memory_change or a human_approval_required error returned",
+    );
+    pub const APPROVER_REFUSED: CodeRow =
+        row("approver_refused", Usage, false, "check the approver name and secret (`paravault approver list` names the approvers)");
     /// A request refused by an adapter's rate limit.
     pub const RATE_LIMITED: CodeRow = row("rate_limited", Io, true, "wait for the stated delay, then retry");
     /// A failure the engine did not type (a panic caught by an adapter).
     pub const INTERNAL: CodeRow = row("internal", Io, true, "run get_server_info and lint_vault for details");
 
     /// Every row, for lookups by code.
-    pub const ALL: [CodeRow; 50] = [
+    pub const ALL: [CodeRow; 56] = [
         PATH_REFUSED,
         VAULT_UNUSABLE,
         VAULT_BOUNDARY,
@@ -430,6 +474,12 @@ pub mod codes {
         EPISODE_NOT_OPEN,
         SKILL_NOT_FOUND,
         UNSUPPORTED_DOCUMENT,
+        HUMAN_APPROVAL_REQUIRED,
+        PROPOSAL_REJECTED,
+        APPROVAL_STALE,
+        ALREADY_DECIDED,
+        PROPOSAL_NOT_FOUND,
+        APPROVER_REFUSED,
         RATE_LIMITED,
         INTERNAL,
     ];
@@ -492,6 +542,12 @@ impl Error {
             Error::EpisodeNotOpen { .. } => codes::EPISODE_NOT_OPEN,
             Error::SkillNotFound { .. } => codes::SKILL_NOT_FOUND,
             Error::UnsupportedDocument { .. } => codes::UNSUPPORTED_DOCUMENT,
+            Error::HumanApprovalRequired { .. } => codes::HUMAN_APPROVAL_REQUIRED,
+            Error::ProposalRejected { .. } => codes::PROPOSAL_REJECTED,
+            Error::ApprovalStale { .. } => codes::APPROVAL_STALE,
+            Error::AlreadyDecided { .. } => codes::ALREADY_DECIDED,
+            Error::ProposalNotFound { .. } => codes::PROPOSAL_NOT_FOUND,
+            Error::ApproverRefused => codes::APPROVER_REFUSED,
         }
     }
 

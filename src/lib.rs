@@ -26,6 +26,7 @@
 //! - `handoff`   — `handoff_work`: durable work packets (Task v2) with a hash-chained journal.
 //! - `goals`     — stepstone's project goals: a worklist note, its graph, the goal service.
 //! - `infra`     — `infra_action`: the INFRA-1 broker client (identifiers only, Unix socket).
+//! - `approvals` — human approval: policy rules, immutable decisions, approver secrets.
 //! - `memory`    — agent memory (ctxvault): episodes, skills, documents, the vault registry.
 //! - `specdocs`  — vaultspec decision documents, plans with canonical step IDs, ledgers.
 //! - `mcp`       — the MCP stdio adapter (tools, annotations and limits from policy), one
@@ -37,6 +38,7 @@
 // Unit tests build fixtures with std::fs (clippy.toml); the library itself may not.
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
+pub mod approvals;
 pub mod embed;
 pub mod error;
 pub mod finding;

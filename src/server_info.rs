@@ -69,6 +69,9 @@ pub struct VaultState {
     /// tail (generation `<active_generation>+<seq>`) until the writer folds them into a new
     /// generation (every `search.tail_writes_max` writes).
     pub tail_writes: usize,
+    /// Proposals waiting for a person's decision under the policy's `approvals:` rules (reads
+    /// the stored proposals: O(proposals)). None when they cannot be read.
+    pub pending_approvals: Option<usize>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -256,6 +259,7 @@ impl Vault {
                     .and_then(|m| live_docs(&m.tantivy_meta).map(|docs| docs.saturating_sub(m.counts.indexed as u64))),
                 excluded_notes: manifest.as_ref().map(|m| m.exclusions.clone()).unwrap_or_default(),
                 last_receipt_seq: last_receipt_seq(self),
+                pending_approvals: self.pending_approvals().ok(),
                 tail_writes: manifest.as_ref().map_or(0, |m| tail_writes(self.root(), m)),
             },
             policy: self.policy().source.clone(),

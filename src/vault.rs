@@ -258,6 +258,8 @@ pub struct DoctorReport {
     pub lint: LintSummary,
     pub embedding: DoctorEmbedding,
     pub issues: Vec<DoctorIssue>,
+    /// Proposals waiting for a person's decision (`paravault approvals` lists them).
+    pub pending_approvals: usize,
     /// How this process keeps its model equal to the disk, and the leftovers it removed.
     pub freshness: Freshness,
     pub computed_from: inventory::ComputedFrom,
@@ -1142,6 +1144,7 @@ impl Vault {
             lint: LintSummary { blocking: lint.blocking, counts: lint.counts },
             embedding: DoctorEmbedding { configured, dense_index },
             issues,
+            pending_approvals: self.pending_approvals()?,
             freshness: self.freshness(),
             computed_from: lint.computed_from.unwrap_or_default(),
         })

@@ -38,6 +38,16 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// `paravault approver` actions.
+#[derive(Debug, Subcommand)]
+pub enum ApproverAction {
+    /// Register an approver; the secret is prompted twice (read once from standard input when
+    /// it is not a terminal).
+    Add { name: String },
+    /// List registered approver names.
+    List,
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Create the P.A.R.A. layout and starter notes where missing (never overwrites).
@@ -117,6 +127,35 @@ pub enum Command {
         proposal_id: String,
         #[arg(long)]
         approve: bool,
+    },
+    /// Approve a proposal as a person: the approver secret is prompted on the terminal (read
+    /// from standard input when it is not a terminal), never taken as an argument.
+    Approve {
+        proposal_id: String,
+        /// Your approver name (`paravault approver add`).
+        #[arg(long)]
+        approver: String,
+        #[arg(long, default_value = "")]
+        comment: String,
+    },
+    /// Reject a proposal as a person (secret prompted as for approve); later applies fail
+    /// with proposal_rejected.
+    Reject {
+        proposal_id: String,
+        #[arg(long)]
+        approver: String,
+        #[arg(long, default_value = "")]
+        comment: String,
+    },
+    /// List stored proposals and their state (--pending: only those waiting for a person).
+    Approvals {
+        #[arg(long)]
+        pending: bool,
+    },
+    /// Manage approvers (secrets stored as argon2 hashes outside the vault).
+    Approver {
+        #[command(subcommand)]
+        action: ApproverAction,
     },
     /// Show receipts; --verify checks the hash chain.
     History {
@@ -285,6 +324,61 @@ fn open_as(cli: &Cli, channel: vault::Channel) -> Result<Vault, Error> {
     Vault::open(&root, options()).map(|vault| vault.acting_for(channel))
 }
 
+/// Reads an approver secret: prompted without echo on a terminal (twice when `confirm`), else
+/// the first line of standard input. Never an argument: it would land in shell history and `ps`.
+fn read_secret(prompt: &str, confirm: bool) -> Result<String, Error> {
+    let refuse = |reason: String| Error::InvalidArgument { name: "secret", reason };
+    if std::io::stdin().is_terminal() {
+        let first = rpassword::prompt_password(prompt).map_err(|e| refuse(format!("cannot read it from the terminal: {e}")))?;
+        if confirm {
+            let again = rpassword::prompt_password("again: ").map_err(|e| refuse(format!("cannot read it from the terminal: {e}")))?;
+            if again != first {
+                return Err(refuse("the two entries differ".into()));
+            }
+        }
+        Ok(first)
+    } else {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map_err(|e| refuse(format!("cannot read it from standard input: {e}")))?;
+        let secret = line.strip_suffix('\n').map(|l| l.strip_suffix('\r').unwrap_or(l)).unwrap_or(&line).to_string();
+        if secret.is_empty() {
+            return Err(refuse("standard input held no secret".into()));
+        }
+        Ok(secret)
+    }
+}
+
+/// `approve` / `reject`: shows what is decided, reads the secret, records the decision.
+fn decide(
+    cli: &Cli,
+    proposal_id: &str,
+    approver: &str,
+    comment: &str,
+    decision: crate::approvals::Decision,
+) -> Result<crate::approvals::DecisionRecord, Error> {
+    let vault = open(cli)?;
+    let status = vault.proposal_status(proposal_id)?;
+    if !cli.json {
+        eprintln!(
+            "{:?} proposal {} ({:?}, proposed {}): {}",
+            status.operation,
+            status.proposal_id,
+            status.state,
+            status.created_at,
+            status.paths.join(", ")
+        );
+    }
+    let secret = read_secret(&format!("secret for {approver}: "), false)?;
+    vault.decide(&crate::approvals::DecisionRequest {
+        proposal_id: proposal_id.to_string(),
+        decision,
+        approver: approver.to_string(),
+        secret,
+        channel: crate::approvals::ApprovalChannel::Cli,
+        comment: comment.to_string(),
+    })
+}
+
 /// Reads `-` (standard input) or a file.
 fn read_text(source: &str) -> Result<String, Error> {
     use std::io::Read;
@@ -333,9 +427,8 @@ pub fn run(cli: Cli) -> ExitCode {
                 return ExitCode::from(exit::USAGE);
             }
         };
-        let cli_commands = Cli::command().get_subcommands().map(|c| c.get_name().to_string()).collect();
         let options =
-            crate::mcp::McpOptions { read_only: *read_only, parent_pid: *parent_pid, surfaces, agent: agent.clone(), cli_commands };
+            crate::mcp::McpOptions { read_only: *read_only, parent_pid: *parent_pid, surfaces, agent: agent.clone(), cli: Cli::command() };
         // The MCP server writes for the agent on the other end of stdio.
         return match open_as(&cli, vault::Channel::Agent) {
             Ok(vault) => match crate::mcp::serve_stdio(vault, options) {
@@ -442,6 +535,31 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Apply { proposal_id, approve } => {
             open(&cli).and_then(|v| v.apply_stored_proposal(proposal_id, *approve)).map(|r| out.value(&r))
         }
+        Command::Approve { proposal_id, approver, comment } => {
+            decide(&cli, proposal_id, approver, comment, crate::approvals::Decision::Approved).map(|r| out.serialized(&r, "approved"))
+        }
+        Command::Reject { proposal_id, approver, comment } => {
+            decide(&cli, proposal_id, approver, comment, crate::approvals::Decision::Rejected).map(|r| out.serialized(&r, "rejected"))
+        }
+        Command::Approvals { pending } => open(&cli).and_then(|v| v.proposals()).map(|list| {
+            let list: Vec<_> = list
+                .into_iter()
+                .filter(|p| {
+                    !*pending || (p.state == crate::approvals::ProposalState::Pending && p.approver == crate::policy::Approver::Human)
+                })
+                .collect();
+            let lines: Vec<String> = list
+                .iter()
+                .map(|p| format!("{} {:?} {:?} [{}] {}", p.proposal_id, p.state, p.operation, p.paths.join(", "), p.created_at))
+                .collect();
+            out.serialized(&list, &format!("{} proposals\n{}", list.len(), lines.join("\n")))
+        }),
+        Command::Approver { action: ApproverAction::Add { name } } => read_secret(&format!("new secret for {name}: "), true)
+            .and_then(|secret| crate::approvals::secrets::add_approver(&crate::approvals::secrets::default_dir()?, name, &secret))
+            .map(|()| out.serialized(&serde_json::json!({"approver": name, "added": true}), &format!("approver {name} added"))),
+        Command::Approver { action: ApproverAction::List } => crate::approvals::secrets::default_dir()
+            .and_then(|dir| crate::approvals::secrets::approver_names(&dir))
+            .map(|names| out.serialized(&names, &names.join("\n"))),
         Command::History { limit, after_seq, verify, check_files } => open(&cli).and_then(|v| {
             if *verify {
                 v.verify_history_with(*check_files).map(|report| out.chain(&report))

@@ -321,6 +321,7 @@ apply with: paravault apply {} --approve
             for e in &v.excluded_notes {
                 text.push_str(&format!("  excluded: {} — {}\n", e.path, e.reason));
             }
+            text.push_str(&format!("pending approvals: {}\n", report.pending_approvals));
             let counts: Vec<String> = report.lint.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
             text.push_str(&format!("lint: {}{}\n", if report.lint.blocking { "blocking findings " } else { "ok " }, counts.join(" ")));
             let e = &report.embedding;

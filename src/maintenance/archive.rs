@@ -15,7 +15,7 @@ use crate::note::frontmatter;
 use crate::note::path::VaultPath;
 use crate::note::yaml_edit;
 use crate::vault::Vault;
-use crate::write::{Mutation, NoteChange, execute, sha256_hex};
+use crate::write::{Mutation, NoteChange, sha256_hex};
 
 /// `archive_notes` parameters (P.O.W.E.R.'s names; dry_run defaults to true).
 #[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
@@ -234,8 +234,9 @@ impl Vault {
         if request.dry_run || mutation_notes.is_empty() {
             return Ok(report);
         }
-        let receipt = execute(
+        let receipt = crate::approvals::execute_governed(
             self,
+            crate::approvals::Operation::Archive,
             Mutation {
                 operation: "maintenance.archive",
                 notes: mutation_notes,

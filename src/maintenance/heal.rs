@@ -17,7 +17,7 @@ use crate::note::metadata::{self, parse_date, parse_datetime};
 use crate::note::yaml_edit::{quoted, rename_key, set_entry};
 use crate::policy::LoadedPolicy;
 use crate::vault::Vault;
-use crate::write::{Mutation, NoteChange, execute, sha256_hex};
+use crate::write::{Mutation, NoteChange, sha256_hex};
 
 /// `heal_frontmatter_tool` parameters (dry_run defaults to true).
 #[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
@@ -267,8 +267,9 @@ impl Vault {
         if request.dry_run || changes.is_empty() {
             return Ok(report);
         }
-        let receipt = execute(
+        let receipt = crate::approvals::execute_governed(
             self,
+            crate::approvals::Operation::Heal,
             Mutation {
                 operation: "maintenance.heal",
                 notes: changes,

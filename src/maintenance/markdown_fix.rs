@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::error::{Error, Result};
 use crate::note::frontmatter;
 use crate::vault::{MarkdownReport, Vault};
-use crate::write::{Mutation, NoteChange, execute, sha256_hex};
+use crate::write::{Mutation, NoteChange, sha256_hex};
 
 /// `check_markdown_tool` parameters.
 #[derive(Debug, Clone, Default, serde::Deserialize, schemars::JsonSchema)]
@@ -102,8 +102,9 @@ impl Vault {
         let receipt = if changes.is_empty() {
             None
         } else {
-            Some(execute(
+            Some(crate::approvals::execute_governed(
                 self,
+                crate::approvals::Operation::MarkdownFix,
                 Mutation {
                     operation: "maintenance.markdown_fix",
                     notes: changes,

@@ -55,14 +55,15 @@ pub struct McpOptions {
     pub surfaces: Vec<Surface>,
     /// Who is calling (`--agent`): surfaces with per-agent access decide with it.
     pub agent: Option<String>,
-    /// The subcommands of the CLI that started the server, for the capability manifest (the
-    /// adapter above passes them, so this module never reaches into `cli`).
-    pub cli_commands: Vec<String>,
+    /// The command line of the CLI that started the server: its subcommand names feed the
+    /// capability manifest and its verbs vaultspec's `discover` (the adapter above passes it,
+    /// so this module never reaches into `cli`).
+    pub cli: clap::Command,
 }
 
 impl Default for McpOptions {
     fn default() -> Self {
-        McpOptions { read_only: false, parent_pid: None, surfaces: vec![Surface::Power], agent: None, cli_commands: Vec::new() }
+        McpOptions { read_only: false, parent_pid: None, surfaces: vec![Surface::Power], agent: None, cli: clap::Command::new("paravault") }
     }
 }
 
@@ -128,8 +129,17 @@ impl ToolError {
         {
             tool_error.remediation = remediation.clone();
         }
-        if let Error::SurfaceFailure(shaped) = error {
-            tool_error.details = Some((**shaped).clone());
+        // The proposal a person must decide on (docs/governance.md), as data an agent can relay.
+        match error {
+            Error::SurfaceFailure(shaped) => tool_error.details = Some((**shaped).clone()),
+            Error::HumanApprovalRequired { operation, proposal_id } => {
+                tool_error.details = Some(json!({"proposal_id": proposal_id, "operation": operation, "review_url": null}));
+            }
+            Error::ProposalRejected { proposal_id, approver, comment } => {
+                tool_error.details = Some(json!({"proposal_id": proposal_id, "approver": approver, "comment": comment}));
+            }
+            Error::ApprovalStale { proposal_id, .. } => tool_error.details = Some(json!({"proposal_id": proposal_id})),
+            _ => {}
         }
         tool_error
     }
@@ -344,7 +354,8 @@ impl ParavaultServer {
             .filter(|s| s.len() > 1)
             .collect();
         root_strings.sort_by_key(|s| std::cmp::Reverse(s.len()));
-        let capabilities = capabilities(&vault, &tools, &options.cli_commands);
+        let cli_commands: Vec<String> = options.cli.get_subcommands().map(|c| c.get_name().to_string()).collect();
+        let capabilities = capabilities(&vault, &tools, &cli_commands);
         // A server lives long: people edit the vault meanwhile (see `Vault::observe_disk`).
         vault.watch_disk();
         let ctx = ToolCtx {
@@ -358,6 +369,7 @@ impl ParavaultServer {
             unavailable_tools,
             agent: options.agent.clone(),
             memory: std::sync::OnceLock::new(),
+            cli: options.cli.clone(),
         };
         let stepstone = options.surfaces.contains(&Surface::Stepstone);
         Ok(ParavaultServer {

@@ -44,6 +44,8 @@ pub struct ToolCtx {
     pub agent: Option<String>,
     /// The registered vaults of the ctxvault surface, read on first use (`mcp::ctxvault`).
     pub memory: std::sync::OnceLock<crate::memory::vault_set::VaultSet>,
+    /// The CLI's command line (vaultspec's `discover` ranks its verbs).
+    pub cli: clap::Command,
 }
 
 /// A validated call, ready to run on a blocking thread.
@@ -241,7 +243,8 @@ pub fn spec_for<P: ToolParams>(surface: super::surface::Surface) -> ToolSpec {
     ToolSpec { surface, ..spec::<P>() }
 }
 
-/// Every tool this build implements, in catalog order (P.O.W.E.R.'s 21 plus `read_note`).
+/// Every tool this build implements, in catalog order (P.O.W.E.R.'s 21 plus `read_note` and
+/// `get_proposal_status`).
 pub fn catalog() -> Vec<ToolSpec> {
     vec![
         spec::<GetServerInfo>(),
@@ -252,6 +255,7 @@ pub fn catalog() -> Vec<ToolSpec> {
         spec::<IngestNote>(),
         spec::<ProposeMemoryChange>(),
         spec::<ApplyMemoryChange>(),
+        spec::<GetProposalStatus>(),
         spec::<ValidateMemoryState>(),
         spec::<ReadMemoryHistory>(),
         spec::<SynthesizeSession>(),

@@ -288,6 +288,6 @@ impl ToolParams for Discover {
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         let denylist = &ctx.vault.policy().policy.specdocs.gateway_denylist;
-        super::vaultspec_gateway::discover(&self.query, self.limit.min(100), denylist)
+        super::vaultspec_gateway::discover(&ctx.cli, &self.query, self.limit.min(100), denylist)
     }
 }

@@ -3,7 +3,6 @@
 //! path, help and flag help. Verbs on the policy's `specdocs.gateway_denylist` (those that
 //! install, serve, or run commands) are never listed.
 
-use clap::CommandFactory;
 use serde_json::{Value, json};
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
@@ -31,7 +30,7 @@ fn verb_schema(path: &str, command: &clap::Command) -> Value {
 }
 
 /// Every leaf verb of the CLI that the denylist allows, with its schema.
-pub fn verb_catalog(denylist: &[String]) -> Vec<Value> {
+pub fn verb_catalog(cli: &clap::Command, denylist: &[String]) -> Vec<Value> {
     fn walk(prefix: &str, command: &clap::Command, denylist: &[String], out: &mut Vec<Value>) {
         for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
             let path = if prefix.is_empty() { sub.get_name().to_string() } else { format!("{prefix} {}", sub.get_name()) };
@@ -46,7 +45,7 @@ pub fn verb_catalog(denylist: &[String]) -> Vec<Value> {
         }
     }
     let mut out = Vec::new();
-    walk("", &crate::cli::Cli::command(), denylist, &mut out);
+    walk("", cli, denylist, &mut out);
     out
 }
 
@@ -55,14 +54,14 @@ fn engine_error(reason: impl std::fmt::Display) -> Error {
 }
 
 /// `discover`: the catalog ranked against `query`, best first.
-pub fn discover(query: &str, limit: usize, denylist: &[String]) -> Result<Value> {
+pub fn discover(cli: &clap::Command, query: &str, limit: usize, denylist: &[String]) -> Result<Value> {
     if query.trim().is_empty() {
         return Err(Error::InvalidArgument { name: "query", reason: "must name verb words or an intent".into() });
     }
     if limit == 0 {
         return Err(Error::InvalidArgument { name: "limit", reason: "must be at least 1".into() });
     }
-    let verbs = verb_catalog(denylist);
+    let verbs = verb_catalog(cli, denylist);
     let mut builder = Schema::builder();
     let position = builder.add_u64_field("position", STORED);
     let text = builder.add_text_field("text", TEXT);

@@ -6,6 +6,7 @@
 
 pub mod domains;
 mod search_mode;
+pub mod specdocs;
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -296,6 +297,35 @@ pub struct AgentMemoryPolicy {
     pub episodes_limit_max: usize,
 }
 
+/// Who approves governed operations (`approvals:`; src/approvals, docs/governance.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ApprovalsPolicy {
+    /// Ordered rules; for each path the first rule naming the operation and matching decides.
+    pub rules: Vec<ApprovalRule>,
+}
+
+/// One `approvals.rules` entry.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalRule {
+    /// `apply`, `archive`, `heal`, `markdown_fix`.
+    pub operations: Vec<String>,
+    /// Glob patterns over vault paths (`*` stays inside one folder, `**` crosses folders);
+    /// empty = every path.
+    #[serde(default)]
+    pub paths: Vec<String>,
+    pub approver: Approver,
+}
+
+/// Who may approve: the caller (`approved=true`) or a person with an approver secret.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Approver {
+    Caller,
+    Human,
+}
+
 /// The whole policy, after merging the default with a vault override.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -316,6 +346,7 @@ pub struct Policy {
     pub rate_limit_shared: BTreeMap<String, String>,
     pub tools: BTreeMap<String, ToolRisk>,
     pub approval_required: Vec<String>,
+    pub approvals: ApprovalsPolicy,
     pub egress: EgressPolicy,
     pub handoff: HandoffPolicy,
     pub infra: InfraPolicy,
@@ -325,7 +356,7 @@ pub struct Policy {
     /// Named search domains (merged with `.power/domains.yaml`; see `domains`).
     pub domains: Vec<domains::Domain>,
     /// vaultspec decision documents: where each document type lives (`specdocs`).
-    pub specdocs: crate::specdocs::SpecdocsPolicy,
+    pub specdocs: specdocs::SpecdocsPolicy,
 }
 
 /// The lint rules the engine implements; a policy may weigh them but not invent others.
@@ -622,6 +653,7 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
     {
         return Err(invalid("broker_socket", "infra.broker_socket must be an absolute path or null".into()));
     }
+    crate::approvals::validate_rules(&policy.approvals).map_err(|reason| invalid("approvals", reason))?;
     validate_embedding(&policy.embedding, &invalid)?;
     validate_reranker(&policy.reranker, &invalid)?;
     regex::Regex::new(&policy.layout.root_daily_log_pattern).map_err(|e| invalid("root_daily_log_pattern", format!("invalid pattern: {e}")))

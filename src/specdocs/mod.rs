@@ -11,11 +11,9 @@ pub mod health;
 pub mod ledger;
 pub mod plan;
 
-use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use regex::Regex;
-use serde::{Deserialize, Serialize};
 use sha1::{Digest, Sha1};
 
 use crate::error::{Error, Result};
@@ -25,37 +23,7 @@ use crate::vault::Vault;
 /// The version of the vaultspec tool shapes this engine serves (`status.tool_schema_version`).
 pub const TOOL_SCHEMA_VERSION: &str = "0.1.73";
 
-/// Where one document type lives and how it is written.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct DocTypePolicy {
-    /// Folder pattern with `{feature}`.
-    pub folder: String,
-    /// The OKF `type` of the note.
-    pub note_type: String,
-    /// Whether `create` may scaffold it.
-    pub creatable: bool,
-    /// Whether `find` searches it when no type filter is given.
-    pub searched_by_default: bool,
-    /// Whether a `topic` filename infix is allowed.
-    pub topic: bool,
-    /// Document types of the same feature that must exist first (lifecycle dependencies).
-    pub requires: Vec<String>,
-}
-
-/// The `specdocs` section of the policy.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct SpecdocsPolicy {
-    pub types: BTreeMap<String, DocTypePolicy>,
-    /// The feature index path pattern, with `{feature}`.
-    pub index_path: String,
-    pub templates_folder: String,
-    pub sampled_successes: usize,
-    pub default_tier: String,
-    /// CLI verbs `discover` never lists (those that install, serve, change policy or run commands).
-    pub gateway_denylist: Vec<String>,
-}
+pub use crate::policy::specdocs::{DocTypePolicy, SpecdocsPolicy};
 
 /// One vaultspec document found in the vault.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -49,6 +49,31 @@ fn replace_io(path: &Path, bytes: &[u8], sync_dir: bool) -> io::Result<()> {
     Ok(())
 }
 
+/// Durably creates `path` holding `bytes`, never replacing a file that exists: temp file,
+/// fsync, an atomic no-clobber rename (`RENAME_NOREPLACE`, or link + unlink) into place, fsync
+/// the directory. `Ok(false)` when `path` already existed (its bytes are untouched). Immutable
+/// records (approval decisions) are written only through this.
+pub fn create_new(root: &Path, path: &Path, bytes: &[u8]) -> Result<bool> {
+    let run = || -> io::Result<bool> {
+        let dir = path.parent().ok_or_else(|| io::Error::other("path has no parent directory"))?;
+        faults::check("create_temp")?;
+        let mut temp = tempfile::Builder::new().prefix(super::layout::TEMP_PREFIX).tempfile_in(dir)?;
+        faults::check("write_temp")?;
+        temp.write_all(bytes)?;
+        faults::check("fsync_temp")?;
+        temp.as_file().sync_all()?;
+        faults::check("rename")?;
+        match temp.persist_noclobber(path) {
+            Ok(_) => {}
+            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+            Err(e) => return Err(e.error),
+        }
+        fsync_dir(dir)?;
+        Ok(true)
+    };
+    run().map_err(|e| Error::io("creating", rel_of(root, path), e))
+}
+
 /// Replaces `path` atomically (temp file + rename) without any fsync. Only for writes whose
 /// content is already durable elsewhere (an intent record): `sync_all_paths` makes them durable.
 pub fn replace_unsynced(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {

@@ -14,6 +14,13 @@ pub const RECEIPTS: &str = ".paravault/receipts.jsonl";
 pub const WRITER_LOCK: &str = ".paravault/writer.lock";
 /// Durable proposals.
 pub const PROPOSALS_DIR: &str = ".paravault/proposals";
+/// Human approval state (src/approvals): never a note, so no write transaction or MCP tool can
+/// create or change anything in it.
+pub const APPROVALS_DIR: &str = ".paravault/approvals";
+/// Immutable decision records, one `<proposal_id>.json` each, created once and never replaced.
+pub const APPROVAL_DECISIONS_DIR: &str = ".paravault/approvals/decisions";
+/// Multi-note proposals (archive, heal, Markdown fix) held for a person's decision.
+pub const BATCH_PROPOSALS_DIR: &str = ".paravault/approvals/batches";
 /// `handoff_work` task snapshots (`<task_id>.json`).
 pub const TASKS_DIR: &str = ".paravault/tasks";
 /// `handoff_work` per-task append-only, hash-chained event journals (`<task_id>.jsonl`).

@@ -19,7 +19,7 @@ use super::layout;
 use crate::error::{Error, Result};
 
 /// Engine folders, parents before children.
-const STATE_FOLDERS: [&str; 8] = [
+const STATE_FOLDERS: [&str; 11] = [
     layout::STATE_DIR,
     layout::SEARCH_DIR,
     layout::SEARCH_INDEX_DIR,
@@ -28,6 +28,9 @@ const STATE_FOLDERS: [&str; 8] = [
     layout::PROPOSALS_DIR,
     layout::TASKS_DIR,
     layout::TASK_EVENTS_DIR,
+    layout::APPROVALS_DIR,
+    layout::APPROVAL_DECISIONS_DIR,
+    layout::BATCH_PROPOSALS_DIR,
 ];
 
 /// Engine files.

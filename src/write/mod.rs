@@ -170,6 +170,16 @@ struct Plan {
 
 /// Runs one write transaction and returns its receipt.
 pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Value> {
+    execute_with(vault, mutation, None)
+}
+
+/// Runs one write transaction a person approved (src/approvals): its receipt carries
+/// `approval` (approver, channel, decision time, the decision record's sha256) in the chain.
+pub fn execute_approved(vault: &Vault, mutation: Mutation, approval: Value) -> Result<Value> {
+    execute_with(vault, mutation, Some(approval))
+}
+
+fn execute_with(vault: &Vault, mutation: Mutation, approval: Option<Value>) -> Result<Value> {
     let mut phases = Phases::start();
     let mut writer = vault.lock_writer()?;
     phases.mark("lock");
@@ -190,6 +200,9 @@ pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Value> {
     let seq = writer.receipts.last_seq + 1;
     let mut receipt = base_receipt(&mutation, &plan, seq);
     receipt.insert("actor".into(), json!(vault.channel().actor()));
+    if let Some(approval) = approval {
+        receipt.insert("approval".into(), approval);
+    }
     let (search_changed, search_removed): (Vec<&NoteChange>, Vec<&NoteChange>) = mutation.notes.iter().partition(|n| n.content.is_some());
     let intent = Intent {
         seq,

@@ -421,17 +421,19 @@ impl Vault {
         let (note, _) = resolve_note_path(self.root(), note.as_str(), &self.policy().policy.layout)?;
         validate_note_text(self, &note, &content)?;
         self.refuse_claimed_provenance(&note, &content)?;
-        execute(
-            self,
-            Mutation {
-                operation: if self.channel() == Channel::Person { "cli.apply" } else { "memory.apply" },
-                notes: vec![NoteChange { path: note, content: Some(content), require_absent: false, expected_sha256: Some(before) }],
-                idempotency_key: Some(stored.idempotency_key),
-                proposal_id: Some(id),
-                log_entry: None,
-                create_folders: false,
-            },
-        )
+        let approval = crate::approvals::gate_apply(self, &stored)?;
+        let mutation = Mutation {
+            operation: if self.channel() == Channel::Person { "cli.apply" } else { "memory.apply" },
+            notes: vec![NoteChange { path: note, content: Some(content), require_absent: false, expected_sha256: Some(before) }],
+            idempotency_key: Some(stored.idempotency_key.clone()),
+            proposal_id: Some(id),
+            log_entry: None,
+            create_folders: false,
+        };
+        match approval {
+            Some(approval) => super::execute_approved(self, mutation, approval),
+            None => execute(self, mutation),
+        }
     }
 }
 

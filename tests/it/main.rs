@@ -1,6 +1,8 @@
 //! The integration test binary: every file under tests/it is a module here.
 //!
 //! - `support`  — fixture vaults from one string, and vault helpers.
+//! - `approvals` — human approval: human rules, immutable decisions, stale and concurrent cases,
+//!   the CLI (secret on standard input) and an MCP agent that cannot approve itself.
 //! - `links`    — link resolution cases (relative, root, basename, ambiguous, embeds, code).
 //! - `maintenance` — rot audit, archive (lock-out scenario, links kept), heal, Markdown fixes.
 //! - `lint`     — health report and write gate, bad-input files, a P.O.W.E.R.-layout vault.
@@ -35,6 +37,7 @@
 // Tests build fixtures and plant hostile files with std::fs (clippy.toml names this exception).
 #![allow(clippy::disallowed_methods)]
 
+mod approvals;
 mod catalogs;
 mod cli;
 mod crash;

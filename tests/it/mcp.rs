@@ -456,14 +456,14 @@ fn read_only_mode_advertises_and_accepts_only_read_only_tools() {
         let response = server.request("tools/call", json!({"name": write, "arguments": {"dry_run": true}}));
         assert_eq!(response["error"]["code"], -32602, "{write}: {response}");
     }
-    assert_eq!(names.len() + writes.len(), 22, "every tool is either read-only or refused: {names:?}");
+    assert_eq!(names.len() + writes.len(), 23, "every tool is either read-only or refused: {names:?}");
     // The read-only maintenance report runs.
     assert!(server.ok("rot_audit", json!({}))["notes_audited"].as_u64().is_some());
     let info = server.ok("get_server_info", json!({}));
     assert_eq!(info["mcp"]["read_only"], true);
     assert_eq!(info["mcp"]["tool_count"], tools.len());
     let unavailable = info["bootstrap"]["capabilities"]["unavailable"].as_array().unwrap();
-    assert!(unavailable.iter().any(|t| t == "archive_notes") && unavailable.len() == 22 - tools.len(), "{unavailable:?}");
+    assert!(unavailable.iter().any(|t| t == "archive_notes") && unavailable.len() == 23 - tools.len(), "{unavailable:?}");
 }
 
 #[test]
@@ -695,10 +695,10 @@ fn get_server_info_is_the_manifest_report_with_doctor_v1_fields() {
     assert_eq!(info["bootstrap"]["vault"]["source_revision"], v["source_snapshot_hash"]);
     let interfaces = &info["capabilities"]["interfaces"];
     assert!(interfaces["cli_commands"].as_array().unwrap().iter().any(|c| c == "rot-audit"));
-    assert_eq!(interfaces["mcp_tools"].as_array().unwrap().len(), 22);
-    assert_eq!(interfaces["mcp_tool_contracts"].as_array().unwrap().len(), 22);
+    assert_eq!(interfaces["mcp_tools"].as_array().unwrap().len(), 23);
+    assert_eq!(interfaces["mcp_tool_contracts"].as_array().unwrap().len(), 23);
     let mcp = &info["mcp"];
-    assert_eq!(mcp["tool_count"], 22);
+    assert_eq!(mcp["tool_count"], 23);
     assert_eq!(mcp["preferred_protocol"], "2026-07-28");
     assert!(mcp["sdk_version"].as_str().unwrap().starts_with("rmcp "));
     assert_eq!(mcp["tool_catalog_sha256"].as_str().unwrap().len(), 64);

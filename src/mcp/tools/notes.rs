@@ -1,5 +1,5 @@
 //! The note tools: ingest_note, synthesize_session, propose/apply_memory_change,
-//! validate_memory_state, read_memory_history, check_markdown and read_note.
+//! get_proposal_status, validate_memory_state, read_memory_history, check_markdown and read_note.
 
 use super::*;
 
@@ -189,6 +189,46 @@ impl ToolParams for ApplyMemoryChange {
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         let proposal: BTreeMap<String, Value> = self.proposal.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
         ctx.vault.apply_memory_change(&proposal, self.approved)
+    }
+}
+
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GetProposalStatus {
+    /// The proposal id: from propose_memory_change, or the details of a human_approval_required error.
+    #[schemars(length(equal = 64))]
+    pub proposal_id: String,
+    /// Optional; when given it must be the configured vault root.
+    #[serde(default)]
+    pub vault_path: String,
+}
+
+impl ToolParams for GetProposalStatus {
+    const NAME: &'static str = "get_proposal_status";
+    const TITLE: &'static str = "Read a proposal's approval state";
+    const DESCRIPTION: &'static str = "Read a stored proposal's state (pending, approved, rejected, applied, stale), who must \
+         approve it under the policy's approvals rules (caller or human) and the person's recorded decision. Read-only: no \
+         tool can approve; a person decides with `paravault approve`.";
+    fn output_schema() -> Value {
+        object_schema(
+            json!({
+                "proposal_id": {"type": "string"},
+                "operation": {"type": "string", "enum": ["apply", "archive", "heal", "markdown_fix"]},
+                "paths": {"type": "array", "items": {"type": "string"}},
+                "proposed_by": {"type": "string"},
+                "created_at": {"type": "string"},
+                "state": {"type": "string", "enum": ["pending", "approved", "rejected", "applied", "stale"]},
+                "approver": {"type": "string", "enum": ["caller", "human"]},
+                "decision": {"type": ["object", "null"]}
+            }),
+            &["proposal_id", "operation", "paths", "state", "approver"],
+        )
+    }
+    fn vault_path(&self) -> &str {
+        &self.vault_path
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        to_object(&ctx.vault.proposal_status(&self.proposal_id)?)
     }
 }
 

@@ -1,0 +1,647 @@
+//! Human approval: who may approve a governed operation (the policy's `approvals:` rules), the
+//! immutable decision records a person creates with their approver secret (`paravault approve` /
+//! `reject`), multi-note proposals held for a decision, and the gate every governed write
+//! passes. No MCP tool reaches `decide`; docs/governance.md states the threat model.
+
+pub mod secrets;
+#[cfg(test)]
+mod tests;
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::error::{Error, Result};
+use crate::note::path::VaultPath;
+use crate::policy::{ApprovalsPolicy, Approver};
+use crate::store::{durable, layout, nofollow};
+use crate::vault::Vault;
+use crate::write::operations::{Proposal, proposal_id};
+use crate::write::{Mutation, NoteChange, execute, execute_approved, sha256_hex};
+
+/// A governed operation that an `approvals:` rule can give to a person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Operation {
+    /// `apply_memory_change` (and the CLI's `apply`).
+    Apply,
+    /// A live `archive_notes` run.
+    Archive,
+    /// A live `heal_frontmatter_tool` run.
+    Heal,
+    /// `check_markdown_tool` with `fix`.
+    MarkdownFix,
+}
+
+impl Operation {
+    pub const ALL: [Operation; 4] = [Operation::Apply, Operation::Archive, Operation::Heal, Operation::MarkdownFix];
+
+    /// The name policy rules use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Operation::Apply => "apply",
+            Operation::Archive => "archive",
+            Operation::Heal => "heal",
+            Operation::MarkdownFix => "markdown_fix",
+        }
+    }
+
+    /// The tool an agent calls for it.
+    pub fn tool(self) -> &'static str {
+        match self {
+            Operation::Apply => "apply_memory_change",
+            Operation::Archive => "archive_notes",
+            Operation::Heal => "heal_frontmatter_tool",
+            Operation::MarkdownFix => "check_markdown_tool",
+        }
+    }
+}
+
+/// Operations the issue names whose human channel is not built: a `human` rule for them is
+/// refused when the policy loads (rather than silently not enforced).
+pub const NOT_YET_GOVERNED: [&str; 2] = ["link_rot", "infra_replicate"];
+
+/// Checks the `approvals:` section: known operations, valid glob patterns.
+pub fn validate_rules(policy: &ApprovalsPolicy) -> std::result::Result<(), String> {
+    for (i, rule) in policy.rules.iter().enumerate() {
+        if rule.operations.is_empty() {
+            return Err(format!("approvals.rules[{i}] names no operation"));
+        }
+        for op in &rule.operations {
+            if NOT_YET_GOVERNED.contains(&op.as_str()) {
+                return Err(format!(
+                    "approvals.rules[{i}]: human approval of '{op}' is not built yet (governed: {})",
+                    Operation::ALL.map(Operation::name).join(", ")
+                ));
+            }
+            if !Operation::ALL.iter().any(|o| o.name() == op) {
+                return Err(format!(
+                    "approvals.rules[{i}]: unknown operation '{op}' (known: {})",
+                    Operation::ALL.map(Operation::name).join(", ")
+                ));
+            }
+        }
+        for pattern in &rule.paths {
+            glob(pattern).map_err(|e| format!("approvals.rules[{i}]: path pattern '{pattern}' is invalid: {e}"))?;
+        }
+    }
+    Ok(())
+}
+
+fn glob(pattern: &str) -> std::result::Result<globset::GlobMatcher, globset::Error> {
+    Ok(globset::GlobBuilder::new(pattern).literal_separator(true).build()?.compile_matcher())
+}
+
+/// Who approves `operation` over `paths`: for each path the first rule naming the operation
+/// whose patterns match it (no patterns = every path) decides; one path that needs a person
+/// makes the whole operation need one. No matching rule: the caller (today's behaviour).
+pub fn approver_for<'a>(policy: &ApprovalsPolicy, operation: Operation, paths: impl IntoIterator<Item = &'a str>) -> Approver {
+    let rules: Vec<(&crate::policy::ApprovalRule, Vec<globset::GlobMatcher>)> = policy
+        .rules
+        .iter()
+        .filter(|r| r.operations.iter().any(|o| o == operation.name()))
+        .map(|r| (r, r.paths.iter().filter_map(|p| glob(p).ok()).collect()))
+        .collect();
+    for path in paths {
+        let decided = rules.iter().find(|(rule, globs)| rule.paths.is_empty() || globs.iter().any(|g| g.is_match(path)));
+        if let Some((rule, _)) = decided
+            && rule.approver == Approver::Human
+        {
+            return Approver::Human;
+        }
+    }
+    Approver::Caller
+}
+
+/// A person's decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    Approved,
+    Rejected,
+}
+
+impl Decision {
+    /// The past-tense word records and messages use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Decision::Approved => "approved",
+            Decision::Rejected => "rejected",
+        }
+    }
+}
+
+/// Where a person decided.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalChannel {
+    /// `paravault approve` / `reject` on a terminal.
+    Cli,
+    /// The web UI (`paravault web`).
+    Web,
+}
+
+const DECISION_SCHEMA: &str = "paravault.approval.v1";
+const BATCH_SCHEMA: &str = "paravault.batch_proposal.v1";
+/// Longest comment a decision keeps.
+pub const COMMENT_CHARS_MAX: usize = 2000;
+
+/// An immutable decision record: created once (no-clobber) and never replaced or removed by
+/// the engine.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DecisionRecord {
+    pub schema: String,
+    pub proposal_id: String,
+    /// sha256 of exactly what was decided: the apply proposal's content-addressed id, or the
+    /// stored batch proposal's bytes. A proposal whose hash differs later is stale.
+    pub proposal_sha256: String,
+    pub operation: Operation,
+    pub decision: Decision,
+    pub approver: String,
+    pub channel: ApprovalChannel,
+    pub decided_at: String,
+    pub comment: String,
+}
+
+/// A multi-note proposal (archive, heal, Markdown fix) held for a person's decision: exactly
+/// the changes that are written once it is approved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchProposal {
+    pub schema: String,
+    pub proposal_id: String,
+    pub operation: Operation,
+    /// The receipt actor of the caller that proposed it (`agent` or `human`).
+    pub proposed_by: String,
+    pub created_at: String,
+    pub changes: Vec<BatchChange>,
+    pub create_folders: bool,
+    pub log_entry: Option<String>,
+}
+
+/// One note change of a batch proposal.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BatchChange {
+    pub path: String,
+    pub expected_sha256: Option<String>,
+    pub require_absent: bool,
+    /// The new text; none removes the note.
+    pub content: Option<String>,
+}
+
+/// What a proposal is now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProposalState {
+    /// Waiting (for a person, when `approver` is `human`).
+    Pending,
+    /// A person approved it and it still applies to the notes as they are.
+    Approved,
+    /// A person rejected it: applying it fails with `proposal_rejected`.
+    Rejected,
+    /// The notes hold its after-images.
+    Applied,
+    /// The notes changed since it was proposed: it can no longer apply.
+    Stale,
+}
+
+/// A proposal's state as an agent or a person reads it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProposalStatus {
+    pub proposal_id: String,
+    pub operation: Operation,
+    pub paths: Vec<String>,
+    pub proposed_by: String,
+    pub created_at: String,
+    pub state: ProposalState,
+    /// Who the policy says must approve it now.
+    pub approver: Approver,
+    pub decision: Option<DecisionRecord>,
+}
+
+/// A person's decision as `Vault::decide` takes it.
+#[derive(Debug, Clone)]
+pub struct DecisionRequest {
+    pub proposal_id: String,
+    pub decision: Decision,
+    pub approver: String,
+    /// Checked against the approver's argon2 hash; never stored.
+    pub secret: String,
+    pub channel: ApprovalChannel,
+    pub comment: String,
+}
+
+/// A proposal of either kind.
+#[derive(Debug, Clone)]
+enum Governed {
+    Apply(Proposal),
+    Batch(BatchProposal),
+}
+
+fn check_id(id: &str) -> Result<()> {
+    if id.len() == 64 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+        Ok(())
+    } else {
+        Err(Error::InvalidArgument { name: "proposal_id", reason: "must be 64 lowercase hex characters".into() })
+    }
+}
+
+fn decision_path(root: &Path, id: &str) -> std::path::PathBuf {
+    layout::join(root, &format!("{}/{id}.json", layout::APPROVAL_DECISIONS_DIR))
+}
+
+fn batch_path(root: &Path, id: &str) -> std::path::PathBuf {
+    layout::join(root, &format!("{}/{id}.json", layout::BATCH_PROPOSALS_DIR))
+}
+
+fn encode<T: Serialize>(value: &T, what: &'static str) -> Result<Vec<u8>> {
+    serde_json::to_vec_pretty(value).map_err(|e| Error::io("encoding", what, std::io::Error::other(e)))
+}
+
+/// Reads a JSON engine file (no link followed); `None` when it does not exist.
+fn read_json<T: for<'de> Deserialize<'de>>(path: &Path, rel: &str) -> Result<Option<(T, Vec<u8>)>> {
+    match nofollow::read(path) {
+        Ok(bytes) => serde_json::from_slice(&bytes)
+            .map(|v| Some((v, bytes)))
+            .map_err(|e| Error::ProposalInvalid { reason: format!("{rel} is unreadable: {e}") }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(nofollow::io_error("reading", rel, e)),
+    }
+}
+
+/// The decision recorded for a proposal, with the sha256 of the record's bytes.
+pub fn read_decision(root: &Path, id: &str) -> Result<Option<(DecisionRecord, String)>> {
+    let rel = format!("{}/{id}.json", layout::APPROVAL_DECISIONS_DIR);
+    let Some((record, bytes)) = read_json::<DecisionRecord>(&decision_path(root, id), &rel)? else { return Ok(None) };
+    if record.schema != DECISION_SCHEMA || record.proposal_id != id {
+        return Err(Error::ProposalInvalid { reason: format!("{rel} is not a decision record for this proposal") });
+    }
+    Ok(Some((record, sha256_hex(&bytes))))
+}
+
+fn read_batch(root: &Path, id: &str) -> Result<Option<BatchProposal>> {
+    let rel = format!("{}/{id}.json", layout::BATCH_PROPOSALS_DIR);
+    let Some((batch, _)) = read_json::<BatchProposal>(&batch_path(root, id), &rel)? else { return Ok(None) };
+    if batch.schema != BATCH_SCHEMA || batch.proposal_id != id {
+        return Err(Error::ProposalInvalid { reason: format!("{rel} is not a batch proposal with this id") });
+    }
+    Ok(Some(batch))
+}
+
+fn read_apply_proposal(root: &Path, id: &str) -> Result<Option<Proposal>> {
+    let rel = format!("{}/{id}.json", layout::PROPOSALS_DIR);
+    let path = layout::join(root, &rel);
+    Ok(read_json::<Proposal>(&path, &rel)?.map(|(p, _)| p))
+}
+
+fn load(root: &Path, id: &str) -> Result<Governed> {
+    if let Some(p) = read_apply_proposal(root, id)? {
+        return Ok(Governed::Apply(p));
+    }
+    if let Some(b) = read_batch(root, id)? {
+        return Ok(Governed::Batch(b));
+    }
+    Err(Error::ProposalNotFound { proposal_id: id.to_string() })
+}
+
+/// The sha256 of a note's current bytes (of nothing when it does not exist).
+fn current_sha(root: &Path, path: &str) -> Result<Option<String>> {
+    let note = VaultPath::parse(path)?;
+    match nofollow::read(&note.under(root)) {
+        Ok(bytes) => Ok(Some(sha256_hex(&bytes))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(nofollow::io_error("reading", path, e)),
+    }
+}
+
+/// Whether the notes still hold what the proposal was based on, and whether they hold its
+/// after-images.
+fn currency(root: &Path, governed: &Governed) -> Result<(bool, bool)> {
+    match governed {
+        Governed::Apply(p) => {
+            let empty = sha256_hex(b"");
+            let now = current_sha(root, &p.path)?.unwrap_or(empty);
+            Ok((now == p.before_sha256, now == p.after_sha256))
+        }
+        Governed::Batch(b) => {
+            let (mut current, mut applied) = (true, true);
+            for change in &b.changes {
+                let now = current_sha(root, &change.path)?;
+                current &= match (&change.expected_sha256, change.require_absent) {
+                    (Some(expected), _) => now.as_deref() == Some(expected.as_str()),
+                    (None, true) => now.is_none(),
+                    (None, false) => true,
+                };
+                applied &= match &change.content {
+                    Some(text) => now.as_deref() == Some(sha256_hex(text.as_bytes()).as_str()),
+                    None => now.is_none(),
+                };
+            }
+            Ok((current, applied))
+        }
+    }
+}
+
+impl Governed {
+    fn operation(&self) -> Operation {
+        match self {
+            Governed::Apply(_) => Operation::Apply,
+            Governed::Batch(b) => b.operation,
+        }
+    }
+
+    fn paths(&self) -> Vec<String> {
+        match self {
+            Governed::Apply(p) => vec![p.path.clone()],
+            Governed::Batch(b) => b.changes.iter().map(|c| c.path.clone()).collect(),
+        }
+    }
+
+    /// The hash a decision binds: the content-addressed id recomputed from the stored
+    /// proposal's fields, or the sha256 of the batch's canonical encoding.
+    fn sha256(&self) -> Result<String> {
+        Ok(match self {
+            Governed::Apply(p) => proposal_id(&p.path, &p.before_sha256, &p.after_sha256, &p.content),
+            Governed::Batch(b) => {
+                sha256_hex(&serde_json::to_vec(b).map_err(|e| Error::io("encoding", "batch proposal", std::io::Error::other(e)))?)
+            }
+        })
+    }
+}
+
+/// The receipt's `approval` object for a decision.
+fn stamp(record: &DecisionRecord, record_sha256: &str) -> Value {
+    json!({
+        "approver": record.approver,
+        "channel": record.channel,
+        "decided_at": record.decided_at,
+        "decision_sha256": record_sha256,
+    })
+}
+
+/// Refuses an approved decision whose proposal no longer hashes to what was approved, or whose
+/// notes changed since (unless they already hold the after-images: a replay).
+fn check_approved(root: &Path, governed: &Governed, record: &DecisionRecord) -> Result<()> {
+    if governed.sha256()? != record.proposal_sha256 {
+        return Err(Error::ApprovalStale {
+            proposal_id: record.proposal_id.clone(),
+            reason: "the stored proposal changed after it was approved".into(),
+        });
+    }
+    let (current, applied) = currency(root, governed)?;
+    if !current && !applied {
+        return Err(Error::ApprovalStale {
+            proposal_id: record.proposal_id.clone(),
+            reason: "the notes changed since the proposal was approved; propose the change again".into(),
+        });
+    }
+    Ok(())
+}
+
+fn rejected(record: &DecisionRecord) -> Error {
+    Error::ProposalRejected { proposal_id: record.proposal_id.clone(), approver: record.approver.clone(), comment: record.comment.clone() }
+}
+
+/// The stable id of a multi-note plan: the operation and, per note in path order, the version
+/// it is based on. The after-images are not part of it (a heal stamps the time), so the same
+/// run over the same notes finds the same proposal.
+fn plan_id(operation: Operation, notes: &[NoteChange]) -> String {
+    let mut entries: Vec<Value> = notes
+        .iter()
+        .map(|n| {
+            json!({
+                "path": n.path.as_str(),
+                "expected_sha256": n.expected_sha256,
+                "require_absent": n.require_absent,
+                "removes": n.content.is_none(),
+            })
+        })
+        .collect();
+    entries.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
+    sha256_hex(json!({"operation": operation.name(), "changes": entries}).to_string().as_bytes())
+}
+
+/// Runs a multi-note maintenance mutation under the `approvals:` policy: with no `human` rule
+/// it is `write::execute`; under one, the first call stores the planned changes as a batch
+/// proposal and returns `human_approval_required`, a rejection returns `proposal_rejected`,
+/// and an approval writes exactly the stored changes (what the person saw), its receipt
+/// naming the approver and channel.
+pub fn execute_governed(vault: &Vault, operation: Operation, mut mutation: Mutation) -> Result<Value> {
+    let root = vault.root();
+    let approver = approver_for(&vault.policy().policy.approvals, operation, mutation.notes.iter().map(|n| n.path.as_str()));
+    if approver == Approver::Caller {
+        return execute(vault, mutation);
+    }
+    let id = plan_id(operation, &mutation.notes);
+    match read_decision(root, &id)? {
+        None => {
+            let batch = BatchProposal {
+                schema: BATCH_SCHEMA.into(),
+                proposal_id: id.clone(),
+                operation,
+                proposed_by: vault.channel().actor().into(),
+                created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                changes: mutation
+                    .notes
+                    .iter()
+                    .map(|n| BatchChange {
+                        path: n.path.to_string(),
+                        expected_sha256: n.expected_sha256.clone(),
+                        require_absent: n.require_absent,
+                        content: n.content.clone(),
+                    })
+                    .collect(),
+                create_folders: mutation.create_folders,
+                log_entry: mutation.log_entry.clone(),
+            };
+            nofollow::refuse_symlinked_state(root)?;
+            durable::create_dir_all(root, &layout::join(root, layout::BATCH_PROPOSALS_DIR))?;
+            // The first stored plan is the one a person reviews; a later identical call keeps it.
+            durable::create_new(root, &batch_path(root, &id), &encode(&batch, "batch proposal")?)?;
+            Err(Error::HumanApprovalRequired { operation: operation.tool(), proposal_id: id })
+        }
+        Some((record, _)) if record.decision == Decision::Rejected => Err(rejected(&record)),
+        Some((record, record_sha)) => {
+            let batch = read_batch(root, &id)?.ok_or_else(|| Error::ProposalNotFound { proposal_id: id.clone() })?;
+            let governed = Governed::Batch(batch);
+            check_approved(root, &governed, &record)?;
+            let Governed::Batch(batch) = governed else { unreachable!("built as a batch above") };
+            mutation.notes = batch
+                .changes
+                .into_iter()
+                .map(|c| {
+                    Ok(NoteChange {
+                        path: VaultPath::parse(&c.path)?,
+                        content: c.content,
+                        require_absent: c.require_absent,
+                        expected_sha256: c.expected_sha256,
+                    })
+                })
+                .collect::<Result<_>>()?;
+            mutation.log_entry = batch.log_entry;
+            mutation.create_folders = batch.create_folders;
+            mutation.proposal_id = Some(id);
+            execute_approved(vault, mutation, stamp(&record, &record_sha))
+        }
+    }
+}
+
+/// The approval gate of `apply_memory_change` for a validated stored proposal: `Ok(None)`
+/// when the caller's approval suffices, `Ok(Some(stamp))` when a person approved it (the
+/// receipt's `approval`), otherwise `human_approval_required`, `proposal_rejected` or
+/// `approval_stale`. A rejection binds under every rule.
+pub(crate) fn gate_apply(vault: &Vault, proposal: &Proposal) -> Result<Option<Value>> {
+    let root = vault.root();
+    let decision = read_decision(root, &proposal.proposal_id)?;
+    if let Some((record, _)) = &decision
+        && record.decision == Decision::Rejected
+    {
+        return Err(rejected(record));
+    }
+    let approver = approver_for(&vault.policy().policy.approvals, Operation::Apply, [proposal.path.as_str()]);
+    match decision {
+        Some((record, record_sha)) => {
+            check_approved(root, &Governed::Apply(proposal.clone()), &record)?;
+            Ok(Some(stamp(&record, &record_sha)))
+        }
+        None if approver == Approver::Human => {
+            Err(Error::HumanApprovalRequired { operation: Operation::Apply.tool(), proposal_id: proposal.proposal_id.clone() })
+        }
+        None => Ok(None),
+    }
+}
+
+impl Vault {
+    /// A proposal's state (either kind), as agents and people read it.
+    pub fn proposal_status(&self, proposal_id: &str) -> Result<ProposalStatus> {
+        check_id(proposal_id)?;
+        nofollow::refuse_symlinked_state(self.root())?;
+        let governed = load(self.root(), proposal_id)?;
+        self.status_of(&governed)
+    }
+
+    fn status_of(&self, governed: &Governed) -> Result<ProposalStatus> {
+        let root = self.root();
+        let (id, proposed_by, created_at) = match governed {
+            Governed::Apply(p) => (p.proposal_id.clone(), "agent or person (see the receipt)".to_string(), p.created_at.clone()),
+            Governed::Batch(b) => (b.proposal_id.clone(), b.proposed_by.clone(), b.created_at.clone()),
+        };
+        let decision = read_decision(root, &id)?;
+        let (current, applied) = currency(root, governed)?;
+        let state = match &decision {
+            Some((record, _)) if record.decision == Decision::Rejected => ProposalState::Rejected,
+            _ if applied => ProposalState::Applied,
+            _ if !current => ProposalState::Stale,
+            Some(_) => ProposalState::Approved,
+            None => ProposalState::Pending,
+        };
+        let paths = governed.paths();
+        let approver = approver_for(&self.policy().policy.approvals, governed.operation(), paths.iter().map(String::as_str));
+        Ok(ProposalStatus {
+            proposal_id: id,
+            operation: governed.operation(),
+            paths,
+            proposed_by,
+            created_at,
+            state,
+            approver,
+            decision: decision.map(|(r, _)| r),
+        })
+    }
+
+    /// Every stored proposal's status, newest first.
+    pub fn proposals(&self) -> Result<Vec<ProposalStatus>> {
+        let root = self.root();
+        nofollow::refuse_symlinked_state(root)?;
+        let mut out = Vec::new();
+        for dir in [layout::PROPOSALS_DIR, layout::BATCH_PROPOSALS_DIR] {
+            let entries = match std::fs::read_dir(layout::join(root, dir)) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => return Err(Error::io("listing", dir, e)),
+            };
+            for entry in entries {
+                let entry = entry.map_err(|e| Error::io("listing", dir, e))?;
+                let name = entry.file_name().to_string_lossy().into_owned();
+                let Some(id) = name.strip_suffix(".json").filter(|id| check_id(id).is_ok()) else { continue };
+                let governed = if dir == layout::PROPOSALS_DIR {
+                    read_apply_proposal(root, id).map(|p| p.map(Governed::Apply))
+                } else {
+                    read_batch(root, id).map(|b| b.map(Governed::Batch))
+                };
+                // One unreadable file (or a proposal naming a path no longer valid) must not hide
+                // the others from a person: it is logged and left alone.
+                match governed.and_then(|g| g.map(|g| self.status_of(&g)).transpose()) {
+                    Ok(Some(status)) => out.push(status),
+                    Ok(None) => {}
+                    Err(error) => tracing::warn!(proposal = id, %error, "a stored proposal cannot be read; skipped"),
+                }
+            }
+        }
+        out.sort_by(|a, b| b.created_at.cmp(&a.created_at).then_with(|| a.proposal_id.cmp(&b.proposal_id)));
+        Ok(out)
+    }
+
+    /// Proposals waiting for a person: pending, current, and under a `human` rule.
+    pub fn pending_approvals(&self) -> Result<usize> {
+        Ok(self.proposals()?.iter().filter(|p| p.state == ProposalState::Pending && p.approver == Approver::Human).count())
+    }
+
+    /// Records a person's decision after checking their approver secret. The record is created
+    /// once and never replaced: a second decision on the same proposal is `already_decided`.
+    /// Approving a proposal whose notes changed since is `approval_stale`.
+    pub fn decide(&self, request: &DecisionRequest) -> Result<DecisionRecord> {
+        self.decide_with_approvers(&secrets::default_dir()?, request)
+    }
+
+    /// `decide` against the approvers file in `config_dir` (tests pass a temporary folder).
+    pub fn decide_with_approvers(&self, config_dir: &Path, request: &DecisionRequest) -> Result<DecisionRecord> {
+        check_id(&request.proposal_id)?;
+        secrets::check_name(&request.approver)?;
+        if request.comment.chars().count() > COMMENT_CHARS_MAX {
+            return Err(Error::InvalidArgument { name: "comment", reason: format!("at most {COMMENT_CHARS_MAX} characters") });
+        }
+        secrets::verify(config_dir, &request.approver, &request.secret)?;
+        let root = self.root();
+        nofollow::refuse_symlinked_state(root)?;
+        let governed = load(root, &request.proposal_id)?;
+        if let Some((existing, _)) = read_decision(root, &request.proposal_id)? {
+            return Err(Error::AlreadyDecided { proposal_id: request.proposal_id.clone(), decision: existing.decision.name() });
+        }
+        if request.decision == Decision::Approved {
+            let (current, applied) = currency(root, &governed)?;
+            if !current || applied {
+                return Err(Error::ApprovalStale {
+                    proposal_id: request.proposal_id.clone(),
+                    reason: if applied {
+                        "the notes already hold the proposed change".into()
+                    } else {
+                        "the notes changed since it was proposed".into()
+                    },
+                });
+            }
+        }
+        let record = DecisionRecord {
+            schema: DECISION_SCHEMA.into(),
+            proposal_id: request.proposal_id.clone(),
+            proposal_sha256: governed.sha256()?,
+            operation: governed.operation(),
+            decision: request.decision,
+            approver: request.approver.clone(),
+            channel: request.channel,
+            decided_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            comment: request.comment.clone(),
+        };
+        durable::create_dir_all(root, &layout::join(root, layout::APPROVAL_DECISIONS_DIR))?;
+        if durable::create_new(root, &decision_path(root, &request.proposal_id), &encode(&record, "decision record")?)? {
+            Ok(record)
+        } else {
+            // Another decision won the race; it stands.
+            let decision = read_decision(root, &request.proposal_id)?.map_or(request.decision, |(r, _)| r.decision);
+            Err(Error::AlreadyDecided { proposal_id: request.proposal_id.clone(), decision: decision.name() })
+        }
+    }
+}

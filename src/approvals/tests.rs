@@ -1,0 +1,97 @@
+//! Unit tests for the approval rules, plan ids and approver secrets.
+
+use super::*;
+use crate::policy::{ApprovalRule, LoadedPolicy};
+
+fn rule(operations: &[&str], paths: &[&str], approver: Approver) -> ApprovalRule {
+    ApprovalRule {
+        operations: operations.iter().map(|s| s.to_string()).collect(),
+        paths: paths.iter().map(|s| s.to_string()).collect(),
+        approver,
+    }
+}
+
+#[test]
+fn no_rule_means_the_caller_approves() {
+    let policy = ApprovalsPolicy::default();
+    for op in Operation::ALL {
+        assert_eq!(approver_for(&policy, op, ["01_Projects/a.md"]), Approver::Caller);
+    }
+}
+
+#[test]
+fn the_first_matching_rule_decides_per_path_and_one_human_path_wins() {
+    let policy = ApprovalsPolicy {
+        rules: vec![
+            rule(&["apply"], &["01_Projects/public/**"], Approver::Caller),
+            rule(&["apply", "archive"], &["01_Projects/**"], Approver::Human),
+        ],
+    };
+    assert_eq!(approver_for(&policy, Operation::Apply, ["01_Projects/public/x.md"]), Approver::Caller);
+    assert_eq!(approver_for(&policy, Operation::Apply, ["01_Projects/secret/x.md"]), Approver::Human);
+    assert_eq!(approver_for(&policy, Operation::Apply, ["03_Resources/x.md"]), Approver::Caller);
+    // Another operation is not governed by an apply rule.
+    assert_eq!(approver_for(&policy, Operation::Heal, ["01_Projects/secret/x.md"]), Approver::Caller);
+    // A multi-note operation needs a person when any one path does.
+    assert_eq!(approver_for(&policy, Operation::Archive, ["03_Resources/a.md", "01_Projects/public/b.md"]), Approver::Human);
+    assert_eq!(approver_for(&policy, Operation::Archive, ["03_Resources/a.md"]), Approver::Caller);
+}
+
+#[test]
+fn a_single_star_stays_inside_one_folder_and_no_pattern_means_every_path() {
+    let policy = ApprovalsPolicy { rules: vec![rule(&["apply"], &["01_Projects/*.md"], Approver::Human)] };
+    assert_eq!(approver_for(&policy, Operation::Apply, ["01_Projects/a.md"]), Approver::Human);
+    assert_eq!(approver_for(&policy, Operation::Apply, ["01_Projects/deep/a.md"]), Approver::Caller);
+    let everything = ApprovalsPolicy { rules: vec![rule(&["heal"], &[], Approver::Human)] };
+    assert_eq!(approver_for(&everything, Operation::Heal, ["02_Areas/z.md"]), Approver::Human);
+}
+
+#[test]
+fn the_policy_refuses_unknown_unbuilt_and_malformed_rules() {
+    let load = |yaml: &str| LoadedPolicy::from_texts(Some(yaml)).map(|_| ()).map_err(|e| e.to_string());
+    assert!(load("approvals:\n  rules:\n    - { operations: [apply], paths: [\"01_Projects/**\"], approver: human }\n").is_ok());
+    let unknown = load("approvals:\n  rules:\n    - { operations: [deploy], approver: human }\n").unwrap_err();
+    assert!(unknown.contains("unknown operation 'deploy'"), "{unknown}");
+    let unbuilt = load("approvals:\n  rules:\n    - { operations: [link_rot], approver: human }\n").unwrap_err();
+    assert!(unbuilt.contains("not built yet"), "{unbuilt}");
+    let glob = load("approvals:\n  rules:\n    - { operations: [apply], paths: [\"01_Projects/[\"], approver: human }\n").unwrap_err();
+    assert!(glob.contains("path pattern"), "{glob}");
+    let empty = load("approvals:\n  rules:\n    - { operations: [], approver: human }\n").unwrap_err();
+    assert!(empty.contains("names no operation"), "{empty}");
+    let approver = load("approvals:\n  rules:\n    - { operations: [apply], approver: anyone }\n").unwrap_err();
+    assert!(approver.contains("anyone"), "{approver}");
+}
+
+#[test]
+fn a_plan_id_ignores_order_and_after_images_but_not_the_versions() {
+    let change = |path: &str, before: &str, text: &str| NoteChange {
+        path: VaultPath::parse(path).unwrap(),
+        content: Some(text.into()),
+        require_absent: false,
+        expected_sha256: Some(before.into()),
+    };
+    let a = [change("01_Projects/a.md", "1", "x"), change("01_Projects/b.md", "2", "y")];
+    let b = [change("01_Projects/b.md", "2", "other"), change("01_Projects/a.md", "1", "text")];
+    assert_eq!(plan_id(Operation::Heal, &a), plan_id(Operation::Heal, &b));
+    assert_ne!(plan_id(Operation::Heal, &a), plan_id(Operation::Archive, &a));
+    let moved = [change("01_Projects/a.md", "3", "x"), change("01_Projects/b.md", "2", "y")];
+    assert_ne!(plan_id(Operation::Heal, &a), plan_id(Operation::Heal, &moved));
+}
+
+#[test]
+fn secrets_are_argon2_hashes_and_a_wrong_secret_or_name_is_one_refusal() {
+    let dir = tempfile::tempdir().unwrap();
+    assert_eq!(secrets::verify(dir.path(), "alice", "whatever-secret").unwrap_err().code(), "not_configured");
+    assert_eq!(secrets::add_approver(dir.path(), "alice", "short").unwrap_err().code(), "invalid_argument");
+    assert_eq!(secrets::add_approver(dir.path(), "Alice!", "a long enough secret").unwrap_err().code(), "invalid_argument");
+    secrets::add_approver(dir.path(), "alice", "correct horse battery").unwrap();
+    let stored = std::fs::read_to_string(dir.path().join(secrets::APPROVERS_FILE)).unwrap();
+    assert!(stored.contains("$argon2id$") && !stored.contains("correct horse"), "{stored}");
+    secrets::verify(dir.path(), "alice", "correct horse battery").unwrap();
+    assert_eq!(secrets::verify(dir.path(), "alice", "correct horse batterY").unwrap_err().code(), "approver_refused");
+    assert_eq!(secrets::verify(dir.path(), "mallory", "correct horse battery").unwrap_err().code(), "approver_refused");
+    // An approver is never silently replaced.
+    assert_eq!(secrets::add_approver(dir.path(), "alice", "another long secret").unwrap_err().code(), "invalid_argument");
+    secrets::verify(dir.path(), "alice", "correct horse battery").unwrap();
+    assert_eq!(secrets::approver_names(dir.path()).unwrap(), vec!["alice".to_string()]);
+}
