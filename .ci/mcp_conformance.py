@@ -180,9 +180,19 @@ async def run(binary, vault):
                         if field(res, "is_error", "isError") or json.loads(res.content[0].text) != content:
                             failures.append(f"{step}: {res.content[0].text[:300]}")
                         jsonschema.validate(content, field(tools[step], "output_schema", "outputSchema"))
+                    # The proposal's approval state, read back by the agent (null vault_path = absent).
+                    proposal_id = field(proposal, "structured_content", "structuredContent").get("proposal_id")
+                    status = await session.call_tool("get_proposal_status", {"proposal_id": proposal_id, "vault_path": None})
+                    called.add("get_proposal_status")
+                    content = field(status, "structured_content", "structuredContent")
+                    if field(status, "is_error", "isError") or json.loads(status.content[0].text) != content:
+                        failures.append(f"get_proposal_status: {status.content[0].text[:300]}")
+                    elif content.get("state") != "applied":
+                        failures.append(f"get_proposal_status: state {content.get('state')!r} after the apply, not 'applied'")
+                    jsonschema.validate(content, field(tools["get_proposal_status"], "output_schema", "outputSchema"))
             for name in sorted(set(tools) - called):
                 failures.append(f"{name}: advertised but never called")
-            print(f"conformance: {len(tools)} tools, {len(calls) + 2} calls")
+            print(f"conformance: {len(tools)} tools, {len(calls) + 3} calls")
     return failures
 
 
