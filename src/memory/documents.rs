@@ -10,10 +10,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{MemoryVault, fresh_id};
+use super::{MemoryVault, fresh_id, receipt_summary};
 use crate::error::{Error, Result};
 use crate::note::path::VaultPath;
-use crate::write::{Mutation, NoteChange, execute, sha256_hex};
+use crate::write::sha256_hex;
 
 /// The `document:` block of a document note.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -106,25 +106,11 @@ impl MemoryVault {
         let record =
             DocumentRecord { file_path: file_path.trim().to_string(), format: format.clone(), generated_by: generated_by.to_string() };
         let text = render(&self.vault.policy().policy.agent_memory.document_note_type, &record, content)?;
-        let op = fresh_id(16);
-        let mutation = Mutation {
-            operation: "ctxvault.write_doc",
-            notes: vec![NoteChange {
-                path: path.clone(),
-                content: Some(text),
-                require_absent: existing.is_none(),
-                expected_sha256: existing.clone(),
-            }],
-            idempotency_key: Some(format!("{}{op}", super::known_times::KEY_PREFIX)),
-            proposal_id: None,
-            log_entry: None,
-            create_folders: true,
-        };
-        let receipt = execute(&self.vault, mutation)?;
+        let receipt = self.commit("ctxvault.write_doc", &fresh_id(16), vec![(path.clone(), text, existing.clone())])?;
         Ok(json!({
             "file_path": record.file_path, "format": format, "generated_by": record.generated_by, "path": path.to_string(),
             "overwritten": existing.is_some(), "converted": false,
-            "receipt": {"seq": receipt.get("seq"), "operation": receipt.get("operation"), "at": receipt.get("at")},
+            "receipt": receipt_summary(&receipt),
         }))
     }
 

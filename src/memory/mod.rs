@@ -96,6 +96,11 @@ pub fn untrusted(mut value: Value) -> Value {
     value
 }
 
+/// What a memory tool says of its receipt: sequence number, operation and commit time.
+fn receipt_summary(receipt: &Value) -> Value {
+    json!({"seq": receipt.get("seq"), "operation": receipt.get("operation"), "at": receipt.get("at")})
+}
+
 /// A fresh random identifier (hex).
 pub fn fresh_id(bytes: usize) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
@@ -260,7 +265,7 @@ impl MemoryVault {
             let seen = index.get(id).and_then(|e| lens.see(e, times));
             json!({
                 "episode": seen.map(|s| episodes::episode_json(index, &s, &lens, times)),
-                "receipt": {"seq": receipt.get("seq"), "operation": receipt.get("operation"), "at": receipt.get("at")},
+                "receipt": receipt_summary(receipt),
             })
         })
     }

@@ -5,10 +5,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{MemoryVault, fresh_id};
+use super::{MemoryVault, fresh_id, receipt_summary};
 use crate::error::{Error, Result};
 use crate::note::path::VaultPath;
-use crate::write::{Mutation, NoteChange, execute, sha256_hex};
+use crate::write::sha256_hex;
 
 /// The `skill:` block of a skill note.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -111,25 +111,11 @@ impl MemoryVault {
         }
         let record = SkillRecord { name: name.trim().to_string(), description: description.trim().to_string() };
         let text = render(&self.vault.policy().policy.agent_memory.skill_note_type, &record, instructions)?;
-        let op = fresh_id(16);
-        let mutation = Mutation {
-            operation: "ctxvault.write_skill",
-            notes: vec![NoteChange {
-                path: path.clone(),
-                content: Some(text),
-                require_absent: existing.is_none(),
-                expected_sha256: existing.clone(),
-            }],
-            idempotency_key: Some(format!("{}{op}", super::known_times::KEY_PREFIX)),
-            proposal_id: None,
-            log_entry: None,
-            create_folders: true,
-        };
-        let receipt = execute(&self.vault, mutation)?;
+        let receipt = self.commit("ctxvault.write_skill", &fresh_id(16), vec![(path.clone(), text, existing.clone())])?;
         Ok(json!({
             "skill_name": record.name, "description": record.description, "path": path.to_string(),
             "overwritten": existing.is_some(),
-            "receipt": {"seq": receipt.get("seq"), "operation": receipt.get("operation"), "at": receipt.get("at")},
+            "receipt": receipt_summary(&receipt),
         }))
     }
 
