@@ -8,37 +8,24 @@
 // Bench fixtures are built with std::fs; the engine under test writes only through store/.
 #![allow(clippy::disallowed_methods)]
 
-use std::io::{BufRead, BufReader, Write};
+#[path = "support/mod.rs"]
+mod support;
+
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use paravault::goals::graph::Analysis;
 use paravault::goals::{self, Goal, GoalRequest, GoalStatus, Worklist};
 use paravault::vault::{Vault, VaultOptions};
-use serde_json::{Value, json};
+use serde_json::json;
+use support::mcp_client::McpClient;
+use support::stats::report;
 
 const BIN: &str = env!("CARGO_BIN_EXE_paravault");
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
-}
-
-fn pct(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn report(label: &str, mut samples: Vec<Duration>, floor: Option<Duration>) -> Duration {
-    samples.sort();
-    let p50 = pct(&samples, 0.5);
-    let ratio = floor.map(|f| format!("  p50/floor {:>5.2}x", p50.as_secs_f64() / f.as_secs_f64())).unwrap_or_default();
-    println!(
-        "{label:<44} n={:<4} p50 {:>9.3} ms  p90 {:>9.3} ms{ratio}",
-        samples.len(),
-        p50.as_secs_f64() * 1e3,
-        pct(&samples, 0.9).as_secs_f64() * 1e3
-    );
-    p50
 }
 
 /// A seeded xorshift: the same random graph on every run.
@@ -135,67 +122,11 @@ fn service_reads(n: usize, rounds: usize) {
     }
 }
 
-struct Client {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Client {
-    fn ready(vault: &Path) -> Client {
-        let mut child = Command::new(BIN)
-            .arg("--vault")
-            .arg(vault)
-            .args(["mcp", "--surface", "stepstone"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn paravault mcp");
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut client = Client { child, stdin, stdout, next_id: 1 };
-        let init = client.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "goals-bench", "version": "1"}}),
-        );
-        assert!(init["result"].is_object(), "initialize failed: {init}");
-        client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
-        client
-    }
-
-    fn send(&mut self, message: &Value) {
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{message}").expect("write request");
-        stdin.flush().expect("flush request");
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(self.stdout.read_line(&mut line).expect("read response") > 0, "the server closed stdout");
-            let message: Value = serde_json::from_str(&line).expect("JSON-RPC line");
-            if message["id"] == json!(id) {
-                return message;
-            }
-        }
-    }
-
-    fn call(&mut self, tool: &str, args: Value) -> Value {
-        let response = self.request("tools/call", json!({"name": tool, "arguments": args}));
-        assert_eq!(response["result"]["isError"], false, "{tool} failed: {response}");
-        response["result"]["structuredContent"].clone()
-    }
-
-    fn close(mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.wait();
-    }
+/// A stepstone server over `vault`, initialized.
+fn stepstone_client(vault: &Path) -> McpClient {
+    let mut command = Command::new(BIN);
+    command.arg("--vault").arg(vault).args(["mcp", "--surface", "stepstone"]);
+    McpClient::ready(command, "goals-bench")
 }
 
 /// One durable 4 KiB atomic replace (the physical floor), in a folder beside the vault.
@@ -213,7 +144,7 @@ fn mutation_over_mcp(rounds: usize) {
     Vault::init(&root, VaultOptions::default()).expect("init");
     let floor_dir = dir.path().join("floor");
     std::fs::create_dir(&floor_dir).expect("floor dir");
-    let mut client = Client::ready(&root);
+    let mut client = stepstone_client(&root);
     let mut last = String::new();
     for i in 0..20 {
         let added =

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 use paravault::Vault;
 use paravault::retrieval::{SearchParams, SyncParams};
 use serde_json::{Value, json};
+use support::stats::{ms, report};
 
 const BIN: &str = env!("CARGO_BIN_EXE_paravault");
 
@@ -37,29 +38,6 @@ const QUERIES: &[&str] = &[
     "daily log review",
     "knowledge base",
 ];
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn pct(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
-/// Prints p50/p90/p99 of `samples` and returns p50.
-fn report(label: &str, mut samples: Vec<Duration>, floor: Option<Duration>) -> Duration {
-    samples.sort();
-    let p50 = pct(&samples, 0.5);
-    let ratio = floor.map(|f| format!("  p50/floor {:>6.2}x", p50.as_secs_f64() / f.as_secs_f64())).unwrap_or_default();
-    println!(
-        "{label:<46} n={:<4} p50 {:>8.3} ms  p90 {:>8.3} ms  p99 {:>8.3} ms{ratio}",
-        samples.len(),
-        ms(p50),
-        ms(pct(&samples, 0.9)),
-        ms(pct(&samples, 0.99))
-    );
-    p50
-}
 
 struct Client {
     child: Child,

@@ -9,110 +9,30 @@
 // Bench fixtures are built with std::fs; the engine under test writes only through store/.
 #![allow(clippy::disallowed_methods)]
 
-use std::io::{BufRead, BufReader, Write};
+#[path = "support/mod.rs"]
+mod support;
+
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 use paravault::memory::episodes::{EpisodeRecord, EpisodeState, render_note};
 use paravault::memory::registry::{RegisteredVault, Registry, VaultType};
-use serde_json::{Value, json};
+use serde_json::json;
+use support::mcp_client::McpClient;
+use support::stats::report;
 
 const BIN: &str = env!("CARGO_BIN_EXE_paravault");
 const FOLDERS: [&str; 7] = ["00_Inbox", "01_Projects", "02_Areas", "03_Resources", "04_Archive", "06_Daily_Logs", "PROTOCOLS"];
 
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn pct(sorted: &[Duration], p: f64) -> Duration {
-    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
-}
-
-fn report(label: &str, mut samples: Vec<Duration>, floor: Option<Duration>) -> Duration {
-    samples.sort();
-    let p50 = pct(&samples, 0.5);
-    let ratio = floor.map(|f| format!("  p50/floor {:>6.2}x", p50.as_secs_f64() / f.as_secs_f64())).unwrap_or_default();
-    println!(
-        "{label:<52} n={:<4} p50 {:>8.3} ms  p90 {:>8.3} ms  p99 {:>8.3} ms{ratio}",
-        samples.len(),
-        ms(p50),
-        ms(pct(&samples, 0.9)),
-        ms(pct(&samples, 0.99))
-    );
-    p50
-}
-
-struct Client {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Client {
-    fn spawn(main: &Path, config: &Path, agent: Option<&str>) -> Client {
-        let mut command = Command::new(BIN);
-        command.arg("--vault").arg(main).args(["mcp", "--surface", "ctxvault"]);
-        if let Some(agent) = agent {
-            command.args(["--agent", agent]);
-        }
-        let mut child = command
-            .env("PARAVAULT_CONFIG_DIR", config)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn paravault mcp");
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        Client { child, stdin, stdout, next_id: 1 }
+/// The command line of a ctxvault server over `main`, with the registry in `config`.
+fn server(main: &Path, config: &Path, agent: Option<&str>) -> Command {
+    let mut command = Command::new(BIN);
+    command.arg("--vault").arg(main).args(["mcp", "--surface", "ctxvault"]).env("PARAVAULT_CONFIG_DIR", config);
+    if let Some(agent) = agent {
+        command.args(["--agent", agent]);
     }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        let id = self.next_id;
-        self.next_id += 1;
-        let stdin = self.stdin.as_mut().expect("stdin open");
-        writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).expect("write");
-        stdin.flush().expect("flush");
-        let mut line = String::new();
-        loop {
-            line.clear();
-            assert!(self.stdout.read_line(&mut line).expect("read") > 0, "the server closed stdout");
-            let message: Value = serde_json::from_str(&line).expect("JSON-RPC line");
-            if message["id"] == json!(id) {
-                return message;
-            }
-        }
-    }
-
-    fn initialize(&mut self) {
-        let response = self.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "memory-bench", "version": "1"}}),
-        );
-        assert!(response["result"].is_object(), "initialize failed: {response}");
-    }
-
-    fn ready(main: &Path, config: &Path) -> Client {
-        let mut client = Client::spawn(main, config, None);
-        client.initialize();
-        let stdin = client.stdin.as_mut().expect("stdin");
-        writeln!(stdin, "{}", json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).expect("write");
-        client
-    }
-
-    fn call(&mut self, tool: &str, args: Value) -> Value {
-        let response = self.request("tools/call", json!({"name": tool, "arguments": args}));
-        let result = &response["result"];
-        assert_eq!(result["isError"], false, "{tool} failed: {response}");
-        result["structuredContent"].clone()
-    }
-
-    fn close(mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.wait();
-    }
+    command
 }
 
 fn make_vault(root: &Path) {
@@ -211,8 +131,8 @@ fn main() {
     let cold: Vec<Duration> = (0..rounds)
         .map(|_| {
             let start = Instant::now();
-            let mut client = Client::spawn(&main_root, &config, None);
-            client.initialize();
+            let mut client = McpClient::spawn(server(&main_root, &config, None));
+            client.initialize("memory-bench");
             let elapsed = start.elapsed();
             client.close();
             elapsed
@@ -222,7 +142,7 @@ fn main() {
     let first: Vec<Duration> = (0..rounds.min(10))
         .map(|_| {
             let start = Instant::now();
-            let mut client = Client::ready(&main_root, &config);
+            let mut client = McpClient::ready(server(&main_root, &config, None), "memory-bench");
             client.call("list_vaults", json!({}));
             let elapsed = start.elapsed();
             client.close();
@@ -231,7 +151,7 @@ fn main() {
         .collect();
     report("cold start → first list_vaults answered", first, Some(spawn_floor));
 
-    let mut client = Client::ready(&main_root, &config);
+    let mut client = McpClient::ready(server(&main_root, &config, None), "memory-bench");
     // Writes on a small vault (vault1), paired with the floor in the same run.
     let floor_dir = base.path().join("floor");
     std::fs::create_dir_all(&floor_dir).expect("floor dir");

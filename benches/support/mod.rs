@@ -5,6 +5,9 @@
 //! `target/bench-data/` of this crate (override with `PARAVAULT_BENCH_DATA`).
 #![allow(dead_code)]
 
+pub mod mcp_client;
+pub mod stats;
+
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
