@@ -763,8 +763,16 @@ impl Vault {
         self.writer.lock().map(|core| core.as_ref().is_some_and(|c| !c.unsynced.is_empty())).unwrap_or(false)
     }
 
+    /// Whether a write this process committed waits to be finished (putting it in place failed
+    /// past the commit point, e.g. on a full disk). `checkpoint_pending` finishes it.
+    pub fn has_unfinished_writes(&self) -> bool {
+        self.writer.lock().map(|core| core.as_ref().is_some_and(|c| c.needs_recovery)).unwrap_or(false)
+    }
+
     /// Makes this process's deferred writes durable (fsyncs their files in parallel and marks
-    /// their intents done). Long-running adapters call it when idle; dropping the vault does.
+    /// their intents done), first finishing any committed write that waits (taking the writer
+    /// lock runs recovery). Long-running adapters call it when idle, so a write that met a full
+    /// disk completes once space returns without another write; dropping the vault calls it.
     pub fn checkpoint_pending(&self) -> Result<()> {
         let mut writer = self.lock_writer()?;
         if writer.unsynced.is_empty() {

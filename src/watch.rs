@@ -57,6 +57,7 @@ pub struct DiskWatch {
     _watcher: notify::RecommendedWatcher,
     shared: Arc<Shared>,
     /// The engine's state folder, where barrier files are created.
+    root: PathBuf,
     state_dir: PathBuf,
     next_token: AtomicU64,
     timeout: Duration,
@@ -80,7 +81,14 @@ impl DiskWatch {
         })
         .map_err(|e| watch_error(&root, e))?;
         watcher.watch(&root, RecursiveMode::Recursive).map_err(|e| watch_error(&root, e))?;
-        Ok(DiskWatch { _watcher: watcher, shared, state_dir, next_token: AtomicU64::new(1), timeout: BARRIER_TIMEOUT })
+        Ok(DiskWatch {
+            _watcher: watcher,
+            shared,
+            root: root.to_path_buf(),
+            state_dir,
+            next_token: AtomicU64::new(1),
+            timeout: BARRIER_TIMEOUT,
+        })
     }
 
     /// Waits until the watcher has delivered every event up to now (the barrier), then takes
@@ -89,7 +97,7 @@ impl DiskWatch {
     pub fn settle(&self) -> DiskChanges {
         let token = self.next_token.fetch_add(1, Ordering::Relaxed);
         let barrier = self.state_dir.join(format!("{}{token}", barrier_prefix()));
-        if let Err(error) = crate::store::durable::create_scratch(&barrier) {
+        if let Err(error) = crate::store::durable::create_scratch(&self.root, &barrier) {
             let mut pending = self.shared.lock();
             pending.changes.rescan.get_or_insert_with(|| format!("the watch barrier could not be written: {error}"));
             return std::mem::take(&mut pending.changes);
@@ -102,7 +110,7 @@ impl DiskWatch {
         }
         let changes = std::mem::take(&mut pending.changes);
         drop(pending);
-        if let Err(error) = crate::store::durable::remove_scratch(&barrier) {
+        if let Err(error) = crate::store::durable::remove_scratch(&self.root, &barrier) {
             tracing::debug!(error = %error, "could not remove a watch barrier file");
         }
         changes

@@ -51,6 +51,26 @@ fn escape_inline(text: &str) -> String {
     out
 }
 
+/// A file or folder name as a `<…>` link destination: `<` and `>` would end the destination,
+/// and a Markdown reader cuts a destination at `#` (fragment) or `?` (query) and
+/// percent-decodes it (the engine's own link reader does), so these four and `%` itself are
+/// percent-encoded. Names never hold a line break or a backslash (`VaultPath` refuses them).
+fn escape_destination(name: &str) -> std::borrow::Cow<'_, str> {
+    let special = |c: char| matches!(c, '%' | '#' | '?' | '<' | '>');
+    if !name.contains(special) {
+        return name.into();
+    }
+    let mut out = String::with_capacity(name.len() + 8);
+    for c in name.chars() {
+        if special(c) {
+            let _ = write!(out, "%{:02X}", c as u32);
+        } else {
+            out.push(c);
+        }
+    }
+    out.into()
+}
+
 fn truncate_chars(text: &str, max: usize) -> String {
     // No more bytes than `max` means no more characters either: skip the count.
     if text.len() <= max || text.chars().count() <= max {
@@ -98,7 +118,7 @@ fn note_entry(record: &NoteRecord, description_chars: usize) -> String {
     let title = meta.title.as_deref().unwrap_or(name);
     let mut out = String::new();
     let _ = writeln!(out, "### {}\n", escape_inline(title));
-    let _ = writeln!(out, "- Path: [{}](<./{}>)", escape_inline(record.path.as_str()), name);
+    let _ = writeln!(out, "- Path: [{}](<./{}>)", escape_inline(record.path.as_str()), escape_destination(name));
     if let Some(t) = &meta.note_type {
         let _ = writeln!(out, "- Type: {}", escape_inline(t));
     }
@@ -130,7 +150,7 @@ fn note_entry(record: &NoteRecord, description_chars: usize) -> String {
 }
 
 fn dir_entry(child: &ChildDir) -> String {
-    format!("- [{}/](<./{}/{}>) — {} notes\n", escape_inline(&child.name), child.name, layout::SUB_INDEX, child.notes)
+    format!("- [{}/](<./{}/{}>) — {} notes\n", escape_inline(&child.name), escape_destination(&child.name), layout::SUB_INDEX, child.notes)
 }
 
 fn parent_link(dir: &str) -> String {

@@ -596,7 +596,8 @@ pub fn serve_stdio(vault: Vault, options: McpOptions) -> Result<(), String> {
     let ctx = server.inner.ctx.clone();
     runtime.spawn(async move {
         // Deferred checkpoints of tail writes: made durable at most a second after the last
-        // write, so other processes rarely find them unfinished (see docs/write-path.md).
+        // write, so other processes rarely find them unfinished (see docs/write-path.md); a
+        // committed write that met a full disk is finished here once space returns.
         let mut tick = tokio::time::interval(CHECKPOINT_INTERVAL);
         loop {
             tick.tick().await;
@@ -606,7 +607,7 @@ pub fn serve_stdio(vault: Vault, options: McpOptions) -> Result<(), String> {
                 let _ =
                     tokio::task::spawn_blocking(move || ctx.memory.get().map(crate::memory::vault_set::VaultSet::checkpoint_pending)).await;
             }
-            if ctx.vault.has_deferred_writes() {
+            if ctx.vault.has_deferred_writes() || ctx.vault.has_unfinished_writes() {
                 let ctx = ctx.clone();
                 let done = tokio::task::spawn_blocking(move || ctx.vault.checkpoint_pending()).await;
                 if let Ok(Err(error)) = done {

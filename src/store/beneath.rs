@@ -40,7 +40,7 @@ fn split(rel: &str) -> io::Result<(&str, &str)> {
 /// Opens the folder `rel_dir` beneath `root`, one component at a time, never following a
 /// link. With `create`, missing folders are made (and their parent fsynced, as
 /// `durable::create_dir_all` does).
-fn open_dir(root: &Path, rel_dir: &str, create: bool) -> io::Result<OwnedFd> {
+pub(super) fn open_dir(root: &Path, rel_dir: &str, create: bool) -> io::Result<OwnedFd> {
     let mut fd = rustix::fs::openat(CWD, root, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
     for component in rel_dir.split('/').filter(|c| !c.is_empty()) {
         let next = match rustix::fs::openat(&fd, component, dir_flags(), Mode::empty()) {
@@ -71,7 +71,7 @@ fn is_link(dir: &OwnedFd, name: &str) -> bool {
 }
 
 /// A fresh temporary file (`.pv-tmp-…`, owner-only) inside the folder `dir`.
-fn create_temp(dir: &OwnedFd) -> io::Result<(String, File)> {
+pub(super) fn create_temp(dir: &OwnedFd) -> io::Result<(String, File)> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     for _ in 0..16 {

@@ -2,14 +2,84 @@
 //!
 //! Invariant: after `replace` returns Ok, the new bytes survive a crash; before it returns, a
 //! crash leaves the old bytes (or no file). Every function here calls `faults::check` first.
+//!
+//! A file beneath `root` is reached through folder handles, never by a second path lookup
+//! (`beneath::open_dir`: each folder opened relative to its parent with `O_NOFOLLOW |
+//! O_DIRECTORY`); its temp file is created, renamed, appended to or removed relative to its
+//! own folder's handle. An engine folder swapped for a link to outside the vault fails the
+//! walk (`vault_boundary`) or, once its handle is open, changes nothing: the bytes land in the
+//! folder the handle names. A path outside `root` (the user's config folder, `root` itself)
+//! is opened by its path.
 
+use std::ffi::OsStr;
 use std::fs::{self, File};
 use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::fd::OwnedFd;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 
-use super::faults;
+use rustix::fs::{AtFlags, CWD, Mode, OFlags, RenameFlags};
+use rustix::io::Errno;
+
+use super::{beneath, faults};
 use crate::error::{Error, Result};
+
+/// The folder `dir`, opened beneath `root` without following a link, or by its path when it
+/// is not strictly beneath `root`. `create` makes missing folders (fsyncing each parent).
+fn open_folder(root: &Path, dir: &Path, create: bool) -> io::Result<OwnedFd> {
+    match dir.strip_prefix(root) {
+        Ok(rel) if !rel.as_os_str().is_empty() => {
+            let rel = rel.to_str().ok_or_else(|| io::Error::new(io::ErrorKind::InvalidInput, "an engine path that is not UTF-8"))?;
+            beneath::open_dir(root, rel, create)
+        }
+        _ => {
+            let dir = if dir.as_os_str().is_empty() { Path::new(".") } else { dir };
+            Ok(rustix::fs::openat(CWD, dir, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?)
+        }
+    }
+}
+
+/// The handle of the folder holding `path` (see `open_folder`) and the file's name in it.
+fn folder_and_name<'p>(root: &Path, path: &'p Path, create: bool) -> io::Result<(OwnedFd, &'p OsStr)> {
+    let name = path.file_name().ok_or_else(|| io::Error::other("path has no file name"))?;
+    let dir = path.parent().ok_or_else(|| io::Error::other("path has no parent directory"))?;
+    Ok((open_folder(root, dir, create)?, name))
+}
+
+/// Writes `bytes` into a fresh temp file of the folder `dirfd` (fsynced when `sync_file`) and
+/// hands its name to `place`, which moves it into place; the temp file is removed if anything
+/// fails. Fault points: `create_temp`, `write_temp`, `fsync_temp` (when `sync_file`), `rename`.
+fn via_temp(dirfd: &OwnedFd, bytes: &[u8], sync_file: bool, place: impl FnOnce(&str) -> io::Result<bool>) -> io::Result<bool> {
+    faults::check("create_temp")?;
+    let (temp, mut file) = beneath::create_temp(dirfd)?;
+    let result = (|| -> io::Result<bool> {
+        faults::check("write_temp")?;
+        file.write_all(bytes)?;
+        if sync_file {
+            faults::check("fsync_temp")?;
+            file.sync_all()?;
+        }
+        faults::check("rename")?;
+        place(&temp)
+    })();
+    if !matches!(result, Ok(true)) {
+        let _ = rustix::fs::unlinkat(dirfd, temp.as_str(), AtFlags::empty());
+    }
+    result
+}
+
+/// Fsyncs the folder behind `dirfd` (fault point `fsync_dir`).
+fn fsync_folder(dirfd: &OwnedFd) -> io::Result<()> {
+    faults::check("fsync_dir")?;
+    Ok(rustix::fs::fsync(dirfd)?)
+}
+
+/// Opens `name` in the folder `dirfd` for writing (created owner-only when missing), never
+/// through a link.
+fn open_in(dirfd: &OwnedFd, name: &OsStr, extra: OFlags) -> io::Result<File> {
+    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC | extra;
+    Ok(File::from(rustix::fs::openat(dirfd, name.as_bytes(), flags, Mode::from_raw_mode(0o600))?))
+}
 
 fn rel_of(root: &Path, path: &Path) -> String {
     path.strip_prefix(root).unwrap_or(path).to_string_lossy().replace('\\', "/")
@@ -24,27 +94,20 @@ pub fn fsync_dir(dir: &Path) -> io::Result<()> {
 /// Atomically and durably replaces `path` with `bytes` (temp file in the same directory, fsync,
 /// rename, fsync directory). `root` only shapes error messages.
 pub fn replace(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
-    replace_io(path, bytes, true).map_err(|e| Error::io("writing", rel_of(root, path), e))
+    replace_io(root, path, bytes, true).map_err(|e| super::nofollow::io_error("writing", &rel_of(root, path), e))
 }
 
 /// Like `replace` but without the directory fsync, for callers that group several writes in
 /// one directory and fsync it once with `fsync_dir`.
 pub fn replace_deferred_dir_sync(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
-    replace_io(path, bytes, false).map_err(|e| Error::io("writing", rel_of(root, path), e))
+    replace_io(root, path, bytes, false).map_err(|e| super::nofollow::io_error("writing", &rel_of(root, path), e))
 }
 
-fn replace_io(path: &Path, bytes: &[u8], sync_dir: bool) -> io::Result<()> {
-    let dir = path.parent().ok_or_else(|| io::Error::other("path has no parent directory"))?;
-    faults::check("create_temp")?;
-    let mut temp = tempfile::Builder::new().prefix(super::layout::TEMP_PREFIX).tempfile_in(dir)?;
-    faults::check("write_temp")?;
-    temp.write_all(bytes)?;
-    faults::check("fsync_temp")?;
-    temp.as_file().sync_all()?;
-    faults::check("rename")?;
-    temp.persist(path).map_err(|e| e.error)?;
+fn replace_io(root: &Path, path: &Path, bytes: &[u8], sync_dir: bool) -> io::Result<()> {
+    let (dirfd, name) = folder_and_name(root, path, false)?;
+    via_temp(&dirfd, bytes, true, |temp| rustix::fs::renameat(&dirfd, temp, &dirfd, name.as_bytes()).map(|()| true).map_err(Into::into))?;
     if sync_dir {
-        fsync_dir(dir)?;
+        fsync_folder(&dirfd)?;
     }
     Ok(())
 }
@@ -55,39 +118,42 @@ fn replace_io(path: &Path, bytes: &[u8], sync_dir: bool) -> io::Result<()> {
 /// records (approval decisions) are written only through this.
 pub fn create_new(root: &Path, path: &Path, bytes: &[u8]) -> Result<bool> {
     let run = || -> io::Result<bool> {
-        let dir = path.parent().ok_or_else(|| io::Error::other("path has no parent directory"))?;
-        faults::check("create_temp")?;
-        let mut temp = tempfile::Builder::new().prefix(super::layout::TEMP_PREFIX).tempfile_in(dir)?;
-        faults::check("write_temp")?;
-        temp.write_all(bytes)?;
-        faults::check("fsync_temp")?;
-        temp.as_file().sync_all()?;
-        faults::check("rename")?;
-        match temp.persist_noclobber(path) {
-            Ok(_) => {}
-            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
-            Err(e) => return Err(e.error),
+        let (dirfd, name) = folder_and_name(root, path, false)?;
+        let created = via_temp(&dirfd, bytes, true, |temp| {
+            match rustix::fs::renameat_with(&dirfd, temp, &dirfd, name.as_bytes(), RenameFlags::NOREPLACE) {
+                Ok(()) => Ok(true),
+                Err(Errno::EXIST) => Ok(false),
+                // A file system without RENAME_NOREPLACE: link (which never replaces) + unlink.
+                Err(Errno::INVAL | Errno::NOSYS) => match rustix::fs::linkat(&dirfd, temp, &dirfd, name.as_bytes(), AtFlags::empty()) {
+                    Ok(()) => {
+                        let _ = rustix::fs::unlinkat(&dirfd, temp, AtFlags::empty());
+                        Ok(true)
+                    }
+                    Err(Errno::EXIST) => Ok(false),
+                    Err(e) => Err(e.into()),
+                },
+                Err(e) => Err(e.into()),
+            }
+        })?;
+        if created {
+            fsync_folder(&dirfd)?;
         }
-        fsync_dir(dir)?;
-        Ok(true)
+        Ok(created)
     };
-    run().map_err(|e| Error::io("creating", rel_of(root, path), e))
+    run().map_err(|e| super::nofollow::io_error("creating", &rel_of(root, path), e))
 }
 
 /// Replaces `path` atomically (temp file + rename) without any fsync. Only for writes whose
 /// content is already durable elsewhere (an intent record): `sync_all_paths` makes them durable.
 pub fn replace_unsynced(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
     let run = || -> io::Result<()> {
-        let dir = path.parent().ok_or_else(|| io::Error::other("path has no parent directory"))?;
-        faults::check("create_temp")?;
-        let mut temp = tempfile::Builder::new().prefix(super::layout::TEMP_PREFIX).tempfile_in(dir)?;
-        faults::check("write_temp")?;
-        temp.write_all(bytes)?;
-        faults::check("rename")?;
-        temp.persist(path).map_err(|e| e.error)?;
-        Ok(())
+        let (dirfd, name) = folder_and_name(root, path, false)?;
+        via_temp(&dirfd, bytes, false, |temp| {
+            rustix::fs::renameat(&dirfd, temp, &dirfd, name.as_bytes()).map(|()| true).map_err(Into::into)
+        })
+        .map(drop)
     };
-    run().map_err(|e| Error::io("writing", rel_of(root, path), e))
+    run().map_err(|e| super::nofollow::io_error("writing", &rel_of(root, path), e))
 }
 
 /// Truncates `path` to `before_len` (creating it, owner-only, if missing) and appends `bytes`,
@@ -96,7 +162,8 @@ pub fn replace_unsynced(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
 pub fn truncate_and_append_unsynced(root: &Path, path: &Path, before_len: u64, bytes: &[u8]) -> Result<()> {
     let wrap = |e| super::nofollow::io_error("appending to", &rel_of(root, path), e);
     faults::check("append").map_err(wrap)?;
-    let mut file = super::nofollow::options().create(true).truncate(false).write(true).mode(0o600).open(path).map_err(wrap)?;
+    let (dirfd, name) = folder_and_name(root, path, false).map_err(wrap)?;
+    let mut file = open_in(&dirfd, name, OFlags::empty()).map_err(wrap)?;
     file.set_len(before_len).map_err(wrap)?;
     use std::io::Seek;
     file.seek(io::SeekFrom::Start(before_len)).map_err(wrap)?;
@@ -108,28 +175,31 @@ pub fn truncate_and_append_unsynced(root: &Path, path: &Path, before_len: u64, b
 /// here can lose anything. Creates the engine's state folder when missing.
 pub fn write_cache(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
     let run = || -> io::Result<()> {
-        let dir = path.parent().ok_or_else(|| io::Error::other("path has no parent directory"))?;
-        fs::create_dir_all(dir)?;
-        let mut temp = tempfile::Builder::new().prefix(super::layout::TEMP_PREFIX).tempfile_in(dir)?;
-        temp.write_all(bytes)?;
-        temp.persist(path).map_err(|e| e.error)?;
-        Ok(())
+        let (dirfd, name) = folder_and_name(root, path, true)?;
+        let (temp, mut file) = beneath::create_temp(&dirfd)?;
+        let placed = file.write_all(bytes).and_then(|()| Ok(rustix::fs::renameat(&dirfd, temp.as_str(), &dirfd, name.as_bytes())?));
+        if placed.is_err() {
+            let _ = rustix::fs::unlinkat(&dirfd, temp.as_str(), AtFlags::empty());
+        }
+        placed
     };
-    run().map_err(|e| Error::io("writing", rel_of(root, path), e))
+    run().map_err(|e| super::nofollow::io_error("writing", &rel_of(root, path), e))
 }
 
-/// Creates an empty scratch file, without fsync: for engine files whose existence only
-/// signals something (a watch barrier) and never needs to survive a crash. Never follows or
-/// replaces an existing name.
-pub fn create_scratch(path: &Path) -> io::Result<()> {
+/// Creates an empty scratch file beneath `root`, without fsync: for engine files whose
+/// existence only signals something (a watch barrier) and never needs to survive a crash.
+/// Never follows or replaces an existing name.
+pub fn create_scratch(root: &Path, path: &Path) -> io::Result<()> {
     faults::check("scratch")?;
-    fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(path).map(drop)
+    let (dirfd, name) = folder_and_name(root, path, false)?;
+    open_in(&dirfd, name, OFlags::EXCL).map(drop)
 }
 
 /// Removes a scratch file made by `create_scratch`.
-pub fn remove_scratch(path: &Path) -> io::Result<()> {
+pub fn remove_scratch(root: &Path, path: &Path) -> io::Result<()> {
     faults::check("scratch")?;
-    fs::remove_file(path)
+    let (dirfd, name) = folder_and_name(root, path, false)?;
+    Ok(rustix::fs::unlinkat(&dirfd, name.as_bytes(), AtFlags::empty())?)
 }
 
 /// Removes leftover temporary files (`layout::TEMP_PREFIX`) of killed writes and watch
@@ -157,12 +227,17 @@ pub fn remove_leftover_temps(root: &Path, paths: &[std::path::PathBuf]) -> Resul
 
 /// Removes a file without fsync (see `replace_unsynced`); a missing file is not an error.
 pub fn remove_unsynced(root: &Path, path: &Path) -> Result<()> {
-    let wrap = |e| Error::io("removing", rel_of(root, path), e);
+    let wrap = |e| super::nofollow::io_error("removing", &rel_of(root, path), e);
     faults::check("remove_file").map_err(wrap)?;
-    match fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(wrap(e)),
+    let dirfd = match folder_and_name(root, path, false) {
+        Ok((dirfd, _)) => dirfd,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(wrap(e)),
+    };
+    let name = path.file_name().unwrap_or_default();
+    match rustix::fs::unlinkat(&dirfd, name.as_bytes(), AtFlags::empty()) {
+        Ok(()) | Err(Errno::NOENT) => Ok(()),
+        Err(e) => Err(wrap(e.into())),
     }
 }
 
@@ -193,7 +268,12 @@ pub fn sync_all_paths(root: &Path, files: &[std::path::PathBuf], dirs: &[std::pa
 
 /// Creates a directory and any missing parents, fsyncing each parent that gained an entry.
 pub fn create_dir_all(root: &Path, dir: &Path) -> Result<()> {
-    let wrap = |e| Error::io("creating directory", rel_of(root, dir), e);
+    let wrap = |e| super::nofollow::io_error("creating directory", &rel_of(root, dir), e);
+    if dir.strip_prefix(root).is_ok_and(|rel| !rel.as_os_str().is_empty()) {
+        // Beneath the root: one folder at a time, never through a link.
+        create_dir_all(root, root)?;
+        return open_folder(root, dir, true).map(drop).map_err(wrap);
+    }
     if dir.is_dir() {
         return Ok(());
     }
@@ -214,24 +294,27 @@ pub fn create_dir_all(root: &Path, dir: &Path) -> Result<()> {
 
 /// Removes a file durably; a missing file is not an error.
 pub fn remove_file(root: &Path, path: &Path) -> Result<()> {
-    let wrap = |e| Error::io("removing", rel_of(root, path), e);
+    let wrap = |e| super::nofollow::io_error("removing", &rel_of(root, path), e);
     faults::check("remove_file").map_err(wrap)?;
-    match fs::remove_file(path) {
-        Ok(()) => {}
+    let (dirfd, name) = match folder_and_name(root, path, false) {
+        Ok(found) => found,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
         Err(e) => return Err(wrap(e)),
+    };
+    match rustix::fs::unlinkat(&dirfd, name.as_bytes(), AtFlags::empty()) {
+        Ok(()) => {}
+        Err(Errno::NOENT) => return Ok(()),
+        Err(e) => return Err(wrap(e.into())),
     }
-    if let Some(parent) = path.parent() {
-        fsync_dir(parent).map_err(wrap)?;
-    }
-    Ok(())
+    fsync_folder(&dirfd).map_err(wrap)
 }
 
 /// Appends bytes to a file (creating it) and fsyncs it.
 pub fn append(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
     let wrap = |e| super::nofollow::io_error("appending to", &rel_of(root, path), e);
     faults::check("append").map_err(wrap)?;
-    let mut file = super::nofollow::options().create(true).append(true).mode(0o600).open(path).map_err(wrap)?;
+    let (dirfd, name) = folder_and_name(root, path, false).map_err(wrap)?;
+    let mut file = open_in(&dirfd, name, OFlags::APPEND).map_err(wrap)?;
     file.write_all(bytes).map_err(wrap)?;
     faults::check("fsync_append").map_err(wrap)?;
     file.sync_data().map_err(wrap)

@@ -385,26 +385,8 @@ impl Vault {
             return Err(Error::ApprovalRequired { operation: "apply_memory_change" });
         }
         let refuse = |reason: &str| Error::ProposalInvalid { reason: reason.to_string() };
-        let field = |name: &str| -> Result<String> {
-            proposal
-                .get(name)
-                .and_then(Value::as_str)
-                .map(str::to_string)
-                .ok_or_else(|| refuse(&format!("'{name}' is missing or not a string")))
-        };
-        let (path, content, before, after, id) =
-            (field("path")?, field("content")?, field("before_sha256")?, field("after_sha256")?, field("proposal_id")?);
-        let is_hex64 = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
-        if ![&before, &after, &id].iter().all(|s| is_hex64(s)) {
-            return Err(refuse("digests must be 64 hex characters"));
-        }
-        if sha256_hex(content.as_bytes()) != after {
-            return Err(refuse("content hash does not match after_sha256"));
-        }
-        if proposal_id(&path, &before, &after, &content) != id {
-            return Err(refuse("proposal_id does not match the proposal's content"));
-        }
-        let note = VaultPath::parse(&path)?;
+        let CheckedProposal { path, note, content, before_sha256: before, after_sha256: after, proposal_id: id, idempotency_key } =
+            check_proposal(proposal)?;
         let stored_path = layout::join(self.root(), &format!("{}/{id}.json", layout::PROPOSALS_DIR));
         let stored: Proposal = std::fs::read(&stored_path)
             .ok()
@@ -413,7 +395,7 @@ impl Vault {
         if stored.path != path || stored.content != content || stored.before_sha256 != before || stored.after_sha256 != after {
             return Err(refuse("the durable proposal differs from the one supplied"));
         }
-        if let Some(key) = proposal.get("idempotency_key").and_then(Value::as_str)
+        if let Some(key) = idempotency_key
             && key != stored.idempotency_key
         {
             return Err(refuse("idempotency_key differs from the stored proposal's"));
@@ -435,6 +417,50 @@ impl Vault {
             None => execute(self, mutation),
         }
     }
+}
+
+/// A proposal map as an agent hands it back, checked without touching the disk.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CheckedProposal {
+    /// The path as the agent wrote it (what the stored proposal holds).
+    pub path: String,
+    /// The same path parsed.
+    pub note: VaultPath,
+    pub content: String,
+    pub before_sha256: String,
+    pub after_sha256: String,
+    pub proposal_id: String,
+    pub idempotency_key: Option<String>,
+}
+
+/// Checks the fields of a proposal map an agent hands to `apply_memory_change`: every field a
+/// string, the digests 64 hex characters, the content and the id matching their digests, the
+/// path a vault path. Pure (fuzzed by `fuzz/`); whether the proposal is durable is the
+/// caller's check.
+pub fn check_proposal(proposal: &BTreeMap<String, Value>) -> Result<CheckedProposal> {
+    let refuse = |reason: &str| Error::ProposalInvalid { reason: reason.to_string() };
+    let field = |name: &str| -> Result<String> {
+        proposal
+            .get(name)
+            .and_then(Value::as_str)
+            .map(str::to_string)
+            .ok_or_else(|| refuse(&format!("'{name}' is missing or not a string")))
+    };
+    let (path, content, before, after, id) =
+        (field("path")?, field("content")?, field("before_sha256")?, field("after_sha256")?, field("proposal_id")?);
+    let is_hex64 = |s: &str| s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit());
+    if ![&before, &after, &id].iter().all(|s| is_hex64(s)) {
+        return Err(refuse("digests must be 64 hex characters"));
+    }
+    if sha256_hex(content.as_bytes()) != after {
+        return Err(refuse("content hash does not match after_sha256"));
+    }
+    if proposal_id(&path, &before, &after, &content) != id {
+        return Err(refuse("proposal_id does not match the proposal's content"));
+    }
+    let note = VaultPath::parse(&path)?;
+    let idempotency_key = proposal.get("idempotency_key").and_then(Value::as_str).map(str::to_string);
+    Ok(CheckedProposal { path, note, content, before_sha256: before, after_sha256: after, proposal_id: id, idempotency_key })
 }
 
 /// sha256 of the canonical JSON (sorted keys, compact, UTF-8 unescaped) of the payload, as

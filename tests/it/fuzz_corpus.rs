@@ -40,6 +40,26 @@ fn note_path_corpus_holds_its_invariants() {
     replay("note_path", checks::check_note_path);
 }
 
+#[test]
+fn query_corpus_holds_its_invariants() {
+    replay("query", checks::check_query);
+}
+
+#[test]
+fn proposal_corpus_holds_its_invariants() {
+    replay("proposal", checks::check_proposal);
+}
+
+#[test]
+fn catalog_corpus_holds_its_invariants() {
+    replay("catalog", checks::check_catalog);
+}
+
+#[test]
+fn mcp_framing_corpus_holds_its_invariants() {
+    replay("mcp_framing", checks::check_mcp_framing);
+}
+
 /// A cheap stand-in for a fuzzer on stable: random edits of the seeds (byte replacements,
 /// insertions of interesting fragments, deletions) through the same assertions.
 mod mutated_seeds {

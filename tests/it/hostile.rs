@@ -805,12 +805,148 @@ fn a_real_full_file_system_before_and_after_the_commit_point_is_disk_full_and_lo
     vault.lint().unwrap();
     assert!(!vault.search(&SearchParams::fts("kept", 5)).unwrap().results.is_empty());
     let kept_before = std::fs::read(root.join("01_Projects/kept.md")).unwrap();
-    // Space returns: the next write finishes the committed one first; nothing was lost.
+    // Still no space: the idle tick's checkpoint retries and says disk_full again.
+    assert!(vault.has_unfinished_writes());
+    assert_eq!(vault.checkpoint_pending().expect_err("still full").code(), "disk_full");
+    assert!(!root.join("01_Projects/late.md").exists());
+    // Space returns: the idle tick's checkpoint (no other write) finishes the committed one.
     std::fs::remove_file(filled.borrow().as_ref().expect("the hook ran")).unwrap();
-    vault.ingest_note(&ingest("01_Projects/after", "After.")).unwrap();
+    vault.checkpoint_pending().unwrap();
+    assert!(!vault.has_unfinished_writes());
     assert!(std::fs::read_to_string(root.join("01_Projects/late.md")).unwrap().contains("Late."));
+    assert_eq!(ok_receipts(&vault), receipts_before + 1);
+    vault.ingest_note(&ingest("01_Projects/after", "After.")).unwrap();
     assert_eq!(std::fs::read(root.join("01_Projects/kept.md")).unwrap(), kept_before);
     assert_eq!(ok_receipts(&vault), receipts_before + 2);
     assert!(vault.verify_history_with(true).unwrap().ok);
     drop(vault);
+}
+
+// ---- item 2 (engine folders): engine folders swapped for links while the engine uses them ----
+
+/// Swaps the vault folder `rel` with a link to a canary folder outside the vault, over and over
+/// (mostly the real folder, briefly the link), while `op` runs at least `min_ops` times and the
+/// swapper makes at least 100 swaps. Asserts that the canary is untouched (no byte written,
+/// no file created, removed or truncated), and returns the outcome codes.
+fn engine_folder_storm(
+    root: &Path,
+    rel: &str,
+    min_ops: usize,
+    mut op: impl FnMut(usize) -> Result<(), Error>,
+) -> std::collections::BTreeMap<String, usize> {
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+    let real = root.join(rel);
+    assert!(real.is_dir(), "{rel} exists before the storm");
+    // The link waits beside the vault (same file system, so the exchange is atomic), where no
+    // walk of the vault meets it.
+    let swap = root.with_file_name(format!("{}-swap-{}", root.file_name().unwrap().to_string_lossy(), rel.replace('/', "_")));
+    let canary = Canary::new();
+    let before = canary.state();
+    std::os::unix::fs::symlink(canary.dir.path(), &swap).unwrap();
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let swaps = std::sync::Arc::new(AtomicU64::new(0));
+    let swapper = {
+        let (stop, real, swap, swaps) = (stop.clone(), real.clone(), swap.clone(), swaps.clone());
+        std::thread::spawn(move || {
+            let exchange =
+                || rustix::fs::renameat_with(rustix::fs::CWD, &real, rustix::fs::CWD, &swap, rustix::fs::RenameFlags::EXCHANGE).unwrap();
+            let mut tick = 0u64;
+            while !stop.load(Ordering::Relaxed) {
+                exchange();
+                std::thread::sleep(std::time::Duration::from_micros(20 + tick % 50));
+                exchange();
+                swaps.fetch_add(2, Ordering::Relaxed);
+                tick += 7;
+                std::thread::sleep(std::time::Duration::from_micros(100 + tick % 300));
+            }
+        })
+    };
+    let mut outcomes = std::collections::BTreeMap::<String, usize>::new();
+    let started = std::time::Instant::now();
+    let mut i = 0;
+    while i < min_ops || (swaps.load(Ordering::Relaxed) < 100 && started.elapsed() < std::time::Duration::from_secs(60)) {
+        i += 1;
+        let code = match op(i) {
+            Ok(()) => "ok".to_string(),
+            Err(error) => error.code().to_string(),
+        };
+        *outcomes.entry(code).or_default() += 1;
+    }
+    stop.store(true, Ordering::Relaxed);
+    swapper.join().unwrap();
+    if std::fs::symlink_metadata(&real).unwrap().file_type().is_symlink() {
+        rustix::fs::renameat_with(rustix::fs::CWD, &real, rustix::fs::CWD, &swap, rustix::fs::RenameFlags::EXCHANGE).unwrap();
+    }
+    std::fs::remove_file(&swap).unwrap();
+    let swaps = swaps.load(Ordering::Relaxed);
+    eprintln!("{rel} storm: {swaps} swaps, {i} operations, outcomes {outcomes:?}");
+    assert!(swaps >= 100, "the swapper ran ({swaps} swaps)");
+    assert_eq!(canary.state(), before, "{rel}: a byte went outside the vault; outcomes {outcomes:?}");
+    // Refusals are typed (an untyped failure would be `internal`): a link met on the way
+    // (`vault_boundary`), a committed write left to recovery (`transaction_incomplete`), a
+    // proposal or generation read while its folder was the link (`proposal_invalid`,
+    // `generation_corrupt`, `no_active_generation`, `search_index_error`).
+    let allowed = [
+        "ok",
+        "path_refused",
+        "vault_boundary",
+        "transaction_incomplete",
+        "io_error",
+        "precondition_failed",
+        "proposal_invalid",
+        "not_found",
+        "generation_corrupt",
+        "no_active_generation",
+        "search_index_error",
+    ];
+    for code in outcomes.keys() {
+        assert!(allowed.contains(&code.as_str()), "{rel}: {outcomes:?}");
+    }
+    outcomes
+}
+
+#[test]
+fn engine_folders_swapped_for_links_during_a_storm_never_get_a_byte_outside() {
+    let (dir, vault) = vault("");
+    let root = dir.path().to_path_buf();
+    // Proposals: propose writes `.paravault/proposals/<id>.json`, apply reads it back.
+    vault.propose_memory_change("01_Projects/seed.md", &note("Project", "Seed", "Body.\n"), None, None).unwrap();
+    engine_folder_storm(&root, ".paravault/proposals", 150, |i| {
+        let proposal =
+            vault.propose_memory_change(&format!("01_Projects/p{i}.md"), &note("Project", &format!("P{i}"), "Body.\n"), None, None)?;
+        let map: std::collections::BTreeMap<String, serde_json::Value> =
+            serde_json::from_value(serde_json::to_value(&proposal).unwrap()).unwrap();
+        vault.apply_memory_change(&map, true).map(drop)
+    });
+    // Task journals: handoff writes `.paravault/tasks/<id>.json` and `tasks/events/<id>.jsonl`.
+    let task = |id: String| -> paravault::handoff::HandoffRequest {
+        serde_json::from_value(
+            serde_json::json!({"action": "create", "task_id": id, "objective": "Tidy", "owner": "ops", "profile": "standard"}),
+        )
+        .unwrap()
+    };
+    vault.handoff_work(task("seed".into())).unwrap();
+    engine_folder_storm(&root, ".paravault/tasks", 150, |i| vault.handoff_work(task(format!("t{i}"))).map(drop));
+    // Search generations: writes publish them, searches open them.
+    vault.sync_vault(&SyncParams { fts_only: true, accept_dense_loss: false, force_rebuild: false, allow_partial: true }).unwrap();
+    engine_folder_storm(&root, ".paravault/search", 150, |i| {
+        if i % 2 == 0 {
+            vault.ingest_note(&ingest(&format!("03_Resources/s{i}"), "Searchable body.")).map(drop)
+        } else {
+            vault.search(&SearchParams::fts("searchable", 5)).map(drop)
+        }
+    });
+    // The whole engine folder (journal, receipts, persisted inventory): writes and fresh opens.
+    engine_folder_storm(&root, ".paravault", 100, |i| {
+        if i % 3 == 0 {
+            open(&root).and_then(|fresh| fresh.lint().map(drop))
+        } else {
+            vault.ingest_note(&ingest(&format!("02_Areas/e{i}"), "Body.")).map(drop)
+        }
+    });
+    // Once the folders stay put, everything works and the history verifies.
+    vault.ingest_note(&ingest("01_Projects/after", "Body.")).unwrap();
+    vault.handoff_work(task("after".into())).unwrap();
+    assert!(!vault.search(&SearchParams::fts("searchable", 5)).unwrap().results.is_empty());
+    assert!(vault.verify_history_with(true).unwrap().ok);
 }
