@@ -669,7 +669,7 @@ pub fn gate_action(vault: &Vault, operation: Operation, paths: &[String], reques
         Some((record, _)) if record.decision == Decision::Rejected => Err(rejected(&record)),
         Some((record, record_sha)) => {
             let action = read_action(root, &id)?.ok_or_else(|| Error::ProposalNotFound { proposal_id: id.clone() })?;
-            if action.operation != operation || action.paths != paths || &action.request != request {
+            if action.operation != operation || action.paths != paths || action.request != *request {
                 return Err(Error::ApprovalStale { proposal_id: id, reason: "the stored proposal is not this request".into() });
             }
             check_approved(root, &Governed::Action(action), &record)?;

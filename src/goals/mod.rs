@@ -1032,6 +1032,11 @@ fn mutate(vault: &Vault, request: GoalRequest) -> Result<Done, Failure> {
         }
         after.revision = before.revision + 1;
         let content = format::render(&stored.frame, &after, &format!("{}Z", &stamp[..19]));
+        let note_bytes_max = vault.policy().policy.limits.note_bytes_max;
+        if content.len() as u64 > note_bytes_max {
+            // Refused before any write: the worklist keeps every goal and byte it had.
+            return Err((worklist_full(&path, content.len(), note_bytes_max, &before), last_revision));
+        }
         let change = NoteChange {
             path: path.clone(),
             content: Some(content),
@@ -1085,6 +1090,19 @@ fn mutate(vault: &Vault, request: GoalRequest) -> Result<Done, Failure> {
         }
     }
     unreachable!("the last attempt returns")
+}
+
+/// The worklist note would exceed `limits.note_bytes_max` (its capacity, docs/goals.md).
+fn worklist_full(path: &VaultPath, bytes: usize, note_bytes_max: u64, before: &Worklist) -> GoalError {
+    GoalError::new(
+        "WORKLIST_FULL",
+        format!(
+            "the worklist note {path} would be {bytes} bytes, over limits.note_bytes_max ({note_bytes_max}); it holds {} goals and \
+             nothing was written: archive or delete goals, shorten descriptions, or raise limits.note_bytes_max",
+            before.goals.len()
+        ),
+    )
+    .with_details(json!({"path": path.as_str(), "bytes": bytes, "noteBytesMax": note_bytes_max, "goals": before.goals.len()}))
 }
 
 /// The `approvals:` operation a goal request is governed as (the confirm-guarded tools).
