@@ -268,9 +268,18 @@ impl Vault {
 
     /// `infra_action`: validates the request, calls the broker, validates its answer.
     /// Returns `{schema, operation, status: ok|blocked, request_digest, receipt | block}`.
+    ///
+    /// A `replicate` that is not a dry run is a governed operation (`infra_replicate`,
+    /// docs/governance.md): under a `human` rule a person approves exactly these request fields
+    /// before the broker is called, and the result's `approval` names them.
     pub fn infra_action(&self, request: InfraRequest) -> Result<Value> {
         validate(&request)?;
         let fields = request_fields(&request);
+        let approval = if request.operation == InfraOperation::Replicate && request.dry_run != Some(true) {
+            crate::approvals::gate_action(self, crate::approvals::Operation::InfraReplicate, &[], &fields)?
+        } else {
+            None
+        };
         let request_digest = digest(&fields);
         let outcome = match self.infra_socket() {
             None => Outcome::Block(client_block("MISSING_EXECUTION_CAPABILITY", "no INFRA-1 broker socket is configured")),
@@ -290,6 +299,9 @@ impl Vault {
                 result["status"] = json!("blocked");
                 result["block"] = block;
             }
+        }
+        if let Some(approval) = approval {
+            result["approval"] = approval;
         }
         Ok(result)
     }

@@ -32,10 +32,33 @@ pub enum Operation {
     Heal,
     /// `check_markdown_tool` with `fix`.
     MarkdownFix,
+    /// stepstone's `complete` (a confirmed goal lifecycle change; the CLI's `goals complete`).
+    GoalsComplete,
+    /// stepstone's `reopen`.
+    GoalsReopen,
+    /// stepstone's `archive`.
+    GoalsArchive,
+    /// stepstone's `delete`.
+    GoalsDelete,
+    /// `rot_audit` with `allow_link_rot`: requests to the external URLs of the notes (egress).
+    LinkRot,
+    /// `infra_action` with `operation: replicate` (the INFRA-1 broker copies data off the host).
+    InfraReplicate,
 }
 
 impl Operation {
-    pub const ALL: [Operation; 4] = [Operation::Apply, Operation::Archive, Operation::Heal, Operation::MarkdownFix];
+    pub const ALL: [Operation; 10] = [
+        Operation::Apply,
+        Operation::Archive,
+        Operation::Heal,
+        Operation::MarkdownFix,
+        Operation::GoalsComplete,
+        Operation::GoalsReopen,
+        Operation::GoalsArchive,
+        Operation::GoalsDelete,
+        Operation::LinkRot,
+        Operation::InfraReplicate,
+    ];
 
     /// The name policy rules use.
     pub fn name(self) -> &'static str {
@@ -44,6 +67,12 @@ impl Operation {
             Operation::Archive => "archive",
             Operation::Heal => "heal",
             Operation::MarkdownFix => "markdown_fix",
+            Operation::GoalsComplete => "goals_complete",
+            Operation::GoalsReopen => "goals_reopen",
+            Operation::GoalsArchive => "goals_archive",
+            Operation::GoalsDelete => "goals_delete",
+            Operation::LinkRot => "link_rot",
+            Operation::InfraReplicate => "infra_replicate",
         }
     }
 
@@ -54,13 +83,20 @@ impl Operation {
             Operation::Archive => "archive_notes",
             Operation::Heal => "heal_frontmatter_tool",
             Operation::MarkdownFix => "check_markdown_tool",
+            Operation::GoalsComplete => "complete",
+            Operation::GoalsReopen => "reopen",
+            Operation::GoalsArchive => "archive",
+            Operation::GoalsDelete => "delete",
+            Operation::LinkRot => "rot_audit",
+            Operation::InfraReplicate => "infra_action",
         }
     }
-}
 
-/// Operations the issue names whose human channel is not built: a `human` rule for them is
-/// refused when the policy loads (rather than silently not enforced).
-pub const NOT_YET_GOVERNED: [&str; 2] = ["link_rot", "infra_replicate"];
+    /// Operations that change no note: their rules take no path patterns.
+    pub fn writes_no_note(self) -> bool {
+        self == Operation::InfraReplicate
+    }
+}
 
 /// Checks the `approvals:` section: known operations, valid glob patterns.
 pub fn validate_rules(policy: &ApprovalsPolicy) -> std::result::Result<(), String> {
@@ -69,17 +105,14 @@ pub fn validate_rules(policy: &ApprovalsPolicy) -> std::result::Result<(), Strin
             return Err(format!("approvals.rules[{i}] names no operation"));
         }
         for op in &rule.operations {
-            if NOT_YET_GOVERNED.contains(&op.as_str()) {
-                return Err(format!(
-                    "approvals.rules[{i}]: human approval of '{op}' is not built yet (governed: {})",
-                    Operation::ALL.map(Operation::name).join(", ")
-                ));
-            }
-            if !Operation::ALL.iter().any(|o| o.name() == op) {
+            let Some(known) = Operation::ALL.into_iter().find(|o| o.name() == op) else {
                 return Err(format!(
                     "approvals.rules[{i}]: unknown operation '{op}' (known: {})",
                     Operation::ALL.map(Operation::name).join(", ")
                 ));
+            };
+            if known.writes_no_note() && !rule.paths.is_empty() {
+                return Err(format!("approvals.rules[{i}]: '{op}' changes no note, so its rules take no path patterns"));
             }
         }
         for pattern in &rule.paths {
@@ -95,7 +128,9 @@ fn glob(pattern: &str) -> std::result::Result<globset::GlobMatcher, globset::Err
 
 /// Who approves `operation` over `paths`: for each path the first rule naming the operation
 /// whose patterns match it (no patterns = every path) decides; one path that needs a person
-/// makes the whole operation need one. No matching rule: the caller (today's behaviour).
+/// makes the whole operation need one. An operation over no path (`infra_replicate`) is decided
+/// by the first rule naming it without patterns. No matching rule: the caller (today's
+/// behaviour).
 pub fn approver_for<'a>(policy: &ApprovalsPolicy, operation: Operation, paths: impl IntoIterator<Item = &'a str>) -> Approver {
     let rules: Vec<(&crate::policy::ApprovalRule, Vec<globset::GlobMatcher>)> = policy
         .rules
@@ -103,6 +138,10 @@ pub fn approver_for<'a>(policy: &ApprovalsPolicy, operation: Operation, paths: i
         .filter(|r| r.operations.iter().any(|o| o == operation.name()))
         .map(|r| (r, r.paths.iter().filter_map(|p| glob(p).ok()).collect()))
         .collect();
+    let mut paths = paths.into_iter().peekable();
+    if paths.peek().is_none() {
+        return rules.iter().find(|(rule, _)| rule.paths.is_empty()).map_or(Approver::Caller, |(rule, _)| rule.approver);
+    }
     for path in paths {
         let decided = rules.iter().find(|(rule, globs)| rule.paths.is_empty() || globs.iter().any(|g| g.is_match(path)));
         if let Some((rule, _)) = decided
@@ -144,6 +183,7 @@ pub enum ApprovalChannel {
 
 const DECISION_SCHEMA: &str = "paravault.approval.v1";
 const BATCH_SCHEMA: &str = "paravault.batch_proposal.v1";
+const ACTION_SCHEMA: &str = "paravault.action_proposal.v1";
 /// Longest comment a decision keeps.
 pub const COMMENT_CHARS_MAX: usize = 2000;
 
@@ -192,6 +232,23 @@ pub struct BatchChange {
     pub content: Option<String>,
 }
 
+/// A governed action that writes no note (link-rot egress, infra replicate), held for a
+/// person's decision: exactly the request that runs once it is approved.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ActionProposal {
+    pub schema: String,
+    pub proposal_id: String,
+    pub operation: Operation,
+    /// The receipt actor of the caller that proposed it (`agent` or `human`).
+    pub proposed_by: String,
+    pub created_at: String,
+    /// The notes the action concerns (link rot: the notes holding the links; none for infra).
+    pub paths: Vec<String>,
+    /// What runs: link rot `{urls}`, infra the broker request's fields.
+    pub request: Value,
+}
+
 /// What a proposal is now.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -222,6 +279,51 @@ pub struct ProposalStatus {
     pub decision: Option<DecisionRecord>,
 }
 
+/// What a person reviews before deciding (`paravault approvals show`, `approve`, `reject`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ProposalReview {
+    #[serde(flatten)]
+    pub status: ProposalStatus,
+    /// Per note: the unified diff from its current text to the proposal's after-image.
+    pub changes: Vec<ReviewedChange>,
+    /// For an action that writes no note: exactly the request that runs once approved.
+    pub request: Option<Value>,
+    /// The lint gate's verdict on the after-images as if written now (none for an action).
+    pub gate: Option<GateVerdict>,
+}
+
+/// One note of a reviewed proposal.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReviewedChange {
+    pub path: String,
+    /// The note is removed.
+    pub removes: bool,
+    /// Unified diff (`--- a/<path>` / `+++ b/<path>`, three lines of context) from the note as
+    /// it is now (empty when absent) to the after-image; empty when they are equal.
+    pub diff: String,
+}
+
+/// The lint gate's verdict on a proposal's after-images.
+#[derive(Debug, Clone, Serialize)]
+pub struct GateVerdict {
+    /// True when the write would pass the gate now.
+    pub passes: bool,
+    pub blocking: Vec<crate::finding::Finding>,
+    pub warnings: Vec<crate::finding::Finding>,
+}
+
+/// A unified diff of `before` → `after` for `path`.
+fn unified_diff(path: &str, before: &str, after: &str) -> String {
+    if before == after {
+        return String::new();
+    }
+    similar::TextDiff::from_lines(before, after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("a/{path}"), &format!("b/{path}"))
+        .to_string()
+}
+
 /// A person's decision as `Vault::decide` takes it.
 #[derive(Debug, Clone)]
 pub struct DecisionRequest {
@@ -234,11 +336,12 @@ pub struct DecisionRequest {
     pub comment: String,
 }
 
-/// A proposal of either kind.
+/// A proposal of any kind.
 #[derive(Debug, Clone)]
 enum Governed {
     Apply(Proposal),
     Batch(BatchProposal),
+    Action(ActionProposal),
 }
 
 fn check_id(id: &str) -> Result<()> {
@@ -291,6 +394,19 @@ fn read_batch(root: &Path, id: &str) -> Result<Option<BatchProposal>> {
     Ok(Some(batch))
 }
 
+fn action_path(root: &Path, id: &str) -> std::path::PathBuf {
+    layout::join(root, &format!("{}/{id}.json", layout::ACTION_PROPOSALS_DIR))
+}
+
+fn read_action(root: &Path, id: &str) -> Result<Option<ActionProposal>> {
+    let rel = format!("{}/{id}.json", layout::ACTION_PROPOSALS_DIR);
+    let Some((action, _)) = read_json::<ActionProposal>(&action_path(root, id), &rel)? else { return Ok(None) };
+    if action.schema != ACTION_SCHEMA || action.proposal_id != id {
+        return Err(Error::ProposalInvalid { reason: format!("{rel} is not an action proposal with this id") });
+    }
+    Ok(Some(action))
+}
+
 fn read_apply_proposal(root: &Path, id: &str) -> Result<Option<Proposal>> {
     let rel = format!("{}/{id}.json", layout::PROPOSALS_DIR);
     let path = layout::join(root, &rel);
@@ -303,6 +419,9 @@ fn load(root: &Path, id: &str) -> Result<Governed> {
     }
     if let Some(b) = read_batch(root, id)? {
         return Ok(Governed::Batch(b));
+    }
+    if let Some(a) = read_action(root, id)? {
+        return Ok(Governed::Action(a));
     }
     Err(Error::ProposalNotFound { proposal_id: id.to_string() })
 }
@@ -342,6 +461,9 @@ fn currency(root: &Path, governed: &Governed) -> Result<(bool, bool)> {
             }
             Ok((current, applied))
         }
+        // An action reads no note: it is always current and never "applied" (it may run again
+        // exactly as approved; infra replicate's idempotency key makes a rerun a replay).
+        Governed::Action(_) => Ok((true, false)),
     }
 }
 
@@ -350,6 +472,7 @@ impl Governed {
         match self {
             Governed::Apply(_) => Operation::Apply,
             Governed::Batch(b) => b.operation,
+            Governed::Action(a) => a.operation,
         }
     }
 
@@ -357,6 +480,7 @@ impl Governed {
         match self {
             Governed::Apply(p) => vec![p.path.clone()],
             Governed::Batch(b) => b.changes.iter().map(|c| c.path.clone()).collect(),
+            Governed::Action(a) => a.paths.clone(),
         }
     }
 
@@ -367,6 +491,9 @@ impl Governed {
             Governed::Apply(p) => proposal_id(&p.path, &p.before_sha256, &p.after_sha256, &p.content),
             Governed::Batch(b) => {
                 sha256_hex(&serde_json::to_vec(b).map_err(|e| Error::io("encoding", "batch proposal", std::io::Error::other(e)))?)
+            }
+            Governed::Action(a) => {
+                sha256_hex(&serde_json::to_vec(a).map_err(|e| Error::io("encoding", "action proposal", std::io::Error::other(e)))?)
             }
         })
     }
@@ -408,7 +535,9 @@ fn rejected(record: &DecisionRecord) -> Error {
 /// The stable id of a multi-note plan: the operation and, per note in path order, the version
 /// it is based on. The after-images are not part of it (a heal stamps the time), so the same
 /// run over the same notes finds the same proposal.
-fn plan_id(operation: Operation, notes: &[NoteChange]) -> String {
+/// With `request`, the id is also bound to the caller's request, for operations where one version
+/// of the notes admits several different changes (a goal lifecycle change names its goal).
+fn plan_id_for(operation: Operation, notes: &[NoteChange], request: Option<&str>) -> String {
     let mut entries: Vec<Value> = notes
         .iter()
         .map(|n| {
@@ -421,7 +550,11 @@ fn plan_id(operation: Operation, notes: &[NoteChange]) -> String {
         })
         .collect();
     entries.sort_by(|a, b| a["path"].as_str().cmp(&b["path"].as_str()));
-    sha256_hex(json!({"operation": operation.name(), "changes": entries}).to_string().as_bytes())
+    let mut plan = json!({"operation": operation.name(), "changes": entries});
+    if let Some(request) = request {
+        plan["request"] = json!(request);
+    }
+    sha256_hex(plan.to_string().as_bytes())
 }
 
 /// Runs a multi-note maintenance mutation under the `approvals:` policy: with no `human` rule
@@ -429,13 +562,20 @@ fn plan_id(operation: Operation, notes: &[NoteChange]) -> String {
 /// proposal and returns `human_approval_required`, a rejection returns `proposal_rejected`,
 /// and an approval writes exactly the stored changes (what the person saw), its receipt
 /// naming the approver and channel.
-pub fn execute_governed(vault: &Vault, operation: Operation, mut mutation: Mutation) -> Result<Value> {
+pub fn execute_governed(vault: &Vault, operation: Operation, mutation: Mutation) -> Result<Value> {
+    execute_governed_request(vault, operation, mutation, None)
+}
+
+/// `execute_governed` for an operation whose request is not implied by the notes' versions
+/// alone: `request` (e.g. `complete 3f9a2c1b7d`) is part of the proposal id, so an approval of
+/// one request never applies another made from the same version of the notes.
+pub fn execute_governed_request(vault: &Vault, operation: Operation, mut mutation: Mutation, request: Option<&str>) -> Result<Value> {
     let root = vault.root();
     let approver = approver_for(&vault.policy().policy.approvals, operation, mutation.notes.iter().map(|n| n.path.as_str()));
     if approver == Approver::Caller {
         return execute(vault, mutation);
     }
-    let id = plan_id(operation, &mutation.notes);
+    let id = plan_id_for(operation, &mutation.notes, request);
     match read_decision(root, &id)? {
         None => {
             let batch = BatchProposal {
@@ -514,6 +654,47 @@ pub(crate) fn gate_apply(vault: &Vault, proposal: &Proposal) -> Result<Option<Va
     }
 }
 
+/// The approval gate of a governed action that writes no note (`link_rot`, `infra_replicate`):
+/// `Ok(None)` when the caller's approval suffices, `Ok(Some(stamp))` when a person approved
+/// exactly this request (the result's `approval`), otherwise `human_approval_required` (the
+/// first call stores the request as an action proposal), `proposal_rejected` or
+/// `approval_stale`. The proposal id is the sha256 of the operation and the request, so an
+/// approval covers that request and nothing else. A rejection binds under every rule.
+pub fn gate_action(vault: &Vault, operation: Operation, paths: &[String], request: &Value) -> Result<Option<Value>> {
+    let root = vault.root();
+    let id = sha256_hex(json!({"operation": operation.name(), "paths": paths, "request": request}).to_string().as_bytes());
+    let approver = approver_for(&vault.policy().policy.approvals, operation, paths.iter().map(String::as_str));
+    let decision = read_decision(root, &id)?;
+    match decision {
+        Some((record, _)) if record.decision == Decision::Rejected => Err(rejected(&record)),
+        Some((record, record_sha)) => {
+            let action = read_action(root, &id)?.ok_or_else(|| Error::ProposalNotFound { proposal_id: id.clone() })?;
+            if action.operation != operation || action.paths != paths || action.request != *request {
+                return Err(Error::ApprovalStale { proposal_id: id, reason: "the stored proposal is not this request".into() });
+            }
+            check_approved(root, &Governed::Action(action), &record)?;
+            Ok(Some(stamp(&record, &record_sha)))
+        }
+        None if approver == Approver::Human => {
+            let action = ActionProposal {
+                schema: ACTION_SCHEMA.into(),
+                proposal_id: id.clone(),
+                operation,
+                proposed_by: vault.channel().actor().into(),
+                created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+                paths: paths.to_vec(),
+                request: request.clone(),
+            };
+            nofollow::refuse_symlinked_state(root)?;
+            durable::create_dir_all(root, &layout::join(root, layout::ACTION_PROPOSALS_DIR))?;
+            // The first stored request is the one a person reviews; a later identical call keeps it.
+            durable::create_new(root, &action_path(root, &id), &encode(&action, "action proposal")?)?;
+            Err(Error::HumanApprovalRequired { operation: operation.tool(), proposal_id: id })
+        }
+        None => Ok(None),
+    }
+}
+
 impl Vault {
     /// A proposal's state (either kind), as agents and people read it.
     pub fn proposal_status(&self, proposal_id: &str) -> Result<ProposalStatus> {
@@ -528,6 +709,7 @@ impl Vault {
         let (id, proposed_by, created_at) = match governed {
             Governed::Apply(p) => (p.proposal_id.clone(), "agent or person (see the receipt)".to_string(), p.created_at.clone()),
             Governed::Batch(b) => (b.proposal_id.clone(), b.proposed_by.clone(), b.created_at.clone()),
+            Governed::Action(a) => (a.proposal_id.clone(), a.proposed_by.clone(), a.created_at.clone()),
         };
         let decision = read_decision(root, &id)?;
         let (current, applied) = currency(root, governed)?;
@@ -552,12 +734,49 @@ impl Vault {
         })
     }
 
+    /// A proposal's state with what it would change: per note the unified diff from the note's
+    /// current text to the after-image, and the lint gate's verdict on the after-images as if
+    /// written now (`write::gate_preview`: nothing is written); for an action, the request.
+    pub fn proposal_review(&self, proposal_id: &str) -> Result<ProposalReview> {
+        check_id(proposal_id)?;
+        let root = self.root();
+        nofollow::refuse_symlinked_state(root)?;
+        let governed = load(root, proposal_id)?;
+        let status = self.status_of(&governed)?;
+        let after_images: Vec<(String, Option<String>)> = match &governed {
+            Governed::Apply(p) => vec![(p.path.clone(), Some(p.content.clone()))],
+            Governed::Batch(b) => b.changes.iter().map(|c| (c.path.clone(), c.content.clone())).collect(),
+            Governed::Action(a) => {
+                return Ok(ProposalReview { status, changes: Vec::new(), request: Some(a.request.clone()), gate: None });
+            }
+        };
+        let mut changes = Vec::with_capacity(after_images.len());
+        let mut preview = Vec::with_capacity(after_images.len());
+        for (path, after) in after_images {
+            let note = VaultPath::parse(&path)?;
+            let before = match nofollow::read(&note.under(root)) {
+                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+                Err(e) => return Err(nofollow::io_error("reading", &path, e)),
+            };
+            changes.push(ReviewedChange {
+                path: path.clone(),
+                removes: after.is_none(),
+                diff: unified_diff(&path, &before, after.as_deref().unwrap_or("")),
+            });
+            preview.push((note, after));
+        }
+        let gate = crate::write::gate_preview(self, &preview)?;
+        let verdict = GateVerdict { passes: gate.passed(), blocking: gate.blocking, warnings: gate.warnings };
+        Ok(ProposalReview { status, changes, request: None, gate: Some(verdict) })
+    }
+
     /// Every stored proposal's status, newest first.
     pub fn proposals(&self) -> Result<Vec<ProposalStatus>> {
         let root = self.root();
         nofollow::refuse_symlinked_state(root)?;
         let mut out = Vec::new();
-        for dir in [layout::PROPOSALS_DIR, layout::BATCH_PROPOSALS_DIR] {
+        for dir in [layout::PROPOSALS_DIR, layout::BATCH_PROPOSALS_DIR, layout::ACTION_PROPOSALS_DIR] {
             let entries = match std::fs::read_dir(layout::join(root, dir)) {
                 Ok(entries) => entries,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
@@ -569,8 +788,10 @@ impl Vault {
                 let Some(id) = name.strip_suffix(".json").filter(|id| check_id(id).is_ok()) else { continue };
                 let governed = if dir == layout::PROPOSALS_DIR {
                     read_apply_proposal(root, id).map(|p| p.map(Governed::Apply))
-                } else {
+                } else if dir == layout::BATCH_PROPOSALS_DIR {
                     read_batch(root, id).map(|b| b.map(Governed::Batch))
+                } else {
+                    read_action(root, id).map(|a| a.map(Governed::Action))
                 };
                 // One unreadable file (or a proposal naming a path no longer valid) must not hide
                 // the others from a person: it is logged and left alone.

@@ -47,13 +47,31 @@ fn a_single_star_stays_inside_one_folder_and_no_pattern_means_every_path() {
 }
 
 #[test]
-fn the_policy_refuses_unknown_unbuilt_and_malformed_rules() {
+fn an_operation_over_no_path_is_decided_by_a_rule_without_patterns() {
+    let none: [&str; 0] = [];
+    let policy = ApprovalsPolicy {
+        rules: vec![rule(&["link_rot"], &["01_Projects/**"], Approver::Human), rule(&["infra_replicate"], &[], Approver::Human)],
+    };
+    assert_eq!(approver_for(&policy, Operation::InfraReplicate, none), Approver::Human);
+    // A pattern rule never decides an empty path set.
+    assert_eq!(approver_for(&policy, Operation::LinkRot, none), Approver::Caller);
+    assert_eq!(approver_for(&ApprovalsPolicy::default(), Operation::InfraReplicate, none), Approver::Caller);
+}
+
+#[test]
+fn the_policy_refuses_unknown_and_malformed_rules() {
     let load = |yaml: &str| LoadedPolicy::from_texts(Some(yaml)).map(|_| ()).map_err(|e| e.to_string());
     assert!(load("approvals:\n  rules:\n    - { operations: [apply], paths: [\"01_Projects/**\"], approver: human }\n").is_ok());
     let unknown = load("approvals:\n  rules:\n    - { operations: [deploy], approver: human }\n").unwrap_err();
     assert!(unknown.contains("unknown operation 'deploy'"), "{unknown}");
-    let unbuilt = load("approvals:\n  rules:\n    - { operations: [link_rot], approver: human }\n").unwrap_err();
-    assert!(unbuilt.contains("not built yet"), "{unbuilt}");
+    // Every operation the issues name is governed now, the goal lifecycle ones included.
+    for op in Operation::ALL {
+        assert!(load(&format!("approvals:\n  rules:\n    - {{ operations: [{}], approver: human }}\n", op.name())).is_ok(), "{op:?}");
+    }
+    // infra_replicate changes no note: a path pattern for it could never match, so it is refused.
+    let pathed =
+        load("approvals:\n  rules:\n    - { operations: [infra_replicate], paths: [\"01_Projects/**\"], approver: human }\n").unwrap_err();
+    assert!(pathed.contains("takes no path patterns") || pathed.contains("take no path patterns"), "{pathed}");
     let glob = load("approvals:\n  rules:\n    - { operations: [apply], paths: [\"01_Projects/[\"], approver: human }\n").unwrap_err();
     assert!(glob.contains("path pattern"), "{glob}");
     let empty = load("approvals:\n  rules:\n    - { operations: [], approver: human }\n").unwrap_err();
@@ -72,10 +90,16 @@ fn a_plan_id_ignores_order_and_after_images_but_not_the_versions() {
     };
     let a = [change("01_Projects/a.md", "1", "x"), change("01_Projects/b.md", "2", "y")];
     let b = [change("01_Projects/b.md", "2", "other"), change("01_Projects/a.md", "1", "text")];
-    assert_eq!(plan_id(Operation::Heal, &a), plan_id(Operation::Heal, &b));
-    assert_ne!(plan_id(Operation::Heal, &a), plan_id(Operation::Archive, &a));
+    assert_eq!(plan_id_for(Operation::Heal, &a, None), plan_id_for(Operation::Heal, &b, None));
+    assert_ne!(plan_id_for(Operation::Heal, &a, None), plan_id_for(Operation::Archive, &a, None));
     let moved = [change("01_Projects/a.md", "3", "x"), change("01_Projects/b.md", "2", "y")];
-    assert_ne!(plan_id(Operation::Heal, &a), plan_id(Operation::Heal, &moved));
+    assert_ne!(plan_id_for(Operation::Heal, &a, None), plan_id_for(Operation::Heal, &moved, None));
+    // A request key tells apart two different requests over the same version of the notes.
+    assert_ne!(
+        plan_id_for(Operation::GoalsComplete, &a, Some("complete a1")),
+        plan_id_for(Operation::GoalsComplete, &a, Some("complete b2"))
+    );
+    assert_ne!(plan_id_for(Operation::GoalsComplete, &a, Some("complete a1")), plan_id_for(Operation::GoalsComplete, &a, None));
 }
 
 #[test]

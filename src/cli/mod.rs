@@ -38,6 +38,14 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// `paravault approvals` actions.
+#[derive(Debug, Subcommand)]
+pub enum ApprovalsAction {
+    /// Show a proposal as a person reviews it: state, per note the unified diff of the current
+    /// text → the after-image, and the lint gate's verdict on the after-images.
+    Show { proposal_id: String },
+}
+
 /// `paravault approver` actions.
 #[derive(Debug, Subcommand)]
 pub enum ApproverAction {
@@ -147,10 +155,13 @@ pub enum Command {
         #[arg(long, default_value = "")]
         comment: String,
     },
-    /// List stored proposals and their state (--pending: only those waiting for a person).
+    /// List stored proposals and their state (--pending: only those waiting for a person);
+    /// `approvals show ID` shows one with its diff and the lint gate's verdict.
     Approvals {
         #[arg(long)]
         pending: bool,
+        #[command(subcommand)]
+        action: Option<ApprovalsAction>,
     },
     /// Manage approvers (secrets stored as argon2 hashes outside the vault).
     Approver {
@@ -351,23 +362,15 @@ fn read_secret(prompt: &str, confirm: bool) -> Result<String, Error> {
 /// `approve` / `reject`: shows what is decided, reads the secret, records the decision.
 fn decide(
     cli: &Cli,
+    out: &render::Output,
     proposal_id: &str,
     approver: &str,
     comment: &str,
     decision: crate::approvals::Decision,
 ) -> Result<crate::approvals::DecisionRecord, Error> {
     let vault = open(cli)?;
-    let status = vault.proposal_status(proposal_id)?;
-    if !cli.json {
-        eprintln!(
-            "{:?} proposal {} ({:?}, proposed {}): {}",
-            status.operation,
-            status.proposal_id,
-            status.state,
-            status.created_at,
-            status.paths.join(", ")
-        );
-    }
+    // What is decided (diff and lint verdict) is shown before the secret is asked for.
+    out.review_before_decision(&vault.proposal_review(proposal_id)?);
     let secret = read_secret(&format!("secret for {approver}: "), false)?;
     vault.decide(&crate::approvals::DecisionRequest {
         proposal_id: proposal_id.to_string(),
@@ -449,7 +452,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Init => vault::resolve_root(cli.vault.as_deref())
             .and_then(|(root, _)| Vault::init(&root, options()))
             .map(|(_, report)| out.init(&report)),
-        Command::Lint => open(&cli).and_then(|v| v.lint()).map(|r| out.lint(&r)),
+        Command::Lint => open(&cli).and_then(|v| v.lint_vault()).map(|r| out.lint(&r)),
         Command::Index => open(&cli).and_then(|v| v.generate_index()).map(|r| out.index(&r)),
         Command::CheckMarkdown { fix: false, .. } => open(&cli).and_then(|v| v.check_markdown()).map(|r| out.markdown(&r)),
         Command::CheckMarkdown { fix: true, approve } => open(&cli)
@@ -536,12 +539,15 @@ pub fn run(cli: Cli) -> ExitCode {
             open(&cli).and_then(|v| v.apply_stored_proposal(proposal_id, *approve)).map(|r| out.value(&r))
         }
         Command::Approve { proposal_id, approver, comment } => {
-            decide(&cli, proposal_id, approver, comment, crate::approvals::Decision::Approved).map(|r| out.serialized(&r, "approved"))
+            decide(&cli, &out, proposal_id, approver, comment, crate::approvals::Decision::Approved).map(|r| out.serialized(&r, "approved"))
         }
         Command::Reject { proposal_id, approver, comment } => {
-            decide(&cli, proposal_id, approver, comment, crate::approvals::Decision::Rejected).map(|r| out.serialized(&r, "rejected"))
+            decide(&cli, &out, proposal_id, approver, comment, crate::approvals::Decision::Rejected).map(|r| out.serialized(&r, "rejected"))
         }
-        Command::Approvals { pending } => open(&cli).and_then(|v| v.proposals()).map(|list| {
+        Command::Approvals { action: Some(ApprovalsAction::Show { proposal_id }), .. } => {
+            open(&cli).and_then(|v| v.proposal_review(proposal_id)).map(|review| out.review(&review))
+        }
+        Command::Approvals { pending, action: None } => open(&cli).and_then(|v| v.proposals()).map(|list| {
             let list: Vec<_> = list
                 .into_iter()
                 .filter(|p| {

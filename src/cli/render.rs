@@ -22,6 +22,61 @@ fn print_json<T: Serialize>(value: &T) {
     let _ = writeln!(stdout);
 }
 
+/// A proposal as a person reviews it: what, where, state, then per note the unified diff and the
+/// lint gate's verdict on the after-images (or, for an action, the request that runs).
+pub fn review_text(review: &crate::approvals::ProposalReview) -> String {
+    let status = &review.status;
+    let mut text = format!(
+        "proposal {}\n  operation: {} ({})\n  proposed: {} by {}\n  state: {:?}, approver required: {:?}\n  paths: {}\n",
+        status.proposal_id,
+        status.operation.name(),
+        status.operation.tool(),
+        status.created_at,
+        status.proposed_by,
+        status.state,
+        status.approver,
+        if status.paths.is_empty() { "(none)".to_string() } else { status.paths.join(", ") },
+    );
+    if let Some(decision) = &status.decision {
+        text.push_str(&format!(
+            "  decided: {} by {} ({:?}) at {}\n",
+            decision.decision.name(),
+            decision.approver,
+            decision.channel,
+            decision.decided_at
+        ));
+    }
+    if let Some(request) = &review.request {
+        text.push_str(&format!("\nrequest that runs once approved:\n{}\n", serde_json::to_string_pretty(request).unwrap_or_default()));
+    }
+    for change in &review.changes {
+        if change.removes {
+            text.push_str(&format!("\nremoves {}\n", change.path));
+        }
+        if change.diff.is_empty() {
+            text.push_str(&format!("\n{}: no change to its current text\n", change.path));
+        } else {
+            text.push('\n');
+            text.push_str(&change.diff);
+            if !change.diff.ends_with('\n') {
+                text.push('\n');
+            }
+        }
+    }
+    if let Some(gate) = &review.gate {
+        text.push_str(&format!(
+            "\nlint gate on the after-image: {} ({} blocking, {} warnings)\n",
+            if gate.passes { "passes" } else { "REFUSES" },
+            gate.blocking.len(),
+            gate.warnings.len()
+        ));
+        for f in gate.blocking.iter().chain(&gate.warnings) {
+            text.push_str(&format!("  [{:?}] {} {}: {}\n", f.severity, f.rule, f.path, f.message));
+        }
+    }
+    text
+}
+
 fn say(text: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(text.as_bytes());
@@ -55,6 +110,22 @@ impl Output {
     }
 
     /// Any serializable report: JSON with --json, else a one-line summary plus the JSON.
+    /// `paravault approvals show ID`.
+    pub fn review(&self, review: &crate::approvals::ProposalReview) -> u8 {
+        if self.json {
+            print_json(review);
+        } else {
+            say(&review_text(review));
+        }
+        exit::OK
+    }
+
+    /// Shows the person what they are about to decide, on standard error (standard output
+    /// carries the decision record), before the secret is asked for.
+    pub fn review_before_decision(&self, review: &crate::approvals::ProposalReview) {
+        let _ = std::io::stderr().lock().write_all(review_text(review).as_bytes());
+    }
+
     pub fn serialized<T: Serialize>(&self, value: &T, summary: &str) -> u8 {
         if !self.json {
             say(&format!("{summary}\n"));

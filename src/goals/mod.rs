@@ -151,6 +151,39 @@ impl GoalError {
 
     /// The engine error a write or read ran into.
     fn from_engine(error: &Error) -> Self {
+        // A person must decide (docs/governance.md): the proposal id is what they approve.
+        let approval = |code: &'static str, proposal_id: &str, resolution: &str| GoalError {
+            code,
+            message: error.to_string(),
+            retryable: false,
+            details: Some(json!({"engineCode": error.code(), "proposalId": proposal_id, "resolution": resolution})),
+        };
+        match error {
+            Error::HumanApprovalRequired { operation, proposal_id } => {
+                let mut refused = approval(
+                    "HUMAN_APPROVAL_REQUIRED",
+                    proposal_id,
+                    "ask-a-person-to-run: paravault approve <proposalId>; then repeat this exact call",
+                );
+                if let Some(details) = refused.details.as_mut() {
+                    details["operation"] = json!(operation);
+                    details["reviewUrl"] = Value::Null;
+                }
+                return refused;
+            }
+            Error::ProposalRejected { proposal_id, approver, comment } => {
+                let mut refused = approval("PROPOSAL_REJECTED", proposal_id, "do-not-retry: a person rejected this change");
+                if let Some(details) = refused.details.as_mut() {
+                    details["approver"] = json!(approver);
+                    details["comment"] = json!(comment);
+                }
+                return refused;
+            }
+            Error::ApprovalStale { proposal_id, .. } => {
+                return approval("APPROVAL_STALE", proposal_id, "re-read the goal and ask for a new approval");
+            }
+            _ => {}
+        }
         let code: &'static str = match error {
             Error::PreconditionFailed { .. } | Error::AlreadyExists { .. } => "CONFLICT",
             Error::GateRejected { .. } => "LINT_GATE_REJECTED",
@@ -363,7 +396,7 @@ pub fn run(vault: &Vault, request: GoalRequest) -> Envelope {
             json: json!({
                 "ok": true, "scope": SCOPE, "action": action,
                 "result": with_scope(action, done.result),
-                "meta": meta(done.changed, done.semantic_no_op, done.changed_fields, done.revision, done.receipt_seq),
+                "meta": meta(done.changed, done.semantic_no_op, done.changed_fields, done.revision, done.receipt_seq, done.approval),
             }),
         },
         Err((error, revision)) => {
@@ -373,7 +406,7 @@ pub fn run(vault: &Vault, request: GoalRequest) -> Envelope {
             }
             Envelope {
                 ok: false,
-                json: json!({"ok": false, "scope": SCOPE, "action": action, "error": body, "meta": meta(false, false, Vec::new(), revision, None)}),
+                json: json!({"ok": false, "scope": SCOPE, "action": action, "error": body, "meta": meta(false, false, Vec::new(), revision, None, None)}),
             }
         }
     }
@@ -387,7 +420,14 @@ fn with_scope(action: &str, result: Map<String, Value>) -> Value {
     Value::Object(out)
 }
 
-fn meta(changed: bool, semantic_no_op: bool, mut changed_fields: Vec<String>, revision: Option<u64>, receipt: Option<u64>) -> Value {
+fn meta(
+    changed: bool,
+    semantic_no_op: bool,
+    mut changed_fields: Vec<String>,
+    revision: Option<u64>,
+    receipt: Option<u64>,
+    approval: Option<Value>,
+) -> Value {
     changed_fields.sort();
     changed_fields.dedup();
     let mut revisions = Map::new();
@@ -397,6 +437,9 @@ fn meta(changed: bool, semantic_no_op: bool, mut changed_fields: Vec<String>, re
     let mut meta = json!({"changed": changed, "semanticNoOp": semantic_no_op, "changedFields": changed_fields, "revisions": revisions});
     if let Some(seq) = receipt {
         meta["receiptSeq"] = json!(seq);
+    }
+    if let Some(approval) = approval {
+        meta["approval"] = approval;
     }
     meta
 }
@@ -409,6 +452,8 @@ struct Done {
     changed_fields: Vec<String>,
     revision: Option<u64>,
     receipt_seq: Option<u64>,
+    /// A person's approval the write ran under (the receipt's `approval`).
+    approval: Option<Value>,
 }
 
 type Failure = (GoalError, Option<u64>);
@@ -436,6 +481,7 @@ fn dispatch(vault: &Vault, request: GoalRequest) -> Result<Done, Failure> {
                 changed_fields: Vec::new(),
                 revision,
                 receipt_seq: None,
+                approval: None,
             })
         }
         GoalRequest::ApplyPlan(input) if input.dry_run == Some(true) => {
@@ -448,7 +494,15 @@ fn dispatch(vault: &Vault, request: GoalRequest) -> Result<Done, Failure> {
             result.insert("dryRun".into(), json!(true));
             result.insert("valid".into(), json!(true));
             result.insert("entries".into(), Value::Array(preview));
-            Ok(Done { result, changed: false, semantic_no_op: false, changed_fields: Vec::new(), revision, receipt_seq: None })
+            Ok(Done {
+                result,
+                changed: false,
+                semantic_no_op: false,
+                changed_fields: Vec::new(),
+                revision,
+                receipt_seq: None,
+                approval: None,
+            })
         }
         other => mutate(vault, other),
     }
@@ -494,6 +548,45 @@ fn load(vault: &Vault) -> Result<Stored, GoalError> {
         .map_err(|_| worklist_invalid(&path, vec![format::FormatProblem { line: 1, message: "not UTF-8".into() }]))?;
     let (frame, worklist) = format::parse(text).map_err(|problems| worklist_invalid(&path, problems))?;
     Ok(Stored { frame, worklist, sha256: Some(sha256) })
+}
+
+/// The lint rule of a worklist note that does not parse (`lint.rules` in policy).
+pub const WORKLIST_INVALID_RULE: &str = "goals-worklist-invalid";
+
+impl Vault {
+    /// The vault-wide health report (`Vault::lint`) with the checks of the modules above the
+    /// vault: a goal worklist note that does not parse (a hand edit, say) is one
+    /// `goals-worklist-invalid` finding per problem, naming the note, the line and the parse
+    /// error, so a person sees it in `lint_vault` / `paravault lint`, not only when a goal tool
+    /// refuses to write. The adapters' lint entry points call this.
+    pub fn lint_vault(&self) -> crate::error::Result<crate::lint::LintReport> {
+        let mut report = self.lint()?;
+        if let Err(error) = load(self)
+            && error.code == "WORKLIST_INVALID"
+            && let Some(details) = &error.details
+        {
+            let path = details["path"].as_str().unwrap_or_default().to_string();
+            let severity = self.policy().severity(WORKLIST_INVALID_RULE);
+            for problem in details["findings"].as_array().into_iter().flatten() {
+                report.findings.push(crate::finding::Finding {
+                    rule: WORKLIST_INVALID_RULE,
+                    severity,
+                    path: path.clone(),
+                    line: problem["line"].as_u64().map(|l| l as usize),
+                    message: format!(
+                        "the goal worklist does not parse: {}; goal tools refuse to write it until a person fixes it",
+                        problem["message"].as_str().unwrap_or_default()
+                    ),
+                    target: None,
+                    candidates: Vec::new(),
+                });
+                *report.counts.entry(WORKLIST_INVALID_RULE).or_default() += 1;
+            }
+            report.findings.sort_by(|a, b| (&a.path, a.line, a.rule).cmp(&(&b.path, b.line, b.rule)));
+            report.blocking = report.findings.iter().any(|f| f.severity == crate::finding::Severity::Blocking);
+        }
+        Ok(report)
+    }
 }
 
 fn worklist_invalid(path: &VaultPath, problems: Vec<format::FormatProblem>) -> GoalError {
@@ -922,7 +1015,15 @@ fn mutate(vault: &Vault, request: GoalRequest) -> Result<Done, Failure> {
         if changed_fields.is_empty() {
             // Nothing to write: the request asks for what already is.
             let result = refresh_result(&after, applied.result);
-            return Ok(Done { result, changed: false, semantic_no_op: true, changed_fields, revision: last_revision, receipt_seq: None });
+            return Ok(Done {
+                result,
+                changed: false,
+                semantic_no_op: true,
+                changed_fields,
+                revision: last_revision,
+                receipt_seq: None,
+                approval: None,
+            });
         }
         for goal in after.goals.iter_mut().filter(|g| changed_ids.contains(&g.id)) {
             if before.position(&goal.id).is_some() {
@@ -931,6 +1032,11 @@ fn mutate(vault: &Vault, request: GoalRequest) -> Result<Done, Failure> {
         }
         after.revision = before.revision + 1;
         let content = format::render(&stored.frame, &after, &format!("{}Z", &stamp[..19]));
+        let note_bytes_max = vault.policy().policy.limits.note_bytes_max;
+        if content.len() as u64 > note_bytes_max {
+            // Refused before any write: the worklist keeps every goal and byte it had.
+            return Err((worklist_full(&path, content.len(), note_bytes_max, &before), last_revision));
+        }
         let change = NoteChange {
             path: path.clone(),
             content: Some(content),
@@ -946,16 +1052,35 @@ fn mutate(vault: &Vault, request: GoalRequest) -> Result<Done, Failure> {
             log_entry: Some(format!("goals {}: {}", request.action(), changed_ids.iter().cloned().collect::<Vec<_>>().join(", "))),
             create_folders: true,
         };
-        match crate::write::execute(vault, mutation) {
+        let written = match governed_operation(&request) {
+            // The lifecycle tools are governed operations (docs/governance.md): under a `human`
+            // rule the change waits for a person, and the approved write is exactly what they
+            // saw; the request names the goal, so one approval never applies another change.
+            Some(operation) => {
+                let key = format!("{} {}", request.action(), changed_ids.iter().cloned().collect::<Vec<_>>().join(","));
+                crate::approvals::execute_governed_request(vault, operation, mutation, Some(&key))
+            }
+            None => crate::write::execute(vault, mutation),
+        };
+        match written {
             Ok(receipt) => {
-                let result = refresh_result(&after, applied.result);
+                let approval = receipt.get("approval").cloned();
+                // An approved write put the stored after-image in place (its times are the
+                // proposal's): the result shows what was written.
+                let shown = match approval {
+                    Some(_) => load(vault).map_err(|e| (e, Some(after.revision)))?.worklist,
+                    None => after,
+                };
+                let revision = Some(shown.revision);
+                let result = refresh_result(&shown, applied.result);
                 return Ok(Done {
                     result,
                     changed: true,
                     semantic_no_op: false,
                     changed_fields,
-                    revision: Some(after.revision),
+                    revision,
                     receipt_seq: receipt.get("seq").and_then(Value::as_u64),
+                    approval,
                 });
             }
             // The note changed between our read and the write (a hand edit or another
@@ -965,6 +1090,31 @@ fn mutate(vault: &Vault, request: GoalRequest) -> Result<Done, Failure> {
         }
     }
     unreachable!("the last attempt returns")
+}
+
+/// The worklist note would exceed `limits.note_bytes_max` (its capacity, docs/goals.md).
+fn worklist_full(path: &VaultPath, bytes: usize, note_bytes_max: u64, before: &Worklist) -> GoalError {
+    GoalError::new(
+        "WORKLIST_FULL",
+        format!(
+            "the worklist note {path} would be {bytes} bytes, over limits.note_bytes_max ({note_bytes_max}); it holds {} goals and \
+             nothing was written: archive or delete goals, shorten descriptions, or raise limits.note_bytes_max",
+            before.goals.len()
+        ),
+    )
+    .with_details(json!({"path": path.as_str(), "bytes": bytes, "noteBytesMax": note_bytes_max, "goals": before.goals.len()}))
+}
+
+/// The `approvals:` operation a goal request is governed as (the confirm-guarded tools).
+fn governed_operation(request: &GoalRequest) -> Option<crate::approvals::Operation> {
+    use crate::approvals::Operation;
+    match request {
+        GoalRequest::Lifecycle(Lifecycle::Complete, _) => Some(Operation::GoalsComplete),
+        GoalRequest::Lifecycle(Lifecycle::Reopen, _) => Some(Operation::GoalsReopen),
+        GoalRequest::Lifecycle(Lifecycle::Archive, _) => Some(Operation::GoalsArchive),
+        GoalRequest::Lifecycle(Lifecycle::Delete, _) => Some(Operation::GoalsDelete),
+        _ => None,
+    }
 }
 
 fn operation_name(request: &GoalRequest) -> &'static str {

@@ -160,6 +160,10 @@ pub struct RotReport {
     /// Exact sizes of the lists above before paging, and which page they hold.
     pub totals: RotTotals,
     pub page: Page,
+    /// The person's approval the link checks ran under (a `human` rule for `link_rot`):
+    /// `{approver, channel, decided_at, decision_sha256}`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub link_rot_approval: Option<serde_json::Value>,
     /// The generation and the model state the audit was computed from (filled by `Vault`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub computed_from: Option<crate::inventory::ComputedFrom>,
@@ -341,6 +345,7 @@ pub fn audit_with_vectors(
         skipped: Vec::new(),
         totals: RotTotals::default(),
         page: Page { offset: 0, max_items: 0, truncated: false, next_cursor: None },
+        link_rot_approval: None,
         computed_from: None,
     };
     for record in &notes {
@@ -413,7 +418,17 @@ impl crate::vault::Vault {
         let today = self.today();
         let checks_links = request.allow_link_rot && request.approved && self.policy().policy.egress == EgressPolicy::AllowPublic;
         let links = if checks_links { Some(self.external_links()?) } else { None };
+        // Link checks are egress: under a `human` rule for `link_rot` a person approves exactly
+        // the URLs that will be contacted (docs/governance.md) before any request is sent.
+        let approval = match &links {
+            Some(links) => {
+                let (paths, request) = link_rot_request(links, self.policy().policy.maintenance.link_rot_max_links);
+                crate::approvals::gate_action(self, crate::approvals::Operation::LinkRot, &paths, &request)?
+            }
+            None => None,
+        };
         let mut report = self.with_inventory(|inv| audit_with_vectors(inv, self.policy(), request, today, vectors, links))??;
+        report.link_rot_approval = approval;
         report.paginate(request, self.policy())?;
         report.computed_from = Some(self.computed_from()?);
         Ok(report)
@@ -459,3 +474,23 @@ impl crate::vault::Vault {
 
 #[cfg(test)]
 mod tests;
+
+/// What a link-rot run contacts, as a person approves it: the notes holding the links that
+/// will be checked (sorted) and `{urls}`, the distinct URLs `check_links` will request (the
+/// first `max_links` in reading order), sorted. Redirect targets are not known in advance:
+/// each hop is still held to public addresses.
+pub fn link_rot_request(links: &[(String, usize, String)], max_links: usize) -> (Vec<String>, serde_json::Value) {
+    let mut urls: Vec<&str> = Vec::new();
+    let mut paths = std::collections::BTreeSet::new();
+    for (path, _, url) in links {
+        if !urls.contains(&url.as_str()) {
+            if urls.len() >= max_links {
+                continue;
+            }
+            urls.push(url);
+        }
+        paths.insert(path.clone());
+    }
+    urls.sort_unstable();
+    (paths.into_iter().collect(), serde_json::json!({ "urls": urls }))
+}

@@ -309,7 +309,8 @@ pub struct ApprovalsPolicy {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalRule {
-    /// `apply`, `archive`, `heal`, `markdown_fix`.
+    /// `apply`, `archive`, `heal`, `markdown_fix`, `goals_complete`, `goals_reopen`,
+    /// `goals_archive`, `goals_delete`, `link_rot`, `infra_replicate` (`approvals::Operation`).
     pub operations: Vec<String>,
     /// Glob patterns over vault paths (`*` stays inside one folder, `**` crosses folders);
     /// empty = every path.
@@ -375,6 +376,7 @@ pub const KNOWN_LINT_RULES: &[&str] = &[
     "inconsistent-list-markers",
     "header-jump",
     "missing-code-language",
+    "goals-worklist-invalid",
 ];
 
 /// Where the effective policy came from.

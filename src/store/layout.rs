@@ -21,6 +21,9 @@ pub const APPROVALS_DIR: &str = ".paravault/approvals";
 pub const APPROVAL_DECISIONS_DIR: &str = ".paravault/approvals/decisions";
 /// Multi-note proposals (archive, heal, Markdown fix) held for a person's decision.
 pub const BATCH_PROPOSALS_DIR: &str = ".paravault/approvals/batches";
+/// Proposals of governed actions that write no note (link-rot egress, infra replicate): exactly
+/// the request a person decides on.
+pub const ACTION_PROPOSALS_DIR: &str = ".paravault/approvals/actions";
 /// `handoff_work` task snapshots (`<task_id>.json`).
 pub const TASKS_DIR: &str = ".paravault/tasks";
 /// `handoff_work` per-task append-only, hash-chained event journals (`<task_id>.jsonl`).

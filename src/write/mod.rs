@@ -446,6 +446,48 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
 }
 
 /// Puts the in-memory model back as it was before the plan (the disk was never touched).
+/// The lint gate's verdict on `changes` (path, new text or removal) as if they were written
+/// now, writing nothing: the after-images are analysed into the in-memory inventory, judged
+/// exactly as `check_and_plan` judges a write, and the previous records put back, all inside one
+/// exclusive borrow of the inventory, so no reader ever sees them. What a person reviewing a
+/// proposal is shown (`approvals::Vault::proposal_review`).
+pub fn gate_preview(vault: &Vault, changes: &[(VaultPath, Option<String>)]) -> Result<lint::GateReport> {
+    let policy = vault.policy();
+    let today = vault.today();
+    let touched: Vec<VaultPath> = changes.iter().map(|(path, _)| path.clone()).collect();
+    vault.with_inventory_mut(|inventory| {
+        let baseline = lint::baseline(inventory, policy, &touched, today);
+        let mut previous = Vec::with_capacity(changes.len());
+        for (path, content) in changes {
+            let old = match content {
+                Some(content) => {
+                    let bytes = content.as_bytes();
+                    let mut record = inventory::NoteRecord::empty(path.clone(), PageKind::Note);
+                    record.size_bytes = bytes.len() as u64;
+                    record.content_hash = *blake3::hash(bytes).as_bytes();
+                    inventory::analyse_bytes(&mut record, bytes, policy);
+                    inventory.upsert(record)
+                }
+                None => inventory.remove(path),
+            };
+            previous.push((path.clone(), old));
+        }
+        let live: Vec<VaultPath> = changes.iter().filter(|(_, c)| c.is_some()).map(|(p, _)| p.clone()).collect();
+        let gate = lint::gate(inventory, policy, &live, &baseline, today);
+        for (path, record) in previous.into_iter().rev() {
+            match record {
+                Some(record) => {
+                    inventory.upsert(record);
+                }
+                None => {
+                    inventory.remove(&path);
+                }
+            }
+        }
+        gate
+    })
+}
+
 fn restore_model(vault: &Vault, previous: Vec<(VaultPath, Option<NoteRecord>)>) {
     let _ = vault.with_inventory_mut(|inventory| {
         for (path, record) in previous.into_iter().rev() {

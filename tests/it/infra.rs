@@ -24,7 +24,7 @@ fn req(value: Value) -> InfraRequest {
 
 /// Binds a broker socket and answers `connections` requests with `answer(request)` (a raw
 /// line, without the newline). Returns the socket path and the received requests.
-fn broker(
+pub(crate) fn broker(
     dir: &Path,
     connections: usize,
     answer: impl Fn(&Value) -> String + Send + 'static,
@@ -50,7 +50,7 @@ fn broker(
     (path, handle)
 }
 
-fn response(request: &Value, body: Value) -> String {
+pub(crate) fn response(request: &Value, body: Value) -> String {
     let mut out = json!({"schema": "power.infra-response.v1", "request_digest": request["request_digest"], "nonce": request["nonce"]});
     for (k, v) in body.as_object().unwrap() {
         out[k] = v.clone();
@@ -58,7 +58,7 @@ fn response(request: &Value, body: Value) -> String {
     out.to_string()
 }
 
-fn receipt() -> Value {
+pub(crate) fn receipt() -> Value {
     json!({"receipt": {"schema": "power.infra-receipt.v1", "run_id": "run_abc", "files": 3, "bytes": 42, "duration_ms": 10, "exit_category": "ok"}})
 }
 

@@ -14,7 +14,7 @@ use paravault::maintenance::rot::RotRequest;
 use crate::support::{note, vault};
 
 /// A tiny HTTP/1.1 server; returns its base URL and a connection counter.
-fn server() -> (String, Arc<AtomicUsize>) {
+pub(crate) fn server() -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
     let connections = Arc::new(AtomicUsize::new(0));

@@ -46,6 +46,7 @@ mod dense;
 mod embed;
 mod eval_beir;
 mod fuzz_corpus;
+mod governed_operations;
 mod handoff;
 mod hostile;
 mod infra;

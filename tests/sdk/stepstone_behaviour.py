@@ -94,6 +94,10 @@ async def with_server(test, surface="stepstone"):
     with tempfile.TemporaryDirectory() as tmp:
         vault = os.path.join(tmp, "vault")
         subprocess.run([BIN, "--vault", vault, "init"], check=True, stdout=subprocess.DEVNULL)
+        # A test may bring the vault policy it runs under (read when the server opens the vault).
+        if getattr(test, "policy", None):
+            with open(os.path.join(vault, ".paravault", "policy.yaml"), "w", encoding="utf-8") as f:
+                f.write(test.policy)
         env = dict(os.environ, PARAVAULT_LOG="warn")
         params = StdioServerParameters(command=BIN, args=["--vault", vault, "mcp", "--surface", surface], env=env)
         async with stdio_client(params) as (read, write):
@@ -409,6 +413,54 @@ async def test_the_worklist_is_a_readable_note_and_a_hand_edit_is_read_never_ove
     expect(open(path, encoding="utf-8").read() == broken, "an unparseable worklist was overwritten")
     listing = await s.read("stepstone://worklist/list")
     expect(not listing["ok"] and listing["error"]["code"] == "WORKLIST_INVALID", "reads report the broken note")
+
+
+def person(vault, config, args, secret):
+    """Runs the CLI as a person, the approver secret on standard input (the non-TTY channel)."""
+    env = dict(os.environ, PARAVAULT_CONFIG_DIR=config, PARAVAULT_LOG="warn")
+    return subprocess.run([BIN, "--vault", vault, *args], input=secret + "\n", env=env, capture_output=True, text=True)
+
+
+async def test_under_a_human_rule_confirm_true_waits_for_a_persons_approval(s):
+    secret = "correct horse battery staple"
+    config = os.path.join(os.path.dirname(s.vault), "config")
+    added = person(s.vault, config, ["approver", "add", "alice"], secret)
+    expect(added.returncode == 0, f"approver add: {added.stderr}")
+    goal = await s.add("Needs a person")
+    other = await s.add("Also governed")
+    before = s.worklist_bytes()
+    # Confirmation still comes first; then the approval policy applies on top of confirm=true.
+    await s.fails("complete", {"id": goal["id"]}, "APPROVAL_REQUIRED")
+    waiting = await s.fails("complete", {"id": goal["id"], "confirm": True}, "HUMAN_APPROVAL_REQUIRED")
+    details = waiting["error"]["details"]
+    proposal = details["proposalId"]
+    expect(len(proposal) == 64 and details["engineCode"] == "human_approval_required", f"details {details}")
+    expect(waiting["error"]["retryable"] is False, "retrying alone never gets past a person")
+    expect(s.worklist_bytes() == before, "nothing is written before a person approves")
+    again = await s.fails("complete", {"id": goal["id"][:6], "confirm": True}, "HUMAN_APPROVAL_REQUIRED")
+    expect(again["error"]["details"]["proposalId"] == proposal, "the identical call names the same proposal")
+    elsewhere = await s.fails("complete", {"id": other["id"], "confirm": True}, "HUMAN_APPROVAL_REQUIRED")
+    expect(elsewhere["error"]["details"]["proposalId"] != proposal, "another goal is another proposal")
+    approved = person(s.vault, config, ["approve", proposal, "--approver", "alice"], secret)
+    expect(approved.returncode == 0, f"approve: {approved.stdout} {approved.stderr}")
+    expect("+- status: done" in approved.stderr, f"the person saw the diff before deciding: {approved.stderr}")
+    done = await s.ok("complete", {"id": goal["id"], "confirm": True})
+    expect(done["result"]["goal"]["status"] == "done", f"applied {done}")
+    approval = done["meta"]["approval"]
+    expect(approval["approver"] == "alice" and approval["channel"] == "cli", f"the approval is named: {approval}")
+    # The other goal's proposal was made from an older worklist: the next call proposes anew.
+    fresh = await s.fails("complete", {"id": other["id"], "confirm": True}, "HUMAN_APPROVAL_REQUIRED")
+    rejected = person(s.vault, config, ["reject", fresh["error"]["details"]["proposalId"], "--approver", "alice", "--comment", "not yet"], secret)
+    expect(rejected.returncode == 0, f"reject: {rejected.stderr}")
+    refused = await s.fails("complete", {"id": other["id"], "confirm": True}, "PROPOSAL_REJECTED")
+    expect(refused["error"]["details"]["approver"] == "alice", f"rejection {refused['error']}")
+    # Tools the rule does not name keep the caller's confirmation.
+    await s.ok("archive", {"id": other["id"], "confirm": True})
+
+
+test_under_a_human_rule_confirm_true_waits_for_a_persons_approval.policy = (
+    "approvals:\n  rules:\n    - { operations: [goals_complete], paths: [\"01_Projects/**\"], approver: human }\n"
+)
 
 
 async def test_unknown_resources_are_protocol_errors(s):

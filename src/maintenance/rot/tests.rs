@@ -33,3 +33,25 @@ proptest::proptest! {
         proptest::prop_assert_eq!(fast, brute_force(&titles, t));
     }
 }
+
+#[test]
+fn the_link_rot_request_a_person_approves_is_the_urls_check_links_will_contact() {
+    let link = |path: &str, line: usize, url: &str| (path.to_string(), line, url.to_string());
+    let links = [
+        link("03_Resources/b.md", 3, "https://z.example/1"),
+        link("03_Resources/a.md", 1, "https://a.example/2"),
+        link("03_Resources/c.md", 9, "https://z.example/1"),
+        link("03_Resources/d.md", 2, "https://m.example/3"),
+    ];
+    let (paths, request) = link_rot_request(&links, 10);
+    assert_eq!(paths, ["03_Resources/a.md", "03_Resources/b.md", "03_Resources/c.md", "03_Resources/d.md"]);
+    assert_eq!(request, serde_json::json!({"urls": ["https://a.example/2", "https://m.example/3", "https://z.example/1"]}));
+    // Over max_links, only the first distinct URLs in reading order are contacted, and only
+    // their notes are named; the order of the links does not change the request.
+    let (paths, request) = link_rot_request(&links, 2);
+    assert_eq!(paths, ["03_Resources/a.md", "03_Resources/b.md", "03_Resources/c.md"]);
+    assert_eq!(request, serde_json::json!({"urls": ["https://a.example/2", "https://z.example/1"]}));
+    let mut reordered = links.clone();
+    reordered.swap(0, 2);
+    assert_eq!(link_rot_request(&reordered, 10), link_rot_request(&links, 10));
+}

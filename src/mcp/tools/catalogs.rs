@@ -26,7 +26,7 @@ impl ToolParams for LintVault {
         &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&ctx.vault.lint()?)
+        to_object(&ctx.vault.lint_vault()?)
     }
 }
 

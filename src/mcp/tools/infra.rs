@@ -17,7 +17,8 @@ impl ToolParams for InfraAction {
         object_schema(
             json!({"schema": {"type": "string"}, "operation": {"type": "string"}, "request_digest": {"type": "string"},
                    "status": {"type": "string", "enum": ["ok", "blocked"]},
-                   "receipt": {"type": "object"}, "block": {"type": "object", "properties": {"reason_code": {"type": "string"}}}}),
+                   "receipt": {"type": "object"}, "block": {"type": "object", "properties": {"reason_code": {"type": "string"}}},
+                   "approval": {"type": "object", "description": "The person's approval a replicate ran under (a human rule for infra_replicate)."}}),
             &["schema", "operation", "request_digest", "status"],
         )
     }

@@ -35,6 +35,7 @@ impl ToolParams for RotAudit {
                     json!({"offset": {"type": "integer"}, "max_items": {"type": "integer"}, "truncated": {"type": "boolean"},
                            "next_cursor": {"type": ["string", "null"], "description": "Pass as cursor for the next page."}}),
                     &["offset", "max_items", "truncated"]),
+                "link_rot_approval": {"type": "object", "description": "The person's approval the link checks ran under (a human rule for link_rot)."},
                 "computed_from": {"type": "object", "description": "The active generation and the vault state the audit read."}
             }),
             &[
@@ -67,7 +68,10 @@ impl ToolParams for RotAudit {
                     "allow_remote_llm",
                     "Send candidate pairs to a remote LLM; no endpoint is configured, so true lists semantic_contradictions under skipped (not_configured).",
                 ),
-                ("approved", "The user approved the network access that allow_link_rot needs."),
+                (
+                    "approved",
+                    "The user approved the network access that allow_link_rot needs; where the vault's approvals policy gives link_rot to a person, the call returns human_approval_required with a proposal id until a person approves.",
+                ),
             ],
         );
     }

@@ -256,7 +256,7 @@ impl ToolParams for ValidateMemoryState {
         &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let report = ctx.vault.lint()?;
+        let report = ctx.vault.lint_vault()?;
         let blocking: Vec<_> = report.findings.iter().filter(|f| f.severity == crate::policy::Severity::Blocking).collect();
         Ok(json!({"result": blocking.is_empty(), "blocking": blocking}))
     }
