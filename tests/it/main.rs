@@ -45,6 +45,7 @@ mod ctxvault_sdk;
 mod dense;
 mod embed;
 mod eval_beir;
+mod folder_checks;
 mod fuzz_corpus;
 mod handoff;
 mod hostile;
