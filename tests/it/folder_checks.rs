@@ -165,7 +165,10 @@ fn a_corrupt_or_foreign_persisted_inventory_is_rebuilt_by_a_write() {
     assert!(vault.freshness().inventory_cache.starts_with("rebuilt: format version 1"), "{:?}", vault.freshness());
 }
 
-fn summary(inventory: &Inventory) -> (Vec<String>, Vec<(String, [u8; 32])>, Vec<String>) {
+/// What a model says is on disk: every file, each page's content hash, the symbolic links.
+type ModelSummary = (Vec<String>, Vec<(String, [u8; 32])>, Vec<String>);
+
+fn summary(inventory: &Inventory) -> ModelSummary {
     let files = inventory.files.iter().map(ToString::to_string).collect();
     let records = inventory.records.values().map(|r: &NoteRecord| (r.path.to_string(), r.content_hash)).collect();
     let symlinks = inventory.symlinked_notes.iter().map(ToString::to_string).collect();
@@ -176,7 +179,8 @@ fn summary(inventory: &Inventory) -> (Vec<String>, Vec<(String, [u8; 32])>, Vec<
 /// files it reused without a stat (edits in place) are re-checked.
 #[test]
 fn a_folder_checked_model_equals_a_walk_after_outside_changes() {
-    let (dir, vault) = vault(&format!("{BASE}-- 03_Resources/a/b/c.md --\n{}-- 03_Resources/img.png --\npng\n", note("Resource", "C", "c\n")));
+    let (dir, vault) =
+        vault(&format!("{BASE}-- 03_Resources/a/b/c.md --\n{}-- 03_Resources/img.png --\npng\n", note("Resource", "C", "c\n")));
     let root = dir.path();
     let policy = vault.policy();
     std::thread::sleep(Duration::from_millis(60));
