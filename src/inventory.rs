@@ -268,6 +268,41 @@ pub struct Inventory {
     pub snapshot: SourceSnapshot,
     /// Bumped by every `upsert` and `remove` (whether the persisted copy may be out of date).
     pub revision: u64,
+    /// Every walked folder (`""`: the vault root) → its stat identity just before its listing
+    /// was last read whole, and when (`None`: the model added or removed a file in it since,
+    /// or never listed it: list it again before trusting its entries). A folder's identity
+    /// moves whenever an entry is created, removed or renamed in it, so an unchanged, settled
+    /// one proves its listing — the file set links resolve against — still holds.
+    pub dirs: BTreeMap<String, Option<(FileStamp, i128)>>,
+    /// Whether every record's stat identity was compared with the disk when the model was last
+    /// brought up to it (false: only the folders' identities were, `load_checking_folders`;
+    /// a whole-vault reader then walks the vault first).
+    pub files_checked: bool,
+    /// Whether the vault holds an ignore file (`layout::IGNORE_FILES`): scope then follows its
+    /// rules, which only a full walk applies, so folder checks are not used.
+    pub ignore_files: bool,
+}
+
+/// What `Inventory::load_checking_folders` gives: the model, the temporary files found, and
+/// what it reused, read and listed again; or, when the persisted model
+/// cannot be checked by folders, its records for a walk to reuse.
+pub type FolderCheckedLoad = std::result::Result<(Inventory, Vec<PathBuf>, LoadCounts), Vec<NoteRecord>>;
+
+/// A persisted model of the vault (`inventory_cache`) that a process starting may reuse once
+/// it has checked it against the disk.
+#[derive(Debug, Default)]
+pub struct KnownVault {
+    /// Records whose stat identity was settled when they were persisted.
+    pub records: Vec<NoteRecord>,
+    /// Pages whose record was not settled (built from bytes the engine wrote, or racy): read
+    /// again at load.
+    pub unread_pages: Vec<(VaultPath, PageKind)>,
+    /// Files that are not pages (link targets).
+    pub attachments: Vec<VaultPath>,
+    pub symlinked_notes: Vec<VaultPath>,
+    /// `Inventory::dirs` as persisted.
+    pub dirs: Vec<(String, Option<(FileStamp, i128)>)>,
+    pub ignore_files: bool,
 }
 
 /// Note counts maintained incrementally.
@@ -338,6 +373,21 @@ pub struct LoadCounts {
     pub read: usize,
     /// Persisted records whose file is gone or out of scope.
     pub forgotten: usize,
+    /// Whether the load checked folders only (`Inventory::load_checking_folders`): records in
+    /// unchanged folders were reused without a stat of their file.
+    pub by_folders: bool,
+    /// Folders listed again because their identity moved (folder checks only).
+    pub folders_relisted: usize,
+}
+
+/// A folder's stat identity now (`None`: gone, unreadable, or not a real folder).
+pub fn dir_stamp(root: &Path, dir: &str) -> Option<FileStamp> {
+    std::fs::symlink_metadata(crate::store::layout::join(root, dir)).ok().filter(std::fs::Metadata::is_dir).map(|m| FileStamp::of(&m))
+}
+
+/// The folder holding a vault-relative path (`""`: the root).
+fn parent_dir(path: &str) -> &str {
+    path.rsplit_once('/').map_or("", |(parent, _)| parent)
 }
 
 /// A file's stat identity now (`None`: gone or unreadable).
@@ -378,6 +428,7 @@ impl Inventory {
     /// Returns the inventory, the temporary files the walk found, and what it reused and read.
     pub fn load_reusing(root: &Path, policy: &LoadedPolicy, known: Vec<NoteRecord>) -> Result<(Self, Vec<PathBuf>, LoadCounts)> {
         let started = std::time::Instant::now();
+        let walk_started = now_ns();
         let scan = scan::scan(root, policy)?;
         tracing::debug!(walk = ?started.elapsed(), pages = scan.pages.len(), "vault walked");
         let mut known: HashMap<VaultPath, NoteRecord> = known.into_iter().map(|r| (r.path.clone(), r)).collect();
@@ -391,9 +442,10 @@ impl Inventory {
                 _ => to_read.push((path.clone(), *kind)),
             }
         }
-        let counts = LoadCounts { reused: reused.len(), read: to_read.len(), forgotten: known.len() };
+        let counts = LoadCounts { reused: reused.len(), read: to_read.len(), forgotten: known.len(), ..Default::default() };
         let records = read_all(root, policy, &to_read);
-        let mut inventory = Inventory { symlinked_notes: scan.symlinked_notes, ..Default::default() };
+        let mut inventory =
+            Inventory { symlinked_notes: scan.symlinked_notes, files_checked: true, ignore_files: scan.ignore_files, ..Default::default() };
         for path in scan.files {
             inventory.add_file(path);
         }
@@ -401,8 +453,234 @@ impl Inventory {
         for record in reused.into_iter().chain(records) {
             inventory.upsert(record);
         }
+        inventory.set_listed_dirs(root, &scan.dirs, walk_started);
         tracing::debug!(built = ?started.elapsed(), "inventory built");
         Ok((inventory, scan.leftover_temps, counts))
+    }
+
+    /// Records the folders a whole walk started at `walk_started` listed. Their identities are
+    /// taken after the walk but judged as of its start, so a folder changed while it was
+    /// walked is racy (listed again next time), never trusted with a listing that missed it.
+    pub fn set_listed_dirs(&mut self, root: &Path, dirs: &[String], walk_started: i128) {
+        self.dirs = dirs.iter().map(|dir| (dir.clone(), dir_stamp(root, dir).map(|stamp| (stamp, walk_started)))).collect();
+    }
+
+    /// Builds the model from a persisted one, trusting each record only as far as its folder's
+    /// listing is proven unchanged: every known folder is stat'ed (O(folders)); a folder whose
+    /// identity moved (or is racy) is listed again, its new, changed or vanished entries read
+    /// or forgotten, and a new folder is listed whole. Records in unchanged folders are reused
+    /// without a stat of their file: the caller re-checks the files it consults
+    /// (`recheck`), and a whole-vault reader walks the vault first (`files_checked` is false).
+    /// `Err(records)`: the persisted model cannot be checked this way (no folder identities,
+    /// an ignore file, an unlistable folder): the caller walks the vault, reusing `records`.
+    /// Returns the model, the temporary files found, and what was reused, read and listed.
+    pub fn load_checking_folders(root: &Path, policy: &LoadedPolicy, known: KnownVault) -> Result<FolderCheckedLoad> {
+        if known.ignore_files || !known.dirs.iter().any(|(dir, _)| dir.is_empty()) {
+            return Ok(Err(known.records));
+        }
+        let started = std::time::Instant::now();
+        let mut inventory = Inventory { symlinked_notes: known.symlinked_notes, ..Default::default() };
+        for path in known.attachments {
+            inventory.add_file(path);
+        }
+        let mut to_read = Vec::new();
+        let unread: Vec<(VaultPath, PageKind)> = known.unread_pages;
+        for (path, _) in &unread {
+            inventory.add_file(path.clone());
+        }
+        let mut counts = LoadCounts { reused: known.records.len(), by_folders: true, ..Default::default() };
+        for record in known.records {
+            inventory.upsert(record);
+        }
+        tracing::debug!(built = ?started.elapsed(), "persisted inventory built");
+        // Which listings still hold.
+        let mut relist = std::collections::VecDeque::new();
+        let mut gone = Vec::new();
+        let mut dirs = BTreeMap::new();
+        for (dir, seen) in known.dirs {
+            match (dir_stamp(root, &dir), seen) {
+                (None, _) if !dir.is_empty() => gone.push(dir),
+                (Some(now), Some((old, at))) if now == old && !old.is_racy(at) => {
+                    dirs.insert(dir, Some((old, at)));
+                }
+                _ => {
+                    relist.push_back(dir.clone());
+                    dirs.insert(dir, None);
+                }
+            }
+        }
+        inventory.dirs = dirs;
+        tracing::debug!(checked = ?started.elapsed(), folders = inventory.dirs.len(), relist = relist.len(), gone = gone.len(), "folders checked");
+        for dir in gone {
+            counts.forgotten += inventory.forget_subtree(&dir);
+            let parent = parent_dir(&dir).to_string();
+            if inventory.dirs.get(&parent).is_some_and(Option::is_some) {
+                inventory.dirs.insert(parent.clone(), None);
+                relist.push_back(parent);
+            }
+        }
+        for (path, kind) in unread {
+            if inventory.dirs.get(path.parent()).is_some_and(Option::is_some) {
+                to_read.push((path, kind));
+            }
+        }
+        let excluded = &policy.policy.layout.excluded_dirs;
+        let mut leftover_temps = Vec::new();
+        let mut relisted = 0;
+        let mut listed_already = BTreeSet::new();
+        while let Some(dir) = relist.pop_front() {
+            if !listed_already.insert(dir.clone()) {
+                continue;
+            }
+            relisted += 1;
+            let seen_at = now_ns();
+            let Some(stamp) = dir_stamp(root, &dir) else {
+                counts.forgotten += inventory.forget_subtree(&dir);
+                continue;
+            };
+            let absolute = crate::store::layout::join(root, &dir);
+            let Ok(entries) = std::fs::read_dir(&absolute) else { return Ok(Err(inventory.into_records())) };
+            let mut listed_files = BTreeSet::new();
+            let mut listed_dirs = BTreeSet::new();
+            let mut symlinks = Vec::new();
+            for entry in entries {
+                let Ok(entry) = entry else { return Ok(Err(inventory.into_records())) };
+                let Ok(file_type) = entry.file_type() else { return Ok(Err(inventory.into_records())) };
+                let name = entry.file_name();
+                let Some(name) = name.to_str() else { continue };
+                let rel = if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") };
+                if file_type.is_dir() {
+                    if excluded.iter().any(|e| e == name) {
+                        continue;
+                    }
+                    if !inventory.dirs.contains_key(&rel) {
+                        inventory.dirs.insert(rel.clone(), None);
+                        relist.push_back(rel.clone());
+                    }
+                    listed_dirs.insert(rel);
+                    continue;
+                }
+                if name.starts_with(crate::store::layout::TEMP_PREFIX) {
+                    if file_type.is_file() {
+                        leftover_temps.push(entry.path());
+                    }
+                    continue;
+                }
+                if crate::store::layout::IGNORE_FILES.contains(&name) {
+                    return Ok(Err(inventory.into_records()));
+                }
+                let Ok(path) = VaultPath::parse_walked(&rel) else { continue };
+                if file_type.is_symlink() {
+                    if scan::classify(policy, &path).is_some() {
+                        symlinks.push(path);
+                    }
+                    continue;
+                }
+                match scan::classify(policy, &path) {
+                    Some(kind) => {
+                        if !inventory.records.get(&path).is_some_and(|r| r.is_current(kind, stamp_now(root, &path))) {
+                            to_read.push((path.clone(), kind));
+                        }
+                    }
+                    None => {
+                        if inventory.records.contains_key(&path) {
+                            inventory.remove(&path);
+                            counts.forgotten += 1;
+                        }
+                    }
+                }
+                inventory.add_file(path.clone());
+                listed_files.insert(path);
+            }
+            for path in inventory.direct_files(&dir) {
+                if !listed_files.contains(&path) {
+                    inventory.remove(&path);
+                    counts.forgotten += 1;
+                }
+            }
+            let vanished: Vec<String> =
+                inventory.dirs.keys().filter(|d| !d.is_empty() && parent_dir(d) == dir && !listed_dirs.contains(*d)).cloned().collect();
+            for sub in vanished {
+                counts.forgotten += inventory.forget_subtree(&sub);
+            }
+            inventory.symlinked_notes.retain(|p| p.parent() != dir);
+            inventory.symlinked_notes.extend(symlinks);
+            inventory.symlinked_notes.sort();
+            inventory.dirs.insert(dir, Some((stamp, seen_at)));
+        }
+        if inventory.dirs.values().any(Option::is_none) {
+            return Ok(Err(inventory.into_records()));
+        }
+        counts.read = to_read.len();
+        counts.folders_relisted = relisted;
+        counts.reused = counts.reused.saturating_sub(counts.read + counts.forgotten);
+        // Re-reading pages changes no listing: their files are in the model already.
+        for record in read_all(root, policy, &to_read) {
+            inventory.upsert(record);
+        }
+        leftover_temps.extend(scan::engine_temps(root));
+        tracing::debug!(loaded = ?started.elapsed(), relisted, ?counts, "inventory loaded by folder checks");
+        Ok(Ok((inventory, leftover_temps, counts)))
+    }
+
+    fn into_records(self) -> Vec<NoteRecord> {
+        self.records.into_values().collect()
+    }
+
+    /// Files directly in folder `dir` (not in its subfolders), in path order: range scans that
+    /// skip each subfolder's files with one seek.
+    pub fn direct_files(&self, dir: &str) -> Vec<VaultPath> {
+        direct_in(|range| self.files.range(range).next(), dir)
+    }
+
+    /// Records directly in folder `dir`, in path order (as `direct_files`).
+    pub fn direct_records(&self, dir: &str) -> Vec<VaultPath> {
+        direct_in(|range| self.records.range(range).next().map(|(path, _)| path), dir)
+    }
+
+    /// Forgets everything under folder `dir` and the folder itself (it vanished). Returns how
+    /// many pages it forgot.
+    fn forget_subtree(&mut self, dir: &str) -> usize {
+        let start = VaultPath::bound(format!("{dir}/"));
+        let end = VaultPath::bound(format!("{dir}0"));
+        let paths: Vec<VaultPath> = self.files.range(start.clone()..end.clone()).cloned().collect();
+        let pages = self.records.range(start..end).count();
+        for path in paths {
+            self.remove(&path);
+        }
+        let prefix = format!("{dir}/");
+        self.dirs.retain(|d, _| d != dir && !d.starts_with(&prefix));
+        self.symlinked_notes.retain(|p| !p.as_str().starts_with(&prefix));
+        pages
+    }
+
+    /// Brings the records of `paths` (files a write consults) up to the disk: a stat each, and
+    /// a read only of those whose identity moved or is racy. Returns how many it re-read or
+    /// forgot. O(paths), whatever the vault's size.
+    pub fn recheck(&mut self, root: &Path, policy: &LoadedPolicy, paths: &[VaultPath]) -> usize {
+        let mut changed = 0;
+        for path in paths {
+            let meta = std::fs::symlink_metadata(path.under(root)).ok();
+            let kind = scan::classify(policy, path).filter(|_| meta.as_ref().is_some_and(|m| m.file_type().is_file()));
+            match kind {
+                Some(kind) => {
+                    if !self.records.get(path).is_some_and(|r| r.is_current(kind, meta.as_ref().map(FileStamp::of))) {
+                        self.upsert(read_record(root, path, kind, policy));
+                        changed += 1;
+                    }
+                }
+                None => {
+                    if self.records.contains_key(path) {
+                        self.remove(path);
+                        if meta.as_ref().is_some_and(|m| m.file_type().is_file()) {
+                            self.add_file(path.clone());
+                        }
+                        changed += 1;
+                    }
+                }
+            }
+        }
+        changed
     }
 
     /// Records a file that is not a page (an attachment links may point at).
@@ -419,6 +697,9 @@ impl Inventory {
 
     /// Notes or forgets that an in-scope Markdown name is a symbolic link.
     pub fn set_symlinked(&mut self, path: &VaultPath, symlinked: bool) {
+        if self.symlinked_notes.contains(path) != symlinked {
+            self.listing_changed(path.parent());
+        }
         self.symlinked_notes.retain(|p| p != path);
         if symlinked {
             self.symlinked_notes.push(path.clone());
@@ -428,15 +709,37 @@ impl Inventory {
 
     fn add_file(&mut self, path: VaultPath) {
         if self.files.insert(path.clone()) {
+            self.listing_changed(path.parent());
             self.by_name.entry(lower_name(&path)).or_default().push(path);
         }
     }
 
     fn remove_file(&mut self, path: &VaultPath) {
-        if self.files.remove(path)
-            && let Some(list) = self.by_name.get_mut(&lower_name(path))
-        {
-            list.retain(|p| p != path);
+        if self.files.remove(path) {
+            self.listing_changed(path.parent());
+            if let Some(list) = self.by_name.get_mut(&lower_name(path)) {
+                list.retain(|p| p != path);
+            }
+        }
+    }
+
+    /// The model's entries of folder `dir` changed without a listing of it: its remembered
+    /// identity no longer proves them (and folders above it the model never listed are listed
+    /// next time too).
+    fn listing_changed(&mut self, dir: &str) {
+        match self.dirs.get_mut(dir) {
+            Some(slot) => *slot = None,
+            None => {
+                self.dirs.insert(dir.to_string(), None);
+            }
+        }
+        let mut current = dir;
+        while !current.is_empty() {
+            current = parent_dir(current);
+            if self.dirs.contains_key(current) {
+                break;
+            }
+            self.dirs.insert(current.to_string(), None);
         }
     }
 
@@ -556,6 +859,28 @@ impl Inventory {
             _ => Some(Resolution::Ambiguous(matches)),
         }
     }
+}
+
+type PathRange = (std::ops::Bound<VaultPath>, std::ops::Bound<VaultPath>);
+
+/// Paths directly in folder `dir` of an ordered set, given its first entry in a range.
+fn direct_in<'a>(first_in: impl Fn(PathRange) -> Option<&'a VaultPath>, dir: &str) -> Vec<VaultPath> {
+    use std::ops::Bound;
+    let prefix_len = if dir.is_empty() { 0 } else { dir.len() + 1 };
+    let mut from = if dir.is_empty() { Bound::Unbounded } else { Bound::Included(VaultPath::bound(format!("{dir}/"))) };
+    let end = if dir.is_empty() { Bound::Unbounded } else { Bound::Excluded(VaultPath::bound(format!("{dir}0"))) };
+    let mut out = Vec::new();
+    while let Some(path) = first_in((from.clone(), end.clone())) {
+        match path.as_str()[prefix_len..].split_once('/') {
+            None => {
+                out.push(path.clone());
+                from = Bound::Excluded(path.clone());
+            }
+            // Skip the subfolder's whole range: its next sibling starts after `child/…`.
+            Some((child, _)) => from = Bound::Included(VaultPath::bound(format!("{}0", &path.as_str()[..prefix_len + child.len()]))),
+        }
+    }
+    out
 }
 
 /// File names a link may mean, in order: `t.md` for a bare wikilink; `t` itself when it names

@@ -8,11 +8,15 @@
 //! another policy is ignored (and rebuilt by the caller), never trusted. Only records whose
 //! stamp is settled (not racy, git's rule) are kept: a record the engine built from bytes it
 //! was writing, or one read within a timestamp tick of its last change, is read again next
-//! time. Attachments are not kept: the walk lists them.
+//! time (its path is kept, so a process that trusts its folder's listing still reads it).
+//!
+//! Format 2 adds the walk itself: the attachments, the symbolic links, and every folder's stat
+//! identity as of its last whole listing, so a write can prove the file set unchanged by a stat
+//! of each folder (`Inventory::load_checking_folders`) instead of a walk and a stat per file.
 
 use serde::{Deserialize, Serialize};
 
-use crate::inventory::{FileProblem, FileStamp, NoteRecord};
+use crate::inventory::{FileProblem, FileStamp, Inventory, KnownVault, NoteRecord};
 use crate::note::body::Link;
 use crate::note::metadata::NoteMeta;
 use crate::note::path::VaultPath;
@@ -20,7 +24,7 @@ use crate::scan::PageKind;
 
 const MAGIC: &[u8; 8] = b"PVINVENT";
 /// Bumped whenever a persisted type changes shape.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 const HEADER: usize = 8 + 4 + 32;
 
 #[derive(Serialize, Deserialize)]
@@ -28,6 +32,13 @@ struct Persisted {
     engine_version: String,
     policy_digest: [u8; 32],
     records: Vec<PersistedRecord>,
+    /// Pages whose record was not settled: (path, kind).
+    unread_pages: Vec<(String, PageKind)>,
+    attachments: Vec<String>,
+    symlinked_notes: Vec<String>,
+    /// Folder → (stat identity, when it was taken) of its last whole listing.
+    dirs: Vec<(String, Option<(FileStamp, i128)>)>,
+    ignore_files: bool,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -52,14 +63,15 @@ struct PersistedRecord {
 /// Every rule a `FileProblem` can carry (`inventory::read_record`, `analyse_bytes`).
 const FILE_PROBLEM_RULES: &[&str] = &["note-too-large", "note-unreadable", "utf8-bom", "metadata-missing", "metadata-invalid"];
 
-/// Encodes the settled records (see the module doc) for `policy_digest`.
-pub fn encode<'r>(records: impl Iterator<Item = &'r NoteRecord>, policy_digest: &[u8; 32]) -> Vec<u8> {
-    let records = records
+/// Encodes the model (settled records, see the module doc) for `policy_digest`.
+pub fn encode(inventory: &Inventory, policy_digest: &[u8; 32]) -> Vec<u8> {
+    let settled = |r: &NoteRecord| r.stamp.is_some_and(|(stamp, read_at_ns)| !stamp.is_racy(read_at_ns));
+    let unread_pages = inventory.records.values().filter(|r| !settled(r)).map(|r| (r.path.to_string(), r.kind)).collect();
+    let records = inventory
+        .records
+        .values()
         .filter_map(|r| {
-            let (stamp, read_at_ns) = r.stamp?;
-            if stamp.is_racy(read_at_ns) {
-                return None;
-            }
+            let (stamp, read_at_ns) = r.stamp.filter(|_| settled(r))?;
             Some(PersistedRecord {
                 path: r.path.to_string(),
                 kind: r.kind,
@@ -77,7 +89,16 @@ pub fn encode<'r>(records: impl Iterator<Item = &'r NoteRecord>, policy_digest: 
             })
         })
         .collect();
-    let persisted = Persisted { engine_version: env!("CARGO_PKG_VERSION").to_string(), policy_digest: *policy_digest, records };
+    let persisted = Persisted {
+        engine_version: env!("CARGO_PKG_VERSION").to_string(),
+        policy_digest: *policy_digest,
+        records,
+        unread_pages,
+        attachments: inventory.files.iter().filter(|p| !inventory.records.contains_key(*p)).map(ToString::to_string).collect(),
+        symlinked_notes: inventory.symlinked_notes.iter().map(ToString::to_string).collect(),
+        dirs: inventory.dirs.iter().map(|(dir, seen)| (dir.clone(), *seen)).collect(),
+        ignore_files: inventory.ignore_files,
+    };
     let payload = postcard::to_stdvec(&persisted).unwrap_or_default();
     let mut out = Vec::with_capacity(HEADER + payload.len());
     out.extend_from_slice(MAGIC);
@@ -89,7 +110,7 @@ pub fn encode<'r>(records: impl Iterator<Item = &'r NoteRecord>, policy_digest: 
 
 /// Decodes a persisted inventory computed under `policy_digest`; the error says why it cannot
 /// be trusted.
-pub fn decode(bytes: &[u8], policy_digest: &[u8; 32]) -> Result<Vec<NoteRecord>, String> {
+pub fn decode(bytes: &[u8], policy_digest: &[u8; 32]) -> Result<KnownVault, String> {
     if bytes.len() < HEADER || &bytes[..8] != MAGIC {
         return Err("not a persisted inventory".into());
     }
@@ -108,7 +129,11 @@ pub fn decode(bytes: &[u8], policy_digest: &[u8; 32]) -> Result<Vec<NoteRecord>,
     if &persisted.policy_digest != policy_digest {
         return Err("computed under another policy".into());
     }
-    persisted
+    let path = |p: &str| VaultPath::parse_walked(p).map_err(|_| format!("invalid path {p:?}"));
+    let unread_pages = persisted.unread_pages.iter().map(|(p, kind)| Ok((path(p)?, *kind))).collect::<Result<Vec<_>, String>>()?;
+    let attachments = persisted.attachments.iter().map(|p| path(p)).collect::<Result<Vec<_>, String>>()?;
+    let symlinked_notes = persisted.symlinked_notes.iter().map(|p| path(p)).collect::<Result<Vec<_>, String>>()?;
+    let records = persisted
         .records
         .into_iter()
         .map(|r| {
@@ -136,5 +161,6 @@ pub fn decode(bytes: &[u8], policy_digest: &[u8; 32]) -> Result<Vec<NoteRecord>,
                 body_chars: r.body_chars,
             })
         })
-        .collect()
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(KnownVault { records, unread_pages, attachments, symlinked_notes, dirs: persisted.dirs, ignore_files: persisted.ignore_files })
 }

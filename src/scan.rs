@@ -37,6 +37,11 @@ pub struct Scan {
     /// Temporary files of atomic replaces (`layout::TEMP_PREFIX`), in the vault's folders and
     /// the engine's state folder: leftovers of killed writes unless a write is in flight.
     pub leftover_temps: Vec<std::path::PathBuf>,
+    /// Every folder the walk listed, vault-relative (`""` is the vault root), in walk order.
+    pub dirs: Vec<String>,
+    /// Whether the walk met an ignore file (`layout::IGNORE_FILES`): scope then depends on
+    /// its rules, which only a full walk applies.
+    pub ignore_files: bool,
 }
 
 /// Classifies a vault-relative Markdown path, or `None` when it is out of scope.
@@ -86,10 +91,14 @@ pub fn scan(root: &Path, policy: &LoadedPolicy) -> Result<Scan> {
     for entry in builder.build() {
         let entry = entry.map_err(|e| Error::io("walking", "vault", std::io::Error::other(e.to_string())))?;
         if entry.depth() == 0 {
+            out.dirs.push(String::new());
             continue;
         }
         let Some(file_type) = entry.file_type() else { continue };
         if file_type.is_dir() {
+            if let Some(rel) = entry.path().strip_prefix(root).ok().and_then(|r| r.to_str()) {
+                out.dirs.push(rel.replace('\\', "/"));
+            }
             continue;
         }
         let Ok(rel) = entry.path().strip_prefix(root) else { continue };
@@ -115,13 +124,18 @@ pub fn scan(root: &Path, policy: &LoadedPolicy) -> Result<Scan> {
     out.pages.sort_by(|a, b| a.0.cmp(&b.0));
     out.files.sort();
     out.leftover_temps.extend(engine_temps(root));
+    // Looked up by name, not from the walk: an ignore file may exclude itself.
+    out.ignore_files = out.dirs.iter().any(|dir| {
+        let dir = if dir.is_empty() { root.to_path_buf() } else { root.join(dir) };
+        layout::IGNORE_FILES.iter().any(|name| std::fs::symlink_metadata(dir.join(name)).is_ok())
+    });
     Ok(out)
 }
 
 /// Temporary files (and watch barriers of killed servers) in the engine's own folders (not
 /// walked by `scan`: `.paravault` is an excluded directory), three levels deep, links never
 /// followed.
-fn engine_temps(root: &Path) -> Vec<std::path::PathBuf> {
+pub fn engine_temps(root: &Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     let mut dirs = vec![(layout::join(root, layout::STATE_DIR), 0)];
     while let Some((dir, depth)) = dirs.pop() {

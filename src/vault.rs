@@ -140,6 +140,15 @@ struct SavedInventory {
 /// of them, whichever is more) were stale.
 const PERSIST_AFTER_STALE_RECORDS: usize = 32;
 
+/// How far a caller of the inventory needs it checked against the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// A write transaction: folder listings proven; it re-checks the files it consults.
+    Write,
+    /// A whole-vault reader (lint, doctor, search, heal preview…): every file checked.
+    WholeVault,
+}
+
 /// What re-reading one changed path did.
 enum Refreshed {
     /// Its stat identity had not moved: nothing was read.
@@ -422,17 +431,32 @@ impl Vault {
         self.options.today.unwrap_or_else(|| chrono::Utc::now().date_naive())
     }
 
+    /// The inventory for a whole-vault reader: every record checked against the disk.
     fn lock_inventory(&self) -> Result<MutexGuard<'_, Option<Inventory>>> {
+        self.lock_inventory_for(Scope::WholeVault)
+    }
+
+    /// The inventory, loaded on first use and brought up to the disk as far as `scope` needs:
+    /// a write transaction takes a model whose folder listings are proven (it re-checks the
+    /// files it consults itself); a whole-vault reader gets every record's stat identity
+    /// compared (a walk, once, if the model was loaded by folder checks).
+    fn lock_inventory_for(&self, scope: Scope) -> Result<MutexGuard<'_, Option<Inventory>>> {
         let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if guard.is_none() {
             let started = std::time::Instant::now();
             let (known, cache_state) = self.read_persisted_inventory();
             let decoded = started.elapsed();
-            let (inventory, leftovers, load) = Inventory::load_reusing(&self.root, &self.policy, known)?;
+            let (inventory, leftovers, load) = match (scope, known) {
+                (Scope::Write, Some(known)) => match Inventory::load_checking_folders(&self.root, &self.policy, known)? {
+                    Ok(loaded) => loaded,
+                    Err(records) => Inventory::load_reusing(&self.root, &self.policy, records)?,
+                },
+                (_, known) => Inventory::load_reusing(&self.root, &self.policy, known.map(|k| k.records).unwrap_or_default())?,
+            };
             let loaded = started.elapsed();
             // Rewriting the whole file costs O(vault); a few stale records (the notes and catalog
             // pages of recent writes) cost the next process a few reads. Rewrite once they add up.
-            let stale = load.read + load.forgotten;
+            let stale = load.read + load.forgotten + load.folders_relisted;
             if cache_state == "reused" && stale < PERSIST_AFTER_STALE_RECORDS.max(load.reused / 100) {
                 if let Some(saved) = self.saved_inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_mut() {
                     saved.revision = inventory.revision;
@@ -449,27 +473,39 @@ impl Vault {
             freshness.inventory_cache = cache_state;
             freshness.load = load;
         }
+        if scope == Scope::WholeVault
+            && let Some(inventory) = guard.as_mut().filter(|inventory| !inventory.files_checked)
+        {
+            let started = std::time::Instant::now();
+            let reread = self.rescan(inventory)?;
+            tracing::debug!(reread, walk = ?started.elapsed(), "whole-vault reader: every file checked");
+            let mut freshness = self.lock_freshness();
+            freshness.paths_refreshed += reread as u64;
+            freshness.stat_walks += 1;
+            freshness.last_stat_walk_reason = Some("a whole-vault read after a load by folder checks".into());
+            freshness.observed_at = Some(now_rfc3339());
+        }
         Ok(guard)
     }
 
     /// The persisted inventory's records, and what became of it (`reused`, `absent`, or why it
     /// cannot be trusted: it is then rebuilt, never used).
-    fn read_persisted_inventory(&self) -> (Vec<inventory::NoteRecord>, String) {
+    fn read_persisted_inventory(&self) -> (Option<inventory::KnownVault>, String) {
         let path = layout::join(&self.root, layout::INVENTORY_CACHE);
         let bytes = match crate::store::nofollow::read(&path) {
             Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (Vec::new(), "absent".into()),
-            Err(e) => return (Vec::new(), format!("rebuilt: unreadable ({})", e.kind())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (None, "absent".into()),
+            Err(e) => return (None, format!("rebuilt: unreadable ({})", e.kind())),
         };
         match crate::inventory_cache::decode(&bytes, &self.policy.digest) {
-            Ok(records) => {
+            Ok(known) => {
                 *self.saved_inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
                     Some(SavedInventory { revision: u64::MAX, digest: *blake3::hash(&bytes).as_bytes() });
-                (records, "reused".into())
+                (Some(known), "reused".into())
             }
             Err(reason) => {
                 tracing::warn!(%reason, "ignoring the persisted inventory; rebuilding it");
-                (Vec::new(), format!("rebuilt: {reason}"))
+                (None, format!("rebuilt: {reason}"))
             }
         }
     }
@@ -481,7 +517,7 @@ impl Vault {
         if saved.as_ref().is_some_and(|s| s.revision == inventory.revision) {
             return;
         }
-        let bytes = crate::inventory_cache::encode(inventory.records.values(), &self.policy.digest);
+        let bytes = crate::inventory_cache::encode(inventory, &self.policy.digest);
         let digest = *blake3::hash(&bytes).as_bytes();
         if saved.as_ref().is_some_and(|s| s.digest == digest) {
             *saved = Some(SavedInventory { revision: inventory.revision, digest });
@@ -641,6 +677,7 @@ impl Vault {
     /// A full stat walk: re-reads every page whose stat identity moved (or is racy), adds and
     /// forgets files, and refreshes the symlink list. Returns how many pages it re-read.
     fn rescan(&self, inventory: &mut Inventory) -> Result<usize> {
+        let walk_started = inventory::now_ns();
         let scan = crate::scan::scan(&self.root, &self.policy)?;
         let pages: std::collections::BTreeMap<&VaultPath, PageKind> = scan.pages.iter().map(|(p, k)| (p, *k)).collect();
         let files: BTreeSet<&VaultPath> = scan.files.iter().collect();
@@ -670,6 +707,9 @@ impl Vault {
             inventory.upsert(record);
         }
         inventory.symlinked_notes = scan.symlinked_notes;
+        inventory.set_listed_dirs(&self.root, &scan.dirs, walk_started);
+        inventory.files_checked = true;
+        inventory.ignore_files = scan.ignore_files;
         Ok(reread)
     }
 
@@ -800,8 +840,10 @@ impl Vault {
     }
 
     /// Runs `f` with mutable access to the inventory (writer-side model updates).
+    /// Its folder listings are proven; the caller re-checks the files it consults
+    /// (`Inventory::recheck`).
     pub(crate) fn with_inventory_mut<T>(&self, f: impl FnOnce(&mut Inventory) -> T) -> Result<T> {
-        let mut guard = self.lock_inventory()?;
+        let mut guard = self.lock_inventory_for(Scope::Write)?;
         Ok(f(guard.as_mut().expect("BUG: lock_inventory loads the inventory")))
     }
 
@@ -842,7 +884,7 @@ impl Vault {
     /// Re-reads one file into the inventory (after a change made by the engine or outside it)
     /// and returns the catalog directories the change affects.
     pub fn refresh_path(&self, path: &VaultPath) -> Result<BTreeSet<String>> {
-        let mut guard = self.lock_inventory()?;
+        let mut guard = self.lock_inventory_for(Scope::Write)?;
         let inventory = guard.as_mut().expect("BUG: lock_inventory loads the inventory");
         match crate::scan::classify(&self.policy, path) {
             Some(kind) if path.under(&self.root).is_file() => {

@@ -365,6 +365,7 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
     let today = vault.today();
     let touched: Vec<VaultPath> = mutation.notes.iter().map(|n| n.path.clone()).collect();
     let (gate, previous_records, catalog_plan, counts, search_snapshot) = vault.with_inventory_mut(|inventory| {
+        recheck_consulted(vault, inventory, &touched);
         let baseline = lint::baseline(inventory, policy, &touched, today);
         let mut previous = Vec::with_capacity(mutation.notes.len());
         for note in &mutation.notes {
@@ -443,6 +444,26 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
         counts,
         search_snapshot,
     })
+}
+
+/// Brings the records a write's plan consults up to the disk, whatever the model was loaded
+/// from: the touched notes, the notes linking to their names (the gate re-resolves those
+/// links), the notes their folders' catalogs list (each affected folder's own records) and
+/// the root daily logs the root index lists. A stat each; a read only of what moved. The
+/// file set links resolve against needs nothing here: the model's folder listings are proven
+/// (`Inventory::load_checking_folders`, or a walk, or the watcher).
+fn recheck_consulted(vault: &Vault, inventory: &mut crate::inventory::Inventory, touched: &[VaultPath]) {
+    let mut paths: BTreeSet<VaultPath> = touched.iter().cloned().collect();
+    for path in touched {
+        paths.extend(inventory.linkers_of(path));
+        for dir in crate::catalog::affected_dirs(path) {
+            paths.extend(inventory.direct_records(&dir));
+        }
+    }
+    paths.extend(inventory.counts.root_notes.iter().cloned());
+    let paths: Vec<VaultPath> = paths.into_iter().collect();
+    let reread = inventory.recheck(vault.root(), vault.policy(), &paths);
+    tracing::debug!(consulted = paths.len(), reread, "consulted files re-checked");
 }
 
 /// Puts the in-memory model back as it was before the plan (the disk was never touched).
@@ -734,12 +755,16 @@ pub(crate) fn publish(vault: &Vault, intent: &Intent) -> Result<Published> {
     let policy = vault.policy();
     let parse = |paths: &[String]| paths.iter().filter_map(|p| VaultPath::parse_walked(p).ok()).collect::<Vec<_>>();
     let (changed, removed) = (parse(&intent.search_changed), parse(&intent.search_removed));
-    vault.with_inventory(|inventory| -> Result<Published> {
-        if crate::search::generation::read_active(root)?.is_some() {
+    if crate::search::generation::read_active(root)?.is_some() {
+        // O(change) on the write's model (folder listings proven, consulted files re-checked).
+        return vault.with_inventory_mut(|inventory| {
             Published::deferred(|written| {
                 crate::search::publish_changes(root, policy, inventory, &changed, &removed, Some(written), Some(intent.seq))
             })
-        } else {
+        })?;
+    }
+    vault.with_inventory(|inventory| -> Result<Published> {
+        {
             // The first generation of a vault is built (durably) from all its notes.
             let options = crate::search::SyncOptions { allow_partial: true, covers_seq: Some(intent.seq), ..Default::default() };
             let report = crate::search::sync(root, policy, inventory, options)?;

