@@ -5,6 +5,7 @@
 //! Reading never rewrites a file. Every problem a file has is recorded on its record as a named
 //! finding; nothing is dropped silently.
 
+pub mod changes;
 pub mod snapshot;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -268,6 +269,11 @@ pub struct Inventory {
     pub snapshot: SourceSnapshot,
     /// Bumped by every `upsert` and `remove` (whether the persisted copy may be out of date).
     pub revision: u64,
+    /// This inventory's identity (`changes::next_origin`): revisions of two inventories (a
+    /// reload builds a new one) are never compared.
+    pub origin: u64,
+    /// The paths the latest revisions changed, for readers that catch up in O(change).
+    pub changes: changes::ChangeLog,
 }
 
 /// Note counts maintained incrementally.
@@ -393,7 +399,7 @@ impl Inventory {
         }
         let counts = LoadCounts { reused: reused.len(), read: to_read.len(), forgotten: known.len() };
         let records = read_all(root, policy, &to_read);
-        let mut inventory = Inventory { symlinked_notes: scan.symlinked_notes, ..Default::default() };
+        let mut inventory = Inventory { symlinked_notes: scan.symlinked_notes, origin: changes::next_origin(), ..Default::default() };
         for path in scan.files {
             inventory.add_file(path);
         }
@@ -443,6 +449,7 @@ impl Inventory {
     /// Puts a fresh record in place (a note was written). Returns the previous record.
     pub fn upsert(&mut self, record: NoteRecord) -> Option<NoteRecord> {
         self.revision += 1;
+        self.changes.record(self.revision, &record.path);
         self.add_file(record.path.clone());
         for link in &record.links {
             self.linkers.entry(link_key(&link.target)).or_default().insert(record.path.clone());
@@ -477,6 +484,7 @@ impl Inventory {
     /// Forgets a file (a note was removed or moved away).
     pub fn remove(&mut self, path: &VaultPath) -> Option<NoteRecord> {
         self.revision += 1;
+        self.changes.record(self.revision, path);
         self.remove_file(path);
         let old = self.records.remove(path);
         if let Some(old) = &old {
