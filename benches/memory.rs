@@ -1,7 +1,8 @@
 //! Agent-memory benchmark (the ctxvault surface over MCP): write_episode and supersede_episode
 //! round trips next to the physical floor measured in the same run (one durable 4 KiB atomic
-//! replace); query_episodes by entity and by valid_at, and list_entities, on a vault holding
-//! PARAVAULT_BENCH_EPISODES generated episodes; cold start (spawn → initialize) of a server with
+//! replace), on a small vault and on the big one; query_episodes by entity and by valid_at, and
+//! list_entities, on a vault holding PARAVAULT_BENCH_EPISODES generated episodes (written
+//! straight to disk, read once by the first call); cold start (spawn → initialize) of a server with
 //! 10 registered vaults against spawning `/bin/true`. Run:
 //! `cargo bench --locked --profile dev --bench memory`.
 //! Environment: `PARAVAULT_BENCH_EPISODES=100000`, `PARAVAULT_BENCH_ROUNDS=40`.
