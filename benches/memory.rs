@@ -1,7 +1,8 @@
 //! Agent-memory benchmark (the ctxvault surface over MCP): write_episode and supersede_episode
 //! round trips next to the physical floor measured in the same run (one durable 4 KiB atomic
-//! replace); query_episodes by entity and by valid_at, and list_entities, on a vault holding
-//! PARAVAULT_BENCH_EPISODES generated episodes; cold start (spawn → initialize) of a server with
+//! replace), on a small vault and on the big one; query_episodes by entity and by valid_at, and
+//! list_entities, on a vault holding PARAVAULT_BENCH_EPISODES generated episodes (written
+//! straight to disk, read once by the first call); cold start (spawn → initialize) of a server with
 //! 10 registered vaults against spawning `/bin/true`. Run:
 //! `cargo bench --locked --profile dev --bench memory`.
 //! Environment: `PARAVAULT_BENCH_EPISODES=100000`, `PARAVAULT_BENCH_ROUNDS=40`.
@@ -91,6 +92,29 @@ fn floor_samples(dir: &Path, rounds: usize) -> Vec<Duration> {
         .collect()
 }
 
+/// `rounds` write_episode and supersede_episode round trips on `vault`, each round next to one
+/// floor sample: (write samples, supersede samples, floor samples).
+fn paired_writes(client: &mut McpClient, vault: &str, floor_dir: &Path, rounds: usize) -> (Vec<Duration>, Vec<Duration>, Vec<Duration>) {
+    let mut write_samples = Vec::new();
+    let mut supersede_samples = Vec::new();
+    let mut floors = Vec::new();
+    let mut last = client.call("write_episode", json!({"vault_name": vault, "content": "warm-up", "entities": ["a"]}))["episode"]["id"]
+        .as_str()
+        .expect("id")
+        .to_string();
+    for i in 0..rounds {
+        floors.extend(floor_samples(floor_dir, 1));
+        let start = Instant::now();
+        client.call("write_episode", json!({"vault_name": vault, "content": format!("fact {i}"), "entities": ["bench"]}));
+        write_samples.push(start.elapsed());
+        let start = Instant::now();
+        let out = client.call("supersede_episode", json!({"vault_name": vault, "episode_id": last, "content": format!("update {i}")}));
+        supersede_samples.push(start.elapsed());
+        last = out["episode"]["id"].as_str().expect("id").to_string();
+    }
+    (write_samples, supersede_samples, floors)
+}
+
 fn main() {
     let episodes: usize = std::env::var("PARAVAULT_BENCH_EPISODES").ok().and_then(|v| v.parse().ok()).unwrap_or(100_000);
     let rounds: usize = std::env::var("PARAVAULT_BENCH_ROUNDS").ok().and_then(|v| v.parse().ok()).unwrap_or(40);
@@ -155,23 +179,7 @@ fn main() {
     // Writes on a small vault (vault1), paired with the floor in the same run.
     let floor_dir = base.path().join("floor");
     std::fs::create_dir_all(&floor_dir).expect("floor dir");
-    let mut write_samples = Vec::new();
-    let mut supersede_samples = Vec::new();
-    let mut floors = Vec::new();
-    let mut last = client.call("write_episode", json!({"vault_name": "vault1", "content": "warm-up", "entities": ["a"]}))["episode"]["id"]
-        .as_str()
-        .expect("id")
-        .to_string();
-    for i in 0..rounds {
-        floors.extend(floor_samples(&floor_dir, 1));
-        let start = Instant::now();
-        client.call("write_episode", json!({"vault_name": "vault1", "content": format!("fact {i}"), "entities": ["bench"]}));
-        write_samples.push(start.elapsed());
-        let start = Instant::now();
-        let out = client.call("supersede_episode", json!({"vault_name": "vault1", "episode_id": last, "content": format!("update {i}")}));
-        supersede_samples.push(start.elapsed());
-        last = out["episode"]["id"].as_str().expect("id").to_string();
-    }
+    let (write_samples, supersede_samples, floors) = paired_writes(&mut client, "vault1", &floor_dir, rounds);
     let floor = report("floor: durable 4 KiB replace (paired)", floors, None);
     report("write_episode over MCP (small vault)", write_samples, Some(floor));
     report("supersede_episode over MCP (small vault)", supersede_samples, Some(floor));
@@ -202,6 +210,11 @@ fn main() {
         samples.push(start.elapsed());
     }
     report(&format!("list_entities at {episodes}"), samples, None);
+    // Writes on the big vault, paired with the floor in the same run.
+    let (write_samples, supersede_samples, floors) = paired_writes(&mut client, "vault0", &floor_dir, rounds);
+    let floor = report(&format!("floor: durable 4 KiB replace (paired, at {episodes})"), floors, None);
+    report(&format!("write_episode over MCP at {episodes}"), write_samples, Some(floor));
+    report(&format!("supersede_episode over MCP at {episodes}"), supersede_samples, Some(floor));
     // A write to the big vault and the query after it (the cache re-reads one note).
     let mut samples = Vec::new();
     for i in 0..rounds.min(10) {

@@ -5,6 +5,7 @@
 //! Reading never rewrites a file. Every problem a file has is recorded on its record as a named
 //! finding; nothing is dropped silently.
 
+pub mod changes;
 pub mod snapshot;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -281,6 +282,11 @@ pub struct Inventory {
     /// Whether the vault holds an ignore file (`layout::IGNORE_FILES`): scope then follows its
     /// rules, which only a full walk applies, so folder checks are not used.
     pub ignore_files: bool,
+    /// This inventory's identity (`changes::next_origin`): revisions of two inventories (a
+    /// reload builds a new one) are never compared.
+    pub origin: u64,
+    /// The paths the latest revisions changed, for readers that catch up in O(change).
+    pub changes: changes::ChangeLog,
 }
 
 /// What `Inventory::load_checking_folders` gives: the model, the temporary files found, and
@@ -444,8 +450,13 @@ impl Inventory {
         }
         let counts = LoadCounts { reused: reused.len(), read: to_read.len(), forgotten: known.len(), ..Default::default() };
         let records = read_all(root, policy, &to_read);
-        let mut inventory =
-            Inventory { symlinked_notes: scan.symlinked_notes, files_checked: true, ignore_files: scan.ignore_files, ..Default::default() };
+        let mut inventory = Inventory {
+            symlinked_notes: scan.symlinked_notes,
+            files_checked: true,
+            ignore_files: scan.ignore_files,
+            origin: changes::next_origin(),
+            ..Default::default()
+        };
         for path in scan.files {
             inventory.add_file(path);
         }
@@ -479,7 +490,7 @@ impl Inventory {
             return Ok(Err(known.records));
         }
         let started = std::time::Instant::now();
-        let mut inventory = Inventory { symlinked_notes: known.symlinked_notes, ..Default::default() };
+        let mut inventory = Inventory { symlinked_notes: known.symlinked_notes, origin: changes::next_origin(), ..Default::default() };
         for path in known.attachments {
             inventory.add_file(path);
         }
@@ -746,6 +757,7 @@ impl Inventory {
     /// Puts a fresh record in place (a note was written). Returns the previous record.
     pub fn upsert(&mut self, record: NoteRecord) -> Option<NoteRecord> {
         self.revision += 1;
+        self.changes.record(self.revision, &record.path);
         self.add_file(record.path.clone());
         for link in &record.links {
             self.linkers.entry(link_key(&link.target)).or_default().insert(record.path.clone());
@@ -780,6 +792,7 @@ impl Inventory {
     /// Forgets a file (a note was removed or moved away).
     pub fn remove(&mut self, path: &VaultPath) -> Option<NoteRecord> {
         self.revision += 1;
+        self.changes.record(self.revision, path);
         self.remove_file(path);
         let old = self.records.remove(path);
         if let Some(old) = &old {

@@ -16,7 +16,7 @@
 //! superseded or invalidated; confirm adds an attestation. A query `as of` a knowledge time sees
 //! only facts whose receipts are not later than it.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, Utc};
@@ -169,11 +169,130 @@ pub struct Seen<'a> {
     pub disputes: Vec<&'a Dispute>,
 }
 
-/// Every episode version of a vault, by id, and the versions naming each entity (lower case).
+/// Every episode version of a vault, by id, and the versions naming each entity (lower case),
+/// kept current one version at a time (`insert` / `remove`), with what the unqualified view
+/// (no `known_at`: everything recorded) needs to count and order without visiting every
+/// version: the "newest" order and the valid-time bounds.
 #[derive(Debug, Default, Clone)]
 pub struct EpisodeIndex {
     pub by_id: HashMap<String, Arc<Episode>>,
     pub by_entity: HashMap<String, Vec<Arc<Episode>>>,
+    /// (knowledge time, id) of every version: "newest" first when iterated in reverse.
+    newest: BTreeSet<(Option<DateTime<Utc>>, String)>,
+    /// id → the knowledge time it is filed under in `newest`.
+    filed_at: HashMap<String, Option<DateTime<Utc>>>,
+    /// recorded op → id (a version is filed again when its receipt is read after it).
+    by_recorded_op: HashMap<String, String>,
+    valid: ValidTimes,
+}
+
+/// Sorted valid-time bounds of the unqualified view, for counting in O(log n).
+#[derive(Debug, Default, Clone)]
+struct ValidTimes {
+    /// `valid_from` of every version that can be current at some valid time (not revised, and
+    /// not ending before it begins); `None` (unreadable) sorts first: always begun.
+    starts: Vec<Option<DateTime<Utc>>>,
+    /// The ends of those versions that have one.
+    ends: Vec<DateTime<Utc>>,
+    /// Open versions (they hold now).
+    open: usize,
+    /// The ends of invalidated versions (they hold until then).
+    invalidated_ends: Vec<DateTime<Utc>>,
+}
+
+fn insert_sorted<T: Ord>(list: &mut Vec<T>, value: T) {
+    let at = list.partition_point(|v| *v < value);
+    list.insert(at, value);
+}
+
+fn remove_sorted<T: Ord>(list: &mut Vec<T>, value: &T) {
+    let at = list.partition_point(|v| v < value);
+    if list.get(at) == Some(value) {
+        list.remove(at);
+    }
+}
+
+impl ValidTimes {
+    fn apply(&mut self, episode: &Episode, add: bool) {
+        let state = episode.record.state;
+        let to = episode.closed_valid_to();
+        let from = episode.valid_from_at;
+        let well_formed = match (from, to) {
+            (Some(from), Some(to)) => from <= to,
+            _ => true,
+        };
+        if state != EpisodeState::Revised && well_formed {
+            if add {
+                insert_sorted(&mut self.starts, from);
+                if let Some(to) = to {
+                    insert_sorted(&mut self.ends, to);
+                }
+            } else {
+                remove_sorted(&mut self.starts, &from);
+                if let Some(to) = to {
+                    remove_sorted(&mut self.ends, &to);
+                }
+            }
+        }
+        match (state, to) {
+            (EpisodeState::Open, _) if add => self.open += 1,
+            (EpisodeState::Open, _) => self.open = self.open.saturating_sub(1),
+            (EpisodeState::Invalidated, Some(to)) if add => insert_sorted(&mut self.invalidated_ends, to),
+            (EpisodeState::Invalidated, Some(to)) => remove_sorted(&mut self.invalidated_ends, &to),
+            _ => {}
+        }
+    }
+
+    /// Versions current at valid time `at` (`Seen::current_at` under the unqualified view).
+    fn current_at(&self, at: DateTime<Utc>) -> usize {
+        let begun = self.starts.partition_point(|from| *from <= Some(at));
+        let ended = self.ends.partition_point(|to| *to <= at);
+        begun.saturating_sub(ended)
+    }
+
+    /// Versions that still hold at `at` (`Seen::holds` under the unqualified view).
+    fn holding_at(&self, at: DateTime<Utc>) -> usize {
+        self.open + self.invalidated_ends.len() - self.invalidated_ends.partition_point(|to| *to <= at)
+    }
+}
+
+/// Which versions a query keeps, by time (the unqualified view's filters of `query_episodes`
+/// and `list_entities`).
+#[derive(Debug, Clone, Copy)]
+pub enum TimeFilter {
+    /// Every version (`include_closed`).
+    All,
+    /// The versions current at this valid time.
+    CurrentAt(DateTime<Utc>),
+    /// The versions that still hold at this moment.
+    HoldsAt(DateTime<Utc>),
+}
+
+impl Episode {
+    /// `valid_to` as the unqualified view sees it: only a closed version has an end.
+    pub fn closed_valid_to(&self) -> Option<DateTime<Utc>> {
+        if self.record.state == EpisodeState::Open { None } else { self.valid_to_at }
+    }
+
+    /// Whether the unqualified view keeps this version under `filter` (the same answer as
+    /// `Lens { known_at: None, .. }.see(self)` followed by `Seen::current_at` / `Seen::holds`,
+    /// without building the view).
+    pub fn passes(&self, filter: TimeFilter) -> bool {
+        let state = self.record.state;
+        match filter {
+            TimeFilter::All => true,
+            TimeFilter::CurrentAt(at) => {
+                state != EpisodeState::Revised
+                    && self.valid_from_at.is_none_or(|from| from <= at)
+                    && self.closed_valid_to().is_none_or(|to| at < to)
+            }
+            TimeFilter::HoldsAt(at) => match state {
+                EpisodeState::Open => true,
+                EpisodeState::Invalidated => self.closed_valid_to().is_some_and(|to| to > at),
+                EpisodeState::Superseded | EpisodeState::Revised => false,
+            },
+        }
+    }
 }
 
 impl Lens {
@@ -233,17 +352,83 @@ impl Seen<'_> {
 }
 
 impl EpisodeIndex {
-    pub fn new(by_id: HashMap<String, Arc<Episode>>) -> Self {
-        let mut by_entity: HashMap<String, Vec<Arc<Episode>>> = HashMap::new();
-        for episode in by_id.values() {
-            let mut names: Vec<String> = episode.record.entities.iter().map(|e| e.to_lowercase()).collect();
-            names.sort();
-            names.dedup();
-            for name in names {
-                by_entity.entry(name).or_default().push(Arc::clone(episode));
+    /// The index of `by_id`, filed with the knowledge times of `times`.
+    pub fn new(by_id: HashMap<String, Arc<Episode>>, times: &KnownTimes) -> Self {
+        let mut index = EpisodeIndex::default();
+        for episode in by_id.into_values() {
+            index.insert(episode, times);
+        }
+        index
+    }
+
+    /// Adds a version (replacing one with the same id).
+    pub fn insert(&mut self, episode: Arc<Episode>, times: &KnownTimes) {
+        let id = episode.record.id.clone();
+        self.remove(&id);
+        let mut names: Vec<String> = episode.record.entities.iter().map(|e| e.to_lowercase()).collect();
+        names.sort();
+        names.dedup();
+        for name in names {
+            self.by_entity.entry(name).or_default().push(Arc::clone(&episode));
+        }
+        let known = times.of(&episode.record.recorded_op);
+        self.newest.insert((known, id.clone()));
+        self.filed_at.insert(id.clone(), known);
+        self.by_recorded_op.insert(episode.record.recorded_op.clone(), id.clone());
+        self.valid.apply(&episode, true);
+        self.by_id.insert(id, episode);
+    }
+
+    /// Removes version `id` (nothing when absent).
+    pub fn remove(&mut self, id: &str) {
+        let Some(episode) = self.by_id.remove(id) else { return };
+        for name in episode.record.entities.iter().map(|e| e.to_lowercase()) {
+            if let Some(list) = self.by_entity.get_mut(&name) {
+                list.retain(|e| e.record.id != id);
+                if list.is_empty() {
+                    self.by_entity.remove(&name);
+                }
             }
         }
-        EpisodeIndex { by_id, by_entity }
+        if let Some(known) = self.filed_at.remove(id) {
+            self.newest.remove(&(known, id.to_string()));
+        }
+        if self.by_recorded_op.get(&episode.record.recorded_op).is_some_and(|owner| owner == id) {
+            self.by_recorded_op.remove(&episode.record.recorded_op);
+        }
+        self.valid.apply(&episode, false);
+    }
+
+    /// Files again, under their knowledge time now, the versions recorded by `ops` (their
+    /// receipts were read after the versions were indexed); `None`: every version.
+    pub fn refile(&mut self, ops: Option<&[String]>, times: &KnownTimes) {
+        let ids: Vec<String> = match ops {
+            Some(ops) => ops.iter().filter_map(|op| self.by_recorded_op.get(op).cloned()).collect(),
+            None => self.by_id.keys().cloned().collect(),
+        };
+        for id in ids {
+            let Some(episode) = self.by_id.get(&id) else { continue };
+            let known = times.of(&episode.record.recorded_op);
+            if let Some(old) = self.filed_at.insert(id.clone(), known) {
+                self.newest.remove(&(old, id.clone()));
+            }
+            self.newest.insert((known, id));
+        }
+    }
+
+    /// How many versions the unqualified view keeps under `filter`, in O(log n).
+    pub fn count(&self, filter: TimeFilter) -> usize {
+        match filter {
+            TimeFilter::All => self.by_id.len(),
+            TimeFilter::CurrentAt(at) => self.valid.current_at(at),
+            TimeFilter::HoldsAt(at) => self.valid.holding_at(at),
+        }
+    }
+
+    /// Every version, newest first (by knowledge time, then id, descending: `query_episodes`'
+    /// "newest" order).
+    pub fn newest_first(&self) -> impl Iterator<Item = &Arc<Episode>> + '_ {
+        self.newest.iter().rev().filter_map(|(_, id)| self.by_id.get(id))
     }
 
     /// The versions that may name one of `wanted_lower` (every version when it is empty), each
@@ -353,17 +538,21 @@ pub fn episode_json(index: &EpisodeIndex, seen: &Seen<'_>, lens: &Lens, times: &
 }
 
 /// Entity counts for `list_entities`: alphabetical (case-insensitive, then exact), never ranked.
-pub fn entity_counts<'a>(seen: impl Iterator<Item = Seen<'a>>, min_episodes: usize) -> Vec<(String, usize)> {
-    let mut counts: BTreeMap<(String, String), usize> = BTreeMap::new();
-    for s in seen {
-        let mut named: Vec<&String> = s.episode.record.entities.iter().collect();
-        named.sort();
-        named.dedup();
-        for entity in named {
-            *counts.entry((entity.to_lowercase(), entity.clone())).or_default() += 1;
+pub fn entity_counts<'a>(records: impl Iterator<Item = &'a EpisodeRecord>, min_episodes: usize) -> Vec<(String, usize)> {
+    // Counted by exact spelling first (no allocation per version), then ordered.
+    let mut by_spelling: HashMap<&'a str, usize> = HashMap::new();
+    for record in records {
+        let named = &record.entities;
+        for (i, entity) in named.iter().enumerate() {
+            if !named[..i].contains(entity) {
+                *by_spelling.entry(entity.as_str()).or_default() += 1;
+            }
         }
     }
-    counts.into_iter().filter(|(_, n)| *n >= min_episodes.max(1)).map(|((_, name), n)| (name, n)).collect()
+    let mut counts: Vec<((String, &str), usize)> =
+        by_spelling.into_iter().filter(|(_, n)| *n >= min_episodes.max(1)).map(|(name, n)| ((name.to_lowercase(), name), n)).collect();
+    counts.sort();
+    counts.into_iter().map(|((_, name), n)| (name.to_string(), n)).collect()
 }
 
 /// Renders an episode note: OKF frontmatter, the `episode:` block, the statement as body.

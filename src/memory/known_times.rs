@@ -24,6 +24,18 @@ pub struct KnownTimes {
     by_op: HashMap<String, DateTime<Utc>>,
     /// Bytes of the receipt log already read.
     read_to: u64,
+    /// Ops learned since `take_learned` last ran (the episode index files them again).
+    learned: Vec<String>,
+    /// Whether every time was forgotten since `take_learned` last ran (the log was replaced).
+    forgot: bool,
+}
+
+/// What `KnownTimes` learned since it was last asked.
+#[derive(Debug, Default)]
+pub struct Learned {
+    pub ops: Vec<String>,
+    /// Times were forgotten and read again: every op may have moved.
+    pub everything: bool,
 }
 
 impl KnownTimes {
@@ -34,9 +46,16 @@ impl KnownTimes {
 
     /// Records a receipt this process just received.
     pub fn record_receipt(&mut self, receipt: &Value) {
-        if let Some((op, at)) = memory_op_of(receipt) {
-            self.by_op.insert(op, at);
+        if let Some((op, at)) = memory_op_of(receipt)
+            && self.by_op.insert(op.clone(), at) != Some(at)
+        {
+            self.learned.push(op);
         }
+    }
+
+    /// The ops whose time was learned (or forgotten) since the last call.
+    pub fn take_learned(&mut self) -> Learned {
+        Learned { ops: std::mem::take(&mut self.learned), everything: std::mem::take(&mut self.forgot) }
     }
 
     /// Reads receipts appended since the last call (by any process).
@@ -52,6 +71,8 @@ impl KnownTimes {
             // The log was replaced (never done by the engine): read it again from the start.
             self.read_to = 0;
             self.by_op.clear();
+            self.learned.clear();
+            self.forgot = true;
         }
         if len == self.read_to {
             return Ok(());

@@ -42,10 +42,71 @@ struct EpisodeCache {
     /// Path → (content hash, parsed episode or None when the note is not a readable episode).
     by_path: HashMap<String, ([u8; 32], Option<Arc<Episode>>)>,
     index: EpisodeIndex,
+    /// Notes of the episodes folder that are not indexed (unreadable, or not where their id
+    /// says).
     unreadable: usize,
-    /// The inventory's (revision, snapshot hash) when `by_path` was last compared with it: an
-    /// unchanged inventory skips the comparison (steady-state reads cost what they match).
-    seen: Option<(u64, String)>,
+    /// The inventory's (origin, revision) the cache matches: an unchanged inventory skips
+    /// the comparison, a later revision of the same inventory re-reads only the paths its
+    /// change log names, anything else compares every note of the folder by content hash.
+    seen: Option<(u64, u64)>,
+}
+
+/// The episodes folder's notes the inventory names for the cache to compare with.
+enum Listing {
+    /// The inventory is where the cache saw it.
+    Unchanged,
+    /// The paths changed since (each with its content hash, `None`: no longer a note here).
+    Changed(Vec<(String, Option<[u8; 32]>)>),
+    /// Every note of the folder (the change log does not reach back to the cache's revision).
+    Whole(Vec<(String, [u8; 32])>),
+}
+
+impl EpisodeCache {
+    /// Whether a note at `path` parsed as `parsed` is an indexed version (an episode is where
+    /// its id says; a copy elsewhere is not a second version).
+    fn indexable(memory: &MemoryVault, path: &str, parsed: Option<&Arc<Episode>>) -> bool {
+        parsed.is_some_and(|e| memory.episode_path(&e.record.id).is_ok_and(|p| p.as_str() == path))
+    }
+
+    /// Forgets the note at `path`.
+    fn forget(&mut self, memory: &MemoryVault, path: &str) {
+        if let Some((_, parsed)) = self.by_path.remove(path) {
+            if Self::indexable(memory, path, parsed.as_ref()) {
+                if let Some(e) = parsed {
+                    self.index.remove(&e.record.id);
+                }
+            } else {
+                self.unreadable = self.unreadable.saturating_sub(1);
+            }
+        }
+    }
+
+    /// Brings the note at `path` (content hash `hash` in the inventory) up to date. Returns
+    /// false when the file on disk does not hold that content (a write between its plan and
+    /// its rename, or an edit the inventory has not seen yet): the note is then filed under
+    /// the unknown hash, so the next call reads it again.
+    fn refresh(&mut self, memory: &MemoryVault, path: &str, hash: [u8; 32], times: &KnownTimes) -> Result<bool> {
+        if hash != [0; 32] && self.by_path.get(path).is_some_and(|(old, _)| *old == hash) {
+            return Ok(true);
+        }
+        let bytes = crate::store::beneath::read(memory.vault.root(), path)?;
+        let Some(bytes) = bytes else {
+            self.forget(memory, path);
+            return Ok(false);
+        };
+        let settled = *blake3::hash(&bytes).as_bytes() == hash;
+        let parsed = std::str::from_utf8(&bytes).ok().and_then(|text| episodes::parse_note(path, text)).map(Arc::new);
+        self.forget(memory, path);
+        if Self::indexable(memory, path, parsed.as_ref()) {
+            if let Some(e) = &parsed {
+                self.index.insert(Arc::clone(e), times);
+            }
+        } else {
+            self.unreadable += 1;
+        }
+        self.by_path.insert(path.to_string(), (if settled { hash } else { [0; 32] }, parsed));
+        Ok(settled)
+    }
 }
 
 /// `write_episode` arguments.
@@ -149,54 +210,68 @@ impl MemoryVault {
     }
 
     /// Brings the episode cache and the knowledge times up to date with the disk (the caller
-    /// has observed the disk) and runs `f` over them.
+    /// has observed the disk) and runs `f` over them. O(change) per call: the inventory's
+    /// change log names the notes to compare again (a whole compare only when it cannot).
     pub fn with_episodes<T>(&self, f: impl FnOnce(&EpisodeIndex, &KnownTimes, usize) -> T) -> Result<T> {
         let folder = self.policy().episodes_folder.trim_end_matches('/').to_string();
+        let prefix = format!("{folder}/");
         let mut cache = lock(&self.episodes);
-        let key = self.vault.with_inventory(|inv| (inv.revision, inv.snapshot.hash()))?;
-        if cache.seen.as_ref() == Some(&key) {
-            let mut known = lock(&self.known);
-            known.catch_up(self.vault.root())?;
-            return Ok(f(&cache.index, &known, cache.unreadable));
-        }
-        let listed: Vec<(String, [u8; 32])> = self
-            .vault
-            .with_inventory(|inv| inv.subtree(&folder).filter(|r| r.is_note()).map(|r| (r.path.to_string(), r.content_hash)).collect())?;
-        let mut changed = listed.len() != cache.by_path.len();
-        let mut fresh: HashMap<String, ([u8; 32], Option<Arc<Episode>>)> = HashMap::with_capacity(listed.len());
-        for (path, hash) in listed {
-            match cache.by_path.remove(&path) {
-                Some((old_hash, parsed)) if old_hash == hash && hash != [0; 32] => {
-                    fresh.insert(path, (hash, parsed));
-                }
-                _ => {
-                    changed = true;
-                    let bytes = crate::store::beneath::read(self.vault.root(), &path)?.unwrap_or_default();
-                    let parsed = std::str::from_utf8(&bytes).ok().and_then(|text| episodes::parse_note(&path, text)).map(Arc::new);
-                    fresh.insert(path, (hash, parsed));
-                }
-            }
-        }
-        changed |= !cache.by_path.is_empty();
-        cache.by_path = fresh;
-        if changed {
-            let mut by_id = HashMap::with_capacity(cache.by_path.len());
-            let mut unreadable = 0;
-            for (path, (_, parsed)) in &cache.by_path {
-                match parsed {
-                    // An episode is where its id says; a copy elsewhere is not a second version.
-                    Some(e) if self.episode_path(&e.record.id).is_ok_and(|p| p.as_str() == path) => {
-                        by_id.insert(e.record.id.clone(), Arc::clone(e));
+        let seen = cache.seen;
+        let (key, listing) = self.vault.with_inventory(|inv| {
+            let key = (inv.origin, inv.revision);
+            let listing = if seen == Some(key) {
+                Listing::Unchanged
+            } else {
+                let changed = seen.filter(|(origin, _)| *origin == inv.origin).and_then(|(_, revision)| inv.changes.since(revision));
+                match changed {
+                    Some(paths) => Listing::Changed(
+                        paths
+                            .into_iter()
+                            .filter(|p| p.as_str().starts_with(&prefix))
+                            .map(|p| (p.to_string(), inv.records.get(p).filter(|r| r.is_note()).map(|r| r.content_hash)))
+                            .collect(),
+                    ),
+                    None => {
+                        Listing::Whole(inv.subtree(&folder).filter(|r| r.is_note()).map(|r| (r.path.to_string(), r.content_hash)).collect())
                     }
-                    _ => unreadable += 1,
                 }
-            }
-            cache.index = EpisodeIndex::new(by_id);
-            cache.unreadable = unreadable;
-        }
-        cache.seen = Some(key);
+            };
+            (key, listing)
+        })?;
         let mut known = lock(&self.known);
         known.catch_up(self.vault.root())?;
+        let mut settled = true;
+        match listing {
+            Listing::Unchanged => {}
+            Listing::Changed(paths) => {
+                for (path, hash) in paths {
+                    match hash {
+                        Some(hash) => settled &= cache.refresh(self, &path, hash, &known)?,
+                        None => cache.forget(self, &path),
+                    }
+                }
+            }
+            Listing::Whole(listed) => {
+                let listed_paths: std::collections::HashSet<&str> = listed.iter().map(|(p, _)| p.as_str()).collect();
+                let gone: Vec<String> = cache.by_path.keys().filter(|p| !listed_paths.contains(p.as_str())).cloned().collect();
+                for path in gone {
+                    cache.forget(self, &path);
+                }
+                for (path, hash) in &listed {
+                    settled &= cache.refresh(self, path, *hash, &known)?;
+                }
+            }
+        }
+        let learned = known.take_learned();
+        if learned.everything {
+            cache.index.refile(None, &known);
+        } else if !learned.ops.is_empty() {
+            cache.index.refile(Some(&learned.ops), &known);
+        }
+        // A note that did not hold what the inventory says is compared again next time.
+        if settled {
+            cache.seen = Some(key);
+        }
         Ok(f(&cache.index, &known, cache.unreadable))
     }
 
@@ -481,35 +556,24 @@ impl MemoryVault {
         let ranking = if query.is_empty() { None } else { Some(self.rank(&query)) };
         let order = order.unwrap_or(if ranking.is_some() { "relevance" } else { "newest" });
         let lens = Lens { known_at, now: Utc::now() };
+        // The common question (no knowledge time, no query text, newest first) is answered
+        // from the index: counted in O(log n) (or over the named entities' versions), and
+        // only the returned versions are viewed.
+        let indexed = known_at.is_none() && ranking.is_none() && order == "newest";
+        let filter = match (request.include_closed, valid_at) {
+            (true, _) => episodes::TimeFilter::All,
+            (false, Some(t)) => episodes::TimeFilter::CurrentAt(t),
+            (false, None) => episodes::TimeFilter::HoldsAt(lens.now),
+        };
         self.with_episodes(|index, times, unreadable| {
-            let mut matched: Vec<episodes::Seen<'_>> = index
-                .candidates(&wanted)
-                .filter(|e| episodes::names_any(&e.record, &wanted))
-                .filter_map(|e| lens.see(e, times))
-                .filter(|s| match valid_at {
-                    Some(t) => request.include_closed || s.current_at(t),
-                    None => request.include_closed || s.holds(lens.reference()),
-                })
-                .collect();
-            let newest = |a: &episodes::Seen<'_>, b: &episodes::Seen<'_>| {
-                b.recorded_at.cmp(&a.recorded_at).then_with(|| b.episode.record.id.cmp(&a.episode.record.id))
+            let (total, page): (usize, Vec<episodes::Seen<'_>>) = if indexed {
+                let (total, top) = Self::newest_matching(index, times, &wanted, filter, request.limit);
+                (total, top.into_iter().filter_map(|e| lens.see(e, times)).collect())
+            } else {
+                let matched = Self::matching_in_order(index, times, &lens, &wanted, request, valid_at, order, ranking.as_ref());
+                (matched.len(), matched.into_iter().take(request.limit).collect())
             };
-            let rank_of =
-                |s: &episodes::Seen<'_>| ranking.as_ref().and_then(|r| r.ranks.get(&s.episode.path).copied()).unwrap_or(usize::MAX);
-            match order {
-                "relevance" => matched.sort_by(|a, b| rank_of(a).cmp(&rank_of(b)).then_with(|| newest(a, b))),
-                "oldest" => matched.sort_by(|a, b| newest(b, a)),
-                "valid_from" => matched.sort_by(|a, b| b.valid_from.cmp(&a.valid_from).then_with(|| newest(a, b))),
-                "salience" => {
-                    matched.sort_by(|a, b| b.episode.record.salience.total_cmp(&a.episode.record.salience).then_with(|| newest(a, b)))
-                }
-                "confidence" => {
-                    matched.sort_by(|a, b| b.episode.record.confidence.total_cmp(&a.episode.record.confidence).then_with(|| newest(a, b)))
-                }
-                _ => matched.sort_by(newest),
-            }
-            let total = matched.len();
-            let episodes: Vec<Value> = matched.iter().take(request.limit).map(|s| episodes::episode_json(index, s, &lens, times)).collect();
+            let episodes: Vec<Value> = page.iter().map(|s| episodes::episode_json(index, s, &lens, times)).collect();
             let ranking_json = match &ranking {
                 None => json!({"method": "none", "order_by": order}),
                 Some(r) => json!({"method": r.method, "order_by": order, "fallback_reason": r.fallback_reason,
@@ -530,6 +594,78 @@ impl MemoryVault {
                 "handling_instruction": crate::search::HANDLING_INSTRUCTION,
             })
         })
+    }
+
+    /// The unqualified view's versions naming one of `wanted` (any when empty) that pass
+    /// `filter`: how many, and the first `limit` of them newest first.
+    fn newest_matching<'a>(
+        index: &'a EpisodeIndex,
+        times: &KnownTimes,
+        wanted: &'a [String],
+        filter: episodes::TimeFilter,
+        limit: usize,
+    ) -> (usize, Vec<&'a Episode>) {
+        if wanted.is_empty() {
+            let total = index.count(filter);
+            let top: Vec<&Episode> = index.newest_first().filter(|e| e.passes(filter)).take(limit.min(total)).map(Arc::as_ref).collect();
+            return (total, top);
+        }
+        let mut matched: Vec<(Option<DateTime<Utc>>, &Episode)> = index
+            .candidates(wanted)
+            .filter(|e| episodes::names_any(&e.record, wanted) && e.passes(filter))
+            .map(|e| (times.of(&e.record.recorded_op), e.as_ref()))
+            .collect();
+        let total = matched.len();
+        let newest = |a: &(Option<DateTime<Utc>>, &Episode), b: &(Option<DateTime<Utc>>, &Episode)| {
+            b.0.cmp(&a.0).then_with(|| b.1.record.id.cmp(&a.1.record.id))
+        };
+        if matched.len() > limit {
+            matched.select_nth_unstable_by(limit, newest);
+            matched.truncate(limit);
+        }
+        matched.sort_by(newest);
+        (total, matched.into_iter().map(|(_, e)| e).collect())
+    }
+
+    /// Every version a query keeps, viewed through `lens`, in `order` (the general path: a
+    /// knowledge time, a query text or an order other than newest).
+    #[allow(clippy::too_many_arguments)]
+    fn matching_in_order<'a>(
+        index: &'a EpisodeIndex,
+        times: &KnownTimes,
+        lens: &Lens,
+        wanted: &'a [String],
+        request: &EpisodeQuery,
+        valid_at: Option<DateTime<Utc>>,
+        order: &str,
+        ranking: Option<&Ranking>,
+    ) -> Vec<episodes::Seen<'a>> {
+        let mut matched: Vec<episodes::Seen<'_>> = index
+            .candidates(wanted)
+            .filter(|e| episodes::names_any(&e.record, wanted))
+            .filter_map(|e| lens.see(e, times))
+            .filter(|s| match valid_at {
+                Some(t) => request.include_closed || s.current_at(t),
+                None => request.include_closed || s.holds(lens.reference()),
+            })
+            .collect();
+        let newest = |a: &episodes::Seen<'_>, b: &episodes::Seen<'_>| {
+            b.recorded_at.cmp(&a.recorded_at).then_with(|| b.episode.record.id.cmp(&a.episode.record.id))
+        };
+        let rank_of = |s: &episodes::Seen<'_>| ranking.as_ref().and_then(|r| r.ranks.get(&s.episode.path).copied()).unwrap_or(usize::MAX);
+        match order {
+            "relevance" => matched.sort_by(|a, b| rank_of(a).cmp(&rank_of(b)).then_with(|| newest(a, b))),
+            "oldest" => matched.sort_by(|a, b| newest(b, a)),
+            "valid_from" => matched.sort_by(|a, b| b.valid_from.cmp(&a.valid_from).then_with(|| newest(a, b))),
+            "salience" => {
+                matched.sort_by(|a, b| b.episode.record.salience.total_cmp(&a.episode.record.salience).then_with(|| newest(a, b)))
+            }
+            "confidence" => {
+                matched.sort_by(|a, b| b.episode.record.confidence.total_cmp(&a.episode.record.confidence).then_with(|| newest(a, b)))
+            }
+            _ => matched.sort_by(newest),
+        }
+        matched
     }
 
     /// Ranks episode notes by the vault's search (its `auto` mode: hybrid with a dense index,
@@ -565,12 +701,14 @@ impl MemoryVault {
         }
         let valid_at = valid_at.filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("valid_at", t)).transpose()?;
         let lens = Lens { known_at: None, now: Utc::now() };
-        self.with_episodes(|index, times, _| {
-            let seen = index.by_id.values().filter_map(|e| lens.see(e, times)).filter(|s| match valid_at {
-                Some(t) => include_closed || s.current_at(t),
-                None => include_closed || s.holds(lens.now),
-            });
-            let counts = episodes::entity_counts(seen, min_episodes as usize);
+        let filter = match (include_closed, valid_at) {
+            (true, _) => episodes::TimeFilter::All,
+            (false, Some(t)) => episodes::TimeFilter::CurrentAt(t),
+            (false, None) => episodes::TimeFilter::HoldsAt(lens.now),
+        };
+        self.with_episodes(|index, _, _| {
+            let kept = index.by_id.values().filter(|e| e.passes(filter)).map(|e| &e.record);
+            let counts = episodes::entity_counts(kept, min_episodes as usize);
             untrusted(json!({
                 "entities": counts.iter().map(|(name, n)| json!({"entity": name, "episodes": n})).collect::<Vec<_>>(),
                 "count": counts.len(),

@@ -543,3 +543,121 @@ fn the_vaults_cli_keeps_the_registry_outside_every_vault() {
     assert_eq!(listed["vaults"], serde_json::json!([]));
     assert_eq!(crate::support::snapshot_tree(vault_dir.path()), before, "removing forgets the name, never the files");
 }
+
+// ---- the index answers what the general path answers ----
+
+fn query_value(m: &MemoryVault, q: EpisodeQuery) -> Value {
+    m.query_episodes(&q).unwrap()
+}
+
+/// What `query_episodes` must answer for `valid_at` (None: still holds now) and `entity`,
+/// derived from the full history: the matching versions, newest first.
+fn expected_current(all: &[Value], valid_at: Option<&str>, entity: Option<&str>) -> Vec<String> {
+    let time = |v: &Value| v.as_str().map(|t| chrono::DateTime::parse_from_rfc3339(t).unwrap());
+    let now = chrono::Utc::now();
+    all.iter()
+        .filter(|e| {
+            entity.is_none_or(|name| e["entities"].as_array().unwrap().iter().any(|n| n.as_str().unwrap().eq_ignore_ascii_case(name)))
+        })
+        .filter(|e| match valid_at {
+            Some(at) => {
+                let at = chrono::DateTime::parse_from_rfc3339(at).unwrap();
+                e["state"] != "revised"
+                    && time(&e["valid_from"]).is_none_or(|from| from <= at)
+                    && time(&e["valid_to"]).is_none_or(|to| at < to)
+            }
+            None => e["state"] == "open" || (e["state"] == "invalidated" && time(&e["valid_to"]).is_some_and(|to| to > now)),
+        })
+        .map(id)
+        .collect()
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 10, ..ProptestConfig::default() })]
+
+    /// The indexed answers (no knowledge time, newest first: counted from the valid-time
+    /// bounds, ordered by the index) equal the general path's (every version viewed through a
+    /// knowledge time after every write) for any sequence of writes, supersedes, revisions,
+    /// invalidations, confirmations and disputes, at every valid time, with and without an
+    /// entity filter; and list_entities counts the same versions.
+    #[test]
+    fn indexed_queries_answer_what_the_general_path_answers(
+        ops in proptest::collection::vec((op(), 0usize..4, 0usize..3), 1..12),
+    ) {
+        let (_dir, m) = memory_vault();
+        let mut known: Vec<String> = Vec::new();
+        let years = ["2019-03-01", "2021-07-15", "2024-01-01", ""];
+        let names = ["e1", "E2", "e3"];
+        for (op, year, name) in ops {
+            let pick = |i: usize| (!known.is_empty()).then(|| known[i % known.len()].clone());
+            let out = match op {
+                Op::Write => m
+                    .write_episode(&NewEpisode {
+                        valid_from: Some(years[year].to_string()).filter(|y| !y.is_empty()),
+                        ..episode("a statement", &[names[name], "shared"])
+                    })
+                    .ok()
+                    .map(|v| v["episode"].clone()),
+                Op::Supersede(i) => pick(i).and_then(|id| m.replace_episode(&replacement(&id, "newer"), false).ok()).map(|v| v["episode"].clone()),
+                Op::Revise(i) => pick(i).and_then(|id| m.replace_episode(&replacement(&id, "better"), true).ok()).map(|v| v["episode"].clone()),
+                Op::Invalidate(i) => pick(i).and_then(|id| m.invalidate_episode(&id, None, "").ok()).map(|v| v["episode"].clone()),
+                Op::Confirm(i) => pick(i).and_then(|id| m.confirm_episode(&id, None, None).ok()).map(|v| v["episode"].clone()),
+                Op::Dispute(i, j) => match (pick(i), pick(j)) {
+                    (Some(a), Some(b)) => m.dispute_episodes(&a, &b, "").ok().map(|v| v["episodes"][0].clone()),
+                    _ => None,
+                },
+            };
+            if let Some(e) = out {
+                known.push(id(&e));
+            }
+        }
+        let general = query(&m, EpisodeQuery { include_closed: true, known_at: Some("2999-01-01".into()), limit: 1000, ..Default::default() });
+        let indexed = query(&m, EpisodeQuery { include_closed: true, limit: 1000, ..Default::default() });
+        prop_assert_eq!(ids(&indexed), ids(&general), "every version, newest first");
+        let mut times: Vec<String> = general.iter().flat_map(|e| [e["valid_from"].as_str(), e["valid_to"].as_str()]).flatten().map(str::to_string).collect();
+        times.extend(["2000-01-01T00:00:00Z".to_string(), "2100-01-01T00:00:00Z".to_string()]);
+        let mut cases: Vec<(Option<String>, Option<&str>)> = vec![(None, None), (None, Some("e1")), (None, Some("shared"))];
+        for t in &times {
+            cases.extend([(Some(t.clone()), None), (Some(t.clone()), Some("e2")), (Some(t.clone()), Some("shared"))]);
+        }
+        for (valid_at, entity) in cases {
+            let expected = expected_current(&general, valid_at.as_deref(), entity);
+            let entities: Vec<String> = entity.map(str::to_string).into_iter().collect();
+            let full = query(&m, EpisodeQuery { valid_at: valid_at.clone(), entities: entities.clone(), limit: 1000, ..Default::default() });
+            prop_assert_eq!(ids(&full), expected.clone(), "valid_at {:?}, entity {:?}", valid_at, entity);
+            let page = query_value(&m, EpisodeQuery { valid_at: valid_at.clone(), entities, limit: 2, ..Default::default() });
+            prop_assert_eq!(page["total_matching"].as_u64(), Some(expected.len() as u64), "count at {:?}, {:?}", valid_at, entity);
+            prop_assert_eq!(ids(page["episodes"].as_array().unwrap()), expected.iter().take(2).cloned().collect::<Vec<_>>());
+            if entity.is_none() {
+                let listed = m.list_entities(false, valid_at.as_deref(), 1).unwrap();
+                let shared = listed["entities"].as_array().unwrap().iter().find(|e| e["entity"] == "shared").map_or(0, |e| e["episodes"].as_u64().unwrap());
+                prop_assert_eq!(shared, expected.len() as u64, "list_entities counts the same versions at {:?}", valid_at);
+            }
+        }
+    }
+}
+
+#[test]
+fn notes_changed_or_removed_outside_the_engine_leave_the_index() {
+    let (dir, m) = memory_vault();
+    let a = write(&m, "first statement", &["x"]);
+    let b = write(&m, "second statement", &["x"]);
+    assert_eq!(query(&m, EpisodeQuery::default()).len(), 2);
+    // A person removes one note and rewrites the other: the next read sees both changes.
+    std::fs::remove_file(dir.path().join(a["path"].as_str().unwrap())).unwrap();
+    let path = dir.path().join(b["path"].as_str().unwrap());
+    std::fs::write(&path, std::fs::read_to_string(&path).unwrap().replace("second statement", "a person's wording")).unwrap();
+    m.vault.reload();
+    let left = query(&m, EpisodeQuery { entities: vec!["x".into()], ..Default::default() });
+    assert_eq!(ids(&left), vec![id(&b)]);
+    assert_eq!(left[0]["content"], "a person's wording");
+    let counted = m.query_episodes(&EpisodeQuery { limit: 10, ..Default::default() }).unwrap();
+    assert_eq!(counted["total_matching"], 1, "the count follows the index");
+    // The copy of a note elsewhere in the folder is not a second version.
+    let copy = dir.path().join("02_Areas/memory/episodes/copy.md");
+    std::fs::write(&copy, std::fs::read_to_string(&path).unwrap()).unwrap();
+    m.vault.reload();
+    let after = m.query_episodes(&EpisodeQuery { include_closed: true, limit: 10, ..Default::default() }).unwrap();
+    assert_eq!(after["total_matching"], 1);
+    assert_eq!(after["unreadable_episode_notes"], 1);
+}
