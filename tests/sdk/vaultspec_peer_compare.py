@@ -66,7 +66,7 @@ def report(name, ours, theirs):
     return ours == theirs
 
 
-async def scenario(session, root, plan_of):
+async def scenario(session, root, plan_of, verify_as_list):
     """The calls both servers get; returns what is compared."""
     seen = {}
 
@@ -107,8 +107,9 @@ async def scenario(session, root, plan_of):
     seen["plan_progress_keys"] = sorted(out)
     # Ledger: created once, idempotent, malformed rows write nothing.
     row = {"feature": "search-api", "plan": plan, "step": "S01", "rows": ["A:src/a.rs", "M:src/b.rs", "R:src/old.rs->src/new.rs"],
-           "verify": ["cargo test=pass"], "by": "agent-1", "notes": ["deviation: none"]}
+           "verify": ["cargo test=pass"] if verify_as_list else "cargo test=pass", "by": "agent-1", "notes": ["deviation: none"]}
     _, once = await call("log", row)
+    assert isinstance(once, dict) and "created" in once, once
     _, twice = await call("log", row)
     bad, _ = await call("log", dict(row, step="S02", rows=["X:bad"]))
     seen["ledger"] = {"first": {k: once[k] for k in ("created", "changed", "step")}, "again": {k: twice[k] for k in ("created", "changed")},
@@ -148,7 +149,7 @@ async def gateway(session, list_verb, failing_verb, root_flag):
 def newest_plan(root):
     for folder, _, files in os.walk(root):
         for name in files:
-            if name.endswith("-plan.md") and "/." not in folder.replace(root, ""):
+            if name == f"{DATE}-search-api-plan.md":
                 return name[:-3]
     raise AssertionError("no plan was created")
 
@@ -157,7 +158,8 @@ async def drive(params, root, list_verb, failing_verb, root_flag):
     async with stdio_client(params) as (read, write):
         async with ClientSession(read, write) as session:
             await session.initialize()
-            seen = await scenario(session, root, newest_plan)
+            # The seed's `verify` is one string; vaultspec-core 0.3.9 takes a list of them.
+            seen = await scenario(session, root, newest_plan, verify_as_list=root_flag == "target")
             seen.update(await gateway(session, list_verb, failing_verb, root_flag))
             return seen
 
