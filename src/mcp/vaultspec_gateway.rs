@@ -207,7 +207,7 @@ fn flag_words(verb: &str, command: &clap::Command, arguments: &Map<String, Value
                 format!("--{flag} is reserved for the server: it runs every verb against the served vault with --json"),
             ));
         }
-        if refused.iter().any(|r| *r == flag) {
+        if refused.contains(&flag) {
             return Err(refuse(
                 "arguments",
                 format!("--{flag} is refused through the gateway: it would make the verb read or run something outside the vault"),
