@@ -49,7 +49,16 @@ fn fresh_vault(base: &Path) -> (tempfile::TempDir, Vault) {
     (dir, vault)
 }
 
-fn create_batch(base: &Path) -> Duration {
+/// Where a create batch's time goes: the receipts' `phase_ms` (lock, plan, commit, apply,
+/// publish) summed over its item transactions, and the time outside them (validation, the
+/// feature indexes, the envelope).
+struct CreateRun {
+    elapsed: Duration,
+    phases: std::collections::BTreeMap<String, f64>,
+    transactions_ms: f64,
+}
+
+fn create_batch(base: &Path) -> CreateRun {
     let (_dir, vault) = fresh_vault(base);
     let specs: Vec<CreateSpec> = (0..100)
         .map(|i| CreateSpec {
@@ -64,7 +73,15 @@ fn create_batch(base: &Path) -> Duration {
     let out = create(&vault, &specs).unwrap();
     let elapsed = start.elapsed();
     assert_eq!(out["counts"]["created"], 100, "{out:?}");
-    elapsed
+    let mut phases = std::collections::BTreeMap::new();
+    let mut transactions_ms = 0.0;
+    for receipt in vault.read_memory_history(1000, 0).unwrap().iter().filter(|r| r["operation"] == "mcp.vaultspec.create") {
+        for (phase, ms) in receipt["phase_ms"].as_object().into_iter().flatten() {
+            *phases.entry(phase.clone()).or_insert(0.0) += ms.as_f64().unwrap_or(0.0);
+        }
+        transactions_ms += receipt["duration_ms"].as_str().and_then(|d| d.parse::<f64>().ok()).unwrap_or(0.0);
+    }
+    CreateRun { elapsed, phases, transactions_ms }
 }
 
 fn progress_500(base: &Path) -> Duration {
@@ -129,12 +146,22 @@ fn main() {
     let floor_dir = tempfile::Builder::new().prefix("pv-floor-").tempdir_in(&base).unwrap();
     let floor = floor(floor_dir.path(), 9);
     println!("fsync floor (4 KiB durable replace)  median {:>8.2} ms", ms(floor));
-    let create = median((0..runs.min(3)).map(|_| create_batch(&base)).collect());
+    let mut creates: Vec<CreateRun> = (0..runs.min(3)).map(|_| create_batch(&base)).collect();
+    creates.sort_by_key(|run| run.elapsed);
+    let create_run = &creates[creates.len() / 2];
+    let create = create_run.elapsed;
     println!(
         "create batch of 100 documents        median {:>8.2} ms  ({:.2} ms per item, {:.2}x the floor per item)",
         ms(create),
         ms(create) / 100.0,
         ms(create) / 100.0 / ms(floor)
+    );
+    let per_item: Vec<String> = create_run.phases.iter().map(|(phase, total)| format!("{phase} {:.2}", total / 100.0)).collect();
+    println!(
+        "  per item, from the receipts (ms): {}; in the transaction {:.2}, outside it {:.2}",
+        per_item.join(", "),
+        create_run.transactions_ms / 100.0,
+        (ms(create) - create_run.transactions_ms) / 100.0
     );
     let progress = median((0..runs).map(|_| progress_500(&base)).collect());
     println!("plan_progress, 500 steps, one write  median {:>8.2} ms  ({:.2}x the floor)", ms(progress), ms(progress) / ms(floor));

@@ -129,6 +129,11 @@ pub enum Error {
     #[error("the approver name or secret is wrong")]
     ApproverRefused,
 
+    #[error(
+        "verb '{verb}' is on the gateway's denylist (it installs, serves, approves, changes the server's configuration or runs commands); nothing was run"
+    )]
+    GatewayVerbDenied { verb: String },
+
     #[error("{capability} is not available: {remediation}")]
     NotConfigured { capability: &'static str, remediation: String },
 
@@ -419,13 +424,19 @@ pub mod codes {
     );
     pub const APPROVER_REFUSED: CodeRow =
         row("approver_refused", Usage, false, "check the approver name and secret (`paravault approver list` names the approvers)");
+    pub const VERB_DENIED: CodeRow = row(
+        "verb_denied",
+        Usage,
+        false,
+        "this verb is not reachable through invoke (policy specdocs.gateway_denylist); a person runs it at a terminal",
+    );
     /// A request refused by an adapter's rate limit.
     pub const RATE_LIMITED: CodeRow = row("rate_limited", Io, true, "wait for the stated delay, then retry");
     /// A failure the engine did not type (a panic caught by an adapter).
     pub const INTERNAL: CodeRow = row("internal", Io, true, "run get_server_info and lint_vault for details");
 
     /// Every row, for lookups by code.
-    pub const ALL: [CodeRow; 56] = [
+    pub const ALL: [CodeRow; 57] = [
         PATH_REFUSED,
         VAULT_UNUSABLE,
         VAULT_BOUNDARY,
@@ -480,6 +491,7 @@ pub mod codes {
         ALREADY_DECIDED,
         PROPOSAL_NOT_FOUND,
         APPROVER_REFUSED,
+        VERB_DENIED,
         RATE_LIMITED,
         INTERNAL,
     ];
@@ -548,6 +560,7 @@ impl Error {
             Error::AlreadyDecided { .. } => codes::ALREADY_DECIDED,
             Error::ProposalNotFound { .. } => codes::PROPOSAL_NOT_FOUND,
             Error::ApproverRefused => codes::APPROVER_REFUSED,
+            Error::GatewayVerbDenied { .. } => codes::VERB_DENIED,
         }
     }
 

@@ -318,10 +318,17 @@ fn this_binary() -> String {
     std::env::current_exe().ok().and_then(|p| p.canonicalize().ok()).map_or_else(|| "paravault".to_string(), |p| p.display().to_string())
 }
 
-/// Opens the vault for a person at the terminal (`Channel::Person`); the default vault (and
-/// only it) is initialised on first use.
+/// Whether vaultspec's `invoke` started this process for an agent (the gateway sets the mark in
+/// the environment it composes; no tool argument reaches it). Such a run writes for the agent
+/// and never prompts.
+fn run_by_gateway() -> bool {
+    std::env::var_os(crate::mcp::vaultspec_gateway::GATEWAY_ENV).is_some_and(|v| v == "1")
+}
+
+/// Opens the vault for a person at the terminal (`Channel::Person`), or for the agent when the
+/// MCP gateway ran this process; the default vault (and only it) is initialised on first use.
 fn open(cli: &Cli) -> Result<Vault, Error> {
-    open_as(cli, vault::Channel::Person)
+    open_as(cli, if run_by_gateway() { vault::Channel::Agent } else { vault::Channel::Person })
 }
 
 /// Opens the vault, writing for `channel`.
@@ -339,6 +346,9 @@ fn open_as(cli: &Cli, channel: vault::Channel) -> Result<Vault, Error> {
 /// the first line of standard input. Never an argument: it would land in shell history and `ps`.
 fn read_secret(prompt: &str, confirm: bool) -> Result<String, Error> {
     let refuse = |reason: String| Error::InvalidArgument { name: "secret", reason };
+    if run_by_gateway() {
+        return Err(refuse("an approver secret is a person's, typed at a terminal; the MCP gateway never supplies one".into()));
+    }
     if std::io::stdin().is_terminal() {
         let first = rpassword::prompt_password(prompt).map_err(|e| refuse(format!("cannot read it from the terminal: {e}")))?;
         if confirm {

@@ -212,7 +212,13 @@ pub fn output_schema_with_error(success: Value) -> serde_json::Map<String, Value
     schema.insert("type".into(), json!("object"));
     let properties = schema.entry("properties").or_insert_with(|| json!({}));
     if let Value::Object(properties) = properties {
-        properties.insert("error".into(), error_schema());
+        // A result that has an `error` field of its own (vaultspec's invoke: null, or the
+        // failure of the verb it ran) admits both shapes.
+        let failure = match properties.remove("error") {
+            Some(own) => json!({"anyOf": [own, error_schema()]}),
+            None => error_schema(),
+        };
+        properties.insert("error".into(), failure);
     }
     if let Some(required) = schema.remove("required").filter(|r| r.as_array().is_some_and(|r| !r.is_empty())) {
         schema.insert("anyOf".into(), json!([{"required": required}, {"required": ["error"]}]));

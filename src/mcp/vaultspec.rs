@@ -1,7 +1,8 @@
 //! The vaultspec-core surface (seed 000): find, create, edit, status, check, plan_progress,
 //! plan_edit and log with the seed's parameters, defaults and result shapes, each a thin call
-//! into `specdocs`. `--read-only` serves status, find and check without `fix` (policy
-//! `tools.check.read_only_omits`) and discover. invoke is not built yet (docs/specdocs.md).
+//! into `specdocs`, and the discover/invoke gateway over the CLI (`vaultspec_gateway`).
+//! `--read-only` serves status, find and check without `fix` (policy
+//! `tools.check.read_only_omits`) and discover.
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -9,6 +10,7 @@ use serde_json::{Value, json};
 
 use super::surface::Surface;
 use super::tools::{ToolCtx, ToolParams, ToolSpec, input_schema, prepare};
+use super::vaultspec_gateway::InvokeRequest;
 use crate::error::{Error, Result};
 use crate::specdocs::authoring::{self, CreateSpec, EditOperation, FindRequest};
 use crate::specdocs::health;
@@ -39,6 +41,7 @@ pub fn catalog() -> Vec<ToolSpec> {
         spec::<PlanEdit>(),
         spec::<LogRequest>(),
         spec::<Discover>(),
+        spec::<InvokeRequest>(),
     ]
 }
 
@@ -287,7 +290,31 @@ impl ToolParams for Discover {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let denylist = &ctx.vault.policy().policy.specdocs.gateway_denylist;
-        super::vaultspec_gateway::discover(&ctx.cli, &self.query, self.limit.min(100), denylist)
+        super::vaultspec_gateway::discover(&ctx.cli, &self.query, self.limit.min(100), &ctx.vault.policy().policy.specdocs)
+    }
+}
+
+impl ToolParams for InvokeRequest {
+    const NAME: &'static str = "invoke";
+    const TITLE: &'static str = "Invoke a CLI verb";
+    const DESCRIPTION: &'static str = "Execute one cataloged verb. A verb that runs and fails is still a successful call; its exit code and stderr \
+         arrive in the error payload. Runs the served paravault binary against the served vault with --json (reserved: --vault, --json, --help).";
+    fn output_schema() -> Value {
+        json!({"type": "object", "properties": {
+            "verb": {"type": "string"}, "ok": {"type": "boolean"}, "exit_code": {"type": ["integer", "null"]},
+            "format": {"type": "string", "enum": ["json", "text"]}, "data": {}, "stdout": {"type": ["string", "null"]},
+            "error": {"type": ["object", "null"]}, "command": {"type": "array", "items": {"type": "string"}}},
+            "required": ["verb", "ok", "exit_code", "format", "data", "stdout", "error", "command"]})
+    }
+    fn vault_path(&self) -> &str {
+        ""
+    }
+    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        if ctx.read_only {
+            return Err(Error::InvalidArgument { name: "verb", reason: "this server is read-only: invoke is not served".into() });
+        }
+        // The running server's own executable: never a PATH lookup.
+        let exe = std::env::current_exe().map_err(|e| Error::io("locating", "the running paravault binary", e))?;
+        super::vaultspec_gateway::invoke(&ctx.cli, &exe, ctx.vault.root(), &ctx.vault.policy().policy.specdocs, &self)
     }
 }

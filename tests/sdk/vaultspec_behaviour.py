@@ -64,7 +64,7 @@ def doc(feature, doc_type, **extra):
 @check
 async def tools_and_annotations(session, vault):
     tools = {t.name: t for t in (await session.list_tools()).tools}
-    assert set(tools) == {"find", "create", "edit", "status", "check", "plan_progress", "plan_edit", "log", "discover"}, sorted(tools)
+    assert set(tools) == {"find", "create", "edit", "status", "check", "plan_progress", "plan_edit", "log", "discover", "invoke"}, sorted(tools)
     a = lambda t: t.annotations
     hints = {n: (attr(a(t), "read_only_hint", "readOnlyHint"), attr(a(t), "destructive_hint", "destructiveHint"), attr(a(t), "idempotent_hint", "idempotentHint")) for n, t in tools.items()}
     assert hints["find"] == (True, False, True) and hints["status"] == (True, False, True)
@@ -72,6 +72,9 @@ async def tools_and_annotations(session, vault):
     assert hints["check"] == (False, False, True) and hints["plan_progress"] == (False, False, True)
     assert hints["plan_edit"] == (False, True, False) and hints["log"] == (False, False, True)
     assert hints["discover"] == (True, False, True)
+    assert hints["invoke"] == (False, True, False), "invoke is destructive on every call"
+    invoke_props = attr(tools["invoke"], "input_schema", "inputSchema")["properties"]
+    assert set(invoke_props) == {"verb", "arguments", "positionals", "timeout"}, invoke_props
     find_props = attr(tools["find"], "input_schema", "inputSchema")["properties"]
     assert set(find_props) == {"feature", "type", "date", "text", "body", "json", "limit"}, find_props
     assert "none" in find_props["body"]["enum"] and find_props["limit"]["maximum"] == 100
@@ -289,6 +292,53 @@ async def discover_ranks_cli_verbs_and_hides_the_denylist(session, vault):
     await call(session, "discover", {"query": ""}, expect_error=True)
 
 
+@check
+async def invoke_runs_a_verb_with_json_against_the_served_vault(session, vault):
+    out = await call(session, "invoke", {"verb": "doctor"})
+    assert out["ok"] is True and out["exit_code"] == 0 and out["format"] == "json", out
+    assert out["stdout"] is None and out["error"] is None and isinstance(out["data"], dict), out
+    assert out["command"][:4] == ["paravault", "--vault", "<root>", "--json"] and out["command"][4] == "doctor", out
+    assert vault not in json.dumps(out["command"]), "command never holds the vault's absolute path"
+    listed = await call(session, "invoke", {"verb": "history", "arguments": {"limit": 2}})
+    assert listed["ok"] is True and "--limit=2" in listed["command"], listed
+
+
+@check
+async def invoke_writes_for_the_agent(session, vault):
+    out = await call(session, "invoke", {"verb": "ingest", "positionals": ["03_Resources/through-invoke"],
+                                         "arguments": {"title": "Through invoke", "description": "A gateway write.", "content": "Body."}})
+    assert out["ok"] is True, out
+    assert os.path.exists(os.path.join(vault, "03_Resources/through-invoke.md"))
+    history = await call(session, "invoke", {"verb": "history", "arguments": {"limit": 1}})
+    assert '"actor": "agent"' in json.dumps(history["data"]), history
+
+
+@check
+async def invoke_refuses_denylisted_verbs_and_reserved_flags_before_spawning(session, vault):
+    for verb in ["init", "mcp", "approve", "vaults add", "infra"]:
+        err = await call(session, "invoke", {"verb": verb}, expect_error=True)
+        assert err["error"]["code"] == "verb_denied", (verb, err)
+    for arguments in [{"vault": "/tmp"}, {"json": True}, {"--help": True}, {"content-file": "/etc/hostname"}, {"no-such-flag": 1}]:
+        err = await call(session, "invoke", {"verb": "lint", "arguments": arguments}, expect_error=True)
+        assert err["error"]["code"] == "invalid_argument", (arguments, err)
+    for verb in ["no-such-verb", "goals", ""]:
+        err = await call(session, "invoke", {"verb": verb}, expect_error=True)
+        assert err["error"]["code"] == "invalid_argument", (verb, err)
+    err = await call(session, "invoke", {"verb": "goals apply-plan", "positionals": ["@/etc/hostname"]}, expect_error=True)
+    assert err["error"]["code"] == "invalid_argument", err
+
+
+@check
+async def a_verb_that_fails_is_still_a_successful_call(session, vault):
+    out = await call(session, "invoke", {"verb": "search"})
+    assert out["ok"] is False and out["exit_code"] == 2 and out["data"] is None, out
+    assert out["error"]["kind"] == "nonzero_exit" and out["error"]["exit_code"] == 2, out
+    assert "required" in out["error"]["stderr"] and out["error"]["message"] == "verb exited with status 2", out
+    typed = await call(session, "invoke", {"verb": "read-sub-index", "positionals": ["no-such-category"]})
+    assert typed["ok"] is False and typed["format"] == "json" and typed["error"]["kind"] == "nonzero_exit", typed
+    assert typed["data"]["error"]["code"] in typed["error"]["message"], typed
+
+
 async def read_only(vault):
     params = StdioServerParameters(command=BIN, args=["--vault", vault, "mcp", "--surface", "vaultspec", "--read-only"])
     async with stdio_client(params) as (read, write):
@@ -296,6 +346,12 @@ async def read_only(vault):
             await session.initialize()
             tools = {t.name: t for t in (await session.list_tools()).tools}
             assert set(tools) == {"find", "status", "check", "discover"}, sorted(tools)
+            try:
+                refused = await session.call_tool("invoke", {"verb": "doctor"})
+            except Exception as error:  # the SDK raises the JSON-RPC "tool not found" error
+                assert "not found" in str(error), error
+            else:
+                assert is_error(refused), "invoke is not served read-only"
             assert "fix" not in attr(tools["check"], "input_schema", "inputSchema")["properties"]
             assert attr(tools["check"].annotations, "read_only_hint", "readOnlyHint") is True
             await call(session, "check", {"fix": True}, expect_error=True)
