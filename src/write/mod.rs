@@ -446,6 +446,45 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
 }
 
 /// Puts the in-memory model back as it was before the plan (the disk was never touched).
+/// The lint gate's verdict on after-images without writing anything: the changes are put in the
+/// in-memory model, judged exactly as `execute` judges them, and taken out again, all under the
+/// inventory lock (no reader sees them). `None` content is a removal. For reviewing a proposal.
+pub fn preview_gate(vault: &Vault, changes: &[(VaultPath, Option<&str>)]) -> Result<lint::GateReport> {
+    let policy = vault.policy();
+    let today = vault.today();
+    let touched: Vec<VaultPath> = changes.iter().map(|(path, _)| path.clone()).collect();
+    vault.with_inventory_mut(|inventory| {
+        let baseline = lint::baseline(inventory, policy, &touched, today);
+        let mut previous = Vec::with_capacity(changes.len());
+        for (path, content) in changes {
+            let old = match content {
+                Some(text) => {
+                    let mut record = inventory::NoteRecord::empty(path.clone(), PageKind::Note);
+                    record.size_bytes = text.len() as u64;
+                    record.content_hash = *blake3::hash(text.as_bytes()).as_bytes();
+                    inventory::analyse_bytes(&mut record, text.as_bytes(), policy);
+                    inventory.upsert(record)
+                }
+                None => inventory.remove(path),
+            };
+            previous.push((path.clone(), old));
+        }
+        let live: Vec<VaultPath> = changes.iter().filter(|(_, c)| c.is_some()).map(|(p, _)| p.clone()).collect();
+        let report = lint::gate(inventory, policy, &live, &baseline, today);
+        for (path, record) in previous.into_iter().rev() {
+            match record {
+                Some(record) => {
+                    inventory.upsert(record);
+                }
+                None => {
+                    inventory.remove(&path);
+                }
+            }
+        }
+        report
+    })
+}
+
 fn restore_model(vault: &Vault, previous: Vec<(VaultPath, Option<NoteRecord>)>) {
     let _ = vault.with_inventory_mut(|inventory| {
         for (path, record) in previous.into_iter().rev() {
