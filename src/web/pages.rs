@@ -669,7 +669,7 @@ pub async fn apply(
         };
         match result {
             // The notes changed since: the operation planned anew and holds the new plan for a decision.
-            Err(Error::HumanApprovalRequired { proposal_id, .. }) => Ok(proposal_id),
+            Err(Error::HumanApprovalRequired { proposal_id, .. }) if proposal_id != target => Ok(proposal_id),
             other => other,
         }
     })
