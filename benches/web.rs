@@ -169,7 +169,7 @@ fn main() {
         let floor = measure(&app, "floor: /healthz (no-op handler, same layers)", "/healthz", &cookie, runs * 5, None).await;
         measure(&app, "note page /note/<path>", &format!("/note/{}", paths[notes.min(5000) / 2]), &cookie, runs, Some(floor)).await;
         measure(&app, "search page /search?q=…&mode=fts", "/search?q=garden+river&mode=fts", &cookie, runs, Some(floor)).await;
-        measure(&app, "dashboard / (doctor, approvals, receipts, tasks)", "/", &cookie, runs.min(10).max(3), Some(floor)).await;
+        measure(&app, "dashboard / (doctor, approvals, receipts, tasks)", "/", &cookie, runs.clamp(3, 10), Some(floor)).await;
         load_test(app, cookie, paths, clients, seconds).await;
     });
 }

@@ -186,27 +186,27 @@ impl Viewer {
 
     /// Refuses a state-changing request whose form does not carry this session's CSRF token,
     /// or that comes without a logged-in approver.
-    pub fn authorise(&self, token: Option<&str>) -> Result<&AuthenticatedApprover, Response> {
+    pub fn authorise(&self, token: Option<&str>) -> Result<&AuthenticatedApprover, Box<Response>> {
         let (Some(expected), Some(given)) = (self.csrf(), token) else {
-            return Err(error_page(
+            return Err(Box::new(error_page(
                 StatusCode::FORBIDDEN,
                 "Refused",
                 "This request carries no valid CSRF token. Reload the page and try again.",
-            ));
+            )));
         };
         if !tokens_equal(expected, given) {
-            return Err(error_page(
+            return Err(Box::new(error_page(
                 StatusCode::FORBIDDEN,
                 "Refused",
                 "This request carries no valid CSRF token. Reload the page and try again.",
-            ));
+            )));
         }
         self.approver().ok_or_else(|| {
-            error_page(
+            Box::new(error_page(
                 StatusCode::FORBIDDEN,
                 "Log in first",
                 "Changing the vault needs a logged-in approver (register one with `paravault approver add NAME`).",
-            )
+            ))
         })
     }
 }

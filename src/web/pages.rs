@@ -133,8 +133,8 @@ fn bad_request(message: &str) -> Response {
 }
 
 /// A note URL's path, through the same boundary as MCP arguments.
-fn vault_path(raw: &str) -> Result<VaultPath, Response> {
-    VaultPath::parse(raw).map_err(|e| engine_error(&e))
+fn vault_path(raw: &str) -> Result<VaultPath, Box<Response>> {
+    VaultPath::parse(raw).map_err(|e| Box::new(engine_error(&e)))
 }
 
 /// The URL of a vault path (each component percent-encoded).
@@ -304,7 +304,7 @@ pub async fn browse(
 ) -> Response {
     let dir = match vault_path(&raw) {
         Ok(dir) => dir,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let dir_name = dir.to_string();
     let listing = engine(&state, move |vault| {
@@ -370,7 +370,7 @@ fn receipts_of(vault: &Vault, path: &str) -> crate::Result<Vec<Value>> {
 pub async fn note(State(state): State<Arc<WebState>>, viewer: Viewer, Path(raw): Path<String>) -> Response {
     let path = match vault_path(&raw) {
         Ok(path) => path,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let read_only = state.read_only;
     let loaded = engine(&state, move |vault| {
@@ -516,11 +516,11 @@ pub async fn proposals(State(state): State<Arc<WebState>>, viewer: Viewer, WebQu
     page("Proposals", Some(&viewer), body).into_response()
 }
 
-fn check_proposal_id(id: &str) -> Result<(), Response> {
+fn check_proposal_id(id: &str) -> Result<(), Box<Response>> {
     if id.len() == 64 && id.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
         Ok(())
     } else {
-        Err(bad_request("a proposal id is 64 lowercase hex characters"))
+        Err(Box::new(bad_request("a proposal id is 64 lowercase hex characters")))
     }
 }
 
@@ -528,7 +528,7 @@ fn check_proposal_id(id: &str) -> Result<(), Response> {
 /// when, its decision; approve / reject with a comment; apply once approved.
 pub async fn proposal(State(state): State<Arc<WebState>>, viewer: Viewer, Path(id): Path<String>) -> Response {
     if let Err(response) = check_proposal_id(&id) {
-        return response;
+        return *response;
     }
     let lookup = id.clone();
     let (status, review) = match engine(&state, move |vault| Ok((vault.proposal_status(&lookup)?, vault.review_proposal(&lookup)?))).await {
@@ -613,10 +613,10 @@ pub async fn decide(
 ) -> Response {
     let approver = match viewer.authorise(form.csrf.as_deref()) {
         Ok(approver) => approver.clone(),
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     if let Err(response) = check_proposal_id(&id) {
-        return response;
+        return *response;
     }
     let decision = match form.decision.as_deref() {
         Some("approve") => Decision::Approved,
@@ -653,10 +653,10 @@ pub async fn apply(
     WebForm(form): WebForm<CsrfForm>,
 ) -> Response {
     if let Err(response) = viewer.authorise(form.csrf.as_deref()) {
-        return response;
+        return *response;
     }
     if let Err(response) = check_proposal_id(&id) {
-        return response;
+        return *response;
     }
     let target = id.clone();
     let applied = engine(&state, move |vault| {
@@ -755,7 +755,7 @@ pub async fn maintenance(State(state): State<Arc<WebState>>, viewer: Viewer) -> 
 /// it becomes a proposal to decide first.
 pub async fn archive(State(state): State<Arc<WebState>>, viewer: Viewer, WebForm(form): WebForm<CsrfForm>) -> Response {
     if let Err(response) = viewer.authorise(form.csrf.as_deref()) {
-        return response;
+        return *response;
     }
     let ran = engine(&state, |vault| match vault.archive_notes(&ArchiveRequest { dry_run: false, approved: true }) {
         Ok(report) => Ok(Ok(report)),
@@ -777,7 +777,7 @@ pub async fn archive(State(state): State<Arc<WebState>>, viewer: Viewer, WebForm
 pub async fn edit_form(State(state): State<Arc<WebState>>, viewer: Viewer, Path(raw): Path<String>) -> Response {
     let path = match vault_path(&raw) {
         Ok(path) => path,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let slice = match engine(&state, move |vault| vault.read_note(path.as_str(), 0, vault.policy().policy.limits.read_note_bytes_max)).await
     {
@@ -818,11 +818,11 @@ pub async fn edit(
     WebForm(form): WebForm<EditForm>,
 ) -> Response {
     if let Err(response) = viewer.authorise(form.csrf.as_deref()) {
-        return response;
+        return *response;
     }
     let path = match vault_path(&raw) {
         Ok(path) => path,
-        Err(response) => return response,
+        Err(response) => return *response,
     };
     let Some(content) = form.content else { return bad_request("content is missing") };
     // Browsers submit textareas with CRLF line ends; notes keep LF.
@@ -933,7 +933,7 @@ pub async fn login(
 /// `POST /logout`: ends the session (CSRF-checked) and clears the cookie.
 pub async fn logout(State(state): State<Arc<WebState>>, viewer: Viewer, WebForm(form): WebForm<CsrfForm>) -> Response {
     if let Err(response) = viewer.authorise(form.csrf.as_deref()) {
-        return response;
+        return *response;
     }
     if let Some(id) = &viewer.session_id {
         state.sessions.remove(id);

@@ -380,11 +380,7 @@ async fn an_edit_becomes_a_proposal_that_the_person_approves_and_applies_from_th
         post(app, "/edit/01_Projects/plan.md", Some(&cookie), &[("csrf", &csrf), ("content", &edited), ("expected_sha256", &sha)]).await;
     assert_eq!(proposed.status, StatusCode::SEE_OTHER, "{}", proposed.body);
     let id = proposed.location().strip_prefix("/proposals/").unwrap().to_string();
-    assert_eq!(
-        std::fs::read_to_string(site.dir.path().join("01_Projects/plan.md")).unwrap().contains("Edited"),
-        false,
-        "proposing writes nothing"
-    );
+    assert!(!std::fs::read_to_string(site.dir.path().join("01_Projects/plan.md")).unwrap().contains("Edited"), "proposing writes nothing");
     // Applying before the decision is refused; after approval it writes, naming the approver.
     let early = post(app, &format!("/proposals/{id}/apply"), Some(&cookie), &[("csrf", &csrf)]).await;
     assert_eq!(early.status, StatusCode::CONFLICT);
