@@ -28,6 +28,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support.ui import Select
 
@@ -94,8 +95,11 @@ def browser(profile):
 def wait_for(predicate, what, seconds=15):
     deadline = time.time() + seconds
     while time.time() < deadline:
-        if predicate():
-            return
+        try:
+            if predicate():
+                return
+        except (StaleElementReferenceException, NoSuchElementException):
+            pass  # the page is being replaced by the one the click loads
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
 
@@ -271,6 +275,9 @@ def main():
         driver = browser(profile)
         anyio.run(flow, base, vault, env, driver)
     except Exception as error:  # noqa: BLE001 - report any failure as the flow's failure
+        # anyio wraps a failure inside the MCP session's task group: name the real one.
+        while isinstance(error, BaseExceptionGroup) and len(error.exceptions) == 1:
+            error = error.exceptions[0]
         print(f"FAIL {type(error).__name__}: {error}", flush=True)
         if driver is not None:
             driver.save_screenshot(os.path.join(SHOTS, "failure.png"))
