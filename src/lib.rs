@@ -31,7 +31,8 @@
 //! - `specdocs`  — vaultspec decision documents, plans with canonical step IDs, ledgers.
 //! - `mcp`       — the MCP stdio adapter (tools, annotations and limits from policy), one
 //!   surface per peer contract (`mcp::surface`).
-//! - `cli`       — the clap adapter (starts the MCP server).
+//! - `web`       — `paravault web`: the people's HTTP adapter (review, approve, browse; axum).
+//! - `cli`       — the clap adapter (starts the MCP server and the web server).
 //!
 //! See docs/ARCHITECTURE.md for the write path and the invariants.
 
@@ -69,6 +70,7 @@ pub mod specdocs;
 pub mod starter;
 pub mod vault;
 pub mod watch;
+pub mod web;
 pub mod write;
 
 pub use vault::Vault;

@@ -3,6 +3,7 @@
 //! `reject`), multi-note proposals held for a decision, and the gate every governed write
 //! passes. No MCP tool reaches `decide`; docs/governance.md states the threat model.
 
+pub mod review;
 pub mod secrets;
 #[cfg(test)]
 mod tests;
@@ -100,6 +101,12 @@ impl Operation {
 
 /// Checks the `approvals:` section: known operations, valid glob patterns.
 pub fn validate_rules(policy: &ApprovalsPolicy) -> std::result::Result<(), String> {
+    if let Some(review_url) = &policy.review_url {
+        let parsed = url::Url::parse(review_url).map_err(|e| format!("approvals.review_url '{review_url}' is not a URL: {e}"))?;
+        if !matches!(parsed.scheme(), "http" | "https") || parsed.query().is_some() || parsed.fragment().is_some() {
+            return Err(format!("approvals.review_url '{review_url}' must be an http(s) address without query or fragment"));
+        }
+    }
     for (i, rule) in policy.rules.iter().enumerate() {
         if rule.operations.is_empty() {
             return Err(format!("approvals.rules[{i}] names no operation"));
@@ -766,6 +773,7 @@ impl Vault {
             });
             preview.push((note, after));
         }
+        let preview: Vec<(VaultPath, Option<&str>)> = preview.iter().map(|(note, after)| (note.clone(), after.as_deref())).collect();
         let gate = crate::write::gate_preview(self, &preview)?;
         let verdict = GateVerdict { passes: gate.passed(), blocking: gate.blocking, warnings: gate.warnings };
         Ok(ProposalReview { status, changes, request: None, gate: Some(verdict) })
@@ -825,7 +833,32 @@ impl Vault {
         if request.comment.chars().count() > COMMENT_CHARS_MAX {
             return Err(Error::InvalidArgument { name: "comment", reason: format!("at most {COMMENT_CHARS_MAX} characters") });
         }
-        secrets::verify(config_dir, &request.approver, &request.secret)?;
+        let approver = secrets::authenticate(config_dir, &request.approver, &request.secret)?;
+        self.decide_authenticated(&approver, &request.proposal_id, request.decision, request.channel, &request.comment)
+    }
+
+    /// Records the decision of an approver who already proved their secret (the web UI's
+    /// logged-in approver). Same rules as `decide`: created once, never replaced.
+    pub fn decide_authenticated(
+        &self,
+        approver: &secrets::AuthenticatedApprover,
+        proposal_id: &str,
+        decision: Decision,
+        channel: ApprovalChannel,
+        comment: &str,
+    ) -> Result<DecisionRecord> {
+        check_id(proposal_id)?;
+        if comment.chars().count() > COMMENT_CHARS_MAX {
+            return Err(Error::InvalidArgument { name: "comment", reason: format!("at most {COMMENT_CHARS_MAX} characters") });
+        }
+        let request = DecisionRequest {
+            proposal_id: proposal_id.to_string(),
+            decision,
+            approver: approver.name().to_string(),
+            secret: String::new(),
+            channel,
+            comment: comment.to_string(),
+        };
         let root = self.root();
         nofollow::refuse_symlinked_state(root)?;
         let governed = load(root, &request.proposal_id)?;

@@ -110,3 +110,24 @@ pub fn verify(dir: &Path, name: &str, secret: &str) -> Result<()> {
     let matches = Argon2::default().verify_password(secret.as_bytes(), &parsed).is_ok();
     if matches && known.is_some() { Ok(()) } else { Err(Error::ApproverRefused) }
 }
+
+/// Proof that a registered approver presented their secret: only `authenticate` makes one, so
+/// a holder (the web UI's login session) can decide without keeping the secret.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthenticatedApprover {
+    name: String,
+}
+
+impl AuthenticatedApprover {
+    /// The approver's registered name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// Checks the name and verifies `secret` (as `verify`), returning the proof of it.
+pub fn authenticate(dir: &Path, name: &str, secret: &str) -> Result<AuthenticatedApprover> {
+    check_name(name)?;
+    verify(dir, name, secret)?;
+    Ok(AuthenticatedApprover { name: name.to_string() })
+}

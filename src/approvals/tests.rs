@@ -26,6 +26,7 @@ fn the_first_matching_rule_decides_per_path_and_one_human_path_wins() {
             rule(&["apply"], &["01_Projects/public/**"], Approver::Caller),
             rule(&["apply", "archive"], &["01_Projects/**"], Approver::Human),
         ],
+        review_url: None,
     };
     assert_eq!(approver_for(&policy, Operation::Apply, ["01_Projects/public/x.md"]), Approver::Caller);
     assert_eq!(approver_for(&policy, Operation::Apply, ["01_Projects/secret/x.md"]), Approver::Human);
@@ -39,10 +40,10 @@ fn the_first_matching_rule_decides_per_path_and_one_human_path_wins() {
 
 #[test]
 fn a_single_star_stays_inside_one_folder_and_no_pattern_means_every_path() {
-    let policy = ApprovalsPolicy { rules: vec![rule(&["apply"], &["01_Projects/*.md"], Approver::Human)] };
+    let policy = ApprovalsPolicy { rules: vec![rule(&["apply"], &["01_Projects/*.md"], Approver::Human)], review_url: None };
     assert_eq!(approver_for(&policy, Operation::Apply, ["01_Projects/a.md"]), Approver::Human);
     assert_eq!(approver_for(&policy, Operation::Apply, ["01_Projects/deep/a.md"]), Approver::Caller);
-    let everything = ApprovalsPolicy { rules: vec![rule(&["heal"], &[], Approver::Human)] };
+    let everything = ApprovalsPolicy { rules: vec![rule(&["heal"], &[], Approver::Human)], review_url: None };
     assert_eq!(approver_for(&everything, Operation::Heal, ["02_Areas/z.md"]), Approver::Human);
 }
 
@@ -51,6 +52,7 @@ fn an_operation_over_no_path_is_decided_by_a_rule_without_patterns() {
     let none: [&str; 0] = [];
     let policy = ApprovalsPolicy {
         rules: vec![rule(&["link_rot"], &["01_Projects/**"], Approver::Human), rule(&["infra_replicate"], &[], Approver::Human)],
+        review_url: None,
     };
     assert_eq!(approver_for(&policy, Operation::InfraReplicate, none), Approver::Human);
     // A pattern rule never decides an empty path set.

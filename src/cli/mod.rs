@@ -264,6 +264,16 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         agent: Option<String>,
     },
+    /// Serve the web UI for people (docs/web.md): review and decide proposals, browse, search.
+    Web {
+        /// Where to listen. Only a loopback address unless an approver is registered (then
+        /// every page needs a login; put a TLS proxy in front: cookies are marked Secure).
+        #[arg(long, value_name = "ADDR:PORT", default_value = "127.0.0.1:8742")]
+        bind: std::net::SocketAddr,
+        /// No POST route at all: browse, search and review only (no login; loopback only).
+        #[arg(long)]
+        read_only: bool,
+    },
     /// Read one page of a category catalog.
     ReadSubIndex {
         category: String,
@@ -457,6 +467,24 @@ pub fn run(cli: Cli) -> ExitCode {
             }
         };
     }
+    if let Command::Web { bind, read_only } = command {
+        let served = crate::web::WebOptions::loopback(bind.port())
+            .map(|options| crate::web::WebOptions { bind: *bind, read_only: *read_only, ..options })
+            .and_then(|options| open(&cli).map(|vault| (vault, options)));
+        return match served {
+            Ok((vault, options)) => match crate::web::serve(vault, options) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(message) => {
+                    eprintln!("error: {message}");
+                    ExitCode::from(exit::USAGE)
+                }
+            },
+            Err(error) => {
+                eprintln!("error [{}]: {error}", error.code());
+                ExitCode::from(exit_code_of(&error))
+            }
+        };
+    }
     let out = render::Output { json: cli.json, color: std::io::stdout().is_terminal() };
     let result = match command {
         Command::Init => vault::resolve_root(cli.vault.as_deref())
@@ -609,7 +637,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 })
             })
             .map(|e| out.envelope(&e)),
-        Command::Mcp { .. } => unreachable!("handled above"),
+        Command::Mcp { .. } | Command::Web { .. } => unreachable!("handled above"),
         Command::ReadSubIndex { category, page } => open(&cli).and_then(|v| v.read_sub_index(category, *page)).map(|text| out.text(&text)),
         Command::Handoff { request } => {
             parse_request(request).and_then(|request| open(&cli).and_then(|v| v.handoff_work(request))).map(|r| out.value(&r))

@@ -145,6 +145,13 @@ impl ToolError {
     }
 }
 
+/// Where a person reviews a proposal: the policy's `approvals.review_url` (the `paravault web`
+/// address) plus `/proposals/<id>`; none when no web server is configured.
+fn review_url(policy: &crate::policy::LoadedPolicy, proposal_id: &str) -> Option<String> {
+    let base = policy.policy.approvals.review_url.as_deref()?;
+    Some(format!("{}/proposals/{proposal_id}", base.trim_end_matches('/')))
+}
+
 /// Canonical JSON: object keys sorted at every level, compact.
 pub fn canonical_json(value: &Value) -> String {
     fn sort(value: &Value) -> Value {
@@ -470,7 +477,13 @@ impl ParavaultServer {
                 mark_untrusted(spec.name, &mut value);
                 Ok(Self::result(value, false))
             }
-            Ok(Err(error)) => Ok(self.failure(spec, ToolError::from_engine(&error))),
+            Ok(Err(error)) => {
+                let mut tool_error = ToolError::from_engine(&error);
+                if let (Error::HumanApprovalRequired { proposal_id, .. }, Some(details)) = (&error, tool_error.details.as_mut()) {
+                    details["review_url"] = review_url(self.inner.ctx.vault.policy(), proposal_id).map_or(Value::Null, Value::String);
+                }
+                Ok(self.failure(spec, tool_error))
+            }
             Err(join) => {
                 tracing::error!(tool = spec.name, error = %join, "tool task failed");
                 Ok(self.failure(spec, ToolError::new("internal", "the tool failed unexpectedly; see the server log", true)))

@@ -303,6 +303,9 @@ pub struct AgentMemoryPolicy {
 pub struct ApprovalsPolicy {
     /// Ordered rules; for each path the first rule naming the operation and matching decides.
     pub rules: Vec<ApprovalRule>,
+    /// The `paravault web` address people review proposals at (e.g. `http://127.0.0.1:8742`):
+    /// set, an agent's `human_approval_required` carries `<review_url>/proposals/<id>`.
+    pub review_url: Option<String>,
 }
 
 /// One `approvals.rules` entry.

@@ -466,13 +466,12 @@ fn recheck_consulted(vault: &Vault, inventory: &mut crate::inventory::Inventory,
     tracing::debug!(consulted = paths.len(), reread, "consulted files re-checked");
 }
 
-/// Puts the in-memory model back as it was before the plan (the disk was never touched).
 /// The lint gate's verdict on `changes` (path, new text or removal) as if they were written
 /// now, writing nothing: the after-images are analysed into the in-memory inventory, judged
 /// exactly as `check_and_plan` judges a write, and the previous records put back, all inside one
 /// exclusive borrow of the inventory, so no reader ever sees them. What a person reviewing a
-/// proposal is shown (`approvals::Vault::proposal_review`).
-pub fn gate_preview(vault: &Vault, changes: &[(VaultPath, Option<String>)]) -> Result<lint::GateReport> {
+/// proposal is shown (`approvals::Vault::proposal_review`, the web's proposal page).
+pub fn gate_preview(vault: &Vault, changes: &[(VaultPath, Option<&str>)]) -> Result<lint::GateReport> {
     let policy = vault.policy();
     let today = vault.today();
     let touched: Vec<VaultPath> = changes.iter().map(|(path, _)| path.clone()).collect();
@@ -509,6 +508,7 @@ pub fn gate_preview(vault: &Vault, changes: &[(VaultPath, Option<String>)]) -> R
     })
 }
 
+/// Puts the in-memory model back as it was before the plan (the disk was never touched).
 fn restore_model(vault: &Vault, previous: Vec<(VaultPath, Option<NoteRecord>)>) {
     let _ = vault.with_inventory_mut(|inventory| {
         for (path, record) in previous.into_iter().rev() {

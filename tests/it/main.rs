@@ -36,6 +36,9 @@
 //! - `fuzz_corpus` — replays the fuzz seed corpora through the fuzz targets' assertions.
 //! - `eval_beir` — the BEIR retrieval eval (SciFact, Cranfield; minutes): select it with
 //!   `cargo test --test it eval_beir`, leave it out with `-- --skip eval_beir`.
+//! - `web`      — `paravault web` through its Router: status codes, headers, login, CSRF, rate
+//!   limit, hostile notes inert, approve/reject/apply from the web, read-only mode, bind check.
+//! - `web_browser` — the flow in headless Chromium (selenium) with an MCP agent.
 //! - `tidy`     — the layer order of src/ (docs/ARCHITECTURE.md) and every file's `//!` line.
 
 // Tests build fixtures and plant hostile files with std::fs (clippy.toml names this exception).
@@ -71,6 +74,8 @@ mod support;
 mod tail;
 mod tidy;
 mod vaultspec_gateway;
+mod web;
+mod web_browser;
 mod write;
 
 #[test]

@@ -39,6 +39,7 @@ pub const LAYERS: &[&str] = &[
     "specdocs",
     "memory",
     "mcp",
+    "web",
     "cli",
 ];
 

@@ -1,0 +1,440 @@
+//! `paravault web` through its Router without a socket (tower's `oneshot`): every page's status
+//! codes (200/302/303/400/403/404/405/413/429), the security headers, login and its rate limit,
+//! CSRF refusals, a hostile note rendered inert, a person approving and applying a proposal an
+//! agent made, a rejection that binds, an edit that becomes a proposal, and the bind check.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::ConnectInfo;
+use axum::http::{Request, StatusCode, header};
+use paravault::Vault;
+use paravault::approvals::{ApprovalChannel, ProposalState, secrets};
+use paravault::web::{self, WebOptions};
+use tower::ServiceExt;
+
+use crate::support::{note, options, vault};
+
+const SECRET: &str = "correct horse battery staple";
+const HUMAN_PROJECTS: &str = "-- .paravault/policy.yaml --\napprovals:\n  rules:\n    - { operations: [apply, archive], paths: [\"01_Projects/**\"], approver: human }\n";
+
+struct Site {
+    dir: tempfile::TempDir,
+    _config: tempfile::TempDir,
+    app: Router,
+}
+
+fn web_options(config: &std::path::Path, read_only: bool) -> WebOptions {
+    WebOptions {
+        bind: SocketAddr::from(([127, 0, 0, 1], 0)),
+        read_only,
+        approvers_dir: config.to_path_buf(),
+        request_timeout: Duration::from_secs(30),
+        login_attempts_per_minute: 5,
+    }
+}
+
+/// A vault with `fixture` plus two notes, an approver `alice`, and its web Router.
+fn site(fixture: &str, read_only: bool, with_approver: bool) -> Site {
+    let fixture = format!(
+        "{fixture}-- 01_Projects/plan.md --\n{}-- 03_Resources/linker.md --\n{}",
+        note("Project", "Plan", "The plan body mentions zebras.\n"),
+        note("Resource", "Linker", "See [the plan](../01_Projects/plan.md).\n")
+    );
+    let (dir, vault) = vault(&fixture);
+    vault.sync_vault(&paravault::retrieval::SyncParams::default()).unwrap();
+    let config = tempfile::tempdir().unwrap();
+    if with_approver {
+        secrets::add_approver(config.path(), "alice", SECRET).unwrap();
+    }
+    let app = web::router(vault, &web_options(config.path(), read_only));
+    Site { dir, _config: config, app }
+}
+
+struct Answer {
+    status: StatusCode,
+    headers: axum::http::HeaderMap,
+    body: String,
+}
+
+impl Answer {
+    fn location(&self) -> &str {
+        self.headers.get(header::LOCATION).and_then(|v| v.to_str().ok()).unwrap_or("")
+    }
+
+    /// The `paravault_session=…` pair of the response's cookie.
+    fn session_cookie(&self) -> Option<String> {
+        self.headers
+            .get_all(header::SET_COOKIE)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .find(|c| c.starts_with("paravault_session=") && !c.starts_with("paravault_session=;"))
+            .map(|c| c.split(';').next().unwrap().to_string())
+    }
+
+    fn csrf(&self) -> String {
+        let at = self.body.find("name=\"csrf\" value=\"").expect("a form with a CSRF token") + "name=\"csrf\" value=\"".len();
+        self.body[at..at + 64].to_string()
+    }
+}
+
+async fn send(app: &Router, request: Request<Body>) -> Answer {
+    let response = app.clone().oneshot(request).await.unwrap();
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+    Answer { status, headers, body: String::from_utf8_lossy(&bytes).into_owned() }
+}
+
+async fn get(app: &Router, uri: &str, cookie: Option<&str>) -> Answer {
+    let mut request = Request::get(uri);
+    if let Some(cookie) = cookie {
+        request = request.header(header::COOKIE, cookie);
+    }
+    send(app, request.body(Body::empty()).unwrap()).await
+}
+
+fn form(fields: &[(&str, &str)]) -> String {
+    url::form_urlencoded::Serializer::new(String::new()).extend_pairs(fields).finish()
+}
+
+async fn post(app: &Router, uri: &str, cookie: Option<&str>, fields: &[(&str, &str)]) -> Answer {
+    let mut request = Request::post(uri).header(header::CONTENT_TYPE, "application/x-www-form-urlencoded");
+    if let Some(cookie) = cookie {
+        request = request.header(header::COOKIE, cookie);
+    }
+    send(app, request.body(Body::from(form(fields))).unwrap()).await
+}
+
+/// Logs in as alice; the logged-in session's cookie and CSRF token.
+async fn log_in(app: &Router) -> (String, String) {
+    let form_page = get(app, "/login", None).await;
+    assert_eq!(form_page.status, StatusCode::OK);
+    let anonymous = form_page.session_cookie().expect("the login form starts a session");
+    let done = post(app, "/login", Some(&anonymous), &[("csrf", &form_page.csrf()), ("approver", "alice"), ("secret", SECRET)]).await;
+    assert_eq!(done.status, StatusCode::SEE_OTHER, "{}", done.body);
+    assert_eq!(done.location(), "/");
+    let cookie = done.session_cookie().expect("a new session on login");
+    assert_ne!(cookie, anonymous, "the session id changes at login");
+    let set_cookie = done.headers.get(header::SET_COOKIE).unwrap().to_str().unwrap().to_string();
+    for attribute in ["HttpOnly", "SameSite=Strict", "Path=/"] {
+        assert!(set_cookie.contains(attribute), "{set_cookie} lacks {attribute}");
+    }
+    assert!(!set_cookie.contains("Secure"), "no Secure on loopback (no TLS there)");
+    let dashboard = get(app, "/", Some(&cookie)).await;
+    assert_eq!(dashboard.status, StatusCode::OK);
+    (cookie, dashboard.csrf())
+}
+
+#[tokio::test]
+async fn every_page_answers_with_its_status_code_and_the_security_headers() {
+    let site = site("", false, true);
+    let app = &site.app;
+    // Without a login every page sends the visitor to /login; a POST is refused.
+    let anonymous = get(app, "/", None).await;
+    assert_eq!((anonymous.status, anonymous.location()), (StatusCode::FOUND, "/login"));
+    assert_eq!(get(app, "/note/01_Projects/plan.md", None).await.status, StatusCode::FOUND);
+    assert_eq!(post(app, "/logout", None, &[]).await.status, StatusCode::FORBIDDEN);
+    let refused = post(app, "/login", None, &[("approver", "alice"), ("secret", SECRET)]).await;
+    assert_eq!(refused.status, StatusCode::FORBIDDEN, "a login without its form's CSRF token is refused");
+    let (cookie, _) = log_in(app).await;
+    let c = Some(cookie.as_str());
+    let zeros = "0".repeat(64);
+    for (uri, status) in [
+        ("/", StatusCode::OK),
+        ("/static/style.css", StatusCode::OK),
+        ("/browse", StatusCode::OK),
+        ("/browse/01_Projects", StatusCode::OK),
+        ("/browse/01_Projects?page=7", StatusCode::BAD_REQUEST),
+        ("/browse/02_Areas/nothing", StatusCode::NOT_FOUND),
+        ("/note/01_Projects/plan.md", StatusCode::OK),
+        ("/note/01_Projects/missing.md", StatusCode::NOT_FOUND),
+        ("/note/%2e%2e/%2e%2e/etc/passwd", StatusCode::BAD_REQUEST),
+        ("/note/01_Projects/%00x.md", StatusCode::BAD_REQUEST),
+        ("/note/.paravault/receipts.jsonl", StatusCode::NOT_FOUND),
+        ("/edit/01_Projects/plan.md", StatusCode::OK),
+        ("/edit/01_Projects/missing.md", StatusCode::NOT_FOUND),
+        ("/search", StatusCode::OK),
+        ("/search?q=zebras&mode=fts", StatusCode::OK),
+        ("/search?q=zebras&mode=telepathy", StatusCode::BAD_REQUEST),
+        ("/search?q=zebras&max=many", StatusCode::BAD_REQUEST),
+        ("/proposals", StatusCode::OK),
+        ("/proposals?state=pending", StatusCode::OK),
+        ("/proposals?state=bogus", StatusCode::BAD_REQUEST),
+        ("/proposals/not-an-id", StatusCode::BAD_REQUEST),
+        (&format!("/proposals/{zeros}"), StatusCode::NOT_FOUND),
+        ("/receipts", StatusCode::OK),
+        ("/receipts?limit=0", StatusCode::BAD_REQUEST),
+        ("/tasks", StatusCode::OK),
+        ("/maintenance", StatusCode::OK),
+        ("/no/such/page", StatusCode::NOT_FOUND),
+    ] {
+        let answer = get(app, uri, c).await;
+        assert_eq!(answer.status, status, "GET {uri}: {}", answer.body);
+        let h = |name: header::HeaderName| answer.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("").to_string();
+        assert_eq!(h(header::CONTENT_SECURITY_POLICY), web::CONTENT_SECURITY_POLICY, "GET {uri}");
+        assert_eq!(h(header::X_FRAME_OPTIONS), "DENY", "GET {uri}");
+        assert_eq!(h(header::X_CONTENT_TYPE_OPTIONS), "nosniff", "GET {uri}");
+    }
+    let search = get(app, "/search?q=zebras&mode=fts", c).await;
+    assert!(search.body.contains("01_Projects/plan.md"), "{}", search.body);
+    assert!(search.body.contains("id=\"actual-mode\">fts<"), "the mode actually run is shown");
+    assert!(search.body.contains("id=\"generation\""), "the generation is shown");
+    let plan = get(app, "/note/01_Projects/plan.md", c).await;
+    assert!(plan.body.contains("03_Resources/linker.md"), "backlinks are listed");
+    assert!(plan.body.contains("<th>title</th><td>Plan</td>"), "frontmatter is shown as data: {}", plan.body);
+    // Method and size limits.
+    let delete = send(app, Request::delete("/").header(header::COOKIE, &cookie).body(Body::empty()).unwrap()).await;
+    assert_eq!(delete.status, StatusCode::METHOD_NOT_ALLOWED);
+    assert_eq!(post(app, "/search", c, &[]).await.status, StatusCode::METHOD_NOT_ALLOWED);
+    // Over 3 x note_bytes_max (1 MiB by default) + 16 KiB.
+    let huge = "x".repeat(4 * 1024 * 1024);
+    let too_large = post(app, "/edit/01_Projects/plan.md", c, &[("content", &huge)]).await;
+    assert_eq!(too_large.status, StatusCode::PAYLOAD_TOO_LARGE);
+    let malformed = send(
+        app,
+        Request::post("/proposals/0000/decide")
+            .header(header::COOKIE, &cookie)
+            .header(header::CONTENT_TYPE, "application/json")
+            .body(Body::from("{}"))
+            .unwrap(),
+    )
+    .await;
+    assert_eq!(malformed.status, StatusCode::BAD_REQUEST, "a body that is not a form is a bad request");
+}
+
+#[tokio::test]
+async fn state_changing_requests_without_the_sessions_csrf_token_are_refused() {
+    let site = site(HUMAN_PROJECTS, false, true);
+    let app = &site.app;
+    let vault = Vault::open(site.dir.path(), options()).unwrap();
+    let proposal = vault.propose_memory_change("01_Projects/plan.md", &note("Project", "Plan", "v2\n"), None, None).unwrap();
+    let (cookie, csrf) = log_in(app).await;
+    let uri = format!("/proposals/{}/decide", proposal.proposal_id);
+    for fields in [vec![("decision", "approve")], vec![("decision", "approve"), ("csrf", &"f".repeat(64))]] {
+        let forged = post(app, &uri, Some(&cookie), &fields).await;
+        assert_eq!(forged.status, StatusCode::FORBIDDEN, "{}", forged.body);
+        assert!(forged.body.contains("CSRF"));
+    }
+    // Another session's token does not work either.
+    let (_, other_csrf) = log_in(app).await;
+    assert_eq!(post(app, &uri, Some(&cookie), &[("decision", "approve"), ("csrf", &other_csrf)]).await.status, StatusCode::FORBIDDEN);
+    assert_eq!(post(app, "/logout", Some(&cookie), &[]).await.status, StatusCode::FORBIDDEN);
+    assert_eq!(vault.proposal_status(&proposal.proposal_id).unwrap().state, ProposalState::Pending, "nothing was decided");
+    // With the token the same request decides; a second decision is refused.
+    let decided = post(app, &uri, Some(&cookie), &[("decision", "approve"), ("csrf", &csrf), ("comment", "ok")]).await;
+    assert_eq!(decided.status, StatusCode::SEE_OTHER, "{}", decided.body);
+    let again = post(app, &uri, Some(&cookie), &[("decision", "reject"), ("csrf", &csrf)]).await;
+    assert_eq!(again.status, StatusCode::CONFLICT);
+    assert!(again.body.contains("already_decided"));
+    assert_eq!(post(app, &uri, Some(&cookie), &[("decision", "maybe"), ("csrf", &csrf)]).await.status, StatusCode::BAD_REQUEST);
+    // Logging out ends the session.
+    let out = post(app, "/logout", Some(&cookie), &[("csrf", &csrf)]).await;
+    assert_eq!((out.status, out.location()), (StatusCode::SEE_OTHER, "/login"));
+    assert_eq!(get(app, "/", Some(&cookie)).await.status, StatusCode::FOUND);
+}
+
+#[tokio::test]
+async fn login_attempts_are_rate_limited_per_client() {
+    let site = site("", false, true);
+    let app = &site.app;
+    let form_page = get(app, "/login", None).await;
+    let cookie = form_page.session_cookie().unwrap();
+    let csrf = form_page.csrf();
+    let attempt = |ip: [u8; 4]| {
+        let mut request = Request::post("/login")
+            .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(header::COOKIE, &cookie)
+            .body(Body::from(form(&[("csrf", &csrf), ("approver", "alice"), ("secret", "wrong secret here")])))
+            .unwrap();
+        request.extensions_mut().insert(ConnectInfo(SocketAddr::new(IpAddr::V4(Ipv4Addr::from(ip)), 40000)));
+        request
+    };
+    for _ in 0..5 {
+        let refused = send(app, attempt([10, 0, 0, 7])).await;
+        assert_eq!(refused.status, StatusCode::FORBIDDEN, "a wrong secret is refused");
+        assert!(refused.body.contains("refused"));
+    }
+    let limited = send(app, attempt([10, 0, 0, 7])).await;
+    assert_eq!(limited.status, StatusCode::TOO_MANY_REQUESTS);
+    let wait: u64 = limited.headers.get(header::RETRY_AFTER).unwrap().to_str().unwrap().parse().unwrap();
+    assert!((1..=60).contains(&wait), "Retry-After {wait}");
+    // Another client is not limited by the first one's attempts.
+    assert_eq!(send(app, attempt([10, 0, 0, 8])).await.status, StatusCode::FORBIDDEN);
+}
+
+#[tokio::test]
+async fn a_hostile_note_renders_inert() {
+    let hostile = note(
+        "Resource",
+        "Hostile",
+        "# Title\n\n<script>document.title='pwned'</script>\n\n<img src=x onerror=\"document.title='pwned'\">\n\n\
+         [click](javascript:document.title='pwned') and <a href=\"javascript:alert(1)\" onclick=\"alert(1)\">raw</a>\n\n\
+         <iframe src=\"https://example.com\"></iframe> <svg onload=alert(1)></svg>\n\n[fine](https://example.com/ok)\n",
+    );
+    let site = site(&format!("-- 03_Resources/hostile.md --\n{hostile}"), false, true);
+    let (cookie, _) = log_in(&site.app).await;
+    let page = get(&site.app, "/note/03_Resources/hostile.md", Some(&cookie)).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let start = page.body.find("id=\"note-body\"").unwrap();
+    let rendered = &page.body[start..page.body[start..].find("</section>").unwrap() + start];
+    // Escaped text never holds '<': every '<' opens real markup, and none of it is active.
+    for tag in rendered.split('<').skip(1).map(|rest| rest.split('>').next().unwrap_or("")) {
+        let name = tag.trim_start_matches('/').split([' ', '/']).next().unwrap_or("").to_lowercase();
+        assert!(["h1", "p", "a", "div", "section"].contains(&name.as_str()), "unexpected markup <{tag}> in {rendered}");
+        let lower = tag.to_lowercase();
+        assert!(!lower.contains(" on") && !lower.contains("javascript:"), "active attribute in <{tag}>: {rendered}");
+    }
+    assert!(rendered.contains("&lt;script&gt;"), "raw HTML is shown as text: {rendered}");
+    assert!(rendered.contains("href=\"https://example.com/ok\""), "ordinary links keep working: {rendered}");
+    assert!(rendered.contains("<h1>Title</h1>"), "Markdown is rendered: {rendered}");
+    assert!(!page.body.to_lowercase().contains("<script"), "no page carries a script");
+}
+
+#[tokio::test]
+async fn a_person_approves_in_the_browser_and_the_receipt_names_them_a_rejection_binds() {
+    let site = site(HUMAN_PROJECTS, false, true);
+    let app = &site.app;
+    let agent = Vault::open(site.dir.path(), options()).unwrap().acting_for(paravault::vault::Channel::Agent);
+    let wanted = note("Project", "Plan", "The plan body mentions zebras and lions.\n");
+    let proposal = agent.propose_memory_change("01_Projects/plan.md", &wanted, None, None).unwrap();
+    let as_map = |p: &paravault::write::operations::Proposal| -> std::collections::BTreeMap<String, serde_json::Value> {
+        serde_json::from_value(serde_json::to_value(p).unwrap()).unwrap()
+    };
+    assert_eq!(agent.apply_memory_change(&as_map(&proposal), true).unwrap_err().code(), "human_approval_required");
+    let (cookie, csrf) = log_in(app).await;
+    let dashboard = get(app, "/", Some(&cookie)).await;
+    assert!(dashboard.body.contains("id=\"pending-count\">1<"), "the dashboard counts the pending approval");
+    assert!(dashboard.body.contains(&proposal.proposal_id[..12]));
+    let review = get(app, &format!("/proposals/{}", proposal.proposal_id), Some(&cookie)).await;
+    assert_eq!(review.status, StatusCode::OK);
+    assert!(review.body.contains("+ The plan body mentions zebras and lions."), "the diff shows the after-image: {}", review.body);
+    assert!(review.body.contains("- The plan body mentions zebras."), "the diff shows the before-image");
+    assert!(review.body.contains("id=\"gate-verdict\">passes<"), "the lint gate's verdict is shown");
+    assert!(review.body.contains("id=\"approve\""));
+    let approved = post(
+        app,
+        &format!("/proposals/{}/decide", proposal.proposal_id),
+        Some(&cookie),
+        &[("csrf", &csrf), ("decision", "approve"), ("comment", "reviewed in the browser")],
+    )
+    .await;
+    assert_eq!((approved.status, approved.location()), (StatusCode::SEE_OTHER, format!("/proposals/{}", proposal.proposal_id).as_str()));
+    let status = agent.proposal_status(&proposal.proposal_id).unwrap();
+    let decision = status.decision.unwrap();
+    assert_eq!(
+        (decision.approver.as_str(), decision.channel, decision.comment.as_str()),
+        ("alice", ApprovalChannel::Web, "reviewed in the browser")
+    );
+    // The agent's next apply succeeds and its receipt names the person and the channel.
+    let receipt = agent.apply_memory_change(&as_map(&proposal), true).unwrap();
+    assert_eq!((receipt["approval"]["approver"].as_str(), receipt["approval"]["channel"].as_str()), (Some("alice"), Some("web")));
+    assert_eq!(std::fs::read_to_string(site.dir.path().join("01_Projects/plan.md")).unwrap(), wanted);
+    let receipts = get(app, "/receipts", Some(&cookie)).await;
+    assert!(receipts.body.contains("<td>alice</td><td>web</td>"), "the receipts page names the approver: {}", receipts.body);
+    assert!(receipts.body.contains("verified"));
+
+    // A rejection: the person rejects, the agent's apply fails with proposal_rejected, and the
+    // web's apply refuses it too.
+    let second = agent.propose_memory_change("01_Projects/plan.md", &note("Project", "Plan", "Delete the lions.\n"), None, None).unwrap();
+    let rejected = post(
+        app,
+        &format!("/proposals/{}/decide", second.proposal_id),
+        Some(&cookie),
+        &[("csrf", &csrf), ("decision", "reject"), ("comment", "no")],
+    )
+    .await;
+    assert_eq!(rejected.status, StatusCode::SEE_OTHER);
+    assert_eq!(agent.apply_memory_change(&as_map(&second), true).unwrap_err().code(), "proposal_rejected");
+    let web_apply = post(app, &format!("/proposals/{}/apply", second.proposal_id), Some(&cookie), &[("csrf", &csrf)]).await;
+    assert_eq!(web_apply.status, StatusCode::CONFLICT);
+    assert!(web_apply.body.contains("proposal_rejected"));
+    assert_eq!(std::fs::read_to_string(site.dir.path().join("01_Projects/plan.md")).unwrap(), wanted, "nothing was written");
+    let listed = get(app, "/proposals?state=rejected", Some(&cookie)).await;
+    assert!(listed.body.contains(&second.proposal_id[..12]));
+}
+
+#[tokio::test]
+async fn an_edit_becomes_a_proposal_that_the_person_approves_and_applies_from_the_web() {
+    let site = site(HUMAN_PROJECTS, false, true);
+    let app = &site.app;
+    let (cookie, csrf) = log_in(app).await;
+    let edit = get(app, "/edit/01_Projects/plan.md", Some(&cookie)).await;
+    let sha_at = edit.body.find("name=\"expected_sha256\" value=\"").unwrap() + "name=\"expected_sha256\" value=\"".len();
+    let sha = edit.body[sha_at..sha_at + 64].to_string();
+    let edited = note("Project", "Plan", "Edited in the browser.\r\n");
+    // A stale base version is a conflict, not a silent overwrite.
+    let stale = post(
+        app,
+        "/edit/01_Projects/plan.md",
+        Some(&cookie),
+        &[("csrf", &csrf), ("content", &edited), ("expected_sha256", &"0".repeat(64))],
+    )
+    .await;
+    assert_eq!(stale.status, StatusCode::CONFLICT, "{}", stale.body);
+    let forged = post(app, "/edit/01_Projects/plan.md", Some(&cookie), &[("content", &edited), ("expected_sha256", &sha)]).await;
+    assert_eq!(forged.status, StatusCode::FORBIDDEN);
+    let proposed =
+        post(app, "/edit/01_Projects/plan.md", Some(&cookie), &[("csrf", &csrf), ("content", &edited), ("expected_sha256", &sha)]).await;
+    assert_eq!(proposed.status, StatusCode::SEE_OTHER, "{}", proposed.body);
+    let id = proposed.location().strip_prefix("/proposals/").unwrap().to_string();
+    assert!(!std::fs::read_to_string(site.dir.path().join("01_Projects/plan.md")).unwrap().contains("Edited"), "proposing writes nothing");
+    // Applying before the decision is refused; after approval it writes, naming the approver.
+    let early = post(app, &format!("/proposals/{id}/apply"), Some(&cookie), &[("csrf", &csrf)]).await;
+    assert_eq!(early.status, StatusCode::CONFLICT);
+    assert!(early.body.contains("human_approval_required"));
+    assert_eq!(
+        post(app, &format!("/proposals/{id}/decide"), Some(&cookie), &[("csrf", &csrf), ("decision", "approve")]).await.status,
+        StatusCode::SEE_OTHER
+    );
+    let applied = post(app, &format!("/proposals/{id}/apply"), Some(&cookie), &[("csrf", &csrf)]).await;
+    assert_eq!(applied.status, StatusCode::SEE_OTHER, "{}", applied.body);
+    assert_eq!(std::fs::read_to_string(site.dir.path().join("01_Projects/plan.md")).unwrap(), edited.replace("\r\n", "\n"));
+    let shown = get(app, &format!("/proposals/{id}"), Some(&cookie)).await;
+    assert!(shown.body.contains("id=\"state\">applied<"), "{}", shown.body);
+}
+
+#[tokio::test]
+async fn a_read_only_server_has_no_post_routes_and_needs_no_login() {
+    let site = site("", true, true);
+    let app = &site.app;
+    assert_eq!(get(app, "/", None).await.status, StatusCode::OK);
+    assert_eq!(get(app, "/note/01_Projects/plan.md", None).await.status, StatusCode::OK);
+    assert!(!get(app, "/note/01_Projects/plan.md", None).await.body.contains("id=\"edit\""));
+    assert_eq!(get(app, "/login", None).await.status, StatusCode::NOT_FOUND);
+    for uri in ["/login", "/logout", "/maintenance/archive", "/edit/01_Projects/plan.md"] {
+        let answer = post(app, uri, None, &[]).await;
+        assert!(matches!(answer.status, StatusCode::METHOD_NOT_ALLOWED | StatusCode::NOT_FOUND), "POST {uri}: {}", answer.status);
+    }
+    let zeros = "0".repeat(64);
+    assert_eq!(post(app, &format!("/proposals/{zeros}/decide"), None, &[]).await.status, StatusCode::NOT_FOUND);
+}
+
+#[tokio::test]
+async fn without_an_approver_pages_are_readable_on_loopback_and_changes_are_refused() {
+    let site = site(HUMAN_PROJECTS, false, false);
+    let app = &site.app;
+    assert_eq!(get(app, "/", None).await.status, StatusCode::OK);
+    let form_page = get(app, "/login", None).await;
+    let cookie = form_page.session_cookie().unwrap();
+    let login = post(app, "/login", Some(&cookie), &[("csrf", &form_page.csrf()), ("approver", "alice"), ("secret", SECRET)]).await;
+    assert_eq!(login.status, StatusCode::SERVICE_UNAVAILABLE, "no approver is registered: {}", login.body);
+    let edit = post(app, "/edit/01_Projects/plan.md", Some(&cookie), &[("csrf", &form_page.csrf()), ("content", "x")]).await;
+    assert_eq!(edit.status, StatusCode::FORBIDDEN, "an anonymous session changes nothing");
+}
+
+#[test]
+fn a_non_loopback_address_needs_a_registered_approver_and_a_login() {
+    let config = tempfile::tempdir().unwrap();
+    let mut options = web_options(config.path(), false);
+    options.bind = SocketAddr::from(([0, 0, 0, 0], 8742));
+    assert_eq!(web::check_bind(&options).unwrap_err().code(), "not_configured");
+    secrets::add_approver(config.path(), "alice", SECRET).unwrap();
+    web::check_bind(&options).unwrap();
+    options.read_only = true;
+    assert_eq!(web::check_bind(&options).unwrap_err().code(), "not_configured", "a read-only server has no login");
+    options.bind = SocketAddr::from(([127, 0, 0, 1], 8742));
+    web::check_bind(&options).unwrap();
+}
