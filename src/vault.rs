@@ -722,7 +722,7 @@ impl Vault {
             None => {
                 durable::create_dir_all(&self.root, &layout::join(&self.root, layout::STATE_DIR))?;
                 let lock_path = layout::join(&self.root, layout::WRITER_LOCK);
-                let file = crate::store::nofollow::create_lock_file(&lock_path)
+                let file = durable::open_engine_file(&self.root, &lock_path, false)
                     .map_err(|e| crate::store::nofollow::io_error("opening", layout::WRITER_LOCK, e))?;
                 file.lock().map_err(|e| Error::io("locking", layout::WRITER_LOCK, e))?;
                 let opened = Journal::open(&self.root).and_then(|(journal, records)| Ok((journal, records, ReceiptLog::load(&self.root)?)));

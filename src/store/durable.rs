@@ -68,6 +68,31 @@ fn via_temp(dirfd: &OwnedFd, bytes: &[u8], sync_file: bool, place: impl FnOnce(&
     result
 }
 
+/// Opens (creating it owner-only) the engine file `path` beneath `root` through its folder's
+/// handle, never through a link: for reading and appending (`read_append`, the journal) or for
+/// writing (the writer lock).
+pub fn open_engine_file(root: &Path, path: &Path, read_append: bool) -> io::Result<File> {
+    let (dirfd, name) = folder_and_name(root, path, false)?;
+    let access = if read_append { OFlags::RDWR | OFlags::APPEND } else { OFlags::WRONLY };
+    let flags = access | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    Ok(File::from(rustix::fs::openat(&dirfd, name.as_bytes(), flags, Mode::from_raw_mode(0o600))?))
+}
+
+/// Opens the engine file `path` beneath `root` for reading through its folder's handle, never
+/// through a link: a swapped folder fails (`ELOOP`) instead of reading another folder's file.
+pub fn open_engine_read(root: &Path, path: &Path) -> io::Result<File> {
+    let (dirfd, name) = folder_and_name(root, path, false)?;
+    Ok(File::from(rustix::fs::openat(&dirfd, name.as_bytes(), OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?))
+}
+
+/// Reads the whole engine file `path` beneath `root` (see `open_engine_read`).
+pub fn read_engine_file(root: &Path, path: &Path) -> io::Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    open_engine_read(root, path)?.read_to_end(&mut bytes)?;
+    Ok(bytes)
+}
+
 /// Fsyncs the folder behind `dirfd` (fault point `fsync_dir`).
 fn fsync_folder(dirfd: &OwnedFd) -> io::Result<()> {
     faults::check("fsync_dir")?;

@@ -8,7 +8,6 @@
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -169,7 +168,7 @@ fn parse_records(bytes: &[u8]) -> (Vec<Record>, usize) {
 /// to the writer). Returns the stamp the records were read at; `None` when there is no journal.
 pub fn read_committed(root: &Path) -> Result<Option<(JournalStamp, Vec<Record>)>> {
     let path = layout::join(root, layout::JOURNAL);
-    let mut file = match super::nofollow::open_read(&path) {
+    let mut file = match super::durable::open_engine_read(root, &path) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(io("opening", e)),
@@ -217,8 +216,7 @@ impl Journal {
     /// Opens (creating) the journal, reads every intact record and truncates a torn tail.
     pub fn open(root: &Path) -> Result<(Self, Vec<Record>)> {
         let path = layout::join(root, layout::JOURNAL);
-        let mut file =
-            super::nofollow::options().read(true).append(true).create(true).mode(0o600).open(&path).map_err(|e| io("opening", e))?;
+        let mut file = super::durable::open_engine_file(root, &path, true).map_err(|e| io("opening", e))?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(|e| io("reading", e))?;
         let (records, offset) = parse_records(&bytes);

@@ -62,7 +62,7 @@ impl ReceiptLog {
     pub fn catch_up(&mut self, root: &Path) -> Result<Vec<String>> {
         use std::io::{Read, Seek, SeekFrom};
         let path = layout::join(root, layout::RECEIPTS);
-        let mut file = match nofollow::open_read(&path) {
+        let mut file = match durable::open_engine_read(root, &path) {
             Ok(f) => f,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
             Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
@@ -135,8 +135,8 @@ impl ReceiptLog {
     /// The newest `limit` receipts with `seq > after_seq`, oldest first.
     pub fn history(root: &Path, limit: usize, after_seq: u64) -> Result<Vec<Value>> {
         let path = layout::join(root, layout::RECEIPTS);
-        let text = match nofollow::read_to_string(&path) {
-            Ok(t) => t,
+        let text = match durable::read_engine_file(root, &path) {
+            Ok(t) => String::from_utf8_lossy(&t).into_owned(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
         };
@@ -154,7 +154,7 @@ impl ReceiptLog {
     /// Checks the whole chain: every line parses, `seq` is +1, `prev` hashes the line before.
     pub fn verify(root: &Path) -> Result<ChainReport> {
         let path = layout::join(root, layout::RECEIPTS);
-        let bytes = match nofollow::read(&path) {
+        let bytes = match durable::read_engine_file(root, &path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
@@ -200,7 +200,7 @@ impl ReceiptLog {
     /// a note reached through a symbolic link is a problem, never read.
     pub fn verify_files(root: &Path, report: &mut ChainReport) -> Result<()> {
         let path = layout::join(root, layout::RECEIPTS);
-        let text = match nofollow::read(&path) {
+        let text = match durable::read_engine_file(root, &path) {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
             Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),

@@ -948,5 +948,6 @@ fn engine_folders_swapped_for_links_during_a_storm_never_get_a_byte_outside() {
     vault.ingest_note(&ingest("01_Projects/after", "Body.")).unwrap();
     vault.handoff_work(task("after".into())).unwrap();
     assert!(!vault.search(&SearchParams::fts("searchable", 5)).unwrap().results.is_empty());
-    assert!(vault.verify_history_with(true).unwrap().ok);
+    let report = vault.verify_history_with(true).unwrap();
+    assert!(report.ok, "{:?}", report.problems);
 }
