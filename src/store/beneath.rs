@@ -13,7 +13,7 @@
 //! choice); only what lies beneath it is walked without following.
 
 use std::fs::File;
-use std::io::{self, Read, Write};
+use std::io::{self, Read};
 use std::os::fd::OwnedFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -95,23 +95,8 @@ pub(super) fn create_temp(dir: &OwnedFd) -> io::Result<(String, File)> {
 fn replace_in(root: &Path, rel: &str, bytes: &[u8], create_dirs: bool, sync_file: bool) -> io::Result<()> {
     let (dir, name) = split(rel)?;
     let dirfd = open_dir(root, dir, create_dirs)?;
-    faults::check("create_temp")?;
-    let (temp, mut file) = create_temp(&dirfd)?;
-    let result = (|| -> io::Result<()> {
-        faults::check("write_temp")?;
-        file.write_all(bytes)?;
-        if sync_file {
-            faults::check("fsync_temp")?;
-            file.sync_all()?;
-        }
-        faults::check("rename")?;
-        rustix::fs::renameat(&dirfd, temp.as_str(), &dirfd, name)?;
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = rustix::fs::unlinkat(&dirfd, temp.as_str(), AtFlags::empty());
-    }
-    result
+    super::durable::via_temp(&dirfd, bytes, sync_file, |temp| Ok(rustix::fs::renameat(&dirfd, temp, &dirfd, name).map(|()| true)?))
+        .map(drop)
 }
 
 /// Replaces the file `rel` beneath `root` atomically, without any fsync (its bytes are already

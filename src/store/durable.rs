@@ -49,7 +49,7 @@ fn folder_and_name<'p>(root: &Path, path: &'p Path, create: bool) -> io::Result<
 /// Writes `bytes` into a fresh temp file of the folder `dirfd` (fsynced when `sync_file`) and
 /// hands its name to `place`, which moves it into place; the temp file is removed if anything
 /// fails. Fault points: `create_temp`, `write_temp`, `fsync_temp` (when `sync_file`), `rename`.
-fn via_temp(dirfd: &OwnedFd, bytes: &[u8], sync_file: bool, place: impl FnOnce(&str) -> io::Result<bool>) -> io::Result<bool> {
+pub(super) fn via_temp(dirfd: &OwnedFd, bytes: &[u8], sync_file: bool, place: impl FnOnce(&str) -> io::Result<bool>) -> io::Result<bool> {
     faults::check("create_temp")?;
     let (temp, mut file) = beneath::create_temp(dirfd)?;
     let result = (|| -> io::Result<bool> {
