@@ -53,10 +53,10 @@ fn escape_inline(text: &str) -> String {
 
 /// A file or folder name as a `<…>` link destination: `<` and `>` would end the destination,
 /// and a Markdown reader cuts a destination at `#` (fragment) or `?` (query) and
-/// percent-decodes it (the engine's own link reader does), so these four and `%` itself are
-/// percent-encoded. Names never hold a line break or a backslash (`VaultPath` refuses them).
+/// percent-decodes it (the engine's own link reader does), and decodes HTML entities (`&lt;`)
+/// in it, so these four, `&` and `%` itself are percent-encoded. Names never hold a line break or a backslash (`VaultPath` refuses them).
 fn escape_destination(name: &str) -> std::borrow::Cow<'_, str> {
-    let special = |c: char| matches!(c, '%' | '#' | '?' | '<' | '>');
+    let special = |c: char| matches!(c, '%' | '#' | '?' | '<' | '>' | '&');
     if !name.contains(special) {
         return name.into();
     }
