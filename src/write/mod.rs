@@ -38,9 +38,10 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
 use crate::inventory::FileStamp;
-use crate::inventory::{self, NoteRecord};
+use crate::inventory::{self, Inventory, NoteRecord};
 use crate::lint;
 use crate::note::path::VaultPath;
+use crate::policy::LoadedPolicy;
 use crate::scan::PageKind;
 use crate::store::journal::{FileChange, Intent, PreImage, Record, SearchSnapshot};
 use crate::store::{faults, layout};
@@ -367,21 +368,7 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
     let (gate, previous_records, catalog_plan, counts, search_snapshot) = vault.with_inventory_mut(|inventory| {
         recheck_consulted(vault, inventory, &touched);
         let baseline = lint::baseline(inventory, policy, &touched, today);
-        let mut previous = Vec::with_capacity(mutation.notes.len());
-        for note in &mutation.notes {
-            let old = match &note.content {
-                Some(content) => {
-                    let bytes = content.as_bytes();
-                    let mut record = inventory::NoteRecord::empty(note.path.clone(), PageKind::Note);
-                    record.size_bytes = bytes.len() as u64;
-                    record.content_hash = *blake3::hash(bytes).as_bytes();
-                    inventory::analyse_bytes(&mut record, bytes, policy);
-                    inventory.upsert(record)
-                }
-                None => inventory.remove(&note.path),
-            };
-            previous.push((note.path.clone(), old));
-        }
+        let previous = put_after_images(inventory, policy, mutation.notes.iter().map(|n| (&n.path, n.content.as_deref())));
         let live: Vec<VaultPath> = mutation.notes.iter().filter(|n| n.content.is_some()).map(|n| n.path.clone()).collect();
         let gate = lint::gate(inventory, policy, &live, &baseline, today);
         let dirs: BTreeSet<String> = touched.iter().flat_map(crate::catalog::affected_dirs).collect();
@@ -477,8 +464,23 @@ pub fn gate_preview(vault: &Vault, changes: &[(VaultPath, Option<&str>)]) -> Res
     let touched: Vec<VaultPath> = changes.iter().map(|(path, _)| path.clone()).collect();
     vault.with_inventory_mut(|inventory| {
         let baseline = lint::baseline(inventory, policy, &touched, today);
-        let mut previous = Vec::with_capacity(changes.len());
-        for (path, content) in changes {
+        let previous = put_after_images(inventory, policy, changes.iter().map(|(path, content)| (path, *content)));
+        let live: Vec<VaultPath> = changes.iter().filter(|(_, c)| c.is_some()).map(|(p, _)| p.clone()).collect();
+        let gate = lint::gate(inventory, policy, &live, &baseline, today);
+        put_back(inventory, previous);
+        gate
+    })
+}
+
+/// Puts after-images (new text, or `None` for a removal) into the in-memory model, analysed as
+/// a read from disk would be; returns the records they replaced, for `put_back`.
+fn put_after_images<'a>(
+    inventory: &mut Inventory,
+    policy: &LoadedPolicy,
+    changes: impl Iterator<Item = (&'a VaultPath, Option<&'a str>)>,
+) -> Vec<(VaultPath, Option<NoteRecord>)> {
+    changes
+        .map(|(path, content)| {
             let old = match content {
                 Some(content) => {
                     let bytes = content.as_bytes();
@@ -490,38 +492,28 @@ pub fn gate_preview(vault: &Vault, changes: &[(VaultPath, Option<&str>)]) -> Res
                 }
                 None => inventory.remove(path),
             };
-            previous.push((path.clone(), old));
-        }
-        let live: Vec<VaultPath> = changes.iter().filter(|(_, c)| c.is_some()).map(|(p, _)| p.clone()).collect();
-        let gate = lint::gate(inventory, policy, &live, &baseline, today);
-        for (path, record) in previous.into_iter().rev() {
-            match record {
-                Some(record) => {
-                    inventory.upsert(record);
-                }
-                None => {
-                    inventory.remove(&path);
-                }
+            (path.clone(), old)
+        })
+        .collect()
+}
+
+/// Puts the records `put_after_images` replaced back, newest change first.
+fn put_back(inventory: &mut Inventory, previous: Vec<(VaultPath, Option<NoteRecord>)>) {
+    for (path, record) in previous.into_iter().rev() {
+        match record {
+            Some(record) => {
+                inventory.upsert(record);
+            }
+            None => {
+                inventory.remove(&path);
             }
         }
-        gate
-    })
+    }
 }
 
 /// Puts the in-memory model back as it was before the plan (the disk was never touched).
 fn restore_model(vault: &Vault, previous: Vec<(VaultPath, Option<NoteRecord>)>) {
-    let _ = vault.with_inventory_mut(|inventory| {
-        for (path, record) in previous.into_iter().rev() {
-            match record {
-                Some(record) => {
-                    inventory.upsert(record);
-                }
-                None => {
-                    inventory.remove(&path);
-                }
-            }
-        }
-    });
+    let _ = vault.with_inventory_mut(|inventory| put_back(inventory, previous));
 }
 
 fn base_receipt(mutation: &Mutation, plan: &Plan, seq: u64) -> Map<String, Value> {
