@@ -88,20 +88,20 @@ pub fn check_query(data: &[u8]) {
         assert!(phrase.len() >= 2, "a phrase of fewer than two tokens: {phrase:?}");
         assert!(phrase.windows(2).all(|w| w[0].0 < w[1].0), "phrase positions not increasing: {phrase:?}");
     }
-    let index = query_index();
+    let (index, searcher) = query_index();
     let fields = paravault::search::schema::Fields::of(&index.schema()).expect("the engine's schema has its fields");
     let boosts = paravault::policy::Boosts { title: 2.0, tags: 1.0, description: 1.0, section: 0.5, body: 1.0 };
     let built = query::build(&fields, &boosts, &analysed);
     assert_eq!(built.is_none(), analysed.is_empty(), "build and is_empty disagree on {text:?}");
     if let Some(q) = built {
-        let searcher = index.reader().expect("reader").searcher();
         searcher.search(&q, &tantivy::collector::TopDocs::with_limit(5).order_by_score()).expect("a built query always runs");
     }
 }
 
-/// A small index of the engine's schema, built once per process.
-fn query_index() -> &'static tantivy::Index {
-    static INDEX: std::sync::OnceLock<tantivy::Index> = std::sync::OnceLock::new();
+/// A small index of the engine's schema and a searcher of it, built once per process (a reader
+/// per input cost most of each execution).
+fn query_index() -> &'static (tantivy::Index, tantivy::Searcher) {
+    static INDEX: std::sync::OnceLock<(tantivy::Index, tantivy::Searcher)> = std::sync::OnceLock::new();
     INDEX.get_or_init(|| {
         use paravault::search::schema;
         let index = tantivy::Index::create_in_ram(schema::build_schema());
@@ -119,7 +119,8 @@ fn query_index() -> &'static tantivy::Index {
             writer.add_document(doc).expect("add");
         }
         writer.commit().expect("commit");
-        index
+        let searcher = index.reader().expect("reader").searcher();
+        (index, searcher)
     })
 }
 

@@ -140,8 +140,11 @@ pub const FLOW_DEPTH_MAX: usize = 32;
 pub const COMPACT_INDICATORS_MAX: usize = 32;
 
 /// A cheap, linear pre-scan that refuses a block whose nesting would make the YAML parser's
-/// work blow up, before it is parsed. Conservative: brackets inside plain scalars count too
-/// (quoted scalars and comments do not).
+/// work blow up, before it is parsed. It counts a `[` / `{` only where the parser could read
+/// it as opening a flow collection: never inside a quoted scalar, a comment or a block-context
+/// plain scalar, including a plain scalar's continuation lines (serde_yaml's emitter wraps long
+/// plain values onto lines indented deeper than their key). Where the parser's reading is
+/// uncertain, the scan counts (it may refuse a valid block, never pass a bomb).
 fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem> {
     let refuse = |line: usize, message: String| FrontmatterProblem::Yaml { line: first_line + line, message };
     // Bytes, not chars: every byte that matters is ASCII, and UTF-8 continuation bytes never are.
@@ -149,30 +152,62 @@ fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem
     let (mut depth, mut line, mut compact) = (0usize, 0usize, 0usize);
     let (mut single, mut double, mut comment, mut escaped, mut line_start) = (false, false, false, false, true);
     // `previous`: the byte before; `significant`: the last byte that was not a space or tab
-    // (a quote opens a scalar only where a scalar may start).
+    // (a quote or a plain scalar starts only where a node may start).
     let (mut previous, mut significant) = (b'\n', b'\n');
+    // Columns on the current line: `column` of this byte, `indent` (leading spaces), `node`
+    // (the first byte after the compact indicators: a key's column), `indicator` (the last
+    // `- ` / `? `'s column).
+    let (mut column, mut indent, mut node, mut indicator) = (0usize, 0usize, 0usize, 0usize);
+    // `plain`: inside a block-context plain scalar on this line; `continues`: the column a line
+    // must be indented past to continue the plain scalar the previous line ended inside.
+    let (mut plain, mut continues): (bool, Option<usize>) = (false, None);
+    let mut plain_from: Option<usize> = None;
     for (i, &b) in bytes.iter().enumerate() {
         if b == b'\n' {
-            (line, comment, line_start, compact, previous) = (line + 1, false, true, 0, b);
             if !single && !double {
                 significant = b'\n';
+                // A line ending inside a plain scalar may be continued by deeper lines; a blank
+                // line keeps the continuation open.
+                continues = match (plain, plain_from) {
+                    (true, Some(from)) => Some(from),
+                    _ if line_start => continues,
+                    _ => None,
+                };
             }
+            (line, comment, line_start, compact, previous) = (line + 1, false, true, 0, b);
+            (column, indent, plain, plain_from) = (0, 0, false, None);
             continue;
         }
+        let at = column;
+        column += 1;
         if line_start && !single && !double {
-            let indicator = matches!(b, b'-' | b'?') && matches!(bytes.get(i + 1), None | Some(b' ' | b'\t' | b'\r' | b'\n'));
-            if b == b' ' || b == b'\t' || indicator {
-                if indicator {
-                    significant = b;
-                    compact += 1;
-                    if compact > COMPACT_INDICATORS_MAX {
-                        return Err(refuse(line, format!("a line opens more than {COMPACT_INDICATORS_MAX} nested block collections")));
-                    }
-                }
+            if b == b' ' && compact == 0 && indent == at {
+                indent += 1;
                 previous = b;
                 continue;
             }
-            line_start = false;
+            if let Some(from) = continues
+                && compact == 0
+                && indent > from
+                && b != b'\t'
+            {
+                // A continuation line of a multi-line plain scalar: its brackets are text.
+                (line_start, plain, plain_from) = (false, true, Some(from));
+            } else {
+                let is_indicator = matches!(b, b'-' | b'?') && matches!(bytes.get(i + 1), None | Some(b' ' | b'\t' | b'\r' | b'\n'));
+                if b == b' ' || b == b'\t' || is_indicator {
+                    if is_indicator {
+                        (significant, indicator) = (b, at);
+                        compact += 1;
+                        if compact > COMPACT_INDICATORS_MAX {
+                            return Err(refuse(line, format!("a line opens more than {COMPACT_INDICATORS_MAX} nested block collections")));
+                        }
+                    }
+                    previous = b;
+                    continue;
+                }
+                (line_start, node, continues) = (false, at, None);
+            }
         }
         if comment {
             continue;
@@ -185,14 +220,26 @@ fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem
                 _ => {}
             }
         } else if single {
-            if b == b'\'' {
-                single = false;
+            // `''` is a quote inside a single-quoted scalar, not its end.
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\'') if bytes.get(i + 1) == Some(&b'\'') => escaped = true,
+                (false, b'\'') => single = false,
+                _ => {}
+            }
+        } else if plain {
+            match b {
+                b'#' if previous == b' ' || previous == b'\t' => (comment, plain, plain_from) = (true, false, None),
+                // `key: value`: the plain scalar was a key; a value may start after it.
+                b':' if matches!(bytes.get(i + 1), None | Some(b' ' | b'\t' | b'\r' | b'\n')) => (plain, plain_from) = (false, None),
+                _ => {}
             }
         } else {
+            let node_start = matches!(significant, b'\n' | b':' | b'-' | b'?' | b'[' | b'{' | b',');
             match b {
                 b'#' if previous.is_ascii_whitespace() => comment = true,
-                b'"' if matches!(significant, b'\n' | b':' | b'-' | b'?' | b'[' | b'{' | b',') => double = true,
-                b'\'' if matches!(significant, b'\n' | b':' | b'-' | b'?' | b'[' | b'{' | b',') => single = true,
+                b'"' if node_start => double = true,
+                b'\'' if node_start => single = true,
                 b'[' | b'{' => {
                     depth += 1;
                     if depth > FLOW_DEPTH_MAX {
@@ -200,6 +247,19 @@ fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem
                     }
                 }
                 b']' | b'}' => depth = depth.saturating_sub(1),
+                b' ' | b'\t' | b'\r' => {}
+                // A plain scalar in block context: the brackets it holds are text. Its
+                // continuation lines must be indented past its key (after `:`), its `- ` / `? `
+                // indicator, or (a bare scalar) its own first column.
+                b'&' | b'*' | b'!' | b'|' | b'>' | b'%' | b'@' | b'`' | b',' => {}
+                _ if depth == 0 && matches!(significant, b'\n' | b':' | b'-' | b'?') => {
+                    let from = match significant {
+                        b':' => node,
+                        b'-' | b'?' => indicator,
+                        _ => at,
+                    };
+                    (plain, plain_from) = (true, Some(from));
+                }
                 _ => {}
             }
         }

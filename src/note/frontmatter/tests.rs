@@ -43,7 +43,9 @@ fn yaml_scalar() -> impl Strategy<Value = Value> {
     prop_oneof![
         any::<bool>().prop_map(Value::Bool),
         any::<i64>().prop_map(|n| Value::Number(n.into())),
-        "[a-zA-Z0-9 :#'\"\\-_.]{0,20}".prop_map(Value::String),
+        "[a-zA-Z0-9 :#'\"\\-_.\\[\\]{}]{0,20}".prop_map(Value::String),
+        // long enough that the emitter wraps them, with bracket runs past the nesting bound
+        "([a-z]{1,8} ){0,12}[\\[{]{33,40}( [a-z]{1,8}){0,12}".prop_map(Value::String),
         Just(Value::Null),
     ]
 }
@@ -65,7 +67,7 @@ proptest! {
         let mapping: Mapping = entries.into_iter().map(|(k, v)| (Value::String(k), v)).collect();
         let text = render_new(&Frontmatter::from_mapping(mapping.clone()).unwrap(), &body).unwrap();
         let s = split(&text).unwrap();
-        let parsed = parse(&s).unwrap();
+        let parsed = parse(&s).unwrap_or_else(|e| panic!("{e:?}\n{text}"));
         prop_assert_eq!(&parsed.mapping, &mapping);
         prop_assert_eq!(s.body, body.as_str());
         prop_assert_eq!(render(&s, &parsed).unwrap(), text);
@@ -132,4 +134,41 @@ fn ordinary_nesting_quotes_and_comments_still_parse() {
     assert!(fm.get("tags").is_some() && fm.get("rule").is_some());
     let unbalanced = (0..40).map(|i| format!("k{i}: \"a [ b\"\n")).collect::<String>();
     assert!(parse_text(&format!("---\n{unbalanced}---\n")).is_ok(), "quoted brackets never add up");
+}
+
+#[test]
+fn brackets_inside_plain_scalars_are_text_even_on_wrapped_lines() {
+    // The fuzz finding `frontmatter_plain_scalar_braces`: a quoted value full of `{` parsed,
+    // but once rendered plain (and wrapped by the emitter) the pre-scan refused it.
+    let braces = "{".repeat(40);
+    let long = format!("{} semantic {braces} tail", "word ".repeat(20));
+    for value in [braces.clone(), format!("x{braces}"), long.clone()] {
+        let mapping: Mapping = [(Value::String("b".into()), Value::String(value.clone()))].into_iter().collect();
+        let text = render_new(&Frontmatter::from_mapping(mapping.clone()).unwrap(), "").unwrap();
+        assert_eq!(parse_text(&text).unwrap().mapping, mapping, "{text}");
+    }
+    let in_list =
+        format!("---\nlist:\n- {}\n  {braces}\n- plain {braces}\nkey: {}\n  {braces} more\n---\n", "w ".repeat(30), "v ".repeat(30));
+    assert!(parse_text(&in_list).is_ok(), "{in_list}");
+    // `''` inside a single-quoted scalar is a quote, not the scalar's end.
+    let doubled = format!("---\na: 'it''s {braces}'\nb: '''{braces}'''\n---\n");
+    assert!(parse_text(&doubled).is_ok(), "{doubled}");
+}
+
+#[test]
+fn flow_collections_where_a_node_starts_still_count() {
+    let bomb = "[".repeat(40);
+    for text in [
+        format!("---\na:\n  {bomb}\n---\n"),
+        format!("---\na: x\n{bomb}\n---\n"),
+        format!("---\n- a: x\n  {bomb}\n---\n"),
+        format!("---\na: &anchor {bomb}\n---\n"),
+        format!("---\na: x # comment\n  {bomb}\n---\n"),
+        format!("---\na: [x, {bomb}\n---\n"),
+    ] {
+        assert!(
+            matches!(parse_text(&text), Err(FrontmatterProblem::Yaml { ref message, .. }) if message.contains("deeper than 32")),
+            "{text}"
+        );
+    }
 }
