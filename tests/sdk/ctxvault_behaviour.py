@@ -161,7 +161,7 @@ async def discovery(session, s, agent):
         rule("warmup_status of a forbidden vault is the same access error as every tool", is_error and error_code(hidden) == "vault_access_denied", hidden)
 
 
-def docx(body, extra=None):
+def make_docx(body, extra=None):
     """A minimal .docx (deflated zip) whose document body is `body`."""
     out = io.BytesIO()
     with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
@@ -192,12 +192,12 @@ async def documents(session, s):
     rule("query returns chunks with their source files, marked untrusted", hits and q["trust"] == "untrusted", q)
     body = ('<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Budget</w:t></w:r></w:p>'
             '<w:p><w:r><w:t xml:space="preserve">Spend </w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t>less</w:t></w:r></w:p>')
-    w = await s.ok("write_doc", vault_name="notes", file_path="budget.docx", content=base64.b64encode(docx(body)).decode(), generated_by="agent-test")
+    w = await s.ok("write_doc", vault_name="notes", file_path="budget.docx", content=base64.b64encode(make_docx(body)).decode(), generated_by="agent-test")
     rule("write_doc converts a .docx (base64 content) to Markdown and reports the conversion",
          w["converted"] is True and w["format"] == "docx" and w["conversion"]["headings"] == 1 and w["conversion"]["paragraphs"] == 1, w)
     q = await s.ok("query", vault_name="notes", query="budget spend less")
     rule("a converted .docx is searchable as Markdown", any("budget.docx" in r["path"] for r in q["results"]), q)
-    is_error, macro = await s.call("write_doc", vault_name="notes", file_path="macro.docx", content=base64.b64encode(docx(body, {"word/vbaProject.bin": b"x"})).decode(), generated_by="agent-test")
+    is_error, macro = await s.call("write_doc", vault_name="notes", file_path="macro.docx", content=base64.b64encode(make_docx(body, {"word/vbaProject.bin": b"x"})).decode(), generated_by="agent-test")
     docs = await s.ok("list_docs", vault_name="notes")
     rule("write_doc refuses a .docx with macros and writes nothing",
          is_error and error_code(macro) == "unsupported_document" and all(d["file_path"] != "macro.docx" for d in docs["documents"]), (macro, docs))
