@@ -66,7 +66,12 @@ impl ToolParams for ListVaults {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WarmupStatus {}
+pub struct WarmupStatus {
+    /// A vault from list_vaults: its own embedding model's state (each vault has its policy).
+    /// Without it, the model of the vault the server was started on.
+    #[serde(default)]
+    pub vault_name: Option<String>,
+}
 
 impl ToolParams for WarmupStatus {
     const NAME: &'static str = "warmup_status";
@@ -81,8 +86,15 @@ impl ToolParams for WarmupStatus {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let handle = crate::embed::vault_handle(&ctx.vault.policy().policy, ctx.vault.root());
-        Ok(crate::memory::warmup::status(handle))
+        let Some(vault_name) = self.vault_name else {
+            let handle = crate::embed::vault_handle(&ctx.vault.policy().policy, ctx.vault.root());
+            return Ok(crate::memory::warmup::status(handle));
+        };
+        let memory = vaults(ctx)?.open(&vault_name, Authority::ReadOnly, Self::NAME, VaultType::Any)?;
+        let handle = crate::embed::vault_handle(&memory.vault.policy().policy, memory.vault.root());
+        let mut status = crate::memory::warmup::status(handle);
+        status["vault_name"] = json!(vault_name);
+        Ok(status)
     }
 }
 
@@ -141,7 +153,8 @@ pub struct WriteDoc {
     pub vault_name: String,
     /// The document's name inside the vault, ending in .md, .txt or .docx.
     pub file_path: String,
-    /// The document's text.
+    /// The document's text (.md, .txt), or for .docx the file's bytes in base64: it is stored
+    /// converted to Markdown and the conversion is reported.
     pub content: String,
     /// Who produced the content (recorded as provenance).
     pub generated_by: String,

@@ -4,8 +4,10 @@
 //! envelope.
 //!
 //! Note names keep the caller's file name: `a/b.md` → `<folder>/a/b.md`, `a/b.txt` →
-//! `<folder>/a/b.txt.md` (so `b.md` and `b.txt` stay two documents). `.docx` is refused with
-//! `unsupported_document` (see docs/memory.md: its conversion is not built yet).
+//! `<folder>/a/b.txt.md` (so `b.md` and `b.txt` stay two documents). A `.docx` arrives as the
+//! base64 of its bytes and is stored converted to Markdown (`docx`), the conversion reported and
+//! the source's SHA-256 kept in the `document:` block; what cannot be converted is refused with
+//! `unsupported_document` before anything is written.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -21,6 +23,9 @@ pub struct DocumentRecord {
     pub file_path: String,
     pub format: String,
     pub generated_by: String,
+    /// For a converted `.docx`: `sha256:<hex>` of the file the caller sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source_sha256: Option<String>,
 }
 
 /// The formats `write_doc` accepts.
@@ -86,15 +91,17 @@ impl MemoryVault {
     /// `overwrite`.
     pub fn write_doc(&self, file_path: &str, content: &str, generated_by: &str, overwrite: bool) -> Result<Value> {
         let (path, format) = note_path(&self.documents_folder(), file_path)?;
-        if format == "docx" {
-            return Err(Error::UnsupportedDocument {
-                file: file_path.trim().chars().take(200).collect(),
-                reason: "converting .docx to Markdown is not built in this version; send the text as .md or .txt".into(),
-            });
-        }
         if content.trim().is_empty() {
             return Err(Error::InvalidArgument { name: "content", reason: "must not be empty".into() });
         }
+        let refused = |reason: String| Error::UnsupportedDocument { file: file_path.trim().chars().take(200).collect(), reason };
+        let (body, conversion, source_sha256) = if format == "docx" {
+            let bytes = super::docx::decode_content(content).map_err(refused)?;
+            let converted = super::docx::to_markdown(&bytes).map_err(refused)?;
+            (converted.markdown, Some(converted.report), Some(format!("sha256:{}", sha256_hex(&bytes))))
+        } else {
+            (content.to_string(), None, None)
+        };
         let generated_by = generated_by.trim();
         if generated_by.is_empty() || generated_by.chars().count() > 200 || generated_by.chars().any(char::is_control) {
             return Err(Error::InvalidArgument { name: "generated_by", reason: "1-200 characters, without control characters".into() });
@@ -103,13 +110,17 @@ impl MemoryVault {
         if existing.is_some() && !overwrite {
             return Err(Error::AlreadyExists { path: path.to_string() });
         }
-        let record =
-            DocumentRecord { file_path: file_path.trim().to_string(), format: format.clone(), generated_by: generated_by.to_string() };
-        let text = render(&self.vault.policy().policy.agent_memory.document_note_type, &record, content)?;
+        let record = DocumentRecord {
+            file_path: file_path.trim().to_string(),
+            format: format.clone(),
+            generated_by: generated_by.to_string(),
+            source_sha256,
+        };
+        let text = render(&self.vault.policy().policy.agent_memory.document_note_type, &record, &body)?;
         let receipt = self.commit("ctxvault.write_doc", &fresh_id(16), vec![(path.clone(), text, existing.clone())])?;
         Ok(json!({
             "file_path": record.file_path, "format": format, "generated_by": record.generated_by, "path": path.to_string(),
-            "overwritten": existing.is_some(), "converted": false,
+            "overwritten": existing.is_some(), "converted": conversion.is_some(), "conversion": conversion,
             "receipt": receipt_summary(&receipt),
         }))
     }

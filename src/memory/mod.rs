@@ -7,6 +7,7 @@
 //! (`known_times`). `registry` names vaults and who may use them; `vault_set` opens them.
 
 pub mod documents;
+pub mod docx;
 pub mod episodes;
 pub mod known_times;
 pub mod registry;

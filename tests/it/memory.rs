@@ -661,3 +661,68 @@ fn notes_changed_or_removed_outside_the_engine_leave_the_index() {
     assert_eq!(after["total_matching"], 1);
     assert_eq!(after["unreadable_episode_notes"], 1);
 }
+
+fn docx_fixture(name: &str) -> Vec<u8> {
+    std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/docx").join(name)).unwrap()
+}
+
+fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+fn receipt_count(root: &std::path::Path) -> usize {
+    std::fs::read_to_string(root.join(".paravault/receipts.jsonl")).map_or(0, |t| t.lines().count())
+}
+
+#[test]
+fn a_docx_made_by_python_docx_is_stored_as_markdown_with_its_conversion_reported() {
+    let (dir, m) = memory_vault();
+    let bytes = docx_fixture("report.docx");
+    let answer = m.write_doc("reports/q3.docx", &base64_of(&bytes), "agent-test", false).unwrap();
+    assert_eq!(answer["format"], "docx");
+    assert_eq!(answer["converted"], true);
+    let report = &answer["conversion"];
+    assert_eq!(
+        [&report["headings"], &report["paragraphs"], &report["list_items"], &report["tables"], &report["images_dropped"]],
+        [2, 2, 2, 1, 1],
+        "{report}"
+    );
+    assert_eq!(report["source_bytes"], bytes.len());
+    let note = std::fs::read_to_string(dir.path().join("03_Resources/documents/reports/q3.docx.md")).unwrap();
+    let expected = "# Quarterly report\n\nRevenue grew **twelve percent** in the *third* quarter.\n\n## Risks\n\n\
+        - Supplier delays\n- Currency: 1 \\< 2 & \\*stars\\* stay text\n\n| Region | Sales |\n| --- | --- |\n| North | 42 |\n\n\
+        Città, naïve, 東京.\n";
+    assert!(note.ends_with(&format!("---\n\n{expected}")), "{note}");
+    let source = paravault::write::sha256_hex(&bytes);
+    assert!(note.lines().any(|l| l.trim_start().starts_with("source_sha256:") && l.contains(&source)), "{note}");
+    let listed = m.list_docs().unwrap();
+    let docs = listed.pointer("/content/documents").or_else(|| listed.get("documents")).cloned().unwrap_or(listed.clone());
+    assert!(docs.to_string().contains("\"format\":\"docx\""), "{listed}");
+    assert_eq!(last_receipt(dir.path())["operation"], "ctxvault.write_doc");
+}
+
+#[test]
+fn a_docx_that_cannot_be_converted_is_a_typed_refusal_that_writes_nothing() {
+    let (dir, m) = memory_vault();
+    let report = docx_fixture("report.docx");
+    let mut flipped = report.clone();
+    let part = flipped.windows(17).position(|w| w == b"word/document.xml").unwrap();
+    flipped[part + 17 + 40] ^= 0x55;
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("text", "just some words".to_string(), "base64"),
+        ("plain", base64_of(b"just some words"), "not a .docx"),
+        ("truncated", base64_of(&report[..report.len() / 2]), "not a readable zip"),
+        ("flipped", base64_of(&flipped), "word/document.xml"),
+        ("macros", base64_of(&docx_fixture("macros.docx")), "macros"),
+        ("bomb", base64_of(&docx_fixture("bomb.docx")), "at most 16777216"),
+        ("encrypted", base64_of(&[0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1, 0, 0, 0, 0]), "password-protected"),
+    ];
+    for (name, content, needle) in cases {
+        let error = m.write_doc(&format!("{name}.docx"), &content, "agent-test", false).unwrap_err();
+        assert_eq!(error.code(), "unsupported_document", "{name}: {error}");
+        assert!(error.to_string().contains(needle), "{name}: {error}");
+        assert!(!dir.path().join(format!("03_Resources/documents/{name}.docx.md")).exists(), "{name}");
+    }
+    assert_eq!(receipt_count(dir.path()), 0, "nothing was written");
+}

@@ -13,8 +13,11 @@ import json
 import os
 import subprocess
 import sys
+import base64
+import io
 import tempfile
 import time
+import zipfile
 
 import anyio
 from mcp.client.session import ClientSession
@@ -43,6 +46,10 @@ SEED_TOOLS = {
     "episode_history": {"vault_name": None, "episode_id": None},
     "list_entities": {"vault_name": None, "include_closed": False, "valid_at": "NONE", "min_episodes": 1},
 }
+
+# paravault's documented additions to the seed's parameters (docs/compatibility.md): optional,
+# so a ctxvault client that never sends them sees the seed's behaviour.
+EXTENSIONS = {"warmup_status": {"vault_name": "NONE"}}
 
 RESULTS = []
 
@@ -106,7 +113,8 @@ async def contract(session, s):
     rule("every seed tool is advertised with its exact name", set(SEED_TOOLS) <= set(tools), sorted(set(SEED_TOOLS) - set(tools)))
     rule("no P.O.W.E.R. tool leaks into a ctxvault-only server", set(tools) == set(SEED_TOOLS), sorted(set(tools) - set(SEED_TOOLS)))
     problems = []
-    for name, params in SEED_TOOLS.items():
+    for name, seed_params in SEED_TOOLS.items():
+        params = {**seed_params, **EXTENSIONS.get(name, {})}
         if name not in tools:
             continue
         schema = attr(tools[name], "input_schema", "inputSchema")
@@ -129,7 +137,7 @@ async def contract(session, s):
         annotations = tools[name].annotations
         if annotations is None or attr(annotations, "read_only_hint", "readOnlyHint") is None:
             problems.append(f"{name}: no annotations")
-    rule("parameters, required-ness and defaults are the seed's", not problems, problems)
+    rule("parameters, required-ness and defaults are the seed's (plus documented optional extensions)", not problems, problems)
 
 
 async def discovery(session, s, agent):
@@ -144,6 +152,25 @@ async def discovery(session, s, agent):
     started = time.monotonic()
     await s.ok("list_vaults")
     rule("warmup never blocks other tools", time.monotonic() - started < 5, time.monotonic() - started)
+    per_vault = await s.ok("warmup_status", vault_name="notes")
+    rule("warmup_status with vault_name reports that vault's model", per_vault.get("vault_name") == "notes" and per_vault.get("status") in {"not_configured", "loading", "ready", "failed"}, per_vault)
+    is_error, hidden = await s.call("warmup_status", vault_name="secret")
+    if agent == "alice":
+        rule("warmup_status answers for a restricted vault the agent is attached to", not is_error and hidden.get("vault_name") == "secret", hidden)
+    else:
+        rule("warmup_status of a forbidden vault is the same access error as every tool", is_error and error_code(hidden) == "vault_access_denied", hidden)
+
+
+def make_docx(body, extra=None):
+    """A minimal .docx (deflated zip) whose document body is `body`."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as z:
+        z.writestr("[Content_Types].xml", '<Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"/>')
+        z.writestr("word/document.xml", '<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="http://schemas.openxmlformats.org/'
+                   f'wordprocessingml/2006/main"><w:body>{body}</w:body></w:document>')
+        for name, data in (extra or {}).items():
+            z.writestr(name, data)
+    return out.getvalue()
 
 
 async def documents(session, s):
@@ -163,6 +190,17 @@ async def documents(session, s):
     q = await s.ok("query", vault_name="notes", query="zebra project")
     hits = [r for r in q["results"] if "kickoff" in r["path"]]
     rule("query returns chunks with their source files, marked untrusted", hits and q["trust"] == "untrusted", q)
+    body = ('<w:p><w:pPr><w:pStyle w:val="Heading1"/></w:pPr><w:r><w:t>Budget</w:t></w:r></w:p>'
+            '<w:p><w:r><w:t xml:space="preserve">Spend </w:t></w:r><w:r><w:rPr><w:b/></w:rPr><w:t>less</w:t></w:r></w:p>')
+    w = await s.ok("write_doc", vault_name="notes", file_path="budget.docx", content=base64.b64encode(make_docx(body)).decode(), generated_by="agent-test")
+    rule("write_doc converts a .docx (base64 content) to Markdown and reports the conversion",
+         w["converted"] is True and w["format"] == "docx" and w["conversion"]["headings"] == 1 and w["conversion"]["paragraphs"] == 1, w)
+    q = await s.ok("query", vault_name="notes", query="budget spend less")
+    rule("a converted .docx is searchable as Markdown", any("budget.docx" in r["path"] for r in q["results"]), q)
+    is_error, macro = await s.call("write_doc", vault_name="notes", file_path="macro.docx", content=base64.b64encode(make_docx(body, {"word/vbaProject.bin": b"x"})).decode(), generated_by="agent-test")
+    docs = await s.ok("list_docs", vault_name="notes")
+    rule("write_doc refuses a .docx with macros and writes nothing",
+         is_error and error_code(macro) == "unsupported_document" and all(d["file_path"] != "macro.docx" for d in docs["documents"]), (macro, docs))
 
 
 async def skills(session, s):
