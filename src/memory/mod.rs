@@ -145,7 +145,13 @@ pub struct EpisodeQuery {
 }
 
 /// The orders `query_episodes` accepts.
-pub const EPISODE_ORDERS: [&str; 6] = ["relevance", "newest", "oldest", "valid_from", "salience", "confidence"];
+pub const EPISODE_ORDERS: [&str; 7] = ["relevance", "newest", "oldest", "valid_from", "recency", "salience", "confidence"];
+
+/// ctxvault 0.8.1's `recency` ranks by a decay of `valid_from` (newest valid time first): the
+/// same order as `valid_from` here, so a client written for it gets that order.
+fn canonical_order(order: &str) -> &str {
+    if order == "recency" { "valid_from" } else { order }
+}
 
 /// Marks a result carrying note text (which people and other agents may have written) as
 /// untrusted data, as every note-text result of the server is.
@@ -555,7 +561,7 @@ impl MemoryVault {
         let query = request.query.trim().to_string();
         // Ranking by the vault's search (before the cache lock: search reads the index).
         let ranking = if query.is_empty() { None } else { Some(self.rank(&query)) };
-        let order = order.unwrap_or(if ranking.is_some() { "relevance" } else { "newest" });
+        let order = order.map_or(if ranking.is_some() { "relevance" } else { "newest" }, canonical_order);
         let lens = Lens { known_at, now: Utc::now() };
         // The common question (no knowledge time, no query text, newest first) is answered
         // from the index: counted in O(log n) (or over the named entities' versions), and

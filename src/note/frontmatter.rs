@@ -162,12 +162,19 @@ fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem
     // must be indented past to continue the plain scalar the previous line ended inside.
     let (mut plain, mut continues): (bool, Option<usize>) = (false, None);
     let mut plain_from: Option<usize> = None;
+    // A block scalar (`|` / `>`): `block_header` is the column its lines must be indented past,
+    // set on its header line; `block` holds it and, once the first content line is seen, that
+    // line's indent (later lines indented less end the scalar). Its lines are text.
+    let (mut block_header, mut block): (Option<usize>, Option<(usize, Option<usize>)>) = (None, None);
     for (i, &b) in bytes.iter().enumerate() {
         if b == b'\n' {
             if !single && !double {
                 significant = b'\n';
                 // A line ending inside a plain scalar may be continued by deeper lines; a blank
                 // line keeps the continuation open.
+                if let Some(from) = block_header.take() {
+                    block = Some((from, None));
+                }
                 continues = match (plain, plain_from) {
                     (true, Some(from)) => Some(from),
                     _ if line_start => continues,
@@ -185,6 +192,19 @@ fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem
                 indent += 1;
                 previous = b;
                 continue;
+            }
+            if let Some((from, content)) = block
+                && compact == 0
+                && b != b'\t'
+            {
+                if content.map_or(indent > from, |c| indent >= c) {
+                    // A line of the block scalar: text to its end.
+                    block = Some((from, Some(content.unwrap_or(indent))));
+                    (line_start, comment) = (false, true);
+                    previous = b;
+                    continue;
+                }
+                block = None;
             }
             if let Some(from) = continues
                 && compact == 0
@@ -251,6 +271,15 @@ fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem
                 // A plain scalar in block context: the brackets it holds are text. Its
                 // continuation lines must be indented past its key (after `:`), its `- ` / `? `
                 // indicator, or (a bare scalar) its own first column.
+                // A block scalar's header: the lines after it, indented past its key or
+                // indicator, are its text.
+                b'|' | b'>' if depth == 0 && matches!(significant, b'\n' | b':' | b'-' | b'?') => {
+                    block_header = Some(match significant {
+                        b':' => node,
+                        b'-' | b'?' => indicator,
+                        _ => at,
+                    });
+                }
                 b'&' | b'*' | b'!' | b'|' | b'>' | b'%' | b'@' | b'`' | b',' => {}
                 _ if depth == 0 && matches!(significant, b'\n' | b':' | b'-' | b'?') => {
                     let from = match significant {

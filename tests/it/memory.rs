@@ -726,3 +726,20 @@ fn a_docx_that_cannot_be_converted_is_a_typed_refusal_that_writes_nothing() {
     }
     assert_eq!(receipt_count(dir.path()), 0, "nothing was written");
 }
+
+#[test]
+fn ctxvaults_recency_order_is_valid_time_newest_first_and_composite_is_refused() {
+    // ctxvault 0.8.1 orders `recency` by a decay of valid_from (tests/sdk/ctxvault_peer_compare.py).
+    let (_dir, m) = memory_vault();
+    for (content, from) in [("middle", "2024-06-01T00:00:00Z"), ("oldest", "2020-01-01T00:00:00Z"), ("latest", "2025-01-01T00:00:00Z")] {
+        m.write_episode(&NewEpisode { valid_from: Some(from.into()), ..episode(content, &[]) }).unwrap();
+    }
+    let order = |by: &str| -> Vec<String> {
+        let answer = m.query_episodes(&EpisodeQuery { order_by: Some(by.into()), limit: 10, ..Default::default() }).unwrap();
+        answer["episodes"].as_array().unwrap().iter().map(|e| e["content"].as_str().unwrap().to_string()).collect()
+    };
+    assert_eq!(order("recency"), ["latest", "middle", "oldest"]);
+    assert_eq!(order("recency"), order("valid_from"));
+    let composite = m.query_episodes(&EpisodeQuery { order_by: Some("composite".into()), limit: 10, ..Default::default() });
+    assert_eq!(composite.unwrap_err().code(), "invalid_argument");
+}

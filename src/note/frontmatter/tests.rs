@@ -172,3 +172,28 @@ fn flow_collections_where_a_node_starts_still_count() {
         );
     }
 }
+
+#[test]
+fn block_scalar_lines_are_text() {
+    // A fuzz finding: the lines of a `|` / `>` block scalar were scanned as YAML.
+    let braces = "{".repeat(40);
+    let brackets = "[".repeat(40);
+    for text in [
+        format!("---\na: |-\n  {braces}\n\n  {brackets}\nb: 1\n---\n"),
+        format!("---\na: >\n    {brackets}\n    x\n---\n"),
+        format!("---\nlist:\n- |\n  {braces}\n- plain\n---\n"),
+        format!("---\n'a:': |-\n  x {braces}\n\n\n  / [[: m]]\n---\n"),
+    ] {
+        assert!(parse_text(&text).is_ok(), "{text}");
+    }
+    // Lines that are not indented past the key end the block scalar and are YAML again.
+    let ended = format!("---\na: |\n  text\n{brackets}\n---\n");
+    assert!(
+        matches!(parse_text(&ended), Err(FrontmatterProblem::Yaml { ref message, .. }) if message.contains("deeper than 32")),
+        "{ended}"
+    );
+    let rendered: Mapping =
+        [(Value::String("b".into()), Value::String(format!("line one\n{braces}\n{brackets} end\n")))].into_iter().collect();
+    let text = render_new(&Frontmatter::from_mapping(rendered.clone()).unwrap(), "").unwrap();
+    assert_eq!(parse_text(&text).unwrap().mapping, rendered, "{text}");
+}
