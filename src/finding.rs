@@ -1,10 +1,11 @@
 //! A named lint finding and its severity: the leaf type the lint rules produce, policy weighs and
 //! a gate rejection (`Error::GateRejected`) carries, so `error` needs nothing above it.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How a lint finding weighs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
     Warning,
@@ -12,7 +13,7 @@ pub enum Severity {
 }
 
 /// One named finding.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 pub struct Finding {
     pub rule: &'static str,
     pub severity: Severity,
