@@ -69,7 +69,7 @@ const KNOWN_BACK_EDGES: &[(&str, &str, &str)] = &[
 ];
 
 /// The adapters: they speak to the engine through `api` (request and report types), `vault`
-/// (`Vault`) and `error` only, besides each other and the leaves every module may name.
+/// (`Vault`) and `error` only, besides each other.
 const ADAPTERS: &[&str] = &["mcp", "web", "cli"];
 
 /// The engine modules an adapter may name.
