@@ -18,11 +18,14 @@ pub struct Finding {
     pub rule: &'static str,
     pub severity: Severity,
     pub path: String,
+    // Absent, never null, on the wire: the schema says so.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "usize")]
     pub line: Option<usize>,
     pub message: String,
     /// The link target, for link findings.
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "String")]
     pub target: Option<String>,
     /// Candidate paths, for ambiguous links.
     #[serde(skip_serializing_if = "Vec::is_empty")]

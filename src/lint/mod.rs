@@ -28,7 +28,7 @@ pub struct LintReport {
     pub findings: Vec<Finding>,
     /// The generation and the model state the report was computed from (filled by `Vault`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    #[schemars(with = "Option<serde_json::Map<String, serde_json::Value>>")]
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub computed_from: Option<crate::inventory::ComputedFrom>,
 }
 
