@@ -5,7 +5,9 @@
 //! text block alone); rot_audit on a generated vault, first
 //! call (inventory load included) and warm. Run: `cargo bench --bench mcp_server`.
 //! Environment: `PARAVAULT_BENCH_NOTES=20000` (a comma list; e.g. `20000,100000`),
-//! `PARAVAULT_BENCH_ROUNDS=200` (round trips per figure).
+//! `PARAVAULT_BENCH_ROUNDS=200` (round trips per figure), `PARAVAULT_BENCH_BASELINE_BIN=<an older
+//! paravault binary>`: also the paired figures, old and new binary interleaved call by call on
+//! the same vault (cold start, get_server_info, validate_memory_state, ensure_sub_index, search).
 
 // Bench fixtures are written with std::fs (clippy.toml names this exception).
 #![allow(clippy::disallowed_methods)]
@@ -49,7 +51,11 @@ struct Client {
 
 impl Client {
     fn spawn(vault: &Path) -> Client {
-        let mut child = Command::new(BIN)
+        Client::spawn_binary(Path::new(BIN), vault)
+    }
+
+    fn spawn_binary(binary: &Path, vault: &Path) -> Client {
+        let mut child = Command::new(binary)
             .arg("--vault")
             .arg(vault)
             .arg("mcp")
@@ -95,7 +101,11 @@ impl Client {
     }
 
     fn ready(vault: &Path) -> Client {
-        let mut client = Client::spawn(vault);
+        Client::ready_binary(Path::new(BIN), vault)
+    }
+
+    fn ready_binary(binary: &Path, vault: &Path) -> Client {
+        let mut client = Client::spawn_binary(binary, vault);
         client.initialize();
         client.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}));
         client
@@ -149,6 +159,53 @@ fn round_trips(client: &mut Client, rounds: usize, mut one: impl FnMut(&mut Clie
             start.elapsed()
         })
         .collect()
+}
+
+/// Old and new binary on the same vault, interleaved call by call (so both see the same machine
+/// state), each beside the MCP ping floor of its own server.
+fn paired(baseline: &Path, root: &Path, rounds: usize) {
+    let binaries = [("old", baseline), ("new", Path::new(BIN))];
+    let mut starts: [Vec<Duration>; 2] = Default::default();
+    for _ in 0..30 {
+        for (slot, (_, binary)) in binaries.iter().enumerate() {
+            let start = Instant::now();
+            let mut client = Client::spawn_binary(binary, root);
+            client.initialize();
+            starts[slot].push(start.elapsed());
+            client.close();
+        }
+    }
+    for (slot, (name, _)) in binaries.iter().enumerate() {
+        report(&format!("paired {name}: cold start → initialize"), std::mem::take(&mut starts[slot]), None);
+    }
+    let calls: [(&str, Value); 5] = [
+        ("ping", Value::Null),
+        ("get_server_info", json!({})),
+        ("validate_memory_state", json!({})),
+        ("ensure_sub_index", json!({"category": "03_Resources"})),
+        ("search_vault_tool", json!({"query": "vault search", "search_mode": "fts", "max_results": 10})),
+    ];
+    let mut clients: Vec<Client> = binaries.iter().map(|(_, binary)| Client::ready_binary(binary, root)).collect();
+    for (tool, args) in calls {
+        let mut samples: [Vec<Duration>; 2] = Default::default();
+        for round in 0..rounds + 10 {
+            for (slot, client) in clients.iter_mut().enumerate() {
+                let start = Instant::now();
+                if tool == "ping" {
+                    drop(client.request("ping", json!({})));
+                } else {
+                    drop(client.call(tool, args.clone()));
+                }
+                if round >= 10 {
+                    samples[slot].push(start.elapsed());
+                }
+            }
+        }
+        for (slot, (name, _)) in binaries.iter().enumerate() {
+            report(&format!("paired {name}: {tool}"), std::mem::take(&mut samples[slot]), None);
+        }
+    }
+    clients.into_iter().for_each(Client::close);
 }
 
 fn in_process_search(vault: &Vault, query: &str) {
@@ -234,6 +291,9 @@ fn main() {
         let warm = round_trips(&mut client, 5, |c, _| drop(c.call("rot_audit", json!({}))));
         report(&format!("{n} notes: rot_audit warm"), warm, None);
         client.close();
+        if let Some(baseline) = std::env::var_os("PARAVAULT_BENCH_BASELINE_BIN") {
+            paired(Path::new(&baseline), &root, rounds);
+        }
         drop(vault);
         let _ = std::fs::remove_dir_all(&root);
     }

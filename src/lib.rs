@@ -29,6 +29,8 @@
 //! - `approvals` — human approval: policy rules, immutable decisions, approver secrets.
 //! - `memory`    — agent memory (ctxvault): episodes, skills, documents, the vault registry.
 //! - `specdocs`  — vaultspec decision documents, plans with canonical step IDs, ledgers.
+//! - `api`       — the request and report types the adapters speak (re-exported from the
+//!   engine), with their derived JSON Schemas: adapters import only `api`, `vault` and `error`.
 //! - `mcp`       — the MCP stdio adapter (tools, annotations and limits from policy), one
 //!   surface per peer contract (`mcp::surface`).
 //! - `web`       — `paravault web`: the people's HTTP adapter (review, approve, browse; axum).
@@ -39,6 +41,7 @@
 // Unit tests build fixtures with std::fs (clippy.toml); the library itself may not.
 #![cfg_attr(test, allow(clippy::disallowed_methods))]
 
+pub mod api;
 pub mod approvals;
 pub mod embed;
 pub mod error;

@@ -225,7 +225,7 @@ impl std::ops::DerefMut for WriterGuard<'_> {
 }
 
 /// What `generate_index` did.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct IndexReport {
     pub dirs_total: usize,
     pub dirs_rendered: usize,
@@ -243,7 +243,7 @@ pub struct InitReport {
 }
 
 /// Markdown style report over the vault.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MarkdownReport {
     pub files_checked: usize,
     pub counts: std::collections::BTreeMap<&'static str, usize>,
@@ -312,7 +312,7 @@ pub struct LintSummary {
 }
 
 /// One bounded slice of a note (`read_note`).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct NoteSlice {
     pub path: String,
     pub offset: usize,

@@ -22,7 +22,7 @@ use crate::write::operations::{Proposal, proposal_id};
 use crate::write::{Mutation, NoteChange, execute, execute_approved, sha256_hex};
 
 /// A governed operation that an `approvals:` rule can give to a person.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Operation {
     /// `apply_memory_change` (and the CLI's `apply`).
@@ -257,7 +257,7 @@ pub struct ActionProposal {
 }
 
 /// What a proposal is now.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ProposalState {
     /// Waiting (for a person, when `approver` is `human`).
@@ -273,7 +273,7 @@ pub enum ProposalState {
 }
 
 /// A proposal's state as an agent or a person reads it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ProposalStatus {
     pub proposal_id: String,
     pub operation: Operation,
@@ -283,6 +283,8 @@ pub struct ProposalStatus {
     pub state: ProposalState,
     /// Who the policy says must approve it now.
     pub approver: Approver,
+    /// The decision record, once a person decided.
+    #[schemars(with = "Option<serde_json::Map<String, Value>>")]
     pub decision: Option<DecisionRecord>,
 }
 

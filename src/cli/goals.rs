@@ -1,10 +1,12 @@
 //! `paravault goals …`: the stepstone operations from the command line, over the same
-//! application service as the MCP surface (`crate::goals::run`); `--json` prints the envelope.
+//! application service as the MCP surface (`crate::api::goals::run`); `--json` prints the envelope.
 
 use clap::Subcommand;
 
+use crate::api::goals::{
+    AddInput, ApplyPlanInput, ConfirmedInput, Direction, GoalRequest, Lifecycle, MoveInput, SetActiveInput, UpdateInput,
+};
 use crate::error::Error;
-use crate::goals::{AddInput, ApplyPlanInput, ConfirmedInput, Direction, GoalRequest, Lifecycle, MoveInput, SetActiveInput, UpdateInput};
 
 /// A goals subcommand.
 #[derive(Debug, Subcommand)]

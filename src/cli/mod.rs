@@ -14,14 +14,14 @@ use std::process::ExitCode;
 
 use clap::{CommandFactory, Parser, Subcommand};
 
+use crate::api::maintenance::ArchiveRequest;
+use crate::api::maintenance::HealRequest;
+use crate::api::maintenance::MarkdownRequest;
+use crate::api::maintenance::RotRequest;
+use crate::api::search::{SearchParams, SyncParams};
+use crate::api::write::{IngestRequest, SynthesizeRequest};
 use crate::error::Error;
-use crate::maintenance::archive::ArchiveRequest;
-use crate::maintenance::heal::HealRequest;
-use crate::maintenance::markdown_fix::MarkdownRequest;
-use crate::maintenance::rot::RotRequest;
-use crate::retrieval::{SearchParams, SyncParams};
 use crate::vault::{self, Vault, VaultOptions};
-use crate::write::operations::{IngestRequest, SynthesizeRequest};
 
 #[derive(Debug, Parser)]
 #[command(name = "paravault", version, about = "A governed knowledge-vault engine for P.A.R.A. Markdown vaults")]
@@ -109,7 +109,7 @@ pub enum Command {
         /// File holding the note body; `-` (the default) reads standard input.
         #[arg(long)]
         content_file: Option<String>,
-        #[arg(long = "type", default_value = crate::policy::DEFAULT_SYNTHESIS_TYPE)]
+        #[arg(long = "type", default_value = crate::api::policy::DEFAULT_SYNTHESIS_TYPE)]
         note_type: String,
         #[arg(long = "tag")]
         tags: Vec<String>,
@@ -386,18 +386,18 @@ fn decide(
     proposal_id: &str,
     approver: &str,
     comment: &str,
-    decision: crate::approvals::Decision,
-) -> Result<crate::approvals::DecisionRecord, Error> {
+    decision: crate::api::approvals::Decision,
+) -> Result<crate::api::approvals::DecisionRecord, Error> {
     let vault = open(cli)?;
     // What is decided (diff and lint verdict) is shown before the secret is asked for.
     out.review_before_decision(&vault.proposal_review(proposal_id)?);
     let secret = read_secret(&format!("secret for {approver}: "), false)?;
-    vault.decide(&crate::approvals::DecisionRequest {
+    vault.decide(&crate::api::approvals::DecisionRequest {
         proposal_id: proposal_id.to_string(),
         decision,
         approver: approver.to_string(),
         secret,
-        channel: crate::approvals::ApprovalChannel::Cli,
+        channel: crate::api::approvals::ApprovalChannel::Cli,
         comment: comment.to_string(),
     })
 }
@@ -577,10 +577,12 @@ pub fn run(cli: Cli) -> ExitCode {
             open(&cli).and_then(|v| v.apply_stored_proposal(proposal_id, *approve)).map(|r| out.value(&r))
         }
         Command::Approve { proposal_id, approver, comment } => {
-            decide(&cli, &out, proposal_id, approver, comment, crate::approvals::Decision::Approved).map(|r| out.serialized(&r, "approved"))
+            decide(&cli, &out, proposal_id, approver, comment, crate::api::approvals::Decision::Approved)
+                .map(|r| out.serialized(&r, "approved"))
         }
         Command::Reject { proposal_id, approver, comment } => {
-            decide(&cli, &out, proposal_id, approver, comment, crate::approvals::Decision::Rejected).map(|r| out.serialized(&r, "rejected"))
+            decide(&cli, &out, proposal_id, approver, comment, crate::api::approvals::Decision::Rejected)
+                .map(|r| out.serialized(&r, "rejected"))
         }
         Command::Approvals { action: Some(ApprovalsAction::Show { proposal_id }), .. } => {
             open(&cli).and_then(|v| v.proposal_review(proposal_id)).map(|review| out.review(&review))
@@ -589,7 +591,9 @@ pub fn run(cli: Cli) -> ExitCode {
             let list: Vec<_> = list
                 .into_iter()
                 .filter(|p| {
-                    !*pending || (p.state == crate::approvals::ProposalState::Pending && p.approver == crate::policy::Approver::Human)
+                    !*pending
+                        || (p.state == crate::api::approvals::ProposalState::Pending
+                            && p.approver == crate::api::approvals::Approver::Human)
                 })
                 .collect();
             let lines: Vec<String> = list
@@ -599,10 +603,10 @@ pub fn run(cli: Cli) -> ExitCode {
             out.serialized(&list, &format!("{} proposals\n{}", list.len(), lines.join("\n")))
         }),
         Command::Approver { action: ApproverAction::Add { name } } => read_secret(&format!("new secret for {name}: "), true)
-            .and_then(|secret| crate::approvals::secrets::add_approver(&crate::approvals::secrets::default_dir()?, name, &secret))
+            .and_then(|secret| crate::api::approvals::secrets::add_approver(&crate::api::approvals::secrets::default_dir()?, name, &secret))
             .map(|()| out.serialized(&serde_json::json!({"approver": name, "added": true}), &format!("approver {name} added"))),
-        Command::Approver { action: ApproverAction::List } => crate::approvals::secrets::default_dir()
-            .and_then(|dir| crate::approvals::secrets::approver_names(&dir))
+        Command::Approver { action: ApproverAction::List } => crate::api::approvals::secrets::default_dir()
+            .and_then(|dir| crate::api::approvals::secrets::approver_names(&dir))
             .map(|names| out.serialized(&names, &names.join("\n"))),
         Command::History { limit, after_seq, verify, check_files } => open(&cli).and_then(|v| {
             if *verify {
@@ -647,7 +651,7 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         Command::Vaults { action } => vaults::run(action).map(|r| out.value(&r)),
         Command::Goals { command } => {
-            goals::request(command).and_then(|request| open(&cli).map(|v| crate::goals::run(&v, request))).map(|e| out.goals(&e))
+            goals::request(command).and_then(|request| open(&cli).map(|v| crate::api::goals::run(&v, request))).map(|e| out.goals(&e))
         }
     };
     match result {

@@ -5,9 +5,9 @@ use std::io::Write;
 use serde::Serialize;
 
 use super::exit;
+use crate::api::lint::LintReport;
+use crate::api::lint::Severity;
 use crate::error::Error;
-use crate::lint::LintReport;
-use crate::policy::Severity;
 use crate::vault::{DoctorReport, IndexReport, InitReport, MarkdownReport};
 
 /// Where and how to print.
@@ -24,7 +24,7 @@ fn print_json<T: Serialize>(value: &T) {
 
 /// A proposal as a person reviews it: what, where, state, then per note the unified diff and the
 /// lint gate's verdict on the after-images (or, for an action, the request that runs).
-pub fn review_text(review: &crate::approvals::ProposalReview) -> String {
+pub fn review_text(review: &crate::api::approvals::ProposalReview) -> String {
     let status = &review.status;
     let mut text = format!(
         "proposal {}\n  operation: {} ({})\n  proposed: {} by {}\n  state: {:?}, approver required: {:?}\n  paths: {}\n",
@@ -111,7 +111,7 @@ impl Output {
 
     /// Any serializable report: JSON with --json, else a one-line summary plus the JSON.
     /// `paravault approvals show ID`.
-    pub fn review(&self, review: &crate::approvals::ProposalReview) -> u8 {
+    pub fn review(&self, review: &crate::api::approvals::ProposalReview) -> u8 {
         if self.json {
             print_json(review);
         } else {
@@ -122,7 +122,7 @@ impl Output {
 
     /// Shows the person what they are about to decide, on standard error (standard output
     /// carries the decision record), before the secret is asked for.
-    pub fn review_before_decision(&self, review: &crate::approvals::ProposalReview) {
+    pub fn review_before_decision(&self, review: &crate::api::approvals::ProposalReview) {
         let _ = std::io::stderr().lock().write_all(review_text(review).as_bytes());
     }
 
@@ -134,7 +134,7 @@ impl Output {
         exit::OK
     }
 
-    pub fn rot(&self, report: &crate::maintenance::rot::RotReport) -> u8 {
+    pub fn rot(&self, report: &crate::api::maintenance::RotReport) -> u8 {
         if self.json {
             print_json(report);
             return exit::OK;
@@ -176,7 +176,7 @@ impl Output {
         exit::OK
     }
 
-    pub fn sync(&self, report: &crate::search::SyncReport) -> u8 {
+    pub fn sync(&self, report: &crate::api::search::SyncReport) -> u8 {
         if self.json {
             print_json(report);
         } else {
@@ -212,7 +212,7 @@ impl Output {
         exit::OK
     }
 
-    pub fn envelope(&self, envelope: &crate::search::Envelope) -> u8 {
+    pub fn envelope(&self, envelope: &crate::api::search::Envelope) -> u8 {
         if self.json {
             print_json(envelope);
             return exit::OK;
@@ -242,7 +242,7 @@ impl Output {
         exit::OK
     }
 
-    pub fn proposal(&self, proposal: &crate::write::operations::Proposal) -> u8 {
+    pub fn proposal(&self, proposal: &crate::api::write::Proposal) -> u8 {
         if self.json {
             print_json(proposal);
         } else {
@@ -280,7 +280,7 @@ apply with: paravault apply {} --approve
         exit::OK
     }
 
-    pub fn chain(&self, report: &crate::write::receipts::ChainReport) -> u8 {
+    pub fn chain(&self, report: &crate::api::write::ChainReport) -> u8 {
         if self.json {
             print_json(report);
         } else {
@@ -482,9 +482,9 @@ fn goal_line(goal: &serde_json::Value) -> String {
 }
 
 impl Output {
-    /// A goals envelope (`crate::goals::run`): with --json the envelope plus `meta.cliVersion`;
+    /// A goals envelope (`crate::api::goals::run`): with --json the envelope plus `meta.cliVersion`;
     /// else the goals as lines. A failure envelope exits 2 (its code is the envelope's).
-    pub fn goals(&self, envelope: &crate::goals::Envelope) -> u8 {
+    pub fn goals(&self, envelope: &crate::api::goals::Envelope) -> u8 {
         let code = if envelope.ok { exit::OK } else { exit::USAGE };
         if self.json {
             let mut json = envelope.json.clone();

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 use clap::Subcommand;
 use serde_json::{Value, json};
 
+use crate::api::memory::registry::{Authority, RegisteredVault, Registry, VaultType};
 use crate::error::{Error, Result};
-use crate::memory::registry::{Authority, RegisteredVault, Registry, VaultType};
 
 #[derive(Debug, Subcommand)]
 pub enum VaultsAction {
@@ -60,7 +60,7 @@ fn entry_json(v: &RegisteredVault) -> Value {
 
 /// Runs one registry action and returns its JSON report.
 pub fn run(action: &VaultsAction) -> Result<Value> {
-    let file = Registry::file_in(&crate::user_config::config_dir()?);
+    let file = Registry::file_in(&crate::api::memory::config_dir()?);
     let mut registry = Registry::load(&file)?;
     match action {
         VaultsAction::Add { name, root, vault_type, restricted, agents, description, replace } => {

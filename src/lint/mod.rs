@@ -17,7 +17,7 @@ use crate::policy::{LoadedPolicy, Severity};
 use crate::scan::PageKind;
 
 /// The vault-wide health report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LintReport {
     pub schema_version: u32,
     pub date: String,
@@ -28,6 +28,7 @@ pub struct LintReport {
     pub findings: Vec<Finding>,
     /// The generation and the model state the report was computed from (filled by `Vault`).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(with = "serde_json::Map<String, serde_json::Value>")]
     pub computed_from: Option<crate::inventory::ComputedFrom>,
 }
 

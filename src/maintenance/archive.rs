@@ -37,7 +37,7 @@ impl Default for ArchiveRequest {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LinkRewrite {
     pub note: String,
     pub line: usize,
@@ -45,20 +45,20 @@ pub struct LinkRewrite {
     pub to: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ArchiveMove {
     pub from: String,
     pub to: String,
     pub reason: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Refusal {
     pub path: String,
     pub reason: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct ArchiveReport {
     pub dry_run: bool,
     pub moves: Vec<ArchiveMove>,

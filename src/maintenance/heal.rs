@@ -39,13 +39,13 @@ impl Default for HealRequest {
     }
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FieldRepair {
     pub field: String,
     pub action: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct NoteRepair {
     pub path: String,
     pub repairs: Vec<FieldRepair>,
@@ -53,7 +53,7 @@ pub struct NoteRepair {
     pub unresolved: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct HealReport {
     pub dry_run: bool,
     pub notes: Vec<NoteRepair>,

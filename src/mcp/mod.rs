@@ -38,8 +38,8 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
+use crate::api::search::SearchMode;
 use crate::error::Error;
-use crate::search::SearchMode;
 use crate::vault::Vault;
 use surface::Surface;
 use tools::{ToolCtx, ToolSpec};
@@ -93,7 +93,7 @@ fn mark_untrusted(tool: &str, value: &mut Value) {
     {
         map.insert("trust".into(), json!("untrusted"));
         map.insert("data_only".into(), json!(true));
-        map.insert("handling_instruction".into(), json!(crate::search::HANDLING_INSTRUCTION));
+        map.insert("handling_instruction".into(), json!(crate::api::search::HANDLING_INSTRUCTION));
     }
 }
 
@@ -147,7 +147,7 @@ impl ToolError {
 
 /// Where a person reviews a proposal: the policy's `approvals.review_url` (the `paravault web`
 /// address) plus `/proposals/<id>`; none when no web server is configured.
-fn review_url(policy: &crate::policy::LoadedPolicy, proposal_id: &str) -> Option<String> {
+fn review_url(policy: &crate::api::policy::LoadedPolicy, proposal_id: &str) -> Option<String> {
     let base = policy.policy.approvals.review_url.as_deref()?;
     Some(format!("{}/proposals/{proposal_id}", base.trim_end_matches('/')))
 }
@@ -304,7 +304,7 @@ fn capabilities(vault: &Vault, tools: &[Tool], cli_commands: &[String]) -> Value
         "okf": {"required_fields": policy.metadata.required_fields, "okf_versions": policy.metadata.okf_versions},
         "models": {"embedder": "candle all-MiniLM-L6-v2", "embedding_model": format!("{}@{}", policy.embedding.repo, policy.embedding.revision),
                    "dimension": policy.embedding.dimension, "reranker": Value::Null},
-        "storage": {"state_dir": crate::store::layout::STATE_DIR, "search_index": crate::store::layout::SEARCH_INDEX_DIR},
+        "storage": {"state_dir": crate::api::engine::STATE_DIR, "search_index": crate::api::engine::SEARCH_INDEX_DIR},
         "environment": {"variables": ["PARAVAULT_VAULT_DIR", "POWER_VAULT_DIR", "PARAVAULT_LOG", "PARAVAULT_STDIO_WATCHDOG", "PARAVAULT_TODAY",
                                       "PARAVAULT_MODEL_DIR", "PARAVAULT_INFRA_SOCKET", "HF_HUB_CACHE", "HF_HOME", "HF_ENDPOINT", "RAYON_NUM_THREADS"]},
         "read_only": true,
@@ -345,7 +345,7 @@ impl ParavaultServer {
             specs.insert(spec.name, spec);
         }
         let catalog = serde_json::to_value(&tools).unwrap_or(Value::Null);
-        let tool_catalog_sha256 = crate::hex::sha256_hex(canonical_json(&catalog).as_bytes());
+        let tool_catalog_sha256 = crate::api::engine::sha256_hex(canonical_json(&catalog).as_bytes());
         let limiters = vault
             .policy()
             .policy
@@ -618,7 +618,8 @@ pub fn serve_stdio(vault: Vault, options: McpOptions) -> Result<(), String> {
             if ctx.memory.get().is_some() {
                 let ctx = ctx.clone();
                 let _ =
-                    tokio::task::spawn_blocking(move || ctx.memory.get().map(crate::memory::vault_set::VaultSet::checkpoint_pending)).await;
+                    tokio::task::spawn_blocking(move || ctx.memory.get().map(crate::api::memory::vault_set::VaultSet::checkpoint_pending))
+                        .await;
             }
             if ctx.vault.has_deferred_writes() || ctx.vault.has_unfinished_writes() {
                 let ctx = ctx.clone();

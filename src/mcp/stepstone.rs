@@ -8,8 +8,8 @@ use rmcp::model::{Resource, ResourceTemplate};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::goals::{self, AddInput, ApplyPlanInput, ConfirmedInput, GoalRequest, Lifecycle, MoveInput, SetActiveInput, UpdateInput};
-use crate::policy::Policy;
+use crate::api::goals::{self, AddInput, ApplyPlanInput, ConfirmedInput, GoalRequest, Lifecycle, MoveInput, SetActiveInput, UpdateInput};
+use crate::api::policy::Policy;
 use crate::vault::Vault;
 
 use super::ToolError;

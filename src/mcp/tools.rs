@@ -17,15 +17,15 @@ use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
+use crate::api::handoff::HandoffRequest;
+use crate::api::handoff::InfraRequest;
+use crate::api::maintenance::ArchiveRequest;
+use crate::api::maintenance::HealRequest;
+use crate::api::maintenance::RotRequest;
+use crate::api::policy::Policy;
+use crate::api::write::{IngestRequest, SynthesizeRequest};
 use crate::error::{Error, Result};
-use crate::handoff::HandoffRequest;
-use crate::infra::InfraRequest;
-use crate::maintenance::archive::ArchiveRequest;
-use crate::maintenance::heal::HealRequest;
-use crate::maintenance::rot::RotRequest;
-use crate::policy::Policy;
 use crate::vault::Vault;
-use crate::write::operations::{IngestRequest, SynthesizeRequest};
 
 /// What a tool handler can see: the vault and facts about the running server.
 pub struct ToolCtx {
@@ -43,7 +43,7 @@ pub struct ToolCtx {
     /// Who is calling (`--agent`).
     pub agent: Option<String>,
     /// The registered vaults of the ctxvault surface, read on first use (`mcp::ctxvault`).
-    pub memory: std::sync::OnceLock<crate::memory::vault_set::VaultSet>,
+    pub memory: std::sync::OnceLock<crate::api::memory::vault_set::VaultSet>,
     /// The CLI's command line (vaultspec's `discover` ranks its verbs).
     pub cli: clap::Command,
 }
@@ -366,18 +366,23 @@ fn receipt_schema() -> Value {
     })
 }
 
-fn findings_schema() -> Value {
-    json!({"type": "array", "items": {"type": "object", "properties": {
-        "rule": {"type": "string"}, "severity": {"type": "string", "enum": ["warning", "blocking"]},
-        "path": {"type": "string"}, "line": {"type": "integer"}, "message": {"type": "string"}
-    }, "required": ["rule", "severity", "path", "message"]}})
+/// The success schema of report type `T`, derived from the type (`api::output_schema`) with
+/// its `$defs` inlined.
+fn derived<T: JsonSchema>() -> Value {
+    let mut schema = crate::api::output_schema::<T>();
+    if let Value::Object(map) = &mut schema {
+        inline_definitions(map);
+    }
+    schema
 }
 
-fn page_schema() -> Value {
-    object_schema(
-        json!({"category": {"type": "string"}, "page": {"type": "integer"}, "content": {"type": "string"}}),
-        &["category", "page", "content"],
-    )
+/// `schema` with the schema of property `name` replaced: for a report field the engine still
+/// keeps as untyped JSON (the receipt, a `Map` filled by the write path), the declared shape.
+fn with_property(mut schema: Value, name: &str, property: Value) -> Value {
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        properties.insert(name.into(), property);
+    }
+    schema
 }
 
 // ---- engine request types, scoped by vault_path ----

@@ -11,11 +11,11 @@ use serde_json::{Value, json};
 use super::surface::Surface;
 use super::tools::{ToolCtx, ToolParams, ToolSpec, input_schema, prepare};
 use super::vaultspec_gateway::InvokeRequest;
+use crate::api::specdocs::authoring::{self, CreateSpec, EditOperation, FindRequest};
+use crate::api::specdocs::health;
+use crate::api::specdocs::ledger::{self, LogRequest};
+use crate::api::specdocs::plan::{self, PlanEditOperation, StepChange};
 use crate::error::{Error, Result};
-use crate::specdocs::authoring::{self, CreateSpec, EditOperation, FindRequest};
-use crate::specdocs::health;
-use crate::specdocs::ledger::{self, LogRequest};
-use crate::specdocs::plan::{self, PlanEditOperation, StepChange};
 
 fn spec<P: ToolParams>() -> ToolSpec {
     ToolSpec {

@@ -20,8 +20,8 @@ use tantivy::query::QueryParser;
 use tantivy::schema::{STORED, Schema, TEXT, Value as _};
 use tantivy::{Index, TantivyDocument, doc};
 
+use crate::api::specdocs::SpecdocsPolicy;
 use crate::error::{Error, Result};
-use crate::policy::specdocs::SpecdocsPolicy;
 
 /// The schema of one leaf verb (flags the gateway refuses by name are withheld).
 fn verb_schema(path: &str, command: &clap::Command, withheld: &[String]) -> Value {

@@ -323,7 +323,7 @@ pub struct ApprovalRule {
 }
 
 /// Who may approve: the caller (`approved=true`) or a person with an approver secret.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Approver {
     Caller,

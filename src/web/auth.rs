@@ -17,7 +17,7 @@ use governor::{DefaultKeyedRateLimiter, Quota, RateLimiter};
 
 use super::WebState;
 use super::render::error_page;
-use crate::approvals::secrets::AuthenticatedApprover;
+use crate::api::approvals::secrets::AuthenticatedApprover;
 
 /// The session cookie's name.
 pub const SESSION_COOKIE: &str = "paravault_session";
@@ -47,7 +47,7 @@ pub struct Sessions {
 fn random_token() -> String {
     let mut bytes = [0u8; 32];
     getrandom::fill(&mut bytes).expect("the operating system's random source is unavailable");
-    crate::hex::encode(&bytes)
+    crate::api::engine::hex_encode(&bytes)
 }
 
 /// Compares two tokens in time independent of where they differ.

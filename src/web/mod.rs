@@ -21,7 +21,7 @@ use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
 use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
-use crate::approvals::secrets;
+use crate::api::approvals::secrets;
 use crate::error::{Error, Result};
 use crate::vault::Vault;
 

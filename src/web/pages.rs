@@ -17,18 +17,19 @@ use serde_json::{Value, json};
 use super::WebState;
 use super::auth::{self, ClientAddr, Viewer};
 use super::render::{error_page, json_table, note_html, page, scalar};
-use crate::approvals::secrets;
-use crate::approvals::{ApprovalChannel, Decision, Operation, ProposalState};
+use crate::api::approvals::Approver;
+use crate::api::approvals::secrets;
+use crate::api::approvals::{ApprovalChannel, Decision, Operation, ProposalState};
+use crate::api::handoff::{HandoffAction, HandoffRequest};
+use crate::api::maintenance::ArchiveRequest;
+use crate::api::maintenance::HealRequest;
+use crate::api::maintenance::MarkdownRequest;
+use crate::api::maintenance::RotRequest;
+use crate::api::note::VaultPath;
+use crate::api::note::frontmatter;
+use crate::api::search::SearchMode;
+use crate::api::search::SearchParams;
 use crate::error::Error;
-use crate::handoff::{HandoffAction, HandoffRequest};
-use crate::maintenance::archive::ArchiveRequest;
-use crate::maintenance::heal::HealRequest;
-use crate::maintenance::markdown_fix::MarkdownRequest;
-use crate::maintenance::rot::RotRequest;
-use crate::note::frontmatter;
-use crate::note::path::VaultPath;
-use crate::policy::{Approver, SearchMode};
-use crate::retrieval::SearchParams;
 use crate::vault::Vault;
 
 /// Notes one folder page lists.
@@ -165,7 +166,7 @@ fn state_name(state: ProposalState) -> &'static str {
     }
 }
 
-fn proposals_table(list: &[crate::approvals::ProposalStatus]) -> Markup {
+fn proposals_table(list: &[crate::api::approvals::ProposalStatus]) -> Markup {
     html! {
         @if list.is_empty() {
             p.empty { "none" }
@@ -561,9 +562,9 @@ pub async fn proposal(State(state): State<Arc<WebState>>, viewer: Viewer, Path(i
             section.change {
                 h2 { (change.path) }
                 @match change.before {
-                    crate::approvals::review::BeforeImage::Absent => p { "A new note." },
-                    crate::approvals::review::BeforeImage::Current => p { "Before: the note as it is now." },
-                    crate::approvals::review::BeforeImage::Unavailable => p.notice { "The note no longer holds the version this proposal was based on; no before-image is kept." },
+                    crate::api::approvals::BeforeImage::Absent => p { "A new note." },
+                    crate::api::approvals::BeforeImage::Current => p { "Before: the note as it is now." },
+                    crate::api::approvals::BeforeImage::Unavailable => p.notice { "The note no longer holds the version this proposal was based on; no before-image is kept." },
                 }
                 @if change.after_text.is_none() { p.notice { "This change removes the note." } }
                 pre.diff { @for line in &change.diff {

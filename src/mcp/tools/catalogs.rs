@@ -15,12 +15,7 @@ impl ToolParams for LintVault {
     const TITLE: &'static str = "Lint the vault";
     const DESCRIPTION: &'static str = "Run metadata, link, orphan and freshness checks over the whole vault. Read-only.";
     fn output_schema() -> Value {
-        object_schema(
-            json!({"schema_version": {"type": "integer"}, "date": {"type": "string"}, "notes_total": {"type": "integer"},
-                   "notes_valid": {"type": "integer"}, "blocking": {"type": "boolean"}, "counts": {"type": "object"},
-                   "findings": findings_schema()}),
-            &["blocking", "counts", "findings"],
-        )
+        derived::<crate::api::lint::LintReport>()
     }
     fn vault_path(&self) -> &str {
         &self.vault_path
@@ -43,12 +38,7 @@ impl ToolParams for GenerateIndex {
     const TITLE: &'static str = "Regenerate catalogs";
     const DESCRIPTION: &'static str = "Regenerate index.md and every changed folder _index.md catalog. Hand-written catalogs are reported as conflicts, never overwritten.";
     fn output_schema() -> Value {
-        let list = json!({"type": "array", "items": {"type": "string"}});
-        object_schema(
-            json!({"dirs_total": {"type": "integer"}, "dirs_rendered": {"type": "integer"}, "pages_written": list,
-                   "pages_deleted": list, "conflicts": list}),
-            &["dirs_total", "dirs_rendered", "pages_written", "pages_deleted", "conflicts"],
-        )
+        derived::<crate::vault::IndexReport>()
     }
     fn vault_path(&self) -> &str {
         &self.vault_path
@@ -86,7 +76,7 @@ impl ToolParams for ReadSubIndex {
     const DESCRIPTION: &'static str =
         "Read one page of an existing P.A.R.A. category _index.md; never generates it. A missing or undeclared page fails closed.";
     fn output_schema() -> Value {
-        page_schema()
+        derived::<crate::api::CatalogPage>()
     }
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
         patch_category(schema, policy);
@@ -95,8 +85,7 @@ impl ToolParams for ReadSubIndex {
         &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let content = ctx.vault.read_sub_index(&self.category, self.page as usize)?;
-        Ok(json!({"category": self.category, "page": self.page, "content": content}))
+        to_object(&ctx.vault.sub_index_page(self.category, self.page)?)
     }
 }
 
@@ -120,7 +109,7 @@ impl ToolParams for EnsureSubIndex {
     const DESCRIPTION: &'static str =
         "Regenerate one P.A.R.A. category's catalog when needed (the folder must have notes), then return the requested page.";
     fn output_schema() -> Value {
-        page_schema()
+        derived::<crate::api::CatalogPage>()
     }
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
         patch_category(schema, policy);
@@ -129,7 +118,6 @@ impl ToolParams for EnsureSubIndex {
         &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let content = ctx.vault.ensure_sub_index(&self.category, self.page as usize)?;
-        Ok(json!({"category": self.category, "page": self.page, "content": content}))
+        to_object(&ctx.vault.ensured_sub_index_page(self.category, self.page)?)
     }
 }

@@ -92,18 +92,7 @@ impl ToolParams for ArchiveNotes {
          archive folder, keeping their path below it, setting status archived and rewriting links that would break, in one \
          transaction. A live run needs approved=true after the user approves the preview.";
     fn output_schema() -> Value {
-        let s = json!({"type": "string"});
-        object_schema(
-            json!({
-                "dry_run": {"type": "boolean"},
-                "moves": {"type": "array", "items": object_schema(json!({"from": s, "to": s, "reason": s}), &["from", "to", "reason"])},
-                "link_rewrites": {"type": "array", "items": object_schema(
-                    json!({"note": s, "line": {"type": "integer"}, "from": s, "to": s}), &["note", "line", "from", "to"])},
-                "refused": {"type": "array", "items": object_schema(json!({"path": s, "reason": s}), &["path", "reason"])},
-                "receipt": receipt_schema()
-            }),
-            &["dry_run", "moves", "link_rewrites", "refused"],
-        )
+        with_property(derived::<crate::api::maintenance::ArchiveReport>(), "receipt", receipt_schema())
     }
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {
         describe(
@@ -131,17 +120,7 @@ impl ToolParams for HealFrontmatter {
          description, timestamps, tags, quarantined foreign values) in one transaction; untouched keys keep their text. Never \
          repairs links or calls an LLM. A live run needs approved=true after the user approves the preview.";
     fn output_schema() -> Value {
-        let s = json!({"type": "string"});
-        let note = object_schema(
-            json!({"path": s, "repairs": {"type": "array", "items": object_schema(json!({"field": s, "action": s}), &["field", "action"])},
-                   "unresolved": string_list()}),
-            &["path", "repairs", "unresolved"],
-        );
-        object_schema(
-            json!({"dry_run": {"type": "boolean"}, "notes": {"type": "array", "items": note.clone()},
-                   "refused": {"type": "array", "items": note}, "receipt": receipt_schema()}),
-            &["dry_run", "notes", "refused"],
-        )
+        with_property(derived::<crate::api::maintenance::HealReport>(), "receipt", receipt_schema())
     }
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {
         describe(

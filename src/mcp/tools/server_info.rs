@@ -33,7 +33,7 @@ fn mcp_block(ctx: &ToolCtx) -> Value {
         "configured_vault_boundary": "--vault | PARAVAULT_VAULT_DIR | POWER_VAULT_DIR",
         "read_only": ctx.read_only,
         "read_only_by_default": false,
-        "network_access_by_default": policy.egress != crate::policy::EgressPolicy::Deny,
+        "network_access_by_default": policy.egress != crate::api::policy::EgressPolicy::Deny,
         "tool_count": ctx.tool_count,
         "tool_catalog_sha256": ctx.tool_catalog_sha256,
     })

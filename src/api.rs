@@ -1,0 +1,184 @@
+//! The application API the adapters (`cli/`, `mcp/`, `web/`) speak: every request and report
+//! type they name, gathered from the engine modules that define them, plus the application
+//! services that are not `Vault` methods.
+//!
+//! An adapter imports `crate::api::…`, `crate::vault::Vault` (with its own report types) and
+//! `crate::error`; `tests/it/tidy.rs` fails on any other engine module an adapter names (the
+//! exceptions it lists are justified there). Types are re-exported, not moved: each stays
+//! defined beside the engine code that fills it. The groups mirror the engine's areas so a
+//! reader sees where a type comes from; the report types the MCP tools return derive
+//! `schemars::JsonSchema`, and their output schemas are generated from them
+//! ([`output_schema`]).
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::vault::Vault;
+
+/// Requests and reports of the write operations (`ingest_note`, `synthesize_session`, the
+/// propose/apply pair, the receipt chain).
+pub mod write {
+    pub use crate::write::operations::{IngestRequest, Proposal, SynthesizeRequest};
+    pub use crate::write::receipts::ChainReport;
+}
+
+/// Search and sync (the retrieval envelope, the sync report, the modes a caller may name).
+pub mod search {
+    pub use crate::policy::SearchMode;
+    pub use crate::retrieval::{SearchParams, SyncParams};
+    pub use crate::search::{Envelope, HANDLING_INSTRUCTION, SyncReport};
+}
+
+/// The lint report and its findings.
+pub mod lint {
+    pub use crate::finding::{Finding, Severity};
+    pub use crate::lint::LintReport;
+}
+
+/// Maintenance requests and reports (rot audit, archive, heal, Markdown fixes).
+pub mod maintenance {
+    pub use crate::maintenance::archive::{ArchiveReport, ArchiveRequest};
+    pub use crate::maintenance::heal::{HealReport, HealRequest};
+    pub use crate::maintenance::markdown_fix::MarkdownRequest;
+    pub use crate::maintenance::rot::{RotReport, RotRequest};
+}
+
+/// Human approval: decisions, proposals, their review, and the approvers' secrets.
+pub mod approvals {
+    pub use crate::approvals::review::BeforeImage;
+    pub use crate::approvals::{
+        ApprovalChannel, Decision, DecisionRecord, DecisionRequest, Operation, ProposalReview, ProposalState, ProposalStatus,
+    };
+    pub use crate::policy::Approver;
+
+    /// Approver secrets, kept outside every vault (`user_config`).
+    pub mod secrets {
+        pub use crate::approvals::secrets::{AuthenticatedApprover, add_approver, approver_names, authenticate, default_dir};
+    }
+}
+
+/// Task hand-off and the infrastructure broker.
+pub mod handoff {
+    pub use crate::handoff::{HandoffAction, HandoffRequest};
+    pub use crate::infra::InfraRequest;
+}
+
+/// Project goals (stepstone): the requests and the one application service both adapters call.
+pub mod goals {
+    pub use crate::goals::{
+        AddInput, ApplyPlanInput, ConfirmedInput, Direction, Envelope, GoalRequest, Lifecycle, MoveInput, SCOPE, SetActiveInput,
+        UpdateInput, run,
+    };
+}
+
+/// vaultspec decision documents: the requests and the services the vaultspec surface calls.
+pub mod specdocs {
+    pub use crate::policy::specdocs::SpecdocsPolicy;
+
+    /// Find, create and edit decision documents.
+    pub mod authoring {
+        pub use crate::specdocs::authoring::{CreateSpec, EditOperation, FindRequest, create, edit, find};
+    }
+    /// Status and check of the documents.
+    pub mod health {
+        pub use crate::specdocs::health::{check, status};
+    }
+    /// The per-plan ledger.
+    pub mod ledger {
+        pub use crate::specdocs::ledger::{LogRequest, log};
+    }
+    /// Plans and their steps.
+    pub mod plan {
+        pub use crate::specdocs::plan::{PlanEditOperation, StepChange, plan_edit, plan_progress};
+    }
+}
+
+/// Agent memory: the registry of named vaults (in the per-user folder) and a server's set of
+/// them.
+pub mod memory {
+    pub use crate::user_config::config_dir;
+
+    /// The named vaults and their authority.
+    pub mod registry {
+        pub use crate::memory::registry::{Authority, RegisteredVault, Registry, VaultType};
+    }
+    /// A server's vaults, each opened lazily.
+    pub mod vault_set {
+        pub use crate::memory::vault_set::VaultSet;
+    }
+}
+
+/// Policy values an adapter shows or fills its schemas from.
+pub mod policy {
+    pub use crate::policy::{DEFAULT_SYNTHESIS_TYPE, EgressPolicy, LoadedPolicy, Policy};
+}
+
+/// Notes as an adapter renders them: the typed path and the frontmatter reader.
+pub mod note {
+    pub use crate::note::path::VaultPath;
+
+    /// Splitting and parsing a note's frontmatter (exact bytes kept).
+    pub mod frontmatter {
+        pub use crate::note::frontmatter::{parse, split};
+    }
+}
+
+/// Engine-owned names and digests an adapter reports.
+pub mod engine {
+    pub use crate::hex::{encode as hex_encode, sha256_hex};
+    pub use crate::store::layout::{SEARCH_INDEX_DIR, STATE_DIR};
+}
+
+/// One page of a category catalog (`read_sub_index`, `ensure_sub_index`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct CatalogPage {
+    pub category: String,
+    pub page: u32,
+    pub content: String,
+}
+
+impl Vault {
+    /// Page `page` of `category`'s existing catalog; never generates it.
+    pub fn sub_index_page(&self, category: String, page: u32) -> crate::Result<CatalogPage> {
+        let content = self.read_sub_index(&category, page as usize)?;
+        Ok(CatalogPage { category, page, content })
+    }
+
+    /// Page `page` of `category`'s catalog, regenerated first when needed.
+    pub fn ensured_sub_index_page(&self, category: String, page: u32) -> crate::Result<CatalogPage> {
+        let content = self.ensure_sub_index(&category, page as usize)?;
+        Ok(CatalogPage { category, page, content })
+    }
+}
+
+/// P.O.W.E.R.'s `validate_memory_state`: the vault is valid when no finding blocks.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct MemoryValidity {
+    /// P.O.W.E.R.'s boolean: no blocking finding anywhere.
+    pub result: bool,
+    pub blocking: Vec<crate::finding::Finding>,
+}
+
+impl Vault {
+    /// Whether the vault is valid (no blocking finding, the worklist included) and the
+    /// blocking findings.
+    pub fn memory_validity(&self) -> crate::Result<MemoryValidity> {
+        let report = self.lint_vault()?;
+        let blocking: Vec<_> = report.findings.into_iter().filter(|f| f.severity == crate::finding::Severity::Blocking).collect();
+        Ok(MemoryValidity { result: blocking.is_empty(), blocking })
+    }
+}
+
+/// The JSON Schema of what a tool returns on success, generated from its report type `T` as
+/// it serialises (fields skipped when empty are optional; every other field is required).
+/// `$defs` stay in the schema; the MCP adapter inlines them.
+pub fn output_schema<T: JsonSchema>() -> Value {
+    let generator = schemars::generate::SchemaSettings::draft2020_12().for_serialize().into_generator();
+    let mut schema = generator.into_root_schema_for::<T>().to_value();
+    if let Value::Object(map) = &mut schema {
+        map.remove("$schema");
+        map.remove("title");
+    }
+    schema
+}
