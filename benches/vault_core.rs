@@ -24,7 +24,7 @@ use paravault::inventory::Inventory;
 use paravault::lint;
 use paravault::note::path::VaultPath;
 use paravault::policy::LoadedPolicy;
-use paravault::store::durable;
+use paravault::store::{beneath, durable};
 use paravault::vault::{Vault, VaultOptions};
 
 fn today() -> NaiveDate {
@@ -116,6 +116,16 @@ fn bench_lint(c: &mut Criterion, fx: &Fixtures) {
         let inventory = Inventory::load(root, &policy).expect("inventory");
         group.bench_function(format!("{label}/health_report_only"), |b| {
             b.iter(|| black_box(lint::health_report(&inventory, &policy, today()).findings.len()))
+        });
+        // The note reads, paired: every note read by its path (one open; the floor) and through
+        // folder handles beneath the root (one `openat` per folder, `O_NOFOLLOW`; what
+        // `Inventory::load`, `read_note` and `check_markdown` do), one thread each.
+        let notes: Vec<String> = inventory.notes().map(|r| r.path.to_string()).collect();
+        group.bench_function(format!("{label}/read_notes_by_path_floor"), |b| {
+            b.iter(|| notes.iter().map(|rel| std::fs::read(root.join(rel)).expect("read").len()).sum::<usize>())
+        });
+        group.bench_function(format!("{label}/read_notes_through_handles"), |b| {
+            b.iter(|| notes.iter().map(|rel| beneath::read(root, rel).expect("read").expect("a note").len()).sum::<usize>())
         });
     }
     group.finish();

@@ -138,11 +138,10 @@ pub const OWNERSHIP_MARKERS: [&str; 2] = ["paravault", "power"];
 
 /// Reads and analyses one file. Never fails: unreadable files become records with problems.
 pub fn read_record(root: &Path, path: &VaultPath, kind: PageKind, policy: &LoadedPolicy) -> NoteRecord {
-    let absolute = path.under(root);
     let mut record = NoteRecord::empty(path.clone(), kind);
     let limit = policy.policy.limits.note_bytes_max;
     let read_at = now_ns();
-    let mut file = match std::fs::File::open(&absolute) {
+    let mut file = match crate::store::beneath::open_read(root, path.as_str()) {
         Ok(file) => file,
         Err(e) => {
             record.problems.push(FileProblem { rule: "note-unreadable", line: None, message: format!("cannot open: {}", e.kind()) });

@@ -108,7 +108,9 @@ fn vault_id(root: &std::path::Path) -> String {
 
 fn last_receipt_seq(vault: &Vault) -> u64 {
     use std::io::{Read, Seek, SeekFrom};
-    let Ok(mut file) = std::fs::File::open(layout::join(vault.root(), layout::RECEIPTS)) else { return 0 };
+    let Ok(mut file) = crate::store::durable::open_engine_read(vault.root(), &layout::join(vault.root(), layout::RECEIPTS)) else {
+        return 0;
+    };
     let len = file.metadata().map_or(0, |m| m.len());
     let start = len.saturating_sub(16 * 1024);
     let mut tail = String::new();

@@ -492,7 +492,7 @@ impl Vault {
     /// cannot be trusted: it is then rebuilt, never used).
     fn read_persisted_inventory(&self) -> (Option<inventory::KnownVault>, String) {
         let path = layout::join(&self.root, layout::INVENTORY_CACHE);
-        let bytes = match crate::store::nofollow::read(&path) {
+        let bytes = match crate::store::durable::read_engine_file(&self.root, &path) {
             Ok(bytes) => bytes,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (None, "absent".into()),
             Err(e) => return (None, format!("rebuilt: unreadable ({})", e.kind())),
@@ -921,7 +921,7 @@ impl Vault {
 
     fn load_catalog_state(&self) -> CatalogState {
         let path = layout::join(&self.root, layout::CATALOG_STATE);
-        crate::store::nofollow::read(&path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+        crate::store::durable::read_engine_file(&self.root, &path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
     }
 
     fn read_page(&self, path: &VaultPath) -> Option<Vec<u8>> {
@@ -1004,14 +1004,16 @@ impl Vault {
         }
         let missing = |reason: String| Error::CatalogMissing { category: category.to_string(), reason };
         let landing = layout::join(&self.root, &format!("{category}/{}", layout::SUB_INDEX));
-        let bytes = std::fs::read(&landing).map_err(|_| missing("no _index.md found; use ensure_sub_index to generate it".into()))?;
+        let read_page = |rel: &str| crate::store::beneath::read(&self.root, rel).ok().flatten();
+        let landing = landing.strip_prefix(&self.root).unwrap_or(&landing).to_string_lossy().into_owned();
+        let bytes = read_page(&landing).ok_or_else(|| missing("no _index.md found; use ensure_sub_index to generate it".into()))?;
         let pages = catalog::declared_pages(&bytes).map_err(missing)?;
         if page > pages {
             return Err(missing(format!("page {page} is not declared (the catalog has {pages} pages)")));
         }
-        let path = layout::join(&self.root, &format!("{category}/{}", layout::sub_index_page_name(page)));
+        let path = format!("{category}/{}", layout::sub_index_page_name(page));
         let bytes =
-            if page == 1 { bytes } else { std::fs::read(&path).map_err(|_| missing(format!("page {page} is declared but missing")))? };
+            if page == 1 { bytes } else { read_page(&path).ok_or_else(|| missing(format!("page {page} is declared but missing")))? };
         String::from_utf8(bytes).map_err(|_| missing(format!("page {page} is not UTF-8")))
     }
 
@@ -1048,7 +1050,8 @@ impl Vault {
                 }
                 _ => continue,
             }
-            let Ok(text) = crate::store::nofollow::read_to_string(&absolute) else { continue };
+            let Ok(Some(bytes)) = crate::store::beneath::read(&self.root, path.as_str()) else { continue };
+            let Ok(text) = String::from_utf8(bytes) else { continue };
             let (body, first_line) = match frontmatter::split(&text) {
                 Ok(split) => (split.body, split.body_first_line),
                 Err(_) => (text.as_str(), 1),
@@ -1083,11 +1086,10 @@ impl Vault {
         if crate::scan::classify(&self.policy, &path).is_none() {
             return Err(Error::NoteUnreadable { path: path.to_string(), reason: "not an in-scope Markdown page of the vault".into() });
         }
-        let absolute = crate::note::path::resolve_safe(&self.root, &path)?;
-        let bytes = std::fs::read(&absolute).map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => Error::NoteUnreadable { path: path.to_string(), reason: "no such note".into() },
-            _ => Error::io("reading", path.to_string(), e),
-        })?;
+        crate::note::path::resolve_safe(&self.root, &path)?;
+        // Read through folder handles: a folder swapped for a link after the check is never followed.
+        let bytes = crate::store::beneath::read(&self.root, path.as_str())?
+            .ok_or_else(|| Error::NoteUnreadable { path: path.to_string(), reason: "no such note".into() })?;
         let text = std::str::from_utf8(&bytes).map_err(|_| Error::NoteUnreadable { path: path.to_string(), reason: "not UTF-8".into() })?;
         let total = text.len();
         if offset > total || !text.is_char_boundary(offset) {

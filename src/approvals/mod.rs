@@ -374,8 +374,8 @@ fn encode<T: Serialize>(value: &T, what: &'static str) -> Result<Vec<u8>> {
 }
 
 /// Reads a JSON engine file (no link followed); `None` when it does not exist.
-fn read_json<T: for<'de> Deserialize<'de>>(path: &Path, rel: &str) -> Result<Option<(T, Vec<u8>)>> {
-    match nofollow::read(path) {
+fn read_json<T: for<'de> Deserialize<'de>>(root: &Path, path: &Path, rel: &str) -> Result<Option<(T, Vec<u8>)>> {
+    match durable::read_engine_file(root, path) {
         Ok(bytes) => serde_json::from_slice(&bytes)
             .map(|v| Some((v, bytes)))
             .map_err(|e| Error::ProposalInvalid { reason: format!("{rel} is unreadable: {e}") }),
@@ -387,7 +387,7 @@ fn read_json<T: for<'de> Deserialize<'de>>(path: &Path, rel: &str) -> Result<Opt
 /// The decision recorded for a proposal, with the sha256 of the record's bytes.
 pub fn read_decision(root: &Path, id: &str) -> Result<Option<(DecisionRecord, String)>> {
     let rel = format!("{}/{id}.json", layout::APPROVAL_DECISIONS_DIR);
-    let Some((record, bytes)) = read_json::<DecisionRecord>(&decision_path(root, id), &rel)? else { return Ok(None) };
+    let Some((record, bytes)) = read_json::<DecisionRecord>(root, &decision_path(root, id), &rel)? else { return Ok(None) };
     if record.schema != DECISION_SCHEMA || record.proposal_id != id {
         return Err(Error::ProposalInvalid { reason: format!("{rel} is not a decision record for this proposal") });
     }
@@ -396,7 +396,7 @@ pub fn read_decision(root: &Path, id: &str) -> Result<Option<(DecisionRecord, St
 
 fn read_batch(root: &Path, id: &str) -> Result<Option<BatchProposal>> {
     let rel = format!("{}/{id}.json", layout::BATCH_PROPOSALS_DIR);
-    let Some((batch, _)) = read_json::<BatchProposal>(&batch_path(root, id), &rel)? else { return Ok(None) };
+    let Some((batch, _)) = read_json::<BatchProposal>(root, &batch_path(root, id), &rel)? else { return Ok(None) };
     if batch.schema != BATCH_SCHEMA || batch.proposal_id != id {
         return Err(Error::ProposalInvalid { reason: format!("{rel} is not a batch proposal with this id") });
     }
@@ -409,7 +409,7 @@ fn action_path(root: &Path, id: &str) -> std::path::PathBuf {
 
 fn read_action(root: &Path, id: &str) -> Result<Option<ActionProposal>> {
     let rel = format!("{}/{id}.json", layout::ACTION_PROPOSALS_DIR);
-    let Some((action, _)) = read_json::<ActionProposal>(&action_path(root, id), &rel)? else { return Ok(None) };
+    let Some((action, _)) = read_json::<ActionProposal>(root, &action_path(root, id), &rel)? else { return Ok(None) };
     if action.schema != ACTION_SCHEMA || action.proposal_id != id {
         return Err(Error::ProposalInvalid { reason: format!("{rel} is not an action proposal with this id") });
     }
@@ -419,7 +419,7 @@ fn read_action(root: &Path, id: &str) -> Result<Option<ActionProposal>> {
 fn read_apply_proposal(root: &Path, id: &str) -> Result<Option<Proposal>> {
     let rel = format!("{}/{id}.json", layout::PROPOSALS_DIR);
     let path = layout::join(root, &rel);
-    Ok(read_json::<Proposal>(&path, &rel)?.map(|(p, _)| p))
+    Ok(read_json::<Proposal>(root, &path, &rel)?.map(|(p, _)| p))
 }
 
 fn load(root: &Path, id: &str) -> Result<Governed> {
@@ -438,11 +438,8 @@ fn load(root: &Path, id: &str) -> Result<Governed> {
 /// The sha256 of a note's current bytes (of nothing when it does not exist).
 fn current_sha(root: &Path, path: &str) -> Result<Option<String>> {
     let note = VaultPath::parse(path)?;
-    match nofollow::read(&note.under(root)) {
-        Ok(bytes) => Ok(Some(sha256_hex(&bytes))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(nofollow::io_error("reading", path, e)),
-    }
+    // Through folder handles: a folder swapped for a link is never read through.
+    Ok(crate::store::beneath::read(root, note.as_str())?.map(|bytes| sha256_hex(&bytes)))
 }
 
 /// Whether the notes still hold what the proposal was based on, and whether they hold its
@@ -763,11 +760,9 @@ impl Vault {
         let mut preview = Vec::with_capacity(after_images.len());
         for (path, after) in after_images {
             let note = VaultPath::parse(&path)?;
-            let before = match nofollow::read(&note.under(root)) {
-                Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-                Err(e) => return Err(nofollow::io_error("reading", &path, e)),
-            };
+            let before = crate::store::beneath::read(root, note.as_str())?
+                .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+                .unwrap_or_default();
             changes.push(ReviewedChange {
                 path: path.clone(),
                 removes: after.is_none(),
@@ -787,14 +782,13 @@ impl Vault {
         nofollow::refuse_symlinked_state(root)?;
         let mut out = Vec::new();
         for dir in [layout::PROPOSALS_DIR, layout::BATCH_PROPOSALS_DIR, layout::ACTION_PROPOSALS_DIR] {
-            let entries = match std::fs::read_dir(layout::join(root, dir)) {
+            // Listed through the folder's handle (opened beneath the root, no link followed).
+            let entries = match crate::store::beneath::Folder::open(root, dir, false).and_then(|f| f.entries()) {
                 Ok(entries) => entries,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => return Err(Error::io("listing", dir, e)),
+                Err(e) => return Err(nofollow::io_error("listing", dir, e)),
             };
-            for entry in entries {
-                let entry = entry.map_err(|e| Error::io("listing", dir, e))?;
-                let name = entry.file_name().to_string_lossy().into_owned();
+            for (name, _) in entries {
                 let Some(id) = name.strip_suffix(".json").filter(|id| check_id(id).is_ok()) else { continue };
                 let governed = if dir == layout::PROPOSALS_DIR {
                     read_apply_proposal(root, id).map(|p| p.map(Governed::Apply))

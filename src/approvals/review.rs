@@ -70,11 +70,8 @@ pub fn line_diff(before: &str, after: &str) -> Vec<DiffLine> {
 
 fn read_current(vault: &Vault, path: &str) -> Result<Option<Vec<u8>>> {
     let note = VaultPath::parse(path)?;
-    match nofollow::read(&note.under(vault.root())) {
-        Ok(bytes) => Ok(Some(bytes)),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(nofollow::io_error("reading", path, e)),
-    }
+    // Through folder handles: a folder swapped for a link is never read through.
+    crate::store::beneath::read(vault.root(), note.as_str())
 }
 
 fn reviewed(vault: &Vault, path: &str, based_on: Option<&str>, after_text: Option<String>) -> Result<ReviewedChange> {

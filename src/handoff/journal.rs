@@ -80,15 +80,17 @@ impl TaskJournal {
     pub fn load(root: &Path, task_id: &str) -> Result<Option<Self>> {
         let path = events_path(root, task_id);
         let rel = format!("{}/{task_id}.jsonl", layout::TASK_EVENTS_DIR);
-        let bytes = match std::fs::read(&path) {
+        let bytes = match durable::read_engine_file(root, &path) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                if snapshot_path(root, task_id).exists() {
-                    return Err(integrity(task_id, "the snapshot exists but the event journal is missing"));
-                }
-                return Ok(None);
+                // Looked up through the folder's handle too, never through a swapped folder.
+                return match durable::open_engine_read(root, &snapshot_path(root, task_id)) {
+                    Ok(_) => Err(integrity(task_id, "the snapshot exists but the event journal is missing")),
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Err(e) => Err(crate::store::nofollow::io_error("reading", &format!("{}/{task_id}.json", layout::TASKS_DIR), e)),
+                };
             }
-            Err(e) => return Err(Error::io("reading", rel, e)),
+            Err(e) => return Err(crate::store::nofollow::io_error("reading", &rel, e)),
         };
         if bytes.is_empty() {
             return Err(integrity(task_id, "the event journal is empty"));
@@ -151,7 +153,7 @@ impl TaskJournal {
     /// integrity error. Returns whether the snapshot needs rewriting.
     pub fn check_snapshot(&self, root: &Path, task_id: &str) -> Result<bool> {
         let Some(current) = self.current() else { return Ok(false) };
-        let bytes = match std::fs::read(snapshot_path(root, task_id)) {
+        let bytes = match durable::read_engine_file(root, &snapshot_path(root, task_id)) {
             Ok(b) => b,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(true),
             Err(e) => return Err(Error::io("reading", format!("{}/{task_id}.json", layout::TASKS_DIR), e)),

@@ -355,16 +355,16 @@ impl Vault {
     }
 
     fn list_tasks(&self) -> Result<Value> {
-        let dir = layout::join(self.root(), layout::TASKS_DIR);
-        let mut ids: Vec<String> = match std::fs::read_dir(&dir) {
+        // Listed through the folder's handle (opened beneath the root, no link followed).
+        let listed = crate::store::beneath::Folder::open(self.root(), layout::TASKS_DIR, false).and_then(|f| f.entries());
+        let mut ids: Vec<String> = match listed {
             Ok(entries) => entries
-                .filter_map(|e| e.ok())
-                .filter_map(|e| e.file_name().into_string().ok())
-                .filter_map(|name| name.strip_suffix(".json").map(str::to_string))
+                .into_iter()
+                .filter_map(|(name, _)| name.strip_suffix(".json").map(str::to_string))
                 .filter(|id| valid_task_id(id))
                 .collect(),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(Error::io("reading", layout::TASKS_DIR, e)),
+            Err(e) => return Err(crate::store::nofollow::io_error("reading", layout::TASKS_DIR, e)),
         };
         ids.sort();
         let max = self.policy().policy.handoff.list_tasks_max;
@@ -637,8 +637,8 @@ fn find_receipt(root: &std::path::Path, receipt_id: &str) -> Result<String> {
     let not_found = || Error::ReceiptNotFound { receipt_id: receipt_id.to_string() };
     let by_seq = receipt_id.strip_prefix("seq:").map(|n| n.parse::<u64>().map_err(|_| not_found())).transpose()?;
     let path = layout::join(root, layout::RECEIPTS);
-    let text = match std::fs::read_to_string(&path) {
-        Ok(t) => t,
+    let text = match crate::store::durable::read_engine_file(root, &path) {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(not_found()),
         Err(e) => return Err(Error::io("reading", layout::RECEIPTS, e)),
     };

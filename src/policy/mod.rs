@@ -442,8 +442,10 @@ impl LoadedPolicy {
     /// Loads the default policy merged with `<vault>/.paravault/policy.yaml` when it exists.
     pub fn load(vault_root: &Path) -> Result<Self> {
         let override_path = crate::store::layout::join(vault_root, crate::store::layout::POLICY_OVERRIDE);
-        let override_text = match crate::store::nofollow::read_to_string(&override_path) {
-            Ok(text) => Some(text),
+        let override_text = match crate::store::durable::read_engine_file(vault_root, &override_path) {
+            Ok(bytes) => Some(String::from_utf8(bytes).map_err(|e| {
+                Error::io("reading", crate::store::layout::POLICY_OVERRIDE, std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+            })?),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
             Err(e) => return Err(Error::io("reading", crate::store::layout::POLICY_OVERRIDE, e)),
         };

@@ -154,9 +154,9 @@ impl ArenaWriter {
             return Err(corrupt(arena, format!("holds {present} complete rows, a published generation needs {published_rows}")));
         }
         let first_key_row = if load_keys { 0 } else { published_rows };
-        let keys = read_range(&keys_path, first_key_row * KEY_RECORD as u64, (present - first_key_row) * KEY_RECORD as u64)
+        let keys = read_range(root, &keys_path, first_key_row * KEY_RECORD as u64, (present - first_key_row) * KEY_RECORD as u64)
             .map_err(io_err(root, &keys_path, "reading"))?;
-        let tail = read_range(&vec_path, published_rows * row_bytes, (present - published_rows) * row_bytes)
+        let tail = read_range(root, &vec_path, published_rows * row_bytes, (present - published_rows) * row_bytes)
             .map_err(io_err(root, &vec_path, "reading"))?;
         let mut valid = present;
         for (i, row) in tail.chunks_exact(row_bytes as usize).enumerate() {
@@ -213,7 +213,7 @@ impl ArenaWriter {
     /// The stored key of `row` (reads 32 bytes).
     pub fn key_at(&self, row: u64) -> Result<[u8; 32]> {
         let path = self.keys_path();
-        let bytes = read_range(&path, row * KEY_RECORD as u64, 32).map_err(io_err(&self.root, &path, "reading"))?;
+        let bytes = read_range(&self.root, &path, row * KEY_RECORD as u64, 32).map_err(io_err(&self.root, &path, "reading"))?;
         let mut key = [0u8; 32];
         key.copy_from_slice(&bytes);
         Ok(key)
@@ -268,8 +268,10 @@ impl ArenaWriter {
     }
 }
 
-fn read_range(path: &Path, offset: u64, len: u64) -> std::io::Result<Vec<u8>> {
-    let mut file = std::fs::File::open(path)?;
+/// Reads `len` bytes at `offset` of the arena file `path`, opened through its folder's handle
+/// beneath `root` (never through a link).
+fn read_range(root: &Path, path: &Path, offset: u64, len: u64) -> std::io::Result<Vec<u8>> {
+    let mut file = durable::open_engine_read(root, path)?;
     file.seek(SeekFrom::Start(offset))?;
     let mut out = vec![0u8; len as usize];
     file.read_exact(&mut out)?;
@@ -278,8 +280,8 @@ fn read_range(path: &Path, offset: u64, len: u64) -> std::io::Result<Vec<u8>> {
 
 /// The arena a full dense build is filling, if one was left by an interrupted build.
 pub fn building_arena(root: &Path) -> Option<String> {
-    let text = std::fs::read_to_string(dense_dir(root).join(BUILDING_FILE)).ok()?;
-    let id = text.trim().to_string();
+    let bytes = durable::read_engine_file(root, &dense_dir(root).join(BUILDING_FILE)).ok()?;
+    let id = String::from_utf8_lossy(&bytes).trim().to_string();
     valid_arena_id(&id).then_some(id)
 }
 
@@ -299,12 +301,13 @@ pub fn set_building_arena(root: &Path, arena: Option<&str>) -> Result<()> {
 pub fn collect_garbage(root: &Path, referenced: &std::collections::BTreeSet<String>) -> Result<usize> {
     let building = building_arena(root);
     let mut removed = 0;
-    let Ok(entries) = std::fs::read_dir(dense_dir(root)) else { return Ok(0) };
-    for entry in entries.flatten() {
-        let name = entry.file_name().to_string_lossy().to_string();
+    // Listed and removed through the folder's handle (opened beneath the root, no link followed).
+    let Ok(folder) = crate::store::beneath::Folder::open(root, layout::SEARCH_DENSE_DIR, false) else { return Ok(0) };
+    let wrap = |e| crate::store::nofollow::io_error("removing", layout::SEARCH_DENSE_DIR, e);
+    for (name, _) in folder.entries().map_err(wrap)? {
         let Some(stem) = name.strip_suffix(".vec").or_else(|| name.strip_suffix(".keys")) else { continue };
         if valid_arena_id(stem) && !referenced.contains(stem) && building.as_deref() != Some(stem) {
-            durable::remove_file(root, &entry.path())?;
+            folder.remove_unsynced(&name).map_err(wrap)?;
             removed += 1;
         }
     }
@@ -347,9 +350,9 @@ pub fn load_arena(root: &Path, arena: &str, dimension: usize, rows: u64) -> Resu
     let row_bytes = dimension * 4;
     let (vp, kp) = (vec_path(root, arena), keys_path(root, arena));
     let count = rows - from;
-    let vectors = read_range(&vp, from * row_bytes as u64, count * row_bytes as u64)
+    let vectors = read_range(root, &vp, from * row_bytes as u64, count * row_bytes as u64)
         .map_err(|e| corrupt(arena, format!("vector rows {from}..{rows} unreadable: {}", e.kind())))?;
-    let keys = read_range(&kp, from * KEY_RECORD as u64, count * KEY_RECORD as u64)
+    let keys = read_range(root, &kp, from * KEY_RECORD as u64, count * KEY_RECORD as u64)
         .map_err(|e| corrupt(arena, format!("key rows {from}..{rows} unreadable: {}", e.kind())))?;
     let bad =
         vectors.par_chunks(row_bytes).zip(keys.par_chunks(KEY_RECORD)).position_any(|(row, record)| record[32..] != row_checksum(row));

@@ -39,6 +39,7 @@ use super::tail;
 use super::temporal::TemporalTable;
 use crate::error::{Error, Result};
 use crate::policy::LoadedPolicy;
+use crate::store::beneath::Folder;
 use crate::store::journal::{self, JournalStamp};
 use crate::store::tantivy_dir::{self, RetainingDirectory};
 use crate::store::{durable, layout};
@@ -220,9 +221,9 @@ fn valid_id(id: &str) -> bool {
 
 /// The id `ACTIVE` names, if any.
 pub fn read_active(root: &Path) -> Result<Option<String>> {
-    match crate::store::nofollow::read_to_string(&layout::join(root, layout::SEARCH_ACTIVE)) {
-        Ok(text) => {
-            let id = text.trim().to_string();
+    match durable::read_engine_file(root, &layout::join(root, layout::SEARCH_ACTIVE)) {
+        Ok(bytes) => {
+            let id = String::from_utf8_lossy(&bytes).trim().to_string();
             if valid_id(&id) { Ok(Some(id)) } else { Err(corrupt("ACTIVE", "the ACTIVE pointer does not hold a generation id")) }
         }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
@@ -232,7 +233,7 @@ pub fn read_active(root: &Path) -> Result<Option<String>> {
 
 pub fn read_manifest(root: &Path, id: &str) -> Result<Manifest> {
     let path = manifest_path(root, id);
-    let bytes = crate::store::nofollow::read(&path).map_err(|e| corrupt(id, format!("manifest unreadable: {}", e.kind())))?;
+    let bytes = durable::read_engine_file(root, &path).map_err(|e| corrupt(id, format!("manifest unreadable: {}", e.kind())))?;
     let manifest: Manifest = serde_json::from_slice(&bytes).map_err(|e| corrupt(id, format!("manifest does not parse: {e}")))?;
     if manifest.generation_id != id {
         return Err(corrupt(id, format!("manifest names generation '{}'", manifest.generation_id)));
@@ -278,29 +279,29 @@ pub fn open_generation(root: &Path, id: &str) -> Result<Arc<OpenGeneration>> {
     if recorded != segments.keys().map(String::as_str).collect() {
         return Err(corrupt(id, "segment list differs from the tantivy commit"));
     }
-    let dir = index_dir(root);
+    // Every segment file is checked and later mapped through the index folder's one handle.
+    let directory = RetainingDirectory::open_pinned(root, manifest.tantivy_meta.clone().into_bytes())
+        .map_err(|e| corrupt(id, format!("index directory unusable: {e}")))?;
     for seg in &manifest.segments {
         for file in &seg.files {
-            match std::fs::metadata(dir.join(&file.name)) {
-                Ok(m) if m.len() == file.size => {}
-                Ok(m) => return Err(corrupt(id, format!("segment file {} has {} bytes, recorded {}", file.name, m.len(), file.size))),
+            match directory.folder().file_len(&file.name) {
+                Ok(len) if len == file.size => {}
+                Ok(len) => return Err(corrupt(id, format!("segment file {} has {len} bytes, recorded {}", file.name, file.size))),
                 Err(e) => return Err(corrupt(id, format!("segment file {} missing: {}", file.name, e.kind()))),
             }
         }
     }
     if let Some(d) = &manifest.dense {
         let row_bytes = d.model.dimension as u64 * 4;
-        let dir = dense::dense_dir(root);
+        let dense_folder = Folder::open(root, layout::SEARCH_DENSE_DIR, false);
         for (name, need) in [(format!("{}.vec", d.arena), d.rows * row_bytes), (format!("{}.keys", d.arena), d.rows * 48)] {
-            match std::fs::metadata(dir.join(&name)) {
-                Ok(m) if m.len() >= need => {}
-                Ok(m) => return Err(corrupt(id, format!("dense file {name} has {} bytes, needs {need}", m.len()))),
+            match dense_folder.as_ref().map_err(|e| std::io::Error::new(e.kind(), e.to_string())).and_then(|f| f.file_len(&name)) {
+                Ok(len) if len >= need => {}
+                Ok(len) => return Err(corrupt(id, format!("dense file {name} has {len} bytes, needs {need}"))),
                 Err(e) => return Err(corrupt(id, format!("dense file {name} missing: {}", e.kind()))),
             }
         }
     }
-    let directory = RetainingDirectory::open_pinned(&dir, manifest.tantivy_meta.clone().into_bytes())
-        .map_err(|e| corrupt(id, format!("index directory unusable: {e}")))?;
     let index = Index::open(directory).map_err(|e| corrupt(id, format!("tantivy cannot open the commit: {e}")))?;
     schema::register(&index);
     let fields = Fields::of(&index.schema()).map_err(|e| corrupt(id, format!("schema mismatch: {e}")))?;
@@ -464,9 +465,9 @@ fn open_writer_index(
     rebuild: bool,
     deferred: Option<&Arc<std::sync::Mutex<Vec<PathBuf>>>>,
 ) -> Result<Index> {
-    let open_dir = |dir: &Path| match deferred {
-        Some(written) => RetainingDirectory::open_deferred_sync(dir, written.clone()),
-        None => RetainingDirectory::open(dir),
+    let open_dir = || match deferred {
+        Some(written) => RetainingDirectory::open_deferred_sync(root, written.clone()),
+        None => RetainingDirectory::open(root),
     };
     let dir = index_dir(root);
     durable::create_dir_all(root, &dir)?;
@@ -474,12 +475,12 @@ fn open_writer_index(
     let meta_path = tantivy_dir::meta_path(&dir);
     if let Some(parent) = parent {
         // The writer's base is the active generation, not whatever a crashed publish committed.
-        let live = std::fs::read(&meta_path).ok();
+        let live = Folder::open(root, layout::SEARCH_INDEX_DIR, false).and_then(|f| f.read(tantivy_dir::META_FILE)).ok();
         if live.as_deref() != Some(parent.manifest.tantivy_meta.as_bytes()) {
             durable::replace(root, &meta_path, parent.manifest.tantivy_meta.as_bytes())?;
         }
     }
-    let open = || -> tantivy::Result<Index> { Index::open(open_dir(&dir).map_err(tantivy::TantivyError::from)?) };
+    let open = || -> tantivy::Result<Index> { Index::open(open_dir()?) };
     let index = match open() {
         Ok(index) if !rebuild || index.schema() == schema::build_schema() => index,
         _ => {
@@ -490,7 +491,7 @@ fn open_writer_index(
                 });
             }
             durable::remove_file(root, &meta_path)?;
-            let directory = open_dir(&dir).map_err(|e| Error::SearchIndex { action: "opening the index", reason: e.to_string() })?;
+            let directory = open_dir().map_err(|e| Error::SearchIndex { action: "opening the index", reason: e.to_string() })?;
             Index::create(directory, schema::build_schema(), tantivy::IndexSettings::default())
                 .map_err(tantivy_err("creating the index"))?
         }
@@ -567,14 +568,18 @@ pub(crate) fn publish(root: &Path, input: PublishInput) -> Result<GenerationInfo
     }
     lap("merge");
     // Read the commit while the writer (and its lock) is still held: nobody else can commit.
-    let dir = index_dir(root);
-    let meta_text = std::fs::read_to_string(tantivy_dir::meta_path(&dir)).map_err(|e| Error::io("reading", layout::SEARCH_INDEX_DIR, e))?;
+    let index_folder =
+        Folder::open(root, layout::SEARCH_INDEX_DIR, false).map_err(|e| Error::io("opening", layout::SEARCH_INDEX_DIR, e))?;
+    let meta_bytes = index_folder.read(tantivy_dir::META_FILE).map_err(|e| Error::io("reading", layout::SEARCH_INDEX_DIR, e))?;
+    let meta_text = String::from_utf8(meta_bytes)
+        .map_err(|e| Error::io("reading", layout::SEARCH_INDEX_DIR, std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
     let (opstamp, segments) = parse_meta(&generation_id, &meta_text)?;
     let mut records = Vec::new();
-    let listing: Vec<(String, u64)> = std::fs::read_dir(&dir)
+    let listing: Vec<(String, u64)> = index_folder
+        .entries()
         .map_err(|e| Error::io("listing", layout::SEARCH_INDEX_DIR, e))?
-        .flatten()
-        .filter_map(|e| Some((e.file_name().to_str()?.to_string(), e.metadata().ok()?.len())))
+        .into_iter()
+        .filter_map(|(name, len)| Some((name, len?)))
         .collect();
     for (sid, del_opstamp) in &segments {
         let prefix = format!("{sid}.");
@@ -683,15 +688,17 @@ pub fn collect_garbage(root: &Path, active: &str, kept: usize) -> Result<(usize,
             Err(_) => all_readable = false,
         }
     }
+    // Listed and removed through each folder's handle, opened beneath the root without
+    // following a link: a folder swapped for a link after the check above is never walked.
+    let remove_error = |rel: &'static str| move |e: std::io::Error| crate::store::nofollow::io_error("removing", rel, e);
     let mut removed_generations = 0;
-    if let Ok(entries) = std::fs::read_dir(generations_dir(root)) {
-        for entry in entries.flatten() {
-            let name = entry.file_name().to_string_lossy().to_string();
+    if let Ok(folder) = Folder::open(root, layout::SEARCH_GENERATIONS_DIR, false) {
+        for (name, _) in folder.entries().map_err(remove_error(layout::SEARCH_GENERATIONS_DIR))? {
             if let Some(id) = name.strip_suffix(".json")
                 && valid_id(id)
                 && !retained.contains(id)
             {
-                durable::remove_unsynced(root, &entry.path())?;
+                folder.remove_unsynced(&name).map_err(remove_error(layout::SEARCH_GENERATIONS_DIR))?;
                 removed_generations += 1;
             }
         }
@@ -700,11 +707,11 @@ pub fn collect_garbage(root: &Path, active: &str, kept: usize) -> Result<(usize,
     if all_readable {
         // The live tantivy commit is the active generation's (GC runs right after publishing,
         // with the writer lock held), so `keep_files` covers it.
-        let dir = index_dir(root);
-        for entry in std::fs::read_dir(&dir).map_err(|e| Error::io("listing", layout::SEARCH_INDEX_DIR, e))?.flatten() {
-            let name = entry.file_name().to_string_lossy().to_string();
+        let folder = Folder::open(root, layout::SEARCH_INDEX_DIR, false)
+            .map_err(|e| crate::store::nofollow::io_error("listing", layout::SEARCH_INDEX_DIR, e))?;
+        for (name, _) in folder.entries().map_err(|e| Error::io("listing", layout::SEARCH_INDEX_DIR, e))? {
             if is_segment_file(&name) && !keep_files.contains(&name) {
-                durable::remove_unsynced(root, &entry.path())?;
+                folder.remove_unsynced(&name).map_err(remove_error(layout::SEARCH_INDEX_DIR))?;
                 removed_files += 1;
             }
         }

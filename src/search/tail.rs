@@ -124,7 +124,7 @@ pub fn open(root: &Path, policy: &LoadedPolicy, base: Arc<OpenGeneration>, tail:
     let corrupt = |reason: String| Error::GenerationCorrupt { generation_id: id.clone(), reason };
     let delta = delta(policy, &base.fields, tail);
     let (source_snapshot_hash, counts, exclusions) = summary(&base.manifest, tail, &delta);
-    let directory = RetainingDirectory::open_overlay(&generation::index_dir(root), base.manifest.tantivy_meta.as_bytes())
+    let directory = RetainingDirectory::open_overlay(root, base.manifest.tantivy_meta.as_bytes())
         .map_err(|e| corrupt(format!("index directory unusable: {e}")))?;
     let index = Index::open(directory).map_err(|e| corrupt(format!("tantivy cannot open the base commit: {e}")))?;
     schema::register(&index);

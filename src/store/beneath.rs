@@ -129,6 +129,14 @@ pub fn remove_unsynced(root: &Path, rel: &str) -> Result<()> {
     run().map_err(|e| nofollow::io_error("removing", rel, e))
 }
 
+/// Opens the file `rel` beneath `root` for reading through its folder's handle, never through
+/// a link (a link met on the way fails with `ELOOP`).
+pub fn open_read(root: &Path, rel: &str) -> io::Result<File> {
+    let (dir, name) = split(rel)?;
+    let dirfd = open_dir(root, dir, false)?;
+    Ok(File::from(rustix::fs::openat(&dirfd, name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?))
+}
+
 /// Reads the file `rel` beneath `root` (never through a link); `Ok(None)` when it or its
 /// folder does not exist.
 pub fn read(root: &Path, rel: &str) -> Result<Option<Vec<u8>>> {
@@ -150,6 +158,135 @@ pub fn read(root: &Path, rel: &str) -> Result<Option<Vec<u8>>> {
         }
     };
     run().map_err(|e| nofollow::io_error("reading", rel, e))
+}
+
+/// A folder beneath the vault root, held open by its handle (opened like `open_dir`: one
+/// component at a time, never through a link). Every file in it is listed, stat'ed, opened,
+/// read or removed relative to this handle, so a folder swapped for a link after it was opened
+/// changes nothing: the handle still names the folder it opened.
+#[derive(Debug, Clone)]
+pub struct Folder {
+    fd: std::sync::Arc<OwnedFd>,
+    rel: String,
+}
+
+impl Folder {
+    /// Opens the folder `rel_dir` beneath `root`; `create` makes missing folders.
+    pub fn open(root: &Path, rel_dir: &str, create: bool) -> io::Result<Folder> {
+        Ok(Folder { fd: std::sync::Arc::new(open_dir(root, rel_dir, create)?), rel: rel_dir.to_string() })
+    }
+
+    /// The folder's handle.
+    pub fn fd(&self) -> &OwnedFd {
+        &self.fd
+    }
+
+    /// The folder's vault-relative path (for messages).
+    pub fn rel(&self) -> &str {
+        &self.rel
+    }
+
+    /// The names in the folder with the byte length of each regular file (`None` for anything
+    /// else, links included, which are never followed).
+    pub fn entries(&self) -> io::Result<Vec<(String, Option<u64>)>> {
+        let mut listed = Vec::new();
+        for entry in rustix::fs::Dir::read_from(&*self.fd)? {
+            let entry = entry?;
+            let Ok(name) = entry.file_name().to_str() else { continue };
+            if name == "." || name == ".." {
+                continue;
+            }
+            let len = match rustix::fs::statat(&*self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+                Ok(st) if rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::RegularFile => Some(st.st_size as u64),
+                _ => None,
+            };
+            listed.push((name.to_string(), len));
+        }
+        Ok(listed)
+    }
+
+    /// The byte length of the regular file `name` (a link fails with `ELOOP`, never followed).
+    pub fn file_len(&self, name: &str) -> io::Result<u64> {
+        let st = rustix::fs::statat(&*self.fd, name, AtFlags::SYMLINK_NOFOLLOW)?;
+        match rustix::fs::FileType::from_raw_mode(st.st_mode) {
+            rustix::fs::FileType::RegularFile => Ok(st.st_size as u64),
+            rustix::fs::FileType::Symlink => Err(Errno::LOOP.into()),
+            _ => Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file")),
+        }
+    }
+
+    /// Whether `name` exists in the folder (a link counts, and is not followed).
+    pub fn contains(&self, name: &str) -> io::Result<bool> {
+        match rustix::fs::statat(&*self.fd, name, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(_) => Ok(true),
+            Err(Errno::NOENT) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Opens the file `name` for reading, never through a link.
+    pub fn open_read(&self, name: &str) -> io::Result<File> {
+        Ok(File::from(rustix::fs::openat(&*self.fd, name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?))
+    }
+
+    /// Reads the whole file `name`, never through a link.
+    pub fn read(&self, name: &str) -> io::Result<Vec<u8>> {
+        let mut bytes = Vec::new();
+        self.open_read(name)?.read_to_end(&mut bytes)?;
+        Ok(bytes)
+    }
+
+    /// Creates the file `name` (owner-only) for writing; fails if it exists or is a link.
+    pub fn create_new(&self, name: &str) -> io::Result<File> {
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        Ok(File::from(rustix::fs::openat(&*self.fd, name, flags, Mode::from_raw_mode(0o600))?))
+    }
+
+    /// Opens (creating it owner-only, never truncating) the file `name` for writing, never
+    /// through a link.
+    pub fn open_or_create(&self, name: &str) -> io::Result<File> {
+        let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        Ok(File::from(rustix::fs::openat(&*self.fd, name, flags, Mode::from_raw_mode(0o600))?))
+    }
+
+    /// Replaces the file `name` atomically: a temp file in this folder (fsynced when
+    /// `sync_file`), renamed over `name` relative to the handle. No fault injection: callers
+    /// are derived files (the search index) that a failed write never loses.
+    pub fn replace(&self, name: &str, bytes: &[u8], sync_file: bool) -> io::Result<()> {
+        let (temp, mut file) = create_temp(&self.fd)?;
+        let placed = (|| -> io::Result<()> {
+            std::io::Write::write_all(&mut file, bytes)?;
+            if sync_file {
+                file.sync_data()?;
+            }
+            Ok(rustix::fs::renameat(&*self.fd, temp.as_str(), &*self.fd, name)?)
+        })();
+        if placed.is_err() {
+            let _ = rustix::fs::unlinkat(&*self.fd, temp.as_str(), AtFlags::empty());
+        }
+        placed
+    }
+
+    /// Removes the file `name`; `Ok(false)` when it did not exist.
+    pub fn remove(&self, name: &str) -> io::Result<bool> {
+        match rustix::fs::unlinkat(&*self.fd, name, AtFlags::empty()) {
+            Ok(()) => Ok(true),
+            Err(Errno::NOENT) => Ok(false),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Removes the file `name` without fsync (fault point `remove_file`, as
+    /// `durable::remove_unsynced`); `Ok(false)` when it did not exist.
+    pub fn remove_unsynced(&self, name: &str) -> io::Result<bool> {
+        faults::check("remove_file")?;
+        self.remove(name)
+    }
+
+    /// Fsyncs the folder, so creations, renames and removals in it are durable.
+    pub fn sync(&self) -> io::Result<()> {
+        Ok(rustix::fs::fsync(&*self.fd)?)
+    }
 }
 
 #[cfg(test)]

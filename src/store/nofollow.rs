@@ -8,7 +8,7 @@
 //! opened, when the writer lock is taken and before search reads and GC; every engine-file open
 //! also carries `O_NOFOLLOW`, so a link planted between the check and the open fails the open
 //! (`ELOOP`) instead of being followed. A folder swapped for a link between the check and a
-//! later open is the remaining race (docs/security.md).
+//! later open is handled by opening through folder handles (`beneath`, `durable`; docs/security.md).
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};

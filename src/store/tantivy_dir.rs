@@ -9,31 +9,41 @@
 //! files and `meta.json` live in memory, every other file is read from disk, and nothing is
 //! ever written to disk or locked there.
 //!
-//! Segment files are opened with `O_NOFOLLOW` and mapped from that descriptor, and `meta.json`
-//! is read the same way: a link planted inside the index folder is refused (`ELOOP`), never
-//! followed out of the vault (tantivy's own `MmapDirectory` would follow it).
+//! Every file operation goes through the index folder's handle (`beneath::Folder`, opened
+//! beneath the vault root one component at a time with `O_NOFOLLOW | O_DIRECTORY`), never by
+//! path: segment files are created (`O_EXCL | O_NOFOLLOW`), mapped, read, renamed into place
+//! (`atomic_write`: temp file + `renameat`), locked and deleted relative to that handle, and the
+//! folder is fsynced through it. A link planted inside the index folder is refused (`ELOOP`),
+//! and an index folder swapped for a link after the handle was opened changes nothing outside
+//! the vault: the handle still names the real folder (tantivy's own `MmapDirectory` opens every
+//! file by path and follows links).
 
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use tantivy::directory::error::{DeleteError, LockError, OpenDirectoryError, OpenReadError, OpenWriteError};
+use tantivy::directory::error::{DeleteError, LockError, OpenReadError, OpenWriteError};
 use tantivy::directory::{
-    AntiCallToken, Directory, DirectoryLock, FileHandle, Lock, MmapDirectory, RamDirectory, TerminatingWrite, WatchCallback, WatchHandle,
-    WritePtr,
+    AntiCallToken, Directory, DirectoryLock, FileHandle, Lock, RamDirectory, TerminatingWrite, WatchCallback, WatchCallbackList,
+    WatchHandle, WritePtr,
 };
 use tantivy::directory::{INDEX_WRITER_LOCK, META_LOCK};
 
-const META_FILE: &str = "meta.json";
+use super::beneath::Folder;
+use super::layout;
+
+/// tantivy's commit file inside the index folder.
+pub const META_FILE: &str = "meta.json";
 /// tantivy's list of the files it manages, rewritten (temp file + rename, fsynced) for every
 /// file it creates. It only feeds tantivy's own garbage collector, which this directory
 /// disarms, so it is neither written nor read: that saves ~7 file creations per commit.
 const MANAGED_FILE: &str = ".managed.json";
 
-/// An mmap directory whose segment files are only removed by the engine's own GC.
-#[derive(Clone, Debug)]
+/// The index folder, held by its handle; segment files are only removed by the engine's own GC.
+#[derive(Clone)]
 pub struct RetainingDirectory {
-    inner: MmapDirectory,
+    folder: Folder,
+    /// The folder's path, only to name the files a deferred-sync write records.
     path: PathBuf,
     /// When set, `meta.json` reads return these bytes (a generation's recorded commit).
     pinned_meta: Option<Arc<Vec<u8>>>,
@@ -43,72 +53,93 @@ pub struct RetainingDirectory {
     deferred_sync: Option<Arc<Mutex<Vec<PathBuf>>>>,
     /// When set, every write (and `meta.json`) lives here, in memory; reads look here first.
     overlay: Option<RamDirectory>,
+    /// Watchers of `meta.json`, told when this process commits through this directory (the
+    /// engine's readers are pinned or reload manually, so nobody polls the file).
+    watchers: Arc<WatchCallbackList>,
 }
 
-/// A segment file writer that flushes on terminate but leaves the fsync to the checkpoint.
-struct DeferredSyncFile(std::fs::File);
+impl std::fmt::Debug for RetainingDirectory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RetainingDirectory")
+            .field("folder", &self.folder)
+            .field("pinned", &self.pinned_meta.is_some())
+            .field("deferred_sync", &self.deferred_sync.is_some())
+            .field("overlay", &self.overlay.is_some())
+            .finish()
+    }
+}
 
-impl Write for DeferredSyncFile {
+/// A segment file writer: on terminate it flushes and, unless the fsync is deferred to the
+/// checkpoint, makes the bytes durable (`sync_data`, as tantivy's own writer does).
+struct SegmentFileWriter {
+    file: std::fs::File,
+    sync: bool,
+}
+
+impl Write for SegmentFileWriter {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        self.0.write(buf)
+        self.file.write(buf)
     }
     fn flush(&mut self) -> io::Result<()> {
-        self.0.flush()
+        self.file.flush()
     }
 }
 
-impl TerminatingWrite for DeferredSyncFile {
+impl TerminatingWrite for SegmentFileWriter {
     fn terminate_ref(&mut self, _: AntiCallToken) -> io::Result<()> {
-        self.0.flush()
+        self.file.flush()?;
+        if self.sync {
+            self.file.sync_data()?;
+        }
+        Ok(())
     }
+}
+
+/// Holds a tantivy lock file open (and locked) until dropped.
+struct HeldLockFile {
+    _file: std::fs::File,
 }
 
 impl RetainingDirectory {
-    /// The writer's view: the live `meta.json`.
-    pub fn open(dir: &Path) -> Result<Self, OpenDirectoryError> {
+    fn at(root: &Path, pinned_meta: Option<Arc<Vec<u8>>>, deferred_sync: Option<Arc<Mutex<Vec<PathBuf>>>>) -> io::Result<Self> {
         Ok(RetainingDirectory {
-            inner: MmapDirectory::open(dir)?,
-            path: dir.to_path_buf(),
-            pinned_meta: None,
-            deferred_sync: None,
+            folder: Folder::open(root, layout::SEARCH_INDEX_DIR, false)?,
+            path: layout::join(root, layout::SEARCH_INDEX_DIR),
+            pinned_meta,
+            deferred_sync,
             overlay: None,
+            watchers: Arc::new(WatchCallbackList::default()),
         })
+    }
+
+    /// The writer's view of the vault's index folder: the live `meta.json`.
+    pub fn open(root: &Path) -> io::Result<Self> {
+        Self::at(root, None, None)
     }
 
     /// The writer's view with fsyncs deferred: every file written is listed in `written`.
-    pub fn open_deferred_sync(dir: &Path, written: Arc<Mutex<Vec<PathBuf>>>) -> Result<Self, OpenDirectoryError> {
-        Ok(RetainingDirectory {
-            inner: MmapDirectory::open(dir)?,
-            path: dir.to_path_buf(),
-            pinned_meta: None,
-            deferred_sync: Some(written),
-            overlay: None,
-        })
+    pub fn open_deferred_sync(root: &Path, written: Arc<Mutex<Vec<PathBuf>>>) -> io::Result<Self> {
+        Self::at(root, None, Some(written))
     }
 
     /// A reader's view pinned at one recorded commit.
-    pub fn open_pinned(dir: &Path, meta_json: Vec<u8>) -> Result<Self, OpenDirectoryError> {
-        Ok(RetainingDirectory {
-            inner: MmapDirectory::open(dir)?,
-            path: dir.to_path_buf(),
-            pinned_meta: Some(Arc::new(meta_json)),
-            deferred_sync: None,
-            overlay: None,
-        })
+    pub fn open_pinned(root: &Path, meta_json: Vec<u8>) -> io::Result<Self> {
+        Self::at(root, Some(Arc::new(meta_json)), None)
     }
 
     /// An in-memory overlay on the committed files, starting at the commit `meta_json`: tantivy
     /// writes new segments and commits into memory; nothing on disk changes.
-    pub fn open_overlay(dir: &Path, meta_json: &[u8]) -> io::Result<Self> {
+    pub fn open_overlay(root: &Path, meta_json: &[u8]) -> io::Result<Self> {
         let overlay = RamDirectory::create();
         overlay.atomic_write(Path::new(META_FILE), meta_json)?;
-        Ok(RetainingDirectory {
-            inner: MmapDirectory::open(dir).map_err(|e| io::Error::other(e.to_string()))?,
-            path: dir.to_path_buf(),
-            pinned_meta: None,
-            deferred_sync: None,
-            overlay: Some(overlay),
-        })
+        let mut directory = Self::at(root, None, None)?;
+        directory.overlay = Some(overlay);
+        Ok(directory)
+    }
+
+    /// The index folder's handle (what every file operation of this directory goes through).
+    pub fn folder(&self) -> &Folder {
+        &self.folder
     }
 
     /// The overlay's bytes of `path`, if it holds that file.
@@ -116,9 +147,9 @@ impl RetainingDirectory {
         self.overlay.as_ref().filter(|ram| ram.exists(path).unwrap_or(false))
     }
 
-    fn record(&self, path: &Path) {
+    fn record(&self, name: &str) {
         if let Some(written) = &self.deferred_sync {
-            written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(self.path.join(path));
+            written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(self.path.join(name));
         }
     }
 
@@ -150,6 +181,14 @@ impl std::ops::Deref for NoFollowMmap {
 // move what `deref` points to (the same reasoning as tantivy's own `MmapArc`).
 unsafe impl stable_deref_trait::StableDeref for NoFollowMmap {}
 
+/// The file name of a path tantivy hands over: one plain component inside the index folder.
+fn file_name(path: &Path) -> io::Result<&str> {
+    match path.to_str() {
+        Some(name) if !name.is_empty() && !name.contains('/') && name != "." && name != ".." => Ok(name),
+        _ => Err(io::Error::new(io::ErrorKind::InvalidInput, "not a file name inside the index folder")),
+    }
+}
+
 fn open_read_error(path: &Path, error: io::Error) -> OpenReadError {
     if error.kind() == io::ErrorKind::NotFound {
         OpenReadError::FileDoesNotExist(path.to_path_buf())
@@ -159,9 +198,9 @@ fn open_read_error(path: &Path, error: io::Error) -> OpenReadError {
 }
 
 impl RetainingDirectory {
-    /// Maps `path` (relative to the index folder) from a descriptor opened with `O_NOFOLLOW`.
+    /// Maps `path` from a descriptor opened through the folder's handle with `O_NOFOLLOW`.
     fn map_no_follow(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
-        let file = super::nofollow::open_read(&self.path.join(path)).map_err(|e| open_read_error(path, e))?;
+        let file = file_name(path).and_then(|name| self.folder.open_read(name)).map_err(|e| open_read_error(path, e))?;
         let len = file.metadata().map_err(|e| open_read_error(path, e))?.len();
         if len == 0 {
             return Ok(Arc::new(tantivy::directory::OwnedBytes::empty()));
@@ -171,6 +210,10 @@ impl RetainingDirectory {
         #[allow(unsafe_code)]
         let map = unsafe { memmap2::Mmap::map(&file) }.map_err(|e| open_read_error(path, e))?;
         Ok(Arc::new(tantivy::directory::OwnedBytes::new(NoFollowMmap(map))))
+    }
+
+    fn exists_on_disk(&self, path: &Path) -> io::Result<bool> {
+        self.folder.contains(file_name(path)?)
     }
 }
 
@@ -184,40 +227,51 @@ impl Directory for RetainingDirectory {
 
     fn delete(&self, path: &Path) -> Result<(), DeleteError> {
         // Segment files belong to generations; only the engine's GC removes them.
-        if Self::is_lock(path) && self.overlay.is_none() { self.inner.delete(path) } else { Ok(()) }
+        if !Self::is_lock(path) || self.overlay.is_some() {
+            return Ok(());
+        }
+        let io_error = |e: io::Error| DeleteError::IoError { io_error: Arc::new(e), filepath: path.to_path_buf() };
+        match self.folder.remove(file_name(path).map_err(io_error)?) {
+            Ok(true) => Ok(()),
+            Ok(false) => Err(DeleteError::FileDoesNotExist(path.to_path_buf())),
+            Err(e) => Err(io_error(e)),
+        }
     }
 
     fn exists(&self, path: &Path) -> Result<bool, OpenReadError> {
         if Self::is_meta(path) && self.pinned_meta.is_some() || self.overlay_holds(path).is_some() {
             return Ok(true);
         }
-        self.inner.exists(path)
+        self.exists_on_disk(path).map_err(|e| open_read_error(path, e))
     }
 
     fn open_write(&self, path: &Path) -> Result<WritePtr, OpenWriteError> {
-        if let Some(ram) = &self.overlay {
-            if self.inner.exists(path).unwrap_or(true) {
-                return Err(OpenWriteError::FileAlreadyExists(path.to_path_buf()));
-            }
-            return ram.open_write(path);
-        }
-        if self.pinned_meta.is_some() {
-            return Err(OpenWriteError::IoError {
-                io_error: Arc::new(io::Error::other("pinned generation is read-only")),
-                filepath: path.to_path_buf(),
-            });
-        }
-        let Some(_) = &self.deferred_sync else { return self.inner.open_write(path) };
-        let full = self.path.join(path);
-        let file = std::fs::OpenOptions::new().write(true).create_new(true).open(&full).map_err(|e| {
+        let wrap = |e: io::Error| {
             if e.kind() == io::ErrorKind::AlreadyExists {
                 OpenWriteError::FileAlreadyExists(path.to_path_buf())
             } else {
                 OpenWriteError::wrap_io_error(e, path.to_path_buf())
             }
-        })?;
-        self.record(path);
-        Ok(BufWriter::new(Box::new(DeferredSyncFile(file))))
+        };
+        if let Some(ram) = &self.overlay {
+            if self.exists_on_disk(path).unwrap_or(true) {
+                return Err(OpenWriteError::FileAlreadyExists(path.to_path_buf()));
+            }
+            return ram.open_write(path);
+        }
+        if self.pinned_meta.is_some() {
+            return Err(wrap(io::Error::other("pinned generation is read-only")));
+        }
+        let name = file_name(path).map_err(wrap)?;
+        let file = self.folder.create_new(name).map_err(wrap)?;
+        let sync = self.deferred_sync.is_none();
+        if sync {
+            // The new entry is durable before any byte is written, as tantivy's own writer does.
+            self.folder.sync().map_err(wrap)?;
+        } else {
+            self.record(name);
+        }
+        Ok(BufWriter::new(Box::new(SegmentFileWriter { file, sync })))
     }
 
     fn atomic_read(&self, path: &Path) -> Result<Vec<u8>, OpenReadError> {
@@ -231,7 +285,7 @@ impl Directory for RetainingDirectory {
         }
         match self.overlay_holds(path) {
             Some(ram) => ram.atomic_read(path),
-            None => super::nofollow::read(&self.path.join(path)).map_err(|e| open_read_error(path, e)),
+            None => file_name(path).and_then(|name| self.folder.read(name)).map_err(|e| open_read_error(path, e)),
         }
     }
 
@@ -245,20 +299,24 @@ impl Directory for RetainingDirectory {
         if let Some(ram) = &self.overlay {
             return ram.atomic_write(path, data);
         }
-        if self.deferred_sync.is_none() {
-            return self.inner.atomic_write(path, data);
+        let name = file_name(path)?;
+        // Temp file + rename inside the folder's handle; durable now, or (deferred) atomic but
+        // made durable by the checkpoint.
+        let sync = self.deferred_sync.is_none();
+        self.folder.replace(name, data, sync)?;
+        if sync {
+            self.folder.sync()?;
+        } else {
+            self.record(name);
         }
-        // Atomic (temp + rename) but not yet durable: the checkpoint fsyncs it.
-        let full = self.path.join(path);
-        let mut temp = tempfile::Builder::new().prefix(".pv-tmp-").tempfile_in(&self.path)?;
-        temp.write_all(data)?;
-        temp.persist(&full).map_err(|e| e.error)?;
-        self.record(path);
+        if Self::is_meta(path) {
+            drop(self.watchers.broadcast());
+        }
         Ok(())
     }
 
     fn sync_directory(&self) -> io::Result<()> {
-        if self.deferred_sync.is_some() || self.overlay.is_some() { Ok(()) } else { self.inner.sync_directory() }
+        if self.deferred_sync.is_some() || self.overlay.is_some() { Ok(()) } else { self.folder.sync() }
     }
 
     fn acquire_lock(&self, lock: &Lock) -> Result<DirectoryLock, LockError> {
@@ -266,14 +324,25 @@ impl Directory for RetainingDirectory {
             // An overlay is private to the reader that built it: nobody to exclude.
             return Ok(DirectoryLock::from(Box::new(())));
         }
-        self.inner.acquire_lock(lock)
+        let file = file_name(&lock.filepath).and_then(|name| self.folder.open_or_create(name)).map_err(LockError::wrap_io_error)?;
+        if lock.is_blocking {
+            file.lock().map_err(LockError::wrap_io_error)?;
+        } else {
+            match file.try_lock() {
+                Ok(()) => {}
+                Err(std::fs::TryLockError::WouldBlock) => return Err(LockError::LockBusy),
+                Err(std::fs::TryLockError::Error(e)) => return Err(LockError::wrap_io_error(e)),
+            }
+        }
+        // Dropping the file handle releases the lock.
+        Ok(DirectoryLock::from(Box::new(HeldLockFile { _file: file })))
     }
 
     fn watch(&self, watch_callback: WatchCallback) -> tantivy::Result<WatchHandle> {
         if self.pinned_meta.is_some() || self.overlay.is_some() {
             return Ok(WatchHandle::empty());
         }
-        self.inner.watch(watch_callback)
+        Ok(self.watchers.subscribe(watch_callback))
     }
 }
 

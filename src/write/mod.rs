@@ -304,7 +304,7 @@ fn changed_since_planned(vault: &Vault, seen: &[Seen]) -> std::result::Result<Co
             }
             continue;
         }
-        let bytes = std::fs::read(&absolute).ok();
+        let bytes = crate::store::beneath::read(vault.root(), entry.path.as_str()).ok().flatten();
         if !entry.pre_image.matches(bytes.as_deref()) {
             return Err(Error::PreconditionFailed {
                 path: entry.path.to_string(),

@@ -304,11 +304,7 @@ impl Vault {
         validate_note_text(self, &path, content)?;
         self.refuse_claimed_provenance(&path, content)?;
         let _writer = self.lock_writer()?;
-        let before = match std::fs::read(path.under(self.root())) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(Error::io("reading", path.to_string(), e)),
-        };
+        let before = crate::store::beneath::read(self.root(), path.as_str())?.unwrap_or_default();
         let before_sha256 = sha256_hex(&before);
         if let Some(expected) = expected_sha256
             && !expected.eq_ignore_ascii_case(&before_sha256)
@@ -318,7 +314,7 @@ impl Vault {
         let after_sha256 = sha256_hex(content.as_bytes());
         let proposal_id = proposal_id(path.as_str(), &before_sha256, &after_sha256, content);
         let stored_path = layout::join(self.root(), &format!("{}/{proposal_id}.json", layout::PROPOSALS_DIR));
-        if let Ok(bytes) = std::fs::read(&stored_path) {
+        if let Ok(bytes) = durable::read_engine_file(self.root(), &stored_path) {
             let stored: Proposal =
                 serde_json::from_slice(&bytes).map_err(|_| Error::ProposalInvalid { reason: "stored proposal is unreadable".into() })?;
             if stored.path != path.as_str() || stored.content != content || stored.before_sha256 != before_sha256 {
@@ -347,7 +343,7 @@ impl Vault {
             return Err(Error::InvalidArgument { name: "proposal_id", reason: "must be 64 hex characters".into() });
         }
         let stored_path = layout::join(self.root(), &format!("{}/{proposal_id}.json", layout::PROPOSALS_DIR));
-        let stored: BTreeMap<String, Value> = std::fs::read(&stored_path)
+        let stored: BTreeMap<String, Value> = durable::read_engine_file(self.root(), &stored_path)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .ok_or_else(|| Error::ProposalInvalid { reason: "proposal is not durable; call propose_memory_change first".into() })?;
@@ -388,7 +384,7 @@ impl Vault {
         let CheckedProposal { path, note, content, before_sha256: before, after_sha256: after, proposal_id: id, idempotency_key } =
             check_proposal(proposal)?;
         let stored_path = layout::join(self.root(), &format!("{}/{id}.json", layout::PROPOSALS_DIR));
-        let stored: Proposal = std::fs::read(&stored_path)
+        let stored: Proposal = durable::read_engine_file(self.root(), &stored_path)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .ok_or_else(|| refuse("proposal is not durable; call propose_memory_change first"))?;

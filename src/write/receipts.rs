@@ -229,9 +229,8 @@ impl ReceiptLog {
                 Err(_) => Err("the receipt's path is not a vault path".to_string()),
                 Ok(vault_path) => match crate::note::path::resolve_safe(root, &vault_path) {
                     Err(e) => Err(e.to_string()),
-                    Ok(absolute) => match nofollow::read(&absolute) {
-                        Ok(bytes) => Ok(Some(crate::write::sha256_hex(&bytes))),
-                        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                    Ok(_) => match crate::store::beneath::read(root, vault_path.as_str()) {
+                        Ok(bytes) => Ok(bytes.map(|bytes| crate::write::sha256_hex(&bytes))),
                         Err(e) => Err(format!("cannot be read: {e}")),
                     },
                 },

@@ -154,16 +154,23 @@ impl Canary {
         self.dir.path().join("precious.txt")
     }
 
-    /// (name, sha256, mtime) of every file in the canary folder.
+    /// (path, sha256, mtime) of every file and folder in the canary folder, its subfolders
+    /// included.
     fn state(&self) -> Vec<(String, String, Option<std::time::SystemTime>)> {
-        let mut out: Vec<_> = std::fs::read_dir(self.dir.path())
-            .unwrap()
-            .map(|e| {
-                let path = e.unwrap().path();
-                let hash = sha256_hex(&std::fs::read(&path).unwrap_or_default());
-                (path.file_name().unwrap().to_string_lossy().into_owned(), hash, filetime_of(&path))
-            })
-            .collect();
+        fn walk(base: &Path, dir: &Path, out: &mut Vec<(String, String, Option<std::time::SystemTime>)>) {
+            for entry in std::fs::read_dir(dir).unwrap() {
+                let path = entry.unwrap().path();
+                let rel = path.strip_prefix(base).unwrap().to_string_lossy().into_owned();
+                if std::fs::symlink_metadata(&path).unwrap().is_dir() {
+                    out.push((rel, "folder".into(), filetime_of(&path)));
+                    walk(base, &path, out);
+                } else {
+                    out.push((rel, sha256_hex(&std::fs::read(&path).unwrap_or_default()), filetime_of(&path)));
+                }
+            }
+        }
+        let mut out = Vec::new();
+        walk(self.dir.path(), self.dir.path(), &mut out);
         out.sort();
         out
     }
@@ -824,14 +831,31 @@ fn a_real_full_file_system_before_and_after_the_commit_point_is_disk_full_and_lo
 
 // ---- item 2 (engine folders): engine folders swapped for links while the engine uses them ----
 
+/// Copies the folder `from` (files and subfolders) into `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).unwrap();
+        }
+    }
+}
+
 /// Swaps the vault folder `rel` with a link to a canary folder outside the vault, over and over
 /// (mostly the real folder, briefly the link), while `op` runs at least `min_ops` times and the
-/// swapper makes at least 100 swaps. Asserts that the canary is untouched (no byte written,
-/// no file created, removed or truncated), and returns the outcome codes.
+/// swapper makes at least 100 swaps. The canary first gets `plant`'s files: files named like
+/// the engine's whose content would change an answer if the engine ever read them. Asserts
+/// that the canary is untouched (no byte written, no file created, removed or truncated, no
+/// mtime moved), and returns the outcome codes.
 fn engine_folder_storm(
     root: &Path,
     rel: &str,
     min_ops: usize,
+    plant: impl FnOnce(&Path),
     mut op: impl FnMut(usize) -> Result<(), Error>,
 ) -> std::collections::BTreeMap<String, usize> {
     use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -841,6 +865,7 @@ fn engine_folder_storm(
     // walk of the vault meets it.
     let swap = root.with_file_name(format!("{}-swap-{}", root.file_name().unwrap().to_string_lossy(), rel.replace('/', "_")));
     let canary = Canary::new();
+    plant(canary.dir.path());
     let before = canary.state();
     std::os::unix::fs::symlink(canary.dir.path(), &swap).unwrap();
     let stop = std::sync::Arc::new(AtomicBool::new(false));
@@ -909,15 +934,37 @@ fn engine_folder_storm(
 fn engine_folders_swapped_for_links_during_a_storm_never_get_a_byte_outside() {
     let (dir, vault) = vault("");
     let root = dir.path().to_path_buf();
-    // Proposals: propose writes `.paravault/proposals/<id>.json`, apply reads it back.
+    // Answers that could only come from a canary file (read through a swapped folder).
+    let reflected = std::cell::Cell::new(0usize);
+    // Proposals: propose writes `.paravault/proposals/<id>.json`, apply reads it back. The
+    // canary holds a valid stored proposal the vault does not (made here, then moved out):
+    // applying it by id can only succeed by reading the canary.
     vault.propose_memory_change("01_Projects/seed.md", &note("Project", "Seed", "Body.\n"), None, None).unwrap();
-    engine_folder_storm(&root, ".paravault/proposals", 150, |i| {
-        let proposal =
-            vault.propose_memory_change(&format!("01_Projects/p{i}.md"), &note("Project", &format!("P{i}"), "Body.\n"), None, None)?;
-        let map: std::collections::BTreeMap<String, serde_json::Value> =
-            serde_json::from_value(serde_json::to_value(&proposal).unwrap()).unwrap();
-        vault.apply_memory_change(&map, true).map(drop)
-    });
+    let outside = vault.propose_memory_change("01_Projects/canary.md", &note("Project", "Canary", "CANARY.\n"), None, None).unwrap();
+    let outside_file = root.join(format!(".paravault/proposals/{}.json", outside.proposal_id));
+    let outside_bytes = std::fs::read(&outside_file).unwrap();
+    std::fs::remove_file(&outside_file).unwrap();
+    engine_folder_storm(
+        &root,
+        ".paravault/proposals",
+        150,
+        |canary| std::fs::write(canary.join(format!("{}.json", outside.proposal_id)), &outside_bytes).unwrap(),
+        |i| {
+            if i % 2 == 1 {
+                if vault.apply_stored_proposal(&outside.proposal_id, true).is_ok() {
+                    reflected.set(reflected.get() + 1);
+                }
+                return Ok(());
+            }
+            let proposal =
+                vault.propose_memory_change(&format!("01_Projects/p{i}.md"), &note("Project", &format!("P{i}"), "Body.\n"), None, None)?;
+            let map: std::collections::BTreeMap<String, serde_json::Value> =
+                serde_json::from_value(serde_json::to_value(&proposal).unwrap()).unwrap();
+            vault.apply_memory_change(&map, true).map(drop)
+        },
+    );
+    assert_eq!(reflected.get(), 0, "a proposal was read from outside the vault");
+    assert!(!root.join("01_Projects/canary.md").exists(), "a proposal stored outside the vault was applied");
     // Task journals: handoff writes `.paravault/tasks/<id>.json` and `tasks/events/<id>.jsonl`.
     let task = |id: String| -> paravault::handoff::HandoffRequest {
         serde_json::from_value(
@@ -926,24 +973,100 @@ fn engine_folders_swapped_for_links_during_a_storm_never_get_a_byte_outside() {
         .unwrap()
     };
     vault.handoff_work(task("seed".into())).unwrap();
-    engine_folder_storm(&root, ".paravault/tasks", 150, |i| vault.handoff_work(task(format!("t{i}"))).map(drop));
+    // The canary holds a task the vault does not (created here, its files then moved out):
+    // showing or listing it can only succeed by reading the canary.
+    vault.handoff_work(task("canarytask".into())).unwrap();
+    let task_files = [".paravault/tasks/canarytask.json", ".paravault/tasks/events/canarytask.jsonl"];
+    let task_bytes: Vec<Vec<u8>> = task_files.iter().map(|f| std::fs::read(root.join(f)).unwrap()).collect();
+    for f in task_files {
+        std::fs::remove_file(root.join(f)).unwrap();
+    }
+    let show = |id: &str| -> paravault::handoff::HandoffRequest {
+        serde_json::from_value(serde_json::json!({"action": "show", "task_id": id})).unwrap()
+    };
+    let list = || -> paravault::handoff::HandoffRequest { serde_json::from_value(serde_json::json!({"action": "list"})).unwrap() };
+    engine_folder_storm(
+        &root,
+        ".paravault/tasks",
+        150,
+        |canary| {
+            std::fs::create_dir_all(canary.join("events")).unwrap();
+            std::fs::write(canary.join("canarytask.json"), &task_bytes[0]).unwrap();
+            std::fs::write(canary.join("events/canarytask.jsonl"), &task_bytes[1]).unwrap();
+        },
+        |i| match i % 3 {
+            0 => {
+                if vault.handoff_work(show("canarytask")).is_ok() {
+                    reflected.set(reflected.get() + 1);
+                }
+                Ok(())
+            }
+            1 => {
+                if let Ok(listed) = vault.handoff_work(list())
+                    && serde_json::to_string(&listed).unwrap().contains("canarytask")
+                {
+                    reflected.set(reflected.get() + 1);
+                }
+                Ok(())
+            }
+            _ => vault.handoff_work(task(format!("t{i}"))).map(drop),
+        },
+    );
+    assert_eq!(reflected.get(), 0, "a task was read from outside the vault");
     // Search generations: writes publish them, searches open them.
     vault.sync_vault(&SyncParams { fts_only: true, accept_dense_loss: false, force_rebuild: false, allow_partial: true }).unwrap();
-    engine_folder_storm(&root, ".paravault/search", 150, |i| {
-        if i % 2 == 0 {
-            vault.ingest_note(&ingest(&format!("03_Resources/s{i}"), "Searchable body.")).map(drop)
-        } else {
-            vault.search(&SearchParams::fts("searchable", 5)).map(drop)
+    // A second vault whose index (ACTIVE, manifests, meta.json, segments) finds "canaryword":
+    // its engine folders are the canaries, so a search here finding it read outside the vault.
+    let (other_dir, other) = crate::support::vault("");
+    other.ingest_note(&ingest("03_Resources/canary", "The canaryword lives here.")).unwrap();
+    other.sync_vault(&SyncParams { fts_only: true, accept_dense_loss: false, force_rebuild: true, allow_partial: true }).unwrap();
+    drop(other);
+    let canary_search = |what: &str| {
+        let canary_root = other_dir.path().join(".paravault").join(what);
+        move |canary: &Path| copy_tree(&canary_root, canary)
+    };
+    let finds_canary = || vault.search(&SearchParams::fts("canaryword", 5)).is_ok_and(|found| !found.results.is_empty());
+    assert!(!finds_canary(), "the vault itself holds no canaryword");
+    engine_folder_storm(&root, ".paravault/search", 150, canary_search("search"), |i| match i % 3 {
+        0 => vault.ingest_note(&ingest(&format!("03_Resources/s{i}"), "Searchable body.")).map(drop),
+        1 => vault.search(&SearchParams::fts("searchable", 5)).map(drop),
+        _ => {
+            if finds_canary() {
+                reflected.set(reflected.get() + 1);
+            }
+            Ok(())
         }
     });
+    assert_eq!(reflected.get(), 0, "a search answered from an index outside the vault");
+    // The index folder itself swapped, under writes (segments, meta.json, lock files through
+    // the index folder's handle) and searches.
+    engine_folder_storm(&root, ".paravault/search/index", 150, canary_search("search/index"), |i| match i % 3 {
+        0 => vault.ingest_note(&ingest(&format!("03_Resources/x{i}"), "Searchable body.")).map(drop),
+        1 => vault.search(&SearchParams::fts("searchable", 5)).map(drop),
+        _ => {
+            if finds_canary() {
+                reflected.set(reflected.get() + 1);
+            }
+            Ok(())
+        }
+    });
+    assert_eq!(reflected.get(), 0, "a search answered from segments outside the vault");
     // The whole engine folder (journal, receipts, persisted inventory): writes and fresh opens.
-    engine_folder_storm(&root, ".paravault", 100, |i| {
-        if i % 3 == 0 {
-            open(&root).and_then(|fresh| fresh.lint().map(drop))
-        } else {
-            vault.ingest_note(&ingest(&format!("02_Areas/e{i}"), "Body.")).map(drop)
+    // The canary is the other vault's whole engine folder (its journal, receipts naming
+    // `03_Resources/canary.md`, its persisted inventory and index).
+    let names_canary = |history: Vec<serde_json::Value>| history.iter().any(|r| r.to_string().contains("canary.md"));
+    engine_folder_storm(&root, ".paravault", 100, canary_search(""), |i| match i % 4 {
+        0 => open(&root).and_then(|fresh| fresh.lint().map(drop)),
+        1 => {
+            if open(&root).and_then(|fresh| fresh.read_memory_history(100, 0)).is_ok_and(names_canary) || finds_canary() {
+                reflected.set(reflected.get() + 1);
+            }
+            Ok(())
         }
+        _ => vault.ingest_note(&ingest(&format!("02_Areas/e{i}"), "Body.")).map(drop),
     });
+    assert_eq!(reflected.get(), 0, "history or search answered from an engine folder outside the vault");
+    assert!(!names_canary(vault.read_memory_history(1000, 0).unwrap()));
     // Once the folders stay put, everything works and the history verifies.
     vault.ingest_note(&ingest("01_Projects/after", "Body.")).unwrap();
     vault.handoff_work(task("after".into())).unwrap();
