@@ -329,7 +329,7 @@ pub struct QueryEpisodes {
     #[serde(default)]
     pub include_closed: bool,
     /// relevance (default with a query), newest (default without), oldest, valid_from,
-    /// salience or confidence.
+    /// recency (ctxvault's name for valid_from's order), salience or confidence.
     #[serde(default)]
     pub order_by: Option<String>,
     #[serde(default = "ten")]
