@@ -79,6 +79,8 @@ pub struct Vault {
     saved_inventory: Mutex<Option<SavedInventory>>,
     /// Whom writes through this handle are made for; provenance comes from it (never content).
     channel: Channel,
+    /// The process ends right after this handle is dropped (`ending_the_process`).
+    ends_the_process: bool,
 }
 
 /// Who is writing: set by the adapter (the CLI is a person at a terminal, MCP is an agent),
@@ -207,6 +209,11 @@ impl Drop for Vault {
             && let Some(inventory) = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref()
         {
             self.persist_inventory(inventory);
+        }
+        if self.ends_the_process
+            && let Some(inventory) = self.inventory.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+        {
+            std::mem::forget(inventory);
         }
     }
 }
@@ -361,6 +368,7 @@ impl Vault {
             }),
             saved_inventory: Mutex::new(None),
             channel: Channel::Agent,
+            ends_the_process: false,
         };
         if layout::join(root, layout::JOURNAL).exists() {
             // Crash recovery at open, under the writer lock, before any other write. A
@@ -414,6 +422,15 @@ impl Vault {
     /// This handle, writing for `channel` (adapters call it once, right after opening).
     pub fn acting_for(mut self, channel: Channel) -> Self {
         self.channel = channel;
+        self
+    }
+
+    /// Marks this handle as the last thing its process holds (one CLI command): dropping it
+    /// still checkpoints and persists what it must, but leaves the in-memory vault model's
+    /// memory to the process's exit instead of freeing it map by map. Freeing a 20,000-note
+    /// model was 24% of a one-note CLI write's profile.
+    pub fn ending_the_process(mut self) -> Self {
+        self.ends_the_process = true;
         self
     }
 

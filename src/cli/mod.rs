@@ -347,9 +347,9 @@ fn open_as(cli: &Cli, channel: vault::Channel) -> Result<Vault, Error> {
     if source == vault::RootSource::Default && !root.exists() {
         let (vault, report) = Vault::init(&root, options())?;
         tracing::info!(created = report.created_notes.len(), "initialised the default vault");
-        return Ok(vault.acting_for(channel));
+        return Ok(vault.acting_for(channel).ending_the_process());
     }
-    Vault::open(&root, options()).map(|vault| vault.acting_for(channel))
+    Vault::open(&root, options()).map(|vault| vault.acting_for(channel).ending_the_process())
 }
 
 /// Reads an approver secret: prompted without echo on a terminal (twice when `confirm`), else

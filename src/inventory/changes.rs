@@ -40,6 +40,14 @@ impl ChangeLog {
         self.entries.push_back((revision, path.clone()));
     }
 
+    /// Starts the log at revision `revision` with no entries, as if every earlier entry had
+    /// been dropped: a model built in bulk (`Inventory::assemble`) has no per-path history, and
+    /// a reader keyed to an earlier revision recomputes from the whole inventory.
+    pub fn start_at(&mut self, revision: u64) {
+        self.entries.clear();
+        self.dropped_through = revision;
+    }
+
     /// The paths changed after revision `since` (each once, in no particular order), or `None`
     /// when the log no longer reaches back that far.
     pub fn since(&self, since: u64) -> Option<Vec<&VaultPath>> {
