@@ -127,6 +127,22 @@ fn bench_lint(c: &mut Criterion, fx: &Fixtures) {
         group.bench_function(format!("{label}/read_notes_through_handles"), |b| {
             b.iter(|| notes.iter().map(|rel| beneath::read(root, rel).expect("read").expect("a note").len()).sum::<usize>())
         });
+        // What the inventory's scan does (`inventory::read_all`): one folder handle per run of
+        // notes in the same folder, one `openat` per note.
+        group.bench_function(format!("{label}/read_notes_one_handle_per_folder"), |b| {
+            b.iter(|| {
+                let mut folder: Option<beneath::Folder> = None;
+                let mut total = 0;
+                for rel in &notes {
+                    let (dir, name) = rel.rsplit_once('/').unwrap_or(("", rel));
+                    if folder.as_ref().is_none_or(|f| f.rel() != dir) {
+                        folder = Some(beneath::Folder::open(root, dir, false).expect("folder"));
+                    }
+                    total += folder.as_ref().map_or(0, |f| f.read(name).expect("read").len());
+                }
+                total
+            })
+        });
     }
     group.finish();
 }

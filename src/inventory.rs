@@ -138,10 +138,20 @@ pub const OWNERSHIP_MARKERS: [&str; 2] = ["paravault", "power"];
 
 /// Reads and analyses one file. Never fails: unreadable files become records with problems.
 pub fn read_record(root: &Path, path: &VaultPath, kind: PageKind, policy: &LoadedPolicy) -> NoteRecord {
+    read_opened_record(path, kind, policy, || crate::store::beneath::open_read(root, path.as_str()))
+}
+
+/// [`read_record`] with the file opened by `open` (beneath the root, never through a link).
+fn read_opened_record(
+    path: &VaultPath,
+    kind: PageKind,
+    policy: &LoadedPolicy,
+    open: impl FnOnce() -> std::io::Result<std::fs::File>,
+) -> NoteRecord {
     let mut record = NoteRecord::empty(path.clone(), kind);
     let limit = policy.policy.limits.note_bytes_max;
     let read_at = now_ns();
-    let mut file = match crate::store::beneath::open_read(root, path.as_str()) {
+    let mut file = match open() {
         Ok(file) => file,
         Err(e) => {
             record.problems.push(FileProblem { rule: "note-unreadable", line: None, message: format!("cannot open: {}", e.kind()) });
@@ -412,18 +422,35 @@ pub fn stamp_now(root: &Path, path: &VaultPath) -> Option<FileStamp> {
     std::fs::symlink_metadata(path.under(root)).ok().map(|m| FileStamp::of(&m))
 }
 
+/// Reads `items` in order, opening each folder once for the run of paths it holds (walked
+/// listings are sorted, so a folder's notes are consecutive); a folder that cannot be opened
+/// leaves each of its notes to [`read_record`], which records why.
+fn read_by_folder(root: &Path, policy: &LoadedPolicy, items: &[(VaultPath, PageKind)]) -> Vec<NoteRecord> {
+    let mut folder: Option<crate::store::beneath::Folder> = None;
+    items
+        .iter()
+        .map(|(path, kind)| {
+            let dir = parent_dir(path.as_str());
+            if folder.as_ref().is_none_or(|f| f.rel() != dir) {
+                folder = crate::store::beneath::Folder::open(root, dir, false).ok();
+            }
+            match &folder {
+                Some(f) => read_opened_record(path, *kind, policy, || f.open_read(path.file_name())),
+                None => read_record(root, path, *kind, policy),
+            }
+        })
+        .collect()
+}
+
 /// Reads `items` in parallel on up to `threads` threads.
 pub(crate) fn read_all(root: &Path, policy: &LoadedPolicy, items: &[(VaultPath, PageKind)]) -> Vec<NoteRecord> {
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
     if items.len() < 64 || threads == 1 {
-        return items.iter().map(|(p, k)| read_record(root, p, *k, policy)).collect();
+        return read_by_folder(root, policy, items);
     }
     let chunk = items.len().div_ceil(threads);
     std::thread::scope(|s| {
-        let handles: Vec<_> = items
-            .chunks(chunk)
-            .map(|part| s.spawn(move || part.iter().map(|(p, k)| read_record(root, p, *k, policy)).collect::<Vec<_>>()))
-            .collect();
+        let handles: Vec<_> = items.chunks(chunk).map(|part| s.spawn(move || read_by_folder(root, policy, part))).collect();
         handles.into_iter().flat_map(|h| h.join().unwrap_or_default()).collect()
     })
 }
