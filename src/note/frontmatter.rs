@@ -166,6 +166,8 @@ fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem
     // set on its header line; `block` holds it and, once the first content line is seen, that
     // line's indent (later lines indented less end the scalar). Its lines are text.
     let (mut block_header, mut block): (Option<usize>, Option<(usize, Option<usize>)>) = (None, None);
+    // The line opened with `: ` (an explicit key's value) and no node has started after it.
+    let mut explicit_value = false;
     for (i, &b) in bytes.iter().enumerate() {
         if b == b'\n' {
             if !single && !double {
@@ -182,7 +184,7 @@ fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem
                 };
             }
             (line, comment, line_start, compact, previous) = (line + 1, false, true, 0, b);
-            (column, indent, plain, plain_from) = (0, 0, false, None);
+            (column, indent, plain, plain_from, explicit_value) = (0, 0, false, None, false);
             continue;
         }
         let at = column;
@@ -214,10 +216,11 @@ fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem
                 // A continuation line of a multi-line plain scalar: its brackets are text.
                 (line_start, plain, plain_from) = (false, true, Some(from));
             } else {
-                let is_indicator = matches!(b, b'-' | b'?') && matches!(bytes.get(i + 1), None | Some(b' ' | b'\t' | b'\r' | b'\n'));
+                // `- ` and `? ` open a block entry, `: ` an explicit key's value.
+                let is_indicator = matches!(b, b'-' | b'?' | b':') && matches!(bytes.get(i + 1), None | Some(b' ' | b'\t' | b'\r' | b'\n'));
                 if b == b' ' || b == b'\t' || is_indicator {
                     if is_indicator {
-                        (significant, indicator) = (b, at);
+                        (significant, indicator, explicit_value) = (b, at, b == b':');
                         compact += 1;
                         if compact > COMPACT_INDICATORS_MAX {
                             return Err(refuse(line, format!("a line opens more than {COMPACT_INDICATORS_MAX} nested block collections")));
@@ -256,6 +259,14 @@ fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem
             }
         } else {
             let node_start = matches!(significant, b'\n' | b':' | b'-' | b'?' | b'[' | b'{' | b',');
+            // The column a scalar starting here must have its further lines indented past: its
+            // key's (after a key's `:`), its `- ` / `? ` / `: ` indicator's, or its own.
+            let from = match significant {
+                b':' if explicit_value => indicator,
+                b':' => node,
+                b'-' | b'?' => indicator,
+                _ => at,
+            };
             match b {
                 b'#' if previous.is_ascii_whitespace() => comment = true,
                 b'"' if node_start => double = true,
@@ -268,28 +279,18 @@ fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem
                 }
                 b']' | b'}' => depth = depth.saturating_sub(1),
                 b' ' | b'\t' | b'\r' => {}
-                // A plain scalar in block context: the brackets it holds are text. Its
-                // continuation lines must be indented past its key (after `:`), its `- ` / `? `
-                // indicator, or (a bare scalar) its own first column.
-                // A block scalar's header: the lines after it, indented past its key or
-                // indicator, are its text.
-                b'|' | b'>' if depth == 0 && matches!(significant, b'\n' | b':' | b'-' | b'?') => {
-                    block_header = Some(match significant {
-                        b':' => node,
-                        b'-' | b'?' => indicator,
-                        _ => at,
-                    });
-                }
+                // A block scalar's header: the lines after it, indented past `from`, are text.
+                b'|' | b'>' if depth == 0 && matches!(significant, b'\n' | b':' | b'-' | b'?') => block_header = Some(from),
                 b'&' | b'*' | b'!' | b'|' | b'>' | b'%' | b'@' | b'`' | b',' => {}
-                _ if depth == 0 && matches!(significant, b'\n' | b':' | b'-' | b'?') => {
-                    let from = match significant {
-                        b':' => node,
-                        b'-' | b'?' => indicator,
-                        _ => at,
-                    };
-                    (plain, plain_from) = (true, Some(from));
-                }
+                // A value indicator, never the start of a plain scalar.
+                b':' if matches!(bytes.get(i + 1), None | Some(b' ' | b'\t' | b'\r' | b'\n')) => {}
+                // A plain scalar in block context: the brackets it holds are text, and so are
+                // those of its continuation lines (indented past `from`).
+                _ if depth == 0 && matches!(significant, b'\n' | b':' | b'-' | b'?') => (plain, plain_from) = (true, Some(from)),
                 _ => {}
+            }
+            if !matches!(b, b' ' | b'\t' | b'\r' | b':') {
+                explicit_value = false;
             }
         }
         if b != b' ' && b != b'\t' {

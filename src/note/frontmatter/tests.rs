@@ -197,3 +197,19 @@ fn block_scalar_lines_are_text() {
     let text = render_new(&Frontmatter::from_mapping(rendered.clone()).unwrap(), "").unwrap();
     assert_eq!(parse_text(&text).unwrap().mapping, rendered, "{text}");
 }
+
+#[test]
+fn an_explicit_keys_value_line_is_read_as_a_value() {
+    // A fuzz finding: serde_yaml renders a long key as `? key` / `: value`, and the pre-scan
+    // read the `: ` line's quoted value as a plain scalar whose brackets counted.
+    let braces = "{".repeat(40);
+    let long_key = "k".repeat(200);
+    let mapping: Mapping = [(Value::String(long_key), Value::String(format!("title: [{braces} \"x\"")))].into_iter().collect();
+    let text = render_new(&Frontmatter::from_mapping(mapping.clone()).unwrap(), "").unwrap();
+    assert!(text.contains("\n? ") || text.contains("\n: "), "{text}");
+    assert_eq!(parse_text(&text).unwrap().mapping, mapping, "{text}");
+    let block = format!("---\n? k\n: |\n  {braces}\n---\n");
+    assert!(parse_text(&block).is_ok(), "{block}");
+    let bomb = format!("---\n? k\n: {}\n---\n", "[".repeat(40));
+    assert!(matches!(parse_text(&bomb), Err(FrontmatterProblem::Yaml { ref message, .. }) if message.contains("deeper than 32")), "{bomb}");
+}
