@@ -253,18 +253,8 @@ impl Folder {
     /// `sync_file`), renamed over `name` relative to the handle. No fault injection: callers
     /// are derived files (the search index) that a failed write never loses.
     pub fn replace(&self, name: &str, bytes: &[u8], sync_file: bool) -> io::Result<()> {
-        let (temp, mut file) = create_temp(&self.fd)?;
-        let placed = (|| -> io::Result<()> {
-            std::io::Write::write_all(&mut file, bytes)?;
-            if sync_file {
-                file.sync_data()?;
-            }
-            Ok(rustix::fs::renameat(&*self.fd, temp.as_str(), &*self.fd, name)?)
-        })();
-        if placed.is_err() {
-            let _ = rustix::fs::unlinkat(&*self.fd, temp.as_str(), AtFlags::empty());
-        }
-        placed
+        let place = |temp: &str| Ok(rustix::fs::renameat(&*self.fd, temp, &*self.fd, name).map(|()| true)?);
+        super::durable::via_temp_checking(&self.fd, bytes, sync_file, |_| Ok(()), place).map(drop)
     }
 
     /// Removes the file `name`; `Ok(false)` when it did not exist.

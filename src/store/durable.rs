@@ -50,16 +50,28 @@ fn folder_and_name<'p>(root: &Path, path: &'p Path, create: bool) -> io::Result<
 /// hands its name to `place`, which moves it into place; the temp file is removed if anything
 /// fails. Fault points: `create_temp`, `write_temp`, `fsync_temp` (when `sync_file`), `rename`.
 pub(super) fn via_temp(dirfd: &OwnedFd, bytes: &[u8], sync_file: bool, place: impl FnOnce(&str) -> io::Result<bool>) -> io::Result<bool> {
-    faults::check("create_temp")?;
+    via_temp_checking(dirfd, bytes, sync_file, faults::check, place)
+}
+
+/// [`via_temp`] with `check` called at each fault point (derived files that a failed write
+/// never loses, such as the search index, pass a check that never fails).
+pub(super) fn via_temp_checking(
+    dirfd: &OwnedFd,
+    bytes: &[u8],
+    sync_file: bool,
+    check: impl Fn(&'static str) -> io::Result<()>,
+    place: impl FnOnce(&str) -> io::Result<bool>,
+) -> io::Result<bool> {
+    check("create_temp")?;
     let (temp, mut file) = beneath::create_temp(dirfd)?;
     let result = (|| -> io::Result<bool> {
-        faults::check("write_temp")?;
+        check("write_temp")?;
         file.write_all(bytes)?;
         if sync_file {
-            faults::check("fsync_temp")?;
+            check("fsync_temp")?;
             file.sync_all()?;
         }
-        faults::check("rename")?;
+        check("rename")?;
         place(&temp)
     })();
     if !matches!(result, Ok(true)) {
