@@ -343,7 +343,16 @@ fn render_mapping(mapping: &Mapping) -> Result<String, FrontmatterProblem> {
     if mapping.is_empty() {
         return Ok(String::new());
     }
-    serde_yaml::to_string(mapping).map_err(|e| FrontmatterProblem::Unrenderable { message: e.to_string() })
+    let text = serde_yaml::to_string(mapping).map_err(|e| FrontmatterProblem::Unrenderable { message: e.to_string() })?;
+    // serde_yaml's emitter writes some tags verbatim that are not valid YAML (`!%5bt` decodes to
+    // `![t`, a flow indicator): what it writes must read back as the same mapping, or nothing
+    // is written.
+    match serde_yaml::from_str::<Value>(&text) {
+        Ok(Value::Mapping(back)) if back == *mapping => Ok(text),
+        _ => Err(FrontmatterProblem::Unrenderable {
+            message: "the YAML emitter's output does not read back as the same mapping (a tag or key it cannot write)".into(),
+        }),
+    }
 }
 
 /// Renders a note: delimiters and body of `split` around the frontmatter's YAML text.

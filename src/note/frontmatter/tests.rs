@@ -105,6 +105,18 @@ fn unrenderable_mappings_are_refused_not_emptied() {
     assert_eq!(render(&s, &fm).unwrap(), "---\n? {a: 1}\n: 2\n---\n");
 }
 
+#[test]
+fn a_mapping_the_emitter_would_write_unreadably_is_refused() {
+    // Found by the fuzzer: a tag with an escaped flow indicator (`!%5bt` is `![t`) that
+    // serde_yaml emits unescaped, giving YAML that no longer parses.
+    for text in ["---\n? !%5bt k\n---\n", "---\na: !%5bt v\n---\n"] {
+        let s = split(text).unwrap();
+        let fm = parse(&s).unwrap();
+        assert!(matches!(Frontmatter::from_mapping(fm.mapping.clone()), Err(FrontmatterProblem::Unrenderable { .. })), "{text:?}");
+        assert_eq!(render(&s, &fm).unwrap(), text, "the unchanged parse still renders from its source");
+    }
+}
+
 fn parse_text(text: &str) -> Result<Frontmatter, FrontmatterProblem> {
     parse(&split(text).unwrap())
 }
