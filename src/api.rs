@@ -30,6 +30,11 @@ pub mod search {
     pub use crate::search::{Envelope, HANDLING_INSTRUCTION, SyncReport};
 }
 
+/// The one doctor report (`get_server_info`'s cheap form, `paravault doctor`'s checked form).
+pub mod doctor {
+    pub use crate::doctor::{DoctorReport, VaultCheck};
+}
+
 /// The lint report and its findings.
 pub mod lint {
     pub use crate::finding::{Finding, Severity};

@@ -22,7 +22,7 @@
 //! - `starter`   — the starter notes of a new vault.
 //! - `vault`     — the application API every adapter calls.
 //! - `write`     — the one write transaction and its operations.
-//! - `retrieval`, `maintenance`, `server_info` — read, maintenance and discovery operations.
+//! - `retrieval`, `maintenance`, `doctor` — read, maintenance and discovery operations.
 //! - `handoff`   — `handoff_work`: durable work packets (Task v2) with a hash-chained journal.
 //! - `goals`     — stepstone's project goals: a worklist note, its graph, the goal service.
 //! - `infra`     — `infra_action`: the INFRA-1 broker client (identifiers only, Unix socket).
@@ -43,6 +43,7 @@
 
 pub mod api;
 pub mod approvals;
+pub mod doctor;
 pub mod embed;
 pub mod error;
 pub mod finding;
@@ -57,7 +58,6 @@ pub mod policy;
 pub mod retrieval;
 pub mod scan;
 pub mod search;
-pub mod server_info;
 pub mod store;
 pub mod user_config;
 

@@ -16,7 +16,7 @@ use crate::inventory::{self, FileStamp, Inventory};
 use crate::lint::{self, Finding, LintReport};
 use crate::note::frontmatter;
 use crate::note::path::VaultPath;
-use crate::policy::{LoadedPolicy, PolicySource};
+use crate::policy::LoadedPolicy;
 use crate::scan::PageKind;
 use crate::store::journal::{Journal, Record};
 use crate::store::{durable, layout};
@@ -262,62 +262,6 @@ pub struct MarkdownReport {
     pub skipped_too_large: Vec<String>,
 }
 
-/// The doctor report (grows with the engine).
-#[derive(Debug, Clone, Serialize)]
-pub struct DoctorReport {
-    pub schema_version: u32,
-    pub command: &'static str,
-    pub status: &'static str,
-    pub engine: EngineInfo,
-    pub vault: VaultInfo,
-    pub policy: PolicySource,
-    pub lint: LintSummary,
-    pub embedding: DoctorEmbedding,
-    pub issues: Vec<DoctorIssue>,
-    /// Proposals waiting for a person's decision (`paravault approvals` lists them).
-    pub pending_approvals: usize,
-    /// How this process keeps its model equal to the disk, and the leftovers it removed.
-    pub freshness: Freshness,
-    pub computed_from: inventory::ComputedFrom,
-}
-
-/// What the doctor says about dense search: the configured model (sources in resolution order,
-/// existence only), what this process has bound, and the active generation's dense index.
-#[derive(Debug, Clone, Serialize)]
-pub struct DoctorEmbedding {
-    pub configured: crate::embed::ModelDescription,
-    pub dense_index: Option<crate::search::dense::DenseManifest>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct EngineInfo {
-    pub name: &'static str,
-    pub version: &'static str,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct VaultInfo {
-    pub path: String,
-    pub notes: usize,
-    pub notes_valid: usize,
-    pub notes_invalid: usize,
-    pub system_pages: usize,
-    pub files: usize,
-    pub excluded_notes: Vec<Exclusion>,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct Exclusion {
-    pub path: String,
-    pub reason: String,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct LintSummary {
-    pub blocking: bool,
-    pub counts: std::collections::BTreeMap<&'static str, usize>,
-}
-
 /// One bounded slice of a note (`read_note`).
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct NoteSlice {
@@ -329,14 +273,6 @@ pub struct NoteSlice {
     pub sha256: String,
     pub content: String,
     pub eof: bool,
-}
-
-#[derive(Debug, Clone, Serialize)]
-pub struct DoctorIssue {
-    pub code: &'static str,
-    pub severity: &'static str,
-    pub message: String,
-    pub remediation: String,
 }
 
 impl Vault {
@@ -1130,92 +1066,6 @@ impl Vault {
             sha256: crate::hex::sha256_hex(&bytes),
             content: text[offset..end].to_string(),
             eof: end == total,
-        })
-    }
-
-    /// The doctor report: vault, policy, counts, findings summary, named exclusions.
-    pub fn doctor(&self) -> Result<DoctorReport> {
-        let lint = self.lint()?;
-        let vault = self.with_inventory(|inv| {
-            let notes: Vec<_> = inv.notes().collect();
-            VaultInfo {
-                path: self.root.display().to_string(),
-                notes: notes.len(),
-                notes_valid: notes.iter().filter(|r| r.valid).count(),
-                notes_invalid: notes.iter().filter(|r| !r.valid).count(),
-                system_pages: inv.records.len() - notes.len(),
-                files: inv.files.len(),
-                excluded_notes: notes
-                    .iter()
-                    .filter(|r| !r.valid)
-                    .map(|r| Exclusion {
-                        path: r.path.to_string(),
-                        reason: r.problems.iter().map(|p| format!("{}: {}", p.rule, p.message)).collect::<Vec<_>>().join("; "),
-                    })
-                    .collect(),
-            }
-        })?;
-        let mut issues = Vec::new();
-        if vault.notes_invalid > 0 {
-            issues.push(DoctorIssue {
-                code: "notes_excluded",
-                severity: "warning",
-                message: format!("{} notes have invalid metadata and are excluded from catalogs", vault.notes_invalid),
-                remediation: "run `paravault lint` and fix the named fields".into(),
-            });
-        }
-        if lint.blocking {
-            issues.push(DoctorIssue {
-                code: "lint_blocking",
-                severity: "warning",
-                message: "the vault has blocking lint findings (writes to the affected notes will be refused)".into(),
-                remediation: "run `paravault lint` for the list".into(),
-            });
-        }
-        let configured = crate::embed::vault_handle(&self.policy.policy, &self.root).describe();
-        let dense_index = crate::search::generation::read_active(&self.root)
-            .ok()
-            .flatten()
-            .and_then(|id| crate::search::generation::read_manifest(&self.root, &id).ok())
-            .and_then(|m| m.dense);
-        if let Some(d) = &dense_index {
-            if !configured.sources.iter().any(|s| s.files_present) && configured.bound.is_none() {
-                issues.push(DoctorIssue {
-                    code: "embedding_model_missing",
-                    severity: "error",
-                    message: format!(
-                        "the active generation has a dense index ({} chunks, {}) but no configured source holds the model files: dense search and every write will fail",
-                        d.chunks, d.model
-                    ),
-                    remediation: "put the model in embedding.local_dir or PARAVAULT_MODEL_DIR (see docs/embedding.md), or run `paravault sync --accept-dense-loss`".into(),
-                });
-            }
-            if d.model != configured.model || d.max_tokens != configured.max_tokens {
-                issues.push(DoctorIssue {
-                    code: "embedding_model_changed",
-                    severity: "error",
-                    message: format!(
-                        "the dense index was built with {} (cut {}), the policy names {} (cut {})",
-                        d.model, d.max_tokens, configured.model, configured.max_tokens
-                    ),
-                    remediation: "run `paravault sync --dense --force-rebuild`".into(),
-                });
-            }
-        }
-        let status = if issues.is_empty() { "ok" } else { "degraded" };
-        Ok(DoctorReport {
-            schema_version: 1,
-            command: "doctor",
-            status,
-            engine: EngineInfo { name: "paravault", version: env!("CARGO_PKG_VERSION") },
-            vault,
-            policy: self.policy.source.clone(),
-            lint: LintSummary { blocking: lint.blocking, counts: lint.counts },
-            embedding: DoctorEmbedding { configured, dense_index },
-            issues,
-            pending_approvals: self.pending_approvals()?,
-            freshness: self.freshness(),
-            computed_from: lint.computed_from.unwrap_or_default(),
         })
     }
 }

@@ -5,10 +5,11 @@ use std::io::Write;
 use serde::Serialize;
 
 use super::exit;
+use crate::api::doctor::DoctorReport;
 use crate::api::lint::LintReport;
 use crate::api::lint::Severity;
 use crate::error::Error;
-use crate::vault::{DoctorReport, IndexReport, InitReport, MarkdownReport};
+use crate::vault::{IndexReport, InitReport, MarkdownReport};
 
 /// Where and how to print.
 pub struct Output {
@@ -371,64 +372,79 @@ apply with: paravault apply {} --approve
         exit::OK
     }
 
+    /// `paravault doctor`: exits 0 whenever it could report (the verdict is the report's `status`
+    /// and `exit_code`, as in P.O.W.E.R.'s JSON; the `invoke` verb and scripts read those).
     pub fn doctor(&self, report: &DoctorReport) -> u8 {
+        self.print_doctor(report);
+        exit::OK
+    }
+
+    fn print_doctor(&self, report: &DoctorReport) {
         if self.json {
             print_json(report);
-        } else {
-            let v = &report.vault;
-            let mut text = format!(
-                "paravault {} — status: {}\nvault: {}\nnotes: {} ({} valid, {} excluded), system pages: {}, files: {}\npolicy: {}{}\n",
-                report.engine.version,
-                report.status,
-                v.path,
-                v.notes,
-                v.notes_valid,
-                v.notes_invalid,
-                v.system_pages,
-                v.files,
-                report.policy.default,
-                report.policy.override_file.as_deref().map(|o| format!(" + {o}")).unwrap_or_default()
-            );
-            for e in &v.excluded_notes {
-                text.push_str(&format!("  excluded: {} — {}\n", e.path, e.reason));
+            return;
+        }
+        let mut text = format!("paravault {} — status: {}\n", report.runtime.version, report.status);
+        if let Some(check) = &report.vault_check {
+            text.push_str(&format!(
+                "vault: {}\nnotes: {} ({} valid, {} invalid), system pages: {}, files: {}\n",
+                check.path, check.notes, check.notes_valid, check.notes_invalid, check.system_pages, check.files
+            ));
+            for e in &check.invalid_notes {
+                text.push_str(&format!("  invalid: {} — {}\n", e.path, e.reason));
             }
-            text.push_str(&format!("pending approvals: {}\n", report.pending_approvals));
-            let counts: Vec<String> = report.lint.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
-            text.push_str(&format!("lint: {}{}\n", if report.lint.blocking { "blocking findings " } else { "ok " }, counts.join(" ")));
-            let e = &report.embedding;
-            let found: Vec<String> = e
-                .configured
-                .sources
-                .iter()
-                .map(|s| format!("{} {}", s.kind, if s.files_present { "(present)" } else { "(absent)" }))
-                .collect();
+        }
+        text.push_str(&format!(
+            "policy: {}{}\n",
+            report.policy.default,
+            report.policy.override_file.as_deref().map(|o| format!(" + {o}")).unwrap_or_default()
+        ));
+        let v = &report.vault;
+        match &v.active_generation {
+            Some(generation) => text.push_str(&format!(
+                "search: generation {generation}, {} notes indexed of {} scanned, {} writes served from the journal tail\n",
+                v.indexed_notes, v.scanned_notes, v.tail_writes
+            )),
+            None => text.push_str(&format!("search: {}\n", v.index_state)),
+        }
+        text.push_str(&format!(
+            "receipts: {}, pending approvals: {}\n",
+            v.last_receipt_seq,
+            v.pending_approvals.map_or_else(|| "unreadable".to_string(), |n| n.to_string())
+        ));
+        if let Some(check) = &report.vault_check {
+            let counts: Vec<String> = check.lint.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
+            text.push_str(&format!("lint: {}{}\n", if check.lint.blocking { "blocking findings " } else { "ok " }, counts.join(" ")));
+            let c = &check.embedding_configured;
+            let found: Vec<String> =
+                c.sources.iter().map(|s| format!("{} {}", s.kind, if s.files_present { "(present)" } else { "(absent)" })).collect();
             text.push_str(&format!(
                 "embedding: {} cut {} threads {} egress {:?}; sources: {}\n",
-                e.configured.model,
-                e.configured.max_tokens,
-                e.configured.threads,
-                e.configured.egress,
+                c.model,
+                c.max_tokens,
+                c.threads,
+                c.egress,
                 found.join(", ")
             ));
-            match &e.dense_index {
-                Some(d) => text.push_str(&format!("dense index: {} chunks, {} (arena rows {})\n", d.chunks, d.model, d.rows)),
-                None => text.push_str("dense index: none (fts only; `paravault sync --dense` builds one)\n"),
-            }
-            if report.freshness.leftover_temps_removed > 0 {
-                text.push_str(&format!("removed {} temporary files left by killed writes\n", report.freshness.leftover_temps_removed));
-            }
-            for issue in &report.issues {
-                text.push_str(&format!("  issue[{}]: {} ({})\n", issue.code, issue.message, issue.remediation));
-            }
-            say(&text);
         }
-        exit::OK
+        match &report.embedding.dense_index {
+            Some(d) => text.push_str(&format!("dense index: {} chunks, {} (arena rows {})\n", d.chunks, d.model, d.rows)),
+            None => text.push_str("dense index: none (fts only; `paravault sync --dense` builds one)\n"),
+        }
+        if let Some(check) = report.vault_check.as_ref().filter(|c| c.freshness.leftover_temps_removed > 0) {
+            text.push_str(&format!("removed {} temporary files left by killed writes\n", check.freshness.leftover_temps_removed));
+        }
+        for issue in &report.issues {
+            text.push_str(&format!("  issue[{}]: {} ({})\n", issue.code, issue.message, issue.remediation));
+        }
+        say(&text);
     }
 
     /// `paravault` without a command: what it is, the doctor summary, and the MCP client
     /// configuration for this binary and vault (Claude Code and Codex).
     pub fn first_run(&self, report: &DoctorReport, binary: &str) -> u8 {
-        let vault = &report.vault.path;
+        let vault = report.vault_check.as_ref().map_or_else(|| report.vault.path_hint.clone(), |c| c.path.clone());
+        let vault = vault.as_str();
         let args = serde_json::json!(["--vault", vault, "mcp"]);
         let claude = serde_json::json!({"mcpServers": {"paravault": {"command": binary, "args": args}}});
         if self.json {
@@ -444,9 +460,9 @@ apply with: paravault apply {} --approve
         say(&format!(
             "paravault {} — a governed knowledge vault: P.A.R.A. Markdown notes that people edit and agents\n\
              change only through one audited write transaction (lint gate, catalogs, search, receipts).\n\n",
-            report.engine.version
+            report.runtime.version
         ));
-        self.doctor(report);
+        self.print_doctor(report);
         say(&format!(
             "\nConnect an agent over MCP (stdio):\n\n\
              Claude Code — `.mcp.json` in your project, or `claude mcp add-json paravault '<json>'`:\n{}\n\n\

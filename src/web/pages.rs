@@ -245,15 +245,18 @@ pub async fn dashboard(State(state): State<Arc<WebState>>, viewer: Viewer) -> Re
     let body = html! {
         section #doctor {
             h2 { "Doctor" }
-            p { "Status: " strong #doctor-status { (doctor.status) } " · " (doctor.vault.notes) " notes (" (doctor.vault.notes_valid) " valid, "
-                (doctor.vault.notes_invalid) " invalid) · lint " (if doctor.lint.blocking { "blocking" } else { "not blocking" })
-                " · pending approvals: " strong #pending-count { (doctor.pending_approvals) } }
+            p { "Status: " strong #doctor-status { (doctor.status) }
+                @if let Some(check) = &doctor.vault_check {
+                    " · " (check.notes) " notes (" (check.notes_valid) " valid, " (check.notes_invalid) " invalid) · lint "
+                    (if check.lint.blocking { "blocking" } else { "not blocking" })
+                }
+                " · pending approvals: " strong #pending-count { (doctor.vault.pending_approvals.map_or_else(|| "unreadable".to_string(), |n| n.to_string())) } }
             @if !doctor.issues.is_empty() {
                 table { thead { tr { th { "code" } th { "severity" } th { "message" } th { "remediation" } } }
                     tbody { @for issue in &doctor.issues { tr { td { (issue.code) } td { (issue.severity) } td { (issue.message) } td { (issue.remediation) } } } } }
             }
-            @if !doctor.lint.counts.is_empty() {
-                p { "Lint findings: " @for (rule, count) in &doctor.lint.counts { (rule) " " (count) "; " } }
+            @if let Some(check) = doctor.vault_check.as_ref().filter(|c| !c.lint.counts.is_empty()) {
+                p { "Lint findings: " @for (rule, count) in &check.lint.counts { (rule) " " (count) "; " } }
             }
         }
         section { h2 { "Waiting for a person" } (proposals_table(&pending)) }

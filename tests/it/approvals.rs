@@ -63,7 +63,7 @@ fn under_a_human_rule_approved_true_waits_for_a_person_and_the_receipt_names_the
     assert_eq!(error.code(), "human_approval_required");
     assert!(!dir.path().join("01_Projects/plan.md").exists(), "nothing is written without a person");
     assert_eq!(vault.pending_approvals().unwrap(), 1);
-    assert_eq!(vault.doctor().unwrap().pending_approvals, 1);
+    assert_eq!(vault.doctor().unwrap().vault.pending_approvals, Some(1));
     assert_eq!(vault.server_info().unwrap().vault.pending_approvals, Some(1));
     assert_eq!(vault.proposal_status(&proposal.proposal_id).unwrap().state, ProposalState::Pending);
     // A wrong secret decides nothing.
@@ -313,7 +313,7 @@ fn the_cli_adds_approvers_and_decides_with_the_secret_on_standard_input() {
     let receipt = reopened.apply_memory_change(&as_map(&proposal), true).unwrap();
     assert_eq!(receipt["approval"]["approver"], "alice");
     let doctor: Value = serde_json::from_slice(&paravault(dir.path(), &["--json", "doctor"]).stdout).unwrap();
-    assert_eq!(doctor["pending_approvals"], 0);
+    assert_eq!(doctor["vault"]["pending_approvals"], 0);
 }
 
 /// A minimal MCP client over the binary's stdio.
@@ -422,7 +422,7 @@ fn an_unreadable_stored_proposal_does_not_hide_the_others_and_is_never_decided()
     std::fs::write(layout::join(dir.path(), &format!("{}/{garbage}.json", layout::PROPOSALS_DIR)), b"{not json").unwrap();
     assert_eq!(vault.pending_approvals().unwrap(), 1);
     assert_eq!(vault.proposals().unwrap().len(), 1);
-    assert_eq!(vault.doctor().unwrap().pending_approvals, 1);
+    assert_eq!(vault.doctor().unwrap().vault.pending_approvals, Some(1));
     let refused = vault.decide_with_approvers(config.path(), &request(&garbage, Decision::Approved, SECRET)).unwrap_err();
     assert_eq!(refused.code(), "proposal_invalid");
     assert!(!decision_file(dir.path(), &garbage).exists());

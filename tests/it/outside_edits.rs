@@ -245,11 +245,11 @@ fn leftover_temporary_files_of_killed_writes_are_removed_at_open_and_counted() {
     let young = root.join("02_Areas/.pv-tmp-young");
     std::fs::write(&young, "in flight").unwrap();
     let reopened = Vault::open(root, Default::default()).unwrap();
-    let doctor = reopened.doctor().unwrap();
+    let doctor = reopened.doctor().unwrap().vault_check.unwrap();
     assert_eq!(doctor.freshness.leftover_temps_removed, 2, "{:?}", doctor.freshness);
     assert!(leftovers.iter().all(|p| !p.exists()));
     assert!(young.exists());
-    assert!(!doctor.vault.excluded_notes.iter().any(|e| e.path.contains(".pv-tmp-")));
+    assert!(!doctor.invalid_notes.iter().any(|e| e.path.contains(".pv-tmp-")));
     let files = reopened.with_inventory(|inv| inv.files.iter().map(ToString::to_string).collect::<Vec<_>>()).unwrap();
     assert!(!files.iter().any(|f| f.contains(".pv-tmp-")), "temporary files are no attachments: {files:?}");
 }
@@ -294,7 +294,7 @@ fn reports_name_the_generation_and_model_state_they_were_computed_from() {
     let before = vault.lint().unwrap().computed_from.unwrap();
     assert_eq!(before.generation, None);
     vault.sync_vault(&Default::default()).unwrap();
-    let after = vault.doctor().unwrap().computed_from;
+    let after = vault.doctor().unwrap().vault_check.unwrap().computed_from;
     assert!(after.generation.is_some(), "{after:?}");
     assert_eq!(after.source_snapshot_hash, before.source_snapshot_hash);
     assert!(after.observed_at.is_some());

@@ -32,7 +32,7 @@ pub const LAYERS: &[&str] = &[
     "approvals",
     "retrieval",
     "maintenance",
-    "server_info",
+    "doctor",
     "handoff",
     "infra",
     "goals",

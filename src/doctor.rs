@@ -1,7 +1,11 @@
-//! The cheap discovery report (doctor-report-v1 fields, reference §8) that `get_server_info`
-//! answers on connect: built from the active generation's manifest and small state files only.
-//! It never scans the vault, never lints and never touches the network; it loads the model only
-//! when a provider probe is asked for (`server_info_with(true)`), and that probe never downloads.
+//! The one doctor report (doctor-report-v1 fields, reference §8): `get_server_info` answers its
+//! cheap form on connect, `paravault doctor` (and the web dashboard) the same report with the
+//! whole-vault check added.
+//!
+//! The cheap form is built from the active generation's manifest and small state files only: it
+//! never scans the vault, never lints and never touches the network; it loads the model only when
+//! a provider probe is asked for (`server_info_with(true)`), and that probe never downloads. The
+//! whole-vault check (`doctor()`) reads every note through the inventory and lints it.
 
 use serde::Serialize;
 
@@ -12,8 +16,10 @@ use crate::search::generation;
 use crate::store::layout;
 use crate::vault::Vault;
 
+/// The doctor report. `vault_check` is present only when the whole vault was checked
+/// (`Vault::doctor`); without it the report is exactly the doctor-report-v1 of `get_server_info`.
 #[derive(Debug, Clone, Serialize)]
-pub struct ServerInfo {
+pub struct DoctorReport {
     pub schema_version: u32,
     pub command: &'static str,
     pub status: &'static str,
@@ -24,6 +30,43 @@ pub struct ServerInfo {
     pub policy: PolicySource,
     pub embedding: EmbeddingState,
     pub issues: Vec<Issue>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vault_check: Option<VaultCheck>,
+}
+
+/// What a whole-vault check found (`paravault doctor`): counts from reading every note, the lint
+/// summary, the configured model's sources, and the state the answer was computed from.
+#[derive(Debug, Clone, Serialize)]
+pub struct VaultCheck {
+    /// The vault root as this process opened it (the person's own CLI; `get_server_info` never
+    /// reveals a path).
+    pub path: String,
+    pub notes: usize,
+    pub notes_valid: usize,
+    pub notes_invalid: usize,
+    pub system_pages: usize,
+    pub files: usize,
+    /// Notes with invalid metadata (excluded from catalogs and search), each with its reasons.
+    pub invalid_notes: Vec<Exclusion>,
+    pub lint: LintSummary,
+    /// The configured model: sources in resolution order (existence only) and what this process
+    /// has bound.
+    pub embedding_configured: crate::embed::ModelDescription,
+    /// How this process keeps its model equal to the disk, and the leftovers it removed.
+    pub freshness: crate::vault::Freshness,
+    pub computed_from: crate::inventory::ComputedFrom,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Exclusion {
+    pub path: String,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LintSummary {
+    pub blocking: bool,
+    pub counts: std::collections::BTreeMap<&'static str, usize>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -84,7 +127,7 @@ pub struct EmbeddingState {
     /// Whether every model file is present where the policy and environment point (file
     /// existence only: nothing is read or hashed).
     pub model_cached: bool,
-    pub dense_index: Option<serde_json::Value>,
+    pub dense_index: Option<crate::search::dense::DenseManifest>,
     /// `not_requested` (no model is loaded by this report), `bound` (the probe loaded and
     /// verified it) or `unavailable` (the probe could not; an issue says why).
     pub binding: &'static str,
@@ -134,14 +177,14 @@ const PROVIDER: &str = "candle-cpu";
 
 impl Vault {
     /// The discovery report; O(1) in vault size. Loads no model.
-    pub fn server_info(&self) -> Result<ServerInfo> {
+    pub fn server_info(&self) -> Result<DoctorReport> {
         self.server_info_with(false)
     }
 
     /// The discovery report; with `probe_provider` it also resolves, verifies and loads the
     /// configured model offline (egress forced to `deny`: a missing model is reported, never
     /// downloaded) and reports the binding. O(1) in vault size either way.
-    pub fn server_info_with(&self, probe_provider: bool) -> Result<ServerInfo> {
+    pub fn server_info_with(&self, probe_provider: bool) -> Result<DoctorReport> {
         let mut issues = Vec::new();
         let (index_state, manifest) = match generation::read_active(self.root()) {
             Ok(Some(id)) => match generation::read_manifest(self.root(), &id) {
@@ -197,7 +240,7 @@ impl Vault {
             available_providers: vec![PROVIDER],
             model: config.id.to_string(),
             model_cached: described.sources.iter().any(|s| s.files_present),
-            dense_index: manifest.as_ref().and_then(|m| m.dense.as_ref()).and_then(|d| serde_json::to_value(d).ok()),
+            dense_index: manifest.as_ref().and_then(|m| m.dense.clone()),
             binding: "not_requested",
             bound_provider: None,
             probe_requested: probe_provider,
@@ -227,14 +270,8 @@ impl Vault {
                 }
             }
         }
-        let status = if issues.iter().any(|i| i.severity == "error") {
-            "error"
-        } else if issues.is_empty() {
-            "ok"
-        } else {
-            "degraded"
-        };
-        Ok(ServerInfo {
+        let status = status_of(&issues);
+        Ok(DoctorReport {
             schema_version: 1,
             command: "doctor",
             status,
@@ -267,7 +304,97 @@ impl Vault {
             policy: self.policy().source.clone(),
             embedding,
             issues,
+            vault_check: None,
         })
+    }
+
+    /// The doctor report with the whole-vault check: every note read (through the inventory)
+    /// and linted. The manifest-based `notes_excluded` issue is replaced by the check's own count
+    /// (the disk now, not the last generation).
+    pub fn doctor(&self) -> Result<DoctorReport> {
+        let mut report = self.server_info_with(false)?;
+        let lint = self.lint()?;
+        let check = self.with_inventory(|inv| {
+            let notes: Vec<_> = inv.notes().collect();
+            VaultCheck {
+                path: self.root().display().to_string(),
+                notes: notes.len(),
+                notes_valid: notes.iter().filter(|r| r.valid).count(),
+                notes_invalid: notes.iter().filter(|r| !r.valid).count(),
+                system_pages: inv.records.len() - notes.len(),
+                files: inv.files.len(),
+                invalid_notes: notes
+                    .iter()
+                    .filter(|r| !r.valid)
+                    .map(|r| Exclusion {
+                        path: r.path.to_string(),
+                        reason: r.problems.iter().map(|p| format!("{}: {}", p.rule, p.message)).collect::<Vec<_>>().join("; "),
+                    })
+                    .collect(),
+                lint: LintSummary { blocking: lint.blocking, counts: lint.counts.clone() },
+                embedding_configured: crate::embed::vault_handle(&self.policy().policy, self.root()).describe(),
+                freshness: self.freshness(),
+                computed_from: lint.computed_from.clone().unwrap_or_default(),
+            }
+        })?;
+        let issues = &mut report.issues;
+        issues.retain(|i| i.code != "notes_excluded");
+        if check.notes_invalid > 0 {
+            issues.push(Issue {
+                code: "notes_excluded",
+                severity: "warning",
+                message: format!("{} notes have invalid metadata and are excluded from catalogs and search", check.notes_invalid),
+                remediation: "run `paravault lint` and fix the named fields (or `paravault heal`)".into(),
+            });
+        }
+        if lint.blocking {
+            issues.push(Issue {
+                code: "lint_blocking",
+                severity: "warning",
+                message: "the vault has blocking lint findings (writes to the affected notes will be refused)".into(),
+                remediation: "run `paravault lint` for the list".into(),
+            });
+        }
+        let configured = &check.embedding_configured;
+        if let Some(d) = &report.embedding.dense_index {
+            if !configured.sources.iter().any(|s| s.files_present) && configured.bound.is_none() {
+                issues.push(Issue {
+                    code: "embedding_model_missing",
+                    severity: "error",
+                    message: format!(
+                        "the active generation has a dense index ({} chunks, {}) but no configured source holds the model files: dense search and every write will fail",
+                        d.chunks, d.model
+                    ),
+                    remediation: "put the model in embedding.local_dir or PARAVAULT_MODEL_DIR (see docs/embedding.md), or run `paravault sync --accept-dense-loss`".into(),
+                });
+            }
+            if d.model != configured.model || d.max_tokens != configured.max_tokens {
+                issues.push(Issue {
+                    code: "embedding_model_changed",
+                    severity: "error",
+                    message: format!(
+                        "the dense index was built with {} (cut {}), the policy names {} (cut {})",
+                        d.model, d.max_tokens, configured.model, configured.max_tokens
+                    ),
+                    remediation: "run `paravault sync --dense --force-rebuild`".into(),
+                });
+            }
+        }
+        report.status = status_of(&report.issues);
+        report.exit_code = u8::from(report.status != "ok");
+        report.vault_check = Some(check);
+        Ok(report)
+    }
+}
+
+/// `error` if any issue is an error, `degraded` if there is any issue, else `ok`.
+fn status_of(issues: &[Issue]) -> &'static str {
+    if issues.iter().any(|i| i.severity == "error") {
+        "error"
+    } else if issues.is_empty() {
+        "ok"
+    } else {
+        "degraded"
     }
 }
 
