@@ -186,6 +186,12 @@ fn paired(baseline: &Path, root: &Path, rounds: usize) {
         ("ensure_sub_index", json!({"category": "03_Resources"})),
         ("search_vault_tool", json!({"query": "vault search", "search_mode": "fts", "max_results": 10})),
     ];
+    // The paired writes below go past the default ingest rate limit: lift it for this vault.
+    let policy = root.join(".paravault/policy.yaml");
+    if !policy.exists() {
+        std::fs::create_dir_all(root.join(".paravault")).unwrap();
+        std::fs::write(&policy, "rate_limits: {ingest_note: 1000000}\n").unwrap();
+    }
     let mut clients: Vec<Client> = binaries.iter().map(|(_, binary)| Client::ready_binary(binary, root)).collect();
     for (tool, args) in calls {
         let mut samples: [Vec<Duration>; 2] = Default::default();
