@@ -7,7 +7,8 @@
 //! Environment: `PARAVAULT_BENCH_NOTES=20000` (a comma list; e.g. `20000,100000`),
 //! `PARAVAULT_BENCH_ROUNDS=200` (round trips per figure), `PARAVAULT_BENCH_BASELINE_BIN=<an older
 //! paravault binary>`: also the paired figures, old and new binary interleaved call by call on
-//! the same vault (cold start, get_server_info, validate_memory_state, ensure_sub_index, search).
+//! the same vault (cold start, get_server_info, validate_memory_state, ensure_sub_index, search,
+//! and ingest_note writes next to a durable 4 KiB replace).
 
 // Bench fixtures are written with std::fs (clippy.toml names this exception).
 #![allow(clippy::disallowed_methods)]
@@ -185,6 +186,12 @@ fn paired(baseline: &Path, root: &Path, rounds: usize) {
         ("ensure_sub_index", json!({"category": "03_Resources"})),
         ("search_vault_tool", json!({"query": "vault search", "search_mode": "fts", "max_results": 10})),
     ];
+    // The paired writes below go past the default ingest rate limit: lift it for this vault.
+    let policy = root.join(".paravault/policy.yaml");
+    if !policy.exists() {
+        std::fs::create_dir_all(root.join(".paravault")).unwrap();
+        std::fs::write(&policy, "rate_limits: {ingest_note: 1000000}\n").unwrap();
+    }
     let mut clients: Vec<Client> = binaries.iter().map(|(_, binary)| Client::ready_binary(binary, root)).collect();
     for (tool, args) in calls {
         let mut samples: [Vec<Duration>; 2] = Default::default();
@@ -205,6 +212,35 @@ fn paired(baseline: &Path, root: &Path, rounds: usize) {
             report(&format!("paired {name}: {tool}"), std::mem::take(&mut samples[slot]), None);
         }
     }
+    // Writes: a new note per call through the whole transaction, old and new interleaved on
+    // the same vault (each server catches up with the other's receipts under the writer lock),
+    // next to the physical floor of one durable 4 KiB atomic replace in the same rounds.
+    let mut samples: [Vec<Duration>; 3] = Default::default();
+    let floor_dir = root.parent().unwrap_or(root).join(format!("paired-floor-{}", std::process::id()));
+    std::fs::create_dir_all(&floor_dir).unwrap();
+    for round in 0..rounds + 10 {
+        for (slot, client) in clients.iter_mut().enumerate() {
+            let name = format!("03_Resources/paired-{}-{round}", binaries[slot].0);
+            let args = json!({"name": name, "note_type": "Resource", "title": format!("Paired {round}"),
+                              "description": "A paired write", "content": format!("paired write {round}\n")});
+            let start = Instant::now();
+            let receipt = client.call("ingest_note", args);
+            let took = start.elapsed();
+            assert_eq!(receipt["status"], "ok", "{receipt}");
+            if round >= 10 {
+                samples[slot].push(took);
+            }
+        }
+        let start = Instant::now();
+        paravault::store::durable::replace(&floor_dir, &floor_dir.join(format!("floor-{}.md", round % 4)), &[b'x'; 4096]).unwrap();
+        if round >= 10 {
+            samples[2].push(start.elapsed());
+        }
+    }
+    for (slot, name) in ["old", "new", "floor (durable 4 KiB replace)"].iter().enumerate() {
+        report(&format!("paired {name}: ingest_note"), std::mem::take(&mut samples[slot]), None);
+    }
+    let _ = std::fs::remove_dir_all(&floor_dir);
     clients.into_iter().for_each(Client::close);
 }
 

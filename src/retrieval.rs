@@ -143,11 +143,9 @@ impl Vault {
     /// `sync_vault`, reporting (stage, done, total) as it goes.
     pub fn sync_vault_with_progress(&self, params: &SyncParams, progress: search::Progress<'_>) -> Result<SyncReport> {
         let mut writer = self.lock_writer()?;
-        if !writer.unsynced.is_empty() {
-            // The sync reads the vault as it is now (outside edits included): the deferred
-            // intents must be finished first, so that no recovery re-applies them over it.
-            crate::write::checkpoint_unsynced(self, &mut writer, &[])?;
-        }
+        // The sync reads the vault as it is now (outside edits included): the deferred
+        // intents must be finished first, so that no recovery re-applies them over it.
+        writer.checkpoint_deferred(self)?;
         self.reload();
         let options = SyncOptions {
             fts_only: params.fts_only,
@@ -155,7 +153,7 @@ impl Vault {
             force_rebuild: params.force_rebuild,
             allow_partial: params.allow_partial,
             // Every committed write is on disk now (recovery ran under this lock).
-            covers_seq: Some(writer.receipts.last_seq),
+            covers_seq: Some(writer.last_seq()),
         };
         let clock = std::time::Instant::now();
         self.with_inventory(|inventory| {

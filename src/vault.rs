@@ -18,9 +18,8 @@ use crate::note::frontmatter;
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
 use crate::scan::PageKind;
-use crate::store::journal::{Journal, Record};
 use crate::store::{durable, layout};
-use crate::write::receipts::ReceiptLog;
+use crate::write::writer::{Writer, WriterGuard};
 
 /// Where the vault root came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -72,7 +71,8 @@ pub struct Vault {
     catalog_state: Mutex<Option<CatalogState>>,
     /// Rendered catalog rows, reused while their notes do not change.
     catalog_rows: catalog::render::RowMemo,
-    writer: Mutex<Option<WriterCore>>,
+    /// The single writer (lock, journal, receipts, deferred intents): the write path's state.
+    writer: Writer,
     /// Keeps the inventory equal to the disk in a long-lived process (`watch_disk`).
     watch: std::sync::OnceLock<crate::watch::DiskWatch>,
     freshness: Mutex<Freshness>,
@@ -164,37 +164,6 @@ enum Refreshed {
 /// leftovers of killed writes.
 pub const TEMP_LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(5);
 
-/// State owned by the single writer (guarded by the in-process mutex and the file lock).
-pub struct WriterCore {
-    pub receipts: ReceiptLog,
-    pub journal: Journal,
-    /// The journal's records (as read at lock time, plus this process's appends since).
-    pub records: Vec<Record>,
-    pub needs_recovery: bool,
-    /// Intents this process put in place whose files are not fsynced yet: their checkpoint is
-    /// deferred to the next fold, `checkpoint_pending`, or dropping the vault (the intent
-    /// record already makes them durable).
-    pub unsynced: Vec<crate::store::journal::Intent>,
-    /// The cross-process lock file, flocked while a `WriterGuard` lives.
-    lock_file: std::fs::File,
-    /// What the write path needs of the active generation's manifest, by generation id.
-    pub active_generation: Option<crate::write::ActiveGeneration>,
-}
-
-/// Proof of holding the writer lock (in-process mutex and cross-process file lock), released
-/// on drop.
-pub struct WriterGuard<'v> {
-    core: MutexGuard<'v, Option<WriterCore>>,
-}
-
-impl Drop for WriterGuard<'_> {
-    fn drop(&mut self) {
-        if let Some(core) = self.core.as_ref() {
-            let _ = core.lock_file.unlock();
-        }
-    }
-}
-
 impl Drop for Vault {
     fn drop(&mut self) {
         if self.has_deferred_writes()
@@ -215,19 +184,6 @@ impl Drop for Vault {
         {
             std::mem::forget(inventory);
         }
-    }
-}
-
-impl std::ops::Deref for WriterGuard<'_> {
-    type Target = WriterCore;
-    fn deref(&self) -> &WriterCore {
-        self.core.as_ref().expect("BUG: lock_writer fills the writer core")
-    }
-}
-
-impl std::ops::DerefMut for WriterGuard<'_> {
-    fn deref_mut(&mut self) -> &mut WriterCore {
-        self.core.as_mut().expect("BUG: lock_writer fills the writer core")
     }
 }
 
@@ -290,7 +246,7 @@ impl Vault {
             inventory: Mutex::new(None),
             catalog_state: Mutex::new(None),
             catalog_rows: Default::default(),
-            writer: Mutex::new(None),
+            writer: Writer::default(),
             watch: std::sync::OnceLock::new(),
             freshness: Mutex::new(Freshness {
                 mode: "loaded",
@@ -507,7 +463,7 @@ impl Vault {
         if old.is_empty() {
             return Ok(0);
         }
-        let Some(_writer) = self.try_lock_writer_file()? else { return Ok(0) };
+        let Some(_writer) = self.writer.try_lock_file(self)? else { return Ok(0) };
         let removed = durable::remove_leftover_temps(&self.root, &old)?;
         if removed > 0 {
             tracing::info!(removed, "removed temporary files left by killed writes");
@@ -669,97 +625,18 @@ impl Vault {
     /// Takes the writer lock (in-process mutex, then the cross-process file lock), finishes any
     /// committed-but-pending transaction, and catches up with receipts other processes wrote.
     pub fn lock_writer(&self) -> Result<WriterGuard<'_>> {
-        let mut core = self.writer.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        crate::store::nofollow::refuse_symlinked_state(&self.root)?;
-        match core.as_mut() {
-            None => {
-                durable::create_dir_all(&self.root, &layout::join(&self.root, layout::STATE_DIR))?;
-                let lock_path = layout::join(&self.root, layout::WRITER_LOCK);
-                let file = durable::open_engine_file(&self.root, &lock_path, false)
-                    .map_err(|e| crate::store::nofollow::io_error("opening", layout::WRITER_LOCK, e))?;
-                file.lock().map_err(|e| Error::io("locking", layout::WRITER_LOCK, e))?;
-                let opened = Journal::open(&self.root).and_then(|(journal, records)| Ok((journal, records, ReceiptLog::load(&self.root)?)));
-                match opened {
-                    Ok((journal, records, receipts)) => {
-                        *core = Some(WriterCore {
-                            receipts,
-                            journal,
-                            records,
-                            needs_recovery: false,
-                            unsynced: Vec::new(),
-                            lock_file: file,
-                            active_generation: None,
-                        })
-                    }
-                    Err(error) => {
-                        let _ = file.unlock();
-                        return Err(error);
-                    }
-                }
-            }
-            Some(existing) => {
-                existing.lock_file.lock().map_err(|e| Error::io("locking", layout::WRITER_LOCK, e))?;
-                if let Err(error) = self.catch_up_writer(existing) {
-                    let _ = existing.lock_file.unlock();
-                    return Err(error);
-                }
-            }
-        }
-        let mut guard = WriterGuard { core };
-        let mine: BTreeSet<u64> = guard.unsynced.iter().map(|i| i.seq).collect();
-        if guard.needs_recovery || !crate::write::recover::pending_except(&guard.records, &mine).is_empty() {
-            crate::write::recover::recover_pending(self, &mut guard)?;
-        }
-        Ok(guard)
-    }
-
-    /// The cross-process writer lock on a handle of its own, if no other process (and no other
-    /// handle of this one) holds it; released when the file is dropped. Never waits.
-    fn try_lock_writer_file(&self) -> Result<Option<std::fs::File>> {
-        let lock_path = layout::join(&self.root, layout::WRITER_LOCK);
-        let file = match crate::store::nofollow::open_lock_file(&lock_path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                drop(self.lock_writer()?);
-                return self.try_lock_writer_file();
-            }
-            Err(e) => return Err(Error::io("opening", layout::WRITER_LOCK, e)),
-        };
-        match file.try_lock() {
-            Ok(()) => Ok(Some(file)),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => Err(Error::io("locking", layout::WRITER_LOCK, e)),
-        }
-    }
-
-    /// Brings a kept writer core up to what other processes did since this one last held the
-    /// lock: their receipts (and the notes and catalog pages they touched) and the journal.
-    fn catch_up_writer(&self, core: &mut WriterCore) -> Result<()> {
-        let touched = core.receipts.catch_up(&self.root)?;
-        if !touched.is_empty() || !core.journal.unchanged_since_seen(&self.root)? {
-            let (journal, records) = Journal::open(&self.root)?;
-            core.journal = journal;
-            core.records = records;
-        }
-        if !touched.is_empty() {
-            for path in touched.iter().filter_map(|p| VaultPath::parse_walked(p).ok()) {
-                self.refresh_catalog_pages(&path)?;
-                self.refresh_path(&path)?;
-            }
-            self.invalidate_catalog_state();
-        }
-        Ok(())
+        self.writer.lock(self)
     }
 
     /// Whether this process holds writes whose checkpoint is deferred.
     pub fn has_deferred_writes(&self) -> bool {
-        self.writer.lock().map(|core| core.as_ref().is_some_and(|c| !c.unsynced.is_empty())).unwrap_or(false)
+        self.writer.has_deferred_writes()
     }
 
     /// Whether a write this process committed waits to be finished (putting it in place failed
     /// past the commit point, e.g. on a full disk). `checkpoint_pending` finishes it.
     pub fn has_unfinished_writes(&self) -> bool {
-        self.writer.lock().map(|core| core.as_ref().is_some_and(|c| c.needs_recovery)).unwrap_or(false)
+        self.writer.has_unfinished_writes()
     }
 
     /// Makes this process's deferred writes durable (fsyncs their files in parallel and marks
@@ -767,15 +644,11 @@ impl Vault {
     /// lock runs recovery). Long-running adapters call it when idle, so a write that met a full
     /// disk completes once space returns without another write; dropping the vault calls it.
     pub fn checkpoint_pending(&self) -> Result<()> {
-        let mut writer = self.lock_writer()?;
-        if writer.unsynced.is_empty() {
-            return Ok(());
-        }
-        crate::write::checkpoint_unsynced(self, &mut writer, &[])
+        self.lock_writer()?.checkpoint_deferred(self)
     }
 
     /// Re-reads the catalog pages of `path`'s directories (another process rewrote them).
-    fn refresh_catalog_pages(&self, path: &VaultPath) -> Result<()> {
+    pub(crate) fn refresh_catalog_pages(&self, path: &VaultPath) -> Result<()> {
         for dir in catalog::affected_dirs(path) {
             for n in 1.. {
                 let Ok(page) = VaultPath::parse_walked(&format!("{dir}/{}", layout::sub_index_page_name(n))) else { break };

@@ -137,6 +137,29 @@ pub fn health_report(inventory: &Inventory, policy: &LoadedPolicy, today: NaiveD
     }
 }
 
+/// How many of `paths` the vault-wide report would call orphans (the `orphan` rule of
+/// `health_report`): notes not exempt that no other note's counted link resolves to. Orphans
+/// are a health warning, never a gate finding; the write path counts them among the notes a
+/// write leaves in place (the receipt's `lint_orphans`). Reads only the notes that may link
+/// to each path (`Inventory::linkers_of`).
+pub fn orphans_among(inventory: &Inventory, policy: &LoadedPolicy, paths: &[VaultPath]) -> usize {
+    paths
+        .iter()
+        .filter_map(|path| inventory.records.get(path))
+        .filter(|record| !orphan_exempt(policy, record))
+        .filter(|record| {
+            let linked = inventory.linkers_of(&record.path).iter().filter(|source| **source != record.path).any(|source| {
+                inventory.records.get(source).filter(|r| links_count(r)).is_some_and(|r| {
+                    r.links.iter().any(
+                        |link| matches!(inventory.resolve(source, link, policy), Resolution::Resolved(target) if target == record.path),
+                    )
+                })
+            });
+            !linked
+        })
+        .count()
+}
+
 /// State captured before a write, for the gate to compare against: how links that may be
 /// affected resolve, and which problems the touched notes already had.
 #[derive(Debug, Default)]

@@ -29,12 +29,13 @@
 pub mod operations;
 pub mod receipts;
 pub mod recover;
+pub mod writer;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::time::Instant;
 
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::inventory::FileStamp;
@@ -45,7 +46,9 @@ use crate::policy::LoadedPolicy;
 use crate::scan::PageKind;
 use crate::store::journal::{FileChange, Intent, PreImage, Record, SearchSnapshot};
 use crate::store::{faults, layout};
-use crate::vault::{Vault, WriterGuard};
+use crate::vault::Vault;
+use receipts::{NoteHashes, RECEIPT_SCHEMA, Receipt};
+use writer::WriterGuard;
 
 /// One note a transaction puts in place (`content`) or removes (`None`).
 #[derive(Debug, Clone)]
@@ -112,36 +115,29 @@ fn random_hex(bytes: usize, salt: u64) -> String {
 }
 
 /// Per-phase timings, in milliseconds.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Phases {
-    started: Option<Instant>,
-    last: Option<Instant>,
-    done: Map<String, Value>,
+    started: Instant,
+    last: Instant,
+    done: BTreeMap<String, f64>,
 }
 
 impl Phases {
     fn start() -> Self {
         let now = Instant::now();
-        Phases { started: Some(now), last: Some(now), done: Map::new() }
+        Phases { started: now, last: now, done: BTreeMap::new() }
     }
 
     fn mark(&mut self, phase: &str) {
         let now = Instant::now();
-        let ms = self.last.map_or(0.0, |l| now.duration_since(l).as_secs_f64() * 1000.0);
-        self.done.insert(phase.into(), json!((ms * 1000.0).round() / 1000.0));
-        self.last = Some(now);
+        let ms = now.duration_since(self.last).as_secs_f64() * 1000.0;
+        self.done.insert(phase.into(), (ms * 1000.0).round() / 1000.0);
+        self.last = now;
     }
 
     fn total_ms(&self) -> String {
-        format!("{:.3}", self.started.map_or(0.0, |s| s.elapsed().as_secs_f64() * 1000.0))
+        format!("{:.3}", self.started.elapsed().as_secs_f64() * 1000.0)
     }
-}
-
-/// Per-note hashes for the receipt.
-struct NoteHashes {
-    path: String,
-    before_sha256: String,
-    after_sha256: String,
 }
 
 /// What a file the transaction replaces held when it was planned: its content identity (in
@@ -154,16 +150,42 @@ struct Seen {
     seen_at: i128,
 }
 
+/// The after-images a plan put in the in-memory model, and the records they replaced. Dropped
+/// before the write is confirmed (a refusal, a failed commit, an abandoned intent), it puts the
+/// model back as it was: the disk was never touched. `keep` makes the after-images stay.
+struct ModelChange<'v> {
+    vault: &'v Vault,
+    previous: Vec<(VaultPath, Option<NoteRecord>)>,
+}
+
+impl ModelChange<'_> {
+    /// The write is confirmed: the model keeps its after-images.
+    fn keep(mut self) {
+        self.previous.clear();
+    }
+}
+
+impl Drop for ModelChange<'_> {
+    fn drop(&mut self) {
+        if !self.previous.is_empty() {
+            let previous = std::mem::take(&mut self.previous);
+            let _ = self.vault.with_inventory_mut(|inventory| put_back(inventory, previous));
+        }
+    }
+}
+
 /// What the plan phase produced.
-struct Plan {
+struct Plan<'v> {
     hashes: Vec<NoteHashes>,
     /// Every note and catalog page the transaction writes or removes, as it was planned.
     seen: Vec<Seen>,
     changes: Vec<FileChange>,
-    previous_records: Vec<(VaultPath, Option<NoteRecord>)>,
+    /// The after-images in the model; put back unless the write is confirmed.
+    model: ModelChange<'v>,
     /// The planned directories' renderer state, and the directories planned.
     catalog_state: crate::catalog::CatalogState,
     catalog_dirs: BTreeSet<String>,
+    /// Orphan findings (the lint's rule) among the notes the write leaves in place.
     orphans: usize,
     counts: (usize, usize, usize),
     search_snapshot: SearchSnapshot,
@@ -180,76 +202,146 @@ pub fn execute_approved(vault: &Vault, mutation: Mutation, approval: Value) -> R
     execute_with(vault, mutation, Some(approval))
 }
 
+/// The spine: each step takes the previous step's type, so none can be skipped or reordered.
+/// A failure before the commit point records an aborted receipt (inside the step that failed).
 fn execute_with(vault: &Vault, mutation: Mutation, approval: Option<Value>) -> Result<Value> {
     let mut phases = Phases::start();
-    let mut writer = vault.lock_writer()?;
+    let mut writer = vault.lock_writer()?; // 2. lock (and recovery)
     phases.mark("lock");
     faults::crash_point("after_lock");
-    // A key reused for a different mutation is refused like any check before the commit point:
-    // with a content-free aborted receipt.
-    match check_idempotency(&writer, &mutation) {
-        Ok(Some(replayed)) => return Ok(replayed),
-        Ok(None) => {}
-        Err(error) => return Err(abort(vault, &mut writer, &mutation, "check", error)),
-    }
-    let plan = match check_and_plan(vault, &mutation) {
-        Ok(plan) => plan,
-        Err(error) => return Err(abort(vault, &mut writer, &mutation, "plan", error)),
+    let checked = match Checked::check(vault, &mut writer, mutation)? {
+        Check::Replay(receipt) => return Ok(receipt), // 3. check: same key, same mutation
+        Check::New(checked) => checked,
     };
+    let planned = checked.plan(vault, &mut writer)?; // 4. plan (+ lint gate)
     phases.mark("plan");
     faults::crash_point("after_plan");
-    let seq = writer.receipts.last_seq + 1;
-    let mut receipt = base_receipt(&mutation, &plan, seq);
-    receipt.insert("actor".into(), json!(vault.channel().actor()));
-    if let Some(approval) = approval {
-        receipt.insert("approval".into(), approval);
-    }
-    let (search_changed, search_removed): (Vec<&NoteChange>, Vec<&NoteChange>) = mutation.notes.iter().partition(|n| n.content.is_some());
-    let intent = Intent {
-        seq,
-        changes: plan.changes.clone(),
-        search_changed: search_changed.iter().map(|n| n.path.to_string()).collect(),
-        search_removed: search_removed.iter().map(|n| n.path.to_string()).collect(),
-        receipt: Value::Object(receipt),
-        search_snapshot: Some(plan.search_snapshot.clone()),
-    };
-    if let Err(error) = writer.journal.append(&Record::Intent(intent.clone()), true) {
-        restore_model(vault, plan.previous_records);
-        return Err(abort(vault, &mut writer, &mutation, "commit", error));
-    }
-    writer.records.push(Record::Intent(intent.clone()));
-    phases.mark("commit");
-    faults::crash_point("after_commit");
-    // A file changed outside the engine since the plan: put nothing in place, mark the intent
-    // abandoned (durably, so recovery never finishes it) and refuse the write.
-    let confirmed = match changed_since_planned(vault, &plan.seen) {
-        Ok(confirmed) => confirmed,
-        Err(conflict) => return Err(abandon(vault, &mut writer, &mutation, plan.previous_records, seq, conflict)),
-    };
-    // Past the commit point: finish, or leave it to recovery.
-    match finish(vault, &mut writer, &intent, &confirmed, &mut phases) {
-        Ok(receipt) => {
-            vault.merge_catalog_state(plan.catalog_state, &plan.catalog_dirs);
-            Ok(receipt)
+    let committed = planned.commit(vault, &mut writer, approval, &mut phases)?; // 5. commit + re-check
+    let receipt = committed.finish(vault, &mut writer, &mut phases)?; // 6-9. apply, publish, receipt, checkpoint
+    Ok(receipt.to_value())
+}
+
+/// What the check step found.
+enum Check {
+    /// The idempotency key already applied this very mutation: its original receipt.
+    Replay(Value),
+    /// A mutation to plan.
+    New(Checked),
+}
+
+/// Step 3 passed: no receipt holds the mutation's idempotency key for another mutation.
+struct Checked {
+    mutation: Mutation,
+}
+
+impl Checked {
+    /// Step 3: idempotency replay or conflict (a conflict is refused with an aborted receipt).
+    fn check(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: Mutation) -> Result<Check> {
+        match check_idempotency(writer, &mutation) {
+            Ok(Some(replayed)) => Ok(Check::Replay(replayed)),
+            Ok(None) => Ok(Check::New(Checked { mutation })),
+            Err(error) => Err(abort(vault, writer, &mutation, "check", error)),
         }
-        Err(error) => {
-            tracing::warn!(seq, error = %error, "transaction past its commit point failed; recovering");
-            vault.invalidate_catalog_state();
-            match recover::recover_pending(vault, &mut writer) {
-                Ok(_) => {
-                    let receipt = receipts::ReceiptLog::history(vault.root(), 1, seq - 1)?.into_iter().next();
-                    receipt.ok_or(Error::TransactionIncomplete { seq, reason: error.to_string() })
-                }
-                // A full disk is said as such (typed, retryable): the write is committed and
-                // completes on the next write or open once space is freed.
-                Err(second @ Error::DiskFull { .. }) => {
-                    writer.needs_recovery = true;
-                    tracing::warn!(seq, "committed write waits for disk space");
-                    Err(second)
-                }
-                Err(second) => {
-                    writer.needs_recovery = true;
-                    Err(Error::TransactionIncomplete { seq, reason: format!("{error}; recovery: {second}") })
+    }
+
+    /// Step 4: preconditions, after-images in the model, the lint gate, the catalog pages.
+    fn plan<'v>(self, vault: &'v Vault, writer: &mut WriterGuard<'_>) -> Result<Planned<'v>> {
+        match check_and_plan(vault, &self.mutation) {
+            Ok(plan) => Ok(Planned { mutation: self.mutation, plan }),
+            Err(error) => Err(abort(vault, writer, &self.mutation, "plan", error)),
+        }
+    }
+}
+
+/// Step 4 done: the model holds the after-images (put back when this is dropped), nothing on
+/// disk changed.
+struct Planned<'v> {
+    mutation: Mutation,
+    plan: Plan<'v>,
+}
+
+impl<'v> Planned<'v> {
+    /// Step 5: the intent (every post-image and the receipt) appended to the journal and
+    /// fdatasynced: the commit point. Then the planned files' identities are re-checked: one
+    /// changed outside the engine abandons the intent and refuses the write.
+    fn commit(self, vault: &'v Vault, writer: &mut WriterGuard<'_>, approval: Option<Value>, phases: &mut Phases) -> Result<Committed> {
+        let Planned { mutation, plan } = self;
+        let seq = writer.receipts.last_seq + 1;
+        let mut receipt = planned_receipt(&mutation, &plan, seq);
+        receipt.actor = Some(vault.channel().actor().to_string());
+        receipt.approval = approval;
+        let (search_changed, search_removed): (Vec<&NoteChange>, Vec<&NoteChange>) =
+            mutation.notes.iter().partition(|n| n.content.is_some());
+        let intent = Intent {
+            seq,
+            changes: plan.changes.clone(),
+            search_changed: search_changed.iter().map(|n| n.path.to_string()).collect(),
+            search_removed: search_removed.iter().map(|n| n.path.to_string()).collect(),
+            receipt: receipt.to_value(),
+            search_snapshot: Some(plan.search_snapshot.clone()),
+        };
+        if let Err(error) = writer.journal.append(&Record::Intent(intent.clone()), true) {
+            drop(plan);
+            return Err(abort(vault, writer, &mutation, "commit", error));
+        }
+        writer.records.push(Record::Intent(intent.clone()));
+        phases.mark("commit");
+        faults::crash_point("after_commit");
+        // A file changed outside the engine since the plan: put nothing in place, mark the intent
+        // abandoned (durably, so recovery never finishes it) and refuse the write.
+        let confirmed = match changed_since_planned(vault, &plan.seen) {
+            Ok(confirmed) => confirmed,
+            Err(conflict) => {
+                drop(plan);
+                return Err(abandon(vault, writer, &mutation, seq, conflict));
+            }
+        };
+        plan.model.keep();
+        Ok(Committed { seq, intent, receipt, confirmed, catalog_state: plan.catalog_state, catalog_dirs: plan.catalog_dirs })
+    }
+}
+
+/// Step 5 done: the intent is durable and its files were confirmed as planned. From here the
+/// write completes, now or through recovery.
+#[must_use = "a committed intent is finished (applied, published, receipted) or left to recovery"]
+struct Committed {
+    seq: u64,
+    intent: Intent,
+    receipt: Receipt,
+    confirmed: Confirmed,
+    catalog_state: crate::catalog::CatalogState,
+    catalog_dirs: BTreeSet<String>,
+}
+
+impl Committed {
+    /// Steps 6-9: apply, publish, receipt, checkpoint; on a failure, recovery at once.
+    fn finish(self, vault: &Vault, writer: &mut WriterGuard<'_>, phases: &mut Phases) -> Result<Receipt> {
+        let Committed { seq, intent, receipt, confirmed, catalog_state, catalog_dirs } = self;
+        match finish(vault, writer, &intent, receipt, &confirmed, phases) {
+            Ok(receipt) => {
+                vault.merge_catalog_state(catalog_state, &catalog_dirs);
+                Ok(receipt)
+            }
+            Err(error) => {
+                tracing::warn!(seq, error = %error, "transaction past its commit point failed; recovering");
+                vault.invalidate_catalog_state();
+                match recover::recover_pending(vault, writer) {
+                    Ok(_) => {
+                        let receipt = receipts::ReceiptLog::history(vault.root(), 1, seq - 1)?.into_iter().next();
+                        let receipt = receipt.and_then(|r| serde_json::from_value::<Receipt>(r).ok());
+                        receipt.ok_or(Error::TransactionIncomplete { seq, reason: error.to_string() })
+                    }
+                    // A full disk is said as such (typed, retryable): the write is committed and
+                    // completes on the next write or open once space is freed.
+                    Err(second @ Error::DiskFull { .. }) => {
+                        writer.needs_recovery = true;
+                        tracing::warn!(seq, "committed write waits for disk space");
+                        Err(second)
+                    }
+                    Err(second) => {
+                        writer.needs_recovery = true;
+                        Err(Error::TransactionIncomplete { seq, reason: format!("{error}; recovery: {second}") })
+                    }
                 }
             }
         }
@@ -351,7 +443,7 @@ fn check_note(vault: &Vault, note: &NoteChange, create_folders: bool) -> Result<
     Ok((NoteHashes { path: path.to_string(), before_sha256, after_sha256 }, Seen { path: path.clone(), pre_image, stamp, seen_at }))
 }
 
-fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
+fn check_and_plan<'v>(vault: &'v Vault, mutation: &Mutation) -> Result<Plan<'v>> {
     let policy = vault.policy();
     if mutation.notes.is_empty() {
         return Err(Error::InvalidArgument { name: "changes", reason: "a transaction needs at least one note change".into() });
@@ -365,31 +457,27 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
     }
     let today = vault.today();
     let touched: Vec<VaultPath> = mutation.notes.iter().map(|n| n.path.clone()).collect();
-    let (gate, previous_records, catalog_plan, counts, search_snapshot) = vault.with_inventory_mut(|inventory| {
+    let (gate, previous, orphans, catalog_plan, counts, search_snapshot) = vault.with_inventory_mut(|inventory| {
         recheck_consulted(vault, inventory, &touched);
         let baseline = lint::baseline(inventory, policy, &touched, today);
         let previous = put_after_images(inventory, policy, mutation.notes.iter().map(|n| (&n.path, n.content.as_deref())));
         let live: Vec<VaultPath> = mutation.notes.iter().filter(|n| n.content.is_some()).map(|n| n.path.clone()).collect();
         let gate = lint::gate(inventory, policy, &live, &baseline, today);
+        let orphans = lint::orphans_among(inventory, policy, &live);
         let dirs: BTreeSet<String> = touched.iter().flat_map(crate::catalog::affected_dirs).collect();
         let plan = vault.plan_catalogs(inventory, &dirs).map(|plan| (plan, dirs));
         let (notes, valid) = (inventory.counts.notes, inventory.counts.valid);
         let snapshot =
             SearchSnapshot { source_snapshot_hash: inventory.snapshot.hash(), scanned: notes, indexed: valid, excluded: notes - valid };
-        (gate, previous, plan, (notes, valid, notes - valid), snapshot)
+        (gate, previous, orphans, plan, (notes, valid, notes - valid), snapshot)
     })?;
+    // From here every refusal drops `model`, which puts the previous records back.
+    let model = ModelChange { vault, previous };
     if !gate.passed() {
-        restore_model(vault, previous_records);
         let summary = gate.blocking.iter().map(|f| format!("[{}] {}: {}", f.rule, f.path, f.message)).collect::<Vec<_>>().join("; ");
         return Err(Error::GateRejected { path: mutation.primary_path().to_string(), summary, findings: gate.blocking });
     }
-    let (catalog_plan, catalog_dirs) = match catalog_plan {
-        Ok(planned) => planned,
-        Err(e) => {
-            restore_model(vault, previous_records);
-            return Err(e);
-        }
-    };
+    let (catalog_plan, catalog_dirs) = catalog_plan?;
     let mut changes = Vec::new();
     for (note, seen) in mutation.notes.iter().zip(&seen_files) {
         let before = Some(seen.pre_image.clone());
@@ -400,13 +488,7 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
     }
     let pages = catalog_plan.writes.iter().map(|(page, bytes)| (page, Some(bytes))).chain(catalog_plan.deletes.iter().map(|p| (p, None)));
     for (page, bytes) in pages {
-        let seen = match seen(vault, page) {
-            Ok(seen) => seen,
-            Err(e) => {
-                restore_model(vault, previous_records);
-                return Err(e);
-            }
-        };
+        let seen = seen(vault, page)?;
         let before = Some(seen.pre_image.clone());
         changes.push(match bytes {
             Some(bytes) => FileChange::Write { path: page.to_string(), text: String::from_utf8_lossy(bytes).into_owned(), before },
@@ -420,17 +502,7 @@ fn check_and_plan(vault: &Vault, mutation: &Mutation) -> Result<Plan> {
             changes.push(FileChange::Append { path: layout::LOG.to_string(), before_len: meta.len(), text: entry.clone() });
         }
     }
-    Ok(Plan {
-        hashes,
-        seen: seen_files,
-        changes,
-        previous_records,
-        catalog_state: catalog_plan.state,
-        catalog_dirs,
-        orphans: 0,
-        counts,
-        search_snapshot,
-    })
+    Ok(Plan { hashes, seen: seen_files, changes, model, catalog_state: catalog_plan.state, catalog_dirs, orphans, counts, search_snapshot })
 }
 
 /// Brings the records a write's plan consults up to the disk, whatever the model was loaded
@@ -511,81 +583,71 @@ fn put_back(inventory: &mut Inventory, previous: Vec<(VaultPath, Option<NoteReco
     }
 }
 
-/// Puts the in-memory model back as it was before the plan (the disk was never touched).
-fn restore_model(vault: &Vault, previous: Vec<(VaultPath, Option<NoteRecord>)>) {
-    let _ = vault.with_inventory_mut(|inventory| put_back(inventory, previous));
-}
-
-fn base_receipt(mutation: &Mutation, plan: &Plan, seq: u64) -> Map<String, Value> {
-    let mut r = Map::new();
-    let s = |v: &str| Value::String(v.to_string());
-    r.insert("receipt_schema".into(), s("power.receipt.v1"));
-    r.insert("seq".into(), json!(seq));
-    r.insert("operation".into(), s(mutation.operation));
-    r.insert("path".into(), s(mutation.primary_path()));
-    r.insert("before_sha256".into(), s(plan.hashes.first().map_or("", |h| h.before_sha256.as_str())));
-    r.insert("after_sha256".into(), s(plan.hashes.first().map_or("", |h| h.after_sha256.as_str())));
-    if plan.hashes.len() > 1 {
-        let all: Vec<Value> =
-            plan.hashes.iter().map(|h| json!({"path": h.path, "before_sha256": h.before_sha256, "after_sha256": h.after_sha256})).collect();
-        r.insert("notes".into(), Value::Array(all));
-    }
-    r.insert("mutation_sha256".into(), s(&mutation.fingerprint()));
-    r.insert("at".into(), s(&chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)));
-    r.insert("trace_id".into(), s(&random_hex(16, seq)));
-    r.insert("span_id".into(), s(&random_hex(8, seq.wrapping_mul(31))));
-    r.insert("status".into(), s("ok"));
-    r.insert("proposal_id".into(), s(mutation.proposal_id.as_deref().unwrap_or("")));
-    r.insert("idempotency_key".into(), s(mutation.idempotency_key.as_deref().unwrap_or("")));
+/// The receipt the intent carries: everything known at the commit point (the publish step
+/// adds the generation, the timings and any conflicts).
+fn planned_receipt(mutation: &Mutation, plan: &Plan<'_>, seq: u64) -> Receipt {
+    let first = plan.hashes.first();
     let catalog_pages = plan
         .changes
         .iter()
         .filter(|c| layout::is_sub_index_name(c.path().rsplit('/').next().unwrap_or("")) || c.path() == layout::ROOT_INDEX)
         .count();
-    r.insert("index_summary".into(), s(&format!("{catalog_pages} catalog pages updated")));
-    r.insert("search_mode".into(), s("fts"));
-    r.insert("search_generation".into(), s(""));
-    r.insert("notes_scanned".into(), s(&plan.counts.0.to_string()));
-    r.insert("notes_indexed".into(), s(&plan.counts.1.to_string()));
-    r.insert("notes_excluded".into(), s(&plan.counts.2.to_string()));
-    r.insert("lint_orphans".into(), s(&plan.orphans.to_string()));
-    r
+    Receipt {
+        receipt_schema: RECEIPT_SCHEMA.to_string(),
+        seq,
+        operation: mutation.operation.to_string(),
+        path: mutation.primary_path().to_string(),
+        before_sha256: Some(first.map_or_else(String::new, |h| h.before_sha256.clone())),
+        after_sha256: Some(first.map_or_else(String::new, |h| h.after_sha256.clone())),
+        notes: (plan.hashes.len() > 1).then(|| plan.hashes.clone()),
+        mutation_sha256: Some(mutation.fingerprint()),
+        at: now_rfc3339(),
+        trace_id: Some(random_hex(16, seq)),
+        span_id: Some(random_hex(8, seq.wrapping_mul(31))),
+        status: "ok".to_string(),
+        proposal_id: Some(mutation.proposal_id.clone().unwrap_or_default()),
+        idempotency_key: Some(mutation.idempotency_key.clone().unwrap_or_default()),
+        index_summary: Some(format!("{catalog_pages} catalog pages updated")),
+        search_mode: Some("fts".to_string()),
+        search_generation: Some(String::new()),
+        notes_scanned: Some(plan.counts.0.to_string()),
+        notes_indexed: Some(plan.counts.1.to_string()),
+        notes_excluded: Some(plan.counts.2.to_string()),
+        lint_orphans: Some(plan.orphans.to_string()),
+        ..Receipt::default()
+    }
+}
+
+fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
 /// Records a content-free aborted receipt for a failure before the commit point.
 fn abort(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, phase: &str, error: Error) -> Error {
-    let seq = writer.receipts.last_seq + 1;
-    let mut r = Map::new();
-    let s = |v: &str| Value::String(v.to_string());
-    r.insert("receipt_schema".into(), s("power.receipt.v1"));
-    r.insert("seq".into(), json!(seq));
-    r.insert("operation".into(), s(mutation.operation));
-    r.insert("path".into(), s(mutation.primary_path()));
-    r.insert("at".into(), s(&chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)));
-    r.insert("status".into(), s("aborted"));
-    r.insert("actor".into(), s(vault.channel().actor()));
-    r.insert("phase".into(), s(phase));
-    r.insert("error_code".into(), s(error.code()));
-    r.insert("idempotency_key".into(), s(mutation.idempotency_key.as_deref().unwrap_or("")));
-    if let Err(receipt_error) = writer.receipts.append(vault.root(), r, true) {
+    let receipt = Receipt {
+        receipt_schema: RECEIPT_SCHEMA.to_string(),
+        seq: writer.receipts.last_seq + 1,
+        operation: mutation.operation.to_string(),
+        path: mutation.primary_path().to_string(),
+        at: now_rfc3339(),
+        status: "aborted".to_string(),
+        actor: Some(vault.channel().actor().to_string()),
+        phase: Some(phase.to_string()),
+        error_code: Some(error.code().to_string()),
+        idempotency_key: Some(mutation.idempotency_key.clone().unwrap_or_default()),
+        ..Receipt::default()
+    };
+    if let Err(receipt_error) = writer.receipts.append(vault.root(), receipt, true) {
         tracing::warn!(error = %receipt_error, "could not record the aborted receipt");
     }
     error
 }
 
 /// Refuses a committed write whose files changed outside the engine after the plan: marks the
-/// intent abandoned (durably: recovery never finishes it, readers never serve it), puts the
-/// in-memory model back and records an aborted receipt. Nothing was put in place.
-fn abandon(
-    vault: &Vault,
-    writer: &mut WriterGuard<'_>,
-    mutation: &Mutation,
-    previous: Vec<(VaultPath, Option<NoteRecord>)>,
-    seq: u64,
-    conflict: Error,
-) -> Error {
+/// intent abandoned (durably: recovery never finishes it, readers never serve it) and records
+/// an aborted receipt (the caller dropped the plan, which put the in-memory model back). Nothing was put in place.
+fn abandon(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, seq: u64, conflict: Error) -> Error {
     tracing::warn!(seq, error = %conflict, "a file changed outside the engine while the write was planned; the write is refused");
-    restore_model(vault, previous);
     let record = Record::Done { seq, abandoned: true };
     match writer.journal.append(&record, true) {
         Ok(()) => writer.records.push(record),
@@ -600,14 +662,17 @@ fn abandon(
 }
 
 /// Steps 6–9 for a committed intent: apply, publish, receipt, checkpoint.
-fn finish(vault: &Vault, writer: &mut WriterGuard<'_>, intent: &Intent, confirmed: &Confirmed, phases: &mut Phases) -> Result<Value> {
+fn finish(
+    vault: &Vault,
+    writer: &mut WriterGuard<'_>,
+    intent: &Intent,
+    mut receipt: Receipt,
+    confirmed: &Confirmed,
+    phases: &mut Phases,
+) -> Result<Receipt> {
     let conflicts = apply_changes(vault, &intent.changes, &BTreeSet::new(), confirmed)?;
     phases.mark("apply");
     faults::crash_point("after_apply");
-    let mut receipt = match &intent.receipt {
-        Value::Object(map) => map.clone(),
-        _ => Map::new(),
-    };
     // A file that changed outside the engine in the instant between the re-check and its
     // rename was left as it is: the generation is then built from the files on disk.
     let route = if conflicts.is_empty() { search_route(vault, writer)? } else { SearchRoute::Publish };
@@ -615,7 +680,7 @@ fn finish(vault: &Vault, writer: &mut WriterGuard<'_>, intent: &Intent, confirme
         for path in conflicts.iter().filter_map(|p| VaultPath::parse_walked(p).ok()) {
             vault.refresh_path(&path)?;
         }
-        receipt.insert("conflicts".into(), json!(conflicts));
+        receipt.conflicts = Some(conflicts);
     }
     let generation = match &route {
         SearchRoute::Tail { active } => Published::tail(active, intent),
@@ -625,15 +690,15 @@ fn finish(vault: &Vault, writer: &mut WriterGuard<'_>, intent: &Intent, confirme
     record_generation(&mut receipt, &generation);
     phases.mark("publish");
     faults::crash_point("after_publish");
-    receipt.insert("duration_ms".into(), Value::String(phases.total_ms()));
-    receipt.insert("phase_ms".into(), Value::Object(phases.done.clone()));
-    let value = writer.receipts.append(vault.root(), receipt, false)?;
+    receipt.duration_ms = Some(phases.total_ms());
+    receipt.phase_ms = Some(phases.done.clone());
+    let receipt = writer.receipts.append(vault.root(), receipt, false)?;
     faults::crash_point("after_receipt");
     writer.unsynced.push(intent.clone());
     if !matches!(route, SearchRoute::Tail { .. }) {
         checkpoint_unsynced(vault, writer, &generation.deferred_files)?;
     }
-    Ok(value)
+    Ok(receipt)
 }
 
 /// How a write's search generation comes to be.
@@ -773,12 +838,12 @@ pub(crate) fn publish(vault: &Vault, intent: &Intent) -> Result<Published> {
 }
 
 /// Fills the receipt's search fields from a publish.
-pub(crate) fn record_generation(receipt: &mut Map<String, Value>, generation: &Published) {
-    receipt.insert("search_generation".into(), Value::String(generation.generation_id.clone()));
-    receipt.insert("search_mode".into(), Value::String(generation.search_mode.to_string()));
-    receipt.insert("notes_scanned".into(), Value::String(generation.scanned.to_string()));
-    receipt.insert("notes_indexed".into(), Value::String(generation.indexed.to_string()));
-    receipt.insert("notes_excluded".into(), Value::String(generation.excluded.to_string()));
+pub(crate) fn record_generation(receipt: &mut Receipt, generation: &Published) {
+    receipt.search_generation = Some(generation.generation_id.clone());
+    receipt.search_mode = Some(generation.search_mode.to_string());
+    receipt.notes_scanned = Some(generation.scanned.to_string());
+    receipt.notes_indexed = Some(generation.indexed.to_string());
+    receipt.notes_excluded = Some(generation.excluded.to_string());
 }
 
 /// Puts every change in place (idempotent) and returns the paths it left alone because they

@@ -6,14 +6,109 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use serde::Serialize;
-use serde_json::{Map, Value};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::store::{durable, layout, nofollow};
 
 /// `prev` of the first receipt.
 pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+
+/// One line of the receipt log: an ok receipt (from the intent the plan built, completed by
+/// the apply and publish steps), a recovered one (`recovered`, and `conflicts` where recovery
+/// left a file as someone else wrote it) or a content-free aborted one (`phase`, `error_code`).
+///
+/// The fields are declared in alphabetical order, the order the log has always had (a
+/// `serde_json::Map` is sorted by key), so a line re-serialises byte for byte and the hash
+/// chain of an existing log still verifies. A field a receipt does not carry is absent, never
+/// `null`; fields this engine does not know (a journal of another version) are kept as they are.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Receipt {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub actor: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after_sha256: Option<String>,
+    /// Who approved the write (src/approvals): approver, channel, decision time, record sha256.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Value>,
+    pub at: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub before_sha256: Option<String>,
+    /// Files left as someone outside the engine wrote them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conflicts: Option<Vec<String>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub index_summary: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lint_orphans: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mutation_sha256: Option<String>,
+    /// Every note's hashes, when the transaction changed more than one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notes: Option<Vec<NoteHashes>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notes_excluded: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notes_indexed: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub notes_scanned: Option<String>,
+    pub operation: String,
+    pub path: String,
+    /// The step an aborted write stopped in (`check`, `plan`, `commit`, `apply`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// Milliseconds per step, by step name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phase_ms: Option<std::collections::BTreeMap<String, f64>>,
+    /// blake3 of the previous line (`GENESIS` for the first); filled by `ReceiptLog::append`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prev: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proposal_id: Option<String>,
+    pub receipt_schema: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recovered: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search_generation: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search_mode: Option<String>,
+    pub seq: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub span_id: Option<String>,
+    /// `ok` or `aborted`.
+    pub status: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trace_id: Option<String>,
+    /// Fields of another engine version, kept (after the known ones).
+    #[serde(flatten, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub other: serde_json::Map<String, Value>,
+}
+
+/// One note's hashes in a multi-note receipt's `notes`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct NoteHashes {
+    pub after_sha256: String,
+    pub before_sha256: String,
+    pub path: String,
+}
+
+/// The receipt schema every line names.
+pub const RECEIPT_SCHEMA: &str = "power.receipt.v1";
+
+impl Receipt {
+    /// The receipt as the JSON value callers are given.
+    pub fn to_value(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
 
 /// The in-memory view of the receipt log.
 #[derive(Debug, Default)]
@@ -116,10 +211,9 @@ impl ReceiptLog {
     }
 
     /// Chains and appends a receipt (fills `prev`); `durable` fsyncs it. Returns the final receipt.
-    pub fn append(&mut self, root: &Path, mut receipt: Map<String, Value>, durable: bool) -> Result<Value> {
-        receipt.insert("prev".into(), Value::String(self.last_hash.clone()));
-        let value = Value::Object(receipt);
-        let mut line = serde_json::to_vec(&value).map_err(|e| Error::io("encoding", layout::RECEIPTS, std::io::Error::other(e)))?;
+    pub fn append(&mut self, root: &Path, mut receipt: Receipt, durable: bool) -> Result<Receipt> {
+        receipt.prev = Some(self.last_hash.clone());
+        let mut line = serde_json::to_vec(&receipt).map_err(|e| Error::io("encoding", layout::RECEIPTS, std::io::Error::other(e)))?;
         let hash = hash_line(&line);
         line.push(b'\n');
         let path = layout::join(root, layout::RECEIPTS);
@@ -128,8 +222,15 @@ impl ReceiptLog {
             durable::sync_all_paths(root, &[path], &[])?;
         }
         self.len += line.len() as u64;
-        self.index(&value, hash);
-        Ok(value)
+        // Only an ok receipt with a key or a proposal id is kept in memory (as its JSON value).
+        let keyed = |id: &Option<String>| id.as_deref().is_some_and(|k| !k.is_empty());
+        if receipt.status == "ok" && (keyed(&receipt.idempotency_key) || keyed(&receipt.proposal_id)) {
+            self.index(&receipt.to_value(), hash);
+        } else {
+            self.last_seq = self.last_seq.max(receipt.seq);
+            self.last_hash = hash;
+        }
+        Ok(receipt)
     }
 
     /// The newest `limit` receipts with `seq > after_seq`, oldest first.

@@ -7,12 +7,12 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::Value;
-
+use super::receipts::Receipt;
+use super::writer::WriterGuard;
 use crate::error::Result;
 use crate::note::path::VaultPath;
 use crate::store::journal::{Intent, Record};
-use crate::vault::{Vault, WriterGuard};
+use crate::vault::Vault;
 
 /// Intents in `records` that have no `Done` record, except `mine` (this process's own deferred
 /// intents, which are in place), in sequence order: what recovery finishes.
@@ -57,16 +57,18 @@ pub fn recover_pending(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<Ve
         let generation = if conflicts.is_empty() { generation_of(vault, intent)? } else { super::publish(vault, intent)? };
         generation_files.extend(generation.deferred_files.iter().cloned());
         if !writer.receipts.contains_seq(intent.seq) {
-            let mut receipt = match &intent.receipt {
-                Value::Object(map) => map.clone(),
-                _ => serde_json::Map::new(),
-            };
+            // The receipt the intent carries; one that does not parse (never written by this
+            // engine) still gets a receipt naming its sequence number.
+            let mut receipt = serde_json::from_value::<Receipt>(intent.receipt.clone()).unwrap_or_else(|error| {
+                tracing::warn!(seq = intent.seq, error = %error, "recovery: the intent's receipt does not parse");
+                Receipt { seq: intent.seq, ..Receipt::default() }
+            });
             super::record_generation(&mut receipt, &generation);
-            receipt.insert("recovered".into(), Value::String("true".into()));
+            receipt.recovered = Some("true".into());
             if !conflicts.is_empty() {
-                receipt.insert("conflicts".into(), serde_json::json!(conflicts));
+                receipt.conflicts = Some(conflicts);
             }
-            receipt.insert("duration_ms".into(), Value::String("".into()));
+            receipt.duration_ms = Some(String::new());
             writer.receipts.append(vault.root(), receipt, false)?;
         }
     }

@@ -50,8 +50,9 @@ const KNOWN_BACK_EDGES: &[(&str, &str, &str)] = &[
     (
         "vault",
         "write",
-        "the writer's state (lock, journal records, receipt log, active generation) lives in vault.rs and \
-     its recovery and checkpoint in write/: cut by the typed Writer of issue 18 (scope 1)",
+        "Vault holds the write path's Writer (its state is private to write/) and delegates the lock, \
+     recovery at open and the deferred checkpoint on drop to it: cut by moving open/drop of the writer \
+     out of vault (a Vault that does not know its writer)",
     ),
     (
         "write",

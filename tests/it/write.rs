@@ -284,3 +284,71 @@ fn server_info_reports_generation_exclusions_and_receipts() {
     assert_eq!(info.embedding.binding, "not_requested");
     assert!(!serde_json::to_string(&info).unwrap().contains(dir.path().to_str().unwrap()), "no absolute paths");
 }
+
+/// A receipt line written by the engine before receipts were typed (tests/golden/
+/// receipts_v1.jsonl: an ok ingest, an idempotency conflict, an aborted plan, a two-note
+/// archive) and every line written now parse as `Receipt` and serialise to the same bytes, so
+/// the hash chain of an existing log still verifies and goes on.
+#[test]
+fn receipts_old_and_new_reserialise_byte_for_byte_and_the_chain_goes_on() {
+    use paravault::write::receipts::Receipt;
+    let old = include_str!("../golden/receipts_v1.jsonl");
+    let (dir, _) = vault("");
+    std::fs::create_dir_all(dir.path().join(".paravault")).unwrap();
+    std::fs::write(dir.path().join(".paravault/receipts.jsonl"), old).unwrap();
+    let vault = paravault::vault::Vault::open(dir.path(), Default::default()).unwrap();
+    assert!(vault.verify_history().unwrap().ok);
+    let keyed = IngestRequest { idempotency_key: Some("k2".into()), ..ingest("01_Projects/typed", "one") };
+    let receipt = vault.ingest_note(&keyed).unwrap();
+    assert_eq!(receipt["seq"], 5);
+    let _ = vault.ingest_note(&keyed).unwrap();
+    let conflict = IngestRequest { idempotency_key: Some("k2".into()), ..ingest("01_Projects/other", "two") };
+    assert!(vault.ingest_note(&conflict).is_err());
+    let text = std::fs::read_to_string(dir.path().join(".paravault/receipts.jsonl")).unwrap();
+    assert!(text.starts_with(old));
+    assert_eq!(text.lines().count(), 6, "{text}");
+    for line in text.lines() {
+        let typed: Receipt = serde_json::from_str(line).unwrap();
+        assert_eq!(serde_json::to_string(&typed).unwrap(), line);
+        assert!(typed.other.is_empty(), "every field is a known one: {:?}", typed.other);
+    }
+    assert!(vault.verify_history().unwrap().ok);
+}
+
+/// `lint_orphans` counts the written notes the vault-wide lint calls orphans (no other note
+/// links to them), not a constant.
+#[test]
+fn a_write_reports_the_orphans_it_leaves() {
+    use paravault::note::path::VaultPath;
+    use paravault::write::{Mutation, NoteChange, execute};
+    let fixture = format!(
+        "-- 03_Resources/a.md --\n{}-- 03_Resources/b.md --\n{}",
+        note("Resource", "A", "alone\n"),
+        note("Resource", "B", "see [[a]]\n")
+    );
+    let (_dir, vault) = vault(&fixture);
+    let path = |p: &str| VaultPath::parse(p).unwrap();
+    let change = |p: &str, body: &str| NoteChange {
+        path: path(p),
+        content: Some(note("Resource", p, body)),
+        require_absent: false,
+        expected_sha256: None,
+    };
+    let write = |notes: Vec<NoteChange>| {
+        let mutation = Mutation { notes, ..Mutation::single("test.write", path("03_Resources/x.md"), String::new()) };
+        execute(&vault, mutation).unwrap()["lint_orphans"].as_str().unwrap().to_string()
+    };
+    let lint_orphans = |paths: &[&str]| {
+        vault.lint().unwrap().findings.iter().filter(|f| f.rule == "orphan" && paths.contains(&f.path.as_str())).count().to_string()
+    };
+    // `a` is linked from `b`: rewriting it leaves no orphan.
+    assert_eq!(write(vec![change("03_Resources/a.md", "edited\n")]), "0");
+    assert_eq!(lint_orphans(&["03_Resources/a.md"]), "0");
+    // A new note nobody links to is one.
+    assert_eq!(write(vec![change("03_Resources/c.md", "new\n")]), "1");
+    assert_eq!(lint_orphans(&["03_Resources/c.md"]), "1");
+    // Two new notes, one linking the other: the linked one is not an orphan, the other is.
+    let pair = vec![change("03_Resources/d.md", "see [[e]]\n"), change("03_Resources/e.md", "target\n")];
+    assert_eq!(write(pair), "1");
+    assert_eq!(lint_orphans(&["03_Resources/d.md", "03_Resources/e.md"]), "1");
+}

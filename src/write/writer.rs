@@ -1,0 +1,182 @@
+//! The single writer of a vault: the cross-process lock file, the intent journal and its
+//! records, the receipt log, this process's deferred intents and the active generation's facts,
+//! as private state behind one in-process mutex. `Vault` opens it and delegates; only the write
+//! path (this module and its siblings) reads or changes that state, through a `WriterGuard`.
+
+use std::collections::BTreeSet;
+use std::sync::{Mutex, MutexGuard};
+
+use crate::error::{Error, Result};
+use crate::note::path::VaultPath;
+use crate::store::journal::{Intent, Journal, Record};
+use crate::store::{durable, layout};
+use crate::vault::Vault;
+
+use super::receipts::ReceiptLog;
+
+/// The writer of one `Vault`: nothing is opened until the first lock.
+#[derive(Default)]
+pub struct Writer {
+    state: Mutex<Option<WriterState>>,
+}
+
+/// State owned by the single writer (guarded by the in-process mutex and the file lock); its
+/// fields are the write path's alone.
+pub struct WriterState {
+    pub(in crate::write) receipts: ReceiptLog,
+    pub(in crate::write) journal: Journal,
+    /// The journal's records (as read at lock time, plus this process's appends since).
+    pub(in crate::write) records: Vec<Record>,
+    /// A write past its commit point failed: recovery runs at the next lock.
+    pub(in crate::write) needs_recovery: bool,
+    /// Intents this process put in place whose files are not fsynced yet: their checkpoint is
+    /// deferred to the next fold, `Vault::checkpoint_pending`, or dropping the vault (the
+    /// intent record already makes them durable).
+    pub(in crate::write) unsynced: Vec<Intent>,
+    /// What the write path needs of the active generation's manifest, by generation id.
+    pub(in crate::write) active_generation: Option<super::ActiveGeneration>,
+    /// The cross-process lock file, flocked while a `WriterGuard` lives.
+    lock_file: std::fs::File,
+}
+
+/// Proof of holding the writer lock (in-process mutex and cross-process file lock), released
+/// on drop.
+pub struct WriterGuard<'v> {
+    state: MutexGuard<'v, Option<WriterState>>,
+}
+
+impl Drop for WriterGuard<'_> {
+    fn drop(&mut self) {
+        if let Some(state) = self.state.as_ref() {
+            let _ = state.lock_file.unlock();
+        }
+    }
+}
+
+impl std::ops::Deref for WriterGuard<'_> {
+    type Target = WriterState;
+    fn deref(&self) -> &WriterState {
+        self.state.as_ref().expect("BUG: Writer::lock fills the writer state")
+    }
+}
+
+impl std::ops::DerefMut for WriterGuard<'_> {
+    fn deref_mut(&mut self) -> &mut WriterState {
+        self.state.as_mut().expect("BUG: Writer::lock fills the writer state")
+    }
+}
+
+impl WriterGuard<'_> {
+    /// The sequence number of the newest receipt (every committed write up to it is on disk
+    /// once the lock is held: recovery ran).
+    pub fn last_seq(&self) -> u64 {
+        self.receipts.last_seq
+    }
+
+    /// Makes this process's deferred writes durable now (see `Vault::checkpoint_pending`).
+    pub fn checkpoint_deferred(&mut self, vault: &Vault) -> Result<()> {
+        if self.unsynced.is_empty() {
+            return Ok(());
+        }
+        super::checkpoint_unsynced(vault, self, &[])
+    }
+}
+
+impl Writer {
+    /// Takes the writer lock (in-process mutex, then the cross-process file lock), finishes any
+    /// committed-but-pending transaction, and catches up with receipts other processes wrote.
+    pub fn lock<'v>(&'v self, vault: &Vault) -> Result<WriterGuard<'v>> {
+        let root = vault.root();
+        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        crate::store::nofollow::refuse_symlinked_state(root)?;
+        match state.as_mut() {
+            None => {
+                durable::create_dir_all(root, &layout::join(root, layout::STATE_DIR))?;
+                let lock_path = layout::join(root, layout::WRITER_LOCK);
+                let file = durable::open_engine_file(root, &lock_path, false)
+                    .map_err(|e| crate::store::nofollow::io_error("opening", layout::WRITER_LOCK, e))?;
+                file.lock().map_err(|e| Error::io("locking", layout::WRITER_LOCK, e))?;
+                let opened = Journal::open(root).and_then(|(journal, records)| Ok((journal, records, ReceiptLog::load(root)?)));
+                match opened {
+                    Ok((journal, records, receipts)) => {
+                        *state = Some(WriterState {
+                            receipts,
+                            journal,
+                            records,
+                            needs_recovery: false,
+                            unsynced: Vec::new(),
+                            active_generation: None,
+                            lock_file: file,
+                        })
+                    }
+                    Err(error) => {
+                        let _ = file.unlock();
+                        return Err(error);
+                    }
+                }
+            }
+            Some(existing) => {
+                existing.lock_file.lock().map_err(|e| Error::io("locking", layout::WRITER_LOCK, e))?;
+                if let Err(error) = catch_up(vault, existing) {
+                    let _ = existing.lock_file.unlock();
+                    return Err(error);
+                }
+            }
+        }
+        let mut guard = WriterGuard { state };
+        let mine: BTreeSet<u64> = guard.unsynced.iter().map(|i| i.seq).collect();
+        if guard.needs_recovery || !super::recover::pending_except(&guard.records, &mine).is_empty() {
+            super::recover::recover_pending(vault, &mut guard)?;
+        }
+        Ok(guard)
+    }
+
+    /// The cross-process writer lock on a handle of its own, if no other process (and no other
+    /// handle of this one) holds it; released when the file is dropped. Never waits.
+    pub fn try_lock_file(&self, vault: &Vault) -> Result<Option<std::fs::File>> {
+        let lock_path = layout::join(vault.root(), layout::WRITER_LOCK);
+        let file = match crate::store::nofollow::open_lock_file(&lock_path) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                drop(self.lock(vault)?);
+                return self.try_lock_file(vault);
+            }
+            Err(e) => return Err(Error::io("opening", layout::WRITER_LOCK, e)),
+        };
+        match file.try_lock() {
+            Ok(()) => Ok(Some(file)),
+            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
+            Err(std::fs::TryLockError::Error(e)) => Err(Error::io("locking", layout::WRITER_LOCK, e)),
+        }
+    }
+
+    /// Whether this process holds writes whose checkpoint is deferred.
+    pub fn has_deferred_writes(&self) -> bool {
+        self.state.lock().map(|state| state.as_ref().is_some_and(|s| !s.unsynced.is_empty())).unwrap_or(false)
+    }
+
+    /// Whether a write this process committed waits to be finished.
+    pub fn has_unfinished_writes(&self) -> bool {
+        self.state.lock().map(|state| state.as_ref().is_some_and(|s| s.needs_recovery)).unwrap_or(false)
+    }
+}
+
+/// Brings a kept writer state up to what other processes did since this one last held the
+/// lock: their receipts (and the notes and catalog pages they touched) and the journal.
+fn catch_up(vault: &Vault, state: &mut WriterState) -> Result<()> {
+    let root = vault.root();
+    let touched = state.receipts.catch_up(root)?;
+    if !touched.is_empty() || !state.journal.unchanged_since_seen(root)? {
+        let (journal, records) = Journal::open(root)?;
+        state.journal = journal;
+        state.records = records;
+    }
+    if !touched.is_empty() {
+        for path in touched.iter().filter_map(|p| VaultPath::parse_walked(p).ok()) {
+            vault.refresh_catalog_pages(&path)?;
+            vault.refresh_path(&path)?;
+        }
+        vault.invalidate_catalog_state();
+    }
+    Ok(())
+}
