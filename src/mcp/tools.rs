@@ -376,8 +376,9 @@ fn derived<T: JsonSchema>() -> Value {
     schema
 }
 
-/// `schema` with the schema of property `name` replaced: for a report field the engine still
-/// keeps as untyped JSON (the receipt, a `Map` filled by the write path), the declared shape.
+/// `schema` with the schema of property `name` replaced: for a report field the engine hands
+/// over as JSON (the receipt: `write::receipts::Receipt` serialised to a `Value` by `execute`),
+/// the declared shape.
 fn with_property(mut schema: Value, name: &str, property: Value) -> Value {
     if let Some(Value::Object(properties)) = schema.get_mut("properties") {
         properties.insert(name.into(), property);
