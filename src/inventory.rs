@@ -260,6 +260,10 @@ pub enum Resolution {
     Ambiguous(Vec<VaultPath>),
 }
 
+/// A map keyed by names from the vault (file names, link keys, folders): foldhash, seeded per
+/// process, instead of SipHash, which was a measured share of building the model at load.
+pub type NameMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
+
 /// The whole vault model.
 #[derive(Debug, Default)]
 pub struct Inventory {
@@ -267,10 +271,10 @@ pub struct Inventory {
     /// Every regular file (notes and attachments), for link resolution.
     pub files: BTreeSet<VaultPath>,
     /// Lower-cased file name → paths with that name.
-    pub by_name: HashMap<String, Vec<VaultPath>>,
+    pub by_name: NameMap<Vec<VaultPath>>,
     pub symlinked_notes: Vec<VaultPath>,
     /// Link key (lower-cased last component, `.md` stripped) → notes holding such a link.
-    pub linkers: HashMap<String, BTreeSet<VaultPath>>,
+    pub linkers: NameMap<BTreeSet<VaultPath>>,
     /// Counters kept current by `upsert`/`remove`, so writes never count the whole vault.
     pub counts: Counts,
     /// The valid notes' (path, content hash) pairs with cached digests, kept current by
@@ -327,7 +331,7 @@ pub struct Counts {
     pub valid: usize,
     /// Valid notes in each directory's subtree, for every directory holding one (the root
     /// catalog's rows, sub-catalog child rows).
-    pub valid_per_dir: HashMap<String, usize>,
+    pub valid_per_dir: NameMap<usize>,
     /// Valid notes at the vault root (root daily logs).
     pub root_notes: BTreeSet<VaultPath>,
     /// Notes that are not valid (excluded from search, each named with its reason).
@@ -383,8 +387,11 @@ impl Counts {
 
 /// The key under which a link or a file is found by name: lower-cased last component without `.md`.
 pub fn link_key(target: &str) -> String {
-    let name = target.rsplit('/').next().unwrap_or(target).to_lowercase();
-    name.strip_suffix(".md").map(str::to_string).unwrap_or(name)
+    let mut name = target.rsplit('/').next().unwrap_or(target).to_lowercase();
+    if name.ends_with(".md") {
+        name.truncate(name.len() - ".md".len());
+    }
+    name
 }
 
 fn lower_name(path: &VaultPath) -> String {

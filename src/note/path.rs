@@ -10,6 +10,7 @@
 //! the engine owns or never reads as notes (`refuse_reserved`).
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use percent_encoding::percent_decode_str;
 use unicode_normalization::UnicodeNormalization;
@@ -32,8 +33,11 @@ fn is_bidi_control(c: char) -> bool {
 
 /// A normalised vault-relative path: '/'-separated, no empty, '.' or '..' components, no
 /// backslashes or control characters, never absolute.
+///
+/// Shared text (`Arc<str>`): the inventory holds each path in several indexes (records, files,
+/// names, linkers), and a clone is a reference count, not an allocation per index.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct VaultPath(String);
+pub struct VaultPath(Arc<str>);
 
 impl VaultPath {
     /// Parses caller text. Percent-encoded text is decoded once and both forms are checked.
@@ -58,19 +62,19 @@ impl VaultPath {
         if normalised.split('/').any(|c| c.len() > COMPONENT_BYTES_MAX) {
             return Err(refuse(PathRefusal::ComponentTooLong));
         }
-        Ok(VaultPath(normalised))
+        Ok(VaultPath(normalised.into()))
     }
 
     /// Wraps a path found by a directory walk: lexical checks only (no percent-decoding, since
     /// a file may legitimately be named `a%20b.md`).
     pub(crate) fn parse_walked(rel: &str) -> Result<Self, PathRefusal> {
         check_lexical(rel)?;
-        Ok(VaultPath(rel.to_string()))
+        Ok(VaultPath(Arc::from(rel)))
     }
 
     /// A range bound for ordered lookups (never a real path; never resolved on disk).
     pub(crate) fn bound(text: String) -> Self {
-        VaultPath(text)
+        VaultPath(text.into())
     }
 
     pub fn as_str(&self) -> &str {
@@ -89,7 +93,7 @@ impl VaultPath {
 
     /// The final component.
     pub fn file_name(&self) -> &str {
-        self.0.rsplit_once('/').map_or(self.0.as_str(), |(_, name)| name)
+        self.0.rsplit_once('/').map_or(&*self.0, |(_, name)| name)
     }
 
     /// Whether the file name is `<stem>.md` with a non-empty stem (a bare `.md` is not a note).
