@@ -45,10 +45,27 @@ pub enum Operation {
     LinkRot,
     /// `infra_action` with `operation: replicate` (the INFRA-1 broker copies data off the host).
     InfraReplicate,
+    /// A ctxvault memory tool (`write_episode`, `confirm_episode`, `supersede_episode`,
+    /// `revise_episode`, `invalidate_episode`, `dispute_episodes`, `write_skill`, `write_doc`)
+    /// called by an agent with `propose` authority: the fully resolved change, applied by id.
+    MemoryChange,
 }
 
+/// The receipt operations of the ctxvault memory tools: a `memory_change` proposal names the
+/// one its transaction records (`BatchProposal::receipt_operation`).
+pub const MEMORY_RECEIPT_OPERATIONS: [&str; 8] = [
+    "ctxvault.write_episode",
+    "ctxvault.confirm_episode",
+    "ctxvault.supersede_episode",
+    "ctxvault.revise_episode",
+    "ctxvault.invalidate_episode",
+    "ctxvault.dispute_episodes",
+    "ctxvault.write_skill",
+    "ctxvault.write_doc",
+];
+
 impl Operation {
-    pub const ALL: [Operation; 10] = [
+    pub const ALL: [Operation; 11] = [
         Operation::Apply,
         Operation::Archive,
         Operation::Heal,
@@ -59,6 +76,7 @@ impl Operation {
         Operation::GoalsDelete,
         Operation::LinkRot,
         Operation::InfraReplicate,
+        Operation::MemoryChange,
     ];
 
     /// The name policy rules use.
@@ -74,6 +92,7 @@ impl Operation {
             Operation::GoalsDelete => "goals_delete",
             Operation::LinkRot => "link_rot",
             Operation::InfraReplicate => "infra_replicate",
+            Operation::MemoryChange => "memory_change",
         }
     }
 
@@ -90,6 +109,7 @@ impl Operation {
             Operation::GoalsDelete => "delete",
             Operation::LinkRot => "rot_audit",
             Operation::InfraReplicate => "infra_action",
+            Operation::MemoryChange => "a ctxvault memory tool (applied by proposal id)",
         }
     }
 
@@ -226,6 +246,14 @@ pub struct BatchProposal {
     pub changes: Vec<BatchChange>,
     pub create_folders: bool,
     pub log_entry: Option<String>,
+    /// The transaction's idempotency key (a `memory_change` names its memory op, from which
+    /// the vault's knowledge time is read); absent for the other operations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency_key: Option<String>,
+    /// The receipt operation of the transaction (`memory_change`: one of
+    /// `MEMORY_RECEIPT_OPERATIONS`); absent for the other operations.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub receipt_operation: Option<String>,
 }
 
 /// One note change of a batch proposal.
@@ -602,6 +630,8 @@ pub fn execute_governed_request(vault: &Vault, operation: Operation, mut mutatio
                     .collect(),
                 create_folders: mutation.create_folders,
                 log_entry: mutation.log_entry.clone(),
+                idempotency_key: None,
+                receipt_operation: None,
             };
             nofollow::refuse_symlinked_state(root)?;
             durable::create_dir_all(root, &layout::join(root, layout::BATCH_PROPOSALS_DIR))?;
@@ -698,6 +728,137 @@ pub fn gate_action(vault: &Vault, operation: Operation, paths: &[String], reques
             Err(Error::HumanApprovalRequired { operation: operation.tool(), proposal_id: id })
         }
         None => Ok(None),
+    }
+}
+
+/// Holds a fully resolved memory change (a ctxvault tool called by an agent with `propose`
+/// authority) as a `memory_change` batch proposal instead of writing it: exactly the changes
+/// (ids, timestamps, note texts, the pre-image sha256 of every note it modifies) that
+/// `Vault::apply_memory_proposal` writes once it is approved. The mutation's idempotency key
+/// (the memory op) is part of the proposal id, so each call is its own proposal. Nothing is
+/// written to a note; the answer is the proposal's status.
+pub fn propose_memory_change(vault: &Vault, mutation: &Mutation) -> Result<ProposalStatus> {
+    let root = vault.root();
+    let operation = Operation::MemoryChange;
+    let key = mutation.idempotency_key.clone().ok_or_else(|| Error::ProposalInvalid { reason: "a memory change names its op".into() })?;
+    if !MEMORY_RECEIPT_OPERATIONS.contains(&mutation.operation) {
+        return Err(Error::ProposalInvalid { reason: format!("'{}' is not a memory transaction", mutation.operation) });
+    }
+    let id = plan_id_for(operation, &mutation.notes, Some(&key));
+    let batch = BatchProposal {
+        schema: BATCH_SCHEMA.into(),
+        proposal_id: id.clone(),
+        operation,
+        proposed_by: vault.channel().actor().into(),
+        created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        changes: mutation
+            .notes
+            .iter()
+            .map(|n| BatchChange {
+                path: n.path.to_string(),
+                expected_sha256: n.expected_sha256.clone(),
+                require_absent: n.require_absent,
+                content: n.content.clone(),
+            })
+            .collect(),
+        create_folders: mutation.create_folders,
+        log_entry: mutation.log_entry.clone(),
+        idempotency_key: Some(key),
+        receipt_operation: Some(mutation.operation.to_string()),
+    };
+    nofollow::refuse_symlinked_state(root)?;
+    durable::create_dir_all(root, &layout::join(root, layout::BATCH_PROPOSALS_DIR))?;
+    if !durable::create_new(root, &batch_path(root, &id), &encode(&batch, "batch proposal")?)? {
+        // The id covers a fresh op id: another file under it is not this proposal.
+        return Err(Error::ProposalInvalid { reason: format!("a different proposal is already stored as {id}") });
+    }
+    vault.status_of(&Governed::Batch(batch))
+}
+
+impl Vault {
+    /// Applies a stored `memory_change` proposal by id, in one write transaction whose receipt
+    /// records the memory op (the vault's knowledge time) and, when a person approved it, the
+    /// approval. Under a `human` rule only a person's approval lets it through
+    /// (`human_approval_required` until then); otherwise `approved` is the caller's approval
+    /// (`approval_required` without it). A rejection binds under every rule. A note changed
+    /// since the proposal was made is `precondition_failed` from the transaction's own check,
+    /// and nothing is written; applying it again replays the original receipt.
+    pub fn apply_memory_proposal(&self, proposal_id: &str, approved: bool) -> Result<Value> {
+        check_id(proposal_id)?;
+        let root = self.root();
+        nofollow::refuse_symlinked_state(root)?;
+        let governed = load(root, proposal_id)?;
+        let Governed::Batch(batch) = &governed else {
+            return Err(Error::InvalidArgument { name: "proposal_id", reason: "not a memory_change proposal".into() });
+        };
+        if batch.operation != Operation::MemoryChange {
+            return Err(Error::InvalidArgument {
+                name: "proposal_id",
+                reason: format!("a {} proposal runs when its operation is repeated", batch.operation.name()),
+            });
+        }
+        let operation = MEMORY_RECEIPT_OPERATIONS
+            .into_iter()
+            .find(|o| batch.receipt_operation.as_deref() == Some(*o))
+            .ok_or_else(|| Error::ProposalInvalid { reason: "the stored memory change names no memory transaction".into() })?;
+        let decision = read_decision(root, proposal_id)?;
+        let paths = governed.paths();
+        let approver = approver_for(&self.policy().policy.approvals, Operation::MemoryChange, paths.iter().map(String::as_str));
+        let stamp = match decision {
+            Some((record, _)) if record.decision == Decision::Rejected => return Err(rejected(&record)),
+            Some((record, record_sha)) => {
+                if governed.sha256()? != record.proposal_sha256 {
+                    return Err(Error::ApprovalStale {
+                        proposal_id: proposal_id.to_string(),
+                        reason: "the stored proposal changed after it was approved".into(),
+                    });
+                }
+                Some(stamp(&record, &record_sha))
+            }
+            None if approver == Approver::Human => {
+                return Err(Error::HumanApprovalRequired {
+                    operation: Operation::MemoryChange.tool(),
+                    proposal_id: proposal_id.to_string(),
+                });
+            }
+            None if !approved => return Err(Error::ApprovalRequired { operation: "apply_memory_change" }),
+            None => None,
+        };
+        let mutation = Mutation {
+            operation,
+            notes: batch
+                .changes
+                .iter()
+                .map(|c| {
+                    Ok(NoteChange {
+                        path: VaultPath::parse(&c.path)?,
+                        content: c.content.clone(),
+                        require_absent: c.require_absent,
+                        expected_sha256: c.expected_sha256.clone(),
+                    })
+                })
+                .collect::<Result<_>>()?,
+            idempotency_key: batch.idempotency_key.clone(),
+            proposal_id: Some(proposal_id.to_string()),
+            log_entry: batch.log_entry.clone(),
+            create_folders: batch.create_folders,
+        };
+        match stamp {
+            Some(stamp) => execute_approved(self, mutation, stamp),
+            None => execute(self, mutation),
+        }
+    }
+
+    /// Applies a stored proposal by id, whichever kind holds its own plan: an
+    /// `apply_memory_change` proposal or a `memory_change` (the CLI's `apply`).
+    pub fn apply_proposal_by_id(&self, proposal_id: &str, approved: bool) -> Result<Value> {
+        if check_id(proposal_id).is_ok() {
+            nofollow::refuse_symlinked_state(self.root())?;
+            if read_batch(self.root(), proposal_id)?.is_some_and(|b| b.operation == Operation::MemoryChange) {
+                return self.apply_memory_proposal(proposal_id, approved);
+            }
+        }
+        self.apply_stored_proposal(proposal_id, approved)
     }
 }
 

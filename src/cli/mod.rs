@@ -574,7 +574,7 @@ pub fn run(cli: Cli) -> ExitCode {
             .and_then(|content| open(&cli).and_then(|v| v.propose_memory_change(path, &content, None, expected_sha256.as_deref())))
             .map(|p| out.proposal(&p)),
         Command::Apply { proposal_id, approve } => {
-            open(&cli).and_then(|v| v.apply_stored_proposal(proposal_id, *approve)).map(|r| out.value(&r))
+            open(&cli).and_then(|v| v.apply_proposal_by_id(proposal_id, *approve)).map(|r| out.value(&r))
         }
         Command::Approve { proposal_id, approver, comment } => {
             decide(&cli, &out, proposal_id, approver, comment, crate::api::approvals::Decision::Approved)

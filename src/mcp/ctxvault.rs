@@ -2,7 +2,10 @@
 //! defaults, over `memory` (registered vaults selected by `vault_name`, per-agent access).
 //!
 //! Each handler is one access check (`VaultSet::open`: who may use which vault, with what
-//! authority, for which kind of memory) and one engine call; nothing here touches a file.
+//! authority, for which kind of memory) and one engine call, whose answer gains ctxvault
+//! 0.8.1's own field names beside paravault's (`peer_names`); nothing here touches a file.
+//! A memory change by an agent with `propose` authority answers `awaiting_approval` with the
+//! proposal id (the engine holds it as a `memory_change` proposal).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
@@ -14,6 +17,10 @@ use crate::error::Result;
 use crate::memory::registry::{Authority, VaultType};
 use crate::memory::vault_set::VaultSet;
 use crate::memory::{EpisodeQuery, NewEpisode, Replacement};
+
+mod peer_names;
+#[cfg(test)]
+mod tests;
 
 /// The vaults of this server: the registry in the user's config folder, read on the first
 /// ctxvault call (a server that never gets one never reads it), as seen by `--agent`.
@@ -120,7 +127,11 @@ impl ToolParams for Query {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Semantic)?.query_documents(&self.query)
+        let vault_name = self.vault_name.clone();
+        vaults(ctx)?
+            .open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Semantic)?
+            .query_documents(&self.query)
+            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
     }
 }
 
@@ -142,7 +153,11 @@ impl ToolParams for ListDocs {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Semantic)?.list_docs()
+        let vault_name = self.vault_name.clone();
+        vaults(ctx)?
+            .open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Semantic)?
+            .list_docs()
+            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
     }
 }
 
@@ -173,12 +188,11 @@ impl ToolParams for WriteDoc {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Semantic)?.write_doc(
-            &self.file_path,
-            &self.content,
-            &self.generated_by,
-            self.overwrite,
-        )
+        let vault_name = self.vault_name.clone();
+        vaults(ctx)?
+            .open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Semantic)?
+            .write_doc(&self.file_path, &self.content, &self.generated_by, self.overwrite)
+            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
     }
 }
 
@@ -203,7 +217,11 @@ impl ToolParams for ListSkills {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Skill)?.list_skills()
+        let vault_name = self.vault_name.clone();
+        vaults(ctx)?
+            .open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Skill)?
+            .list_skills()
+            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
     }
 }
 
@@ -228,7 +246,11 @@ impl ToolParams for ReadSkill {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Skill)?.read_skill(&self.skill_name)
+        let vault_name = self.vault_name.clone();
+        vaults(ctx)?
+            .open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Skill)?
+            .read_skill(&self.skill_name)
+            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
     }
 }
 
@@ -255,12 +277,11 @@ impl ToolParams for WriteSkill {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Skill)?.write_skill(
-            &self.skill_name,
-            &self.description,
-            &self.instructions,
-            self.overwrite,
-        )
+        let vault_name = self.vault_name.clone();
+        vaults(ctx)?
+            .open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Skill)?
+            .write_skill(&self.skill_name, &self.description, &self.instructions, self.overwrite)
+            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
     }
 }
 
@@ -297,15 +318,19 @@ impl ToolParams for WriteEpisode {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Episodic)?.write_episode(&NewEpisode {
-            content: self.content,
-            entities: self.entities,
-            source: self.source,
-            salience: self.salience,
-            confidence: self.confidence,
-            occurred_at: self.occurred_at,
-            valid_from: self.valid_from,
-        })
+        let vault_name = self.vault_name.clone();
+        vaults(ctx)?
+            .open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?
+            .write_episode(&NewEpisode {
+                content: self.content,
+                entities: self.entities,
+                source: self.source,
+                salience: self.salience,
+                confidence: self.confidence,
+                occurred_at: self.occurred_at,
+                valid_from: self.valid_from,
+            })
+            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
     }
 }
 
@@ -347,16 +372,20 @@ impl ToolParams for QueryEpisodes {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        let vault_name = self.vault_name.clone();
         let limit = usize::try_from(self.limit).unwrap_or(0);
-        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?.query_episodes(&EpisodeQuery {
-            query: self.query,
-            entities: self.entities,
-            valid_at: self.valid_at,
-            known_at: self.known_at,
-            include_closed: self.include_closed,
-            order_by: self.order_by,
-            limit,
-        })
+        vaults(ctx)?
+            .open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?
+            .query_episodes(&EpisodeQuery {
+                query: self.query,
+                entities: self.entities,
+                valid_at: self.valid_at,
+                known_at: self.known_at,
+                include_closed: self.include_closed,
+                order_by: self.order_by,
+                limit,
+            })
+            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
     }
 }
 
@@ -383,11 +412,11 @@ impl ToolParams for ConfirmEpisode {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Episodic)?.confirm_episode(
-            &self.episode_id,
-            self.at.as_deref(),
-            self.source.as_deref(),
-        )
+        let vault_name = self.vault_name.clone();
+        vaults(ctx)?
+            .open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?
+            .confirm_episode(&self.episode_id, self.at.as_deref(), self.source.as_deref())
+            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
     }
 }
 
@@ -417,17 +446,20 @@ impl ToolParams for SupersedeEpisode {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let memory = vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Episodic)?;
-        memory.replace_episode(
-            &Replacement {
-                episode_id: self.episode_id,
-                content: self.content,
-                entities: self.entities,
-                source: self.source,
-                salience: self.salience,
-            },
-            false,
-        )
+        let vault_name = self.vault_name.clone();
+        let memory = vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?;
+        memory
+            .replace_episode(
+                &Replacement {
+                    episode_id: self.episode_id,
+                    content: self.content,
+                    entities: self.entities,
+                    source: self.source,
+                    salience: self.salience,
+                },
+                false,
+            )
+            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
     }
 }
 
@@ -457,17 +489,20 @@ impl ToolParams for ReviseEpisode {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let memory = vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Episodic)?;
-        memory.replace_episode(
-            &Replacement {
-                episode_id: self.episode_id,
-                content: self.content,
-                entities: self.entities,
-                source: self.source,
-                salience: self.salience,
-            },
-            true,
-        )
+        let vault_name = self.vault_name.clone();
+        let memory = vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?;
+        memory
+            .replace_episode(
+                &Replacement {
+                    episode_id: self.episode_id,
+                    content: self.content,
+                    entities: self.entities,
+                    source: self.source,
+                    salience: self.salience,
+                },
+                true,
+            )
+            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
     }
 }
 
@@ -494,11 +529,11 @@ impl ToolParams for InvalidateEpisode {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Episodic)?.invalidate_episode(
-            &self.episode_id,
-            self.valid_to.as_deref(),
-            &self.reason,
-        )
+        let vault_name = self.vault_name.clone();
+        vaults(ctx)?
+            .open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?
+            .invalidate_episode(&self.episode_id, self.valid_to.as_deref(), &self.reason)
+            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
     }
 }
 
@@ -524,11 +559,11 @@ impl ToolParams for DisputeEpisodes {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::Apply, Self::NAME, VaultType::Episodic)?.dispute_episodes(
-            &self.episode_id,
-            &self.other_id,
-            &self.note,
-        )
+        let vault_name = self.vault_name.clone();
+        vaults(ctx)?
+            .open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?
+            .dispute_episodes(&self.episode_id, &self.other_id, &self.note)
+            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
     }
 }
 
@@ -551,7 +586,11 @@ impl ToolParams for EpisodeHistory {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?.episode_history(&self.episode_id)
+        let vault_name = self.vault_name.clone();
+        vaults(ctx)?
+            .open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?
+            .episode_history(&self.episode_id)
+            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
     }
 }
 
@@ -579,11 +618,11 @@ impl ToolParams for ListEntities {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?.list_entities(
-            self.include_closed,
-            self.valid_at.as_deref(),
-            self.min_episodes,
-        )
+        let vault_name = self.vault_name.clone();
+        vaults(ctx)?
+            .open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?
+            .list_entities(self.include_closed, self.valid_at.as_deref(), self.min_episodes)
+            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
     }
 }
 

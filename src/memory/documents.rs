@@ -12,7 +12,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{MemoryVault, fresh_id, receipt_summary};
+use super::{Committed, MemoryVault, fresh_id, proposed, receipt_summary};
 use crate::error::{Error, Result};
 use crate::note::path::VaultPath;
 use crate::write::sha256_hex;
@@ -117,12 +117,18 @@ impl MemoryVault {
             source_sha256,
         };
         let text = render(&self.vault.policy().policy.agent_memory.document_note_type, &record, &body)?;
-        let receipt = self.commit("ctxvault.write_doc", &fresh_id(16), vec![(path.clone(), text, existing.clone())])?;
-        Ok(json!({
+        let committed = self.commit("ctxvault.write_doc", &fresh_id(16), vec![(path.clone(), text, existing.clone())])?;
+        let mut answer = json!({
             "file_path": record.file_path, "format": format, "generated_by": record.generated_by, "path": path.to_string(),
             "overwritten": existing.is_some(), "converted": conversion.is_some(), "conversion": conversion,
-            "receipt": receipt_summary(&receipt),
-        }))
+        });
+        Ok(match committed {
+            Committed::Written(receipt) => {
+                answer["receipt"] = receipt_summary(&receipt);
+                answer
+            }
+            Committed::Proposed(proposal) => proposed(answer, proposal),
+        })
     }
 
     /// `list_docs`: every document note, by file path.

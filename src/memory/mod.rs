@@ -36,6 +36,25 @@ pub struct MemoryVault {
     /// Serialises this process's memory read-modify-write cycles (other processes and people
     /// are caught by each change's `expected_sha256`).
     writing: Mutex<()>,
+    /// Whether the caller has `propose` authority here: each memory change is then held as a
+    /// `memory_change` proposal (`approvals::propose_memory_change`) instead of written.
+    proposes: bool,
+}
+
+/// What a memory transaction came to.
+enum Committed {
+    /// Written: its receipt.
+    Written(Value),
+    /// Held for approval (the caller has `propose` authority): what the tool answers.
+    Proposed(Value),
+}
+
+/// A proposed change's answer with what the tool planned (the ids it minted, the note path).
+fn proposed(mut answer: Value, planned: Value) -> Value {
+    if let (Value::Object(answer), Value::Object(planned)) = (&mut answer, planned) {
+        answer.extend(planned);
+    }
+    answer
 }
 
 #[derive(Default)]
@@ -201,7 +220,19 @@ impl MemoryVault {
             episodes: Mutex::new(EpisodeCache::default()),
             known: Mutex::new(KnownTimes::default()),
             writing: Mutex::new(()),
+            proposes: false,
         }
+    }
+
+    /// A vault for a caller with `propose` authority: every memory change is stored as a
+    /// proposal a person (or an agent with apply authority) approves and applies by id.
+    pub fn proposing(vault: Vault) -> Self {
+        MemoryVault { proposes: true, ..MemoryVault::new(vault) }
+    }
+
+    /// Whether memory changes are held as proposals here.
+    pub fn proposes(&self) -> bool {
+        self.proposes
     }
 
     fn policy(&self) -> &crate::policy::AgentMemoryPolicy {
@@ -283,8 +314,10 @@ impl MemoryVault {
     }
 
     /// Runs one memory transaction: `notes` (path, new text, the sha256 it replaces or None
-    /// for a new note), op id `op`, and records its receipt's commit time.
-    fn commit(&self, operation: &'static str, op: &str, notes: Vec<(VaultPath, String, Option<String>)>) -> Result<Value> {
+    /// for a new note), op id `op`, and records its receipt's commit time. For a caller with
+    /// `propose` authority the same fully resolved change is stored as a `memory_change`
+    /// proposal instead, and nothing is written.
+    fn commit(&self, operation: &'static str, op: &str, notes: Vec<(VaultPath, String, Option<String>)>) -> Result<Committed> {
         let mutation = Mutation {
             operation,
             notes: notes
@@ -301,9 +334,26 @@ impl MemoryVault {
             log_entry: None,
             create_folders: true,
         };
+        if self.proposes {
+            let status = crate::approvals::propose_memory_change(&self.vault, &mutation)?;
+            let approval = if status.approver == crate::policy::Approver::Human {
+                "a person approves it (`paravault approve ID --approver NAME` or the web UI's proposals page)"
+            } else {
+                "a person (`paravault apply ID --approve`, or the web UI's proposals page) or an agent with apply authority \
+                 (P.O.W.E.R.'s apply_memory_change with {\"proposal_id\": ID} and approved=true) applies it"
+            };
+            return Ok(Committed::Proposed(json!({
+                "status": "awaiting_approval",
+                "written": false,
+                "proposal_id": status.proposal_id,
+                "tool": operation.trim_start_matches("ctxvault."),
+                "proposal": status,
+                "next": format!("nothing is in the vault yet: {approval}; the change is applied exactly as proposed, or refused with precondition_failed when a note it changes was edited since"),
+            })));
+        }
         let receipt = execute(&self.vault, mutation)?;
         lock(&self.known).record_receipt(&receipt);
-        Ok(receipt)
+        Ok(Committed::Written(receipt))
     }
 
     /// The current text's sha256 and the episode stored at `id`'s note (read under no lock;
@@ -387,8 +437,10 @@ impl MemoryVault {
             disputes: Vec::new(),
         };
         let text = self.render(&record, &request.content, "write_episode")?;
-        let receipt = self.commit("ctxvault.write_episode", &op, vec![(self.episode_path(&id)?, text, None)])?;
-        self.stored(&id, &receipt)
+        match self.commit("ctxvault.write_episode", &op, vec![(self.episode_path(&id)?, text, None)])? {
+            Committed::Written(receipt) => self.stored(&id, &receipt),
+            Committed::Proposed(answer) => Ok(proposed(answer, json!({"episode_id": id, "episode": null}))),
+        }
     }
 
     /// `confirm_episode`: one more attestation of an open statement.
@@ -404,8 +456,10 @@ impl MemoryVault {
             op: op.clone(),
         });
         let text = self.render(&episode.record, &episode.content, "confirm_episode")?;
-        let receipt = self.commit("ctxvault.confirm_episode", &op, vec![(self.episode_path(id)?, text, Some(sha))])?;
-        self.stored(id, &receipt)
+        match self.commit("ctxvault.confirm_episode", &op, vec![(self.episode_path(id)?, text, Some(sha))])? {
+            Committed::Written(receipt) => self.stored(id, &receipt),
+            Committed::Proposed(answer) => Ok(proposed(answer, json!({"episode_id": id, "episode": null}))),
+        }
     }
 
     /// `supersede_episode` / `revise_episode`: one transaction writing the closed original and
@@ -464,10 +518,14 @@ impl MemoryVault {
         let old_text = self.render(&old.record, &old.content, tool)?;
         let new_text = self.render(&new, &request.content, tool)?;
         let notes = vec![(self.episode_path(&old.record.id)?, old_text, Some(old_sha)), (self.episode_path(&new_id)?, new_text, None)];
-        let receipt = self.commit(operation, &op, notes)?;
-        let mut out = self.stored(&new_id, &receipt)?;
-        out["replaced"] = json!(old.record.id);
-        Ok(out)
+        match self.commit(operation, &op, notes)? {
+            Committed::Written(receipt) => {
+                let mut out = self.stored(&new_id, &receipt)?;
+                out["replaced"] = json!(old.record.id);
+                Ok(out)
+            }
+            Committed::Proposed(answer) => Ok(proposed(answer, json!({"episode_id": new_id, "replaced": old.record.id, "episode": null}))),
+        }
     }
 
     /// `invalidate_episode`: closes an open statement at `valid_to` (default now).
@@ -490,8 +548,10 @@ impl MemoryVault {
         episode.record.invalidation_reason = reason.trim().to_string();
         episode.record.closed_op = Some(op.clone());
         let text = self.render(&episode.record, &episode.content, "invalidate_episode")?;
-        let receipt = self.commit("ctxvault.invalidate_episode", &op, vec![(self.episode_path(id)?, text, Some(sha))])?;
-        self.stored(id, &receipt)
+        match self.commit("ctxvault.invalidate_episode", &op, vec![(self.episode_path(id)?, text, Some(sha))])? {
+            Committed::Written(receipt) => self.stored(id, &receipt),
+            Committed::Proposed(answer) => Ok(proposed(answer, json!({"episode_id": id, "episode": null}))),
+        }
     }
 
     /// `dispute_episodes`: flags two open statements with each other (one two-note transaction).
@@ -512,7 +572,10 @@ impl MemoryVault {
             (self.episode_path(id)?, self.render(&one.record, &one.content, "dispute_episodes")?, Some(one_sha)),
             (self.episode_path(other_id)?, self.render(&other.record, &other.content, "dispute_episodes")?, Some(other_sha)),
         ];
-        let receipt = self.commit("ctxvault.dispute_episodes", &op, notes)?;
+        let receipt = match self.commit("ctxvault.dispute_episodes", &op, notes)? {
+            Committed::Written(receipt) => receipt,
+            Committed::Proposed(answer) => return Ok(proposed(answer, json!({"episode_ids": [id, other_id], "episodes": []}))),
+        };
         let first = self.stored(id, &receipt)?;
         let second = self.stored(other_id, &receipt)?;
         Ok(json!({"episodes": [first["episode"], second["episode"]], "receipt": first["receipt"]}))

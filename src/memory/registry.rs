@@ -57,8 +57,8 @@ impl VaultType {
 pub enum Authority {
     /// Read tools only.
     ReadOnly,
-    /// Reads; writes are refused (ctxvault's writes apply at once, so a proposer must ask a
-    /// person, or an agent with apply authority, to make the change).
+    /// Reads; each memory change is held as a `memory_change` proposal (the fully resolved
+    /// change) that a person, or an agent with apply authority, approves and applies by id.
     Propose,
     /// Reads and writes.
     Apply,

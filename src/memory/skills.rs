@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use super::{MemoryVault, fresh_id, receipt_summary};
+use super::{Committed, MemoryVault, fresh_id, proposed, receipt_summary};
 use crate::error::{Error, Result};
 use crate::note::path::VaultPath;
 use crate::write::sha256_hex;
@@ -111,12 +111,18 @@ impl MemoryVault {
         }
         let record = SkillRecord { name: name.trim().to_string(), description: description.trim().to_string() };
         let text = render(&self.vault.policy().policy.agent_memory.skill_note_type, &record, instructions)?;
-        let receipt = self.commit("ctxvault.write_skill", &fresh_id(16), vec![(path.clone(), text, existing.clone())])?;
-        Ok(json!({
+        let committed = self.commit("ctxvault.write_skill", &fresh_id(16), vec![(path.clone(), text, existing.clone())])?;
+        let mut answer = json!({
             "skill_name": record.name, "description": record.description, "path": path.to_string(),
             "overwritten": existing.is_some(),
-            "receipt": receipt_summary(&receipt),
-        }))
+        });
+        Ok(match committed {
+            Committed::Written(receipt) => {
+                answer["receipt"] = receipt_summary(&receipt);
+                answer
+            }
+            Committed::Proposed(proposal) => proposed(answer, proposal),
+        })
     }
 
     /// `read_skill`: name, description and full instructions.

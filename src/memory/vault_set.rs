@@ -88,7 +88,10 @@ impl VaultSet {
             vault.watch_disk();
         }
         vault.observe_disk()?;
-        let vault = Arc::new(MemoryVault::new(vault));
+        // A `propose` agent's memory changes are held as proposals (its authority here never
+        // changes while the server runs: one agent, one registry).
+        let proposes = entry.authority_of(self.agent.as_deref()) == Some(Authority::Propose);
+        let vault = Arc::new(if proposes { MemoryVault::proposing(vault) } else { MemoryVault::new(vault) });
         open.insert(entry.name.clone(), Arc::clone(&vault));
         Ok(vault)
     }

@@ -743,3 +743,151 @@ fn ctxvaults_recency_order_is_valid_time_newest_first_and_composite_is_refused()
     let composite = m.query_episodes(&EpisodeQuery { order_by: Some("composite".into()), limit: 10, ..Default::default() });
     assert_eq!(composite.unwrap_err().code(), "invalid_argument");
 }
+
+// ---- proposals: a `propose` agent's memory change is held, approved and applied by id ----
+
+const APPROVER_SECRET: &str = "correct horse battery staple";
+
+/// A restricted vault `secret` (alice apply, carol propose) whose policy is `policy` (empty:
+/// the default), the registry naming it, and a config folder with the approver `alice`.
+fn proposing_vault(policy: &str) -> (tempfile::TempDir, tempfile::TempDir, Registry) {
+    let (dir, _) = memory_vault();
+    if !policy.is_empty() {
+        std::fs::create_dir_all(dir.path().join(".paravault")).unwrap();
+        std::fs::write(dir.path().join(".paravault/policy.yaml"), policy).unwrap();
+    }
+    let mut registry = Registry::default();
+    registry.add(registered("secret", dir.path(), true, &[("alice", Authority::Apply), ("carol", Authority::Propose)]), false).unwrap();
+    let approvers = tempfile::tempdir().unwrap();
+    paravault::approvals::secrets::add_approver(approvers.path(), "alice", APPROVER_SECRET).unwrap();
+    (dir, approvers, registry)
+}
+
+fn opened(registry: &Registry, agent: &str, needed: Authority) -> Arc<MemoryVault> {
+    VaultSet::new(registry.clone(), Some(agent.into()), false).open("secret", needed, "write_episode", VaultType::Any).unwrap()
+}
+
+fn approve(vault: &Vault, approvers: &std::path::Path, proposal_id: &str) {
+    vault
+        .decide_with_approvers(
+            approvers,
+            &paravault::approvals::DecisionRequest {
+                proposal_id: proposal_id.into(),
+                decision: paravault::approvals::Decision::Approved,
+                approver: "alice".into(),
+                secret: APPROVER_SECRET.into(),
+                channel: paravault::approvals::ApprovalChannel::Cli,
+                comment: "checked".into(),
+            },
+        )
+        .unwrap();
+}
+
+#[test]
+fn a_propose_agents_episode_waits_for_a_person_and_applies_exactly_as_proposed_with_its_receipt() {
+    let rule = "approvals:\n  rules:\n    - { operations: [memory_change], approver: human }\n";
+    let (dir, approvers, registry) = proposing_vault(rule);
+    let carol = opened(&registry, "carol", Authority::Propose);
+    assert!(carol.proposes());
+    let receipts_before = std::fs::read_to_string(dir.path().join(".paravault/receipts.jsonl")).unwrap_or_default();
+    let answer = carol.write_episode(&episode("carol heard that Anna moved to Padova", &["Anna"])).unwrap();
+    assert_eq!(answer["status"], "awaiting_approval", "{answer}");
+    assert_eq!(answer["written"], false);
+    assert_eq!(answer["tool"], "write_episode");
+    assert_eq!(answer["episode"], Value::Null, "nothing is in the vault yet");
+    let proposal_id = answer["proposal_id"].as_str().unwrap().to_string();
+    let episode_id = answer["episode_id"].as_str().unwrap().to_string();
+    assert_eq!(answer["proposal"]["operation"], "memory_change");
+    assert_eq!(answer["proposal"]["state"], "pending");
+    assert_eq!(answer["proposal"]["approver"], "human");
+    let note = dir.path().join(carol.episode_path(&episode_id).unwrap().as_str());
+    assert!(!note.exists(), "no note before approval");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join(".paravault/receipts.jsonl")).unwrap_or_default(),
+        receipts_before,
+        "no transaction ran"
+    );
+    assert!(query(&carol, EpisodeQuery::default()).is_empty(), "a proposal is not a statement of the vault");
+    // The person's view: pending, for a person, with the note's diff.
+    let vault = &carol.vault;
+    let status = vault.proposal_status(&proposal_id).unwrap();
+    assert_eq!(status.state, paravault::approvals::ProposalState::Pending);
+    assert_eq!(status.operation, paravault::approvals::Operation::MemoryChange);
+    let review = vault.proposal_review(&proposal_id).unwrap();
+    assert!(review.changes[0].diff.contains("+carol heard that Anna moved to Padova"), "{}", review.changes[0].diff);
+    // An agent's approved=true is not a person's approval.
+    let refused = vault.apply_memory_proposal(&proposal_id, true).unwrap_err();
+    assert_eq!(refused.code(), "human_approval_required");
+    assert!(!note.exists());
+    approve(vault, approvers.path(), &proposal_id);
+    let receipt = vault.apply_proposal_by_id(&proposal_id, false).unwrap();
+    assert_eq!(receipt["status"], "ok", "{receipt}");
+    assert_eq!(receipt["operation"], "ctxvault.write_episode");
+    assert_eq!(receipt["proposal_id"], proposal_id.as_str());
+    assert_eq!(receipt["approval"]["approver"], "alice", "{receipt}");
+    assert!(receipt["idempotency_key"].as_str().unwrap().starts_with("ctxvault:"), "the memory op gives the knowledge time");
+    assert_eq!(last_receipt(dir.path())["seq"], receipt["seq"]);
+    // The episode is exactly the proposed one, known from the apply's receipt.
+    let alice = opened(&registry, "alice", Authority::Apply);
+    let seen = query(&alice, EpisodeQuery::default());
+    assert_eq!(ids(&seen), vec![episode_id.clone()]);
+    assert_eq!(seen[0]["content"], "carol heard that Anna moved to Padova");
+    let time = |v: &Value| chrono::DateTime::parse_from_rfc3339(v.as_str().unwrap()).unwrap();
+    assert_eq!(time(&seen[0]["known_at"]), time(&receipt["at"]), "known when the apply committed: {}", seen[0]);
+    assert_eq!(vault.proposal_status(&proposal_id).unwrap().state, paravault::approvals::ProposalState::Applied);
+    // Applying again replays the receipt; nothing new is written.
+    let again = vault.apply_memory_proposal(&proposal_id, false).unwrap();
+    assert_eq!(again["seq"], receipt["seq"]);
+}
+
+#[test]
+fn a_proposed_memory_change_whose_note_changed_since_is_a_conflict_that_writes_nothing() {
+    let (dir, _approvers, registry) = proposing_vault("");
+    let alice = opened(&registry, "alice", Authority::Apply);
+    let anna = id(&write(&alice, "Anna lives in Padova", &["Anna"]));
+    let carol = opened(&registry, "carol", Authority::Propose);
+    let proposed = carol.replace_episode(&replacement(&anna, "Anna lives in Verona"), false).unwrap();
+    assert_eq!(proposed["status"], "awaiting_approval", "{proposed}");
+    assert_eq!(proposed["replaced"], anna.as_str());
+    let proposal_id = proposed["proposal_id"].as_str().unwrap().to_string();
+    let status = carol.vault.proposal_status(&proposal_id).unwrap();
+    assert_eq!(status.approver, paravault::policy::Approver::Caller, "no human rule: the applier's approval suffices");
+    assert_eq!(status.paths.len(), 2, "one two-note transaction: {:?}", status.paths);
+    // Without approval nothing runs.
+    assert_eq!(carol.vault.apply_memory_proposal(&proposal_id, false).unwrap_err().code(), "approval_required");
+    // The note changes after the proposal was made (another agent confirms the statement).
+    alice.confirm_episode(&anna, None, Some("the neighbour")).unwrap();
+    let note = dir.path().join(alice.episode_path(&anna).unwrap().as_str());
+    let before = std::fs::read(&note).unwrap();
+    let conflict = carol.vault.apply_proposal_by_id(&proposal_id, true).unwrap_err();
+    assert_eq!(conflict.code(), "precondition_failed", "{conflict}");
+    assert_eq!(std::fs::read(&note).unwrap(), before, "the edited note is kept byte for byte");
+    let new_note = dir.path().join(alice.episode_path(proposed["episode_id"].as_str().unwrap()).unwrap().as_str());
+    assert!(!new_note.exists(), "the replacement was not written");
+    assert_eq!(carol.vault.proposal_status(&proposal_id).unwrap().state, paravault::approvals::ProposalState::Stale);
+    let current = query(&alice, EpisodeQuery::default());
+    assert_eq!(ids(&current), vec![anna], "the statement still holds");
+    assert_eq!(current[0]["content"], "Anna lives in Padova");
+}
+
+#[test]
+fn a_propose_agent_only_ever_proposes_and_cannot_apply() {
+    let (dir, _approvers, registry) = proposing_vault("");
+    // Carol's authority is not enough for an apply-level open.
+    let set = VaultSet::new(registry.clone(), Some("carol".into()), false);
+    assert_eq!(set.open("secret", Authority::Apply, "write_episode", VaultType::Any).err().unwrap().code(), "authority_insufficient");
+    let carol = opened(&registry, "carol", Authority::Propose);
+    // Every memory tool proposes: skills and documents too, and repeating a call is a new
+    // proposal, never a write.
+    let first = carol.write_episode(&episode("a fact", &[])).unwrap();
+    let second = carol.write_episode(&episode("a fact", &[])).unwrap();
+    assert_ne!(first["proposal_id"], second["proposal_id"]);
+    let skill = carol.write_skill("Deploy", "how to deploy", "1. build\n2. ship", false).unwrap();
+    assert_eq!(skill["status"], "awaiting_approval", "{skill}");
+    let doc = carol.write_doc("notes/plan.md", "# Plan\n", "carol", false).unwrap();
+    assert_eq!(doc["status"], "awaiting_approval", "{doc}");
+    assert!(!dir.path().join(skill["path"].as_str().unwrap()).exists());
+    assert!(!dir.path().join(doc["path"].as_str().unwrap()).exists());
+    assert!(query(&carol, EpisodeQuery::default()).is_empty());
+    assert_eq!(carol.vault.proposals().unwrap().len(), 4);
+}

@@ -52,6 +52,8 @@ SEED_TOOLS = {
 EXTENSIONS = {"warmup_status": {"vault_name": "NONE"}}
 
 RESULTS = []
+# What the propose-authority session proposed, applied afterwards through the CLI.
+PROPOSED = {}
 
 
 def attr(obj, snake, camel):
@@ -212,6 +214,8 @@ async def skills(session, s):
     rule("list_skills lists names and descriptions", listed["skills"] == [{"skill_name": "Deploy to prod", "description": "How to ship a release"}], listed)
     read = await s.ok("read_skill", vault_name="notes", skill_name="Deploy to prod")
     rule("read_skill returns name, description and full instructions", read["instructions"] == "1. Tag\n2. Push\n" or read["instructions"] == "1. Tag\n2. Push", read)
+    rule("read_skill also answers ctxvault 0.8.1's skill object",
+         read.get("skill", {}).get("name") == read["skill_name"] and read["skill"].get("instructions") == read["instructions"], read)
     is_error, missing = await s.call("read_skill", vault_name="notes", skill_name="nope")
     rule("read_skill of an unknown skill is a typed error", is_error and error_code(missing) == "skill_not_found", missing)
 
@@ -246,6 +250,9 @@ async def episodes(session, s):
     rule("supersede links both", old["superseded_by"] == new["id"] and new["supersedes"] == a["id"], (old, new))
     rule("supersede carries entities and salience unless given", new["entities"] == ["Anna", "Padova"] and new["salience"] == 0.5, new)
     rule("episode_history is oldest first", [x["id"] for x in hist["versions"]] == [a["id"], new["id"]], hist)
+    rule("episode_history also answers ctxvault 0.8.1's chain, with recorded_at per version",
+         hist.get("chain") == hist["versions"] and all(x.get("recorded_at") == x["known_at"] for x in hist["versions"])
+         and hist.get("vault_name") == v, hist)
     rule("note text comes back marked untrusted", hist.get("trust") == "untrusted" and q.get("trust") == "untrusted", hist.get("trust"))
     q = await s.ok("query_episodes", vault_name=v, entities=["Anna"], limit=100)
     rule("by default only statements that still hold", a["id"] not in [e["id"] for e in q["episodes"]], q)
@@ -255,6 +262,8 @@ async def episodes(session, s):
     rule("known_at answers what the vault had learned by then", [e["id"] for e in q["episodes"]] == [a["id"]] and q["episodes"][0]["state"] == "open", q)
     q = await s.ok("query_episodes", vault_name=v, entities=["Anna"], include_closed=True, limit=100)
     rule("include_closed returns closed statements too", a["id"] in [e["id"] for e in q["episodes"]], q)
+    rule("query_episodes also answers ctxvault 0.8.1's results and order_by",
+         q.get("results") == q["episodes"] and q.get("order_by") == q["ranking"]["order_by"] and q.get("vault_name") == v, q)
     # revise
     x = (await s.ok("write_episode", vault_name=v, content="Carla lives in Padova", entities=["Carla"], valid_from="2019-05-01"))["episode"]
     y = (await s.ok("write_episode", vault_name=v, content="Carla lives in Rome", entities=["Carla"]))["episode"]
@@ -282,7 +291,10 @@ async def episodes(session, s):
     # list_entities
     ents = await s.ok("list_entities", vault_name=v)
     names = [e["entity"] for e in ents["entities"]]
-    rule("list_entities enumerates alphabetically with counts", names == sorted(names, key=str.lower) and {"entity": "Filler", "episodes": 11} in ents["entities"], ents)
+    rule("list_entities enumerates alphabetically with counts", names == sorted(names, key=str.lower) and any(e["entity"] == "Filler" and e["episodes"] == 11 for e in ents["entities"]), ents)
+    rule("list_entities also answers with ctxvault 0.8.1's names (total, episode_count, entity_norm)",
+         ents.get("total") == ents["count"] and all(e.get("episode_count") == e["episodes"] and e.get("entity_norm") == e["entity"].lower()
+                                                    for e in ents["entities"]), ents)
     closed = await s.ok("list_entities", vault_name=v, include_closed=True)
     count = {e["entity"]: e["episodes"] for e in closed["entities"]}
     rule("list_entities include_closed counts every recorded statement", count.get("Carla") == 3, count)
@@ -353,8 +365,24 @@ async def main():
         rule("a read-only agent cannot write", is_error and error_code(data) == "authority_insufficient", data)
 
     async def as_carol(session, s):
+        w = await s.ok("write_episode", vault_name="secret", content="carol's proposed fact", entities=["Secret"])
+        rule("a propose-authority agent's write is held as a proposal awaiting approval",
+             w.get("status") == "awaiting_approval" and w.get("written") is False and len(w.get("proposal_id") or "") == 64
+             and w.get("episode") is None and (w.get("proposal") or {}).get("state") == "pending"
+             and (w.get("proposal") or {}).get("operation") == "memory_change", w)
+        PROPOSED["write"] = w
+        q = await s.ok("query_episodes", vault_name="secret")
+        rule("a proposed episode is not in the vault before it is applied",
+             [e["content"] for e in q["episodes"]] == ["a private fact"], q)
+        held = q["episodes"][0]["id"]
+        sup = await s.ok("supersede_episode", vault_name="secret", episode_id=held, content="a corrected private fact")
+        after = await s.ok("query_episodes", vault_name="secret")
+        rule("a propose-authority agent's supersede changes nothing until it is applied",
+             sup.get("status") == "awaiting_approval" and sup.get("replaced") == held
+             and [e["id"] for e in after["episodes"]] == [held], [sup, after])
         is_error, data = await s.call("supersede_episode", vault_name="secret", episode_id="0" * 32, content="x")
-        rule("a propose-authority agent cannot apply a change", is_error and error_code(data) == "authority_insufficient", data)
+        rule("a propose-authority agent's change of an unknown episode is a typed refusal, nothing proposed",
+             is_error and error_code(data) == "episode_not_found", data)
 
     async def as_mallory(session, s):
         await discovery(session, s, "mallory")
@@ -375,6 +403,20 @@ async def main():
             rule(f"session as {agent!r} ran to the end", False, f"{type(inner).__name__}: {inner}")
     secret_files = subprocess.run(["grep", "-rl", "bob's write", secret], capture_output=True, text=True).stdout
     rule("refused writes left nothing in the vault", secret_files == "", secret_files)
+    in_notes = lambda text: subprocess.run(["grep", "-rl", "--exclude-dir=.paravault", text, secret],
+                                           capture_output=True, text=True).stdout
+    rule("a proposal leaves the vault's notes untouched", in_notes("carol's proposed fact") == "", in_notes("carol's proposed fact"))
+    proposal_id = (PROPOSED.get("write") or {}).get("proposal_id", "")
+    listed = cli(env, "--vault", secret, "--json", "approvals")
+    rule("a person sees the proposal in paravault approvals", proposal_id and proposal_id in listed.stdout and "memory_change" in listed.stdout,
+         listed.stdout + listed.stderr)
+    unapproved = cli(env, "--vault", secret, "--json", "apply", proposal_id)
+    rule("applying a memory proposal needs approval", unapproved.returncode != 0 and "approval_required" in unapproved.stdout + unapproved.stderr,
+         unapproved.stdout + unapproved.stderr)
+    applied = cli(env, "--vault", secret, "--json", "apply", proposal_id, "--approve")
+    rule("a person applies it by id: exactly the proposed episode, with its receipt",
+         applied.returncode == 0 and '"ctxvault.write_episode"' in applied.stdout and in_notes("carol's proposed fact") != "",
+         applied.stdout + applied.stderr)
     failed = [r for r in RESULTS if not r[1]]
     print(f"{len(RESULTS) - len(failed)} passed, {len(failed)} failed")
     sys.exit(1 if failed else 0)

@@ -166,7 +166,8 @@ impl ToolParams for ProposeMemoryChange {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApplyMemoryChange {
-    /// The object propose_memory_change returned, unchanged.
+    /// The object propose_memory_change returned, unchanged; or {"proposal_id": ID} of a
+    /// memory_change proposal (a ctxvault memory tool called with propose authority).
     pub proposal: BTreeMap<String, String>,
     /// Must be true: the user explicitly approved this exact proposal.
     pub approved: bool,
@@ -187,6 +188,10 @@ impl ToolParams for ApplyMemoryChange {
         &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
+        // A memory change holds its whole plan: it is named by id alone.
+        if let (1, Some(id)) = (self.proposal.len(), self.proposal.get("proposal_id")) {
+            return ctx.vault.apply_memory_proposal(id, self.approved);
+        }
         let proposal: BTreeMap<String, Value> = self.proposal.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
         ctx.vault.apply_memory_change(&proposal, self.approved)
     }
