@@ -143,6 +143,15 @@ fn bench_lint(c: &mut Criterion, fx: &Fixtures) {
                 total
             })
         });
+        // What the note readers above the inventory do (`beneath::FolderCursor`, the same walk
+        // behind one type: check_markdown, heal, archive, rot's link list, the Markdown fix and
+        // search's source reads).
+        group.bench_function(format!("{label}/read_notes_folder_cursor"), |b| {
+            b.iter(|| {
+                let mut cursor = beneath::FolderCursor::new(root);
+                notes.iter().map(|rel| cursor.read(rel).expect("read").expect("a note").len()).sum::<usize>()
+            })
+        });
     }
     group.finish();
 }

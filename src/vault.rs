@@ -866,9 +866,13 @@ impl Vault {
         let (bytes_max, findings_max) = (self.policy.policy.limits.note_bytes_max, self.policy.policy.limits.report_findings_max);
         let (mut findings, mut counts, mut total) = (Vec::new(), std::collections::BTreeMap::new(), 0usize);
         let mut skipped_too_large = Vec::new();
+        // Each note opened through folder handles, each folder once for its run of notes (never
+        // by path, so a folder swapped for a link is never read through); its size is the open
+        // file's, checked before a byte is read.
+        let mut cursor = crate::store::beneath::FolderCursor::new(&self.root);
         for path in &paths {
-            let absolute = path.under(&self.root);
-            match std::fs::symlink_metadata(&absolute) {
+            let Ok(mut file) = cursor.open_read(path.as_str()) else { continue };
+            match file.metadata() {
                 Ok(meta) if meta.is_file() && meta.len() <= bytes_max => {}
                 Ok(meta) if meta.is_file() => {
                     skipped_too_large.push(path.to_string());
@@ -876,7 +880,15 @@ impl Vault {
                 }
                 _ => continue,
             }
-            let Ok(Some(bytes)) = crate::store::beneath::read(&self.root, path.as_str()) else { continue };
+            // Never more than the limit, even when the note grows after its size was taken.
+            let mut bytes = Vec::new();
+            if std::io::Read::read_to_end(&mut std::io::Read::take(&mut file, bytes_max.saturating_add(1)), &mut bytes).is_err() {
+                continue;
+            }
+            if bytes.len() as u64 > bytes_max {
+                skipped_too_large.push(path.to_string());
+                continue;
+            }
             let Ok(text) = String::from_utf8(bytes) else { continue };
             let (body, first_line) = match frontmatter::split(&text) {
                 Ok(split) => (split.body, split.body_first_line),

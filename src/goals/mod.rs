@@ -535,13 +535,14 @@ fn note_type(vault: &Vault, path: &VaultPath) -> String {
 
 fn load(vault: &Vault) -> Result<Stored, GoalError> {
     let path = worklist_path(vault)?;
-    let absolute = crate::note::path::resolve_safe(vault.root(), &path).map_err(|e| GoalError::from_engine(&e))?;
-    let bytes = match std::fs::read(&absolute) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    crate::note::path::resolve_safe(vault.root(), &path).map_err(|e| GoalError::from_engine(&e))?;
+    // Read through folder handles: a folder swapped for a link after the check is never read.
+    let bytes = match crate::store::beneath::read(vault.root(), path.as_str()) {
+        Ok(Some(bytes)) => bytes,
+        Ok(None) => {
             return Ok(Stored { frame: format::new_frame(&note_type(vault, &path)), worklist: Worklist::default(), sha256: None });
         }
-        Err(e) => return Err(GoalError::from_engine(&Error::io("reading", path.to_string(), e))),
+        Err(e) => return Err(GoalError::from_engine(&e)),
     };
     let sha256 = crate::write::sha256_hex(&bytes);
     let text = std::str::from_utf8(&bytes)

@@ -150,15 +150,30 @@ impl Vault {
             let mut refused = Vec::new();
             let mut targets: BTreeMap<VaultPath, VaultPath> = BTreeMap::new();
             for (from, reason) in candidates(inventory, self) {
+                // Looked up through folder handles: a folder swapped for a link is never asked.
+                let on_disk = |to: &VaultPath| crate::store::beneath::exists(self.root(), to.as_str());
                 match VaultPath::parse_walked(&format!("{archive}/{from}")) {
-                    Ok(to) if !inventory.files.contains(&to) && !to.under(self.root()).exists() => {
-                        targets.insert(from.clone(), to.clone());
-                        moves.push(ArchiveMove { from: from.to_string(), to: to.to_string(), reason });
+                    Ok(to) if inventory.files.contains(&to) => {
+                        refused.push(Refusal { path: from.to_string(), reason: format!("'{to}' already exists") })
                     }
-                    Ok(to) => refused.push(Refusal { path: from.to_string(), reason: format!("'{to}' already exists") }),
+                    Ok(to) => match on_disk(&to) {
+                        Ok(false) => {
+                            targets.insert(from.clone(), to.clone());
+                            moves.push(ArchiveMove { from: from.to_string(), to: to.to_string(), reason });
+                        }
+                        Ok(true) => refused.push(Refusal { path: from.to_string(), reason: format!("'{to}' already exists") }),
+                        Err(e) => refused.push(Refusal { path: from.to_string(), reason: format!("cannot look up '{to}': {e}") }),
+                    },
                     Err(_) => refused.push(Refusal { path: from.to_string(), reason: "the archive path is not valid".into() }),
                 }
             }
+            // Every note this run reads, read once through folder handles (never by path: a
+            // folder swapped for a link is never read through), its bytes kept for the hash.
+            let mut cursor = crate::store::beneath::FolderCursor::new(self.root());
+            let mut originals: BTreeMap<VaultPath, Option<Vec<u8>>> = BTreeMap::new();
+            let mut original = |path: &VaultPath| -> Option<Vec<u8>> {
+                originals.entry(path.clone()).or_insert_with(|| cursor.read(path.as_str()).ok().flatten()).clone()
+            };
             // Every link that resolves to a moved note now; rewrite those that would not after.
             let mut texts: BTreeMap<VaultPath, String> = BTreeMap::new();
             let mut rewrites = Vec::new();
@@ -172,9 +187,9 @@ impl Vault {
                     }
                     let text = match texts.get(&record.path) {
                         Some(t) => t.clone(),
-                        None => match std::fs::read_to_string(record.path.under(self.root())) {
-                            Ok(t) => t,
-                            Err(_) => {
+                        None => match original(&record.path).map(String::from_utf8) {
+                            Some(Ok(t)) => t,
+                            _ => {
                                 refused
                                     .push(Refusal { path: record.path.to_string(), reason: "cannot read it to rewrite its links".into() });
                                 continue;
@@ -204,9 +219,9 @@ impl Vault {
             for (from, to) in &targets {
                 let text = match texts.get(from) {
                     Some(t) => t.clone(),
-                    None => std::fs::read_to_string(from.under(self.root())).unwrap_or_default(),
+                    None => original(from).and_then(|bytes| String::from_utf8(bytes).ok()).unwrap_or_default(),
                 };
-                let before = sha256_hex(&std::fs::read(from.under(self.root())).unwrap_or_default());
+                let before = sha256_hex(&original(from).unwrap_or_default());
                 match with_archived_status(&text, &status) {
                     Ok(moved) => {
                         notes.push(NoteChange { path: from.clone(), content: None, require_absent: false, expected_sha256: Some(before) });
@@ -217,7 +232,7 @@ impl Vault {
                 handled.insert(from.clone());
             }
             for (path, text) in texts.into_iter().filter(|(p, _)| !handled.contains(p)) {
-                let before = sha256_hex(&std::fs::read(path.under(self.root())).unwrap_or_default());
+                let before = sha256_hex(&original(&path).unwrap_or_default());
                 notes.push(NoteChange { path, content: Some(text), require_absent: false, expected_sha256: Some(before) });
             }
             (moves, refused, notes, rewrites)

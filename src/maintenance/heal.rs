@@ -233,8 +233,11 @@ impl Vault {
         let records: Vec<NoteRecord> = self.with_inventory(|inv| inv.notes().filter(|r| !r.valid).cloned().collect())?;
         let mut report = HealReport { dry_run: request.dry_run, notes: Vec::new(), refused: Vec::new(), receipt: None };
         let mut changes = Vec::new();
+        // Read through folder handles, each folder once for its run of notes: a folder swapped
+        // for a link is never read through.
+        let mut cursor = crate::store::beneath::FolderCursor::new(self.root());
         for record in &records {
-            let Ok(bytes) = std::fs::read(record.path.under(self.root())) else {
+            let Ok(Some(bytes)) = cursor.read(record.path.as_str()) else {
                 report.refused.push(NoteRepair {
                     path: record.path.to_string(),
                     repairs: Vec::new(),

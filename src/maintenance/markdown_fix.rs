@@ -81,9 +81,11 @@ impl Vault {
             .map(|f| f.path.clone())
             .collect();
         let mut changes = Vec::new();
+        // Read through folder handles, each folder once for its run of notes (never by path).
+        let mut cursor = crate::store::beneath::FolderCursor::new(self.root());
         for path in &paths {
             let note = crate::note::path::VaultPath::parse(path)?;
-            let Ok(bytes) = std::fs::read(note.under(self.root())) else { continue };
+            let Ok(Some(bytes)) = cursor.read(note.as_str()) else { continue };
             let Ok(text) = String::from_utf8(bytes.clone()) else { continue };
             let fixed = match frontmatter::split(&text) {
                 Ok(s) => format!("{}{}{}{}{}", if s.bom { "\u{feff}" } else { "" }, s.open, s.yaml, s.close, fix_body(s.body)),

@@ -439,8 +439,11 @@ impl crate::vault::Vault {
         let paths: Vec<(crate::note::path::VaultPath, usize)> =
             self.with_inventory(|inv| inv.notes().filter(|r| r.valid).map(|r| (r.path.clone(), r.body_first_line)).collect())?;
         let mut out = Vec::new();
+        // Read through folder handles, each folder once for its run of notes (never by path).
+        let mut cursor = crate::store::beneath::FolderCursor::new(self.root());
         for (path, first_line) in paths {
-            let Ok(text) = std::fs::read_to_string(path.under(self.root())) else { continue };
+            let Ok(Some(bytes)) = cursor.read(path.as_str()) else { continue };
+            let Ok(text) = String::from_utf8(bytes) else { continue };
             let body = crate::note::frontmatter::split(&text).map(|s| s.body.to_string()).unwrap_or(text.clone());
             for (url, line) in crate::note::body::external_urls(&body, first_line) {
                 out.push((path.to_string(), line, url));

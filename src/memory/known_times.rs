@@ -61,7 +61,8 @@ impl KnownTimes {
     /// Reads receipts appended since the last call (by any process).
     pub fn catch_up(&mut self, root: &Path) -> Result<()> {
         let path = layout::join(root, layout::RECEIPTS);
-        let mut file = match crate::store::nofollow::open_read(&path) {
+        // Through the engine folder's handle: a `.paravault` swapped for a link is never read.
+        let mut file = match crate::store::durable::open_engine_read(root, &path) {
             Ok(file) => file,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(Error::io("reading", layout::RECEIPTS, e)),

@@ -48,6 +48,7 @@ use crate::inventory::{Inventory, NoteRecord};
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
 pub use crate::policy::SearchMode;
+use crate::store::beneath::FolderCursor;
 use crate::store::layout;
 
 /// Envelope schema id.
@@ -221,8 +222,12 @@ fn refuse(exclusions: &[Exclusion]) -> Error {
     Error::SyncRefused { excluded: exclusions.iter().map(|e| (e.path.clone(), e.reason.clone())).collect() }
 }
 
-fn read_source(root: &Path, record: &NoteRecord) -> Result<Vec<u8>> {
-    let bytes = std::fs::read(record.path.under(root)).map_err(|e| Error::io("reading", record.path.as_str(), e))?;
+/// A source note's bytes, read through folder handles (never by path, so a folder swapped for
+/// a link is never read through) and checked against the record's content hash.
+fn read_source(cursor: &mut FolderCursor<'_>, record: &NoteRecord) -> Result<Vec<u8>> {
+    let bytes = cursor
+        .read(record.path.as_str())?
+        .ok_or_else(|| Error::io("reading", record.path.as_str(), std::io::ErrorKind::NotFound.into()))?;
     if *blake3::hash(&bytes).as_bytes() != record.content_hash {
         return Err(Error::SearchIndex {
             action: "reading sources",
@@ -232,8 +237,8 @@ fn read_source(root: &Path, record: &NoteRecord) -> Result<Vec<u8>> {
     Ok(bytes)
 }
 
-fn docs_of(root: &Path, policy: &LoadedPolicy, fields: &schema::Fields, record: &NoteRecord) -> Result<NoteDocuments> {
-    let bytes = read_source(root, record)?;
+fn docs_of(cursor: &mut FolderCursor<'_>, policy: &LoadedPolicy, fields: &schema::Fields, record: &NoteRecord) -> Result<NoteDocuments> {
+    let bytes = read_source(cursor, record)?;
     Ok(schema::note_documents(fields, record, &bytes, policy.policy.search.chunk_min_words))
 }
 
@@ -250,7 +255,10 @@ fn read_documents(
     let mut out = Vec::with_capacity(records.len());
     for (b, block) in records.chunks(BLOCK).enumerate() {
         progress("reading", b * BLOCK, records.len());
-        let docs: Vec<NoteDocuments> = block.par_iter().map(|r| docs_of(root, policy, fields, r)).collect::<Result<_>>()?;
+        // Each task reads its run of notes with one folder handle per folder (records are in
+        // path order, so a folder's notes are consecutive).
+        let docs: Vec<NoteDocuments> =
+            block.par_iter().map_init(|| FolderCursor::new(root), |cursor, r| docs_of(cursor, policy, fields, r)).collect::<Result<_>>()?;
         out.extend(docs);
     }
     Ok(out)
@@ -663,9 +671,10 @@ pub fn publish_changes(
     let fields = schema::Fields::of(&schema::build_schema()).map_err(search_err)?;
     let mut upserts = Vec::new();
     let mut removes = Vec::new();
+    let mut cursor = FolderCursor::new(root);
     for path in changed {
         match inventory.records.get(path) {
-            Some(record) if record.is_note() && record.valid => upserts.push(docs_of(root, policy, &fields, record)?),
+            Some(record) if record.is_note() && record.valid => upserts.push(docs_of(&mut cursor, policy, &fields, record)?),
             _ => removes.push(path.as_str().to_string()),
         }
     }
@@ -915,19 +924,26 @@ pub fn result_id(path: &str, content_sha256: &str) -> String {
 /// while all four match and the mtime is more than two seconds older than when it was hashed
 /// (so an edit within the timestamp granularity of the hashing instant is never missed —
 /// git's racy-clean rule).
-fn on_disk_sha256(root: &Path, path: &str) -> Option<String> {
+///
+/// The note is opened through folder handles (never by path, so a folder swapped for a link is
+/// never read through) and its stat identity taken from the open file.
+fn on_disk_sha256(cursor: &mut FolderCursor<'_>, root: &Path, path: &str) -> Option<String> {
+    use std::io::Read;
     use std::os::unix::fs::MetadataExt;
     type Stamp = (u64, i64, i64, i64, i64, u64);
     static SEEN: LazyLock<Mutex<HashMap<PathBuf, (Stamp, String)>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+    let mut opened = cursor.open_read(path).ok()?;
     let file = layout::join(root, path);
-    let meta = std::fs::metadata(&file).ok()?;
+    let meta = opened.metadata().ok()?;
     let stamp: Stamp = (meta.len(), meta.mtime(), meta.mtime_nsec(), meta.ctime(), meta.ctime_nsec(), meta.ino());
     if let Some((known, hash)) = generation::lock(&SEEN).get(&file)
         && *known == stamp
     {
         return Some(hash.clone());
     }
-    let hash = schema::sha256_hex(&std::fs::read(&file).ok()?);
+    let mut bytes = Vec::new();
+    opened.read_to_end(&mut bytes).ok()?;
+    let hash = schema::sha256_hex(&bytes);
     let settled = chrono::Utc::now().timestamp() - stamp.1 > 2;
     let mut seen = generation::lock(&SEEN);
     if seen.len() >= 65_536 {
@@ -1155,9 +1171,10 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
     let age = index_age_seconds(&g);
     let searcher = g.reader.searcher();
     let mut results = Vec::new();
+    let mut cursor = FolderCursor::new(root);
     for hit in hits {
         let entry = note_entry(&g, &searcher, &hit.path)?.unwrap_or_default();
-        let stale = on_disk_sha256(root, &hit.path).as_deref() != Some(entry.content_sha256.as_str());
+        let stale = on_disk_sha256(&mut cursor, root, &hit.path).as_deref() != Some(entry.content_sha256.as_str());
         let (snippet, matched_text) = snippets(&hit.body, &analysed);
         results.push(SearchResult {
             result_id: result_id(&hit.path, &entry.content_sha256),

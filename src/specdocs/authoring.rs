@@ -250,10 +250,14 @@ pub fn create(vault: &Vault, specs: &[CreateSpec]) -> Result<Map<String, Value>>
 fn template(vault: &Vault, policy: &SpecdocsPolicy, doc_type: &str) -> std::result::Result<String, String> {
     let in_vault = format!("{}/{doc_type}.md", policy.templates_folder.trim_end_matches('/'));
     if let Ok(path) = VaultPath::parse(&in_vault)
-        && let Ok(absolute) = resolve_safe(vault.root(), &path)
-        && absolute.exists()
+        && resolve_safe(vault.root(), &path).is_ok()
     {
-        return std::fs::read_to_string(absolute).map_err(|e| format!("the template {in_vault} cannot be read: {e}"));
+        // Read through folder handles: a folder swapped for a link is never read through.
+        match crate::store::beneath::read(vault.root(), path.as_str()) {
+            Ok(Some(bytes)) => return String::from_utf8(bytes).map_err(|_| format!("the template {in_vault} cannot be read: not UTF-8")),
+            Ok(None) => {}
+            Err(e) => return Err(format!("the template {in_vault} cannot be read: {e}")),
+        }
     }
     default_template(doc_type)
         .map(str::to_string)
@@ -374,7 +378,11 @@ fn create_one(
     };
     let folder = folder_of(policy, doc_type, &feature).map_err(|e| e.to_string())?;
     let path = VaultPath::parse(&format!("{folder}/{stem}.md")).map_err(|e| e.to_string())?;
-    if docs.iter().any(|d| d.path == path) || resolve_safe(vault.root(), &path).is_ok_and(|p| p.exists()) {
+    // Looked up through folder handles (a folder swapped for a link is never asked); the write
+    // itself requires the note to be absent.
+    if docs.iter().any(|d| d.path == path)
+        || (resolve_safe(vault.root(), &path).is_ok() && crate::store::beneath::exists(vault.root(), path.as_str()).is_ok_and(|e| e))
+    {
         return Err(format!("{} already exists", path.as_str()));
     }
     let title = spec.title.clone().filter(|t| !t.trim().is_empty()).unwrap_or_else(|| format!("{feature} {doc_type}"));

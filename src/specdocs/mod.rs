@@ -136,10 +136,11 @@ pub fn index_path_of(policy: &SpecdocsPolicy, feature: &str) -> Result<VaultPath
         .map_err(|e| Error::InvalidArgument { name: "feature", reason: e.to_string() })
 }
 
-/// Reads a note's bytes (`None` when it cannot be read).
+/// Reads a note's bytes (`None` when it cannot be read), through folder handles: a folder
+/// swapped for a link after the check is never read through.
 pub fn read_bytes(vault: &Vault, path: &VaultPath) -> Option<Vec<u8>> {
-    let absolute = resolve_safe(vault.root(), path).ok()?;
-    std::fs::read(absolute).ok()
+    resolve_safe(vault.root(), path).ok()?;
+    crate::store::beneath::read(vault.root(), path.as_str()).ok().flatten()
 }
 
 /// Reads a note as UTF-8 text, or a typed error.

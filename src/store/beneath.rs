@@ -160,6 +160,63 @@ pub fn read(root: &Path, rel: &str) -> Result<Option<Vec<u8>>> {
     run().map_err(|e| nofollow::io_error("reading", rel, e))
 }
 
+/// Whether the file `rel` beneath `root` exists (a link counts and is never followed);
+/// `Ok(false)` when its folder does not exist either. A folder on the way that is a link
+/// fails with `ELOOP`.
+pub fn exists(root: &Path, rel: &str) -> io::Result<bool> {
+    let (dir, name) = split(rel)?;
+    match Folder::open(root, dir, false) {
+        Ok(folder) => folder.contains(name),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Reads files beneath the root in the order asked, through folder handles, opening each
+/// folder once for the run of files it holds (the inventory scan's `read_by_folder` does the
+/// same for its records): a caller reading many notes in path order pays one walk per folder,
+/// not one per note. A folder that cannot be opened is tried again for the next file.
+#[derive(Debug)]
+pub struct FolderCursor<'r> {
+    root: &'r Path,
+    open: Option<Folder>,
+}
+
+impl<'r> FolderCursor<'r> {
+    /// A cursor over files beneath `root`, holding no folder yet.
+    pub fn new(root: &'r Path) -> Self {
+        FolderCursor { root, open: None }
+    }
+
+    /// The held folder of `rel` (opened unless it is the one already held) and the file's name.
+    fn folder_of<'p>(&mut self, rel: &'p str) -> io::Result<(&Folder, &'p str)> {
+        let (dir, name) = split(rel)?;
+        if self.open.as_ref().is_none_or(|f| f.rel() != dir) {
+            self.open = None;
+            self.open = Some(Folder::open(self.root, dir, false)?);
+        }
+        Ok((self.open.as_ref().expect("BUG: the folder was opened above"), name))
+    }
+
+    /// Opens the file `rel` for reading, never through a link (`ELOOP` on a link anywhere on
+    /// the way beneath the root).
+    pub fn open_read(&mut self, rel: &str) -> io::Result<File> {
+        let (folder, name) = self.folder_of(rel)?;
+        folder.open_read(name)
+    }
+
+    /// Reads the file `rel` (never through a link); `Ok(None)` when it or its folder does not
+    /// exist. Errors are typed as `read` types them (a link is `vault_boundary`).
+    pub fn read(&mut self, rel: &str) -> Result<Option<Vec<u8>>> {
+        let mut bytes = Vec::new();
+        match self.open_read(rel).and_then(|mut file| file.read_to_end(&mut bytes)) {
+            Ok(_) => Ok(Some(bytes)),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(nofollow::io_error("reading", rel, e)),
+        }
+    }
+}
+
 /// A folder beneath the vault root, held open by its handle (opened like `open_dir`: one
 /// component at a time, never through a link). Every file in it is listed, stat'ed, opened,
 /// read or removed relative to this handle, so a folder swapped for a link after it was opened

@@ -122,10 +122,17 @@ fn rel_of(root: &Path, path: &Path) -> String {
     path.strip_prefix(root).unwrap_or(path).to_string_lossy().replace('\\', "/")
 }
 
-/// Fsyncs a directory so that renames and creations inside it are durable.
+/// Fsyncs a directory so that renames and creations inside it are durable. It is opened with
+/// `O_DIRECTORY | O_NOFOLLOW`: a link or anything but a folder in its place is refused, never
+/// opened (a device or a FIFO is never touched).
 pub fn fsync_dir(dir: &Path) -> io::Result<()> {
     faults::check("fsync_dir")?;
-    File::open(dir)?.sync_all()
+    Ok(rustix::fs::fsync(rustix::fs::openat(
+        CWD,
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?)?)
 }
 
 /// Atomically and durably replaces `path` with `bytes` (temp file in the same directory, fsync,
@@ -280,25 +287,35 @@ pub fn remove_unsynced(root: &Path, path: &Path) -> Result<()> {
 
 /// Makes files and directories durable, fsyncing them in parallel (concurrent fsyncs on one
 /// file system share journal commits, so this costs about one fsync, not one per file).
-/// Missing files are skipped (they were removed).
+/// Missing files are skipped (they were removed). Each is opened through its folder's handle
+/// beneath `root`, never through a link (`vault_boundary`): a folder swapped for a link is
+/// never opened, not even to fsync.
 pub fn sync_all_paths(root: &Path, files: &[std::path::PathBuf], dirs: &[std::path::PathBuf]) -> Result<()> {
     for _ in files.iter().chain(dirs) {
         faults::check("fsync").map_err(|e| Error::io("syncing", "vault", e))?;
     }
-    let sync_one = |path: &std::path::PathBuf| -> io::Result<()> {
-        match File::open(path) {
-            Ok(f) => f.sync_all(),
+    let sync_one = |path: &std::path::PathBuf, is_dir: bool| -> io::Result<()> {
+        let opened = if is_dir {
+            open_folder(root, path, false)
+        } else {
+            folder_and_name(root, path, false).and_then(|(dirfd, name)| {
+                let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+                Ok(rustix::fs::openat(&dirfd, name.as_bytes(), flags, Mode::empty())?)
+            })
+        };
+        match opened {
+            Ok(fd) => Ok(rustix::fs::fsync(fd)?),
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
             Err(e) => Err(e),
         }
     };
-    let all: Vec<&std::path::PathBuf> = files.iter().chain(dirs).collect();
+    let all: Vec<(&std::path::PathBuf, bool)> = files.iter().map(|f| (f, false)).chain(dirs.iter().map(|d| (d, true))).collect();
     let results: Vec<(String, io::Result<()>)> = std::thread::scope(|s| {
-        let handles: Vec<_> = all.iter().map(|p| s.spawn(move || (rel_of(root, p), sync_one(p)))).collect();
+        let handles: Vec<_> = all.iter().map(|&(p, is_dir)| s.spawn(move || (rel_of(root, p), sync_one(p, is_dir)))).collect();
         handles.into_iter().map(|h| h.join().unwrap_or_else(|_| (String::new(), Err(io::Error::other("fsync thread panicked"))))).collect()
     });
     for (rel, result) in results {
-        result.map_err(|e| Error::io("syncing", rel, e))?;
+        result.map_err(|e| super::nofollow::io_error("syncing", &rel, e))?;
     }
     Ok(())
 }

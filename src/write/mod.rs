@@ -498,7 +498,7 @@ fn check_and_plan<'v>(vault: &'v Vault, mutation: &Mutation) -> Result<Plan<'v>>
     }
     if let Some(entry) = &mutation.log_entry {
         let log = layout::join(vault.root(), layout::LOG);
-        if let Ok(meta) = std::fs::metadata(&log) {
+        if let Ok(meta) = std::fs::symlink_metadata(&log) {
             changes.push(FileChange::Append { path: layout::LOG.to_string(), before_len: meta.len(), text: entry.clone() });
         }
     }
@@ -895,7 +895,8 @@ pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeS
                 crate::store::beneath::remove_unsynced(root, path.as_str())?
             }
             FileChange::Append { before_len, text, .. } => {
-                let current = std::fs::read(&absolute).unwrap_or_default();
+                // Re-read through the root's handle, never through a link.
+                let current = crate::store::beneath::read(root, path.as_str())?.unwrap_or_default();
                 match append_state(&current, *before_len, text) {
                     AppendState::Done => {}
                     AppendState::AtPlannedEnd => {

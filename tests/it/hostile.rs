@@ -1074,3 +1074,167 @@ fn engine_folders_swapped_for_links_during_a_storm_never_get_a_byte_outside() {
     let report = vault.verify_history_with(true).unwrap();
     assert!(report.ok, "{:?}", report.problems);
 }
+
+// ---- item 2 (note readers): a P.A.R.A. folder swapped for a link while notes are read ----
+
+/// The canary twin of a note in the swapped folder: bytes that would change the answer of the
+/// reader that uses it, were it ever read through the link.
+fn canary_twin(name: &str, real: &[u8], indexed_hit: &[u8]) -> Vec<u8> {
+    let text = String::from_utf8_lossy(real).replace("Real", "Canary");
+    match name {
+        // heal: a note that is not UTF-8 is refused with "not valid UTF-8".
+        "broken.md" => b"\xff\xfe Canary bytes that are not UTF-8\n".to_vec(),
+        // search: the bytes the index holds (the real note changed since), so a hit read
+        // through the link would not be marked stale.
+        "hit.md" => indexed_hit.to_vec(),
+        // archive: the link moves two lines down, so its rewrite at the indexed line fails.
+        "linker.md" => text.replacen("\n---\n", "\n---\nCanary inserted line.\n\n", 1).into_bytes(),
+        // check_markdown (trailing whitespace), rot (an external link), read_note (the word).
+        "real.md" => format!("{text}\nCanary tail   \nSee <https://canary.invalid/page>\n").into_bytes(),
+        // specdocs: the plan's step is closed.
+        name if name.ends_with("-plan.md") => text.replace("- [ ] S01", "- [x] S01").into_bytes(),
+        // goals: the goal's title.
+        _ => text.into_bytes(),
+    }
+}
+
+#[test]
+fn a_para_folder_swapped_for_a_link_never_answers_from_the_canary_notes() {
+    use paravault::goals::{self, AddInput, GoalRequest};
+    use paravault::maintenance::archive::ArchiveRequest;
+    use paravault::maintenance::heal::HealRequest;
+    use paravault::maintenance::markdown_fix::MarkdownRequest;
+    use paravault::maintenance::rot::RotRequest;
+    use paravault::specdocs::authoring::{CreateSpec, create};
+    use paravault::specdocs::plan::{PlanEditOperation, plan_edit};
+    let archived = "---\ntype: Project\ntitle: Real old\ndescription: About old\ntimestamp: 2026-01-01T00:00:00Z\nstatus: archived\n---\nReal old body.\n";
+    let fixture = format!(
+        "-- .paravault/policy.yaml --\negress: allow-public\n-- 01_Projects/old.md --\n{archived}-- 01_Projects/linker.md --\n{}-- 01_Projects/real.md --\n{}-- 01_Projects/ws.md --\n{}-- 01_Projects/broken.md --\n---\ntype: Project\ntitle: Real broken\n---\nReal broken body.\n",
+        note("Project", "Real linker", "Intro.\n\nSee [old](old.md).\n"),
+        note("Project", "Real note", "Real body.\n"),
+        note("Project", "Real ws", "Real ws line   \n"),
+    );
+    let (dir, vault) = vault(&fixture);
+    let root = dir.path().to_path_buf();
+    // Goals (the worklist note `01_Projects/Project Goals.md`) and specdocs (a plan with steps).
+    let added = goals::run(
+        &vault,
+        GoalRequest::Add(AddInput { title: "Real goal".into(), description: None, group: None, depends_on: None, links: None }),
+    );
+    assert!(added.ok, "{}", added.json);
+    let spec = |doc_type: &str| CreateSpec {
+        feature: "search-api".into(),
+        doc_type: Some(doc_type.into()),
+        date: Some("2026-05-30".into()),
+        ..Default::default()
+    };
+    assert_eq!(create(&vault, &[spec("research"), spec("plan")]).unwrap()["status"], "ok");
+    let step = PlanEditOperation {
+        operation: "add".into(),
+        action: Some("Real step".into()),
+        scope: Some("src/lib.rs".into()),
+        ..Default::default()
+    };
+    assert_eq!(plan_edit(&vault, "2026-05-30-search-api-plan", &[step]).unwrap()["status"], "ok");
+    // Search: the index holds `hit.md` as first written; the note then changes behind the
+    // index, so every hit on it is stale, unless it is read through the link (the canary holds
+    // the indexed bytes).
+    vault.ingest_note(&ingest("01_Projects/hit", "Hitword first body.")).unwrap();
+    vault.sync_vault(&SyncParams { fts_only: true, accept_dense_loss: false, force_rebuild: true, allow_partial: true }).unwrap();
+    let indexed_hit = std::fs::read(root.join("01_Projects/hit.md")).unwrap();
+    std::fs::write(root.join("01_Projects/hit.md"), String::from_utf8_lossy(&indexed_hit).replace("first", "second")).unwrap();
+    let hit_is_fresh =
+        |found: &paravault::search::Envelope| found.results.iter().any(|r| r.source.path == "01_Projects/hit.md" && !r.source.stale);
+    assert!(!hit_is_fresh(&vault.search(&SearchParams::fts("hitword", 5)).unwrap()), "the changed hit is stale");
+    // Each reader's answer before the storm, and what a canary would add to it.
+    let markdown_before: Vec<String> = vault.check_markdown().unwrap().findings.iter().map(|f| serde_json::to_string(f).unwrap()).collect();
+    assert!(!markdown_before.is_empty(), "ws.md has trailing whitespace");
+    let heal_before = serde_json::to_string(&vault.heal_frontmatter(&HealRequest::default()).unwrap()).unwrap();
+    assert!(heal_before.contains("broken.md") && !heal_before.contains("not valid UTF-8"), "{heal_before}");
+    let archive_before = vault.archive_notes(&ArchiveRequest::default()).unwrap();
+    assert_eq!(archive_before.link_rewrites.len(), 1, "{archive_before:?}");
+    assert!(archive_before.refused.is_empty(), "{archive_before:?}");
+    let link_rot = RotRequest { allow_link_rot: true, approved: true, ..Default::default() };
+    assert!(!serde_json::to_string(&vault.rot_audit(&link_rot).unwrap()).unwrap().contains("canary.invalid"));
+    let listed = goals::run(&vault, GoalRequest::List);
+    assert!(listed.ok && listed.json.to_string().contains("Real goal"), "{}", listed.json);
+    let status = paravault::specdocs::health::status(&vault, None).unwrap().to_string();
+    assert!(status.contains("\"closed_steps\":0"), "{status}");
+    // The storm: each reader in turn while `01_Projects` is swapped with a link to the canary.
+    let reflected = std::cell::RefCell::new(std::collections::BTreeSet::<String>::new());
+    let codes = std::cell::RefCell::new(std::collections::BTreeSet::<String>::new());
+    let seen = |what: &str, reflects: Result<bool, Error>| match reflects {
+        Ok(true) => {
+            reflected.borrow_mut().insert(what.to_string());
+        }
+        Ok(false) => {}
+        Err(error) => {
+            codes.borrow_mut().insert(format!("{what}: {}", error.code()));
+        }
+    };
+    let outcomes = engine_folder_storm(
+        &root,
+        "01_Projects",
+        200,
+        |canary| {
+            copy_tree(&root.join("01_Projects"), canary);
+            fn twin_all(dir: &Path, indexed_hit: &[u8]) {
+                for entry in std::fs::read_dir(dir).unwrap() {
+                    let path = entry.unwrap().path();
+                    if path.is_dir() {
+                        twin_all(&path, indexed_hit);
+                    } else if path.extension().is_some_and(|e| e == "md") {
+                        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+                        let twin = canary_twin(&name, &std::fs::read(&path).unwrap(), indexed_hit);
+                        std::fs::write(&path, twin).unwrap();
+                    }
+                }
+            }
+            twin_all(canary, &indexed_hit);
+        },
+        |i| {
+            match i % 9 {
+                0 => seen("read_note", vault.read_note("01_Projects/real.md", 0, 4096).map(|s| s.content.contains("Canary"))),
+                1 => seen(
+                    "check_markdown",
+                    vault
+                        .check_markdown()
+                        .map(|r| r.findings.iter().any(|f| !markdown_before.contains(&serde_json::to_string(f).unwrap()))),
+                ),
+                2 => seen(
+                    "heal",
+                    vault.heal_frontmatter(&HealRequest::default()).map(|r| serde_json::to_string(&r).unwrap().contains("not valid UTF-8")),
+                ),
+                3 => seen(
+                    "archive",
+                    vault
+                        .archive_notes(&ArchiveRequest::default())
+                        .map(|r| r.refused.iter().any(|x| x.reason.contains("cannot be rewritten"))),
+                ),
+                4 => seen("rot", vault.rot_audit(&link_rot).map(|r| serde_json::to_string(&r).unwrap().contains("canary.invalid"))),
+                5 => seen("search", vault.search(&SearchParams::fts("hitword", 5)).map(|found| hit_is_fresh(&found))),
+                6 => seen("goals", Ok(goals::run(&vault, GoalRequest::List).json.to_string().contains("Canary"))),
+                7 => seen(
+                    "specdocs",
+                    paravault::specdocs::health::status(&vault, None).map(|s| s.to_string().contains("\"closed_steps\":1")),
+                ),
+                // The Markdown fix writes: a fix computed from a canary's bytes must never land.
+                _ => seen("markdown_fix", vault.check_markdown_tool(&MarkdownRequest { fix: true, approved: true }).map(|_| false)),
+            }
+            Ok(())
+        },
+    );
+    eprintln!("note readers: outcomes {outcomes:?}, refusals {:?}", codes.borrow());
+    assert!(reflected.borrow().is_empty(), "answered from the canary notes outside the vault: {:?}", reflected.borrow());
+    assert!(codes.borrow().iter().all(|c| !c.ends_with(": internal")), "every refusal is typed: {:?}", codes.borrow());
+    // No canary byte reached the vault (the Markdown fix included), and once the folder stays
+    // put every reader answers as before.
+    for (file, bytes) in crate::support::snapshot_tree(&root) {
+        assert!(!String::from_utf8_lossy(&bytes).contains("Canary"), "{file} holds canary bytes");
+    }
+    let heal_after = serde_json::to_string(&vault.heal_frontmatter(&HealRequest::default()).unwrap()).unwrap();
+    assert!(heal_after.contains("broken.md") && !heal_after.contains("not valid UTF-8"), "{heal_after}");
+    assert!(vault.archive_notes(&ArchiveRequest::default()).unwrap().refused.is_empty());
+    assert!(vault.read_note("01_Projects/real.md", 0, 4096).unwrap().content.contains("Real body."));
+    assert!(!hit_is_fresh(&vault.search(&SearchParams::fts("hitword", 5)).unwrap()));
+}
