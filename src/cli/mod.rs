@@ -336,7 +336,8 @@ fn run_by_gateway() -> bool {
 }
 
 /// Opens the vault for a person at the terminal (`Channel::Person`), or for the agent when the
-/// MCP gateway ran this process; the default vault (and only it) is initialised on first use.
+/// MCP gateway ran this process; the default vault (and only it) is initialised on first use,
+/// with its first search generation.
 fn open(cli: &Cli) -> Result<Vault, Error> {
     open_as(cli, if run_by_gateway() { vault::Channel::Agent } else { vault::Channel::Person })
 }
@@ -346,7 +347,10 @@ fn open_as(cli: &Cli, channel: vault::Channel) -> Result<Vault, Error> {
     let (root, source) = vault::resolve_root(cli.vault.as_deref())?;
     if source == vault::RootSource::Default && !root.exists() {
         let (vault, report) = Vault::init(&root, options())?;
-        tracing::info!(created = report.created_notes.len(), "initialised the default vault");
+        // A new default vault is searchable at once (its first generation, FTS, offline): the
+        // first-run screen and the first `search` find the starter notes.
+        vault.sync_vault(&SyncParams::default())?;
+        tracing::info!(created = report.created_notes.len(), "initialised the default vault and published its first search generation");
         return Ok(vault.acting_for(channel).ending_the_process());
     }
     Vault::open(&root, options()).map(|vault| vault.acting_for(channel).ending_the_process())

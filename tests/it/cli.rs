@@ -127,6 +127,17 @@ fn default_vault_is_initialised_on_first_use() {
     assert_eq!(output.status.code(), Some(0), "{}", String::from_utf8_lossy(&output.stderr));
     assert!(home.path().join("paravault/vault/00_Inbox/welcome.md").is_file());
     assert!(home.path().join("paravault/vault/index.md").is_file());
+    // ... and searchable at once: the first search finds a starter note.
+    let found = Command::new(env!("CARGO_BIN_EXE_paravault"))
+        .args(["--json", "search", "welcome"])
+        .env("XDG_DATA_HOME", home.path())
+        .env_remove("PARAVAULT_VAULT_DIR")
+        .env_remove("POWER_VAULT_DIR")
+        .output()
+        .unwrap();
+    assert_eq!(found.status.code(), Some(0), "{}", String::from_utf8_lossy(&found.stderr));
+    let envelope: serde_json::Value = serde_json::from_slice(&found.stdout).unwrap();
+    assert!(envelope.to_string().contains("00_Inbox/welcome.md"), "{envelope}");
 }
 
 #[test]

@@ -315,7 +315,9 @@ fn paravault_without_a_command_explains_itself_and_prints_mcp_configurations() {
     let text = String::from_utf8(output.stdout).unwrap();
     let binary = Path::new(env!("CARGO_BIN_EXE_paravault")).canonicalize().unwrap();
     assert!(text.contains("governed knowledge vault"), "{text}");
-    assert!(text.contains("status:"), "{text}");
+    // A new default vault is healthy: initialised and searchable (its first generation).
+    assert!(text.contains("status: ok"), "{text}");
+    assert!(text.contains("search: generation "), "{text}");
     assert!(text.contains(&format!("\"command\": \"{}\"", binary.display())), "{text}");
     assert!(text.contains("[mcp_servers.paravault]"), "{text}");
     assert!(home.path().join("paravault/vault/index.md").exists(), "the default vault was initialised");
