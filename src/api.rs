@@ -112,6 +112,14 @@ pub mod memory {
     pub mod vault_set {
         pub use crate::memory::vault_set::VaultSet;
     }
+    /// Episode requests (`write_episode`, `query_episodes`, `supersede_episode`, …).
+    pub use crate::memory::{EpisodeQuery, NewEpisode, Replacement};
+
+    /// `warmup_status` of `vault`: its embedding model not configured, loading, ready or
+    /// failed with the reason (never loads it).
+    pub fn warmup_status(vault: &crate::vault::Vault) -> serde_json::Value {
+        crate::memory::warmup::status(crate::embed::vault_handle(&vault.policy().policy, vault.root()))
+    }
 }
 
 /// Policy values an adapter shows or fills its schemas from.

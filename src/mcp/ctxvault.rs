@@ -13,10 +13,10 @@ use serde_json::{Value, json};
 
 use super::surface::Surface;
 use super::tools::{ToolCtx, ToolParams, ToolSpec, spec_for};
+use crate::api::memory::registry::{Authority, VaultType};
+use crate::api::memory::vault_set::VaultSet;
+use crate::api::memory::{EpisodeQuery, NewEpisode, Replacement};
 use crate::error::Result;
-use crate::memory::registry::{Authority, VaultType};
-use crate::memory::vault_set::VaultSet;
-use crate::memory::{EpisodeQuery, NewEpisode, Replacement};
 
 mod peer_names;
 #[cfg(test)]
@@ -28,7 +28,7 @@ fn vaults(ctx: &ToolCtx) -> Result<&VaultSet> {
     if let Some(set) = ctx.memory.get() {
         return Ok(set);
     }
-    let set = VaultSet::load(&crate::user_config::config_dir()?, ctx.agent.clone(), true)?;
+    let set = VaultSet::load(&crate::api::memory::config_dir()?, ctx.agent.clone(), true)?;
     Ok(ctx.memory.get_or_init(|| set))
 }
 
@@ -94,12 +94,10 @@ impl ToolParams for WarmupStatus {
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         let Some(vault_name) = self.vault_name else {
-            let handle = crate::embed::vault_handle(&ctx.vault.policy().policy, ctx.vault.root());
-            return Ok(crate::memory::warmup::status(handle));
+            return Ok(crate::api::memory::warmup_status(&ctx.vault));
         };
         let memory = vaults(ctx)?.open(&vault_name, Authority::ReadOnly, Self::NAME, VaultType::Any)?;
-        let handle = crate::embed::vault_handle(&memory.vault.policy().policy, memory.vault.root());
-        let mut status = crate::memory::warmup::status(handle);
+        let mut status = crate::api::memory::warmup_status(&memory.vault);
         status["vault_name"] = json!(vault_name);
         Ok(status)
     }
