@@ -256,6 +256,34 @@ pub struct BatchProposal {
     pub receipt_operation: Option<String>,
 }
 
+impl BatchProposal {
+    /// The proposal of `mutation` under `id`, proposed now by `vault`'s caller (no idempotency
+    /// key or receipt operation: a `memory_change` sets those).
+    fn of(vault: &Vault, proposal_id: String, operation: Operation, mutation: &Mutation) -> Self {
+        BatchProposal {
+            schema: BATCH_SCHEMA.into(),
+            proposal_id,
+            operation,
+            proposed_by: vault.channel().actor().into(),
+            created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            changes: mutation
+                .notes
+                .iter()
+                .map(|n| BatchChange {
+                    path: n.path.to_string(),
+                    expected_sha256: n.expected_sha256.clone(),
+                    require_absent: n.require_absent,
+                    content: n.content.clone(),
+                })
+                .collect(),
+            create_folders: mutation.create_folders,
+            log_entry: mutation.log_entry.clone(),
+            idempotency_key: None,
+            receipt_operation: None,
+        }
+    }
+}
+
 /// One note change of a batch proposal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -612,27 +640,7 @@ pub fn execute_governed_request(vault: &Vault, operation: Operation, mut mutatio
     let id = plan_id_for(operation, &mutation.notes, request);
     match read_decision(root, &id)? {
         None => {
-            let batch = BatchProposal {
-                schema: BATCH_SCHEMA.into(),
-                proposal_id: id.clone(),
-                operation,
-                proposed_by: vault.channel().actor().into(),
-                created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                changes: mutation
-                    .notes
-                    .iter()
-                    .map(|n| BatchChange {
-                        path: n.path.to_string(),
-                        expected_sha256: n.expected_sha256.clone(),
-                        require_absent: n.require_absent,
-                        content: n.content.clone(),
-                    })
-                    .collect(),
-                create_folders: mutation.create_folders,
-                log_entry: mutation.log_entry.clone(),
-                idempotency_key: None,
-                receipt_operation: None,
-            };
+            let batch = BatchProposal::of(vault, id.clone(), operation, &mutation);
             nofollow::refuse_symlinked_state(root)?;
             durable::create_dir_all(root, &layout::join(root, layout::BATCH_PROPOSALS_DIR))?;
             // The first stored plan is the one a person reviews; a later identical call keeps it.
@@ -746,25 +754,9 @@ pub fn propose_memory_change(vault: &Vault, mutation: &Mutation) -> Result<Propo
     }
     let id = plan_id_for(operation, &mutation.notes, Some(&key));
     let batch = BatchProposal {
-        schema: BATCH_SCHEMA.into(),
-        proposal_id: id.clone(),
-        operation,
-        proposed_by: vault.channel().actor().into(),
-        created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-        changes: mutation
-            .notes
-            .iter()
-            .map(|n| BatchChange {
-                path: n.path.to_string(),
-                expected_sha256: n.expected_sha256.clone(),
-                require_absent: n.require_absent,
-                content: n.content.clone(),
-            })
-            .collect(),
-        create_folders: mutation.create_folders,
-        log_entry: mutation.log_entry.clone(),
         idempotency_key: Some(key),
         receipt_operation: Some(mutation.operation.to_string()),
+        ..BatchProposal::of(vault, id.clone(), operation, mutation)
     };
     nofollow::refuse_symlinked_state(root)?;
     durable::create_dir_all(root, &layout::join(root, layout::BATCH_PROPOSALS_DIR))?;
