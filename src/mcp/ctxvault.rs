@@ -418,6 +418,13 @@ impl ToolParams for ConfirmEpisode {
     }
 }
 
+/// supersede_episode (`revise` false) and revise_episode (`revise` true): one replacement of an
+/// episode in `vault_name`, answered with the peer's names added.
+fn replace_episode(ctx: &ToolCtx, tool: &'static str, vault_name: &str, replacement: &Replacement, revise: bool) -> Result<Value> {
+    let memory = vaults(ctx)?.open(vault_name, Authority::Propose, tool, VaultType::Episodic)?;
+    memory.replace_episode(replacement, revise).map(|answer| peer_names::added(tool, vault_name, answer))
+}
+
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SupersedeEpisode {
@@ -444,20 +451,14 @@ impl ToolParams for SupersedeEpisode {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let vault_name = self.vault_name.clone();
-        let memory = vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?;
-        memory
-            .replace_episode(
-                &Replacement {
-                    episode_id: self.episode_id,
-                    content: self.content,
-                    entities: self.entities,
-                    source: self.source,
-                    salience: self.salience,
-                },
-                false,
-            )
-            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
+        let replacement = Replacement {
+            episode_id: self.episode_id,
+            content: self.content,
+            entities: self.entities,
+            source: self.source,
+            salience: self.salience,
+        };
+        replace_episode(ctx, Self::NAME, &self.vault_name, &replacement, false)
     }
 }
 
@@ -487,20 +488,14 @@ impl ToolParams for ReviseEpisode {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let vault_name = self.vault_name.clone();
-        let memory = vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?;
-        memory
-            .replace_episode(
-                &Replacement {
-                    episode_id: self.episode_id,
-                    content: self.content,
-                    entities: self.entities,
-                    source: self.source,
-                    salience: self.salience,
-                },
-                true,
-            )
-            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
+        let replacement = Replacement {
+            episode_id: self.episode_id,
+            content: self.content,
+            entities: self.entities,
+            source: self.source,
+            salience: self.salience,
+        };
+        replace_episode(ctx, Self::NAME, &self.vault_name, &replacement, true)
     }
 }
 
