@@ -1075,6 +1075,52 @@ fn engine_folders_swapped_for_links_during_a_storm_never_get_a_byte_outside() {
     assert!(report.ok, "{:?}", report.problems);
 }
 
+/// Knowledge time (`memory::known_times`) reads the receipt log through the engine folder's
+/// handle: with `.paravault` swapped for a link to a copy whose receipt log dates the vault's
+/// memory op in 2000, a memory vault opened fresh never answers that the episode was known in
+/// 2001, and the copy is never written.
+#[test]
+fn knowledge_times_are_never_read_through_a_swapped_engine_folder() {
+    use paravault::memory::{EpisodeQuery, MemoryVault, NewEpisode};
+    let (dir, vault) = vault("");
+    let root = dir.path().to_path_buf();
+    let memory = MemoryVault::new(vault);
+    let fact =
+        NewEpisode { content: "the real fact".into(), entities: vec!["fact".into()], salience: 0.5, confidence: 1.0, ..Default::default() };
+    memory.write_episode(&fact).unwrap();
+    drop(memory);
+    let dated_early = |canary: &Path| {
+        copy_tree(&root.join(".paravault"), canary);
+        let receipts = canary.join("receipts.jsonl");
+        let mut forged = String::new();
+        for line in std::fs::read_to_string(&receipts).unwrap().lines() {
+            let mut receipt: serde_json::Value = serde_json::from_str(line).unwrap();
+            if receipt["idempotency_key"].as_str().is_some_and(|k| k.starts_with("ctxvault:")) {
+                receipt["at"] = "2000-01-01T00:00:00Z".into();
+            }
+            forged.push_str(&format!("{receipt}\n"));
+        }
+        assert!(forged.contains("2000-01-01"), "the copy dates a memory op early");
+        std::fs::write(&receipts, forged).unwrap();
+    };
+    let known_in_2001 = || -> Result<bool, Error> {
+        let fresh = MemoryVault::new(open(&root)?);
+        let early = EpisodeQuery { known_at: Some("2001-01-01".into()), include_closed: true, limit: 10, ..Default::default() };
+        Ok(fresh.query_episodes(&early)?["episodes"].as_array().is_some_and(|found| !found.is_empty()))
+    };
+    assert!(!known_in_2001().unwrap(), "the real log dates the episode now");
+    let reflected = std::cell::Cell::new(0);
+    let outcomes = engine_folder_storm(&root, ".paravault", 100, dated_early, |_| {
+        if known_in_2001()? {
+            reflected.set(reflected.get() + 1);
+        }
+        Ok(())
+    });
+    assert_eq!(reflected.get(), 0, "knowledge times were read from a receipt log outside the vault; outcomes {outcomes:?}");
+    assert!(outcomes.get("ok").is_some_and(|ok| *ok > 0), "some queries ran between swaps: {outcomes:?}");
+    assert!(!known_in_2001().unwrap());
+}
+
 // ---- item 2 (note readers): a P.A.R.A. folder swapped for a link while notes are read ----
 
 /// The canary twin of a note in the swapped folder: bytes that would change the answer of the
