@@ -429,24 +429,12 @@ pub fn stamp_now(root: &Path, path: &VaultPath) -> Option<FileStamp> {
     std::fs::symlink_metadata(path.under(root)).ok().map(|m| FileStamp::of(&m))
 }
 
-/// Reads `items` in order, opening each folder once for the run of paths it holds (walked
-/// listings are sorted, so a folder's notes are consecutive); a folder that cannot be opened
-/// leaves each of its notes to [`read_record`], which records why.
+/// Reads `items` in order through one `beneath::FolderCursor`, which opens each folder once for
+/// the run of paths it holds (walked listings are sorted, so a folder's notes are consecutive);
+/// a folder that cannot be opened leaves each of its notes a record of why.
 fn read_by_folder(root: &Path, policy: &LoadedPolicy, items: &[(VaultPath, PageKind)]) -> Vec<NoteRecord> {
-    let mut folder: Option<crate::store::beneath::Folder> = None;
-    items
-        .iter()
-        .map(|(path, kind)| {
-            let dir = parent_dir(path.as_str());
-            if folder.as_ref().is_none_or(|f| f.rel() != dir) {
-                folder = crate::store::beneath::Folder::open(root, dir, false).ok();
-            }
-            match &folder {
-                Some(f) => read_opened_record(path, *kind, policy, || f.open_read(path.file_name())),
-                None => read_record(root, path, *kind, policy),
-            }
-        })
-        .collect()
+    let mut cursor = crate::store::beneath::FolderCursor::new(root);
+    items.iter().map(|(path, kind)| read_opened_record(path, *kind, policy, || cursor.open_read(path.as_str()))).collect()
 }
 
 /// Reads `items` in parallel on up to `threads` threads.

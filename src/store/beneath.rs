@@ -173,8 +173,8 @@ pub fn exists(root: &Path, rel: &str) -> io::Result<bool> {
 }
 
 /// Reads files beneath the root in the order asked, through folder handles, opening each
-/// folder once for the run of files it holds (the inventory scan's `read_by_folder` does the
-/// same for its records): a caller reading many notes in path order pays one walk per folder,
+/// folder once for the run of files it holds (the inventory scan's `read_by_folder` reads its
+/// records through one too): a caller reading many notes in path order pays one walk per folder,
 /// not one per note. A folder that cannot be opened is tried again for the next file.
 #[derive(Debug)]
 pub struct FolderCursor<'r> {
