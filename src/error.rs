@@ -265,140 +265,146 @@ pub mod codes {
     use super::ExitClass::{Findings, Io, Usage, Vault};
     use super::{CodeRow, row};
 
-    pub const PATH_REFUSED: CodeRow = row("path_refused", Usage, false, "use a vault-relative Markdown path inside a P.A.R.A. folder");
-    pub const VAULT_UNUSABLE: CodeRow =
+    pub(crate) const PATH_REFUSED: CodeRow =
+        row("path_refused", Usage, false, "use a vault-relative Markdown path inside a P.A.R.A. folder");
+    pub(crate) const VAULT_UNUSABLE: CodeRow =
         row("vault_unusable", Vault, false, "a person must fix the vault or its policy; run `paravault doctor`");
-    pub const VAULT_BOUNDARY: CodeRow =
+    pub(crate) const VAULT_BOUNDARY: CodeRow =
         row("vault_boundary", Vault, false, "omit vault_path or pass exactly the configured vault root (see get_server_info)");
-    pub const POLICY_INVALID: CodeRow =
+    pub(crate) const POLICY_INVALID: CodeRow =
         row("policy_invalid", Vault, false, "a person must fix the vault or its policy; run `paravault doctor`");
-    pub const IO_ERROR: CodeRow = row("io_error", Io, true, "retry later; if it persists run `paravault doctor`");
-    pub const DISK_FULL: CodeRow =
+    pub(crate) const IO_ERROR: CodeRow = row("io_error", Io, true, "retry later; if it persists run `paravault doctor`");
+    pub(crate) const DISK_FULL: CodeRow =
         row("disk_full", Io, true, "free disk space, then retry; a committed write completes on the next write or open");
-    pub const CATALOG_CONFLICT: CodeRow =
+    pub(crate) const CATALOG_CONFLICT: CodeRow =
         row("catalog_conflict", Vault, false, "a person must fix the named catalog or note; run lint_vault");
-    pub const CATALOG_ENTRY_EXCEEDS_LIMIT: CodeRow =
+    pub(crate) const CATALOG_ENTRY_EXCEEDS_LIMIT: CodeRow =
         row("catalog_entry_exceeds_limit", Vault, false, "a person must fix the named catalog or note; run lint_vault");
-    pub const CATALOG_MISSING: CodeRow = row("catalog_missing", Usage, false, "call ensure_sub_index (or generate_index) first");
-    pub const INVALID_ARGUMENT: CodeRow =
+    pub(crate) const CATALOG_MISSING: CodeRow = row("catalog_missing", Usage, false, "call ensure_sub_index (or generate_index) first");
+    pub(crate) const INVALID_ARGUMENT: CodeRow =
         row("invalid_argument", Usage, false, "fix the named argument so it matches the tool's input schema");
-    pub const NOTE_UNREADABLE: CodeRow =
+    pub(crate) const NOTE_UNREADABLE: CodeRow =
         row("note_unreadable", Io, false, "check the path (read_sub_index lists notes) and the file's encoding");
-    pub const ALREADY_EXISTS: CodeRow =
+    pub(crate) const ALREADY_EXISTS: CodeRow =
         row("already_exists", Usage, false, "choose another name, or change the note with propose_memory_change");
-    pub const PRECONDITION_FAILED: CodeRow =
+    pub(crate) const PRECONDITION_FAILED: CodeRow =
         row("precondition_failed", Usage, false, "re-read the note with read_note and base the change on its current sha256");
-    pub const IDEMPOTENCY_CONFLICT: CodeRow = row("idempotency_conflict", Usage, false, "use a new idempotency_key for a different change");
-    pub const LINT_GATE_REJECTED: CodeRow = row("lint_gate_rejected", Usage, false, "fix the problems named in the message and call again");
-    pub const INVALID_CONTENT: CodeRow = row("invalid_content", Usage, false, "fix the problems named in the message and call again");
+    pub(crate) const IDEMPOTENCY_CONFLICT: CodeRow =
+        row("idempotency_conflict", Usage, false, "use a new idempotency_key for a different change");
+    pub(crate) const LINT_GATE_REJECTED: CodeRow =
+        row("lint_gate_rejected", Usage, false, "fix the problems named in the message and call again");
+    pub(crate) const INVALID_CONTENT: CodeRow =
+        row("invalid_content", Usage, false, "fix the problems named in the message and call again");
     pub const APPROVAL_REQUIRED: CodeRow = row(
         "approval_required",
         Usage,
         false,
         "show the proposal to the user and call again with approved=true only after explicit approval",
     );
-    pub const PROPOSAL_INVALID: CodeRow =
+    pub(crate) const PROPOSAL_INVALID: CodeRow =
         row("proposal_invalid", Usage, false, "call propose_memory_change again and pass its result unchanged");
-    pub const TRANSACTION_INCOMPLETE: CodeRow =
+    pub(crate) const TRANSACTION_INCOMPLETE: CodeRow =
         row("transaction_incomplete", Io, true, "retry later; if it persists run `paravault doctor`");
-    pub const NOT_CONFIGURED: CodeRow =
+    pub(crate) const NOT_CONFIGURED: CodeRow =
         row("not_configured", Usage, false, "call again without the option the message names; this capability is not configured");
-    pub const SEARCH_QUERY_INVALID: CodeRow = row("search_query_invalid", Usage, false, "rephrase the query as plain words");
-    pub const DENSE_INDEX_UNAVAILABLE: CodeRow = row(
+    pub(crate) const SEARCH_QUERY_INVALID: CodeRow = row("search_query_invalid", Usage, false, "rephrase the query as plain words");
+    pub(crate) const DENSE_INDEX_UNAVAILABLE: CodeRow = row(
         "dense_index_unavailable",
         Vault,
         false,
         "use search_mode=fts (or auto, vector, hybrid, graph_assisted, which answer lexically), or build a dense index with sync_vault fts_only=false (force_rebuild=true after a model change)",
     );
-    pub const RERANKER_UNAVAILABLE: CodeRow = row(
+    pub(crate) const RERANKER_UNAVAILABLE: CodeRow = row(
         "reranker_unavailable",
         Io,
         false,
         "use search_mode=hybrid, or pin the policy's reranker (sha256 of its files) and provide them in reranker.local_dir or the Hugging Face cache",
     );
-    pub const GENERATION_CORRUPT: CodeRow = row("generation_corrupt", Vault, false, "run sync_vault with force_rebuild=true");
-    pub const NO_ACTIVE_GENERATION: CodeRow = row("no_active_generation", Vault, false, "run sync_vault to publish a search generation");
-    pub const SYNC_REFUSED: CodeRow = row(
+    pub(crate) const GENERATION_CORRUPT: CodeRow = row("generation_corrupt", Vault, false, "run sync_vault with force_rebuild=true");
+    pub(crate) const NO_ACTIVE_GENERATION: CodeRow =
+        row("no_active_generation", Vault, false, "run sync_vault to publish a search generation");
+    pub(crate) const SYNC_REFUSED: CodeRow = row(
         "sync_refused",
         Findings,
         false,
         "fix the named notes (lint_vault, heal_frontmatter_tool) or call sync_vault with allow_partial=true",
     );
-    pub const DENSE_LOSS_REFUSED: CodeRow = row(
+    pub(crate) const DENSE_LOSS_REFUSED: CodeRow = row(
         "dense_loss_refused",
         Findings,
         false,
         "call sync_vault with fts_only=false to keep the dense index current, or accept_dense_loss=true to drop it",
     );
-    pub const SEARCH_INDEX_ERROR: CodeRow =
+    pub(crate) const SEARCH_INDEX_ERROR: CodeRow =
         row("search_index_error", Io, true, "retry later; if it persists run sync_vault with force_rebuild=true");
-    pub const TASK_NOT_FOUND: CodeRow = row("task_not_found", Usage, false, "check task_id with handoff_work action=list");
-    pub const TASK_EXISTS: CodeRow = row("task_exists", Usage, false, "choose another task_id, or read the existing task with action=show");
-    pub const REVISION_CONFLICT: CodeRow =
+    pub(crate) const TASK_NOT_FOUND: CodeRow = row("task_not_found", Usage, false, "check task_id with handoff_work action=list");
+    pub(crate) const TASK_EXISTS: CodeRow =
+        row("task_exists", Usage, false, "choose another task_id, or read the existing task with action=show");
+    pub(crate) const REVISION_CONFLICT: CodeRow =
         row("revision_conflict", Usage, false, "call handoff_work action=show and retry with its revision as expected_revision");
-    pub const TRANSITION_REFUSED: CodeRow =
+    pub(crate) const TRANSITION_REFUSED: CodeRow =
         row("transition_refused", Usage, false, "call handoff_work action=show; the message names what the task's state allows");
-    pub const MAINTENANCE_PHASE_ORDER: CodeRow =
+    pub(crate) const MAINTENANCE_PHASE_ORDER: CodeRow =
         row("maintenance_phase_order", Usage, false, "advance maintenance phases in order: detect, dry-run, repair, verify, receipt");
-    pub const RECEIPT_NOT_FOUND: CodeRow = row(
+    pub(crate) const RECEIPT_NOT_FOUND: CodeRow = row(
         "receipt_not_found",
         Usage,
         false,
         "pass receipt_id as seq:<n> or the trace_id of an ok receipt (read_memory_history lists them)",
     );
-    pub const TASK_JOURNAL_INTEGRITY: CodeRow = row(
+    pub(crate) const TASK_JOURNAL_INTEGRITY: CodeRow = row(
         "task_journal_integrity",
         Vault,
         false,
         "a person must inspect the task's event journal; the task is not written to until then",
     );
-    pub const MODEL_UNAVAILABLE: CodeRow = row(
+    pub(crate) const MODEL_UNAVAILABLE: CodeRow = row(
         "model_unavailable",
         Io,
         false,
         "provide the pinned model files offline (embedding.local_dir or PARAVAULT_MODEL_DIR); see get_server_info with probe_provider=true",
     );
-    pub const MODEL_VERIFICATION_FAILED: CodeRow = row(
+    pub(crate) const MODEL_VERIFICATION_FAILED: CodeRow = row(
         "model_verification_failed",
         Vault,
         false,
         "provide the pinned model files offline (embedding.local_dir or PARAVAULT_MODEL_DIR); see get_server_info with probe_provider=true",
     );
-    pub const EGRESS_DENIED: CodeRow = row(
+    pub(crate) const EGRESS_DENIED: CodeRow = row(
         "egress_denied",
         Usage,
         false,
         "provide the pinned model files offline (embedding.local_dir or PARAVAULT_MODEL_DIR); see get_server_info with probe_provider=true",
     );
-    pub const EMBEDDING_FAILED: CodeRow =
+    pub(crate) const EMBEDDING_FAILED: CodeRow =
         row("embedding_failed", Io, false, "retry; if it persists call get_server_info with probe_provider=true");
-    pub const SURFACE_FAILURE: CodeRow = row(
+    pub(crate) const SURFACE_FAILURE: CodeRow = row(
         "surface_failure",
         Usage,
         false,
         "read the failure's details: the surface's own contract (e.g. stepstone's envelope) names its code and whether to retry",
     );
-    pub const VAULT_ACCESS_DENIED: CodeRow =
+    pub(crate) const VAULT_ACCESS_DENIED: CodeRow =
         row("vault_access_denied", Usage, false, "call list_vaults and use one of the vault names it lists");
-    pub const AUTHORITY_INSUFFICIENT: CodeRow = row(
+    pub(crate) const AUTHORITY_INSUFFICIENT: CodeRow = row(
         "authority_insufficient",
         Usage,
         false,
         "ask the vault's owner for a higher authority (paravault vaults add --agent NAME=apply)",
     );
-    pub const WRONG_VAULT_TYPE: CodeRow =
+    pub(crate) const WRONG_VAULT_TYPE: CodeRow =
         row("wrong_vault_type", Usage, false, "call list_vaults and choose a vault of the kind this tool works on");
-    pub const REGISTRY_INVALID: CodeRow = row(
+    pub(crate) const REGISTRY_INVALID: CodeRow = row(
         "registry_invalid",
         Vault,
         false,
         "a person must fix vaults.json in the config folder (paravault vaults list names the problem)",
     );
-    pub const EPISODE_NOT_FOUND: CodeRow = row("episode_not_found", Usage, false, "check the episode id with query_episodes");
-    pub const EPISODE_NOT_OPEN: CodeRow =
+    pub(crate) const EPISODE_NOT_FOUND: CodeRow = row("episode_not_found", Usage, false, "check the episode id with query_episodes");
+    pub(crate) const EPISODE_NOT_OPEN: CodeRow =
         row("episode_not_open", Usage, false, "act on the episode that replaced it (episode_history names it)");
-    pub const SKILL_NOT_FOUND: CodeRow = row("skill_not_found", Usage, false, "call list_skills for the available names");
-    pub const UNSUPPORTED_DOCUMENT: CodeRow =
+    pub(crate) const SKILL_NOT_FOUND: CodeRow = row("skill_not_found", Usage, false, "call list_skills for the available names");
+    pub(crate) const UNSUPPORTED_DOCUMENT: CodeRow =
         row("unsupported_document", Usage, false, "store the text as .md or .txt; the message says what cannot be converted");
     pub const HUMAN_APPROVAL_REQUIRED: CodeRow = row(
         "human_approval_required",
@@ -412,28 +418,28 @@ pub mod codes {
         false,
         "a person rejected this proposal; do not retry it: read the comment and propose a different change",
     );
-    pub const APPROVAL_STALE: CodeRow =
+    pub(crate) const APPROVAL_STALE: CodeRow =
         row("approval_stale", Usage, false, "the notes changed since the approval; propose the change again and ask for a new approval");
-    pub const ALREADY_DECIDED: CodeRow =
+    pub(crate) const ALREADY_DECIDED: CodeRow =
         row("already_decided", Usage, false, "decisions are immutable; read the recorded one with `paravault approvals`");
-    pub const PROPOSAL_NOT_FOUND: CodeRow = row(
+    pub(crate) const PROPOSAL_NOT_FOUND: CodeRow = row(
         "proposal_not_found",
         Usage,
         false,
         "pass a proposal_id that propose_memory_change or a human_approval_required error returned",
     );
-    pub const APPROVER_REFUSED: CodeRow =
+    pub(crate) const APPROVER_REFUSED: CodeRow =
         row("approver_refused", Usage, false, "check the approver name and secret (`paravault approver list` names the approvers)");
-    pub const VERB_DENIED: CodeRow = row(
+    pub(crate) const VERB_DENIED: CodeRow = row(
         "verb_denied",
         Usage,
         false,
         "this verb is not reachable through invoke (policy specdocs.gateway_denylist); a person runs it at a terminal",
     );
     /// A request refused by an adapter's rate limit.
-    pub const RATE_LIMITED: CodeRow = row("rate_limited", Io, true, "wait for the stated delay, then retry");
+    pub(crate) const RATE_LIMITED: CodeRow = row("rate_limited", Io, true, "wait for the stated delay, then retry");
     /// A failure the engine did not type (a panic caught by an adapter).
-    pub const INTERNAL: CodeRow = row("internal", Io, true, "run get_server_info and lint_vault for details");
+    pub(crate) const INTERNAL: CodeRow = row("internal", Io, true, "run get_server_info and lint_vault for details");
 
     /// Every row, for lookups by code.
     pub const ALL: [CodeRow; 57] = [
@@ -498,7 +504,7 @@ pub mod codes {
 }
 
 /// The row of `code`, if it is in the table.
-pub fn row_of(code: &str) -> Option<CodeRow> {
+pub(crate) fn row_of(code: &str) -> Option<CodeRow> {
     codes::ALL.iter().copied().find(|row| row.code == code)
 }
 

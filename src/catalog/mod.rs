@@ -32,7 +32,7 @@ pub struct CatalogState {
 
 impl CatalogState {
     /// Takes in the state a partial plan of `planned` directories returned.
-    pub fn merge(&mut self, partial: CatalogState, planned: &BTreeSet<String>) {
+    pub(crate) fn merge(&mut self, partial: CatalogState, planned: &BTreeSet<String>) {
         if partial.renderer != self.renderer {
             *self = partial;
             return;
@@ -139,7 +139,7 @@ impl<'a> CatalogTree<'a> {
 /// directories with their note counts (kept by the inventory), found by range scans that skip
 /// every child subtree with one seek. O(notes directly in the directory + children · log n),
 /// never O(subtree) or O(vault). Root rows come from the inventory's counters.
-pub fn partial_tree<'a>(inventory: &'a Inventory, dirs: &BTreeSet<String>) -> CatalogTree<'a> {
+pub(crate) fn partial_tree<'a>(inventory: &'a Inventory, dirs: &BTreeSet<String>) -> CatalogTree<'a> {
     use std::ops::Bound;
     let mut tree = CatalogTree { notes: BTreeMap::new(), children: BTreeMap::new(), counts: BTreeMap::new(), root_daily_logs: Vec::new() };
     for dir in dirs {
@@ -228,7 +228,7 @@ fn input_digest(input: &DirInput<'_>) -> String {
 }
 
 /// Reads the bytes of an existing page, if any.
-pub type PageReader<'r> = dyn Fn(&VaultPath) -> Option<Vec<u8>> + 'r;
+pub(crate) type PageReader<'r> = dyn Fn(&VaultPath) -> Option<Vec<u8>> + 'r;
 
 /// Whether existing page bytes are ours to overwrite (marker present, or an empty file).
 pub fn is_owned(bytes: &[u8]) -> bool {
@@ -402,7 +402,7 @@ fn plan_root(
 }
 
 /// Directories whose catalogs a change to `path` affects: its directory and every ancestor.
-pub fn affected_dirs(path: &VaultPath) -> BTreeSet<String> {
+pub(crate) fn affected_dirs(path: &VaultPath) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     let mut current = path.parent();
     while !current.is_empty() {

@@ -8,9 +8,9 @@ use crate::inventory::NoteRecord;
 use crate::store::layout;
 
 /// The renderer version written into every page; bump when the layout changes.
-pub const RENDERER_VERSION: u32 = 1;
+pub(crate) const RENDERER_VERSION: u32 = 1;
 /// Ownership marker value.
-pub const MARKER: &str = "paravault";
+pub(crate) const MARKER: &str = "paravault";
 
 /// A child directory row.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -235,14 +235,14 @@ pub fn render_dir(input: &DirInput<'_>, page_bytes_max: usize, description_chars
 }
 
 /// One row of the root index.
-pub struct CategoryRow {
+pub(crate) struct CategoryRow {
     pub folder: String,
     pub notes: usize,
     pub has_catalog: bool,
 }
 
 /// Renders the root `index.md`.
-pub fn render_root(rows: &[CategoryRow], root_daily_logs: &[&NoteRecord]) -> String {
+pub(crate) fn render_root(rows: &[CategoryRow], root_daily_logs: &[&NoteRecord]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "---");
     let _ = writeln!(out, "type: System Guide");

@@ -79,16 +79,8 @@ pub enum Command {
         name: String,
         #[arg(long = "type", default_value = "Resource")]
         note_type: String,
-        #[arg(long)]
-        title: String,
-        #[arg(long)]
-        description: String,
-        /// Note body as text.
-        #[arg(long, conflicts_with = "content_file")]
-        content: Option<String>,
-        /// File holding the note body; `-` (the default) reads standard input.
-        #[arg(long)]
-        content_file: Option<String>,
+        #[command(flatten)]
+        text: NoteText,
         #[arg(long = "tag")]
         tags: Vec<String>,
         #[arg(long)]
@@ -99,16 +91,8 @@ pub enum Command {
     /// Create one session synthesis note (Daily Log by default).
     Synthesize {
         name: String,
-        #[arg(long)]
-        title: String,
-        #[arg(long)]
-        description: String,
-        /// Note body as text.
-        #[arg(long, conflicts_with = "content_file")]
-        content: Option<String>,
-        /// File holding the note body; `-` (the default) reads standard input.
-        #[arg(long)]
-        content_file: Option<String>,
+        #[command(flatten)]
+        text: NoteText,
         #[arg(long = "type", default_value = crate::api::policy::DEFAULT_SYNTHESIS_TYPE)]
         note_type: String,
         #[arg(long = "tag")]
@@ -308,10 +292,10 @@ pub enum Command {
 /// Stable exit codes.
 pub mod exit {
     pub const OK: u8 = 0;
-    pub const FINDINGS: u8 = crate::error::ExitClass::Findings as u8;
-    pub const USAGE: u8 = crate::error::ExitClass::Usage as u8;
+    pub(crate) const FINDINGS: u8 = crate::error::ExitClass::Findings as u8;
+    pub(crate) const USAGE: u8 = crate::error::ExitClass::Usage as u8;
     pub const VAULT: u8 = crate::error::ExitClass::Vault as u8;
-    pub const IO: u8 = crate::error::ExitClass::Io as u8;
+    pub(crate) const IO: u8 = crate::error::ExitClass::Io as u8;
 }
 
 fn exit_code_of(error: &Error) -> u8 {
@@ -417,12 +401,29 @@ fn read_text(source: &str) -> Result<String, Error> {
     std::fs::read_to_string(source).map_err(|e| Error::InvalidArgument { name: "content", reason: format!("cannot read '{source}': {e}") })
 }
 
-/// The note body: inline text, else the named file, else standard input.
-fn body(content: &Option<String>, content_file: &Option<String>) -> Result<String, Error> {
-    match (content, content_file) {
-        (Some(text), _) => Ok(text.clone()),
-        (None, Some(file)) => read_text(file),
-        (None, None) => read_text("-"),
+/// The text of a note `ingest` and `synthesize` create: its title, description and body.
+#[derive(Debug, clap::Args)]
+pub struct NoteText {
+    #[arg(long)]
+    title: String,
+    #[arg(long)]
+    description: String,
+    /// Note body as text.
+    #[arg(long, conflicts_with = "content_file")]
+    content: Option<String>,
+    /// File holding the note body; `-` (the default) reads standard input.
+    #[arg(long)]
+    content_file: Option<String>,
+}
+
+impl NoteText {
+    /// The note body: inline text, else the named file, else standard input.
+    fn body(&self) -> Result<String, Error> {
+        match (&self.content, &self.content_file) {
+            (Some(text), _) => Ok(text.clone()),
+            (None, Some(file)) => read_text(file),
+            (None, None) => read_text("-"),
+        }
     }
 }
 
@@ -537,43 +538,41 @@ pub fn run(cli: Cli) -> ExitCode {
             })
         }
         Command::Doctor => open(&cli).and_then(|v| v.doctor()).map(|r| out.doctor(&r)),
-        Command::Ingest { name, note_type, title, description, content, content_file, tags, resource, idempotency_key } => {
-            body(content, content_file)
-                .and_then(|content| {
-                    let request = IngestRequest {
-                        name: name.clone(),
-                        note_type: note_type.clone(),
-                        title: title.clone(),
-                        description: description.clone(),
-                        content,
-                        resource: resource.clone(),
-                        tags: tags.clone(),
-                        expected_sha256: None,
-                        idempotency_key: idempotency_key.clone(),
-                    };
-                    open(&cli).and_then(|v| v.ingest_note(&request))
-                })
-                .map(|r| out.value(&r))
-        }
-        Command::Synthesize { name, title, description, content, content_file, note_type, tags, related, owner, idempotency_key } => {
-            body(content, content_file)
-                .and_then(|content| {
-                    let request = SynthesizeRequest {
-                        name: name.clone(),
-                        title: title.clone(),
-                        description: description.clone(),
-                        content,
-                        note_type: note_type.clone(),
-                        tags: tags.clone(),
-                        related: related.clone(),
-                        owner: owner.clone(),
-                        expected_sha256: None,
-                        idempotency_key: idempotency_key.clone(),
-                    };
-                    open(&cli).and_then(|v| v.synthesize_session(&request))
-                })
-                .map(|r| out.value(&r))
-        }
+        Command::Ingest { name, note_type, text, tags, resource, idempotency_key } => text
+            .body()
+            .and_then(|content| {
+                let request = IngestRequest {
+                    name: name.clone(),
+                    note_type: note_type.clone(),
+                    title: text.title.clone(),
+                    description: text.description.clone(),
+                    content,
+                    resource: resource.clone(),
+                    tags: tags.clone(),
+                    expected_sha256: None,
+                    idempotency_key: idempotency_key.clone(),
+                };
+                open(&cli).and_then(|v| v.ingest_note(&request))
+            })
+            .map(|r| out.value(&r)),
+        Command::Synthesize { name, text, note_type, tags, related, owner, idempotency_key } => text
+            .body()
+            .and_then(|content| {
+                let request = SynthesizeRequest {
+                    name: name.clone(),
+                    title: text.title.clone(),
+                    description: text.description.clone(),
+                    content,
+                    note_type: note_type.clone(),
+                    tags: tags.clone(),
+                    related: related.clone(),
+                    owner: owner.clone(),
+                    expected_sha256: None,
+                    idempotency_key: idempotency_key.clone(),
+                };
+                open(&cli).and_then(|v| v.synthesize_session(&request))
+            })
+            .map(|r| out.value(&r)),
         Command::Propose { path, content_file, expected_sha256 } => read_text(content_file)
             .and_then(|content| open(&cli).and_then(|v| v.propose_memory_change(path, &content, None, expected_sha256.as_deref())))
             .map(|p| out.proposal(&p)),

@@ -6,7 +6,7 @@ use std::sync::Mutex;
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
-pub struct SyncBar {
+pub(crate) struct SyncBar {
     bar: Option<ProgressBar>,
     stage: Mutex<&'static str>,
 }

@@ -25,7 +25,7 @@ fn print_json<T: Serialize>(value: &T) {
 
 /// A proposal as a person reviews it: what, where, state, then per note the unified diff and the
 /// lint gate's verdict on the after-images (or, for an action, the request that runs).
-pub fn review_text(review: &crate::api::approvals::ProposalReview) -> String {
+pub(crate) fn review_text(review: &crate::api::approvals::ProposalReview) -> String {
     let status = &review.status;
     let mut text = format!(
         "proposal {}\n  operation: {} ({})\n  proposed: {} by {}\n  state: {:?}, approver required: {:?}\n  paths: {}\n",
@@ -123,11 +123,11 @@ impl Output {
 
     /// Shows the person what they are about to decide, on standard error (standard output
     /// carries the decision record), before the secret is asked for.
-    pub fn review_before_decision(&self, review: &crate::api::approvals::ProposalReview) {
+    pub(crate) fn review_before_decision(&self, review: &crate::api::approvals::ProposalReview) {
         let _ = std::io::stderr().lock().write_all(review_text(review).as_bytes());
     }
 
-    pub fn serialized<T: Serialize>(&self, value: &T, summary: &str) -> u8 {
+    pub(crate) fn serialized<T: Serialize>(&self, value: &T, summary: &str) -> u8 {
         if !self.json {
             say(&format!("{summary}\n"));
         }
@@ -442,7 +442,7 @@ apply with: paravault apply {} --approve
 
     /// `paravault` without a command: what it is, the doctor summary, and the MCP client
     /// configuration for this binary and vault (Claude Code and Codex).
-    pub fn first_run(&self, report: &DoctorReport, binary: &str) -> u8 {
+    pub(crate) fn first_run(&self, report: &DoctorReport, binary: &str) -> u8 {
         let vault = report.vault_check.as_ref().map_or_else(|| report.vault.path_hint.clone(), |c| c.path.clone());
         let vault = vault.as_str();
         let args = serde_json::json!(["--vault", vault, "mcp"]);

@@ -17,13 +17,13 @@ use rayon::prelude::*;
 use std::collections::HashMap;
 
 /// One sequence to embed: token ids and token type ids (same length, at least one token).
-pub struct Sequence<'a> {
+pub(crate) struct Sequence<'a> {
     pub ids: &'a [u32],
     pub type_ids: &'a [u32],
 }
 
 /// The weights of a BERT encoder, laid out for [`BertEncoder::embed`].
-pub struct BertEncoder {
+pub(crate) struct BertEncoder {
     hidden: usize,
     heads: usize,
     eps: f32,
@@ -214,7 +214,7 @@ impl BertEncoder {
 /// A BERT cross-encoder (`BertForSequenceClassification`): the encoder above, then the pooler
 /// (tanh of a dense layer over the [CLS] row) and the linear classifier; one logit per
 /// sequence (the first label's: a reranker has one).
-pub struct BertClassifier {
+pub(crate) struct BertClassifier {
     encoder: BertEncoder,
     /// Pooler weight, out × in row-major as stored, and bias.
     pooler_weight: Vec<f32>,

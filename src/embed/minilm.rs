@@ -18,7 +18,7 @@ use crate::error::{Error, Result};
 /// Measured with candle's padded `BertModel` on a 1,773-note dense sync: 2,048 → 322 MB peak,
 /// 1,024 → 234 MB at the same speed, 512 → 212 MB but 11 % slower (docs/benchmarks.md); with
 /// the packed encoder, 2,048 was 13 % slower than 1,024 on 195-token passages.
-pub const BATCH_TOKENS_MAX: usize = 1024;
+pub(crate) const BATCH_TOKENS_MAX: usize = 1024;
 
 /// The loaded model. Cheap to share (`Arc`); `embed` may be called from several threads.
 pub struct MiniLm {

@@ -33,7 +33,7 @@ use crate::policy::{EgressPolicy, ModelFileHashes, Policy};
 pub const DIMENSION: usize = crate::policy::EMBEDDING_DIMENSION;
 
 /// One embedding: unit length (L2), `DIMENSION` wide.
-pub type Vector = [f32; DIMENSION];
+pub(crate) type Vector = [f32; DIMENSION];
 
 /// Which model made a vector: what a search generation's manifest records.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -71,7 +71,7 @@ pub struct ModelEnv {
 
 impl ModelEnv {
     /// Reads the variables from the process environment (empty values count as unset).
-    pub fn from_process() -> Self {
+    pub(crate) fn from_process() -> Self {
         let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
         ModelEnv {
             model_dir: var("PARAVAULT_MODEL_DIR").map(PathBuf::from),
@@ -85,7 +85,7 @@ impl ModelEnv {
 }
 
 /// The default hub a download goes to.
-pub const DEFAULT_HF_ENDPOINT: &str = "https://huggingface.co";
+pub(crate) const DEFAULT_HF_ENDPOINT: &str = "https://huggingface.co";
 
 /// Where the inference thread count came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -324,7 +324,7 @@ static HANDLES: std::sync::LazyLock<Mutex<HandleRegistry>> = std::sync::LazyLock
 
 /// The process-wide handle for `config`: one model load per configuration per process (the
 /// MCP server, the CLI and tests all share it).
-pub fn shared_handle(config: ModelConfig) -> Arc<ModelHandle> {
+pub(crate) fn shared_handle(config: ModelConfig) -> Arc<ModelHandle> {
     let key = format!("{config:?}");
     let mut handles = HANDLES.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     handles.entry(key).or_insert_with(|| Arc::new(ModelHandle::new(config))).clone()

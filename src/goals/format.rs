@@ -38,7 +38,7 @@ use super::{Goal, GoalStatus, Worklist};
 use crate::note::frontmatter;
 
 /// The worklist schema version this engine reads and writes.
-pub const SCHEMA_VERSION: u64 = 1;
+pub(crate) const SCHEMA_VERSION: u64 = 1;
 
 /// Frontmatter keys the engine owns (rewritten on every render).
 const OWNED_KEYS: [&str; 3] = ["timestamp", "goals_schema", "goals_revision"];

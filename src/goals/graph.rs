@@ -25,7 +25,7 @@ pub enum Unreachable {
 
 impl Unreachable {
     /// The JSON form: `{reason, goalId?}`.
-    pub fn to_json(&self) -> serde_json::Value {
+    pub(crate) fn to_json(&self) -> serde_json::Value {
         use serde_json::json;
         match self {
             Unreachable::MissingDependency(id) => json!({"reason": "missing-dependency", "goalId": id}),
@@ -131,7 +131,7 @@ impl Analysis {
     }
 
     /// Whether the goal is in the ready frontier: open, unblocked and unclaimed (not active).
-    pub fn is_ready(&self, goals: &[Goal], i: usize) -> bool {
+    pub(crate) fn is_ready(&self, goals: &[Goal], i: usize) -> bool {
         goals[i].status == GoalStatus::Open && !goals[i].active && !self.blocked[i]
     }
 

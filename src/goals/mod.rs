@@ -98,12 +98,12 @@ impl Worklist {
 }
 
 /// A goal ID: 4-32 lowercase ASCII letters or digits.
-pub fn valid_id(id: &str) -> bool {
+pub(crate) fn valid_id(id: &str) -> bool {
     (4..=32).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
 }
 
 /// The canonical form of a time (RFC 3339, UTC, milliseconds), or `None` when it is not one.
-pub fn parse_timestamp(text: &str) -> Option<String> {
+pub(crate) fn parse_timestamp(text: &str) -> Option<String> {
     DateTime::parse_from_rfc3339(text.trim()).ok().map(|t| t.with_timezone(&Utc).to_rfc3339_opts(SecondsFormat::Millis, true))
 }
 
@@ -126,7 +126,7 @@ fn later(previous: &str, now: &str) -> String {
 
 /// A typed failure of a goal operation (the envelope's `error`).
 #[derive(Debug, Clone, PartialEq)]
-pub struct GoalError {
+pub(crate) struct GoalError {
     /// Stable code (docs/goals.md#errors).
     pub code: &'static str,
     pub message: String,
@@ -552,7 +552,7 @@ fn load(vault: &Vault) -> Result<Stored, GoalError> {
 }
 
 /// The lint rule of a worklist note that does not parse (`lint.rules` in policy).
-pub const WORKLIST_INVALID_RULE: &str = "goals-worklist-invalid";
+pub(crate) const WORKLIST_INVALID_RULE: &str = "goals-worklist-invalid";
 
 impl Vault {
     /// The vault-wide health report (`Vault::lint`) with the checks of the modules above the

@@ -15,9 +15,9 @@ use crate::store::{durable, layout};
 use crate::write::sha256_hex;
 
 /// `prev_event_digest` of the first event.
-pub const GENESIS_DIGEST: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub(crate) const GENESIS_DIGEST: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 /// Schema tag of every event.
-pub const EVENT_SCHEMA: &str = "paravault.task-event.v1";
+pub(crate) const EVENT_SCHEMA: &str = "paravault.task-event.v1";
 
 /// Canonical JSON: object keys sorted at every level, no whitespace.
 pub fn canonical_json(value: &Value) -> String {
@@ -48,8 +48,7 @@ pub fn digest(value: &Value) -> String {
 
 /// One validated event.
 #[derive(Debug, Clone)]
-pub struct Event {
-    pub sequence: u64,
+pub(crate) struct Event {
     pub idempotency_key: String,
     pub fingerprint: String,
     pub payload_digest: String,
@@ -58,15 +57,15 @@ pub struct Event {
 
 /// A task's journal as read and validated.
 #[derive(Debug, Default)]
-pub struct TaskJournal {
+pub(crate) struct TaskJournal {
     pub events: Vec<Event>,
 }
 
-pub fn events_path(root: &Path, task_id: &str) -> PathBuf {
+pub(crate) fn events_path(root: &Path, task_id: &str) -> PathBuf {
     layout::join(root, layout::TASK_EVENTS_DIR).join(format!("{task_id}.jsonl"))
 }
 
-pub fn snapshot_path(root: &Path, task_id: &str) -> PathBuf {
+pub(crate) fn snapshot_path(root: &Path, task_id: &str) -> PathBuf {
     layout::join(root, layout::TASKS_DIR).join(format!("{task_id}.json"))
 }
 
@@ -136,7 +135,6 @@ impl TaskJournal {
                 return Err(integrity(task_id, format!("line {n}: the result snapshot does not match the event")));
             }
             events.push(Event {
-                sequence,
                 idempotency_key: str_field(&map, "idempotency_key")?,
                 fingerprint: str_field(&map, "fingerprint")?,
                 payload_digest: claimed.clone(),
@@ -151,7 +149,7 @@ impl TaskJournal {
     /// between the journal append and the snapshot replace) is stale and rewritten on the next
     /// change; a snapshot that differs at the same revision, is ahead, or is not JSON is an
     /// integrity error. Returns whether the snapshot needs rewriting.
-    pub fn check_snapshot(&self, root: &Path, task_id: &str) -> Result<bool> {
+    pub(crate) fn check_snapshot(&self, root: &Path, task_id: &str) -> Result<bool> {
         let Some(current) = self.current() else { return Ok(false) };
         let bytes = match durable::read_engine_file(root, &snapshot_path(root, task_id)) {
             Ok(b) => b,
@@ -168,7 +166,7 @@ impl TaskJournal {
     }
 
     /// Rewrites the snapshot from the journal (after `check_snapshot` found it stale).
-    pub fn rewrite_snapshot(&self, root: &Path, task_id: &str) -> Result<()> {
+    pub(crate) fn rewrite_snapshot(&self, root: &Path, task_id: &str) -> Result<()> {
         let Some(current) = self.current() else { return Ok(()) };
         write_snapshot(root, task_id, current)
     }
@@ -179,7 +177,7 @@ impl TaskJournal {
     }
 
     /// The event that used `key`, if any.
-    pub fn by_key(&self, key: &str) -> Option<&Event> {
+    pub(crate) fn by_key(&self, key: &str) -> Option<&Event> {
         self.events.iter().find(|e| !key.is_empty() && e.idempotency_key == key)
     }
 
@@ -210,13 +208,7 @@ impl TaskJournal {
             durable::fsync_dir(dir).map_err(|e| Error::io("syncing", layout::TASK_EVENTS_DIR, e))?;
         }
         write_snapshot(root, task_id, &result)?;
-        self.events.push(Event {
-            sequence,
-            idempotency_key: key.to_string(),
-            fingerprint: fingerprint.to_string(),
-            payload_digest,
-            result,
-        });
+        self.events.push(Event { idempotency_key: key.to_string(), fingerprint: fingerprint.to_string(), payload_digest, result });
         Ok(())
     }
 }

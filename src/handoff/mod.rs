@@ -36,7 +36,7 @@ use crate::vault::Vault;
 use journal::TaskJournal;
 
 /// Schema tag of a task snapshot.
-pub const TASK_SCHEMA: &str = "paravault.task.v2";
+pub(crate) const TASK_SCHEMA: &str = "paravault.task.v2";
 
 /// What `handoff_work` does.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -145,12 +145,12 @@ impl TaskState {
         }
     }
 
-    pub fn is_terminal(self) -> bool {
+    pub(crate) fn is_terminal(self) -> bool {
         matches!(self, TaskState::Completed | TaskState::Failed | TaskState::Canceled | TaskState::Rejected)
     }
 
     /// The explicit transition map.
-    pub fn allowed_next(self) -> &'static [TaskState] {
+    pub(crate) fn allowed_next(self) -> &'static [TaskState] {
         use TaskState::*;
         match self {
             Backlog => &[Ready, Submitted, Canceled, Rejected],
@@ -162,7 +162,7 @@ impl TaskState {
         }
     }
 
-    pub fn can_become(self, next: TaskState) -> bool {
+    pub(crate) fn can_become(self, next: TaskState) -> bool {
         self.allowed_next().contains(&next)
     }
 }
@@ -272,7 +272,7 @@ fn invalid(name: &'static str, reason: impl Into<String>) -> Error {
 }
 
 /// Task ids become file names: a letter or digit, then letters, digits, `.`, `_`, `-` (≤128).
-pub fn valid_task_id(id: &str) -> bool {
+pub(crate) fn valid_task_id(id: &str) -> bool {
     let bytes = id.as_bytes();
     !bytes.is_empty()
         && bytes.len() <= 128

@@ -8,6 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::approvals::Operation;
 use crate::error::{Error, Result};
 use crate::inventory::{Inventory, Resolution, join_lexical};
 use crate::note::body::{Link, LinkKind};
@@ -15,7 +16,7 @@ use crate::note::frontmatter;
 use crate::note::path::VaultPath;
 use crate::note::yaml_edit;
 use crate::vault::Vault;
-use crate::write::{Mutation, NoteChange, sha256_hex};
+use crate::write::{NoteChange, sha256_hex};
 
 /// `archive_notes` parameters (P.O.W.E.R.'s names; dry_run defaults to true).
 #[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
@@ -249,22 +250,8 @@ impl Vault {
         if request.dry_run || mutation_notes.is_empty() {
             return Ok(report);
         }
-        let receipt = crate::approvals::execute_governed(
-            self,
-            crate::approvals::Operation::Archive,
-            Mutation {
-                operation: "maintenance.archive",
-                notes: mutation_notes,
-                idempotency_key: None,
-                proposal_id: None,
-                create_folders: true,
-                log_entry: Some(format!(
-                    "\n## [{}] archive | Archived {} notes\n- Action: archive_notes\n",
-                    self.today(),
-                    report.moves.len()
-                )),
-            },
-        )?;
+        let log_entry = format!("\n## [{}] archive | Archived {} notes\n- Action: archive_notes\n", self.today(), report.moves.len());
+        let receipt = super::write_governed(self, Operation::Archive, "maintenance.archive", mutation_notes, Some(log_entry), true)?;
         report.receipt = Some(receipt);
         Ok(report)
     }

@@ -10,6 +10,7 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_yaml::Value as Yaml;
 
+use crate::approvals::Operation;
 use crate::error::{Error, Result};
 use crate::inventory::NoteRecord;
 use crate::note::frontmatter;
@@ -17,7 +18,7 @@ use crate::note::metadata::{self, parse_date, parse_datetime};
 use crate::note::yaml_edit::{quoted, rename_key, set_entry};
 use crate::policy::LoadedPolicy;
 use crate::vault::Vault;
-use crate::write::{Mutation, NoteChange, sha256_hex};
+use crate::write::{NoteChange, sha256_hex};
 
 /// `heal_frontmatter_tool` parameters (dry_run defaults to true).
 #[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
@@ -270,22 +271,8 @@ impl Vault {
         if request.dry_run || changes.is_empty() {
             return Ok(report);
         }
-        let receipt = crate::approvals::execute_governed(
-            self,
-            crate::approvals::Operation::Heal,
-            Mutation {
-                operation: "maintenance.heal",
-                notes: changes,
-                idempotency_key: None,
-                proposal_id: None,
-                log_entry: Some(format!(
-                    "\n## [{}] heal | Healed {} notes\n- Action: heal_frontmatter_tool\n",
-                    self.today(),
-                    report.notes.len()
-                )),
-                create_folders: false,
-            },
-        )?;
+        let log_entry = format!("\n## [{}] heal | Healed {} notes\n- Action: heal_frontmatter_tool\n", self.today(), report.notes.len());
+        let receipt = super::write_governed(self, Operation::Heal, "maintenance.heal", changes, Some(log_entry), false)?;
         report.receipt = Some(receipt);
         Ok(report)
     }

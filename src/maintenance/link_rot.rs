@@ -173,7 +173,7 @@ pub fn check_url(url: &str, limits: &LinkRotLimits, allow: fn(IpAddr) -> bool) -
 
 /// Checks links (path, line, url) in order, at most `limits.max_links` distinct URLs; every
 /// occurrence of a URL gets its result. Returns the checks and how many URLs were left out.
-pub fn check_links(links: &[(String, usize, String)], limits: &LinkRotLimits, allow: fn(IpAddr) -> bool) -> (Vec<LinkCheck>, usize) {
+pub(crate) fn check_links(links: &[(String, usize, String)], limits: &LinkRotLimits, allow: fn(IpAddr) -> bool) -> (Vec<LinkCheck>, usize) {
     let mut results: std::collections::HashMap<&str, (LinkState, Option<u16>, String)> = std::collections::HashMap::new();
     let mut left_out = std::collections::BTreeSet::new();
     let mut out = Vec::new();

@@ -5,10 +5,11 @@
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::approvals::Operation;
 use crate::error::{Error, Result};
 use crate::note::frontmatter;
 use crate::vault::{MarkdownReport, Vault};
-use crate::write::{Mutation, NoteChange, sha256_hex};
+use crate::write::{NoteChange, sha256_hex};
 
 /// `check_markdown_tool` parameters.
 #[derive(Debug, Clone, Default, serde::Deserialize, schemars::JsonSchema)]
@@ -30,7 +31,7 @@ pub struct MarkdownFixReport {
 }
 
 /// Fixes trailing whitespace and mixed list markers in a body; code fences are left alone.
-pub fn fix_body(body: &str) -> String {
+pub(crate) fn fix_body(body: &str) -> String {
     let mut out = String::with_capacity(body.len());
     let mut in_fence = false;
     let mut markers: std::collections::BTreeMap<usize, char> = std::collections::BTreeMap::new();
@@ -104,18 +105,7 @@ impl Vault {
         let receipt = if changes.is_empty() {
             None
         } else {
-            Some(crate::approvals::execute_governed(
-                self,
-                crate::approvals::Operation::MarkdownFix,
-                Mutation {
-                    operation: "maintenance.markdown_fix",
-                    notes: changes,
-                    idempotency_key: None,
-                    proposal_id: None,
-                    log_entry: None,
-                    create_folders: false,
-                },
-            )?)
+            Some(super::write_governed(self, Operation::MarkdownFix, "maintenance.markdown_fix", changes, None, false)?)
         };
         Ok(MarkdownFixReport { report: self.check_markdown()?, fixed_notes, receipt })
     }

@@ -172,7 +172,7 @@ pub struct RotReport {
 impl RotReport {
     /// Cuts every list to the page `request` asks for (bounded by policy unless `unbounded`),
     /// recording exact totals first.
-    pub fn paginate(&mut self, request: &RotRequest, policy: &LoadedPolicy) -> Result<()> {
+    pub(crate) fn paginate(&mut self, request: &RotRequest, policy: &LoadedPolicy) -> Result<()> {
         let m = &policy.policy.maintenance;
         let max_items = match (request.unbounded, request.max_items) {
             (true, _) => usize::MAX,
@@ -221,7 +221,7 @@ impl RotReport {
 }
 
 /// Lower-cased alphanumeric title tokens (deduplicated).
-pub fn title_tokens(title: &str) -> Vec<String> {
+pub(crate) fn title_tokens(title: &str) -> Vec<String> {
     let mut tokens: Vec<String> = title.split(|c: char| !c.is_alphanumeric()).filter(|t| !t.is_empty()).map(str::to_lowercase).collect();
     tokens.sort();
     tokens.dedup();
@@ -229,7 +229,7 @@ pub fn title_tokens(title: &str) -> Vec<String> {
 }
 
 /// All pairs with title-token Jaccard ≥ `threshold`, by prefix filtering.
-pub fn redundant_pairs(titles: &[(String, Vec<String>)], threshold: f64) -> Vec<RedundantPair> {
+pub(crate) fn redundant_pairs(titles: &[(String, Vec<String>)], threshold: f64) -> Vec<RedundantPair> {
     let mut df: HashMap<&str, usize> = HashMap::new();
     for (_, tokens) in titles {
         for t in tokens {
@@ -309,7 +309,7 @@ pub fn audit(inventory: &Inventory, policy: &LoadedPolicy, request: &RotRequest,
 }
 
 /// Runs the audit; `vectors` are the notes' stored dense vectors (or why there are none).
-pub fn audit_with_vectors(
+pub(crate) fn audit_with_vectors(
     inventory: &Inventory,
     policy: &LoadedPolicy,
     request: &RotRequest,
@@ -482,7 +482,7 @@ mod tests;
 /// will be checked (sorted) and `{urls}`, the distinct URLs `check_links` will request (the
 /// first `max_links` in reading order), sorted. Redirect targets are not known in advance:
 /// each hop is still held to public addresses.
-pub fn link_rot_request(links: &[(String, usize, String)], max_links: usize) -> (Vec<String>, serde_json::Value) {
+pub(crate) fn link_rot_request(links: &[(String, usize, String)], max_links: usize) -> (Vec<String>, serde_json::Value) {
     let mut urls: Vec<&str> = Vec::new();
     let mut paths = std::collections::BTreeSet::new();
     for (path, _, url) in links {

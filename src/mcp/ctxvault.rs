@@ -2,17 +2,18 @@
 //! defaults, over `memory` (registered vaults selected by `vault_name`, per-agent access).
 //!
 //! Each handler is one access check (`VaultSet::open`: who may use which vault, with what
-//! authority, for which kind of memory) and one engine call, whose answer gains ctxvault
-//! 0.8.1's own field names beside paravault's (`peer_names`); nothing here touches a file.
+//! authority, for which kind of memory) and one engine call. Every answer on a named vault
+//! gains ctxvault 0.8.1's own field names beside paravault's (`peer_names`), added once for the
+//! whole surface by its `prepare` step; nothing here touches a file.
 //! A memory change by an agent with `propose` authority answers `awaiting_approval` with the
 //! proposal id (the engine holds it as a `memory_change` proposal).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::surface::Surface;
-use super::tools::{ToolCtx, ToolParams, ToolSpec, spec_for};
+use super::tools::{Job, Prepared, ToolCtx, ToolParams, ToolSpec, prepare, spec_for};
 use crate::api::memory::registry::{Authority, VaultType};
 use crate::api::memory::vault_set::VaultSet;
 use crate::api::memory::{EpisodeQuery, NewEpisode, Replacement};
@@ -53,7 +54,7 @@ fn one_int() -> i64 {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ListVaults {}
+pub(crate) struct ListVaults {}
 
 impl ToolParams for ListVaults {
     const NAME: &'static str = "list_vaults";
@@ -73,7 +74,7 @@ impl ToolParams for ListVaults {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WarmupStatus {
+pub(crate) struct WarmupStatus {
     /// A vault from list_vaults: its own embedding model's state (each vault has its policy).
     /// Without it, the model of the vault the server was started on.
     #[serde(default)]
@@ -97,9 +98,7 @@ impl ToolParams for WarmupStatus {
             return Ok(crate::api::memory::warmup_status(&ctx.vault));
         };
         let memory = vaults(ctx)?.open(&vault_name, Authority::ReadOnly, Self::NAME, VaultType::Any)?;
-        let mut status = crate::api::memory::warmup_status(&memory.vault);
-        status["vault_name"] = json!(vault_name);
-        Ok(status)
+        Ok(crate::api::memory::warmup_status(&memory.vault))
     }
 }
 
@@ -107,7 +106,7 @@ impl ToolParams for WarmupStatus {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Query {
+pub(crate) struct Query {
     /// Name of a vault from list_vaults.
     pub vault_name: String,
     /// What to search for.
@@ -125,17 +124,13 @@ impl ToolParams for Query {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let vault_name = self.vault_name.clone();
-        vaults(ctx)?
-            .open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Semantic)?
-            .query_documents(&self.query)
-            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
+        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Semantic)?.query_documents(&self.query)
     }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ListDocs {
+pub(crate) struct ListDocs {
     /// Name of a vault from list_vaults.
     pub vault_name: String,
 }
@@ -151,17 +146,13 @@ impl ToolParams for ListDocs {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let vault_name = self.vault_name.clone();
-        vaults(ctx)?
-            .open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Semantic)?
-            .list_docs()
-            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
+        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Semantic)?.list_docs()
     }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WriteDoc {
+pub(crate) struct WriteDoc {
     /// Name of a vault from list_vaults.
     pub vault_name: String,
     /// The document's name inside the vault, ending in .md, .txt or .docx.
@@ -186,11 +177,12 @@ impl ToolParams for WriteDoc {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let vault_name = self.vault_name.clone();
-        vaults(ctx)?
-            .open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Semantic)?
-            .write_doc(&self.file_path, &self.content, &self.generated_by, self.overwrite)
-            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
+        vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Semantic)?.write_doc(
+            &self.file_path,
+            &self.content,
+            &self.generated_by,
+            self.overwrite,
+        )
     }
 }
 
@@ -198,7 +190,7 @@ impl ToolParams for WriteDoc {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ListSkills {
+pub(crate) struct ListSkills {
     /// Name of a vault from list_vaults.
     pub vault_name: String,
 }
@@ -215,17 +207,13 @@ impl ToolParams for ListSkills {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let vault_name = self.vault_name.clone();
-        vaults(ctx)?
-            .open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Skill)?
-            .list_skills()
-            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
+        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Skill)?.list_skills()
     }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ReadSkill {
+pub(crate) struct ReadSkill {
     /// Name of a vault from list_vaults.
     pub vault_name: String,
     /// The skill's name, as list_skills shows it.
@@ -244,17 +232,13 @@ impl ToolParams for ReadSkill {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let vault_name = self.vault_name.clone();
-        vaults(ctx)?
-            .open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Skill)?
-            .read_skill(&self.skill_name)
-            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
+        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Skill)?.read_skill(&self.skill_name)
     }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WriteSkill {
+pub(crate) struct WriteSkill {
     /// Name of a vault from list_vaults.
     pub vault_name: String,
     pub skill_name: String,
@@ -275,11 +259,12 @@ impl ToolParams for WriteSkill {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let vault_name = self.vault_name.clone();
-        vaults(ctx)?
-            .open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Skill)?
-            .write_skill(&self.skill_name, &self.description, &self.instructions, self.overwrite)
-            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
+        vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Skill)?.write_skill(
+            &self.skill_name,
+            &self.description,
+            &self.instructions,
+            self.overwrite,
+        )
     }
 }
 
@@ -287,7 +272,7 @@ impl ToolParams for WriteSkill {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct WriteEpisode {
+pub(crate) struct WriteEpisode {
     /// Name of a vault from list_vaults.
     pub vault_name: String,
     pub content: String,
@@ -316,19 +301,15 @@ impl ToolParams for WriteEpisode {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let vault_name = self.vault_name.clone();
-        vaults(ctx)?
-            .open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?
-            .write_episode(&NewEpisode {
-                content: self.content,
-                entities: self.entities,
-                source: self.source,
-                salience: self.salience,
-                confidence: self.confidence,
-                occurred_at: self.occurred_at,
-                valid_from: self.valid_from,
-            })
-            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
+        vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?.write_episode(&NewEpisode {
+            content: self.content,
+            entities: self.entities,
+            source: self.source,
+            salience: self.salience,
+            confidence: self.confidence,
+            occurred_at: self.occurred_at,
+            valid_from: self.valid_from,
+        })
     }
 }
 
@@ -338,7 +319,7 @@ fn episode_result_schema() -> Value {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct QueryEpisodes {
+pub(crate) struct QueryEpisodes {
     /// Name of a vault from list_vaults.
     pub vault_name: String,
     #[serde(default)]
@@ -370,26 +351,22 @@ impl ToolParams for QueryEpisodes {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let vault_name = self.vault_name.clone();
         let limit = usize::try_from(self.limit).unwrap_or(0);
-        vaults(ctx)?
-            .open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?
-            .query_episodes(&EpisodeQuery {
-                query: self.query,
-                entities: self.entities,
-                valid_at: self.valid_at,
-                known_at: self.known_at,
-                include_closed: self.include_closed,
-                order_by: self.order_by,
-                limit,
-            })
-            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
+        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?.query_episodes(&EpisodeQuery {
+            query: self.query,
+            entities: self.entities,
+            valid_at: self.valid_at,
+            known_at: self.known_at,
+            include_closed: self.include_closed,
+            order_by: self.order_by,
+            limit,
+        })
     }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ConfirmEpisode {
+pub(crate) struct ConfirmEpisode {
     /// Name of a vault from list_vaults.
     pub vault_name: String,
     pub episode_id: String,
@@ -410,24 +387,23 @@ impl ToolParams for ConfirmEpisode {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let vault_name = self.vault_name.clone();
-        vaults(ctx)?
-            .open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?
-            .confirm_episode(&self.episode_id, self.at.as_deref(), self.source.as_deref())
-            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
+        vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?.confirm_episode(
+            &self.episode_id,
+            self.at.as_deref(),
+            self.source.as_deref(),
+        )
     }
 }
 
 /// supersede_episode (`revise` false) and revise_episode (`revise` true): one replacement of an
-/// episode in `vault_name`, answered with the peer's names added.
+/// episode in `vault_name`.
 fn replace_episode(ctx: &ToolCtx, tool: &'static str, vault_name: &str, replacement: &Replacement, revise: bool) -> Result<Value> {
-    let memory = vaults(ctx)?.open(vault_name, Authority::Propose, tool, VaultType::Episodic)?;
-    memory.replace_episode(replacement, revise).map(|answer| peer_names::added(tool, vault_name, answer))
+    vaults(ctx)?.open(vault_name, Authority::Propose, tool, VaultType::Episodic)?.replace_episode(replacement, revise)
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SupersedeEpisode {
+pub(crate) struct SupersedeEpisode {
     /// Name of a vault from list_vaults.
     pub vault_name: String,
     pub episode_id: String,
@@ -464,7 +440,7 @@ impl ToolParams for SupersedeEpisode {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ReviseEpisode {
+pub(crate) struct ReviseEpisode {
     /// Name of a vault from list_vaults.
     pub vault_name: String,
     pub episode_id: String,
@@ -501,7 +477,7 @@ impl ToolParams for ReviseEpisode {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct InvalidateEpisode {
+pub(crate) struct InvalidateEpisode {
     /// Name of a vault from list_vaults.
     pub vault_name: String,
     pub episode_id: String,
@@ -522,17 +498,17 @@ impl ToolParams for InvalidateEpisode {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let vault_name = self.vault_name.clone();
-        vaults(ctx)?
-            .open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?
-            .invalidate_episode(&self.episode_id, self.valid_to.as_deref(), &self.reason)
-            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
+        vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?.invalidate_episode(
+            &self.episode_id,
+            self.valid_to.as_deref(),
+            &self.reason,
+        )
     }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct DisputeEpisodes {
+pub(crate) struct DisputeEpisodes {
     /// Name of a vault from list_vaults.
     pub vault_name: String,
     pub episode_id: String,
@@ -552,17 +528,17 @@ impl ToolParams for DisputeEpisodes {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let vault_name = self.vault_name.clone();
-        vaults(ctx)?
-            .open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?
-            .dispute_episodes(&self.episode_id, &self.other_id, &self.note)
-            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
+        vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?.dispute_episodes(
+            &self.episode_id,
+            &self.other_id,
+            &self.note,
+        )
     }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EpisodeHistory {
+pub(crate) struct EpisodeHistory {
     /// Name of a vault from list_vaults.
     pub vault_name: String,
     pub episode_id: String,
@@ -579,17 +555,13 @@ impl ToolParams for EpisodeHistory {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let vault_name = self.vault_name.clone();
-        vaults(ctx)?
-            .open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?
-            .episode_history(&self.episode_id)
-            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
+        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?.episode_history(&self.episode_id)
     }
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ListEntities {
+pub(crate) struct ListEntities {
     /// Name of a vault from list_vaults.
     pub vault_name: String,
     #[serde(default)]
@@ -611,34 +583,51 @@ impl ToolParams for ListEntities {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let vault_name = self.vault_name.clone();
-        vaults(ctx)?
-            .open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?
-            .list_entities(self.include_closed, self.valid_at.as_deref(), self.min_episodes)
-            .map(|answer| peer_names::added(Self::NAME, &vault_name, answer))
+        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?.list_entities(
+            self.include_closed,
+            self.valid_at.as_deref(),
+            self.min_episodes,
+        )
     }
+}
+
+/// The table row of ctxvault tool `P`: P.O.W.E.R.'s row on this surface, prepared by
+/// `prepare_with_peer_names`.
+fn spec<P: ToolParams>() -> ToolSpec {
+    ToolSpec { prepare: prepare_with_peer_names::<P>, ..spec_for::<P>(Surface::Ctxvault) }
+}
+
+/// The surface's one post-processing step: reads the arguments as every surface does
+/// (`tools::prepare`), then adds ctxvault's own field names (`peer_names`) to a successful
+/// answer of a call that names a vault. Calls without `vault_name` (list_vaults, warmup_status
+/// of the server's own vault) answer as they are; failures are never rewritten.
+fn prepare_with_peer_names<P: ToolParams>(args: Map<String, Value>) -> Prepared {
+    let vault_name = args.get("vault_name").and_then(Value::as_str).map(str::to_string);
+    let (vault_path, job) = prepare::<P>(args)?;
+    let Some(vault_name) = vault_name else { return Ok((vault_path, job)) };
+    let job: Job = Box::new(move |ctx: &ToolCtx| job(ctx).map(|answer| peer_names::added(P::NAME, &vault_name, answer)));
+    Ok((vault_path, job))
 }
 
 /// The ctxvault surface's tools, in the seed's order.
 pub fn catalog() -> Vec<ToolSpec> {
-    let spec = |make: fn(Surface) -> ToolSpec| make(Surface::Ctxvault);
     vec![
-        spec(spec_for::<ListVaults>),
-        spec(spec_for::<WarmupStatus>),
-        spec(spec_for::<Query>),
-        spec(spec_for::<ListDocs>),
-        spec(spec_for::<WriteDoc>),
-        spec(spec_for::<ListSkills>),
-        spec(spec_for::<ReadSkill>),
-        spec(spec_for::<WriteSkill>),
-        spec(spec_for::<WriteEpisode>),
-        spec(spec_for::<QueryEpisodes>),
-        spec(spec_for::<ConfirmEpisode>),
-        spec(spec_for::<SupersedeEpisode>),
-        spec(spec_for::<ReviseEpisode>),
-        spec(spec_for::<InvalidateEpisode>),
-        spec(spec_for::<DisputeEpisodes>),
-        spec(spec_for::<EpisodeHistory>),
-        spec(spec_for::<ListEntities>),
+        spec::<ListVaults>(),
+        spec::<WarmupStatus>(),
+        spec::<Query>(),
+        spec::<ListDocs>(),
+        spec::<WriteDoc>(),
+        spec::<ListSkills>(),
+        spec::<ReadSkill>(),
+        spec::<WriteSkill>(),
+        spec::<WriteEpisode>(),
+        spec::<QueryEpisodes>(),
+        spec::<ConfirmEpisode>(),
+        spec::<SupersedeEpisode>(),
+        spec::<ReviseEpisode>(),
+        spec::<InvalidateEpisode>(),
+        spec::<DisputeEpisodes>(),
+        spec::<EpisodeHistory>(),
+        spec::<ListEntities>(),
     ]
 }

@@ -20,7 +20,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 /// Longest request line accepted, in bytes.
-pub const FRAME_BYTES_MAX: usize = 16 << 20;
+pub(crate) const FRAME_BYTES_MAX: usize = 16 << 20;
 
 /// How many bytes of an over-long line are kept to recover its id.
 const ID_PREFIX_BYTES: usize = 4096;

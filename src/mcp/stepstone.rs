@@ -31,7 +31,7 @@ apply-plan call with dryRun omitted, which adds every entry atomically or none; 
 }
 
 /// The capture workflow text (see `capture_workflow!`).
-pub const CAPTURE_WORKFLOW: &str = capture_workflow!();
+pub(crate) const CAPTURE_WORKFLOW: &str = capture_workflow!();
 
 /// What the four lifecycle tools say about confirmation.
 macro_rules! confirmation_rule {
@@ -73,7 +73,7 @@ fn envelope_schema() -> Value {
 }
 
 /// A stepstone tool's extra `_meta` (merged into the tool's `_meta` by the server).
-pub fn tool_meta(name: &str) -> Map<String, Value> {
+pub(crate) fn tool_meta(name: &str) -> Map<String, Value> {
     let mut meta = Map::new();
     match name {
         "complete" | "reopen" | "archive" | "delete" => {
@@ -144,7 +144,7 @@ pub fn catalog() -> Vec<ToolSpec> {
 /// The `isError` JSON of a stepstone tool: the service's failure envelope when the error
 /// carries one; otherwise (a rate limit, an internal failure) an envelope built from the
 /// error, with `action` from `details.action` when known.
-pub fn failure_json(error: &ToolError) -> Value {
+pub(crate) fn failure_json(error: &ToolError) -> Value {
     if let Some(envelope) = error.details.as_ref().filter(|d| d.get("ok") == Some(&Value::Bool(false))) {
         return envelope.clone();
     }
@@ -316,7 +316,7 @@ goal_tool!(
 );
 
 /// The URI prefix of every stepstone resource.
-pub const RESOURCE_PREFIX: &str = "stepstone://worklist/";
+pub(crate) const RESOURCE_PREFIX: &str = "stepstone://worklist/";
 
 /// The four fixed resources.
 pub fn resources() -> Vec<Resource> {
@@ -337,7 +337,7 @@ pub fn resources() -> Vec<Resource> {
 }
 
 /// The two URI templates.
-pub fn resource_templates() -> Vec<ResourceTemplate> {
+pub(crate) fn resource_templates() -> Vec<ResourceTemplate> {
     [
         (
             "show/{id}",
@@ -359,7 +359,7 @@ pub fn resource_templates() -> Vec<ResourceTemplate> {
 
 /// Why a resource URI was not read (a JSON-RPC error, not an envelope).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ResourceRefusal {
+pub(crate) enum ResourceRefusal {
     /// Not a stepstone resource, or not one of the six.
     NotFound(String),
     /// A template value that is not valid percent-encoded UTF-8.
@@ -367,7 +367,7 @@ pub enum ResourceRefusal {
 }
 
 /// Parses a resource URI into the service request it names (template values URI-decoded).
-pub fn resource_request(uri: &str) -> Result<GoalRequest, ResourceRefusal> {
+pub(crate) fn resource_request(uri: &str) -> Result<GoalRequest, ResourceRefusal> {
     let Some(rest) = uri.strip_prefix(RESOURCE_PREFIX) else { return Err(ResourceRefusal::NotFound(uri.to_string())) };
     let decode = |value: &str| {
         percent_encoding::percent_decode_str(value)
@@ -390,7 +390,7 @@ pub fn resource_request(uri: &str) -> Result<GoalRequest, ResourceRefusal> {
 }
 
 /// Reads one resource: the envelope as JSON text (a failure envelope is still a body).
-pub fn read_resource(vault: &Vault, uri: &str) -> Result<String, ResourceRefusal> {
+pub(crate) fn read_resource(vault: &Vault, uri: &str) -> Result<String, ResourceRefusal> {
     let request = resource_request(uri)?;
     Ok(goals::run(vault, request).json.to_string())
 }

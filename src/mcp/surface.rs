@@ -41,7 +41,7 @@ impl Surface {
 
     /// Parses a comma-separated list (`power,stepstone`): names are case-insensitive, repeats
     /// are kept once, an empty list or an unknown name is an error naming the valid ones.
-    pub fn parse_list(text: &str) -> Result<Vec<Surface>, String> {
+    pub(crate) fn parse_list(text: &str) -> Result<Vec<Surface>, String> {
         let mut surfaces = Vec::new();
         for raw in text.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let Some(surface) = Surface::ALL.into_iter().find(|s| s.name().eq_ignore_ascii_case(raw)) else {
@@ -62,7 +62,7 @@ impl Surface {
     }
 
     /// The JSON of an `isError` result on this surface.
-    pub fn failure_json(self, error: &ToolError) -> Value {
+    pub(crate) fn failure_json(self, error: &ToolError) -> Value {
         match self {
             Surface::Stepstone => super::stepstone::failure_json(error),
             Surface::Power | Surface::Ctxvault | Surface::Vaultspec => {

@@ -49,13 +49,13 @@ pub struct ToolCtx {
 }
 
 /// A validated call, ready to run on a blocking thread.
-pub type Job = Box<dyn FnOnce(&ToolCtx) -> Result<Value> + Send>;
+pub(crate) type Job = Box<dyn FnOnce(&ToolCtx) -> Result<Value> + Send>;
 
 /// The outcome of argument validation: the `vault_path` argument and the job, or the reason.
-pub type Prepared = std::result::Result<(String, Job), String>;
+pub(crate) type Prepared = std::result::Result<(String, Job), String>;
 
 /// One tool's parameters and behaviour.
-pub trait ToolParams: DeserializeOwned + JsonSchema + Send + 'static {
+pub(crate) trait ToolParams: DeserializeOwned + JsonSchema + Send + 'static {
     const NAME: &'static str;
     const TITLE: &'static str;
     const DESCRIPTION: &'static str;
@@ -163,7 +163,7 @@ fn inline_definitions(schema: &mut serde_json::Map<String, Value>) {
 /// optional parameter has a default; a required one still fails as missing, by name), and an
 /// integer parameter accepts its decimal digits as a string ("5"). Anything else is left for
 /// the typed deserialisation to accept or refuse (unknown fields are refused by name).
-pub fn normalise_arguments(
+pub(crate) fn normalise_arguments(
     input_schema: &serde_json::Map<String, Value>,
     args: serde_json::Map<String, Value>,
 ) -> serde_json::Map<String, Value> {
@@ -189,7 +189,7 @@ pub fn normalise_arguments(
 }
 
 /// The typed failure every tool can return (`isError: true`), as a JSON Schema.
-pub fn error_schema() -> Value {
+pub(crate) fn error_schema() -> Value {
     json!({
         "type": "object",
         "description": "Present only when isError is true; code is documented in docs/errors.md.",
@@ -204,7 +204,7 @@ pub fn error_schema() -> Value {
 /// A tool's declared output schema: its success shape, or `{error: {...}}` as the declared
 /// alternative, so that every result (success or `isError`) conforms to what tools/list says.
 /// The success fields stay under `properties`; `required` moves into `anyOf`.
-pub fn output_schema_with_error(success: Value) -> serde_json::Map<String, Value> {
+pub(crate) fn output_schema_with_error(success: Value) -> serde_json::Map<String, Value> {
     let mut schema = match success {
         Value::Object(map) => map,
         _ => serde_json::Map::new(),
@@ -245,7 +245,7 @@ pub(crate) fn spec<P: ToolParams>() -> ToolSpec {
 }
 
 /// The table row of tool `P` on another surface than P.O.W.E.R.'s.
-pub fn spec_for<P: ToolParams>(surface: super::surface::Surface) -> ToolSpec {
+pub(crate) fn spec_for<P: ToolParams>(surface: super::surface::Surface) -> ToolSpec {
     ToolSpec { surface, ..spec::<P>() }
 }
 
@@ -392,7 +392,7 @@ fn with_property(mut schema: Value, name: &str, property: Value) -> Value {
 /// stays the single definition of the parameters (names, defaults, `deny_unknown_fields`);
 /// this adds `vault_path` to its schema and takes it out before the engine type deserialises.
 #[derive(Debug)]
-pub struct VaultScoped<R> {
+pub(crate) struct VaultScoped<R> {
     pub vault_path: String,
     pub request: R,
 }
@@ -440,10 +440,10 @@ mod notes;
 mod retrieval;
 mod server_info;
 
-pub use catalogs::*;
-pub use handoff::*;
-pub use infra::*;
-pub use maintenance::*;
-pub use notes::*;
-pub use retrieval::*;
-pub use server_info::*;
+pub(crate) use catalogs::*;
+pub(crate) use handoff::*;
+pub(crate) use infra::*;
+pub(crate) use maintenance::*;
+pub(crate) use notes::*;
+pub(crate) use retrieval::*;
+pub(crate) use server_info::*;

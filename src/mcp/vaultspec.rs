@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::surface::Surface;
-use super::tools::{ToolCtx, ToolParams, ToolSpec, input_schema, prepare};
+use super::tools::{ToolCtx, ToolParams, ToolSpec, spec_for};
 use super::vaultspec_gateway::InvokeRequest;
 use crate::api::specdocs::authoring::{self, CreateSpec, EditOperation, FindRequest};
 use crate::api::specdocs::health;
@@ -18,15 +18,7 @@ use crate::api::specdocs::plan::{self, PlanEditOperation, StepChange};
 use crate::error::{Error, Result};
 
 fn spec<P: ToolParams>() -> ToolSpec {
-    ToolSpec {
-        surface: Surface::Vaultspec,
-        name: P::NAME,
-        title: P::TITLE,
-        description: P::DESCRIPTION,
-        input_schema: input_schema::<P>,
-        output_schema: P::output_schema,
-        prepare: prepare::<P>,
-    }
+    spec_for::<P>(Surface::Vaultspec)
 }
 
 /// The vaultspec tools, in the seed's order.
@@ -158,7 +150,7 @@ impl ToolParams for Status {
 /// `check` parameters.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Check {
+pub(crate) struct Check {
     /// Restrict the check to one feature tag, without the # prefix.
     #[serde(default)]
     pub feature: Option<String>,
@@ -193,7 +185,7 @@ impl ToolParams for Check {
 /// `plan_progress` parameters.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PlanProgress {
+pub(crate) struct PlanProgress {
     /// A feature tag or a plan stem/path.
     pub plan: String,
     /// Step-state changes, at least one.
@@ -219,7 +211,7 @@ impl ToolParams for PlanProgress {
 /// `plan_edit` parameters.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct PlanEdit {
+pub(crate) struct PlanEdit {
     /// A feature tag or a plan stem/path.
     pub plan: String,
     /// Plan-edit operations, at least one.
@@ -264,7 +256,7 @@ impl ToolParams for LogRequest {
 /// `discover` parameters.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct Discover {
+pub(crate) struct Discover {
     /// Verb words or an intent phrase to rank the catalog against.
     pub query: String,
     /// Maximum number of ranked verbs to return.

@@ -47,7 +47,7 @@ fn denied(verb: &str, denylist: &[String]) -> bool {
 }
 
 /// Every leaf verb of the CLI that the denylist allows, with its schema.
-pub fn verb_catalog(cli: &clap::Command, policy: &SpecdocsPolicy) -> Vec<Value> {
+pub(crate) fn verb_catalog(cli: &clap::Command, policy: &SpecdocsPolicy) -> Vec<Value> {
     fn walk(prefix: &str, command: &clap::Command, policy: &SpecdocsPolicy, out: &mut Vec<Value>) {
         for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
             let path = if prefix.is_empty() { sub.get_name().to_string() } else { format!("{prefix} {}", sub.get_name()) };
@@ -118,7 +118,7 @@ pub fn discover(cli: &clap::Command, query: &str, limit: usize, policy: &Specdoc
 /// Set to `1` in the environment of every process `invoke` spawns. The gateway composes that
 /// environment itself (no tool argument reaches it), and the CLI, seeing it, writes for an agent
 /// (never as a person at a terminal) and never prompts.
-pub const GATEWAY_ENV: &str = "PARAVAULT_GATEWAY";
+pub(crate) const GATEWAY_ENV: &str = "PARAVAULT_GATEWAY";
 
 /// Flags the gateway sets itself, or that would retarget the process or change what it is.
 const RESERVED_FLAGS: [&str; 6] = ["vault", "json", "help", "version", "policy", "config-dir"];

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::time::Duration;
 
 /// The parent pid of this process, from `/proc/self/stat` (`None` when it cannot be read).
-pub fn current_ppid() -> Option<u32> {
+pub(crate) fn current_ppid() -> Option<u32> {
     let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
     // `pid (comm) state ppid ...`: comm may contain spaces and parentheses, so split after the
     // last ')'.

@@ -19,7 +19,7 @@ use crate::write::sha256_hex;
 
 /// The `document:` block of a document note.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct DocumentRecord {
+pub(crate) struct DocumentRecord {
     pub file_path: String,
     pub format: String,
     pub generated_by: String,
@@ -29,7 +29,7 @@ pub struct DocumentRecord {
 }
 
 /// The formats `write_doc` accepts.
-pub const FORMATS: [&str; 3] = ["md", "txt", "docx"];
+pub(crate) const FORMATS: [&str; 3] = ["md", "txt", "docx"];
 
 /// The note path of a document `file_path` and its format.
 fn note_path(folder: &str, file_path: &str) -> Result<(VaultPath, String)> {
@@ -155,7 +155,7 @@ impl MemoryVault {
     }
 
     /// `query`: the vault's search (`auto`) scoped to the documents folder.
-    pub fn query_documents(&self, query: &str) -> Result<Value> {
+    pub(crate) fn query_documents(&self, query: &str) -> Result<Value> {
         let policy = self.vault.policy();
         let request = crate::search::SearchRequest {
             query: query.to_string(),

@@ -26,20 +26,20 @@ use quick_xml::events::{BytesStart, Event};
 use serde::Serialize;
 
 /// The most bytes a `.docx` may have (after base64 decoding).
-pub const MAX_DOCX_BYTES: usize = 8 << 20;
+pub(crate) const MAX_DOCX_BYTES: usize = 8 << 20;
 /// The most entries its zip may hold.
-pub const MAX_ENTRIES: usize = 2_000;
+pub(crate) const MAX_ENTRIES: usize = 2_000;
 /// The most bytes all entries may declare together once inflated.
-pub const MAX_EXPANDED_BYTES: u64 = 256 << 20;
+pub(crate) const MAX_EXPANDED_BYTES: u64 = 256 << 20;
 /// The most bytes `word/document.xml` may inflate to.
-pub const MAX_PART_BYTES: u64 = 16 << 20;
+pub(crate) const MAX_PART_BYTES: u64 = 16 << 20;
 
 const OLE_SIGNATURE: [u8; 8] = [0xD0, 0xCF, 0x11, 0xE0, 0xA1, 0xB1, 0x1A, 0xE1];
 const DOCUMENT_PART: &str = "word/document.xml";
 
 /// What the conversion kept and dropped.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct ConversionReport {
+pub(crate) struct ConversionReport {
     pub source_bytes: usize,
     pub paragraphs: usize,
     pub headings: usize,
@@ -53,13 +53,13 @@ pub struct ConversionReport {
 
 /// A converted document: its Markdown and the report.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Conversion {
+pub(crate) struct Conversion {
     pub markdown: String,
     pub report: ConversionReport,
 }
 
 /// Decodes `content` (standard base64; whitespace and a `data:…;base64,` prefix allowed).
-pub fn decode_content(content: &str) -> Result<Vec<u8>, String> {
+pub(crate) fn decode_content(content: &str) -> Result<Vec<u8>, String> {
     let trimmed = content.trim();
     let payload = match trimmed.strip_prefix("data:") {
         Some(rest) => rest.split_once(";base64,").map(|(_, data)| data).ok_or("a data: URL without ';base64,'")?,
@@ -75,7 +75,7 @@ pub fn decode_content(content: &str) -> Result<Vec<u8>, String> {
 }
 
 /// Converts the bytes of a `.docx` to Markdown; the error is the reason it cannot be.
-pub fn to_markdown(bytes: &[u8]) -> Result<Conversion, String> {
+pub(crate) fn to_markdown(bytes: &[u8]) -> Result<Conversion, String> {
     if bytes.len() > MAX_DOCX_BYTES {
         return Err(format!("a .docx may have at most {MAX_DOCX_BYTES} bytes; this one has {}", bytes.len()));
     }

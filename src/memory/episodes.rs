@@ -26,10 +26,11 @@ use serde_json::{Value, json};
 use super::known_times::KnownTimes;
 use crate::error::{Error, Result};
 
-/// Lifecycle state of one version.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Lifecycle state of one version (a new version is `Open`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EpisodeState {
+    #[default]
     Open,
     Superseded,
     Revised,
@@ -65,8 +66,9 @@ pub struct Dispute {
     pub op: String,
 }
 
-/// The `episode:` block of an episode note.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// The `episode:` block of an episode note. Its `Default` is the life-cycle of a new version
+/// (open, nothing closed, linked, attested or disputed); a writer sets the statement's fields.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct EpisodeRecord {
     pub id: String,
     #[serde(default)]
@@ -115,7 +117,7 @@ pub struct Episode {
 
 /// Parses a caller's time: RFC 3339 (any offset), `YYYY-MM-DDTHH:MM[:SS[.f]]` (UTC) or
 /// `YYYY-MM-DD` (midnight UTC).
-pub fn parse_time(name: &'static str, text: &str) -> Result<DateTime<Utc>> {
+pub(crate) fn parse_time(name: &'static str, text: &str) -> Result<DateTime<Utc>> {
     let text = text.trim();
     if let Ok(t) = DateTime::parse_from_rfc3339(text) {
         return Ok(t.with_timezone(&Utc));
@@ -137,7 +139,7 @@ pub fn parse_time(name: &'static str, text: &str) -> Result<DateTime<Utc>> {
 }
 
 /// The stored spelling of a time (RFC 3339, UTC, `Z`).
-pub fn format_time(t: DateTime<Utc>) -> String {
+pub(crate) fn format_time(t: DateTime<Utc>) -> String {
     t.to_rfc3339_opts(SecondsFormat::AutoSi, true)
 }
 
@@ -148,7 +150,7 @@ fn stored_time(text: Option<&str>) -> Option<DateTime<Utc>> {
 
 /// Which moment a query looks from.
 #[derive(Debug, Clone, Copy)]
-pub struct Lens {
+pub(crate) struct Lens {
     /// Only facts whose receipts are at or before this (None: everything recorded).
     pub known_at: Option<DateTime<Utc>>,
     /// "Now": the reference of "still holds".
@@ -157,7 +159,7 @@ pub struct Lens {
 
 /// An episode version as a lens sees it.
 #[derive(Debug, Clone)]
-pub struct Seen<'a> {
+pub(crate) struct Seen<'a> {
     pub episode: &'a Episode,
     pub recorded_at: Option<DateTime<Utc>>,
     pub state: EpisodeState,
@@ -174,7 +176,7 @@ pub struct Seen<'a> {
 /// (no `known_at`: everything recorded) needs to count and order without visiting every
 /// version: the "newest" order and the valid-time bounds.
 #[derive(Debug, Default, Clone)]
-pub struct EpisodeIndex {
+pub(crate) struct EpisodeIndex {
     pub by_id: HashMap<String, Arc<Episode>>,
     pub by_entity: HashMap<String, Vec<Arc<Episode>>>,
     /// (knowledge time, id) of every version: "newest" first when iterated in reverse.
@@ -270,7 +272,7 @@ pub enum TimeFilter {
 
 impl Episode {
     /// `valid_to` as the unqualified view sees it: only a closed version has an end.
-    pub fn closed_valid_to(&self) -> Option<DateTime<Utc>> {
+    pub(crate) fn closed_valid_to(&self) -> Option<DateTime<Utc>> {
         if self.record.state == EpisodeState::Open { None } else { self.valid_to_at }
     }
 
@@ -346,21 +348,12 @@ impl Seen<'_> {
 
     /// Whether this version is what the vault states for valid time `at` (revised originals
     /// never are: their revision states the same interval better).
-    pub fn current_at(&self, at: DateTime<Utc>) -> bool {
+    pub(crate) fn current_at(&self, at: DateTime<Utc>) -> bool {
         self.state != EpisodeState::Revised && self.valid_from.is_none_or(|from| from <= at) && self.valid_to.is_none_or(|to| at < to)
     }
 }
 
 impl EpisodeIndex {
-    /// The index of `by_id`, filed with the knowledge times of `times`.
-    pub fn new(by_id: HashMap<String, Arc<Episode>>, times: &KnownTimes) -> Self {
-        let mut index = EpisodeIndex::default();
-        for episode in by_id.into_values() {
-            index.insert(episode, times);
-        }
-        index
-    }
-
     /// Adds a version (replacing one with the same id).
     pub fn insert(&mut self, episode: Arc<Episode>, times: &KnownTimes) {
         let id = episode.record.id.clone();
@@ -401,7 +394,7 @@ impl EpisodeIndex {
 
     /// Files again, under their knowledge time now, the versions recorded by `ops` (their
     /// receipts were read after the versions were indexed); `None`: every version.
-    pub fn refile(&mut self, ops: Option<&[String]>, times: &KnownTimes) {
+    pub(crate) fn refile(&mut self, ops: Option<&[String]>, times: &KnownTimes) {
         let ids: Vec<String> = match ops {
             Some(ops) => ops.iter().filter_map(|op| self.by_recorded_op.get(op).cloned()).collect(),
             None => self.by_id.keys().cloned().collect(),
@@ -427,7 +420,7 @@ impl EpisodeIndex {
 
     /// Every version, newest first (by knowledge time, then id, descending: `query_episodes`'
     /// "newest" order).
-    pub fn newest_first(&self) -> impl Iterator<Item = &Arc<Episode>> + '_ {
+    pub(crate) fn newest_first(&self) -> impl Iterator<Item = &Arc<Episode>> + '_ {
         self.newest.iter().rev().filter_map(|(_, id)| self.by_id.get(id))
     }
 
@@ -446,7 +439,7 @@ impl EpisodeIndex {
     }
 
     /// Follows `revised_by` (as the lens sees it) to the version that states `id` now.
-    pub fn head_by_revision<'a>(&'a self, id: &'a str, lens: &Lens, times: &KnownTimes) -> Option<Seen<'a>> {
+    pub(crate) fn head_by_revision<'a>(&'a self, id: &'a str, lens: &Lens, times: &KnownTimes) -> Option<Seen<'a>> {
         let mut current = lens.see(self.get(id)?, times)?;
         for _ in 0..10_000 {
             match current.revised_by.and_then(|next| self.get(next)).and_then(|e| lens.see(e, times)) {
@@ -507,7 +500,7 @@ impl EpisodeIndex {
 }
 
 /// An episode as tools return it.
-pub fn episode_json(index: &EpisodeIndex, seen: &Seen<'_>, lens: &Lens, times: &KnownTimes) -> Value {
+pub(crate) fn episode_json(index: &EpisodeIndex, seen: &Seen<'_>, lens: &Lens, times: &KnownTimes) -> Value {
     let r = &seen.episode.record;
     let closed_known_at =
         if seen.state == EpisodeState::Open { None } else { r.closed_op.as_deref().and_then(|op| times.of(op)).map(format_time) };
@@ -538,7 +531,7 @@ pub fn episode_json(index: &EpisodeIndex, seen: &Seen<'_>, lens: &Lens, times: &
 }
 
 /// Entity counts for `list_entities`: alphabetical (case-insensitive, then exact), never ranked.
-pub fn entity_counts<'a>(records: impl Iterator<Item = &'a EpisodeRecord>, min_episodes: usize) -> Vec<(String, usize)> {
+pub(crate) fn entity_counts<'a>(records: impl Iterator<Item = &'a EpisodeRecord>, min_episodes: usize) -> Vec<(String, usize)> {
     // Counted by exact spelling first (no allocation per version), then ordered.
     let mut by_spelling: HashMap<&'a str, usize> = HashMap::new();
     for record in records {
@@ -576,7 +569,7 @@ pub fn render_note(note_type: &str, record: &EpisodeRecord, content: &str, opera
 }
 
 /// Reads an episode note back (`None`: not an episode note, or unreadable).
-pub fn parse_note(path: &str, text: &str) -> Option<Episode> {
+pub(crate) fn parse_note(path: &str, text: &str) -> Option<Episode> {
     let split = crate::note::frontmatter::split(text).ok()?;
     #[derive(Deserialize)]
     struct Front {
@@ -591,7 +584,7 @@ pub fn parse_note(path: &str, text: &str) -> Option<Episode> {
 }
 
 /// Checks a score in [0, 1].
-pub fn unit_interval(name: &'static str, value: f64) -> Result<f64> {
+pub(crate) fn unit_interval(name: &'static str, value: f64) -> Result<f64> {
     if value.is_finite() && (0.0..=1.0).contains(&value) {
         Ok(value)
     } else {
@@ -600,7 +593,7 @@ pub fn unit_interval(name: &'static str, value: f64) -> Result<f64> {
 }
 
 /// Trims entity names, drops empty ones and duplicates (first spelling kept).
-pub fn clean_entities(entities: &[String]) -> Result<Vec<String>> {
+pub(crate) fn clean_entities(entities: &[String]) -> Result<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
     for e in entities {
         let e = e.trim();
@@ -624,6 +617,6 @@ pub fn clean_entities(entities: &[String]) -> Result<Vec<String>> {
 }
 
 /// Whether an episode names any of `wanted` (case-insensitive; empty `wanted` matches all).
-pub fn names_any(record: &EpisodeRecord, wanted_lower: &[String]) -> bool {
+pub(crate) fn names_any(record: &EpisodeRecord, wanted_lower: &[String]) -> bool {
     wanted_lower.is_empty() || record.entities.iter().any(|e| wanted_lower.iter().any(|w| *w == e.to_lowercase()))
 }

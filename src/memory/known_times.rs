@@ -16,11 +16,11 @@ use crate::error::{Error, Result};
 use crate::store::layout;
 
 /// The idempotency-key prefix of memory transactions.
-pub const KEY_PREFIX: &str = "ctxvault:";
+pub(crate) const KEY_PREFIX: &str = "ctxvault:";
 
 /// Commit times of memory operations, by op id.
 #[derive(Debug, Default)]
-pub struct KnownTimes {
+pub(crate) struct KnownTimes {
     by_op: HashMap<String, DateTime<Utc>>,
     /// Bytes of the receipt log already read.
     read_to: u64,
@@ -32,7 +32,7 @@ pub struct KnownTimes {
 
 /// What `KnownTimes` learned since it was last asked.
 #[derive(Debug, Default)]
-pub struct Learned {
+pub(crate) struct Learned {
     pub ops: Vec<String>,
     /// Times were forgotten and read again: every op may have moved.
     pub everything: bool,
@@ -45,7 +45,7 @@ impl KnownTimes {
     }
 
     /// Records a receipt this process just received.
-    pub fn record_receipt(&mut self, receipt: &Value) {
+    pub(crate) fn record_receipt(&mut self, receipt: &Value) {
         if let Some((op, at)) = memory_op_of(receipt)
             && self.by_op.insert(op.clone(), at) != Some(at)
         {
@@ -54,12 +54,12 @@ impl KnownTimes {
     }
 
     /// The ops whose time was learned (or forgotten) since the last call.
-    pub fn take_learned(&mut self) -> Learned {
+    pub(crate) fn take_learned(&mut self) -> Learned {
         Learned { ops: std::mem::take(&mut self.learned), everything: std::mem::take(&mut self.forgot) }
     }
 
     /// Reads receipts appended since the last call (by any process).
-    pub fn catch_up(&mut self, root: &Path) -> Result<()> {
+    pub(crate) fn catch_up(&mut self, root: &Path) -> Result<()> {
         let path = layout::join(root, layout::RECEIPTS);
         // Through the engine folder's handle: a `.paravault` swapped for a link is never read.
         let mut file = match crate::store::durable::open_engine_read(root, &path) {

@@ -164,7 +164,7 @@ pub struct EpisodeQuery {
 }
 
 /// The orders `query_episodes` accepts.
-pub const EPISODE_ORDERS: [&str; 7] = ["relevance", "newest", "oldest", "valid_from", "recency", "salience", "confidence"];
+pub(crate) const EPISODE_ORDERS: [&str; 7] = ["relevance", "newest", "oldest", "valid_from", "recency", "salience", "confidence"];
 
 /// ctxvault 0.8.1's `recency` ranks by a decay of `valid_from` (newest valid time first): the
 /// same order as `valid_from` here, so a client written for it gets that order.
@@ -189,7 +189,7 @@ fn receipt_summary(receipt: &Value) -> Value {
 }
 
 /// A fresh random identifier (hex).
-pub fn fresh_id(bytes: usize) -> String {
+pub(crate) fn fresh_id(bytes: usize) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
@@ -250,7 +250,7 @@ impl MemoryVault {
     /// Brings the episode cache and the knowledge times up to date with the disk (the caller
     /// has observed the disk) and runs `f` over them. O(change) per call: the inventory's
     /// change log names the notes to compare again (a whole compare only when it cannot).
-    pub fn with_episodes<T>(&self, f: impl FnOnce(&EpisodeIndex, &KnownTimes, usize) -> T) -> Result<T> {
+    pub(crate) fn with_episodes<T>(&self, f: impl FnOnce(&EpisodeIndex, &KnownTimes, usize) -> T) -> Result<T> {
         let folder = self.policy().episodes_folder.trim_end_matches('/').to_string();
         let prefix = format!("{folder}/");
         let mut cache = lock(&self.episodes);
@@ -424,17 +424,8 @@ impl MemoryVault {
             confidence,
             occurred_at: occurred.map(episodes::format_time),
             valid_from: episodes::format_time(valid_from),
-            valid_to: None,
-            state: EpisodeState::Open,
-            supersedes: None,
-            superseded_by: None,
-            revises: None,
-            revised_by: None,
-            invalidation_reason: String::new(),
             recorded_op: op.clone(),
-            closed_op: None,
-            attestations: Vec::new(),
-            disputes: Vec::new(),
+            ..EpisodeRecord::default()
         };
         let text = self.render(&record, &request.content, "write_episode")?;
         match self.commit("ctxvault.write_episode", &op, vec![(self.episode_path(&id)?, text, None)])? {
@@ -481,18 +472,8 @@ impl MemoryVault {
             salience: salience.unwrap_or(old.record.salience),
             confidence: old.record.confidence,
             occurred_at: if revise { old.record.occurred_at.clone() } else { None },
-            valid_from: String::new(),
-            valid_to: None,
-            state: EpisodeState::Open,
-            supersedes: None,
-            superseded_by: None,
-            revises: None,
-            revised_by: None,
-            invalidation_reason: String::new(),
             recorded_op: op.clone(),
-            closed_op: None,
-            attestations: Vec::new(),
-            disputes: Vec::new(),
+            ..EpisodeRecord::default()
         };
         let (operation, tool) = if revise {
             // The world did not change: same interval, same attestations, open disputes carried.
@@ -787,11 +768,6 @@ impl MemoryVault {
                 "min_episodes": min_episodes,
             }))
         })
-    }
-
-    /// When the vault committed memory op `op` (from its receipt), as this process last read.
-    pub fn known_time_of(&self, op: &str) -> Option<DateTime<Utc>> {
-        lock(&self.known).of(op)
     }
 }
 

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 
 /// The registry's file name inside the config folder.
-pub const REGISTRY_FILE: &str = "vaults.json";
+pub(crate) const REGISTRY_FILE: &str = "vaults.json";
 
 /// What a registry entry may hold (ctxvault's typed vaults); `any` holds all three.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -112,7 +112,7 @@ pub struct Registry {
 
 /// Whether a vault name is a plain name: 1–64 characters of ASCII letters, digits, `_`, `-`
 /// and `.`, starting with a letter or digit (so never a path, `..` or a hidden name).
-pub fn is_plain_name(name: &str) -> bool {
+pub(crate) fn is_plain_name(name: &str) -> bool {
     let bytes = name.as_bytes();
     !bytes.is_empty()
         && bytes.len() <= 64
@@ -186,13 +186,13 @@ impl Registry {
     }
 
     /// The vaults `agent` may see, by name.
-    pub fn visible_to<'r>(&'r self, agent: Option<&'r str>) -> impl Iterator<Item = &'r RegisteredVault> + 'r {
+    pub(crate) fn visible_to<'r>(&'r self, agent: Option<&'r str>) -> impl Iterator<Item = &'r RegisteredVault> + 'r {
         self.vaults.values().filter(move |v| v.authority_of(agent).is_some())
     }
 
     /// The one access check: the entry named `vault_name` when `agent` may use it with
     /// `needed` authority for `tool`.
-    pub fn authorize(&self, vault_name: &str, agent: Option<&str>, needed: Authority, tool: &str) -> Result<&RegisteredVault> {
+    pub(crate) fn authorize(&self, vault_name: &str, agent: Option<&str>, needed: Authority, tool: &str) -> Result<&RegisteredVault> {
         let denied = || Error::VaultAccessDenied { vault_name: printable(vault_name) };
         if !is_plain_name(vault_name) {
             return Err(denied());
@@ -214,7 +214,7 @@ impl Registry {
 
 impl RegisteredVault {
     /// The authority `agent` has here (`None`: the vault does not exist for it).
-    pub fn authority_of(&self, agent: Option<&str>) -> Option<Authority> {
+    pub(crate) fn authority_of(&self, agent: Option<&str>) -> Option<Authority> {
         if !self.restricted {
             return Some(Authority::Apply);
         }

@@ -27,7 +27,7 @@ pub struct Skill {
 
 /// The file stem of a skill name: lower case, runs of anything but letters and digits as one
 /// `-` (so "Deploy to Prod" and "deploy-to-prod" are one skill).
-pub fn slug(name: &str) -> Result<String> {
+pub(crate) fn slug(name: &str) -> Result<String> {
     let trimmed = name.trim();
     if trimmed.is_empty() || trimmed.chars().count() > 120 || trimmed.chars().any(char::is_control) {
         return Err(Error::InvalidArgument { name: "skill_name", reason: "1-120 characters, without control characters".into() });
@@ -126,7 +126,7 @@ impl MemoryVault {
     }
 
     /// `read_skill`: name, description and full instructions.
-    pub fn read_skill(&self, name: &str) -> Result<Value> {
+    pub(crate) fn read_skill(&self, name: &str) -> Result<Value> {
         let path = self.skill_path(name).map_err(|_| Error::SkillNotFound { skill_name: name.chars().take(120).collect() })?;
         let (skill, sha) =
             self.read_skill_note(&path)?.ok_or_else(|| Error::SkillNotFound { skill_name: name.chars().take(120).collect() })?;
@@ -137,7 +137,7 @@ impl MemoryVault {
     }
 
     /// `list_skills`: every skill's name and description, by name.
-    pub fn list_skills(&self) -> Result<Value> {
+    pub(crate) fn list_skills(&self) -> Result<Value> {
         let folder = self.vault.policy().policy.agent_memory.skills_folder.trim_end_matches('/').to_string();
         let paths: Vec<VaultPath> =
             self.vault.with_inventory(|inv| inv.subtree(&folder).filter(|r| r.is_note()).map(|r| r.path.clone()).collect())?;

@@ -36,7 +36,7 @@ pub struct Link {
 
 /// A Markdown style finding (never blocking by default).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StyleFinding {
+pub(crate) struct StyleFinding {
     pub rule: &'static str,
     pub line: usize,
     pub message: String,
@@ -123,7 +123,7 @@ pub fn links(body: &str, first_line: usize) -> Vec<Link> {
 
 /// External `http`/`https` link destinations (inline, reference and autolinks), with their
 /// 1-based line, in order of appearance. Links inside code are not links.
-pub fn external_urls(body: &str, first_line: usize) -> Vec<(String, usize)> {
+pub(crate) fn external_urls(body: &str, first_line: usize) -> Vec<(String, usize)> {
     let lines = Lines::new(body, first_line);
     let mut out = Vec::new();
     for (event, range) in Parser::new_ext(body, options()).into_offset_iter() {
@@ -149,7 +149,7 @@ fn heading_number(level: HeadingLevel) -> usize {
 
 /// The Markdown style checks: trailing whitespace, mixed list markers at one indent, heading
 /// level jumps, fenced code without a language.
-pub fn style_findings(body: &str, first_line: usize) -> Vec<StyleFinding> {
+pub(crate) fn style_findings(body: &str, first_line: usize) -> Vec<StyleFinding> {
     let lines = Lines::new(body, first_line);
     let mut out = Vec::new();
     for (i, line) in body.split('\n').enumerate() {

@@ -134,10 +134,10 @@ pub fn parse(split: &Split<'_>) -> Result<Frontmatter, FrontmatterProblem> {
 /// Deepest flow-collection nesting (`[` / `{`) a frontmatter block may have. Real notes nest
 /// two or three levels; the YAML parser's time grows with the square of the depth (100k levels:
 /// 22 s), so a deeper block is refused before it is parsed.
-pub const FLOW_DEPTH_MAX: usize = 32;
+pub(crate) const FLOW_DEPTH_MAX: usize = 32;
 
 /// Most compact block indicators (`- - - x`, `? ? x`) one line may open, for the same reason.
-pub const COMPACT_INDICATORS_MAX: usize = 32;
+pub(crate) const COMPACT_INDICATORS_MAX: usize = 32;
 
 /// A cheap, linear pre-scan that refuses a block whose nesting would make the YAML parser's
 /// work blow up, before it is parsed. It counts a `[` / `{` only where the parser could read
@@ -326,7 +326,7 @@ impl Frontmatter {
 
     /// Returns the YAML text to put between the delimiters: the original text when the
     /// mapping is unchanged since parsing, a fresh rendering otherwise.
-    pub fn yaml_text(&self) -> Result<String, FrontmatterProblem> {
+    pub(crate) fn yaml_text(&self) -> Result<String, FrontmatterProblem> {
         match serde_yaml::from_str::<Value>(&self.source_yaml) {
             Ok(Value::Mapping(original)) if original == self.mapping => Ok(self.source_yaml.clone()),
             Err(_) | Ok(Value::Null) if self.mapping.is_empty() => Ok(self.source_yaml.clone()),

@@ -36,13 +36,13 @@ pub struct MemoryMeta {
 
 /// One reason a note's metadata is invalid.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MetaProblem {
+pub(crate) struct MetaProblem {
     pub field: String,
     pub message: String,
 }
 
 /// Parses an ISO-8601 date-time (RFC 3339, or naive = UTC; 'T' or space separator).
-pub fn parse_datetime(text: &str) -> Option<DateTime<Utc>> {
+pub(crate) fn parse_datetime(text: &str) -> Option<DateTime<Utc>> {
     let text = text.trim();
     if let Ok(dt) = DateTime::parse_from_rfc3339(text) {
         return Some(dt.with_timezone(&Utc));
@@ -60,7 +60,7 @@ pub fn parse_datetime(text: &str) -> Option<DateTime<Utc>> {
 }
 
 /// Parses an ISO-8601 date, or the date part of a date-time.
-pub fn parse_date(text: &str) -> Option<NaiveDate> {
+pub(crate) fn parse_date(text: &str) -> Option<NaiveDate> {
     let text = text.trim();
     NaiveDate::parse_from_str(text, "%Y-%m-%d").ok().or_else(|| parse_datetime(text).map(|dt| dt.date_naive()))
 }
@@ -139,7 +139,7 @@ impl Checker<'_> {
 }
 
 /// Validates a frontmatter mapping against OKF metadata v1 as the policy defines it.
-pub fn validate(frontmatter: &Frontmatter, loaded: &LoadedPolicy) -> (NoteMeta, Vec<MetaProblem>) {
+pub(crate) fn validate(frontmatter: &Frontmatter, loaded: &LoadedPolicy) -> (NoteMeta, Vec<MetaProblem>) {
     let policy = &loaded.policy;
     let mut c = Checker { policy: loaded, problems: Vec::new() };
     let mut meta = NoteMeta::default();

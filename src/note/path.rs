@@ -82,7 +82,7 @@ impl VaultPath {
     }
 
     /// The first component (the top-level folder).
-    pub fn top_folder(&self) -> &str {
+    pub(crate) fn top_folder(&self) -> &str {
         self.0.split('/').next().unwrap_or("")
     }
 
@@ -97,7 +97,7 @@ impl VaultPath {
     }
 
     /// Whether the file name is `<stem>.md` with a non-empty stem (a bare `.md` is not a note).
-    pub fn has_md_extension(&self) -> bool {
+    pub(crate) fn has_md_extension(&self) -> bool {
         let name = self.file_name();
         name.len() > 3 && name.ends_with(".md")
     }
@@ -157,7 +157,7 @@ fn check_lexical(text: &str) -> Result<(), PathRefusal> {
 /// Checks that no existing component of `path` under `root` is a symbolic link and that the
 /// canonical location stays inside the canonical root. Components that do not exist yet are
 /// fine (a new note). Returns the absolute path.
-pub fn resolve_safe(root: &Path, path: &VaultPath) -> Result<PathBuf, Error> {
+pub(crate) fn resolve_safe(root: &Path, path: &VaultPath) -> Result<PathBuf, Error> {
     let refuse = |reason| Error::PathRefused { path: path.to_string(), reason };
     let mut current = root.to_path_buf();
     for component in path.as_str().split('/') {
@@ -182,7 +182,7 @@ pub fn resolve_safe(root: &Path, path: &VaultPath) -> Result<PathBuf, Error> {
 /// case-insensitive file system would), any folder starting with `.` (engine state, `.git`,
 /// hidden folders), any folder the policy excludes (`layout.excluded_dirs`, e.g.
 /// `node_modules`) and the engine's temporary files.
-pub fn refuse_reserved(path: &VaultPath, excluded_dirs: &[String]) -> Result<(), Error> {
+pub(crate) fn refuse_reserved(path: &VaultPath, excluded_dirs: &[String]) -> Result<(), Error> {
     let refuse = |reason| Error::PathRefused { path: path.to_string(), reason };
     refuse_engine_owned(path)?;
     let components: Vec<&str> = path.as_str().split('/').collect();
@@ -196,7 +196,7 @@ pub fn refuse_reserved(path: &VaultPath, excluded_dirs: &[String]) -> Result<(),
 /// Refuses the names the engine writes itself: catalog pages (`_index*.md`), the root `index.md`
 /// and `log.md`, anything in the engine's state folder and the engine's temporary files. The
 /// write transaction checks every note change with it, whatever operation planned it.
-pub fn refuse_engine_owned(path: &VaultPath) -> Result<(), Error> {
+pub(crate) fn refuse_engine_owned(path: &VaultPath) -> Result<(), Error> {
     let refuse = || Error::PathRefused { path: path.to_string(), reason: PathRefusal::EngineOwned };
     let name = path.file_name().to_lowercase();
     let at_root = !path.as_str().contains('/');

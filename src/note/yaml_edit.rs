@@ -42,7 +42,7 @@ fn entries(yaml: &str) -> Vec<Entry> {
 
 /// Replaces (or appends) top-level `key` with `rendered`, which must be complete YAML lines for
 /// that key (e.g. `status: archived\n`).
-pub fn set_entry(yaml: &str, key: &str, rendered: &str) -> String {
+pub(crate) fn set_entry(yaml: &str, key: &str, rendered: &str) -> String {
     let mut rendered = rendered.to_string();
     if !rendered.ends_with('\n') {
         rendered.push('\n');
@@ -66,7 +66,7 @@ pub fn set_entry(yaml: &str, key: &str, rendered: &str) -> String {
 }
 
 /// Renames top-level `from` to `to`, keeping the value text exactly.
-pub fn rename_key(yaml: &str, from: &str, to: &str) -> String {
+pub(crate) fn rename_key(yaml: &str, from: &str, to: &str) -> String {
     match entries(yaml).into_iter().find(|e| e.key == from) {
         Some(entry) => {
             let line = &yaml[entry.start..entry.end];

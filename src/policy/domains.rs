@@ -18,7 +18,7 @@ use super::SearchMode;
 use crate::error::{Error, Result};
 
 /// P.O.W.E.R.'s registry file, relative to the vault root.
-pub const POWER_DOMAINS_FILE: &str = ".power/domains.yaml";
+pub(crate) const POWER_DOMAINS_FILE: &str = ".power/domains.yaml";
 
 /// One routing rule of a domain (used to route notes and queries; all lists optional).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -68,7 +68,7 @@ struct PowerRegistryFile {
 
 /// The merged, validated registry.
 #[derive(Debug, Clone, Default)]
-pub struct DomainRegistry {
+pub(crate) struct DomainRegistry {
     pub domains: Vec<Domain>,
 }
 

@@ -20,14 +20,14 @@ pub use search_mode::SearchMode;
 
 /// The width of the vectors this engine embeds (all-MiniLM-L6-v2): the only `embedding.dimension`
 /// a policy may name (`embed::DIMENSION`).
-pub const EMBEDDING_DIMENSION: usize = 384;
+pub(crate) const EMBEDDING_DIMENSION: usize = 384;
 
 /// The note type of a session synthesis when the caller names none (`synthesize_session`, the
 /// CLI's `synthesize --type`): episodic memory goes to the daily log.
 pub const DEFAULT_SYNTHESIS_TYPE: &str = "Daily Log";
 
 /// The shipped default policy.
-pub const DEFAULT_POLICY_YAML: &str = include_str!("../../policy/default.yaml");
+pub(crate) const DEFAULT_POLICY_YAML: &str = include_str!("../../policy/default.yaml");
 const DEFAULT_POLICY_NAME: &str = "policy/default.yaml";
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -364,7 +364,7 @@ pub struct Policy {
 }
 
 /// The lint rules the engine implements; a policy may weigh them but not invent others.
-pub const KNOWN_LINT_RULES: &[&str] = &[
+pub(crate) const KNOWN_LINT_RULES: &[&str] = &[
     "utf8-bom",
     "metadata-missing",
     "metadata-invalid",
@@ -491,16 +491,16 @@ impl LoadedPolicy {
     }
 
     /// Folders whose notes are in scope (P.A.R.A. plus extras).
-    pub fn scope_folders(&self) -> impl Iterator<Item = &String> {
+    pub(crate) fn scope_folders(&self) -> impl Iterator<Item = &String> {
         self.policy.layout.para_folders.iter().chain(&self.policy.layout.extra_scope_folders)
     }
 
     /// Folders that get catalogs.
-    pub fn catalog_folders(&self) -> impl Iterator<Item = &String> {
+    pub(crate) fn catalog_folders(&self) -> impl Iterator<Item = &String> {
         self.policy.layout.catalog_categories.iter().chain(&self.policy.layout.catalog_extra_folders)
     }
 
-    pub fn half_life_days(&self, note_type: &str) -> f64 {
+    pub(crate) fn half_life_days(&self, note_type: &str) -> f64 {
         self.policy.note_types.get(note_type).map_or(self.policy.default_half_life_days, |t| t.half_life_days)
     }
 }

@@ -33,7 +33,7 @@ impl SearchMode {
     }
 
     /// The canonical modes, in P.O.W.E.R.'s order (`hybrid_reranked` is an alias of reranked).
-    pub const CANONICAL: [SearchMode; 7] = [
+    pub(crate) const CANONICAL: [SearchMode; 7] = [
         SearchMode::Auto,
         SearchMode::Fts,
         SearchMode::Semantic,
@@ -45,7 +45,7 @@ impl SearchMode {
 
     /// Every name a caller may send (the canonical names, then the `hybrid_reranked` alias): the
     /// one list the MCP input schema's enum is built from.
-    pub const ACCEPTED_NAMES: [&'static str; 8] =
+    pub(crate) const ACCEPTED_NAMES: [&'static str; 8] =
         ["auto", "fts", "semantic", "vector", "hybrid", "reranked", "graph_assisted", "hybrid_reranked"];
 
     pub fn name(self) -> &'static str {

@@ -10,16 +10,19 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::envelope::{ItemOutcome, envelope};
-use super::{Doc, SpecdocsPolicy, blob_hash, documents, folder_of, index_path_of, normalise_feature, policy_of, read_bytes, read_text};
+use super::{
+    Doc, SpecdocsPolicy, blob_hash, documents, folder_of, index_path_of, normalise_feature, policy_of, read_bytes, read_text,
+    write_document,
+};
 use crate::error::{Error, Result};
 use crate::note::frontmatter;
 use crate::note::path::{VaultPath, resolve_safe};
 use crate::vault::Vault;
-use crate::write::{Mutation, NoteChange, execute, sha256_hex};
+use crate::write::{Mutation, execute};
 
 /// The frontmatter key that marks a feature index as the engine's to regenerate.
-pub const INDEX_MARKER_KEY: &str = "generated_by";
-pub const INDEX_MARKER: &str = "paravault-specdocs";
+pub(crate) const INDEX_MARKER_KEY: &str = "generated_by";
+pub(crate) const INDEX_MARKER: &str = "paravault-specdocs";
 
 /// How much document text `find` inlines.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -117,7 +120,7 @@ pub fn find(vault: &Vault, request: &FindRequest) -> Result<Value> {
 }
 
 /// One document-search row.
-pub fn document_row(vault: &Vault, doc: &Doc, body: BodyMode) -> Value {
+pub(crate) fn document_row(vault: &Vault, doc: &Doc, body: BodyMode) -> Value {
     let bytes = read_bytes(vault, &doc.path);
     let mut row = json!({
         "name": doc.stem, "type": doc.doc_type, "feature": doc.feature, "date": doc.date,
@@ -136,7 +139,7 @@ pub fn document_row(vault: &Vault, doc: &Doc, body: BodyMode) -> Value {
 
 /// The feature-listing rows, heaviest first: name, doc_count, weight (the number of links into
 /// the feature's documents from anywhere in the vault), and with `rich` the lifecycle fields.
-pub fn feature_rows(vault: &Vault, docs: &[Doc], rich: bool) -> Result<Vec<Value>> {
+pub(crate) fn feature_rows(vault: &Vault, docs: &[Doc], rich: bool) -> Result<Vec<Value>> {
     let mut by_feature: BTreeMap<&str, Vec<&Doc>> = BTreeMap::new();
     for doc in docs {
         by_feature.entry(doc.feature.as_str()).or_default().push(doc);
@@ -265,7 +268,7 @@ fn template(vault: &Vault, policy: &SpecdocsPolicy, doc_type: &str) -> std::resu
 }
 
 /// The engine's default templates (data files under policy/templates/specdocs/).
-pub fn default_template(doc_type: &str) -> Option<&'static str> {
+pub(crate) fn default_template(doc_type: &str) -> Option<&'static str> {
     Some(match doc_type {
         "research" => include_str!("../../policy/templates/specdocs/research.md"),
         "adr" => include_str!("../../policy/templates/specdocs/adr.md"),
@@ -281,7 +284,7 @@ fn yaml_string(text: &str) -> serde_yaml::Value {
 }
 
 /// The frontmatter of a new document.
-pub fn document_frontmatter(
+pub(crate) fn document_frontmatter(
     policy: &SpecdocsPolicy,
     doc_type: &str,
     feature: &str,
@@ -400,12 +403,8 @@ fn create_one(
         text.push_str(&format!("\n## Context\n\n{}\n", content.trim_end()));
     }
     let mutation = Mutation {
-        operation: "mcp.vaultspec.create",
-        notes: vec![NoteChange { path: path.clone(), content: Some(text.clone()), require_absent: true, expected_sha256: None }],
-        idempotency_key: None,
-        proposal_id: None,
         log_entry: Some(format!("vaultspec create {}", path.as_str())),
-        create_folders: true,
+        ..write_document("mcp.vaultspec.create", path.clone(), text.clone(), None, true)
     };
     execute(vault, mutation).map_err(|e| e.to_string())?;
     let doc = Doc { path, stem, doc_type: doc_type.to_string(), feature, date: Some(date) };
@@ -413,7 +412,7 @@ fn create_one(
 }
 
 /// The body of a feature index: every document of the feature as a wikilink, by type.
-pub fn feature_index_body(docs: &[Doc], feature: &str) -> String {
+pub(crate) fn feature_index_body(docs: &[Doc], feature: &str) -> String {
     let mut by_type: BTreeMap<&str, Vec<&Doc>> = BTreeMap::new();
     for doc in docs.iter().filter(|d| d.feature == feature) {
         by_type.entry(doc.doc_type.as_str()).or_default().push(doc);
@@ -430,7 +429,7 @@ pub fn feature_index_body(docs: &[Doc], feature: &str) -> String {
 
 /// Regenerates the feature index of `feature` when its list changed (one transaction). An index
 /// without the engine's marker was written by someone else and is never overwritten.
-pub fn write_feature_index(vault: &Vault, policy: &SpecdocsPolicy, docs: &[Doc], feature: &str) -> Result<bool> {
+pub(crate) fn write_feature_index(vault: &Vault, policy: &SpecdocsPolicy, docs: &[Doc], feature: &str) -> Result<bool> {
     let path = index_path_of(policy, feature)?;
     let body = feature_index_body(docs, feature);
     let current = read_bytes(vault, &path).map(|b| String::from_utf8_lossy(&b).into_owned());
@@ -455,16 +454,7 @@ pub fn write_feature_index(vault: &Vault, policy: &SpecdocsPolicy, docs: &[Doc],
     map.insert(yaml_string("tags"), serde_yaml::Value::Sequence(vec![yaml_string("#index"), yaml_string(&format!("#{feature}"))]));
     map.insert(yaml_string(INDEX_MARKER_KEY), yaml_string(INDEX_MARKER));
     let text = format!("---\n{}---\n{body}", serde_yaml::to_string(&map).unwrap_or_default());
-    let expected = current.as_ref().map(|c| sha256_hex(c.as_bytes()));
-    let mutation = Mutation {
-        operation: "mcp.vaultspec.feature_index",
-        notes: vec![NoteChange { path, content: Some(text), require_absent: current.is_none(), expected_sha256: expected }],
-        idempotency_key: None,
-        proposal_id: None,
-        log_entry: None,
-        create_folders: true,
-    };
-    execute(vault, mutation)?;
+    execute(vault, write_document("mcp.vaultspec.feature_index", path, text, current.as_deref(), true))?;
     Ok(true)
 }
 
@@ -521,7 +511,7 @@ pub fn edit(vault: &Vault, operations: &[EditOperation]) -> Result<Map<String, V
 }
 
 /// The body after one section or body operation, or the failure's error object.
-pub fn compose_body(body: &str, operation: &str, section: Option<&str>, content: &str) -> std::result::Result<String, Value> {
+pub(crate) fn compose_body(body: &str, operation: &str, section: Option<&str>, content: &str) -> std::result::Result<String, Value> {
     let mut content = content.to_string();
     if !content.ends_with('\n') {
         content.push('\n');
@@ -606,19 +596,7 @@ fn edit_one(vault: &Vault, docs: &[Doc], op: &EditOperation) -> std::result::Res
     if new_text == text {
         return Ok((doc.path.to_string(), current_hash, false));
     }
-    let mutation = Mutation {
-        operation: "mcp.vaultspec.edit",
-        notes: vec![NoteChange {
-            path: doc.path.clone(),
-            content: Some(new_text.clone()),
-            require_absent: false,
-            expected_sha256: Some(sha256_hex(text.as_bytes())),
-        }],
-        idempotency_key: None,
-        proposal_id: None,
-        log_entry: None,
-        create_folders: false,
-    };
+    let mutation = write_document("mcp.vaultspec.edit", doc.path.clone(), new_text.clone(), Some(text.as_str()), false);
     execute(vault, mutation).map_err(|e| {
         let conflict = matches!(e, Error::PreconditionFailed { .. });
         edit_error(e.to_string(), conflict.then_some("conflict"))

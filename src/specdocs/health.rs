@@ -9,11 +9,11 @@ use serde_json::{Map, Value, json};
 use super::authoring::write_feature_index;
 use super::ledger::{ledger_path, section_lines, section_summary};
 use super::plan::{LoadedPlan, parse_plan_text, resolve_plan};
-use super::{Doc, TOOL_SCHEMA_VERSION, documents, index_path_of, policy_of, read_bytes, read_text};
+use super::{Doc, TOOL_SCHEMA_VERSION, documents, index_path_of, policy_of, read_bytes, read_text, write_document};
 use crate::error::{Error, Result};
 use crate::note::{frontmatter, yaml_edit};
 use crate::vault::Vault;
-use crate::write::{Mutation, NoteChange, execute, sha256_hex};
+use crate::write::execute;
 
 /// A feature's lifecycle as people read it.
 pub struct Lifecycle {
@@ -30,7 +30,7 @@ fn load(vault: &Vault, doc: &Doc) -> Option<LoadedPlan> {
 
 /// `Not Started` (no plan), `Planned` (no step closed), `In Progress`, `Completed` (every step
 /// of every plan closed), from the feature's newest plan.
-pub fn feature_lifecycle(vault: &Vault, docs: &[Doc], feature: &str) -> Lifecycle {
+pub(crate) fn feature_lifecycle(vault: &Vault, docs: &[Doc], feature: &str) -> Lifecycle {
     let plans: Vec<&Doc> = docs.iter().filter(|d| d.feature == feature && d.doc_type == "plan").collect();
     let Some(latest) = plans.iter().max_by(|a, b| a.stem.cmp(&b.stem)).and_then(|d| load(vault, d)) else {
         return Lifecycle { status: "Not Started", has_plan: !plans.is_empty(), plan_tier: None, plan_completion_percent: None };
@@ -175,7 +175,7 @@ fn dangling_related(vault: &Vault, docs: &[Doc], doc: &Doc) -> Vec<String> {
 }
 
 /// The validators, in report order.
-pub const CHECKS: [&str; 5] = ["frontmatter", "naming", "dangling", "plan_ids", "index"];
+pub(crate) const CHECKS: [&str; 5] = ["frontmatter", "naming", "dangling", "plan_ids", "index"];
 
 /// One finding.
 #[derive(Debug, Clone)]
@@ -326,22 +326,7 @@ fn fix_frontmatter(vault: &Vault, doc: &Doc) -> Result<bool> {
     }
     let new_text = format!("{}{yaml}{}{}", split.open, split.close, split.body);
     let new_text = if split.bom { format!("\u{feff}{new_text}") } else { new_text };
-    execute(
-        vault,
-        Mutation {
-            operation: "mcp.vaultspec.check_fix",
-            notes: vec![NoteChange {
-                path: doc.path.clone(),
-                content: Some(new_text),
-                require_absent: false,
-                expected_sha256: Some(sha256_hex(text.as_bytes())),
-            }],
-            idempotency_key: None,
-            proposal_id: None,
-            log_entry: None,
-            create_folders: false,
-        },
-    )?;
+    execute(vault, write_document("mcp.vaultspec.check_fix", doc.path.clone(), new_text, Some(text.as_str()), false))?;
     Ok(true)
 }
 

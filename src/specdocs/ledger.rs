@@ -12,12 +12,12 @@ use serde_json::{Value, json};
 
 use super::authoring::document_frontmatter;
 use super::plan::load_plan;
-use super::{Doc, documents, folder_of, normalise_feature, policy_of, read_bytes};
+use super::{Doc, documents, folder_of, normalise_feature, policy_of, read_bytes, write_document};
 use crate::error::{Error, Result};
 use crate::note::frontmatter;
 use crate::note::path::VaultPath;
 use crate::vault::Vault;
-use crate::write::{Mutation, NoteChange, execute, sha256_hex};
+use crate::write::execute;
 
 /// `log` parameters.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]
@@ -54,7 +54,7 @@ fn verify_regex() -> &'static Regex {
 }
 
 /// A row in canonical form (`A: path`, `R: old -> new`), or why it is malformed.
-pub fn canonical_row(row: &str) -> std::result::Result<String, String> {
+pub(crate) fn canonical_row(row: &str) -> std::result::Result<String, String> {
     let row = row.trim();
     if row.contains('\n') || !row_regex().is_match(row) {
         return Err(format!("malformed row '{row}': expected A:path, M:path, D:path or R:old->new"));
@@ -69,7 +69,7 @@ pub fn canonical_row(row: &str) -> std::result::Result<String, String> {
 }
 
 /// The ledger path of a plan: `{exec folder}/{base}/{base}-ledger.md`, base = stem without `-plan`.
-pub fn ledger_path(vault: &Vault, plan: &Doc) -> Result<VaultPath> {
+pub(crate) fn ledger_path(vault: &Vault, plan: &Doc) -> Result<VaultPath> {
     let policy = policy_of(vault)?;
     let base = plan.stem.strip_suffix("-plan").unwrap_or(&plan.stem);
     let folder = folder_of(policy, "exec", &plan.feature)?;
@@ -78,7 +78,7 @@ pub fn ledger_path(vault: &Vault, plan: &Doc) -> Result<VaultPath> {
 }
 
 /// The lines of one step's section in a ledger body (without the heading).
-pub fn section_lines<'b>(body: &'b str, step: &str) -> Vec<&'b str> {
+pub(crate) fn section_lines<'b>(body: &'b str, step: &str) -> Vec<&'b str> {
     let heading = format!("## {step}");
     let mut inside = false;
     let mut out = Vec::new();
@@ -95,7 +95,7 @@ pub fn section_lines<'b>(body: &'b str, step: &str) -> Vec<&'b str> {
 }
 
 /// Counts of a section: (rows, notes, last verify).
-pub fn section_summary(lines: &[&str]) -> (usize, usize, Option<String>) {
+pub(crate) fn section_summary(lines: &[&str]) -> (usize, usize, Option<String>) {
     let rows = lines.iter().filter(|l| row_regex().is_match(l)).count();
     let notes = lines.iter().filter(|l| l.starts_with("note: ")).count();
     let verify = lines.iter().rev().find_map(|l| l.strip_prefix("verify: ")).map(str::to_string);
@@ -218,20 +218,7 @@ pub fn log(vault: &Vault, request: &LogRequest) -> Result<Value> {
     let (new_body, changed) = merge(&body, &step.canonical_id, &entries);
     if changed || created {
         let text = format!("{head}{new_body}");
-        let mutation = Mutation {
-            operation: "mcp.vaultspec.log",
-            notes: vec![NoteChange {
-                path: path.clone(),
-                content: Some(text),
-                require_absent: created,
-                expected_sha256: current.as_ref().map(|c| sha256_hex(c.as_bytes())),
-            }],
-            idempotency_key: None,
-            proposal_id: None,
-            log_entry: None,
-            create_folders: true,
-        };
-        execute(vault, mutation)?;
+        execute(vault, write_document("mcp.vaultspec.log", path.clone(), text, current.as_deref(), true))?;
     }
     let lines = section_lines(&new_body, &step.canonical_id);
     let (rows, notes, _) = section_summary(&lines);

@@ -19,9 +19,10 @@ use sha1::{Digest, Sha1};
 use crate::error::{Error, Result};
 use crate::note::path::{VaultPath, resolve_safe};
 use crate::vault::Vault;
+use crate::write::{Mutation, NoteChange, sha256_hex};
 
 /// The version of the vaultspec tool shapes this engine serves (`status.tool_schema_version`).
-pub const TOOL_SCHEMA_VERSION: &str = "0.1.73";
+pub(crate) const TOOL_SCHEMA_VERSION: &str = "0.1.73";
 
 pub use crate::policy::specdocs::{DocTypePolicy, SpecdocsPolicy};
 
@@ -45,13 +46,13 @@ pub fn blob_hash(bytes: &[u8]) -> String {
 }
 
 /// Whether `text` is a kebab-case tag: lower-case letters and digits in hyphen-joined runs.
-pub fn is_kebab(text: &str) -> bool {
+pub(crate) fn is_kebab(text: &str) -> bool {
     static KEBAB: OnceLock<Regex> = OnceLock::new();
     KEBAB.get_or_init(|| Regex::new(r"^[a-z0-9]+(?:-[a-z0-9]+)*$").expect("BUG: kebab regex")).is_match(text)
 }
 
 /// A feature tag as callers send it: a leading `#` stripped, then it must be kebab-case.
-pub fn normalise_feature(raw: &str) -> Result<String> {
+pub(crate) fn normalise_feature(raw: &str) -> Result<String> {
     let feature = raw.trim().trim_start_matches('#').to_string();
     if is_kebab(&feature) {
         Ok(feature)
@@ -82,7 +83,7 @@ impl Layout {
     }
 
     /// The document `path` is, if it lies in a document type's folder.
-    pub fn classify(&self, path: &VaultPath) -> Option<Doc> {
+    pub(crate) fn classify(&self, path: &VaultPath) -> Option<Doc> {
         let text = path.as_str();
         if self.index.is_match(text) {
             return None;
@@ -102,7 +103,7 @@ impl Layout {
 }
 
 /// The policy section, or a typed error when the vault's policy has none.
-pub fn policy_of(vault: &Vault) -> Result<&SpecdocsPolicy> {
+pub(crate) fn policy_of(vault: &Vault) -> Result<&SpecdocsPolicy> {
     let policy = &vault.policy().policy.specdocs;
     if policy.types.is_empty() {
         return Err(Error::NotConfigured {
@@ -122,7 +123,7 @@ pub fn documents(vault: &Vault) -> Result<Vec<Doc>> {
 }
 
 /// The folder of `doc_type` for `feature`.
-pub fn folder_of(policy: &SpecdocsPolicy, doc_type: &str, feature: &str) -> Result<String> {
+pub(crate) fn folder_of(policy: &SpecdocsPolicy, doc_type: &str, feature: &str) -> Result<String> {
     let t = policy
         .types
         .get(doc_type)
@@ -131,26 +132,26 @@ pub fn folder_of(policy: &SpecdocsPolicy, doc_type: &str, feature: &str) -> Resu
 }
 
 /// The feature index path of `feature`.
-pub fn index_path_of(policy: &SpecdocsPolicy, feature: &str) -> Result<VaultPath> {
+pub(crate) fn index_path_of(policy: &SpecdocsPolicy, feature: &str) -> Result<VaultPath> {
     VaultPath::parse(&policy.index_path.replace("{feature}", feature))
         .map_err(|e| Error::InvalidArgument { name: "feature", reason: e.to_string() })
 }
 
 /// Reads a note's bytes (`None` when it cannot be read), through folder handles: a folder
 /// swapped for a link after the check is never read through.
-pub fn read_bytes(vault: &Vault, path: &VaultPath) -> Option<Vec<u8>> {
+pub(crate) fn read_bytes(vault: &Vault, path: &VaultPath) -> Option<Vec<u8>> {
     resolve_safe(vault.root(), path).ok()?;
     crate::store::beneath::read(vault.root(), path.as_str()).ok().flatten()
 }
 
 /// Reads a note as UTF-8 text, or a typed error.
-pub fn read_text(vault: &Vault, path: &VaultPath) -> Result<String> {
+pub(crate) fn read_text(vault: &Vault, path: &VaultPath) -> Result<String> {
     let bytes = read_bytes(vault, path).ok_or_else(|| Error::NoteUnreadable { path: path.to_string(), reason: "cannot be read".into() })?;
     String::from_utf8(bytes).map_err(|_| Error::NoteUnreadable { path: path.to_string(), reason: "is not UTF-8".into() })
 }
 
 /// The stem a reference names: a path, filename, stem, or `[[wiki-link]]` (alias and heading cut).
-pub fn reference_stem(reference: &str) -> String {
+pub(crate) fn reference_stem(reference: &str) -> String {
     let text = reference.trim();
     let text = text.strip_prefix("[[").and_then(|t| t.strip_suffix("]]")).unwrap_or(text);
     let text = text.split('|').next().unwrap_or(text);
@@ -161,7 +162,7 @@ pub fn reference_stem(reference: &str) -> String {
 
 /// Resolves a reference against `docs`: an exact path first, then the stem; more than one
 /// document with the stem is ambiguous.
-pub fn resolve_reference<'d>(docs: &'d [Doc], reference: &str) -> std::result::Result<&'d Doc, String> {
+pub(crate) fn resolve_reference<'d>(docs: &'d [Doc], reference: &str) -> std::result::Result<&'d Doc, String> {
     let trimmed = reference.trim();
     let as_path = trimmed.strip_suffix(".md").map_or_else(|| format!("{trimmed}.md"), |_| trimmed.to_string());
     if let Some(doc) = docs.iter().find(|d| d.path.as_str() == as_path) {
@@ -173,6 +174,25 @@ pub fn resolve_reference<'d>(docs: &'d [Doc], reference: &str) -> std::result::R
         [one] => Ok(one),
         [] => Err(format!("Cannot resolve document: '{reference}'")),
         many => Err(format!("'{reference}' is ambiguous: {}", many.iter().map(|d| d.path.as_str()).collect::<Vec<_>>().join(", "))),
+    }
+}
+
+/// The change that writes one document through the one transaction: it creates the document
+/// when `current` is `None` (refused if one appeared meanwhile), and otherwise replaces it only
+/// while it still holds `current` (`precondition_failed` if anyone changed it since it was read).
+fn write_document(operation: &'static str, path: VaultPath, text: String, current: Option<&str>, create_folders: bool) -> Mutation {
+    Mutation {
+        operation,
+        notes: vec![NoteChange {
+            path,
+            content: Some(text),
+            require_absent: current.is_none(),
+            expected_sha256: current.map(|c| sha256_hex(c.as_bytes())),
+        }],
+        idempotency_key: None,
+        proposal_id: None,
+        log_entry: None,
+        create_folders,
     }
 }
 

@@ -17,11 +17,11 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use super::envelope::{ItemOutcome, envelope};
-use super::{Doc, documents, policy_of, read_text};
+use super::{Doc, documents, policy_of, read_text, write_document};
 use crate::error::{Error, Result};
 use crate::note::{frontmatter, yaml_edit};
 use crate::vault::Vault;
-use crate::write::{Mutation, NoteChange, execute, sha256_hex};
+use crate::write::execute;
 
 /// A plan's complexity tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -92,7 +92,7 @@ fn number(id: &str) -> u64 {
 }
 
 /// Renders a step row.
-pub fn step_line(id: &str, checked: bool, action: &str, scope: &str) -> String {
+pub(crate) fn step_line(id: &str, checked: bool, action: &str, scope: &str) -> String {
     let mark = if checked { 'x' } else { ' ' };
     let action = action.replace(['\n', '\r'], " ");
     let scope = scope.replace(['\n', '\r'], " ");
@@ -174,7 +174,7 @@ impl PlanBody {
     }
 
     /// `find` over steps already read (they stay valid while only check marks change).
-    pub fn find_in<'s>(&self, steps: &'s [Step], step_ref: &str) -> std::result::Result<&'s Step, String> {
+    pub(crate) fn find_in<'s>(&self, steps: &'s [Step], step_ref: &str) -> std::result::Result<&'s Step, String> {
         let wanted = step_ref.trim();
         let matches: Vec<&Step> =
             steps.iter().filter(|s| if wanted.contains('.') { s.display_path == wanted } else { s.canonical_id == wanted }).collect();
@@ -195,15 +195,8 @@ impl PlanBody {
         format!("S{:02}", highest + 1)
     }
 
-    /// Sets a step's state; `Ok(true)` when it changed.
-    pub fn set_state(&mut self, step_ref: &str, checked: bool) -> std::result::Result<(Step, bool), String> {
-        let step = self.find(step_ref)?;
-        let changed = self.set_state_at(step.line, checked)?;
-        Ok((step, changed))
-    }
-
     /// Sets the state of the step row at `line`; `Ok(true)` when it changed.
-    pub fn set_state_at(&mut self, line: usize, checked: bool) -> std::result::Result<bool, String> {
+    pub(crate) fn set_state_at(&mut self, line: usize, checked: bool) -> std::result::Result<bool, String> {
         let text = self.lines.get(line).ok_or("BUG: no such step line")?;
         let caps = step_regex().captures(text).ok_or("BUG: step line no longer parses")?;
         let mark = caps.get(2).ok_or("BUG: step mark")?;
@@ -358,7 +351,7 @@ pub fn guard(before: &PlanBody, after: &PlanBody, removed: &BTreeSet<String>) ->
 }
 
 /// A plan document loaded for editing.
-pub struct LoadedPlan {
+pub(crate) struct LoadedPlan {
     pub doc: Doc,
     pub text: String,
     pub body: PlanBody,
@@ -369,7 +362,7 @@ pub struct LoadedPlan {
 
 /// The plan resolution rule: an exact stem or path first; else a feature tag naming exactly one
 /// plan; several plans of the feature are refused with the candidates.
-pub fn resolve_plan<'d>(docs: &'d [Doc], reference: &str) -> Result<&'d Doc> {
+pub(crate) fn resolve_plan<'d>(docs: &'d [Doc], reference: &str) -> Result<&'d Doc> {
     let plans: Vec<&Doc> = docs.iter().filter(|d| d.doc_type == "plan").collect();
     let trimmed = reference.trim();
     let stem = super::reference_stem(trimmed);
@@ -394,7 +387,7 @@ pub fn resolve_plan<'d>(docs: &'d [Doc], reference: &str) -> Result<&'d Doc> {
 }
 
 /// Parses a plan document's text.
-pub fn parse_plan_text(doc: Doc, text: String) -> Result<LoadedPlan> {
+pub(crate) fn parse_plan_text(doc: Doc, text: String) -> Result<LoadedPlan> {
     let split = frontmatter::split(&text).map_err(|e| Error::InvalidContent { path: doc.path.to_string(), reason: e.to_string() })?;
     let fm = frontmatter::parse(&split).map_err(|e| Error::InvalidContent { path: doc.path.to_string(), reason: e.to_string() })?;
     let tier = match fm.get("tier").and_then(serde_yaml::Value::as_str) {
@@ -413,14 +406,14 @@ pub fn parse_plan_text(doc: Doc, text: String) -> Result<LoadedPlan> {
 }
 
 /// Loads the plan `reference` resolves to.
-pub fn load_plan(vault: &Vault, docs: &[Doc], reference: &str) -> Result<LoadedPlan> {
+pub(crate) fn load_plan(vault: &Vault, docs: &[Doc], reference: &str) -> Result<LoadedPlan> {
     let doc = resolve_plan(docs, reference)?.clone();
     let text = read_text(vault, &doc.path)?;
     parse_plan_text(doc, text)
 }
 
 /// The plan's new text: frontmatter with `retired_steps` and a fresh `timestamp`, then the body.
-pub fn render_plan(plan: &LoadedPlan, body: &PlanBody) -> String {
+pub(crate) fn render_plan(plan: &LoadedPlan, body: &PlanBody) -> String {
     let retired: Vec<String> = body.retired.iter().map(|r| yaml_edit::quoted(r)).collect();
     let mut yaml = yaml_edit::set_entry(&plan.yaml, "retired_steps", &format!("retired_steps: [{}]\n", retired.join(", ")));
     let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
@@ -433,20 +426,7 @@ pub fn render_plan(plan: &LoadedPlan, body: &PlanBody) -> String {
 
 fn write_plan(vault: &Vault, plan: &LoadedPlan, body: &PlanBody, operation: &'static str) -> Result<()> {
     let text = render_plan(plan, body);
-    let mutation = Mutation {
-        operation,
-        notes: vec![NoteChange {
-            path: plan.doc.path.clone(),
-            content: Some(text),
-            require_absent: false,
-            expected_sha256: Some(sha256_hex(plan.text.as_bytes())),
-        }],
-        idempotency_key: None,
-        proposal_id: None,
-        log_entry: None,
-        create_folders: false,
-    };
-    execute(vault, mutation).map(|_| ())
+    execute(vault, write_document(operation, plan.doc.path.clone(), text, Some(plan.text.as_str()), false)).map(|_| ())
 }
 
 fn with_totals(mut out: Map<String, Value>, stem: &str, body: &PlanBody) -> Map<String, Value> {
@@ -537,7 +517,7 @@ pub struct PlanEditOperation {
 }
 
 /// Applies one plan-edit operation to `body`: `(status, step_id)` or the failure message.
-pub fn apply_edit(
+pub(crate) fn apply_edit(
     body: &mut PlanBody,
     op: &PlanEditOperation,
     removed: &mut BTreeSet<String>,

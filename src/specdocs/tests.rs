@@ -77,9 +77,10 @@ fn display_paths_follow_the_tier() {
 #[test]
 fn set_state_is_explicit_and_reports_no_change() {
     let mut body = l1();
-    assert!(body.set_state("S01", true).unwrap().1);
-    assert!(!body.set_state("S01", true).unwrap().1);
-    assert!(body.set_state("S09", true).is_err());
+    let line = body.find("S01").unwrap().line;
+    assert!(body.set_state_at(line, true).unwrap());
+    assert!(!body.set_state_at(line, true).unwrap());
+    assert!(body.find("S09").is_err());
     assert_eq!(body.totals(), (2, 2, 100.0, None));
 }
 

@@ -20,7 +20,7 @@ use super::render::error_page;
 use crate::api::approvals::secrets::AuthenticatedApprover;
 
 /// The session cookie's name.
-pub const SESSION_COOKIE: &str = "paravault_session";
+pub(crate) const SESSION_COOKIE: &str = "paravault_session";
 /// A session ends this long after login, whatever its use.
 const SESSION_LIFETIME: Duration = Duration::from_secs(12 * 3600);
 /// A session unused this long ends.
@@ -39,7 +39,7 @@ pub struct Session {
 
 /// The server's sessions, by random id (in memory: a restart logs everyone out).
 #[derive(Debug, Default)]
-pub struct Sessions {
+pub(crate) struct Sessions {
     by_id: Mutex<HashMap<String, Session>>,
 }
 
@@ -51,7 +51,7 @@ fn random_token() -> String {
 }
 
 /// Compares two tokens in time independent of where they differ.
-pub fn tokens_equal(a: &str, b: &str) -> bool {
+pub(crate) fn tokens_equal(a: &str, b: &str) -> bool {
     a.len() == b.len() && a.bytes().zip(b.bytes()).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
@@ -125,7 +125,7 @@ fn cookie_session_id(headers: &HeaderMap) -> Option<String> {
 }
 
 /// Login attempts per client address (governor's keyed limiter).
-pub struct LoginLimiter {
+pub(crate) struct LoginLimiter {
     limiter: DefaultKeyedRateLimiter<IpAddr>,
 }
 
@@ -151,7 +151,7 @@ impl LoginLimiter {
 }
 
 /// The address of the client (loopback when the request came without a socket: tests).
-pub struct ClientAddr(pub IpAddr);
+pub(crate) struct ClientAddr(pub IpAddr);
 
 impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
     type Rejection = std::convert::Infallible;
@@ -166,7 +166,7 @@ impl<S: Send + Sync> FromRequestParts<S> for ClientAddr {
 /// visitor without a login where one is needed: a page read is sent to `/login` (302), a POST
 /// is refused (403).
 #[derive(Debug, Clone)]
-pub struct Viewer {
+pub(crate) struct Viewer {
     pub session_id: Option<String>,
     pub session: Option<Session>,
     /// Whether the server takes logins (an approver exists and it is not read-only).
@@ -186,7 +186,7 @@ impl Viewer {
 
     /// Refuses a state-changing request whose form does not carry this session's CSRF token,
     /// or that comes without a logged-in approver.
-    pub fn authorise(&self, token: Option<&str>) -> Result<&AuthenticatedApprover, Box<Response>> {
+    pub(crate) fn authorise(&self, token: Option<&str>) -> Result<&AuthenticatedApprover, Box<Response>> {
         let (Some(expected), Some(given)) = (self.csrf(), token) else {
             return Err(Box::new(error_page(
                 StatusCode::FORBIDDEN,

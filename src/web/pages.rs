@@ -67,7 +67,7 @@ fn status_of(error: &Error) -> StatusCode {
 }
 
 /// An engine error as a page: its code, message and remediation.
-pub fn engine_error(error: &Error) -> Response {
+pub(crate) fn engine_error(error: &Error) -> Response {
     let status = status_of(error);
     let body = html! {
         p.error #error { "[" (error.code()) "] " (error.to_string()) }
@@ -95,7 +95,7 @@ async fn engine<T: Send + 'static>(
 }
 
 /// A form body whose refusal is a page: 413 when too large, 400 otherwise.
-pub struct WebForm<T>(pub T);
+pub(crate) struct WebForm<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for WebForm<T> {
     type Rejection = Response;
@@ -116,7 +116,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequest<S> for WebForm<T> {
 }
 
 /// A query string whose refusal is a 400 page.
-pub struct WebQuery<T>(pub T);
+pub(crate) struct WebQuery<T>(pub T);
 
 impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for WebQuery<T> {
     type Rejection = Response;
@@ -267,7 +267,7 @@ pub async fn dashboard(State(state): State<Arc<WebState>>, viewer: Viewer) -> Re
 }
 
 /// `GET /browse`: the catalogued P.A.R.A. folders with their valid-note counts.
-pub async fn browse_root(State(state): State<Arc<WebState>>, viewer: Viewer) -> Response {
+pub(crate) async fn browse_root(State(state): State<Arc<WebState>>, viewer: Viewer) -> Response {
     let folders = engine(&state, |vault| {
         let layout = &vault.policy().policy.layout;
         let names: Vec<String> = layout.catalog_categories.iter().chain(&layout.catalog_extra_folders).cloned().collect();
@@ -294,7 +294,7 @@ pub async fn browse_root(State(state): State<Arc<WebState>>, viewer: Viewer) -> 
 }
 
 #[derive(Debug, Deserialize)]
-pub struct PageQuery {
+pub(crate) struct PageQuery {
     #[serde(default)]
     page: usize,
 }
@@ -429,7 +429,7 @@ pub async fn note(State(state): State<Arc<WebState>>, viewer: Viewer, Path(raw):
 }
 
 #[derive(Debug, Deserialize)]
-pub struct SearchQuery {
+pub(crate) struct SearchQuery {
     #[serde(default)]
     q: String,
     #[serde(default)]
@@ -496,7 +496,7 @@ pub async fn search(State(state): State<Arc<WebState>>, viewer: Viewer, WebQuery
 }
 
 #[derive(Debug, Deserialize)]
-pub struct ProposalsQuery {
+pub(crate) struct ProposalsQuery {
     #[serde(default)]
     state: Option<String>,
 }
@@ -599,7 +599,7 @@ pub async fn proposal(State(state): State<Arc<WebState>>, viewer: Viewer, Path(i
 }
 
 #[derive(Debug, Deserialize)]
-pub struct DecideForm {
+pub(crate) struct DecideForm {
     #[serde(default)]
     csrf: Option<String>,
     #[serde(default)]
@@ -644,7 +644,7 @@ pub async fn decide(
 }
 
 #[derive(Debug, Deserialize)]
-pub struct CsrfForm {
+pub(crate) struct CsrfForm {
     #[serde(default)]
     csrf: Option<String>,
 }
@@ -698,7 +698,7 @@ pub async fn apply(
 }
 
 #[derive(Debug, Deserialize)]
-pub struct ReceiptsQuery {
+pub(crate) struct ReceiptsQuery {
     #[serde(default)]
     limit: Option<usize>,
 }
@@ -791,7 +791,7 @@ pub async fn archive(State(state): State<Arc<WebState>>, viewer: Viewer, WebForm
 }
 
 /// `GET /edit/<path>`: the note's text in a form whose submission creates a proposal.
-pub async fn edit_form(State(state): State<Arc<WebState>>, viewer: Viewer, Path(raw): Path<String>) -> Response {
+pub(crate) async fn edit_form(State(state): State<Arc<WebState>>, viewer: Viewer, Path(raw): Path<String>) -> Response {
     let path = match vault_path(&raw) {
         Ok(path) => path,
         Err(response) => return *response,
@@ -817,7 +817,7 @@ pub async fn edit_form(State(state): State<Arc<WebState>>, viewer: Viewer, Path(
 }
 
 #[derive(Debug, Deserialize)]
-pub struct EditForm {
+pub(crate) struct EditForm {
     #[serde(default)]
     csrf: Option<String>,
     #[serde(default)]
@@ -853,7 +853,7 @@ pub async fn edit(
 }
 
 #[derive(Debug, Deserialize)]
-pub struct LoginForm {
+pub(crate) struct LoginForm {
     #[serde(default)]
     csrf: Option<String>,
     #[serde(default)]
@@ -884,7 +884,7 @@ fn login_page(status: StatusCode, csrf: &str, message: Option<&str>, set_cookie:
 }
 
 /// `GET /login`: the login form, with an anonymous session holding its CSRF token.
-pub async fn login_form(State(state): State<Arc<WebState>>, headers: HeaderMap) -> Response {
+pub(crate) async fn login_form(State(state): State<Arc<WebState>>, headers: HeaderMap) -> Response {
     let visitor = auth::visitor(&headers, &state);
     match visitor.session {
         Some(session) => login_page(StatusCode::OK, &session.csrf, None, None),

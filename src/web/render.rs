@@ -14,7 +14,7 @@ use super::auth::Viewer;
 const STYLESHEET: &str = include_str!("style.css");
 
 /// `GET /static/style.css`.
-pub async fn stylesheet() -> Response {
+pub(crate) async fn stylesheet() -> Response {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLESHEET).into_response()
 }
 
@@ -64,13 +64,13 @@ pub fn page(title: &str, viewer: Option<&Viewer>, body: Markup) -> Markup {
 }
 
 /// An error page with `status`.
-pub fn error_page(status: StatusCode, title: &str, message: &str) -> Response {
+pub(crate) fn error_page(status: StatusCode, title: &str, message: &str) -> Response {
     (status, page(title, None, html! { p.error #error { (message) } p { a href="/" { "Back to the dashboard" } } })).into_response()
 }
 
 /// A note body as sanitised HTML. Raw HTML in the Markdown becomes visible text (never
 /// markup); ammonia then keeps only harmless tags and attributes and http(s)/mailto links.
-pub fn note_html(markdown: &str) -> Markup {
+pub(crate) fn note_html(markdown: &str) -> Markup {
     let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
     let events = Parser::new_ext(markdown, options).map(|event| match event {
         Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
@@ -87,7 +87,7 @@ pub fn note_html(markdown: &str) -> Markup {
 }
 
 /// A scalar JSON value as text (strings without quotes).
-pub fn scalar(value: &Value) -> String {
+pub(crate) fn scalar(value: &Value) -> String {
     match value {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
@@ -97,7 +97,7 @@ pub fn scalar(value: &Value) -> String {
 
 /// A list of JSON objects as a table (columns: the keys of the first `columns` or of the
 /// objects themselves, in order of first appearance); nested values as compact JSON.
-pub fn json_table(items: &[Value], columns: Option<&[&str]>) -> Markup {
+pub(crate) fn json_table(items: &[Value], columns: Option<&[&str]>) -> Markup {
     let keys: Vec<String> = match columns {
         Some(columns) => columns.iter().map(|c| (*c).to_string()).collect(),
         None => {

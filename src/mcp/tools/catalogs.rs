@@ -4,7 +4,7 @@ use super::*;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct LintVault {
+pub(crate) struct LintVault {
     /// Optional; when given it must be the configured vault root.
     #[serde(default)]
     pub vault_path: String,
@@ -27,7 +27,7 @@ impl ToolParams for LintVault {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct GenerateIndex {
+pub(crate) struct GenerateIndex {
     /// Optional; when given it must be the configured vault root.
     #[serde(default)]
     pub vault_path: String,
@@ -54,7 +54,7 @@ fn patch_category(schema: &mut serde_json::Map<String, Value>, policy: &Policy) 
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ReadSubIndex {
+pub(crate) struct ReadSubIndex {
     /// A P.A.R.A. category folder.
     pub category: String,
     /// One-based catalog page (pages beyond 1 are declared by the landing page).
@@ -91,7 +91,7 @@ impl ToolParams for ReadSubIndex {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct EnsureSubIndex {
+pub(crate) struct EnsureSubIndex {
     /// A P.A.R.A. category folder.
     pub category: String,
     /// One-based catalog page.

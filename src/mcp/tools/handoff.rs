@@ -2,7 +2,7 @@
 
 use super::*;
 
-pub type HandoffWork = VaultScoped<HandoffRequest>;
+pub(crate) type HandoffWork = VaultScoped<HandoffRequest>;
 
 /// `valid_task_id` as a JSON Schema pattern.
 const TASK_ID_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$";

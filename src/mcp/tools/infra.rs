@@ -5,7 +5,7 @@ use super::*;
 /// `infra::valid_identifier` as a JSON Schema pattern.
 const IDENTIFIER_PATTERN: &str = "^[A-Za-z0-9._:-]{1,128}$";
 
-pub type InfraAction = VaultScoped<InfraRequest>;
+pub(crate) type InfraAction = VaultScoped<InfraRequest>;
 
 impl ToolParams for InfraAction {
     const NAME: &'static str = "infra_action";

@@ -2,7 +2,7 @@
 
 use super::*;
 
-pub type RotAudit = VaultScoped<RotRequest>;
+pub(crate) type RotAudit = VaultScoped<RotRequest>;
 
 impl ToolParams for RotAudit {
     const NAME: &'static str = "rot_audit";
@@ -83,7 +83,7 @@ impl ToolParams for RotAudit {
     }
 }
 
-pub type ArchiveNotes = VaultScoped<ArchiveRequest>;
+pub(crate) type ArchiveNotes = VaultScoped<ArchiveRequest>;
 
 impl ToolParams for ArchiveNotes {
     const NAME: &'static str = "archive_notes";
@@ -111,7 +111,7 @@ impl ToolParams for ArchiveNotes {
     }
 }
 
-pub type HealFrontmatter = VaultScoped<HealRequest>;
+pub(crate) type HealFrontmatter = VaultScoped<HealRequest>;
 
 impl ToolParams for HealFrontmatter {
     const NAME: &'static str = "heal_frontmatter_tool";

@@ -5,7 +5,7 @@ use super::*;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct IngestNote {
+pub(crate) struct IngestNote {
     /// Vault-relative note path inside a P.A.R.A. folder; `.md` is added when missing.
     pub name: String,
     /// The note type (OKF `type`).
@@ -65,7 +65,7 @@ impl ToolParams for IngestNote {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SynthesizeSession {
+pub(crate) struct SynthesizeSession {
     /// Vault-relative note path inside a P.A.R.A. folder; `.md` is added when missing.
     pub name: String,
     pub title: String,
@@ -127,7 +127,7 @@ impl ToolParams for SynthesizeSession {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ProposeMemoryChange {
+pub(crate) struct ProposeMemoryChange {
     /// Vault-relative note path inside a P.A.R.A. folder.
     pub path: String,
     /// The full new note text, frontmatter included.
@@ -165,7 +165,7 @@ impl ToolParams for ProposeMemoryChange {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ApplyMemoryChange {
+pub(crate) struct ApplyMemoryChange {
     /// The object propose_memory_change returned, unchanged; or {"proposal_id": ID} of a
     /// memory_change proposal (a ctxvault memory tool called with propose authority).
     pub proposal: BTreeMap<String, String>,
@@ -199,7 +199,7 @@ impl ToolParams for ApplyMemoryChange {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct GetProposalStatus {
+pub(crate) struct GetProposalStatus {
     /// The proposal id: from propose_memory_change, or the details of a human_approval_required error.
     #[schemars(length(equal = 64))]
     pub proposal_id: String,
@@ -227,7 +227,7 @@ impl ToolParams for GetProposalStatus {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ValidateMemoryState {
+pub(crate) struct ValidateMemoryState {
     /// Optional; when given it must be the configured vault root.
     #[serde(default)]
     pub vault_path: String,
@@ -251,7 +251,7 @@ impl ToolParams for ValidateMemoryState {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ReadMemoryHistory {
+pub(crate) struct ReadMemoryHistory {
     /// How many receipts to return (the newest after after_seq).
     #[serde(default = "hundred")]
     #[schemars(range(min = 1, max = 1000))]
@@ -285,7 +285,7 @@ impl ToolParams for ReadMemoryHistory {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct CheckMarkdown {
+pub(crate) struct CheckMarkdown {
     /// Optional; when given it must be the configured vault root.
     #[serde(default)]
     pub vault_path: String,
@@ -309,7 +309,7 @@ impl ToolParams for CheckMarkdown {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct ReadNote {
+pub(crate) struct ReadNote {
     /// Vault-relative path of an in-scope Markdown page.
     pub path: String,
     /// Byte offset to start at (a character boundary: use offset + bytes_returned of the previous slice).

@@ -4,7 +4,7 @@ use super::*;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SearchVaultTool {
+pub(crate) struct SearchVaultTool {
     pub query: String,
     /// 1–20.
     #[serde(default = "twenty")]
@@ -70,7 +70,7 @@ impl ToolParams for SearchVaultTool {
     }
 }
 
-pub type SyncVault = VaultScoped<crate::api::search::SyncParams>;
+pub(crate) type SyncVault = VaultScoped<crate::api::search::SyncParams>;
 
 impl ToolParams for SyncVault {
     const NAME: &'static str = "sync_vault";
@@ -93,7 +93,7 @@ impl ToolParams for SyncVault {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct GetMemoryContext {
+pub(crate) struct GetMemoryContext {
     pub query: String,
     /// Optional; when given it must be the configured vault root.
     #[serde(default)]
@@ -125,7 +125,7 @@ impl ToolParams for GetMemoryContext {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SuggestRelated {
+pub(crate) struct SuggestRelated {
     /// Vault-relative path of a note in the published search generation; omitted: the most
     /// recently changed note (the valid note with the newest OKF timestamp).
     #[serde(default)]

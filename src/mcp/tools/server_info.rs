@@ -4,7 +4,7 @@ use super::*;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct GetServerInfo {
+pub(crate) struct GetServerInfo {
     /// Optional; when given it must be the configured vault root.
     #[serde(default)]
     pub vault_path: String,
