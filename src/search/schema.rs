@@ -14,19 +14,19 @@ use crate::note::body;
 use crate::note::frontmatter;
 
 /// Name the analyzer is registered under.
-pub const ANALYZER: &str = "pv_en";
+pub(crate) const ANALYZER: &str = "pv_en";
 /// Chunker identity recorded in every manifest.
-pub const CHUNKER: &str = "paravault-sections/v1";
+pub(crate) const CHUNKER: &str = "paravault-sections/v1";
 /// Version of this schema (documents and fields); bump forces a rebuild.
-pub const INDEX_SCHEMA_VERSION: u32 = 5;
+pub(crate) const INDEX_SCHEMA_VERSION: u32 = 5;
 /// How many keywords `suggest_related` takes from a note.
-pub const KEYWORDS_PER_NOTE: usize = 16;
+pub(crate) const KEYWORDS_PER_NOTE: usize = 16;
 
-pub const KIND_NOTE: &str = "note";
-pub const KIND_CHUNK: &str = "chunk";
+pub(crate) const KIND_NOTE: &str = "note";
+pub(crate) const KIND_CHUNK: &str = "chunk";
 
 /// English analyzer: simple tokenizer, lower-casing, English stop words, Snowball stemmer.
-pub fn analyzer() -> TextAnalyzer {
+pub(crate) fn analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(SimpleTokenizer::default())
         .filter(RemoveLongFilter::limit(60))
         .filter(LowerCaser)
@@ -36,12 +36,12 @@ pub fn analyzer() -> TextAnalyzer {
 }
 
 /// Like `analyzer` but keeping stop words: used to locate query terms in snippets.
-pub fn locator() -> TextAnalyzer {
+pub(crate) fn locator() -> TextAnalyzer {
     TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).filter(Stemmer::new(Language::English)).build()
 }
 
 /// Runs `analyzer` over `text`: (position, token text, byte range).
-pub fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<(usize, String, std::ops::Range<usize>)> {
+pub(crate) fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<(usize, String, std::ops::Range<usize>)> {
     let mut out = Vec::new();
     let mut stream = analyzer.token_stream(text);
     while stream.advance() {
@@ -53,7 +53,7 @@ pub fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<(usize, String, st
 
 /// Byte range of the first token of `text` (as `analyzer` produces it) that `wanted` accepts;
 /// stops at that token instead of analysing the whole text.
-pub fn first_token(analyzer: &mut TextAnalyzer, text: &str, wanted: impl Fn(&str) -> bool) -> Option<std::ops::Range<usize>> {
+pub(crate) fn first_token(analyzer: &mut TextAnalyzer, text: &str, wanted: impl Fn(&str) -> bool) -> Option<std::ops::Range<usize>> {
     let mut stream = analyzer.token_stream(text);
     while stream.advance() {
         let t = stream.token();
@@ -159,7 +159,7 @@ pub fn register(index: &Index) {
 
 /// The memory fields that decide temporal status.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct TemporalFields {
+pub(crate) struct TemporalFields {
     pub valid_from: Option<String>,
     pub valid_until: Option<String>,
     pub supersedes: Vec<String>,
@@ -167,7 +167,7 @@ pub struct TemporalFields {
 
 /// Per-note data stored in the generation (no re-reading the vault to answer).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-pub struct NoteEntry {
+pub(crate) struct NoteEntry {
     pub path: String,
     pub title: String,
     pub description: String,
@@ -180,17 +180,17 @@ pub struct NoteEntry {
     pub content_sha256: String,
 }
 
-pub use crate::hex::{encode as hex, sha256_hex};
+pub(crate) use crate::hex::{encode as hex, sha256_hex};
 
 /// One chunk of a note's body.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Chunk {
+pub(crate) struct Chunk {
     pub section: String,
     pub text: String,
 }
 
 /// Splits a body: short notes are one chunk; long ones split at H2/H3 with a preamble chunk.
-pub fn chunk_body(body_text: &str, chunk_min_words: usize) -> Vec<Chunk> {
+pub(crate) fn chunk_body(body_text: &str, chunk_min_words: usize) -> Vec<Chunk> {
     if body_text.split_whitespace().take(chunk_min_words).count() < chunk_min_words {
         return vec![Chunk { section: String::new(), text: body_text.trim().to_string() }];
     }
@@ -217,7 +217,7 @@ pub fn chunk_body(body_text: &str, chunk_min_words: usize) -> Vec<Chunk> {
 }
 
 /// The most frequent content terms of a text (stemmed), for `suggest_related`.
-pub fn keywords(text: &str) -> Vec<String> {
+pub(crate) fn keywords(text: &str) -> Vec<String> {
     // Count each distinct alphanumeric run (exactly the index tokenizer's tokens) by borrowing
     // it, then run only the distinct words through the index analyzer: the same stems as
     // analysing every token, without a String, a lower-casing and a stemming per occurrence.
@@ -334,7 +334,7 @@ pub fn note_documents(fields: &Fields, record: &NoteRecord, bytes: &[u8], chunk_
         doc.add_text(fields.body, format!("{title}\n{description}\n{tags}\n{}", chunk.section));
         doc.add_text(fields.content_sha256, &sha256);
         doc.add_u64(fields.note_key, key);
-        embed_texts.push((docs.len(), crate::search::dense::embed_text(&title, &description, &chunk.section, &chunk.text)));
+        embed_texts.push((docs.len(), super::read::dense::embed_text(&title, &description, &chunk.section, &chunk.text)));
         docs.push(doc);
     }
     NoteDocuments { path: path.to_string(), docs, embed_texts }

@@ -11,6 +11,10 @@
 //! through tantivy's own writers (`SegmentWriter::finalize`, `write_alive_bitset`,
 //! `IndexMeta`'s serde form), so the index stays an ordinary tantivy index: `IndexWriter`
 //! merges and full rebuilds open it as usual.
+//!
+//! Shared by both halves of search: it writes only into the tantivy `Directory` it is given —
+//! the on-disk index for a publish (`search::build::publish`), an in-memory overlay for the tail
+//! generation a reader builds (`search::read::tail`).
 
 use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
@@ -22,7 +26,7 @@ use tantivy::indexer::{AddOperation, SegmentWriter};
 use tantivy::schema::IndexRecordOption;
 use tantivy::{BitSet, DocSet, Index, SegmentReader, TERMINATED, TantivyDocument, Term};
 
-use super::generation::{OpenGeneration, tantivy_err};
+use super::read::generation::{OpenGeneration, tantivy_err};
 use super::schema::Fields;
 use crate::error::{Error, Result};
 

@@ -3,7 +3,9 @@
 //!
 //! The layering check reads every `crate::<module>` path of `src/` (in `use` declarations,
 //! brace groups included, and inline paths) and fails on an edge from a module to one that is
-//! not below it in [`LAYERS`]. Unit-test files (`tests.rs`) may reach anything.
+//! not below it in [`LAYERS`]. Unit-test files (`tests.rs`) may reach anything. Within
+//! `search`, the reading side (`search/read/`) names only itself and the shared document format,
+//! never the building side (`search/build/`).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -142,46 +144,106 @@ fn module_of(rel: &Path) -> Option<String> {
     (module != "lib" && module != "main").then_some(module)
 }
 
+/// The names a path names at `from` (just after a `::`), pushed with their line: the one
+/// identifier there, or the first segment of each item of a `{…}` group.
+fn names_at(code: &str, from: usize, out: &mut Vec<(usize, String)>) {
+    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
+    let ident = |s: &str| -> String { s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect() };
+    let rest = &code[from..];
+    if let Some(group) = rest.strip_prefix('{') {
+        // Items of the group at depth 0, up to its closing brace.
+        let mut depth = 0;
+        let mut item_start = true;
+        for (offset, c) in group.char_indices() {
+            match c {
+                '{' => depth += 1,
+                '}' if depth == 0 => break,
+                '}' => depth -= 1,
+                ',' if depth == 0 => item_start = true,
+                c if item_start && (c.is_ascii_alphabetic() || c == '_') => {
+                    item_start = false;
+                    out.push((line_of(from + 1 + offset), ident(&group[offset..])));
+                }
+                _ => {}
+            }
+        }
+    } else {
+        let name = ident(rest);
+        if !name.is_empty() {
+            out.push((line_of(from), name));
+        }
+    }
+}
+
+/// The offsets just after each `prefix` in `code` that starts a path (not preceded by an
+/// identifier character, `$` or `:`).
+fn path_starts<'a>(code: &'a str, prefix: &'a str) -> impl Iterator<Item = usize> + 'a {
+    code.match_indices(prefix).filter_map(move |(at, _)| {
+        let before = code[..at].chars().next_back();
+        (!before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$' || c == ':')).then_some(at + prefix.len())
+    })
+}
+
 /// Every `(line, module)` a file names through `crate::module`: plain paths and the first
 /// segment of each item of a `use crate::{…}` group.
 fn crate_references(code: &str) -> Vec<(usize, String)> {
     let mut out = Vec::new();
-    let line_of = |at: usize| code[..at].matches('\n').count() + 1;
-    let ident = |s: &str| -> String { s.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect() };
-    let mut from = 0;
-    while let Some(found) = code[from..].find("crate::") {
-        let at = from + found;
-        from = at + "crate::".len();
-        let before = code[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == '$') {
-            continue; // `paravault_crate::`, `$crate::`
+    for from in path_starts(code, "crate::") {
+        names_at(code, from, &mut out);
+    }
+    out
+}
+
+/// The modules of `src/search/` that its reading side (`src/search/read/`) may name: itself and
+/// the shared document format. Not the building side (`build`: sync, publish, GC, the fold,
+/// arena appends), nor the facade's path modules (`generation`, `dense`, `tail`), which mix the
+/// builders in.
+const SEARCH_READ_MAY_USE: &[&str] = &["read", "schema", "stemming", "segment_commit"];
+
+/// Every `(line, module of src/search/)` that the code of the file at `module_path` (its
+/// module path below `search`, e.g. `["read", "tail"]`) names, through `crate::search::…` or
+/// `super::…` (resolved against `module_path`).
+fn search_modules_named(module_path: &[&str], code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for from in path_starts(code, "crate::search::") {
+        names_at(code, from, &mut out);
+    }
+    for mut from in path_starts(code, "super::") {
+        let mut up = 1;
+        while code[from..].starts_with("super::") {
+            from += "super::".len();
+            up += 1;
         }
-        let rest = &code[from..];
-        if let Some(group) = rest.strip_prefix('{') {
-            // Items of the group at depth 0, up to its closing brace.
-            let mut depth = 0;
-            let mut item_start = true;
-            for (offset, c) in group.char_indices() {
-                match c {
-                    '{' => depth += 1,
-                    '}' if depth == 0 => break,
-                    '}' => depth -= 1,
-                    ',' if depth == 0 => item_start = true,
-                    c if item_start && (c.is_ascii_alphabetic() || c == '_') => {
-                        item_start = false;
-                        out.push((line_of(from + 1 + offset), ident(&group[offset..])));
-                    }
-                    _ => {}
-                }
-            }
-        } else {
-            let name = ident(rest);
-            if !name.is_empty() {
-                out.push((line_of(at), name));
-            }
+        let Some(base) = module_path.len().checked_sub(up).map(|n| &module_path[..n]) else { continue };
+        match base.first() {
+            None => names_at(code, from, &mut out),
+            Some(top) => out.push((code[..from].matches('\n').count() + 1, top.to_string())),
         }
     }
     out
+}
+
+/// The references of the files of `src/search/read/` to modules of search other than
+/// [`SEARCH_READ_MAY_USE`], as readable lines, and how many references were read.
+fn search_read_violations(src: &Path) -> (Vec<String>, usize) {
+    let mut files = Vec::new();
+    source_files(&src.join("search").join("read"), &mut files);
+    let (mut problems, mut seen) = (Vec::new(), 0);
+    for file in files {
+        let rel = file.strip_prefix(src.join("search")).unwrap();
+        let mut module_path: Vec<&str> = rel.iter().map(|c| c.to_str().unwrap().trim_end_matches(".rs")).collect();
+        if module_path.last() == Some(&"mod") {
+            module_path.pop();
+        }
+        let named = search_modules_named(&module_path, &code_only(&std::fs::read_to_string(&file).unwrap()));
+        seen += named.len();
+        for (line, module) in named {
+            if !SEARCH_READ_MAY_USE.contains(&module.as_str()) {
+                problems.push(format!("src/search/{}:{line}: the reading side names `search::{module}`", rel.display()));
+            }
+        }
+    }
+    (problems, seen)
 }
 
 /// `(from, to, "file:line")` for every reference between two top-level modules of `src/`.
@@ -273,6 +335,20 @@ fn adapters_reach_the_engine_only_through_api_vault_and_error() {
         ("cli".to_string(), "mcp".to_string(), "src/cli/mod.rs:1".to_string()),
     ];
     assert!(adapter_violations(&allowed).is_empty(), "api and another adapter are allowed");
+}
+
+#[test]
+fn search_reading_never_names_the_building_side() {
+    let (problems, seen) = search_read_violations(&src_dir());
+    assert!(seen > 20, "the parser found only {seen} references in src/search/read/: it no longer reads the source");
+    assert!(problems.is_empty(), "search's reading side reaches past itself (docs/ARCHITECTURE.md, search/):\n{}", problems.join("\n"));
+    let planted = "use super::super::build::arena::ArenaWriter;\nuse crate::search::{read::x, build};\nuse super::dense;\nfn f() { crate::search::tail::fold(); super::super::schema::x(); }\n";
+    let named: Vec<String> = search_modules_named(&["read", "tail"], &code_only(planted)).into_iter().map(|(_, m)| m).collect();
+    assert_eq!(named, ["read", "build", "tail", "build", "read", "schema"]);
+    let refused = named.iter().filter(|m| !SEARCH_READ_MAY_USE.contains(&m.as_str())).count();
+    assert_eq!(refused, 3, "the planted paths to build and to the facade's tail are refused");
+    let from_mod: Vec<String> = search_modules_named(&["read"], "use super::build::fold;").into_iter().map(|(_, m)| m).collect();
+    assert_eq!(from_mod, ["build"], "from read/mod.rs, super is search");
 }
 
 #[test]

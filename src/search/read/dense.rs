@@ -8,6 +8,9 @@
 //! once a published generation may reference them; a writer only cuts a torn tail (rows whose
 //! checksum fails), so every reader's cached prefix stays true. Chunk documents carry their row
 //! in the `vec_row` fast field; a row can serve many documents (identical text, unchanged notes).
+//!
+//! This is the reading half (the arena as read and verified, the scan); appending rows and the
+//! arena's GC are `search::build::arena`.
 
 use std::collections::HashMap;
 use std::io::{Read, Seek, SeekFrom};
@@ -18,14 +21,12 @@ use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use tantivy::{DocAddress, Searcher};
 
-use crate::embed::ModelId;
+use crate::embed::{ModelHandle, ModelId};
 use crate::error::{Error, Result};
 use crate::store::{durable, layout};
 
 /// Bytes of one key record: content key + row checksum.
-const KEY_RECORD: usize = 48;
-/// File that names the arena a full dense build is filling (spared by GC, resumed by sync).
-const BUILDING_FILE: &str = "BUILDING";
+pub(crate) const KEY_RECORD: usize = 48;
 
 /// What a generation records about its dense vectors.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -40,19 +41,19 @@ pub struct DenseManifest {
     pub chunks: u64,
 }
 
-pub fn dense_dir(root: &Path) -> PathBuf {
+pub(crate) fn dense_dir(root: &Path) -> PathBuf {
     layout::join(root, layout::SEARCH_DENSE_DIR)
 }
 
-fn vec_path(root: &Path, arena: &str) -> PathBuf {
+pub(crate) fn vec_path(root: &Path, arena: &str) -> PathBuf {
     dense_dir(root).join(format!("{arena}.vec"))
 }
 
-fn keys_path(root: &Path, arena: &str) -> PathBuf {
+pub(crate) fn keys_path(root: &Path, arena: &str) -> PathBuf {
     dense_dir(root).join(format!("{arena}.keys"))
 }
 
-fn valid_arena_id(id: &str) -> bool {
+pub(crate) fn valid_arena_id(id: &str) -> bool {
     id.len() == 24 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
@@ -68,18 +69,14 @@ pub fn content_key(model: &ModelId, max_tokens: usize, text: &str) -> [u8; 32] {
     *h.finalize().as_bytes()
 }
 
-fn row_checksum(bytes: &[u8]) -> [u8; 16] {
+pub(crate) fn row_checksum(bytes: &[u8]) -> [u8; 16] {
     let mut out = [0u8; 16];
     out.copy_from_slice(&blake3::hash(bytes).as_bytes()[..16]);
     out
 }
 
-fn vector_bytes(vector: &[f32]) -> Vec<u8> {
-    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
-}
-
 /// The text a chunk is embedded from: its note's title and description, its section, its text.
-pub fn embed_text(title: &str, description: &str, section: &str, text: &str) -> String {
+pub(crate) fn embed_text(title: &str, description: &str, section: &str, text: &str) -> String {
     let mut out = String::with_capacity(title.len() + description.len() + section.len() + text.len() + 3);
     for part in [title, description, section, text] {
         let part = part.trim();
@@ -93,184 +90,13 @@ pub fn embed_text(title: &str, description: &str, section: &str, text: &str) -> 
     out
 }
 
-fn corrupt(arena: &str, reason: impl Into<String>) -> Error {
+pub(crate) fn corrupt(arena: &str, reason: impl Into<String>) -> Error {
     Error::GenerationCorrupt { generation_id: format!("dense arena {arena}"), reason: reason.into() }
-}
-
-fn io_err(root: &Path, path: &Path, action: &'static str) -> impl Fn(std::io::Error) -> Error {
-    let rel = path.strip_prefix(root).map_or_else(|_| path.display().to_string(), |p| p.display().to_string());
-    move |e| Error::io(action, rel.clone(), e)
-}
-
-/// Appends vectors to an arena under the writer lock.
-pub struct ArenaWriter {
-    root: PathBuf,
-    arena: String,
-    dimension: usize,
-    rows: u64,
-    keys: HashMap<[u8; 32], u64>,
-    /// Defer fsyncs to the transaction's checkpoint (paths collected here); `None` = durable
-    /// after every append.
-    deferred: Option<Arc<Mutex<Vec<PathBuf>>>>,
-}
-
-impl ArenaWriter {
-    /// A new, empty arena.
-    pub fn create(root: &Path, dimension: usize, deferred: Option<Arc<Mutex<Vec<PathBuf>>>>) -> Result<Self> {
-        let dir = dense_dir(root);
-        durable::create_dir_all(root, &dir)?;
-        let nonce = format!("{:?}{}", std::time::SystemTime::now(), std::process::id());
-        let arena = crate::search::schema::hex(&blake3::hash(nonce.as_bytes()).as_bytes()[..12]);
-        let writer = ArenaWriter { root: root.to_path_buf(), arena, dimension, rows: 0, keys: HashMap::new(), deferred };
-        durable::truncate_and_append_unsynced(root, &writer.vec_path(), 0, &[])?;
-        durable::truncate_and_append_unsynced(root, &writer.keys_path(), 0, &[])?;
-        writer.make_durable(true)?;
-        Ok(writer)
-    }
-
-    /// Reopens `arena` for appending: rows up to `published_rows` are trusted (readers verify
-    /// them); later rows (left by an aborted or interrupted publish) are kept while their
-    /// checksums hold and reused by key; a torn tail is cut. With `load_keys`, every row's key
-    /// is loaded for reuse (a full sync); otherwise only the rows after `published_rows`.
-    pub fn open(
-        root: &Path,
-        arena: &str,
-        dimension: usize,
-        published_rows: u64,
-        load_keys: bool,
-        deferred: Option<Arc<Mutex<Vec<PathBuf>>>>,
-    ) -> Result<Self> {
-        if !valid_arena_id(arena) {
-            return Err(corrupt(arena, "invalid arena name"));
-        }
-        let mut writer =
-            ArenaWriter { root: root.to_path_buf(), arena: arena.to_string(), dimension, rows: 0, keys: HashMap::new(), deferred };
-        let row_bytes = (dimension * 4) as u64;
-        let (vec_path, keys_path) = (writer.vec_path(), writer.keys_path());
-        let vec_len = std::fs::metadata(&vec_path).map_err(io_err(root, &vec_path, "reading"))?.len();
-        let keys_len = std::fs::metadata(&keys_path).map_err(io_err(root, &keys_path, "reading"))?.len();
-        let present = (vec_len / row_bytes).min(keys_len / KEY_RECORD as u64);
-        if present < published_rows {
-            return Err(corrupt(arena, format!("holds {present} complete rows, a published generation needs {published_rows}")));
-        }
-        let first_key_row = if load_keys { 0 } else { published_rows };
-        let keys = read_range(root, &keys_path, first_key_row * KEY_RECORD as u64, (present - first_key_row) * KEY_RECORD as u64)
-            .map_err(io_err(root, &keys_path, "reading"))?;
-        let tail = read_range(root, &vec_path, published_rows * row_bytes, (present - published_rows) * row_bytes)
-            .map_err(io_err(root, &vec_path, "reading"))?;
-        let mut valid = present;
-        for (i, row) in tail.chunks_exact(row_bytes as usize).enumerate() {
-            let at = published_rows + i as u64;
-            let record = &keys[((at - first_key_row) as usize) * KEY_RECORD..][..KEY_RECORD];
-            if record[32..] != row_checksum(row) {
-                valid = at;
-                break;
-            }
-        }
-        for (i, record) in keys.chunks_exact(KEY_RECORD).take((valid - first_key_row) as usize).enumerate() {
-            let mut key = [0u8; 32];
-            key.copy_from_slice(&record[..32]);
-            writer.keys.entry(key).or_insert(first_key_row + i as u64);
-        }
-        writer.rows = valid;
-        if valid * row_bytes != vec_len || valid * KEY_RECORD as u64 != keys_len {
-            // Cut the torn tail; no published generation references it.
-            durable::truncate_and_append_unsynced(root, &vec_path, valid * row_bytes, &[])?;
-            durable::truncate_and_append_unsynced(root, &keys_path, valid * KEY_RECORD as u64, &[])?;
-            writer.make_durable(false)?;
-        }
-        Ok(writer)
-    }
-
-    fn vec_path(&self) -> PathBuf {
-        vec_path(&self.root, &self.arena)
-    }
-
-    fn keys_path(&self) -> PathBuf {
-        keys_path(&self.root, &self.arena)
-    }
-
-    pub fn arena(&self) -> &str {
-        &self.arena
-    }
-
-    pub fn rows(&self) -> u64 {
-        self.rows
-    }
-
-    /// The row already holding `key`, if any.
-    pub fn row_of(&self, key: &[u8; 32]) -> Option<u64> {
-        self.keys.get(key).copied()
-    }
-
-    /// Learns the key of an existing row (so a note's unchanged chunks reuse their vectors).
-    pub fn remember(&mut self, key: [u8; 32], row: u64) {
-        if row < self.rows {
-            self.keys.entry(key).or_insert(row);
-        }
-    }
-
-    /// The stored key of `row` (reads 32 bytes).
-    pub fn key_at(&self, row: u64) -> Result<[u8; 32]> {
-        let path = self.keys_path();
-        let bytes = read_range(&self.root, &path, row * KEY_RECORD as u64, 32).map_err(io_err(&self.root, &path, "reading"))?;
-        let mut key = [0u8; 32];
-        key.copy_from_slice(&bytes);
-        Ok(key)
-    }
-
-    /// Appends vectors with their keys; returns their rows.
-    pub fn append(&mut self, entries: &[([u8; 32], &[f32])]) -> Result<Vec<u64>> {
-        if entries.is_empty() {
-            return Ok(Vec::new());
-        }
-        let mut vec_bytes = Vec::with_capacity(entries.len() * self.dimension * 4);
-        let mut key_bytes = Vec::with_capacity(entries.len() * KEY_RECORD);
-        for (key, vector) in entries {
-            if vector.len() != self.dimension {
-                return Err(Error::EmbeddingFailed {
-                    reason: format!("a vector of width {} for a {}-d arena", vector.len(), self.dimension),
-                });
-            }
-            let bytes = vector_bytes(vector);
-            key_bytes.extend_from_slice(key);
-            key_bytes.extend_from_slice(&row_checksum(&bytes));
-            vec_bytes.extend_from_slice(&bytes);
-        }
-        let row_bytes = (self.dimension * 4) as u64;
-        durable::truncate_and_append_unsynced(&self.root, &self.vec_path(), self.rows * row_bytes, &vec_bytes)?;
-        durable::truncate_and_append_unsynced(&self.root, &self.keys_path(), self.rows * KEY_RECORD as u64, &key_bytes)?;
-        let first = self.rows;
-        self.rows += entries.len() as u64;
-        for (i, (key, _)) in entries.iter().enumerate() {
-            self.keys.entry(*key).or_insert(first + i as u64);
-        }
-        self.make_durable(false)?;
-        Ok((first..self.rows).collect())
-    }
-
-    fn make_durable(&self, new_files: bool) -> Result<()> {
-        let files = [self.vec_path(), self.keys_path()];
-        match &self.deferred {
-            Some(list) => {
-                let mut list = list.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-                list.extend(files);
-                if new_files {
-                    list.push(dense_dir(&self.root));
-                }
-                Ok(())
-            }
-            None => {
-                let dirs = if new_files { vec![dense_dir(&self.root)] } else { Vec::new() };
-                durable::sync_all_paths(&self.root, &files, &dirs)
-            }
-        }
-    }
 }
 
 /// Reads `len` bytes at `offset` of the arena file `path`, opened through its folder's handle
 /// beneath `root` (never through a link).
-fn read_range(root: &Path, path: &Path, offset: u64, len: u64) -> std::io::Result<Vec<u8>> {
+pub(crate) fn read_range(root: &Path, path: &Path, offset: u64, len: u64) -> std::io::Result<Vec<u8>> {
     let mut file = durable::open_engine_read(root, path)?;
     file.seek(SeekFrom::Start(offset))?;
     let mut out = vec![0u8; len as usize];
@@ -278,52 +104,16 @@ fn read_range(root: &Path, path: &Path, offset: u64, len: u64) -> std::io::Resul
     Ok(out)
 }
 
-/// The arena a full dense build is filling, if one was left by an interrupted build.
-pub fn building_arena(root: &Path) -> Option<String> {
-    let bytes = durable::read_engine_file(root, &dense_dir(root).join(BUILDING_FILE)).ok()?;
-    let id = String::from_utf8_lossy(&bytes).trim().to_string();
-    valid_arena_id(&id).then_some(id)
-}
-
-/// Records (or clears, with `None`) the arena a full dense build is filling.
-pub fn set_building_arena(root: &Path, arena: Option<&str>) -> Result<()> {
-    let path = dense_dir(root).join(BUILDING_FILE);
-    match arena {
-        Some(id) => {
-            durable::create_dir_all(root, &dense_dir(root))?;
-            durable::replace(root, &path, id.as_bytes())
-        }
-        None => durable::remove_file(root, &path),
-    }
-}
-
-/// Removes arena files no retained generation (and no interrupted build) references.
-pub fn collect_garbage(root: &Path, referenced: &std::collections::BTreeSet<String>) -> Result<usize> {
-    let building = building_arena(root);
-    let mut removed = 0;
-    // Listed and removed through the folder's handle (opened beneath the root, no link followed).
-    let Ok(folder) = crate::store::beneath::Folder::open(root, layout::SEARCH_DENSE_DIR, false) else { return Ok(0) };
-    let wrap = |e| crate::store::nofollow::io_error("removing", layout::SEARCH_DENSE_DIR, e);
-    for (name, _) in folder.entries().map_err(wrap)? {
-        let Some(stem) = name.strip_suffix(".vec").or_else(|| name.strip_suffix(".keys")) else { continue };
-        if valid_arena_id(stem) && !referenced.contains(stem) && building.as_deref() != Some(stem) {
-            folder.remove_unsynced(&name).map_err(wrap)?;
-            removed += 1;
-        }
-    }
-    Ok(removed)
-}
-
 /// Verified vectors of an arena prefix, in memory.
 #[derive(Debug)]
-pub struct ArenaData {
+pub(crate) struct ArenaData {
     pub rows: u64,
     pub dimension: usize,
     pub data: Vec<f32>,
 }
 
 impl ArenaData {
-    pub fn row(&self, row: u64) -> &[f32] {
+    pub(crate) fn row(&self, row: u64) -> &[f32] {
         let start = row as usize * self.dimension;
         &self.data[start..start + self.dimension]
     }
@@ -334,11 +124,11 @@ static ARENAS: LazyLock<Mutex<ArenaCache>> = LazyLock::new(|| Mutex::new(HashMap
 
 /// Loads rows `[0, rows)` of an arena, verifying every row's checksum once per process; a
 /// longer prefix extends the cached one by reading only the new rows (rows never change).
-pub fn load_arena(root: &Path, arena: &str, dimension: usize, rows: u64) -> Result<Arc<ArenaData>> {
+pub(crate) fn load_arena(root: &Path, arena: &str, dimension: usize, rows: u64) -> Result<Arc<ArenaData>> {
     if !valid_arena_id(arena) {
         return Err(corrupt(arena, "invalid arena name"));
     }
-    let key = (crate::search::generation::root_key(root), arena.to_string());
+    let key = (super::generation::root_key(root), arena.to_string());
     let cached = ARENAS.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(&key).cloned();
     if let Some(c) = &cached
         && c.rows >= rows
@@ -371,7 +161,7 @@ pub fn load_arena(root: &Path, arena: &str, dimension: usize, rows: u64) -> Resu
 
 /// One chunk document with a vector.
 #[derive(Debug, Clone, Copy)]
-pub struct DenseEntry {
+pub(crate) struct DenseEntry {
     pub row: u32,
     pub note_key: u64,
     pub doc: DocAddress,
@@ -382,7 +172,7 @@ pub struct DenseEntry {
 /// sequentially instead of gathering 1.5 KiB f32 rows; the best candidates are then rescored
 /// exactly in f32.
 #[derive(Debug)]
-pub struct DenseView {
+pub(crate) struct DenseView {
     pub manifest: DenseManifest,
     pub arena: Arc<ArenaData>,
     pub entries: Vec<DenseEntry>,
@@ -416,7 +206,7 @@ fn dot_i8(a: &[i8], b: &[i8]) -> i32 {
 
 impl DenseView {
     /// Reads the `vec_row` and `note_key` fast fields of every live chunk document.
-    pub fn build(root: &Path, manifest: &DenseManifest, searcher: &Searcher) -> Result<DenseView> {
+    pub(crate) fn build(root: &Path, manifest: &DenseManifest, searcher: &Searcher) -> Result<DenseView> {
         let arena = load_arena(root, &manifest.arena, manifest.model.dimension, manifest.rows)?;
         let mut entries = Vec::new();
         for (segment_ord, reader) in searcher.segment_readers().iter().enumerate() {
@@ -449,7 +239,7 @@ impl DenseView {
     }
 
     /// Approximate cosines of every entry (int8 × int8), in entry order.
-    pub fn approximate_scores(&self, query: &[f32]) -> Vec<f32> {
+    pub(crate) fn approximate_scores(&self, query: &[f32]) -> Vec<f32> {
         let dim = self.arena.dimension;
         let (q, q_scale) = quantize(query);
         let arch = pulp::Arch::new();
@@ -466,13 +256,13 @@ impl DenseView {
     }
 
     /// The exact cosine of one entry (f32).
-    pub fn exact_score(&self, query: &[f32], entry: &DenseEntry) -> f32 {
+    pub(crate) fn exact_score(&self, query: &[f32], entry: &DenseEntry) -> f32 {
         pulp::Arch::new().dispatch(|| dot(query, self.arena.row(u64::from(entry.row))))
     }
 
     /// Notes ranked by their best chunk (max aggregation), best first, at most `n` accepted by
     /// `keep`: (note key, score, best entry).
-    pub fn top_notes(&self, query: &[f32], n: usize, keep: &mut dyn FnMut(&DenseEntry) -> bool) -> Vec<(f32, DenseEntry)> {
+    pub(crate) fn top_notes(&self, query: &[f32], n: usize, keep: &mut dyn FnMut(&DenseEntry) -> bool) -> Vec<(f32, DenseEntry)> {
         let approx = self.approximate_scores(query);
         let mut order: Vec<u32> = (0..approx.len() as u32).collect();
         // The int8 pass only shortlists: a generous shortlist is rescored exactly in f32, so a
@@ -507,7 +297,7 @@ impl DenseView {
     }
 
     /// Every note's centre (mean of its chunk vectors, normalised), in one pass.
-    pub fn note_vectors(&self) -> HashMap<u64, Vec<f32>> {
+    pub(crate) fn note_vectors(&self) -> HashMap<u64, Vec<f32>> {
         let dim = self.arena.dimension;
         let mut sums: HashMap<u64, (Vec<f32>, usize)> = HashMap::new();
         for e in &self.entries {
@@ -526,7 +316,7 @@ impl DenseView {
     }
 
     /// The mean of a note's chunk vectors, normalised (its semantic centre).
-    pub fn note_vector(&self, note_key: u64) -> Option<Vec<f32>> {
+    pub(crate) fn note_vector(&self, note_key: u64) -> Option<Vec<f32>> {
         let dim = self.arena.dimension;
         let mut sum = vec![0f32; dim];
         let mut n = 0;
@@ -567,4 +357,10 @@ pub fn dot(a: &[f32], b: &[f32]) -> f32 {
 pub fn note_key(path: &str) -> u64 {
     let h = blake3::hash(path.as_bytes());
     u64::from_le_bytes(h.as_bytes()[..8].try_into().unwrap_or([0; 8]))
+}
+
+pub(crate) fn model_mismatch(d: &DenseManifest, handle: &ModelHandle, max_tokens: usize) -> Option<String> {
+    (d.model != *handle.id() || d.max_tokens != max_tokens).then(|| {
+        format!("the dense index was built with {} (cut {}), the policy names {} (cut {})", d.model, d.max_tokens, handle.id(), max_tokens)
+    })
 }

@@ -15,6 +15,8 @@
 //!
 //! Dense vaults keep publishing on every write (their chunks need embedding vectors, which a
 //! reader does not compute), so a dense base is never served with a tail.
+//!
+//! This is the reading half; the fold is `search::build::fold`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -23,25 +25,26 @@ use std::sync::Arc;
 use tantivy::directory::Directory;
 use tantivy::{Index, ReloadPolicy};
 
-use super::generation::{self, Changes, Counts, Exclusion, GenerationInfo, Manifest, OpenGeneration, PublishInput, tantivy_err};
-use super::schema::{self, Fields, NoteDocuments};
+use super::generation::{Counts, Exclusion, Manifest, OpenGeneration, exclusion_of, tantivy_err};
 use crate::error::{Error, Result};
 use crate::inventory::{self, NoteRecord};
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
 use crate::scan::PageKind;
+use crate::search::schema::{self, Fields, NoteDocuments};
+use crate::search::segment_commit;
 use crate::store::journal::{Intent, Record};
 use crate::store::tantivy_dir::RetainingDirectory;
 
 /// Whether a reader may serve `base` with the journal's tail on top: an FTS-only generation of
 /// the current index format (anything else is republished by every write).
-pub fn servable(base: &Manifest) -> bool {
+pub(crate) fn servable(base: &Manifest) -> bool {
     base.dense.is_none() && base.index_schema_version == schema::INDEX_SCHEMA_VERSION && base.chunker == schema::CHUNKER
 }
 
 /// The intents of `records` after `covers_seq`, in sequence order.
 /// Abandoned intents (refused after the commit point; nothing of them is in place) are skipped.
-pub fn intents_after(records: &[Record], covers_seq: u64) -> Vec<&Intent> {
+pub(crate) fn intents_after(records: &[Record], covers_seq: u64) -> Vec<&Intent> {
     let abandoned = crate::store::journal::abandoned_seqs(records);
     let mut out: Vec<&Intent> = records
         .iter()
@@ -53,14 +56,14 @@ pub fn intents_after(records: &[Record], covers_seq: u64) -> Vec<&Intent> {
 }
 
 /// The id of the generation `base` + intents up to `seq`.
-pub fn generation_id(base: &str, seq: u64) -> String {
+pub(crate) fn generation_id(base: &str, seq: u64) -> String {
     format!("{base}+{seq}")
 }
 
 /// What the tail changes in the search index: the final state of every note it touches.
-struct Delta {
-    upserts: Vec<NoteDocuments>,
-    removes: Vec<String>,
+pub(crate) struct Delta {
+    pub(crate) upserts: Vec<NoteDocuments>,
+    pub(crate) removes: Vec<String>,
     /// Touched notes that are not valid (removed from search, named as exclusions).
     invalid: Vec<Exclusion>,
     touched: BTreeSet<String>,
@@ -68,7 +71,7 @@ struct Delta {
 
 /// The last text each intent of `tail` gives each note it touches (`None`: removed), built
 /// into documents exactly as a sync builds them from the files.
-fn delta(policy: &LoadedPolicy, fields: &Fields, tail: &[&Intent]) -> Delta {
+pub(crate) fn delta(policy: &LoadedPolicy, fields: &Fields, tail: &[&Intent]) -> Delta {
     let mut last: BTreeMap<&str, Option<&str>> = BTreeMap::new();
     for intent in tail {
         for path in &intent.search_changed {
@@ -97,7 +100,7 @@ fn delta(policy: &LoadedPolicy, fields: &Fields, tail: &[&Intent]) -> Delta {
         if record.valid {
             out.upserts.push(schema::note_documents(fields, &record, bytes, policy.policy.search.chunk_min_words));
         } else {
-            out.invalid.push(super::exclusion_of(&record));
+            out.invalid.push(exclusion_of(&record));
             out.removes.push(path.to_string());
         }
     }
@@ -106,7 +109,7 @@ fn delta(policy: &LoadedPolicy, fields: &Fields, tail: &[&Intent]) -> Delta {
 
 /// (source snapshot hash, counts, exclusions) of `base` + `tail`: the counts and snapshot the
 /// writer recorded in the last intent, the base's exclusions with the touched notes' own.
-fn summary(base: &Manifest, tail: &[&Intent], delta: &Delta) -> (String, Counts, Vec<Exclusion>) {
+pub(crate) fn summary(base: &Manifest, tail: &[&Intent], delta: &Delta) -> (String, Counts, Vec<Exclusion>) {
     let mut exclusions: Vec<Exclusion> = base.exclusions.iter().filter(|e| !delta.touched.contains(&e.path)).cloned().collect();
     exclusions.extend(delta.invalid.iter().cloned());
     exclusions.sort_by(|a, b| a.path.cmp(&b.path));
@@ -118,7 +121,7 @@ fn summary(base: &Manifest, tail: &[&Intent], delta: &Delta) -> (String, Counts,
 
 /// Builds generation `<base>+<last seq>`: the tail's documents as one in-memory segment (and
 /// in-memory delete files for the base segments that held their old documents) over `base`.
-pub fn open(root: &Path, policy: &LoadedPolicy, base: Arc<OpenGeneration>, tail: &[&Intent]) -> Result<Arc<OpenGeneration>> {
+pub(crate) fn open(root: &Path, policy: &LoadedPolicy, base: Arc<OpenGeneration>, tail: &[&Intent]) -> Result<Arc<OpenGeneration>> {
     let last = tail.last().map_or(base.manifest.covers_seq, |i| i.seq);
     let id = generation_id(base.id(), last);
     let corrupt = |reason: String| Error::GenerationCorrupt { generation_id: id.clone(), reason };
@@ -129,7 +132,7 @@ pub fn open(root: &Path, policy: &LoadedPolicy, base: Arc<OpenGeneration>, tail:
     let index = Index::open(directory).map_err(|e| corrupt(format!("tantivy cannot open the base commit: {e}")))?;
     schema::register(&index);
     let upserts = delta.upserts.into_iter().map(|n| (n.path, n.docs)).collect();
-    super::segment_commit::commit(&index, &base.fields, &base, upserts, &delta.removes, &id)?;
+    segment_commit::commit(&index, &base.fields, &base, upserts, &delta.removes, &id)?;
     let meta = index.directory().atomic_read(Path::new("meta.json")).map_err(|e| corrupt(format!("tail commit unreadable: {e}")))?;
     let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(tantivy_err("reading the tail"))?;
     let tantivy_meta = String::from_utf8_lossy(&meta).into_owned();
@@ -150,42 +153,4 @@ pub fn open(root: &Path, policy: &LoadedPolicy, base: Arc<OpenGeneration>, tail:
     };
     let modified = std::fs::metadata(crate::store::layout::join(root, crate::store::layout::JOURNAL)).and_then(|m| m.modified()).ok();
     Ok(Arc::new(OpenGeneration::new(base.root.clone(), manifest, index, reader, base.fields, modified, Some(base))))
-}
-
-/// Publishes the tail of the active generation as an ordinary on-disk generation covering
-/// `tail`'s last intent: the fold. Files are written through the deferred-sync directory when
-/// `deferred_sync` is given (the caller's checkpoint makes them durable).
-pub(crate) fn fold(
-    root: &Path,
-    policy: &LoadedPolicy,
-    records: &[Record],
-    deferred_sync: Option<Arc<std::sync::Mutex<Vec<std::path::PathBuf>>>>,
-) -> Result<GenerationInfo> {
-    let active_id =
-        generation::read_active(root)?.ok_or_else(|| Error::NoActiveGeneration { reason: "run sync before folding writes".into() })?;
-    let base = generation::open_generation(root, &active_id)?;
-    let tail = intents_after(records, base.manifest.covers_seq);
-    // The writer folds right after committing an intent, so the tail is never empty here.
-    let last = tail.last().map(|i| i.seq).ok_or_else(|| Error::SearchIndex {
-        action: "folding the journal's tail",
-        reason: format!("no committed write after generation {active_id}"),
-    })?;
-    let fields = schema::Fields::of(&schema::build_schema()).map_err(tantivy_err("reading the schema"))?;
-    let delta = delta(policy, &fields, &tail);
-    let (source_snapshot_hash, counts, exclusions) = summary(&base.manifest, &tail, &delta);
-    generation::publish(
-        root,
-        PublishInput {
-            parent: Some(base),
-            changes: Changes { upserts: super::into_upserts(delta.upserts), removes: delta.removes, rebuild: false },
-            source_snapshot_hash,
-            counts,
-            exclusions,
-            max_segments: policy.policy.search.max_segments,
-            generations_kept: policy.policy.search.generations_kept,
-            dense: None,
-            deferred_sync,
-            covers_seq: Some(last),
-        },
-    )
 }

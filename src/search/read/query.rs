@@ -9,8 +9,8 @@ use tantivy::Term;
 use tantivy::query::{BooleanQuery, BoostQuery, Occur, PhraseQuery, Query, TermQuery};
 use tantivy::schema::{Field, IndexRecordOption};
 
-use super::schema::{self, Fields};
 use crate::policy::Boosts;
+use crate::search::schema::{self, Fields};
 
 /// One piece of the user's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -152,7 +152,7 @@ pub fn build(fields: &Fields, boosts: &Boosts, analysed: &Analysed) -> Option<Bo
 /// (k1 + 1) scales every term alike and leaves the ranking unchanged. k1 = 1.2 is tantivy as
 /// is; the default k1 = 0.9 (Anserini's, as the reference runs) gives b = 2/3, whose length
 /// term equals Lucene's k1 0.9, b 0.4 at the average length.
-pub struct Bm25Statistics<'a> {
+pub(crate) struct Bm25Statistics<'a> {
     searcher: &'a tantivy::Searcher,
     chunk_docs: u64,
     length_scale: f64,
@@ -167,11 +167,6 @@ impl<'a> Bm25Statistics<'a> {
     /// The factor the average length is multiplied by for `k1`.
     pub fn length_scale(k1: f32) -> f64 {
         0.9 / (f64::from(k1).max(0.35) - 0.3)
-    }
-
-    /// The b that goes with `k1` (tantivy's k1 (1 - b) = 0.3 is held).
-    pub fn b_for(k1: f32) -> f32 {
-        1.0 - 0.3 / k1
     }
 }
 

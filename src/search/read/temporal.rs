@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::NaiveDate;
 use serde::Serialize;
 
-use super::schema::TemporalFields;
+use crate::search::schema::TemporalFields;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -19,7 +19,7 @@ pub enum TemporalStatus {
 
 /// Memory notes of a generation and their resolved `supersedes` edges (superseder → superseded).
 #[derive(Debug, Clone, Default)]
-pub struct TemporalTable {
+pub(crate) struct TemporalTable {
     pub notes: BTreeMap<String, TemporalFields>,
     pub edges: Vec<(String, String)>,
 }
@@ -37,7 +37,7 @@ impl TemporalTable {
     }
 
     /// Status of every note the table knows about; notes not listed are current.
-    pub fn statuses(&self, as_of: NaiveDate) -> BTreeMap<String, TemporalStatus> {
+    pub(crate) fn statuses(&self, as_of: NaiveDate) -> BTreeMap<String, TemporalStatus> {
         let mut out = BTreeMap::new();
         for path in self.notes.keys() {
             if !self.active(path, as_of) {

@@ -13,9 +13,10 @@ use tantivy::{Searcher, TantivyDocument};
 
 use super::dense::DenseView;
 use super::generation::OpenGeneration;
-use super::{NoteHit, kind_and_term, note_doc, schema, search_err, stored_text};
+use super::{NoteHit, kind_and_term, note_doc, search_err, stored_text};
 use crate::embed::ModelHandle;
 use crate::error::Result;
+use crate::search::schema;
 
 const QUERY_CACHE: usize = 256;
 

@@ -1,0 +1,561 @@
+//! The building side of search: `sync` (incremental by content hash; with `fts_only=false` it
+//! embeds only chunks whose key has no row yet, so an interrupted dense build resumes) and
+//! `publish_changes` (O(change), the write path's publish) read the vault's notes and publish a
+//! new immutable generation; `publish` (commit, manifest, `ACTIVE`, GC), `fold` (the journal's
+//! tail published on disk) and `arena` (appending dense rows) are the writers. Everything that
+//! writes a search file is here; the reading side (`search::read`) never names this module.
+
+pub(crate) mod arena;
+pub(crate) mod fold;
+pub(crate) mod publish;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use serde::Serialize;
+use tantivy::TantivyDocument;
+use tantivy::collector::DocSetCollector;
+
+use arena::ArenaWriter;
+use publish::{Changes, GenerationInfo, PublishInput};
+
+use crate::embed::ModelHandle;
+use crate::error::{Error, Result};
+use crate::inventory::snapshot;
+use crate::inventory::{Inventory, NoteRecord};
+use crate::note::path::VaultPath;
+use crate::policy::LoadedPolicy;
+use crate::search::read::dense::{self, DenseManifest, model_mismatch};
+use crate::search::read::generation::{self, Counts, Exclusion, OpenGeneration, exclusion_of};
+use crate::search::read::{kind_and_term, kind_query, search_err, stored_text};
+use crate::search::schema::{self, NoteDocuments};
+use crate::store::beneath::FolderCursor;
+
+/// Options of a full sync.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SyncOptions {
+    pub fts_only: bool,
+    pub accept_dense_loss: bool,
+    pub force_rebuild: bool,
+    pub allow_partial: bool,
+    /// The last write transaction whose notes are on disk now (the writer lock is held): the
+    /// published generation includes it, so the journal's tail starts after it.
+    pub covers_seq: Option<u64>,
+}
+
+impl Default for SyncOptions {
+    fn default() -> Self {
+        SyncOptions { fts_only: true, accept_dense_loss: false, force_rebuild: false, allow_partial: false, covers_seq: None }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct SyncReport {
+    pub generation_id: String,
+    /// False when nothing changed and the active generation was kept.
+    pub published: bool,
+    pub full_rebuild: bool,
+    pub rebuild_reason: Option<String>,
+    pub added: usize,
+    pub updated: usize,
+    pub removed: usize,
+    pub unchanged: usize,
+    pub counts: Counts,
+    pub exclusions: Vec<Exclusion>,
+    pub source_snapshot_hash: String,
+    pub dense: Option<serde_json::Value>,
+    pub segment_count: usize,
+    pub gc_removed_generations: usize,
+    pub gc_removed_files: usize,
+}
+
+/// What a sync found, note by note.
+#[derive(Debug, Default)]
+struct Tally {
+    added: usize,
+    updated: usize,
+    removed: usize,
+    unchanged: usize,
+}
+
+impl SyncReport {
+    /// The report of a sync that ends at `generation`: published now, or kept because nothing
+    /// changed (a full rebuild is one with a reason).
+    fn of(
+        generation: GenerationInfo,
+        published: bool,
+        rebuild_reason: Option<String>,
+        tally: Tally,
+        exclusions: Vec<Exclusion>,
+        dense: Option<serde_json::Value>,
+    ) -> Self {
+        SyncReport {
+            generation_id: generation.generation_id,
+            published,
+            full_rebuild: rebuild_reason.is_some(),
+            rebuild_reason,
+            added: tally.added,
+            updated: tally.updated,
+            removed: tally.removed,
+            unchanged: tally.unchanged,
+            counts: generation.counts,
+            exclusions,
+            source_snapshot_hash: generation.source_snapshot_hash,
+            dense,
+            segment_count: generation.segment_count,
+            gc_removed_generations: generation.gc_removed_generations,
+            gc_removed_files: generation.gc_removed_files,
+        }
+    }
+}
+
+/// The source snapshot hash of `records` (their valid notes), built from scratch: see
+/// [`snapshot::SourceSnapshot`] (writes use the inventory's incrementally kept copy).
+pub fn snapshot_hash<'a>(records: impl IntoIterator<Item = &'a NoteRecord>) -> String {
+    snapshot::SourceSnapshot::of(records).hash()
+}
+
+/// Valid notes and the named exclusions of an inventory.
+fn sources(inventory: &Inventory) -> (Vec<&NoteRecord>, Vec<Exclusion>) {
+    let mut valid = Vec::new();
+    let mut excluded = Vec::new();
+    for record in inventory.notes() {
+        if record.valid { valid.push(record) } else { excluded.push(exclusion_of(record)) }
+    }
+    (valid, excluded)
+}
+
+fn refuse(exclusions: &[Exclusion]) -> Error {
+    Error::SyncRefused { excluded: exclusions.iter().map(|e| (e.path.clone(), e.reason.clone())).collect() }
+}
+
+/// A source note's bytes, read through folder handles (never by path, so a folder swapped for
+/// a link is never read through) and checked against the record's content hash.
+fn read_source(cursor: &mut FolderCursor<'_>, record: &NoteRecord) -> Result<Vec<u8>> {
+    let bytes = cursor
+        .read(record.path.as_str())?
+        .ok_or_else(|| Error::io("reading", record.path.as_str(), std::io::ErrorKind::NotFound.into()))?;
+    if *blake3::hash(&bytes).as_bytes() != record.content_hash {
+        return Err(Error::SearchIndex {
+            action: "reading sources",
+            reason: format!("'{}' changed during sync; retry required", record.path.as_str()),
+        });
+    }
+    Ok(bytes)
+}
+
+fn docs_of(cursor: &mut FolderCursor<'_>, policy: &LoadedPolicy, fields: &schema::Fields, record: &NoteRecord) -> Result<NoteDocuments> {
+    let bytes = read_source(cursor, record)?;
+    Ok(schema::note_documents(fields, record, &bytes, policy.policy.search.chunk_min_words))
+}
+
+/// The documents of `records`, built on all cores in blocks (progress reported per block).
+fn read_documents(
+    root: &Path,
+    policy: &LoadedPolicy,
+    fields: &schema::Fields,
+    records: &[&NoteRecord],
+    progress: Progress<'_>,
+) -> Result<Vec<NoteDocuments>> {
+    use rayon::prelude::*;
+    const BLOCK: usize = 1024;
+    let mut out = Vec::with_capacity(records.len());
+    for (b, block) in records.chunks(BLOCK).enumerate() {
+        progress("reading", b * BLOCK, records.len());
+        // Each task reads its run of notes with one folder handle per folder (records are in
+        // path order, so a folder's notes are consecutive).
+        let docs: Vec<NoteDocuments> =
+            block.par_iter().map_init(|| FolderCursor::new(root), |cursor, r| docs_of(cursor, policy, fields, r)).collect::<Result<_>>()?;
+        out.extend(docs);
+    }
+    Ok(out)
+}
+
+/// Progress of a sync: (stage, done, total).
+pub type Progress<'a> = &'a dyn Fn(&'static str, usize, usize);
+
+/// Gives every chunk document of `upserts` its vector row: reuses rows by content key and
+/// embeds the rest (in batches, appended to the arena as they finish). Returns the dense index
+/// the new generation records (the arena's rows now; `kept_chunks` of its base's chunk vectors
+/// plus the upserts') and how many chunks were embedded.
+fn attach_vectors(
+    writer: &mut ArenaWriter,
+    handle: &ModelHandle,
+    max_tokens: usize,
+    fields: &schema::Fields,
+    upserts: &mut [NoteDocuments],
+    kept_chunks: u64,
+    progress: Progress<'_>,
+) -> Result<(DenseManifest, usize)> {
+    let id = handle.id().clone();
+    let mut keyed: Vec<Vec<[u8; 32]>> = Vec::with_capacity(upserts.len());
+    let mut missing: Vec<([u8; 32], &str)> = Vec::new();
+    let mut queued = std::collections::HashSet::new();
+    for note in upserts.iter() {
+        let mut keys = Vec::with_capacity(note.embed_texts.len());
+        for (_, text) in &note.embed_texts {
+            let key = dense::content_key(&id, max_tokens, text);
+            if writer.row_of(&key).is_none() && queued.insert(key) {
+                missing.push((key, text.as_str()));
+            }
+            keys.push(key);
+        }
+        keyed.push(keys);
+    }
+    let total = missing.len();
+    if total > 0 {
+        let model = handle.model()?;
+        // Longest first within a large window keeps padding low; each window is appended
+        // (and, outside a transaction, made durable) before the next, so an interrupted sync
+        // keeps its work.
+        let window = (handle.config().batch_size * 8).max(1);
+        progress("embedding", 0, total);
+        let mut done = 0;
+        for part in missing.chunks(window) {
+            let texts: Vec<&str> = part.iter().map(|(_, t)| *t).collect();
+            let vectors = model.embed(&texts)?;
+            let entries: Vec<([u8; 32], &[f32])> = part.iter().zip(&vectors).map(|((k, _), v)| (*k, v.as_slice())).collect();
+            writer.append(&entries)?;
+            done += part.len();
+            progress("embedding", done, total);
+        }
+    }
+    for (note, keys) in upserts.iter_mut().zip(keyed) {
+        for ((doc_index, _), key) in note.embed_texts.iter().zip(keys) {
+            let row = writer.row_of(&key).ok_or_else(|| Error::EmbeddingFailed { reason: "a chunk vector was not stored".into() })?;
+            note.docs[*doc_index].add_u64(fields.vec_row, row);
+        }
+    }
+    let new_chunks: u64 = upserts.iter().map(|n| n.embed_texts.len() as u64).sum();
+    let manifest =
+        DenseManifest { model: id, max_tokens, arena: writer.arena().to_string(), rows: writer.rows(), chunks: kept_chunks + new_chunks };
+    Ok((manifest, total))
+}
+
+pub(super) fn into_upserts(notes: Vec<NoteDocuments>) -> Vec<(String, Vec<TantivyDocument>)> {
+    notes.into_iter().map(|n| (n.path, n.docs)).collect()
+}
+
+/// The vector rows of every chunk document in `g` that this change replaces or removes (one
+/// entry per chunk; `None` when it has no vector).
+fn replaced_chunk_rows(g: &OpenGeneration, upserts: &[NoteDocuments], removes: &[String]) -> Result<Vec<Option<u64>>> {
+    let searcher = g.reader.searcher();
+    let touched: BTreeSet<&str> = upserts.iter().map(|n| n.path.as_str()).chain(removes.iter().map(String::as_str)).collect();
+    let mut out = Vec::new();
+    for path in touched {
+        let q = kind_and_term(g, schema::KIND_CHUNK, g.fields.path, path);
+        for addr in searcher.search(&q, &DocSetCollector).map_err(search_err)? {
+            let column = searcher.segment_reader(addr.segment_ord).fast_fields().u64("vec_row").map_err(search_err)?;
+            out.push(column.first(addr.doc_id));
+        }
+    }
+    Ok(out)
+}
+
+/// path → blake3 hex of every note a generation indexed.
+fn indexed_hashes(g: &OpenGeneration) -> Result<BTreeMap<String, String>> {
+    let searcher = g.reader.searcher();
+    let docs = searcher.search(&kind_query(g, schema::KIND_NOTE), &DocSetCollector).map_err(search_err)?;
+    let mut out = BTreeMap::new();
+    for addr in docs {
+        let doc: TantivyDocument = searcher.doc(addr).map_err(search_err)?;
+        out.insert(stored_text(&doc, g.fields.path), stored_text(&doc, g.fields.content_blake3));
+    }
+    Ok(out)
+}
+
+/// Full (incremental by content hash) sync of the vault into a new published generation.
+pub fn sync(root: &Path, policy: &LoadedPolicy, inventory: &Inventory, options: SyncOptions) -> Result<SyncReport> {
+    sync_with_progress(root, policy, inventory, options, &|_, _, _| {})
+}
+
+/// `sync`, reporting progress (the CLI draws a bar from it).
+pub fn sync_with_progress(
+    root: &Path,
+    policy: &LoadedPolicy,
+    inventory: &Inventory,
+    options: SyncOptions,
+    progress: Progress<'_>,
+) -> Result<SyncReport> {
+    let clock = std::time::Instant::now();
+    let lap = |what: &str| tracing::debug!(phase = what, elapsed_ms = clock.elapsed().as_secs_f64() * 1e3, "sync");
+    let (valid, exclusions) = sources(inventory);
+    if !exclusions.is_empty() && !options.allow_partial {
+        return Err(refuse(&exclusions));
+    }
+    let snapshot = inventory.snapshot.hash();
+    let counts = Counts { scanned: valid.len() + exclusions.len(), indexed: valid.len(), excluded: exclusions.len() };
+    let mut rebuild_reason = None;
+    let active = match generation::read_active(root) {
+        Ok(Some(id)) => match generation::open_generation(root, &id) {
+            Ok(g) => Some(g),
+            Err(e) => {
+                rebuild_reason = Some(format!("active generation unusable: {e}"));
+                None
+            }
+        },
+        Ok(None) => {
+            rebuild_reason = Some("no active generation".into());
+            None
+        }
+        Err(e) => {
+            rebuild_reason = Some(format!("ACTIVE unreadable: {e}"));
+            None
+        }
+    };
+    let active_dense = active.as_ref().and_then(|g| g.manifest.dense.clone());
+    if options.fts_only
+        && let Some(d) = &active_dense
+        && !options.accept_dense_loss
+    {
+        return Err(Error::DenseLossRefused {
+            reason: format!(
+                "the active generation has a dense index ({} chunk vectors, {}); an FTS-only sync would discard it. \
+                 Sync with fts_only=false to keep it current, or pass accept_dense_loss=true to drop it",
+                d.chunks, d.model
+            ),
+        });
+    }
+    let max_tokens = policy.policy.embedding.max_tokens;
+    let handle = (!options.fts_only).then(|| crate::embed::vault_handle(&policy.policy, root));
+    if let Some(handle) = &handle {
+        // Fail closed before any work: no model, no dense sync.
+        handle.model()?;
+    }
+    if options.force_rebuild {
+        rebuild_reason = Some("force_rebuild requested".into());
+    }
+    if let Some(g) = &active
+        && (g.manifest.index_schema_version != schema::INDEX_SCHEMA_VERSION || g.manifest.chunker != schema::CHUNKER)
+    {
+        rebuild_reason = Some("index schema or chunker changed".into());
+    }
+    if active.is_some() && rebuild_reason.is_none() {
+        match (&active_dense, &handle) {
+            (Some(_), None) => rebuild_reason = Some("dense index dropped (accept_dense_loss)".into()),
+            (None, Some(_)) => rebuild_reason = Some("dense index added".into()),
+            (Some(d), Some(h)) => rebuild_reason = model_mismatch(d, h, max_tokens).map(|m| format!("embedding model changed: {m}")),
+            (None, None) => {}
+        }
+    }
+    let fields = schema::Fields::of(&schema::build_schema()).map_err(search_err)?;
+    let mut tally = Tally::default();
+    let mut upserts: Vec<NoteDocuments>;
+    let mut removes: Vec<String> = Vec::new();
+    let rebuild = rebuild_reason.is_some();
+    let mut kept_chunks: u64 = 0;
+    match (&active, rebuild) {
+        (Some(g), false) => {
+            let indexed = indexed_hashes(g)?;
+            let current: BTreeSet<&str> = valid.iter().map(|r| r.path.as_str()).collect();
+            let mut changed: Vec<&NoteRecord> = Vec::new();
+            for record in &valid {
+                match indexed.get(record.path.as_str()) {
+                    Some(h) if *h == schema::hex(&record.content_hash) => tally.unchanged += 1,
+                    Some(_) => {
+                        tally.updated += 1;
+                        changed.push(record);
+                    }
+                    None => {
+                        tally.added += 1;
+                        changed.push(record);
+                    }
+                }
+            }
+            upserts = read_documents(root, policy, &fields, &changed, progress)?;
+            for path in indexed.keys().filter(|p| !current.contains(String::as_str(p))) {
+                tally.removed += 1;
+                removes.push(path.clone());
+            }
+            if upserts.is_empty()
+                && removes.is_empty()
+                && g.manifest.source_snapshot_hash == snapshot
+                && g.manifest.exclusions == exclusions
+            {
+                let kept = GenerationInfo {
+                    generation_id: g.id().to_string(),
+                    parent: g.manifest.parent.clone(),
+                    source_snapshot_hash: snapshot,
+                    counts,
+                    segment_count: g.manifest.segments.len(),
+                    gc_removed_generations: 0,
+                    gc_removed_files: 0,
+                    dense: g.manifest.dense.is_some(),
+                };
+                return Ok(SyncReport::of(kept, false, None, tally, exclusions, dense_report(g.manifest.dense.as_ref(), 0)));
+            }
+            if let Some(d) = &active_dense {
+                kept_chunks = d.chunks.saturating_sub(replaced_chunk_rows(g, &upserts, &removes)?.len() as u64);
+            }
+        }
+        _ => {
+            tally.added = valid.len();
+            upserts = read_documents(root, policy, &fields, &valid, progress)?;
+        }
+    }
+    progress("reading", valid.len(), valid.len());
+    lap("documents built");
+    let mut embedded = 0;
+    let mut building = None;
+    let dense = match &handle {
+        None => None,
+        Some(handle) => {
+            let dim = handle.id().dimension;
+            let mut writer = match (&active_dense, rebuild) {
+                (Some(d), false) => ArenaWriter::open(root, &d.arena, dim, d.rows, true, None)?,
+                _ => {
+                    // A full build: resume an interrupted one (its rows are reused by key)
+                    // unless a rebuild was forced, else start a new arena.
+                    let resumed = match arena::building_arena(root).filter(|_| !options.force_rebuild) {
+                        Some(arena) => ArenaWriter::open(root, &arena, dim, 0, true, None).ok(),
+                        None => None,
+                    };
+                    let writer = match resumed {
+                        Some(w) => w,
+                        None => ArenaWriter::create(root, dim, None)?,
+                    };
+                    arena::set_building_arena(root, Some(writer.arena()))?;
+                    building = Some(writer.arena().to_string());
+                    writer
+                }
+            };
+            let (manifest, embedded_now) = attach_vectors(&mut writer, handle, max_tokens, &fields, &mut upserts, kept_chunks, progress)?;
+            embedded = embedded_now;
+            Some(manifest)
+        }
+    };
+    lap("dense");
+    progress("publishing", 0, 1);
+    let dense_manifest = dense.clone();
+    let info = publish::publish(
+        root,
+        PublishInput {
+            parent: active,
+            changes: Changes { upserts: into_upserts(upserts), removes, rebuild },
+            source_snapshot_hash: snapshot,
+            counts,
+            exclusions: exclusions.clone(),
+            max_segments: policy.policy.search.max_segments,
+            generations_kept: policy.policy.search.generations_kept,
+            dense,
+            deferred_sync: None,
+            covers_seq: options.covers_seq,
+        },
+    )?;
+    if building.is_some() {
+        arena::set_building_arena(root, None)?;
+    }
+    progress("publishing", 1, 1);
+    Ok(SyncReport::of(info, true, rebuild_reason, tally, exclusions, dense_report(dense_manifest.as_ref(), embedded)))
+}
+
+fn dense_report(d: Option<&DenseManifest>, embedded: usize) -> Option<serde_json::Value> {
+    d.map(|d| {
+        serde_json::json!({
+            "model": d.model.to_string(),
+            "repo": d.model.repo,
+            "revision": d.model.revision,
+            "dimension": d.model.dimension,
+            "max_tokens": d.max_tokens,
+            "chunks": d.chunks,
+            "arena_rows": d.rows,
+            "embedded_now": embedded,
+        })
+    })
+}
+
+/// Publishes a new generation applying only `changed` and `removed` (the write transaction's
+/// O(change) path). `inventory` must already reflect the change. Fails closed on invalid notes.
+/// When the active generation has a dense index, the changed notes' chunks are embedded here
+/// (unchanged chunks reuse their rows), so dense search stays current after every write.
+pub fn publish_changes(
+    root: &Path,
+    policy: &LoadedPolicy,
+    inventory: &Inventory,
+    changed: &[VaultPath],
+    removed: &[VaultPath],
+    deferred_sync: Option<Arc<Mutex<Vec<PathBuf>>>>,
+    covers_seq: Option<u64>,
+) -> Result<GenerationInfo> {
+    // The write path records exclusions instead of refusing: one invalid note elsewhere must
+    // never lock out writes. They are named in the manifest (and the lint gate has already
+    // refused any invalid note this write touches).
+    let clock = std::time::Instant::now();
+    let lap = |what: &str| tracing::debug!(phase = what, elapsed_ms = clock.elapsed().as_secs_f64() * 1e3, "publish_changes");
+    let exclusions: Vec<Exclusion> = inventory.counts.invalid.iter().filter_map(|p| inventory.records.get(p)).map(exclusion_of).collect();
+    let active_id =
+        generation::read_active(root)?.ok_or_else(|| Error::NoActiveGeneration { reason: "run sync before publishing changes".into() })?;
+    let active = generation::open_generation(root, &active_id)?;
+    lap("exclusions + open active");
+    if active.manifest.index_schema_version != schema::INDEX_SCHEMA_VERSION || active.manifest.chunker != schema::CHUNKER {
+        // An index from an older engine: this write rebuilds it once (keeping a dense index).
+        let options = SyncOptions { fts_only: active.manifest.dense.is_none(), allow_partial: true, covers_seq, ..Default::default() };
+        drop(active);
+        let report = sync(root, policy, inventory, options)?;
+        return Ok(GenerationInfo {
+            generation_id: report.generation_id,
+            parent: Some(active_id),
+            source_snapshot_hash: report.source_snapshot_hash,
+            counts: report.counts,
+            segment_count: report.segment_count,
+            gc_removed_generations: report.gc_removed_generations,
+            gc_removed_files: report.gc_removed_files,
+            dense: report.dense.is_some(),
+        });
+    }
+    let fields = schema::Fields::of(&schema::build_schema()).map_err(search_err)?;
+    let mut upserts = Vec::new();
+    let mut removes = Vec::new();
+    let mut cursor = FolderCursor::new(root);
+    for path in changed {
+        match inventory.records.get(path) {
+            Some(record) if record.is_note() && record.valid => upserts.push(docs_of(&mut cursor, policy, &fields, record)?),
+            _ => removes.push(path.as_str().to_string()),
+        }
+    }
+    removes.extend(removed.iter().map(|p| p.as_str().to_string()));
+    lap("documents");
+    let dense = match &active.manifest.dense {
+        None => None,
+        Some(d) => {
+            let max_tokens = policy.policy.embedding.max_tokens;
+            let handle = crate::embed::vault_handle(&policy.policy, root);
+            if let Some(mismatch) = model_mismatch(d, &handle, max_tokens) {
+                return Err(Error::DenseIndexUnavailable {
+                    reason: format!("{mismatch}; run sync_vault with fts_only=false and force_rebuild=true before writing"),
+                });
+            }
+            let mut writer = ArenaWriter::open(root, &d.arena, d.model.dimension, d.rows, false, deferred_sync.clone())?;
+            let replaced = replaced_chunk_rows(&active, &upserts, &removes)?;
+            let dropped = replaced.len() as u64;
+            for row in replaced.into_iter().flatten() {
+                // Unchanged sections of an edited note keep their vectors.
+                let key = writer.key_at(row)?;
+                writer.remember(key, row);
+            }
+            let kept_chunks = d.chunks.saturating_sub(dropped);
+            Some(attach_vectors(&mut writer, &handle, max_tokens, &fields, &mut upserts, kept_chunks, &|_, _, _| {})?.0)
+        }
+    };
+    let indexed = inventory.counts.valid;
+    let counts = Counts { scanned: indexed + exclusions.len(), indexed, excluded: exclusions.len() };
+    let source_snapshot_hash = inventory.snapshot.hash();
+    debug_assert_eq!(indexed, inventory.snapshot.len());
+    lap("dense + snapshot");
+    publish::publish(
+        root,
+        PublishInput {
+            parent: Some(active),
+            changes: Changes { upserts: into_upserts(upserts), removes, rebuild: false },
+            source_snapshot_hash,
+            counts,
+            exclusions,
+            max_segments: policy.policy.search.max_segments,
+            generations_kept: policy.policy.search.generations_kept,
+            dense,
+            deferred_sync,
+            covers_seq,
+        },
+    )
+}

@@ -1,0 +1,563 @@
+//! The reading side of search: it answers from published generations only — on-disk ones,
+//! verified when opened, and tail ones derived from durable intent records — and writes no
+//! segment, manifest, `ACTIVE` or arena file (a tail generation's segment lives in memory). It
+//! never names the building side (`search::build`): `tidy::search_reading_never_names_the_building_side`
+//! fails on such a path.
+//!
+//! `search` (modes, the envelope), `related` (`memory_context`, `suggest_related`), `generation`
+//! (the manifest format, verifying and opening generations, the reader registries), `tail`
+//! (generation `<active>+<seq>` built in memory), `dense` (the vector arena as read, the scan),
+//! `query`, `modes`, `temporal`, and the stored-document helpers below, which the building side
+//! also uses to read the generation it builds on.
+
+pub(crate) mod dense;
+pub(crate) mod envelope;
+pub(crate) mod generation;
+mod modes;
+pub mod query;
+pub(crate) mod related;
+pub(crate) mod tail;
+pub(crate) mod temporal;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
+
+use tantivy::collector::{DocSetCollector, TopDocs};
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::schema::{IndexRecordOption, Value};
+use tantivy::{Searcher, TantivyDocument, Term};
+
+use dense::model_mismatch;
+use envelope::{
+    ENVELOPE_SCHEMA, Envelope, HANDLING_INSTRUCTION, MAX_RESULTS_LIMIT, Provenance, ResultMetadata, ResultSource, SearchRequest,
+    SearchResult, TemporalView,
+};
+use generation::OpenGeneration;
+use temporal::{TemporalStatus, TemporalTable};
+
+use crate::error::{Error, Result};
+use crate::policy::{LoadedPolicy, SearchMode};
+use crate::search::schema::{self, NoteEntry, TemporalFields};
+use crate::store::beneath::FolderCursor;
+use crate::store::layout;
+
+const SNIPPET_CHARS: usize = 120;
+
+pub(crate) fn stored_text(doc: &TantivyDocument, field: tantivy::schema::Field) -> String {
+    doc.get_first(field).and_then(|v| v.as_str()).unwrap_or_default().to_string()
+}
+
+pub(crate) fn kind_query(g: &OpenGeneration, kind: &str) -> TermQuery {
+    TermQuery::new(Term::from_field_text(g.fields.doc_kind, kind), IndexRecordOption::Basic)
+}
+
+/// Documents of `kind` whose untokenised `field` holds exactly `text`.
+pub(crate) fn kind_and_term(g: &OpenGeneration, kind: &str, field: tantivy::schema::Field, text: &str) -> BooleanQuery {
+    BooleanQuery::new(vec![
+        (Occur::Must, Box::new(kind_query(g, kind)) as Box<dyn Query>),
+        (Occur::Must, Box::new(TermQuery::new(Term::from_field_text(field, text), IndexRecordOption::Basic))),
+    ])
+}
+
+/// The note document a generation stored for `path`.
+fn note_doc(g: &OpenGeneration, searcher: &Searcher, path: &str) -> Result<Option<TantivyDocument>> {
+    let q = kind_and_term(g, schema::KIND_NOTE, g.fields.path, path);
+    let top = searcher.search(&q, &TopDocs::with_limit(1).order_by_score()).map_err(search_err)?;
+    match top.first() {
+        Some((_, addr)) => Ok(Some(searcher.doc(*addr).map_err(search_err)?)),
+        None => Ok(None),
+    }
+}
+
+pub(crate) fn search_err(e: tantivy::TantivyError) -> Error {
+    Error::SearchIndex { action: "searching", reason: e.to_string() }
+}
+
+/// The note entry a generation stored for `path` (read once per generation and process: a
+/// generation never changes).
+pub(super) fn note_entry(g: &OpenGeneration, searcher: &Searcher, path: &str) -> Result<Option<Arc<NoteEntry>>> {
+    if let Some(known) = generation::lock(&g.note_entries).get(path) {
+        return Ok(known.clone());
+    }
+    let entry = note_doc(g, searcher, path)?
+        .and_then(|doc| serde_json::from_str::<NoteEntry>(&stored_text(&doc, g.fields.note_json)).ok())
+        .map(Arc::new);
+    let mut memo = generation::lock(&g.note_entries);
+    if memo.len() >= NOTE_ENTRY_MEMO_MAX {
+        memo.clear();
+    }
+    memo.insert(path.to_string(), entry.clone());
+    Ok(entry)
+}
+
+/// Bound on the per-generation note-entry memo (entries are ~1 KB).
+const NOTE_ENTRY_MEMO_MAX: usize = 4096;
+
+fn normalise_target(target: &str) -> String {
+    let t = target.trim().trim_start_matches("[[").trim_end_matches("]]");
+    let t = t.split('|').next().unwrap_or(t).split('#').next().unwrap_or(t).trim();
+    t.trim_start_matches('/').to_string()
+}
+
+fn load_temporal(g: &OpenGeneration) -> TemporalTable {
+    let mut table = TemporalTable::default();
+    let searcher = g.reader.searcher();
+    let q = TermQuery::new(Term::from_field_text(g.fields.has_memory, "1"), IndexRecordOption::Basic);
+    let Ok(docs) = searcher.search(&q, &DocSetCollector) else { return table };
+    let mut pending = Vec::new();
+    for addr in docs {
+        let Ok(doc) = searcher.doc::<TantivyDocument>(addr) else { continue };
+        let Ok(entry) = serde_json::from_str::<NoteEntry>(&stored_text(&doc, g.fields.note_json)) else { continue };
+        let memory: TemporalFields = entry.memory.clone().unwrap_or_default();
+        for target in &memory.supersedes {
+            pending.push((entry.path.clone(), normalise_target(target)));
+        }
+        table.notes.insert(entry.path, memory);
+    }
+    for (from, target) in pending {
+        let exact = [target.clone(), format!("{target}.md")];
+        let mut found: Vec<String> = Vec::new();
+        for candidate in &exact {
+            if let Ok(Some(_)) = note_entry(g, &searcher, candidate) {
+                found = vec![candidate.clone()];
+                break;
+            }
+        }
+        if found.is_empty() {
+            let q =
+                TermQuery::new(Term::from_field_text(g.fields.link_key, &crate::inventory::link_key(&target)), IndexRecordOption::Basic);
+            if let Ok(docs) = searcher.search(&q, &DocSetCollector) {
+                for addr in docs {
+                    if let Ok(doc) = searcher.doc::<TantivyDocument>(addr) {
+                        found.push(stored_text(&doc, g.fields.path));
+                    }
+                }
+            }
+        }
+        if found.len() == 1 {
+            table.edges.push((from, found.remove(0)));
+        }
+    }
+    table
+}
+
+fn index_age_seconds(g: &OpenGeneration) -> i64 {
+    chrono::DateTime::parse_from_rfc3339(&g.manifest.created_at)
+        .map_or(0, |t| (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).num_seconds().max(0))
+}
+
+/// A note hit: best chunk and how many chunks matched.
+struct NoteHit {
+    pub(crate) path: String,
+    pub(crate) score: f32,
+    pub(crate) body: String,
+    pub(crate) matches: usize,
+}
+
+fn in_domain(path: &str, domain: &Option<String>) -> bool {
+    match domain {
+        None => true,
+        Some(d) => {
+            let d = d.trim().trim_matches('/');
+            d.is_empty() || path == d || path.starts_with(&format!("{d}/"))
+        }
+    }
+}
+
+/// Ranked note hits for an analysed query, filtered, at most `n`.
+fn ranked_notes(
+    g: &OpenGeneration,
+    search_policy: &crate::policy::SearchPolicy,
+    analysed: &query::Analysed,
+    n: usize,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<Vec<NoteHit>> {
+    let Some(q) = query::build(&g.fields, &search_policy.boosts, analysed) else { return Ok(Vec::new()) };
+    let searcher = g.reader.searcher();
+    let stats = query::Bm25Statistics::new(&searcher, &g.fields, search_policy.bm25_k1).map_err(search_err)?;
+    let total = searcher.num_docs() as usize;
+    // Chunks aggregate to notes by the `note_key` fast field (nanoseconds per hit); stored
+    // documents are read only for the notes that are returned (or filtered out on the way).
+    let mut columns: Vec<Option<tantivy::columnar::Column<u64>>> = Vec::new();
+    for reader in searcher.segment_readers() {
+        columns.push(reader.fast_fields().u64("note_key").ok());
+    }
+    // A short first list keeps the block-max WAND threshold high; notes with many matching
+    // chunks (or filtered out) grow it 4x per round.
+    let mut limit = (n * 2).max(20);
+    loop {
+        let top = searcher.search_with_statistics_provider(&q, &TopDocs::with_limit(limit).order_by_score(), &stats).map_err(search_err)?;
+        // (score, best chunk, matching chunks) per note, best first.
+        let mut order: Vec<(f32, tantivy::DocAddress, usize)> = Vec::new();
+        let mut at: HashMap<u64, usize> = HashMap::new();
+        for (score, addr) in &top {
+            let key = columns.get(addr.segment_ord as usize).and_then(Option::as_ref).and_then(|c| c.first(addr.doc_id));
+            let slot = match key {
+                Some(key) => at.get(&key).copied().or_else(|| {
+                    at.insert(key, order.len());
+                    None
+                }),
+                None => None,
+            };
+            match slot {
+                Some(i) => order[i].2 += 1,
+                None => order.push((*score, *addr, 1)),
+            }
+        }
+        let exhausted = top.len() < limit || limit >= total;
+        let mut kept: Vec<NoteHit> = Vec::new();
+        for (score, addr, matches) in order {
+            let doc: TantivyDocument = searcher.doc(addr).map_err(search_err)?;
+            let path = stored_text(&doc, g.fields.path);
+            if keep(&path) {
+                kept.push(NoteHit { path, score, body: stored_text(&doc, g.fields.body), matches });
+                if kept.len() == n {
+                    return Ok(kept);
+                }
+            }
+        }
+        if exhausted {
+            return Ok(kept);
+        }
+        limit = (limit * 4).min(total.max(1));
+    }
+}
+
+/// Collapses whitespace in a char window of `text` centred on byte offset `at`.
+fn window(text: &str, at: usize, width: usize) -> (String, bool, bool) {
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let centre = chars.iter().position(|(b, _)| *b >= at).unwrap_or(0);
+    let start = centre.saturating_sub(width / 3);
+    let end = (start + width).min(chars.len());
+    let start = end.saturating_sub(width).min(start);
+    let slice: String = chars[start..end].iter().map(|(_, c)| if c.is_whitespace() { ' ' } else { *c }).collect();
+    let mut collapsed = String::with_capacity(slice.len());
+    for part in slice.split(' ').filter(|p| !p.is_empty()) {
+        if !collapsed.is_empty() {
+            collapsed.push(' ');
+        }
+        collapsed.push_str(part);
+    }
+    (collapsed, start > 0, end < chars.len())
+}
+
+/// (snippet, matched_text) from a chunk body, centred on the first query term found.
+fn snippets(body: &str, analysed: &query::Analysed) -> (String, String) {
+    let wanted = analysed.all_tokens();
+    let mut locator = schema::locator();
+    let at = schema::first_token(&mut locator, body, |t| wanted.contains(t)).map_or(0, |r| r.start);
+    let (matched, _, _) = window(body, at, SNIPPET_CHARS);
+    let (inner, cut_start, cut_end) = window(body, at, SNIPPET_CHARS - 2);
+    let snippet = format!("{}{}{}", if cut_start { "…" } else { "" }, inner, if cut_end { "…" } else { "" });
+    (snippet, matched)
+}
+
+/// First 16 hex of sha256(path \0 content_sha256).
+pub(super) fn result_id(path: &str, content_sha256: &str) -> String {
+    let mut bytes = Vec::with_capacity(path.len() + content_sha256.len() + 1);
+    bytes.extend_from_slice(path.as_bytes());
+    bytes.push(0);
+    bytes.extend_from_slice(content_sha256.as_bytes());
+    schema::sha256_hex(&bytes)[..16].to_string()
+}
+
+/// The sha256 of the note as it is on disk now (`None`: unreadable). Hashes are remembered per
+/// (root, path) with the file's size, mtime, ctime and inode; a remembered hash is used only
+/// while all four match and the mtime is more than two seconds older than when it was hashed
+/// (so an edit within the timestamp granularity of the hashing instant is never missed —
+/// git's racy-clean rule).
+///
+/// The note is opened through folder handles (never by path, so a folder swapped for a link is
+/// never read through) and its stat identity taken from the open file.
+fn on_disk_sha256(cursor: &mut FolderCursor<'_>, root: &Path, path: &str) -> Option<String> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    type Stamp = (u64, i64, i64, i64, i64, u64);
+    static SEEN: LazyLock<Mutex<HashMap<PathBuf, (Stamp, String)>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+    let mut opened = cursor.open_read(path).ok()?;
+    let file = layout::join(root, path);
+    let meta = opened.metadata().ok()?;
+    let stamp: Stamp = (meta.len(), meta.mtime(), meta.mtime_nsec(), meta.ctime(), meta.ctime_nsec(), meta.ino());
+    if let Some((known, hash)) = generation::lock(&SEEN).get(&file)
+        && *known == stamp
+    {
+        return Some(hash.clone());
+    }
+    let mut bytes = Vec::new();
+    opened.read_to_end(&mut bytes).ok()?;
+    let hash = schema::sha256_hex(&bytes);
+    let settled = chrono::Utc::now().timestamp() - stamp.1 > 2;
+    let mut seen = generation::lock(&SEEN);
+    if seen.len() >= 65_536 {
+        seen.clear();
+    }
+    if settled {
+        seen.insert(file, (stamp, hash.clone()));
+    } else {
+        seen.remove(&file);
+    }
+    Some(hash)
+}
+
+/// Characters of the cut text quoted in `query_truncated` (the rest is counted, not quoted).
+const CUT_QUOTE_CHARS: usize = 80;
+
+/// `text` cut to at most `max_chars` characters at the last whitespace within the bound (or at
+/// the bound inside one over-long word), and, when anything was cut, the `query_truncated`
+/// reason naming how much and how it began.
+pub(super) fn cut_query(text: &str, max_chars: usize) -> (&str, Option<String>) {
+    let Some((bound, _)) = text.char_indices().nth(max_chars) else { return (text, None) };
+    let head = &text[..bound];
+    let end = match head.rfind(char::is_whitespace) {
+        Some(space) if space > 0 => space,
+        _ => bound,
+    };
+    let (kept, rest) = (text[..end].trim_end(), text[end..].trim_start());
+    let quoted: String = rest.chars().take(CUT_QUOTE_CHARS).collect();
+    let ellipsis = if rest.chars().count() > CUT_QUOTE_CHARS { "…" } else { "" };
+    let reason = format!(
+        "query_truncated: the query has {} characters and search.query_chars_max is {max_chars}; the first {} were searched, the last {} were not (they begin \"{quoted}{ellipsis}\")",
+        text.chars().count(),
+        kept.chars().count(),
+        rest.chars().count()
+    );
+    (kept, Some(reason))
+}
+
+/// Full-text search over the published generation, answered as a retrieval envelope.
+pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Result<Envelope> {
+    let text = request.query.trim();
+    if text.is_empty() {
+        return Err(Error::SearchQueryInvalid { reason: "the query is empty".into() });
+    }
+    // A long query (a user's paragraph) is analysed up to the policy's bound, cut at the last
+    // word boundary within it, and the envelope says what was left out instead of refusing it.
+    let (text, truncated) = cut_query(text, policy.policy.search.query_chars_max);
+    let cap = MAX_RESULTS_LIMIT.min(policy.policy.search.max_results_cap);
+    if !(1..=cap).contains(&request.max_results) {
+        return Err(Error::InvalidArgument { name: "max_results", reason: format!("must be in 1..={cap}") });
+    }
+    if let Some(d) = &request.domain
+        && (d.split('/').any(|p| p == "..")
+            || d.contains('\\')
+            || d.contains('\0')
+            || d.trim_start().starts_with('/')
+            || d.as_bytes().get(1) == Some(&b':'))
+    {
+        return Err(Error::InvalidArgument { name: "domain", reason: "must be a vault-relative folder prefix".into() });
+    }
+    let acquired = generation::acquire(root, policy)?;
+    let mut fallback_reason = acquired.fallback_reason.clone();
+    if let Some(cut) = truncated {
+        fallback_reason = Some(match fallback_reason {
+            Some(r) => format!("{cut}; {r}"),
+            None => cut,
+        });
+    }
+    let g = acquired.generation;
+    let as_of = request.as_of.unwrap_or_else(|| chrono::Utc::now().date_naive());
+    let table = g.temporal.get_or_init(|| load_temporal(&g));
+    let statuses = table.statuses(as_of);
+    let status_of = |p: &str| statuses.get(p).copied().unwrap_or(TemporalStatus::Current);
+    let view = request.temporal_view;
+    let keep = |p: &str| {
+        in_domain(p, &request.domain)
+            && match view {
+                TemporalView::Current => status_of(p) == TemporalStatus::Current,
+                TemporalView::Historical => status_of(p) == TemporalStatus::Historical,
+                TemporalView::All => true,
+            }
+    };
+    let analysed = query::analyse(text);
+    let search_policy = &policy.policy.search;
+    let dense_ready = || -> Result<(Arc<dense::DenseView>, Vec<f32>)> {
+        let view = g.dense()?.ok_or_else(|| Error::DenseIndexUnavailable {
+            reason: "the active generation has no dense index; run sync_vault with fts_only=false".into(),
+        })?;
+        let handle = crate::embed::vault_handle(&policy.policy, root);
+        if let Some(mismatch) = model_mismatch(&view.manifest, &handle, policy.policy.embedding.max_tokens) {
+            return Err(Error::DenseIndexUnavailable {
+                reason: format!("{mismatch}; run sync_vault with fts_only=false and force_rebuild=true"),
+            });
+        }
+        let vector = modes::query_vector(&handle, text)?;
+        Ok((view, vector))
+    };
+    // `auto` with a domain tries the domain's search_priority in order: the first mode that can
+    // run here runs as if asked for, and the skipped ones are named.
+    let mut requested = request.search_mode;
+    if requested == SearchMode::Auto && !request.auto_priority.is_empty() {
+        let mut skipped = Vec::new();
+        requested = SearchMode::Fts;
+        for &mode in &request.auto_priority {
+            let runnable = match mode {
+                SearchMode::Auto | SearchMode::Fts => Ok(()),
+                SearchMode::Reranked => crate::embed::cross_encoder::vault_handle(&policy.policy, root)
+                    .model()
+                    .map(|_| ())
+                    .map_err(|e| format!("{}: {e}", e.code())),
+                SearchMode::Vector | SearchMode::Hybrid | SearchMode::GraphAssisted if g.dense()?.is_none() => Ok(()),
+                _ => dense_ready().map(|_| ()).map_err(|e| format!("{}: {e}", e.code())),
+            };
+            match runnable {
+                Ok(()) => {
+                    requested = if mode == SearchMode::Auto { SearchMode::Fts } else { mode };
+                    break;
+                }
+                Err(reason) => skipped.push(format!("{} ({reason})", mode.name())),
+            }
+        }
+        if !skipped.is_empty() {
+            let reason = format!("domain search_priority: skipped {}; ran {}", skipped.join(", "), requested.name());
+            fallback_reason = Some(match fallback_reason {
+                Some(r) => format!("{reason}; {r}"),
+                None => reason,
+            });
+        }
+    }
+    let (mode, dense) = match requested {
+        SearchMode::Fts => (SearchMode::Fts, None),
+        SearchMode::Auto => match dense_ready() {
+            Ok(ready) => (SearchMode::parse(&search_policy.auto_dense_mode)?, Some(ready)),
+            Err(e) => {
+                let reason = format!("{}: {e}", e.code());
+                fallback_reason = Some(match fallback_reason {
+                    Some(r) => format!("{reason}; {r}"),
+                    None => reason,
+                });
+                (SearchMode::Fts, None)
+            }
+        },
+        // P.O.W.E.R. serves these three lexically (reference §6.3): without dense vectors they
+        // answer from BM25 alone and say so; with them they keep their dense meaning.
+        lexical @ (SearchMode::Vector | SearchMode::Hybrid | SearchMode::GraphAssisted | SearchMode::Reranked) if g.dense()?.is_none() => {
+            let ran = match lexical {
+                SearchMode::GraphAssisted => "graph_assisted expanded BM25 anchors along stored links (no dense list to fuse)",
+                SearchMode::Reranked => "the cross-encoder reranked the BM25 candidates (no dense list to fuse)",
+                _ => "answered with BM25 full-text ranking (actual_mode fts)",
+            };
+            let reason = format!("dense_index_unavailable: the active generation has no dense vectors; {ran}");
+            fallback_reason = Some(match fallback_reason {
+                Some(r) => format!("{reason}; {r}"),
+                None => reason,
+            });
+            (lexical, None)
+        }
+        other => (other, Some(dense_ready()?)),
+    };
+    let n = request.max_results;
+    let depth = search_policy.fusion_depth.max(n);
+    let rrf_k = search_policy.rrf_k as f32;
+    let boosts = &search_policy.boosts;
+    // Reranked fails closed before any work when its model cannot be loaded.
+    let reranker =
+        if mode == SearchMode::Reranked { Some(crate::embed::cross_encoder::vault_handle(&policy.policy, root).model()?) } else { None };
+    let (hits, label) = match (mode, &dense) {
+        (SearchMode::Semantic | SearchMode::Vector, Some((view, q))) => (modes::dense_notes(&g, view, q, n, &keep)?, "semantic"),
+        (SearchMode::Reranked, _) => {
+            let policy_r = &policy.policy.reranker;
+            let pool = policy_r.candidates.max(n);
+            let candidates = match &dense {
+                Some((view, q)) => {
+                    let mut lists = Vec::with_capacity(2);
+                    if let Some(fts_query) = query::build(&g.fields, boosts, &analysed) {
+                        lists.push(modes::fts_candidates(&g, fts_query.as_ref(), depth.max(pool), search_policy.bm25_k1)?);
+                    }
+                    lists.push(modes::dense_candidates(view, q, depth.max(pool)));
+                    modes::materialize(&g, &modes::fuse_candidates(lists, rrf_k), pool, &keep)?
+                }
+                None => ranked_notes(&g, search_policy, &analysed, pool, &keep)?,
+            };
+            let model = reranker.as_ref().ok_or_else(|| Error::RerankerUnavailable { reason: "the reranker was not loaded".into() })?;
+            let deadline = std::time::Instant::now() + std::time::Duration::from_millis(policy_r.time_budget_ms);
+            match modes::rerank(model, text, candidates, deadline)? {
+                Ok(reranked) => (reranked.into_iter().take(n).collect(), "reranked"),
+                Err(fused) => {
+                    let reason = format!(
+                        "reranker_time_budget: reranking {} candidates did not finish within reranker.time_budget_ms {} ms; returned the fused order",
+                        fused.len(),
+                        policy_r.time_budget_ms
+                    );
+                    fallback_reason = Some(match fallback_reason {
+                        Some(r) => format!("{reason}; {r}"),
+                        None => reason,
+                    });
+                    (fused.into_iter().take(n).collect(), "reranked")
+                }
+            }
+        }
+        (SearchMode::Hybrid | SearchMode::GraphAssisted, Some((view, q))) => {
+            // Both lists are `fusion_depth` notes deep and fused by note key; stored documents
+            // are read only for the notes returned.
+            let mut lists = Vec::with_capacity(2);
+            if let Some(fts_query) = query::build(&g.fields, boosts, &analysed) {
+                lists.push(modes::fts_candidates(&g, fts_query.as_ref(), depth, search_policy.bm25_k1)?);
+            }
+            lists.push(modes::dense_candidates(view, q, depth));
+            let fused = modes::fuse_candidates(lists, rrf_k);
+            let anchors = modes::materialize(&g, &fused, n, &keep)?;
+            if mode == SearchMode::Hybrid {
+                (anchors, "hybrid")
+            } else {
+                let decay = search_policy.graph_decay as f32;
+                (modes::graph_expand(&g, anchors, search_policy.graph_hops, decay, n, &keep)?, "graph_assisted")
+            }
+        }
+        (SearchMode::GraphAssisted, None) => {
+            let anchors = ranked_notes(&g, search_policy, &analysed, n, &keep)?;
+            let decay = search_policy.graph_decay as f32;
+            (modes::graph_expand(&g, anchors, search_policy.graph_hops, decay, n, &keep)?, "graph_assisted")
+        }
+        _ => (ranked_notes(&g, search_policy, &analysed, n, &keep)?, "fts"),
+    };
+    let age = index_age_seconds(&g);
+    let searcher = g.reader.searcher();
+    let mut results = Vec::new();
+    let mut cursor = FolderCursor::new(root);
+    for hit in hits {
+        let entry = note_entry(&g, &searcher, &hit.path)?.unwrap_or_default();
+        let stale = on_disk_sha256(&mut cursor, root, &hit.path).as_deref() != Some(entry.content_sha256.as_str());
+        let (snippet, matched_text) = snippets(&hit.body, &analysed);
+        results.push(SearchResult {
+            result_id: result_id(&hit.path, &entry.content_sha256),
+            trust: "untrusted",
+            source: ResultSource { path: hit.path.clone(), content_sha256: entry.content_sha256.clone(), stale },
+            metadata: ResultMetadata {
+                title: entry.title.clone(),
+                description: entry.description.clone(),
+                note_type: entry.note_type.clone(),
+                tags: entry.tags.clone(),
+                retrieval_contract: label,
+                actual_mode: label,
+                fallback_reason: fallback_reason.clone(),
+                index_age_seconds: age,
+                temporal_status: status_of(&hit.path),
+            },
+            score: f64::from(hit.score),
+            match_count: hit.matches,
+            snippet,
+            matched_text,
+        });
+    }
+    Ok(Envelope {
+        schema_version: ENVELOPE_SCHEMA,
+        trust: "untrusted",
+        data_only: true,
+        handling_instruction: HANDLING_INSTRUCTION,
+        query: text.to_string(),
+        mode: request.search_mode,
+        actual_mode: label,
+        fallback_reason,
+        index_age_seconds: age,
+        temporal_view: view,
+        as_of: as_of.to_string(),
+        index_provenance: Provenance {
+            kind: "immutable_generation",
+            generation_id: g.id().to_string(),
+            source_snapshot_hash: g.manifest.source_snapshot_hash.clone(),
+        },
+        result_count: results.len(),
+        results,
+    })
+}
