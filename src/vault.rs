@@ -60,6 +60,10 @@ fn now_rfc3339() -> String {
 pub struct VaultOptions {
     /// "Today" for freshness checks; defaults to the current UTC date.
     pub today: Option<NaiveDate>,
+    /// The instant the engine stamps the notes it renders with (`ingest_note`,
+    /// `synthesize_session`'s `timestamp`); defaults to the current UTC time. Tests and
+    /// reproducible runs set it (the CLI reads `PARAVAULT_NOW`).
+    pub now: Option<chrono::DateTime<chrono::Utc>>,
 }
 
 /// An open vault.
@@ -338,6 +342,11 @@ impl Vault {
     /// Today's date in UTC (or the configured override).
     pub fn today(&self) -> NaiveDate {
         self.options.today.unwrap_or_else(|| chrono::Utc::now().date_naive())
+    }
+
+    /// The instant the engine stamps a note it renders with: now in UTC (or the configured one).
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.options.now.unwrap_or_else(chrono::Utc::now)
     }
 
     /// The inventory for a whole-vault reader: every record checked against the disk.

@@ -109,7 +109,7 @@ impl Operation {
             Operation::GoalsDelete => "delete",
             Operation::LinkRot => "rot_audit",
             Operation::InfraReplicate => "infra_action",
-            Operation::MemoryChange => "a ctxvault memory tool (applied by proposal id)",
+            Operation::MemoryChange => crate::error::MEMORY_CHANGE_TOOL,
         }
     }
 
