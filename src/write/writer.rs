@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::note::path::VaultPath;
 use crate::store::journal::{Intent, Journal, Record};
 use crate::store::{durable, layout};
-use crate::vault::Vault;
+use crate::vault::{HeldLock, InitReport, Vault, VaultOptions, WritePath};
 
 use super::receipts::ReceiptLog;
 
@@ -130,34 +130,54 @@ impl Writer {
         }
         Ok(guard)
     }
+}
 
-    /// The cross-process writer lock on a handle of its own, if no other process (and no other
-    /// handle of this one) holds it; released when the file is dropped. Never waits.
-    pub fn try_lock_file(&self, vault: &Vault) -> Result<Option<std::fs::File>> {
-        let lock_path = layout::join(vault.root(), layout::WRITER_LOCK);
-        let file = match crate::store::nofollow::open_lock_file(&lock_path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                drop(self.lock(vault)?);
-                return self.try_lock_file(vault);
-            }
-            Err(e) => return Err(Error::io("opening", layout::WRITER_LOCK, e)),
-        };
-        match file.try_lock() {
-            Ok(()) => Ok(Some(file)),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => Err(Error::io("locking", layout::WRITER_LOCK, e)),
-        }
+/// The vault's view of its writer (src/vault/writer_lock.rs): the vault holds it opaquely.
+impl WritePath for Writer {
+    fn hold<'v>(&'v self, vault: &'v Vault) -> Result<Box<dyn HeldLock + 'v>> {
+        Ok(Box::new(self.lock(vault)?))
     }
 
-    /// Whether this process holds writes whose checkpoint is deferred.
-    pub fn has_deferred_writes(&self) -> bool {
+    fn checkpoint_pending(&self, vault: &Vault) -> Result<()> {
+        self.lock(vault)?.checkpoint_deferred(vault)
+    }
+
+    fn has_deferred_writes(&self) -> bool {
         self.state.lock().map(|state| state.as_ref().is_some_and(|s| !s.unsynced.is_empty())).unwrap_or(false)
     }
 
-    /// Whether a write this process committed waits to be finished.
-    pub fn has_unfinished_writes(&self) -> bool {
+    fn has_unfinished_writes(&self) -> bool {
         self.state.lock().map(|state| state.as_ref().is_some_and(|s| s.needs_recovery)).unwrap_or(false)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl Vault {
+    /// Opens an existing vault directory with its writer and loads its policy (an invalid
+    /// policy is refused); a committed write that waits in the journal is finished first
+    /// (crash recovery at open, under the writer lock).
+    pub fn open(root: &std::path::Path, options: VaultOptions) -> Result<Self> {
+        Vault::open_with(root, options, Box::new(Writer::default()))
+    }
+
+    /// Creates the P.A.R.A. layout and the starter notes where missing, then opens the vault
+    /// with its writer. Never overwrites an existing file.
+    pub fn init(root: &std::path::Path, options: VaultOptions) -> Result<(Self, InitReport)> {
+        Vault::init_with(root, options, Box::new(Writer::default()))
+    }
+
+    /// Takes the writer lock (in-process mutex, then the cross-process file lock), finishes any
+    /// committed-but-pending transaction, and catches up with receipts other processes wrote.
+    pub fn lock_writer(&self) -> Result<WriterGuard<'_>> {
+        self.writer().lock(self)
+    }
+
+    /// This vault's writer (`Vault::open` hands every vault a `Writer`).
+    fn writer(&self) -> &Writer {
+        self.write_path().as_any().downcast_ref::<Writer>().expect("BUG: Vault::open hands every vault a write::writer::Writer")
     }
 }
 
