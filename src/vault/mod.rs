@@ -28,7 +28,7 @@ use crate::store::{durable, layout};
 
 use model::SavedInventory;
 pub use reports::{Freshness, IndexReport, InitReport, MarkdownReport, NoteSlice};
-pub use root::{RootSource, resolve_root};
+pub(crate) use root::{RootSource, resolve_root};
 pub(crate) use writer_lock::{HeldLock, WritePath};
 
 /// Options for opening a vault.
@@ -202,7 +202,7 @@ impl Vault {
     /// still checkpoints and persists what it must, but leaves the in-memory vault model's
     /// memory to the process's exit instead of freeing it map by map. Freeing a 20,000-note
     /// model was 24% of a one-note CLI write's profile.
-    pub fn ending_the_process(mut self) -> Self {
+    pub(crate) fn ending_the_process(mut self) -> Self {
         self.ends_the_process = true;
         self
     }

@@ -56,7 +56,7 @@ enum Refreshed {
 /// A temporary file younger than this may belong to a write in flight in another process
 /// (proposals and task snapshots are written outside the writer lock); older ones are
 /// leftovers of killed writes.
-pub const TEMP_LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(5);
+pub(crate) const TEMP_LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Vault {
     /// The inventory for a whole-vault reader: every record checked against the disk.

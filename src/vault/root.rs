@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 /// Where the vault root came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
-pub enum RootSource {
+pub(crate) enum RootSource {
     Flag,
     ParavaultEnv,
     PowerEnv,
@@ -19,7 +19,7 @@ pub enum RootSource {
 
 /// Resolves the vault root: `--vault`, else `PARAVAULT_VAULT_DIR`, else `POWER_VAULT_DIR`, else
 /// the default location (`$XDG_DATA_HOME/paravault/vault`, else `~/.local/share/paravault/vault`).
-pub fn resolve_root(flag: Option<&Path>) -> Result<(PathBuf, RootSource)> {
+pub(crate) fn resolve_root(flag: Option<&Path>) -> Result<(PathBuf, RootSource)> {
     if let Some(path) = flag {
         return Ok((path.to_path_buf(), RootSource::Flag));
     }

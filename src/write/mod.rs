@@ -28,8 +28,8 @@
 
 pub mod operations;
 pub mod receipts;
-pub mod recover;
-pub mod writer;
+pub(crate) mod recover;
+pub(crate) mod writer;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -87,13 +87,13 @@ impl Mutation {
     }
 
     /// The first note's path (the receipt's `path`).
-    pub fn primary_path(&self) -> &str {
+    pub(crate) fn primary_path(&self) -> &str {
         self.notes.first().map_or("", |n| n.path.as_str())
     }
 
     /// sha256 over every (path, after) pair: what idempotency compares for a mutation of text
     /// the caller wrote (the receipt's `mutation_sha256`).
-    pub fn fingerprint(&self) -> String {
+    pub(crate) fn fingerprint(&self) -> String {
         let pairs: Vec<(String, String)> = self
             .notes
             .iter()
@@ -106,7 +106,7 @@ impl Mutation {
     /// from: what idempotency compares for a mutation whose text the engine rendered and
     /// stamped with its clock (`ingest_note`, `synthesize_session`), so the same request
     /// retried a second later is the same mutation (the receipt's `mutation_sha256`).
-    pub fn request_fingerprint(&self, request: &Value) -> String {
+    pub(crate) fn request_fingerprint(&self, request: &Value) -> String {
         let paths: Vec<&str> = self.notes.iter().map(|n| n.path.as_str()).collect();
         sha256_hex(serde_json::to_string(&(self.operation, "request", paths, request)).unwrap_or_default().as_bytes())
     }
@@ -238,7 +238,7 @@ pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Value> {
 /// caller's fields, without the idempotency key) and stamped with its clock: a retry under the
 /// same key is compared by its request, not by the stamped text, so the same request a second
 /// later replays the original receipt and a different one is `idempotency_conflict`.
-pub fn execute_rendered(vault: &Vault, mutation: Mutation, request: &Value) -> Result<Value> {
+pub(crate) fn execute_rendered(vault: &Vault, mutation: Mutation, request: &Value) -> Result<Value> {
     let identity = Identity::of_request(&mutation, request);
     execute_with(vault, mutation, identity, None)
 }
@@ -581,7 +581,7 @@ fn recheck_consulted(vault: &Vault, inventory: &mut crate::inventory::Inventory,
 /// exactly as `check_and_plan` judges a write, and the previous records put back, all inside one
 /// exclusive borrow of the inventory, so no reader ever sees them. What a person reviewing a
 /// proposal is shown (`approvals::Vault::proposal_review`, the web's proposal page).
-pub fn gate_preview(vault: &Vault, changes: &[(VaultPath, Option<&str>)]) -> Result<lint::GateReport> {
+pub(crate) fn gate_preview(vault: &Vault, changes: &[(VaultPath, Option<&str>)]) -> Result<lint::GateReport> {
     let policy = vault.policy();
     let today = vault.today();
     let touched: Vec<VaultPath> = changes.iter().map(|(path, _)| path.clone()).collect();
@@ -767,11 +767,11 @@ const TAIL_JOURNAL_BYTES_MAX: u64 = 4 << 20;
 
 /// What the write path needs of the active generation's manifest (read once per generation).
 #[derive(Debug, Clone)]
-pub struct ActiveGeneration {
-    pub id: String,
-    pub covers_seq: u64,
+pub(crate) struct ActiveGeneration {
+    pub(crate) id: String,
+    pub(crate) covers_seq: u64,
     /// Whether readers serve it with the journal's tail (`search::tail::servable`).
-    pub servable: bool,
+    pub(crate) servable: bool,
 }
 
 fn search_route(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<SearchRoute> {

@@ -206,7 +206,7 @@ fn new_note(
 }
 
 /// Checks that text is a note with valid OKF metadata (before anything is stored or written).
-pub fn validate_note_text(vault: &Vault, path: &VaultPath, text: &str) -> Result<()> {
+pub(crate) fn validate_note_text(vault: &Vault, path: &VaultPath, text: &str) -> Result<()> {
     let invalid = |reason: String| Error::InvalidContent { path: path.to_string(), reason };
     // Sized before anything parses it: an oversized text costs no parser work.
     let limit = vault.policy().policy.limits.note_bytes_max;

@@ -1,7 +1,9 @@
 //! The single writer of a vault: the cross-process lock file, the intent journal and its
 //! records, the receipt log, this process's deferred intents and the active generation's facts,
-//! as private state behind one in-process mutex. `Vault` opens it and delegates; only the write
-//! path (this module and its siblings) reads or changes that state, through a `WriterGuard`.
+//! as private state behind one in-process mutex. `Vault::open` and `Vault::init` (here) create
+//! it and hand it to the vault as an opaque `vault::WritePath`, through which the vault takes
+//! the lock and checkpoints; only the write path (this module and its siblings) reads or
+//! changes that state, through a `WriterGuard`.
 
 use std::collections::BTreeSet;
 use std::sync::{Mutex, MutexGuard};
@@ -16,7 +18,7 @@ use super::receipts::ReceiptLog;
 
 /// The writer of one `Vault`: nothing is opened until the first lock.
 #[derive(Default)]
-pub struct Writer {
+pub(crate) struct Writer {
     state: Mutex<Option<WriterState>>,
 }
 
@@ -69,12 +71,12 @@ impl std::ops::DerefMut for WriterGuard<'_> {
 impl WriterGuard<'_> {
     /// The sequence number of the newest receipt (every committed write up to it is on disk
     /// once the lock is held: recovery ran).
-    pub fn last_seq(&self) -> u64 {
+    pub(crate) fn last_seq(&self) -> u64 {
         self.receipts.last_seq
     }
 
     /// Makes this process's deferred writes durable now (see `Vault::checkpoint_pending`).
-    pub fn checkpoint_deferred(&mut self, vault: &Vault) -> Result<()> {
+    pub(crate) fn checkpoint_deferred(&mut self, vault: &Vault) -> Result<()> {
         if self.unsynced.is_empty() {
             return Ok(());
         }
@@ -85,7 +87,7 @@ impl WriterGuard<'_> {
 impl Writer {
     /// Takes the writer lock (in-process mutex, then the cross-process file lock), finishes any
     /// committed-but-pending transaction, and catches up with receipts other processes wrote.
-    pub fn lock<'v>(&'v self, vault: &Vault) -> Result<WriterGuard<'v>> {
+    pub(crate) fn lock<'v>(&'v self, vault: &Vault) -> Result<WriterGuard<'v>> {
         let root = vault.root();
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         crate::store::nofollow::refuse_symlinked_state(root)?;
