@@ -219,7 +219,13 @@ fn paired(baseline: &Path, root: &Path, rounds: usize) {
     let floor_dir = root.parent().unwrap_or(root).join(format!("paired-floor-{}", std::process::id()));
     std::fs::create_dir_all(&floor_dir).unwrap();
     for round in 0..rounds + 10 {
-        for (slot, client) in clients.iter_mut().enumerate() {
+        // The order alternates by round, and its phase flips every 16 rounds: every 32nd write
+        // (`search.tail_writes_max`) folds the journal's tail, and a fixed order (or a plain
+        // alternation) would put every fold on the same binary.
+        let reversed = (round + round / 16) % 2 == 1;
+        let order: Vec<usize> = if reversed { (0..clients.len()).rev().collect() } else { (0..clients.len()).collect() };
+        for slot in order {
+            let client = &mut clients[slot];
             let name = format!("03_Resources/paired-{}-{round}", binaries[slot].0);
             let args = json!({"name": name, "note_type": "Resource", "title": format!("Paired {round}"),
                               "description": "A paired write", "content": format!("paired write {round}\n")});

@@ -32,7 +32,7 @@ fn today() -> NaiveDate {
 }
 
 fn options() -> VaultOptions {
-    VaultOptions { today: Some(today()) }
+    VaultOptions { today: Some(today()), ..Default::default() }
 }
 
 /// A group tuned for slow, whole-vault iterations: 10 samples of one iteration each.

@@ -184,7 +184,7 @@ impl Vault {
     /// The discovery report; with `probe_provider` it also resolves, verifies and loads the
     /// configured model offline (egress forced to `deny`: a missing model is reported, never
     /// downloaded) and reports the binding. O(1) in vault size either way.
-    pub fn server_info_with(&self, probe_provider: bool) -> Result<DoctorReport> {
+    pub(crate) fn server_info_with(&self, probe_provider: bool) -> Result<DoctorReport> {
         let mut issues = Vec::new();
         let (index_state, manifest) = match generation::read_active(self.root()) {
             Ok(Some(id)) => match generation::read_manifest(self.root(), &id) {

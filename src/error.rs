@@ -47,6 +47,23 @@ pub enum PathRefusal {
     ExcludedFolder,
 }
 
+/// The operation name `human_approval_required` carries for a memory change (a ctxvault tool
+/// whose proposal holds the whole change): it is applied by its proposal id, never by calling
+/// the tool again.
+pub const MEMORY_CHANGE_TOOL: &str = "a ctxvault memory tool (applied by proposal id)";
+
+/// What a caller does once a person approved a proposal: a memory change is applied by its
+/// id; every other governed operation is called again with the same arguments.
+fn after_approval(operation: &str, proposal_id: &str) -> String {
+    if operation == MEMORY_CHANGE_TOOL {
+        format!(
+            "apply it by its id: `paravault apply {proposal_id}`, or apply_memory_change with {{\"proposal\": {{\"proposal_id\": \"{proposal_id}\"}}}}"
+        )
+    } else {
+        "call again".to_string()
+    }
+}
+
 /// Every error the engine returns.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -110,7 +127,8 @@ pub enum Error {
     ProposalInvalid { reason: String },
 
     #[error(
-        "{operation}: a person must approve proposal {proposal_id} (approved=true from the caller is not enough under the policy's approvals rules); ask them to run `paravault approve {proposal_id} --approver NAME`, then call again"
+        "{operation}: a person must approve proposal {proposal_id} (approved=true from the caller is not enough under the policy's approvals rules); ask them to run `paravault approve {proposal_id} --approver NAME`, then {}",
+        after_approval(operation, proposal_id)
     )]
     HumanApprovalRequired { operation: &'static str, proposal_id: String },
 

@@ -53,7 +53,7 @@ pub enum Operation {
 
 /// The receipt operations of the ctxvault memory tools: a `memory_change` proposal names the
 /// one its transaction records (`BatchProposal::receipt_operation`).
-pub const MEMORY_RECEIPT_OPERATIONS: [&str; 8] = [
+pub(crate) const MEMORY_RECEIPT_OPERATIONS: [&str; 8] = [
     "ctxvault.write_episode",
     "ctxvault.confirm_episode",
     "ctxvault.supersede_episode",
@@ -109,12 +109,12 @@ impl Operation {
             Operation::GoalsDelete => "delete",
             Operation::LinkRot => "rot_audit",
             Operation::InfraReplicate => "infra_action",
-            Operation::MemoryChange => "a ctxvault memory tool (applied by proposal id)",
+            Operation::MemoryChange => crate::error::MEMORY_CHANGE_TOOL,
         }
     }
 
     /// Operations that change no note: their rules take no path patterns.
-    pub fn writes_no_note(self) -> bool {
+    pub(crate) fn writes_no_note(self) -> bool {
         self == Operation::InfraReplicate
     }
 }
@@ -212,7 +212,7 @@ const DECISION_SCHEMA: &str = "paravault.approval.v1";
 const BATCH_SCHEMA: &str = "paravault.batch_proposal.v1";
 const ACTION_SCHEMA: &str = "paravault.action_proposal.v1";
 /// Longest comment a decision keeps.
-pub const COMMENT_CHARS_MAX: usize = 2000;
+pub(crate) const COMMENT_CHARS_MAX: usize = 2000;
 
 /// An immutable decision record: created once (no-clobber) and never replaced or removed by
 /// the engine.
@@ -236,7 +236,7 @@ pub struct DecisionRecord {
 /// the changes that are written once it is approved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct BatchProposal {
+pub(crate) struct BatchProposal {
     pub schema: String,
     pub proposal_id: String,
     pub operation: Operation,
@@ -287,7 +287,7 @@ impl BatchProposal {
 /// One note change of a batch proposal.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct BatchChange {
+pub(crate) struct BatchChange {
     pub path: String,
     pub expected_sha256: Option<String>,
     pub require_absent: bool,
@@ -299,7 +299,7 @@ pub struct BatchChange {
 /// person's decision: exactly the request that runs once it is approved.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct ActionProposal {
+pub(crate) struct ActionProposal {
     pub schema: String,
     pub proposal_id: String,
     pub operation: Operation,
@@ -441,7 +441,7 @@ fn read_json<T: for<'de> Deserialize<'de>>(root: &Path, path: &Path, rel: &str) 
 }
 
 /// The decision recorded for a proposal, with the sha256 of the record's bytes.
-pub fn read_decision(root: &Path, id: &str) -> Result<Option<(DecisionRecord, String)>> {
+pub(crate) fn read_decision(root: &Path, id: &str) -> Result<Option<(DecisionRecord, String)>> {
     let rel = format!("{}/{id}.json", layout::APPROVAL_DECISIONS_DIR);
     let Some((record, bytes)) = read_json::<DecisionRecord>(root, &decision_path(root, id), &rel)? else { return Ok(None) };
     if record.schema != DECISION_SCHEMA || record.proposal_id != id {
@@ -624,14 +624,19 @@ fn plan_id_for(operation: Operation, notes: &[NoteChange], request: Option<&str>
 /// proposal and returns `human_approval_required`, a rejection returns `proposal_rejected`,
 /// and an approval writes exactly the stored changes (what the person saw), its receipt
 /// naming the approver and channel.
-pub fn execute_governed(vault: &Vault, operation: Operation, mutation: Mutation) -> Result<Value> {
+pub(crate) fn execute_governed(vault: &Vault, operation: Operation, mutation: Mutation) -> Result<Value> {
     execute_governed_request(vault, operation, mutation, None)
 }
 
 /// `execute_governed` for an operation whose request is not implied by the notes' versions
 /// alone: `request` (e.g. `complete 3f9a2c1b7d`) is part of the proposal id, so an approval of
 /// one request never applies another made from the same version of the notes.
-pub fn execute_governed_request(vault: &Vault, operation: Operation, mut mutation: Mutation, request: Option<&str>) -> Result<Value> {
+pub(crate) fn execute_governed_request(
+    vault: &Vault,
+    operation: Operation,
+    mut mutation: Mutation,
+    request: Option<&str>,
+) -> Result<Value> {
     let root = vault.root();
     let approver = approver_for(&vault.policy().policy.approvals, operation, mutation.notes.iter().map(|n| n.path.as_str()));
     if approver == Approver::Caller {
@@ -704,7 +709,7 @@ pub(crate) fn gate_apply(vault: &Vault, proposal: &Proposal) -> Result<Option<Va
 /// first call stores the request as an action proposal), `proposal_rejected` or
 /// `approval_stale`. The proposal id is the sha256 of the operation and the request, so an
 /// approval covers that request and nothing else. A rejection binds under every rule.
-pub fn gate_action(vault: &Vault, operation: Operation, paths: &[String], request: &Value) -> Result<Option<Value>> {
+pub(crate) fn gate_action(vault: &Vault, operation: Operation, paths: &[String], request: &Value) -> Result<Option<Value>> {
     let root = vault.root();
     let id = sha256_hex(json!({"operation": operation.name(), "paths": paths, "request": request}).to_string().as_bytes());
     let approver = approver_for(&vault.policy().policy.approvals, operation, paths.iter().map(String::as_str));
@@ -988,7 +993,7 @@ impl Vault {
 
     /// Records the decision of an approver who already proved their secret (the web UI's
     /// logged-in approver). Same rules as `decide`: created once, never replaced.
-    pub fn decide_authenticated(
+    pub(crate) fn decide_authenticated(
         &self,
         approver: &secrets::AuthenticatedApprover,
         proposal_id: &str,

@@ -54,7 +54,7 @@ pub struct ProposalReview {
 }
 
 /// Line diff of `before` → `after` (the `similar` crate's Myers diff).
-pub fn line_diff(before: &str, after: &str) -> Vec<DiffLine> {
+pub(crate) fn line_diff(before: &str, after: &str) -> Vec<DiffLine> {
     similar::TextDiff::from_lines(before, after)
         .iter_all_changes()
         .map(|change| DiffLine {
@@ -93,7 +93,7 @@ fn reviewed(vault: &Vault, path: &str, based_on: Option<&str>, after_text: Optio
 impl Vault {
     /// The review of a stored proposal (either kind): before → after per note and the lint
     /// gate's verdict on the after-images. Reads only.
-    pub fn review_proposal(&self, proposal_id: &str) -> Result<ProposalReview> {
+    pub(crate) fn review_proposal(&self, proposal_id: &str) -> Result<ProposalReview> {
         super::check_id(proposal_id)?;
         nofollow::refuse_symlinked_state(self.root())?;
         let empty = sha256_hex(b"");

@@ -15,7 +15,7 @@ use crate::store::durable;
 /// The approvers file's name inside the per-user configuration folder.
 pub const APPROVERS_FILE: &str = "approvers.json";
 /// The shortest secret accepted (a person types it; argon2 makes each guess expensive).
-pub const SECRET_CHARS_MIN: usize = 12;
+pub(crate) const SECRET_CHARS_MIN: usize = 12;
 const SCHEMA: &str = "paravault.approvers.v1";
 
 #[derive(Debug, Default, Serialize, Deserialize)]
@@ -55,7 +55,7 @@ fn read_file(dir: &Path) -> Result<ApproversFile> {
 }
 
 /// Checks an approver name: 1-64 characters of `a-z`, `0-9`, `.`, `_`, `-`.
-pub fn check_name(name: &str) -> Result<()> {
+pub(crate) fn check_name(name: &str) -> Result<()> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'.' | b'_' | b'-'));

@@ -304,7 +304,9 @@ fn exit_code_of(error: &Error) -> u8 {
 
 fn options() -> VaultOptions {
     let today = std::env::var("PARAVAULT_TODAY").ok().and_then(|t| chrono::NaiveDate::parse_from_str(&t, "%Y-%m-%d").ok());
-    VaultOptions { today }
+    // The instant notes the engine renders are stamped with (tests, reproducible runs).
+    let now = std::env::var("PARAVAULT_NOW").ok().and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok()).map(|t| t.to_utc());
+    VaultOptions { today, now }
 }
 
 /// This binary's absolute path (what an MCP client configuration must name).

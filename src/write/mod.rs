@@ -28,8 +28,8 @@
 
 pub mod operations;
 pub mod receipts;
-pub mod recover;
-pub mod writer;
+pub(crate) mod recover;
+pub(crate) mod writer;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -87,18 +87,55 @@ impl Mutation {
     }
 
     /// The first note's path (the receipt's `path`).
-    pub fn primary_path(&self) -> &str {
+    pub(crate) fn primary_path(&self) -> &str {
         self.notes.first().map_or("", |n| n.path.as_str())
     }
 
-    /// sha256 over every (path, after) pair: what idempotency compares.
-    pub fn fingerprint(&self) -> String {
+    /// sha256 over every (path, after) pair: what idempotency compares for a mutation of text
+    /// the caller wrote (the receipt's `mutation_sha256`).
+    pub(crate) fn fingerprint(&self) -> String {
         let pairs: Vec<(String, String)> = self
             .notes
             .iter()
             .map(|n| (n.path.to_string(), n.content.as_ref().map_or_else(|| "deleted".to_string(), |c| sha256_hex(c.as_bytes()))))
             .collect();
         sha256_hex(serde_json::to_string(&(self.operation, pairs)).unwrap_or_default().as_bytes())
+    }
+
+    /// sha256 over the operation, the notes' paths and the request their text was rendered
+    /// from: what idempotency compares for a mutation whose text the engine rendered and
+    /// stamped with its clock (`ingest_note`, `synthesize_session`), so the same request
+    /// retried a second later is the same mutation (the receipt's `mutation_sha256`).
+    pub(crate) fn request_fingerprint(&self, request: &Value) -> String {
+        let paths: Vec<&str> = self.notes.iter().map(|n| n.path.as_str()).collect();
+        sha256_hex(serde_json::to_string(&(self.operation, "request", paths, request)).unwrap_or_default().as_bytes())
+    }
+}
+
+/// What a retry under the same idempotency key must match to replay the original receipt.
+struct Identity {
+    /// The fingerprint this write's receipt carries as `mutation_sha256`.
+    sha256: String,
+    /// For a rendered note, the fingerprint of its stamped text too: what receipts written
+    /// before request fingerprints carry, so a retry of such a write still replays it (within
+    /// the second its text was stamped, as it did then).
+    text_sha256: Option<String>,
+}
+
+impl Identity {
+    /// A mutation of text the caller wrote: the text is the request.
+    fn of_text(mutation: &Mutation) -> Self {
+        Identity { sha256: mutation.fingerprint(), text_sha256: None }
+    }
+
+    /// A mutation the engine rendered from `request`.
+    fn of_request(mutation: &Mutation, request: &Value) -> Self {
+        Identity { sha256: mutation.request_fingerprint(request), text_sha256: Some(mutation.fingerprint()) }
+    }
+
+    /// Whether a receipt's `mutation_sha256` names this write.
+    fn matches(&self, recorded: Option<&str>) -> bool {
+        recorded.is_some_and(|r| r == self.sha256 || self.text_sha256.as_deref() == Some(r))
     }
 }
 
@@ -193,23 +230,34 @@ struct Plan<'v> {
 
 /// Runs one write transaction and returns its receipt.
 pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Value> {
-    execute_with(vault, mutation, None)
+    let identity = Identity::of_text(&mutation);
+    execute_with(vault, mutation, identity, None)
+}
+
+/// Runs one write transaction whose note text the engine rendered from `request` (the
+/// caller's fields, without the idempotency key) and stamped with its clock: a retry under the
+/// same key is compared by its request, not by the stamped text, so the same request a second
+/// later replays the original receipt and a different one is `idempotency_conflict`.
+pub(crate) fn execute_rendered(vault: &Vault, mutation: Mutation, request: &Value) -> Result<Value> {
+    let identity = Identity::of_request(&mutation, request);
+    execute_with(vault, mutation, identity, None)
 }
 
 /// Runs one write transaction a person approved (src/approvals): its receipt carries
 /// `approval` (approver, channel, decision time, the decision record's sha256) in the chain.
 pub fn execute_approved(vault: &Vault, mutation: Mutation, approval: Value) -> Result<Value> {
-    execute_with(vault, mutation, Some(approval))
+    let identity = Identity::of_text(&mutation);
+    execute_with(vault, mutation, identity, Some(approval))
 }
 
 /// The spine: each step takes the previous step's type, so none can be skipped or reordered.
 /// A failure before the commit point records an aborted receipt (inside the step that failed).
-fn execute_with(vault: &Vault, mutation: Mutation, approval: Option<Value>) -> Result<Value> {
+fn execute_with(vault: &Vault, mutation: Mutation, identity: Identity, approval: Option<Value>) -> Result<Value> {
     let mut phases = Phases::start();
     let mut writer = vault.lock_writer()?; // 2. lock (and recovery)
     phases.mark("lock");
     faults::crash_point("after_lock");
-    let checked = match Checked::check(vault, &mut writer, mutation)? {
+    let checked = match Checked::check(vault, &mut writer, mutation, identity)? {
         Check::Replay(receipt) => return Ok(receipt), // 3. check: same key, same mutation
         Check::New(checked) => checked,
     };
@@ -232,14 +280,16 @@ enum Check {
 /// Step 3 passed: no receipt holds the mutation's idempotency key for another mutation.
 struct Checked {
     mutation: Mutation,
+    /// The receipt's `mutation_sha256`.
+    fingerprint: String,
 }
 
 impl Checked {
     /// Step 3: idempotency replay or conflict (a conflict is refused with an aborted receipt).
-    fn check(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: Mutation) -> Result<Check> {
-        match check_idempotency(writer, &mutation) {
+    fn check(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: Mutation, identity: Identity) -> Result<Check> {
+        match check_idempotency(writer, &mutation, &identity) {
             Ok(Some(replayed)) => Ok(Check::Replay(replayed)),
-            Ok(None) => Ok(Check::New(Checked { mutation })),
+            Ok(None) => Ok(Check::New(Checked { mutation, fingerprint: identity.sha256 })),
             Err(error) => Err(abort(vault, writer, &mutation, "check", error)),
         }
     }
@@ -247,7 +297,7 @@ impl Checked {
     /// Step 4: preconditions, after-images in the model, the lint gate, the catalog pages.
     fn plan<'v>(self, vault: &'v Vault, writer: &mut WriterGuard<'_>) -> Result<Planned<'v>> {
         match check_and_plan(vault, &self.mutation) {
-            Ok(plan) => Ok(Planned { mutation: self.mutation, plan }),
+            Ok(plan) => Ok(Planned { mutation: self.mutation, fingerprint: self.fingerprint, plan }),
             Err(error) => Err(abort(vault, writer, &self.mutation, "plan", error)),
         }
     }
@@ -257,6 +307,7 @@ impl Checked {
 /// disk changed.
 struct Planned<'v> {
     mutation: Mutation,
+    fingerprint: String,
     plan: Plan<'v>,
 }
 
@@ -265,9 +316,9 @@ impl<'v> Planned<'v> {
     /// fdatasynced: the commit point. Then the planned files' identities are re-checked: one
     /// changed outside the engine abandons the intent and refuses the write.
     fn commit(self, vault: &'v Vault, writer: &mut WriterGuard<'_>, approval: Option<Value>, phases: &mut Phases) -> Result<Committed> {
-        let Planned { mutation, plan } = self;
+        let Planned { mutation, fingerprint, plan } = self;
         let seq = writer.receipts.last_seq + 1;
-        let mut receipt = planned_receipt(&mutation, &plan, seq);
+        let mut receipt = planned_receipt(&mutation, fingerprint, &plan, seq);
         receipt.actor = Some(vault.channel().actor().to_string());
         receipt.approval = approval;
         let (search_changed, search_removed): (Vec<&NoteChange>, Vec<&NoteChange>) =
@@ -348,11 +399,11 @@ impl Committed {
     }
 }
 
-fn check_idempotency(writer: &WriterGuard<'_>, mutation: &Mutation) -> Result<Option<Value>> {
+fn check_idempotency(writer: &WriterGuard<'_>, mutation: &Mutation, identity: &Identity) -> Result<Option<Value>> {
     let Some(key) = &mutation.idempotency_key else { return Ok(None) };
     let Some(receipt) = writer.receipts.by_key.get(key) else { return Ok(None) };
     let same = receipt.get("operation").and_then(Value::as_str) == Some(mutation.operation)
-        && receipt.get("mutation_sha256").and_then(Value::as_str) == Some(mutation.fingerprint().as_str());
+        && identity.matches(receipt.get("mutation_sha256").and_then(Value::as_str));
     if same { Ok(Some(receipt.clone())) } else { Err(Error::IdempotencyConflict { key: key.clone() }) }
 }
 
@@ -530,7 +581,7 @@ fn recheck_consulted(vault: &Vault, inventory: &mut crate::inventory::Inventory,
 /// exactly as `check_and_plan` judges a write, and the previous records put back, all inside one
 /// exclusive borrow of the inventory, so no reader ever sees them. What a person reviewing a
 /// proposal is shown (`approvals::Vault::proposal_review`, the web's proposal page).
-pub fn gate_preview(vault: &Vault, changes: &[(VaultPath, Option<&str>)]) -> Result<lint::GateReport> {
+pub(crate) fn gate_preview(vault: &Vault, changes: &[(VaultPath, Option<&str>)]) -> Result<lint::GateReport> {
     let policy = vault.policy();
     let today = vault.today();
     let touched: Vec<VaultPath> = changes.iter().map(|(path, _)| path.clone()).collect();
@@ -585,7 +636,7 @@ fn put_back(inventory: &mut Inventory, previous: Vec<(VaultPath, Option<NoteReco
 
 /// The receipt the intent carries: everything known at the commit point (the publish step
 /// adds the generation, the timings and any conflicts).
-fn planned_receipt(mutation: &Mutation, plan: &Plan<'_>, seq: u64) -> Receipt {
+fn planned_receipt(mutation: &Mutation, fingerprint: String, plan: &Plan<'_>, seq: u64) -> Receipt {
     let first = plan.hashes.first();
     let catalog_pages = plan
         .changes
@@ -600,7 +651,7 @@ fn planned_receipt(mutation: &Mutation, plan: &Plan<'_>, seq: u64) -> Receipt {
         before_sha256: Some(first.map_or_else(String::new, |h| h.before_sha256.clone())),
         after_sha256: Some(first.map_or_else(String::new, |h| h.after_sha256.clone())),
         notes: (plan.hashes.len() > 1).then(|| plan.hashes.clone()),
-        mutation_sha256: Some(mutation.fingerprint()),
+        mutation_sha256: Some(fingerprint),
         at: now_rfc3339(),
         trace_id: Some(random_hex(16, seq)),
         span_id: Some(random_hex(8, seq.wrapping_mul(31))),
@@ -716,11 +767,11 @@ const TAIL_JOURNAL_BYTES_MAX: u64 = 4 << 20;
 
 /// What the write path needs of the active generation's manifest (read once per generation).
 #[derive(Debug, Clone)]
-pub struct ActiveGeneration {
-    pub id: String,
-    pub covers_seq: u64,
+pub(crate) struct ActiveGeneration {
+    pub(crate) id: String,
+    pub(crate) covers_seq: u64,
     /// Whether readers serve it with the journal's tail (`search::tail::servable`).
-    pub servable: bool,
+    pub(crate) servable: bool,
 }
 
 fn search_route(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<SearchRoute> {

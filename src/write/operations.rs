@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::{Mutation, NoteChange, execute, sha256_hex};
+use super::{Mutation, NoteChange, execute, execute_rendered, sha256_hex};
 use crate::error::{Error, Result};
 use crate::note::frontmatter;
 use crate::note::metadata;
@@ -103,7 +103,8 @@ fn flow_list(items: &[String]) -> String {
     format!("[{}]", items.iter().map(|i| quote(i)).collect::<Vec<_>>().join(", "))
 }
 
-/// Renders an OKF note the way P.O.W.E.R. does (field order, quoting), timestamp last.
+/// Renders an OKF note the way P.O.W.E.R. does (field order, quoting), timestamp (the vault's
+/// clock, to the second) last.
 fn render_note(fields: &NoteFields<'_>) -> String {
     let mut yaml = String::new();
     yaml.push_str(&format!("type: {}\n", quote(fields.note_type)));
@@ -131,7 +132,7 @@ fn render_note(fields: &NoteFields<'_>) -> String {
     if !fields.related.is_empty() {
         yaml.push_str(&format!("related: {}\n", flow_list(fields.related)));
     }
-    yaml.push_str(&format!("timestamp: {}\n", chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)));
+    yaml.push_str(&format!("timestamp: {}\n", fields.stamped_at.to_rfc3339_opts(chrono::SecondsFormat::Secs, true)));
     format!("---\n{yaml}---\n{body}")
 }
 
@@ -146,6 +147,17 @@ struct NoteFields<'a> {
     content: &'a str,
     memory_kind: &'a str,
     provenance: &'a Provenance,
+    stamped_at: chrono::DateTime<chrono::Utc>,
+}
+
+/// What idempotency compares for a note the engine renders: the caller's request without its
+/// idempotency key (the stamped text would differ from one second to the next).
+fn request_identity(request: &impl Serialize) -> Value {
+    let mut value = serde_json::to_value(request).unwrap_or(Value::Null);
+    if let Some(fields) = value.as_object_mut() {
+        fields.remove("idempotency_key");
+    }
+    value
 }
 
 fn note_path(vault: &Vault, name: &str) -> Result<VaultPath> {
@@ -194,7 +206,7 @@ fn new_note(
 }
 
 /// Checks that text is a note with valid OKF metadata (before anything is stored or written).
-pub fn validate_note_text(vault: &Vault, path: &VaultPath, text: &str) -> Result<()> {
+pub(crate) fn validate_note_text(vault: &Vault, path: &VaultPath, text: &str) -> Result<()> {
     let invalid = |reason: String| Error::InvalidContent { path: path.to_string(), reason };
     // Sized before anything parses it: an oversized text costs no parser work.
     let limit = vault.policy().policy.limits.note_bytes_max;
@@ -252,10 +264,12 @@ impl Vault {
             content: &request.content,
             memory_kind: "semantic",
             provenance: &provenance,
+            stamped_at: self.now(),
         });
         validate_note_text(self, &path, &content)?;
         let log = log_entry("ingest", "Created", &request.title, &path, &[]);
-        execute(self, new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log))
+        let mutation = new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log);
+        execute_rendered(self, mutation, &request_identity(request))
     }
 
     /// Creates one synthesis note (Daily Log by default, episodic memory) through the transaction.
@@ -277,6 +291,7 @@ impl Vault {
             content: &request.content,
             memory_kind: "episodic",
             provenance: &provenance,
+            stamped_at: self.now(),
         });
         validate_note_text(self, &path, &content)?;
         let mut extra = Vec::new();
@@ -287,7 +302,8 @@ impl Vault {
             extra.push(("Owner", owner.clone()));
         }
         let log = log_entry("synthesize", "Synthesized", &request.title, &path, &extra);
-        execute(self, new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log))
+        let mutation = new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log);
+        execute_rendered(self, mutation, &request_identity(request))
     }
 
     /// Validates and stores a content-addressed proposal; never writes the note.

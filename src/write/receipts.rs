@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 use crate::store::{durable, layout, nofollow};
 
 /// `prev` of the first receipt.
-pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// One line of the receipt log: an ok receipt (from the intent the plan built, completed by
 /// the apply and publish steps), a recovered one (`recovered`, and `conflicts` where recovery
@@ -101,7 +101,7 @@ pub struct NoteHashes {
 }
 
 /// The receipt schema every line names.
-pub const RECEIPT_SCHEMA: &str = "power.receipt.v1";
+pub(crate) const RECEIPT_SCHEMA: &str = "power.receipt.v1";
 
 impl Receipt {
     /// The receipt as the JSON value callers are given.
@@ -112,7 +112,7 @@ impl Receipt {
 
 /// The in-memory view of the receipt log.
 #[derive(Debug, Default)]
-pub struct ReceiptLog {
+pub(crate) struct ReceiptLog {
     pub last_seq: u64,
     pub last_hash: String,
     /// Byte length of the file as last read or written by this process.
@@ -147,14 +147,14 @@ fn hash_line(line: &[u8]) -> String {
 
 impl ReceiptLog {
     /// Reads the receipt file (if any) and indexes it.
-    pub fn load(root: &Path) -> Result<Self> {
+    pub(crate) fn load(root: &Path) -> Result<Self> {
         let mut log = ReceiptLog { last_hash: GENESIS.to_string(), ..Default::default() };
         log.catch_up(root)?;
         Ok(log)
     }
 
     /// Reads receipts appended since `len` (by another process) and returns their paths.
-    pub fn catch_up(&mut self, root: &Path) -> Result<Vec<String>> {
+    pub(crate) fn catch_up(&mut self, root: &Path) -> Result<Vec<String>> {
         use std::io::{Read, Seek, SeekFrom};
         let path = layout::join(root, layout::RECEIPTS);
         let mut file = match durable::open_engine_read(root, &path) {
@@ -206,12 +206,12 @@ impl ReceiptLog {
     }
 
     /// Whether a receipt with `seq` is already in the log (recovery uses this).
-    pub fn contains_seq(&self, seq: u64) -> bool {
+    pub(crate) fn contains_seq(&self, seq: u64) -> bool {
         seq <= self.last_seq
     }
 
     /// Chains and appends a receipt (fills `prev`); `durable` fsyncs it. Returns the final receipt.
-    pub fn append(&mut self, root: &Path, mut receipt: Receipt, durable: bool) -> Result<Receipt> {
+    pub(crate) fn append(&mut self, root: &Path, mut receipt: Receipt, durable: bool) -> Result<Receipt> {
         receipt.prev = Some(self.last_hash.clone());
         let mut line = serde_json::to_vec(&receipt).map_err(|e| Error::io("encoding", layout::RECEIPTS, std::io::Error::other(e)))?;
         let hash = hash_line(&line);
@@ -234,7 +234,7 @@ impl ReceiptLog {
     }
 
     /// The newest `limit` receipts with `seq > after_seq`, oldest first.
-    pub fn history(root: &Path, limit: usize, after_seq: u64) -> Result<Vec<Value>> {
+    pub(crate) fn history(root: &Path, limit: usize, after_seq: u64) -> Result<Vec<Value>> {
         let path = layout::join(root, layout::RECEIPTS);
         let text = match durable::read_engine_file(root, &path) {
             Ok(t) => String::from_utf8_lossy(&t).into_owned(),
@@ -253,7 +253,7 @@ impl ReceiptLog {
     }
 
     /// Checks the whole chain: every line parses, `seq` is +1, `prev` hashes the line before.
-    pub fn verify(root: &Path) -> Result<ChainReport> {
+    pub(crate) fn verify(root: &Path) -> Result<ChainReport> {
         let path = layout::join(root, layout::RECEIPTS);
         let bytes = match durable::read_engine_file(root, &path) {
             Ok(b) => b,
@@ -299,7 +299,7 @@ impl ReceiptLog {
     /// and the file must be gone or empty). A mismatch means the file changed outside the
     /// engine, or a write was acknowledged that did not land. Reads each such note once;
     /// a note reached through a symbolic link is a problem, never read.
-    pub fn verify_files(root: &Path, report: &mut ChainReport) -> Result<()> {
+    pub(crate) fn verify_files(root: &Path, report: &mut ChainReport) -> Result<()> {
         let path = layout::join(root, layout::RECEIPTS);
         let text = match durable::read_engine_file(root, &path) {
             Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),

@@ -16,7 +16,7 @@ use crate::vault::Vault;
 
 /// Intents in `records` that have no `Done` record, except `mine` (this process's own deferred
 /// intents, which are in place), in sequence order: what recovery finishes.
-pub fn pending_except<'r>(records: &'r [Record], mine: &BTreeSet<u64>) -> Vec<&'r Intent> {
+pub(crate) fn pending_except<'r>(records: &'r [Record], mine: &BTreeSet<u64>) -> Vec<&'r Intent> {
     let done: BTreeSet<u64> = records.iter().filter_map(|r| if let Record::Done { seq, .. } = r { Some(*seq) } else { None }).collect();
     let mut out: Vec<&Intent> = records
         .iter()
@@ -29,7 +29,7 @@ pub fn pending_except<'r>(records: &'r [Record], mine: &BTreeSet<u64>) -> Vec<&'
 
 /// Finishes pending intents (except this process's own deferred ones, which are in place);
 /// returns their sequence numbers.
-pub fn recover_pending(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<Vec<u64>> {
+pub(crate) fn recover_pending(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<Vec<u64>> {
     let mine: BTreeSet<u64> = writer.unsynced.iter().map(|i| i.seq).collect();
     let todo: Vec<Intent> = pending_except(&writer.records, &mine).into_iter().cloned().collect();
     let mut generation_files = Vec::new();

@@ -1,7 +1,9 @@
 //! The single writer of a vault: the cross-process lock file, the intent journal and its
 //! records, the receipt log, this process's deferred intents and the active generation's facts,
-//! as private state behind one in-process mutex. `Vault` opens it and delegates; only the write
-//! path (this module and its siblings) reads or changes that state, through a `WriterGuard`.
+//! as private state behind one in-process mutex. `Vault::open` and `Vault::init` (here) create
+//! it and hand it to the vault as an opaque `vault::WritePath`, through which the vault takes
+//! the lock and checkpoints; only the write path (this module and its siblings) reads or
+//! changes that state, through a `WriterGuard`.
 
 use std::collections::BTreeSet;
 use std::sync::{Mutex, MutexGuard};
@@ -10,13 +12,13 @@ use crate::error::{Error, Result};
 use crate::note::path::VaultPath;
 use crate::store::journal::{Intent, Journal, Record};
 use crate::store::{durable, layout};
-use crate::vault::Vault;
+use crate::vault::{HeldLock, InitReport, Vault, VaultOptions, WritePath};
 
 use super::receipts::ReceiptLog;
 
 /// The writer of one `Vault`: nothing is opened until the first lock.
 #[derive(Default)]
-pub struct Writer {
+pub(crate) struct Writer {
     state: Mutex<Option<WriterState>>,
 }
 
@@ -69,12 +71,12 @@ impl std::ops::DerefMut for WriterGuard<'_> {
 impl WriterGuard<'_> {
     /// The sequence number of the newest receipt (every committed write up to it is on disk
     /// once the lock is held: recovery ran).
-    pub fn last_seq(&self) -> u64 {
+    pub(crate) fn last_seq(&self) -> u64 {
         self.receipts.last_seq
     }
 
     /// Makes this process's deferred writes durable now (see `Vault::checkpoint_pending`).
-    pub fn checkpoint_deferred(&mut self, vault: &Vault) -> Result<()> {
+    pub(crate) fn checkpoint_deferred(&mut self, vault: &Vault) -> Result<()> {
         if self.unsynced.is_empty() {
             return Ok(());
         }
@@ -85,7 +87,7 @@ impl WriterGuard<'_> {
 impl Writer {
     /// Takes the writer lock (in-process mutex, then the cross-process file lock), finishes any
     /// committed-but-pending transaction, and catches up with receipts other processes wrote.
-    pub fn lock<'v>(&'v self, vault: &Vault) -> Result<WriterGuard<'v>> {
+    pub(crate) fn lock<'v>(&'v self, vault: &Vault) -> Result<WriterGuard<'v>> {
         let root = vault.root();
         let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         crate::store::nofollow::refuse_symlinked_state(root)?;
@@ -130,34 +132,54 @@ impl Writer {
         }
         Ok(guard)
     }
+}
 
-    /// The cross-process writer lock on a handle of its own, if no other process (and no other
-    /// handle of this one) holds it; released when the file is dropped. Never waits.
-    pub fn try_lock_file(&self, vault: &Vault) -> Result<Option<std::fs::File>> {
-        let lock_path = layout::join(vault.root(), layout::WRITER_LOCK);
-        let file = match crate::store::nofollow::open_lock_file(&lock_path) {
-            Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-                drop(self.lock(vault)?);
-                return self.try_lock_file(vault);
-            }
-            Err(e) => return Err(Error::io("opening", layout::WRITER_LOCK, e)),
-        };
-        match file.try_lock() {
-            Ok(()) => Ok(Some(file)),
-            Err(std::fs::TryLockError::WouldBlock) => Ok(None),
-            Err(std::fs::TryLockError::Error(e)) => Err(Error::io("locking", layout::WRITER_LOCK, e)),
-        }
+/// The vault's view of its writer (src/vault/writer_lock.rs): the vault holds it opaquely.
+impl WritePath for Writer {
+    fn hold<'v>(&'v self, vault: &'v Vault) -> Result<Box<dyn HeldLock + 'v>> {
+        Ok(Box::new(self.lock(vault)?))
     }
 
-    /// Whether this process holds writes whose checkpoint is deferred.
-    pub fn has_deferred_writes(&self) -> bool {
+    fn checkpoint_pending(&self, vault: &Vault) -> Result<()> {
+        self.lock(vault)?.checkpoint_deferred(vault)
+    }
+
+    fn has_deferred_writes(&self) -> bool {
         self.state.lock().map(|state| state.as_ref().is_some_and(|s| !s.unsynced.is_empty())).unwrap_or(false)
     }
 
-    /// Whether a write this process committed waits to be finished.
-    pub fn has_unfinished_writes(&self) -> bool {
+    fn has_unfinished_writes(&self) -> bool {
         self.state.lock().map(|state| state.as_ref().is_some_and(|s| s.needs_recovery)).unwrap_or(false)
+    }
+
+    fn as_any(&self) -> &dyn std::any::Any {
+        self
+    }
+}
+
+impl Vault {
+    /// Opens an existing vault directory with its writer and loads its policy (an invalid
+    /// policy is refused); a committed write that waits in the journal is finished first
+    /// (crash recovery at open, under the writer lock).
+    pub fn open(root: &std::path::Path, options: VaultOptions) -> Result<Self> {
+        Vault::open_with(root, options, Box::new(Writer::default()))
+    }
+
+    /// Creates the P.A.R.A. layout and the starter notes where missing, then opens the vault
+    /// with its writer. Never overwrites an existing file.
+    pub fn init(root: &std::path::Path, options: VaultOptions) -> Result<(Self, InitReport)> {
+        Vault::init_with(root, options, Box::new(Writer::default()))
+    }
+
+    /// Takes the writer lock (in-process mutex, then the cross-process file lock), finishes any
+    /// committed-but-pending transaction, and catches up with receipts other processes wrote.
+    pub fn lock_writer(&self) -> Result<WriterGuard<'_>> {
+        self.writer().lock(self)
+    }
+
+    /// This vault's writer (`Vault::open` hands every vault a `Writer`).
+    fn writer(&self) -> &Writer {
+        self.write_path().as_any().downcast_ref::<Writer>().expect("BUG: Vault::open hands every vault a write::writer::Writer")
     }
 }
 

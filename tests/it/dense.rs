@@ -176,7 +176,7 @@ fn a_corrupted_vector_row_fails_closed() {
     bytes[100] ^= 0x55;
     std::fs::write(&file, bytes).unwrap();
     // A fresh process view (this test's vault has never been searched, so nothing is cached).
-    let vault = Vault::open(dir.path(), VaultOptions { today: Some(today()) }).unwrap();
+    let vault = Vault::open(dir.path(), VaultOptions { today: Some(today()), ..Default::default() }).unwrap();
     let err = vault.search(&params("meat", "semantic", 3)).unwrap_err();
     assert_eq!(err.code(), "generation_corrupt", "{err}");
     assert!(err.to_string().contains("checksum"), "{err}");
@@ -191,7 +191,7 @@ fn a_policy_with_another_model_cut_is_refused_not_mixed() {
         format!("embedding:\n  local_dir: {}\n  max_tokens: 128\n", model_dir().display()),
     )
     .unwrap();
-    let vault = Vault::open(dir.path(), VaultOptions { today: Some(today()) }).unwrap();
+    let vault = Vault::open(dir.path(), VaultOptions { today: Some(today()), ..Default::default() }).unwrap();
     let err = vault.search(&params("meat", "hybrid", 3)).unwrap_err();
     assert_eq!(err.code(), "dense_index_unavailable");
     assert!(err.to_string().contains("force_rebuild"), "{err}");

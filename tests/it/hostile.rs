@@ -114,7 +114,7 @@ fn history_check_files_compares_each_note_with_its_newest_ok_receipt() {
     // Checkpoint the deferred writes (otherwise the next process finishes their intents again).
     let root = vault.root().to_path_buf();
     drop(vault);
-    let vault = Vault::open(&root, VaultOptions { today: Some(today()) }).unwrap();
+    let vault = Vault::open(&root, VaultOptions { today: Some(today()), ..Default::default() }).unwrap();
     // A file that no longer holds what its receipt says is a problem; the chain alone still passes.
     std::fs::write(dir.path().join("01_Projects/b.md"), "changed behind the engine's back").unwrap();
     assert!(vault.verify_history().unwrap().ok);
@@ -216,7 +216,7 @@ fn run_everything(vault: &Vault) -> Vec<(String, String)> {
 }
 
 fn open(root: &Path) -> Result<Vault, Error> {
-    Vault::open(root, VaultOptions { today: Some(today()) })
+    Vault::open(root, VaultOptions { today: Some(today()), ..Default::default() })
 }
 
 /// Replaces the engine path `rel` with a link to the canary (its folder for engine folders).
@@ -435,7 +435,9 @@ fn an_agent_cannot_claim_a_person_wrote_its_text() {
     let person = {
         let root = vault.root().to_path_buf();
         drop(vault);
-        Vault::open(&root, VaultOptions { today: Some(today()) }).unwrap().acting_for(paravault::vault::Channel::Person)
+        Vault::open(&root, VaultOptions { today: Some(today()), ..Default::default() })
+            .unwrap()
+            .acting_for(paravault::vault::Channel::Person)
     };
     let proposal = person.propose_memory_change("01_Projects/forged.md", claimed, None, None).unwrap();
     let map: std::collections::BTreeMap<String, serde_json::Value> =

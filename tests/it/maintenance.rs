@@ -51,7 +51,8 @@ fn power_lockout_scenario_ends_writable_and_healthy() {
     assert!(moved.contains("status: archived") && moved.contains("expiry: 2026-02-01 # review"), "{moved}");
     assert!(!dir.path().join("01_Projects/old.md").exists());
     // The image moved with the note? No: it stays, and the embed must still resolve.
-    let reopened = paravault::Vault::open(dir.path(), paravault::vault::VaultOptions { today: Some(today()) }).unwrap();
+    let reopened =
+        paravault::Vault::open(dir.path(), paravault::vault::VaultOptions { today: Some(today()), ..Default::default() }).unwrap();
     let report = reopened.lint().unwrap();
     assert!(!report.blocking, "{:?}", report.findings);
     assert!(!report.findings.iter().any(|f| f.rule.ends_with("-link")), "every link still resolves: {:?}", report.findings);

@@ -1259,3 +1259,27 @@ fn compatibility_doc_parameter_columns_are_generated_from_the_live_tools() {
     }
     assert!(unjudged.is_empty(), "parameters without a verdict (same [(note)] | stricter (why) | extended (how)): {unjudged:?}");
 }
+
+/// An agent that retries `ingest_note` with its idempotency key after a restart, with the
+/// server's clock (`PARAVAULT_NOW`) past the second the note was stamped with, gets the
+/// original receipt back; the same key with a different request is `idempotency_conflict`.
+#[test]
+fn an_agent_retrying_ingest_note_seconds_later_gets_the_original_receipt() {
+    let dir = new_vault();
+    let request = json!({"name": "01_Projects/r", "note_type": "Project", "title": "T", "description": "D", "content": "x",
+                         "idempotency_key": "r1"});
+    let call = |now: &str, args: &Value, ok: bool| {
+        let mut server = Server::start_with_env(dir.path(), &[], &[("PARAVAULT_NOW", Path::new(now))]);
+        server.initialize();
+        let answer = if ok { server.ok("ingest_note", args.clone()) } else { server.err("ingest_note", args.clone()) };
+        assert!(server.close().success());
+        answer
+    };
+    let first = call("2026-06-01T12:00:00Z", &request, true);
+    let text = std::fs::read_to_string(dir.path().join("01_Projects/r.md")).unwrap();
+    assert_eq!(call("2026-06-01T12:00:02Z", &request, true), first);
+    assert_eq!(std::fs::read_to_string(dir.path().join("01_Projects/r.md")).unwrap(), text);
+    let mut other = request.clone();
+    other["content"] = json!("y");
+    assert_eq!(call("2026-06-01T12:00:03Z", &other, false)["code"], "idempotency_conflict");
+}

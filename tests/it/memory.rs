@@ -818,6 +818,11 @@ fn a_propose_agents_episode_waits_for_a_person_and_applies_exactly_as_proposed_w
     // An agent's approved=true is not a person's approval.
     let refused = vault.apply_memory_proposal(&proposal_id, true).unwrap_err();
     assert_eq!(refused.code(), "human_approval_required");
+    // Its next step is applying the proposal by id (calling the memory tool again would
+    // propose a new change).
+    let said = refused.to_string();
+    assert!(said.ends_with(&format!("then apply it by its id: `paravault apply {proposal_id}`, or apply_memory_change with {{\"proposal\": {{\"proposal_id\": \"{proposal_id}\"}}}}")), "{said}");
+    assert!(!said.contains("call again"), "{said}");
     assert!(!note.exists());
     approve(vault, approvers.path(), &proposal_id);
     let receipt = vault.apply_proposal_by_id(&proposal_id, false).unwrap();

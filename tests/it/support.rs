@@ -61,7 +61,7 @@ pub fn para_dir() -> tempfile::TempDir {
 pub fn vault(fixture: &str) -> (tempfile::TempDir, Vault) {
     let dir = para_dir();
     write_fixture(dir.path(), fixture);
-    let vault = Vault::open(dir.path(), VaultOptions { today: Some(today()) }).unwrap();
+    let vault = Vault::open(dir.path(), VaultOptions { today: Some(today()), ..Default::default() }).unwrap();
     (dir, vault)
 }
 
@@ -105,5 +105,5 @@ pub fn paravault(vault: &Path, args: &[&str]) -> std::process::Output {
 
 /// Open options with the test date as today.
 pub fn options() -> VaultOptions {
-    VaultOptions { today: Some(today()) }
+    VaultOptions { today: Some(today()), ..Default::default() }
 }

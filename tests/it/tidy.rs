@@ -50,13 +50,6 @@ pub const LAYERS: &[&str] = &[
 /// The test fails when one of them no longer exists, so this list can only shrink.
 const KNOWN_BACK_EDGES: &[(&str, &str, &str)] = &[
     (
-        "vault",
-        "write",
-        "Vault holds the write path's Writer (its state is private to write/) and delegates the lock, \
-     recovery at open and the deferred checkpoint on drop to it: cut by moving open/drop of the writer \
-     out of vault (a Vault that does not know its writer)",
-    ),
-    (
         "write",
         "approvals",
         "apply_memory_change (write/operations.rs) asks the approval gate before it writes, while approvals runs \

@@ -8,7 +8,7 @@ use paravault::store::faults;
 use paravault::write::operations::{IngestRequest, SynthesizeRequest, proposal_id};
 use serde_json::Value;
 
-use crate::support::{ingest, note, snapshot_tree, vault};
+use crate::support::{ingest, note, snapshot_tree, today, vault};
 
 fn statuses(root: &std::path::Path) -> Vec<String> {
     let text = std::fs::read_to_string(root.join(".paravault/receipts.jsonl")).unwrap_or_default();
@@ -301,8 +301,7 @@ fn receipts_old_and_new_reserialise_byte_for_byte_and_the_chain_goes_on() {
     let keyed = IngestRequest { idempotency_key: Some("k2".into()), ..ingest("01_Projects/typed", "one") };
     let receipt = vault.ingest_note(&keyed).unwrap();
     assert_eq!(receipt["seq"], 5);
-    // (No replay of `keyed` here: ingest_note stamps the note's timestamp to the second, so a
-    // replay a second later is a different mutation — a conflict, not a replay.)
+    assert_eq!(vault.ingest_note(&keyed).unwrap(), receipt, "a retry replays the original receipt");
     let conflict = IngestRequest { idempotency_key: Some("k2".into()), ..ingest("01_Projects/other", "two") };
     assert!(vault.ingest_note(&conflict).is_err());
     let text = std::fs::read_to_string(dir.path().join(".paravault/receipts.jsonl")).unwrap();
@@ -352,4 +351,89 @@ fn a_write_reports_the_orphans_it_leaves() {
     let pair = vec![change("03_Resources/d.md", "see [[e]]\n"), change("03_Resources/e.md", "target\n")];
     assert_eq!(write(pair), "1");
     assert_eq!(lint_orphans(&["03_Resources/d.md", "03_Resources/e.md"]), "1");
+}
+
+/// Open options whose clock (the instant rendered notes are stamped with) is `seconds` after
+/// 2026-06-01T12:00:00Z.
+fn clock_at(seconds: i64) -> paravault::vault::VaultOptions {
+    let noon: chrono::DateTime<chrono::Utc> = "2026-06-01T12:00:00Z".parse().unwrap();
+    paravault::vault::VaultOptions { today: Some(today()), now: Some(noon + chrono::Duration::seconds(seconds)) }
+}
+
+/// An engine-rendered write (`ingest_note`, `synthesize_session`) stamps its note with the
+/// clock, to the second. A retry of the same request under the same idempotency key, with the
+/// clock past that second (a new process, as an agent retries after a timeout), replays the
+/// original receipt and leaves the note as first written; a different request under the key
+/// is still `idempotency_conflict`, and writes nothing.
+#[test]
+fn a_retry_of_a_stamped_write_a_second_later_replays_its_receipt() {
+    use paravault::vault::Vault;
+    let (dir, _) = vault("");
+    let note_text = |rel: &str| std::fs::read_to_string(dir.path().join(rel)).unwrap();
+    let keyed = IngestRequest { idempotency_key: Some("r1".into()), ..ingest("01_Projects/r", "x") };
+    let synth = SynthesizeRequest {
+        name: "06_Daily_Logs/2026-06-01".into(),
+        title: "Session".into(),
+        description: "What happened".into(),
+        content: "We worked.".into(),
+        note_type: "Daily Log".into(),
+        idempotency_key: Some("s1".into()),
+        ..Default::default()
+    };
+    let first = Vault::open(dir.path(), clock_at(0)).unwrap();
+    let ingested = first.ingest_note(&keyed).unwrap();
+    let synthesized = first.synthesize_session(&synth).unwrap();
+    drop(first);
+    let (ingest_text, synth_text) = (note_text("01_Projects/r.md"), note_text("06_Daily_Logs/2026-06-01.md"));
+    assert!(ingest_text.contains("timestamp: 2026-06-01T12:00:00Z"), "{ingest_text}");
+    for later in [1, 7] {
+        let vault = Vault::open(dir.path(), clock_at(later)).unwrap();
+        assert_eq!(vault.ingest_note(&keyed).unwrap(), ingested, "{later} s later");
+        assert_eq!(vault.synthesize_session(&synth).unwrap(), synthesized, "{later} s later");
+    }
+    assert_eq!((note_text("01_Projects/r.md"), note_text("06_Daily_Logs/2026-06-01.md")), (ingest_text, synth_text));
+    // The receipt's `mutation_sha256` names the request, not the stamped text.
+    assert_ne!(ingested["mutation_sha256"], ingested["after_sha256"]);
+    let vault = Vault::open(dir.path(), clock_at(9)).unwrap();
+    for other in [
+        IngestRequest { content: "y".into(), ..keyed.clone() },
+        IngestRequest { title: "Another title".into(), ..keyed.clone() },
+        IngestRequest { name: "01_Projects/elsewhere".into(), ..keyed.clone() },
+        IngestRequest { expected_sha256: Some(paravault::write::sha256_hex(b"")), ..keyed.clone() },
+    ] {
+        assert!(matches!(vault.ingest_note(&other).unwrap_err(), Error::IdempotencyConflict { .. }), "{other:?}");
+    }
+    let other = SynthesizeRequest { tags: vec!["t".into()], ..synth.clone() };
+    assert!(matches!(vault.synthesize_session(&other).unwrap_err(), Error::IdempotencyConflict { .. }));
+    assert!(!dir.path().join("01_Projects/elsewhere.md").exists());
+    assert!(vault.verify_history().unwrap().ok);
+}
+
+/// The same retry through the CLI, each call its own process with its own clock
+/// (`PARAVAULT_NOW`): the second run, two seconds later, exits 0 with the first receipt.
+#[test]
+fn a_cli_ingest_retried_seconds_later_with_its_key_replays() {
+    let (dir, _) = vault("");
+    let run = |now: &str, content: &str| {
+        std::process::Command::new(env!("CARGO_BIN_EXE_paravault"))
+            .arg("--vault")
+            .arg(dir.path())
+            .args(["--json", "ingest", "01_Projects/r", "--type", "Project", "--title", "T", "--description", "D"])
+            .args(["--content", content, "--idempotency-key", "r1"])
+            .env("PARAVAULT_TODAY", "2026-06-01")
+            .env("PARAVAULT_NOW", now)
+            .env_remove("PARAVAULT_VAULT_DIR")
+            .env_remove("POWER_VAULT_DIR")
+            .output()
+            .unwrap()
+    };
+    let first = run("2026-06-01T12:00:00Z", "x");
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let retry = run("2026-06-01T12:00:02Z", "x");
+    assert!(retry.status.success(), "{}", String::from_utf8_lossy(&retry.stderr));
+    assert_eq!(String::from_utf8_lossy(&retry.stdout), String::from_utf8_lossy(&first.stdout));
+    let other = run("2026-06-01T12:00:03Z", "y");
+    assert!(!other.status.success());
+    let said = format!("{}{}", String::from_utf8_lossy(&other.stdout), String::from_utf8_lossy(&other.stderr));
+    assert!(said.contains("idempotency_conflict"), "{said}");
 }

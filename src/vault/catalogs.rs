@@ -1,0 +1,173 @@
+//! The vault's catalogs: the remembered renderer state (a cache of what the last render saw,
+//! merged after each write's partial plan, forgotten when a page changed outside), planning a
+//! write's pages, and regenerating `index.md` and the folder catalogs under the writer lock.
+//! *Invariant: a catalog page is rewritten only under the writer lock, and only from the
+//! model; a page someone else changed makes the remembered state suspect (reloaded, pages
+//! re-verified), never trusted.*
+
+use std::collections::BTreeSet;
+
+use super::{IndexReport, Vault};
+use crate::catalog::{self, CatalogState};
+use crate::error::{Error, Result};
+use crate::inventory::{self, Inventory};
+use crate::note::path::VaultPath;
+use crate::scan::PageKind;
+use crate::store::{durable, layout};
+
+impl Vault {
+    /// Re-reads the catalog pages of `path`'s directories (another process rewrote them).
+    pub(crate) fn refresh_catalog_pages(&self, path: &VaultPath) -> Result<()> {
+        for dir in catalog::affected_dirs(path) {
+            for n in 1.. {
+                let Ok(page) = VaultPath::parse_walked(&format!("{dir}/{}", layout::sub_index_page_name(n))) else { break };
+                let exists = page.under(&self.root).is_file();
+                self.refresh_path(&page)?;
+                if !exists {
+                    break;
+                }
+            }
+        }
+        if let Ok(index) = VaultPath::parse_walked(layout::ROOT_INDEX) {
+            self.refresh_path(&index)?;
+        }
+        Ok(())
+    }
+
+    /// Plans catalog updates for `dirs` against the remembered renderer state.
+    pub(crate) fn plan_catalogs(&self, inventory: &Inventory, dirs: &BTreeSet<String>) -> Result<catalog::CatalogPlan> {
+        let mut state = self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if state.is_none() {
+            *state = Some(self.load_catalog_state());
+        }
+        let previous = state.as_ref().expect("BUG: filled above");
+        catalog::plan(inventory, &self.policy, previous, Some(dirs), &|p| self.read_page(p), &self.catalog_rows)
+    }
+
+    /// Takes in the renderer state of a partial plan of `planned` directories (a write's).
+    pub(crate) fn merge_catalog_state(&self, partial: CatalogState, planned: &BTreeSet<String>) {
+        if let Some(state) = self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_mut() {
+            state.merge(partial, planned);
+        }
+    }
+
+    /// Forgets the remembered catalog state; the next plan reloads it and re-verifies pages.
+    pub(crate) fn invalidate_catalog_state(&self) {
+        *self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+
+    fn load_catalog_state(&self) -> CatalogState {
+        let path = layout::join(&self.root, layout::CATALOG_STATE);
+        crate::store::durable::read_engine_file(&self.root, &path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+    }
+
+    fn read_page(&self, path: &VaultPath) -> Option<Vec<u8>> {
+        let absolute = path.under(&self.root);
+        match std::fs::symlink_metadata(&absolute) {
+            Ok(m) if m.file_type().is_symlink() => Some(b"symlink: never ours".to_vec()),
+            Ok(_) => crate::store::beneath::read(&self.root, path.as_str()).ok().flatten(),
+            Err(_) => None,
+        }
+    }
+
+    /// Regenerates `index.md` and every directory catalog that changed.
+    pub fn generate_index(&self) -> Result<IndexReport> {
+        self.regenerate_catalogs(None)
+    }
+
+    /// Regenerates the catalogs of `dirs` only (plus the root index).
+    pub fn regenerate_catalogs(&self, only_dirs: Option<&BTreeSet<String>>) -> Result<IndexReport> {
+        let _writer = self.hold_writer_lock()?;
+        let mut guard = self.lock_inventory()?;
+        let inventory = guard.as_mut().expect("BUG: lock_inventory loads the inventory");
+        let mut state_guard = self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let previous = state_guard.take().unwrap_or_else(|| self.load_catalog_state());
+        let mut plan = catalog::plan(inventory, &self.policy, &previous, only_dirs, &|p| self.read_page(p), &self.catalog_rows)?;
+        if let Some(dirs) = only_dirs {
+            let mut whole = previous.clone();
+            whole.merge(std::mem::take(&mut plan.state), dirs);
+            plan.state = whole;
+        }
+        let mut dirs_touched = BTreeSet::new();
+        for (path, bytes) in &plan.writes {
+            crate::store::beneath::replace_deferred_dir_sync(&self.root, path.as_str(), bytes)?;
+            dirs_touched.insert(path.parent().to_string());
+            let kind = if path.as_str() == layout::ROOT_INDEX { PageKind::RootIndex } else { PageKind::Catalog };
+            let mut record = inventory::read_record(&self.root, path, kind, &self.policy);
+            record.generated = true;
+            inventory.upsert(record);
+        }
+        for dir in &dirs_touched {
+            durable::fsync_dir(&layout::join(&self.root, dir)).map_err(|e| Error::io("syncing", dir.clone(), e))?;
+        }
+        for path in &plan.deletes {
+            crate::store::beneath::remove_unsynced(&self.root, path.as_str())?;
+            durable::fsync_dir(&layout::join(&self.root, path.parent())).map_err(|e| Error::io("syncing", path.parent().to_string(), e))?;
+            inventory.remove(path);
+        }
+        if plan.state != previous || !layout::join(&self.root, layout::CATALOG_STATE).exists() {
+            durable::create_dir_all(&self.root, &layout::join(&self.root, layout::STATE_DIR))?;
+            let json =
+                serde_json::to_vec(&plan.state).map_err(|e| Error::io("encoding", layout::CATALOG_STATE, std::io::Error::other(e)))?;
+            durable::replace(&self.root, &layout::join(&self.root, layout::CATALOG_STATE), &json)?;
+        }
+        *state_guard = Some(plan.state);
+        Ok(IndexReport {
+            dirs_total: plan.dirs_total,
+            dirs_rendered: plan.rendered_dirs,
+            pages_written: plan.writes.iter().map(|(p, _)| p.to_string()).collect(),
+            pages_deleted: plan.deletes.iter().map(ToString::to_string).collect(),
+            conflicts: plan.conflicts.iter().map(ToString::to_string).collect(),
+        })
+    }
+
+    fn category(&self, category: &str) -> Result<()> {
+        if self.policy.policy.layout.catalog_categories.iter().any(|c| c == category) {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument {
+                name: "category",
+                reason: format!("'{category}' is not one of: {}", self.policy.policy.layout.catalog_categories.join(", ")),
+            })
+        }
+    }
+
+    /// Reads page `page` (1-based) of a category's catalog; fails closed on a missing landing
+    /// page, an undeclared page or a declared page that is missing.
+    pub fn read_sub_index(&self, category: &str, page: usize) -> Result<String> {
+        self.category(category)?;
+        if page == 0 {
+            return Err(Error::InvalidArgument { name: "page", reason: "pages are numbered from 1".into() });
+        }
+        let missing = |reason: String| Error::CatalogMissing { category: category.to_string(), reason };
+        let landing = layout::join(&self.root, &format!("{category}/{}", layout::SUB_INDEX));
+        let read_page = |rel: &str| crate::store::beneath::read(&self.root, rel).ok().flatten();
+        let landing = landing.strip_prefix(&self.root).unwrap_or(&landing).to_string_lossy().into_owned();
+        let bytes = read_page(&landing).ok_or_else(|| missing("no _index.md found; use ensure_sub_index to generate it".into()))?;
+        let pages = catalog::declared_pages(&bytes).map_err(missing)?;
+        if page > pages {
+            return Err(missing(format!("page {page} is not declared (the catalog has {pages} pages)")));
+        }
+        let path = format!("{category}/{}", layout::sub_index_page_name(page));
+        let bytes =
+            if page == 1 { bytes } else { read_page(&path).ok_or_else(|| missing(format!("page {page} is declared but missing")))? };
+        String::from_utf8(bytes).map_err(|_| missing(format!("page {page} is not UTF-8")))
+    }
+
+    /// Renders a category's catalog if needed, then returns the requested page.
+    pub fn ensure_sub_index(&self, category: &str, page: usize) -> Result<String> {
+        self.category(category)?;
+        let dirs: BTreeSet<String> = self.with_inventory(|inv| {
+            catalog::tree(inv, &self.policy)
+                .dirs()
+                .into_iter()
+                .filter(|d| d == category || d.starts_with(&format!("{category}/")))
+                .collect()
+        })?;
+        if dirs.is_empty() {
+            return Err(Error::CatalogMissing { category: category.to_string(), reason: "the folder has no catalogued notes".into() });
+        }
+        self.regenerate_catalogs(Some(&dirs))?;
+        self.read_sub_index(category, page)
+    }
+}

@@ -1,0 +1,228 @@
+//! The application API: one `Vault` per root, the only entry point adapters (CLI, MCP) use.
+//!
+//! `Vault` owns the policy, the in-memory inventory (loaded lazily, then kept current) and the
+//! catalog renderer state. Every write it makes goes through `store::durable`. Its concerns
+//! are one file each: `root` (where the vault is), `reports` (what its operations report),
+//! `model` (the inventory kept equal to the disk), `catalogs` (the catalog cache and
+//! regeneration), `reads` (lint, Markdown check, note slices) and `writer_lock` (the write
+//! path it hosts, through a trait: `vault` sits below `write` and never names it).
+
+mod catalogs;
+mod model;
+mod reads;
+mod reports;
+mod root;
+mod writer_lock;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use chrono::NaiveDate;
+use serde::Serialize;
+
+use crate::catalog::{self, CatalogState};
+use crate::error::{Error, Result};
+use crate::inventory::{self, Inventory};
+use crate::policy::LoadedPolicy;
+use crate::store::{durable, layout};
+
+use model::SavedInventory;
+pub use reports::{Freshness, IndexReport, InitReport, MarkdownReport, NoteSlice};
+pub(crate) use root::{RootSource, resolve_root};
+pub(crate) use writer_lock::{HeldLock, WritePath};
+
+/// Options for opening a vault.
+#[derive(Debug, Clone, Default)]
+pub struct VaultOptions {
+    /// "Today" for freshness checks; defaults to the current UTC date.
+    pub today: Option<NaiveDate>,
+    /// The instant the engine stamps the notes it renders with (`ingest_note`,
+    /// `synthesize_session`'s `timestamp`); defaults to the current UTC time. Tests and
+    /// reproducible runs set it (the CLI reads `PARAVAULT_NOW`).
+    pub now: Option<chrono::DateTime<chrono::Utc>>,
+}
+
+/// An open vault.
+pub struct Vault {
+    root: PathBuf,
+    policy: LoadedPolicy,
+    options: VaultOptions,
+    inventory: Mutex<Option<Inventory>>,
+    catalog_state: Mutex<Option<CatalogState>>,
+    /// Rendered catalog rows, reused while their notes do not change.
+    catalog_rows: catalog::render::RowMemo,
+    /// The write path this vault hosts (`write::writer::Writer`, handed in by `Vault::open`):
+    /// its lock, recovery and deferred checkpoint, its state opaque here.
+    writer: Box<dyn WritePath>,
+    /// Keeps the inventory equal to the disk in a long-lived process (`watch_disk`).
+    watch: std::sync::OnceLock<crate::watch::DiskWatch>,
+    freshness: Mutex<Freshness>,
+    saved_inventory: Mutex<Option<SavedInventory>>,
+    /// Whom writes through this handle are made for; provenance comes from it (never content).
+    channel: Channel,
+    /// The process ends right after this handle is dropped (`ending_the_process`).
+    ends_the_process: bool,
+}
+
+/// Who is writing: set by the adapter (the CLI is a person at a terminal, MCP is an agent),
+/// never taken from a request or a note's text. The engine derives provenance from it: the
+/// receipt's `operation` and `actor`, and the `memory.write_policy` of notes it renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Channel {
+    /// An agent (MCP, or a library caller that did not say otherwise).
+    #[default]
+    Agent,
+    /// A person at the CLI.
+    Person,
+}
+
+impl Channel {
+    /// The receipt's `actor`.
+    pub fn actor(self) -> &'static str {
+        match self {
+            Channel::Agent => "agent",
+            Channel::Person => "human",
+        }
+    }
+}
+
+impl Drop for Vault {
+    fn drop(&mut self) {
+        if self.has_deferred_writes()
+            && let Err(error) = self.checkpoint_pending()
+        {
+            tracing::warn!(error = %error, "could not checkpoint deferred writes; the next open finishes them from the journal");
+        }
+        // Records this process re-read from disk after its first load (a watcher's refreshes)
+        // are worth keeping. Records of its own writes are not: they were built from the bytes
+        // written, carry no stamp, and the next process reads those few files anyway.
+        if self.freshness().paths_refreshed > 0
+            && let Some(inventory) = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref()
+        {
+            self.persist_inventory(inventory);
+        }
+        if self.ends_the_process
+            && let Some(inventory) = self.inventory.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take()
+        {
+            std::mem::forget(inventory);
+        }
+    }
+}
+
+impl Vault {
+    /// Opens an existing vault directory with `writer` as its write path and loads its policy
+    /// (an invalid policy is refused); a committed write that waits is finished first
+    /// (`Vault::open`, in write/, hands in the writer).
+    pub(crate) fn open_with(root: &Path, options: VaultOptions, writer: Box<dyn WritePath>) -> Result<Self> {
+        if !root.is_dir() {
+            return Err(Error::VaultUnusable(root.display().to_string()));
+        }
+        crate::store::nofollow::refuse_symlinked_state(root)?;
+        let policy = LoadedPolicy::load(root)?;
+        let vault = Vault {
+            root: root.to_path_buf(),
+            policy,
+            options,
+            inventory: Mutex::new(None),
+            catalog_state: Mutex::new(None),
+            catalog_rows: Default::default(),
+            writer,
+            watch: std::sync::OnceLock::new(),
+            freshness: Mutex::new(Freshness {
+                mode: "loaded",
+                observed_at: None,
+                paths_refreshed: 0,
+                stat_walks: 0,
+                last_stat_walk_reason: None,
+                leftover_temps_removed: 0,
+                inventory_cache: String::new(),
+                load: inventory::LoadCounts::default(),
+            }),
+            saved_inventory: Mutex::new(None),
+            channel: Channel::Agent,
+            ends_the_process: false,
+        };
+        if layout::join(root, layout::JOURNAL).exists() {
+            // Crash recovery at open, under the writer lock, before any other write. A
+            // retryable failure (a full disk) does not stop reads: the pending intent stays in
+            // the journal and the next write (or open) finishes it.
+            match vault.hold_writer_lock() {
+                Ok(writer) => drop(writer),
+                Err(error) if error.retryable() => {
+                    tracing::warn!(error = %error, "recovery at open failed; reads go on, the next write retries it");
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(vault)
+    }
+
+    /// Creates the P.A.R.A. layout and the starter notes where missing, then opens the vault
+    /// with `writer` (`Vault::init`, in write/). Never overwrites an existing file.
+    pub(crate) fn init_with(root: &Path, options: VaultOptions, writer: Box<dyn WritePath>) -> Result<(Self, InitReport)> {
+        durable::create_dir_all(root, root)?;
+        let policy = LoadedPolicy::load(root)?;
+        let mut report = InitReport { created_dirs: Vec::new(), created_notes: Vec::new(), kept_existing: Vec::new() };
+        let skipped = &policy.policy.layout.not_created_at_init;
+        let folders: Vec<String> = policy.scope_folders().filter(|f| !skipped.contains(f)).cloned().collect();
+        for folder in folders.iter().map(String::as_str).chain([layout::STATE_DIR]) {
+            let dir = layout::join(root, folder);
+            if !dir.is_dir() {
+                durable::create_dir_all(root, &dir)?;
+                report.created_dirs.push(folder.to_string());
+            }
+        }
+        let fresh = report.created_dirs.len() > 1;
+        for (rel, text) in crate::starter::STARTER_NOTES {
+            let path = layout::join(root, rel);
+            if path.exists() || !fresh {
+                report.kept_existing.push((*rel).to_string());
+                continue;
+            }
+            durable::replace(root, &path, text.as_bytes())?;
+            report.created_notes.push((*rel).to_string());
+        }
+        let vault = Vault::open_with(root, options, writer)?;
+        vault.generate_index()?;
+        Ok((vault, report))
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// This handle, writing for `channel` (adapters call it once, right after opening).
+    pub fn acting_for(mut self, channel: Channel) -> Self {
+        self.channel = channel;
+        self
+    }
+
+    /// Marks this handle as the last thing its process holds (one CLI command): dropping it
+    /// still checkpoints and persists what it must, but leaves the in-memory vault model's
+    /// memory to the process's exit instead of freeing it map by map. Freeing a 20,000-note
+    /// model was 24% of a one-note CLI write's profile.
+    pub(crate) fn ending_the_process(mut self) -> Self {
+        self.ends_the_process = true;
+        self
+    }
+
+    /// Whom writes through this handle are made for.
+    pub fn channel(&self) -> Channel {
+        self.channel
+    }
+
+    pub fn policy(&self) -> &LoadedPolicy {
+        &self.policy
+    }
+
+    /// Today's date in UTC (or the configured override).
+    pub fn today(&self) -> NaiveDate {
+        self.options.today.unwrap_or_else(|| chrono::Utc::now().date_naive())
+    }
+
+    /// The instant the engine stamps a note it renders with: now in UTC (or the configured one).
+    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
+        self.options.now.unwrap_or_else(chrono::Utc::now)
+    }
+}

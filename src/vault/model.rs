@@ -1,0 +1,379 @@
+//! The vault's in-memory model (the inventory) kept equal to the disk: loaded on first use
+//! (reusing the persisted inventory's settled records), settled by a watcher or a stat walk
+//! before each operation in a long-lived process, re-read path by path after changes; the
+//! persisted inventory written back when it went stale; leftover temporary files of killed
+//! writes removed. *Invariant: a caller never gets a model older than the disk it asked about
+//! (`Scope`); the only files it writes are the persisted inventory and, under the writer lock,
+//! the removal of old temporary files.*
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::MutexGuard;
+
+use super::{Freshness, Vault};
+use crate::catalog;
+use crate::error::Result;
+use crate::inventory::{self, FileStamp, Inventory};
+use crate::note::path::VaultPath;
+use crate::scan::PageKind;
+use crate::store::{durable, layout};
+
+/// Now, as RFC 3339 with microseconds (UTC).
+fn now_rfc3339() -> String {
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
+}
+
+/// The persisted inventory as this process last read or wrote it.
+#[derive(Debug, Default)]
+pub(super) struct SavedInventory {
+    /// `Inventory::revision` it matches.
+    revision: u64,
+    /// blake3 of its bytes (rewritten only when they change).
+    digest: [u8; 32],
+}
+
+/// The persisted inventory is rewritten at load once at least this many of its records (or 1 %
+/// of them, whichever is more) were stale.
+const PERSIST_AFTER_STALE_RECORDS: usize = 32;
+
+/// How far a caller of the inventory needs it checked against the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scope {
+    /// A write transaction: folder listings proven; it re-checks the files it consults.
+    Write,
+    /// A whole-vault reader (lint, doctor, search, heal preview…): every file checked.
+    WholeVault,
+}
+
+/// What re-reading one changed path did.
+enum Refreshed {
+    /// Its stat identity had not moved: nothing was read.
+    Unchanged,
+    /// It was read again (or forgotten); `catalog_changed`: a catalog page's bytes changed.
+    Reread { catalog_changed: bool },
+}
+
+/// A temporary file younger than this may belong to a write in flight in another process
+/// (proposals and task snapshots are written outside the writer lock); older ones are
+/// leftovers of killed writes.
+pub(crate) const TEMP_LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(5);
+
+impl Vault {
+    /// The inventory for a whole-vault reader: every record checked against the disk.
+    pub(super) fn lock_inventory(&self) -> Result<MutexGuard<'_, Option<Inventory>>> {
+        self.lock_inventory_for(Scope::WholeVault)
+    }
+
+    /// The inventory, loaded on first use and brought up to the disk as far as `scope` needs:
+    /// a write transaction takes a model whose folder listings are proven (it re-checks the
+    /// files it consults itself); a whole-vault reader gets every record's stat identity
+    /// compared (a walk, once, if the model was loaded by folder checks).
+    fn lock_inventory_for(&self, scope: Scope) -> Result<MutexGuard<'_, Option<Inventory>>> {
+        let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if guard.is_none() {
+            let started = std::time::Instant::now();
+            let (known, cache_state) = self.read_persisted_inventory();
+            let decoded = started.elapsed();
+            let (inventory, leftovers, load) = match (scope, known) {
+                (Scope::Write, Some(known)) => match Inventory::load_checking_folders(&self.root, &self.policy, known)? {
+                    Ok(loaded) => loaded,
+                    Err(records) => Inventory::load_reusing(&self.root, &self.policy, records)?,
+                },
+                (_, known) => Inventory::load_reusing(&self.root, &self.policy, known.map(|k| k.records).unwrap_or_default())?,
+            };
+            let loaded = started.elapsed();
+            // Rewriting the whole file costs O(vault); a few stale records (the notes and catalog
+            // pages of recent writes) cost the next process a few reads. Rewrite once they add up.
+            let stale = load.read + load.forgotten + load.folders_relisted;
+            if cache_state == "reused" && stale < PERSIST_AFTER_STALE_RECORDS.max(load.reused / 100) {
+                if let Some(saved) = self.saved_inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_mut() {
+                    saved.revision = inventory.revision;
+                }
+            } else {
+                self.persist_inventory(&inventory);
+            }
+            tracing::debug!(?decoded, ?loaded, persisted = ?started.elapsed(), ?load, "inventory loaded");
+            *guard = Some(inventory);
+            let removed = self.remove_leftover_temps(&leftovers)?;
+            let mut freshness = self.lock_freshness();
+            freshness.observed_at = Some(now_rfc3339());
+            freshness.leftover_temps_removed += removed;
+            freshness.inventory_cache = cache_state;
+            freshness.load = load;
+        }
+        if scope == Scope::WholeVault
+            && let Some(inventory) = guard.as_mut().filter(|inventory| !inventory.files_checked)
+        {
+            let started = std::time::Instant::now();
+            let reread = self.rescan(inventory)?;
+            tracing::debug!(reread, walk = ?started.elapsed(), "whole-vault reader: every file checked");
+            let mut freshness = self.lock_freshness();
+            freshness.paths_refreshed += reread as u64;
+            freshness.stat_walks += 1;
+            freshness.last_stat_walk_reason = Some("a whole-vault read after a load by folder checks".into());
+            freshness.observed_at = Some(now_rfc3339());
+        }
+        Ok(guard)
+    }
+
+    /// The persisted inventory's records, and what became of it (`reused`, `absent`, or why it
+    /// cannot be trusted: it is then rebuilt, never used).
+    fn read_persisted_inventory(&self) -> (Option<inventory::KnownVault>, String) {
+        let path = layout::join(&self.root, layout::INVENTORY_CACHE);
+        let bytes = match crate::store::durable::read_engine_file(&self.root, &path) {
+            Ok(bytes) => bytes,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (None, "absent".into()),
+            Err(e) => return (None, format!("rebuilt: unreadable ({})", e.kind())),
+        };
+        match crate::inventory_cache::decode(&bytes, &self.policy.digest) {
+            Ok(known) => {
+                *self.saved_inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
+                    Some(SavedInventory { revision: u64::MAX, digest: *blake3::hash(&bytes).as_bytes() });
+                (Some(known), "reused".into())
+            }
+            Err(reason) => {
+                tracing::warn!(%reason, "ignoring the persisted inventory; rebuilding it");
+                (None, format!("rebuilt: {reason}"))
+            }
+        }
+    }
+
+    /// Writes the persisted inventory when the model changed since it was read or written and
+    /// its bytes differ (atomically; a failure only costs the next process a fuller read).
+    pub(super) fn persist_inventory(&self, inventory: &Inventory) {
+        let mut saved = self.saved_inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if saved.as_ref().is_some_and(|s| s.revision == inventory.revision) {
+            return;
+        }
+        let bytes = crate::inventory_cache::encode(inventory, &self.policy.digest);
+        let digest = *blake3::hash(&bytes).as_bytes();
+        if saved.as_ref().is_some_and(|s| s.digest == digest) {
+            *saved = Some(SavedInventory { revision: inventory.revision, digest });
+            return;
+        }
+        match durable::write_cache(&self.root, &layout::join(&self.root, layout::INVENTORY_CACHE), &bytes) {
+            Ok(()) => *saved = Some(SavedInventory { revision: inventory.revision, digest }),
+            Err(error) => tracing::debug!(error = %error, "could not write the persisted inventory"),
+        }
+    }
+
+    fn lock_freshness(&self) -> MutexGuard<'_, Freshness> {
+        self.freshness.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// What this process did to keep its model equal to the disk.
+    pub fn freshness(&self) -> Freshness {
+        self.lock_freshness().clone()
+    }
+
+    /// Removes temporary files of killed writes under the writer lock (skipped, to be done by
+    /// a later open, while another process holds it). Only files older than
+    /// `TEMP_LEFTOVER_AGE` are leftovers.
+    fn remove_leftover_temps(&self, found: &[PathBuf]) -> Result<usize> {
+        let cutoff = std::time::SystemTime::now().checked_sub(TEMP_LEFTOVER_AGE);
+        let old: Vec<PathBuf> = found
+            .iter()
+            .filter(|p| {
+                let modified = std::fs::symlink_metadata(p).and_then(|m| m.modified()).ok();
+                matches!((modified, cutoff), (Some(m), Some(c)) if m <= c)
+            })
+            .cloned()
+            .collect();
+        if old.is_empty() {
+            return Ok(0);
+        }
+        let Some(_writer) = self.try_lock_writer_file()? else { return Ok(0) };
+        let removed = durable::remove_leftover_temps(&self.root, &old)?;
+        if removed > 0 {
+            tracing::info!(removed, "removed temporary files left by killed writes");
+        }
+        Ok(removed)
+    }
+
+    /// Starts keeping the inventory equal to the disk with a file watcher (long-lived
+    /// processes; `observe_disk` then settles it before every operation). Where the platform
+    /// refuses a watch, every `observe_disk` does a stat walk instead.
+    pub fn watch_disk(&self) {
+        let mode = match crate::watch::DiskWatch::start(&self.root) {
+            Ok(watch) => {
+                let _ = self.watch.set(watch);
+                "watch"
+            }
+            Err(error) => {
+                tracing::warn!(error = %error, "no file watcher: every operation starts with a stat walk of the vault");
+                "stat_walk"
+            }
+        };
+        self.lock_freshness().mode = mode;
+    }
+
+    /// The running file watcher, if `watch_disk` started one.
+    pub fn disk_watch(&self) -> Option<&crate::watch::DiskWatch> {
+        self.watch.get()
+    }
+
+    /// Brings the inventory up to every change on disk finished before this call (long-lived
+    /// processes call it before each operation; a short-lived process read the disk at first
+    /// use). Re-reads only changed files; a watcher that cannot name the changes costs a stat
+    /// walk, never a stale answer.
+    pub fn observe_disk(&self) -> Result<()> {
+        let mode = self.lock_freshness().mode;
+        let changes = match (mode, self.watch.get()) {
+            ("watch", Some(watch)) => watch.settle(),
+            ("stat_walk", _) => crate::watch::DiskChanges { rescan: Some("no file watcher".into()), ..Default::default() },
+            _ => return Ok(()),
+        };
+        let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let Some(inventory) = guard.as_mut() else { return Ok(()) };
+        let mut rescan = changes.rescan;
+        let mut refreshed = 0u64;
+        let mut catalogs_changed = false;
+        if rescan.is_none() {
+            for rel in &changes.paths {
+                match self.refresh_changed(inventory, rel) {
+                    Some(Refreshed::Reread { catalog_changed }) => {
+                        refreshed += 1;
+                        catalogs_changed |= catalog_changed;
+                    }
+                    Some(Refreshed::Unchanged) => {}
+                    None => {
+                        rescan = Some(format!("{rel} held a folder of the vault"));
+                        break;
+                    }
+                }
+            }
+        }
+        if let Some(reason) = &rescan {
+            tracing::debug!(%reason, "walking the vault to find what changed on disk");
+            refreshed += self.rescan(inventory)? as u64;
+        }
+        drop(guard);
+        // A note changed outside the engine needs nothing here: the next write's catalog plan
+        // compares its directory's digest with the model. A catalog page someone else changed
+        // (another process, a person) makes the remembered renderer state suspect.
+        if catalogs_changed || rescan.is_some() {
+            self.invalidate_catalog_state();
+        }
+        let mut freshness = self.lock_freshness();
+        freshness.observed_at = Some(now_rfc3339());
+        freshness.paths_refreshed += refreshed;
+        if let Some(reason) = rescan {
+            freshness.stat_walks += 1;
+            freshness.last_stat_walk_reason = Some(reason);
+        }
+        Ok(())
+    }
+
+    /// Re-reads one changed path into the inventory when its stat identity moved. Returns
+    /// whether it re-read it, or `None` when the path was a folder holding known files (a
+    /// moved or removed folder: the caller walks the vault).
+    fn refresh_changed(&self, inventory: &mut Inventory, rel: &str) -> Option<Refreshed> {
+        let Ok(path) = VaultPath::parse_walked(rel) else { return Some(Refreshed::Unchanged) };
+        let absolute = path.under(&self.root);
+        let meta = std::fs::symlink_metadata(&absolute).ok();
+        if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) || (meta.is_none() && inventory.has_under(rel)) {
+            return None;
+        }
+        let walked = meta.as_ref().is_some_and(|m| m.file_type().is_file()) && crate::scan::walked(&self.root, &self.policy, &path);
+        let kind = crate::scan::classify(&self.policy, &path).filter(|_| walked);
+        let symlink = meta.as_ref().is_some_and(|m| m.file_type().is_symlink());
+        inventory.set_symlinked(&path, symlink && crate::scan::classify(&self.policy, &path).is_some());
+        match kind {
+            Some(kind) => {
+                if inventory.records.get(&path).is_some_and(|r| r.is_current(kind, meta.as_ref().map(FileStamp::of))) {
+                    return Some(Refreshed::Unchanged);
+                }
+                let record = inventory::read_record(&self.root, &path, kind, &self.policy);
+                let hash = record.content_hash;
+                let previous = inventory.upsert(record);
+                let catalog_page = matches!(kind, PageKind::Catalog | PageKind::RootIndex);
+                return Some(Refreshed::Reread { catalog_changed: catalog_page && previous.is_none_or(|p| p.content_hash != hash) });
+            }
+            None if walked => {
+                inventory.remove(&path);
+                inventory.add_attachment(path);
+            }
+            None => {
+                let previous = inventory.remove(&path);
+                let catalog_page = previous.as_ref().is_some_and(|p| matches!(p.kind, PageKind::Catalog | PageKind::RootIndex));
+                return Some(Refreshed::Reread { catalog_changed: catalog_page });
+            }
+        }
+        Some(Refreshed::Reread { catalog_changed: false })
+    }
+
+    /// A full stat walk: re-reads every page whose stat identity moved (or is racy), adds and
+    /// forgets files, and refreshes the symlink list. Returns how many pages it re-read.
+    fn rescan(&self, inventory: &mut Inventory) -> Result<usize> {
+        let walk_started = inventory::now_ns();
+        let scan = crate::scan::scan(&self.root, &self.policy)?;
+        let pages: std::collections::BTreeMap<&VaultPath, PageKind> = scan.pages.iter().map(|(p, k)| (p, *k)).collect();
+        let files: BTreeSet<&VaultPath> = scan.files.iter().collect();
+        let gone: Vec<VaultPath> = inventory
+            .files
+            .iter()
+            .filter(|p| !files.contains(p))
+            .chain(inventory.records.keys().filter(|p| !pages.contains_key(p)))
+            .cloned()
+            .collect();
+        for path in &gone {
+            inventory.remove(path);
+        }
+        let mut changed = Vec::new();
+        for (path, kind) in &scan.pages {
+            if !inventory.records.get(path).is_some_and(|r| r.is_current(*kind, inventory::stamp_now(&self.root, path))) {
+                changed.push((path.clone(), *kind));
+            }
+        }
+        for path in &scan.files {
+            if !pages.contains_key(path) && !inventory.files.contains(path) {
+                inventory.add_attachment(path.clone());
+            }
+        }
+        let reread = changed.len();
+        for record in inventory::read_all(&self.root, &self.policy, &changed) {
+            inventory.upsert(record);
+        }
+        inventory.symlinked_notes = scan.symlinked_notes;
+        inventory.set_listed_dirs(&self.root, &scan.dirs, walk_started);
+        inventory.files_checked = true;
+        inventory.ignore_files = scan.ignore_files;
+        Ok(reread)
+    }
+
+    /// Runs `f` with mutable access to the inventory (writer-side model updates).
+    /// Its folder listings are proven; the caller re-checks the files it consults
+    /// (`Inventory::recheck`).
+    pub(crate) fn with_inventory_mut<T>(&self, f: impl FnOnce(&mut Inventory) -> T) -> Result<T> {
+        let mut guard = self.lock_inventory_for(Scope::Write)?;
+        Ok(f(guard.as_mut().expect("BUG: lock_inventory loads the inventory")))
+    }
+
+    /// Runs `f` over the current inventory (loading it on first use).
+    pub fn with_inventory<T>(&self, f: impl FnOnce(&Inventory) -> T) -> Result<T> {
+        let guard = self.lock_inventory()?;
+        Ok(f(guard.as_ref().expect("BUG: lock_inventory loads the inventory")))
+    }
+
+    /// Forgets the in-memory inventory so the next call re-reads the vault (for edits made
+    /// outside the engine).
+    pub fn reload(&self) {
+        *self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+    }
+
+    /// Re-reads one file into the inventory (after a change made by the engine or outside it)
+    /// and returns the catalog directories the change affects.
+    pub fn refresh_path(&self, path: &VaultPath) -> Result<BTreeSet<String>> {
+        let mut guard = self.lock_inventory_for(Scope::Write)?;
+        let inventory = guard.as_mut().expect("BUG: lock_inventory loads the inventory");
+        match crate::scan::classify(&self.policy, path) {
+            Some(kind) if path.under(&self.root).is_file() => {
+                inventory.upsert(inventory::read_record(&self.root, path, kind, &self.policy));
+            }
+            _ => {
+                inventory.remove(path);
+            }
+        }
+        Ok(catalog::affected_dirs(path))
+    }
+}
