@@ -165,17 +165,23 @@ fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem
     // A block scalar (`|` / `>`): `block_header` is the column its lines must be indented past,
     // set on its header line; `block` holds it and, once the first content line is seen, that
     // line's indent (later lines indented less end the scalar). Its lines are text.
-    let (mut block_header, mut block): (Option<usize>, Option<(usize, Option<usize>)>) = (None, None);
+    // A header with an indentation indicator (`|2-`, `>-1`) fixes the content's indent at
+    // `from` plus the digit, whatever the first line's indent (which may then hold spaces).
+    type BlockIndent = (usize, Option<usize>);
+    let (mut block_header, mut block): (Option<BlockIndent>, Option<BlockIndent>) = (None, None);
     // The line opened with `: ` (an explicit key's value) and no node has started after it.
     let mut explicit_value = false;
+    // Inside a node's tag or anchor (`!t `, `&a `), which ends at a space: the node itself
+    // starts after it, so its bytes neither start a scalar nor end the place a node may start.
+    let mut property = false;
     for (i, &b) in bytes.iter().enumerate() {
         if b == b'\n' {
             if !single && !double {
                 significant = b'\n';
                 // A line ending inside a plain scalar may be continued by deeper lines; a blank
                 // line keeps the continuation open.
-                if let Some(from) = block_header.take() {
-                    block = Some((from, None));
+                if let Some(header) = block_header.take() {
+                    block = Some(header);
                 }
                 continues = match (plain, plain_from) {
                     (true, Some(from)) => Some(from),
@@ -184,7 +190,7 @@ fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem
                 };
             }
             (line, comment, line_start, compact, previous) = (line + 1, false, true, 0, b);
-            (column, indent, plain, plain_from, explicit_value) = (0, 0, false, None, false);
+            (column, indent, plain, plain_from, explicit_value, property) = (0, 0, false, None, false, false);
             continue;
         }
         let at = column;
@@ -235,6 +241,11 @@ fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem
         if comment {
             continue;
         }
+        if property {
+            property = !matches!(b, b' ' | b'\t' | b'\r');
+            previous = b;
+            continue;
+        }
         if double {
             match (escaped, b) {
                 (true, _) => escaped = false,
@@ -280,7 +291,18 @@ fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem
                 b']' | b'}' => depth = depth.saturating_sub(1),
                 b' ' | b'\t' | b'\r' => {}
                 // A block scalar's header: the lines after it, indented past `from`, are text.
-                b'|' | b'>' if depth == 0 && matches!(significant, b'\n' | b':' | b'-' | b'?') => block_header = Some(from),
+                b'|' | b'>' if depth == 0 && matches!(significant, b'\n' | b':' | b'-' | b'?') => {
+                    // The chomping (`+` / `-`) and indentation (`1`-`9`) indicators, either order.
+                    let header = bytes[i + 1..].iter().take(2).take_while(|d| matches!(d, b'+' | b'-' | b'1'..=b'9'));
+                    let indicator = header.copied().find(u8::is_ascii_digit);
+                    block_header = Some((from, indicator.map(|d| from + usize::from(d - b'0'))));
+                }
+                // libyaml refuses a tag or an anchor that a flow indicator ends, before any
+                // nesting: skipping the property to the next space never hides a bracket.
+                b'!' | b'&' if node_start => {
+                    (property, previous) = (true, b);
+                    continue;
+                }
                 b'&' | b'*' | b'!' | b'|' | b'>' | b'%' | b'@' | b'`' | b',' => {}
                 // A value indicator, never the start of a plain scalar.
                 b':' if matches!(bytes.get(i + 1), None | Some(b' ' | b'\t' | b'\r' | b'\n')) => {}

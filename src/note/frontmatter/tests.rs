@@ -225,3 +225,51 @@ fn an_explicit_keys_value_line_is_read_as_a_value() {
     let bomb = format!("---\n? k\n: {}\n---\n", "[".repeat(40));
     assert!(matches!(parse_text(&bomb), Err(FrontmatterProblem::Yaml { ref message, .. }) if message.contains("deeper than 32")), "{bomb}");
 }
+
+#[test]
+fn a_block_scalars_indentation_indicator_fixes_its_content_indent() {
+    // A fuzz finding: serde_yaml renders a value whose first line starts with a space as `|2-`;
+    // the pre-scan took the first line's deeper indent as the content's, so the next line
+    // (indented exactly 2) ended the scalar and its braces counted as flow nesting.
+    let braces = "{".repeat(40);
+    let rendered: Mapping = [(Value::String("b".into()), Value::String(format!(" starts with a space\n{braces}")))].into_iter().collect();
+    let text = render_new(&Frontmatter::from_mapping(rendered.clone()).unwrap(), "").unwrap();
+    assert!(text.contains("|2-"), "{text}");
+    assert_eq!(parse_text(&text).unwrap().mapping, rendered, "{text}");
+    for text in [
+        format!("---\na: |2-\n     deeper first\n  {braces}\n---\n"),
+        format!("---\nlist:\n- >-1\n   x\n {braces}\n---\n"),
+        format!("---\nm:\n  k: |+2\n      x\n    {braces}\n---\n"),
+    ] {
+        assert!(parse_text(&text).is_ok(), "{text}");
+    }
+    // Lines indented less than the indicator says end the scalar; their braces are YAML again.
+    let ended = format!("---\nm:\n  k: |2\n      x\n  {braces}\n---\n");
+    assert!(
+        matches!(parse_text(&ended), Err(FrontmatterProblem::Yaml { ref message, .. }) if message.contains("deeper than 32")),
+        "{ended}"
+    );
+}
+
+#[test]
+fn a_tag_or_anchor_leaves_the_place_where_a_node_starts() {
+    // A fuzz finding: after a tag (`!t `) the pre-scan no longer saw a node start, so a `{` in
+    // the tagged plain key counted as an unclosed flow collection and every later block
+    // scalar's braces were counted too.
+    let braces = "{".repeat(40);
+    for text in [
+        format!("---\n!au x{{y: 1\na: |-\n  {braces}\n---\n"),
+        format!("---\nk: &anchor plain {braces}\n---\n"),
+        format!("---\nk: !t |-\n  {braces}\n---\n"),
+    ] {
+        assert!(parse_text(&text).is_ok(), "{text}");
+    }
+    // A flow collection behind a tag or an anchor still counts.
+    for property in ["!t", "&a", "!<tag:yaml.org,2002:str>"] {
+        let bomb = format!("---\nk: {property} {braces}\n---\n");
+        assert!(
+            matches!(parse_text(&bomb), Err(FrontmatterProblem::Yaml { ref message, .. }) if message.contains("deeper than 32")),
+            "{bomb}"
+        );
+    }
+}
