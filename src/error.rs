@@ -428,7 +428,7 @@ pub mod codes {
         "human_approval_required",
         Usage,
         false,
-        "tell the user the proposal id: a person must approve it (`paravault approve <proposal_id>`); then call again with the same arguments",
+        "tell the user the proposal id: a person must approve it (`paravault approve <proposal_id>` or the web UI); then call again with the same arguments, or, for a memory change, apply it by its proposal id (the message says which)",
     );
     pub const PROPOSAL_REJECTED: CodeRow = row(
         "proposal_rejected",

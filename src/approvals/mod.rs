@@ -19,6 +19,7 @@ use crate::policy::{ApprovalsPolicy, Approver};
 use crate::store::{durable, layout, nofollow};
 use crate::vault::Vault;
 use crate::write::operations::{Proposal, proposal_id};
+use crate::write::receipts::Receipt;
 use crate::write::{Mutation, NoteChange, execute, execute_approved, sha256_hex};
 
 /// A governed operation that an `approvals:` rule can give to a person.
@@ -624,7 +625,7 @@ fn plan_id_for(operation: Operation, notes: &[NoteChange], request: Option<&str>
 /// proposal and returns `human_approval_required`, a rejection returns `proposal_rejected`,
 /// and an approval writes exactly the stored changes (what the person saw), its receipt
 /// naming the approver and channel.
-pub(crate) fn execute_governed(vault: &Vault, operation: Operation, mutation: Mutation) -> Result<Value> {
+pub(crate) fn execute_governed(vault: &Vault, operation: Operation, mutation: Mutation) -> Result<Receipt> {
     execute_governed_request(vault, operation, mutation, None)
 }
 
@@ -636,7 +637,7 @@ pub(crate) fn execute_governed_request(
     operation: Operation,
     mut mutation: Mutation,
     request: Option<&str>,
-) -> Result<Value> {
+) -> Result<Receipt> {
     let root = vault.root();
     let approver = approver_for(&vault.policy().policy.approvals, operation, mutation.notes.iter().map(|n| n.path.as_str()));
     if approver == Approver::Caller {
@@ -844,6 +845,7 @@ impl Vault {
             Some(stamp) => execute_approved(self, mutation, stamp),
             None => execute(self, mutation),
         }
+        .map(|receipt| receipt.to_value())
     }
 
     /// Applies a stored proposal by id, whichever kind holds its own plan: an

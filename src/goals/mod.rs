@@ -1065,7 +1065,7 @@ fn mutate(vault: &Vault, request: GoalRequest) -> Result<Done, Failure> {
         };
         match written {
             Ok(receipt) => {
-                let approval = receipt.get("approval").cloned();
+                let approval = receipt.approval.clone();
                 // An approved write put the stored after-image in place (its times are the
                 // proposal's): the result shows what was written.
                 let shown = match approval {
@@ -1080,7 +1080,7 @@ fn mutate(vault: &Vault, request: GoalRequest) -> Result<Done, Failure> {
                     semantic_no_op: false,
                     changed_fields,
                     revision,
-                    receipt_seq: receipt.get("seq").and_then(Value::as_u64),
+                    receipt_seq: Some(receipt.seq),
                     approval,
                 });
             }

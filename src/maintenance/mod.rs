@@ -30,4 +30,5 @@ fn write_governed(
         operation,
         Mutation { operation: name, notes, idempotency_key: None, proposal_id: None, log_entry, create_folders },
     )
+    .map(|receipt| receipt.to_value())
 }

@@ -305,7 +305,7 @@ fn capabilities(vault: &Vault, tools: &[Tool], cli_commands: &[String]) -> Value
         "models": {"embedder": "candle all-MiniLM-L6-v2", "embedding_model": format!("{}@{}", policy.embedding.repo, policy.embedding.revision),
                    "dimension": policy.embedding.dimension, "reranker": Value::Null},
         "storage": {"state_dir": crate::api::engine::STATE_DIR, "search_index": crate::api::engine::SEARCH_INDEX_DIR},
-        "environment": {"variables": ["PARAVAULT_VAULT_DIR", "POWER_VAULT_DIR", "PARAVAULT_LOG", "PARAVAULT_STDIO_WATCHDOG", "PARAVAULT_TODAY",
+        "environment": {"variables": ["PARAVAULT_VAULT_DIR", "POWER_VAULT_DIR", "PARAVAULT_LOG", "PARAVAULT_STDIO_WATCHDOG", "PARAVAULT_TODAY", "PARAVAULT_NOW",
                                       "PARAVAULT_MODEL_DIR", "PARAVAULT_INFRA_SOCKET", "HF_HUB_CACHE", "HF_HOME", "HF_ENDPOINT", "RAYON_NUM_THREADS"]},
         "read_only": true,
         "network_access": false,

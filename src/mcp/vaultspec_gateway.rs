@@ -125,7 +125,7 @@ const RESERVED_FLAGS: [&str; 6] = ["vault", "json", "help", "version", "policy",
 
 /// The only variables a spawned verb sees, copied from the server's own environment (where the
 /// per-user configuration, the model cache and the clock come from); every other is dropped.
-const INHERITED_ENV: [&str; 12] = [
+const INHERITED_ENV: [&str; 13] = [
     "HOME",
     "PARAVAULT_CONFIG_DIR",
     "XDG_CONFIG_HOME",
@@ -134,6 +134,7 @@ const INHERITED_ENV: [&str; 12] = [
     "HF_HOME",
     "RAYON_NUM_THREADS",
     "PARAVAULT_TODAY",
+    "PARAVAULT_NOW",
     "LANG",
     "LC_ALL",
     "TZ",

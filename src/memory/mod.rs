@@ -351,7 +351,7 @@ impl MemoryVault {
                 "next": format!("nothing is in the vault yet: {approval}; the change is applied exactly as proposed, or refused with precondition_failed when a note it changes was edited since"),
             })));
         }
-        let receipt = execute(&self.vault, mutation)?;
+        let receipt = execute(&self.vault, mutation)?.to_value();
         lock(&self.known).record_receipt(&receipt);
         Ok(Committed::Written(receipt))
     }

@@ -229,7 +229,7 @@ struct Plan<'v> {
 }
 
 /// Runs one write transaction and returns its receipt.
-pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Value> {
+pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Receipt> {
     let identity = Identity::of_text(&mutation);
     execute_with(vault, mutation, identity, None)
 }
@@ -238,41 +238,40 @@ pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Value> {
 /// caller's fields, without the idempotency key) and stamped with its clock: a retry under the
 /// same key is compared by its request, not by the stamped text, so the same request a second
 /// later replays the original receipt and a different one is `idempotency_conflict`.
-pub(crate) fn execute_rendered(vault: &Vault, mutation: Mutation, request: &Value) -> Result<Value> {
+pub(crate) fn execute_rendered(vault: &Vault, mutation: Mutation, request: &Value) -> Result<Receipt> {
     let identity = Identity::of_request(&mutation, request);
     execute_with(vault, mutation, identity, None)
 }
 
 /// Runs one write transaction a person approved (src/approvals): its receipt carries
 /// `approval` (approver, channel, decision time, the decision record's sha256) in the chain.
-pub fn execute_approved(vault: &Vault, mutation: Mutation, approval: Value) -> Result<Value> {
+pub fn execute_approved(vault: &Vault, mutation: Mutation, approval: Value) -> Result<Receipt> {
     let identity = Identity::of_text(&mutation);
     execute_with(vault, mutation, identity, Some(approval))
 }
 
 /// The spine: each step takes the previous step's type, so none can be skipped or reordered.
 /// A failure before the commit point records an aborted receipt (inside the step that failed).
-fn execute_with(vault: &Vault, mutation: Mutation, identity: Identity, approval: Option<Value>) -> Result<Value> {
+fn execute_with(vault: &Vault, mutation: Mutation, identity: Identity, approval: Option<Value>) -> Result<Receipt> {
     let mut phases = Phases::start();
     let mut writer = vault.lock_writer()?; // 2. lock (and recovery)
     phases.mark("lock");
     faults::crash_point("after_lock");
     let checked = match Checked::check(vault, &mut writer, mutation, identity)? {
-        Check::Replay(receipt) => return Ok(receipt), // 3. check: same key, same mutation
+        Check::Replay(receipt) => return Ok(*receipt), // 3. check: same key, same mutation
         Check::New(checked) => checked,
     };
     let planned = checked.plan(vault, &mut writer)?; // 4. plan (+ lint gate)
     phases.mark("plan");
     faults::crash_point("after_plan");
     let committed = planned.commit(vault, &mut writer, approval, &mut phases)?; // 5. commit + re-check
-    let receipt = committed.finish(vault, &mut writer, &mut phases)?; // 6-9. apply, publish, receipt, checkpoint
-    Ok(receipt.to_value())
+    committed.finish(vault, &mut writer, &mut phases) // 6-9. apply, publish, receipt, checkpoint
 }
 
 /// What the check step found.
 enum Check {
     /// The idempotency key already applied this very mutation: its original receipt.
-    Replay(Value),
+    Replay(Box<Receipt>),
     /// A mutation to plan.
     New(Checked),
 }
@@ -288,7 +287,7 @@ impl Checked {
     /// Step 3: idempotency replay or conflict (a conflict is refused with an aborted receipt).
     fn check(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: Mutation, identity: Identity) -> Result<Check> {
         match check_idempotency(writer, &mutation, &identity) {
-            Ok(Some(replayed)) => Ok(Check::Replay(replayed)),
+            Ok(Some(replayed)) => Ok(Check::Replay(Box::new(replayed))),
             Ok(None) => Ok(Check::New(Checked { mutation, fingerprint: identity.sha256 })),
             Err(error) => Err(abort(vault, writer, &mutation, "check", error)),
         }
@@ -399,11 +398,10 @@ impl Committed {
     }
 }
 
-fn check_idempotency(writer: &WriterGuard<'_>, mutation: &Mutation, identity: &Identity) -> Result<Option<Value>> {
+fn check_idempotency(writer: &WriterGuard<'_>, mutation: &Mutation, identity: &Identity) -> Result<Option<Receipt>> {
     let Some(key) = &mutation.idempotency_key else { return Ok(None) };
     let Some(receipt) = writer.receipts.by_key.get(key) else { return Ok(None) };
-    let same = receipt.get("operation").and_then(Value::as_str) == Some(mutation.operation)
-        && identity.matches(receipt.get("mutation_sha256").and_then(Value::as_str));
+    let same = receipt.operation == mutation.operation && identity.matches(receipt.mutation_sha256.as_deref());
     if same { Ok(Some(receipt.clone())) } else { Err(Error::IdempotencyConflict { key: key.clone() }) }
 }
 

@@ -269,7 +269,7 @@ impl Vault {
         validate_note_text(self, &path, &content)?;
         let log = log_entry("ingest", "Created", &request.title, &path, &[]);
         let mutation = new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log);
-        execute_rendered(self, mutation, &request_identity(request))
+        execute_rendered(self, mutation, &request_identity(request)).map(|receipt| receipt.to_value())
     }
 
     /// Creates one synthesis note (Daily Log by default, episodic memory) through the transaction.
@@ -303,7 +303,7 @@ impl Vault {
         }
         let log = log_entry("synthesize", "Synthesized", &request.title, &path, &extra);
         let mutation = new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log);
-        execute_rendered(self, mutation, &request_identity(request))
+        execute_rendered(self, mutation, &request_identity(request)).map(|receipt| receipt.to_value())
     }
 
     /// Validates and stores a content-addressed proposal; never writes the note.
@@ -428,6 +428,7 @@ impl Vault {
             Some(approval) => super::execute_approved(self, mutation, approval),
             None => execute(self, mutation),
         }
+        .map(|receipt| receipt.to_value())
     }
 }
 

@@ -118,9 +118,7 @@ pub(crate) struct ReceiptLog {
     /// Byte length of the file as last read or written by this process.
     pub len: u64,
     /// Idempotency key → the ok receipt that first used it.
-    pub by_key: HashMap<String, Value>,
-    /// Proposal id → the ok receipt that applied it.
-    pub by_proposal: HashMap<String, Value>,
+    pub by_key: HashMap<String, Receipt>,
 }
 
 /// A problem found by `verify`.
@@ -180,28 +178,32 @@ impl ReceiptLog {
         let tail = &tail[..];
         let complete = tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         for line in tail[..complete].split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
-            let Ok(value) = serde_json::from_slice::<Value>(line) else { continue };
-            self.index(&value, hash_line(line));
-            if let Some(p) = value.get("path").and_then(Value::as_str) {
-                touched.push(p.to_string());
+            match serde_json::from_slice::<Receipt>(line) {
+                Ok(receipt) => {
+                    touched.push(receipt.path.clone());
+                    self.index(&receipt, hash_line(line));
+                }
+                // A JSON line this engine cannot type (another version's) still moves the chain
+                // and the sequence on, and is never an idempotency replay; `verify` judges it.
+                Err(_) => {
+                    let Ok(value) = serde_json::from_slice::<Value>(line) else { continue };
+                    self.last_seq = self.last_seq.max(value.get("seq").and_then(Value::as_u64).unwrap_or(0));
+                    self.last_hash = hash_line(line);
+                    touched.extend(value.get("path").and_then(Value::as_str).map(str::to_string));
+                }
             }
         }
         self.len = (start + complete) as u64;
         Ok(touched)
     }
 
-    fn index(&mut self, receipt: &Value, hash: String) {
-        if let Some(seq) = receipt.get("seq").and_then(Value::as_u64) {
-            self.last_seq = self.last_seq.max(seq);
-        }
+    fn index(&mut self, receipt: &Receipt, hash: String) {
+        self.last_seq = self.last_seq.max(receipt.seq);
         self.last_hash = hash;
-        if receipt.get("status").and_then(Value::as_str) == Some("ok") {
-            if let Some(key) = receipt.get("idempotency_key").and_then(Value::as_str).filter(|k| !k.is_empty()) {
-                self.by_key.entry(key.to_string()).or_insert_with(|| receipt.clone());
-            }
-            if let Some(id) = receipt.get("proposal_id").and_then(Value::as_str).filter(|k| !k.is_empty()) {
-                self.by_proposal.entry(id.to_string()).or_insert_with(|| receipt.clone());
-            }
+        if receipt.status == "ok"
+            && let Some(key) = receipt.idempotency_key.clone().filter(|k| !k.is_empty())
+        {
+            self.by_key.entry(key).or_insert_with(|| receipt.clone());
         }
     }
 
@@ -222,14 +224,8 @@ impl ReceiptLog {
             durable::sync_all_paths(root, &[path], &[])?;
         }
         self.len += line.len() as u64;
-        // Only an ok receipt with a key or a proposal id is kept in memory (as its JSON value).
-        let keyed = |id: &Option<String>| id.as_deref().is_some_and(|k| !k.is_empty());
-        if receipt.status == "ok" && (keyed(&receipt.idempotency_key) || keyed(&receipt.proposal_id)) {
-            self.index(&receipt.to_value(), hash);
-        } else {
-            self.last_seq = self.last_seq.max(receipt.seq);
-            self.last_hash = hash;
-        }
+        // Only an ok receipt with an idempotency key is kept in memory.
+        self.index(&receipt, hash);
         Ok(receipt)
     }
 

@@ -336,7 +336,7 @@ fn a_write_reports_the_orphans_it_leaves() {
     };
     let write = |notes: Vec<NoteChange>| {
         let mutation = Mutation { notes, ..Mutation::single("test.write", path("03_Resources/x.md"), String::new()) };
-        execute(&vault, mutation).unwrap()["lint_orphans"].as_str().unwrap().to_string()
+        execute(&vault, mutation).unwrap().lint_orphans.unwrap()
     };
     let lint_orphans = |paths: &[&str]| {
         vault.lint().unwrap().findings.iter().filter(|f| f.rule == "orphan" && paths.contains(&f.path.as_str())).count().to_string()

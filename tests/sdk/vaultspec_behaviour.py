@@ -308,7 +308,10 @@ async def invoke_writes_for_the_agent(session, vault):
     out = await call(session, "invoke", {"verb": "ingest", "positionals": ["03_Resources/through-invoke"],
                                          "arguments": {"title": "Through invoke", "description": "A gateway write.", "content": "Body."}})
     assert out["ok"] is True, out
-    assert os.path.exists(os.path.join(vault, "03_Resources/through-invoke.md"))
+    with open(os.path.join(vault, "03_Resources/through-invoke.md"), encoding="utf-8") as note:
+        text = note.read()
+    # The spawned verb runs on the server's clock (PARAVAULT_NOW is inherited).
+    assert "timestamp: 2026-06-01T09:30:00Z" in text, text
     history = await call(session, "invoke", {"verb": "history", "arguments": {"limit": 1}})
     assert '"actor": "agent"' in json.dumps(history["data"]), history
 
@@ -362,7 +365,7 @@ async def read_only(vault):
 async def main():
     with tempfile.TemporaryDirectory() as vault:
         subprocess.run([BIN, "--vault", vault, "init"], check=True, stdout=subprocess.DEVNULL)
-        env = dict(os.environ, PARAVAULT_TODAY="2026-06-01")
+        env = dict(os.environ, PARAVAULT_TODAY="2026-06-01", PARAVAULT_NOW="2026-06-01T09:30:00Z")
         params = StdioServerParameters(command=BIN, args=["--vault", vault, "mcp", "--surface", "vaultspec"], env=env)
         async with stdio_client(params) as (read, write):
             async with ClientSession(read, write) as session:
