@@ -147,6 +147,14 @@ pub(crate) const COMPACT_INDICATORS_MAX: usize = 32;
 /// uncertain, the scan counts (it may refuse a valid block, never pass a bomb).
 fn check_nesting(yaml: &str, first_line: usize) -> Result<(), FrontmatterProblem> {
     let refuse = |line: usize, message: String| FrontmatterProblem::Yaml { line: first_line + line, message };
+    // The parser also breaks lines at a lone CR, NEL, LS and PS: the scan reads them as `\n`.
+    let normalized;
+    let yaml = if yaml.contains(['\r', '\u{85}', '\u{2028}', '\u{2029}']) {
+        normalized = yaml.replace("\r\n", "\n").replace(['\r', '\u{85}', '\u{2028}', '\u{2029}'], "\n");
+        normalized.as_str()
+    } else {
+        yaml
+    };
     // Bytes, not chars: every byte that matters is ASCII, and UTF-8 continuation bytes never are.
     let bytes = yaml.as_bytes();
     let (mut depth, mut line, mut compact) = (0usize, 0usize, 0usize);
@@ -365,7 +373,13 @@ fn render_mapping(mapping: &Mapping) -> Result<String, FrontmatterProblem> {
     if mapping.is_empty() {
         return Ok(String::new());
     }
-    let text = serde_yaml::to_string(mapping).map_err(|e| FrontmatterProblem::Unrenderable { message: e.to_string() })?;
+    let mut text = serde_yaml::to_string(mapping).map_err(|e| FrontmatterProblem::Unrenderable { message: e.to_string() })?;
+    // The emitter ends a literal block scalar with the value's own last line break, which may
+    // be U+2028 or U+2029 (line breaks to YAML, not to the `---` delimiter scan): the closing
+    // delimiter needs a `\n` before it.
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
     // serde_yaml's emitter writes some tags verbatim that are not valid YAML (`!%5bt` decodes to
     // `![t`, a flow indicator): what it writes must read back as the same mapping, or nothing
     // is written.

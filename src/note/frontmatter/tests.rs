@@ -273,3 +273,36 @@ fn a_tag_or_anchor_leaves_the_place_where_a_node_starts() {
         );
     }
 }
+
+#[test]
+fn a_value_ending_in_a_unicode_line_separator_still_closes_the_block() {
+    // A fuzz finding: serde_yaml ends a literal block scalar with the value's last line break
+    // as it is, here U+2028, so the rendered `---` landed on the YAML's last line and the block
+    // swallowed the body.
+    for end in ["\u{2028}", "\u{2029}"] {
+        let value = format!("line\n-- |$#'x{end}");
+        let mapping: Mapping = [(Value::String("t[x".into()), Value::String(value))].into_iter().collect();
+        let body = "  ---\n  more\n---\nbody\n";
+        let text = render_new(&Frontmatter::from_mapping(mapping.clone()).unwrap(), body).unwrap();
+        let split = split(&text).unwrap();
+        assert_eq!(split.body, body, "{text:?}");
+        assert_eq!(parse(&split).unwrap().mapping, mapping, "{text:?}");
+    }
+}
+
+#[test]
+fn every_line_break_the_parser_knows_ends_a_line_for_the_pre_scan() {
+    // libyaml also breaks lines at a lone CR, NEL, LS and PS: a flow collection after one is
+    // at the start of a line, not inside the plain or block scalar before it.
+    let braces = "{".repeat(40);
+    for brk in ["\r", "\u{85}", "\u{2028}", "\u{2029}"] {
+        for text in [format!("---\na: x{brk}{braces}\n---\n"), format!("---\na: |\n  x{brk}{braces}\n---\n")] {
+            assert!(
+                matches!(parse_text(&text), Err(FrontmatterProblem::Yaml { ref message, .. }) if message.contains("deeper than 32")),
+                "{text:?}"
+            );
+        }
+    }
+    // CRLF is one break, and brackets in scalars stay text.
+    assert!(parse_text(&format!("---\r\na: x {braces}\r\nb: |\r\n  {braces}\r\n---\r\n")).is_ok());
+}
