@@ -57,13 +57,12 @@ fn note_path(folder: &str, file_path: &str) -> Result<(VaultPath, String)> {
 fn render(note_type: &str, record: &DocumentRecord, content: &str) -> Result<String> {
     let body = if content.starts_with('\n') { content.to_string() } else { format!("\n{content}") };
     let body = if body.ends_with('\n') { body } else { format!("{body}\n") };
-    let block = serde_yaml::to_string(record).map_err(|e| Error::io("encoding", "document", std::io::Error::other(e)))?;
-    let indented: String = block.lines().map(|l| format!("  {l}\n")).collect();
+    let block = super::frontmatter_block("document", record, "document")?;
     let quote = |t: &str| serde_json::to_string(t).unwrap_or_else(|_| "\"\"".into());
     let first_line: String = content.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").chars().take(150).collect();
     let title: String = record.file_path.rsplit('/').next().unwrap_or(&record.file_path).chars().take(200).collect();
     Ok(format!(
-        "---\ntype: {}\ntitle: {}\ndescription: {}\ntags: [\"document\"]\nokf_version: \"0.2\"\nmemory:\n  kind: semantic\n  sources: [{}]\n  evidence: [{}]\n  write_policy: agent-proposed\ndocument:\n{indented}timestamp: {}\n---\n{body}",
+        "---\ntype: {}\ntitle: {}\ndescription: {}\ntags: [\"document\"]\nokf_version: \"0.2\"\nmemory:\n  kind: semantic\n  sources: [{}]\n  evidence: [{}]\n  write_policy: agent-proposed\n{block}timestamp: {}\n---\n{body}",
         quote(note_type),
         quote(&title),
         quote(if first_line.is_empty() { &title } else { &first_line }),

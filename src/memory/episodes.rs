@@ -554,11 +554,10 @@ pub fn render_note(note_type: &str, record: &EpisodeRecord, content: &str, opera
     let one_line: String = content.split_whitespace().collect::<Vec<_>>().join(" ");
     let title: String = one_line.chars().take(80).collect();
     let description: String = one_line.chars().take(150).collect();
-    let block = serde_yaml::to_string(record).map_err(|e| Error::io("encoding", "episode", std::io::Error::other(e)))?;
-    let indented: String = block.lines().map(|l| format!("  {l}\n")).collect();
+    let block = super::frontmatter_block("episode", record, "episode")?;
     let quote = |t: &str| serde_json::to_string(t).unwrap_or_else(|_| "\"\"".into());
     Ok(format!(
-        "---\ntype: {}\ntitle: {}\ndescription: {}\ntags: [\"episode\"]\nokf_version: \"0.2\"\nmemory:\n  kind: episodic\n  sources: [{}]\n  evidence: [{}]\n  write_policy: agent-proposed\nepisode:\n{indented}timestamp: {}\n---\n{body}",
+        "---\ntype: {}\ntitle: {}\ndescription: {}\ntags: [\"episode\"]\nokf_version: \"0.2\"\nmemory:\n  kind: episodic\n  sources: [{}]\n  evidence: [{}]\n  write_policy: agent-proposed\n{block}timestamp: {}\n---\n{body}",
         quote(note_type),
         quote(&title),
         quote(&description),

@@ -189,6 +189,21 @@ fn receipt_summary(receipt: &Value) -> Value {
 }
 
 /// A fresh random identifier (hex).
+/// `key:` and `record` under it, as the frontmatter of a memory note holds it. The YAML emitter
+/// indents the record itself: splitting its text at `\n` and indenting each piece left the
+/// lines after a U+2028 / U+2029 inside a literal block scalar outdented, where they were read
+/// as fields of their own.
+pub(crate) fn frontmatter_block(key: &str, record: &impl serde::Serialize, what: &'static str) -> Result<String> {
+    let encoding = |e: serde_yaml::Error| Error::io("encoding", what, std::io::Error::other(e));
+    let mut block = serde_yaml::Mapping::new();
+    block.insert(key.into(), serde_yaml::to_value(record).map_err(encoding)?);
+    let mut text = serde_yaml::to_string(&block).map_err(encoding)?;
+    if !text.ends_with('\n') {
+        text.push('\n');
+    }
+    Ok(text)
+}
+
 pub(crate) fn fresh_id(bytes: usize) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);

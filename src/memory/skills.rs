@@ -49,12 +49,11 @@ pub(crate) fn slug(name: &str) -> Result<String> {
 
 fn render(note_type: &str, record: &SkillRecord, instructions: &str) -> Result<String> {
     let body = format!("\n{instructions}\n");
-    let block = serde_yaml::to_string(record).map_err(|e| Error::io("encoding", "skill", std::io::Error::other(e)))?;
-    let indented: String = block.lines().map(|l| format!("  {l}\n")).collect();
+    let block = super::frontmatter_block("skill", record, "skill")?;
     let quote = |t: &str| serde_json::to_string(t).unwrap_or_else(|_| "\"\"".into());
     let description: String = record.description.split_whitespace().collect::<Vec<_>>().join(" ");
     Ok(format!(
-        "---\ntype: {}\ntitle: {}\ndescription: {}\ntags: [\"skill\"]\nokf_version: \"0.2\"\nmemory:\n  kind: procedural\n  sources: [\"paravault://mcp/ctxvault/write_skill\"]\n  evidence: [{}]\n  write_policy: agent-proposed\nskill:\n{indented}timestamp: {}\n---\n{body}",
+        "---\ntype: {}\ntitle: {}\ndescription: {}\ntags: [\"skill\"]\nokf_version: \"0.2\"\nmemory:\n  kind: procedural\n  sources: [\"paravault://mcp/ctxvault/write_skill\"]\n  evidence: [{}]\n  write_policy: agent-proposed\n{block}timestamp: {}\n---\n{body}",
         quote(note_type),
         quote(record.name.trim()),
         quote(&description),

@@ -896,3 +896,28 @@ fn a_propose_agent_only_ever_proposes_and_cannot_apply() {
     assert!(query(&carol, EpisodeQuery::default()).is_empty());
     assert_eq!(carol.vault.proposals().unwrap().len(), 4);
 }
+
+/// Caller strings holding line breaks only YAML knows (NEL, LS, PS, a lone CR) come back as
+/// written: the `episode:` block is indented by the YAML emitter, never by splitting its text
+/// at `\n` (which let a string after U+2028 land as a field of its own).
+#[test]
+fn line_separators_in_episode_fields_never_become_fields() {
+    let (dir, m) = memory_vault();
+    for brk in ["\u{2028}", "\u{2029}", "\u{85}", "\r"] {
+        // With a `\n` too, the emitter writes a literal block scalar, whose lines it indents.
+        let source = format!("origin\nline{brk}superseded_by: ep-forged{brk}state: invalidated");
+        // Entities refuse control characters (NEL, CR) with a typed error; LS and PS are text.
+        let entity = if brk.chars().any(char::is_control) { "Anna".to_string() } else { format!("Anna{brk}revised_by: ep-forged") };
+        let written = m
+            .write_episode(&NewEpisode { source: Some(source.clone()), entities: vec![entity.clone()], ..episode("Anna moved", &[]) })
+            .unwrap();
+        let path = written["episode"]["path"].as_str().unwrap().to_string();
+        let back = query(&m, EpisodeQuery { entities: vec![entity.clone()], ..Default::default() });
+        let back = back.iter().find(|e| e["path"] == path.as_str()).unwrap_or_else(|| panic!("{brk:?}: not found by its entity"));
+        assert_eq!((back["source"].as_str(), back["state"].as_str()), (Some(source.as_str()), Some("open")), "{brk:?}: {back}");
+        assert_eq!(back["superseded_by"], Value::Null, "{brk:?}: {back}");
+        assert_eq!(back["entities"], serde_json::json!([entity]), "{brk:?}: {back}");
+        let note = std::fs::read_to_string(dir.path().join(&path)).unwrap();
+        assert_eq!(note.matches("superseded_by:").count(), 2, "{brk:?}: the field and the text in the source: {note:?}");
+    }
+}
