@@ -555,7 +555,7 @@ pub fn render_note(note_type: &str, record: &EpisodeRecord, content: &str, opera
     let title: String = one_line.chars().take(80).collect();
     let description: String = one_line.chars().take(150).collect();
     let block = super::frontmatter_block("episode", record, "episode")?;
-    let quote = |t: &str| serde_json::to_string(t).unwrap_or_else(|_| "\"\"".into());
+    let quote = crate::note::frontmatter::double_quoted;
     Ok(format!(
         "---\ntype: {}\ntitle: {}\ndescription: {}\ntags: [\"episode\"]\nokf_version: \"0.2\"\nmemory:\n  kind: episodic\n  sources: [{}]\n  evidence: [{}]\n  write_policy: agent-proposed\n{block}timestamp: {}\n---\n{body}",
         quote(note_type),

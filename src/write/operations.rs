@@ -10,6 +10,7 @@ use serde_json::Value;
 use super::{Mutation, NoteChange, execute, execute_rendered, sha256_hex};
 use crate::error::{Error, Result};
 use crate::note::frontmatter;
+use crate::note::frontmatter::double_quoted as quote;
 use crate::note::metadata;
 use crate::note::path::{VaultPath, resolve_note_path};
 use crate::store::{durable, layout};
@@ -93,10 +94,6 @@ fn provenance(channel: Channel, tool: &str) -> Provenance {
         (Channel::Person, "ingest") => Provenance { operation: "cli.ingest", source: "paravault://cli/ingest", write_policy: "human" },
         (Channel::Person, _) => Provenance { operation: "cli.synthesize", source: "paravault://cli/synthesize", write_policy: "human" },
     }
-}
-
-fn quote(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
 }
 
 fn flow_list(items: &[String]) -> String {

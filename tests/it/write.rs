@@ -437,3 +437,31 @@ fn a_cli_ingest_retried_seconds_later_with_its_key_replays() {
     let said = format!("{}{}", String::from_utf8_lossy(&other.stdout), String::from_utf8_lossy(&other.stderr));
     assert!(said.contains("idempotency_conflict"), "{said}");
 }
+
+/// Titles, descriptions and tags holding characters YAML treats apart (NEL, LS and PS
+/// are line breaks to it; DEL, C1 controls and a BOM are not allowed raw) are written as
+/// escapes, so the note's frontmatter reads back exactly as the caller sent it.
+#[test]
+fn caller_text_with_yaml_line_breaks_and_controls_reads_back_exactly() {
+    let (dir, vault) = vault("");
+    for (i, odd) in
+        ["\u{85}", "\u{2028}  x", "\u{2029}", "\u{7f}", "\u{9b}", "\u{feff}", "\u{ffff}", "a\u{2028}\u{2028}b"].iter().enumerate()
+    {
+        let request = IngestRequest {
+            title: format!("Title {odd} end"),
+            description: format!("Description{odd}end"),
+            tags: vec![format!("tag{odd}")],
+            ..ingest(&format!("03_Resources/odd-{i}"), "Body.")
+        };
+        vault.ingest_note(&request).unwrap_or_else(|e| panic!("{odd:?}: {e}"));
+        let text = std::fs::read_to_string(dir.path().join(format!("03_Resources/odd-{i}.md"))).unwrap();
+        let split = paravault::note::frontmatter::split(&text).unwrap();
+        let front = paravault::note::frontmatter::parse(&split).unwrap_or_else(|e| panic!("{odd:?}: {e}: {text:?}"));
+        let field = |key: &str| front.get(key).cloned().unwrap_or(serde_yaml::Value::Null);
+        // Trimmed at their ends (Unicode whitespace, NEL, LS and PS included), as every caller text is.
+        let string = |s: &str| serde_yaml::Value::String(s.trim().to_string());
+        assert_eq!(field("title"), string(&request.title), "{odd:?}: {text:?}");
+        assert_eq!(field("description"), string(&request.description), "{odd:?}: {text:?}");
+        assert_eq!(field("tags"), serde_yaml::Value::Sequence(vec![string(&request.tags[0])]), "{odd:?}: {text:?}");
+    }
+}
