@@ -369,7 +369,9 @@ impl Frontmatter {
     }
 }
 
-fn render_mapping(mapping: &Mapping) -> Result<String, FrontmatterProblem> {
+/// The YAML text of a mapping, ending in a newline, or a typed refusal when the emitter's
+/// output would not read back as the same mapping.
+pub(crate) fn render_mapping(mapping: &Mapping) -> Result<String, FrontmatterProblem> {
     if mapping.is_empty() {
         return Ok(String::new());
     }

@@ -308,7 +308,7 @@ pub(crate) fn document_frontmatter(
     for (key, value) in extra {
         map.insert(yaml_string(key), value.clone());
     }
-    let yaml = serde_yaml::to_string(&map).unwrap_or_default();
+    let yaml = frontmatter::render_mapping(&map).unwrap_or_default();
     format!("---\n{yaml}---\n")
 }
 
@@ -453,7 +453,7 @@ pub(crate) fn write_feature_index(vault: &Vault, policy: &SpecdocsPolicy, docs: 
     map.insert(yaml_string("timestamp"), yaml_string(&chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()));
     map.insert(yaml_string("tags"), serde_yaml::Value::Sequence(vec![yaml_string("#index"), yaml_string(&format!("#{feature}"))]));
     map.insert(yaml_string(INDEX_MARKER_KEY), yaml_string(INDEX_MARKER));
-    let text = format!("---\n{}---\n{body}", serde_yaml::to_string(&map).unwrap_or_default());
+    let text = format!("---\n{}---\n{body}", frontmatter::render_mapping(&map).unwrap_or_default());
     execute(vault, write_document("mcp.vaultspec.feature_index", path, text, current.as_deref(), true))?;
     Ok(true)
 }
