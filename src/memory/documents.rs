@@ -58,7 +58,7 @@ fn render(note_type: &str, record: &DocumentRecord, content: &str) -> Result<Str
     let body = if content.starts_with('\n') { content.to_string() } else { format!("\n{content}") };
     let body = if body.ends_with('\n') { body } else { format!("{body}\n") };
     let block = super::frontmatter_block("document", record, "document")?;
-    let quote = crate::note::frontmatter::double_quoted;
+    let quote = crate::note::yaml_edit::quoted;
     let first_line: String = content.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("").chars().take(150).collect();
     let title: String = record.file_path.rsplit('/').next().unwrap_or(&record.file_path).chars().take(200).collect();
     Ok(format!(

@@ -555,7 +555,7 @@ pub fn render_note(note_type: &str, record: &EpisodeRecord, content: &str, opera
     let title: String = one_line.chars().take(80).collect();
     let description: String = one_line.chars().take(150).collect();
     let block = super::frontmatter_block("episode", record, "episode")?;
-    let quote = crate::note::frontmatter::double_quoted;
+    let quote = crate::note::yaml_edit::quoted;
     Ok(format!(
         "---\ntype: {}\ntitle: {}\ndescription: {}\ntags: [\"episode\"]\nokf_version: \"0.2\"\nmemory:\n  kind: episodic\n  sources: [{}]\n  evidence: [{}]\n  write_policy: agent-proposed\n{block}timestamp: {}\n---\n{body}",
         quote(note_type),

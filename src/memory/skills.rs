@@ -50,7 +50,7 @@ pub(crate) fn slug(name: &str) -> Result<String> {
 fn render(note_type: &str, record: &SkillRecord, instructions: &str) -> Result<String> {
     let body = format!("\n{instructions}\n");
     let block = super::frontmatter_block("skill", record, "skill")?;
-    let quote = crate::note::frontmatter::double_quoted;
+    let quote = crate::note::yaml_edit::quoted;
     let description: String = record.description.split_whitespace().collect::<Vec<_>>().join(" ");
     Ok(format!(
         "---\ntype: {}\ntitle: {}\ndescription: {}\ntags: [\"skill\"]\nokf_version: \"0.2\"\nmemory:\n  kind: procedural\n  sources: [\"paravault://mcp/ctxvault/write_skill\"]\n  evidence: [{}]\n  write_policy: agent-proposed\n{block}timestamp: {}\n---\n{body}",

@@ -407,23 +407,6 @@ pub fn render(split: &Split<'_>, frontmatter: &Frontmatter) -> Result<String, Fr
     Ok(out)
 }
 
-/// `text` as a YAML double-quoted scalar that reads back as exactly `text`: JSON's escapes
-/// (which YAML's double-quoted style shares) plus `\uXXXX` for what JSON leaves raw but YAML
-/// does not read as itself: NEL, LS and PS are line breaks to it (folded, or stripping the
-/// spaces after them), DEL, the C1 controls, a BOM and U+FFFE / U+FFFF are refused raw.
-pub(crate) fn double_quoted(text: &str) -> String {
-    let json = serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into());
-    let mut out = String::with_capacity(json.len());
-    for c in json.chars() {
-        if matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}') {
-            out.push_str(&format!("\\u{:04X}", u32::from(c)));
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// Renders a brand-new note from a frontmatter mapping and a body.
 pub fn render_new(frontmatter: &Frontmatter, body: &str) -> Result<String, FrontmatterProblem> {
     Ok(format!("---\n{}---\n{}", frontmatter.yaml_text()?, body))

@@ -77,9 +77,21 @@ pub(crate) fn rename_key(yaml: &str, from: &str, to: &str) -> String {
     }
 }
 
-/// Renders a YAML scalar string (double-quoted JSON-compatible form).
+/// `text` as a YAML double-quoted scalar that reads back as exactly `text`: JSON's escapes
+/// (which YAML's double-quoted style shares) plus `\uXXXX` for what JSON leaves raw but YAML
+/// does not read as itself: NEL, LS and PS are line breaks to it (folded, or stripping the
+/// spaces after them), DEL, the C1 controls, a BOM and U+FFFE / U+FFFF are refused raw.
 pub fn quoted(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
+    let json = serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into());
+    let mut out = String::with_capacity(json.len());
+    for c in json.chars() {
+        if matches!(c, '\u{7f}'..='\u{9f}' | '\u{2028}' | '\u{2029}' | '\u{feff}' | '\u{fffe}' | '\u{ffff}') {
+            out.push_str(&format!("\\u{:04X}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 #[cfg(test)]

@@ -10,9 +10,9 @@ use serde_json::Value;
 use super::{Mutation, NoteChange, execute, execute_rendered, sha256_hex};
 use crate::error::{Error, Result};
 use crate::note::frontmatter;
-use crate::note::frontmatter::double_quoted as quote;
 use crate::note::metadata;
 use crate::note::path::{VaultPath, resolve_note_path};
+use crate::note::yaml_edit::quoted as quote;
 use crate::store::{durable, layout};
 use crate::vault::{Channel, Vault};
 

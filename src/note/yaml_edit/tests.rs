@@ -14,3 +14,14 @@ fn set_replaces_only_its_entry() {
 fn rename_keeps_the_value_text() {
     assert_eq!(rename_key("status: Done  # x\nb: 1\n", "status", "x-status"), "x-status: Done  # x\nb: 1\n");
 }
+
+proptest::proptest! {
+    /// Any text, YAML's own line breaks and refused characters included, reads back exactly
+    /// from `quoted` as a value and as a flow-sequence item.
+    #[test]
+    fn quoted_text_reads_back_exactly(text in "(\\PC|[\\x00-\\x1f\\x7f-\\x9f\\u{2028}\\u{2029}\\u{feff}\\u{fffe}\\u{ffff} ]){0,40}") {
+        let value: serde_yaml::Value = serde_yaml::from_str(&format!("k: {}\nl: [{}]\n", quoted(&text), quoted(&text))).unwrap();
+        proptest::prop_assert_eq!(value["k"].as_str(), Some(text.as_str()));
+        proptest::prop_assert_eq!(value["l"][0].as_str(), Some(text.as_str()));
+    }
+}
