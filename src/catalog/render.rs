@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use crate::error::{Error, Result};
 use crate::inventory::NoteRecord;
+use crate::note::yaml_edit::quoted;
 use crate::store::layout;
 
 /// The renderer version written into every page; bump when the layout changes.
@@ -25,10 +26,6 @@ pub struct DirInput<'a> {
     pub children: Vec<ChildDir>,
     /// Notes directly in the directory, sorted by (case-folded title, path).
     pub notes: Vec<&'a NoteRecord>,
-}
-
-fn yaml_quote(text: &str) -> String {
-    serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
 }
 
 fn escape_inline(text: &str) -> String {
@@ -161,11 +158,11 @@ fn page_header(dir: &str, page: usize, pages: usize) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "---");
     let _ = writeln!(out, "type: System Guide");
-    let _ = writeln!(out, "title: {}", yaml_quote(&format!("Catalog: {dir}")));
-    let _ = writeln!(out, "description: {}", yaml_quote(&format!("Generated catalog of {dir}, page {page} of {pages}")));
+    let _ = writeln!(out, "title: {}", quoted(&format!("Catalog: {dir}")));
+    let _ = writeln!(out, "description: {}", quoted(&format!("Generated catalog of {dir}, page {page} of {pages}")));
     let _ = writeln!(out, "x-generated-by: {MARKER}");
     let _ = writeln!(out, "x-index-renderer: {RENDERER_VERSION}");
-    let _ = writeln!(out, "x-index-directory: {}", yaml_quote(dir));
+    let _ = writeln!(out, "x-index-directory: {}", quoted(dir));
     let _ = writeln!(out, "x-index-page: {page}");
     let _ = writeln!(out, "x-index-pages: {pages}");
     let _ = writeln!(out, "---");
