@@ -74,8 +74,14 @@ fn generate(root: &Path, count: usize) {
             attestations: Vec::new(),
             disputes: Vec::new(),
         };
-        let text = render_note("Area", &record, &format!("statement {i} about entity-{} in {year}", i % 500), "paravault://bench")
-            .expect("render");
+        let text = render_note(
+            "Area",
+            &record,
+            &format!("statement {i} about entity-{} in {year}", i % 500),
+            "paravault://bench",
+            chrono::Utc::now(),
+        )
+        .expect("render");
         std::fs::write(dir.join(format!("{id}.md")), text).expect("write episode");
     }
 }

@@ -229,7 +229,7 @@ impl Vault {
         if !request.dry_run && !request.approved {
             return Err(Error::ApprovalRequired { operation: "heal_frontmatter_tool" });
         }
-        let now = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let now = self.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let policy = self.policy().clone();
         let records: Vec<NoteRecord> = self.with_inventory(|inv| inv.notes().filter(|r| !r.valid).cloned().collect())?;
         let mut report = HealReport { dry_run: request.dry_run, notes: Vec::new(), refused: Vec::new(), receipt: None };

@@ -29,7 +29,7 @@ fn vaults(ctx: &ToolCtx) -> Result<&VaultSet> {
     if let Some(set) = ctx.memory.get() {
         return Ok(set);
     }
-    let set = VaultSet::load(&crate::api::memory::config_dir()?, ctx.agent.clone(), true)?;
+    let set = VaultSet::load(&crate::api::memory::config_dir()?, ctx.agent.clone(), true)?.with_options(ctx.vault.options().clone());
     Ok(ctx.memory.get_or_init(|| set))
 }
 

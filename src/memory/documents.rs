@@ -54,7 +54,7 @@ fn note_path(folder: &str, file_path: &str) -> Result<(VaultPath, String)> {
     Ok((path, ext))
 }
 
-fn render(note_type: &str, record: &DocumentRecord, content: &str) -> Result<String> {
+fn render(note_type: &str, record: &DocumentRecord, content: &str, now: chrono::DateTime<chrono::Utc>) -> Result<String> {
     let body = if content.starts_with('\n') { content.to_string() } else { format!("\n{content}") };
     let body = if body.ends_with('\n') { body } else { format!("{body}\n") };
     let block = super::frontmatter_block("document", record, "document")?;
@@ -68,7 +68,7 @@ fn render(note_type: &str, record: &DocumentRecord, content: &str) -> Result<Str
         quote(if first_line.is_empty() { &title } else { &first_line }),
         quote(&format!("paravault://mcp/ctxvault/write_doc?generated_by={}", record.generated_by)),
         quote(&format!("sha256:{}", sha256_hex(body.as_bytes()))),
-        chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     ))
 }
 
@@ -115,7 +115,7 @@ impl MemoryVault {
             generated_by: generated_by.to_string(),
             source_sha256,
         };
-        let text = render(&self.vault.policy().policy.agent_memory.document_note_type, &record, &body)?;
+        let text = render(&self.vault.policy().policy.agent_memory.document_note_type, &record, &body, self.vault.now())?;
         let committed = self.commit("ctxvault.write_doc", &fresh_id(16), vec![(path.clone(), text, existing.clone())])?;
         let mut answer = json!({
             "file_path": record.file_path, "format": format, "generated_by": record.generated_by, "path": path.to_string(),

@@ -549,7 +549,7 @@ pub(crate) fn entity_counts<'a>(records: impl Iterator<Item = &'a EpisodeRecord>
 }
 
 /// Renders an episode note: OKF frontmatter, the `episode:` block, the statement as body.
-pub fn render_note(note_type: &str, record: &EpisodeRecord, content: &str, operation_source: &str) -> Result<String> {
+pub fn render_note(note_type: &str, record: &EpisodeRecord, content: &str, operation_source: &str, now: DateTime<Utc>) -> Result<String> {
     let body = format!("\n{content}\n");
     let one_line: String = content.split_whitespace().collect::<Vec<_>>().join(" ");
     let title: String = one_line.chars().take(80).collect();
@@ -563,7 +563,7 @@ pub fn render_note(note_type: &str, record: &EpisodeRecord, content: &str, opera
         quote(&description),
         quote(operation_source),
         quote(&format!("sha256:{}", crate::write::sha256_hex(body.as_bytes()))),
-        Utc::now().to_rfc3339_opts(SecondsFormat::Secs, true),
+        now.to_rfc3339_opts(SecondsFormat::Secs, true),
     ))
 }
 

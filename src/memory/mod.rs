@@ -384,7 +384,13 @@ impl MemoryVault {
     }
 
     fn render(&self, record: &EpisodeRecord, content: &str, tool: &str) -> Result<String> {
-        episodes::render_note(&self.policy().episode_note_type, record, content, &format!("paravault://mcp/ctxvault/{tool}"))
+        episodes::render_note(
+            &self.policy().episode_note_type,
+            record,
+            content,
+            &format!("paravault://mcp/ctxvault/{tool}"),
+            self.vault.now(),
+        )
     }
 
     fn require_content(content: &str) -> Result<()> {

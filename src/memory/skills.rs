@@ -47,7 +47,7 @@ pub(crate) fn slug(name: &str) -> Result<String> {
     Ok(out)
 }
 
-fn render(note_type: &str, record: &SkillRecord, instructions: &str) -> Result<String> {
+fn render(note_type: &str, record: &SkillRecord, instructions: &str, now: chrono::DateTime<chrono::Utc>) -> Result<String> {
     let body = format!("\n{instructions}\n");
     let block = super::frontmatter_block("skill", record, "skill")?;
     let quote = crate::note::yaml_edit::quoted;
@@ -58,7 +58,7 @@ fn render(note_type: &str, record: &SkillRecord, instructions: &str) -> Result<S
         quote(record.name.trim()),
         quote(&description),
         quote(&format!("sha256:{}", sha256_hex(body.as_bytes()))),
-        chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        now.to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
     ))
 }
 
@@ -109,7 +109,7 @@ impl MemoryVault {
             return Err(Error::AlreadyExists { path: path.to_string() });
         }
         let record = SkillRecord { name: name.trim().to_string(), description: description.trim().to_string() };
-        let text = render(&self.vault.policy().policy.agent_memory.skill_note_type, &record, instructions)?;
+        let text = render(&self.vault.policy().policy.agent_memory.skill_note_type, &record, instructions, self.vault.now())?;
         let committed = self.commit("ctxvault.write_skill", &fresh_id(16), vec![(path.clone(), text, existing.clone())])?;
         let mut answer = json!({
             "skill_name": record.name, "description": record.description, "path": path.to_string(),

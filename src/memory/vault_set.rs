@@ -23,11 +23,25 @@ pub struct VaultSet {
     open: Mutex<HashMap<String, Arc<MemoryVault>>>,
     /// Whether opened vaults watch the disk (a long-lived server does; a one-shot caller not).
     watch: bool,
+    /// What every vault of the set is opened with: the server's own clock and "today".
+    options: VaultOptions,
 }
 
 impl VaultSet {
     pub fn new(registry: Registry, agent: Option<String>, watch: bool) -> Self {
-        VaultSet { registry, agent: agent.filter(|a| !a.trim().is_empty()), open: Mutex::new(HashMap::new()), watch }
+        VaultSet {
+            registry,
+            agent: agent.filter(|a| !a.trim().is_empty()),
+            open: Mutex::new(HashMap::new()),
+            watch,
+            options: VaultOptions::default(),
+        }
+    }
+
+    /// Opens every vault of the set with `options` (the server's `PARAVAULT_NOW` /
+    /// `PARAVAULT_TODAY`), not the defaults.
+    pub fn with_options(self, options: VaultOptions) -> Self {
+        VaultSet { options, ..self }
     }
 
     /// Reads the registry of a config folder.
@@ -80,7 +94,7 @@ impl VaultSet {
             return Ok(Arc::clone(vault));
         }
         // The root is never named to the agent: a failure to open names the vault only.
-        let vault = Vault::open(&entry.root, VaultOptions::default()).map_err(|error| match error {
+        let vault = Vault::open(&entry.root, self.options.clone()).map_err(|error| match error {
             Error::VaultUnusable(_) => Error::VaultUnusable(format!("registered vault '{}'", entry.name)),
             other => other,
         })?;

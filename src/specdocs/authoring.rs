@@ -283,7 +283,8 @@ fn yaml_string(text: &str) -> serde_yaml::Value {
     serde_yaml::Value::String(text.to_string())
 }
 
-/// The frontmatter of a new document.
+/// The frontmatter of a new document, stamped `now` (the vault's clock).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn document_frontmatter(
     policy: &SpecdocsPolicy,
     doc_type: &str,
@@ -292,13 +293,14 @@ pub(crate) fn document_frontmatter(
     date: &str,
     related: &[String],
     extra: &[(&str, serde_yaml::Value)],
+    now: chrono::DateTime<chrono::Utc>,
 ) -> String {
     let note_type = policy.types.get(doc_type).map_or("Project", |t| t.note_type.as_str());
     let mut map = serde_yaml::Mapping::new();
     map.insert(yaml_string("type"), yaml_string(note_type));
     map.insert(yaml_string("title"), yaml_string(title));
     map.insert(yaml_string("description"), yaml_string(&format!("{doc_type} document of feature {feature}")));
-    map.insert(yaml_string("timestamp"), yaml_string(&chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()));
+    map.insert(yaml_string("timestamp"), yaml_string(&now.format("%Y-%m-%dT%H:%M:%SZ").to_string()));
     map.insert(
         yaml_string("tags"),
         serde_yaml::Value::Sequence(vec![yaml_string(&format!("#{doc_type}")), yaml_string(&format!("#{feature}"))]),
@@ -394,7 +396,7 @@ fn create_one(
         .replace("{{feature}}", &feature)
         .replace("{{date}}", &date)
         .replace("{{type}}", doc_type);
-    let mut text = document_frontmatter(policy, doc_type, &feature, &title, &date, &related, &extra);
+    let mut text = document_frontmatter(policy, doc_type, &feature, &title, &date, &related, &extra, vault.now());
     text.push_str(&body);
     if let Some(content) = spec.content.as_deref().filter(|c| !c.trim().is_empty()) {
         if !text.ends_with('\n') {
@@ -450,7 +452,7 @@ pub(crate) fn write_feature_index(vault: &Vault, policy: &SpecdocsPolicy, docs: 
     map.insert(yaml_string("type"), yaml_string(policy.types.get("plan").map_or("Project", |t| t.note_type.as_str())));
     map.insert(yaml_string("title"), yaml_string(&format!("{feature} index")));
     map.insert(yaml_string("description"), yaml_string(&format!("Every vaultspec document of feature {feature}")));
-    map.insert(yaml_string("timestamp"), yaml_string(&chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()));
+    map.insert(yaml_string("timestamp"), yaml_string(&vault.now().format("%Y-%m-%dT%H:%M:%SZ").to_string()));
     map.insert(yaml_string("tags"), serde_yaml::Value::Sequence(vec![yaml_string("#index"), yaml_string(&format!("#{feature}"))]));
     map.insert(yaml_string(INDEX_MARKER_KEY), yaml_string(INDEX_MARKER));
     let text = format!("---\n{}---\n{body}", frontmatter::render_mapping(&map).unwrap_or_default());

@@ -210,6 +210,7 @@ pub fn log(vault: &Vault, request: &LogRequest) -> Result<Value> {
                     &stem[..10.min(stem.len())],
                     std::slice::from_ref(&plan_doc.stem),
                     &[],
+                    vault.now(),
                 ),
                 format!("# {title}\n"),
             )

@@ -413,10 +413,10 @@ pub(crate) fn load_plan(vault: &Vault, docs: &[Doc], reference: &str) -> Result<
 }
 
 /// The plan's new text: frontmatter with `retired_steps` and a fresh `timestamp`, then the body.
-pub(crate) fn render_plan(plan: &LoadedPlan, body: &PlanBody) -> String {
+pub(crate) fn render_plan(plan: &LoadedPlan, body: &PlanBody, now: chrono::DateTime<chrono::Utc>) -> String {
     let retired: Vec<String> = body.retired.iter().map(|r| yaml_edit::quoted(r)).collect();
     let mut yaml = yaml_edit::set_entry(&plan.yaml, "retired_steps", &format!("retired_steps: [{}]\n", retired.join(", ")));
-    let now = chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string();
+    let now = now.format("%Y-%m-%dT%H:%M:%SZ").to_string();
     yaml = yaml_edit::set_entry(&yaml, "timestamp", &format!("timestamp: {}\n", yaml_edit::quoted(&now)));
     let head = &plan.text[..plan.head_len];
     let close_start = head.rfind("---").unwrap_or(head.len());
@@ -425,7 +425,7 @@ pub(crate) fn render_plan(plan: &LoadedPlan, body: &PlanBody) -> String {
 }
 
 fn write_plan(vault: &Vault, plan: &LoadedPlan, body: &PlanBody, operation: &'static str) -> Result<()> {
-    let text = render_plan(plan, body);
+    let text = render_plan(plan, body, vault.now());
     execute(vault, write_document(operation, plan.doc.path.clone(), text, Some(plan.text.as_str()), false)).map(|_| ())
 }
 

@@ -36,9 +36,10 @@ pub(crate) use writer_lock::{HeldLock, WritePath};
 pub struct VaultOptions {
     /// "Today" for freshness checks; defaults to the current UTC date.
     pub today: Option<NaiveDate>,
-    /// The instant the engine stamps the notes it renders with (`ingest_note`,
-    /// `synthesize_session`'s `timestamp`); defaults to the current UTC time. Tests and
-    /// reproducible runs set it (the CLI reads `PARAVAULT_NOW`).
+    /// The instant the engine stamps the notes it renders with (the `timestamp` of
+    /// `ingest_note`, `synthesize_session`, memory notes, vaultspec documents, healed notes);
+    /// defaults to the current UTC time. Tests and reproducible runs set it (the CLI and the MCP
+    /// server read `PARAVAULT_NOW`; the ctxvault surface opens its registered vaults with it).
     pub now: Option<chrono::DateTime<chrono::Utc>>,
 }
 
@@ -222,6 +223,11 @@ impl Vault {
     }
 
     /// The instant the engine stamps a note it renders with: now in UTC (or the configured one).
+    /// The options the vault was opened with (a vault opened on its behalf takes the same).
+    pub fn options(&self) -> &VaultOptions {
+        &self.options
+    }
+
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
         self.options.now.unwrap_or_else(chrono::Utc::now)
     }

@@ -921,3 +921,36 @@ fn line_separators_in_episode_fields_never_become_fields() {
         assert_eq!(note.matches("superseded_by:").count(), 2, "{brk:?}: the field and the text in the source: {note:?}");
     }
 }
+
+/// Every note the engine stamps takes the vault's clock (`VaultOptions::now`, `PARAVAULT_NOW`),
+/// so a reproducible run stamps memory notes, vaultspec documents and healed notes alike.
+#[test]
+fn engine_stamped_notes_take_the_vaults_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    for folder in ["00_Inbox", "01_Projects", "02_Areas", "03_Resources", "04_Archive", "06_Daily_Logs", "PROTOCOLS"] {
+        std::fs::create_dir_all(dir.path().join(folder)).unwrap();
+    }
+    let now: chrono::DateTime<chrono::Utc> = "2031-02-03T04:05:06Z".parse().unwrap();
+    let vault = Vault::open(dir.path(), VaultOptions { today: None, now: Some(now) }).unwrap();
+    let spec = paravault::specdocs::authoring::CreateSpec {
+        feature: "clock".into(),
+        doc_type: Some("research".into()),
+        date: Some("2031-02-03".into()),
+        ..Default::default()
+    };
+    assert_eq!(paravault::specdocs::authoring::create(&vault, &[spec]).unwrap()["status"], "ok");
+    let document = std::fs::read_to_string(dir.path().join("01_Projects/clock/research/2031-02-03-clock-research.md")).unwrap();
+    assert!(document.contains("timestamp: 2031-02-03T04:05:06Z"), "{document}");
+    let options = vault.options().clone();
+    let m = MemoryVault::new(vault);
+    let written = write(&m, "Anna moved to Padova", &["Anna"]);
+    let note = std::fs::read_to_string(dir.path().join(written["path"].as_str().unwrap())).unwrap();
+    assert!(note.contains("\ntimestamp: 2031-02-03T04:05:06Z\n"), "{note}");
+    // A registered vault the ctxvault surface opens takes the server's clock too.
+    let (_open, _secret, registry) = two_vaults();
+    let set = VaultSet::new(registry, None, false).with_options(options);
+    let notes = set.open("notes", Authority::Apply, "write_episode", VaultType::Any).unwrap();
+    let written = write(&notes, "Bruno moved to Verona", &["Bruno"]);
+    let note = std::fs::read_to_string(notes.vault.root().join(written["path"].as_str().unwrap())).unwrap();
+    assert!(note.contains("\ntimestamp: 2031-02-03T04:05:06Z\n"), "{note}");
+}
