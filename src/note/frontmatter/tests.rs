@@ -306,3 +306,13 @@ fn every_line_break_the_parser_knows_ends_a_line_for_the_pre_scan() {
     // CRLF is one break, and brackets in scalars stay text.
     assert!(parse_text(&format!("---\r\na: x {braces}\r\nb: |\r\n  {braces}\r\n---\r\n")).is_ok());
 }
+
+#[test]
+fn a_keep_chomped_block_ending_in_a_paragraph_separator_is_refused_typed() {
+    // A fuzz finding: serde_yaml writes `t: "\nt\u{2029}\u{2029}"` as `t: |2+` whose last break
+    // is U+2029, with no `\n` after it; a frontmatter block must end in `\n` before `---`, and
+    // under keep chomping that `\n` is one more line break of the value. Such a mapping cannot
+    // be written as a frontmatter block: a typed refusal, never a different value.
+    let mapping: Mapping = [(Value::String("t".into()), Value::String("\nt\u{2029}\u{2029}".into()))].into_iter().collect();
+    assert!(matches!(Frontmatter::from_mapping(mapping), Err(FrontmatterProblem::Unrenderable { .. })));
+}
