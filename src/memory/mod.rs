@@ -188,22 +188,19 @@ fn receipt_summary(receipt: &Value) -> Value {
     json!({"seq": receipt.get("seq"), "operation": receipt.get("operation"), "at": receipt.get("at")})
 }
 
-/// A fresh random identifier (hex).
-/// `key:` and `record` under it, as the frontmatter of a memory note holds it. The YAML emitter
-/// indents the record itself: splitting its text at `\n` and indenting each piece left the
-/// lines after a U+2028 / U+2029 inside a literal block scalar outdented, where they were read
-/// as fields of their own.
+/// `key:` and `record` under it, as the frontmatter of a memory note holds it, through the one
+/// mapping renderer: the YAML emitter indents the record itself (splitting its text at `\n` and
+/// indenting each piece left the lines after a U+2028 / U+2029 inside a literal block scalar
+/// outdented, where they were read as fields of their own), and a record it cannot write so
+/// that it reads back the same is refused, never stored changed.
 pub(crate) fn frontmatter_block(key: &str, record: &impl serde::Serialize, what: &'static str) -> Result<String> {
-    let encoding = |e: serde_yaml::Error| Error::io("encoding", what, std::io::Error::other(e));
+    let encoding = |message: String| Error::io("encoding", what, std::io::Error::other(message));
     let mut block = serde_yaml::Mapping::new();
-    block.insert(key.into(), serde_yaml::to_value(record).map_err(encoding)?);
-    let mut text = serde_yaml::to_string(&block).map_err(encoding)?;
-    if !text.ends_with('\n') {
-        text.push('\n');
-    }
-    Ok(text)
+    block.insert(key.into(), serde_yaml::to_value(record).map_err(|e| encoding(e.to_string()))?);
+    crate::note::frontmatter::render_mapping(&block).map_err(|problem| encoding(problem.to_string()))
 }
 
+/// A fresh random identifier (hex).
 pub(crate) fn fresh_id(bytes: usize) -> String {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);

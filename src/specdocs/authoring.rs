@@ -283,7 +283,8 @@ fn yaml_string(text: &str) -> serde_yaml::Value {
     serde_yaml::Value::String(text.to_string())
 }
 
-/// The frontmatter of a new document, stamped `now` (the vault's clock).
+/// The frontmatter of a new document, stamped `now` (the vault's clock), or the typed reason
+/// the YAML emitter cannot write it so that it reads back the same (never an empty block).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn document_frontmatter(
     policy: &SpecdocsPolicy,
@@ -294,7 +295,7 @@ pub(crate) fn document_frontmatter(
     related: &[String],
     extra: &[(&str, serde_yaml::Value)],
     now: chrono::DateTime<chrono::Utc>,
-) -> String {
+) -> std::result::Result<String, frontmatter::FrontmatterProblem> {
     let note_type = policy.types.get(doc_type).map_or("Project", |t| t.note_type.as_str());
     let mut map = serde_yaml::Mapping::new();
     map.insert(yaml_string("type"), yaml_string(note_type));
@@ -310,8 +311,7 @@ pub(crate) fn document_frontmatter(
     for (key, value) in extra {
         map.insert(yaml_string(key), value.clone());
     }
-    let yaml = frontmatter::render_mapping(&map).unwrap_or_default();
-    format!("---\n{yaml}---\n")
+    Ok(format!("---\n{}---\n", frontmatter::render_mapping(&map)?))
 }
 
 fn create_one(
@@ -396,7 +396,8 @@ fn create_one(
         .replace("{{feature}}", &feature)
         .replace("{{date}}", &date)
         .replace("{{type}}", doc_type);
-    let mut text = document_frontmatter(policy, doc_type, &feature, &title, &date, &related, &extra, vault.now());
+    let mut text = document_frontmatter(policy, doc_type, &feature, &title, &date, &related, &extra, vault.now())
+        .map_err(|problem| problem.to_string())?;
     text.push_str(&body);
     if let Some(content) = spec.content.as_deref().filter(|c| !c.trim().is_empty()) {
         if !text.ends_with('\n') {
@@ -455,7 +456,8 @@ pub(crate) fn write_feature_index(vault: &Vault, policy: &SpecdocsPolicy, docs: 
     map.insert(yaml_string("timestamp"), yaml_string(&vault.now().format("%Y-%m-%dT%H:%M:%SZ").to_string()));
     map.insert(yaml_string("tags"), serde_yaml::Value::Sequence(vec![yaml_string("#index"), yaml_string(&format!("#{feature}"))]));
     map.insert(yaml_string(INDEX_MARKER_KEY), yaml_string(INDEX_MARKER));
-    let text = format!("---\n{}---\n{body}", frontmatter::render_mapping(&map).unwrap_or_default());
+    let yaml = frontmatter::render_mapping(&map).map_err(|e| Error::InvalidContent { path: path.to_string(), reason: e.to_string() })?;
+    let text = format!("---\n{yaml}---\n{body}");
     execute(vault, write_document("mcp.vaultspec.feature_index", path, text, current.as_deref(), true))?;
     Ok(true)
 }

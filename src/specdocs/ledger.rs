@@ -211,7 +211,8 @@ pub fn log(vault: &Vault, request: &LogRequest) -> Result<Value> {
                     std::slice::from_ref(&plan_doc.stem),
                     &[],
                     vault.now(),
-                ),
+                )
+                .map_err(|e| Error::InvalidContent { path: path.to_string(), reason: e.to_string() })?,
                 format!("# {title}\n"),
             )
         }

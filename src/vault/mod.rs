@@ -222,12 +222,12 @@ impl Vault {
         self.options.today.unwrap_or_else(|| chrono::Utc::now().date_naive())
     }
 
-    /// The instant the engine stamps a note it renders with: now in UTC (or the configured one).
     /// The options the vault was opened with (a vault opened on its behalf takes the same).
     pub fn options(&self) -> &VaultOptions {
         &self.options
     }
 
+    /// The instant the engine stamps a note it renders with: now in UTC (or the configured one).
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
         self.options.now.unwrap_or_else(chrono::Utc::now)
     }
