@@ -615,32 +615,24 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<regex::Regex> {
             return Err(invalid(tool, format!("rate_limit_shared: '{tool}' shares '{bucket}', which has no rate limit")));
         }
     }
-    let h = &policy.handoff;
-    for (key, value) in [
-        ("objective_chars_max", h.objective_chars_max),
-        ("text_chars_max", h.text_chars_max),
-        ("scope_items_max", h.scope_items_max),
-        ("list_items_max", h.list_items_max),
-        ("item_chars_max", h.item_chars_max),
-        ("list_tasks_max", h.list_tasks_max),
-    ] {
-        if value == 0 {
-            return Err(invalid(key, format!("handoff.{key} must be at least 1")));
-        }
-    }
-    let g = &policy.goals;
-    for (key, value) in [
-        ("title_chars_max", g.title_chars_max),
-        ("description_chars_max", g.description_chars_max),
-        ("group_chars_max", g.group_chars_max),
-        ("list_items_max", g.list_items_max),
-        ("link_chars_max", g.link_chars_max),
-        ("plan_entries_max", g.plan_entries_max),
-        ("goals_max", g.goals_max),
-    ] {
-        if value == 0 {
-            return Err(invalid(key, format!("goals.{key} must be at least 1")));
-        }
+    let (h, g) = (&policy.handoff, &policy.goals);
+    let positive = [
+        ("handoff", "objective_chars_max", h.objective_chars_max),
+        ("handoff", "text_chars_max", h.text_chars_max),
+        ("handoff", "scope_items_max", h.scope_items_max),
+        ("handoff", "list_items_max", h.list_items_max),
+        ("handoff", "item_chars_max", h.item_chars_max),
+        ("handoff", "list_tasks_max", h.list_tasks_max),
+        ("goals", "title_chars_max", g.title_chars_max),
+        ("goals", "description_chars_max", g.description_chars_max),
+        ("goals", "group_chars_max", g.group_chars_max),
+        ("goals", "list_items_max", g.list_items_max),
+        ("goals", "link_chars_max", g.link_chars_max),
+        ("goals", "plan_entries_max", g.plan_entries_max),
+        ("goals", "goals_max", g.goals_max),
+    ];
+    if let Some((section, key, _)) = positive.into_iter().find(|(_, _, value)| *value == 0) {
+        return Err(invalid(key, format!("{section}.{key} must be at least 1")));
     }
     // The shape only (policy sits below `note`): the goals service parses it as a `VaultPath`
     // before every use, which refuses anything else a path can carry.

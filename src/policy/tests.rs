@@ -65,6 +65,21 @@ fn handoff_and_infra_policy_is_validated() {
 }
 
 #[test]
+fn every_handoff_and_goals_bound_must_be_positive_and_the_error_names_its_section() {
+    for (section, key) in [
+        ("handoff", "objective_chars_max"),
+        ("handoff", "list_tasks_max"),
+        ("goals", "list_items_max"),
+        ("goals", "goals_max"),
+        ("goals", "plan_entries_max"),
+    ] {
+        let err = LoadedPolicy::from_texts(Some(&format!("{section}:\n  {key}: 0\n"))).unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, Error::PolicyInvalid { .. }) && text.contains(&format!("{section}.{key} must be at least 1")), "{text}");
+    }
+}
+
+#[test]
 fn embedding_section_is_pinned_and_validated() {
     let loaded = LoadedPolicy::from_texts(None).unwrap();
     let e = &loaded.policy.embedding;
