@@ -11,6 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use schemars::JsonSchema;
 use serde::Serialize;
+use serde_json::{Map, Value};
 
 use super::MemoryVault;
 use super::registry::{Authority, Registry, VaultType};
@@ -47,13 +48,40 @@ pub struct VaultEntry {
 
 /// An answer of a tool called on a named vault, with the vault's name (as ctxvault 0.8.1
 /// answers it) beside the report's own fields.
-#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[derive(Debug, Clone, Serialize)]
 pub struct OnVault<T> {
     /// The vault the tool ran on.
     pub vault_name: String,
     /// The tool's report.
     #[serde(flatten)]
     pub report: T,
+}
+
+/// The report's derived schema (its description included) with the required `vault_name`
+/// added, as the answer serialises (a derive would describe every answer with this wrapper's
+/// text instead of its report's).
+impl<T: JsonSchema> JsonSchema for OnVault<T> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("OnVault_{}", T::schema_name()).into()
+    }
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        format!("paravault::memory::OnVault<{}>", T::schema_id()).into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut vault_name = generator.subschema_for::<String>();
+        vault_name.insert("description".into(), "The vault the tool ran on.".into());
+        let mut schema = T::json_schema(generator);
+        let object = schema.ensure_object();
+        let properties = object.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+        if let Some(properties) = properties.as_object_mut() {
+            properties.insert("vault_name".into(), vault_name.to_value());
+        }
+        let required = object.entry("required").or_insert_with(|| Value::Array(Vec::new()));
+        if let Some(required) = required.as_array_mut() {
+            required.insert(0, "vault_name".into());
+        }
+        schema
+    }
 }
 
 /// Registered vaults as seen by one agent.
