@@ -108,16 +108,37 @@ pub mod memory {
     pub mod registry {
         pub use crate::memory::registry::{Authority, RegisteredVault, Registry, VaultType};
     }
-    /// A server's vaults, each opened lazily.
+    /// A server's vaults, each opened lazily, and what `list_vaults` answers.
     pub mod vault_set {
-        pub use crate::memory::vault_set::VaultSet;
+        pub use crate::memory::vault_set::{OnVault, VaultEntry, VaultList, VaultSet};
     }
-    /// Episode requests (`write_episode`, `query_episodes`, `supersede_episode`, …).
-    pub use crate::memory::{EpisodeQuery, NewEpisode, Replacement};
+    /// Documents of semantic vaults: what `query`, `list_docs` and `write_doc` answer.
+    pub mod documents {
+        pub use crate::memory::documents::{DocumentEntry, DocumentHit, DocumentHits, DocumentList, DocumentWritten};
+        pub use crate::memory::docx::ConversionReport;
+    }
+    /// Skills of skill vaults: what `list_skills`, `read_skill` and `write_skill` answer.
+    pub mod skills {
+        pub use crate::memory::skills::{PeerSkill, SkillList, SkillRead, SkillSummary, SkillWritten};
+    }
+    /// The embedding model's state (`warmup_status`).
+    pub mod warmup {
+        pub use crate::memory::warmup::{WarmupReport, WarmupState};
+    }
+    /// Episode requests (`write_episode`, `query_episodes`, `supersede_episode`, …), and the
+    /// parts every memory answer shares.
+    pub use crate::memory::{EpisodeQuery, NewEpisode, ProposedChange, ReceiptSummary, Replacement, Untrusted};
+    /// What the episode tools answer.
+    pub mod episodes {
+        pub use crate::memory::episodes::{AttestedAt, EpisodeState, EpisodeView};
+        pub use crate::memory::{
+            EntityCount, EntityList, EpisodeChanged, EpisodeHistory, EpisodeMatches, EpisodeRanking, EpisodesDisputed,
+        };
+    }
 
     /// `warmup_status` of `vault`: its embedding model not configured, loading, ready or
     /// failed with the reason (never loads it).
-    pub fn warmup_status(vault: &crate::vault::Vault) -> serde_json::Value {
+    pub fn warmup_status(vault: &crate::vault::Vault) -> warmup::WarmupReport {
         crate::memory::warmup::status(crate::embed::vault_handle(&vault.policy().policy, vault.root()))
     }
 }

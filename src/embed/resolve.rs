@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::policy::{EgressPolicy, ModelFileHashes};
 
 /// Where the bound model's files came from.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum ModelSource {
     /// An explicit folder; `origin` names the setting that pointed at it.

@@ -2,24 +2,38 @@
 //! defaults, over `memory` (registered vaults selected by `vault_name`, per-agent access).
 //!
 //! Each handler is one access check (`VaultSet::open`: who may use which vault, with what
-//! authority, for which kind of memory) and one engine call. Every answer on a named vault
-//! gains ctxvault 0.8.1's own field names beside paravault's (`peer_names`), added once for the
-//! whole surface by its `prepare` step; nothing here touches a file.
+//! authority, for which kind of memory), one engine call and its typed report serialised; each
+//! tool's output schema is derived from that report type. Every answer on a named vault is an
+//! `OnVault` report (the vault's name beside the report's fields); nothing here touches a file.
+//!
+//! The reports carry ctxvault 0.8.1's own answer field names beside paravault's (never instead
+//! of them), as fields of their own, so a client written against the peer that reads answers
+//! by key works unchanged. The seed (../shared/seeds/003_*.txt) names no answer field but
+//! `disputed_with`, which paravault uses as it is; the others come from the peer itself (its
+//! pydantic response models, compared in docs/compatibility.md "Against ctxvault 0.8.1
+//! itself"): `vault_name` on every vault answer; `results` and `order_by` (query_episodes);
+//! `chain` (episode_history); `total`, `episode_count` and `entity_norm` (list_entities);
+//! `recorded_at` / `invalidated_at` on an episode (paravault's `known_at` / `closed_known_at`);
+//! `skill` (read_skill); `filename` (write_skill); `source` and `filetype` (list_docs). The
+//! peer's scores, recall counters and metadata have no paravault meaning and are not invented.
 //! A memory change by an agent with `propose` authority answers `awaiting_approval` with the
 //! proposal id (the engine holds it as a `memory_change` proposal).
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use super::surface::Surface;
-use super::tools::{Job, Prepared, ToolCtx, ToolParams, ToolSpec, prepare, spec_for};
+use super::tools::{ToolCtx, ToolParams, ToolSpec, derived, spec_for, to_object};
+use crate::api::memory::documents::{DocumentHits, DocumentList, DocumentWritten};
+use crate::api::memory::episodes::{EntityList, EpisodeChanged, EpisodeHistory as HistoryReport, EpisodeMatches, EpisodesDisputed};
 use crate::api::memory::registry::{Authority, VaultType};
-use crate::api::memory::vault_set::VaultSet;
+use crate::api::memory::skills::{SkillList, SkillRead, SkillWritten};
+use crate::api::memory::vault_set::{OnVault, VaultList, VaultSet};
+use crate::api::memory::warmup::WarmupReport;
 use crate::api::memory::{EpisodeQuery, NewEpisode, Replacement};
 use crate::error::Result;
 
-mod peer_names;
 #[cfg(test)]
 mod tests;
 
@@ -31,10 +45,6 @@ fn vaults(ctx: &ToolCtx) -> Result<&VaultSet> {
     }
     let set = VaultSet::load(&crate::api::memory::config_dir()?, ctx.agent.clone(), true)?.with_options(ctx.vault.options().clone());
     Ok(ctx.memory.get_or_init(|| set))
-}
-
-fn loose_object() -> Value {
-    json!({"type": "object"})
 }
 
 fn half() -> f64 {
@@ -62,13 +72,13 @@ impl ToolParams for ListVaults {
     const DESCRIPTION: &'static str =
         "List all available vaults. Use this before querying or writing to discover which vaults exist and choose the right one.";
     fn output_schema() -> Value {
-        json!({"type": "object", "properties": {"vaults": {"type": "array"}, "count": {"type": "integer"}}, "required": ["vaults"]})
+        derived::<VaultList>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        Ok(vaults(ctx)?.list())
+        to_object(&vaults(ctx)?.list())
     }
 }
 
@@ -87,18 +97,18 @@ impl ToolParams for WarmupStatus {
     const DESCRIPTION: &'static str =
         "Check if the embedding model has finished initializing. Use this to verify warmup status before attempting queries or writes.";
     fn output_schema() -> Value {
-        json!({"type": "object", "properties": {"status": {"type": "string", "enum": ["not_configured", "loading", "ready", "failed"]},
-               "ready": {"type": "boolean"}, "model": {"type": "string"}}, "required": ["status", "ready"]})
+        derived::<WarmupReport>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         let Some(vault_name) = self.vault_name else {
-            return Ok(crate::api::memory::warmup_status(&ctx.vault));
+            return to_object(&crate::api::memory::warmup_status(&ctx.vault));
         };
         let memory = vaults(ctx)?.open(&vault_name, Authority::ReadOnly, Self::NAME, VaultType::Any)?;
-        Ok(crate::api::memory::warmup_status(&memory.vault))
+        let report = crate::api::memory::warmup_status(&memory.vault);
+        to_object(&WarmupReport { vault_name: Some(vault_name), ..report })
     }
 }
 
@@ -118,13 +128,15 @@ impl ToolParams for Query {
     const TITLE: &'static str = "Query a vault";
     const DESCRIPTION: &'static str = "Search for relevant information in a CtxVault vault using semantic similarity. Use this when the user asks a question that might be answered by their personal knowledge base or documents. Returns the most relevant text chunks with their source files.";
     fn output_schema() -> Value {
-        json!({"type": "object", "properties": {"results": {"type": "array"}, "result_count": {"type": "integer"}}, "required": ["results"]})
+        derived::<OnVault<DocumentHits>>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Semantic)?.query_documents(&self.query)
+        let report =
+            vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Semantic)?.query_documents(&self.query)?;
+        to_object(&OnVault { vault_name: self.vault_name, report })
     }
 }
 
@@ -140,13 +152,14 @@ impl ToolParams for ListDocs {
     const TITLE: &'static str = "List documents";
     const DESCRIPTION: &'static str = "List all indexed documents inside a specific vault. Use this to understand what knowledge is available before performing a search.";
     fn output_schema() -> Value {
-        json!({"type": "object", "properties": {"documents": {"type": "array"}, "count": {"type": "integer"}}, "required": ["documents"]})
+        derived::<OnVault<DocumentList>>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Semantic)?.list_docs()
+        let report = vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Semantic)?.list_docs()?;
+        to_object(&OnVault { vault_name: self.vault_name, report })
     }
 }
 
@@ -171,18 +184,19 @@ impl ToolParams for WriteDoc {
     const TITLE: &'static str = "Write a document";
     const DESCRIPTION: &'static str = "Save new information or agent-generated content to a semantic vault for future retrieval. Use this only with semantic vaults, to persist important context, summaries, or notes that should be remembered across sessions. Supports .txt, .md, and .docx formats.";
     fn output_schema() -> Value {
-        loose_object()
+        derived::<OnVault<DocumentWritten>>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Semantic)?.write_doc(
+        let report = vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Semantic)?.write_doc(
             &self.file_path,
             &self.content,
             &self.generated_by,
             self.overwrite,
-        )
+        )?;
+        to_object(&OnVault { vault_name: self.vault_name, report })
     }
 }
 
@@ -201,13 +215,14 @@ impl ToolParams for ListSkills {
     const DESCRIPTION: &'static str =
         "List all available skills inside a specific vault. Use this to understand what skills are available before trying to fetch one.";
     fn output_schema() -> Value {
-        json!({"type": "object", "properties": {"skills": {"type": "array"}, "count": {"type": "integer"}}, "required": ["skills"]})
+        derived::<OnVault<SkillList>>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Skill)?.list_skills()
+        let report = vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Skill)?.list_skills()?;
+        to_object(&OnVault { vault_name: self.vault_name, report })
     }
 }
 
@@ -225,14 +240,15 @@ impl ToolParams for ReadSkill {
     const TITLE: &'static str = "Read a skill";
     const DESCRIPTION: &'static str = "Read one skill from a skill vault: its name, description and full instructions. Use this after list_skills, once you know which procedure fits the task, and follow the instructions it returns.";
     fn output_schema() -> Value {
-        json!({"type": "object", "properties": {"skill_name": {"type": "string"}, "description": {"type": "string"}, "instructions": {"type": "string"}},
-               "required": ["skill_name", "description", "instructions"]})
+        derived::<OnVault<SkillRead>>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Skill)?.read_skill(&self.skill_name)
+        let report =
+            vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Skill)?.read_skill(&self.skill_name)?;
+        to_object(&OnVault { vault_name: self.vault_name, report })
     }
 }
 
@@ -253,18 +269,19 @@ impl ToolParams for WriteSkill {
     const TITLE: &'static str = "Write a skill";
     const DESCRIPTION: &'static str = "Create and store a new skill in a skill vault. Use this to persist procedural knowledge, instructions, or how-to guides that agents can retrieve and execute later. The skill will be indexed by name and description for fast lookup. Use this only with skill vaults.";
     fn output_schema() -> Value {
-        loose_object()
+        derived::<OnVault<SkillWritten>>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Skill)?.write_skill(
+        let report = vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Skill)?.write_skill(
             &self.skill_name,
             &self.description,
             &self.instructions,
             self.overwrite,
-        )
+        )?;
+        to_object(&OnVault { vault_name: self.vault_name, report })
     }
 }
 
@@ -295,26 +312,24 @@ impl ToolParams for WriteEpisode {
     const TITLE: &'static str = "Write an episode";
     const DESCRIPTION: &'static str = "Record something that happened or something the user stated, in an episodic vault. Use this for facts with a lifetime — situations, preferences, relationships, plans — rather than for documents. Give the entities it is about so it can be looked up later, and a salience between 0 and 1 for how much it matters.";
     fn output_schema() -> Value {
-        episode_result_schema()
+        derived::<OnVault<EpisodeChanged>>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?.write_episode(&NewEpisode {
-            content: self.content,
-            entities: self.entities,
-            source: self.source,
-            salience: self.salience,
-            confidence: self.confidence,
-            occurred_at: self.occurred_at,
-            valid_from: self.valid_from,
-        })
+        let report =
+            vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?.write_episode(&NewEpisode {
+                content: self.content,
+                entities: self.entities,
+                source: self.source,
+                salience: self.salience,
+                confidence: self.confidence,
+                occurred_at: self.occurred_at,
+                valid_from: self.valid_from,
+            })?;
+        to_object(&OnVault { vault_name: self.vault_name, report })
     }
-}
-
-fn episode_result_schema() -> Value {
-    json!({"type": "object", "properties": {"episode": {"type": ["object", "null"]}, "receipt": {"type": "object"}}, "required": ["episode"]})
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -345,14 +360,15 @@ impl ToolParams for QueryEpisodes {
     const TITLE: &'static str = "Query episodes";
     const DESCRIPTION: &'static str = "Retrieve episodes from an episodic vault. By default only statements that still hold are returned. Filter by entity for 'everything about X', pass valid_at to ask what was true at a past moment, or known_at to ask what the vault had already learned by then. Query text is optional and ranks results; without it the newest come first.";
     fn output_schema() -> Value {
-        json!({"type": "object", "properties": {"episodes": {"type": "array"}, "count": {"type": "integer"}}, "required": ["episodes"]})
+        derived::<OnVault<EpisodeMatches>>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         let limit = usize::try_from(self.limit).unwrap_or(0);
-        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?.query_episodes(&EpisodeQuery {
+        let memory = vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?;
+        let report = memory.query_episodes(&EpisodeQuery {
             query: self.query,
             entities: self.entities,
             valid_at: self.valid_at,
@@ -360,7 +376,8 @@ impl ToolParams for QueryEpisodes {
             include_closed: self.include_closed,
             order_by: self.order_by,
             limit,
-        })
+        })?;
+        to_object(&OnVault { vault_name: self.vault_name, report })
     }
 }
 
@@ -381,24 +398,26 @@ impl ToolParams for ConfirmEpisode {
     const TITLE: &'static str = "Confirm an episode";
     const DESCRIPTION: &'static str = "Record that a statement already in the vault was asserted again. Use this when you hear something the vault already holds, instead of writing it a second time: the episode stays as it is and gains one attestation, so a fact heard once can be told from one heard many times.";
     fn output_schema() -> Value {
-        episode_result_schema()
+        derived::<OnVault<EpisodeChanged>>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?.confirm_episode(
+        let report = vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?.confirm_episode(
             &self.episode_id,
             self.at.as_deref(),
             self.source.as_deref(),
-        )
+        )?;
+        to_object(&OnVault { vault_name: self.vault_name, report })
     }
 }
 
 /// supersede_episode (`revise` false) and revise_episode (`revise` true): one replacement of an
 /// episode in `vault_name`.
-fn replace_episode(ctx: &ToolCtx, tool: &'static str, vault_name: &str, replacement: &Replacement, revise: bool) -> Result<Value> {
-    vaults(ctx)?.open(vault_name, Authority::Propose, tool, VaultType::Episodic)?.replace_episode(replacement, revise)
+fn replace_episode(ctx: &ToolCtx, tool: &'static str, vault_name: String, replacement: &Replacement, revise: bool) -> Result<Value> {
+    let report = vaults(ctx)?.open(&vault_name, Authority::Propose, tool, VaultType::Episodic)?.replace_episode(replacement, revise)?;
+    to_object(&OnVault { vault_name, report })
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -421,7 +440,7 @@ impl ToolParams for SupersedeEpisode {
     const TITLE: &'static str = "Supersede an episode";
     const DESCRIPTION: &'static str = "Replace an episode with a corrected or updated version. The old statement is closed exactly where the new one begins and the two are linked, so the history of what changed stays readable. Entities and salience carry over from the old episode unless you pass new ones. Use this whenever new information contradicts something already recorded.";
     fn output_schema() -> Value {
-        episode_result_schema()
+        derived::<OnVault<EpisodeChanged>>()
     }
     fn vault_path(&self) -> &str {
         ""
@@ -434,7 +453,7 @@ impl ToolParams for SupersedeEpisode {
             source: self.source,
             salience: self.salience,
         };
-        replace_episode(ctx, Self::NAME, &self.vault_name, &replacement, false)
+        replace_episode(ctx, Self::NAME, self.vault_name, &replacement, false)
     }
 }
 
@@ -458,7 +477,7 @@ impl ToolParams for ReviseEpisode {
     const TITLE: &'static str = "Revise an episode";
     const DESCRIPTION: &'static str = "Restate an episode more precisely, when the world did not change but you can now say it better ('lives in Padova' -> 'lives in Padova, in the Arcella'). The revision opens where the original did and inherits its attestations and open disputes; the original stays in the history but is no longer what the vault states. Use supersede_episode instead when the world changed.";
     fn output_schema() -> Value {
-        episode_result_schema()
+        derived::<OnVault<EpisodeChanged>>()
     }
     fn vault_path(&self) -> &str {
         ""
@@ -471,7 +490,7 @@ impl ToolParams for ReviseEpisode {
             source: self.source,
             salience: self.salience,
         };
-        replace_episode(ctx, Self::NAME, &self.vault_name, &replacement, true)
+        replace_episode(ctx, Self::NAME, self.vault_name, &replacement, true)
     }
 }
 
@@ -492,17 +511,18 @@ impl ToolParams for InvalidateEpisode {
     const TITLE: &'static str = "Invalidate an episode";
     const DESCRIPTION: &'static str = "Mark an episode as no longer true, without deleting it. Use this when something ends and nothing replaces it. If a corrected version exists instead, use supersede_episode so the two stay linked.";
     fn output_schema() -> Value {
-        episode_result_schema()
+        derived::<OnVault<EpisodeChanged>>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?.invalidate_episode(
+        let report = vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?.invalidate_episode(
             &self.episode_id,
             self.valid_to.as_deref(),
             &self.reason,
-        )
+        )?;
+        to_object(&OnVault { vault_name: self.vault_name, report })
     }
 }
 
@@ -522,17 +542,18 @@ impl ToolParams for DisputeEpisodes {
     const TITLE: &'static str = "Dispute two episodes";
     const DESCRIPTION: &'static str = "Record that two open statements cannot both hold, when you cannot tell which one is wrong. Neither is closed: both keep coming back from queries, each flagged with the other in disputed_with, so you can ask instead of assert. The dispute ends by itself when one side is invalidated or superseded. If you do know which one is wrong, use supersede_episode or invalidate_episode instead.";
     fn output_schema() -> Value {
-        json!({"type": "object", "properties": {"episodes": {"type": "array"}}, "required": ["episodes"]})
+        derived::<OnVault<EpisodesDisputed>>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?.dispute_episodes(
+        let report = vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?.dispute_episodes(
             &self.episode_id,
             &self.other_id,
             &self.note,
-        )
+        )?;
+        to_object(&OnVault { vault_name: self.vault_name, report })
     }
 }
 
@@ -549,13 +570,15 @@ impl ToolParams for EpisodeHistory {
     const TITLE: &'static str = "Episode history";
     const DESCRIPTION: &'static str = "Show every version of a statement, oldest first. Use this to explain why the vault believes something, or to see what an episode used to say before it was corrected.";
     fn output_schema() -> Value {
-        json!({"type": "object", "properties": {"versions": {"type": "array"}, "count": {"type": "integer"}}, "required": ["versions"]})
+        derived::<OnVault<HistoryReport>>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?.episode_history(&self.episode_id)
+        let report =
+            vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?.episode_history(&self.episode_id)?;
+        to_object(&OnVault { vault_name: self.vault_name, report })
     }
 }
 
@@ -577,36 +600,24 @@ impl ToolParams for ListEntities {
     const TITLE: &'static str = "List entities";
     const DESCRIPTION: &'static str = "List the entities an episodic vault knows about, with how many episodes mention each one. This is the vault's vocabulary: use it to find out what subjects exist before querying for them, to spot the name a person or thing is recorded under, or to see what has gone quiet. Unlike query_episodes it enumerates rather than ranks, so nothing is left out. By default only entities named by statements that still hold are listed; pass include_closed to see everything the vault ever recorded.";
     fn output_schema() -> Value {
-        json!({"type": "object", "properties": {"entities": {"type": "array"}, "count": {"type": "integer"}}, "required": ["entities"]})
+        derived::<OnVault<EntityList>>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?.list_entities(
+        let report = vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?.list_entities(
             self.include_closed,
             self.valid_at.as_deref(),
             self.min_episodes,
-        )
+        )?;
+        to_object(&OnVault { vault_name: self.vault_name, report })
     }
 }
 
-/// The table row of ctxvault tool `P`: P.O.W.E.R.'s row on this surface, prepared by
-/// `prepare_with_peer_names`.
+/// The table row of ctxvault tool `P`: P.O.W.E.R.'s row on this surface.
 fn spec<P: ToolParams>() -> ToolSpec {
-    ToolSpec { prepare: prepare_with_peer_names::<P>, ..spec_for::<P>(Surface::Ctxvault) }
-}
-
-/// The surface's one post-processing step: reads the arguments as every surface does
-/// (`tools::prepare`), then adds ctxvault's own field names (`peer_names`) to a successful
-/// answer of a call that names a vault. Calls without `vault_name` (list_vaults, warmup_status
-/// of the server's own vault) answer as they are; failures are never rewritten.
-fn prepare_with_peer_names<P: ToolParams>(args: Map<String, Value>) -> Prepared {
-    let vault_name = args.get("vault_name").and_then(Value::as_str).map(str::to_string);
-    let (vault_path, job) = prepare::<P>(args)?;
-    let Some(vault_name) = vault_name else { return Ok((vault_path, job)) };
-    let job: Job = Box::new(move |ctx: &ToolCtx| job(ctx).map(|answer| peer_names::added(P::NAME, &vault_name, answer)));
-    Ok((vault_path, job))
+    spec_for::<P>(Surface::Ctxvault)
 }
 
 /// The ctxvault surface's tools, in the seed's order.

@@ -337,7 +337,7 @@ fn object_schema(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required})
 }
 
-fn to_object<T: serde::Serialize>(value: &T) -> Result<Value> {
+pub(crate) fn to_object<T: serde::Serialize>(value: &T) -> Result<Value> {
     serde_json::to_value(value).map_err(|e| Error::io("encoding", "result", std::io::Error::other(e)))
 }
 
@@ -368,7 +368,7 @@ fn receipt_schema() -> Value {
 
 /// The success schema of report type `T`, derived from the type (`api::output_schema`) with
 /// its `$defs` inlined.
-fn derived<T: JsonSchema>() -> Value {
+pub(crate) fn derived<T: JsonSchema>() -> Value {
     let mut schema = crate::api::output_schema::<T>();
     if let Value::Object(map) = &mut schema {
         inline_definitions(map);

@@ -9,10 +9,11 @@
 //! the source's SHA-256 kept in the `document:` block; what cannot be converted is refused with
 //! `unsupported_document` before anything is written.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
-use super::{Committed, MemoryVault, fresh_id, proposed, receipt_summary};
+use super::docx::ConversionReport;
+use super::{Committed, MemoryVault, ProposedChange, ReceiptSummary, Untrusted, fresh_id};
 use crate::error::{Error, Result};
 use crate::note::path::VaultPath;
 use crate::write::sha256_hex;
@@ -26,6 +27,100 @@ pub(crate) struct DocumentRecord {
     /// For a converted `.docx`: `sha256:<hex>` of the file the caller sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source_sha256: Option<String>,
+}
+
+/// `write_doc`'s answer: the document as stored, and its receipt (or, for a caller with
+/// `propose` authority, the proposal that holds it).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DocumentWritten {
+    /// The document's name as the caller gave it (trimmed).
+    pub file_path: String,
+    /// Its format: `md`, `txt` or `docx`.
+    pub format: String,
+    /// Who produced the content.
+    pub generated_by: String,
+    /// The document note's vault path.
+    pub path: String,
+    /// Whether an existing document was replaced (`overwrite`).
+    pub overwritten: bool,
+    /// Whether the content was converted (a .docx is stored as Markdown).
+    pub converted: bool,
+    /// What the conversion kept and dropped (null when nothing was converted).
+    pub conversion: Option<ConversionReport>,
+    /// The write's receipt (absent when the change is proposed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<ReceiptSummary>,
+    /// The proposal holding the change (only for a caller with `propose` authority).
+    #[serde(flatten)]
+    pub proposed: Option<ProposedChange>,
+}
+
+/// `list_docs`'s answer: every document note, by file path.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DocumentList {
+    /// The documents, ordered by file path.
+    pub documents: Vec<DocumentEntry>,
+    /// How many documents are listed.
+    pub count: usize,
+    /// The untrusted-data marks (names and provenance are note text).
+    #[serde(flatten)]
+    pub untrusted: Untrusted,
+}
+
+/// One document of `list_docs`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DocumentEntry {
+    /// The document's name as written (for a note without a `document:` block, its path
+    /// inside the documents folder).
+    pub file_path: String,
+    /// The same name under ctxvault 0.8.1's field name.
+    pub source: String,
+    /// Its format: `md`, `txt` or `docx`.
+    pub format: String,
+    /// The format as ctxvault 0.8.1 names it: `.md`, `.txt` or `.docx`.
+    pub filetype: String,
+    /// Who produced it (null for a note without a `document:` block).
+    pub generated_by: Option<String>,
+    /// The document note's vault path.
+    pub path: String,
+    /// The note's size in bytes.
+    pub size_bytes: u64,
+}
+
+/// `query`'s answer: the chunks of the vault's documents that match, best first, in the
+/// untrusted envelope.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DocumentHits {
+    /// The query as searched.
+    pub query: String,
+    /// The matching chunks, best first.
+    pub results: Vec<DocumentHit>,
+    /// How many chunks are returned.
+    pub result_count: usize,
+    /// The search mode that answered (`hybrid`, `fts`, …).
+    pub actual_mode: String,
+    /// Why the search fell back to another mode than asked (null when it did not).
+    pub fallback_reason: Option<String>,
+    /// The untrusted-data marks (the chunks are note text).
+    #[serde(flatten)]
+    pub untrusted: Untrusted,
+}
+
+/// One matching chunk of `query`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DocumentHit {
+    /// The matched text.
+    pub text: String,
+    /// A short excerpt around the match.
+    pub snippet: String,
+    /// The source document's title.
+    pub source: String,
+    /// The document note's vault path.
+    pub path: String,
+    /// The search score (higher is better).
+    pub score: f64,
+    /// Always `untrusted`.
+    pub trust: String,
 }
 
 /// The formats `write_doc` accepts.
@@ -88,7 +183,7 @@ impl MemoryVault {
 
     /// `write_doc`: stores `content` as a document note; an existing one is replaced only with
     /// `overwrite`.
-    pub fn write_doc(&self, file_path: &str, content: &str, generated_by: &str, overwrite: bool) -> Result<Value> {
+    pub fn write_doc(&self, file_path: &str, content: &str, generated_by: &str, overwrite: bool) -> Result<DocumentWritten> {
         let (path, format) = note_path(&self.documents_folder(), file_path)?;
         if content.trim().is_empty() {
             return Err(Error::InvalidArgument { name: "content", reason: "must not be empty".into() });
@@ -117,21 +212,25 @@ impl MemoryVault {
         };
         let text = render(&self.vault.policy().policy.agent_memory.document_note_type, &record, &body, self.vault.now())?;
         let committed = self.commit("ctxvault.write_doc", &fresh_id(16), vec![(path.clone(), text, existing.clone())])?;
-        let mut answer = json!({
-            "file_path": record.file_path, "format": format, "generated_by": record.generated_by, "path": path.to_string(),
-            "overwritten": existing.is_some(), "converted": conversion.is_some(), "conversion": conversion,
-        });
-        Ok(match committed {
-            Committed::Written(receipt) => {
-                answer["receipt"] = receipt_summary(&receipt);
-                answer
-            }
-            Committed::Proposed(proposal) => proposed(answer, proposal),
+        let (receipt, proposed) = match committed {
+            Committed::Written(receipt) => (Some(ReceiptSummary::of(&receipt)), None),
+            Committed::Proposed(proposal) => (None, Some(proposal)),
+        };
+        Ok(DocumentWritten {
+            file_path: record.file_path,
+            format,
+            generated_by: record.generated_by,
+            path: path.to_string(),
+            overwritten: existing.is_some(),
+            converted: conversion.is_some(),
+            conversion,
+            receipt,
+            proposed,
         })
     }
 
     /// `list_docs`: every document note, by file path.
-    pub fn list_docs(&self) -> Result<Value> {
+    pub fn list_docs(&self) -> Result<DocumentList> {
         let folder = self.documents_folder();
         let records: Vec<(VaultPath, u64)> = self
             .vault
@@ -141,20 +240,27 @@ impl MemoryVault {
             let Some(bytes) = crate::store::beneath::read(self.vault.root(), path.as_str())? else { continue };
             let text = String::from_utf8_lossy(&bytes);
             let record = parse_record(&text);
-            docs.push(json!({
-                "file_path": record.as_ref().map_or_else(|| path.as_str().strip_prefix(&format!("{folder}/")).unwrap_or(path.as_str()).to_string(), |r| r.file_path.clone()),
-                "format": record.as_ref().map_or("md", |r| r.format.as_str()),
-                "generated_by": record.as_ref().map(|r| r.generated_by.clone()),
-                "path": path.to_string(),
-                "size_bytes": size,
-            }));
+            let file_path = record.as_ref().map_or_else(
+                || path.as_str().strip_prefix(&format!("{folder}/")).unwrap_or(path.as_str()).to_string(),
+                |r| r.file_path.clone(),
+            );
+            let format = record.as_ref().map_or("md", |r| r.format.as_str()).to_string();
+            docs.push(DocumentEntry {
+                source: file_path.clone(),
+                file_path,
+                filetype: format!(".{format}"),
+                format,
+                generated_by: record.as_ref().map(|r| r.generated_by.clone()),
+                path: path.to_string(),
+                size_bytes: size,
+            });
         }
-        docs.sort_by(|a, b| a["file_path"].as_str().cmp(&b["file_path"].as_str()));
-        Ok(super::untrusted(json!({"documents": docs, "count": docs.len()})))
+        docs.sort_by(|a, b| a.file_path.cmp(&b.file_path));
+        Ok(DocumentList { count: docs.len(), documents: docs, untrusted: Untrusted::marks() })
     }
 
     /// `query`: the vault's search (`auto`) scoped to the documents folder.
-    pub(crate) fn query_documents(&self, query: &str) -> Result<Value> {
+    pub(crate) fn query_documents(&self, query: &str) -> Result<DocumentHits> {
         let policy = self.vault.policy();
         let request = crate::search::SearchRequest {
             query: query.to_string(),
@@ -166,20 +272,29 @@ impl MemoryVault {
             auto_priority: Vec::new(),
         };
         let envelope = crate::search::search(self.vault.root(), policy, request)?;
-        let results: Vec<Value> = envelope
+        let results: Vec<DocumentHit> = envelope
             .results
-            .iter()
-            .map(|r| {
-                json!({
-                    "text": r.matched_text, "snippet": r.snippet, "source": r.metadata.title, "path": r.source.path,
-                    "score": r.score, "trust": r.trust,
-                })
+            .into_iter()
+            .map(|r| DocumentHit {
+                text: r.matched_text,
+                snippet: r.snippet,
+                source: r.metadata.title,
+                path: r.source.path,
+                score: r.score,
+                trust: r.trust.to_string(),
             })
             .collect();
-        Ok(json!({
-            "query": envelope.query, "results": results, "result_count": results.len(),
-            "actual_mode": envelope.actual_mode, "fallback_reason": envelope.fallback_reason,
-            "trust": envelope.trust, "data_only": envelope.data_only, "handling_instruction": envelope.handling_instruction,
-        }))
+        Ok(DocumentHits {
+            query: envelope.query,
+            result_count: results.len(),
+            results,
+            actual_mode: envelope.actual_mode.to_string(),
+            fallback_reason: envelope.fallback_reason,
+            untrusted: Untrusted {
+                trust: envelope.trust.to_string(),
+                data_only: envelope.data_only,
+                handling_instruction: envelope.handling_instruction.to_string(),
+            },
+        })
     }
 }

@@ -20,14 +20,14 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, SecondsFormat, Utc};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
 use super::known_times::KnownTimes;
 use crate::error::{Error, Result};
 
 /// Lifecycle state of one version (a new version is `Open`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum EpisodeState {
     #[default]
@@ -500,34 +500,100 @@ impl EpisodeIndex {
 }
 
 /// An episode as tools return it.
-pub(crate) fn episode_json(index: &EpisodeIndex, seen: &Seen<'_>, lens: &Lens, times: &KnownTimes) -> Value {
+/// One episode version as a query sees it (what every episode tool answers).
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct EpisodeView {
+    /// The version's id (32 lower-case hex digits).
+    pub id: String,
+    /// The statement.
+    pub content: String,
+    /// The entities it is about, as written.
+    pub entities: Vec<String>,
+    /// Where it came from, as told.
+    pub source: Option<String>,
+    /// How much it matters, 0 to 1.
+    pub salience: f64,
+    /// How sure the writer was, 0 to 1.
+    pub confidence: f64,
+    /// When it happened, as told.
+    pub occurred_at: Option<String>,
+    /// When it began to hold in the world.
+    pub valid_from: String,
+    /// When it stopped holding in the world (null: open-ended).
+    pub valid_to: Option<String>,
+    /// When the vault learned it (its receipt's commit time).
+    pub known_at: Option<String>,
+    /// `known_at` under ctxvault 0.8.1's name.
+    pub recorded_at: Option<String>,
+    /// When the vault learned it no longer holds (null while open).
+    pub closed_known_at: Option<String>,
+    /// `closed_known_at` under ctxvault 0.8.1's name.
+    pub invalidated_at: Option<String>,
+    /// Its lifecycle state as this query sees it.
+    pub state: EpisodeState,
+    /// Whether it holds now (or at the query's knowledge time).
+    pub current: bool,
+    /// The version it replaced (supersede).
+    pub supersedes: Option<String>,
+    /// The version that replaced it (supersede).
+    pub superseded_by: Option<String>,
+    /// The version it restates (revise).
+    pub revises: Option<String>,
+    /// The version that restates it (revise).
+    pub revised_by: Option<String>,
+    /// Why it was invalidated ("" unless invalidated).
+    pub invalidation_reason: String,
+    /// How many times it was asserted (the first time included).
+    pub attestations: usize,
+    /// Each later assertion (`confirm_episode`).
+    pub attested_at: Vec<AttestedAt>,
+    /// The open statements it is disputed with, by id.
+    pub disputed_with: Vec<String>,
+    /// The episode note's vault path.
+    pub path: String,
+}
+
+/// One later assertion of an episode.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct AttestedAt {
+    /// When it was asserted again.
+    pub at: String,
+    /// Who or what asserted it.
+    pub source: Option<String>,
+}
+
+/// The view of `seen` every episode tool answers.
+pub(crate) fn episode_view(index: &EpisodeIndex, seen: &Seen<'_>, lens: &Lens, times: &KnownTimes) -> EpisodeView {
     let r = &seen.episode.record;
     let closed_known_at =
         if seen.state == EpisodeState::Open { None } else { r.closed_op.as_deref().and_then(|op| times.of(op)).map(format_time) };
-    json!({
-        "id": r.id,
-        "content": seen.episode.content,
-        "entities": r.entities,
-        "source": r.source,
-        "salience": r.salience,
-        "confidence": r.confidence,
-        "occurred_at": r.occurred_at,
-        "valid_from": r.valid_from,
-        "valid_to": seen.valid_to.map(format_time),
-        "known_at": seen.recorded_at.map(format_time),
-        "closed_known_at": closed_known_at,
-        "state": seen.state.name(),
-        "current": seen.holds(lens.reference()),
-        "supersedes": r.supersedes,
-        "superseded_by": seen.superseded_by,
-        "revises": r.revises,
-        "revised_by": seen.revised_by,
-        "invalidation_reason": if seen.state == EpisodeState::Invalidated { r.invalidation_reason.as_str() } else { "" },
-        "attestations": 1 + seen.attestations.len(),
-        "attested_at": seen.attestations.iter().map(|a| json!({"at": a.at, "source": a.source})).collect::<Vec<_>>(),
-        "disputed_with": index.disputed_with(seen, lens, times),
-        "path": seen.episode.path,
-    })
+    let known_at = seen.recorded_at.map(format_time);
+    EpisodeView {
+        id: r.id.clone(),
+        content: seen.episode.content.clone(),
+        entities: r.entities.clone(),
+        source: r.source.clone(),
+        salience: r.salience,
+        confidence: r.confidence,
+        occurred_at: r.occurred_at.clone(),
+        valid_from: r.valid_from.clone(),
+        valid_to: seen.valid_to.map(format_time),
+        recorded_at: known_at.clone(),
+        known_at,
+        invalidated_at: closed_known_at.clone(),
+        closed_known_at,
+        state: seen.state,
+        current: seen.holds(lens.reference()),
+        supersedes: r.supersedes.clone(),
+        superseded_by: seen.superseded_by.map(str::to_string),
+        revises: r.revises.clone(),
+        revised_by: seen.revised_by.map(str::to_string),
+        invalidation_reason: if seen.state == EpisodeState::Invalidated { r.invalidation_reason.clone() } else { String::new() },
+        attestations: 1 + seen.attestations.len(),
+        attested_at: seen.attestations.iter().map(|a| AttestedAt { at: a.at.clone(), source: a.source.clone() }).collect(),
+        disputed_with: index.disputed_with(seen, lens, times),
+        path: seen.episode.path.clone(),
+    }
 }
 
 /// Entity counts for `list_entities`: alphabetical (case-insensitive, then exact), never ranked.

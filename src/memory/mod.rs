@@ -19,7 +19,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::note::path::VaultPath;
@@ -41,20 +42,211 @@ pub struct MemoryVault {
     proposes: bool,
 }
 
-/// What a memory transaction came to.
+/// What a memory transaction came to (one per tool call, moved once into its report: the
+/// size difference of the variants costs nothing worth a box).
+#[allow(clippy::large_enum_variant)]
 enum Committed {
     /// Written: its receipt.
-    Written(Value),
+    Written(crate::write::receipts::Receipt),
     /// Held for approval (the caller has `propose` authority): what the tool answers.
-    Proposed(Value),
+    Proposed(ProposedChange),
 }
 
-/// A proposed change's answer with what the tool planned (the ids it minted, the note path).
-fn proposed(mut answer: Value, planned: Value) -> Value {
-    if let (Value::Object(answer), Value::Object(planned)) = (&mut answer, planned) {
-        answer.extend(planned);
+/// What `write_episode`, `confirm_episode`, `supersede_episode`, `revise_episode` and
+/// `invalidate_episode` answer: the episode as stored and the receipt, or, for a caller with
+/// `propose` authority, the proposal and the id the episode will have.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EpisodeChanged {
+    /// The written (or replacing) version as the vault now sees it (null when proposed).
+    pub episode: Option<episodes::EpisodeView>,
+    /// The write's receipt (absent when the change is proposed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<ReceiptSummary>,
+    /// The id of the episode the proposal writes (present only when proposed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub episode_id: Option<String>,
+    /// The version it replaces (supersede and revise only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replaced: Option<String>,
+    /// The proposal holding the change (only for a caller with `propose` authority).
+    #[serde(flatten)]
+    pub proposed: Option<ProposedChange>,
+}
+
+impl EpisodeChanged {
+    /// A change held as `proposal` that writes episode `episode_id`.
+    fn proposed(proposal: ProposedChange, episode_id: &str) -> Self {
+        EpisodeChanged { episode: None, receipt: None, episode_id: Some(episode_id.to_string()), replaced: None, proposed: Some(proposal) }
     }
-    answer
+}
+
+/// `dispute_episodes`'s answer: both statements as they now stand and the receipt, or, for a
+/// caller with `propose` authority, the proposal and the two ids.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EpisodesDisputed {
+    /// Both versions, flagged with each other (null for one the vault cannot show; empty when
+    /// proposed).
+    pub episodes: Vec<Option<episodes::EpisodeView>>,
+    /// The write's receipt (absent when the change is proposed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<ReceiptSummary>,
+    /// The two episodes the proposal disputes (present only when proposed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub episode_ids: Option<Vec<String>>,
+    /// The proposal holding the change (only for a caller with `propose` authority).
+    #[serde(flatten)]
+    pub proposed: Option<ProposedChange>,
+}
+
+/// `episode_history`'s answer: every version of a statement, oldest first.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EpisodeHistory {
+    /// The version asked about.
+    pub episode_id: String,
+    /// How many versions the chain has.
+    pub count: usize,
+    /// The versions, oldest first.
+    pub versions: Vec<episodes::EpisodeView>,
+    /// The same versions under ctxvault 0.8.1's name.
+    pub chain: Vec<episodes::EpisodeView>,
+    /// The untrusted-data marks (statements are note text).
+    #[serde(flatten)]
+    pub untrusted: Untrusted,
+}
+
+/// `query_episodes`'s answer.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EpisodeMatches {
+    /// The matching versions, in the query's order, at most `limit`.
+    pub episodes: Vec<episodes::EpisodeView>,
+    /// The same versions under ctxvault 0.8.1's name.
+    pub results: Vec<episodes::EpisodeView>,
+    /// How many are returned.
+    pub count: usize,
+    /// How many matched in all.
+    pub total_matching: usize,
+    /// Whether more matched than are returned.
+    pub truncated: bool,
+    /// The valid time asked about (null: now).
+    pub valid_at: Option<String>,
+    /// The knowledge time asked about (null: everything recorded).
+    pub known_at: Option<String>,
+    /// Whether statements that no longer hold were included.
+    pub include_closed: bool,
+    /// How the results were ordered.
+    pub ranking: EpisodeRanking,
+    /// The order applied (`ranking.order_by`, under ctxvault 0.8.1's name).
+    pub order_by: String,
+    /// Notes of the episodes folder that are not readable episodes.
+    pub unreadable_episode_notes: usize,
+    /// The untrusted-data marks (statements are note text).
+    #[serde(flatten)]
+    pub untrusted: Untrusted,
+}
+
+/// How `query_episodes` ordered its results.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EpisodeRanking {
+    /// The search mode that ranked them (`none` without query text).
+    pub method: String,
+    /// The order applied: relevance, newest, oldest, valid_from, salience or confidence.
+    pub order_by: String,
+    /// Why the search fell back (present with query text; null when it did not).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_reason: Option<Option<String>>,
+    /// How many notes the search ranked (present with query text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ranked_candidates: Option<usize>,
+    /// The order of the versions the search did not rank (present with query text).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unranked_order: Option<String>,
+}
+
+/// `list_entities`'s answer: the vault's vocabulary.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EntityList {
+    /// Each entity with how many episodes name it, alphabetical.
+    pub entities: Vec<EntityCount>,
+    /// How many entities are listed.
+    pub count: usize,
+    /// `count` under ctxvault 0.8.1's name.
+    pub total: usize,
+    /// Whether statements that no longer hold were counted.
+    pub include_closed: bool,
+    /// The valid time asked about (null: now).
+    pub valid_at: Option<String>,
+    /// The fewest episodes an entity needed to be listed.
+    pub min_episodes: i64,
+    /// The untrusted-data marks (entity names are note text).
+    #[serde(flatten)]
+    pub untrusted: Untrusted,
+}
+
+/// One entity of `list_entities`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EntityCount {
+    /// The entity as written.
+    pub entity: String,
+    /// How many episodes name it.
+    pub episodes: usize,
+    /// `episodes` under ctxvault 0.8.1's name.
+    pub episode_count: usize,
+    /// The key entities are matched on (lower case), as ctxvault 0.8.1 names it.
+    pub entity_norm: String,
+}
+
+/// What a memory tool answers when the caller has `propose` authority: the change is held as a
+/// `memory_change` proposal and nothing is written yet.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ProposedChange {
+    /// Always `awaiting_approval`.
+    pub status: String,
+    /// Always false: nothing is in the vault yet.
+    pub written: bool,
+    /// The proposal's id (`paravault approve ID`, `apply_memory_change`).
+    pub proposal_id: String,
+    /// The ctxvault tool that proposed it.
+    pub tool: String,
+    /// The proposal as an approver reads it.
+    pub proposal: crate::approvals::ProposalStatus,
+    /// Who applies it and how.
+    pub next: String,
+}
+
+/// What a memory tool says of its receipt: sequence number, operation and commit time.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ReceiptSummary {
+    /// The receipt's sequence number in the vault's receipt chain.
+    pub seq: u64,
+    /// The write operation (`ctxvault.<tool>`).
+    pub operation: String,
+    /// The commit time: when the vault learned the change.
+    pub at: String,
+}
+
+impl ReceiptSummary {
+    fn of(receipt: &crate::write::receipts::Receipt) -> Self {
+        ReceiptSummary { seq: receipt.seq, operation: receipt.operation.clone(), at: receipt.at.clone() }
+    }
+}
+
+/// The marks of a result carrying note text (which people and other agents may have written):
+/// untrusted data, as every note-text result of the server is.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct Untrusted {
+    /// Always `untrusted`.
+    pub trust: String,
+    /// Always true: the text is data, never instructions.
+    pub data_only: bool,
+    /// How an agent handles the text.
+    pub handling_instruction: String,
+}
+
+impl Untrusted {
+    /// The marks every note-text result carries.
+    pub fn marks() -> Self {
+        Untrusted { trust: "untrusted".into(), data_only: true, handling_instruction: crate::search::HANDLING_INSTRUCTION.into() }
+    }
 }
 
 #[derive(Default)]
@@ -170,22 +362,6 @@ pub(crate) const EPISODE_ORDERS: [&str; 7] = ["relevance", "newest", "oldest", "
 /// same order as `valid_from` here, so a client written for it gets that order.
 fn canonical_order(order: &str) -> &str {
     if order == "recency" { "valid_from" } else { order }
-}
-
-/// Marks a result carrying note text (which people and other agents may have written) as
-/// untrusted data, as every note-text result of the server is.
-pub fn untrusted(mut value: Value) -> Value {
-    if let Value::Object(map) = &mut value {
-        map.insert("trust".into(), json!("untrusted"));
-        map.insert("data_only".into(), json!(true));
-        map.insert("handling_instruction".into(), json!(crate::search::HANDLING_INSTRUCTION));
-    }
-    value
-}
-
-/// What a memory tool says of its receipt: sequence number, operation and commit time.
-fn receipt_summary(receipt: &Value) -> Value {
-    json!({"seq": receipt.get("seq"), "operation": receipt.get("operation"), "at": receipt.get("at")})
 }
 
 /// `key:` and `record` under it, as the frontmatter of a memory note holds it, through the one
@@ -354,17 +530,19 @@ impl MemoryVault {
                 "a person (`paravault apply ID --approve`, or the web UI's proposals page) or an agent with apply authority \
                  (P.O.W.E.R.'s apply_memory_change with {\"proposal_id\": ID} and approved=true) applies it"
             };
-            return Ok(Committed::Proposed(json!({
-                "status": "awaiting_approval",
-                "written": false,
-                "proposal_id": status.proposal_id,
-                "tool": operation.trim_start_matches("ctxvault."),
-                "proposal": status,
-                "next": format!("nothing is in the vault yet: {approval}; the change is applied exactly as proposed, or refused with precondition_failed when a note it changes was edited since"),
-            })));
+            return Ok(Committed::Proposed(ProposedChange {
+                status: "awaiting_approval".into(),
+                written: false,
+                proposal_id: status.proposal_id.clone(),
+                tool: operation.trim_start_matches("ctxvault.").to_string(),
+                proposal: status,
+                next: format!(
+                    "nothing is in the vault yet: {approval}; the change is applied exactly as proposed, or refused with precondition_failed when a note it changes was edited since"
+                ),
+            }));
         }
-        let receipt = execute(&self.vault, mutation)?.to_value();
-        lock(&self.known).record_receipt(&receipt);
+        let receipt = execute(&self.vault, mutation)?;
+        lock(&self.known).record_receipt(&receipt.to_value());
         Ok(Committed::Written(receipt))
     }
 
@@ -408,21 +586,24 @@ impl MemoryVault {
         Err(Error::EpisodeNotOpen { episode_id: r.id.clone(), reason })
     }
 
-    fn stored(&self, id: &str, receipt: &Value) -> Result<Value> {
+    fn stored(&self, id: &str, receipt: &crate::write::receipts::Receipt) -> Result<EpisodeChanged> {
         let lens = Lens { known_at: None, now: Utc::now() };
         self.vault.observe_disk()?;
         self.with_episodes(|index, times, _| {
             let seen = index.get(id).and_then(|e| lens.see(e, times));
-            json!({
-                "episode": seen.map(|s| episodes::episode_json(index, &s, &lens, times)),
-                "receipt": receipt_summary(receipt),
-            })
+            EpisodeChanged {
+                episode: seen.map(|s| episodes::episode_view(index, &s, &lens, times)),
+                receipt: Some(ReceiptSummary::of(receipt)),
+                episode_id: None,
+                replaced: None,
+                proposed: None,
+            }
         })
     }
 
     /// `write_episode`: records a new statement, open from `valid_from` (else `occurred_at`,
     /// else now).
-    pub fn write_episode(&self, request: &NewEpisode) -> Result<Value> {
+    pub fn write_episode(&self, request: &NewEpisode) -> Result<EpisodeChanged> {
         Self::require_content(&request.content)?;
         let salience = episodes::unit_interval("salience", request.salience)?;
         let confidence = episodes::unit_interval("confidence", request.confidence)?;
@@ -448,12 +629,12 @@ impl MemoryVault {
         let text = self.render(&record, &request.content, "write_episode")?;
         match self.commit("ctxvault.write_episode", &op, vec![(self.episode_path(&id)?, text, None)])? {
             Committed::Written(receipt) => self.stored(&id, &receipt),
-            Committed::Proposed(answer) => Ok(proposed(answer, json!({"episode_id": id, "episode": null}))),
+            Committed::Proposed(proposal) => Ok(EpisodeChanged::proposed(proposal, &id)),
         }
     }
 
     /// `confirm_episode`: one more attestation of an open statement.
-    pub fn confirm_episode(&self, id: &str, at: Option<&str>, source: Option<&str>) -> Result<Value> {
+    pub fn confirm_episode(&self, id: &str, at: Option<&str>, source: Option<&str>) -> Result<EpisodeChanged> {
         let at = at.filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("at", t)).transpose()?.unwrap_or_else(Utc::now);
         let _writing = lock(&self.writing);
         let (mut episode, sha) = self.load(id)?;
@@ -467,13 +648,13 @@ impl MemoryVault {
         let text = self.render(&episode.record, &episode.content, "confirm_episode")?;
         match self.commit("ctxvault.confirm_episode", &op, vec![(self.episode_path(id)?, text, Some(sha))])? {
             Committed::Written(receipt) => self.stored(id, &receipt),
-            Committed::Proposed(answer) => Ok(proposed(answer, json!({"episode_id": id, "episode": null}))),
+            Committed::Proposed(proposal) => Ok(EpisodeChanged::proposed(proposal, id)),
         }
     }
 
     /// `supersede_episode` / `revise_episode`: one transaction writing the closed original and
     /// its replacement.
-    pub fn replace_episode(&self, request: &Replacement, revise: bool) -> Result<Value> {
+    pub fn replace_episode(&self, request: &Replacement, revise: bool) -> Result<EpisodeChanged> {
         Self::require_content(&request.content)?;
         let salience = request.salience.map(|s| episodes::unit_interval("salience", s)).transpose()?;
         let entities = episodes::clean_entities(&request.entities)?;
@@ -518,17 +699,15 @@ impl MemoryVault {
         let new_text = self.render(&new, &request.content, tool)?;
         let notes = vec![(self.episode_path(&old.record.id)?, old_text, Some(old_sha)), (self.episode_path(&new_id)?, new_text, None)];
         match self.commit(operation, &op, notes)? {
-            Committed::Written(receipt) => {
-                let mut out = self.stored(&new_id, &receipt)?;
-                out["replaced"] = json!(old.record.id);
-                Ok(out)
+            Committed::Written(receipt) => Ok(EpisodeChanged { replaced: Some(old.record.id), ..self.stored(&new_id, &receipt)? }),
+            Committed::Proposed(proposal) => {
+                Ok(EpisodeChanged { replaced: Some(old.record.id), ..EpisodeChanged::proposed(proposal, &new_id) })
             }
-            Committed::Proposed(answer) => Ok(proposed(answer, json!({"episode_id": new_id, "replaced": old.record.id, "episode": null}))),
         }
     }
 
     /// `invalidate_episode`: closes an open statement at `valid_to` (default now).
-    pub fn invalidate_episode(&self, id: &str, valid_to: Option<&str>, reason: &str) -> Result<Value> {
+    pub fn invalidate_episode(&self, id: &str, valid_to: Option<&str>, reason: &str) -> Result<EpisodeChanged> {
         let valid_to = valid_to.filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("valid_to", t)).transpose()?;
         let _writing = lock(&self.writing);
         let (mut episode, sha) = self.load(id)?;
@@ -549,12 +728,12 @@ impl MemoryVault {
         let text = self.render(&episode.record, &episode.content, "invalidate_episode")?;
         match self.commit("ctxvault.invalidate_episode", &op, vec![(self.episode_path(id)?, text, Some(sha))])? {
             Committed::Written(receipt) => self.stored(id, &receipt),
-            Committed::Proposed(answer) => Ok(proposed(answer, json!({"episode_id": id, "episode": null}))),
+            Committed::Proposed(proposal) => Ok(EpisodeChanged::proposed(proposal, id)),
         }
     }
 
     /// `dispute_episodes`: flags two open statements with each other (one two-note transaction).
-    pub fn dispute_episodes(&self, id: &str, other_id: &str, note: &str) -> Result<Value> {
+    pub fn dispute_episodes(&self, id: &str, other_id: &str, note: &str) -> Result<EpisodesDisputed> {
         if id == other_id {
             return Err(Error::InvalidArgument { name: "other_id", reason: "an episode cannot dispute itself".into() });
         }
@@ -573,15 +752,22 @@ impl MemoryVault {
         ];
         let receipt = match self.commit("ctxvault.dispute_episodes", &op, notes)? {
             Committed::Written(receipt) => receipt,
-            Committed::Proposed(answer) => return Ok(proposed(answer, json!({"episode_ids": [id, other_id], "episodes": []}))),
+            Committed::Proposed(proposal) => {
+                return Ok(EpisodesDisputed {
+                    episodes: Vec::new(),
+                    receipt: None,
+                    episode_ids: Some(vec![id.to_string(), other_id.to_string()]),
+                    proposed: Some(proposal),
+                });
+            }
         };
         let first = self.stored(id, &receipt)?;
         let second = self.stored(other_id, &receipt)?;
-        Ok(json!({"episodes": [first["episode"], second["episode"]], "receipt": first["receipt"]}))
+        Ok(EpisodesDisputed { episodes: vec![first.episode, second.episode], receipt: first.receipt, episode_ids: None, proposed: None })
     }
 
     /// `episode_history`: every version of the statement, oldest first.
-    pub fn episode_history(&self, id: &str) -> Result<Value> {
+    pub fn episode_history(&self, id: &str) -> Result<EpisodeHistory> {
         if !plain_id(id) {
             return Err(not_found(id));
         }
@@ -590,18 +776,24 @@ impl MemoryVault {
             if index.get(id).is_none() {
                 return Err(not_found(id));
             }
-            let versions: Vec<Value> = index
+            let versions: Vec<episodes::EpisodeView> = index
                 .chain(id)
                 .into_iter()
                 .filter_map(|e| lens.see(e, times))
-                .map(|s| episodes::episode_json(index, &s, &lens, times))
+                .map(|s| episodes::episode_view(index, &s, &lens, times))
                 .collect();
-            Ok(untrusted(json!({"episode_id": id, "count": versions.len(), "versions": versions})))
+            Ok(EpisodeHistory {
+                episode_id: id.to_string(),
+                count: versions.len(),
+                chain: versions.clone(),
+                versions,
+                untrusted: Untrusted::marks(),
+            })
         })?
     }
 
     /// `query_episodes`.
-    pub fn query_episodes(&self, request: &EpisodeQuery) -> Result<Value> {
+    pub fn query_episodes(&self, request: &EpisodeQuery) -> Result<EpisodeMatches> {
         let max = self.policy().episodes_limit_max.max(1);
         if request.limit == 0 || request.limit > max {
             return Err(Error::InvalidArgument { name: "limit", reason: format!("must be between 1 and {max}") });
@@ -642,26 +834,37 @@ impl MemoryVault {
                 let matched = Self::matching_in_order(index, times, &lens, &wanted, request, valid_at, order, ranking.as_ref());
                 (matched.len(), matched.into_iter().take(request.limit).collect())
             };
-            let episodes: Vec<Value> = page.iter().map(|s| episodes::episode_json(index, s, &lens, times)).collect();
-            let ranking_json = match &ranking {
-                None => json!({"method": "none", "order_by": order}),
-                Some(r) => json!({"method": r.method, "order_by": order, "fallback_reason": r.fallback_reason,
-                                   "ranked_candidates": r.ranks.len(), "unranked_order": "newest"}),
+            let episodes: Vec<episodes::EpisodeView> = page.iter().map(|s| episodes::episode_view(index, s, &lens, times)).collect();
+            let ranking = match &ranking {
+                None => EpisodeRanking {
+                    method: "none".into(),
+                    order_by: order.to_string(),
+                    fallback_reason: None,
+                    ranked_candidates: None,
+                    unranked_order: None,
+                },
+                Some(r) => EpisodeRanking {
+                    method: r.method.clone(),
+                    order_by: order.to_string(),
+                    fallback_reason: Some(r.fallback_reason.clone()),
+                    ranked_candidates: Some(r.ranks.len()),
+                    unranked_order: Some("newest".into()),
+                },
             };
-            json!({
-                "episodes": episodes,
-                "count": episodes.len(),
-                "total_matching": total,
-                "truncated": total > episodes.len(),
-                "valid_at": valid_at.map(episodes::format_time),
-                "known_at": known_at.map(episodes::format_time),
-                "include_closed": request.include_closed,
-                "ranking": ranking_json,
-                "unreadable_episode_notes": unreadable,
-                "trust": "untrusted",
-                "data_only": true,
-                "handling_instruction": crate::search::HANDLING_INSTRUCTION,
-            })
+            EpisodeMatches {
+                count: episodes.len(),
+                total_matching: total,
+                truncated: total > episodes.len(),
+                results: episodes.clone(),
+                episodes,
+                valid_at: valid_at.map(episodes::format_time),
+                known_at: known_at.map(episodes::format_time),
+                include_closed: request.include_closed,
+                order_by: ranking.order_by.clone(),
+                ranking,
+                unreadable_episode_notes: unreadable,
+                untrusted: Untrusted::marks(),
+            }
         })
     }
 
@@ -764,7 +967,7 @@ impl MemoryVault {
     }
 
     /// `list_entities`.
-    pub fn list_entities(&self, include_closed: bool, valid_at: Option<&str>, min_episodes: i64) -> Result<Value> {
+    pub fn list_entities(&self, include_closed: bool, valid_at: Option<&str>, min_episodes: i64) -> Result<EntityList> {
         if min_episodes < 1 {
             return Err(Error::InvalidArgument { name: "min_episodes", reason: "must be at least 1".into() });
         }
@@ -778,13 +981,18 @@ impl MemoryVault {
         self.with_episodes(|index, _, _| {
             let kept = index.by_id.values().filter(|e| e.passes(filter)).map(|e| &e.record);
             let counts = episodes::entity_counts(kept, min_episodes as usize);
-            untrusted(json!({
-                "entities": counts.iter().map(|(name, n)| json!({"entity": name, "episodes": n})).collect::<Vec<_>>(),
-                "count": counts.len(),
-                "include_closed": include_closed,
-                "valid_at": valid_at.map(episodes::format_time),
-                "min_episodes": min_episodes,
-            }))
+            EntityList {
+                count: counts.len(),
+                total: counts.len(),
+                entities: counts
+                    .into_iter()
+                    .map(|(name, n)| EntityCount { entity_norm: name.to_lowercase(), entity: name, episodes: n, episode_count: n })
+                    .collect(),
+                include_closed,
+                valid_at: valid_at.map(episodes::format_time),
+                min_episodes,
+                untrusted: Untrusted::marks(),
+            }
         })
     }
 }

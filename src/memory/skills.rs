@@ -2,10 +2,10 @@
 //! `<skills_folder>/<slug>.md` with the name as title, the description as OKF description (both
 //! indexed by the vault's search and catalogued) and the instructions as the body.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
 
-use super::{Committed, MemoryVault, fresh_id, proposed, receipt_summary};
+use super::{Committed, MemoryVault, ProposedChange, ReceiptSummary, Untrusted, fresh_id};
 use crate::error::{Error, Result};
 use crate::note::path::VaultPath;
 use crate::write::sha256_hex;
@@ -45,6 +45,81 @@ pub(crate) fn slug(name: &str) -> Result<String> {
         return Err(Error::InvalidArgument { name: "skill_name", reason: "needs at least one letter or digit".into() });
     }
     Ok(out)
+}
+
+/// `write_skill`'s answer: the skill as stored, and its receipt (or, for a caller with
+/// `propose` authority, the proposal that holds it).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SkillWritten {
+    /// The skill's name, trimmed.
+    pub skill_name: String,
+    /// Its description, trimmed.
+    pub description: String,
+    /// The skill note's vault path.
+    pub path: String,
+    /// The note's file name (ctxvault 0.8.1's name for the skill's file).
+    pub filename: String,
+    /// Whether an existing skill was replaced (`overwrite`).
+    pub overwritten: bool,
+    /// The write's receipt (absent when the change is proposed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<ReceiptSummary>,
+    /// The proposal holding the change (only for a caller with `propose` authority).
+    #[serde(flatten)]
+    pub proposed: Option<ProposedChange>,
+}
+
+/// `read_skill`'s answer: one skill in full.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SkillRead {
+    /// The skill's name.
+    pub skill_name: String,
+    /// What the skill is for.
+    pub description: String,
+    /// The procedure to follow (the note's body).
+    pub instructions: String,
+    /// The skill note's vault path.
+    pub path: String,
+    /// The SHA-256 of the note's text.
+    pub sha256: String,
+    /// The same skill under ctxvault 0.8.1's field names.
+    pub skill: PeerSkill,
+}
+
+/// A skill as ctxvault 0.8.1 names its fields.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PeerSkill {
+    /// The skill's name.
+    pub name: String,
+    /// What the skill is for.
+    pub description: String,
+    /// The procedure to follow.
+    pub instructions: String,
+    /// The skill note's vault path.
+    pub path: String,
+}
+
+/// `list_skills`'s answer: every readable skill, by name.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SkillList {
+    /// Each skill's name and description, ordered by name (case-insensitive).
+    pub skills: Vec<SkillSummary>,
+    /// How many skills are listed.
+    pub count: usize,
+    /// Notes of the skills folder that are not readable skill notes.
+    pub unreadable_notes: Vec<String>,
+    /// The untrusted-data marks (skill text is note text).
+    #[serde(flatten)]
+    pub untrusted: Untrusted,
+}
+
+/// One skill of `list_skills`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct SkillSummary {
+    /// The skill's name (what read_skill takes).
+    pub skill_name: String,
+    /// What the skill is for.
+    pub description: String,
 }
 
 fn render(note_type: &str, record: &SkillRecord, instructions: &str, now: chrono::DateTime<chrono::Utc>) -> Result<String> {
@@ -91,7 +166,7 @@ impl MemoryVault {
     }
 
     /// `write_skill`: creates a skill; an existing one is replaced only with `overwrite`.
-    pub fn write_skill(&self, name: &str, description: &str, instructions: &str, overwrite: bool) -> Result<Value> {
+    pub fn write_skill(&self, name: &str, description: &str, instructions: &str, overwrite: bool) -> Result<SkillWritten> {
         for (field, value) in [("description", description), ("instructions", instructions)] {
             if value.trim().is_empty() {
                 return Err(Error::InvalidArgument {
@@ -111,32 +186,45 @@ impl MemoryVault {
         let record = SkillRecord { name: name.trim().to_string(), description: description.trim().to_string() };
         let text = render(&self.vault.policy().policy.agent_memory.skill_note_type, &record, instructions, self.vault.now())?;
         let committed = self.commit("ctxvault.write_skill", &fresh_id(16), vec![(path.clone(), text, existing.clone())])?;
-        let mut answer = json!({
-            "skill_name": record.name, "description": record.description, "path": path.to_string(),
-            "overwritten": existing.is_some(),
-        });
-        Ok(match committed {
-            Committed::Written(receipt) => {
-                answer["receipt"] = receipt_summary(&receipt);
-                answer
-            }
-            Committed::Proposed(proposal) => proposed(answer, proposal),
+        let (receipt, proposed) = match committed {
+            Committed::Written(receipt) => (Some(ReceiptSummary::of(&receipt)), None),
+            Committed::Proposed(proposal) => (None, Some(proposal)),
+        };
+        let filename = path.as_str().rsplit('/').next().unwrap_or(path.as_str()).to_string();
+        Ok(SkillWritten {
+            skill_name: record.name,
+            description: record.description,
+            path: path.to_string(),
+            filename,
+            overwritten: existing.is_some(),
+            receipt,
+            proposed,
         })
     }
 
     /// `read_skill`: name, description and full instructions.
-    pub(crate) fn read_skill(&self, name: &str) -> Result<Value> {
+    pub(crate) fn read_skill(&self, name: &str) -> Result<SkillRead> {
         let path = self.skill_path(name).map_err(|_| Error::SkillNotFound { skill_name: name.chars().take(120).collect() })?;
         let (skill, sha) =
             self.read_skill_note(&path)?.ok_or_else(|| Error::SkillNotFound { skill_name: name.chars().take(120).collect() })?;
-        Ok(json!({
-            "skill_name": skill.record.name, "description": skill.record.description, "instructions": skill.instructions,
-            "path": skill.path, "sha256": sha,
-        }))
+        let skill_view = PeerSkill {
+            name: skill.record.name.clone(),
+            description: skill.record.description.clone(),
+            instructions: skill.instructions.clone(),
+            path: skill.path.clone(),
+        };
+        Ok(SkillRead {
+            skill_name: skill.record.name,
+            description: skill.record.description,
+            instructions: skill.instructions,
+            path: skill.path,
+            sha256: sha,
+            skill: skill_view,
+        })
     }
 
     /// `list_skills`: every skill's name and description, by name.
-    pub(crate) fn list_skills(&self) -> Result<Value> {
+    pub(crate) fn list_skills(&self) -> Result<SkillList> {
         let folder = self.vault.policy().policy.agent_memory.skills_folder.trim_end_matches('/').to_string();
         let paths: Vec<VaultPath> =
             self.vault.with_inventory(|inv| inv.subtree(&folder).filter(|r| r.is_note()).map(|r| r.path.clone()).collect())?;
@@ -150,10 +238,11 @@ impl MemoryVault {
             }
         }
         skills.sort_by_key(|s| s.record.name.to_lowercase());
-        Ok(super::untrusted(json!({
-            "skills": skills.iter().map(|s| json!({"skill_name": s.record.name, "description": s.record.description})).collect::<Vec<_>>(),
-            "count": skills.len(),
-            "unreadable_notes": unreadable,
-        })))
+        Ok(SkillList {
+            count: skills.len(),
+            skills: skills.into_iter().map(|s| SkillSummary { skill_name: s.record.name, description: s.record.description }).collect(),
+            unreadable_notes: unreadable,
+            untrusted: Untrusted::marks(),
+        })
     }
 }

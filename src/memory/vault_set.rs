@@ -9,12 +9,80 @@ use std::collections::HashMap;
 use std::path::Path;
 use std::sync::{Arc, Mutex};
 
-use serde_json::{Value, json};
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use super::MemoryVault;
 use super::registry::{Authority, Registry, VaultType};
 use crate::error::{Error, Result};
 use crate::vault::{Vault, VaultOptions};
+
+/// `list_vaults`'s answer: the vaults this agent may use.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct VaultList {
+    /// The visible vaults, by name.
+    pub vaults: Vec<VaultEntry>,
+    /// How many vaults are listed.
+    pub count: usize,
+    /// The calling agent (`--agent`; null without one).
+    pub agent: Option<String>,
+}
+
+/// One vault of `list_vaults`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct VaultEntry {
+    /// The vault's name (what every other tool takes as `vault_name`).
+    pub name: String,
+    /// The kind of memory it holds: `semantic`, `skill`, `episodic` or `any`.
+    #[serde(rename = "type")]
+    pub vault_type: String,
+    /// What the vault is for.
+    pub description: String,
+    /// Whether only attached agents may use it.
+    pub restricted: bool,
+    /// The calling agent's authority on it (`read-only`, `propose`, …; null when it has none
+    /// of its own).
+    pub authority: Option<String>,
+}
+
+/// An answer of a tool called on a named vault, with the vault's name (as ctxvault 0.8.1
+/// answers it) beside the report's own fields.
+#[derive(Debug, Clone, Serialize)]
+pub struct OnVault<T> {
+    /// The vault the tool ran on.
+    pub vault_name: String,
+    /// The tool's report.
+    #[serde(flatten)]
+    pub report: T,
+}
+
+/// The report's derived schema (its description included) with the required `vault_name`
+/// added, as the answer serialises (a derive would describe every answer with this wrapper's
+/// text instead of its report's).
+impl<T: JsonSchema> JsonSchema for OnVault<T> {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("OnVault_{}", T::schema_name()).into()
+    }
+    fn schema_id() -> std::borrow::Cow<'static, str> {
+        format!("paravault::memory::OnVault<{}>", T::schema_id()).into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let mut vault_name = generator.subschema_for::<String>();
+        vault_name.insert("description".into(), "The vault the tool ran on.".into());
+        let mut schema = T::json_schema(generator);
+        let object = schema.ensure_object();
+        let properties = object.entry("properties").or_insert_with(|| Value::Object(Map::new()));
+        if let Some(properties) = properties.as_object_mut() {
+            properties.insert("vault_name".into(), vault_name.to_value());
+        }
+        let required = object.entry("required").or_insert_with(|| Value::Array(Vec::new()));
+        if let Some(required) = required.as_array_mut() {
+            required.insert(0, "vault_name".into());
+        }
+        schema
+    }
+}
 
 /// Registered vaults as seen by one agent.
 pub struct VaultSet {
@@ -58,22 +126,20 @@ impl VaultSet {
     }
 
     /// `list_vaults`: the vaults this agent may use, with its authority on each.
-    pub fn list(&self) -> Value {
+    pub fn list(&self) -> VaultList {
         let agent = self.agent.as_deref();
-        let vaults: Vec<Value> = self
+        let vaults: Vec<VaultEntry> = self
             .registry
             .visible_to(agent)
-            .map(|v| {
-                json!({
-                    "name": v.name,
-                    "type": v.vault_type.name(),
-                    "description": v.description,
-                    "restricted": v.restricted,
-                    "authority": v.authority_of(agent).map(Authority::name),
-                })
+            .map(|v| VaultEntry {
+                name: v.name.clone(),
+                vault_type: v.vault_type.name().to_string(),
+                description: v.description.clone(),
+                restricted: v.restricted,
+                authority: v.authority_of(agent).map(|a| a.name().to_string()),
             })
             .collect();
-        json!({"vaults": vaults, "count": vaults.len(), "agent": agent})
+        VaultList { count: vaults.len(), vaults, agent: self.agent.clone() }
     }
 
     /// The vault `vault_name`, when this agent may use it with `needed` authority for `tool`

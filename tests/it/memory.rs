@@ -11,6 +11,17 @@ use paravault::vault::{Vault, VaultOptions};
 use proptest::prelude::*;
 use serde_json::Value;
 
+/// A typed memory report as the JSON its tool answers.
+trait AsJson {
+    fn json(&self) -> Value;
+}
+
+impl<T: serde::Serialize> AsJson for T {
+    fn json(&self) -> Value {
+        serde_json::to_value(self).unwrap()
+    }
+}
+
 fn memory_vault() -> (tempfile::TempDir, MemoryVault) {
     let dir = tempfile::tempdir().unwrap();
     for folder in ["00_Inbox", "01_Projects", "02_Areas", "03_Resources", "04_Archive", "06_Daily_Logs", "PROTOCOLS"] {
@@ -31,7 +42,7 @@ fn episode(content: &str, entities: &[&str]) -> NewEpisode {
 }
 
 fn write(m: &MemoryVault, content: &str, entities: &[&str]) -> Value {
-    m.write_episode(&episode(content, entities)).unwrap()["episode"].clone()
+    m.write_episode(&episode(content, entities)).unwrap().json()["episode"].clone()
 }
 
 fn id(e: &Value) -> String {
@@ -40,7 +51,7 @@ fn id(e: &Value) -> String {
 
 fn query(m: &MemoryVault, q: EpisodeQuery) -> Vec<Value> {
     let q = EpisodeQuery { limit: if q.limit == 0 { 100 } else { q.limit }, ..q };
-    m.query_episodes(&q).unwrap()["episodes"].as_array().unwrap().clone()
+    m.query_episodes(&q).unwrap().json()["episodes"].as_array().unwrap().clone()
 }
 
 fn ids(episodes: &[Value]) -> Vec<String> {
@@ -71,7 +82,7 @@ fn written_episodes_are_notes_and_come_back_newest_first() {
     assert_eq!(ids(&query(&m, EpisodeQuery::default())), vec![id(&b), id(&a)], "newest first");
     let padova = query(&m, EpisodeQuery { entities: vec!["padova".into()], ..Default::default() });
     assert_eq!(ids(&padova), vec![id(&a)], "entity filter, case-insensitive");
-    let one = m.query_episodes(&EpisodeQuery { limit: 1, ..Default::default() }).unwrap();
+    let one = m.query_episodes(&EpisodeQuery { limit: 1, ..Default::default() }).unwrap().json();
     assert_eq!(one["count"], 1);
     assert_eq!(one["truncated"], true);
 }
@@ -81,10 +92,11 @@ fn supersede_closes_exactly_where_the_new_one_begins_in_one_transaction() {
     let (dir, m) = memory_vault();
     let old = m
         .write_episode(&NewEpisode { salience: 0.9, valid_from: Some("2020-01-01".into()), ..episode("Anna lives in Padova", &["Anna"]) })
-        .unwrap()["episode"]
+        .unwrap()
+        .json()["episode"]
         .clone();
     let seq_before = last_receipt(dir.path())["seq"].as_u64().unwrap();
-    let out = m.replace_episode(&replacement(&id(&old), "Anna lives in Verona"), false).unwrap();
+    let out = m.replace_episode(&replacement(&id(&old), "Anna lives in Verona"), false).unwrap().json();
     let new = &out["episode"];
     let receipt = last_receipt(dir.path());
     assert_eq!(receipt["seq"].as_u64().unwrap(), seq_before + 1, "one transaction");
@@ -92,7 +104,7 @@ fn supersede_closes_exactly_where_the_new_one_begins_in_one_transaction() {
     assert_eq!(new["supersedes"], old["id"]);
     assert_eq!(new["entities"], serde_json::json!(["Anna"]), "entities carried");
     assert_eq!(new["salience"], 0.9, "salience carried");
-    let history = m.episode_history(&id(&old)).unwrap();
+    let history = m.episode_history(&id(&old)).unwrap().json();
     let versions = history["versions"].as_array().unwrap();
     assert_eq!(ids(versions), vec![id(&old), id(new)], "oldest first");
     assert_eq!(versions[0]["valid_to"], new["valid_from"], "closed exactly where the new one begins");
@@ -110,7 +122,8 @@ fn supersede_closes_exactly_where_the_new_one_begins_in_one_transaction() {
             &Replacement { entities: vec!["Verona".into()], salience: Some(0.1), ..replacement(&id(new), "Anna lives in Milan") },
             false,
         )
-        .unwrap();
+        .unwrap()
+        .json();
     assert_eq!(given["episode"]["entities"], serde_json::json!(["Verona"]));
     assert_eq!(given["episode"]["salience"], 0.1);
 }
@@ -120,12 +133,14 @@ fn revise_opens_where_the_original_did_and_inherits_attestations_and_disputes() 
     let (_dir, m) = memory_vault();
     let original = m
         .write_episode(&NewEpisode { valid_from: Some("2022-03-01T10:00:00Z".into()), ..episode("lives in Padova", &["Anna"]) })
-        .unwrap()["episode"]
+        .unwrap()
+        .json()["episode"]
         .clone();
     let rival = write(&m, "lives in Rome", &["Anna"]);
     m.confirm_episode(&id(&original), None, Some("chat")).unwrap();
     m.dispute_episodes(&id(&original), &id(&rival), "cannot both hold").unwrap();
-    let revised = m.replace_episode(&replacement(&id(&original), "lives in Padova, in the Arcella"), true).unwrap()["episode"].clone();
+    let revised =
+        m.replace_episode(&replacement(&id(&original), "lives in Padova, in the Arcella"), true).unwrap().json()["episode"].clone();
     assert_eq!(revised["valid_from"], original["valid_from"], "opens where the original did");
     assert_eq!(revised["revises"], original["id"]);
     assert_eq!(revised["attestations"], 2, "inherits the attestation");
@@ -136,7 +151,7 @@ fn revise_opens_where_the_original_did_and_inherits_attestations_and_disputes() 
     assert_eq!(rival_now["disputed_with"], serde_json::json!([id(&revised)]), "the other side points at the revision");
     let at_then = query(&m, EpisodeQuery { valid_at: Some("2022-06-01".into()), ..Default::default() });
     assert_eq!(ids(&at_then), vec![id(&revised)], "at any valid time only the revision is stated");
-    let history = m.episode_history(&id(&revised)).unwrap();
+    let history = m.episode_history(&id(&revised)).unwrap().json();
     assert_eq!(ids(history["versions"].as_array().unwrap()), vec![id(&original), id(&revised)], "the original stays in history");
 }
 
@@ -145,7 +160,7 @@ fn invalidate_closes_without_deleting_and_disputes_end_by_themselves() {
     let (dir, m) = memory_vault();
     let a = write(&m, "the office is on floor 3", &["office"]);
     let b = write(&m, "the office is on floor 5", &["office"]);
-    let disputed = m.dispute_episodes(&id(&a), &id(&b), "").unwrap();
+    let disputed = m.dispute_episodes(&id(&a), &id(&b), "").unwrap().json();
     let both = disputed["episodes"].as_array().unwrap();
     assert_eq!(both[0]["disputed_with"], serde_json::json!([id(&b)]));
     assert_eq!(both[1]["disputed_with"], serde_json::json!([id(&a)]));
@@ -153,7 +168,7 @@ fn invalidate_closes_without_deleting_and_disputes_end_by_themselves() {
     assert_eq!(current.len(), 2, "neither is closed");
     let too_early = m.invalidate_episode(&id(&a), Some("1990-01-01"), "").unwrap_err();
     assert_eq!(too_early.code(), "invalid_argument");
-    let closed = m.invalidate_episode(&id(&a), None, "moved out").unwrap()["episode"].clone();
+    let closed = m.invalidate_episode(&id(&a), None, "moved out").unwrap().json()["episode"].clone();
     assert_eq!(closed["state"], "invalidated");
     assert_eq!(closed["invalidation_reason"], "moved out");
     assert!(closed["valid_to"].is_string());
@@ -177,7 +192,7 @@ fn confirm_adds_an_attestation_instead_of_a_duplicate() {
     let (_dir, m) = memory_vault();
     let a = write(&m, "Marco prefers tea", &["Marco"]);
     assert_eq!(a["attestations"], 1);
-    let confirmed = m.confirm_episode(&id(&a), Some("2026-01-02"), Some("meeting")).unwrap()["episode"].clone();
+    let confirmed = m.confirm_episode(&id(&a), Some("2026-01-02"), Some("meeting")).unwrap().json()["episode"].clone();
     assert_eq!(confirmed["attestations"], 2);
     assert_eq!(confirmed["attested_at"][0]["source"], "meeting");
     assert_eq!(confirmed["content"], a["content"], "the episode stays as it is");
@@ -191,7 +206,7 @@ fn known_at_answers_what_the_vault_had_recorded_by_then() {
     let a = write(&m, "the project is on track", &["project"]);
     let learned = a["known_at"].as_str().unwrap().to_string();
     std::thread::sleep(std::time::Duration::from_millis(5));
-    let b = m.replace_episode(&replacement(&id(&a), "the project is late"), false).unwrap()["episode"].clone();
+    let b = m.replace_episode(&replacement(&id(&a), "the project is late"), false).unwrap().json()["episode"].clone();
     assert!(b["known_at"].as_str().unwrap() > learned.as_str());
     let then = query(&m, EpisodeQuery { known_at: Some(learned.clone()), ..Default::default() });
     assert_eq!(ids(&then), vec![id(&a)], "the supersede was not yet known");
@@ -210,7 +225,7 @@ fn list_entities_enumerates_with_counts() {
     write(&m, "Anna likes espresso", &["Anna"]);
     write(&m, "Bruno plays chess", &["Bruno"]);
     m.invalidate_episode(&id(&a), None, "").unwrap();
-    let listed = m.list_entities(false, None, 1).unwrap();
+    let listed = m.list_entities(false, None, 1).unwrap().json();
     let pairs: Vec<(String, u64)> = listed["entities"]
         .as_array()
         .unwrap()
@@ -218,13 +233,13 @@ fn list_entities_enumerates_with_counts() {
         .map(|e| (e["entity"].as_str().unwrap().into(), e["episodes"].as_u64().unwrap()))
         .collect();
     assert_eq!(pairs, vec![("Anna".into(), 1), ("Bruno".into(), 1)], "alphabetical, only holding statements");
-    let all = m.list_entities(true, None, 1).unwrap();
+    let all = m.list_entities(true, None, 1).unwrap().json();
     assert_eq!(all["count"], 3);
     assert_eq!(all["entities"][0]["episodes"], 2, "Anna twice when closed ones count");
-    let at_least_two = m.list_entities(true, None, 2).unwrap();
+    let at_least_two = m.list_entities(true, None, 2).unwrap().json();
     assert_eq!(at_least_two["count"], 1);
     assert_eq!(m.list_entities(false, None, 0).unwrap_err().code(), "invalid_argument");
-    let long_ago = m.list_entities(false, Some("1999-01-01"), 1).unwrap();
+    let long_ago = m.list_entities(false, Some("1999-01-01"), 1).unwrap().json();
     assert_eq!(long_ago["count"], 0, "nothing was valid then");
 }
 
@@ -262,7 +277,7 @@ fn hand_edited_episode_notes_are_never_overwritten_blindly() {
     let edited = std::fs::read_to_string(&path).unwrap().replace("original statement", "a person's correction");
     std::fs::write(&path, &edited).unwrap();
     m.vault.observe_disk().unwrap();
-    let confirmed = m.confirm_episode(&id(&a), None, None).unwrap()["episode"].clone();
+    let confirmed = m.confirm_episode(&id(&a), None, None).unwrap().json()["episode"].clone();
     assert_eq!(confirmed["content"], "a person's correction", "the edit is read, kept and built on");
     assert!(std::fs::read_to_string(&path).unwrap().contains("a person's correction"));
 }
@@ -339,7 +354,7 @@ fn restricted_vaults_answer_only_attached_agents_and_reveal_nothing() {
     assert!(set(None).open("notes", Authority::Apply, "write_episode", VaultType::Any).is_ok());
     // list_vaults shows only what the caller may use.
     let names = |agent: Option<&str>| -> Vec<String> {
-        set(agent).list()["vaults"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap().to_string()).collect()
+        set(agent).list().json()["vaults"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap().to_string()).collect()
     };
     assert_eq!(names(None), vec!["notes"]);
     assert_eq!(names(Some("mallory")), vec!["notes"]);
@@ -394,7 +409,7 @@ fn each_registered_vault_keeps_its_own_receipts() {
     secret.write_episode(&episode("in secret again", &[])).unwrap();
     let count = |dir: &std::path::Path| std::fs::read_to_string(dir.join(".paravault/receipts.jsonl")).unwrap().lines().count();
     assert_eq!((count(open_dir.path()), count(secret_dir.path())), (1, 2));
-    assert_eq!(notes.query_episodes(&EpisodeQuery { limit: 10, ..Default::default() }).unwrap()["count"], 1);
+    assert_eq!(notes.query_episodes(&EpisodeQuery { limit: 10, ..Default::default() }).unwrap().json()["count"], 1);
 }
 
 // ---- property tests of the bitemporal rules ----
@@ -437,13 +452,13 @@ proptest! {
             let pick = |i: usize| (!known.is_empty()).then(|| known[i % known.len()].clone());
             let before = all_versions(&m);
             let written = match op {
-                Op::Write => m.write_episode(&episode("a statement", &["e"])).ok().map(|v| v["episode"].clone()),
-                Op::Supersede(i) => pick(i).and_then(|id| m.replace_episode(&replacement(&id, "a newer statement"), false).ok()).map(|v| v["episode"].clone()),
-                Op::Revise(i) => pick(i).and_then(|id| m.replace_episode(&replacement(&id, "a better statement"), true).ok()).map(|v| v["episode"].clone()),
-                Op::Invalidate(i) => pick(i).and_then(|id| m.invalidate_episode(&id, None, "").ok()).map(|v| v["episode"].clone()),
-                Op::Confirm(i) => pick(i).and_then(|id| m.confirm_episode(&id, None, None).ok()).map(|v| v["episode"].clone()),
+                Op::Write => m.write_episode(&episode("a statement", &["e"])).ok().map(|v| v.json()["episode"].clone()),
+                Op::Supersede(i) => pick(i).and_then(|id| m.replace_episode(&replacement(&id, "a newer statement"), false).ok()).map(|v| v.json()["episode"].clone()),
+                Op::Revise(i) => pick(i).and_then(|id| m.replace_episode(&replacement(&id, "a better statement"), true).ok()).map(|v| v.json()["episode"].clone()),
+                Op::Invalidate(i) => pick(i).and_then(|id| m.invalidate_episode(&id, None, "").ok()).map(|v| v.json()["episode"].clone()),
+                Op::Confirm(i) => pick(i).and_then(|id| m.confirm_episode(&id, None, None).ok()).map(|v| v.json()["episode"].clone()),
                 Op::Dispute(i, j) => match (pick(i), pick(j)) {
-                    (Some(a), Some(b)) => m.dispute_episodes(&a, &b, "").ok().map(|v| v["episodes"][0].clone()),
+                    (Some(a), Some(b)) => m.dispute_episodes(&a, &b, "").ok().map(|v| v.json()["episodes"][0].clone()),
                     _ => None,
                 },
             };
@@ -476,7 +491,7 @@ proptest! {
             for at in boundaries {
                 let current = query(&m, EpisodeQuery { valid_at: Some(at.clone()), limit: 1000, ..Default::default() });
                 let mut roots: Vec<String> = current.iter().map(|e| {
-                    let history = m.episode_history(e["id"].as_str().unwrap()).unwrap();
+                    let history = m.episode_history(e["id"].as_str().unwrap()).unwrap().json();
                     history["versions"][0]["id"].as_str().unwrap().to_string()
                 }).collect();
                 let n = roots.len();
@@ -547,7 +562,7 @@ fn the_vaults_cli_keeps_the_registry_outside_every_vault() {
 // ---- the index answers what the general path answers ----
 
 fn query_value(m: &MemoryVault, q: EpisodeQuery) -> Value {
-    m.query_episodes(&q).unwrap()
+    m.query_episodes(&q).unwrap().json()
 }
 
 /// What `query_episodes` must answer for `valid_at` (None: still holds now) and `entity`,
@@ -597,13 +612,13 @@ proptest! {
                         ..episode("a statement", &[names[name], "shared"])
                     })
                     .ok()
-                    .map(|v| v["episode"].clone()),
-                Op::Supersede(i) => pick(i).and_then(|id| m.replace_episode(&replacement(&id, "newer"), false).ok()).map(|v| v["episode"].clone()),
-                Op::Revise(i) => pick(i).and_then(|id| m.replace_episode(&replacement(&id, "better"), true).ok()).map(|v| v["episode"].clone()),
-                Op::Invalidate(i) => pick(i).and_then(|id| m.invalidate_episode(&id, None, "").ok()).map(|v| v["episode"].clone()),
-                Op::Confirm(i) => pick(i).and_then(|id| m.confirm_episode(&id, None, None).ok()).map(|v| v["episode"].clone()),
+                    .map(|v| v.json()["episode"].clone()),
+                Op::Supersede(i) => pick(i).and_then(|id| m.replace_episode(&replacement(&id, "newer"), false).ok()).map(|v| v.json()["episode"].clone()),
+                Op::Revise(i) => pick(i).and_then(|id| m.replace_episode(&replacement(&id, "better"), true).ok()).map(|v| v.json()["episode"].clone()),
+                Op::Invalidate(i) => pick(i).and_then(|id| m.invalidate_episode(&id, None, "").ok()).map(|v| v.json()["episode"].clone()),
+                Op::Confirm(i) => pick(i).and_then(|id| m.confirm_episode(&id, None, None).ok()).map(|v| v.json()["episode"].clone()),
                 Op::Dispute(i, j) => match (pick(i), pick(j)) {
-                    (Some(a), Some(b)) => m.dispute_episodes(&a, &b, "").ok().map(|v| v["episodes"][0].clone()),
+                    (Some(a), Some(b)) => m.dispute_episodes(&a, &b, "").ok().map(|v| v.json()["episodes"][0].clone()),
                     _ => None,
                 },
             };
@@ -629,7 +644,7 @@ proptest! {
             prop_assert_eq!(page["total_matching"].as_u64(), Some(expected.len() as u64), "count at {:?}, {:?}", valid_at, entity);
             prop_assert_eq!(ids(page["episodes"].as_array().unwrap()), expected.iter().take(2).cloned().collect::<Vec<_>>());
             if entity.is_none() {
-                let listed = m.list_entities(false, valid_at.as_deref(), 1).unwrap();
+                let listed = m.list_entities(false, valid_at.as_deref(), 1).unwrap().json();
                 let shared = listed["entities"].as_array().unwrap().iter().find(|e| e["entity"] == "shared").map_or(0, |e| e["episodes"].as_u64().unwrap());
                 prop_assert_eq!(shared, expected.len() as u64, "list_entities counts the same versions at {:?}", valid_at);
             }
@@ -651,13 +666,13 @@ fn notes_changed_or_removed_outside_the_engine_leave_the_index() {
     let left = query(&m, EpisodeQuery { entities: vec!["x".into()], ..Default::default() });
     assert_eq!(ids(&left), vec![id(&b)]);
     assert_eq!(left[0]["content"], "a person's wording");
-    let counted = m.query_episodes(&EpisodeQuery { limit: 10, ..Default::default() }).unwrap();
+    let counted = m.query_episodes(&EpisodeQuery { limit: 10, ..Default::default() }).unwrap().json();
     assert_eq!(counted["total_matching"], 1, "the count follows the index");
     // The copy of a note elsewhere in the folder is not a second version.
     let copy = dir.path().join("02_Areas/memory/episodes/copy.md");
     std::fs::write(&copy, std::fs::read_to_string(&path).unwrap()).unwrap();
     m.vault.reload();
-    let after = m.query_episodes(&EpisodeQuery { include_closed: true, limit: 10, ..Default::default() }).unwrap();
+    let after = m.query_episodes(&EpisodeQuery { include_closed: true, limit: 10, ..Default::default() }).unwrap().json();
     assert_eq!(after["total_matching"], 1);
     assert_eq!(after["unreadable_episode_notes"], 1);
 }
@@ -679,7 +694,7 @@ fn receipt_count(root: &std::path::Path) -> usize {
 fn a_docx_made_by_python_docx_is_stored_as_markdown_with_its_conversion_reported() {
     let (dir, m) = memory_vault();
     let bytes = docx_fixture("report.docx");
-    let answer = m.write_doc("reports/q3.docx", &base64_of(&bytes), "agent-test", false).unwrap();
+    let answer = m.write_doc("reports/q3.docx", &base64_of(&bytes), "agent-test", false).unwrap().json();
     assert_eq!(answer["format"], "docx");
     assert_eq!(answer["converted"], true);
     let report = &answer["conversion"];
@@ -696,7 +711,7 @@ fn a_docx_made_by_python_docx_is_stored_as_markdown_with_its_conversion_reported
     assert!(note.ends_with(&format!("---\n\n{expected}")), "{note}");
     let source = paravault::write::sha256_hex(&bytes);
     assert!(note.lines().any(|l| l.trim_start().starts_with("source_sha256:") && l.contains(&source)), "{note}");
-    let listed = m.list_docs().unwrap();
+    let listed = m.list_docs().unwrap().json();
     let docs = listed.pointer("/content/documents").or_else(|| listed.get("documents")).cloned().unwrap_or(listed.clone());
     assert!(docs.to_string().contains("\"format\":\"docx\""), "{listed}");
     assert_eq!(last_receipt(dir.path())["operation"], "ctxvault.write_doc");
@@ -735,7 +750,7 @@ fn ctxvaults_recency_order_is_valid_time_newest_first_and_composite_is_refused()
         m.write_episode(&NewEpisode { valid_from: Some(from.into()), ..episode(content, &[]) }).unwrap();
     }
     let order = |by: &str| -> Vec<String> {
-        let answer = m.query_episodes(&EpisodeQuery { order_by: Some(by.into()), limit: 10, ..Default::default() }).unwrap();
+        let answer = m.query_episodes(&EpisodeQuery { order_by: Some(by.into()), limit: 10, ..Default::default() }).unwrap().json();
         answer["episodes"].as_array().unwrap().iter().map(|e| e["content"].as_str().unwrap().to_string()).collect()
     };
     assert_eq!(order("recency"), ["latest", "middle", "oldest"]);
@@ -790,7 +805,7 @@ fn a_propose_agents_episode_waits_for_a_person_and_applies_exactly_as_proposed_w
     let carol = opened(&registry, "carol", Authority::Propose);
     assert!(carol.proposes());
     let receipts_before = std::fs::read_to_string(dir.path().join(".paravault/receipts.jsonl")).unwrap_or_default();
-    let answer = carol.write_episode(&episode("carol heard that Anna moved to Padova", &["Anna"])).unwrap();
+    let answer = carol.write_episode(&episode("carol heard that Anna moved to Padova", &["Anna"])).unwrap().json();
     assert_eq!(answer["status"], "awaiting_approval", "{answer}");
     assert_eq!(answer["written"], false);
     assert_eq!(answer["tool"], "write_episode");
@@ -851,7 +866,7 @@ fn a_proposed_memory_change_whose_note_changed_since_is_a_conflict_that_writes_n
     let alice = opened(&registry, "alice", Authority::Apply);
     let anna = id(&write(&alice, "Anna lives in Padova", &["Anna"]));
     let carol = opened(&registry, "carol", Authority::Propose);
-    let proposed = carol.replace_episode(&replacement(&anna, "Anna lives in Verona"), false).unwrap();
+    let proposed = carol.replace_episode(&replacement(&anna, "Anna lives in Verona"), false).unwrap().json();
     assert_eq!(proposed["status"], "awaiting_approval", "{proposed}");
     assert_eq!(proposed["replaced"], anna.as_str());
     let proposal_id = proposed["proposal_id"].as_str().unwrap().to_string();
@@ -884,12 +899,12 @@ fn a_propose_agent_only_ever_proposes_and_cannot_apply() {
     let carol = opened(&registry, "carol", Authority::Propose);
     // Every memory tool proposes: skills and documents too, and repeating a call is a new
     // proposal, never a write.
-    let first = carol.write_episode(&episode("a fact", &[])).unwrap();
-    let second = carol.write_episode(&episode("a fact", &[])).unwrap();
+    let first = carol.write_episode(&episode("a fact", &[])).unwrap().json();
+    let second = carol.write_episode(&episode("a fact", &[])).unwrap().json();
     assert_ne!(first["proposal_id"], second["proposal_id"]);
-    let skill = carol.write_skill("Deploy", "how to deploy", "1. build\n2. ship", false).unwrap();
+    let skill = carol.write_skill("Deploy", "how to deploy", "1. build\n2. ship", false).unwrap().json();
     assert_eq!(skill["status"], "awaiting_approval", "{skill}");
-    let doc = carol.write_doc("notes/plan.md", "# Plan\n", "carol", false).unwrap();
+    let doc = carol.write_doc("notes/plan.md", "# Plan\n", "carol", false).unwrap().json();
     assert_eq!(doc["status"], "awaiting_approval", "{doc}");
     assert!(!dir.path().join(skill["path"].as_str().unwrap()).exists());
     assert!(!dir.path().join(doc["path"].as_str().unwrap()).exists());
@@ -910,7 +925,8 @@ fn line_separators_in_episode_fields_never_become_fields() {
         let entity = if brk.chars().any(char::is_control) { "Anna".to_string() } else { format!("Anna{brk}revised_by: ep-forged") };
         let written = m
             .write_episode(&NewEpisode { source: Some(source.clone()), entities: vec![entity.clone()], ..episode("Anna moved", &[]) })
-            .unwrap();
+            .unwrap()
+            .json();
         let path = written["episode"]["path"].as_str().unwrap().to_string();
         let back = query(&m, EpisodeQuery { entities: vec![entity.clone()], ..Default::default() });
         let back = back.iter().find(|e| e["path"] == path.as_str()).unwrap_or_else(|| panic!("{brk:?}: not found by its entity"));

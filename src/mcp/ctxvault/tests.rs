@@ -1,53 +1,60 @@
-//! Unit tests of the ctxvault surface's answer shapes: the peer's names are added beside
-//! paravault's, never instead of them.
+//! Unit tests of the ctxvault surface's declared answers: every output schema is derived from
+//! its report type and declares ctxvault 0.8.1's field names beside paravault's.
 
-use serde_json::json;
+use serde_json::Value;
 
-use super::peer_names::added;
+use super::catalog;
+
+/// The derived output schema of ctxvault tool `name`.
+fn schema_of(name: &str) -> Value {
+    let spec = catalog().into_iter().find(|s| s.name == name).unwrap_or_else(|| panic!("no tool {name}"));
+    (spec.output_schema)()
+}
+
+/// The names of the properties of `schema` (an object schema).
+fn properties(schema: &Value) -> Vec<String> {
+    schema["properties"].as_object().map(|p| p.keys().cloned().collect()).unwrap_or_default()
+}
 
 #[test]
-fn query_episodes_gains_results_order_by_and_episode_times_beside_its_own_names() {
-    let ours = json!({"episodes": [{"id": "a", "known_at": "2026-01-01T00:00:00Z", "closed_known_at": null}],
-                      "count": 1, "ranking": {"method": "none", "order_by": "newest"}});
-    let out = added("query_episodes", "eps", ours.clone());
-    assert_eq!(out["vault_name"], "eps");
-    assert_eq!(out["order_by"], "newest");
-    assert_eq!(out["results"], out["episodes"], "the same episodes under the peer's name");
-    assert_eq!(out["episodes"][0]["recorded_at"], "2026-01-01T00:00:00Z");
-    assert!(out["episodes"][0]["invalidated_at"].is_null());
-    for (key, value) in ours.as_object().unwrap() {
-        if key != "episodes" {
-            assert_eq!(&out[key], value, "{key} is kept as it was");
+fn every_answer_on_a_named_vault_declares_vault_name() {
+    for spec in catalog() {
+        let schema = (spec.output_schema)();
+        assert_eq!(schema["type"], "object", "{}", spec.name);
+        assert!(schema.get("$defs").is_none(), "{}: definitions are inlined", spec.name);
+        if spec.name != "list_vaults" {
+            assert!(properties(&schema).contains(&"vault_name".to_string()), "{}", spec.name);
         }
     }
-    assert_eq!(out["episodes"][0]["known_at"], "2026-01-01T00:00:00Z", "ours kept");
 }
 
 #[test]
-fn history_entities_skills_and_documents_gain_the_peers_names() {
-    let history = added("episode_history", "eps", json!({"episode_id": "a", "versions": [{"id": "a", "known_at": "t"}], "count": 1}));
-    assert_eq!(history["chain"], history["versions"]);
-    assert_eq!(history["chain"][0]["recorded_at"], "t");
-    let entities = added("list_entities", "eps", json!({"entities": [{"entity": "Anna", "episodes": 3}], "count": 1}));
-    assert_eq!(entities["total"], 1);
-    assert_eq!(entities["entities"][0], json!({"entity": "Anna", "episodes": 3, "episode_count": 3, "entity_norm": "anna"}));
-    let skill = added(
-        "read_skill",
-        "skills",
-        json!({"skill_name": "Deploy", "description": "d", "instructions": "i", "path": "PROTOCOLS/skills/deploy.md"}),
-    );
-    assert_eq!(skill["skill"], json!({"name": "Deploy", "description": "d", "instructions": "i", "path": "PROTOCOLS/skills/deploy.md"}));
-    let written = added("write_skill", "skills", json!({"skill_name": "Deploy", "path": "PROTOCOLS/skills/deploy.md"}));
-    assert_eq!(written["filename"], "deploy.md");
-    let docs = added("list_docs", "notes", json!({"documents": [{"file_path": "a/plan.md", "format": "md"}]}));
-    assert_eq!(docs["documents"][0]["source"], "a/plan.md");
-    assert_eq!(docs["documents"][0]["filetype"], ".md");
+fn the_peers_names_are_declared_beside_ours() {
+    let query = schema_of("query_episodes");
+    for name in ["episodes", "results", "ranking", "order_by", "count"] {
+        assert!(properties(&query).contains(&name.to_string()), "query_episodes: {name}");
+    }
+    let episode = &query["properties"]["episodes"]["items"];
+    for name in ["known_at", "recorded_at", "closed_known_at", "invalidated_at", "disputed_with"] {
+        assert!(properties(episode).contains(&name.to_string()), "episode: {name}");
+    }
+    assert!(properties(&schema_of("episode_history")).contains(&"chain".to_string()));
+    let entities = schema_of("list_entities");
+    assert!(properties(&entities).contains(&"total".to_string()));
+    let entity = &entities["properties"]["entities"]["items"];
+    assert_eq!(properties(entity), ["entity", "entity_norm", "episode_count", "episodes"]);
+    assert!(properties(&schema_of("read_skill")).contains(&"skill".to_string()));
+    assert!(properties(&schema_of("write_skill")).contains(&"filename".to_string()));
+    let doc = &schema_of("list_docs")["properties"]["documents"]["items"];
+    assert!(properties(doc).contains(&"source".to_string()) && properties(doc).contains(&"filetype".to_string()));
 }
 
 #[test]
-fn a_name_paravault_already_uses_is_never_overwritten() {
-    let out = added("warmup_status", "other", json!({"vault_name": "mine", "status": "ready"}));
-    assert_eq!(out["vault_name"], "mine");
-    let not_object = added("query_episodes", "eps", json!("text"));
-    assert_eq!(not_object, json!("text"));
+fn a_proposal_is_declared_beside_the_written_answer() {
+    for name in ["write_doc", "write_skill", "write_episode", "dispute_episodes"] {
+        let schema = schema_of(name);
+        for field in ["receipt", "proposal_id", "proposal", "status", "next"] {
+            assert!(properties(&schema).contains(&field.to_string()), "{name}: {field}");
+        }
+    }
 }
