@@ -72,8 +72,8 @@ pub mod handoff {
 /// Project goals (stepstone): the requests and the one application service both adapters call.
 pub mod goals {
     pub use crate::goals::{
-        AddInput, ApplyPlanInput, ConfirmedInput, Direction, Envelope, GoalRequest, Lifecycle, MoveInput, SCOPE, SetActiveInput,
-        UpdateInput, run,
+        AddInput, ApplyPlanInput, ConfirmedInput, Direction, Envelope, EnvelopeError, EnvelopeMeta, GoalRequest, Lifecycle, MoveInput,
+        SCOPE, SetActiveInput, UpdateInput, run,
     };
 }
 
@@ -81,21 +81,31 @@ pub mod goals {
 pub mod specdocs {
     pub use crate::policy::specdocs::SpecdocsPolicy;
 
+    /// The batch envelope of create, edit, plan_progress and plan_edit.
+    pub mod envelope {
+        pub use crate::specdocs::envelope::{BatchReport, BatchStatus, ItemError};
+    }
     /// Find, create and edit decision documents.
     pub mod authoring {
-        pub use crate::specdocs::authoring::{CreateSpec, EditOperation, FindRequest, create, edit, find};
+        pub use crate::specdocs::authoring::{
+            CreateSpec, DocumentItem, DocumentRow, EditOperation, FeatureLifecycleRow, FeatureRow, FindReport, FindRequest, FindRows,
+            create, edit, find,
+        };
     }
     /// Status and check of the documents.
     pub mod health {
-        pub use crate::specdocs::health::{check, status};
+        pub use crate::specdocs::health::{
+            CheckFinding, CheckReport, CheckRow, CheckStatus, FeatureStatus, PlanInFlight, PlanTrace, Rollup, RollupTotals, StatusReport,
+            StatusView, StepTrace, Trace, check, status,
+        };
     }
     /// The per-plan ledger.
     pub mod ledger {
-        pub use crate::specdocs::ledger::{LogRequest, log};
+        pub use crate::specdocs::ledger::{LogReport, LogRequest, log};
     }
     /// Plans and their steps.
     pub mod plan {
-        pub use crate::specdocs::plan::{PlanEditOperation, StepChange, plan_edit, plan_progress};
+        pub use crate::specdocs::plan::{PlanEditItem, PlanEditOperation, PlanReport, StepChange, StepItem, plan_edit, plan_progress};
     }
 }
 

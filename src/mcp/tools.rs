@@ -220,8 +220,19 @@ pub(crate) fn output_schema_with_error(success: Value) -> serde_json::Map<String
         };
         properties.insert("error".into(), failure);
     }
+    // The success branch: `required`, and any combinator of the success shape (a report whose
+    // fields depend on a tag, such as vaultspec's status), which an error result need not meet.
+    let mut success = serde_json::Map::new();
     if let Some(required) = schema.remove("required").filter(|r| r.as_array().is_some_and(|r| !r.is_empty())) {
-        schema.insert("anyOf".into(), json!([{"required": required}, {"required": ["error"]}]));
+        success.insert("required".into(), required);
+    }
+    for combinator in ["oneOf", "anyOf", "allOf"] {
+        if let Some(value) = schema.remove(combinator) {
+            success.insert(combinator.into(), value);
+        }
+    }
+    if !success.is_empty() {
+        schema.insert("anyOf".into(), json!([success, {"required": ["error"]}]));
     }
     schema
 }
@@ -337,7 +348,7 @@ fn object_schema(properties: Value, required: &[&str]) -> Value {
     json!({"type": "object", "properties": properties, "required": required})
 }
 
-fn to_object<T: serde::Serialize>(value: &T) -> Result<Value> {
+pub(crate) fn to_object<T: serde::Serialize>(value: &T) -> Result<Value> {
     serde_json::to_value(value).map_err(|e| Error::io("encoding", "result", std::io::Error::other(e)))
 }
 
@@ -368,7 +379,7 @@ fn receipt_schema() -> Value {
 
 /// The success schema of report type `T`, derived from the type (`api::output_schema`) with
 /// its `$defs` inlined.
-fn derived<T: JsonSchema>() -> Value {
+pub(crate) fn derived<T: JsonSchema>() -> Value {
     let mut schema = crate::api::output_schema::<T>();
     if let Value::Object(map) = &mut schema {
         inline_definitions(map);

@@ -938,7 +938,7 @@ fn engine_stamped_notes_take_the_vaults_clock() {
         date: Some("2031-02-03".into()),
         ..Default::default()
     };
-    assert_eq!(paravault::specdocs::authoring::create(&vault, &[spec]).unwrap()["status"], "ok");
+    assert_eq!(paravault::specdocs::authoring::create(&vault, &[spec]).unwrap().status, paravault::specdocs::envelope::BatchStatus::Ok);
     let document = std::fs::read_to_string(dir.path().join("01_Projects/clock/research/2031-02-03-clock-research.md")).unwrap();
     assert!(document.contains("timestamp: 2031-02-03T04:05:06Z"), "{document}");
     let options = vault.options().clone();
