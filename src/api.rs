@@ -26,7 +26,7 @@ pub mod write {
 /// Search and sync (the retrieval envelope, the sync report, the modes a caller may name).
 pub mod search {
     pub use crate::policy::SearchMode;
-    pub use crate::retrieval::{SearchParams, SyncParams};
+    pub use crate::retrieval::{MemoryContext, RelatedReport, SearchParams, SyncParams};
     pub use crate::search::{Envelope, HANDLING_INSTRUCTION, SyncReport};
 }
 
