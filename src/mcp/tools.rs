@@ -361,22 +361,6 @@ fn opt_string(text: &str) -> Option<String> {
     opt(text).map(str::to_string)
 }
 
-fn receipt_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "receipt_schema": {"type": "string"},
-            "seq": {"type": "integer"},
-            "operation": {"type": "string"},
-            "path": {"type": "string"},
-            "status": {"type": "string"},
-            "after_sha256": {"type": "string"},
-            "idempotency_key": {"type": "string"}
-        },
-        "required": ["seq", "path"]
-    })
-}
-
 /// The success schema of report type `T`, derived from the type (`api::output_schema`) with
 /// its `$defs` inlined.
 pub(crate) fn derived<T: JsonSchema>() -> Value {

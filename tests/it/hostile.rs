@@ -365,7 +365,7 @@ fn bidi_controls_long_components_and_bad_related_paths_are_refused() {
 #[test]
 fn nfc_and_nfd_spellings_of_a_name_are_one_note() {
     let (dir, vault) = vault("");
-    let receipt = vault.ingest_note(&ingest("01_Projects/caf\u{e9}", "First.")).unwrap();
+    let receipt = vault.ingest_note(&ingest("01_Projects/caf\u{e9}", "First.")).unwrap().to_value();
     assert_eq!(receipt["path"], "01_Projects/caf\u{e9}.md");
     assert_eq!(code(vault.ingest_note(&ingest("01_Projects/cafe\u{301}", "Second."))), "already_exists");
     let names: Vec<String> = std::fs::read_dir(dir.path().join("01_Projects"))
@@ -411,7 +411,7 @@ fn init_with_a_bare_relative_vault_name_works() {
 #[test]
 fn cli_writes_are_recorded_as_a_person_s_and_library_writes_as_an_agent_s() {
     let (dir, vault) = vault("");
-    let agent = vault.ingest_note(&ingest("01_Projects/by-agent", "Body.")).unwrap();
+    let agent = vault.ingest_note(&ingest("01_Projects/by-agent", "Body.")).unwrap().to_value();
     assert_eq!((agent["operation"].as_str(), agent["actor"].as_str()), (Some("mcp.ingest_note"), Some("agent")));
     assert!(std::fs::read_to_string(dir.path().join("01_Projects/by-agent.md")).unwrap().contains("write_policy: agent-proposed"));
     drop(vault);
@@ -442,7 +442,7 @@ fn an_agent_cannot_claim_a_person_wrote_its_text() {
     let proposal = person.propose_memory_change("01_Projects/forged.md", claimed, None, None).unwrap();
     let map: std::collections::BTreeMap<String, serde_json::Value> =
         serde_json::from_value(serde_json::to_value(&proposal).unwrap()).unwrap();
-    let receipt = person.apply_memory_change(&map, true).unwrap();
+    let receipt = person.apply_memory_change(&map, true).unwrap().to_value();
     assert_eq!((receipt["operation"].as_str(), receipt["actor"].as_str()), (Some("cli.apply"), Some("human")));
 }
 

@@ -825,7 +825,7 @@ fn a_propose_agents_episode_waits_for_a_person_and_applies_exactly_as_proposed_w
     assert!(!said.contains("call again"), "{said}");
     assert!(!note.exists());
     approve(vault, approvers.path(), &proposal_id);
-    let receipt = vault.apply_proposal_by_id(&proposal_id, false).unwrap();
+    let receipt = vault.apply_proposal_by_id(&proposal_id, false).unwrap().to_value();
     assert_eq!(receipt["status"], "ok", "{receipt}");
     assert_eq!(receipt["operation"], "ctxvault.write_episode");
     assert_eq!(receipt["proposal_id"], proposal_id.as_str());
@@ -841,7 +841,7 @@ fn a_propose_agents_episode_waits_for_a_person_and_applies_exactly_as_proposed_w
     assert_eq!(time(&seen[0]["known_at"]), time(&receipt["at"]), "known when the apply committed: {}", seen[0]);
     assert_eq!(vault.proposal_status(&proposal_id).unwrap().state, paravault::approvals::ProposalState::Applied);
     // Applying again replays the receipt; nothing new is written.
-    let again = vault.apply_memory_proposal(&proposal_id, false).unwrap();
+    let again = vault.apply_memory_proposal(&proposal_id, false).unwrap().to_value();
     assert_eq!(again["seq"], receipt["seq"]);
 }
 

@@ -53,7 +53,7 @@ impl ToolParams for ArchiveNotes {
          archive folder, keeping their path below it, setting status archived and rewriting links that would break, in one \
          transaction. A live run needs approved=true after the user approves the preview.";
     fn output_schema() -> Value {
-        with_property(derived::<crate::api::maintenance::ArchiveReport>(), "receipt", receipt_schema())
+        with_property(derived::<crate::api::maintenance::ArchiveReport>(), "receipt", derived::<crate::api::write::Receipt>())
     }
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {
         describe(
@@ -81,7 +81,7 @@ impl ToolParams for HealFrontmatter {
          description, timestamps, tags, quarantined foreign values) in one transaction; untouched keys keep their text. Never \
          repairs links or calls an LLM. A live run needs approved=true after the user approves the preview.";
     fn output_schema() -> Value {
-        with_property(derived::<crate::api::maintenance::HealReport>(), "receipt", receipt_schema())
+        with_property(derived::<crate::api::maintenance::HealReport>(), "receipt", derived::<crate::api::write::Receipt>())
     }
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {
         describe(
