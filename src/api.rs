@@ -66,7 +66,7 @@ pub mod approvals {
 /// Task hand-off and the infrastructure broker.
 pub mod handoff {
     pub use crate::handoff::{HandoffAction, HandoffRequest};
-    pub use crate::infra::InfraRequest;
+    pub use crate::infra::{InfraRequest, InfraResult, InfraStatus};
 }
 
 /// Project goals (stepstone): the requests and the one application service both adapters call.

@@ -651,9 +651,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Handoff { request } => {
             parse_request(request).and_then(|request| open(&cli).and_then(|v| v.handoff_work(request))).map(|r| out.value(&r))
         }
-        Command::Infra { request } => {
-            parse_request(request).and_then(|request| open(&cli).and_then(|v| v.infra_action(request))).map(|r| out.value(&r))
-        }
+        Command::Infra { request } => parse_request(request)
+            .and_then(|request| open(&cli).and_then(|v| v.infra_action(request)))
+            .map(|r| out.value(&serde_json::to_value(r).unwrap_or_default())),
         Command::Vaults { action } => vaults::run(action).map(|r| out.value(&r)),
         Command::Goals { command } => {
             goals::request(command).and_then(|request| open(&cli).map(|v| crate::api::goals::run(&v, request))).map(|e| out.goals(&e))

@@ -262,7 +262,7 @@ fn infra_replicate_under_a_human_rule_reaches_the_broker_only_after_a_person_app
     assert_eq!(review.request.as_ref().unwrap()["idempotency_key"], "nightly-1", "{review:?}");
     assert_eq!(review.request.as_ref().unwrap()["operation"], "replicate");
     decide(&vault, config.path(), proposal_id, Decision::Approved);
-    let result = vault.infra_action(replicate("nightly-1")).unwrap();
+    let result = serde_json::to_value(vault.infra_action(replicate("nightly-1")).unwrap()).unwrap();
     assert_eq!(result["status"], "ok", "{result}");
     assert_eq!(result["approval"]["approver"], "alice");
     assert_eq!(result["approval"]["channel"], "cli");
