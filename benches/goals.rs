@@ -114,7 +114,7 @@ fn service_reads(n: usize, rounds: usize) {
                 let started = Instant::now();
                 let envelope = goals::run(&vault, request.clone());
                 let elapsed = started.elapsed();
-                assert!(envelope.ok, "{label}: {}", envelope.json);
+                assert!(envelope.ok, "{label}: {}", envelope.json());
                 elapsed
             })
             .collect();

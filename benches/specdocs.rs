@@ -12,7 +12,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use paravault::Vault;
-use paravault::specdocs::authoring::{CreateSpec, FindRequest, create, find};
+use paravault::specdocs::authoring::{CreateSpec, FindRequest, FindRows, create, find};
 use paravault::specdocs::plan::{StepChange, plan_progress};
 use paravault::vault::VaultOptions;
 
@@ -72,7 +72,7 @@ fn create_batch(base: &Path) -> CreateRun {
     let start = Instant::now();
     let out = create(&vault, &specs).unwrap();
     let elapsed = start.elapsed();
-    assert_eq!(out["counts"]["created"], 100, "{out:?}");
+    assert_eq!(out.counts.get("created"), Some(&100), "{out:?}");
     let mut phases = std::collections::BTreeMap::new();
     let mut transactions_ms = 0.0;
     for receipt in vault.read_memory_history(1000, 0).unwrap().iter().filter(|r| r["operation"] == "mcp.vaultspec.create") {
@@ -100,7 +100,7 @@ fn progress_500(base: &Path) -> Duration {
     let start = Instant::now();
     let out = plan_progress(&vault, "2026-05-30-big-plan", &steps).unwrap();
     let elapsed = start.elapsed();
-    assert_eq!(out["steps_completed"], 500, "{out:?}");
+    assert_eq!(out.steps_completed, 500, "{out:?}");
     elapsed
 }
 
@@ -126,7 +126,10 @@ fn find_10k(base: &Path, runs: usize) -> (Duration, Duration, Duration) {
                 .map(|_| {
                     let start = Instant::now();
                     let rows = find(&vault, &request).unwrap();
-                    assert!(!rows.as_array().unwrap().is_empty());
+                    assert!(match &rows.result {
+                        FindRows::Features(rows) => !rows.is_empty(),
+                        FindRows::Documents(rows) => !rows.is_empty(),
+                    });
                     start.elapsed()
                 })
                 .collect(),

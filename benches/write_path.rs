@@ -104,7 +104,7 @@ fn measure(notes: usize, writes: usize) -> BTreeMap<&'static str, Duration> {
         };
         floor_ingest.push(floor_sample(floor_dir.path(), i));
         let start = Instant::now();
-        let receipt = vault.ingest_note(&request).unwrap();
+        let receipt = vault.ingest_note(&request).unwrap().to_value();
         ingest.push(start.elapsed());
         if let Some(Value::Object(p)) = receipt.get("phase_ms") {
             for (k, v) in p {

@@ -19,14 +19,14 @@ use crate::vault::Vault;
 /// Requests and reports of the write operations (`ingest_note`, `synthesize_session`, the
 /// propose/apply pair, the receipt chain).
 pub mod write {
-    pub use crate::write::operations::{IngestRequest, Proposal, SynthesizeRequest};
-    pub use crate::write::receipts::ChainReport;
+    pub use crate::write::operations::{IngestRequest, MemoryHistory, Proposal, SynthesizeRequest};
+    pub use crate::write::receipts::{ChainReport, NoteHashes, Receipt};
 }
 
 /// Search and sync (the retrieval envelope, the sync report, the modes a caller may name).
 pub mod search {
     pub use crate::policy::SearchMode;
-    pub use crate::retrieval::{SearchParams, SyncParams};
+    pub use crate::retrieval::{MemoryContext, RelatedReport, SearchParams, SyncParams};
     pub use crate::search::{Envelope, HANDLING_INSTRUCTION, SyncReport};
 }
 
@@ -66,14 +66,14 @@ pub mod approvals {
 /// Task hand-off and the infrastructure broker.
 pub mod handoff {
     pub use crate::handoff::{HandoffAction, HandoffRequest};
-    pub use crate::infra::InfraRequest;
+    pub use crate::infra::{InfraRequest, InfraResult, InfraStatus};
 }
 
 /// Project goals (stepstone): the requests and the one application service both adapters call.
 pub mod goals {
     pub use crate::goals::{
-        AddInput, ApplyPlanInput, ConfirmedInput, Direction, Envelope, GoalRequest, Lifecycle, MoveInput, SCOPE, SetActiveInput,
-        UpdateInput, run,
+        AddInput, ApplyPlanInput, ConfirmedInput, Direction, Envelope, EnvelopeError, EnvelopeMeta, GoalRequest, Lifecycle, MoveInput,
+        SCOPE, SetActiveInput, UpdateInput, run,
     };
 }
 
@@ -81,21 +81,31 @@ pub mod goals {
 pub mod specdocs {
     pub use crate::policy::specdocs::SpecdocsPolicy;
 
+    /// The batch envelope of create, edit, plan_progress and plan_edit.
+    pub mod envelope {
+        pub use crate::specdocs::envelope::{BatchReport, BatchStatus, ItemError};
+    }
     /// Find, create and edit decision documents.
     pub mod authoring {
-        pub use crate::specdocs::authoring::{CreateSpec, EditOperation, FindRequest, create, edit, find};
+        pub use crate::specdocs::authoring::{
+            CreateSpec, DocumentItem, DocumentRow, EditOperation, FeatureLifecycleRow, FeatureRow, FindReport, FindRequest, FindRows,
+            create, edit, find,
+        };
     }
     /// Status and check of the documents.
     pub mod health {
-        pub use crate::specdocs::health::{check, status};
+        pub use crate::specdocs::health::{
+            CheckFinding, CheckReport, CheckRow, CheckStatus, FeatureStatus, PlanInFlight, PlanTrace, Rollup, RollupTotals, StatusReport,
+            StatusView, StepTrace, Trace, check, status,
+        };
     }
     /// The per-plan ledger.
     pub mod ledger {
-        pub use crate::specdocs::ledger::{LogRequest, log};
+        pub use crate::specdocs::ledger::{LogReport, LogRequest, log};
     }
     /// Plans and their steps.
     pub mod plan {
-        pub use crate::specdocs::plan::{PlanEditOperation, StepChange, plan_edit, plan_progress};
+        pub use crate::specdocs::plan::{PlanEditItem, PlanEditOperation, PlanReport, StepChange, StepItem, plan_edit, plan_progress};
     }
 }
 

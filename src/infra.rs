@@ -71,6 +71,39 @@ pub const REASON_CODES: &[&str] = &[
     "OPERATION_FAILED",
 ];
 
+/// What `infra_action` returns (`paravault.infra-result.v1`): the broker's receipt, or why the
+/// action was blocked.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct InfraResult {
+    /// `paravault.infra-result.v1`.
+    pub schema: String,
+    /// The operation asked for.
+    pub operation: InfraOperation,
+    /// The digest of the request's fields, as the broker saw them.
+    pub request_digest: String,
+    /// `ok` (the broker answered with a receipt) or `blocked`.
+    pub status: InfraStatus,
+    /// The broker's receipt (`ok` only), as the broker sent it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt: Option<Value>,
+    /// Why the action was blocked (`blocked` only): `reason_code` and the detail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub block: Option<Value>,
+    /// The person's approval a replicate ran under (a human rule for infra_replicate).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Value>,
+}
+
+/// Whether the broker ran the action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InfraStatus {
+    /// The broker answered with a receipt.
+    Ok,
+    /// The action did not run (see `block`).
+    Blocked,
+}
+
 /// What the broker is asked to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -272,7 +305,7 @@ impl Vault {
     /// A `replicate` that is not a dry run is a governed operation (`infra_replicate`,
     /// docs/governance.md): under a `human` rule a person approves exactly these request fields
     /// before the broker is called, and the result's `approval` names them.
-    pub fn infra_action(&self, request: InfraRequest) -> Result<Value> {
+    pub fn infra_action(&self, request: InfraRequest) -> Result<InfraResult> {
         validate(&request)?;
         let fields = request_fields(&request);
         let approval = if request.operation == InfraOperation::Replicate && request.dry_run != Some(true) {
@@ -285,25 +318,19 @@ impl Vault {
             None => Outcome::Block(client_block("MISSING_EXECUTION_CAPABILITY", "no INFRA-1 broker socket is configured")),
             Some(socket) => self.call_broker(&socket, fields, &request_digest),
         };
-        let mut result = json!({
-            "schema": RESULT_SCHEMA,
-            "operation": request.operation,
-            "request_digest": request_digest,
-        });
-        match outcome {
-            Outcome::Receipt(receipt) => {
-                result["status"] = json!("ok");
-                result["receipt"] = receipt;
-            }
-            Outcome::Block(block) => {
-                result["status"] = json!("blocked");
-                result["block"] = block;
-            }
-        }
-        if let Some(approval) = approval {
-            result["approval"] = approval;
-        }
-        Ok(result)
+        let (status, receipt, block) = match outcome {
+            Outcome::Receipt(receipt) => (InfraStatus::Ok, Some(receipt), None),
+            Outcome::Block(block) => (InfraStatus::Blocked, None, Some(block)),
+        };
+        Ok(InfraResult {
+            schema: RESULT_SCHEMA.to_string(),
+            operation: request.operation,
+            request_digest,
+            status,
+            receipt,
+            block,
+            approval,
+        })
     }
 
     fn call_broker(&self, socket: &std::path::Path, fields: Value, request_digest: &str) -> Outcome {

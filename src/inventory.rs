@@ -66,12 +66,13 @@ impl FileStamp {
 
 /// What a report was computed from: the search generation active when it was computed, and
 /// the model of the disk it read (so a stale answer is recognisable, never silent).
-#[derive(Debug, Clone, Default, serde::Serialize)]
+#[derive(Debug, Clone, Default, serde::Serialize, schemars::JsonSchema)]
 pub struct ComputedFrom {
     /// The active search generation (`None`: the vault has none yet).
     pub generation: Option<String>,
     /// The source snapshot digest of the valid notes the report saw.
     pub source_snapshot_hash: String,
+    /// The valid notes the report saw.
     pub notes: usize,
     /// When the model was last brought up to the disk (RFC 3339).
     pub observed_at: Option<String>,

@@ -72,16 +72,32 @@ impl Default for SyncParams {
 }
 
 /// `suggest_related_tool` result.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RelatedReport {
+    /// The note the suggestions are for.
     pub target: String,
     /// `argument`, or `newest_timestamp` when the target was chosen by default.
+    #[schemars(extend("enum" = ["argument", "newest_timestamp"]))]
     pub target_source: &'static str,
-    /// The method that ran, and the one asked for (they differ only on a labelled fallback).
+    /// The method that ran (it differs from the one asked for only on a labelled fallback).
+    #[schemars(extend("enum" = ["keyword", "semantic"]))]
     pub method: &'static str,
+    /// The method asked for.
+    #[schemars(extend("enum" = ["keyword", "semantic"]))]
     pub requested_method: &'static str,
+    /// Why the method that ran is not the one asked for.
     pub fallback_reason: Option<String>,
+    /// The related notes, closest first.
     pub related: Vec<Related>,
+}
+
+/// `get_memory_context` result: the most relevant current notes for a query.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct MemoryContext {
+    /// P.O.W.E.R.'s list of relative paths, best first.
+    pub result: Vec<String>,
+    /// The same notes with their titles.
+    pub notes: Vec<NoteRef>,
 }
 
 fn temporal_view(text: &str) -> Result<TemporalView> {
@@ -163,8 +179,9 @@ impl Vault {
     }
 
     /// Paths and titles of the top hits (no bodies).
-    pub fn memory_context(&self, query: &str) -> Result<Vec<NoteRef>> {
-        search::memory_context(self.root(), self.policy(), query)
+    pub fn memory_context(&self, query: &str) -> Result<MemoryContext> {
+        let notes = search::memory_context(self.root(), self.policy(), query)?;
+        Ok(MemoryContext { result: notes.iter().map(|n| n.path.clone()).collect(), notes })
     }
 
     /// Notes related to `target`, from stored generation data only. An empty `target` means

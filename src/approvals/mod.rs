@@ -781,7 +781,7 @@ impl Vault {
     /// (`approval_required` without it). A rejection binds under every rule. A note changed
     /// since the proposal was made is `precondition_failed` from the transaction's own check,
     /// and nothing is written; applying it again replays the original receipt.
-    pub fn apply_memory_proposal(&self, proposal_id: &str, approved: bool) -> Result<Value> {
+    pub fn apply_memory_proposal(&self, proposal_id: &str, approved: bool) -> Result<Receipt> {
         check_id(proposal_id)?;
         let root = self.root();
         nofollow::refuse_symlinked_state(root)?;
@@ -845,12 +845,11 @@ impl Vault {
             Some(stamp) => execute_approved(self, mutation, stamp),
             None => execute(self, mutation),
         }
-        .map(|receipt| receipt.to_value())
     }
 
     /// Applies a stored proposal by id, whichever kind holds its own plan: an
     /// `apply_memory_change` proposal or a `memory_change` (the CLI's `apply`).
-    pub fn apply_proposal_by_id(&self, proposal_id: &str, approved: bool) -> Result<Value> {
+    pub fn apply_proposal_by_id(&self, proposal_id: &str, approved: bool) -> Result<Receipt> {
         if check_id(proposal_id).is_ok() {
             nofollow::refuse_symlinked_state(self.root())?;
             if read_batch(self.root(), proposal_id)?.is_some_and(|b| b.operation == Operation::MemoryChange) {

@@ -556,7 +556,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 };
                 open(&cli).and_then(|v| v.ingest_note(&request))
             })
-            .map(|r| out.value(&r)),
+            .map(|r| out.value(&r.to_value())),
         Command::Synthesize { name, text, note_type, tags, related, owner, idempotency_key } => text
             .body()
             .and_then(|content| {
@@ -574,12 +574,12 @@ pub fn run(cli: Cli) -> ExitCode {
                 };
                 open(&cli).and_then(|v| v.synthesize_session(&request))
             })
-            .map(|r| out.value(&r)),
+            .map(|r| out.value(&r.to_value())),
         Command::Propose { path, content_file, expected_sha256 } => read_text(content_file)
             .and_then(|content| open(&cli).and_then(|v| v.propose_memory_change(path, &content, None, expected_sha256.as_deref())))
             .map(|p| out.proposal(&p)),
         Command::Apply { proposal_id, approve } => {
-            open(&cli).and_then(|v| v.apply_proposal_by_id(proposal_id, *approve)).map(|r| out.value(&r))
+            open(&cli).and_then(|v| v.apply_proposal_by_id(proposal_id, *approve)).map(|r| out.value(&r.to_value()))
         }
         Command::Approve { proposal_id, approver, comment } => {
             decide(&cli, &out, proposal_id, approver, comment, crate::api::approvals::Decision::Approved)
@@ -651,9 +651,9 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Handoff { request } => {
             parse_request(request).and_then(|request| open(&cli).and_then(|v| v.handoff_work(request))).map(|r| out.value(&r))
         }
-        Command::Infra { request } => {
-            parse_request(request).and_then(|request| open(&cli).and_then(|v| v.infra_action(request))).map(|r| out.value(&r))
-        }
+        Command::Infra { request } => parse_request(request)
+            .and_then(|request| open(&cli).and_then(|v| v.infra_action(request)))
+            .map(|r| out.value(&serde_json::to_value(r).unwrap_or_default())),
         Command::Vaults { action } => vaults::run(action).map(|r| out.value(&r)),
         Command::Goals { command } => {
             goals::request(command).and_then(|request| open(&cli).map(|v| crate::api::goals::run(&v, request))).map(|e| out.goals(&e))

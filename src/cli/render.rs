@@ -503,12 +503,12 @@ impl Output {
     pub fn goals(&self, envelope: &crate::api::goals::Envelope) -> u8 {
         let code = if envelope.ok { exit::OK } else { exit::USAGE };
         if self.json {
-            let mut json = envelope.json.clone();
+            let mut json = envelope.json();
             json["meta"]["cliVersion"] = serde_json::json!(env!("CARGO_PKG_VERSION"));
             print_json(&json);
             return code;
         }
-        let json = &envelope.json;
+        let json = envelope.json();
         if !envelope.ok {
             let error = &json["error"];
             let _ =

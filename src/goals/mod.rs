@@ -18,11 +18,11 @@ pub mod graph;
 #[cfg(test)]
 mod tests;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, SecondsFormat, Utc};
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use crate::error::Error;
@@ -378,11 +378,66 @@ impl GoalRequest {
     }
 }
 
-/// A finished operation: the envelope and whether it is a success.
-#[derive(Debug, Clone)]
+/// The stepstone application-service envelope (docs/goals.md#envelope): one operation's
+/// answer, its success or its typed failure.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Envelope {
+    /// Whether the operation succeeded (`result`) or failed (`error`).
     pub ok: bool,
-    pub json: Value,
+    /// Always `project`.
+    #[schemars(extend("const" = "project"))]
+    pub scope: String,
+    /// The operation (the tool's or resource's name).
+    pub action: String,
+    /// What a successful operation produced: `scope`, `action` and the operation's fields.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub result: Option<Map<String, Value>>,
+    /// Why the operation failed.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<EnvelopeError>,
+    /// What the operation changed.
+    pub meta: EnvelopeMeta,
+}
+
+/// A failed operation's typed error (docs/goals.md#errors).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct EnvelopeError {
+    /// The stable error code.
+    pub code: String,
+    /// What went wrong, in words.
+    pub message: String,
+    /// Whether the same call may succeed later.
+    pub retryable: bool,
+    /// The code's structured detail.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub details: Option<Value>,
+}
+
+/// What an operation changed.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EnvelopeMeta {
+    /// Whether the worklist was written.
+    pub changed: bool,
+    /// Whether the operation asked for what already was.
+    pub semantic_no_op: bool,
+    /// The goal fields the operation changed, sorted.
+    pub changed_fields: Vec<String>,
+    /// The worklist's revision (`project`), when known.
+    pub revisions: BTreeMap<String, String>,
+    /// The write's receipt sequence number.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub receipt_seq: Option<u64>,
+    /// A person's approval the write ran under (the receipt's `approval`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Value>,
+}
+
+impl Envelope {
+    /// The envelope as JSON, as every surface sends it.
+    pub fn json(&self) -> Value {
+        serde_json::to_value(self).expect("BUG: an envelope (strings, numbers and JSON values) always serialises")
+    }
 }
 
 // ---- the application service ----
@@ -393,31 +448,34 @@ pub fn run(vault: &Vault, request: GoalRequest) -> Envelope {
     match dispatch(vault, request) {
         Ok(done) => Envelope {
             ok: true,
-            json: json!({
-                "ok": true, "scope": SCOPE, "action": action,
-                "result": with_scope(action, done.result),
-                "meta": meta(done.changed, done.semantic_no_op, done.changed_fields, done.revision, done.receipt_seq, done.approval),
-            }),
+            scope: SCOPE.into(),
+            action: action.into(),
+            result: Some(with_scope(action, done.result)),
+            error: None,
+            meta: meta(done.changed, done.semantic_no_op, done.changed_fields, done.revision, done.receipt_seq, done.approval),
         },
-        Err((error, revision)) => {
-            let mut body = json!({"code": error.code, "message": error.message, "retryable": error.retryable});
-            if let Some(details) = error.details {
-                body["details"] = details;
-            }
-            Envelope {
-                ok: false,
-                json: json!({"ok": false, "scope": SCOPE, "action": action, "error": body, "meta": meta(false, false, Vec::new(), revision, None, None)}),
-            }
-        }
+        Err((error, revision)) => Envelope {
+            ok: false,
+            scope: SCOPE.into(),
+            action: action.into(),
+            result: None,
+            error: Some(EnvelopeError {
+                code: error.code.into(),
+                message: error.message,
+                retryable: error.retryable,
+                details: error.details,
+            }),
+            meta: meta(false, false, Vec::new(), revision, None, None),
+        },
     }
 }
 
-fn with_scope(action: &str, result: Map<String, Value>) -> Value {
+fn with_scope(action: &str, result: Map<String, Value>) -> Map<String, Value> {
     let mut out = Map::new();
     out.insert("scope".into(), json!(SCOPE));
     out.insert("action".into(), json!(action));
     out.extend(result);
-    Value::Object(out)
+    out
 }
 
 fn meta(
@@ -427,21 +485,11 @@ fn meta(
     revision: Option<u64>,
     receipt: Option<u64>,
     approval: Option<Value>,
-) -> Value {
+) -> EnvelopeMeta {
     changed_fields.sort();
     changed_fields.dedup();
-    let mut revisions = Map::new();
-    if let Some(revision) = revision {
-        revisions.insert("project".into(), json!(revision.to_string()));
-    }
-    let mut meta = json!({"changed": changed, "semanticNoOp": semantic_no_op, "changedFields": changed_fields, "revisions": revisions});
-    if let Some(seq) = receipt {
-        meta["receiptSeq"] = json!(seq);
-    }
-    if let Some(approval) = approval {
-        meta["approval"] = approval;
-    }
-    meta
+    let revisions = revision.map(|revision| ("project".to_string(), revision.to_string())).into_iter().collect();
+    EnvelopeMeta { changed, semantic_no_op, changed_fields, revisions, receipt_seq: receipt, approval }
 }
 
 /// What a successful operation produced.

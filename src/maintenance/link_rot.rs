@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 /// How one link fared.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum LinkState {
     /// A 2xx answer (after redirects).
@@ -23,13 +23,20 @@ pub enum LinkState {
     Refused,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// One external link checked.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LinkCheck {
+    /// The note's vault-relative path.
     pub path: String,
+    /// The link's line in the note.
     pub line: usize,
+    /// The link.
     pub url: String,
+    /// What the check found.
     pub state: LinkState,
+    /// The HTTP status answered, if any.
     pub http_status: Option<u16>,
+    /// What happened, in words.
     pub detail: String,
 }
 

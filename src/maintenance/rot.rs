@@ -39,21 +39,28 @@ pub struct RotRequest {
 }
 
 /// Exact item counts of each list of a rot report, before paging.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, schemars::JsonSchema)]
 pub struct RotTotals {
+    /// Redundant pairs.
     pub redundant: usize,
+    /// Outdated notes.
     pub outdated: usize,
+    /// Trivial notes.
     pub trivial: usize,
+    /// Notes past their freshness.
     pub stale_freshness: usize,
+    /// Near-duplicate pairs.
     pub near_duplicates: usize,
+    /// External links checked.
     pub link_rot: usize,
 }
 
 /// Which page of a rot report this is.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Page {
     /// Position of the first item of each list on this page.
     pub offset: usize,
+    /// The most items of each list a page holds.
     pub max_items: usize,
     /// Whether any list has items past this page.
     pub truncated: bool,
@@ -61,39 +68,58 @@ pub struct Page {
     pub next_cursor: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// Two notes whose bodies share most of their words.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RedundantPair {
+    /// One note's vault-relative path.
     pub a: String,
+    /// The other note's vault-relative path.
     pub b: String,
+    /// The Jaccard similarity of their word sets.
     pub jaccard: f64,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// A note past its `expiry` date.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Outdated {
+    /// The note's vault-relative path.
     pub path: String,
+    /// Its expiry date.
     pub expiry: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// A note with almost no body.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Trivial {
+    /// The note's vault-relative path.
     pub path: String,
+    /// The characters of its body.
     pub body_chars: usize,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// A note whose freshness decayed below the threshold.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Freshness {
+    /// The note's vault-relative path.
     pub path: String,
+    /// Its OKF type.
     pub note_type: String,
+    /// Days since its timestamp.
     pub age_days: f64,
+    /// The freshness half-life of its type, in days.
     pub half_life_days: f64,
+    /// Its freshness score (1 fresh, towards 0 stale).
     pub score: f64,
 }
 
 /// Two notes whose bodies mean nearly the same (cosine of their stored vectors' centres).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct NearDuplicate {
+    /// One note's vault-relative path.
     pub a: String,
+    /// The other note's vault-relative path.
     pub b: String,
+    /// The cosine of their vectors' centres.
     pub cosine: f64,
 }
 
@@ -136,29 +162,42 @@ pub fn near_duplicates(vectors: &NoteVectors, threshold: f64) -> Vec<NearDuplica
 }
 
 /// A section that did not run, and why.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct Skipped {
+    /// The section.
     pub section: &'static str,
+    /// Why it did not run.
     pub reason: String,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// What `rot_audit` returns: the vault's rot, one page of each list.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct RotReport {
+    /// The report format's version.
     pub schema_version: u32,
+    /// The audit's date.
     pub date: String,
+    /// The notes audited.
     pub notes_audited: usize,
+    /// The thresholds applied, by name.
     pub thresholds: BTreeMap<&'static str, f64>,
+    /// Pairs of notes that share most of their words.
     pub redundant: Vec<RedundantPair>,
+    /// Notes past their expiry.
     pub outdated: Vec<Outdated>,
+    /// Notes with almost no body.
     pub trivial: Vec<Trivial>,
+    /// Notes whose freshness decayed.
     pub stale_freshness: Vec<Freshness>,
     /// `extended` only, from the active generation's dense index.
     pub near_duplicates: Vec<NearDuplicate>,
     /// `allow_link_rot` + `approved` + egress allow-public only: every external link checked.
     pub link_rot: Vec<super::link_rot::LinkCheck>,
+    /// Sections that did not run, and why.
     pub skipped: Vec<Skipped>,
     /// Exact sizes of the lists above before paging, and which page they hold.
     pub totals: RotTotals,
+    /// Which page this is.
     pub page: Page,
     /// The person's approval the link checks ran under (a `human` rule for `link_rot`):
     /// `{approver, channel, decided_at, decision_sha256}`.

@@ -14,7 +14,7 @@ use crate::vault::Vault;
 
 use super::ToolError;
 use super::surface::Surface;
-use super::tools::{Prepared, ToolCtx, ToolParams, ToolSpec};
+use super::tools::{Prepared, ToolCtx, ToolParams, ToolSpec, derived};
 
 /// The brainstorm-to-approved-plan workflow, written once and rendered into `apply-plan`'s
 /// description, its `_meta.captureWorkflow` and its `plan`, plan-entry and `dryRun` schema
@@ -43,35 +43,6 @@ writes nothing. expectedUpdatedAt is a concurrency precondition, never a substit
     };
 }
 
-/// The output schema every stepstone tool declares: the envelope, success or failure.
-fn envelope_schema() -> Value {
-    json!({
-        "type": "object",
-        "description": "The stepstone application-service envelope (docs/goals.md#envelope).",
-        "properties": {
-            "ok": {"type": "boolean"},
-            "scope": {"type": "string", "const": "project"},
-            "action": {"type": "string"},
-            "result": {"type": "object"},
-            "error": {
-                "type": "object",
-                "properties": {"code": {"type": "string"}, "message": {"type": "string"}, "retryable": {"type": "boolean"}, "details": {}},
-                "required": ["code", "message", "retryable"]
-            },
-            "meta": {
-                "type": "object",
-                "properties": {
-                    "changed": {"type": "boolean"}, "semanticNoOp": {"type": "boolean"},
-                    "changedFields": {"type": "array", "items": {"type": "string"}},
-                    "revisions": {"type": "object", "additionalProperties": {"type": "string"}}
-                },
-                "required": ["changed", "semanticNoOp", "changedFields", "revisions"]
-            }
-        },
-        "required": ["ok", "scope", "action", "meta"]
-    })
-}
-
 /// A stepstone tool's extra `_meta` (merged into the tool's `_meta` by the server).
 pub(crate) fn tool_meta(name: &str) -> Map<String, Value> {
     let mut meta = Map::new();
@@ -97,7 +68,7 @@ fn describe(schema: &mut Map<String, Value>, property: &str, text: &str) {
 /// server sets `isError` (see `failure_json`).
 fn respond(ctx: &ToolCtx, request: GoalRequest) -> crate::error::Result<Value> {
     let envelope = goals::run(&ctx.vault, request);
-    if envelope.ok { Ok(envelope.json) } else { Err(crate::error::Error::SurfaceFailure(Box::new(envelope.json))) }
+    if envelope.ok { Ok(envelope.json()) } else { Err(crate::error::Error::SurfaceFailure(Box::new(envelope.json()))) }
 }
 
 /// A failure envelope for arguments that do not deserialise (wrong type, unknown field): the
@@ -182,7 +153,8 @@ macro_rules! goal_tool {
             const TITLE: &'static str = $title;
             const DESCRIPTION: &'static str = $description;
             fn output_schema() -> Value {
-                envelope_schema()
+                // The envelope, success or failure.
+                derived::<goals::Envelope>()
             }
             fn patch_input_schema(schema: &mut Map<String, Value>, _policy: &Policy) {
                 patch_schema($name, schema);
@@ -392,5 +364,5 @@ pub(crate) fn resource_request(uri: &str) -> Result<GoalRequest, ResourceRefusal
 /// Reads one resource: the envelope as JSON text (a failure envelope is still a body).
 pub(crate) fn read_resource(vault: &Vault, uri: &str) -> Result<String, ResourceRefusal> {
     let request = resource_request(uri)?;
-    Ok(goals::run(vault, request).json.to_string())
+    Ok(goals::run(vault, request).json().to_string())
 }

@@ -220,8 +220,19 @@ pub(crate) fn output_schema_with_error(success: Value) -> serde_json::Map<String
         };
         properties.insert("error".into(), failure);
     }
+    // The success branch: `required`, and any combinator of the success shape (a report whose
+    // fields depend on a tag, such as vaultspec's status), which an error result need not meet.
+    let mut success = serde_json::Map::new();
     if let Some(required) = schema.remove("required").filter(|r| r.as_array().is_some_and(|r| !r.is_empty())) {
-        schema.insert("anyOf".into(), json!([{"required": required}, {"required": ["error"]}]));
+        success.insert("required".into(), required);
+    }
+    for combinator in ["oneOf", "anyOf", "allOf"] {
+        if let Some(value) = schema.remove(combinator) {
+            success.insert(combinator.into(), value);
+        }
+    }
+    if !success.is_empty() {
+        schema.insert("anyOf".into(), json!([success, {"required": ["error"]}]));
     }
     schema
 }
@@ -348,22 +359,6 @@ fn opt(text: &str) -> Option<&str> {
 
 fn opt_string(text: &str) -> Option<String> {
     opt(text).map(str::to_string)
-}
-
-fn receipt_schema() -> Value {
-    json!({
-        "type": "object",
-        "properties": {
-            "receipt_schema": {"type": "string"},
-            "seq": {"type": "integer"},
-            "operation": {"type": "string"},
-            "path": {"type": "string"},
-            "status": {"type": "string"},
-            "after_sha256": {"type": "string"},
-            "idempotency_key": {"type": "string"}
-        },
-        "required": ["seq", "path"]
-    })
 }
 
 /// The success schema of report type `T`, derived from the type (`api::output_schema`) with

@@ -6,15 +6,16 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::surface::Surface;
-use super::tools::{ToolCtx, ToolParams, ToolSpec, spec_for};
-use super::vaultspec_gateway::InvokeRequest;
-use crate::api::specdocs::authoring::{self, CreateSpec, EditOperation, FindRequest};
-use crate::api::specdocs::health;
-use crate::api::specdocs::ledger::{self, LogRequest};
-use crate::api::specdocs::plan::{self, PlanEditOperation, StepChange};
+use super::tools::{ToolCtx, ToolParams, ToolSpec, derived, spec_for, to_object};
+use super::vaultspec_gateway::{DiscoverReport, InvokeReport, InvokeRequest};
+use crate::api::specdocs::authoring::{self, CreateSpec, DocumentItem, EditOperation, FindReport, FindRequest};
+use crate::api::specdocs::envelope::BatchReport;
+use crate::api::specdocs::health::{self, CheckReport, StatusReport};
+use crate::api::specdocs::ledger::{self, LogReport, LogRequest};
+use crate::api::specdocs::plan::{self, PlanEditItem, PlanEditOperation, PlanReport, StepChange, StepItem};
 use crate::error::{Error, Result};
 
 fn spec<P: ToolParams>() -> ToolSpec {
@@ -37,40 +38,19 @@ pub fn catalog() -> Vec<ToolSpec> {
     ]
 }
 
-fn envelope_schema(extra: Value) -> Value {
-    let mut properties = json!({
-        "status": {"type": "string", "enum": ["ok", "mixed", "failed"]},
-        "items": {"type": "array", "items": {"type": "object"}},
-        "counts": {"type": "object", "additionalProperties": {"type": "integer"}},
-        "submitted": {"type": "integer"},
-        "items_omitted": {"type": "integer"},
-    });
-    if let (Value::Object(p), Value::Object(e)) = (&mut properties, extra) {
-        p.extend(e);
-    }
-    json!({"type": "object", "properties": properties, "required": ["status", "items", "counts", "submitted", "items_omitted"]})
-}
-
-fn plan_totals_schema() -> Value {
-    json!({
-        "plan": {"type": "string"}, "total_steps": {"type": "integer"}, "steps_completed": {"type": "integer"},
-        "completion_percent": {"type": "number"}, "next_open_step": {"type": ["string", "null"]},
-    })
-}
-
 impl ToolParams for FindRequest {
     const NAME: &'static str = "find";
     const TITLE: &'static str = "Find vault documents";
     const DESCRIPTION: &'static str = "Find vault documents or list features. With no arguments, list features (name, doc_count, weight); \
          any filter (feature, type, date, text) switches to search mode and returns documents with blob_hash.";
     fn output_schema() -> Value {
-        json!({"type": "object", "properties": {"result": {"type": "array", "items": {"type": "object"}}}, "required": ["result"]})
+        derived::<FindReport>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        authoring::find(&ctx.vault, &self)
+        to_object(&authoring::find(&ctx.vault, &self)?)
     }
 }
 
@@ -88,13 +68,13 @@ impl ToolParams for Create {
     const DESCRIPTION: &'static str =
         "Scaffold one or more vault documents from templates. Items apply in order; one item's failure does not abort the batch.";
     fn output_schema() -> Value {
-        envelope_schema(json!({}))
+        derived::<BatchReport<DocumentItem>>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        authoring::create(&ctx.vault, &self.documents).map(Value::Object)
+        to_object(&authoring::create(&ctx.vault, &self.documents)?)
     }
 }
 
@@ -112,13 +92,13 @@ impl ToolParams for Edit {
     const DESCRIPTION: &'static str = "Apply one or more body-prose edits to vault documents (append_section, replace_section, set_body); \
          expected_blob_hash guards against concurrent changes. Frontmatter and file names are never touched.";
     fn output_schema() -> Value {
-        envelope_schema(json!({}))
+        derived::<BatchReport<DocumentItem>>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        authoring::edit(&ctx.vault, &self.operations).map(Value::Object)
+        to_object(&authoring::edit(&ctx.vault, &self.operations)?)
     }
 }
 
@@ -136,14 +116,13 @@ impl ToolParams for Status {
     const TITLE: &'static str = "Orient in the project";
     const DESCRIPTION: &'static str = "Orient in a vaultspec project, project-wide (rollup) or targeted at one feature or plan (trace).";
     fn output_schema() -> Value {
-        json!({"type": "object", "properties": {"tool_schema_version": {"type": "string"}, "kind": {"type": "string", "enum": ["rollup", "trace"]}},
-               "required": ["tool_schema_version", "kind"]})
+        derived::<StatusReport>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        health::status(&ctx.vault, self.target.as_deref())
+        to_object(&health::status(&ctx.vault, self.target.as_deref())?)
     }
 }
 
@@ -165,11 +144,7 @@ impl ToolParams for Check {
     const DESCRIPTION: &'static str =
         "Run the vault health-check suite, optionally repairing (fix applies only safe repairs that never overwrite prose).";
     fn output_schema() -> Value {
-        json!({"type": "object", "properties": {
-            "status": {"type": "string", "enum": ["ok", "failed"]}, "fixed": {"type": "boolean"},
-            "total_errors": {"type": "integer"}, "total_warnings": {"type": "integer"}, "total_fixed": {"type": "integer"},
-            "checks": {"type": "array", "items": {"type": "object"}}, "findings": {"type": "array", "items": {"type": "object"}}},
-            "required": ["status", "fixed", "total_errors", "total_warnings", "total_fixed", "checks", "findings"]})
+        derived::<CheckReport>()
     }
     fn vault_path(&self) -> &str {
         ""
@@ -178,7 +153,7 @@ impl ToolParams for Check {
         if self.fix && ctx.read_only {
             return Err(Error::InvalidArgument { name: "fix", reason: "this server is read-only: check has no fix parameter".into() });
         }
-        health::check(&ctx.vault, self.feature.as_deref(), self.fix)
+        to_object(&health::check(&ctx.vault, self.feature.as_deref(), self.fix)?)
     }
 }
 
@@ -198,13 +173,13 @@ impl ToolParams for PlanProgress {
     const DESCRIPTION: &'static str = "Mark plan steps checked or unchecked by canonical identifier (explicit states, no toggle). \
          The plan is written once, and only if a step changed.";
     fn output_schema() -> Value {
-        envelope_schema(plan_totals_schema())
+        derived::<PlanReport<StepItem>>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        plan::plan_progress(&ctx.vault, &self.plan, &self.steps).map(Value::Object)
+        to_object(&plan::plan_progress(&ctx.vault, &self.plan, &self.steps)?)
     }
 }
 
@@ -224,13 +199,13 @@ impl ToolParams for PlanEdit {
     const DESCRIPTION: &'static str =
         "Author plan steps: add, insert, edit, or remove. add and insert allocate new IDs; remove retires an ID forever.";
     fn output_schema() -> Value {
-        envelope_schema(plan_totals_schema())
+        derived::<PlanReport<PlanEditItem>>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        plan::plan_edit(&ctx.vault, &self.plan, &self.operations).map(Value::Object)
+        to_object(&plan::plan_edit(&ctx.vault, &self.plan, &self.operations)?)
     }
 }
 
@@ -240,16 +215,13 @@ impl ToolParams for LogRequest {
     const DESCRIPTION: &'static str =
         "Append one step's rows to its plan's execution ledger (idempotent: re-logging a row changes nothing).";
     fn output_schema() -> Value {
-        json!({"type": "object", "properties": {
-            "path": {"type": "string"}, "step": {"type": "string"}, "rows": {"type": "integer"}, "notes": {"type": "integer"},
-            "changed": {"type": "boolean"}, "created": {"type": "boolean"}},
-            "required": ["path", "step", "rows", "notes", "changed", "created"]})
+        derived::<LogReport>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        ledger::log(&ctx.vault, &self)
+        to_object(&ledger::log(&ctx.vault, &self)?)
     }
 }
 
@@ -275,14 +247,13 @@ impl ToolParams for Discover {
     const DESCRIPTION: &'static str =
         "Search paravault's CLI verb catalog and return ranked schemas (verb, description, score, supports_json, flags, arguments).";
     fn output_schema() -> Value {
-        json!({"type": "object", "properties": {"query": {"type": "string"}, "count": {"type": "integer"}, "verbs": {"type": "array", "items": {"type": "object"}}},
-               "required": ["query", "count", "verbs"]})
+        derived::<DiscoverReport>()
     }
     fn vault_path(&self) -> &str {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        super::vaultspec_gateway::discover(&ctx.cli, &self.query, self.limit.min(100), &ctx.vault.policy().policy.specdocs)
+        to_object(&super::vaultspec_gateway::discover(&ctx.cli, &self.query, self.limit.min(100), &ctx.vault.policy().policy.specdocs)?)
     }
 }
 
@@ -292,11 +263,7 @@ impl ToolParams for InvokeRequest {
     const DESCRIPTION: &'static str = "Execute one cataloged verb. A verb that runs and fails is still a successful call; its exit code and stderr \
          arrive in the error payload. Runs the served paravault binary against the served vault with --json (reserved: --vault, --json, --help).";
     fn output_schema() -> Value {
-        json!({"type": "object", "properties": {
-            "verb": {"type": "string"}, "ok": {"type": "boolean"}, "exit_code": {"type": ["integer", "null"]},
-            "format": {"type": "string", "enum": ["json", "text"]}, "data": {}, "stdout": {"type": ["string", "null"]},
-            "error": {"type": ["object", "null"]}, "command": {"type": "array", "items": {"type": "string"}}},
-            "required": ["verb", "ok", "exit_code", "format", "data", "stdout", "error", "command"]})
+        derived::<InvokeReport>()
     }
     fn vault_path(&self) -> &str {
         ""
@@ -307,6 +274,6 @@ impl ToolParams for InvokeRequest {
         }
         // The running server's own executable: never a PATH lookup.
         let exe = std::env::current_exe().map_err(|e| Error::io("locating", "the running paravault binary", e))?;
-        super::vaultspec_gateway::invoke(&ctx.cli, &exe, ctx.vault.root(), &ctx.vault.policy().policy.specdocs, &self)
+        to_object(&super::vaultspec_gateway::invoke(&ctx.cli, &exe, ctx.vault.root(), &ctx.vault.policy().policy.specdocs, &self)?)
     }
 }

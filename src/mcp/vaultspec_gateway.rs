@@ -13,8 +13,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
 use tantivy::collector::TopDocs;
 use tantivy::query::QueryParser;
 use tantivy::schema::{STORED, Schema, TEXT, Value as _};
@@ -23,22 +23,90 @@ use tantivy::{Index, TantivyDocument, doc};
 use crate::api::specdocs::SpecdocsPolicy;
 use crate::error::{Error, Result};
 
+/// The schema of one CLI verb, as `discover` lists it.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct VerbSchema {
+    /// The verb's space-joined path (`lint`, `goals add`).
+    pub verb: String,
+    /// The verb's one-line help.
+    pub description: String,
+    /// Whether the verb answers with `--json` (every verb does).
+    pub supports_json: bool,
+    /// The verb's flags (those the gateway refuses are withheld).
+    pub flags: Vec<FlagSchema>,
+    /// The verb's positional arguments, in order.
+    pub arguments: Vec<ArgumentSchema>,
+}
+
+/// One flag of a verb.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct FlagSchema {
+    /// The flag, `--` included.
+    pub name: String,
+    /// Whether the flag takes a value.
+    pub takes_value: bool,
+    /// The flag's help.
+    pub help: String,
+}
+
+/// One positional argument of a verb.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct ArgumentSchema {
+    /// The argument's name.
+    pub name: String,
+    /// Whether the verb needs it.
+    pub required: bool,
+    /// Whether it takes several values.
+    pub variadic: bool,
+}
+
+/// One verb `discover` ranked.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct RankedVerb {
+    /// The verb's schema.
+    #[serde(flatten)]
+    pub schema: VerbSchema,
+    /// Its BM25 score against the query, to three decimals.
+    pub score: f64,
+}
+
+/// What `discover` returns.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DiscoverReport {
+    /// The query, as given.
+    pub query: String,
+    /// The number of verbs returned.
+    pub count: usize,
+    /// The ranked verbs, best first.
+    pub verbs: Vec<RankedVerb>,
+}
+
 /// The schema of one leaf verb (flags the gateway refuses by name are withheld).
-fn verb_schema(path: &str, command: &clap::Command, withheld: &[String]) -> Value {
-    let flags: Vec<Value> = command
+fn verb_schema(path: &str, command: &clap::Command, withheld: &[String]) -> VerbSchema {
+    let flags = command
         .get_arguments()
         .filter(|a| a.get_long().is_some_and(|long| !withheld.iter().any(|w| w == long)) && a.get_id() != "help" && a.get_id() != "version")
-        .map(|a| {
-            json!({"name": format!("--{}", a.get_long().unwrap_or_default()), "takes_value": a.get_action().takes_values(),
-                   "help": a.get_help().map(|h| h.to_string()).unwrap_or_default()})
+        .map(|a| FlagSchema {
+            name: format!("--{}", a.get_long().unwrap_or_default()),
+            takes_value: a.get_action().takes_values(),
+            help: a.get_help().map(|h| h.to_string()).unwrap_or_default(),
         })
         .collect();
-    let arguments: Vec<Value> = command
+    let arguments = command
         .get_positionals()
-        .map(|a| json!({"name": a.get_id().as_str(), "required": a.is_required_set(), "variadic": a.get_num_args().is_some_and(|n| n.max_values() > 1)}))
+        .map(|a| ArgumentSchema {
+            name: a.get_id().as_str().to_string(),
+            required: a.is_required_set(),
+            variadic: a.get_num_args().is_some_and(|n| n.max_values() > 1),
+        })
         .collect();
-    json!({"verb": path, "description": command.get_about().map(|h| h.to_string()).unwrap_or_default(),
-           "supports_json": true, "flags": flags, "arguments": arguments})
+    VerbSchema {
+        verb: path.to_string(),
+        description: command.get_about().map(|h| h.to_string()).unwrap_or_default(),
+        supports_json: true,
+        flags,
+        arguments,
+    }
 }
 
 /// Whether `verb` (a space-joined path) is denied: named on the denylist, or below a name on it.
@@ -47,8 +115,8 @@ fn denied(verb: &str, denylist: &[String]) -> bool {
 }
 
 /// Every leaf verb of the CLI that the denylist allows, with its schema.
-pub(crate) fn verb_catalog(cli: &clap::Command, policy: &SpecdocsPolicy) -> Vec<Value> {
-    fn walk(prefix: &str, command: &clap::Command, policy: &SpecdocsPolicy, out: &mut Vec<Value>) {
+pub(crate) fn verb_catalog(cli: &clap::Command, policy: &SpecdocsPolicy) -> Vec<VerbSchema> {
+    fn walk(prefix: &str, command: &clap::Command, policy: &SpecdocsPolicy, out: &mut Vec<VerbSchema>) {
         for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
             let path = if prefix.is_empty() { sub.get_name().to_string() } else { format!("{prefix} {}", sub.get_name()) };
             if denied(&path, &policy.gateway_denylist) {
@@ -71,7 +139,7 @@ fn engine_error(reason: impl std::fmt::Display) -> Error {
 }
 
 /// `discover`: the catalog ranked against `query`, best first.
-pub fn discover(cli: &clap::Command, query: &str, limit: usize, policy: &SpecdocsPolicy) -> Result<Value> {
+pub fn discover(cli: &clap::Command, query: &str, limit: usize, policy: &SpecdocsPolicy) -> Result<DiscoverReport> {
     if query.trim().is_empty() {
         return Err(Error::InvalidArgument { name: "query", reason: "must name verb words or an intent".into() });
     }
@@ -85,18 +153,8 @@ pub fn discover(cli: &clap::Command, query: &str, limit: usize, policy: &Specdoc
     let index = Index::create_in_ram(builder.build());
     let mut writer = index.writer_with_num_threads(1, 15_000_000).map_err(engine_error)?;
     for (i, verb) in verbs.iter().enumerate() {
-        let flags: Vec<String> = verb["flags"]
-            .as_array()
-            .into_iter()
-            .flatten()
-            .map(|f| format!("{} {}", f["name"].as_str().unwrap_or(""), f["help"].as_str().unwrap_or("")))
-            .collect();
-        let body = format!(
-            "{} {} {}",
-            verb["verb"].as_str().unwrap_or("").replace('-', " "),
-            verb["description"].as_str().unwrap_or(""),
-            flags.join(" ")
-        );
+        let flags: Vec<String> = verb.flags.iter().map(|f| format!("{} {}", f.name, f.help)).collect();
+        let body = format!("{} {} {}", verb.verb.replace('-', " "), verb.description, flags.join(" "));
         writer.add_document(doc!(position => i as u64, text => body)).map_err(engine_error)?;
     }
     writer.commit().map_err(engine_error)?;
@@ -108,11 +166,9 @@ pub fn discover(cli: &clap::Command, query: &str, limit: usize, policy: &Specdoc
     for (score, address) in top {
         let document: TantivyDocument = searcher.doc(address).map_err(engine_error)?;
         let Some(i) = document.get_first(position).and_then(|v| v.as_u64()) else { continue };
-        let mut verb = verbs[i as usize].clone();
-        verb["score"] = json!((f64::from(score) * 1000.0).round() / 1000.0);
-        ranked.push(verb);
+        ranked.push(RankedVerb { schema: verbs[i as usize].clone(), score: (f64::from(score) * 1000.0).round() / 1000.0 });
     }
-    Ok(json!({"query": query, "count": ranked.len(), "verbs": ranked}))
+    Ok(DiscoverReport { query: query.to_string(), count: ranked.len(), verbs: ranked })
 }
 
 /// Set to `1` in the environment of every process `invoke` spawns. The gateway composes that
@@ -342,11 +398,67 @@ fn wait_until(child: &mut Child, deadline: Instant, pipes: [&JoinHandle<(Vec<u8>
     Ok(Ended::Exited(status))
 }
 
+/// What `invoke` returns: the verb's outcome, a failure of the verb included.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct InvokeReport {
+    /// The verb, whitespace normalised.
+    pub verb: String,
+    /// Whether the verb exited 0 with JSON that parsed.
+    pub ok: bool,
+    /// The verb's exit status (128 + the signal when killed; null on timeout).
+    pub exit_code: Option<i32>,
+    /// `json` when `data` holds the verb's parsed output, else `text`.
+    pub format: InvokeFormat,
+    /// The verb's `--json` output, parsed.
+    pub data: Option<Value>,
+    /// The verb's stdout as text, when it did not parse as JSON.
+    pub stdout: Option<String>,
+    /// How the verb failed (null when it did not).
+    pub error: Option<InvokeError>,
+    /// The command line run (the vault root shown as `<root>`).
+    pub command: Vec<String>,
+}
+
+/// The form of an invoked verb's output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InvokeFormat {
+    /// Parsed JSON, in `data`.
+    Json,
+    /// Text (or nothing), in `stdout`.
+    Text,
+}
+
+/// How an invoked verb failed.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct InvokeError {
+    /// What happened.
+    pub kind: InvokeErrorKind,
+    /// The verb's exit status (null on timeout).
+    pub exit_code: Option<i32>,
+    /// The verb's stderr, trimmed.
+    pub stderr: String,
+    /// What went wrong, in words.
+    pub message: String,
+}
+
+/// The ways an invoked verb fails.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum InvokeErrorKind {
+    /// It ran past its timeout and was killed.
+    Timeout,
+    /// It exited 0 but its output is not JSON.
+    JsonParse,
+    /// It exited with a non-zero status.
+    NonzeroExit,
+}
+
 /// `invoke`: runs one verb of `exe` (the running paravault binary) against the vault at `root`
 /// with `--json`. Unknown verbs, denylisted verbs and invalid arguments are refused before
 /// anything spawns; once the verb runs, its failure (`nonzero_exit`, `json_parse`, `timeout`)
 /// is part of the result, not an error.
-pub fn invoke(cli: &clap::Command, exe: &Path, root: &Path, policy: &SpecdocsPolicy, request: &InvokeRequest) -> Result<Value> {
+pub fn invoke(cli: &clap::Command, exe: &Path, root: &Path, policy: &SpecdocsPolicy, request: &InvokeRequest) -> Result<InvokeReport> {
     let verb = request.verb.split_whitespace().collect::<Vec<_>>().join(" ");
     if verb.is_empty() {
         return Err(refuse("verb", "name a verb that discover lists, for example \"lint\""));
@@ -396,15 +508,21 @@ pub fn invoke(cli: &clap::Command, exe: &Path, root: &Path, policy: &SpecdocsPol
     let (err, _) = stderr.join().unwrap_or_default();
     let stderr_text = String::from_utf8_lossy(&err).trim().to_string();
     let out_text = String::from_utf8_lossy(&out).trim().to_string();
-    let result = |ok: bool, exit_code: Option<i32>, data: Option<Value>, stdout: Option<String>, error: Value| {
-        json!({"verb": verb, "ok": ok, "exit_code": exit_code, "format": if data.is_some() { "json" } else { "text" },
-               "data": data, "stdout": stdout, "error": error, "command": shown})
+    let result = |ok: bool, exit_code: Option<i32>, data: Option<Value>, stdout: Option<String>, error: Option<InvokeError>| InvokeReport {
+        verb: verb.clone(),
+        ok,
+        exit_code,
+        format: if data.is_some() { InvokeFormat::Json } else { InvokeFormat::Text },
+        data,
+        stdout,
+        error,
+        command: shown.clone(),
     };
     let status = match ended {
         Ended::TimedOut => {
             let message = format!("verb did not finish within {timeout} s; it and its process group were killed");
-            let error = json!({"kind": "timeout", "exit_code": null, "stderr": stderr_text, "message": message});
-            return Ok(result(false, None, None, None, error));
+            let error = InvokeError { kind: InvokeErrorKind::Timeout, exit_code: None, stderr: stderr_text, message };
+            return Ok(result(false, None, None, None, Some(error)));
         }
         Ended::Exited(status) => status,
     };
@@ -416,10 +534,11 @@ pub fn invoke(cli: &clap::Command, exe: &Path, root: &Path, policy: &SpecdocsPol
     let text = (!out_text.is_empty()).then_some(out_text);
     if status.success() {
         return Ok(match parsed {
-            Ok(data) => result(true, Some(0), Some(data), None, Value::Null),
+            Ok(data) => result(true, Some(0), Some(data), None, None),
             Err(reason) => {
                 let message = format!("verb exited 0 but its --json output did not parse: {reason}");
-                result(false, Some(0), None, text, json!({"kind": "json_parse", "exit_code": 0, "stderr": stderr_text, "message": message}))
+                let error = InvokeError { kind: InvokeErrorKind::JsonParse, exit_code: Some(0), stderr: stderr_text, message };
+                result(false, Some(0), None, text, Some(error))
             }
         });
     }
@@ -435,9 +554,9 @@ pub fn invoke(cli: &clap::Command, exe: &Path, root: &Path, policy: &SpecdocsPol
     {
         message = format!("{message}: {code}: {reason}");
     }
-    let error = json!({"kind": "nonzero_exit", "exit_code": exit_code, "stderr": stderr_text, "message": message});
+    let error = InvokeError { kind: InvokeErrorKind::NonzeroExit, exit_code, stderr: stderr_text, message };
     Ok(match parsed {
-        Ok(data) => result(false, exit_code, Some(data), None, error),
-        Err(_) => result(false, exit_code, None, text, error),
+        Ok(data) => result(false, exit_code, Some(data), None, Some(error)),
+        Err(_) => result(false, exit_code, None, text, Some(error)),
     })
 }

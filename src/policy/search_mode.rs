@@ -6,7 +6,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 
 /// A search mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum SearchMode {
     Auto,

@@ -7,9 +7,8 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
 
-use super::envelope::{ItemOutcome, envelope};
+use super::envelope::{BatchReport, ItemError, ItemOutcome, envelope};
 use super::{
     Doc, SpecdocsPolicy, blob_hash, documents, folder_of, index_path_of, normalise_feature, policy_of, read_bytes, read_text,
     write_document,
@@ -69,8 +68,75 @@ fn twenty() -> usize {
 /// Characters of body text an `excerpt` row carries.
 const EXCERPT_CHARS: usize = 400;
 
+/// What `find` returns: the feature listing or the matching documents, under `result`.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct FindReport {
+    /// The feature rows (no filter given) or the document rows (search mode).
+    pub result: FindRows,
+}
+
+/// The rows of one `find` call: features or documents, never both.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum FindRows {
+    /// The feature listing, heaviest first.
+    Features(Vec<FeatureRow>),
+    /// The matching documents.
+    Documents(Vec<DocumentRow>),
+}
+
+/// One row of the feature listing.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct FeatureRow {
+    /// The feature tag, without the # prefix.
+    pub name: String,
+    /// How many documents carry the feature.
+    pub doc_count: usize,
+    /// The number of links into the feature's documents from anywhere in the vault.
+    pub weight: usize,
+    /// The lifecycle fields (`json: true` only).
+    #[serde(flatten)]
+    pub lifecycle: Option<FeatureLifecycleRow>,
+}
+
+/// The lifecycle fields of a feature row (`find` with `json: true`).
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct FeatureLifecycleRow {
+    /// Not Started, Planned, In Progress or Completed.
+    pub status: String,
+    /// The document types the feature has, sorted.
+    pub types: BTreeSet<String>,
+    /// The earliest document date of the feature.
+    pub earliest_date: Option<String>,
+    /// Whether the feature has a plan.
+    pub has_plan: bool,
+}
+
+/// One document-search row.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DocumentRow {
+    /// The document's file stem.
+    pub name: String,
+    /// The document type (research, adr, plan…).
+    #[serde(rename = "type")]
+    pub doc_type: String,
+    /// The document's feature tag.
+    pub feature: String,
+    /// The document's date, when it has one.
+    pub date: Option<String>,
+    /// The vault-relative path.
+    pub path: String,
+    /// The git blob hash of the file (null when it cannot be read).
+    pub blob_hash: Option<String>,
+    /// A `file://` URI of the document.
+    pub resource_uri: String,
+    /// The body prose, whole or an excerpt (`body` full or excerpt only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+}
+
 /// `find`: the feature listing (no filter) or matching documents.
-pub fn find(vault: &Vault, request: &FindRequest) -> Result<Value> {
+pub fn find(vault: &Vault, request: &FindRequest) -> Result<FindReport> {
     if !(1..=100).contains(&request.limit) {
         return Err(Error::InvalidArgument { name: "limit", reason: format!("{} is outside 1..=100", request.limit) });
     }
@@ -80,7 +146,7 @@ pub fn find(vault: &Vault, request: &FindRequest) -> Result<Value> {
     if !search_mode {
         let mut rows = feature_rows(vault, &docs, request.json)?;
         rows.truncate(request.limit);
-        return Ok(Value::Array(rows));
+        return Ok(FindReport { result: FindRows::Features(rows) });
     }
     let types: Vec<String> = match &request.types {
         Some(types) => {
@@ -116,30 +182,33 @@ pub fn find(vault: &Vault, request: &FindRequest) -> Result<Value> {
             rows.push(document_row(vault, doc, request.body));
         }
     }
-    Ok(Value::Array(rows))
+    Ok(FindReport { result: FindRows::Documents(rows) })
 }
 
 /// One document-search row.
-pub(crate) fn document_row(vault: &Vault, doc: &Doc, body: BodyMode) -> Value {
+pub(crate) fn document_row(vault: &Vault, doc: &Doc, body: BodyMode) -> DocumentRow {
     let bytes = read_bytes(vault, &doc.path);
-    let mut row = json!({
-        "name": doc.stem, "type": doc.doc_type, "feature": doc.feature, "date": doc.date,
-        "path": doc.path.as_str(),
-        "blob_hash": bytes.as_deref().map(blob_hash),
-        "resource_uri": format!("file://{}", doc.path.under(vault.root()).display()),
-    });
-    if body != BodyMode::None {
+    let blob_hash = bytes.as_deref().map(blob_hash);
+    let body = (body != BodyMode::None).then(|| {
         let text = bytes.map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
         let prose = frontmatter::split(&text).map_or(text.as_str(), |s| s.body).to_string();
-        let shown = if body == BodyMode::Excerpt { prose.chars().take(EXCERPT_CHARS).collect() } else { prose };
-        row["body"] = json!(shown);
+        if body == BodyMode::Excerpt { prose.chars().take(EXCERPT_CHARS).collect() } else { prose }
+    });
+    DocumentRow {
+        name: doc.stem.clone(),
+        doc_type: doc.doc_type.clone(),
+        feature: doc.feature.clone(),
+        date: doc.date.clone(),
+        path: doc.path.to_string(),
+        blob_hash,
+        resource_uri: format!("file://{}", doc.path.under(vault.root()).display()),
+        body,
     }
-    row
 }
 
 /// The feature-listing rows, heaviest first: name, doc_count, weight (the number of links into
 /// the feature's documents from anywhere in the vault), and with `rich` the lifecycle fields.
-pub(crate) fn feature_rows(vault: &Vault, docs: &[Doc], rich: bool) -> Result<Vec<Value>> {
+pub(crate) fn feature_rows(vault: &Vault, docs: &[Doc], rich: bool) -> Result<Vec<FeatureRow>> {
     let mut by_feature: BTreeMap<&str, Vec<&Doc>> = BTreeMap::new();
     for doc in docs {
         by_feature.entry(doc.feature.as_str()).or_default().push(doc);
@@ -149,18 +218,23 @@ pub(crate) fn feature_rows(vault: &Vault, docs: &[Doc], rich: bool) -> Result<Ve
     })?;
     let mut rows = Vec::new();
     for (name, feature_docs) in &by_feature {
-        let mut row = json!({"name": name, "doc_count": feature_docs.len(), "weight": weights.get(name).copied().unwrap_or(0)});
-        if rich {
+        let lifecycle = rich.then(|| {
             let lifecycle = super::health::feature_lifecycle(vault, docs, name);
-            let types: BTreeSet<&str> = feature_docs.iter().map(|d| d.doc_type.as_str()).collect();
-            row["status"] = json!(lifecycle.status);
-            row["types"] = json!(types);
-            row["earliest_date"] = json!(feature_docs.iter().filter_map(|d| d.date.clone()).min());
-            row["has_plan"] = json!(lifecycle.has_plan);
-        }
-        rows.push(row);
+            FeatureLifecycleRow {
+                status: lifecycle.status.to_string(),
+                types: feature_docs.iter().map(|d| d.doc_type.clone()).collect(),
+                earliest_date: feature_docs.iter().filter_map(|d| d.date.clone()).min(),
+                has_plan: lifecycle.has_plan,
+            }
+        });
+        rows.push(FeatureRow {
+            name: name.to_string(),
+            doc_count: feature_docs.len(),
+            weight: weights.get(name).copied().unwrap_or(0),
+            lifecycle,
+        });
     }
-    rows.sort_by(|a, b| b["weight"].as_u64().cmp(&a["weight"].as_u64()).then_with(|| a["name"].as_str().cmp(&b["name"].as_str())));
+    rows.sort_by(|a, b| b.weight.cmp(&a.weight).then_with(|| a.name.cmp(&b.name)));
     Ok(rows)
 }
 
@@ -203,8 +277,27 @@ struct Created {
     warnings: Vec<String>,
 }
 
+/// One `create` or `edit` item's row.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct DocumentItem {
+    /// The item's position in the request, from 0.
+    pub index: usize,
+    /// What the item named: `type:feature` (create) or the document reference (edit).
+    pub target: String,
+    /// created, updated, unchanged or failed.
+    pub status: String,
+    /// The document's vault-relative path (null when the item failed).
+    pub path: Option<String>,
+    /// The document's git blob hash after the item (null when the item failed).
+    pub blob_hash: Option<String>,
+    /// Why the item failed (null when it did not).
+    pub error: Option<ItemError>,
+    /// What went wrong around a successful item (a feature index not regenerated).
+    pub warnings: Vec<String>,
+}
+
 /// `create`: scaffolds each document in order; one transaction per item.
-pub fn create(vault: &Vault, specs: &[CreateSpec]) -> Result<Map<String, Value>> {
+pub fn create(vault: &Vault, specs: &[CreateSpec]) -> Result<BatchReport<DocumentItem>> {
     if specs.is_empty() {
         return Err(Error::InvalidArgument { name: "documents", reason: "at least one document specification is required".into() });
     }
@@ -218,31 +311,36 @@ pub fn create(vault: &Vault, specs: &[CreateSpec]) -> Result<Map<String, Value>>
         match create_one(vault, policy, &docs, spec, &doc_type) {
             Ok(created) => {
                 touched.insert(created.doc.feature.clone());
-                outcomes.push(ItemOutcome::success(
-                    "created",
-                    json!({"index": index, "target": target, "status": "created", "path": created.doc.path.as_str(),
-                           "blob_hash": created.blob_hash, "error": null, "warnings": created.warnings}),
-                ));
+                let warned = !created.warnings.is_empty();
+                let row = DocumentItem {
+                    index,
+                    target,
+                    status: "created".into(),
+                    path: Some(created.doc.path.to_string()),
+                    blob_hash: Some(created.blob_hash),
+                    error: None,
+                    warnings: created.warnings,
+                };
+                outcomes.push(ItemOutcome::success("created", row, warned));
                 docs.push(created.doc);
             }
-            Err(message) => outcomes.push(ItemOutcome::failure(json!({
-                "index": index, "target": target, "status": "failed", "path": null, "blob_hash": null,
-                "error": {"message": message}, "warnings": []
-            }))),
+            Err(message) => outcomes.push(ItemOutcome::failure(DocumentItem {
+                index,
+                target,
+                status: "failed".into(),
+                path: None,
+                blob_hash: None,
+                error: Some(ItemError::new(message)),
+                warnings: Vec::new(),
+            })),
         }
     }
     for feature in &touched {
         if let Err(error) = write_feature_index(vault, policy, &docs, feature) {
             let warning = format!("the feature index of '{feature}' was not regenerated: {error}");
-            if let Some(item) = outcomes
-                .iter_mut()
-                .rev()
-                .find(|o| !o.failed && o.row["target"].as_str().is_some_and(|t| t.ends_with(&format!(":{feature}"))))
-            {
+            if let Some(item) = outcomes.iter_mut().rev().find(|o| !o.failed && o.row.target.ends_with(&format!(":{feature}"))) {
                 item.warned = true;
-                if let Some(w) = item.row["warnings"].as_array_mut() {
-                    w.push(json!(warning));
-                }
+                item.row.warnings.push(warning);
             }
         }
     }
@@ -480,17 +578,8 @@ pub struct EditOperation {
     pub expected_blob_hash: Option<String>,
 }
 
-/// A failed edit item's error object.
-fn edit_error(message: String, flag: Option<&str>) -> Value {
-    let mut error = json!({"message": message});
-    if let Some(flag) = flag {
-        error[flag] = json!(true);
-    }
-    error
-}
-
 /// `edit`: body-prose edits applied in order, one transaction per item.
-pub fn edit(vault: &Vault, operations: &[EditOperation]) -> Result<Map<String, Value>> {
+pub fn edit(vault: &Vault, operations: &[EditOperation]) -> Result<BatchReport<DocumentItem>> {
     if operations.is_empty() {
         return Err(Error::InvalidArgument { name: "operations", reason: "at least one edit operation is required".into() });
     }
@@ -501,21 +590,33 @@ pub fn edit(vault: &Vault, operations: &[EditOperation]) -> Result<Map<String, V
         match edit_one(vault, &docs, op) {
             Ok((path, hash, changed)) => {
                 let status = if changed { "updated" } else { "unchanged" };
-                outcomes.push(ItemOutcome::success(
-                    status,
-                    json!({"index": index, "target": op.target, "status": status, "path": path, "blob_hash": hash, "error": null, "warnings": []}),
-                ));
+                let row = DocumentItem {
+                    index,
+                    target: op.target.clone(),
+                    status: status.into(),
+                    path: Some(path),
+                    blob_hash: Some(hash),
+                    error: None,
+                    warnings: Vec::new(),
+                };
+                outcomes.push(ItemOutcome::success(status, row, false));
             }
-            Err(error) => outcomes.push(ItemOutcome::failure(json!({
-                "index": index, "target": op.target, "status": "failed", "path": null, "blob_hash": null, "error": error, "warnings": []
-            }))),
+            Err(error) => outcomes.push(ItemOutcome::failure(DocumentItem {
+                index,
+                target: op.target.clone(),
+                status: "failed".into(),
+                path: None,
+                blob_hash: None,
+                error: Some(error),
+                warnings: Vec::new(),
+            })),
         }
     }
     Ok(envelope(outcomes, policy.sampled_successes))
 }
 
 /// The body after one section or body operation, or the failure's error object.
-pub(crate) fn compose_body(body: &str, operation: &str, section: Option<&str>, content: &str) -> std::result::Result<String, Value> {
+pub(crate) fn compose_body(body: &str, operation: &str, section: Option<&str>, content: &str) -> std::result::Result<String, ItemError> {
     let mut content = content.to_string();
     if !content.ends_with('\n') {
         content.push('\n');
@@ -523,10 +624,10 @@ pub(crate) fn compose_body(body: &str, operation: &str, section: Option<&str>, c
     match operation {
         "set_body" => return Ok(content),
         "append_section" | "replace_section" => {}
-        other => return Err(edit_error(format!("unknown operation '{other}' (append_section, replace_section or set_body)"), None)),
+        other => return Err(ItemError::new(format!("unknown operation '{other}' (append_section, replace_section or set_body)"))),
     }
     let Some(section) = section.map(str::trim_end).filter(|s| !s.is_empty()) else {
-        return Err(edit_error(format!("{operation} needs a section (the exact heading line, e.g. \"## Context\")"), None));
+        return Err(ItemError::new(format!("{operation} needs a section (the exact heading line, e.g. \"## Context\")")));
     };
     let lines: Vec<&str> = body.split_inclusive('\n').collect();
     let mut in_fence = false;
@@ -544,7 +645,7 @@ pub(crate) fn compose_body(body: &str, operation: &str, section: Option<&str>, c
         }
     }
     let Some(&(start, level, _)) = headings.iter().find(|(_, _, text)| *text == section) else {
-        return Err(edit_error(format!("section '{section}' not found"), Some("section_not_found")));
+        return Err(ItemError { section_not_found: true, ..ItemError::new(format!("section '{section}' not found")) });
     };
     let end = headings.iter().find(|(i, l, _)| *i > start && *l <= level).map_or(lines.len(), |(i, _, _)| *i);
     let mut out = String::with_capacity(body.len() + content.len() + 2);
@@ -577,23 +678,20 @@ pub(crate) fn compose_body(body: &str, operation: &str, section: Option<&str>, c
     Ok(out)
 }
 
-fn edit_one(vault: &Vault, docs: &[Doc], op: &EditOperation) -> std::result::Result<(String, String, bool), Value> {
-    let doc = super::resolve_reference(docs, &op.target).map_err(|m| edit_error(m, None))?;
-    let text = read_text(vault, &doc.path).map_err(|e| edit_error(e.to_string(), None))?;
+fn edit_one(vault: &Vault, docs: &[Doc], op: &EditOperation) -> std::result::Result<(String, String, bool), ItemError> {
+    let doc = super::resolve_reference(docs, &op.target).map_err(ItemError::new)?;
+    let text = read_text(vault, &doc.path).map_err(|e| ItemError::new(e.to_string()))?;
     let current_hash = blob_hash(text.as_bytes());
     if let Some(expected) = &op.expected_blob_hash
         && expected.trim() != current_hash
     {
-        return Err(edit_error(
-            format!(
-                "conflict: {} changed since it was read (expected blob {expected}, found {current_hash}); nothing was written",
-                doc.path.as_str()
-            ),
-            Some("conflict"),
-        ));
+        let message = format!(
+            "conflict: {} changed since it was read (expected blob {expected}, found {current_hash}); nothing was written",
+            doc.path.as_str()
+        );
+        return Err(ItemError { conflict: true, ..ItemError::new(message) });
     }
-    let split =
-        frontmatter::split(&text).map_err(|e| edit_error(format!("{} has no readable frontmatter: {e}", doc.path.as_str()), None))?;
+    let split = frontmatter::split(&text).map_err(|e| ItemError::new(format!("{} has no readable frontmatter: {e}", doc.path.as_str())))?;
     let head = &text[..text.len() - split.body.len()];
     let body = compose_body(split.body, &op.operation, op.section.as_deref(), &op.content)?;
     let new_text = format!("{head}{body}");
@@ -603,7 +701,7 @@ fn edit_one(vault: &Vault, docs: &[Doc], op: &EditOperation) -> std::result::Res
     let mutation = write_document("mcp.vaultspec.edit", doc.path.clone(), new_text.clone(), Some(text.as_str()), false);
     execute(vault, mutation).map_err(|e| {
         let conflict = matches!(e, Error::PreconditionFailed { .. });
-        edit_error(e.to_string(), conflict.then_some("conflict"))
+        ItemError { conflict, ..ItemError::new(e.to_string()) }
     })?;
     Ok((doc.path.to_string(), blob_hash(new_text.as_bytes()), true))
 }

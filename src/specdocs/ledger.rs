@@ -7,8 +7,7 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
 
 use super::authoring::document_frontmatter;
 use super::plan::load_plan;
@@ -144,8 +143,25 @@ fn merge(body: &str, step: &str, entries: &[String]) -> (String, bool) {
     (text, true)
 }
 
+/// What `log` returns: the ledger and the step's section after the append.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct LogReport {
+    /// The ledger's vault-relative path.
+    pub path: String,
+    /// The step's canonical ID.
+    pub step: String,
+    /// The step's rows in the ledger now.
+    pub rows: usize,
+    /// The step's notes in the ledger now.
+    pub notes: usize,
+    /// Whether the ledger was written.
+    pub changed: bool,
+    /// Whether the ledger was created by this call.
+    pub created: bool,
+}
+
 /// `log`: appends one step's rows to its plan's ledger.
-pub fn log(vault: &Vault, request: &LogRequest) -> Result<Value> {
+pub fn log(vault: &Vault, request: &LogRequest) -> Result<LogReport> {
     let policy = policy_of(vault)?;
     let feature = normalise_feature(&request.feature)?;
     let mut entries = Vec::new();
@@ -224,7 +240,5 @@ pub fn log(vault: &Vault, request: &LogRequest) -> Result<Value> {
     }
     let lines = section_lines(&new_body, &step.canonical_id);
     let (rows, notes, _) = section_summary(&lines);
-    Ok(
-        json!({"path": path.as_str(), "step": step.canonical_id, "rows": rows, "notes": notes, "changed": changed || created, "created": created}),
-    )
+    Ok(LogReport { path: path.to_string(), step: step.canonical_id, rows, notes, changed: changed || created, created })
 }

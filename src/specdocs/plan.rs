@@ -13,10 +13,9 @@ use std::sync::OnceLock;
 
 use regex::Regex;
 use schemars::JsonSchema;
-use serde::Deserialize;
-use serde_json::{Map, Value, json};
+use serde::{Deserialize, Serialize};
 
-use super::envelope::{ItemOutcome, envelope};
+use super::envelope::{BatchReport, ItemError, ItemOutcome, envelope};
 use super::{Doc, documents, policy_of, read_text, write_document};
 use crate::error::{Error, Result};
 use crate::note::{frontmatter, yaml_edit};
@@ -429,14 +428,63 @@ fn write_plan(vault: &Vault, plan: &LoadedPlan, body: &PlanBody, operation: &'st
     execute(vault, write_document(operation, plan.doc.path.clone(), text, Some(plan.text.as_str()), false)).map(|_| ())
 }
 
-fn with_totals(mut out: Map<String, Value>, stem: &str, body: &PlanBody) -> Map<String, Value> {
+/// What `plan_progress` and `plan_edit` return: the batch envelope plus the plan's totals
+/// after the batch.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PlanReport<R> {
+    /// The batch envelope of the items.
+    #[serde(flatten)]
+    pub batch: BatchReport<R>,
+    /// The plan's stem.
+    pub plan: String,
+    /// The plan's steps.
+    pub total_steps: usize,
+    /// The checked steps.
+    pub steps_completed: usize,
+    /// Checked steps in percent, to one decimal.
+    pub completion_percent: f64,
+    /// The display path of the first unchecked step.
+    pub next_open_step: Option<String>,
+}
+
+/// One `plan_progress` item's row.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct StepItem {
+    /// The step as the change named it.
+    pub step_id: String,
+    /// The state asked for, as given.
+    pub state: String,
+    /// updated, unchanged or failed.
+    pub status: String,
+    /// Why the change failed (failed items only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ItemError>,
+}
+
+/// One `plan_edit` item's row.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct PlanEditItem {
+    /// The operation, as given.
+    pub operation: String,
+    /// created, updated, removed or failed.
+    pub status: String,
+    /// The step's canonical ID (a failed item: the step_id given, if any).
+    pub step_id: Option<String>,
+    /// Why the operation failed (failed items only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<ItemError>,
+}
+
+fn with_totals<R>(batch: BatchReport<R>, stem: &str, body: &PlanBody) -> PlanReport<R> {
     let (total, done, percent, next) = body.totals();
-    out.insert("plan".into(), json!(stem));
-    out.insert("total_steps".into(), json!(total));
-    out.insert("steps_completed".into(), json!(done));
-    out.insert("completion_percent".into(), json!(percent));
-    out.insert("next_open_step".into(), json!(next));
-    out
+    PlanReport {
+        batch,
+        plan: stem.to_string(),
+        total_steps: total,
+        steps_completed: done,
+        completion_percent: percent,
+        next_open_step: next,
+    }
 }
 
 /// One `plan_progress` change.
@@ -450,7 +498,7 @@ pub struct StepChange {
 }
 
 /// `plan_progress`: explicit states, the plan written once at the end, only if a step changed.
-pub fn plan_progress(vault: &Vault, plan_ref: &str, changes: &[StepChange]) -> Result<Map<String, Value>> {
+pub fn plan_progress(vault: &Vault, plan_ref: &str, changes: &[StepChange]) -> Result<PlanReport<StepItem>> {
     if changes.is_empty() {
         return Err(Error::InvalidArgument { name: "steps", reason: "at least one step change is required".into() });
     }
@@ -476,11 +524,15 @@ pub fn plan_progress(vault: &Vault, plan_ref: &str, changes: &[StepChange]) -> R
             Ok(did) => {
                 changed |= did;
                 let status = if did { "updated" } else { "unchanged" };
-                outcomes.push(ItemOutcome::success(status, json!({"step_id": change.step_id, "state": change.state, "status": status})));
+                let row = StepItem { step_id: change.step_id.clone(), state: change.state.clone(), status: status.into(), error: None };
+                outcomes.push(ItemOutcome::success(status, row, false));
             }
-            Err(message) => outcomes.push(ItemOutcome::failure(
-                json!({"step_id": change.step_id, "state": change.state, "status": "failed", "error": {"message": message}}),
-            )),
+            Err(message) => outcomes.push(ItemOutcome::failure(StepItem {
+                step_id: change.step_id.clone(),
+                state: change.state.clone(),
+                status: "failed".into(),
+                error: Some(ItemError::new(message)),
+            })),
         }
     }
     if changed {
@@ -541,7 +593,7 @@ pub(crate) fn apply_edit(
 }
 
 /// `plan_edit`: operations in order against one parsed plan; one write (and guard) at the end.
-pub fn plan_edit(vault: &Vault, plan_ref: &str, operations: &[PlanEditOperation]) -> Result<Map<String, Value>> {
+pub fn plan_edit(vault: &Vault, plan_ref: &str, operations: &[PlanEditOperation]) -> Result<PlanReport<PlanEditItem>> {
     if operations.is_empty() {
         return Err(Error::InvalidArgument { name: "operations", reason: "at least one plan-edit operation is required".into() });
     }
@@ -554,11 +606,15 @@ pub fn plan_edit(vault: &Vault, plan_ref: &str, operations: &[PlanEditOperation]
     for op in operations {
         match apply_edit(&mut body, op, &mut removed) {
             Ok((status, id)) => {
-                outcomes.push(ItemOutcome::success(status, json!({"operation": op.operation, "status": status, "step_id": id})))
+                let row = PlanEditItem { operation: op.operation.clone(), status: status.into(), step_id: Some(id), error: None };
+                outcomes.push(ItemOutcome::success(status, row, false));
             }
-            Err(message) => outcomes.push(ItemOutcome::failure(json!({
-                "operation": op.operation, "status": "failed", "step_id": op.step_id, "error": {"message": message}
-            }))),
+            Err(message) => outcomes.push(ItemOutcome::failure(PlanEditItem {
+                operation: op.operation.clone(),
+                status: "failed".into(),
+                step_id: op.step_id.clone(),
+                error: Some(ItemError::new(message)),
+            })),
         }
     }
     if body != plan.body {

@@ -4,9 +4,9 @@
 use std::collections::BTreeSet;
 
 use proptest::prelude::*;
-use serde_json::json;
+use serde_json::{Value, json};
 
-use super::envelope::{ItemOutcome, envelope};
+use super::envelope::{BatchStatus, ItemOutcome, envelope};
 use super::ledger::canonical_row;
 use super::plan::{PlanBody, PlanEditOperation, Tier, apply_edit, guard};
 use super::{blob_hash, reference_stem};
@@ -33,17 +33,17 @@ fn references_name_a_stem_in_every_form() {
 
 #[test]
 fn envelope_counts_exactly_and_samples_failures_first() {
-    let mut items: Vec<ItemOutcome> = (0..30).map(|i| ItemOutcome::success("created", json!({"index": i, "warnings": []}))).collect();
+    let mut items: Vec<ItemOutcome<Value>> = (0..30).map(|i| ItemOutcome::success("created", json!({"index": i}), false)).collect();
     items.push(ItemOutcome::failure(json!({"index": 30})));
-    let out = envelope(items, 5);
+    let out = serde_json::to_value(envelope(items, 5)).unwrap();
     assert_eq!(out["status"], "mixed");
     assert_eq!(out["counts"], json!({"created": 30, "failed": 1}));
     assert_eq!(out["submitted"], 31);
     assert_eq!(out["items_omitted"], 25);
     assert_eq!(out["items"].as_array().map(Vec::len), Some(6));
     assert!(out["items"].as_array().is_some_and(|i| i.iter().any(|r| r["index"] == 30)));
-    assert_eq!(envelope(vec![ItemOutcome::failure(json!({}))], 5)["status"], "failed");
-    assert_eq!(envelope(vec![ItemOutcome::success("updated", json!({}))], 5)["status"], "ok");
+    assert_eq!(envelope(vec![ItemOutcome::failure(json!({}))], 5).status, BatchStatus::Failed);
+    assert_eq!(envelope(vec![ItemOutcome::success("updated", json!({}), false)], 5).status, BatchStatus::Ok);
 }
 
 fn l1() -> PlanBody {

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::receipts::Receipt;
 use super::{Mutation, NoteChange, execute, execute_rendered, sha256_hex};
 use crate::error::{Error, Result};
 use crate::note::frontmatter;
@@ -59,15 +60,31 @@ fn daily_log() -> String {
     crate::policy::DEFAULT_SYNTHESIS_TYPE.into()
 }
 
-/// A stored, content-addressed proposal.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// What `read_memory_history` returns: the newest receipts, oldest first.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct MemoryHistory {
+    /// The receipts, each exactly as its line of the log holds it (content-free).
+    #[schemars(with = "Vec<Receipt>")]
+    pub receipts: Vec<Value>,
+}
+
+/// A stored, content-addressed proposal: `propose_memory_change`'s result, handed back
+/// unchanged to `apply_memory_change`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Proposal {
+    /// The note's vault-relative path.
     pub path: String,
+    /// The note's sha256 now.
     pub before_sha256: String,
+    /// The note's sha256 after the change.
     pub after_sha256: String,
+    /// The note's whole new text.
     pub content: String,
+    /// The proposal's id (content-addressed).
     pub proposal_id: String,
+    /// The key that makes applying it again replay the receipt.
     pub idempotency_key: String,
+    /// When the proposal was made (RFC 3339).
     #[serde(default)]
     pub created_at: String,
 }
@@ -245,7 +262,7 @@ impl Vault {
     }
 
     /// Creates one new note (the target must not exist) through the write transaction.
-    pub fn ingest_note(&self, request: &IngestRequest) -> Result<Value> {
+    pub fn ingest_note(&self, request: &IngestRequest) -> Result<Receipt> {
         require_text("title", &request.title)?;
         require_text("description", &request.description)?;
         let path = note_path(self, &request.name)?;
@@ -266,11 +283,11 @@ impl Vault {
         validate_note_text(self, &path, &content)?;
         let log = log_entry("ingest", "Created", &request.title, &path, &[]);
         let mutation = new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log);
-        execute_rendered(self, mutation, &request_identity(request)).map(|receipt| receipt.to_value())
+        execute_rendered(self, mutation, &request_identity(request))
     }
 
     /// Creates one synthesis note (Daily Log by default, episodic memory) through the transaction.
-    pub fn synthesize_session(&self, request: &SynthesizeRequest) -> Result<Value> {
+    pub fn synthesize_session(&self, request: &SynthesizeRequest) -> Result<Receipt> {
         require_text("title", &request.title)?;
         require_text("description", &request.description)?;
         let path = note_path(self, &request.name)?;
@@ -300,7 +317,7 @@ impl Vault {
         }
         let log = log_entry("synthesize", "Synthesized", &request.title, &path, &extra);
         let mutation = new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log);
-        execute_rendered(self, mutation, &request_identity(request)).map(|receipt| receipt.to_value())
+        execute_rendered(self, mutation, &request_identity(request))
     }
 
     /// Validates and stores a content-addressed proposal; never writes the note.
@@ -351,7 +368,7 @@ impl Vault {
     }
 
     /// Applies a proposal stored under `proposal_id` (the CLI's `apply`).
-    pub fn apply_stored_proposal(&self, proposal_id: &str, approved: bool) -> Result<Value> {
+    pub fn apply_stored_proposal(&self, proposal_id: &str, approved: bool) -> Result<Receipt> {
         if proposal_id.len() != 64 || !proposal_id.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(Error::InvalidArgument { name: "proposal_id", reason: "must be 64 hex characters".into() });
         }
@@ -361,6 +378,11 @@ impl Vault {
             .and_then(|b| serde_json::from_slice(&b).ok())
             .ok_or_else(|| Error::ProposalInvalid { reason: "proposal is not durable; call propose_memory_change first".into() })?;
         self.apply_memory_change(&stored, approved)
+    }
+
+    /// `read_memory_history`'s result: the newest `limit` receipts after `after_seq`.
+    pub fn memory_history(&self, limit: usize, after_seq: u64) -> Result<MemoryHistory> {
+        Ok(MemoryHistory { receipts: self.read_memory_history(limit, after_seq)? })
     }
 
     /// The newest `limit` receipts after `after_seq` (content-free).
@@ -389,7 +411,7 @@ impl Vault {
     }
 
     /// Applies a stored proposal (only with `approved`); replay returns the original receipt.
-    pub fn apply_memory_change(&self, proposal: &BTreeMap<String, Value>, approved: bool) -> Result<Value> {
+    pub fn apply_memory_change(&self, proposal: &BTreeMap<String, Value>, approved: bool) -> Result<Receipt> {
         if !approved {
             return Err(Error::ApprovalRequired { operation: "apply_memory_change" });
         }
@@ -425,7 +447,6 @@ impl Vault {
             Some(approval) => super::execute_approved(self, mutation, approval),
             None => execute(self, mutation),
         }
-        .map(|receipt| receipt.to_value())
     }
 }
 

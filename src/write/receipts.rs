@@ -23,44 +23,59 @@ pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000
 /// `serde_json::Map` is sorted by key), so a line re-serialises byte for byte and the hash
 /// chain of an existing log still verifies. A field a receipt does not carry is absent, never
 /// `null`; fields this engine does not know (a journal of another version) are kept as they are.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(default)]
 pub struct Receipt {
+    /// Who wrote (the MCP agent or the CLI user), when known.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub actor: Option<String>,
+    /// The note's sha256 after the write.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after_sha256: Option<String>,
     /// Who approved the write (src/approvals): approver, channel, decision time, record sha256.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval: Option<Value>,
+    /// When the transaction committed (RFC 3339).
     pub at: String,
+    /// The note's sha256 before the write (absent for a new note).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub before_sha256: Option<String>,
     /// Files left as someone outside the engine wrote them.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conflicts: Option<Vec<String>>,
+    /// The transaction's duration in milliseconds, as text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<String>,
+    /// The error an aborted write stopped with (docs/errors.md).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error_code: Option<String>,
+    /// The key that makes a replay return this receipt.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idempotency_key: Option<String>,
+    /// What the catalog regeneration changed.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub index_summary: Option<String>,
+    /// Orphan notes the lint gate saw, as text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lint_orphans: Option<String>,
+    /// The sha256 of the planned mutation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub mutation_sha256: Option<String>,
     /// Every note's hashes, when the transaction changed more than one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notes: Option<Vec<NoteHashes>>,
+    /// Notes the published search generation left out, as text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notes_excluded: Option<String>,
+    /// Notes the published search generation holds, as text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notes_indexed: Option<String>,
+    /// Notes the search publish read, as text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub notes_scanned: Option<String>,
+    /// The operation that wrote (`ingest_note`, `mcp.vaultspec.create`…).
     pub operation: String,
+    /// The vault-relative path written.
     pub path: String,
     /// The step an aborted write stopped in (`check`, `plan`, `commit`, `apply`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -71,20 +86,28 @@ pub struct Receipt {
     /// blake3 of the previous line (`GENESIS` for the first); filled by `ReceiptLog::append`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prev: Option<String>,
+    /// The proposal the write applied.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proposal_id: Option<String>,
+    /// `power.receipt.v1`.
     pub receipt_schema: String,
+    /// Set when crash recovery completed the transaction.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recovered: Option<String>,
+    /// The search generation published with the write.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub search_generation: Option<String>,
+    /// The index the publish built (fts or dense).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub search_mode: Option<String>,
+    /// The receipt's number in the log (strictly +1).
     pub seq: u64,
+    /// The tracing span of the write.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub span_id: Option<String>,
     /// `ok` or `aborted`.
     pub status: String,
+    /// The tracing trace of the write.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
     /// Fields of another engine version, kept (after the known ones).
@@ -93,10 +116,13 @@ pub struct Receipt {
 }
 
 /// One note's hashes in a multi-note receipt's `notes`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct NoteHashes {
+    /// The note's sha256 after the write.
     pub after_sha256: String,
+    /// The note's sha256 before the write.
     pub before_sha256: String,
+    /// The note's vault-relative path.
     pub path: String,
 }
 

@@ -76,7 +76,7 @@ fn under_a_human_rule_approved_true_waits_for_a_person_and_the_receipt_names_the
     assert_eq!(vault.pending_approvals().unwrap(), 0);
     // The caller's own approval is still needed to run it.
     assert_eq!(vault.apply_memory_change(&as_map(&proposal), false).unwrap_err().code(), "approval_required");
-    let receipt = vault.apply_memory_change(&as_map(&proposal), true).unwrap();
+    let receipt = vault.apply_memory_change(&as_map(&proposal), true).unwrap().to_value();
     assert_eq!(receipt["status"], "ok");
     assert_eq!(receipt["approval"]["approver"], "alice", "{receipt}");
     assert_eq!(receipt["approval"]["channel"], "cli");
@@ -84,7 +84,7 @@ fn under_a_human_rule_approved_true_waits_for_a_person_and_the_receipt_names_the
     assert!(std::fs::read_to_string(dir.path().join("01_Projects/plan.md")).unwrap().contains("v1"));
     assert_eq!(vault.proposal_status(&proposal.proposal_id).unwrap().state, ProposalState::Applied);
     // A replay returns the original receipt; the chain (which hashes the approval) verifies.
-    assert_eq!(vault.apply_memory_change(&as_map(&proposal), true).unwrap(), receipt);
+    assert_eq!(vault.apply_memory_change(&as_map(&proposal), true).unwrap().to_value(), receipt);
     assert!(vault.verify_history().unwrap().ok);
     let history = vault.read_memory_history(10, 0).unwrap();
     assert!(history.iter().any(|r| r["approval"]["approver"] == "alice"), "{history:?}");
@@ -94,7 +94,7 @@ fn under_a_human_rule_approved_true_waits_for_a_person_and_the_receipt_names_the
 fn paths_outside_the_human_rule_keep_the_callers_approval() {
     let (dir, vault) = vault(HUMAN_PROJECTS);
     let proposal = propose(&vault, "03_Resources/ref.md", "free\n");
-    let receipt = vault.apply_memory_change(&as_map(&proposal), true).unwrap();
+    let receipt = vault.apply_memory_change(&as_map(&proposal), true).unwrap().to_value();
     assert!(receipt.get("approval").is_none(), "{receipt}");
     assert!(dir.path().join("03_Resources/ref.md").exists());
     assert_eq!(vault.pending_approvals().unwrap(), 0, "a caller-approved proposal waits for no one");
@@ -220,7 +220,7 @@ fn concurrent_decisions_leave_exactly_one_record_and_apply_follows_it() {
     match winners[0] {
         Decision::Approved => {
             assert_eq!(stored["decision"], "approved");
-            assert_eq!(applied.unwrap()["approval"]["approver"], "alice");
+            assert_eq!(applied.unwrap().to_value()["approval"]["approver"], "alice");
         }
         Decision::Rejected => {
             assert_eq!(stored["decision"], "rejected");
@@ -255,7 +255,7 @@ fn an_apply_racing_the_approval_never_writes_before_the_record_exists() {
         applier.join().unwrap()
     });
     assert!(record.exists());
-    assert_eq!(receipt["approval"]["approver"], "alice");
+    assert_eq!(receipt.to_value()["approval"]["approver"], "alice");
 }
 
 /// The binary with a private configuration folder, feeding `stdin`.
@@ -310,7 +310,7 @@ fn the_cli_adds_approvers_and_decides_with_the_secret_on_standard_input() {
         (Some("alice"), Some("cli"), Some("ship it"))
     );
     let reopened = Vault::open(dir.path(), options()).unwrap();
-    let receipt = reopened.apply_memory_change(&as_map(&proposal), true).unwrap();
+    let receipt = reopened.apply_memory_change(&as_map(&proposal), true).unwrap().to_value();
     assert_eq!(receipt["approval"]["approver"], "alice");
     let doctor: Value = serde_json::from_slice(&paravault(dir.path(), &["--json", "doctor"]).stdout).unwrap();
     assert_eq!(doctor["vault"]["pending_approvals"], 0);

@@ -153,7 +153,7 @@ fn recovery_never_undoes_a_later_commit() {
         let text = note("Project", "X final", "final content [[hub]]\n");
         let proposal = vault.propose_memory_change("01_Projects/x.md", &text, None, None).unwrap();
         let map: std::collections::BTreeMap<String, Value> = serde_json::from_value(serde_json::to_value(&proposal).unwrap()).unwrap();
-        let receipt = vault.apply_memory_change(&map, true).unwrap();
+        let receipt = vault.apply_memory_change(&map, true).unwrap().to_value();
         drop(vault);
         let reopened = paravault::Vault::open(dir.path(), Default::default()).unwrap();
         assert_eq!(std::fs::read_to_string(dir.path().join("01_Projects/x.md")).unwrap(), text, "{point}");

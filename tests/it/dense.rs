@@ -134,7 +134,8 @@ fn writes_embed_only_what_they_change_and_keep_dense_search_current() {
             content: "Feed the starter, let the dough rise overnight and bake it in a hot oven.".into(),
             ..Default::default()
         })
-        .unwrap();
+        .unwrap()
+        .to_value();
     assert_eq!(receipt["search_mode"], "semantic", "the write was embedded: {receipt}");
     let after = active_dense(&vault);
     assert_eq!(after.arena, before.arena, "the write appends to the same arena");

@@ -40,17 +40,17 @@ fn add(vault: &Vault, title: &str) -> String {
         vault,
         GoalRequest::Add(AddInput { title: title.into(), description: None, group: None, depends_on: None, links: None }),
     );
-    assert!(envelope.ok, "{}", envelope.json);
-    envelope.json["result"]["goal"]["id"].as_str().unwrap().to_string()
+    assert!(envelope.ok, "{}", envelope.json());
+    envelope.json()["result"]["goal"]["id"].as_str().unwrap().to_string()
 }
 
 fn lifecycle(vault: &Vault, kind: Lifecycle, id: &str) -> Value {
     goals::run(vault, GoalRequest::Lifecycle(kind, ConfirmedInput { id: id.into(), confirm: Some(json!(true)), expected_updated_at: None }))
-        .json
+        .json()
 }
 
 fn goal_status(vault: &Vault, id: &str) -> String {
-    goals::run(vault, GoalRequest::Show { id: id.into() }).json["result"]["goal"]["status"].as_str().unwrap().to_string()
+    goals::run(vault, GoalRequest::Show { id: id.into() }).json()["result"]["goal"]["status"].as_str().unwrap().to_string()
 }
 
 const WORKLIST: &str = "01_Projects/Project Goals.md";
@@ -70,7 +70,7 @@ fn a_goal_lifecycle_change_under_a_human_rule_applies_exactly_what_a_person_appr
         &vault,
         GoalRequest::Lifecycle(Lifecycle::Complete, ConfirmedInput { id: first.clone(), confirm: None, expected_updated_at: None }),
     );
-    assert_eq!(unconfirmed.json["error"]["code"], "APPROVAL_REQUIRED");
+    assert_eq!(unconfirmed.json()["error"]["code"], "APPROVAL_REQUIRED");
     let waiting = lifecycle(&vault, Lifecycle::Complete, &first);
     assert_eq!(waiting["ok"], false);
     assert_eq!(waiting["error"]["code"], "HUMAN_APPROVAL_REQUIRED", "{waiting}");
@@ -173,7 +173,7 @@ fn a_worklist_that_does_not_parse_is_a_lint_finding_in_lint_vault_and_the_cli() 
 
     // The goal tools still refuse to write it, and nothing is lost.
     let refused = goals::run(&vault, GoalRequest::Show { id });
-    assert_eq!(refused.json["error"]["code"], "WORKLIST_INVALID");
+    assert_eq!(refused.json()["error"]["code"], "WORKLIST_INVALID");
     assert_eq!(std::fs::read_to_string(&worklist).unwrap(), broken);
 }
 
@@ -262,7 +262,7 @@ fn infra_replicate_under_a_human_rule_reaches_the_broker_only_after_a_person_app
     assert_eq!(review.request.as_ref().unwrap()["idempotency_key"], "nightly-1", "{review:?}");
     assert_eq!(review.request.as_ref().unwrap()["operation"], "replicate");
     decide(&vault, config.path(), proposal_id, Decision::Approved);
-    let result = vault.infra_action(replicate("nightly-1")).unwrap();
+    let result = serde_json::to_value(vault.infra_action(replicate("nightly-1")).unwrap()).unwrap();
     assert_eq!(result["status"], "ok", "{result}");
     assert_eq!(result["approval"]["approver"], "alice");
     assert_eq!(result["approval"]["channel"], "cli");
@@ -367,9 +367,9 @@ fn an_add_beyond_the_worklist_capacity_is_worklist_full_and_loses_nothing() {
             }),
         );
         if !envelope.ok {
-            break envelope.json;
+            break envelope.json();
         }
-        added.push(envelope.json["result"]["goal"]["id"].as_str().unwrap().to_string());
+        added.push(envelope.json()["result"]["goal"]["id"].as_str().unwrap().to_string());
         assert!(added.len() < 100, "4 KiB cannot hold 100 goals");
     };
     assert!(added.len() >= 5, "the worklist held {} goals before it was full", added.len());
@@ -383,9 +383,9 @@ fn an_add_beyond_the_worklist_capacity_is_worklist_full_and_loses_nothing() {
     // A plan that does not fit adds nothing either, and every earlier goal is still there.
     let plan = json!([{"title": "Plan entry a"}, {"title": "Plan entry b"}]);
     let refused = goals::run(&vault, GoalRequest::ApplyPlan(goals::ApplyPlanInput { plan, dry_run: None }));
-    assert_eq!(refused.json["error"]["code"], "WORKLIST_FULL", "{}", refused.json);
+    assert_eq!(refused.json()["error"]["code"], "WORKLIST_FULL", "{}", refused.json());
     assert_eq!(std::fs::read(&worklist).unwrap(), kept, "a refused add changed the worklist");
-    let listed = goals::run(&vault, GoalRequest::List).json;
+    let listed = goals::run(&vault, GoalRequest::List).json();
     let ids: Vec<&str> = listed["result"]["goals"].as_array().unwrap().iter().map(|g| g["id"].as_str().unwrap()).collect();
     assert_eq!(ids, added.iter().map(String::as_str).collect::<Vec<_>>());
     // Room made by a deletion is usable again.

@@ -45,7 +45,8 @@ fn receipt(vault: &Vault) -> (u64, String) {
             content: "Finished.\n".into(),
             ..Default::default()
         })
-        .unwrap();
+        .unwrap()
+        .to_value();
     (r["seq"].as_u64().unwrap(), r["trace_id"].as_str().unwrap().to_string())
 }
 

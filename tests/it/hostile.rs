@@ -365,7 +365,7 @@ fn bidi_controls_long_components_and_bad_related_paths_are_refused() {
 #[test]
 fn nfc_and_nfd_spellings_of_a_name_are_one_note() {
     let (dir, vault) = vault("");
-    let receipt = vault.ingest_note(&ingest("01_Projects/caf\u{e9}", "First.")).unwrap();
+    let receipt = vault.ingest_note(&ingest("01_Projects/caf\u{e9}", "First.")).unwrap().to_value();
     assert_eq!(receipt["path"], "01_Projects/caf\u{e9}.md");
     assert_eq!(code(vault.ingest_note(&ingest("01_Projects/cafe\u{301}", "Second."))), "already_exists");
     let names: Vec<String> = std::fs::read_dir(dir.path().join("01_Projects"))
@@ -411,7 +411,7 @@ fn init_with_a_bare_relative_vault_name_works() {
 #[test]
 fn cli_writes_are_recorded_as_a_person_s_and_library_writes_as_an_agent_s() {
     let (dir, vault) = vault("");
-    let agent = vault.ingest_note(&ingest("01_Projects/by-agent", "Body.")).unwrap();
+    let agent = vault.ingest_note(&ingest("01_Projects/by-agent", "Body.")).unwrap().to_value();
     assert_eq!((agent["operation"].as_str(), agent["actor"].as_str()), (Some("mcp.ingest_note"), Some("agent")));
     assert!(std::fs::read_to_string(dir.path().join("01_Projects/by-agent.md")).unwrap().contains("write_policy: agent-proposed"));
     drop(vault);
@@ -442,7 +442,7 @@ fn an_agent_cannot_claim_a_person_wrote_its_text() {
     let proposal = person.propose_memory_change("01_Projects/forged.md", claimed, None, None).unwrap();
     let map: std::collections::BTreeMap<String, serde_json::Value> =
         serde_json::from_value(serde_json::to_value(&proposal).unwrap()).unwrap();
-    let receipt = person.apply_memory_change(&map, true).unwrap();
+    let receipt = person.apply_memory_change(&map, true).unwrap().to_value();
     assert_eq!((receipt["operation"].as_str(), receipt["actor"].as_str()), (Some("cli.apply"), Some("human")));
 }
 
@@ -1154,6 +1154,7 @@ fn a_para_folder_swapped_for_a_link_never_answers_from_the_canary_notes() {
     use paravault::maintenance::markdown_fix::MarkdownRequest;
     use paravault::maintenance::rot::RotRequest;
     use paravault::specdocs::authoring::{CreateSpec, create};
+    use paravault::specdocs::envelope::BatchStatus;
     use paravault::specdocs::plan::{PlanEditOperation, plan_edit};
     let archived = "---\ntype: Project\ntitle: Real old\ndescription: About old\ntimestamp: 2026-01-01T00:00:00Z\nstatus: archived\n---\nReal old body.\n";
     let fixture = format!(
@@ -1169,21 +1170,21 @@ fn a_para_folder_swapped_for_a_link_never_answers_from_the_canary_notes() {
         &vault,
         GoalRequest::Add(AddInput { title: "Real goal".into(), description: None, group: None, depends_on: None, links: None }),
     );
-    assert!(added.ok, "{}", added.json);
+    assert!(added.ok, "{}", added.json());
     let spec = |doc_type: &str| CreateSpec {
         feature: "search-api".into(),
         doc_type: Some(doc_type.into()),
         date: Some("2026-05-30".into()),
         ..Default::default()
     };
-    assert_eq!(create(&vault, &[spec("research"), spec("plan")]).unwrap()["status"], "ok");
+    assert_eq!(create(&vault, &[spec("research"), spec("plan")]).unwrap().status, BatchStatus::Ok);
     let step = PlanEditOperation {
         operation: "add".into(),
         action: Some("Real step".into()),
         scope: Some("src/lib.rs".into()),
         ..Default::default()
     };
-    assert_eq!(plan_edit(&vault, "2026-05-30-search-api-plan", &[step]).unwrap()["status"], "ok");
+    assert_eq!(plan_edit(&vault, "2026-05-30-search-api-plan", &[step]).unwrap().batch.status, BatchStatus::Ok);
     // Search: the index holds `hit.md` as first written; the note then changes behind the
     // index, so every hit on it is stale, unless it is read through the link (the canary holds
     // the indexed bytes).
@@ -1205,8 +1206,8 @@ fn a_para_folder_swapped_for_a_link_never_answers_from_the_canary_notes() {
     let link_rot = RotRequest { allow_link_rot: true, approved: true, ..Default::default() };
     assert!(!serde_json::to_string(&vault.rot_audit(&link_rot).unwrap()).unwrap().contains("canary.invalid"));
     let listed = goals::run(&vault, GoalRequest::List);
-    assert!(listed.ok && listed.json.to_string().contains("Real goal"), "{}", listed.json);
-    let status = paravault::specdocs::health::status(&vault, None).unwrap().to_string();
+    assert!(listed.ok && listed.json().to_string().contains("Real goal"), "{}", listed.json());
+    let status = serde_json::to_string(&paravault::specdocs::health::status(&vault, None).unwrap()).unwrap();
     assert!(status.contains("\"closed_steps\":0"), "{status}");
     // The storm: each reader in turn while `01_Projects` is swapped with a link to the canary.
     let reflected = std::cell::RefCell::new(std::collections::BTreeSet::<String>::new());
@@ -1261,10 +1262,11 @@ fn a_para_folder_swapped_for_a_link_never_answers_from_the_canary_notes() {
                 ),
                 4 => seen("rot", vault.rot_audit(&link_rot).map(|r| serde_json::to_string(&r).unwrap().contains("canary.invalid"))),
                 5 => seen("search", vault.search(&SearchParams::fts("hitword", 5)).map(|found| hit_is_fresh(&found))),
-                6 => seen("goals", Ok(goals::run(&vault, GoalRequest::List).json.to_string().contains("Canary"))),
+                6 => seen("goals", Ok(goals::run(&vault, GoalRequest::List).json().to_string().contains("Canary"))),
                 7 => seen(
                     "specdocs",
-                    paravault::specdocs::health::status(&vault, None).map(|s| s.to_string().contains("\"closed_steps\":1")),
+                    paravault::specdocs::health::status(&vault, None)
+                        .map(|s| serde_json::to_string(&s).unwrap().contains("\"closed_steps\":1")),
                 ),
                 // The Markdown fix writes: a fix computed from a canary's bytes must never land.
                 _ => seen("markdown_fix", vault.check_markdown_tool(&MarkdownRequest { fix: true, approved: true }).map(|_| false)),

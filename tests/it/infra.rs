@@ -18,6 +18,11 @@ fn vault_with_socket(socket: Option<&Path>, timeout_ms: u64) -> (tempfile::TempD
     (dir, vault)
 }
 
+/// `infra_action`'s result as the JSON the tool sends.
+fn infra(vault: &Vault, request: InfraRequest) -> paravault::Result<Value> {
+    vault.infra_action(request).map(|result| serde_json::to_value(result).unwrap())
+}
+
 fn req(value: Value) -> InfraRequest {
     serde_json::from_value(value).unwrap()
 }
@@ -71,12 +76,12 @@ fn reason(result: &Value) -> &str {
 fn absent_or_unreachable_broker_is_missing_execution_capability() {
     let sockdir = tempfile::tempdir().unwrap();
     let (_dir, vault) = vault_with_socket(Some(&sockdir.path().join("nobody-listens.sock")), 1000);
-    let result = vault.infra_action(req(json!({"operation": "status"}))).unwrap();
+    let result = infra(&vault, req(json!({"operation": "status"}))).unwrap();
     assert_eq!(reason(&result), "MISSING_EXECUTION_CAPABILITY");
     assert_eq!(result["block"]["source"], "client");
     if std::env::var_os("PARAVAULT_INFRA_SOCKET").is_none() {
         let (_dir, vault) = vault_with_socket(None, 1000);
-        let result = vault.infra_action(req(json!({"operation": "probe", "target": "backup-1"}))).unwrap();
+        let result = infra(&vault, req(json!({"operation": "probe", "target": "backup-1"}))).unwrap();
         assert_eq!(reason(&result), "MISSING_EXECUTION_CAPABILITY");
     }
 }
@@ -86,11 +91,11 @@ fn a_receipt_is_ok_and_the_request_is_well_formed() {
     let sockdir = tempfile::tempdir().unwrap();
     let (socket, broker) = broker(sockdir.path(), 1, |r| response(r, receipt()));
     let (_dir, vault) = vault_with_socket(Some(&socket), 2000);
-    let result = vault
-        .infra_action(req(
-            json!({"operation": "replicate", "target": "nas-1", "profile": "nightly", "idempotency_key": "k-1", "approval_ref": "appr:7"}),
-        ))
-        .unwrap();
+    let result = infra(
+        &vault,
+        req(json!({"operation": "replicate", "target": "nas-1", "profile": "nightly", "idempotency_key": "k-1", "approval_ref": "appr:7"})),
+    )
+    .unwrap();
     assert_eq!(result["status"], "ok", "{result}");
     assert_eq!(result["receipt"]["run_id"], "run_abc");
     let seen = broker.join().unwrap();
@@ -116,10 +121,10 @@ fn a_broker_block_passes_through_with_its_code() {
         response(r, json!({"block": {"schema": "power.infra-block.v1", "reason_code": code, "detail": "operator policy"}}))
     });
     let (_dir, vault) = vault_with_socket(Some(&socket), 2000);
-    let blocked = vault.infra_action(req(json!({"operation": "replicate", "idempotency_key": "k"}))).unwrap();
+    let blocked = infra(&vault, req(json!({"operation": "replicate", "idempotency_key": "k"}))).unwrap();
     assert_eq!(reason(&blocked), "APPROVAL_REQUIRED");
     assert_eq!(blocked["block"]["detail"], "operator policy");
-    let probe = vault.infra_action(req(json!({"operation": "probe", "target": "nas-1"}))).unwrap();
+    let probe = infra(&vault, req(json!({"operation": "probe", "target": "nas-1"}))).unwrap();
     assert_eq!(reason(&probe), "HOST_IDENTITY_MISMATCH");
     broker.join().unwrap();
 }
@@ -173,7 +178,7 @@ fn protocol_violations_are_protocol_errors() {
         let sockdir = tempfile::tempdir().unwrap();
         let (socket, broker) = broker(sockdir.path(), 1, answer);
         let (_dir, vault) = vault_with_socket(Some(&socket), 2000);
-        let result = vault.infra_action(req(json!({"operation": "status"}))).unwrap();
+        let result = infra(&vault, req(json!({"operation": "status"}))).unwrap();
         assert_eq!(reason(&result), "PROTOCOL_ERROR", "{name}: {result}");
         assert!(result.get("receipt").is_none(), "{name}");
         assert!(!result.to_string().contains("Permission denied") && !result.to_string().contains("secret"), "{name}: nothing leaks");
@@ -192,7 +197,7 @@ fn a_silent_broker_times_out() {
         drop(stream);
     });
     let (_dir, vault) = vault_with_socket(Some(&path), 200);
-    let result = vault.infra_action(req(json!({"operation": "status"}))).unwrap();
+    let result = infra(&vault, req(json!({"operation": "status"}))).unwrap();
     assert_eq!(reason(&result), "TIMEOUT");
     holder.join().unwrap();
 }
@@ -215,7 +220,7 @@ fn invalid_requests_are_refused_before_any_connection() {
         json!({"operation": "status", "expected_revision": 3}),
         json!({"operation": "verify", "run_id": "../../etc"}),
     ] {
-        let error = vault.infra_action(req(bad.clone())).unwrap_err();
+        let error = infra(&vault, req(bad.clone())).unwrap_err();
         assert_eq!(error.code(), "invalid_argument", "{bad}: {error}");
     }
     assert!(listener.accept().is_err(), "no connection was made");

@@ -840,7 +840,7 @@ fn a_propose_agents_episode_waits_for_a_person_and_applies_exactly_as_proposed_w
     assert!(!said.contains("call again"), "{said}");
     assert!(!note.exists());
     approve(vault, approvers.path(), &proposal_id);
-    let receipt = vault.apply_proposal_by_id(&proposal_id, false).unwrap();
+    let receipt = vault.apply_proposal_by_id(&proposal_id, false).unwrap().to_value();
     assert_eq!(receipt["status"], "ok", "{receipt}");
     assert_eq!(receipt["operation"], "ctxvault.write_episode");
     assert_eq!(receipt["proposal_id"], proposal_id.as_str());
@@ -856,7 +856,7 @@ fn a_propose_agents_episode_waits_for_a_person_and_applies_exactly_as_proposed_w
     assert_eq!(time(&seen[0]["known_at"]), time(&receipt["at"]), "known when the apply committed: {}", seen[0]);
     assert_eq!(vault.proposal_status(&proposal_id).unwrap().state, paravault::approvals::ProposalState::Applied);
     // Applying again replays the receipt; nothing new is written.
-    let again = vault.apply_memory_proposal(&proposal_id, false).unwrap();
+    let again = vault.apply_memory_proposal(&proposal_id, false).unwrap().to_value();
     assert_eq!(again["seq"], receipt["seq"]);
 }
 
@@ -954,7 +954,7 @@ fn engine_stamped_notes_take_the_vaults_clock() {
         date: Some("2031-02-03".into()),
         ..Default::default()
     };
-    assert_eq!(paravault::specdocs::authoring::create(&vault, &[spec]).unwrap()["status"], "ok");
+    assert_eq!(paravault::specdocs::authoring::create(&vault, &[spec]).unwrap().status, paravault::specdocs::envelope::BatchStatus::Ok);
     let document = std::fs::read_to_string(dir.path().join("01_Projects/clock/research/2031-02-03-clock-research.md")).unwrap();
     assert!(document.contains("timestamp: 2031-02-03T04:05:06Z"), "{document}");
     let options = vault.options().clone();

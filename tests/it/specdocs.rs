@@ -1,13 +1,53 @@
 //! vaultspec documents through the engine API: create batches (order, lifecycle, index),
 //! edit guards, plan editing and progress, the ledger, status and check with safe fixes.
 
-use paravault::specdocs::authoring::{CreateSpec, EditOperation, FindRequest, create, edit, find};
-use paravault::specdocs::health::{check, status};
-use paravault::specdocs::ledger::{LogRequest, log};
-use paravault::specdocs::plan::{PlanEditOperation, StepChange, plan_edit, plan_progress};
-use serde_json::json;
+use paravault::Vault;
+use paravault::specdocs::authoring::{self, CreateSpec, EditOperation, FindRequest};
+use paravault::specdocs::health;
+use paravault::specdocs::ledger::{self, LogRequest};
+use paravault::specdocs::plan::{self, PlanEditOperation, StepChange};
+use serde_json::{Value, json};
 
 use crate::support::{snapshot_tree, vault};
+
+// The engine's reports as the JSON the vaultspec tools send (`find`'s rows without the
+// `result` wrapper).
+
+fn json<T: serde::Serialize>(report: paravault::Result<T>) -> paravault::Result<Value> {
+    report.map(|r| serde_json::to_value(r).unwrap())
+}
+
+fn create(vault: &Vault, specs: &[CreateSpec]) -> paravault::Result<Value> {
+    json(authoring::create(vault, specs))
+}
+
+fn edit(vault: &Vault, operations: &[EditOperation]) -> paravault::Result<Value> {
+    json(authoring::edit(vault, operations))
+}
+
+fn find(vault: &Vault, request: &FindRequest) -> paravault::Result<Value> {
+    json(authoring::find(vault, request)).map(|found| found["result"].clone())
+}
+
+fn plan_edit(vault: &Vault, plan_ref: &str, operations: &[PlanEditOperation]) -> paravault::Result<Value> {
+    json(plan::plan_edit(vault, plan_ref, operations))
+}
+
+fn plan_progress(vault: &Vault, plan_ref: &str, changes: &[StepChange]) -> paravault::Result<Value> {
+    json(plan::plan_progress(vault, plan_ref, changes))
+}
+
+fn log(vault: &Vault, request: &LogRequest) -> paravault::Result<Value> {
+    json(ledger::log(vault, request))
+}
+
+fn status(vault: &Vault, target: Option<&str>) -> paravault::Result<Value> {
+    json(health::status(vault, target))
+}
+
+fn check(vault: &Vault, feature: Option<&str>, fix: bool) -> paravault::Result<Value> {
+    json(health::check(vault, feature, fix))
+}
 
 fn spec(feature: &str, doc_type: &str) -> CreateSpec {
     CreateSpec { feature: feature.into(), doc_type: Some(doc_type.into()), date: Some("2026-05-30".into()), ..Default::default() }

@@ -85,7 +85,7 @@ fn concurrent_writers_lose_no_goal() {
                     added.push(title.clone());
                     break;
                 }
-                assert_eq!(envelope.json["error"]["code"], "CONFLICT", "{}", envelope.json);
+                assert_eq!(envelope.json()["error"]["code"], "CONFLICT", "{}", envelope.json());
             }
         }
         added
@@ -98,10 +98,10 @@ fn concurrent_writers_lose_no_goal() {
     assert_eq!(from_first.len() + from_second.len(), 24, "every add eventually succeeded");
     let listing = goals::run(&first, GoalRequest::List);
     let mut titles: Vec<String> =
-        listing.json["result"]["goals"].as_array().unwrap().iter().map(|g| g["title"].as_str().unwrap().to_string()).collect();
+        listing.json()["result"]["goals"].as_array().unwrap().iter().map(|g| g["title"].as_str().unwrap().to_string()).collect();
     titles.sort();
     let mut expected: Vec<String> = from_first.into_iter().chain(from_second).collect();
     expected.sort();
     assert_eq!(titles, expected, "a goal was lost or duplicated");
-    assert_eq!(listing.json["meta"]["revisions"]["project"], "24");
+    assert_eq!(listing.json()["meta"]["revisions"]["project"], "24");
 }

@@ -34,7 +34,7 @@ fn edit(vault: &Vault, root: &std::path::Path, path: &str, from: &str, to: &str)
 fn a_write_is_searchable_at_once_in_the_tail_generation() {
     let (dir, vault) = synced(&format!("-- 01_Projects/hub.md --\n{}", note("Project", "Hub", "x\n")));
     let active = paravault::search::generation::read_active(dir.path()).unwrap().unwrap();
-    let receipt = vault.ingest_note(&ingest("01_Projects/alpha", "zebracorn grazing [[hub]]")).unwrap();
+    let receipt = vault.ingest_note(&ingest("01_Projects/alpha", "zebracorn grazing [[hub]]")).unwrap().to_value();
     let (generation, hits) = answers(&vault, "zebracorn");
     assert_eq!(hits.iter().map(|h| h.0.as_str()).collect::<Vec<_>>(), ["01_Projects/alpha.md"]);
     assert_eq!(generation, format!("{active}+{}", receipt["seq"]), "the tail generation is the active one plus the intent");
@@ -94,7 +94,7 @@ fn the_writer_folds_the_tail_every_tail_writes_max_writes() {
     let first = paravault::search::generation::read_active(dir.path()).unwrap().unwrap();
     let mut generations = Vec::new();
     for i in 0..7 {
-        let receipt = vault.ingest_note(&ingest(&format!("01_Projects/w{i}"), &format!("word{i} [[hub]]"))).unwrap();
+        let receipt = vault.ingest_note(&ingest(&format!("01_Projects/w{i}"), &format!("word{i} [[hub]]"))).unwrap().to_value();
         generations.push(receipt["search_generation"].as_str().unwrap().to_string());
     }
     // Writes 1, 2 are tail generations of the first; write 3 folds; 4, 5 on the fold; 6 folds.
@@ -120,7 +120,7 @@ fn the_writer_folds_the_tail_every_tail_writes_max_writes() {
 #[test]
 fn other_processes_search_the_tail() {
     let (dir, vault) = synced(&format!("-- 01_Projects/hub.md --\n{}", note("Project", "Hub", "x\n")));
-    let receipt = vault.ingest_note(&ingest("01_Projects/alpha", "zebracorn grazing [[hub]]")).unwrap();
+    let receipt = vault.ingest_note(&ingest("01_Projects/alpha", "zebracorn grazing [[hub]]")).unwrap().to_value();
     // The writer still holds its deferred checkpoint; another process reads the journal.
     assert!(vault.has_deferred_writes());
     let out = Command::new(env!("CARGO_BIN_EXE_paravault"))

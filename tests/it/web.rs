@@ -329,7 +329,7 @@ async fn a_person_approves_in_the_browser_and_the_receipt_names_them_a_rejection
         ("alice", ApprovalChannel::Web, "reviewed in the browser")
     );
     // The agent's next apply succeeds and its receipt names the person and the channel.
-    let receipt = agent.apply_memory_change(&as_map(&proposal), true).unwrap();
+    let receipt = agent.apply_memory_change(&as_map(&proposal), true).unwrap().to_value();
     assert_eq!((receipt["approval"]["approver"].as_str(), receipt["approval"]["channel"].as_str()), (Some("alice"), Some("web")));
     assert_eq!(std::fs::read_to_string(site.dir.path().join("01_Projects/plan.md")).unwrap(), wanted);
     let receipts = get(app, "/receipts", Some(&cookie)).await;

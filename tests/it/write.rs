@@ -26,7 +26,7 @@ fn user_visible(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
 #[test]
 fn ingest_writes_note_catalogs_log_and_a_chained_receipt() {
     let (dir, vault) = vault("-- log.md --\n# Log\n");
-    let receipt = vault.ingest_note(&ingest("01_Projects/alpha", "Body text.")).unwrap();
+    let receipt = vault.ingest_note(&ingest("01_Projects/alpha", "Body text.")).unwrap().to_value();
     assert_eq!(receipt["status"], "ok");
     assert_eq!(receipt["seq"], 1);
     assert_eq!(receipt["path"], "01_Projects/alpha.md");
@@ -47,7 +47,8 @@ fn ingest_writes_note_catalogs_log_and_a_chained_receipt() {
             owner: Some("agent".into()),
             ..Default::default()
         })
-        .unwrap();
+        .unwrap()
+        .to_value();
     assert_eq!(second["seq"], 2);
     assert_eq!(second["operation"], "synthesize.session");
     let history = vault.read_memory_history(10, 0).unwrap();
@@ -92,7 +93,7 @@ fn one_bad_note_elsewhere_does_not_lock_out_writes() {
 fn preconditions_and_idempotency_keys() {
     let (dir, vault) = vault("");
     let keyed = IngestRequest { idempotency_key: Some("k1".into()), ..ingest("01_Projects/a", "one") };
-    let first = vault.ingest_note(&keyed).unwrap();
+    let first = vault.ingest_note(&keyed).unwrap().to_value();
     // Same key, same mutation: the original receipt (the note exists, so only replay can succeed).
     let text = std::fs::read_to_string(dir.path().join("01_Projects/a.md")).unwrap();
     let proposal = vault.propose_memory_change("01_Projects/a.md", &text, None, None).unwrap();
@@ -125,12 +126,12 @@ fn proposals_are_content_addressed_like_power_and_need_approval() {
     assert!(!dir.path().join("01_Projects/x.md").exists(), "proposing never writes the note");
     let as_map: BTreeMap<String, Value> = serde_json::from_value(serde_json::to_value(&proposal).unwrap()).unwrap();
     assert!(matches!(vault.apply_memory_change(&as_map, false).unwrap_err(), Error::ApprovalRequired { .. }));
-    let receipt = vault.apply_memory_change(&as_map, true).unwrap();
+    let receipt = vault.apply_memory_change(&as_map, true).unwrap().to_value();
     assert_eq!(receipt["operation"], "memory.apply");
     assert_eq!(receipt["proposal_id"], proposal.proposal_id.as_str());
     assert_eq!(std::fs::read_to_string(dir.path().join("01_Projects/x.md")).unwrap(), content);
     // Replay returns the original receipt, byte for byte.
-    assert_eq!(vault.apply_memory_change(&as_map, true).unwrap(), receipt);
+    assert_eq!(vault.apply_memory_change(&as_map, true).unwrap().to_value(), receipt);
     // Tampered and never-stored proposals are refused before any write.
     let mut tampered = as_map.clone();
     tampered.insert("content".into(), Value::String(content.replace("body", "evil")));
@@ -299,9 +300,9 @@ fn receipts_old_and_new_reserialise_byte_for_byte_and_the_chain_goes_on() {
     let vault = paravault::vault::Vault::open(dir.path(), Default::default()).unwrap();
     assert!(vault.verify_history().unwrap().ok);
     let keyed = IngestRequest { idempotency_key: Some("k2".into()), ..ingest("01_Projects/typed", "one") };
-    let receipt = vault.ingest_note(&keyed).unwrap();
+    let receipt = vault.ingest_note(&keyed).unwrap().to_value();
     assert_eq!(receipt["seq"], 5);
-    assert_eq!(vault.ingest_note(&keyed).unwrap(), receipt, "a retry replays the original receipt");
+    assert_eq!(vault.ingest_note(&keyed).unwrap().to_value(), receipt, "a retry replays the original receipt");
     let conflict = IngestRequest { idempotency_key: Some("k2".into()), ..ingest("01_Projects/other", "two") };
     assert!(vault.ingest_note(&conflict).is_err());
     let text = std::fs::read_to_string(dir.path().join(".paravault/receipts.jsonl")).unwrap();
@@ -381,15 +382,15 @@ fn a_retry_of_a_stamped_write_a_second_later_replays_its_receipt() {
         ..Default::default()
     };
     let first = Vault::open(dir.path(), clock_at(0)).unwrap();
-    let ingested = first.ingest_note(&keyed).unwrap();
-    let synthesized = first.synthesize_session(&synth).unwrap();
+    let ingested = first.ingest_note(&keyed).unwrap().to_value();
+    let synthesized = first.synthesize_session(&synth).unwrap().to_value();
     drop(first);
     let (ingest_text, synth_text) = (note_text("01_Projects/r.md"), note_text("06_Daily_Logs/2026-06-01.md"));
     assert!(ingest_text.contains("timestamp: 2026-06-01T12:00:00Z"), "{ingest_text}");
     for later in [1, 7] {
         let vault = Vault::open(dir.path(), clock_at(later)).unwrap();
-        assert_eq!(vault.ingest_note(&keyed).unwrap(), ingested, "{later} s later");
-        assert_eq!(vault.synthesize_session(&synth).unwrap(), synthesized, "{later} s later");
+        assert_eq!(vault.ingest_note(&keyed).unwrap().to_value(), ingested, "{later} s later");
+        assert_eq!(vault.synthesize_session(&synth).unwrap().to_value(), synthesized, "{later} s later");
     }
     assert_eq!((note_text("01_Projects/r.md"), note_text("06_Daily_Logs/2026-06-01.md")), (ingest_text, synth_text));
     // The receipt's `mutation_sha256` names the request, not the stamped text.

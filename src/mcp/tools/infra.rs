@@ -14,13 +14,7 @@ impl ToolParams for InfraAction {
          or credentials. The result carries a power.infra-receipt.v1 or a power.infra-block.v1 with a stable reason code; an absent \
          broker is blocked MISSING_EXECUTION_CAPABILITY, never a fallback.";
     fn output_schema() -> Value {
-        object_schema(
-            json!({"schema": {"type": "string"}, "operation": {"type": "string"}, "request_digest": {"type": "string"},
-                   "status": {"type": "string", "enum": ["ok", "blocked"]},
-                   "receipt": {"type": "object"}, "block": {"type": "object", "properties": {"reason_code": {"type": "string"}}},
-                   "approval": {"type": "object", "description": "The person's approval a replicate ran under (a human rule for infra_replicate)."}}),
-            &["schema", "operation", "request_digest", "status"],
-        )
+        derived::<crate::api::handoff::InfraResult>()
     }
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {
         for name in ["target", "profile", "idempotency_key", "run_id", "approval_ref", "task_id"] {
@@ -45,6 +39,6 @@ impl ToolParams for InfraAction {
         &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        ctx.vault.infra_action(self.request)
+        to_object(&ctx.vault.infra_action(self.request)?)
     }
 }

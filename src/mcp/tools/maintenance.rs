@@ -11,46 +11,7 @@ impl ToolParams for RotAudit {
          2^(-age/half-life) is below the policy threshold; extended adds near-duplicate bodies from the stored dense vectors. \
          Read-only; sections that cannot run are listed under skipped.";
     fn output_schema() -> Value {
-        let path = json!({"type": "string"});
-        object_schema(
-            json!({
-                "schema_version": {"type": "integer"}, "date": {"type": "string"}, "notes_audited": {"type": "integer"},
-                "thresholds": {"type": "object", "additionalProperties": {"type": "number"}},
-                "redundant": {"type": "array", "items": object_schema(json!({"a": path, "b": path, "jaccard": {"type": "number"}}), &["a", "b", "jaccard"])},
-                "outdated": {"type": "array", "items": object_schema(json!({"path": path, "expiry": {"type": "string"}}), &["path", "expiry"])},
-                "trivial": {"type": "array", "items": object_schema(json!({"path": path, "body_chars": {"type": "integer"}}), &["path", "body_chars"])},
-                "stale_freshness": {"type": "array", "items": object_schema(
-                    json!({"path": path, "note_type": {"type": "string"}, "age_days": {"type": "number"},
-                           "half_life_days": {"type": "number"}, "score": {"type": "number"}}),
-                    &["path", "note_type", "age_days", "half_life_days", "score"])},
-                "near_duplicates": {"type": "array", "items": object_schema(json!({"a": path, "b": path, "cosine": {"type": "number"}}), &["a", "b", "cosine"])},
-                "link_rot": {"type": "array", "items": object_schema(
-                    json!({"path": path, "line": {"type": "integer"}, "url": {"type": "string"},
-                           "state": {"type": "string", "enum": ["ok", "broken", "unreachable", "refused"]},
-                           "http_status": {"type": ["integer", "null"]}, "detail": {"type": "string"}}),
-                    &["path", "line", "url", "state", "detail"])},
-                "skipped": {"type": "array", "items": object_schema(json!({"section": {"type": "string"}, "reason": {"type": "string"}}), &["section", "reason"])},
-                "totals": {"type": "object", "description": "Exact size of each list before paging.", "additionalProperties": {"type": "integer"}},
-                "page": object_schema(
-                    json!({"offset": {"type": "integer"}, "max_items": {"type": "integer"}, "truncated": {"type": "boolean"},
-                           "next_cursor": {"type": ["string", "null"], "description": "Pass as cursor for the next page."}}),
-                    &["offset", "max_items", "truncated"]),
-                "link_rot_approval": {"type": "object", "description": "The person's approval the link checks ran under (a human rule for link_rot)."},
-                "computed_from": {"type": "object", "description": "The active generation and the vault state the audit read."}
-            }),
-            &[
-                "schema_version",
-                "date",
-                "notes_audited",
-                "thresholds",
-                "redundant",
-                "outdated",
-                "trivial",
-                "stale_freshness",
-                "near_duplicates",
-                "skipped",
-            ],
-        )
+        derived::<crate::api::maintenance::RotReport>()
     }
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {
         describe(
@@ -92,7 +53,7 @@ impl ToolParams for ArchiveNotes {
          archive folder, keeping their path below it, setting status archived and rewriting links that would break, in one \
          transaction. A live run needs approved=true after the user approves the preview.";
     fn output_schema() -> Value {
-        with_property(derived::<crate::api::maintenance::ArchiveReport>(), "receipt", receipt_schema())
+        with_property(derived::<crate::api::maintenance::ArchiveReport>(), "receipt", derived::<crate::api::write::Receipt>())
     }
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {
         describe(
@@ -120,7 +81,7 @@ impl ToolParams for HealFrontmatter {
          description, timestamps, tags, quarantined foreign values) in one transaction; untouched keys keep their text. Never \
          repairs links or calls an LLM. A live run needs approved=true after the user approves the preview.";
     fn output_schema() -> Value {
-        with_property(derived::<crate::api::maintenance::HealReport>(), "receipt", receipt_schema())
+        with_property(derived::<crate::api::maintenance::HealReport>(), "receipt", derived::<crate::api::write::Receipt>())
     }
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {
         describe(

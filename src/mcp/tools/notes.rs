@@ -40,7 +40,7 @@ impl ToolParams for IngestNote {
     const DESCRIPTION: &'static str = "Create one note with validated OKF metadata in one closed transaction: lint gate, catalogs, \
          log.md entry and a content-free receipt. Existing targets are refused.";
     fn output_schema() -> Value {
-        receipt_schema()
+        derived::<crate::api::write::Receipt>()
     }
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
         patch_note_type(schema, policy);
@@ -49,7 +49,7 @@ impl ToolParams for IngestNote {
         &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        ctx.vault.ingest_note(&IngestRequest {
+        let receipt = ctx.vault.ingest_note(&IngestRequest {
             resource: opt_string(&self.resource),
             expected_sha256: opt_string(&self.expected_sha256),
             idempotency_key: opt_string(&self.idempotency_key),
@@ -59,7 +59,8 @@ impl ToolParams for IngestNote {
             description: self.description,
             content: self.content,
             tags: self.tags,
-        })
+        })?;
+        to_object(&receipt)
     }
 }
 
@@ -101,7 +102,7 @@ impl ToolParams for SynthesizeSession {
     const DESCRIPTION: &'static str = "Create one synthesis note from caller-supplied content and classification, with related paths, \
          in the same closed transaction as ingest_note.";
     fn output_schema() -> Value {
-        receipt_schema()
+        derived::<crate::api::write::Receipt>()
     }
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
         patch_note_type(schema, policy);
@@ -110,7 +111,7 @@ impl ToolParams for SynthesizeSession {
         &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        ctx.vault.synthesize_session(&SynthesizeRequest {
+        let receipt = ctx.vault.synthesize_session(&SynthesizeRequest {
             owner: opt_string(&self.owner),
             expected_sha256: opt_string(&self.expected_sha256),
             idempotency_key: opt_string(&self.idempotency_key),
@@ -121,7 +122,8 @@ impl ToolParams for SynthesizeSession {
             note_type: self.note_type,
             tags: self.tags,
             related: self.related,
-        })
+        })?;
+        to_object(&receipt)
     }
 }
 
@@ -148,12 +150,7 @@ impl ToolParams for ProposeMemoryChange {
     const DESCRIPTION: &'static str = "Validate and store a reviewable, content-addressed proposal; never writes the note. Pass the \
          returned object unchanged to apply_memory_change after the user approves.";
     fn output_schema() -> Value {
-        let s = json!({"type": "string"});
-        object_schema(
-            json!({"path": s, "before_sha256": s, "after_sha256": s, "content": s, "proposal_id": s, "idempotency_key": s,
-                   "created_at": s}),
-            &["path", "before_sha256", "after_sha256", "content", "proposal_id", "idempotency_key"],
-        )
+        derived::<crate::api::write::Proposal>()
     }
     fn vault_path(&self) -> &str {
         &self.vault_path
@@ -182,7 +179,7 @@ impl ToolParams for ApplyMemoryChange {
     const DESCRIPTION: &'static str = "Apply an exact stored proposal only with approved=true, in one closed transaction. Stale, \
          altered or unapproved proposals are refused before any write; a replay returns the original receipt.";
     fn output_schema() -> Value {
-        receipt_schema()
+        derived::<crate::api::write::Receipt>()
     }
     fn vault_path(&self) -> &str {
         &self.vault_path
@@ -190,10 +187,10 @@ impl ToolParams for ApplyMemoryChange {
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         // A memory change holds its whole plan: it is named by id alone.
         if let (1, Some(id)) = (self.proposal.len(), self.proposal.get("proposal_id")) {
-            return ctx.vault.apply_memory_proposal(id, self.approved);
+            return to_object(&ctx.vault.apply_memory_proposal(id, self.approved)?);
         }
         let proposal: BTreeMap<String, Value> = self.proposal.into_iter().map(|(k, v)| (k, Value::String(v))).collect();
-        ctx.vault.apply_memory_change(&proposal, self.approved)
+        to_object(&ctx.vault.apply_memory_change(&proposal, self.approved)?)
     }
 }
 
@@ -273,13 +270,13 @@ impl ToolParams for ReadMemoryHistory {
     const TITLE: &'static str = "Read transaction receipts";
     const DESCRIPTION: &'static str = "Read append-only, hash-chained transaction receipts; never returns note content.";
     fn output_schema() -> Value {
-        object_schema(json!({"receipts": {"type": "array", "items": {"type": "object"}}}), &["receipts"])
+        derived::<crate::api::write::MemoryHistory>()
     }
     fn vault_path(&self) -> &str {
         &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        Ok(json!({"receipts": ctx.vault.read_memory_history(self.limit as usize, self.after_seq)?}))
+        to_object(&ctx.vault.memory_history(self.limit as usize, self.after_seq)?)
     }
 }
 

@@ -47,12 +47,7 @@ impl ToolParams for SearchVaultTool {
         set_range(schema, "max_results", 1, policy.search.max_results_cap as u64, None);
     }
     fn output_schema() -> Value {
-        object_schema(
-            json!({"schema_version": {"type": "string"}, "trust": {"type": "string"}, "data_only": {"type": "boolean"},
-                   "actual_mode": {"type": "string"}, "result_count": {"type": "integer"}, "results": {"type": "array"},
-                   "index_provenance": {"type": "object"}}),
-            &["trust", "results"],
-        )
+        derived::<crate::api::search::Envelope>()
     }
     fn vault_path(&self) -> &str {
         &self.vault_path
@@ -77,11 +72,7 @@ impl ToolParams for SyncVault {
     const TITLE: &'static str = "Publish a search generation";
     const DESCRIPTION: &'static str = "Publish a complete immutable search generation for the notes on disk, incrementally by content hash. fts_only=true (default) is fully offline; fts_only=false also builds or completes the dense index with the local model (embedding only new or changed chunks). An FTS-only sync never silently drops a dense index (accept_dense_loss). Invalid notes fail closed and are named unless allow_partial.";
     fn output_schema() -> Value {
-        object_schema(
-            json!({"generation_id": {"type": "string"}, "published": {"type": "boolean"}, "counts": {"type": "object"},
-                   "exclusions": {"type": "array"}, "dense": {"type": ["object", "null"]}}),
-            &["generation_id", "counts"],
-        )
+        derived::<crate::api::search::SyncReport>()
     }
     fn vault_path(&self) -> &str {
         &self.vault_path
@@ -106,20 +97,13 @@ impl ToolParams for GetMemoryContext {
     const DESCRIPTION: &'static str = "The most relevant current notes for a query (FTS top 5): result is the contract's list of \
          vault-relative paths; notes adds their titles. No note bodies; read-only.";
     fn output_schema() -> Value {
-        let path = json!({"type": "string"});
-        object_schema(
-            json!({"result": {"type": "array", "items": path, "description": "P.O.W.E.R.'s list of relative paths, best first."},
-                   "notes": {"type": "array", "items": object_schema(json!({"path": path, "title": {"type": "string"}}), &["path", "title"])}}),
-            &["result", "notes"],
-        )
+        derived::<crate::api::search::MemoryContext>()
     }
     fn vault_path(&self) -> &str {
         &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let notes = ctx.vault.memory_context(&self.query)?;
-        let paths: Vec<&str> = notes.iter().map(|n| n.path.as_str()).collect();
-        Ok(json!({ "result": paths, "notes": to_object(&notes)? }))
+        to_object(&ctx.vault.memory_context(&self.query)?)
     }
 }
 
@@ -155,16 +139,7 @@ impl ToolParams for SuggestRelated {
          published search generation; never writes relations. Semantic without a dense index runs keyword and says so \
          (method, requested_method, fallback_reason).";
     fn output_schema() -> Value {
-        object_schema(
-            json!({"target": {"type": "string"}, "target_source": {"type": "string", "enum": ["argument", "newest_timestamp"]},
-                   "method": {"type": "string", "enum": ["keyword", "semantic"]},
-                   "requested_method": {"type": "string", "enum": ["keyword", "semantic"]},
-                   "fallback_reason": {"type": ["string", "null"]},
-                   "related": {"type": "array", "items": object_schema(
-                       json!({"path": {"type": "string"}, "title": {"type": "string"}, "score": {"type": "number"}}),
-                       &["path", "title", "score"])}}),
-            &["target", "target_source", "method", "requested_method", "fallback_reason", "related"],
-        )
+        derived::<crate::api::search::RelatedReport>()
     }
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
         set_enum(schema, "method", vec!["semantic".into(), "keyword".into()]);

@@ -50,23 +50,38 @@ impl Default for SyncOptions {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// What a sync published (or kept).
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 pub struct SyncReport {
+    /// The active generation after the sync.
     pub generation_id: String,
     /// False when nothing changed and the active generation was kept.
     pub published: bool,
+    /// Whether the generation was built from scratch.
     pub full_rebuild: bool,
+    /// Why it was built from scratch.
     pub rebuild_reason: Option<String>,
+    /// Notes new to the index.
     pub added: usize,
+    /// Notes whose content changed.
     pub updated: usize,
+    /// Notes gone from the vault.
     pub removed: usize,
+    /// Notes kept as they were.
     pub unchanged: usize,
+    /// The notes the generation was built from.
     pub counts: Counts,
+    /// The notes left out, and why.
     pub exclusions: Vec<Exclusion>,
+    /// The hash of the notes the generation was built from.
     pub source_snapshot_hash: String,
+    /// The dense index's report (null when FTS-only and none is kept).
     pub dense: Option<serde_json::Value>,
+    /// The index segments of the generation.
     pub segment_count: usize,
+    /// Old generations collected.
     pub gc_removed_generations: usize,
+    /// Old index files collected.
     pub gc_removed_files: usize,
 }
 

@@ -49,16 +49,23 @@ use crate::store::{durable, layout};
 /// Version of the manifest format.
 pub(crate) const MANIFEST_SCHEMA_VERSION: u32 = 1;
 
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+/// The notes a generation was built from.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Counts {
+    /// Notes read.
     pub scanned: usize,
+    /// Notes indexed.
     pub indexed: usize,
+    /// Notes left out (see the exclusions).
     pub excluded: usize,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+/// A note left out of a generation, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Exclusion {
+    /// The note's vault-relative path.
     pub path: String,
+    /// Why it was left out.
     pub reason: String,
 }
 

@@ -9,11 +9,15 @@ use serde::Serialize;
 
 use crate::search::schema::TemporalFields;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// Where a note stands in time at the search's `as_of`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum TemporalStatus {
+    /// Valid at `as_of` and superseded by nothing valid then.
     Current,
+    /// Out of its validity window, or superseded.
     Historical,
+    /// Valid, but in a supersedes conflict.
     Conflicted,
 }
 
