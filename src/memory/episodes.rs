@@ -499,7 +499,6 @@ impl EpisodeIndex {
     }
 }
 
-/// An episode as tools return it.
 /// One episode version as a query sees it (what every episode tool answers).
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct EpisodeView {
