@@ -250,8 +250,9 @@ pub fn load_for_write(
     }
     let mut dirs: BTreeMap<String, Option<(FileStamp, i128)>> = BTreeMap::new();
     let mut relist: Vec<String> = Vec::new();
-    for (dir, row) in &rows {
-        match (dir_stamp(root, dir), row.seen) {
+    let stamps = inventory::dir_stamps(root, rows.keys().map(String::as_str));
+    for ((dir, row), stamp) in rows.iter().zip(stamps) {
+        match (stamp, row.seen) {
             (None, _) => return Err(NotKeyed::from(format!("folder {dir:?} vanished"))),
             (Some(now), Some(seen)) if now == seen.0 && !seen.0.is_racy(seen.1) => {
                 dirs.insert(dir.clone(), Some(seen));

@@ -194,3 +194,23 @@ fn a_write_on_the_keyed_partial_model_answers_and_writes_exactly_as_on_the_whole
     assert!(writes >= 20, "the sequence wrote {writes} times");
     assert!(keyed_writes * 2 >= writes, "only {keyed_writes} of {writes} writes planned on the keyed partial model");
 }
+
+#[test]
+fn a_link_planted_as_the_keyed_inventory_is_never_followed() {
+    let dir = para_dir();
+    let root = dir.path();
+    write_fixture(root, &fixture());
+    assert!(paravault(root, &["lint"]).status.code().is_some_and(|c| c <= 1));
+    let outside = tempfile::tempdir().unwrap();
+    let canary = outside.path().join("precious.redb");
+    std::fs::write(&canary, b"not yours").unwrap();
+    let index = root.join(".paravault/inventory.redb");
+    std::fs::remove_file(&index).unwrap();
+    std::os::unix::fs::symlink(&canary, &index).unwrap();
+    let args = ["ingest", "01_Projects/linked", "--title", "Linked", "--description", "d", "--content", "body"];
+    let (output, keyed) = cli_write(root, &args);
+    assert!(!keyed, "a linked keyed inventory is never read");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("vault_boundary"), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(std::fs::read(&canary).unwrap(), b"not yours", "the file outside the vault is untouched");
+    assert!(std::fs::symlink_metadata(&index).unwrap().file_type().is_symlink(), "the refused open leaves the link for a person to see");
+}
