@@ -103,6 +103,32 @@ fn measure(label: &str, vault: &Path, notes: usize, runs: usize) {
         let p50 = median(samples);
         println!("  {name:<28} p50 {:>8.2} ms   above spawn per 1,000 notes {:>6.2} ms", ms(p50), per_k(p50));
     }
+    // Which model the ingests planned on (a one-shot write should load a partial model by
+    // key from `.paravault/inventory.redb`, not the whole model).
+    let traced = Command::new(BIN)
+        .arg("--vault")
+        .arg(vault)
+        .args([
+            "ingest",
+            &format!("03_Resources/cli-bench-{}-traced", std::process::id()),
+            "--title",
+            "T",
+            "--description",
+            "d",
+            "--content",
+            "b",
+        ])
+        .env("PARAVAULT_LOG", "paravault::vault::model=debug")
+        .env("PARAVAULT_STDIO_WATCHDOG", "0")
+        .output()
+        .expect("spawn paravault");
+    let stderr = String::from_utf8_lossy(&traced.stderr);
+    let model = if stderr.contains("partial model loaded by key") && !stderr.contains("loading it whole") {
+        "partial, looked up by key"
+    } else {
+        "whole"
+    };
+    println!("  ingest model: {model}");
     if let Some(kib) =
         peak_rss_kib(vault, &["ingest", "03_Resources/cli-bench-rss", "--title", "R", "--description", "d", "--content", "b"])
     {

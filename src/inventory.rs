@@ -301,6 +301,29 @@ pub struct Inventory {
     pub origin: u64,
     /// The paths the latest revisions changed, for readers that catch up in O(change).
     pub changes: changes::ChangeLog,
+    /// `Some`: a write's partial model (`inventory_cache::keyed`), holding only what that write
+    /// consults; never persisted, never given to any other caller.
+    pub partial: Option<Partial>,
+}
+
+/// What a write's partial model holds (`inventory_cache::keyed`); nothing else is loaded.
+/// Asking it anything else sets `overrun`, and the write reloads the model whole.
+#[derive(Debug, Default)]
+pub struct Partial {
+    /// Folders whose direct files and records are all in the model.
+    pub folders: BTreeSet<String>,
+    /// Lower-cased file names whose every file is in `files` and `by_name`.
+    pub names: std::collections::HashSet<String>,
+    /// Link keys whose every linker is in `linkers`.
+    pub link_keys: std::collections::HashSet<String>,
+    /// Set when the model was asked about (or to change) something it does not hold.
+    pub overrun: std::sync::atomic::AtomicBool,
+}
+
+impl Partial {
+    fn overran(&self) {
+        self.overrun.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
 }
 
 /// What `Inventory::load_checking_folders` gives: the model, the temporary files found, and
@@ -340,7 +363,7 @@ pub struct Counts {
 }
 
 impl Counts {
-    fn add(&mut self, record: &NoteRecord, sign: isize) {
+    pub(crate) fn add(&mut self, record: &NoteRecord, sign: isize) {
         if !record.is_note() {
             return;
         }
@@ -395,7 +418,8 @@ pub fn link_key(target: &str) -> String {
     name
 }
 
-fn lower_name(path: &VaultPath) -> String {
+/// The key under which `by_name` holds a file: its lower-cased file name.
+pub fn lower_name(path: &VaultPath) -> String {
     path.file_name().to_lowercase()
 }
 
@@ -421,6 +445,27 @@ pub fn dir_stamp(root: &Path, dir: &str) -> Option<FileStamp> {
 }
 
 /// The folder holding a vault-relative path (`""`: the root).
+/// Each folder's stat identity (as `dir_stamp`), looked up relative to one handle on the vault
+/// root, so each lookup walks only the folder's own components (at 100,000 notes the walk
+/// through the root's path was most of a write's 2,400 folder checks).
+pub fn dir_stamps<'a>(root: &Path, dirs: impl Iterator<Item = &'a str>) -> Vec<Option<FileStamp>> {
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    let handle = rustix::fs::open(root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok();
+    dirs.map(|dir| match &handle {
+        Some(handle) if !dir.is_empty() => rustix::fs::statat(handle, dir, AtFlags::SYMLINK_NOFOLLOW)
+            .ok()
+            .filter(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::Directory)
+            .map(|stat| FileStamp {
+                len: stat.st_size as u64,
+                mtime_ns: i128::from(stat.st_mtime) * 1_000_000_000 + i128::from(stat.st_mtime_nsec),
+                ctime_ns: i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec),
+                inode: stat.st_ino,
+            }),
+        _ => dir_stamp(root, dir),
+    })
+    .collect()
+}
+
 fn parent_dir(path: &str) -> &str {
     path.rsplit_once('/').map_or("", |(parent, _)| parent)
 }
@@ -533,8 +578,9 @@ impl Inventory {
         let mut relist = std::collections::VecDeque::new();
         let mut gone = Vec::new();
         let mut dirs = BTreeMap::new();
-        for (dir, seen) in known.dirs {
-            match (dir_stamp(root, &dir), seen) {
+        let stamps = dir_stamps(root, known.dirs.iter().map(|(dir, _)| dir.as_str()));
+        for ((dir, seen), stamp) in known.dirs.into_iter().zip(stamps) {
+            match (stamp, seen) {
                 (None, _) if !dir.is_empty() => gone.push(dir),
                 (Some(now), Some((old, at))) if now == old && !old.is_racy(at) => {
                     dirs.insert(dir, Some((old, at)));
@@ -698,6 +744,44 @@ impl Inventory {
         self
     }
 
+    /// A write's partial model (`inventory_cache::keyed`), before any record is held: the
+    /// counters, the folders' identities and the snapshot (full for `partial.folders`, digests
+    /// elsewhere) come from the keyed copy of the persisted inventory.
+    pub fn partial_from(
+        partial: Partial,
+        counts: Counts,
+        snapshot: SourceSnapshot,
+        dirs: BTreeMap<String, Option<(FileStamp, i128)>>,
+        symlinked_notes: Vec<VaultPath>,
+    ) -> Inventory {
+        Inventory { counts, snapshot, dirs, symlinked_notes, origin: changes::next_origin(), partial: Some(partial), ..Default::default() }
+    }
+
+    /// Holds a record of a partial model as loaded (already in its counters and snapshot).
+    pub fn hold_record(&mut self, record: NoteRecord) {
+        for link in &record.links {
+            self.linkers.entry(link_key(&link.target)).or_default().insert(record.path.clone());
+        }
+        self.files.insert(record.path.clone());
+        self.records.insert(record.path.clone(), record);
+    }
+
+    /// Holds a file of a partial model (a page or an attachment it knows exists).
+    pub fn hold_file(&mut self, path: VaultPath) {
+        self.files.insert(path);
+    }
+
+    /// Holds every file named `name` (lower-cased): the partial model can resolve it.
+    pub fn hold_name(&mut self, name: String, paths: Vec<VaultPath>) {
+        self.files.extend(paths.iter().cloned());
+        self.by_name.insert(name, paths);
+    }
+
+    /// Holds the notes linking under `key` that are not among the held records.
+    pub fn hold_linkers(&mut self, key: String, paths: impl IntoIterator<Item = VaultPath>) {
+        self.linkers.entry(key).or_default().extend(paths);
+    }
+
     fn into_records(self) -> Vec<NoteRecord> {
         self.records.into_values().collect()
     }
@@ -710,6 +794,9 @@ impl Inventory {
 
     /// Records directly in folder `dir`, in path order (as `direct_files`).
     pub fn direct_records(&self, dir: &str) -> Vec<VaultPath> {
+        if let Some(partial) = self.partial.as_ref().filter(|p| !p.folders.contains(dir)) {
+            partial.overran();
+        }
         direct_in(|range| self.records.range(range).next().map(|(path, _)| path), dir)
     }
 
@@ -758,6 +845,12 @@ impl Inventory {
         changed
     }
 
+    /// Whether this partial model was asked about something it does not hold (always false
+    /// for a whole model): its answers cannot be trusted, the write reloads the model whole.
+    pub fn overrun(&self) -> bool {
+        self.snapshot.overrun() || self.partial.as_ref().is_some_and(|p| p.overrun.load(std::sync::atomic::Ordering::Relaxed))
+    }
+
     /// Records a file that is not a page (an attachment links may point at).
     pub fn add_attachment(&mut self, path: VaultPath) {
         self.add_file(path);
@@ -783,13 +876,31 @@ impl Inventory {
     }
 
     fn add_file(&mut self, path: VaultPath) {
+        if let Some(partial) = &self.partial
+            && !partial.folders.contains(path.parent())
+        {
+            // A file set this partial model does not hold cannot change in it.
+            if !self.files.contains(&path) {
+                partial.overran();
+            }
+            return;
+        }
         if self.files.insert(path.clone()) {
             self.listing_changed(path.parent());
-            self.by_name.entry(lower_name(&path)).or_default().push(path);
+            let name = lower_name(&path);
+            if self.partial.as_ref().is_none_or(|p| p.names.contains(&name)) {
+                self.by_name.entry(name).or_default().push(path);
+            }
         }
     }
 
     fn remove_file(&mut self, path: &VaultPath) {
+        if let Some(partial) = &self.partial
+            && !partial.folders.contains(path.parent())
+        {
+            partial.overran();
+            return;
+        }
         if self.files.remove(path) {
             self.listing_changed(path.parent());
             if let Some(list) = self.by_name.get_mut(&lower_name(path)) {
@@ -874,6 +985,9 @@ impl Inventory {
         keys.push(path.file_name().to_lowercase());
         let mut out: BTreeSet<VaultPath> = BTreeSet::new();
         for key in keys {
+            if let Some(partial) = self.partial.as_ref().filter(|p| !p.link_keys.contains(&key)) {
+                partial.overran();
+            }
             if let Some(set) = self.linkers.get(&key) {
                 out.extend(set.iter().cloned());
             }
@@ -905,6 +1019,14 @@ impl Inventory {
 
     fn resolve_one(&self, source: &VaultPath, target: &str, kind: LinkKind) -> Option<Resolution> {
         let target = target.trim_start_matches('/');
+        if let Some(partial) = &self.partial {
+            // Exact paths are answered from `files`, complete for every loaded name.
+            let exact = [join_lexical(source.parent(), target), VaultPath::parse_walked(target).ok()];
+            let names = exact.iter().flatten().map(lower_name).chain([resolved_name(target)]);
+            if names.into_iter().any(|name| !partial.names.contains(&name)) {
+                partial.overran();
+            }
+        }
         if let Some(path) = join_lexical(source.parent(), target)
             && self.files.contains(&path)
         {
@@ -918,7 +1040,7 @@ impl Inventory {
         if kind == LinkKind::Markdown {
             return None;
         }
-        let name = target.rsplit('/').next().unwrap_or(target).to_lowercase();
+        let name = resolved_name(target);
         let suffix = format!("/{}", target.to_lowercase());
         let matches: Vec<VaultPath> = self
             .by_name
@@ -958,6 +1080,17 @@ fn direct_in<'a>(first_in: impl Fn(PathRange) -> Option<&'a VaultPath>, dir: &st
         }
     }
     out
+}
+
+/// The lower-cased file names a link may resolve to: what a partial model must hold
+/// (`Partial::names`) to resolve it.
+pub fn candidate_names(link: &Link, policy: &LoadedPolicy) -> Vec<String> {
+    candidates(link, policy).iter().map(|c| resolved_name(c.trim_start_matches('/'))).collect()
+}
+
+/// The lower-cased last component of a link target.
+fn resolved_name(target: &str) -> String {
+    target.rsplit('/').next().unwrap_or(target).to_lowercase()
 }
 
 /// File names a link may mean, in order: `t.md` for a bare wikilink; `t` itself when it names

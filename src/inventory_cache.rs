@@ -22,6 +22,8 @@ use crate::note::metadata::NoteMeta;
 use crate::note::path::VaultPath;
 use crate::scan::PageKind;
 
+pub mod keyed;
+
 const MAGIC: &[u8; 8] = b"PVINVENT";
 /// Bumped whenever a persisted type changes shape.
 pub const FORMAT_VERSION: u32 = 2;
@@ -63,32 +65,62 @@ struct PersistedRecord {
 /// Every rule a `FileProblem` can carry (`inventory::read_record`, `analyse_bytes`).
 const FILE_PROBLEM_RULES: &[&str] = &["note-too-large", "note-unreadable", "utf8-bom", "metadata-missing", "metadata-invalid"];
 
+/// Whether a record's stamp is settled (not racy): only those are persisted.
+fn settled(record: &NoteRecord) -> bool {
+    record.stamp.is_some_and(|(stamp, read_at_ns)| !stamp.is_racy(read_at_ns))
+}
+
+/// A settled record as persisted (`None`: not settled).
+fn persisted_record(r: &NoteRecord) -> Option<PersistedRecord> {
+    let (stamp, read_at_ns) = r.stamp.filter(|_| settled(r))?;
+    Some(PersistedRecord {
+        path: r.path.to_string(),
+        kind: r.kind,
+        stamp,
+        read_at_ns,
+        size_bytes: r.size_bytes,
+        content_hash: r.content_hash,
+        meta: r.meta.clone(),
+        valid: r.valid,
+        generated: r.generated,
+        problems: r.problems.iter().map(|p| (p.rule.to_string(), p.line, p.message.clone())).collect(),
+        links: r.links.clone(),
+        body_first_line: r.body_first_line,
+        body_chars: r.body_chars,
+    })
+}
+
+/// A persisted record back as a record; the error says why it cannot be trusted.
+fn record_of(r: PersistedRecord) -> Result<NoteRecord, String> {
+    let path = VaultPath::parse_walked(&r.path).map_err(|_| format!("invalid path {:?}", r.path))?;
+    let problems = r
+        .problems
+        .into_iter()
+        .map(|(rule, line, message)| {
+            let rule = FILE_PROBLEM_RULES.iter().find(|known| **known == rule).ok_or_else(|| format!("unknown rule {rule:?}"))?;
+            Ok(FileProblem { rule, line, message })
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    Ok(NoteRecord {
+        path,
+        kind: r.kind,
+        stamp: Some((r.stamp, r.read_at_ns)),
+        size_bytes: r.size_bytes,
+        content_hash: r.content_hash,
+        meta: r.meta,
+        valid: r.valid,
+        generated: r.generated,
+        problems,
+        links: r.links,
+        body_first_line: r.body_first_line,
+        body_chars: r.body_chars,
+    })
+}
+
 /// Encodes the model (settled records, see the module doc) for `policy_digest`.
 pub fn encode(inventory: &Inventory, policy_digest: &[u8; 32]) -> Vec<u8> {
-    let settled = |r: &NoteRecord| r.stamp.is_some_and(|(stamp, read_at_ns)| !stamp.is_racy(read_at_ns));
     let unread_pages = inventory.records.values().filter(|r| !settled(r)).map(|r| (r.path.to_string(), r.kind)).collect();
-    let records = inventory
-        .records
-        .values()
-        .filter_map(|r| {
-            let (stamp, read_at_ns) = r.stamp.filter(|_| settled(r))?;
-            Some(PersistedRecord {
-                path: r.path.to_string(),
-                kind: r.kind,
-                stamp,
-                read_at_ns,
-                size_bytes: r.size_bytes,
-                content_hash: r.content_hash,
-                meta: r.meta.clone(),
-                valid: r.valid,
-                generated: r.generated,
-                problems: r.problems.iter().map(|p| (p.rule.to_string(), p.line, p.message.clone())).collect(),
-                links: r.links.clone(),
-                body_first_line: r.body_first_line,
-                body_chars: r.body_chars,
-            })
-        })
-        .collect();
+    let records = inventory.records.values().filter_map(persisted_record).collect();
     let persisted = Persisted {
         engine_version: env!("CARGO_PKG_VERSION").to_string(),
         policy_digest: *policy_digest,
@@ -133,34 +165,6 @@ pub fn decode(bytes: &[u8], policy_digest: &[u8; 32]) -> Result<KnownVault, Stri
     let unread_pages = persisted.unread_pages.iter().map(|(p, kind)| Ok((path(p)?, *kind))).collect::<Result<Vec<_>, String>>()?;
     let attachments = persisted.attachments.iter().map(|p| path(p)).collect::<Result<Vec<_>, String>>()?;
     let symlinked_notes = persisted.symlinked_notes.iter().map(|p| path(p)).collect::<Result<Vec<_>, String>>()?;
-    let records = persisted
-        .records
-        .into_iter()
-        .map(|r| {
-            let path = VaultPath::parse_walked(&r.path).map_err(|_| format!("invalid path {:?}", r.path))?;
-            let problems = r
-                .problems
-                .into_iter()
-                .map(|(rule, line, message)| {
-                    let rule = FILE_PROBLEM_RULES.iter().find(|known| **known == rule).ok_or_else(|| format!("unknown rule {rule:?}"))?;
-                    Ok(FileProblem { rule, line, message })
-                })
-                .collect::<Result<Vec<_>, String>>()?;
-            Ok(NoteRecord {
-                path,
-                kind: r.kind,
-                stamp: Some((r.stamp, r.read_at_ns)),
-                size_bytes: r.size_bytes,
-                content_hash: r.content_hash,
-                meta: r.meta,
-                valid: r.valid,
-                generated: r.generated,
-                problems,
-                links: r.links,
-                body_first_line: r.body_first_line,
-                body_chars: r.body_chars,
-            })
-        })
-        .collect::<Result<Vec<_>, String>>()?;
+    let records = persisted.records.into_iter().map(record_of).collect::<Result<Vec<_>, String>>()?;
     Ok(KnownVault { records, unread_pages, attachments, symlinked_notes, dirs: persisted.dirs, ignore_files: persisted.ignore_files })
 }

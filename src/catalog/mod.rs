@@ -135,44 +135,47 @@ impl<'a> CatalogTree<'a> {
     }
 }
 
-/// The part of the tree that `dirs` need: each directory's own notes and its child
-/// directories with their note counts (kept by the inventory), found by range scans that skip
-/// every child subtree with one seek. O(notes directly in the directory + children · log n),
-/// never O(subtree) or O(vault). Root rows come from the inventory's counters.
+/// The part of the tree that `dirs` need: each directory's own notes, found by range scans
+/// that skip every child subtree with one seek, and its child directories with their note
+/// counts, from the inventory's subtree counters. O(notes directly in the directories +
+/// folders), never O(subtree) or O(notes); no record below a child is consulted (a write's
+/// partial model holds none). Root rows come from the inventory's counters.
 pub(crate) fn partial_tree<'a>(inventory: &'a Inventory, dirs: &BTreeSet<String>) -> CatalogTree<'a> {
     use std::ops::Bound;
     let mut tree = CatalogTree { notes: BTreeMap::new(), children: BTreeMap::new(), counts: BTreeMap::new(), root_daily_logs: Vec::new() };
+    // Child rows come from the subtree counters (a folder with a valid note below it has a
+    // row), so a write's partial model needs no record of any child's subtree.
+    let mut children_of: BTreeMap<&str, Vec<(&'a str, usize)>> = BTreeMap::new();
+    for (child, notes) in &inventory.counts.valid_per_dir {
+        if let Some((parent, _)) = child.rsplit_once('/')
+            && dirs.contains(parent)
+        {
+            children_of.entry(parent).or_default().push((child.as_str(), *notes));
+        }
+    }
     for dir in dirs {
-        let total = inventory.counts.valid_per_dir.get(dir.as_str()).copied().unwrap_or(0);
+        let Some((key, total)) = inventory.counts.valid_per_dir.get_key_value(dir.as_str()) else { continue };
+        let key: &'a str = key.as_str();
         let prefix_len = dir.len() + 1;
         let end = VaultPath::bound(format!("{dir}0"));
         let mut from = Bound::Included(VaultPath::bound(format!("{dir}/")));
-        let mut dir_key: Option<&'a str> = None;
         while let Some((path, record)) = inventory.records.range((from.clone(), Bound::Excluded(end.clone()))).next() {
-            let path: &'a str = path.as_str();
-            let key = *dir_key.get_or_insert(&path[..dir.len()]);
-            match path[prefix_len..].split_once('/') {
+            match path.as_str()[prefix_len..].split_once('/') {
                 None => {
                     if is_catalogued(record) {
                         tree.notes.entry(key).or_default().push(record);
                     }
                     from = Bound::Excluded(record.path.clone());
                 }
-                Some((child, _)) => {
-                    let child_dir = &path[..prefix_len + child.len()];
-                    let notes = inventory.counts.valid_per_dir.get(child_dir).copied().unwrap_or(0);
-                    if notes > 0 {
-                        tree.counts.insert(child_dir, notes);
-                        tree.children.entry(key).or_default().insert(child_dir);
-                    }
-                    // Skip the child's whole subtree: its next sibling key starts after `child/…`.
-                    from = Bound::Included(VaultPath::bound(format!("{child_dir}0")));
-                }
+                // Skip the child's whole subtree: its next sibling key starts after `child/…`.
+                Some((child, _)) => from = Bound::Included(VaultPath::bound(format!("{}0", &path.as_str()[..prefix_len + child.len()]))),
             }
         }
-        if let Some(key) = dir_key.filter(|_| total > 0) {
-            tree.counts.insert(key, total);
+        for (child, notes) in children_of.remove(dir.as_str()).unwrap_or_default() {
+            tree.counts.insert(child, notes);
+            tree.children.entry(key).or_default().insert(child);
         }
+        tree.counts.insert(key, *total);
     }
     tree.root_daily_logs = inventory.counts.root_notes.iter().filter_map(|p| inventory.records.get(p)).collect();
     tree

@@ -25,6 +25,9 @@ fn push_line(out: &mut Vec<u8>, name: &str, hash: &[u8; 32]) {
 struct Directory {
     /// File name → content blake3 of the valid notes directly in this directory.
     notes: BTreeMap<String, [u8; 32]>,
+    /// `Some(n)`: a directory known only by its digest and its `n` notes (a write's partial
+    /// model, `inventory_cache::keyed`); its notes are not loaded and must not change.
+    opaque: Option<usize>,
     /// Digest of `notes`, computed on first use after a change.
     digest: OnceLock<[u8; 32]>,
 }
@@ -45,6 +48,9 @@ impl Directory {
 #[derive(Debug, Default)]
 pub struct SourceSnapshot {
     dirs: BTreeMap<String, Directory>,
+    /// Set when a change met an opaque directory: this snapshot can no longer be hashed
+    /// truthfully (the write that owns it reloads the model whole).
+    overrun: bool,
     /// The top-level lines as last hashed: patched in place where only a digest changed,
     /// rebuilt when directories came or went (a write re-hashes the lines, not re-renders them).
     top: std::sync::Mutex<TopLines>,
@@ -84,6 +90,10 @@ impl SourceSnapshot {
             return;
         }
         let (dir, name) = split(record.path.as_str());
+        if self.dirs.get(dir).is_some_and(|d| d.opaque.is_some()) {
+            self.overrun = true;
+            return;
+        }
         let top = self.top.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
         if !self.dirs.contains_key(dir) {
             top.current = false;
@@ -108,6 +118,10 @@ impl SourceSnapshot {
             return;
         }
         let (dir, name) = split(record.path.as_str());
+        if self.dirs.get(dir).is_some_and(|d| d.opaque.is_some()) {
+            self.overrun = true;
+            return;
+        }
         let top = self.top.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(entry) = self.dirs.get_mut(dir) {
             entry.notes.remove(name);
@@ -122,7 +136,25 @@ impl SourceSnapshot {
 
     /// Number of notes counted.
     pub fn len(&self) -> usize {
-        self.dirs.values().map(|d| d.notes.len()).sum()
+        self.dirs.values().map(|d| d.opaque.unwrap_or(d.notes.len())).sum()
+    }
+
+    /// Adds a directory known only by its digest and note count (`notes` > 0), for a partial
+    /// model whose notes in `dir` are not loaded.
+    pub fn insert_opaque(&mut self, dir: &str, digest: [u8; 32], notes: usize) {
+        let top = self.top.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
+        top.current = false;
+        self.dirs.insert(dir.to_string(), Directory { notes: BTreeMap::new(), opaque: Some(notes), digest: OnceLock::from(digest) });
+    }
+
+    /// Each directory's digest and note count, in directory order.
+    pub fn directory_digests(&self) -> impl Iterator<Item = (&str, [u8; 32], usize)> {
+        self.dirs.iter().map(|(dir, d)| (dir.as_str(), d.digest(), d.opaque.unwrap_or(d.notes.len())))
+    }
+
+    /// Whether a change met a directory known only by its digest (`insert_opaque`).
+    pub fn overrun(&self) -> bool {
+        self.overrun
     }
 
     pub fn is_empty(&self) -> bool {

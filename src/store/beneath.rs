@@ -70,10 +70,15 @@ fn is_link(dir: &OwnedFd, name: &str) -> bool {
         .is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode) == rustix::fs::FileType::Symlink)
 }
 
-/// A fresh temporary file (`.pv-tmp-…`, owner-only) inside the folder `dir`.
+/// A fresh temporary file (`.pv-tmp-…`, owner-only) inside the folder `dir`, open for writing.
 pub(super) fn create_temp(dir: &OwnedFd) -> io::Result<(String, File)> {
+    create_temp_with(dir, OFlags::WRONLY)
+}
+
+/// A fresh temporary file as `create_temp`, open with `access` (`RDWR` for a database).
+pub(super) fn create_temp_with(dir: &OwnedFd, access: OFlags) -> io::Result<(String, File)> {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+    let flags = access | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     for _ in 0..16 {
         let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
         let mut hasher = blake3::Hasher::new();

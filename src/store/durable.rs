@@ -230,6 +230,50 @@ pub fn write_cache(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
     run().map_err(|e| super::nofollow::io_error("writing", &rel_of(root, path), e))
 }
 
+/// Builds a keyed engine cache (a `redb` database) in a fresh temporary file beneath `root`,
+/// filled by `fill` in one committed transaction, and renames it over `path`: readers see the
+/// old database or the new one, never a half-built one. Like `write_cache`, the folder is not
+/// fsynced (a cache: a missing or foreign one is rebuilt); never follows a link.
+pub fn write_keyed_cache(
+    root: &Path,
+    path: &Path,
+    fill: impl FnOnce(&redb::WriteTransaction) -> std::result::Result<(), redb::Error>,
+) -> Result<()> {
+    let run = || -> io::Result<()> {
+        let (dirfd, name) = folder_and_name(root, path, true)?;
+        let (temp, file) = beneath::create_temp_with(&dirfd, OFlags::RDWR)?;
+        let built = || -> std::result::Result<(), redb::Error> {
+            let database = redb::Builder::new().create_file(file)?;
+            let transaction = database.begin_write()?;
+            fill(&transaction)?;
+            transaction.commit()?;
+            Ok(())
+        };
+        let placed =
+            built().map_err(io::Error::other).and_then(|()| Ok(rustix::fs::renameat(&dirfd, temp.as_str(), &dirfd, name.as_bytes())?));
+        if placed.is_err() {
+            let _ = rustix::fs::unlinkat(&dirfd, temp.as_str(), AtFlags::empty());
+        }
+        placed
+    };
+    run().map_err(|e| super::nofollow::io_error("writing", &rel_of(root, path), e))
+}
+
+/// Opens the keyed engine cache `path` beneath `root` read-only (no lock taken for writing,
+/// nothing synced), through a handle opened without following links: `redb` opens by path,
+/// so it is given the handle's own `/proc/self/fd` entry, which names the file opened here
+/// whatever the path names by then. Where `/proc` is missing it fails with `Unsupported` (the
+/// caller loads the model another way).
+pub fn open_keyed_cache(root: &Path, path: &Path) -> io::Result<redb::ReadOnlyDatabase> {
+    use std::os::fd::AsRawFd;
+    if !Path::new("/proc/self/fd").is_dir() {
+        return Err(io::Error::new(io::ErrorKind::Unsupported, "no /proc/self/fd on this platform"));
+    }
+    let file = open_engine_read(root, path)?;
+    let own = format!("/proc/self/fd/{}", file.as_raw_fd());
+    redb::ReadOnlyDatabase::open(own).map_err(io::Error::other)
+}
+
 /// Creates an empty scratch file beneath `root`, without fsync: for engine files whose
 /// existence only signals something (a watch barrier) and never needs to survive a crash.
 /// Never follows or replaces an existing name.

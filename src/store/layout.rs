@@ -37,6 +37,9 @@ pub const WATCH_BARRIER_PREFIX: &str = "watch-barrier-";
 pub const TEMP_PREFIX: &str = ".pv-tmp-";
 /// The persisted inventory (`inventory_cache`): a cache, checksummed, rebuilt when untrusted.
 pub const INVENTORY_CACHE: &str = ".paravault/inventory.bin";
+/// The persisted inventory's keyed copy (`inventory_cache::keyed`, a `redb` database): what a
+/// write process looks up by key instead of decoding the whole model. A cache, like the above.
+pub const INVENTORY_INDEX: &str = ".paravault/inventory.redb";
 /// Incremental catalog renderer state.
 pub const CATALOG_STATE: &str = ".paravault/catalog-state.json";
 /// Root catalog.

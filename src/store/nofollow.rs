@@ -34,9 +34,10 @@ const STATE_FOLDERS: [&str; 11] = [
 ];
 
 /// Engine files.
-const STATE_FILES: [&str; 9] = [
+const STATE_FILES: [&str; 10] = [
     layout::POLICY_OVERRIDE,
     layout::INVENTORY_CACHE,
+    layout::INVENTORY_INDEX,
     layout::JOURNAL,
     layout::RECEIPTS,
     layout::WRITER_LOCK,

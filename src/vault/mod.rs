@@ -59,6 +59,9 @@ pub struct Vault {
     watch: std::sync::OnceLock<crate::watch::DiskWatch>,
     freshness: Mutex<Freshness>,
     saved_inventory: Mutex<Option<SavedInventory>>,
+    /// Set when the keyed inventory could not serve a write: the next persist rewrites both
+    /// copies even if the whole file's bytes did not change.
+    keyed_refused: std::sync::atomic::AtomicBool,
     /// Whom writes through this handle are made for; provenance comes from it (never content).
     channel: Channel,
     /// The process ends right after this handle is dropped (`ending_the_process`).
@@ -141,6 +144,7 @@ impl Vault {
                 load: inventory::LoadCounts::default(),
             }),
             saved_inventory: Mutex::new(None),
+            keyed_refused: std::sync::atomic::AtomicBool::new(false),
             channel: Channel::Agent,
             ends_the_process: false,
         };

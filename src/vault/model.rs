@@ -36,6 +36,10 @@ pub(super) struct SavedInventory {
 /// of them, whichever is more) were stale.
 const PERSIST_AFTER_STALE_RECORDS: usize = 32;
 
+/// A write's partial model is not used once the keyed copy is this stale (pages read again
+/// plus folders listed again): the whole load then rewrites it.
+const KEYED_STALE_LIMIT: usize = 64;
+
 /// How far a caller of the inventory needs it checked against the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Scope {
@@ -70,6 +74,16 @@ impl Vault {
     /// compared (a walk, once, if the model was loaded by folder checks).
     fn lock_inventory_for(&self, scope: Scope) -> Result<MutexGuard<'_, Option<Inventory>>> {
         let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if guard.as_ref().is_some_and(|inventory| inventory.partial.is_some()) {
+            // A write's partial model answers that write only: anyone else gets the whole one.
+            *guard = None;
+        }
+        self.load_whole_into(&mut guard, scope)?;
+        Ok(guard)
+    }
+
+    /// Loads the whole model into an empty `guard` and brings it up to the disk as `scope` needs.
+    fn load_whole_into(&self, guard: &mut MutexGuard<'_, Option<Inventory>>, scope: Scope) -> Result<()> {
         if guard.is_none() {
             let started = std::time::Instant::now();
             let (known, cache_state) = self.read_persisted_inventory();
@@ -85,7 +99,8 @@ impl Vault {
             // Rewriting the whole file costs O(vault); a few stale records (the notes and catalog
             // pages of recent writes) cost the next process a few reads. Rewrite once they add up.
             let stale = load.read + load.forgotten + load.folders_relisted;
-            if cache_state == "reused" && stale < PERSIST_AFTER_STALE_RECORDS.max(load.reused / 100) {
+            let keyed_refused = self.keyed_refused.load(std::sync::atomic::Ordering::Relaxed);
+            if cache_state == "reused" && stale < PERSIST_AFTER_STALE_RECORDS.max(load.reused / 100) && !keyed_refused {
                 if let Some(saved) = self.saved_inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_mut() {
                     saved.revision = inventory.revision;
                 }
@@ -93,7 +108,7 @@ impl Vault {
                 self.persist_inventory(&inventory);
             }
             tracing::debug!(?decoded, ?loaded, persisted = ?started.elapsed(), ?load, "inventory loaded");
-            *guard = Some(inventory);
+            **guard = Some(inventory);
             let removed = self.remove_leftover_temps(&leftovers)?;
             let mut freshness = self.lock_freshness();
             freshness.observed_at = Some(now_rfc3339());
@@ -113,7 +128,64 @@ impl Vault {
             freshness.last_stat_walk_reason = Some("a whole-vault read after a load by folder checks".into());
             freshness.observed_at = Some(now_rfc3339());
         }
-        Ok(guard)
+        Ok(())
+    }
+
+    /// Runs a write transaction's planning step `f` on a model that holds what the write
+    /// consults. In a one-shot process (`ending_the_process`) that has not loaded the model
+    /// yet, that is a partial model looked up by key in the persisted inventory's keyed copy
+    /// (`inventory_cache::keyed`: O(change), not O(vault)); otherwise, and whenever the partial
+    /// model turns out not to hold something `f` asked about (`Inventory::overrun`), the whole
+    /// model, and `f` runs again on it. `changes`: the write's notes (path, new text or removal).
+    pub(crate) fn with_write_model<T>(&self, changes: &[(VaultPath, Option<&str>)], mut f: impl FnMut(&mut Inventory) -> T) -> Result<T> {
+        let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if guard.is_none() && self.ends_the_process {
+            self.load_keyed_into(&mut guard, changes)?;
+        }
+        if let Some(inventory) = guard.as_mut().filter(|inventory| inventory.partial.is_some()) {
+            let out = f(inventory);
+            if !inventory.overrun() {
+                return Ok(out);
+            }
+            tracing::debug!("the partial model did not hold what the write consults; loading it whole");
+            *guard = None;
+            self.lock_freshness().inventory_cache = "keyed, then whole: the write consulted more than it held".into();
+        }
+        self.load_whole_into(&mut guard, Scope::Write)?;
+        Ok(f(guard.as_mut().expect("BUG: load_whole_into loads the inventory")))
+    }
+
+    /// Loads a write's partial model from the keyed copy into an empty `guard`, or leaves it
+    /// empty (the caller loads the whole model) when the copy is missing, foreign or too stale.
+    fn load_keyed_into(&self, guard: &mut MutexGuard<'_, Option<Inventory>>, changes: &[(VaultPath, Option<&str>)]) -> Result<()> {
+        let started = std::time::Instant::now();
+        let index = layout::join(&self.root, layout::INVENTORY_INDEX);
+        let loaded = match durable::open_keyed_cache(&self.root, &index) {
+            Ok(database) => crate::inventory_cache::keyed::load_for_write(&self.root, &self.policy, &database, changes, KEYED_STALE_LIMIT),
+            // Rewriting the copy cannot help a platform without `/proc/self/fd`.
+            Err(error) => Err(crate::inventory_cache::keyed::NotKeyed {
+                rebuild: error.kind() != std::io::ErrorKind::Unsupported,
+                reason: format!("unreadable ({error})"),
+            }),
+        };
+        match loaded {
+            Ok(load) => {
+                tracing::debug!(elapsed = ?started.elapsed(), counts = ?load.counts, "partial model loaded by key");
+                **guard = Some(load.inventory);
+                let removed = self.remove_leftover_temps(&load.leftover_temps)?;
+                let mut freshness = self.lock_freshness();
+                freshness.observed_at = Some(now_rfc3339());
+                freshness.leftover_temps_removed += removed;
+                freshness.inventory_cache = "keyed".into();
+                freshness.load = load.counts;
+            }
+            Err(refused) => {
+                tracing::debug!(reason = %refused.reason, "the keyed inventory cannot serve this write; loading the model whole");
+                // The whole load then rewrites both persisted copies, whatever it finds stale.
+                self.keyed_refused.store(refused.rebuild, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        Ok(())
     }
 
     /// The persisted inventory's records, and what became of it (`reused`, `absent`, or why it
@@ -141,19 +213,30 @@ impl Vault {
     /// Writes the persisted inventory when the model changed since it was read or written and
     /// its bytes differ (atomically; a failure only costs the next process a fuller read).
     pub(super) fn persist_inventory(&self, inventory: &Inventory) {
+        if inventory.partial.is_some() {
+            return;
+        }
         let mut saved = self.saved_inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if saved.as_ref().is_some_and(|s| s.revision == inventory.revision) {
             return;
         }
         let bytes = crate::inventory_cache::encode(inventory, &self.policy.digest);
         let digest = *blake3::hash(&bytes).as_bytes();
-        if saved.as_ref().is_some_and(|s| s.digest == digest) {
+        let keyed_refused = self.keyed_refused.swap(false, std::sync::atomic::Ordering::Relaxed);
+        if saved.as_ref().is_some_and(|s| s.digest == digest) && !keyed_refused {
             *saved = Some(SavedInventory { revision: inventory.revision, digest });
             return;
         }
         match durable::write_cache(&self.root, &layout::join(&self.root, layout::INVENTORY_CACHE), &bytes) {
             Ok(()) => *saved = Some(SavedInventory { revision: inventory.revision, digest }),
             Err(error) => tracing::debug!(error = %error, "could not write the persisted inventory"),
+        }
+        // The keyed copy follows the file it copies (a write process reads it by key).
+        let started = std::time::Instant::now();
+        let index = layout::join(&self.root, layout::INVENTORY_INDEX);
+        match durable::write_keyed_cache(&self.root, &index, |t| crate::inventory_cache::keyed::fill(inventory, &self.policy.digest, t)) {
+            Ok(()) => tracing::debug!(elapsed = ?started.elapsed(), "keyed inventory written"),
+            Err(error) => tracing::debug!(error = %error, "could not write the keyed inventory"),
         }
     }
 
@@ -347,6 +430,15 @@ impl Vault {
     pub(crate) fn with_inventory_mut<T>(&self, f: impl FnOnce(&mut Inventory) -> T) -> Result<T> {
         let mut guard = self.lock_inventory_for(Scope::Write)?;
         Ok(f(guard.as_mut().expect("BUG: lock_inventory loads the inventory")))
+    }
+
+    /// Runs `f` with mutable access to the model the current write planned on, partial or
+    /// whole (`with_write_model`): the write's own later steps (publish, putting records back
+    /// after a refusal) stay on it. Loads the whole model when there is none.
+    pub(crate) fn with_write_inventory_mut<T>(&self, f: impl FnOnce(&mut Inventory) -> T) -> Result<T> {
+        let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        self.load_whole_into(&mut guard, Scope::Write)?;
+        Ok(f(guard.as_mut().expect("BUG: load_whole_into loads the inventory")))
     }
 
     /// Runs `f` over the current inventory (loading it on first use).

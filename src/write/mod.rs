@@ -206,7 +206,7 @@ impl Drop for ModelChange<'_> {
     fn drop(&mut self) {
         if !self.previous.is_empty() {
             let previous = std::mem::take(&mut self.previous);
-            let _ = self.vault.with_inventory_mut(|inventory| put_back(inventory, previous));
+            let _ = self.vault.with_write_inventory_mut(|inventory| put_back(inventory, previous));
         }
     }
 }
@@ -506,7 +506,8 @@ fn check_and_plan<'v>(vault: &'v Vault, mutation: &Mutation) -> Result<Plan<'v>>
     }
     let today = vault.today();
     let touched: Vec<VaultPath> = mutation.notes.iter().map(|n| n.path.clone()).collect();
-    let (gate, previous, orphans, catalog_plan, counts, search_snapshot) = vault.with_inventory_mut(|inventory| {
+    let changes: Vec<(VaultPath, Option<&str>)> = mutation.notes.iter().map(|n| (n.path.clone(), n.content.as_deref())).collect();
+    let (gate, previous, orphans, catalog_plan, counts, search_snapshot) = vault.with_write_model(&changes, |inventory| {
         recheck_consulted(vault, inventory, &touched);
         let baseline = lint::baseline(inventory, policy, &touched, today);
         let previous = put_after_images(inventory, policy, mutation.notes.iter().map(|n| (&n.path, n.content.as_deref())));
@@ -863,7 +864,7 @@ pub(crate) fn publish(vault: &Vault, intent: &Intent) -> Result<Published> {
     let (changed, removed) = (parse(&intent.search_changed), parse(&intent.search_removed));
     if crate::search::generation::read_active(root)?.is_some() {
         // O(change) on the write's model (folder listings proven, consulted files re-checked).
-        return vault.with_inventory_mut(|inventory| {
+        return vault.with_write_inventory_mut(|inventory| {
             Published::deferred(|written| {
                 crate::search::publish_changes(root, policy, inventory, &changed, &removed, Some(written), Some(intent.seq))
             })

@@ -58,6 +58,7 @@ mod governed_operations;
 mod handoff;
 mod hostile;
 mod infra;
+mod keyed_inventory;
 mod link_rot;
 mod links;
 mod lint;

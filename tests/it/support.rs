@@ -81,7 +81,9 @@ pub fn snapshot_tree(root: &Path) -> Vec<(String, Vec<u8>)> {
             let path = entry.path();
             if entry.file_type().unwrap().is_dir() {
                 stack.push(path);
-            } else if path != paravault::store::layout::join(root, paravault::store::layout::INVENTORY_CACHE) {
+            } else if path != paravault::store::layout::join(root, paravault::store::layout::INVENTORY_CACHE)
+                && path != paravault::store::layout::join(root, paravault::store::layout::INVENTORY_INDEX)
+            {
                 out.push((path.strip_prefix(root).unwrap().to_string_lossy().into_owned(), std::fs::read(&path).unwrap_or_default()));
             }
         }

@@ -1,0 +1,555 @@
+//! The persisted inventory's keyed copy (`.paravault/inventory.redb`) and the partial model a
+//! one-shot write process loads from it: the records, names, link targets and folder
+//! aggregates that write consults, looked up by key, instead of the whole model decoded.
+//!
+//! Tables (values postcard): `meta` (format, engine, policy digest, vault-wide counters, root
+//! notes, invalid notes, symbolic links, pages not settled); `folders` (every walked folder →
+//! its identity as of its last whole listing, its subtree's valid notes, the digest and count
+//! of its direct valid notes); `records` and `files` keyed `folder \0 name` (a folder's direct
+//! entries are one range); `linkers` (link key → notes) and `names` (lower-cased file name →
+//! files). Everything counted is counted over the settled records only, as the file it copies
+//! (`inventory_cache`) keeps only those: a page not settled is read again at load and counted
+//! then, exactly as a whole load does.
+//!
+//! Trust is the same as the whole file's under folder checks (`Inventory::load_checking_folders`):
+//! every folder's identity is compared with the disk; a folder that moved is listed again
+//! and its changed entries read. What the write consults besides (the notes linking to the
+//! touched names, the root notes) is stat'ed; one that changed, a folder that vanished, or
+//! anything the model turns out not to hold (`Partial::overrun`) sends the write to the whole
+//! load instead. Never trusted when foreign (format, engine, policy) or unreadable.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::path::PathBuf;
+
+use redb::{MultimapTableDefinition, ReadableDatabase, ReadableTable, TableDefinition};
+use serde::{Deserialize, Serialize};
+
+use super::{PersistedRecord, persisted_record, record_of, settled};
+use crate::inventory::snapshot::SourceSnapshot;
+use crate::inventory::{
+    self, Counts, FileStamp, Inventory, LoadCounts, NoteRecord, Partial, dir_stamp, link_key, lower_name, now_ns, stamp_now,
+};
+use crate::note::path::VaultPath;
+use crate::policy::LoadedPolicy;
+use crate::scan::{self, PageKind};
+
+/// Bumped whenever a table's shape changes.
+pub const FORMAT_VERSION: u32 = 1;
+
+const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+const FOLDERS: TableDefinition<&str, &[u8]> = TableDefinition::new("folders");
+const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
+/// Every file: 0 a settled record, 1 a page not settled, 2 an attachment.
+const FILES: TableDefinition<&str, u8> = TableDefinition::new("files");
+const LINKERS: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::new("linkers");
+const NAMES: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::new("names");
+
+const HEADER_KEY: &str = "header";
+
+#[derive(Serialize, Deserialize)]
+struct Header {
+    format: u32,
+    engine_version: String,
+    policy_digest: [u8; 32],
+    notes: usize,
+    valid: usize,
+    root_notes: Vec<String>,
+    invalid: Vec<String>,
+    symlinked_notes: Vec<String>,
+    unread_pages: Vec<(String, PageKind)>,
+    ignore_files: bool,
+}
+
+#[derive(Serialize, Deserialize)]
+struct FolderRow {
+    /// Identity as of its last whole listing, and when it was taken.
+    seen: Option<(FileStamp, i128)>,
+    /// Valid notes in its subtree.
+    valid_subtree: usize,
+    /// Digest and count of its direct valid notes (`SourceSnapshot`), when it holds any.
+    digest: Option<([u8; 32], usize)>,
+}
+
+/// The key of `path` in `records` and `files`: its folder, NUL, its name.
+fn entry_key(path: &str) -> String {
+    let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+    format!("{dir}\0{name}")
+}
+
+fn path_of_key(key: &str) -> String {
+    match key.split_once('\0') {
+        Some(("", name)) => name.to_string(),
+        Some((dir, name)) => format!("{dir}/{name}"),
+        None => key.to_string(),
+    }
+}
+
+/// A row's bytes (postcard).
+fn encode<T: Serialize>(value: &T) -> Vec<u8> {
+    postcard::to_stdvec(value).unwrap_or_default()
+}
+
+/// Fills a fresh database with `inventory` (see the module doc) for `policy_digest`.
+pub fn fill(inventory: &Inventory, policy_digest: &[u8; 32], transaction: &redb::WriteTransaction) -> Result<(), redb::Error> {
+    let settled_records: Vec<&NoteRecord> = inventory.records.values().filter(|r| settled(r)).collect();
+    let mut counts = Counts::default();
+    for record in &settled_records {
+        counts.add(record, 1);
+    }
+    let snapshot = SourceSnapshot::of(settled_records.iter().copied());
+    let header = Header {
+        format: FORMAT_VERSION,
+        engine_version: env!("CARGO_PKG_VERSION").to_string(),
+        policy_digest: *policy_digest,
+        notes: counts.notes,
+        valid: counts.valid,
+        root_notes: counts.root_notes.iter().map(ToString::to_string).collect(),
+        invalid: counts.invalid.iter().map(ToString::to_string).collect(),
+        symlinked_notes: inventory.symlinked_notes.iter().map(ToString::to_string).collect(),
+        unread_pages: inventory.records.values().filter(|r| !settled(r)).map(|r| (r.path.to_string(), r.kind)).collect(),
+        ignore_files: inventory.ignore_files,
+    };
+    transaction.open_table(META)?.insert(HEADER_KEY, encode(&header).as_slice())?;
+    {
+        let digests: BTreeMap<&str, ([u8; 32], usize)> = snapshot.directory_digests().map(|(dir, d, n)| (dir, (d, n))).collect();
+        let mut folders = transaction.open_table(FOLDERS)?;
+        let names: BTreeSet<&str> = inventory.dirs.keys().map(String::as_str).chain(digests.keys().copied()).collect();
+        for dir in names {
+            let row = FolderRow {
+                seen: inventory.dirs.get(dir).copied().flatten(),
+                valid_subtree: counts.valid_per_dir.get(dir).copied().unwrap_or(0),
+                digest: digests.get(dir).copied(),
+            };
+            folders.insert(dir, encode(&row).as_slice())?;
+        }
+    }
+    // Each table is filled in key order: pages are then written full, not split half empty.
+    {
+        let mut rows: Vec<(String, Vec<u8>)> =
+            settled_records.iter().filter_map(|r| Some((entry_key(r.path.as_str()), encode(&persisted_record(r)?)))).collect();
+        rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut records = transaction.open_table(RECORDS)?;
+        for (key, value) in &rows {
+            records.insert(key.as_str(), value.as_slice())?;
+        }
+    }
+    {
+        let mut pairs: Vec<(String, &str)> =
+            settled_records.iter().flat_map(|r| r.links.iter().map(|l| (link_key(&l.target), r.path.as_str()))).collect();
+        pairs.sort_unstable();
+        pairs.dedup();
+        let mut linkers = transaction.open_multimap_table(LINKERS)?;
+        for (key, path) in &pairs {
+            linkers.insert(key.as_str(), *path)?;
+        }
+    }
+    {
+        let mut rows: Vec<(String, u8)> = inventory
+            .files
+            .iter()
+            .map(|path| {
+                let kind = match inventory.records.get(path) {
+                    Some(record) if settled(record) => 0,
+                    Some(_) => 1,
+                    None => 2,
+                };
+                (entry_key(path.as_str()), kind)
+            })
+            .collect();
+        rows.sort_unstable();
+        let mut files = transaction.open_table(FILES)?;
+        for (key, kind) in &rows {
+            files.insert(key.as_str(), *kind)?;
+        }
+    }
+    {
+        let mut pairs: Vec<(String, &str)> = inventory.files.iter().map(|path| (lower_name(path), path.as_str())).collect();
+        pairs.sort_unstable();
+        let mut names = transaction.open_multimap_table(NAMES)?;
+        for (name, path) in &pairs {
+            names.insert(name.as_str(), *path)?;
+        }
+    }
+    Ok(())
+}
+
+/// What `load_for_write` gives: the partial model, the temporary files found, what it did.
+pub struct WriteLoad {
+    pub inventory: Inventory,
+    pub leftover_temps: Vec<PathBuf>,
+    pub counts: LoadCounts,
+}
+
+/// Why the keyed copy cannot serve this write (the caller loads the model whole), and whether
+/// rewriting it would help (not when the vault itself rules it out).
+#[derive(Debug)]
+pub struct NotKeyed {
+    pub reason: String,
+    pub rebuild: bool,
+}
+
+impl From<String> for NotKeyed {
+    fn from(reason: String) -> Self {
+        NotKeyed { reason, rebuild: true }
+    }
+}
+
+fn fail(what: &str) -> impl Fn(redb::Error) -> String + '_ {
+    move |e| format!("{what}: {e}")
+}
+
+fn parse(path: &str) -> Result<VaultPath, String> {
+    VaultPath::parse_walked(path).map_err(|_| format!("invalid path {path:?}"))
+}
+
+/// Loads the partial model one write consults (see the module doc): `changes` are the
+/// write's notes (path, new text or removal). `stale_limit`: past this many pages read or
+/// folders listed again, the keyed copy is too stale to be worth it (the whole load rewrites
+/// it).
+pub fn load_for_write(
+    root: &std::path::Path,
+    policy: &LoadedPolicy,
+    database: &redb::ReadOnlyDatabase,
+    changes: &[(VaultPath, Option<&str>)],
+    stale_limit: usize,
+) -> Result<WriteLoad, NotKeyed> {
+    let read = |e: redb::TransactionError| format!("read transaction: {e}");
+    let transaction = database.begin_read().map_err(read)?;
+    let meta = transaction.open_table(META).map_err(|e| fail("meta")(e.into()))?;
+    let header = meta.get(HEADER_KEY).map_err(|e| fail("meta")(e.into()))?.ok_or_else(|| "no header".to_string())?;
+    let header: Header = postcard::from_bytes(header.value()).map_err(|e| format!("undecodable header: {e}"))?;
+    if header.format != FORMAT_VERSION {
+        return Err(NotKeyed::from(format!("format version {}, this engine reads {FORMAT_VERSION}", header.format)));
+    }
+    if header.engine_version != env!("CARGO_PKG_VERSION") {
+        return Err(NotKeyed::from(format!("written by engine {}", header.engine_version)));
+    }
+    if header.policy_digest != policy.digest {
+        return Err(NotKeyed::from("computed under another policy".to_string()));
+    }
+    if header.ignore_files {
+        return Err(NotKeyed { reason: "the vault has an ignore file".into(), rebuild: false });
+    }
+    let table = |e: redb::TableError| fail("table")(e.into());
+    let storage = |e: redb::StorageError| fail("storage")(e.into());
+    let folders_table = transaction.open_table(FOLDERS).map_err(table)?;
+    let records_table = transaction.open_table(RECORDS).map_err(table)?;
+    let files_table = transaction.open_table(FILES).map_err(table)?;
+    let linkers_table = transaction.open_multimap_table(LINKERS).map_err(table)?;
+    let names_table = transaction.open_multimap_table(NAMES).map_err(table)?;
+
+    // Every folder's identity, as a whole load by folder checks compares it.
+    let mut rows: BTreeMap<String, FolderRow> = BTreeMap::new();
+    for entry in folders_table.iter().map_err(storage)? {
+        let (key, value) = entry.map_err(storage)?;
+        let row: FolderRow = postcard::from_bytes(value.value()).map_err(|e| format!("undecodable folder row: {e}"))?;
+        rows.insert(key.value().to_string(), row);
+    }
+    if !rows.contains_key("") {
+        return Err(NotKeyed::from("no root folder".to_string()));
+    }
+    let mut dirs: BTreeMap<String, Option<(FileStamp, i128)>> = BTreeMap::new();
+    let mut relist: Vec<String> = Vec::new();
+    let stamps = inventory::dir_stamps(root, rows.keys().map(String::as_str));
+    for ((dir, row), stamp) in rows.iter().zip(stamps) {
+        match (stamp, row.seen) {
+            (None, _) => return Err(NotKeyed::from(format!("folder {dir:?} vanished"))),
+            (Some(now), Some(seen)) if now == seen.0 && !seen.0.is_racy(seen.1) => {
+                dirs.insert(dir.clone(), Some(seen));
+            }
+            _ => {
+                relist.push(dir.clone());
+                dirs.insert(dir.clone(), None);
+            }
+        }
+    }
+
+    // The folders loaded whole: those listed again, those whose catalogs the write
+    // regenerates, the root, and those holding pages not settled.
+    let mut loaded: BTreeSet<String> = relist.iter().cloned().collect();
+    loaded.insert(String::new());
+    for (path, _) in changes {
+        // The touched note's folder and every ancestor (`catalog::affected_dirs`, and the root).
+        let mut dir = path.parent();
+        loop {
+            loaded.insert(dir.to_string());
+            if dir.is_empty() {
+                break;
+            }
+            dir = dir.rsplit_once('/').map_or("", |(parent, _)| parent);
+        }
+    }
+    let unread: Vec<(VaultPath, PageKind)> =
+        header.unread_pages.iter().map(|(p, kind)| Ok((parse(p)?, *kind))).collect::<Result<_, String>>()?;
+    loaded.extend(unread.iter().map(|(p, _)| p.parent().to_string()));
+
+    let direct_range = |dir: &str| (format!("{dir}\0"), format!("{dir}\u{1}"));
+    let record_at = |key: &str| -> Result<Option<NoteRecord>, String> {
+        match records_table.get(key).map_err(storage)? {
+            Some(value) => {
+                let persisted: PersistedRecord = postcard::from_bytes(value.value()).map_err(|e| format!("undecodable record: {e}"))?;
+                Ok(Some(record_of(persisted)?))
+            }
+            None => Ok(None),
+        }
+    };
+
+    // Counters and snapshot as persisted; loaded folders' snapshot entries are filled from
+    // their records below, every other folder is known by its digest.
+    let mut counts = Counts { notes: header.notes, valid: header.valid, ..Default::default() };
+    counts.root_notes = header.root_notes.iter().map(|p| parse(p)).collect::<Result<_, _>>()?;
+    counts.invalid = header.invalid.iter().map(|p| parse(p)).collect::<Result<_, _>>()?;
+    for (dir, row) in &rows {
+        if row.valid_subtree > 0 && !dir.is_empty() {
+            counts.valid_per_dir.insert(dir.clone(), row.valid_subtree);
+        }
+    }
+    let mut snapshot = SourceSnapshot::default();
+    for (dir, row) in &rows {
+        if let Some((digest, notes)) = row.digest
+            && !loaded.contains(dir)
+        {
+            snapshot.insert_opaque(dir, digest, notes);
+        }
+    }
+    let mut held: Vec<NoteRecord> = Vec::new();
+    let mut held_files: Vec<VaultPath> = Vec::new();
+    for dir in &loaded {
+        let (from, to) = direct_range(dir);
+        for entry in records_table.range(from.as_str()..to.as_str()).map_err(storage)? {
+            let (_, value) = entry.map_err(storage)?;
+            let persisted: PersistedRecord = postcard::from_bytes(value.value()).map_err(|e| format!("undecodable record: {e}"))?;
+            let record = record_of(persisted)?;
+            snapshot.insert(&record);
+            held.push(record);
+        }
+        for entry in files_table.range(from.as_str()..to.as_str()).map_err(storage)? {
+            let (key, _) = entry.map_err(storage)?;
+            held_files.push(parse(&path_of_key(key.value()))?);
+        }
+    }
+
+    // The notes linking to the touched names, and the root notes and invalid notes the plan
+    // and the publish read: records outside the loaded folders, looked up one by one.
+    let held_paths: HashSet<VaultPath> = held.iter().map(|r| r.path.clone()).collect();
+    let in_loaded = |loaded: &BTreeSet<String>, path: &VaultPath| loaded.contains(path.parent());
+    let mut link_keys: HashSet<String> = HashSet::new();
+    for (path, _) in changes {
+        link_keys.insert(link_key(path.as_str()));
+        link_keys.insert(path.file_name().to_lowercase());
+    }
+    let mut outside: BTreeSet<VaultPath> = BTreeSet::new();
+    let mut linkers_by_key: Vec<(String, Vec<VaultPath>)> = Vec::new();
+    for key in &link_keys {
+        let mut paths = Vec::new();
+        for value in linkers_table.get(key.as_str()).map_err(storage)? {
+            let path = parse(value.map_err(storage)?.value())?;
+            // A loaded folder's records speak for themselves (they may have changed).
+            if !in_loaded(&loaded, &path) {
+                outside.insert(path.clone());
+                paths.push(path);
+            }
+        }
+        linkers_by_key.push((key.clone(), paths));
+    }
+    outside.extend(counts.root_notes.iter().filter(|p| !in_loaded(&loaded, p)).cloned());
+    let invalid_outside: Vec<VaultPath> =
+        counts.invalid.iter().filter(|p| !in_loaded(&loaded, p) && !held_paths.contains(*p)).cloned().collect();
+    let mut consulted_outside = Vec::new();
+    for path in &outside {
+        let Some(record) = record_at(&entry_key(path.as_str()))? else { return Err(NotKeyed::from(format!("no record of {path}"))) };
+        // What the plan consults outside the loaded folders must still be what was persisted.
+        let kind = scan::classify(policy, path);
+        if !kind.is_some_and(|kind| record.is_current(kind, stamp_now(root, path))) {
+            return Err(NotKeyed::from(format!("{path} changed on disk")));
+        }
+        consulted_outside.push(record);
+    }
+    let mut invalid_records = Vec::new();
+    for path in &invalid_outside {
+        if let Some(record) = record_at(&entry_key(path.as_str()))? {
+            invalid_records.push(record);
+        }
+    }
+
+    // The folders listed again: their entries now, against the loaded ones.
+    let excluded = &policy.policy.layout.excluded_dirs;
+    let mut leftover_temps = Vec::new();
+    let mut to_read: Vec<(VaultPath, PageKind)> = Vec::new();
+    let mut gone: Vec<VaultPath> = Vec::new();
+    let mut found_symlinks: BTreeMap<String, Vec<VaultPath>> = BTreeMap::new();
+    let held_by_path: BTreeMap<&VaultPath, &NoteRecord> = held.iter().map(|r| (&r.path, r)).collect();
+    let mut queue: std::collections::VecDeque<String> = relist.iter().cloned().collect();
+    let mut listed: BTreeSet<String> = BTreeSet::new();
+    let mut new_files: Vec<VaultPath> = Vec::new();
+    while let Some(dir) = queue.pop_front() {
+        if !listed.insert(dir.clone()) {
+            continue;
+        }
+        let seen_at = now_ns();
+        let Some(stamp) = dir_stamp(root, &dir) else { return Err(NotKeyed::from(format!("folder {dir:?} vanished"))) };
+        let entries = std::fs::read_dir(crate::store::layout::join(root, &dir)).map_err(|e| format!("listing {dir:?}: {e}"))?;
+        let mut here: BTreeSet<VaultPath> = BTreeSet::new();
+        let mut subfolders: BTreeSet<String> = BTreeSet::new();
+        let mut symlinks = Vec::new();
+        for entry in entries {
+            let entry = entry.map_err(|e| format!("listing {dir:?}: {e}"))?;
+            let file_type = entry.file_type().map_err(|e| format!("listing {dir:?}: {e}"))?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else { continue };
+            let rel = if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") };
+            if file_type.is_dir() {
+                if excluded.iter().any(|e| e == name) {
+                    continue;
+                }
+                if !rows.contains_key(&rel) && !dirs.contains_key(&rel) {
+                    // A new folder: listed whole, all of it new.
+                    dirs.insert(rel.clone(), None);
+                    loaded.insert(rel.clone());
+                    queue.push_back(rel.clone());
+                }
+                subfolders.insert(rel);
+                continue;
+            }
+            if name.starts_with(crate::store::layout::TEMP_PREFIX) {
+                if file_type.is_file() {
+                    leftover_temps.push(entry.path());
+                }
+                continue;
+            }
+            if crate::store::layout::IGNORE_FILES.contains(&name) {
+                return Err(NotKeyed { reason: "the vault has an ignore file".into(), rebuild: false });
+            }
+            let Ok(path) = VaultPath::parse_walked(&rel) else { continue };
+            if file_type.is_symlink() {
+                if scan::classify(policy, &path).is_some() {
+                    symlinks.push(path);
+                }
+                continue;
+            }
+            if let Some(kind) = scan::classify(policy, &path)
+                && !held_by_path.get(&path).is_some_and(|r| r.is_current(kind, stamp_now(root, &path)))
+            {
+                to_read.push((path.clone(), kind));
+            }
+            here.insert(path);
+        }
+        for path in held_files.iter().filter(|p| p.parent() == dir) {
+            if !here.contains(path) {
+                gone.push(path.clone());
+            }
+        }
+        for path in &here {
+            if !held_files.contains(path) {
+                new_files.push(path.clone());
+            }
+        }
+        let known_subfolders = rows.keys().filter(|d| !d.is_empty() && d.rsplit_once('/').map_or("", |(p, _)| p) == dir);
+        for sub in known_subfolders {
+            if !subfolders.contains(sub) {
+                return Err(NotKeyed::from(format!("folder {sub:?} vanished")));
+            }
+        }
+        found_symlinks.insert(dir.clone(), symlinks);
+        dirs.insert(dir, Some((stamp, seen_at)));
+    }
+    let read_or_forgotten = to_read.len() + gone.len();
+    if read_or_forgotten + listed.len() > stale_limit {
+        return Err(NotKeyed::from(format!("{} pages changed and {} folders moved since it was written", read_or_forgotten, listed.len())));
+    }
+    for (path, kind) in &unread {
+        if !to_read.iter().any(|(p, _)| p == path) && !gone.contains(path) {
+            to_read.push((path.clone(), *kind));
+        }
+    }
+
+    // The names whose resolution the write asks about: every link of the notes it judges
+    // (the touched notes before and after, their linkers) and the touched names themselves.
+    let mut names: HashSet<String> = changes.iter().map(|(path, _)| lower_name(path)).collect();
+    let mut judged: Vec<NoteRecord> = Vec::new();
+    for (path, text) in changes {
+        if let Some(text) = text {
+            let mut record = NoteRecord::empty(path.clone(), PageKind::Note);
+            inventory::analyse_bytes(&mut record, text.as_bytes(), policy);
+            judged.push(record);
+        }
+    }
+    let fresh = inventory::read_all(root, policy, &to_read);
+    let touched: HashSet<&VaultPath> = changes.iter().map(|(p, _)| p).collect();
+    let linker_paths: HashSet<&VaultPath> = linkers_by_key.iter().flat_map(|(_, paths)| paths.iter()).collect();
+    let judged_records = judged
+        .iter()
+        .chain(held.iter().filter(|r| touched.contains(&r.path) || r.links.iter().any(|l| link_keys.contains(&link_key(&l.target)))))
+        .chain(fresh.iter().filter(|r| touched.contains(&r.path) || r.links.iter().any(|l| link_keys.contains(&link_key(&l.target)))))
+        .chain(consulted_outside.iter().filter(|r| linker_paths.contains(&r.path)));
+    for record in judged_records {
+        for link in &record.links {
+            names.extend(inventory::candidate_names(link, policy));
+        }
+    }
+    // Every file of each name: as persisted outside the loaded folders, as listed inside.
+    let listed_now: BTreeSet<&VaultPath> = held_files.iter().filter(|p| !gone.contains(p)).chain(new_files.iter()).collect::<BTreeSet<_>>();
+    let mut by_name: Vec<(String, Vec<VaultPath>)> = Vec::new();
+    for name in &names {
+        let mut paths: BTreeSet<VaultPath> = BTreeSet::new();
+        for value in names_table.get(name.as_str()).map_err(storage)? {
+            let path = parse(value.map_err(storage)?.value())?;
+            if !in_loaded(&loaded, &path) {
+                paths.insert(path);
+            }
+        }
+        paths.extend(listed_now.iter().filter(|p| lower_name(p) == *name).map(|p| (*p).clone()));
+        by_name.push((name.clone(), paths.into_iter().collect()));
+    }
+
+    let symlinked_notes = {
+        let mut all: Vec<VaultPath> = header
+            .symlinked_notes
+            .iter()
+            .map(|p| parse(p))
+            .collect::<Result<Vec<_>, _>>()?
+            .into_iter()
+            .filter(|p| !found_symlinks.contains_key(p.parent()))
+            .collect();
+        all.extend(found_symlinks.into_values().flatten());
+        all.sort();
+        all
+    };
+    let partial = Partial { folders: loaded, names, link_keys, ..Default::default() };
+    let reused = held.len() + consulted_outside.len() + invalid_records.len();
+    let mut model = Inventory::partial_from(partial, counts, snapshot, dirs, symlinked_notes);
+    for record in held.into_iter().chain(consulted_outside).chain(invalid_records) {
+        model.hold_record(record);
+    }
+    for path in held_files {
+        model.hold_file(path);
+    }
+    for (name, paths) in by_name {
+        model.hold_name(name, paths);
+    }
+    for (key, paths) in linkers_by_key {
+        model.hold_linkers(key, paths);
+    }
+    // Now the disk's changes, through the model's own bookkeeping.
+    for path in &gone {
+        model.remove(path);
+    }
+    for path in new_files.iter().filter(|p| scan::classify(policy, p).is_none()) {
+        model.add_attachment(path.clone());
+    }
+    for record in fresh {
+        model.upsert(record);
+    }
+    if model.overrun() {
+        return Err(NotKeyed::from("the changes on disk reach beyond the loaded folders".to_string()));
+    }
+    leftover_temps.extend(scan::engine_temps(root));
+    let counts = LoadCounts {
+        reused: reused.saturating_sub(read_or_forgotten),
+        read: to_read.len(),
+        forgotten: gone.len(),
+        by_folders: true,
+        folders_relisted: listed.len(),
+    };
+    Ok(WriteLoad { inventory: model, leftover_temps, counts })
+}

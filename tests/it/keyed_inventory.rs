@@ -1,0 +1,216 @@
+//! A one-shot write process's partial model (`inventory_cache::keyed`) against the whole
+//! model: two copies of one vault take the same CLI writes and the same outside edits, one
+//! writing on the keyed copy of the persisted inventory, the other with that copy removed
+//! before every write (so it loads the whole model). Every answer, every file of the vault and
+//! every published snapshot must be the same, and the keyed path must really be taken.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::support::{note, para_dir, paravault, write_fixture};
+
+/// A small deterministic generator (the sequence must be the same for both copies).
+struct Lcg(u64);
+
+impl Lcg {
+    fn below(&mut self, n: usize) -> usize {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((self.0 >> 33) % n as u64) as usize
+    }
+}
+
+const FOLDERS: &[&str] = &[
+    "01_Projects",
+    "01_Projects/alpha",
+    "01_Projects/alpha/deep",
+    "02_Areas",
+    "02_Areas/home",
+    "03_Resources",
+    "03_Resources/refs",
+    "06_Daily_Logs",
+];
+
+fn type_of(folder: &str) -> &'static str {
+    match folder.split('/').next() {
+        Some("01_Projects") => "Project",
+        Some("02_Areas") => "Area",
+        Some("06_Daily_Logs") => "Daily Log",
+        _ => "Resource",
+    }
+}
+
+/// The fixture: notes linking to each other (by name, by path, to an attachment, to a name
+/// two folders share), an invalid note, a root note and an attachment.
+fn fixture() -> String {
+    let mut out = String::new();
+    for (i, folder) in FOLDERS.iter().cycle().take(40).enumerate() {
+        let body = format!("Note {i} links [[n{}]] and [[n{}]] and [[shared]].\n", (i + 1) % 40, (i * 7) % 40);
+        out.push_str(&format!("-- {folder}/n{i}.md --\n{}", note(type_of(folder), &format!("N {i}"), &body)));
+    }
+    out.push_str(&format!("-- 02_Areas/shared.md --\n{}", note("Area", "Shared one", "one\n")));
+    out.push_str(&format!("-- 03_Resources/refs/shared.md --\n{}", note("Resource", "Shared two", "two ![[pic.png]]\n")));
+    out.push_str("-- 03_Resources/refs/pic.png --\nPNG\n");
+    out.push_str("-- 02_Areas/broken.md --\n---\ntype: Area\ntitle: Broken\n---\nno description\n");
+    out.push_str(&format!("-- root-note.md --\n{}", note("Daily Log", "Root", "root [[n3]]\n")));
+    out
+}
+
+/// The receipt (or error) with what differs between two runs of the same write masked.
+fn answer(output: &std::process::Output) -> String {
+    let text = String::from_utf8_lossy(&output.stdout);
+    let Ok(serde_json::Value::Object(mut receipt)) = serde_json::from_str::<serde_json::Value>(&text) else {
+        return format!("exit {:?}: {}", output.status.code(), String::from_utf8_lossy(&output.stderr).lines().last().unwrap_or(""));
+    };
+    for volatile in ["at", "duration_ms", "phase_ms", "search_generation", "span_id", "trace_id", "prev", "hash", "receipt_id"] {
+        receipt.remove(volatile);
+    }
+    serde_json::Value::Object(receipt).to_string()
+}
+
+/// The vault's files, engine state aside.
+fn notes_of(root: &Path) -> Vec<(String, Vec<u8>)> {
+    crate::support::snapshot_tree(root).into_iter().filter(|(path, _)| !path.starts_with(".paravault")).collect()
+}
+
+/// The published generation's source snapshot digest and counts.
+fn published(root: &Path) -> serde_json::Value {
+    let active = std::fs::read_to_string(root.join(".paravault/search/ACTIVE")).unwrap_or_default();
+    let manifest = root.join(".paravault/search/generations").join(format!("{}.json", active.trim()));
+    let manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(manifest).unwrap_or_default()).unwrap_or_default();
+    serde_json::json!([manifest["source_snapshot_hash"], manifest["counts"], manifest["exclusions"]])
+}
+
+/// One CLI write, returning its output and whether it planned on a partial model.
+fn cli_write(root: &Path, args: &[&str]) -> (std::process::Output, bool) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_paravault"))
+        .arg("--vault")
+        .arg(root)
+        .args(args)
+        .env("PARAVAULT_TODAY", "2026-06-01")
+        .env("PARAVAULT_NOW", "2026-06-01T10:00:00Z")
+        .env("PARAVAULT_LOG", "paravault::vault::model=debug")
+        .env_remove("PARAVAULT_VAULT_DIR")
+        .env_remove("POWER_VAULT_DIR")
+        .output()
+        .unwrap();
+    let keyed = String::from_utf8_lossy(&output.stderr).contains("partial model loaded by key")
+        && !String::from_utf8_lossy(&output.stderr).contains("loading it whole");
+    (output, keyed)
+}
+
+/// One outside edit, the same on both copies.
+fn outside_edit(root: &Path, step: usize, pick: usize) {
+    let target = format!("{}/n{}.md", FOLDERS[pick % FOLDERS.len()], pick % 40);
+    let path = root.join(&target);
+    match step % 4 {
+        0 if path.is_file() => {
+            let mut text = std::fs::read_to_string(&path).unwrap();
+            text.push_str(&format!("Edited outside, now also [[n{}]].\n", (pick * 3) % 40));
+            std::fs::write(&path, text).unwrap();
+        }
+        1 => {
+            let folder = FOLDERS[(pick + 3) % FOLDERS.len()];
+            let body = format!("Made outside, links [[n{}]].\n", pick % 40);
+            std::fs::write(root.join(format!("{folder}/outside{step}.md")), note(type_of(folder), &format!("Outside {step}"), &body))
+                .unwrap();
+        }
+        2 if path.is_file() => std::fs::remove_file(&path).unwrap(),
+        3 => {
+            std::fs::create_dir_all(root.join("03_Resources/made/inner")).unwrap();
+            std::fs::write(
+                root.join(format!("03_Resources/made/inner/m{step}.md")),
+                note("Resource", &format!("M {step}"), "new folder\n"),
+            )
+            .unwrap();
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn a_write_on_the_keyed_partial_model_answers_and_writes_exactly_as_on_the_whole_model() {
+    let keyed_dir = para_dir();
+    let whole_dir = para_dir();
+    let (keyed_root, whole_root) = (keyed_dir.path(), whole_dir.path());
+    for root in [keyed_root, whole_root] {
+        write_fixture(root, &fixture());
+    }
+    std::thread::sleep(Duration::from_millis(60));
+    for root in [keyed_root, whole_root] {
+        assert!(paravault(root, &["lint"]).status.code().is_some_and(|c| c <= 1));
+        assert!(root.join(".paravault/inventory.redb").is_file(), "a whole-vault reader writes the keyed copy");
+    }
+    let mut rng = Lcg(7);
+    let mut keyed_writes = 0;
+    let mut writes = 0;
+    for step in 0..36 {
+        match rng.below(10) {
+            0 | 1 => {
+                let pick = rng.below(1000);
+                for root in [keyed_root, whole_root] {
+                    outside_edit(root, step, pick);
+                }
+                std::thread::sleep(Duration::from_millis(25));
+            }
+            2 => {
+                for root in [keyed_root, whole_root] {
+                    paravault(root, &["lint"]);
+                }
+            }
+            _ => {
+                let folder = match rng.below(5) {
+                    // A folder made outside (the write lists it as new), once it exists.
+                    0 => "03_Resources/made/inner".to_string(),
+                    _ => FOLDERS[rng.below(FOLDERS.len())].to_string(),
+                };
+                let earlier = format!("k{}", step.saturating_sub(1 + rng.below(4)));
+                let targets = ["n1", "N2", "shared", "pic.png", "nothing-here", "n39", earlier.as_str(), "03_Resources/refs/shared", "m3"];
+                let links: Vec<String> = (0..rng.below(4)).map(|_| format!("[[{}]]", targets[rng.below(targets.len())])).collect();
+                let name = format!("{folder}/k{step}");
+                let content = format!("Written by step {step}: {}\n", links.join(" "));
+                let title = format!("K {step}");
+                let args = [
+                    "ingest",
+                    name.as_str(),
+                    "--title",
+                    title.as_str(),
+                    "--description",
+                    "A keyed test note",
+                    "--content",
+                    content.as_str(),
+                ];
+                let (keyed_output, keyed) = cli_write(keyed_root, &args);
+                std::fs::remove_file(whole_root.join(".paravault/inventory.redb")).ok();
+                let (whole_output, whole_keyed) = cli_write(whole_root, &args);
+                assert!(!whole_keyed, "step {step}: the copy without a keyed inventory loads the whole model");
+                assert_eq!(answer(&keyed_output), answer(&whole_output), "step {step}: {name} answered differently");
+                assert_eq!(published(keyed_root), published(whole_root), "step {step}: the published snapshot differs");
+                writes += 1;
+                keyed_writes += usize::from(keyed);
+            }
+        }
+        assert_eq!(notes_of(keyed_root), notes_of(whole_root), "step {step}: the vaults' files differ");
+    }
+    assert!(writes >= 20, "the sequence wrote {writes} times");
+    assert!(keyed_writes * 2 >= writes, "only {keyed_writes} of {writes} writes planned on the keyed partial model");
+}
+
+#[test]
+fn a_link_planted_as_the_keyed_inventory_is_never_followed() {
+    let dir = para_dir();
+    let root = dir.path();
+    write_fixture(root, &fixture());
+    assert!(paravault(root, &["lint"]).status.code().is_some_and(|c| c <= 1));
+    let outside = tempfile::tempdir().unwrap();
+    let canary = outside.path().join("precious.redb");
+    std::fs::write(&canary, b"not yours").unwrap();
+    let index = root.join(".paravault/inventory.redb");
+    std::fs::remove_file(&index).unwrap();
+    std::os::unix::fs::symlink(&canary, &index).unwrap();
+    let args = ["ingest", "01_Projects/linked", "--title", "Linked", "--description", "d", "--content", "body"];
+    let (output, keyed) = cli_write(root, &args);
+    assert!(!keyed, "a linked keyed inventory is never read");
+    assert!(String::from_utf8_lossy(&output.stderr).contains("vault_boundary"), "{}", String::from_utf8_lossy(&output.stderr));
+    assert_eq!(std::fs::read(&canary).unwrap(), b"not yours", "the file outside the vault is untouched");
+    assert!(std::fs::symlink_metadata(&index).unwrap().file_type().is_symlink(), "the refused open leaves the link for a person to see");
+}
