@@ -65,7 +65,7 @@ pub mod approvals {
 
 /// Task hand-off and the infrastructure broker.
 pub mod handoff {
-    pub use crate::handoff::{HandoffAction, HandoffRequest};
+    pub use crate::handoff::{HandoffAction, HandoffReport, HandoffRequest, Task, TaskList};
     pub use crate::infra::{InfraRequest, InfraResult, InfraStatus};
 }
 

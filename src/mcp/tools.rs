@@ -344,10 +344,6 @@ fn constrain_list(schema: &mut serde_json::Map<String, Value>, name: &str, max_i
 
 const VAULT_PATH_DOC: &str = "Optional; when given it must be the configured vault root.";
 
-fn object_schema(properties: Value, required: &[&str]) -> Value {
-    json!({"type": "object", "properties": properties, "required": required})
-}
-
 pub(crate) fn to_object<T: serde::Serialize>(value: &T) -> Result<Value> {
     serde_json::to_value(value).map_err(|e| Error::io("encoding", "result", std::io::Error::other(e)))
 }
@@ -419,10 +415,6 @@ impl<R: JsonSchema> JsonSchema for VaultScoped<R> {
         }
         schema
     }
-}
-
-fn string_list() -> Value {
-    json!({"type": "array", "items": {"type": "string"}})
 }
 
 // ---- the tools, one file per family (tools/<family>.rs) ----
