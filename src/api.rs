@@ -137,7 +137,7 @@ pub mod memory {
     }
     /// Episode requests (`write_episode`, `query_episodes`, `supersede_episode`, …), and the
     /// parts every memory answer shares.
-    pub use crate::memory::{EpisodeQuery, NewEpisode, ProposedChange, ReceiptSummary, Replacement, Untrusted};
+    pub use crate::memory::{EpisodeQuery, MemoryVault, NewEpisode, ProposedChange, ReceiptSummary, Replacement, Untrusted};
     /// What the episode tools answer.
     pub mod episodes {
         pub use crate::memory::episodes::{AttestedAt, EpisodeState, EpisodeView};

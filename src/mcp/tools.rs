@@ -382,13 +382,15 @@ fn with_property(mut schema: Value, name: &str, property: Value) -> Value {
 /// An engine request type plus the `vault_path` argument every tool takes. The engine type
 /// stays the single definition of the parameters (names, defaults, `deny_unknown_fields`);
 /// this adds `vault_path` to its schema and takes it out before the engine type deserialises.
+/// `Marker` tells apart tools that take the same engine request type (`()` by default).
 #[derive(Debug)]
-pub(crate) struct VaultScoped<R> {
+pub(crate) struct VaultScoped<R, Marker = ()> {
     pub vault_path: String,
     pub request: R,
+    tool: std::marker::PhantomData<Marker>,
 }
 
-impl<'de, R: DeserializeOwned> Deserialize<'de> for VaultScoped<R> {
+impl<'de, R: DeserializeOwned, Marker> Deserialize<'de> for VaultScoped<R, Marker> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
         let mut map = serde_json::Map::<String, Value>::deserialize(deserializer)?;
         let vault_path = match map.remove("vault_path") {
@@ -396,11 +398,11 @@ impl<'de, R: DeserializeOwned> Deserialize<'de> for VaultScoped<R> {
             Some(value) => serde_json::from_value(value).map_err(|e| D::Error::custom(format!("vault_path: {e}")))?,
         };
         let request = R::deserialize(Value::Object(map)).map_err(D::Error::custom)?;
-        Ok(VaultScoped { vault_path, request })
+        Ok(VaultScoped { vault_path, request, tool: std::marker::PhantomData })
     }
 }
 
-impl<R: JsonSchema> JsonSchema for VaultScoped<R> {
+impl<R: JsonSchema, Marker> JsonSchema for VaultScoped<R, Marker> {
     fn schema_name() -> Cow<'static, str> {
         R::schema_name()
     }
