@@ -32,7 +32,8 @@ pub struct ToolCtx {
     pub vault: Vault,
     pub read_only: bool,
     pub tool_count: usize,
-    pub tool_catalog_sha256: String,
+    /// The advertised tools (their output schemas and catalog hash derived on first need).
+    pub tools: super::tool_list::ToolList,
     /// The static capability manifest of this server (interfaces, search modes, OKF, models).
     pub capabilities: Value,
     /// Names of the advertised tools that are read-only, and of the others.

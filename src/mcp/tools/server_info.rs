@@ -168,7 +168,7 @@ fn mcp_block(ctx: &ToolCtx) -> McpBlock {
         read_only_by_default: false,
         network_access_by_default: policy.egress != crate::api::policy::EgressPolicy::Deny,
         tool_count: ctx.tool_count,
-        tool_catalog_sha256: ctx.tool_catalog_sha256.clone(),
+        tool_catalog_sha256: ctx.tools.sha256().to_string(),
     }
 }
 
