@@ -65,7 +65,7 @@ pub mod approvals {
 
 /// Task hand-off and the infrastructure broker.
 pub mod handoff {
-    pub use crate::handoff::{HandoffAction, HandoffRequest};
+    pub use crate::handoff::{HandoffAction, HandoffReport, HandoffRequest, Task, TaskList};
     pub use crate::infra::{InfraRequest, InfraResult, InfraStatus};
 }
 
@@ -137,7 +137,7 @@ pub mod memory {
     }
     /// Episode requests (`write_episode`, `query_episodes`, `supersede_episode`, …), and the
     /// parts every memory answer shares.
-    pub use crate::memory::{EpisodeQuery, NewEpisode, ProposedChange, ReceiptSummary, Replacement, Untrusted};
+    pub use crate::memory::{EpisodeQuery, MemoryVault, NewEpisode, ProposedChange, ReceiptSummary, Replacement, Untrusted};
     /// What the episode tools answer.
     pub mod episodes {
         pub use crate::memory::episodes::{AttestedAt, EpisodeState, EpisodeView};

@@ -7,6 +7,7 @@
 //! a provider probe is asked for (`server_info_with(true)`), and that probe never downloads. The
 //! whole-vault check (`doctor()`) reads every note through the inventory and lints it.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::embed::{ModelConfig, ModelEnv, ModelHandle};
@@ -18,19 +19,33 @@ use crate::vault::Vault;
 
 /// The doctor report. `vault_check` is present only when the whole vault was checked
 /// (`Vault::doctor`); without it the report is exactly the doctor-report-v1 of `get_server_info`.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct DoctorReport {
+    /// Version of the doctor-report-v1 shape (1).
     pub schema_version: u32,
+    /// `doctor`.
     pub command: &'static str,
+    /// `error` when any issue is an error, `degraded` when there is any other issue, else `ok`.
+    #[schemars(extend("enum" = ["ok", "degraded", "error"]))]
     pub status: &'static str,
+    /// 0 when the status is `ok`, else 1.
     pub exit_code: u8,
+    /// The engine answering.
     pub runtime: Runtime,
+    /// How inference is configured.
     pub configuration: Configuration,
+    /// The vault and its active search generation.
     pub vault: VaultState,
+    /// Where the effective policy came from.
     pub policy: PolicySource,
+    /// The embedding model and the dense index.
     pub embedding: EmbeddingState,
+    /// What needs attention, each with its remediation.
     pub issues: Vec<Issue>,
+    /// The whole-vault check (`paravault doctor` and the web dashboard only; `get_server_info`
+    /// never has it, so its schema leaves it out).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(skip)]
     pub vault_check: Option<VaultCheck>,
 }
 
@@ -69,42 +84,58 @@ pub struct LintSummary {
     pub counts: std::collections::BTreeMap<&'static str, usize>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// The engine answering.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Runtime {
+    /// `paravault`.
     pub engine: &'static str,
+    /// The engine's version.
     pub version: &'static str,
+    /// `<os>-<arch>` of the build.
     pub platform: String,
 }
 
 /// How inference is configured (from the policy and the environment; nothing is loaded).
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Configuration {
+    /// Where embeddings are computed (`cpu`).
     pub embed_device: &'static str,
+    /// Threads the embedder may use.
     pub embed_threads: usize,
     /// No reranker model exists in this engine.
     pub reranker_device: Option<&'static str>,
+    /// Whether the engine may reach the network (model downloads only).
     pub egress: EgressPolicy,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// The vault and its active search generation.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct VaultState {
     /// The vault folder's name (never an absolute path).
     pub path_hint: String,
     /// First 16 hex digits of the sha256 of the canonical root path: stable while the vault
     /// stays where it is, and reveals no path.
     pub vault_id: String,
+    /// Whether the vault root exists.
     pub exists: bool,
+    /// Whether the vault root is a folder.
     pub is_directory: bool,
     /// The search index, vault-relative.
     pub database_path: &'static str,
     /// `active_generation` | `missing` | `unreadable`.
+    #[schemars(extend("enum" = ["active_generation", "missing", "unreadable"]))]
     pub index_state: &'static str,
+    /// The active search generation's id (null without one).
     pub active_generation: Option<String>,
+    /// The hash of the vault state the active generation was built from (null without one).
     pub source_snapshot_hash: Option<String>,
+    /// Notes the active generation scanned.
     pub scanned_notes: usize,
+    /// Notes the active generation indexed.
     pub indexed_notes: usize,
     /// Section documents of the active generation (from its recorded tantivy commit).
     pub indexed_chunks: Option<u64>,
+    /// Notes the active generation left out, and why.
     pub excluded_notes: Vec<crate::search::generation::Exclusion>,
     /// Receipts so far (the last sequence number).
     pub last_receipt_seq: u64,
@@ -117,30 +148,46 @@ pub struct VaultState {
     pub pending_approvals: Option<usize>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// The embedding model and the dense index.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct EmbeddingState {
+    /// The inference provider (`candle-cpu`).
     pub provider: &'static str,
+    /// The device asked for (`cpu`).
     pub requested_device: &'static str,
+    /// The providers this build has.
     pub available_providers: Vec<&'static str>,
     /// `repo@revision` from the policy.
     pub model: String,
     /// Whether every model file is present where the policy and environment point (file
     /// existence only: nothing is read or hashed).
     pub model_cached: bool,
+    /// The active generation's dense index (null without one: semantic modes answer lexically
+    /// or fail closed).
     pub dense_index: Option<crate::search::dense::DenseManifest>,
     /// `not_requested` (no model is loaded by this report), `bound` (the probe loaded and
     /// verified it) or `unavailable` (the probe could not; an issue says why).
+    #[schemars(extend("enum" = ["not_requested", "bound", "unavailable"]))]
     pub binding: &'static str,
+    /// The provider the probe bound the model with (null unless `bound`).
     pub bound_provider: Option<&'static str>,
+    /// Whether a provider probe was asked for (`probe_provider`).
     pub probe_requested: bool,
+    /// How long the probe took, in seconds (null without a probe).
     pub probe_seconds: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize)]
+/// Something that needs attention.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Issue {
+    /// A stable issue code.
     pub code: &'static str,
+    /// `warning` or `error`.
+    #[schemars(extend("enum" = ["warning", "error"]))]
     pub severity: &'static str,
+    /// What was found.
     pub message: String,
+    /// What to do about it.
     pub remediation: String,
 }
 

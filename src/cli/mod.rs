@@ -648,9 +648,9 @@ pub fn run(cli: Cli) -> ExitCode {
             .map(|e| out.envelope(&e)),
         Command::Mcp { .. } | Command::Web { .. } => unreachable!("handled above"),
         Command::ReadSubIndex { category, page } => open(&cli).and_then(|v| v.read_sub_index(category, *page)).map(|text| out.text(&text)),
-        Command::Handoff { request } => {
-            parse_request(request).and_then(|request| open(&cli).and_then(|v| v.handoff_work(request))).map(|r| out.value(&r))
-        }
+        Command::Handoff { request } => parse_request(request)
+            .and_then(|request| open(&cli).and_then(|v| v.handoff_work(request)))
+            .map(|r| out.value(&serde_json::to_value(r).unwrap_or_default())),
         Command::Infra { request } => parse_request(request)
             .and_then(|request| open(&cli).and_then(|v| v.infra_action(request)))
             .map(|r| out.value(&serde_json::to_value(r).unwrap_or_default())),

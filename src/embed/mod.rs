@@ -36,12 +36,13 @@ pub const DIMENSION: usize = crate::policy::EMBEDDING_DIMENSION;
 pub(crate) type Vector = [f32; DIMENSION];
 
 /// Which model made a vector: what a search generation's manifest records.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ModelId {
     /// Hugging Face repository, `owner/name`.
     pub repo: String,
     /// The repository commit the files belong to.
     pub revision: String,
+    /// The length of its vectors.
     pub dimension: usize,
 }
 

@@ -227,40 +227,135 @@ impl HandoffRequest {
 }
 
 /// What a task waits for in `input-required`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RequiredInput {
+    /// Why the task is blocked.
     pub blocker: String,
+    /// What approval the task waits for (`caller` when the request named none).
     pub required_approval: String,
 }
 
 /// The task snapshot (`.paravault/tasks/<task_id>.json`); content-free.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Task {
+    /// `paravault.task.v2`.
     pub schema: String,
+    /// The task's id (letters, digits, `.`, `_`, `-`).
     pub task_id: String,
+    /// Bumped by one on every change; equals the sequence of the journal event that made it.
     pub revision: u64,
+    /// The objective's first 256 characters.
     pub title: String,
+    /// What the task should achieve.
     pub objective: String,
+    /// Who owns the task.
     pub owner: String,
+    /// Who created the task (the create request's actor).
     pub actor: String,
+    /// Vault-relative paths or identifiers the task may touch.
     pub scope: Vec<String>,
+    /// What the task's agent may do.
     pub authority: Authority,
+    /// `standard`, or `maintenance` (the phase order is enforced).
     pub profile: Profile,
+    /// The task's state (Task v2).
     pub state: TaskState,
+    /// The maintenance phase the task is in (maintenance profile only; null before detect).
     pub maintenance_phase: Option<Phase>,
+    /// The vault or repository revision the task works from (`unknown` when none was given).
     pub source_revision: String,
+    /// The next step, as recorded (never executed).
     pub next_action: Option<String>,
+    /// What an `input-required` task waits for (null otherwise).
     pub required_input: Option<RequiredInput>,
+    /// Why the task failed (`fail`'s blocker).
     pub error_ref: Option<String>,
+    /// The receipts that completed the task, as `seq:<n>`.
     pub receipt_ids: Vec<String>,
+    /// Vault-relative paths the task's steps changed.
     pub changed_artifacts: Vec<String>,
+    /// Gates that must be closed before the task may complete.
     pub open_gates: Vec<String>,
+    /// How many steps needed a person's approval or input.
     pub human_interventions: u32,
+    /// The action that made this revision.
     pub last_action: String,
+    /// The idempotency key of that action (empty when it had none).
     pub last_idempotency_key: String,
+    /// Always `disabled`: a task records no note content.
     pub content_capture: String,
+    /// When the task was created (RFC 3339, UTC).
     pub created_at: String,
+    /// When the task last changed (RFC 3339, UTC).
     pub updated_at: String,
+}
+
+/// What `handoff_work` answers: a task snapshot, or the task list.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum HandoffReport {
+    /// The task snapshot (create, show and transitions, also on an idempotent replay).
+    Task(Box<Task>),
+    /// The tasks (list).
+    List(TaskList),
+}
+
+/// The tasks of the vault, in task id order.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TaskList {
+    /// One row per task (at most the policy's `handoff.list_tasks_max`).
+    pub tasks: Vec<TaskRow>,
+    /// Whether the vault holds more tasks than were listed.
+    pub truncated: bool,
+}
+
+/// One task of the list: its summary, or why its journal could not be read.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+#[serde(untagged)]
+pub enum TaskRow {
+    /// The task's summary.
+    Summary(TaskSummary),
+    /// A task whose journal or snapshot is unreadable (reported per task; the others are listed).
+    Unreadable(UnreadableTask),
+}
+
+/// A task's summary in the list.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TaskSummary {
+    /// The task's id.
+    pub task_id: String,
+    /// The task's state.
+    pub state: TaskState,
+    /// The task's revision.
+    pub revision: u64,
+    /// The task's profile.
+    pub profile: Profile,
+    /// The maintenance phase (null outside the maintenance profile or before detect).
+    pub maintenance_phase: Option<Phase>,
+    /// Who owns the task.
+    pub owner: String,
+    /// The objective's first 256 characters.
+    pub title: String,
+    /// When the task last changed (RFC 3339, UTC).
+    pub updated_at: String,
+}
+
+/// A listed task that could not be read.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct UnreadableTask {
+    /// The task's id.
+    pub task_id: String,
+    /// Why it could not be read.
+    pub error: TaskError,
+}
+
+/// The typed error a task could not be read with.
+#[derive(Debug, Clone, Serialize, JsonSchema)]
+pub struct TaskError {
+    /// The error code (docs/errors.md).
+    pub code: String,
+    /// What went wrong.
+    pub message: String,
 }
 
 fn now() -> String {
@@ -310,8 +405,8 @@ fn check_list(name: &'static str, value: &Option<Vec<String>>, max_items: usize,
 impl Vault {
     /// `handoff_work`: creates, lists, shows or advances one durable work packet. Returns the
     /// task snapshot (create and transitions, also on idempotent replay), the snapshot (show),
-    /// or `{tasks: [...]}` (list).
-    pub fn handoff_work(&self, request: HandoffRequest) -> Result<Value> {
+    /// or the task list (list).
+    pub fn handoff_work(&self, request: HandoffRequest) -> Result<HandoffReport> {
         let limits = &self.policy().policy.handoff;
         check_text("objective", &request.objective, limits.objective_chars_max)?;
         for (name, value) in [("next_action", &request.next_action), ("blocker", &request.blocker)] {
@@ -337,24 +432,25 @@ impl Vault {
         }
 
         let _writer = self.lock_writer()?;
-        match request.action {
-            HandoffAction::List => self.list_tasks(),
+        let task = match request.action {
+            HandoffAction::List => return self.list_tasks().map(HandoffReport::List),
             HandoffAction::Show => {
                 let task_id = request.task_id.as_deref().ok_or_else(|| invalid("task_id", "show needs task_id"))?;
                 let journal = self.load_task(task_id)?.ok_or_else(|| Error::TaskNotFound { task_id: task_id.to_string() })?;
                 journal.check_snapshot(self.root(), task_id)?;
-                Ok(journal.current().cloned().unwrap_or(Value::Null))
+                current_task(&journal, task_id)?
             }
-            HandoffAction::Create => self.create_task(&request),
-            _ => self.transition(&request),
-        }
+            HandoffAction::Create => self.create_task(&request)?,
+            _ => self.transition(&request)?,
+        };
+        Ok(HandoffReport::Task(Box::new(task)))
     }
 
     fn load_task(&self, task_id: &str) -> Result<Option<TaskJournal>> {
         TaskJournal::load(self.root(), task_id)
     }
 
-    fn list_tasks(&self) -> Result<Value> {
+    fn list_tasks(&self) -> Result<TaskList> {
         // Listed through the folder's handle (opened beneath the root, no link followed).
         let listed = crate::store::beneath::Folder::open(self.root(), layout::TASKS_DIR, false).and_then(|f| f.entries());
         let mut ids: Vec<String> = match listed {
@@ -373,25 +469,28 @@ impl Vault {
         let mut tasks = Vec::new();
         for id in ids {
             // A corrupt journal is reported per task instead of hiding every other task.
-            match self.load_task(&id).and_then(|j| j.map(|j| j.check_snapshot(self.root(), &id).map(|_| j)).transpose()) {
-                Ok(Some(journal)) => {
-                    let t = journal.current().cloned().unwrap_or(Value::Null);
-                    tasks.push(json!({
-                        "task_id": id,
-                        "state": t.get("state"),
-                        "revision": t.get("revision"),
-                        "profile": t.get("profile"),
-                        "maintenance_phase": t.get("maintenance_phase"),
-                        "owner": t.get("owner"),
-                        "title": t.get("title"),
-                        "updated_at": t.get("updated_at"),
-                    }));
-                }
+            let read = self
+                .load_task(&id)
+                .and_then(|j| j.map(|j| j.check_snapshot(self.root(), &id).and_then(|_| current_task(&j, &id))).transpose());
+            match read {
+                Ok(Some(t)) => tasks.push(TaskRow::Summary(TaskSummary {
+                    task_id: id,
+                    state: t.state,
+                    revision: t.revision,
+                    profile: t.profile,
+                    maintenance_phase: t.maintenance_phase,
+                    owner: t.owner,
+                    title: t.title,
+                    updated_at: t.updated_at,
+                })),
                 Ok(None) => {}
-                Err(e) => tasks.push(json!({ "task_id": id, "error": { "code": e.code(), "message": e.to_string() } })),
+                Err(e) => tasks.push(TaskRow::Unreadable(UnreadableTask {
+                    task_id: id,
+                    error: TaskError { code: e.code().to_string(), message: e.to_string() },
+                })),
             }
         }
-        Ok(json!({ "tasks": tasks, "truncated": truncated }))
+        Ok(TaskList { tasks, truncated })
     }
 
     /// The command fingerprint: sha256 of the canonical JSON of the request without its key.
@@ -403,14 +502,14 @@ impl Vault {
         journal::digest(&value)
     }
 
-    fn create_task(&self, request: &HandoffRequest) -> Result<Value> {
+    fn create_task(&self, request: &HandoffRequest) -> Result<Task> {
         let task_id = request.task_id.as_deref().ok_or_else(|| invalid("task_id", "create needs task_id"))?;
         let fingerprint = Self::fingerprint(request);
         let key = request.idempotency_key.clone().unwrap_or_default();
         if let Some(existing) = self.load_task(task_id)? {
             if let Some(event) = existing.by_key(&key) {
                 if event.fingerprint == fingerprint {
-                    return Ok(event.result.clone());
+                    return task_of(&event.result, task_id);
                 }
                 return Err(Error::IdempotencyConflict { key });
             }
@@ -469,11 +568,11 @@ impl Vault {
         };
         let result = serde_json::to_value(&task).map_err(|e| invalid("task", e.to_string()))?;
         let mut journal = TaskJournal::default();
-        journal.append(self.root(), task_id, "create", &key, &fingerprint, result.clone())?;
-        Ok(result)
+        journal.append(self.root(), task_id, "create", &key, &fingerprint, result)?;
+        Ok(task)
     }
 
-    fn transition(&self, request: &HandoffRequest) -> Result<Value> {
+    fn transition(&self, request: &HandoffRequest) -> Result<Task> {
         let action = request.action;
         let task_id = request.task_id.as_deref().ok_or_else(|| invalid("task_id", format!("{} needs task_id", action.name())))?;
         // Without a key the transition is simply not replayable (an empty key never matches).
@@ -483,13 +582,11 @@ impl Vault {
         let fingerprint = Self::fingerprint(request);
         if let Some(event) = journal.by_key(&key) {
             if event.fingerprint == fingerprint {
-                return Ok(event.result.clone());
+                return task_of(&event.result, task_id);
             }
             return Err(Error::IdempotencyConflict { key });
         }
-        let current = journal.current().cloned().unwrap_or(Value::Null);
-        let mut task: Task = serde_json::from_value(current)
-            .map_err(|e| Error::TaskJournalIntegrity { task_id: task_id.to_string(), reason: format!("snapshot: {e}") })?;
+        let mut task = current_task(&journal, task_id)?;
         // Without expected_revision the transition acts on the current revision.
         if let Some(expected) = request.expected_revision
             && task.revision != expected
@@ -627,9 +724,19 @@ impl Vault {
         task.last_idempotency_key = key.clone();
         task.updated_at = now();
         let result = serde_json::to_value(&task).map_err(|e| invalid("task", e.to_string()))?;
-        journal.append(self.root(), task_id, action.name(), &key, &fingerprint, result.clone())?;
-        Ok(result)
+        journal.append(self.root(), task_id, action.name(), &key, &fingerprint, result)?;
+        Ok(task)
     }
+}
+
+/// A task snapshot as the journal recorded it (an event's result), typed.
+fn task_of(result: &Value, task_id: &str) -> Result<Task> {
+    Task::deserialize(result).map_err(|e| Error::TaskJournalIntegrity { task_id: task_id.to_string(), reason: format!("snapshot: {e}") })
+}
+
+/// The task's current snapshot (its journal's last event's result), typed.
+fn current_task(journal: &TaskJournal, task_id: &str) -> Result<Task> {
+    task_of(journal.current().unwrap_or(&Value::Null), task_id)
 }
 
 /// Finds an ok receipt by `seq:<n>` or by `trace_id`; returns its canonical id `seq:<n>`.

@@ -18,25 +18,8 @@ use crate::note::yaml_edit;
 use crate::vault::Vault;
 use crate::write::{NoteChange, sha256_hex};
 
-/// `archive_notes` parameters (P.O.W.E.R.'s names; dry_run defaults to true).
-#[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct ArchiveRequest {
-    #[serde(default = "yes")]
-    pub dry_run: bool,
-    #[serde(default)]
-    pub approved: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-impl Default for ArchiveRequest {
-    fn default() -> Self {
-        ArchiveRequest { dry_run: true, approved: false }
-    }
-}
+/// `archive_notes` parameters (dry_run defaults to true).
+pub type ArchiveRequest = super::RunRequest;
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct LinkRewrite {
@@ -140,9 +123,7 @@ fn candidates(inventory: &Inventory, vault: &Vault) -> Vec<(VaultPath, String)> 
 impl Vault {
     /// Plans (dry run) or performs (approved live run) the archive.
     pub fn archive_notes(&self, request: &ArchiveRequest) -> Result<ArchiveReport> {
-        if !request.dry_run && !request.approved {
-            return Err(Error::ApprovalRequired { operation: "archive_notes" });
-        }
+        request.check_approved("archive_notes")?;
         let policy = self.policy().clone();
         let archive = policy.policy.layout.archive_folder.clone();
         let status = policy.policy.metadata.archived_status.clone();

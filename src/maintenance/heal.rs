@@ -11,7 +11,7 @@ use serde_json::Value;
 use serde_yaml::Value as Yaml;
 
 use crate::approvals::Operation;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::inventory::NoteRecord;
 use crate::note::frontmatter;
 use crate::note::metadata::{self, parse_date, parse_datetime};
@@ -21,24 +21,7 @@ use crate::vault::Vault;
 use crate::write::{NoteChange, sha256_hex};
 
 /// `heal_frontmatter_tool` parameters (dry_run defaults to true).
-#[derive(Debug, Clone, serde::Deserialize, schemars::JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct HealRequest {
-    #[serde(default = "yes")]
-    pub dry_run: bool,
-    #[serde(default)]
-    pub approved: bool,
-}
-
-fn yes() -> bool {
-    true
-}
-
-impl Default for HealRequest {
-    fn default() -> Self {
-        HealRequest { dry_run: true, approved: false }
-    }
-}
+pub type HealRequest = super::RunRequest;
 
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct FieldRepair {
@@ -226,9 +209,7 @@ fn heal_text(
 impl Vault {
     /// Previews (dry run) or applies (approved) frontmatter repairs.
     pub fn heal_frontmatter(&self, request: &HealRequest) -> Result<HealReport> {
-        if !request.dry_run && !request.approved {
-            return Err(Error::ApprovalRequired { operation: "heal_frontmatter_tool" });
-        }
+        request.check_approved("heal_frontmatter_tool")?;
         let now = self.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let policy = self.policy().clone();
         let records: Vec<NoteRecord> = self.with_inventory(|inv| inv.notes().filter(|r| !r.valid).cloned().collect())?;

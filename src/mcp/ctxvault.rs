@@ -20,7 +20,7 @@
 //! proposal id (the engine holds it as a `memory_change` proposal).
 
 use schemars::JsonSchema;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::surface::Surface;
@@ -31,7 +31,7 @@ use crate::api::memory::registry::{Authority, VaultType};
 use crate::api::memory::skills::{SkillList, SkillRead, SkillWritten};
 use crate::api::memory::vault_set::{OnVault, VaultList, VaultSet};
 use crate::api::memory::warmup::WarmupReport;
-use crate::api::memory::{EpisodeQuery, NewEpisode, Replacement};
+use crate::api::memory::{EpisodeQuery, MemoryVault, NewEpisode, Replacement};
 use crate::error::Result;
 
 #[cfg(test)]
@@ -45,6 +45,21 @@ fn vaults(ctx: &ToolCtx) -> Result<&VaultSet> {
     }
     let set = VaultSet::load(&crate::api::memory::config_dir()?, ctx.agent.clone(), true)?.with_options(ctx.vault.options().clone());
     Ok(ctx.memory.get_or_init(|| set))
+}
+
+/// One call on a named vault: `VaultSet::open` checks that the caller may use `vault_name` for
+/// `tool` with `authority` and that it holds `kind` of memory, `act` is the engine call on it,
+/// and its report is answered beside the vault's name (`OnVault`).
+fn on_vault<R: Serialize>(
+    ctx: &ToolCtx,
+    tool: &'static str,
+    vault_name: String,
+    (authority, kind): (Authority, VaultType),
+    act: impl FnOnce(&MemoryVault) -> Result<R>,
+) -> Result<Value> {
+    let memory = vaults(ctx)?.open(&vault_name, authority, tool, kind)?;
+    let report = act(&memory)?;
+    to_object(&OnVault { vault_name, report })
 }
 
 fn half() -> f64 {
@@ -134,9 +149,7 @@ impl ToolParams for Query {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let report =
-            vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Semantic)?.query_documents(&self.query)?;
-        to_object(&OnVault { vault_name: self.vault_name, report })
+        on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Semantic), |memory| memory.query_documents(&self.query))
     }
 }
 
@@ -158,8 +171,7 @@ impl ToolParams for ListDocs {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let report = vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Semantic)?.list_docs()?;
-        to_object(&OnVault { vault_name: self.vault_name, report })
+        on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Semantic), |memory| memory.list_docs())
     }
 }
 
@@ -190,13 +202,9 @@ impl ToolParams for WriteDoc {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let report = vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Semantic)?.write_doc(
-            &self.file_path,
-            &self.content,
-            &self.generated_by,
-            self.overwrite,
-        )?;
-        to_object(&OnVault { vault_name: self.vault_name, report })
+        on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Semantic), |memory| {
+            memory.write_doc(&self.file_path, &self.content, &self.generated_by, self.overwrite)
+        })
     }
 }
 
@@ -221,8 +229,7 @@ impl ToolParams for ListSkills {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let report = vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Skill)?.list_skills()?;
-        to_object(&OnVault { vault_name: self.vault_name, report })
+        on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Skill), |memory| memory.list_skills())
     }
 }
 
@@ -246,9 +253,7 @@ impl ToolParams for ReadSkill {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let report =
-            vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Skill)?.read_skill(&self.skill_name)?;
-        to_object(&OnVault { vault_name: self.vault_name, report })
+        on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Skill), |memory| memory.read_skill(&self.skill_name))
     }
 }
 
@@ -275,13 +280,9 @@ impl ToolParams for WriteSkill {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let report = vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Skill)?.write_skill(
-            &self.skill_name,
-            &self.description,
-            &self.instructions,
-            self.overwrite,
-        )?;
-        to_object(&OnVault { vault_name: self.vault_name, report })
+        on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Skill), |memory| {
+            memory.write_skill(&self.skill_name, &self.description, &self.instructions, self.overwrite)
+        })
     }
 }
 
@@ -318,8 +319,8 @@ impl ToolParams for WriteEpisode {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let report =
-            vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?.write_episode(&NewEpisode {
+        on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Episodic), |memory| {
+            memory.write_episode(&NewEpisode {
                 content: self.content,
                 entities: self.entities,
                 source: self.source,
@@ -327,8 +328,8 @@ impl ToolParams for WriteEpisode {
                 confidence: self.confidence,
                 occurred_at: self.occurred_at,
                 valid_from: self.valid_from,
-            })?;
-        to_object(&OnVault { vault_name: self.vault_name, report })
+            })
+        })
     }
 }
 
@@ -367,17 +368,17 @@ impl ToolParams for QueryEpisodes {
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         let limit = usize::try_from(self.limit).unwrap_or(0);
-        let memory = vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?;
-        let report = memory.query_episodes(&EpisodeQuery {
-            query: self.query,
-            entities: self.entities,
-            valid_at: self.valid_at,
-            known_at: self.known_at,
-            include_closed: self.include_closed,
-            order_by: self.order_by,
-            limit,
-        })?;
-        to_object(&OnVault { vault_name: self.vault_name, report })
+        on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Episodic), |memory| {
+            memory.query_episodes(&EpisodeQuery {
+                query: self.query,
+                entities: self.entities,
+                valid_at: self.valid_at,
+                known_at: self.known_at,
+                include_closed: self.include_closed,
+                order_by: self.order_by,
+                limit,
+            })
+        })
     }
 }
 
@@ -404,20 +405,16 @@ impl ToolParams for ConfirmEpisode {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let report = vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?.confirm_episode(
-            &self.episode_id,
-            self.at.as_deref(),
-            self.source.as_deref(),
-        )?;
-        to_object(&OnVault { vault_name: self.vault_name, report })
+        on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Episodic), |memory| {
+            memory.confirm_episode(&self.episode_id, self.at.as_deref(), self.source.as_deref())
+        })
     }
 }
 
 /// supersede_episode (`revise` false) and revise_episode (`revise` true): one replacement of an
 /// episode in `vault_name`.
 fn replace_episode(ctx: &ToolCtx, tool: &'static str, vault_name: String, replacement: &Replacement, revise: bool) -> Result<Value> {
-    let report = vaults(ctx)?.open(&vault_name, Authority::Propose, tool, VaultType::Episodic)?.replace_episode(replacement, revise)?;
-    to_object(&OnVault { vault_name, report })
+    on_vault(ctx, tool, vault_name, (Authority::Propose, VaultType::Episodic), |memory| memory.replace_episode(replacement, revise))
 }
 
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -517,12 +514,9 @@ impl ToolParams for InvalidateEpisode {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let report = vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?.invalidate_episode(
-            &self.episode_id,
-            self.valid_to.as_deref(),
-            &self.reason,
-        )?;
-        to_object(&OnVault { vault_name: self.vault_name, report })
+        on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Episodic), |memory| {
+            memory.invalidate_episode(&self.episode_id, self.valid_to.as_deref(), &self.reason)
+        })
     }
 }
 
@@ -548,12 +542,9 @@ impl ToolParams for DisputeEpisodes {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let report = vaults(ctx)?.open(&self.vault_name, Authority::Propose, Self::NAME, VaultType::Episodic)?.dispute_episodes(
-            &self.episode_id,
-            &self.other_id,
-            &self.note,
-        )?;
-        to_object(&OnVault { vault_name: self.vault_name, report })
+        on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Episodic), |memory| {
+            memory.dispute_episodes(&self.episode_id, &self.other_id, &self.note)
+        })
     }
 }
 
@@ -576,9 +567,9 @@ impl ToolParams for EpisodeHistory {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let report =
-            vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?.episode_history(&self.episode_id)?;
-        to_object(&OnVault { vault_name: self.vault_name, report })
+        on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Episodic), |memory| {
+            memory.episode_history(&self.episode_id)
+        })
     }
 }
 
@@ -606,12 +597,9 @@ impl ToolParams for ListEntities {
         ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        let report = vaults(ctx)?.open(&self.vault_name, Authority::ReadOnly, Self::NAME, VaultType::Episodic)?.list_entities(
-            self.include_closed,
-            self.valid_at.as_deref(),
-            self.min_episodes,
-        )?;
-        to_object(&OnVault { vault_name: self.vault_name, report })
+        on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Episodic), |memory| {
+            memory.list_entities(self.include_closed, self.valid_at.as_deref(), self.min_episodes)
+        })
     }
 }
 

@@ -18,6 +18,7 @@ pub mod ctxvault;
 pub mod framing;
 pub mod stepstone;
 pub mod surface;
+pub mod tool_list;
 pub mod tools;
 pub mod vaultspec;
 pub mod vaultspec_gateway;
@@ -42,6 +43,7 @@ use crate::api::search::SearchMode;
 use crate::error::Error;
 use crate::vault::Vault;
 use surface::Surface;
+use tool_list::ToolList;
 use tools::{ToolCtx, ToolSpec};
 
 /// Server options from the command line.
@@ -202,7 +204,6 @@ pub fn canonical_json(value: &Value) -> String {
 struct Inner {
     ctx: Arc<ToolCtx>,
     specs: HashMap<&'static str, ToolSpec>,
-    tools: Vec<Tool>,
     limiters: HashMap<String, DefaultDirectRateLimiter>,
     canonical_root: Option<PathBuf>,
     /// Root spellings removed from messages defensively.
@@ -236,15 +237,10 @@ fn tool_of(spec: &ToolSpec, vault: &Vault) -> Option<Tool> {
     if spec.surface == Surface::Stepstone {
         meta.extend(stepstone::tool_meta(spec.name));
     }
-    // A stepstone envelope declares its own failure form (ok: false, error).
-    let output = match (spec.surface, (spec.output_schema)()) {
-        (Surface::Stepstone, Value::Object(envelope)) => envelope,
-        (_, success) => tools::output_schema_with_error(success),
-    };
+    // The output schema is derived on first need (`tool_list`).
     Some(
         Tool::new(spec.name, spec.description, Arc::new((spec.input_schema)(policy)))
             .with_title(spec.title)
-            .with_raw_output_schema(Arc::new(output))
             .with_annotations(annotations)
             .with_meta(MetaObject(meta)),
     )
@@ -318,7 +314,7 @@ impl ParavaultServer {
     /// a surface is unavailable or two surfaces define the same tool name.
     pub fn new(vault: Vault, options: &McpOptions) -> Result<Self, String> {
         let mut specs = HashMap::new();
-        let mut tools = Vec::new();
+        let mut tools = ToolList::new();
         let (mut read_tools, mut write_tools, mut unavailable_tools) = (Vec::new(), Vec::new(), Vec::new());
         for spec in surface::catalogs(&options.surfaces)? {
             let Some(tool) = tool_of(&spec, &vault) else {
@@ -341,11 +337,9 @@ impl ParavaultServer {
                 read_only = true;
             }
             if read_only { &mut read_tools } else { &mut write_tools }.push(spec.name.to_string());
-            tools.push(tool);
+            tools.push(tool, spec.surface, spec.output_schema);
             specs.insert(spec.name, spec);
         }
-        let catalog = serde_json::to_value(&tools).unwrap_or(Value::Null);
-        let tool_catalog_sha256 = crate::api::engine::sha256_hex(canonical_json(&catalog).as_bytes());
         let limiters = vault
             .policy()
             .policy
@@ -362,14 +356,14 @@ impl ParavaultServer {
             .collect();
         root_strings.sort_by_key(|s| std::cmp::Reverse(s.len()));
         let cli_commands: Vec<String> = options.cli.get_subcommands().map(|c| c.get_name().to_string()).collect();
-        let capabilities = capabilities(&vault, &tools, &cli_commands);
+        let capabilities = capabilities(&vault, tools.bare(), &cli_commands);
         // A server lives long: people edit the vault meanwhile (see `Vault::observe_disk`).
         vault.watch_disk();
         let ctx = ToolCtx {
             vault,
             read_only: options.read_only,
             tool_count: tools.len(),
-            tool_catalog_sha256,
+            tools,
             capabilities,
             read_tools,
             write_tools,
@@ -379,14 +373,12 @@ impl ParavaultServer {
             cli: options.cli.clone(),
         };
         let stepstone = options.surfaces.contains(&Surface::Stepstone);
-        Ok(ParavaultServer {
-            inner: Arc::new(Inner { ctx: Arc::new(ctx), specs, tools, limiters, canonical_root, root_strings, stepstone }),
-        })
+        Ok(ParavaultServer { inner: Arc::new(Inner { ctx: Arc::new(ctx), specs, limiters, canonical_root, root_strings, stepstone }) })
     }
 
     /// The advertised tools (what tools/list returns).
-    pub fn tools(&self) -> &[Tool] {
-        &self.inner.tools
+    pub fn tools(&self) -> &ToolList {
+        &self.inner.ctx.tools
     }
 
     fn sanitize(&self, message: &str) -> String {
@@ -451,7 +443,7 @@ impl ParavaultServer {
         let Some(spec) = self.inner.specs.get(name) else {
             return Err(McpError::new(ErrorCode::INVALID_PARAMS, format!("tool not found: {name}"), None));
         };
-        let args = match self.inner.tools.iter().find(|t| t.name == name) {
+        let args = match self.tools().bare().iter().find(|t| t.name == name) {
             Some(tool) => tools::normalise_arguments(&tool.input_schema, args),
             None => args,
         };
@@ -508,7 +500,7 @@ impl ServerHandler for ParavaultServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items(self.inner.tools.clone()))
+        Ok(ListToolsResult::with_all_items(self.tools().tools().to_vec()))
     }
 
     async fn call_tool(&self, request: CallToolRequestParams, _context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
@@ -516,7 +508,7 @@ impl ServerHandler for ParavaultServer {
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.inner.tools.iter().find(|t| t.name == name).cloned()
+        self.tools().tools().iter().find(|t| t.name == name).cloned()
     }
 
     async fn list_resources(

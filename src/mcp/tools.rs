@@ -32,7 +32,8 @@ pub struct ToolCtx {
     pub vault: Vault,
     pub read_only: bool,
     pub tool_count: usize,
-    pub tool_catalog_sha256: String,
+    /// The advertised tools (their output schemas and catalog hash derived on first need).
+    pub tools: super::tool_list::ToolList,
     /// The static capability manifest of this server (interfaces, search modes, OKF, models).
     pub capabilities: Value,
     /// Names of the advertised tools that are read-only, and of the others.
@@ -344,10 +345,6 @@ fn constrain_list(schema: &mut serde_json::Map<String, Value>, name: &str, max_i
 
 const VAULT_PATH_DOC: &str = "Optional; when given it must be the configured vault root.";
 
-fn object_schema(properties: Value, required: &[&str]) -> Value {
-    json!({"type": "object", "properties": properties, "required": required})
-}
-
 pub(crate) fn to_object<T: serde::Serialize>(value: &T) -> Result<Value> {
     serde_json::to_value(value).map_err(|e| Error::io("encoding", "result", std::io::Error::other(e)))
 }
@@ -386,13 +383,15 @@ fn with_property(mut schema: Value, name: &str, property: Value) -> Value {
 /// An engine request type plus the `vault_path` argument every tool takes. The engine type
 /// stays the single definition of the parameters (names, defaults, `deny_unknown_fields`);
 /// this adds `vault_path` to its schema and takes it out before the engine type deserialises.
+/// `Marker` tells apart tools that take the same engine request type (`()` by default).
 #[derive(Debug)]
-pub(crate) struct VaultScoped<R> {
+pub(crate) struct VaultScoped<R, Marker = ()> {
     pub vault_path: String,
     pub request: R,
+    tool: std::marker::PhantomData<Marker>,
 }
 
-impl<'de, R: DeserializeOwned> Deserialize<'de> for VaultScoped<R> {
+impl<'de, R: DeserializeOwned, Marker> Deserialize<'de> for VaultScoped<R, Marker> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
         let mut map = serde_json::Map::<String, Value>::deserialize(deserializer)?;
         let vault_path = match map.remove("vault_path") {
@@ -400,11 +399,11 @@ impl<'de, R: DeserializeOwned> Deserialize<'de> for VaultScoped<R> {
             Some(value) => serde_json::from_value(value).map_err(|e| D::Error::custom(format!("vault_path: {e}")))?,
         };
         let request = R::deserialize(Value::Object(map)).map_err(D::Error::custom)?;
-        Ok(VaultScoped { vault_path, request })
+        Ok(VaultScoped { vault_path, request, tool: std::marker::PhantomData })
     }
 }
 
-impl<R: JsonSchema> JsonSchema for VaultScoped<R> {
+impl<R: JsonSchema, Marker> JsonSchema for VaultScoped<R, Marker> {
     fn schema_name() -> Cow<'static, str> {
         R::schema_name()
     }
@@ -419,10 +418,6 @@ impl<R: JsonSchema> JsonSchema for VaultScoped<R> {
         }
         schema
     }
-}
-
-fn string_list() -> Value {
-    json!({"type": "array", "items": {"type": "string"}})
 }
 
 // ---- the tools, one file per family (tools/<family>.rs) ----

@@ -235,11 +235,14 @@ pub struct ToolRisk {
     pub read_only_omits: Vec<String>,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+/// Whether the engine may reach the network (model downloads only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub enum EgressPolicy {
+    /// No network access.
     #[default]
     #[serde(rename = "deny")]
     Deny,
+    /// Public model downloads are allowed.
     #[serde(rename = "allow-public")]
     AllowPublic,
 }
@@ -383,9 +386,11 @@ pub(crate) const KNOWN_LINT_RULES: &[&str] = &[
 ];
 
 /// Where the effective policy came from.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct PolicySource {
+    /// The built-in default policy the override layers on.
     pub default: &'static str,
+    /// The vault's policy override file, vault-relative (null without one).
     pub override_file: Option<String>,
 }
 

@@ -219,7 +219,7 @@ fn tasks_table(tasks: &[Value]) -> Markup {
 }
 
 fn list_tasks(vault: &Vault) -> crate::Result<Vec<Value>> {
-    let listed = vault.handoff_work(HandoffRequest::new(HandoffAction::List))?;
+    let listed = serde_json::to_value(vault.handoff_work(HandoffRequest::new(HandoffAction::List))?).unwrap_or_default();
     Ok(listed.get("tasks").and_then(Value::as_array).cloned().unwrap_or_default())
 }
 

@@ -15,7 +15,7 @@ fn req(value: Value) -> HandoffRequest {
 }
 
 fn call(vault: &Vault, value: Value) -> paravault::Result<Value> {
-    vault.handoff_work(req(value))
+    vault.handoff_work(req(value)).map(|report| serde_json::to_value(report).unwrap())
 }
 
 fn create(vault: &Vault, id: &str, profile: &str) -> Value {

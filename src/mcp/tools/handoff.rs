@@ -15,15 +15,7 @@ impl ToolParams for HandoffWork {
          (without it the current revision is advanced), and with idempotency_key a retry returns the original result. It never executes \
          next_action and never writes notes.";
     fn output_schema() -> Value {
-        let s = json!({"type": "string"});
-        json!({"type": "object", "properties": {
-            "schema": s, "task_id": s, "revision": {"type": "integer"}, "state": {"type": "string", "enum": [
-                "backlog", "ready", "submitted", "working", "input-required", "auth-required", "blocked",
-                "completed", "failed", "canceled", "rejected"]},
-            "profile": s, "maintenance_phase": {"type": ["string", "null"]}, "objective": s, "owner": s,
-            "receipt_ids": string_list(), "open_gates": string_list(), "changed_artifacts": string_list(),
-            "tasks": {"type": "array", "items": {"type": "object"}}, "truncated": {"type": "boolean"}
-        }, "description": "A task snapshot (create, show and transitions, also on idempotent replay) or {tasks, truncated} (list)."})
+        derived::<crate::api::handoff::HandoffReport>()
     }
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
         let h = &policy.handoff;
@@ -68,6 +60,6 @@ impl ToolParams for HandoffWork {
         &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        ctx.vault.handoff_work(self.request)
+        to_object(&ctx.vault.handoff_work(self.request)?)
     }
 }

@@ -72,7 +72,12 @@ impl ToolParams for ArchiveNotes {
     }
 }
 
-pub(crate) type HealFrontmatter = VaultScoped<HealRequest>;
+/// heal_frontmatter_tool takes archive_notes' request type (`maintenance::RunRequest`); this
+/// marker makes it a tool of its own.
+#[derive(Debug)]
+pub(crate) struct Heal;
+
+pub(crate) type HealFrontmatter = VaultScoped<HealRequest, Heal>;
 
 impl ToolParams for HealFrontmatter {
     const NAME: &'static str = "heal_frontmatter_tool";

@@ -29,9 +29,11 @@ use crate::store::{durable, layout};
 pub(crate) const KEY_RECORD: usize = 48;
 
 /// What a generation records about its dense vectors.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DenseManifest {
+    /// The model that made the vectors.
     pub model: ModelId,
+    /// The token cut each chunk was embedded with.
     pub max_tokens: usize,
     /// Arena file stem under `.paravault/search/dense/`.
     pub arena: String,
