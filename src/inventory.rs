@@ -445,6 +445,68 @@ pub fn dir_stamp(root: &Path, dir: &str) -> Option<FileStamp> {
 }
 
 /// The folder holding a vault-relative path (`""`: the root).
+/// One folder's entries as a load by folder checks reads them (`list_folder`).
+#[derive(Debug, Default)]
+pub struct FolderListing {
+    /// Subfolders (vault-relative), the policy's excluded folders left out.
+    pub subfolders: Vec<String>,
+    /// Every other entry that is not a link or an engine temporary file, with its page kind
+    /// when it is a page.
+    pub files: Vec<(VaultPath, Option<PageKind>)>,
+    /// In-scope Markdown names that are symbolic links (never followed, never read).
+    pub symlinked_pages: Vec<VaultPath>,
+    /// Temporary files of killed writes (`layout::TEMP_PREFIX`).
+    pub temps: Vec<PathBuf>,
+}
+
+/// Why a folder cannot be listed for a load by folder checks (the caller walks the vault).
+#[derive(Debug)]
+pub enum Unlistable {
+    /// The folder or one of its entries could not be read.
+    Unreadable(std::io::Error),
+    /// It holds an ignore file (`layout::IGNORE_FILES`): scope follows its rules, which only a
+    /// whole walk applies.
+    IgnoreFile,
+}
+
+/// Lists folder `dir` (vault-relative) once, classifying each entry.
+pub fn list_folder(root: &Path, policy: &LoadedPolicy, dir: &str) -> std::result::Result<FolderListing, Unlistable> {
+    let excluded = &policy.policy.layout.excluded_dirs;
+    let mut listing = FolderListing::default();
+    for entry in std::fs::read_dir(crate::store::layout::join(root, dir)).map_err(Unlistable::Unreadable)? {
+        let entry = entry.map_err(Unlistable::Unreadable)?;
+        let file_type = entry.file_type().map_err(Unlistable::Unreadable)?;
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        let rel = if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") };
+        if file_type.is_dir() {
+            if !excluded.iter().any(|e| e == name) {
+                listing.subfolders.push(rel);
+            }
+            continue;
+        }
+        if name.starts_with(crate::store::layout::TEMP_PREFIX) {
+            if file_type.is_file() {
+                listing.temps.push(entry.path());
+            }
+            continue;
+        }
+        if crate::store::layout::IGNORE_FILES.contains(&name) {
+            return Err(Unlistable::IgnoreFile);
+        }
+        let Ok(path) = VaultPath::parse_walked(&rel) else { continue };
+        let kind = scan::classify(policy, &path);
+        if file_type.is_symlink() {
+            if kind.is_some() {
+                listing.symlinked_pages.push(path);
+            }
+            continue;
+        }
+        listing.files.push((path, kind));
+    }
+    Ok(listing)
+}
+
 /// Each folder's stat identity (as `dir_stamp`), looked up relative to one handle on the vault
 /// root, so each lookup walks only the folder's own components (at 100,000 notes the walk
 /// through the root's path was most of a write's 2,400 folder checks).
@@ -606,7 +668,6 @@ impl Inventory {
                 to_read.push((path, kind));
             }
         }
-        let excluded = &policy.policy.layout.excluded_dirs;
         let mut leftover_temps = Vec::new();
         let mut relisted = 0;
         let mut listed_already = BTreeSet::new();
@@ -620,45 +681,19 @@ impl Inventory {
                 counts.forgotten += inventory.forget_subtree(&dir);
                 continue;
             };
-            let absolute = crate::store::layout::join(root, &dir);
-            let Ok(entries) = std::fs::read_dir(&absolute) else { return Ok(Err(inventory.into_records())) };
+            let Ok(listing) = list_folder(root, policy, &dir) else { return Ok(Err(inventory.into_records())) };
+            for sub in &listing.subfolders {
+                if !inventory.dirs.contains_key(sub) {
+                    inventory.dirs.insert(sub.clone(), None);
+                    relist.push_back(sub.clone());
+                }
+            }
+            let listed_dirs: BTreeSet<String> = listing.subfolders.into_iter().collect();
+            leftover_temps.extend(listing.temps);
+            let symlinks = listing.symlinked_pages;
             let mut listed_files = BTreeSet::new();
-            let mut listed_dirs = BTreeSet::new();
-            let mut symlinks = Vec::new();
-            for entry in entries {
-                let Ok(entry) = entry else { return Ok(Err(inventory.into_records())) };
-                let Ok(file_type) = entry.file_type() else { return Ok(Err(inventory.into_records())) };
-                let name = entry.file_name();
-                let Some(name) = name.to_str() else { continue };
-                let rel = if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") };
-                if file_type.is_dir() {
-                    if excluded.iter().any(|e| e == name) {
-                        continue;
-                    }
-                    if !inventory.dirs.contains_key(&rel) {
-                        inventory.dirs.insert(rel.clone(), None);
-                        relist.push_back(rel.clone());
-                    }
-                    listed_dirs.insert(rel);
-                    continue;
-                }
-                if name.starts_with(crate::store::layout::TEMP_PREFIX) {
-                    if file_type.is_file() {
-                        leftover_temps.push(entry.path());
-                    }
-                    continue;
-                }
-                if crate::store::layout::IGNORE_FILES.contains(&name) {
-                    return Ok(Err(inventory.into_records()));
-                }
-                let Ok(path) = VaultPath::parse_walked(&rel) else { continue };
-                if file_type.is_symlink() {
-                    if scan::classify(policy, &path).is_some() {
-                        symlinks.push(path);
-                    }
-                    continue;
-                }
-                match scan::classify(policy, &path) {
+            for (path, kind) in listing.files {
+                match kind {
                     Some(kind) => {
                         if !inventory.records.get(&path).is_some_and(|r| r.is_current(kind, stamp_now(root, &path))) {
                             to_read.push((path.clone(), kind));

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use super::{PersistedRecord, persisted_record, record_of, settled};
 use crate::inventory::snapshot::SourceSnapshot;
 use crate::inventory::{
-    self, Counts, FileStamp, Inventory, LoadCounts, NoteRecord, Partial, dir_stamp, link_key, lower_name, now_ns, stamp_now,
+    self, Counts, FileStamp, Inventory, LoadCounts, NoteRecord, Partial, Unlistable, dir_stamp, link_key, lower_name, now_ns, stamp_now,
 };
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
@@ -373,7 +373,6 @@ pub fn load_for_write(
     }
 
     // The folders listed again: their entries now, against the loaded ones.
-    let excluded = &policy.policy.layout.excluded_dirs;
     let mut leftover_temps = Vec::new();
     let mut to_read: Vec<(VaultPath, PageKind)> = Vec::new();
     let mut gone: Vec<VaultPath> = Vec::new();
@@ -388,46 +387,25 @@ pub fn load_for_write(
         }
         let seen_at = now_ns();
         let Some(stamp) = dir_stamp(root, &dir) else { return Err(NotKeyed::from(format!("folder {dir:?} vanished"))) };
-        let entries = std::fs::read_dir(crate::store::layout::join(root, &dir)).map_err(|e| format!("listing {dir:?}: {e}"))?;
+        let listing = match inventory::list_folder(root, policy, &dir) {
+            Ok(listing) => listing,
+            Err(Unlistable::IgnoreFile) => return Err(NotKeyed { reason: "the vault has an ignore file".into(), rebuild: false }),
+            Err(Unlistable::Unreadable(e)) => return Err(NotKeyed::from(format!("listing {dir:?}: {e}"))),
+        };
+        for sub in &listing.subfolders {
+            if !rows.contains_key(sub) && !dirs.contains_key(sub) {
+                // A new folder: listed whole, all of it new.
+                dirs.insert(sub.clone(), None);
+                loaded.insert(sub.clone());
+                queue.push_back(sub.clone());
+            }
+        }
+        let subfolders: BTreeSet<String> = listing.subfolders.into_iter().collect();
+        leftover_temps.extend(listing.temps);
+        let symlinks = listing.symlinked_pages;
         let mut here: BTreeSet<VaultPath> = BTreeSet::new();
-        let mut subfolders: BTreeSet<String> = BTreeSet::new();
-        let mut symlinks = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(|e| format!("listing {dir:?}: {e}"))?;
-            let file_type = entry.file_type().map_err(|e| format!("listing {dir:?}: {e}"))?;
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
-            let rel = if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") };
-            if file_type.is_dir() {
-                if excluded.iter().any(|e| e == name) {
-                    continue;
-                }
-                if !rows.contains_key(&rel) && !dirs.contains_key(&rel) {
-                    // A new folder: listed whole, all of it new.
-                    dirs.insert(rel.clone(), None);
-                    loaded.insert(rel.clone());
-                    queue.push_back(rel.clone());
-                }
-                subfolders.insert(rel);
-                continue;
-            }
-            if name.starts_with(crate::store::layout::TEMP_PREFIX) {
-                if file_type.is_file() {
-                    leftover_temps.push(entry.path());
-                }
-                continue;
-            }
-            if crate::store::layout::IGNORE_FILES.contains(&name) {
-                return Err(NotKeyed { reason: "the vault has an ignore file".into(), rebuild: false });
-            }
-            let Ok(path) = VaultPath::parse_walked(&rel) else { continue };
-            if file_type.is_symlink() {
-                if scan::classify(policy, &path).is_some() {
-                    symlinks.push(path);
-                }
-                continue;
-            }
-            if let Some(kind) = scan::classify(policy, &path)
+        for (path, kind) in listing.files {
+            if let Some(kind) = kind
                 && !held_by_path.get(&path).is_some_and(|r| r.is_current(kind, stamp_now(root, &path)))
             {
                 to_read.push((path.clone(), kind));
