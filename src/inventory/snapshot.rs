@@ -12,6 +12,9 @@ use std::sync::OnceLock;
 
 use crate::inventory::NoteRecord;
 
+#[cfg(test)]
+mod tests;
+
 fn push_line(out: &mut Vec<u8>, name: &str, hash: &[u8; 32]) {
     out.extend_from_slice(name.as_bytes());
     out.push(0);
@@ -84,16 +87,23 @@ impl SourceSnapshot {
         snapshot
     }
 
-    /// Counts `record` if it is a valid note (replacing an entry for the same path).
-    pub fn insert(&mut self, record: &NoteRecord) {
+    /// `record`'s (directory, name) when it is counted and its directory is held in full; a
+    /// change in a directory known only by its digest (`insert_opaque`) sets `overrun` instead.
+    fn held_entry<'r>(&mut self, record: &'r NoteRecord) -> Option<(&'r str, &'r str)> {
         if !counted(record) {
-            return;
+            return None;
         }
         let (dir, name) = split(record.path.as_str());
         if self.dirs.get(dir).is_some_and(|d| d.opaque.is_some()) {
             self.overrun = true;
-            return;
+            return None;
         }
+        Some((dir, name))
+    }
+
+    /// Counts `record` if it is a valid note (replacing an entry for the same path).
+    pub fn insert(&mut self, record: &NoteRecord) {
+        let Some((dir, name)) = self.held_entry(record) else { return };
         let top = self.top.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
         if !self.dirs.contains_key(dir) {
             top.current = false;
@@ -114,14 +124,7 @@ impl SourceSnapshot {
 
     /// Stops counting `record`'s path.
     pub fn remove(&mut self, record: &NoteRecord) {
-        if !counted(record) {
-            return;
-        }
-        let (dir, name) = split(record.path.as_str());
-        if self.dirs.get(dir).is_some_and(|d| d.opaque.is_some()) {
-            self.overrun = true;
-            return;
-        }
+        let Some((dir, name)) = self.held_entry(record) else { return };
         let top = self.top.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(entry) = self.dirs.get_mut(dir) {
             entry.notes.remove(name);
