@@ -406,13 +406,7 @@ fn plan_root(
 
 /// Directories whose catalogs a change to `path` affects: its directory and every ancestor.
 pub(crate) fn affected_dirs(path: &VaultPath) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let mut current = path.parent();
-    while !current.is_empty() {
-        out.insert(current.to_string());
-        current = current.rsplit_once('/').map_or("", |(p, _)| p);
-    }
-    out
+    path.folders().map(str::to_string).collect()
 }
 
 /// The declared page count of a landing page (`x-index-pages` in its first 4 KiB).

@@ -18,7 +18,7 @@
 //! anything the model turns out not to hold (`Partial::overrun`) sends the write to the whole
 //! load instead. Never trusted when foreign (format, engine, policy) or unreadable.
 
-use std::collections::{BTreeMap, BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 
 use redb::{MultimapTableDefinition, ReadableDatabase, ReadableTable, TableDefinition};
@@ -34,13 +34,13 @@ use crate::policy::LoadedPolicy;
 use crate::scan::{self, PageKind};
 
 /// Bumped whenever a table's shape changes.
-pub const FORMAT_VERSION: u32 = 1;
+pub const FORMAT_VERSION: u32 = 2;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 const FOLDERS: TableDefinition<&str, &[u8]> = TableDefinition::new("folders");
 const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
-/// Every file: 0 a settled record, 1 a page not settled, 2 an attachment.
-const FILES: TableDefinition<&str, u8> = TableDefinition::new("files");
+/// Every file (pages and attachments), for a folder's listing as persisted.
+const FILES: TableDefinition<&str, ()> = TableDefinition::new("files");
 const LINKERS: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::new("linkers");
 const NAMES: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::new("names");
 
@@ -144,22 +144,11 @@ pub fn fill(inventory: &Inventory, policy_digest: &[u8; 32], transaction: &redb:
         }
     }
     {
-        let mut rows: Vec<(String, u8)> = inventory
-            .files
-            .iter()
-            .map(|path| {
-                let kind = match inventory.records.get(path) {
-                    Some(record) if settled(record) => 0,
-                    Some(_) => 1,
-                    None => 2,
-                };
-                (entry_key(path.as_str()), kind)
-            })
-            .collect();
-        rows.sort_unstable();
+        let mut keys: Vec<String> = inventory.files.iter().map(|path| entry_key(path.as_str())).collect();
+        keys.sort_unstable();
         let mut files = transaction.open_table(FILES)?;
-        for (key, kind) in &rows {
-            files.insert(key.as_str(), *kind)?;
+        for key in &keys {
+            files.insert(key.as_str(), ())?;
         }
     }
     {
@@ -196,6 +185,11 @@ impl From<String> for NotKeyed {
 
 fn fail(what: &str) -> impl Fn(redb::Error) -> String + '_ {
     move |e| format!("{what}: {e}")
+}
+
+fn decode_record(bytes: &[u8]) -> Result<NoteRecord, String> {
+    let persisted: PersistedRecord = postcard::from_bytes(bytes).map_err(|e| format!("undecodable record: {e}"))?;
+    record_of(persisted)
 }
 
 fn parse(path: &str) -> Result<VaultPath, String> {
@@ -269,15 +263,8 @@ pub fn load_for_write(
     let mut loaded: BTreeSet<String> = relist.iter().cloned().collect();
     loaded.insert(String::new());
     for (path, _) in changes {
-        // The touched note's folder and every ancestor (`catalog::affected_dirs`, and the root).
-        let mut dir = path.parent();
-        loop {
-            loaded.insert(dir.to_string());
-            if dir.is_empty() {
-                break;
-            }
-            dir = dir.rsplit_once('/').map_or("", |(parent, _)| parent);
-        }
+        // The touched note's folder and every ancestor (`catalog::affected_dirs`).
+        loaded.extend(path.folders().map(str::to_string));
     }
     let unread: Vec<(VaultPath, PageKind)> =
         header.unread_pages.iter().map(|(p, kind)| Ok((parse(p)?, *kind))).collect::<Result<_, String>>()?;
@@ -285,13 +272,7 @@ pub fn load_for_write(
 
     let direct_range = |dir: &str| (format!("{dir}\0"), format!("{dir}\u{1}"));
     let record_at = |key: &str| -> Result<Option<NoteRecord>, String> {
-        match records_table.get(key).map_err(storage)? {
-            Some(value) => {
-                let persisted: PersistedRecord = postcard::from_bytes(value.value()).map_err(|e| format!("undecodable record: {e}"))?;
-                Ok(Some(record_of(persisted)?))
-            }
-            None => Ok(None),
-        }
+        records_table.get(key).map_err(storage)?.map(|value| decode_record(value.value())).transpose()
     };
 
     // Counters and snapshot as persisted; loaded folders' snapshot entries are filled from
@@ -313,19 +294,20 @@ pub fn load_for_write(
         }
     }
     let mut held: Vec<NoteRecord> = Vec::new();
-    let mut held_files: Vec<VaultPath> = Vec::new();
+    // Each loaded folder's files as persisted.
+    let mut held_files: BTreeMap<String, BTreeSet<VaultPath>> = BTreeMap::new();
     for dir in &loaded {
         let (from, to) = direct_range(dir);
         for entry in records_table.range(from.as_str()..to.as_str()).map_err(storage)? {
             let (_, value) = entry.map_err(storage)?;
-            let persisted: PersistedRecord = postcard::from_bytes(value.value()).map_err(|e| format!("undecodable record: {e}"))?;
-            let record = record_of(persisted)?;
+            let record = decode_record(value.value())?;
             snapshot.insert(&record);
             held.push(record);
         }
+        let files = held_files.entry(dir.clone()).or_default();
         for entry in files_table.range(from.as_str()..to.as_str()).map_err(storage)? {
             let (key, _) = entry.map_err(storage)?;
-            held_files.push(parse(&path_of_key(key.value()))?);
+            files.insert(parse(&path_of_key(key.value()))?);
         }
     }
 
@@ -375,7 +357,7 @@ pub fn load_for_write(
     // The folders listed again: their entries now, against the loaded ones.
     let mut leftover_temps = Vec::new();
     let mut to_read: Vec<(VaultPath, PageKind)> = Vec::new();
-    let mut gone: Vec<VaultPath> = Vec::new();
+    let mut gone: BTreeSet<VaultPath> = BTreeSet::new();
     let mut found_symlinks: BTreeMap<String, Vec<VaultPath>> = BTreeMap::new();
     let held_by_path: BTreeMap<&VaultPath, &NoteRecord> = held.iter().map(|r| (&r.path, r)).collect();
     let mut queue: std::collections::VecDeque<String> = relist.iter().cloned().collect();
@@ -412,16 +394,9 @@ pub fn load_for_write(
             }
             here.insert(path);
         }
-        for path in held_files.iter().filter(|p| p.parent() == dir) {
-            if !here.contains(path) {
-                gone.push(path.clone());
-            }
-        }
-        for path in &here {
-            if !held_files.contains(path) {
-                new_files.push(path.clone());
-            }
-        }
+        let before = held_files.get(&dir);
+        gone.extend(before.into_iter().flatten().filter(|path| !here.contains(*path)).cloned());
+        new_files.extend(here.iter().filter(|path| !before.is_some_and(|b| b.contains(*path))).cloned());
         let known_subfolders = rows.keys().filter(|d| !d.is_empty() && d.rsplit_once('/').map_or("", |(p, _)| p) == dir);
         for sub in known_subfolders {
             if !subfolders.contains(sub) {
@@ -435,11 +410,8 @@ pub fn load_for_write(
     if read_or_forgotten + listed.len() > stale_limit {
         return Err(NotKeyed::from(format!("{} pages changed and {} folders moved since it was written", read_or_forgotten, listed.len())));
     }
-    for (path, kind) in &unread {
-        if !to_read.iter().any(|(p, _)| p == path) && !gone.contains(path) {
-            to_read.push((path.clone(), *kind));
-        }
-    }
+    let reading: HashSet<VaultPath> = to_read.iter().map(|(path, _)| path.clone()).collect();
+    to_read.extend(unread.iter().filter(|(path, _)| !reading.contains(path) && !gone.contains(path)).cloned());
 
     // The names whose resolution the write asks about: every link of the notes it judges
     // (the touched notes before and after, their linkers) and the touched names themselves.
@@ -466,7 +438,10 @@ pub fn load_for_write(
         }
     }
     // Every file of each name: as persisted outside the loaded folders, as listed inside.
-    let listed_now: BTreeSet<&VaultPath> = held_files.iter().filter(|p| !gone.contains(p)).chain(new_files.iter()).collect::<BTreeSet<_>>();
+    let mut loaded_by_name: HashMap<String, Vec<&VaultPath>> = HashMap::new();
+    for path in held_files.values().flatten().filter(|p| !gone.contains(*p)).chain(new_files.iter()) {
+        loaded_by_name.entry(lower_name(path)).or_default().push(path);
+    }
     let mut by_name: Vec<(String, Vec<VaultPath>)> = Vec::new();
     for name in &names {
         let mut paths: BTreeSet<VaultPath> = BTreeSet::new();
@@ -476,7 +451,7 @@ pub fn load_for_write(
                 paths.insert(path);
             }
         }
-        paths.extend(listed_now.iter().filter(|p| lower_name(p) == *name).map(|p| (*p).clone()));
+        paths.extend(loaded_by_name.get(name).into_iter().flatten().map(|p| (*p).clone()));
         by_name.push((name.clone(), paths.into_iter().collect()));
     }
 
@@ -499,7 +474,7 @@ pub fn load_for_write(
     for record in held.into_iter().chain(consulted_outside).chain(invalid_records) {
         model.hold_record(record);
     }
-    for path in held_files {
+    for path in held_files.into_values().flatten() {
         model.hold_file(path);
     }
     for (name, paths) in by_name {

@@ -91,6 +91,12 @@ impl VaultPath {
         self.0.rsplit_once('/').map_or("", |(dir, _)| dir)
     }
 
+    /// The folders holding this path, innermost first: its parent and every ancestor, the
+    /// vault root ("") left out.
+    pub fn folders(&self) -> impl Iterator<Item = &str> {
+        std::iter::successors(Some(self.parent()).filter(|dir| !dir.is_empty()), |dir| dir.rsplit_once('/').map(|(parent, _)| parent))
+    }
+
     /// The final component.
     pub fn file_name(&self) -> &str {
         self.0.rsplit_once('/').map_or(&*self.0, |(_, name)| name)
