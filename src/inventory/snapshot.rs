@@ -150,6 +150,14 @@ impl SourceSnapshot {
         self.dirs.insert(dir.to_string(), Directory { notes: BTreeMap::new(), opaque: Some(notes), digest: OnceLock::from(digest) });
     }
 
+    /// Forgets a directory known only by its digest (its notes are then inserted one by one).
+    pub fn forget_opaque(&mut self, dir: &str) {
+        if self.dirs.get(dir).is_some_and(|d| d.opaque.is_some()) {
+            self.dirs.remove(dir);
+            self.top.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).current = false;
+        }
+    }
+
     /// Each directory's digest and note count, in directory order.
     pub fn directory_digests(&self) -> impl Iterator<Item = (&str, [u8; 32], usize)> {
         self.dirs.iter().map(|(dir, d)| (dir.as_str(), d.digest(), d.opaque.unwrap_or(d.notes.len())))

@@ -34,10 +34,9 @@ use crate::policy::LoadedPolicy;
 use crate::scan::{self, PageKind};
 
 /// Bumped whenever a table's shape changes.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
-const FOLDERS: TableDefinition<&str, &[u8]> = TableDefinition::new("folders");
 const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
 /// Every file (pages and attachments), for a folder's listing as persisted.
 const FILES: TableDefinition<&str, ()> = TableDefinition::new("files");
@@ -45,8 +44,10 @@ const LINKERS: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::ne
 const NAMES: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::new("names");
 
 const HEADER_KEY: &str = "header";
+/// Every folder's row, one value in `meta` (a write reads them all: one read, one decode).
+const FOLDERS_KEY: &str = "folders";
 
-#[derive(Serialize, Deserialize)]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 struct Header {
     format: u32,
     engine_version: String,
@@ -60,7 +61,7 @@ struct Header {
     ignore_files: bool,
 }
 
-#[derive(Serialize, Deserialize)]
+#[derive(Debug, PartialEq, Serialize, Deserialize)]
 struct FolderRow {
     /// Identity as of its last whole listing, and when it was taken.
     seen: Option<(FileStamp, i128)>,
@@ -74,6 +75,11 @@ struct FolderRow {
 fn entry_key(path: &str) -> String {
     let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
     format!("{dir}\0{name}")
+}
+
+/// The keys of `dir`'s direct entries in `records` and `files`: one range.
+fn direct_range(dir: &str) -> (String, String) {
+    (format!("{dir}\0"), format!("{dir}\u{1}"))
 }
 
 fn path_of_key(key: &str) -> String {
@@ -109,19 +115,23 @@ pub fn fill(inventory: &Inventory, policy_digest: &[u8; 32], transaction: &redb:
         unread_pages: inventory.records.values().filter(|r| !settled(r)).map(|r| (r.path.to_string(), r.kind)).collect(),
         ignore_files: inventory.ignore_files,
     };
-    transaction.open_table(META)?.insert(HEADER_KEY, encode(&header).as_slice())?;
     {
+        let mut meta = transaction.open_table(META)?;
+        meta.insert(HEADER_KEY, encode(&header).as_slice())?;
         let digests: BTreeMap<&str, ([u8; 32], usize)> = snapshot.directory_digests().map(|(dir, d, n)| (dir, (d, n))).collect();
-        let mut folders = transaction.open_table(FOLDERS)?;
         let names: BTreeSet<&str> = inventory.dirs.keys().map(String::as_str).chain(digests.keys().copied()).collect();
-        for dir in names {
-            let row = FolderRow {
-                seen: inventory.dirs.get(dir).copied().flatten(),
-                valid_subtree: counts.valid_per_dir.get(dir).copied().unwrap_or(0),
-                digest: digests.get(dir).copied(),
-            };
-            folders.insert(dir, encode(&row).as_slice())?;
-        }
+        let rows: Vec<(&str, FolderRow)> = names
+            .into_iter()
+            .map(|dir| {
+                let row = FolderRow {
+                    seen: inventory.dirs.get(dir).copied().flatten(),
+                    valid_subtree: counts.valid_per_dir.get(dir).copied().unwrap_or(0),
+                    digest: digests.get(dir).copied(),
+                };
+                (dir, row)
+            })
+            .collect();
+        meta.insert(FOLDERS_KEY, encode(&rows).as_slice())?;
     }
     // Each table is filled in key order: pages are then written full, not split half empty.
     {
@@ -160,6 +170,132 @@ pub fn fill(inventory: &Inventory, policy_digest: &[u8; 32], transaction: &redb:
         }
     }
     Ok(())
+}
+
+/// Folds a write's partial model back into the keyed copy it was loaded from, in place: the
+/// loaded folders' records, files, names and link pairs replaced by the model's, their rows
+/// (and their ancestors' subtree counts) and the header recomputed, exactly as `fill` would
+/// write them for the whole vault — settled records only, the others listed as not settled.
+/// Everything outside the loaded folders is as persisted (the load proved it and the write
+/// changed nothing there). Returns how many records the folded folders hold.
+pub fn fold(model: &Inventory, transaction: &redb::WriteTransaction) -> Result<usize, redb::Error> {
+    let Some(partial) = &model.partial else { return Ok(0) };
+    let folded = &partial.folders;
+    let in_folded = |path: &VaultPath| folded.contains(path.parent());
+    let records: Vec<&NoteRecord> = model.records.values().filter(|r| in_folded(&r.path)).collect();
+    // The model counts every record it holds; the copy counts settled ones only.
+    let mut counts = model.counts.clone();
+    for record in records.iter().filter(|r| !settled(r)) {
+        counts.add(record, -1);
+    }
+    let mut meta = transaction.open_table(META)?;
+    let header = meta.get(HEADER_KEY)?.map(|v| postcard::from_bytes::<Header>(v.value()));
+    let Some(Ok(mut header)) = header else {
+        return Err(redb::StorageError::Corrupted("keyed inventory without a readable header".into()).into());
+    };
+    header.notes = counts.notes;
+    header.valid = counts.valid;
+    header.root_notes = counts.root_notes.iter().map(ToString::to_string).collect();
+    header.invalid = counts.invalid.iter().map(ToString::to_string).collect();
+    header.symlinked_notes = model.symlinked_notes.iter().map(ToString::to_string).collect();
+    header.unread_pages = records.iter().filter(|r| !settled(r)).map(|r| (r.path.to_string(), r.kind)).collect();
+    meta.insert(HEADER_KEY, encode(&header).as_slice())?;
+    let settled_records: Vec<&NoteRecord> = records.iter().copied().filter(|r| settled(r)).collect();
+    let snapshot = SourceSnapshot::of(settled_records.iter().copied());
+    let digests: BTreeMap<&str, ([u8; 32], usize)> = snapshot.directory_digests().map(|(dir, d, n)| (dir, (d, n))).collect();
+    {
+        let rows = meta.get(FOLDERS_KEY)?.map(|v| postcard::from_bytes::<Vec<(String, FolderRow)>>(v.value()));
+        let Some(Ok(rows)) = rows else {
+            return Err(redb::StorageError::Corrupted("keyed inventory without readable folder rows".into()).into());
+        };
+        let mut folders: BTreeMap<String, FolderRow> = rows.into_iter().collect();
+        for dir in folded {
+            let row = FolderRow {
+                seen: model.dirs.get(dir).copied().flatten(),
+                valid_subtree: counts.valid_per_dir.get(dir).copied().unwrap_or(0),
+                digest: digests.get(dir.as_str()).copied(),
+            };
+            folders.insert(dir.clone(), row);
+        }
+        // An ancestor outside the folded folders keeps its row but for its subtree count.
+        let ancestors: BTreeSet<&str> = folded
+            .iter()
+            .flat_map(|dir| std::iter::successors(dir.rsplit_once('/').map(|(p, _)| p), |d| d.rsplit_once('/').map(|(p, _)| p)))
+            .filter(|dir| !folded.contains(*dir))
+            .collect();
+        for dir in ancestors {
+            if let Some(row) = folders.get_mut(dir) {
+                row.valid_subtree = counts.valid_per_dir.get(dir).copied().unwrap_or(0);
+            }
+        }
+        let rows: Vec<(&String, &FolderRow)> = folders.iter().collect();
+        meta.insert(FOLDERS_KEY, encode(&rows).as_slice())?;
+    }
+    {
+        // Each folded folder's records replaced, and the link pairs of the old and new ones.
+        let mut table = transaction.open_table(RECORDS)?;
+        let mut old_pairs: BTreeSet<(String, String)> = BTreeSet::new();
+        for dir in folded {
+            let (from, to) = direct_range(dir);
+            let mut keys = Vec::new();
+            for entry in table.range(from.as_str()..to.as_str())? {
+                let (key, value) = entry?;
+                if let Ok(record) = decode_record(value.value()) {
+                    old_pairs.extend(record.links.iter().map(|l| (link_key(&l.target), record.path.to_string())));
+                }
+                keys.push(key.value().to_string());
+            }
+            for key in &keys {
+                table.remove(key.as_str())?;
+            }
+        }
+        for record in &settled_records {
+            if let Some(persisted) = persisted_record(record) {
+                table.insert(entry_key(record.path.as_str()).as_str(), encode(&persisted).as_slice())?;
+            }
+        }
+        let new_pairs: BTreeSet<(String, String)> =
+            settled_records.iter().flat_map(|r| r.links.iter().map(|l| (link_key(&l.target), r.path.to_string()))).collect();
+        let mut linkers = transaction.open_multimap_table(LINKERS)?;
+        for (key, path) in old_pairs.difference(&new_pairs) {
+            linkers.remove(key.as_str(), path.as_str())?;
+        }
+        for (key, path) in new_pairs.difference(&old_pairs) {
+            linkers.insert(key.as_str(), path.as_str())?;
+        }
+    }
+    {
+        // Each folded folder's files replaced, and their names.
+        let mut table = transaction.open_table(FILES)?;
+        let mut old_files: BTreeSet<VaultPath> = BTreeSet::new();
+        let mut unparsable: Vec<String> = Vec::new();
+        for dir in folded {
+            let (from, to) = direct_range(dir);
+            for entry in table.range(from.as_str()..to.as_str())? {
+                let key = entry?.0.value().to_string();
+                match parse(&path_of_key(&key)) {
+                    Ok(path) => {
+                        old_files.insert(path);
+                    }
+                    Err(_) => unparsable.push(key),
+                }
+            }
+        }
+        for key in &unparsable {
+            table.remove(key.as_str())?;
+        }
+        let new_files: BTreeSet<&VaultPath> = model.files.iter().filter(|p| in_folded(p)).collect();
+        let mut names = transaction.open_multimap_table(NAMES)?;
+        for path in old_files.iter().filter(|p| !new_files.contains(p)) {
+            table.remove(entry_key(path.as_str()).as_str())?;
+            names.remove(lower_name(path).as_str(), path.as_str())?;
+        }
+        for path in new_files.into_iter().filter(|p| !old_files.contains(*p)) {
+            table.insert(entry_key(path.as_str()).as_str(), ())?;
+            names.insert(lower_name(path).as_str(), path.as_str())?;
+        }
+    }
+    Ok(settled_records.len())
 }
 
 /// What `load_for_write` gives: the partial model, the temporary files found, what it did.
@@ -207,6 +343,7 @@ pub fn load_for_write(
     changes: &[(VaultPath, Option<&str>)],
     stale_limit: usize,
 ) -> Result<WriteLoad, NotKeyed> {
+    let started = std::time::Instant::now();
     let read = |e: redb::TransactionError| format!("read transaction: {e}");
     let transaction = database.begin_read().map_err(read)?;
     let meta = transaction.open_table(META).map_err(|e| fail("meta")(e.into()))?;
@@ -224,44 +361,29 @@ pub fn load_for_write(
     if header.ignore_files {
         return Err(NotKeyed { reason: "the vault has an ignore file".into(), rebuild: false });
     }
+    let header_read = started.elapsed();
     let table = |e: redb::TableError| fail("table")(e.into());
     let storage = |e: redb::StorageError| fail("storage")(e.into());
-    let folders_table = transaction.open_table(FOLDERS).map_err(table)?;
     let records_table = transaction.open_table(RECORDS).map_err(table)?;
     let files_table = transaction.open_table(FILES).map_err(table)?;
     let linkers_table = transaction.open_multimap_table(LINKERS).map_err(table)?;
     let names_table = transaction.open_multimap_table(NAMES).map_err(table)?;
 
     // Every folder's identity, as a whole load by folder checks compares it.
-    let mut rows: BTreeMap<String, FolderRow> = BTreeMap::new();
-    for entry in folders_table.iter().map_err(storage)? {
-        let (key, value) = entry.map_err(storage)?;
-        let row: FolderRow = postcard::from_bytes(value.value()).map_err(|e| format!("undecodable folder row: {e}"))?;
-        rows.insert(key.value().to_string(), row);
-    }
+    let rows = meta.get(FOLDERS_KEY).map_err(storage)?.ok_or_else(|| "no folder rows".to_string())?;
+    // Written in key order: the map is built in one pass.
+    let rows: BTreeMap<String, FolderRow> = postcard::from_bytes::<Vec<(String, FolderRow)>>(rows.value())
+        .map_err(|e| format!("undecodable folder rows: {e}"))?
+        .into_iter()
+        .collect();
     if !rows.contains_key("") {
         return Err(NotKeyed::from("no root folder".to_string()));
     }
-    let mut dirs: BTreeMap<String, Option<(FileStamp, i128)>> = BTreeMap::new();
-    let mut relist: Vec<String> = Vec::new();
-    let stamps = inventory::dir_stamps(root, rows.keys().map(String::as_str));
-    for ((dir, row), stamp) in rows.iter().zip(stamps) {
-        match (stamp, row.seen) {
-            (None, _) => return Err(NotKeyed::from(format!("folder {dir:?} vanished"))),
-            (Some(now), Some(seen)) if now == seen.0 && !seen.0.is_racy(seen.1) => {
-                dirs.insert(dir.clone(), Some(seen));
-            }
-            _ => {
-                relist.push(dir.clone());
-                dirs.insert(dir.clone(), None);
-            }
-        }
-    }
+    let mut phases = vec![("header", header_read), ("folder rows", started.elapsed())];
 
-    // The folders loaded whole: those listed again, those whose catalogs the write
-    // regenerates, the root, and those holding pages not settled.
-    let mut loaded: BTreeSet<String> = relist.iter().cloned().collect();
-    loaded.insert(String::new());
+    // The folders loaded whole: the root, those whose catalogs the write regenerates, those
+    // holding pages not settled, and (below) those listed again.
+    let mut loaded: BTreeSet<String> = BTreeSet::from([String::new()]);
     for (path, _) in changes {
         // The touched note's folder and every ancestor (`catalog::affected_dirs`).
         loaded.extend(path.folders().map(str::to_string));
@@ -270,29 +392,51 @@ pub fn load_for_write(
         header.unread_pages.iter().map(|(p, kind)| Ok((parse(p)?, *kind))).collect::<Result<_, String>>()?;
     loaded.extend(unread.iter().map(|(p, _)| p.parent().to_string()));
 
-    let direct_range = |dir: &str| (format!("{dir}\0"), format!("{dir}\u{1}"));
+    // Every folder's identity is stat'ed (one thread, itself split when there are many) while
+    // this one sets up the counters and snapshot as persisted: every folder not loaded is
+    // known by its digest, the loaded ones are filled from their records below.
+    let names: Vec<&str> = rows.keys().map(String::as_str).collect();
+    let mut counts = Counts { notes: header.notes, valid: header.valid, ..Default::default() };
+    let mut snapshot = SourceSnapshot::default();
+    let stamps = std::thread::scope(|scope| -> Result<_, NotKeyed> {
+        let stats = scope.spawn(|| inventory::dir_stamps(root, &names));
+        counts.root_notes = header.root_notes.iter().map(|p| parse(p)).collect::<Result<_, _>>()?;
+        counts.invalid = header.invalid.iter().map(|p| parse(p)).collect::<Result<_, _>>()?;
+        for (dir, row) in &rows {
+            if row.valid_subtree > 0 && !dir.is_empty() {
+                counts.valid_per_dir.insert(dir.clone(), row.valid_subtree);
+            }
+            if let Some((digest, notes)) = row.digest
+                && !loaded.contains(dir)
+            {
+                snapshot.insert_opaque(dir, digest, notes);
+            }
+        }
+        stats.join().map_err(|_| NotKeyed::from("the folder checks failed".to_string()))
+    })?;
+    phases.push(("folder stats", started.elapsed()));
+    let mut relist: Vec<String> = Vec::new();
+    let mut proven: Vec<(String, Option<(FileStamp, i128)>)> = Vec::with_capacity(rows.len());
+    for ((dir, row), stamp) in rows.iter().zip(stamps) {
+        match (stamp, row.seen) {
+            (None, _) => return Err(NotKeyed::from(format!("folder {dir:?} vanished"))),
+            (Some(now), Some(seen)) if now == seen.0 && !seen.0.is_racy(seen.1) => proven.push((dir.clone(), Some(seen))),
+            _ => {
+                relist.push(dir.clone());
+                proven.push((dir.clone(), None));
+                // Listed again, so loaded: its notes, not its digest, make its snapshot entry.
+                snapshot.forget_opaque(dir);
+                loaded.insert(dir.clone());
+            }
+        }
+    }
+    // In key order, so the map is built in one pass.
+    let mut dirs: BTreeMap<String, Option<(FileStamp, i128)>> = proven.into_iter().collect();
+
     let record_at = |key: &str| -> Result<Option<NoteRecord>, String> {
         records_table.get(key).map_err(storage)?.map(|value| decode_record(value.value())).transpose()
     };
 
-    // Counters and snapshot as persisted; loaded folders' snapshot entries are filled from
-    // their records below, every other folder is known by its digest.
-    let mut counts = Counts { notes: header.notes, valid: header.valid, ..Default::default() };
-    counts.root_notes = header.root_notes.iter().map(|p| parse(p)).collect::<Result<_, _>>()?;
-    counts.invalid = header.invalid.iter().map(|p| parse(p)).collect::<Result<_, _>>()?;
-    for (dir, row) in &rows {
-        if row.valid_subtree > 0 && !dir.is_empty() {
-            counts.valid_per_dir.insert(dir.clone(), row.valid_subtree);
-        }
-    }
-    let mut snapshot = SourceSnapshot::default();
-    for (dir, row) in &rows {
-        if let Some((digest, notes)) = row.digest
-            && !loaded.contains(dir)
-        {
-            snapshot.insert_opaque(dir, digest, notes);
-        }
-    }
     let mut held: Vec<NoteRecord> = Vec::new();
     // Each loaded folder's files as persisted.
     let mut held_files: BTreeMap<String, BTreeSet<VaultPath>> = BTreeMap::new();
@@ -311,6 +455,7 @@ pub fn load_for_write(
         }
     }
 
+    phases.push(("loaded folders", started.elapsed()));
     // The notes linking to the touched names, and the root notes and invalid notes the plan
     // and the publish read: records outside the loaded folders, looked up one by one.
     let held_paths: HashSet<VaultPath> = held.iter().map(|r| r.path.clone()).collect();
@@ -354,6 +499,7 @@ pub fn load_for_write(
         }
     }
 
+    phases.push(("consulted outside", started.elapsed()));
     // The folders listed again: their entries now, against the loaded ones.
     let mut leftover_temps = Vec::new();
     let mut to_read: Vec<(VaultPath, PageKind)> = Vec::new();
@@ -397,8 +543,15 @@ pub fn load_for_write(
         let before = held_files.get(&dir);
         gone.extend(before.into_iter().flatten().filter(|path| !here.contains(*path)).cloned());
         new_files.extend(here.iter().filter(|path| !before.is_some_and(|b| b.contains(*path))).cloned());
-        let known_subfolders = rows.keys().filter(|d| !d.is_empty() && d.rsplit_once('/').map_or("", |(p, _)| p) == dir);
-        for sub in known_subfolders {
+        // The persisted subfolders: for the root, the keys without a slash; below it, one
+        // range of keys (`dir/` up to `dir0`, '0' following '/').
+        let below: Box<dyn Iterator<Item = &String>> = if dir.is_empty() {
+            Box::new(rows.keys().filter(|d| !d.is_empty() && !d.contains('/')))
+        } else {
+            let prefix = format!("{dir}/");
+            Box::new(rows.range(prefix.clone()..format!("{dir}0")).map(|(d, _)| d).filter(move |d| !d[prefix.len()..].contains('/')))
+        };
+        for sub in below {
             if !subfolders.contains(sub) {
                 return Err(NotKeyed::from(format!("folder {sub:?} vanished")));
             }
@@ -424,6 +577,7 @@ pub fn load_for_write(
             judged.push(record);
         }
     }
+    phases.push(("relisted", started.elapsed()));
     let fresh = inventory::read_all(root, policy, &to_read);
     let touched: HashSet<&VaultPath> = changes.iter().map(|(p, _)| p).collect();
     let linker_paths: HashSet<&VaultPath> = linkers_by_key.iter().flat_map(|(_, paths)| paths.iter()).collect();
@@ -437,6 +591,7 @@ pub fn load_for_write(
             names.extend(inventory::candidate_names(link, policy));
         }
     }
+    phases.push(("pages read", started.elapsed()));
     // Every file of each name: as persisted outside the loaded folders, as listed inside.
     let mut loaded_by_name: HashMap<String, Vec<&VaultPath>> = HashMap::new();
     for path in held_files.values().flatten().filter(|p| !gone.contains(*p)).chain(new_files.iter()) {
@@ -493,6 +648,8 @@ pub fn load_for_write(
     for record in fresh {
         model.upsert(record);
     }
+    phases.push(("names, model", started.elapsed()));
+    tracing::trace!(?phases, "keyed load phases");
     if model.overrun() {
         return Err(NotKeyed::from("the changes on disk reach beyond the loaded folders".to_string()));
     }
@@ -506,3 +663,6 @@ pub fn load_for_write(
     };
     Ok(WriteLoad { inventory: model, leftover_temps, counts })
 }
+
+#[cfg(test)]
+mod tests;

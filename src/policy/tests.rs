@@ -169,3 +169,15 @@ fn init_skips_the_folders_the_policy_names() {
     let loaded = LoadedPolicy::from_texts(Some("layout:\n  not_created_at_init: []\n")).unwrap();
     assert!(loaded.policy.layout.not_created_at_init.is_empty());
 }
+
+#[test]
+fn the_default_typed_from_its_text_equals_the_default_typed_from_its_yaml_value() {
+    let direct = serde_json::to_value(parse_default().unwrap()).unwrap();
+    let (value, _) = parse_layer(DEFAULT_POLICY_YAML, DEFAULT_POLICY_NAME).unwrap();
+    let via_value = serde_json::to_value(serde_yaml::from_value::<Policy>(value).unwrap()).unwrap();
+    assert_eq!(direct, via_value);
+    // An empty override merges nothing: the same policy, another digest.
+    let empty = LoadedPolicy::from_texts(Some("")).unwrap();
+    assert_eq!(serde_json::to_value(&empty.policy).unwrap(), direct);
+    assert_ne!(empty.digest, LoadedPolicy::from_texts(None).unwrap().digest);
+}

@@ -259,6 +259,29 @@ pub fn write_keyed_cache(
     run().map_err(|e| super::nofollow::io_error("writing", &rel_of(root, path), e))
 }
 
+/// Changes the keyed engine cache `path` beneath `root` in place, in one durable `redb`
+/// transaction run by `change` (a copy-on-write commit: a crash leaves the old state or the new
+/// one). The file is opened without following links and never created; a copy that would need
+/// repairing first is refused (the caller rewrites it whole instead), so this never costs a
+/// walk of the whole file.
+pub fn update_keyed_cache<T>(
+    root: &Path,
+    path: &Path,
+    change: impl FnOnce(&redb::WriteTransaction) -> std::result::Result<T, redb::Error>,
+) -> io::Result<T> {
+    faults::check("keyed_update")?;
+    let (dirfd, name) = folder_and_name(root, path, false)?;
+    let file = File::from(rustix::fs::openat(&dirfd, name.as_bytes(), OFlags::RDWR | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?);
+    let run = || -> std::result::Result<T, redb::Error> {
+        let database = redb::Builder::new().set_repair_callback(redb::RepairSession::abort).create_file(file)?;
+        let transaction = database.begin_write()?;
+        let out = change(&transaction)?;
+        transaction.commit()?;
+        Ok(out)
+    };
+    run().map_err(io::Error::other)
+}
+
 /// Opens the keyed engine cache `path` beneath `root` read-only (no lock taken for writing,
 /// nothing synced), through a handle opened without following links: `redb` opens by path,
 /// so it is given the handle's own `/proc/self/fd` entry, which names the file opened here

@@ -37,6 +37,16 @@ impl Vault {
     /// Plans catalog updates for `dirs` against the remembered renderer state.
     pub(crate) fn plan_catalogs(&self, inventory: &Inventory, dirs: &BTreeSet<String>) -> Result<catalog::CatalogPlan> {
         let mut state = self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if state.is_none() && inventory.partial.is_some() {
+            // A write's partial model (a one-shot process): only the planned directories'
+            // states, read for this plan alone and never kept as the whole state.
+            let path = layout::join(&self.root, layout::CATALOG_STATE);
+            let only = durable::read_engine_file(&self.root, &path)
+                .ok()
+                .and_then(|bytes| catalog::read_state_of(&bytes, dirs).ok())
+                .unwrap_or_default();
+            return catalog::plan(inventory, &self.policy, &only, Some(dirs), &|p| self.read_page(p), &self.catalog_rows);
+        }
         if state.is_none() {
             *state = Some(self.load_catalog_state());
         }

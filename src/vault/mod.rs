@@ -109,6 +109,7 @@ impl Drop for Vault {
         if self.ends_the_process
             && let Some(inventory) = self.inventory.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take()
         {
+            self.fold_into_keyed_copy(&inventory);
             std::mem::forget(inventory);
         }
     }

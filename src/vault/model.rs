@@ -40,6 +40,12 @@ const PERSIST_AFTER_STALE_RECORDS: usize = 32;
 /// plus folders listed again): the whole load then rewrites it.
 const KEYED_STALE_LIMIT: usize = 64;
 
+/// A one-shot write process folds its partial model back into the keyed copy once its load
+/// read again (or forgot) at least this many pages: the notes and catalog pages of the writes
+/// since the copy was last written. Each write then reads a few pages again, never a growing
+/// number, and the copy never goes so stale that a write must load the whole model.
+const KEYED_FOLD_AFTER: usize = 16;
+
 /// How far a caller of the inventory needs it checked against the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Scope {
@@ -237,6 +243,24 @@ impl Vault {
         match durable::write_keyed_cache(&self.root, &index, |t| crate::inventory_cache::keyed::fill(inventory, &self.policy.digest, t)) {
             Ok(()) => tracing::debug!(elapsed = ?started.elapsed(), "keyed inventory written"),
             Err(error) => tracing::debug!(error = %error, "could not write the keyed inventory"),
+        }
+    }
+
+    /// At the end of a one-shot write process: folds its partial model back into the keyed
+    /// copy it was loaded from (`keyed::fold`, in place) when that load found the copy stale
+    /// enough (`KEYED_FOLD_AFTER`), under the writer lock (skipped while another process
+    /// holds it). A failure only leaves the copy as stale as it was.
+    pub(super) fn fold_into_keyed_copy(&self, inventory: &Inventory) {
+        let load = self.freshness().load;
+        if inventory.partial.is_none() || inventory.overrun() || load.read + load.forgotten < KEYED_FOLD_AFTER {
+            return;
+        }
+        let Ok(Some(_writer)) = self.try_lock_writer_file() else { return };
+        let started = std::time::Instant::now();
+        let index = layout::join(&self.root, layout::INVENTORY_INDEX);
+        match durable::update_keyed_cache(&self.root, &index, |t| crate::inventory_cache::keyed::fold(inventory, t)) {
+            Ok(records) => tracing::debug!(elapsed = ?started.elapsed(), records, "partial model folded into the keyed inventory"),
+            Err(error) => tracing::debug!(error = %error, "could not fold the partial model into the keyed inventory"),
         }
     }
 

@@ -1,0 +1,145 @@
+//! Tests of the keyed copy: a write's partial model folded back in place (`fold`) leaves every
+//! table exactly as `fill` writes it from a whole load of the same disk (folder identities
+//! aside: the fold keeps the ones its load proved), and the next write's load then reads only
+//! the pages still unsettled.
+
+// Fixtures are written with std::fs (clippy.toml names this exception).
+#![allow(clippy::disallowed_methods)]
+
+use std::path::Path;
+
+use redb::ReadableMultimapTable;
+
+use super::*;
+use crate::store::{durable, layout};
+
+fn note(note_type: &str, title: &str, body: &str) -> String {
+    format!("---\ntype: {note_type}\ntitle: {title}\ndescription: About {title}\ntimestamp: 2026-01-01T00:00:00Z\n---\n{body}")
+}
+
+fn put(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("folder");
+    std::fs::write(path, text).expect("write");
+}
+
+/// Past the racy window, so every file written so far reads as settled.
+fn settle() {
+    std::thread::sleep(std::time::Duration::from_millis(40));
+}
+
+/// Everything a keyed copy holds, comparable: the header, each folder's subtree count and
+/// digest, and the raw rows of the other tables.
+#[derive(Debug, PartialEq)]
+struct Tables {
+    header: Header,
+    /// Each folder's row without its identity (the fold keeps the ones its load proved).
+    folders: Vec<(String, FolderRow)>,
+    records: Vec<(String, Vec<u8>)>,
+    files: Vec<String>,
+    linkers: Vec<(String, String)>,
+    names: Vec<(String, String)>,
+}
+
+fn tables(database: &redb::ReadOnlyDatabase) -> Tables {
+    let t = database.begin_read().expect("read");
+    let header: Header = postcard::from_bytes(t.open_table(META).expect("meta").get(HEADER_KEY).expect("get").expect("header").value())
+        .expect("header decodes");
+    let rows = t.open_table(META).expect("meta").get(FOLDERS_KEY).expect("get").expect("folder rows").value().to_vec();
+    let folders = postcard::from_bytes::<Vec<(String, FolderRow)>>(&rows)
+        .expect("rows decode")
+        .into_iter()
+        .map(|(dir, row)| (dir, FolderRow { seen: None, ..row }))
+        .collect();
+    let records = t
+        .open_table(RECORDS)
+        .expect("records")
+        .iter()
+        .expect("iter")
+        .map(|e| {
+            let (k, v) = e.expect("row");
+            // When a record was read differs between two loads; what it records must not.
+            let mut record: PersistedRecord = postcard::from_bytes(v.value()).expect("record decodes");
+            record.read_at_ns = 0;
+            (k.value().to_string(), encode(&record))
+        })
+        .collect();
+    let files = t.open_table(FILES).expect("files").iter().expect("iter").map(|e| e.expect("row").0.value().to_string()).collect();
+    let pairs = |table: MultimapTableDefinition<&str, &str>| -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for entry in t.open_multimap_table(table).expect("multimap").iter().expect("iter") {
+            let (key, values) = entry.expect("row");
+            for value in values {
+                out.push((key.value().to_string(), value.expect("value").value().to_string()));
+            }
+        }
+        out
+    };
+    Tables { header, folders, records, files, linkers: pairs(LINKERS), names: pairs(NAMES) }
+}
+
+/// A fresh keyed copy filled from a whole load of `root` now.
+fn filled_from_disk(root: &Path, policy: &LoadedPolicy, at: &Path) -> Tables {
+    let whole = Inventory::load(root, policy).expect("whole load");
+    durable::write_keyed_cache(root, at, |t| fill(&whole, &policy.digest, t)).expect("fill");
+    tables(&durable::open_keyed_cache(root, at).expect("open"))
+}
+
+#[test]
+fn a_folded_partial_model_leaves_the_keyed_copy_exactly_as_a_whole_fill_of_the_disk() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let policy = LoadedPolicy::from_texts(None).expect("policy");
+    std::fs::create_dir_all(root.join(".paravault")).expect("state folder");
+    put(root, "01_Projects/alpha/a.md", &note("Project", "A", "links [[b]] and [[shared]]\n"));
+    put(root, "01_Projects/alpha/deep/d.md", &note("Project", "D", "deep [[a]]\n"));
+    put(root, "02_Areas/b.md", &note("Area", "B", "back to [[a]] and ![[pic.png]]\n"));
+    put(root, "02_Areas/shared.md", &note("Area", "Shared", "one\n"));
+    put(root, "03_Resources/refs/shared.md", &note("Resource", "Shared two", "two\n"));
+    put(root, "03_Resources/refs/pic.png", "PNG\n");
+    put(root, "03_Resources/gone.md", &note("Resource", "Gone", "soon removed [[b]]\n"));
+    put(root, "02_Areas/broken.md", "---\ntype: Area\ntitle: Broken\n---\nno description\n");
+    put(root, "2026-01-01_standup.md", &note("Daily Log", "Root", "root [[a]]\n"));
+    settle();
+    let index = layout::join(root, layout::INVENTORY_INDEX);
+    let whole = Inventory::load(root, &policy).expect("whole load");
+    durable::write_keyed_cache(root, &index, |t| fill(&whole, &policy.digest, t)).expect("fill");
+
+    // Outside the engine: an edit in place, a new note, a removal, a new nested folder.
+    put(root, "02_Areas/b.md", &note("Area", "B", "now also [[d]] and [[nowhere]]\n"));
+    put(root, "01_Projects/alpha/new.md", &note("Project", "New", "new [[shared]]\n"));
+    std::fs::remove_file(root.join("03_Resources/gone.md")).expect("remove");
+    put(root, "03_Resources/made/inner/m.md", &note("Resource", "M", "made [[a]]\n"));
+    settle();
+
+    // One write into 02_Areas, on the partial model, then folded back.
+    let written = VaultPath::parse("02_Areas/w.md").expect("path");
+    let text = note("Area", "W", "written [[a]] [[m]]\n");
+    let database = durable::open_keyed_cache(root, &index).expect("open");
+    let load = load_for_write(root, &policy, &database, &[(written.clone(), Some(text.as_str()))], 1000).expect("keyed load");
+    drop(database);
+    assert!(load.counts.folders_relisted >= 3, "the changed folders are listed again: {:?}", load.counts);
+    let mut model = load.inventory;
+    // As the write's plan does (`write::recheck_consulted`): the written folder's records
+    // stat'ed, and those that moved read again (an edit in place leaves the folder as it was).
+    let consulted = model.direct_records("02_Areas");
+    assert_eq!(model.recheck(root, &policy, &consulted), 1, "the note edited in place is read again");
+    put(root, written.as_str(), &text);
+    let mut record = NoteRecord::empty(written.clone(), PageKind::Note);
+    inventory::analyse_bytes(&mut record, text.as_bytes(), &policy);
+    model.upsert(record);
+    assert!(!model.overrun());
+    durable::update_keyed_cache(root, &index, |t| fold(&model, t)).expect("fold");
+
+    let folded = tables(&durable::open_keyed_cache(root, &index).expect("open"));
+    let fresh = filled_from_disk(root, &policy, &root.join(".paravault/fresh.redb"));
+    assert_eq!(folded, fresh, "the folded copy differs from a whole fill of the same disk");
+    assert!(folded.header.unread_pages.iter().any(|(path, _)| path == written.as_str()), "the write's own note is listed as not settled");
+
+    // The next write reads again only what is still unsettled (the note just written).
+    settle();
+    let next = VaultPath::parse("01_Projects/alpha/next.md").expect("path");
+    let database = durable::open_keyed_cache(root, &index).expect("open");
+    let load = load_for_write(root, &policy, &database, &[(next, Some("x"))], 1000).expect("keyed load");
+    assert_eq!(load.counts.read, 1, "{:?}", load.counts);
+}
