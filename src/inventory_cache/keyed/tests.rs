@@ -143,3 +143,31 @@ fn a_folded_partial_model_leaves_the_keyed_copy_exactly_as_a_whole_fill_of_the_d
     let load = load_for_write(root, &policy, &database, &[(next, Some("x"))], 1000).expect("keyed load");
     assert_eq!(load.counts.read, 1, "{:?}", load.counts);
 }
+
+#[test]
+fn a_keyed_copy_left_mid_fold_by_a_killed_process_is_refused_never_trusted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let policy = LoadedPolicy::from_texts(None).expect("policy");
+    std::fs::create_dir_all(root.join(".paravault")).expect("state folder");
+    put(root, "01_Projects/a.md", &note("Project", "A", "a\n"));
+    settle();
+    let index = layout::join(root, layout::INVENTORY_INDEX);
+    let whole = Inventory::load(root, &policy).expect("whole load");
+    durable::write_keyed_cache(root, &index, |t| fill(&whole, &policy.digest, t)).expect("fill");
+    // A fold whose process is killed while the copy is open for writing: the bytes on disk
+    // at that instant (redb marks the file as needing recovery until it is closed).
+    let file = std::fs::OpenOptions::new().read(true).write(true).open(&index).expect("open");
+    let database = redb::Builder::new().create_file(file).expect("writable");
+    let transaction = database.begin_write().expect("write");
+    transaction.open_table(META).expect("meta").insert("interrupted", &b"x"[..]).expect("insert");
+    transaction.commit().expect("commit");
+    let killed = root.join(".paravault/killed.redb");
+    std::fs::copy(&index, &killed).expect("copy");
+    drop(database);
+    assert!(durable::open_keyed_cache(root, &killed).is_err(), "a copy that needs recovery is never opened");
+    // The copy closed cleanly still serves.
+    let database = durable::open_keyed_cache(root, &index).expect("a cleanly closed copy opens");
+    let change = VaultPath::parse("01_Projects/b.md").expect("path");
+    assert!(load_for_write(root, &policy, &database, &[(change, Some("x"))], 1000).is_ok());
+}
