@@ -405,6 +405,30 @@ pub struct LoadedPolicy {
     pub digest: [u8; 32],
 }
 
+/// blake3 of the policy texts (the default, then the override): what derived state must have
+/// been computed under.
+fn texts_digest(override_text: Option<&str>) -> [u8; 32] {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(DEFAULT_POLICY_YAML.as_bytes());
+    if let Some(text) = override_text {
+        hasher.update(b"\0override\0");
+        hasher.update(text.as_bytes());
+    }
+    *hasher.finalize().as_bytes()
+}
+
+/// The kept parse (`layout::POLICY_CACHE`): the typed policy as JSON, what it was parsed from,
+/// and its own checksum (a copy edited or damaged by hand is parsed again, never used).
+#[derive(Serialize, Deserialize)]
+struct ParsedPolicy {
+    engine: String,
+    /// `texts_digest` in hex.
+    digest: String,
+    /// blake3 of `policy`, in hex.
+    checksum: String,
+    policy: String,
+}
+
 fn line_of_key(text: &str, key: &str) -> usize {
     text.lines().position(|l| l.trim_start().starts_with(&format!("{key}:"))).map_or(1, |i| i + 1)
 }
@@ -455,37 +479,79 @@ fn merge(base: &mut Value, over: Value) {
 
 impl LoadedPolicy {
     /// Loads the default policy merged with `<vault>/.paravault/policy.yaml` when it exists.
+    /// The typed result is kept beside them (`layout::POLICY_CACHE`, JSON) and reused while the
+    /// engine and both texts are the same (blake3): typing the YAML was about 1 ms of every
+    /// command. The reused policy is validated again like a parsed one.
     pub fn load(vault_root: &Path) -> Result<Self> {
-        let override_path = crate::store::layout::join(vault_root, crate::store::layout::POLICY_OVERRIDE);
-        let override_text = match crate::store::durable::read_engine_file(vault_root, &override_path) {
-            Ok(bytes) => Some(String::from_utf8(bytes).map_err(|e| {
-                Error::io("reading", crate::store::layout::POLICY_OVERRIDE, std::io::Error::new(std::io::ErrorKind::InvalidData, e))
-            })?),
+        use crate::store::{durable, layout};
+        let override_path = layout::join(vault_root, layout::POLICY_OVERRIDE);
+        let override_text = match durable::read_engine_file(vault_root, &override_path) {
+            Ok(bytes) => Some(
+                String::from_utf8(bytes)
+                    .map_err(|e| Error::io("reading", layout::POLICY_OVERRIDE, std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?,
+            ),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(Error::io("reading", crate::store::layout::POLICY_OVERRIDE, e)),
+            Err(e) => return Err(Error::io("reading", layout::POLICY_OVERRIDE, e)),
         };
-        Self::from_texts(override_text.as_deref())
+        let digest = texts_digest(override_text.as_deref());
+        let cache = layout::join(vault_root, layout::POLICY_CACHE);
+        let cached = durable::read_engine_file(vault_root, &cache)
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<ParsedPolicy>(&bytes).ok())
+            .filter(|parsed| {
+                parsed.engine == env!("CARGO_PKG_VERSION")
+                    && parsed.digest == crate::hex::encode(&digest)
+                    && parsed.checksum == crate::hex::encode(blake3::hash(parsed.policy.as_bytes()).as_bytes())
+            })
+            .and_then(|parsed| serde_json::from_str::<Policy>(&parsed.policy).ok());
+        if let Some(policy) = cached {
+            return Self::validated(policy, override_text.as_deref(), digest);
+        }
+        let loaded = Self::from_texts(override_text.as_deref())?;
+        // A cache: a failure to keep it only costs the next command a parse. Only kept in a
+        // vault that has its state folder already (opening a folder never creates one).
+        let state_dir = std::fs::symlink_metadata(layout::join(vault_root, layout::STATE_DIR)).is_ok_and(|m| m.is_dir());
+        if state_dir && let Ok(policy) = serde_json::to_string(&loaded.policy) {
+            let parsed = ParsedPolicy {
+                engine: env!("CARGO_PKG_VERSION").to_string(),
+                digest: crate::hex::encode(&digest),
+                checksum: crate::hex::encode(blake3::hash(policy.as_bytes()).as_bytes()),
+                policy,
+            };
+            if let Ok(bytes) = serde_json::to_vec(&parsed)
+                && let Err(error) = durable::write_cache(vault_root, &cache, &bytes)
+            {
+                tracing::debug!(%error, "could not keep the parsed policy");
+            }
+        }
+        Ok(loaded)
     }
 
     /// Builds the policy from the embedded default and optional override text.
     pub fn from_texts(override_text: Option<&str>) -> Result<Self> {
-        let (policy, file, text) = match override_text {
+        let policy = match override_text {
             // Layers are merged as YAML values, then typed once.
             Some(text) => {
                 let (mut merged, _) = parse_layer(DEFAULT_POLICY_YAML, DEFAULT_POLICY_NAME)?;
                 let (over, _) = parse_layer(text, crate::store::layout::POLICY_OVERRIDE)?;
                 merge(&mut merged, over);
-                let file = crate::store::layout::POLICY_OVERRIDE;
-                let policy: Policy = serde_yaml::from_value(merged).map_err(|e| Error::PolicyInvalid {
-                    file: file.to_string(),
+                serde_yaml::from_value(merged).map_err(|e| Error::PolicyInvalid {
+                    file: crate::store::layout::POLICY_OVERRIDE.to_string(),
                     line: 1,
                     reason: e.to_string(),
-                })?;
-                (policy, file, text)
+                })?
             }
-            // The default alone is typed straight from its text: one parse, not three (every
-            // CLI command opens the policy; it was 4-12 % of a one-note write's CPU).
-            None => (parse_default()?, DEFAULT_POLICY_NAME, DEFAULT_POLICY_YAML),
+            // The default alone is typed straight from its text: one parse, not three.
+            None => parse_default()?,
+        };
+        Self::validated(policy, override_text, texts_digest(override_text))
+    }
+
+    /// The policy typed from `override_text` (or the default alone), checked.
+    fn validated(policy: Policy, override_text: Option<&str>, digest: [u8; 32]) -> Result<Self> {
+        let (file, text) = match override_text {
+            Some(text) => (crate::store::layout::POLICY_OVERRIDE, text),
+            None => (DEFAULT_POLICY_NAME, DEFAULT_POLICY_YAML),
         };
         let root_daily_log = validate(&policy, file, text)?;
         Ok(LoadedPolicy {
@@ -495,15 +561,7 @@ impl LoadedPolicy {
                 override_file: override_text.map(|_| crate::store::layout::POLICY_OVERRIDE.to_string()),
             },
             root_daily_log,
-            digest: {
-                let mut hasher = blake3::Hasher::new();
-                hasher.update(DEFAULT_POLICY_YAML.as_bytes());
-                if let Some(text) = override_text {
-                    hasher.update(b"\0override\0");
-                    hasher.update(text.as_bytes());
-                }
-                *hasher.finalize().as_bytes()
-            },
+            digest,
         })
     }
 

@@ -181,3 +181,41 @@ fn the_default_typed_from_its_text_equals_the_default_typed_from_its_yaml_value(
     assert_eq!(serde_json::to_value(&empty.policy).unwrap(), direct);
     assert_ne!(empty.digest, LoadedPolicy::from_texts(None).unwrap().digest);
 }
+
+#[test]
+fn the_kept_parse_is_reused_only_for_the_same_texts_and_never_when_edited() {
+    #![allow(clippy::disallowed_methods)] // the test edits the vault's state files with std::fs
+    let vault = tempfile::tempdir().unwrap();
+    let root = vault.path();
+    std::fs::create_dir_all(root.join(".paravault")).unwrap();
+    let cache = root.join(crate::store::layout::POLICY_CACHE);
+    let as_json = |loaded: &LoadedPolicy| serde_json::to_value(&loaded.policy).unwrap();
+
+    let first = LoadedPolicy::load(root).unwrap();
+    assert!(cache.is_file(), "the parse is kept");
+    let again = LoadedPolicy::load(root).unwrap();
+    assert_eq!(as_json(&again), as_json(&first));
+    assert_eq!(again.digest, first.digest);
+    assert_eq!(again.root_daily_log.as_str(), first.root_daily_log.as_str());
+
+    // An override changes the texts: parsed again, exactly as from the texts.
+    let override_text = "lint:\n  rules:\n    orphan: blocking\n";
+    std::fs::write(root.join(".paravault/policy.yaml"), override_text).unwrap();
+    let overridden = LoadedPolicy::load(root).unwrap();
+    assert_eq!(overridden.severity("orphan"), Severity::Blocking);
+    assert_eq!(as_json(&overridden), as_json(&LoadedPolicy::from_texts(Some(override_text)).unwrap()));
+    assert_eq!(LoadedPolicy::load(root).unwrap().severity("orphan"), Severity::Blocking, "the kept parse of the override");
+
+    // A kept parse edited by hand (checksum no longer matching) is parsed again, not used.
+    let mut kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+    let edited = kept["policy"].as_str().unwrap().replace("\"orphan\":\"blocking\"", "\"orphan\":\"warning\"");
+    assert_ne!(edited, kept["policy"].as_str().unwrap(), "the edit relaxes a rule");
+    kept["policy"] = serde_json::Value::String(edited);
+    std::fs::write(&cache, serde_json::to_vec(&kept).unwrap()).unwrap();
+    assert_eq!(LoadedPolicy::load(root).unwrap().severity("orphan"), Severity::Blocking);
+    // Garbage is parsed again too; an invalid override is still refused.
+    std::fs::write(&cache, b"not json").unwrap();
+    assert_eq!(LoadedPolicy::load(root).unwrap().severity("orphan"), Severity::Blocking);
+    std::fs::write(root.join(".paravault/policy.yaml"), "lint:\n  rules:\n    orphan: sometimes\n").unwrap();
+    assert!(LoadedPolicy::load(root).is_err());
+}

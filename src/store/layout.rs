@@ -6,6 +6,9 @@ use std::path::{Path, PathBuf};
 pub const STATE_DIR: &str = ".paravault";
 /// A vault's policy override.
 pub const POLICY_OVERRIDE: &str = ".paravault/policy.yaml";
+/// The policy as last parsed (`policy::LoadedPolicy::load`): a cache, trusted only for the same
+/// engine and the same policy texts.
+pub const POLICY_CACHE: &str = ".paravault/policy.parsed.json";
 /// The write transaction's intent journal.
 pub const JOURNAL: &str = ".paravault/journal.log";
 /// Append-only, hash-chained receipts.

@@ -34,8 +34,9 @@ const STATE_FOLDERS: [&str; 11] = [
 ];
 
 /// Engine files.
-const STATE_FILES: [&str; 10] = [
+const STATE_FILES: [&str; 11] = [
     layout::POLICY_OVERRIDE,
+    layout::POLICY_CACHE,
     layout::INVENTORY_CACHE,
     layout::INVENTORY_INDEX,
     layout::JOURNAL,

@@ -19,7 +19,12 @@ fn statuses(root: &std::path::Path) -> Vec<String> {
 fn user_visible(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
     snapshot_tree(root)
         .into_iter()
-        .filter(|(p, _)| !matches!(p.as_str(), ".paravault/journal.log" | ".paravault/receipts.jsonl" | ".paravault/writer.lock"))
+        .filter(|(p, _)| {
+            !matches!(
+                p.as_str(),
+                ".paravault/journal.log" | ".paravault/receipts.jsonl" | ".paravault/writer.lock" | ".paravault/policy.parsed.json"
+            )
+        })
         .collect()
 }
 
