@@ -78,6 +78,23 @@ fn tables(database: &redb::ReadOnlyDatabase) -> Tables {
     Tables { header, folders, records, files, linkers: pairs(LINKERS), names: pairs(NAMES) }
 }
 
+/// A vault of `files` (path, text), settled, with its keyed copy filled from a whole load;
+/// returns the folder, the policy and the keyed copy's path.
+fn keyed_vault(files: &[(&str, String)]) -> (tempfile::TempDir, LoadedPolicy, std::path::PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    let policy = LoadedPolicy::from_texts(None).expect("policy");
+    std::fs::create_dir_all(root.join(".paravault")).expect("state folder");
+    for (path, text) in files {
+        put(root, path, text);
+    }
+    settle();
+    let index = layout::join(root, layout::INVENTORY_INDEX);
+    let whole = Inventory::load(root, &policy).expect("whole load");
+    durable::write_keyed_cache(root, &index, |t| fill(&whole, &policy.digest, t)).expect("fill");
+    (dir, policy, index)
+}
+
 /// A fresh keyed copy filled from a whole load of `root` now.
 fn filled_from_disk(root: &Path, policy: &LoadedPolicy, at: &Path) -> Tables {
     let whole = Inventory::load(root, policy).expect("whole load");
@@ -87,23 +104,18 @@ fn filled_from_disk(root: &Path, policy: &LoadedPolicy, at: &Path) -> Tables {
 
 #[test]
 fn a_folded_partial_model_leaves_the_keyed_copy_exactly_as_a_whole_fill_of_the_disk() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let (dir, policy, index) = keyed_vault(&[
+        ("01_Projects/alpha/a.md", note("Project", "A", "links [[b]] and [[shared]]\n")),
+        ("01_Projects/alpha/deep/d.md", note("Project", "D", "deep [[a]]\n")),
+        ("02_Areas/b.md", note("Area", "B", "back to [[a]] and ![[pic.png]]\n")),
+        ("02_Areas/shared.md", note("Area", "Shared", "one\n")),
+        ("03_Resources/refs/shared.md", note("Resource", "Shared two", "two\n")),
+        ("03_Resources/refs/pic.png", "PNG\n".to_string()),
+        ("03_Resources/gone.md", note("Resource", "Gone", "soon removed [[b]]\n")),
+        ("02_Areas/broken.md", "---\ntype: Area\ntitle: Broken\n---\nno description\n".to_string()),
+        ("2026-01-01_standup.md", note("Daily Log", "Root", "root [[a]]\n")),
+    ]);
     let root = dir.path();
-    let policy = LoadedPolicy::from_texts(None).expect("policy");
-    std::fs::create_dir_all(root.join(".paravault")).expect("state folder");
-    put(root, "01_Projects/alpha/a.md", &note("Project", "A", "links [[b]] and [[shared]]\n"));
-    put(root, "01_Projects/alpha/deep/d.md", &note("Project", "D", "deep [[a]]\n"));
-    put(root, "02_Areas/b.md", &note("Area", "B", "back to [[a]] and ![[pic.png]]\n"));
-    put(root, "02_Areas/shared.md", &note("Area", "Shared", "one\n"));
-    put(root, "03_Resources/refs/shared.md", &note("Resource", "Shared two", "two\n"));
-    put(root, "03_Resources/refs/pic.png", "PNG\n");
-    put(root, "03_Resources/gone.md", &note("Resource", "Gone", "soon removed [[b]]\n"));
-    put(root, "02_Areas/broken.md", "---\ntype: Area\ntitle: Broken\n---\nno description\n");
-    put(root, "2026-01-01_standup.md", &note("Daily Log", "Root", "root [[a]]\n"));
-    settle();
-    let index = layout::join(root, layout::INVENTORY_INDEX);
-    let whole = Inventory::load(root, &policy).expect("whole load");
-    durable::write_keyed_cache(root, &index, |t| fill(&whole, &policy.digest, t)).expect("fill");
 
     // Outside the engine: an edit in place, a new note, a removal, a new nested folder.
     put(root, "02_Areas/b.md", &note("Area", "B", "now also [[d]] and [[nowhere]]\n"));
@@ -146,15 +158,8 @@ fn a_folded_partial_model_leaves_the_keyed_copy_exactly_as_a_whole_fill_of_the_d
 
 #[test]
 fn a_keyed_copy_left_mid_fold_by_a_killed_process_is_refused_never_trusted() {
-    let dir = tempfile::tempdir().expect("tempdir");
+    let (dir, policy, index) = keyed_vault(&[("01_Projects/a.md", note("Project", "A", "a\n"))]);
     let root = dir.path();
-    let policy = LoadedPolicy::from_texts(None).expect("policy");
-    std::fs::create_dir_all(root.join(".paravault")).expect("state folder");
-    put(root, "01_Projects/a.md", &note("Project", "A", "a\n"));
-    settle();
-    let index = layout::join(root, layout::INVENTORY_INDEX);
-    let whole = Inventory::load(root, &policy).expect("whole load");
-    durable::write_keyed_cache(root, &index, |t| fill(&whole, &policy.digest, t)).expect("fill");
     // A fold whose process is killed while the copy is open for writing: the bytes on disk
     // at that instant (redb marks the file as needing recovery until it is closed).
     let file = std::fs::OpenOptions::new().read(true).write(true).open(&index).expect("open");
