@@ -5,7 +5,8 @@
 //!
 //! Measured per size: `ingest` of a new note, `doctor`, `lint` and `search` of an unchanged
 //! vault (the persisted inventory warm: a stat walk, no parse), the same `lint` with the
-//! persisted inventory removed (every note parsed), and the peak RSS of an ingest.
+//! persisted inventory removed (every note parsed), and the peak RSS of an ingest; then an
+//! ingest into a vault whose receipt log holds 100,000 receipts (opening reads only its tip).
 //! Run: `cargo bench --bench cli_path` (`PARAVAULT_BENCH_SIZES=2000,20000`,
 //! `PARAVAULT_BENCH_RUNS=15`).
 
@@ -136,6 +137,51 @@ fn measure(label: &str, vault: &Path, notes: usize, runs: usize) {
     }
 }
 
+/// An ingest into a 2,000-note vault whose receipt log holds `receipts` earlier receipts
+/// (about 900 bytes each, as the engine writes them): the open reads only the log's tip, so
+/// the figure is the 2,000-note one whatever the history.
+fn measure_history(receipts: usize, runs: usize) {
+    let vault = support::fresh_generated_vault(2_000);
+    run(Some(&vault), &["index"]);
+    run(Some(&vault), &["ingest", "03_Resources/history-seed", "--title", "Seed", "--description", "d", "--content", "b"]);
+    let log = vault.join(".paravault/receipts.jsonl");
+    let text = std::fs::read_to_string(&log).expect("read receipts");
+    let last: serde_json::Value = serde_json::from_str(text.lines().last().expect("one receipt")).expect("receipt JSON");
+    let first_seq = last["seq"].as_u64().expect("seq") + 1;
+    let mut history = String::with_capacity(receipts * 1000);
+    for i in 0..receipts as u64 {
+        let mut receipt = last.clone();
+        receipt["seq"] = (first_seq + i).into();
+        receipt["path"] = format!("03_Resources/history-{i}.md").into();
+        receipt["idempotency_key"] = if i % 3 == 0 { format!("history-{i}") } else { String::new() }.into();
+        history.push_str(&receipt.to_string());
+        history.push('\n');
+    }
+    let mut file = std::fs::OpenOptions::new().append(true).open(&log).expect("open receipts");
+    std::io::Write::write_all(&mut file, history.as_bytes()).expect("append history");
+    let floor_dir = vault.with_extension("floor");
+    std::fs::create_dir_all(&floor_dir).expect("floor dir");
+    let (mut spawn, mut fsync, mut ingest) = (Vec::new(), Vec::new(), Vec::new());
+    for i in 0..runs {
+        spawn.push(run(None, &["--version"]));
+        fsync.push(fsync_floor(&floor_dir));
+        let name = format!("03_Resources/history-bench-{i}");
+        ingest.push(run(Some(&vault), &["ingest", &name, "--title", "H", "--description", "d", "--content", "b"]));
+    }
+    let (spawn, fsync, ingest) = (median(spawn), median(fsync), median(ingest));
+    let mib = std::fs::metadata(&log).map_or(0.0, |m| m.len() as f64 / (1 << 20) as f64);
+    println!(
+        "history: gen-2000 with {receipts} receipts ({mib:.0} MiB log), {runs} runs; floors: spawn {:.2} ms, durable write {:.2} ms",
+        ms(spawn),
+        ms(fsync)
+    );
+    println!("  ingest  p50 {:>8.2} ms", ms(ingest));
+    if let Some(kib) = peak_rss_kib(&vault, &["ingest", "03_Resources/history-rss", "--title", "R", "--description", "d", "--content", "b"])
+    {
+        println!("  ingest peak RSS {:.1} MiB", kib as f64 / 1024.0);
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -153,4 +199,5 @@ fn main() {
         let notes = support::count_notes(&foldoc);
         measure("foldoc", &foldoc, notes, runs);
     }
+    measure_history(100_000, runs);
 }

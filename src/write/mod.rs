@@ -286,7 +286,7 @@ struct Checked {
 impl Checked {
     /// Step 3: idempotency replay or conflict (a conflict is refused with an aborted receipt).
     fn check(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: Mutation, identity: Identity) -> Result<Check> {
-        match check_idempotency(writer, &mutation, &identity) {
+        match check_idempotency(vault, writer, &mutation, &identity) {
             Ok(Some(replayed)) => Ok(Check::Replay(Box::new(replayed))),
             Ok(None) => Ok(Check::New(Checked { mutation, fingerprint: identity.sha256 })),
             Err(error) => Err(abort(vault, writer, &mutation, "check", error)),
@@ -398,9 +398,9 @@ impl Committed {
     }
 }
 
-fn check_idempotency(writer: &WriterGuard<'_>, mutation: &Mutation, identity: &Identity) -> Result<Option<Receipt>> {
+fn check_idempotency(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, identity: &Identity) -> Result<Option<Receipt>> {
     let Some(key) = &mutation.idempotency_key else { return Ok(None) };
-    let Some(receipt) = writer.receipts.by_key.get(key) else { return Ok(None) };
+    let Some(receipt) = writer.receipts.first_with_key(vault.root(), key)? else { return Ok(None) };
     let same = receipt.operation == mutation.operation && identity.matches(receipt.mutation_sha256.as_deref());
     if same { Ok(Some(receipt.clone())) } else { Err(Error::IdempotencyConflict { key: key.clone() }) }
 }

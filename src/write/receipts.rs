@@ -143,9 +143,14 @@ pub(crate) struct ReceiptLog {
     pub last_hash: String,
     /// Byte length of the file as last read or written by this process.
     pub len: u64,
-    /// Idempotency key → the ok receipt that first used it.
-    pub by_key: HashMap<String, Receipt>,
+    /// Idempotency key → the ok receipt that first used it; indexed on the first ask
+    /// (`first_with_key`), so opening a vault never reads its whole history.
+    by_key: Option<HashMap<String, Receipt>>,
 }
+
+/// Past this many bytes read back from the end without finding the newest whole line, the
+/// log is read from its start instead (a receipt line is a few hundred bytes).
+const TIP_SEARCH_LIMIT: usize = 1 << 20;
 
 /// A problem found by `verify`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -165,16 +170,132 @@ pub struct ChainReport {
     pub files_checked: Option<usize>,
 }
 
+/// Where the receipt log's newest whole line is (see `ReceiptLog::load`).
+#[derive(Debug, PartialEq, Eq)]
+enum Tip {
+    /// The file holds no newline: nothing whole (empty, or one torn line).
+    NoWholeLine,
+    /// The newest non-empty line that ends in a newline, and the offset just past it.
+    Line { end: u64, line: Vec<u8> },
+    /// The newest line is empty or longer than `TIP_SEARCH_LIMIT`: read the log whole.
+    ReadWhole,
+}
+
+/// Reads `file` back from its end, a block at a time, up to its newest whole line.
+fn newest_line(file: &mut (impl std::io::Read + std::io::Seek)) -> std::io::Result<Tip> {
+    use std::io::SeekFrom;
+    const BLOCK: u64 = 8 << 10;
+    let size = file.seek(SeekFrom::End(0))?;
+    // `tail` holds the file's bytes from `start` to its end.
+    let (mut start, mut tail) = (size, Vec::new());
+    let mut end_of_whole: Option<usize> = None;
+    loop {
+        if end_of_whole.is_none() {
+            end_of_whole = tail.iter().rposition(|&b| b == b'\n');
+        }
+        if let Some(newline) = end_of_whole {
+            let line_start = tail[..newline].iter().rposition(|&b| b == b'\n').map(|i| i + 1);
+            if line_start.is_some() || start == 0 {
+                let line = tail[line_start.unwrap_or(0)..newline].to_vec();
+                if line.is_empty() {
+                    return Ok(Tip::ReadWhole);
+                }
+                return Ok(Tip::Line { end: start + newline as u64 + 1, line });
+            }
+        } else if start == 0 {
+            return Ok(Tip::NoWholeLine);
+        }
+        if tail.len() > TIP_SEARCH_LIMIT {
+            return Ok(Tip::ReadWhole);
+        }
+        let from = start.saturating_sub(BLOCK);
+        let mut block = vec![0; (start - from) as usize];
+        file.seek(SeekFrom::Start(from))?;
+        file.read_exact(&mut block)?;
+        block.extend_from_slice(&tail);
+        // The newline found so far moved along with the bytes before it.
+        end_of_whole = end_of_whole.map(|i| i + (start - from) as usize);
+        tail = block;
+        start = from;
+    }
+}
+
+/// Every idempotency key of an ok receipt in the log's first `len` bytes (`first_with_key`).
+fn index_keys(root: &Path, len: u64) -> Result<HashMap<String, Receipt>> {
+    let path = layout::join(root, layout::RECEIPTS);
+    let bytes = match durable::read_engine_file(root, &path) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
+    };
+    let mut index = HashMap::new();
+    let seen = &bytes[..(len as usize).min(bytes.len())];
+    for line in seen.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        if let Ok(receipt) = serde_json::from_slice::<Receipt>(line) {
+            index_key(&mut index, &receipt);
+        }
+    }
+    Ok(index)
+}
+
+/// Keeps `receipt` under its idempotency key when it is ok and the first with that key.
+fn index_key(index: &mut HashMap<String, Receipt>, receipt: &Receipt) {
+    if receipt.status == "ok"
+        && let Some(key) = receipt.idempotency_key.clone().filter(|k| !k.is_empty())
+    {
+        index.entry(key).or_insert_with(|| receipt.clone());
+    }
+}
+
 fn hash_line(line: &[u8]) -> String {
     crate::hex::encode(blake3::hash(line).as_bytes())
 }
 
 impl ReceiptLog {
-    /// Reads the receipt file (if any) and indexes it.
+    /// The chain's tip from the receipt file (if any): its newest whole line gives the
+    /// sequence number and the hash the next receipt chains to, read back from the end, so
+    /// opening a vault costs O(1) in its history. A torn last line (a killed append) is left
+    /// out, as `catch_up` leaves it; a newest line that is not a receipt (hand-edited, another
+    /// tool's) makes it read the whole log as `catch_up` does.
     pub(crate) fn load(root: &Path) -> Result<Self> {
         let mut log = ReceiptLog { last_hash: GENESIS.to_string(), ..Default::default() };
-        log.catch_up(root)?;
-        Ok(log)
+        let path = layout::join(root, layout::RECEIPTS);
+        let mut file = match durable::open_engine_read(root, &path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(log),
+            Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
+        };
+        let tip = newest_line(&mut file).map_err(|e| Error::io("reading", layout::RECEIPTS, e))?;
+        match tip {
+            Tip::NoWholeLine => Ok(log),
+            Tip::Line { end, line } => {
+                let seq = serde_json::from_slice::<Receipt>(&line)
+                    .map(|receipt| receipt.seq)
+                    .ok()
+                    .or_else(|| serde_json::from_slice::<Value>(&line).ok().map(|v| v.get("seq").and_then(Value::as_u64).unwrap_or(0)));
+                let Some(seq) = seq else {
+                    log.catch_up(root)?;
+                    return Ok(log);
+                };
+                log.last_seq = seq;
+                log.last_hash = hash_line(&line);
+                log.len = end;
+                Ok(log)
+            }
+            Tip::ReadWhole => {
+                log.catch_up(root)?;
+                Ok(log)
+            }
+        }
+    }
+
+    /// The ok receipt that first used idempotency `key`. The first ask in a process reads the
+    /// log up to what this process has seen (O(history), once); later receipts keep the index.
+    pub(crate) fn first_with_key(&mut self, root: &Path, key: &str) -> Result<Option<&Receipt>> {
+        if self.by_key.is_none() {
+            self.by_key = Some(index_keys(root, self.len)?);
+        }
+        Ok(self.by_key.as_ref().and_then(|index| index.get(key)))
     }
 
     /// Reads receipts appended since `len` (by another process) and returns their paths.
@@ -226,10 +347,8 @@ impl ReceiptLog {
     fn index(&mut self, receipt: &Receipt, hash: String) {
         self.last_seq = self.last_seq.max(receipt.seq);
         self.last_hash = hash;
-        if receipt.status == "ok"
-            && let Some(key) = receipt.idempotency_key.clone().filter(|k| !k.is_empty())
-        {
-            self.by_key.entry(key).or_insert_with(|| receipt.clone());
+        if let Some(index) = self.by_key.as_mut() {
+            index_key(index, receipt);
         }
     }
 
@@ -374,3 +493,6 @@ impl ReceiptLog {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests;

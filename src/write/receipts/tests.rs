@@ -1,0 +1,125 @@
+//! Tests of the receipt log's open: the chain's tip read back from the end of the file is
+//! what reading the whole log gives (torn, empty and foreign last lines included), and an
+//! idempotency key is still found though the open read only the tip.
+
+// Fixtures are written with std::fs (clippy.toml names this exception).
+#![allow(clippy::disallowed_methods)]
+
+use std::io::Write;
+use std::path::Path;
+
+use super::*;
+
+fn receipt(i: u64) -> Receipt {
+    Receipt {
+        operation: "ingest_note".into(),
+        path: format!("03_Resources/note-{i}.md"),
+        receipt_schema: RECEIPT_SCHEMA.into(),
+        status: if i % 10 == 3 { "aborted".into() } else { "ok".into() },
+        idempotency_key: (i.is_multiple_of(5) || i % 10 == 3).then(|| format!("k-{i}")),
+        ..Default::default()
+    }
+}
+
+/// A vault root whose log holds `n` chained receipts, as the writer appends them.
+fn vault_with_receipts(n: u64) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(layout::STATE_DIR)).unwrap();
+    let mut log = ReceiptLog::load(dir.path()).unwrap();
+    for i in 1..=n {
+        let mut next = receipt(i);
+        next.seq = log.last_seq + 1;
+        log.append(dir.path(), next, false).unwrap();
+    }
+    dir
+}
+
+fn read_whole(root: &Path) -> ReceiptLog {
+    let mut whole = ReceiptLog { last_hash: GENESIS.to_string(), ..Default::default() };
+    whole.catch_up(root).unwrap();
+    whole
+}
+
+fn append_raw(root: &Path, bytes: &[u8]) {
+    std::fs::OpenOptions::new().append(true).open(root.join(layout::RECEIPTS)).unwrap().write_all(bytes).unwrap();
+}
+
+fn assert_same_tip(root: &Path, case: &str) {
+    let (tip, whole) = (ReceiptLog::load(root).unwrap(), read_whole(root));
+    assert_eq!((tip.last_seq, &tip.last_hash, tip.len), (whole.last_seq, &whole.last_hash, whole.len), "{case}");
+}
+
+#[test]
+fn the_tip_read_back_from_the_end_is_what_reading_the_whole_log_gives() {
+    // 600 receipts span many of the blocks the tip is read back by.
+    let vault = vault_with_receipts(600);
+    let root = vault.path();
+    assert!(std::fs::metadata(root.join(layout::RECEIPTS)).unwrap().len() > 64 << 10);
+    assert_same_tip(root, "whole lines");
+    assert_eq!(ReceiptLog::load(root).unwrap().last_seq, 600);
+    // A killed append's torn line is left out (and cut by the next append).
+    append_raw(root, br#"{"operation":"ingest_note","seq":3"#);
+    assert_same_tip(root, "torn last line");
+    // A blank line and a line that is not JSON: the whole log is read, as before.
+    append_raw(root, b"\n\n");
+    assert_same_tip(root, "empty last line");
+    append_raw(root, b"not json\n");
+    assert_same_tip(root, "a last line that is not JSON");
+    // A line another engine version wrote moves the chain on.
+    append_raw(root, b"{\"seq\":601,\"status\":\"ok\",\"future_field\":1}\n");
+    assert_same_tip(root, "another version's line");
+    assert_eq!(ReceiptLog::load(root).unwrap().last_seq, 601);
+    // The next append chains to the tip the open read, and the chain verifies.
+    let mut log = ReceiptLog::load(root).unwrap();
+    let mut next = receipt(602);
+    next.seq = log.last_seq + 1;
+    let tip_hash = log.last_hash.clone();
+    let appended = log.append(root, next, false).unwrap();
+    assert_eq!(appended.prev.as_deref(), Some(tip_hash.as_str()));
+    let reread = read_whole(root);
+    assert_eq!((reread.last_seq, reread.len), (602, log.len));
+}
+
+#[test]
+fn a_log_with_no_whole_line_or_one_long_line_has_its_tip_found() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(layout::STATE_DIR)).unwrap();
+    let root = dir.path();
+    std::fs::write(root.join(layout::RECEIPTS), b"").unwrap();
+    assert_same_tip(root, "empty file");
+    std::fs::write(root.join(layout::RECEIPTS), br#"{"seq":1"#).unwrap();
+    assert_same_tip(root, "one torn line");
+    // A line longer than the blocks it is read back by.
+    let mut long = receipt(1);
+    long.seq = 1;
+    long.path = "x".repeat(40 << 10);
+    let mut bytes = serde_json::to_vec(&long).unwrap();
+    bytes.push(b'\n');
+    std::fs::write(root.join(layout::RECEIPTS), &bytes).unwrap();
+    assert_same_tip(root, "one long line");
+    assert_eq!(ReceiptLog::load(root).unwrap().len, bytes.len() as u64);
+}
+
+#[test]
+fn an_idempotency_key_is_found_though_the_open_read_only_the_tip() {
+    let vault = vault_with_receipts(120);
+    let root = vault.path();
+    let mut log = ReceiptLog::load(root).unwrap();
+    let found = log.first_with_key(root, "k-40").unwrap().cloned().unwrap();
+    assert_eq!((found.seq, found.path.as_str()), (40, "03_Resources/note-40.md"));
+    // Only an ok receipt replays: an aborted one's key is free.
+    assert!(log.first_with_key(root, "k-13").unwrap().is_none());
+    assert!(log.first_with_key(root, "k-never").unwrap().is_none());
+    // Receipts appended after the index was built (by this process or caught up from
+    // another) are indexed too.
+    let mut next = receipt(125);
+    next.seq = log.last_seq + 1;
+    log.append(root, next, false).unwrap();
+    assert_eq!(log.first_with_key(root, "k-125").unwrap().map(|r| r.seq), Some(121));
+    let mut other = ReceiptLog::load(root).unwrap();
+    let mut theirs = receipt(130);
+    theirs.seq = other.last_seq + 1;
+    other.append(root, theirs, false).unwrap();
+    log.catch_up(root).unwrap();
+    assert_eq!(log.first_with_key(root, "k-130").unwrap().map(|r| r.seq), Some(122));
+}
