@@ -219,3 +219,38 @@ fn the_kept_parse_is_reused_only_for_the_same_texts_and_never_when_edited() {
     std::fs::write(root.join(".paravault/policy.yaml"), "lint:\n  rules:\n    orphan: sometimes\n").unwrap();
     assert!(LoadedPolicy::load(root).is_err());
 }
+
+#[test]
+fn the_root_daily_log_pattern_of_a_kept_parse_compiles_on_first_use_and_is_still_checked() {
+    #![allow(clippy::disallowed_methods)] // the test edits the vault's state files with std::fs
+    let vault = tempfile::tempdir().unwrap();
+    let root = vault.path();
+    std::fs::create_dir_all(root.join(".paravault")).unwrap();
+    // Typed from its texts: compiled at load.
+    let first = LoadedPolicy::load(root).unwrap();
+    assert!(first.root_daily_log.compiled.get().is_some_and(Option::is_some));
+    // The kept parse: compiled on its first use, matching as the compiled one does.
+    let kept = LoadedPolicy::load(root).unwrap();
+    assert!(kept.root_daily_log.compiled.get().is_none(), "not compiled at load");
+    for name in ["2024-05-01_standup.md", "notes.md", "2024-5-1_x.md", "٢٠٢٤-05-01_x.md"] {
+        assert_eq!(kept.root_daily_log.is_match(name), first.root_daily_log.is_match(name), "{name}");
+    }
+    assert!(kept.root_daily_log.compiled.get().is_some());
+
+    // A kept parse whose pattern was edited (its checksum recomputed) is still checked at load:
+    // a syntax error is refused as the texts' would be.
+    let cache = root.join(crate::store::layout::POLICY_CACHE);
+    let mut parsed: serde_json::Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
+    let mut policy: serde_json::Value = serde_json::from_str(parsed["policy"].as_str().unwrap()).unwrap();
+    policy["layout"]["root_daily_log_pattern"] = "^(unclosed".into();
+    let policy = policy.to_string();
+    parsed["checksum"] = crate::hex::encode(blake3::hash(policy.as_bytes()).as_bytes()).into();
+    parsed["policy"] = policy.into();
+    std::fs::write(&cache, serde_json::to_vec(&parsed).unwrap()).unwrap();
+    let error = LoadedPolicy::load(root).unwrap_err();
+    assert!(error.to_string().contains("invalid pattern"), "{error}");
+    // From its texts, a pattern past the regex size limit is refused at load (never kept).
+    let huge = "layout:\n  root_daily_log_pattern: '(\\w{200}){200}'\n";
+    let error = LoadedPolicy::from_texts(Some(huge)).unwrap_err();
+    assert!(error.to_string().contains("invalid pattern"), "{error}");
+}
