@@ -182,12 +182,19 @@ fn the_default_typed_from_its_text_equals_the_default_typed_from_its_yaml_value(
     assert_ne!(empty.digest, LoadedPolicy::from_texts(None).unwrap().digest);
 }
 
+/// A vault with its state folder (where the parse is kept) and nothing else.
+fn vault_with_state_folder() -> tempfile::TempDir {
+    #![allow(clippy::disallowed_methods)] // a fixture, written with std::fs
+    let vault = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(vault.path().join(".paravault")).unwrap();
+    vault
+}
+
 #[test]
 fn the_kept_parse_is_reused_only_for_the_same_texts_and_never_when_edited() {
     #![allow(clippy::disallowed_methods)] // the test edits the vault's state files with std::fs
-    let vault = tempfile::tempdir().unwrap();
+    let vault = vault_with_state_folder();
     let root = vault.path();
-    std::fs::create_dir_all(root.join(".paravault")).unwrap();
     let cache = root.join(crate::store::layout::POLICY_CACHE);
     let as_json = |loaded: &LoadedPolicy| serde_json::to_value(&loaded.policy).unwrap();
 
@@ -223,9 +230,8 @@ fn the_kept_parse_is_reused_only_for_the_same_texts_and_never_when_edited() {
 #[test]
 fn the_root_daily_log_pattern_of_a_kept_parse_compiles_on_first_use_and_is_still_checked() {
     #![allow(clippy::disallowed_methods)] // the test edits the vault's state files with std::fs
-    let vault = tempfile::tempdir().unwrap();
+    let vault = vault_with_state_folder();
     let root = vault.path();
-    std::fs::create_dir_all(root.join(".paravault")).unwrap();
     // Typed from its texts: compiled at load.
     let first = LoadedPolicy::load(root).unwrap();
     assert!(first.root_daily_log.compiled.get().is_some_and(Option::is_some));

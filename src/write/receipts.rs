@@ -220,14 +220,18 @@ fn newest_line(file: &mut (impl std::io::Read + std::io::Seek)) -> std::io::Resu
     }
 }
 
+/// The whole receipt log (empty when there is none yet): the commands that read the history.
+fn read_log(root: &Path) -> Result<Vec<u8>> {
+    match durable::read_engine_file(root, &layout::join(root, layout::RECEIPTS)) {
+        Ok(bytes) => Ok(bytes),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+        Err(e) => Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
+    }
+}
+
 /// Every idempotency key of an ok receipt in the log's first `len` bytes (`first_with_key`).
 fn index_keys(root: &Path, len: u64) -> Result<HashMap<String, Receipt>> {
-    let path = layout::join(root, layout::RECEIPTS);
-    let bytes = match durable::read_engine_file(root, &path) {
-        Ok(bytes) => bytes,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
-    };
+    let bytes = read_log(root)?;
     let mut index = HashMap::new();
     let seen = &bytes[..(len as usize).min(bytes.len())];
     for line in seen.split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
@@ -376,12 +380,7 @@ impl ReceiptLog {
 
     /// The newest `limit` receipts with `seq > after_seq`, oldest first.
     pub(crate) fn history(root: &Path, limit: usize, after_seq: u64) -> Result<Vec<Value>> {
-        let path = layout::join(root, layout::RECEIPTS);
-        let text = match durable::read_engine_file(root, &path) {
-            Ok(t) => String::from_utf8_lossy(&t).into_owned(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
-        };
+        let text = String::from_utf8_lossy(&read_log(root)?).into_owned();
         let mut out: Vec<Value> = text
             .lines()
             .filter_map(|l| serde_json::from_str::<Value>(l).ok())
@@ -395,12 +394,7 @@ impl ReceiptLog {
 
     /// Checks the whole chain: every line parses, `seq` is +1, `prev` hashes the line before.
     pub(crate) fn verify(root: &Path) -> Result<ChainReport> {
-        let path = layout::join(root, layout::RECEIPTS);
-        let bytes = match durable::read_engine_file(root, &path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-            Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
-        };
+        let bytes = read_log(root)?;
         let mut problems = Vec::new();
         let mut prev = GENESIS.to_string();
         let mut expected_seq = None;
@@ -441,12 +435,7 @@ impl ReceiptLog {
     /// engine, or a write was acknowledged that did not land. Reads each such note once;
     /// a note reached through a symbolic link is a problem, never read.
     pub(crate) fn verify_files(root: &Path, report: &mut ChainReport) -> Result<()> {
-        let path = layout::join(root, layout::RECEIPTS);
-        let text = match durable::read_engine_file(root, &path) {
-            Ok(bytes) => String::from_utf8_lossy(&bytes).into_owned(),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
-        };
+        let text = String::from_utf8_lossy(&read_log(root)?).into_owned();
         // path → (line, after_sha256) of the newest ok receipt that changed it.
         let mut newest: std::collections::BTreeMap<String, (usize, String)> = std::collections::BTreeMap::new();
         for (i, line) in text.lines().enumerate() {
