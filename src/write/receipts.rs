@@ -220,7 +220,40 @@ fn newest_line(file: &mut (impl std::io::Read + std::io::Seek)) -> std::io::Resu
     }
 }
 
-/// The whole receipt log (empty when there is none yet): the commands that read the history.
+/// Calls `visit` with each non-empty line of `file` (the last one even without its newline),
+/// newest first, a block read back at a time, until `visit` returns false.
+fn lines_newest_first(file: &mut (impl std::io::Read + std::io::Seek), mut visit: impl FnMut(&[u8]) -> bool) -> std::io::Result<()> {
+    use std::io::SeekFrom;
+    const BLOCK: u64 = 64 << 10;
+    let mut end = file.seek(SeekFrom::End(0))?;
+    // The start of a line that a block boundary cut: the bytes just after the block read next.
+    let mut cut: Vec<u8> = Vec::new();
+    while end > 0 {
+        let from = end.saturating_sub(BLOCK);
+        let mut block = vec![0; (end - from) as usize];
+        file.seek(SeekFrom::Start(from))?;
+        file.read_exact(&mut block)?;
+        block.extend_from_slice(&cut);
+        end = from;
+        // Every line after the block's first newline is whole; before it, a line goes on in
+        // the block before (unless this block starts the file).
+        let first_newline = if from == 0 { Some(None) } else { block.iter().position(|&b| b == b'\n').map(Some) };
+        let Some(first_newline) = first_newline else {
+            cut = block;
+            continue;
+        };
+        let whole = first_newline.map_or(&block[..], |i| &block[i + 1..]);
+        for line in whole.rsplit(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            if !visit(line) {
+                return Ok(());
+            }
+        }
+        cut = first_newline.map_or_else(Vec::new, |i| block[..i].to_vec());
+    }
+    Ok(())
+}
+
+/// The whole receipt log (empty when there is none yet): `verify` and the key index.
 fn read_log(root: &Path) -> Result<Vec<u8>> {
     match durable::read_engine_file(root, &layout::join(root, layout::RECEIPTS)) {
         Ok(bytes) => Ok(bytes),
@@ -378,17 +411,26 @@ impl ReceiptLog {
         Ok(receipt)
     }
 
-    /// The newest `limit` receipts with `seq > after_seq`, oldest first.
+    /// The newest `limit` receipts with `seq > after_seq`, oldest first: the log is read back
+    /// from its end until `limit` are found (O(limit), not O(history), when there are).
     pub(crate) fn history(root: &Path, limit: usize, after_seq: u64) -> Result<Vec<Value>> {
-        let text = String::from_utf8_lossy(&read_log(root)?).into_owned();
-        let mut out: Vec<Value> = text
-            .lines()
-            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-            .filter(|v| v.get("seq").and_then(Value::as_u64).is_some_and(|s| s > after_seq))
-            .collect();
-        if out.len() > limit {
-            out.drain(..out.len() - limit);
+        let path = layout::join(root, layout::RECEIPTS);
+        let mut file = match durable::open_engine_read(root, &path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+            Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
+        };
+        let mut out: Vec<Value> = Vec::new();
+        if limit == 0 {
+            return Ok(out);
         }
+        lines_newest_first(&mut file, |line| {
+            let receipt = serde_json::from_str::<Value>(&String::from_utf8_lossy(line)).ok();
+            out.extend(receipt.filter(|v| v.get("seq").and_then(Value::as_u64).is_some_and(|s| s > after_seq)));
+            out.len() < limit
+        })
+        .map_err(|e| Error::io("reading", layout::RECEIPTS, e))?;
+        out.reverse();
         Ok(out)
     }
 

@@ -123,3 +123,36 @@ fn an_idempotency_key_is_found_though_the_open_read_only_the_tip() {
     log.catch_up(root).unwrap();
     assert_eq!(log.first_with_key(root, "k-130").unwrap().map(|r| r.seq), Some(122));
 }
+
+/// `history` as it was: the whole log read, every line parsed, the newest `limit` kept.
+fn history_by_whole_read(root: &Path, limit: usize, after_seq: u64) -> Vec<Value> {
+    let text = String::from_utf8_lossy(&read_log(root).unwrap()).into_owned();
+    let mut out: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v.get("seq").and_then(Value::as_u64).is_some_and(|s| s > after_seq))
+        .collect();
+    if out.len() > limit {
+        out.drain(..out.len() - limit);
+    }
+    out
+}
+
+#[test]
+fn the_history_read_back_from_the_end_is_the_history_read_whole() {
+    let vault = vault_with_receipts(2_000);
+    let root = vault.path();
+    // Lines a reader must step over: garbage, a blank line, a line with bytes that are not
+    // UTF-8 inside a string, an out-of-order seq, a torn tail.
+    append_raw(root, b"garbage\n\n{\"seq\":2001,\"path\":\"caf\xe9\"}\n{\"seq\":5}\n");
+    append_raw(root, br#"{"seq":2002,"torn"#);
+    let cases = [(0, 0), (1, 0), (10, 0), (10, 1_990), (3, 2_000), (700, 1_000), (5_000, 0), (50, 10_000)];
+    for (limit, after_seq) in cases {
+        let got = ReceiptLog::history(root, limit, after_seq).unwrap();
+        assert_eq!(got, history_by_whole_read(root, limit, after_seq), "limit {limit}, after {after_seq}");
+    }
+    assert_eq!(ReceiptLog::history(root, 2, 0).unwrap().iter().map(|v| v["seq"].as_u64()).collect::<Vec<_>>(), [Some(2001), Some(5)]);
+    // No log yet: no history.
+    let empty = tempfile::tempdir().unwrap();
+    assert!(ReceiptLog::history(empty.path(), 10, 0).unwrap().is_empty());
+}
