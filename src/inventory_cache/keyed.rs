@@ -220,7 +220,7 @@ pub fn fold(model: &Inventory, transaction: &redb::WriteTransaction) -> Result<u
         // An ancestor outside the folded folders keeps its row but for its subtree count.
         let ancestors: BTreeSet<&str> = folded
             .iter()
-            .flat_map(|dir| std::iter::successors(dir.rsplit_once('/').map(|(p, _)| p), |d| d.rsplit_once('/').map(|(p, _)| p)))
+            .flat_map(|dir| crate::note::path::folder_and_ancestors(dir).skip(1))
             .filter(|dir| !folded.contains(*dir))
             .collect();
         for dir in ancestors {

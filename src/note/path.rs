@@ -39,6 +39,12 @@ fn is_bidi_control(c: char) -> bool {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct VaultPath(Arc<str>);
 
+/// Vault-relative folder `dir` and every folder above it, innermost first, the vault root
+/// ("") left out.
+pub fn folder_and_ancestors(dir: &str) -> impl Iterator<Item = &str> {
+    std::iter::successors(Some(dir).filter(|dir| !dir.is_empty()), |dir| dir.rsplit_once('/').map(|(parent, _)| parent))
+}
+
 impl VaultPath {
     /// Parses caller text. Percent-encoded text is decoded once and both forms are checked.
     pub fn parse(raw: &str) -> Result<Self, Error> {
@@ -94,7 +100,7 @@ impl VaultPath {
     /// The folders holding this path, innermost first: its parent and every ancestor, the
     /// vault root ("") left out.
     pub fn folders(&self) -> impl Iterator<Item = &str> {
-        std::iter::successors(Some(self.parent()).filter(|dir| !dir.is_empty()), |dir| dir.rsplit_once('/').map(|(parent, _)| parent))
+        folder_and_ancestors(self.parent())
     }
 
     /// The final component.

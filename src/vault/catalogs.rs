@@ -40,15 +40,11 @@ impl Vault {
         if state.is_none() && inventory.partial.is_some() {
             // A write's partial model (a one-shot process): only the planned directories'
             // states, read for this plan alone and never kept as the whole state.
-            let path = layout::join(&self.root, layout::CATALOG_STATE);
-            let only = durable::read_engine_file(&self.root, &path)
-                .ok()
-                .and_then(|bytes| catalog::read_state_of(&bytes, dirs).ok())
-                .unwrap_or_default();
+            let only = self.load_catalog_state(Some(dirs));
             return catalog::plan(inventory, &self.policy, &only, Some(dirs), &|p| self.read_page(p), &self.catalog_rows);
         }
         if state.is_none() {
-            *state = Some(self.load_catalog_state());
+            *state = Some(self.load_catalog_state(None));
         }
         let previous = state.as_ref().expect("BUG: filled above");
         catalog::plan(inventory, &self.policy, previous, Some(dirs), &|p| self.read_page(p), &self.catalog_rows)
@@ -66,9 +62,15 @@ impl Vault {
         *self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
     }
 
-    fn load_catalog_state(&self) -> CatalogState {
+    /// The persisted renderer state: every directory's, or (`only`) those directories' alone.
+    fn load_catalog_state(&self, only: Option<&BTreeSet<String>>) -> CatalogState {
         let path = layout::join(&self.root, layout::CATALOG_STATE);
-        crate::store::durable::read_engine_file(&self.root, &path).ok().and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
+        let bytes = durable::read_engine_file(&self.root, &path).ok();
+        let state = bytes.and_then(|b| match only {
+            None => serde_json::from_slice(&b).ok(),
+            Some(dirs) => catalog::read_state_of(&b, dirs).ok(),
+        });
+        state.unwrap_or_default()
     }
 
     fn read_page(&self, path: &VaultPath) -> Option<Vec<u8>> {
@@ -91,7 +93,7 @@ impl Vault {
         let mut guard = self.lock_inventory()?;
         let inventory = guard.as_mut().expect("BUG: lock_inventory loads the inventory");
         let mut state_guard = self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let previous = state_guard.take().unwrap_or_else(|| self.load_catalog_state());
+        let previous = state_guard.take().unwrap_or_else(|| self.load_catalog_state(None));
         let mut plan = catalog::plan(inventory, &self.policy, &previous, only_dirs, &|p| self.read_page(p), &self.catalog_rows)?;
         if let Some(dirs) = only_dirs {
             let mut whole = previous.clone();

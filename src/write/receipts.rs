@@ -148,10 +148,6 @@ pub(crate) struct ReceiptLog {
     by_key: Option<HashMap<String, Receipt>>,
 }
 
-/// Past this many bytes read back from the end without finding the newest whole line, the
-/// log is read from its start instead (a receipt line is a few hundred bytes).
-const TIP_SEARCH_LIMIT: usize = 1 << 20;
-
 /// A problem found by `verify`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ChainProblem {
@@ -170,61 +166,12 @@ pub struct ChainReport {
     pub files_checked: Option<usize>,
 }
 
-/// Where the receipt log's newest whole line is (see `ReceiptLog::load`).
-#[derive(Debug, PartialEq, Eq)]
-enum Tip {
-    /// The file holds no newline: nothing whole (empty, or one torn line).
-    NoWholeLine,
-    /// The newest non-empty line that ends in a newline, and the offset just past it.
-    Line { end: u64, line: Vec<u8> },
-    /// The newest line is empty or longer than `TIP_SEARCH_LIMIT`: read the log whole.
-    ReadWhole,
-}
-
-/// Reads `file` back from its end, a block at a time, up to its newest whole line.
-fn newest_line(file: &mut (impl std::io::Read + std::io::Seek)) -> std::io::Result<Tip> {
-    use std::io::SeekFrom;
-    const BLOCK: u64 = 8 << 10;
-    let size = file.seek(SeekFrom::End(0))?;
-    // `tail` holds the file's bytes from `start` to its end.
-    let (mut start, mut tail) = (size, Vec::new());
-    let mut end_of_whole: Option<usize> = None;
-    loop {
-        if end_of_whole.is_none() {
-            end_of_whole = tail.iter().rposition(|&b| b == b'\n');
-        }
-        if let Some(newline) = end_of_whole {
-            let line_start = tail[..newline].iter().rposition(|&b| b == b'\n').map(|i| i + 1);
-            if line_start.is_some() || start == 0 {
-                let line = tail[line_start.unwrap_or(0)..newline].to_vec();
-                if line.is_empty() {
-                    return Ok(Tip::ReadWhole);
-                }
-                return Ok(Tip::Line { end: start + newline as u64 + 1, line });
-            }
-        } else if start == 0 {
-            return Ok(Tip::NoWholeLine);
-        }
-        if tail.len() > TIP_SEARCH_LIMIT {
-            return Ok(Tip::ReadWhole);
-        }
-        let from = start.saturating_sub(BLOCK);
-        let mut block = vec![0; (start - from) as usize];
-        file.seek(SeekFrom::Start(from))?;
-        file.read_exact(&mut block)?;
-        block.extend_from_slice(&tail);
-        // The newline found so far moved along with the bytes before it.
-        end_of_whole = end_of_whole.map(|i| i + (start - from) as usize);
-        tail = block;
-        start = from;
-    }
-}
-
-/// Calls `visit` with each non-empty line of `file` (the last one even without its newline),
-/// newest first, a block read back at a time, until `visit` returns false.
+/// Calls `visit` with each line of `file`, newest first, a block read back at a time, until
+/// `visit` returns false. The first call gets what follows the last newline (empty, or a line
+/// a killed append tore); empty lines are passed on too.
 fn lines_newest_first(file: &mut (impl std::io::Read + std::io::Seek), mut visit: impl FnMut(&[u8]) -> bool) -> std::io::Result<()> {
     use std::io::SeekFrom;
-    const BLOCK: u64 = 64 << 10;
+    const BLOCK: u64 = 16 << 10;
     let mut end = file.seek(SeekFrom::End(0))?;
     // The start of a line that a block boundary cut: the bytes just after the block read next.
     let mut cut: Vec<u8> = Vec::new();
@@ -243,7 +190,7 @@ fn lines_newest_first(file: &mut (impl std::io::Read + std::io::Seek), mut visit
             continue;
         };
         let whole = first_newline.map_or(&block[..], |i| &block[i + 1..]);
-        for line in whole.rsplit(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+        for line in whole.rsplit(|&b| b == b'\n') {
             if !visit(line) {
                 return Ok(());
             }
@@ -253,13 +200,23 @@ fn lines_newest_first(file: &mut (impl std::io::Read + std::io::Seek), mut visit
     Ok(())
 }
 
-/// The whole receipt log (empty when there is none yet): `verify` and the key index.
-fn read_log(root: &Path) -> Result<Vec<u8>> {
-    match durable::read_engine_file(root, &layout::join(root, layout::RECEIPTS)) {
-        Ok(bytes) => Ok(bytes),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+/// The receipt log opened for reading (`None`: there is none yet).
+fn open_log(root: &Path) -> Result<Option<std::fs::File>> {
+    match durable::open_engine_read(root, &layout::join(root, layout::RECEIPTS)) {
+        Ok(file) => Ok(Some(file)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
     }
+}
+
+/// The whole receipt log (empty when there is none yet): `verify` and the key index.
+fn read_log(root: &Path) -> Result<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    if let Some(mut file) = open_log(root)? {
+        file.read_to_end(&mut bytes).map_err(|e| Error::io("reading", layout::RECEIPTS, e))?;
+    }
+    Ok(bytes)
 }
 
 /// Every idempotency key of an ok receipt in the log's first `len` bytes (`first_with_key`).
@@ -289,41 +246,33 @@ fn hash_line(line: &[u8]) -> String {
 }
 
 impl ReceiptLog {
-    /// The chain's tip from the receipt file (if any): its newest whole line gives the
-    /// sequence number and the hash the next receipt chains to, read back from the end, so
-    /// opening a vault costs O(1) in its history. A torn last line (a killed append) is left
-    /// out, as `catch_up` leaves it; a newest line that is not a receipt (hand-edited, another
-    /// tool's) makes it read the whole log as `catch_up` does.
+    /// The chain's tip from the receipt file (if any), read back from its end, so opening a
+    /// vault costs O(1) in its history: as `catch_up` reads it, the newest line that is JSON
+    /// gives the sequence number and the hash the next receipt chains to (empty and other
+    /// lines move nothing), and a torn last line (a killed append) is left out.
     pub(crate) fn load(root: &Path) -> Result<Self> {
         let mut log = ReceiptLog { last_hash: GENESIS.to_string(), ..Default::default() };
-        let path = layout::join(root, layout::RECEIPTS);
-        let mut file = match durable::open_engine_read(root, &path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(log),
-            Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
-        };
-        let tip = newest_line(&mut file).map_err(|e| Error::io("reading", layout::RECEIPTS, e))?;
-        match tip {
-            Tip::NoWholeLine => Ok(log),
-            Tip::Line { end, line } => {
-                let seq = serde_json::from_slice::<Receipt>(&line)
-                    .map(|receipt| receipt.seq)
-                    .ok()
-                    .or_else(|| serde_json::from_slice::<Value>(&line).ok().map(|v| v.get("seq").and_then(Value::as_u64).unwrap_or(0)));
-                let Some(seq) = seq else {
-                    log.catch_up(root)?;
-                    return Ok(log);
-                };
-                log.last_seq = seq;
-                log.last_hash = hash_line(&line);
-                log.len = end;
-                Ok(log)
+        let Some(mut file) = open_log(root)? else { return Ok(log) };
+        let io = |e| Error::io("reading", layout::RECEIPTS, e);
+        let size = file.metadata().map_err(io)?.len();
+        let mut torn: Option<usize> = None;
+        lines_newest_first(&mut file, |line| {
+            if torn.is_none() {
+                torn = Some(line.len());
+                return true;
             }
-            Tip::ReadWhole => {
-                log.catch_up(root)?;
-                Ok(log)
-            }
-        }
+            let seq = serde_json::from_slice::<Receipt>(line)
+                .map(|receipt| receipt.seq)
+                .ok()
+                .or_else(|| serde_json::from_slice::<Value>(line).ok().map(|v| v.get("seq").and_then(Value::as_u64).unwrap_or(0)));
+            let Some(seq) = seq else { return true };
+            log.last_seq = seq;
+            log.last_hash = hash_line(line);
+            false
+        })
+        .map_err(io)?;
+        log.len = size - torn.unwrap_or(0) as u64;
+        Ok(log)
     }
 
     /// The ok receipt that first used idempotency `key`. The first ask in a process reads the
@@ -338,12 +287,7 @@ impl ReceiptLog {
     /// Reads receipts appended since `len` (by another process) and returns their paths.
     pub(crate) fn catch_up(&mut self, root: &Path) -> Result<Vec<String>> {
         use std::io::{Read, Seek, SeekFrom};
-        let path = layout::join(root, layout::RECEIPTS);
-        let mut file = match durable::open_engine_read(root, &path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
-        };
+        let Some(mut file) = open_log(root)? else { return Ok(Vec::new()) };
         let size = file.metadata().map_err(|e| Error::io("reading", layout::RECEIPTS, e))?.len();
         let mut touched = Vec::new();
         if size < self.len {
@@ -414,16 +358,8 @@ impl ReceiptLog {
     /// The newest `limit` receipts with `seq > after_seq`, oldest first: the log is read back
     /// from its end until `limit` are found (O(limit), not O(history), when there are).
     pub(crate) fn history(root: &Path, limit: usize, after_seq: u64) -> Result<Vec<Value>> {
-        let path = layout::join(root, layout::RECEIPTS);
-        let mut file = match durable::open_engine_read(root, &path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(nofollow::io_error("reading", layout::RECEIPTS, e)),
-        };
         let mut out: Vec<Value> = Vec::new();
-        if limit == 0 {
-            return Ok(out);
-        }
+        let Some(mut file) = open_log(root)?.filter(|_| limit > 0) else { return Ok(out) };
         lines_newest_first(&mut file, |line| {
             let receipt = serde_json::from_str::<Value>(&String::from_utf8_lossy(line)).ok();
             out.extend(receipt.filter(|v| v.get("seq").and_then(Value::as_u64).is_some_and(|s| s > after_seq)));

@@ -51,7 +51,7 @@ fn assert_same_tip(root: &Path, case: &str) {
 
 #[test]
 fn the_tip_read_back_from_the_end_is_what_reading_the_whole_log_gives() {
-    // 600 receipts span many of the blocks the tip is read back by.
+    // 600 receipts span several of the blocks the log is read back by.
     let vault = vault_with_receipts(600);
     let root = vault.path();
     assert!(std::fs::metadata(root.join(layout::RECEIPTS)).unwrap().len() > 64 << 10);
@@ -60,7 +60,7 @@ fn the_tip_read_back_from_the_end_is_what_reading_the_whole_log_gives() {
     // A killed append's torn line is left out (and cut by the next append).
     append_raw(root, br#"{"operation":"ingest_note","seq":3"#);
     assert_same_tip(root, "torn last line");
-    // A blank line and a line that is not JSON: the whole log is read, as before.
+    // A blank line and a line that is not JSON are stepped over, as reading the whole log does.
     append_raw(root, b"\n\n");
     assert_same_tip(root, "empty last line");
     append_raw(root, b"not json\n");
