@@ -507,35 +507,79 @@ pub fn list_folder(root: &Path, policy: &LoadedPolicy, dir: &str) -> std::result
     Ok(listing)
 }
 
-/// Each folder's stat identity (as `dir_stamp`), looked up relative to one handle on the vault
-/// root, so each lookup walks only the folder's own components (at 100,000 notes the walk
-/// through the root's path was most of a write's 2,400 folder checks). Many folders are split
-/// over a few threads: each check is a system call that waits on nothing but the CPU.
+/// How many threads this process may run at once, asked once (the standard library reads the
+/// cgroup's quota files at each call: about 0.1 ms a time on a VM).
+pub(crate) fn parallelism() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, usize::from))
+}
+
+/// Each folder's stat identity (as `dir_stamp`; `None`: gone, not a folder, unreadable), in
+/// `dirs`' order, looked up relative to one handle on the vault root, so each lookup walks only
+/// the folder's own components (at 100,000 notes the walk through the root's path was most of
+/// a write's 2,400 folder checks). Many folders are split over a few threads: each check is a
+/// system call that waits on nothing but the CPU.
 pub fn dir_stamps(root: &Path, dirs: &[&str]) -> Vec<Option<FileStamp>> {
-    use rustix::fs::{Mode, OFlags};
-    /// Below this many folders a thread costs more than it saves.
+    dir_stamps_while(root, dirs, || ()).0
+}
+
+/// `dir_stamps`, with `meanwhile` run on this thread while a helper thread (one per spare
+/// core, for many folders) has begun the stats; this thread then takes its share. The stats
+/// are claimed in chunks from one counter, so whichever thread is free takes the next.
+pub fn dir_stamps_while<T>(root: &Path, dirs: &[&str], meanwhile: impl FnOnce() -> T) -> (Vec<Option<FileStamp>>, T) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    /// Below this many folders a helper thread costs more than it saves.
     const PER_THREAD: usize = 512;
+    /// Folders a thread claims at a time.
+    const CHUNK: usize = 64;
+    let stamp = folder_stamper(root);
+    let next = AtomicUsize::new(0);
+    let claim = || {
+        let mut done: Vec<(usize, Vec<Option<FileStamp>>)> = Vec::new();
+        loop {
+            let at = next.fetch_add(1, Ordering::Relaxed) * CHUNK;
+            if at >= dirs.len() {
+                return done;
+            }
+            done.push((at, dirs[at..(at + CHUNK).min(dirs.len())].iter().map(|dir| stamp(dir)).collect()));
+        }
+    };
+    let helpers = parallelism().saturating_sub(1).min(dirs.len() / PER_THREAD);
+    let (mut chunks, out) = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..helpers).map(|_| scope.spawn(claim)).collect();
+        let out = meanwhile();
+        let mut chunks = claim();
+        for worker in workers {
+            // A helper only stats; should one panic, its chunks are missing and its folders
+            // count as vanished (refused) below.
+            chunks.extend(worker.join().unwrap_or_default());
+        }
+        (chunks, out)
+    });
+    chunks.sort_unstable_by_key(|(at, _)| *at);
+    let mut stamps: Vec<Option<FileStamp>> = Vec::with_capacity(dirs.len());
+    for (at, part) in chunks {
+        stamps.resize(at, None);
+        stamps.extend(part);
+    }
+    stamps.resize(dirs.len(), None);
+    (stamps, out)
+}
+
+/// `dir_stamps` on this thread alone (a helper's share while the caller's thread is busy).
+pub fn dir_stamps_alone(root: &Path, dirs: &[&str]) -> Vec<Option<FileStamp>> {
+    let stamp = folder_stamper(root);
+    dirs.iter().map(|dir| stamp(dir)).collect()
+}
+
+/// A folder's stat identity (as `dir_stamp`), looked up relative to one handle on `root`.
+fn folder_stamper(root: &Path) -> impl Fn(&str) -> Option<FileStamp> + Sync + '_ {
+    use rustix::fs::{Mode, OFlags};
     let handle = rustix::fs::open(root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()).ok();
-    let stamp = |dir: &str| match &handle {
+    move |dir: &str| match &handle {
         Some(handle) if !dir.is_empty() => stamp_at(handle, dir),
         _ => dir_stamp(root, dir),
-    };
-    let threads = std::thread::available_parallelism().map_or(1, usize::from).min(dirs.len() / PER_THREAD).max(1);
-    if threads == 1 {
-        return dirs.iter().map(|dir| stamp(dir)).collect();
     }
-    let chunk = dirs.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let workers: Vec<_> =
-            dirs.chunks(chunk).skip(1).map(|part| scope.spawn(move || part.iter().map(|dir| stamp(dir)).collect::<Vec<_>>())).collect();
-        let mut stamps: Vec<Option<FileStamp>> = dirs[..chunk.min(dirs.len())].iter().map(|dir| stamp(dir)).collect();
-        for worker in workers {
-            // A worker only stats; should one panic, its folders count as vanished (refused).
-            stamps.extend(worker.join().unwrap_or_else(|_| vec![None; chunk]));
-        }
-        stamps.truncate(dirs.len());
-        stamps
-    })
 }
 
 /// A folder's stat identity relative to `handle` (`None`: gone, not a folder, unreadable).
@@ -571,10 +615,10 @@ fn read_by_folder(root: &Path, policy: &LoadedPolicy, items: &[(VaultPath, PageK
 
 /// Reads `items` in parallel on up to `threads` threads.
 pub(crate) fn read_all(root: &Path, policy: &LoadedPolicy, items: &[(VaultPath, PageKind)]) -> Vec<NoteRecord> {
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 8);
-    if items.len() < 64 || threads == 1 {
+    if items.len() < 64 || parallelism() == 1 {
         return read_by_folder(root, policy, items);
     }
+    let threads = parallelism().min(8);
     let chunk = items.len().div_ceil(threads);
     std::thread::scope(|s| {
         let handles: Vec<_> = items.chunks(chunk).map(|part| s.spawn(move || read_by_folder(root, policy, part))).collect();

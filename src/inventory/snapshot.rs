@@ -150,6 +150,17 @@ impl SourceSnapshot {
         self.dirs.insert(dir.to_string(), Directory { notes: BTreeMap::new(), opaque: Some(notes), digest: OnceLock::from(digest) });
     }
 
+    /// A snapshot of directories known only by their digest and note count (`notes` > 0), in
+    /// ascending directory order: a partial model's (see `insert_opaque`), built in one pass.
+    pub fn of_opaque<'d>(dirs: impl Iterator<Item = (&'d str, ([u8; 32], usize))>) -> Self {
+        let dirs = dirs
+            .map(|(dir, (digest, notes))| {
+                (dir.to_string(), Directory { notes: BTreeMap::new(), opaque: Some(notes), digest: OnceLock::from(digest) })
+            })
+            .collect();
+        SourceSnapshot { dirs, ..Default::default() }
+    }
+
     /// Forgets a directory known only by its digest (its notes are then inserted one by one).
     pub fn forget_opaque(&mut self, dir: &str) {
         if self.dirs.get(dir).is_some_and(|d| d.opaque.is_some()) {

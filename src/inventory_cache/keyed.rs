@@ -71,6 +71,46 @@ struct FolderRow {
     digest: Option<([u8; 32], usize)>,
 }
 
+/// Every folder's row as stored, borrowed from the stored value, in key (folder name) order.
+struct FolderRows<'v>(Vec<(&'v str, FolderRow)>);
+
+impl<'v> FolderRows<'v> {
+    /// The rows of `bytes`; refused unless in strictly ascending folder order, as written
+    /// (the lookups below search them by halves).
+    fn decode(bytes: &'v [u8]) -> Result<Self, String> {
+        let rows: Vec<(&str, FolderRow)> = postcard::from_bytes(bytes).map_err(|e| format!("undecodable folder rows: {e}"))?;
+        if !rows.is_sorted_by(|a, b| a.0 < b.0) {
+            return Err("folder rows out of order".into());
+        }
+        Ok(FolderRows(rows))
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(&'v str, FolderRow)> {
+        self.0.iter()
+    }
+
+    fn contains(&self, dir: &str) -> bool {
+        self.0.binary_search_by(|(d, _)| (*d).cmp(dir)).is_ok()
+    }
+
+    /// The persisted direct subfolders of `dir`: for the root, the names without a slash;
+    /// below it, one range of names (`dir/` up to `dir0`, '0' following '/').
+    fn children_of(&self, dir: &str) -> Vec<&'v str> {
+        let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
+        let from = self.0.partition_point(|(d, _)| *d <= prefix.as_str());
+        self.0[from..]
+            .iter()
+            .map(|(d, _)| *d)
+            .take_while(|d| d.starts_with(prefix.as_str()))
+            .filter(|d| !d[prefix.len()..].contains('/'))
+            .collect()
+    }
+}
+
 /// The key of `path` in `records` and `files`: its folder, NUL, its name.
 fn entry_key(path: &str) -> String {
     let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
@@ -298,11 +338,13 @@ pub fn fold(model: &Inventory, transaction: &redb::WriteTransaction) -> Result<u
     Ok(settled_records.len())
 }
 
-/// What `load_for_write` gives: the partial model, the temporary files found, what it did.
+/// What `load_for_write` gives: the partial model, the temporary files found, what it did,
+/// and the folder checks still running (deferred checks).
 pub struct WriteLoad {
     pub inventory: Inventory,
     pub leftover_temps: Vec<PathBuf>,
     pub counts: LoadCounts,
+    pub pending: Option<PendingFolderChecks>,
 }
 
 /// Why the keyed copy cannot serve this write (the caller loads the model whole), and whether
@@ -332,16 +374,75 @@ fn parse(path: &str) -> Result<VaultPath, String> {
     VaultPath::parse_walked(path).map_err(|_| format!("invalid path {path:?}"))
 }
 
+/// When a keyed load proves that the folders it does not load are as persisted.
+#[derive(Debug, Clone, Copy)]
+pub enum FolderChecks<'h> {
+    /// Every folder is stat'ed before the load returns.
+    Now,
+    /// The folders the write loads, `expected_moved` (those the engine's own recent writes
+    /// changed: the journal's) and those whose identity is not settled are stat'ed now; the
+    /// others, when there are at least `from` of them, on a helper thread while the write
+    /// plans, and `WriteLoad::pending` must confirm them before the commit point. A folder
+    /// that moved there voids the load (the caller loads again with `Now`).
+    Deferred { expected_moved: &'h BTreeSet<String>, from: usize },
+}
+
+/// The folder checks a `FolderChecks::Deferred` load left running: the folders not loaded,
+/// stat'ed on a helper thread and compared with their persisted identity.
+#[must_use = "a deferred load is trusted only once its folder checks are confirmed"]
+pub struct PendingFolderChecks {
+    helper: std::thread::JoinHandle<Result<(), String>>,
+}
+
+impl PendingFolderChecks {
+    /// Waits for the helper; the error names a folder that moved (or says why none could be
+    /// checked): the load that left these checks must not be trusted.
+    pub fn confirm(self) -> Result<(), String> {
+        self.helper.join().unwrap_or_else(|_| Err("the deferred folder checks failed".into()))
+    }
+}
+
+/// Whether a folder row's identity is settled (not racy): only those are checked later.
+fn settled_row(row: &FolderRow) -> bool {
+    row.seen.is_some_and(|(stamp, at)| !stamp.is_racy(at))
+}
+
+/// How many rows the stored folder rows hold, from the length postcard writes before a
+/// sequence (a varint), without decoding them (0: unreadable; the decode then says why).
+fn stored_row_count(rows: &[u8]) -> usize {
+    postcard::take_from_bytes::<usize>(rows).map_or(0, |(count, _)| count)
+}
+
+/// Stats every folder of `rows` (the stored folder rows, decoded again here, off the write's
+/// thread) whose identity is settled, but those in `checked_now`, and compares it with the
+/// identity its row holds.
+fn check_folders_but(root: &std::path::Path, rows: &[u8], checked_now: &BTreeSet<String>) -> Result<(), String> {
+    let rows = FolderRows::decode(rows)?;
+    let deferred: Vec<(&str, Option<FileStamp>)> = rows
+        .iter()
+        .filter(|(dir, row)| !checked_now.contains(*dir) && settled_row(row))
+        .map(|(dir, row)| (*dir, row.seen.map(|(stamp, _)| stamp)))
+        .collect();
+    let names: Vec<&str> = deferred.iter().map(|(dir, _)| *dir).collect();
+    for ((dir, seen), now) in deferred.iter().zip(inventory::dir_stamps_alone(root, &names)) {
+        if now.is_none() || now != *seen {
+            return Err(format!("folder {dir:?} moved while its check was deferred"));
+        }
+    }
+    Ok(())
+}
+
 /// Loads the partial model one write consults (see the module doc): `changes` are the
 /// write's notes (path, new text or removal). `stale_limit`: past this many pages read or
 /// folders listed again, the keyed copy is too stale to be worth it (the whole load rewrites
-/// it).
+/// it). `checks`: when the folders it does not load are proven.
 pub fn load_for_write(
     root: &std::path::Path,
     policy: &LoadedPolicy,
     database: &redb::ReadOnlyDatabase,
     changes: &[(VaultPath, Option<&str>)],
     stale_limit: usize,
+    checks: FolderChecks<'_>,
 ) -> Result<WriteLoad, NotKeyed> {
     let started = std::time::Instant::now();
     let read = |e: redb::TransactionError| format!("read transaction: {e}");
@@ -369,18 +470,6 @@ pub fn load_for_write(
     let linkers_table = transaction.open_multimap_table(LINKERS).map_err(table)?;
     let names_table = transaction.open_multimap_table(NAMES).map_err(table)?;
 
-    // Every folder's identity, as a whole load by folder checks compares it.
-    let rows = meta.get(FOLDERS_KEY).map_err(storage)?.ok_or_else(|| "no folder rows".to_string())?;
-    // Written in key order: the map is built in one pass.
-    let rows: BTreeMap<String, FolderRow> = postcard::from_bytes::<Vec<(String, FolderRow)>>(rows.value())
-        .map_err(|e| format!("undecodable folder rows: {e}"))?
-        .into_iter()
-        .collect();
-    if !rows.contains_key("") {
-        return Err(NotKeyed::from("no root folder".to_string()));
-    }
-    let mut phases = vec![("header", header_read), ("folder rows", started.elapsed())];
-
     // The folders loaded whole: the root, those whose catalogs the write regenerates, those
     // holding pages not settled, and (below) those listed again.
     let mut loaded: BTreeSet<String> = BTreeSet::from([String::new()]);
@@ -392,41 +481,88 @@ pub fn load_for_write(
         header.unread_pages.iter().map(|(p, kind)| Ok((parse(p)?, *kind))).collect::<Result<_, String>>()?;
     loaded.extend(unread.iter().map(|(p, _)| p.parent().to_string()));
 
-    // Every folder's identity is stat'ed (one thread, itself split when there are many) while
-    // this one sets up the counters and snapshot as persisted: every folder not loaded is
-    // known by its digest, the loaded ones are filled from their records below.
-    let names: Vec<&str> = rows.keys().map(String::as_str).collect();
-    let mut counts = Counts { notes: header.notes, valid: header.valid, ..Default::default() };
-    let mut snapshot = SourceSnapshot::default();
-    let stamps = std::thread::scope(|scope| -> Result<_, NotKeyed> {
-        let stats = scope.spawn(|| inventory::dir_stamps(root, &names));
-        counts.root_notes = header.root_notes.iter().map(|p| parse(p)).collect::<Result<_, _>>()?;
-        counts.invalid = header.invalid.iter().map(|p| parse(p)).collect::<Result<_, _>>()?;
-        for (dir, row) in &rows {
-            if row.valid_subtree > 0 && !dir.is_empty() {
-                counts.valid_per_dir.insert(dir.clone(), row.valid_subtree);
-            }
-            if let Some((digest, notes)) = row.digest
-                && !loaded.contains(dir)
-            {
-                snapshot.insert_opaque(dir, digest, notes);
-            }
-        }
-        stats.join().map_err(|_| NotKeyed::from("the folder checks failed".to_string()))
-    })?;
+    // Every folder's identity, as a whole load by folder checks compares it: all stat'ed
+    // before this returns, or (deferred checks, many folders) those this write loads, those
+    // the engine's recent writes moved and those whose identity is not settled, the others
+    // on a helper thread, begun at once on its own copy of the stored rows, and taken as
+    // persisted until `pending` confirms them.
+    let rows_value = meta.get(FOLDERS_KEY).map_err(storage)?.ok_or_else(|| "no folder rows".to_string())?;
+    let expected_moved = match checks {
+        FolderChecks::Deferred { expected_moved, from } if stored_row_count(rows_value.value()) >= from => Some(expected_moved),
+        _ => None,
+    };
+    let pending = expected_moved.map(|expected_moved| {
+        let checked_now: BTreeSet<String> = loaded.union(expected_moved).cloned().collect();
+        let (root, bytes) = (root.to_path_buf(), rows_value.value().to_vec());
+        PendingFolderChecks { helper: std::thread::spawn(move || check_folders_but(&root, &bytes, &checked_now)) }
+    });
+    // The rows are borrowed from the stored value: no folder name is copied unless the model
+    // keeps it.
+    let rows = FolderRows::decode(rows_value.value())?;
+    if !rows.contains("") {
+        return Err(NotKeyed::from("no root folder".to_string()));
+    }
+    let mut phases = vec![("header", header_read), ("folder rows", started.elapsed())];
+    let checked_now: Option<BTreeSet<String>> = expected_moved.map(|expected_moved| {
+        rows.iter()
+            .filter(|(dir, row)| loaded.contains(*dir) || expected_moved.contains(*dir) || !settled_row(row))
+            .map(|(dir, _)| dir.to_string())
+            .collect()
+    });
+    // Those are stat'ed here (a helper thread begins while this one sets up the counters and
+    // snapshot as persisted: every folder not loaded is known by its digest, the loaded ones
+    // are filled from their records below).
+    let names: Vec<&str> = match &checked_now {
+        None => rows.iter().map(|(dir, _)| *dir).collect(),
+        Some(now) => now.iter().map(String::as_str).collect(),
+    };
+    let (stamps, counted) = inventory::dir_stamps_while(root, &names, || -> Result<(Counts, SourceSnapshot), NotKeyed> {
+        let mut valid_per_dir = inventory::NameMap::with_capacity_and_hasher(rows.len(), Default::default());
+        valid_per_dir.extend(
+            rows.iter()
+                .filter(|(dir, row)| row.valid_subtree > 0 && !dir.is_empty())
+                .map(|(dir, row)| (dir.to_string(), row.valid_subtree)),
+        );
+        let counts = Counts {
+            notes: header.notes,
+            valid: header.valid,
+            valid_per_dir,
+            root_notes: header.root_notes.iter().map(|p| parse(p)).collect::<Result<_, _>>()?,
+            invalid: header.invalid.iter().map(|p| parse(p)).collect::<Result<_, _>>()?,
+        };
+        let opaque = rows.iter().filter(|(dir, _)| !loaded.contains(*dir)).filter_map(|(dir, row)| Some((*dir, row.digest?)));
+        Ok((counts, SourceSnapshot::of_opaque(opaque)))
+    });
+    let (counts, mut snapshot) = counted?;
     phases.push(("folder stats", started.elapsed()));
+    // Each row's identity now: stat'ed above, or (checks deferred) as persisted.
+    let mut stamped = names.iter().copied().zip(stamps);
+    let mut next_stamped = stamped.next();
     let mut relist: Vec<String> = Vec::new();
-    let mut proven: Vec<(String, Option<(FileStamp, i128)>)> = Vec::with_capacity(rows.len());
-    for ((dir, row), stamp) in rows.iter().zip(stamps) {
+    // The identities of the loaded folders (the fold writes theirs back; no other folder's
+    // is consulted).
+    let mut proven: Vec<(String, Option<(FileStamp, i128)>)> = Vec::with_capacity(loaded.len());
+    for (dir, row) in rows.iter() {
+        let stamp = match next_stamped {
+            Some((stamped_dir, stamp)) if stamped_dir == *dir => {
+                next_stamped = stamped.next();
+                stamp
+            }
+            _ => row.seen.map(|(stamp, _)| stamp),
+        };
         match (stamp, row.seen) {
             (None, _) => return Err(NotKeyed::from(format!("folder {dir:?} vanished"))),
-            (Some(now), Some(seen)) if now == seen.0 && !seen.0.is_racy(seen.1) => proven.push((dir.clone(), Some(seen))),
+            (Some(now), Some(seen)) if now == seen.0 && !seen.0.is_racy(seen.1) => {
+                if loaded.contains(*dir) {
+                    proven.push((dir.to_string(), Some(seen)));
+                }
+            }
             _ => {
-                relist.push(dir.clone());
-                proven.push((dir.clone(), None));
+                relist.push(dir.to_string());
+                proven.push((dir.to_string(), None));
                 // Listed again, so loaded: its notes, not its digest, make its snapshot entry.
                 snapshot.forget_opaque(dir);
-                loaded.insert(dir.clone());
+                loaded.insert(dir.to_string());
             }
         }
     }
@@ -521,7 +657,7 @@ pub fn load_for_write(
             Err(Unlistable::Unreadable(e)) => return Err(NotKeyed::from(format!("listing {dir:?}: {e}"))),
         };
         for sub in &listing.subfolders {
-            if !rows.contains_key(sub) && !dirs.contains_key(sub) {
+            if !rows.contains(sub) && !dirs.contains_key(sub) {
                 // A new folder: listed whole, all of it new.
                 dirs.insert(sub.clone(), None);
                 loaded.insert(sub.clone());
@@ -543,15 +679,7 @@ pub fn load_for_write(
         let before = held_files.get(&dir);
         gone.extend(before.into_iter().flatten().filter(|path| !here.contains(*path)).cloned());
         new_files.extend(here.iter().filter(|path| !before.is_some_and(|b| b.contains(*path))).cloned());
-        // The persisted subfolders: for the root, the keys without a slash; below it, one
-        // range of keys (`dir/` up to `dir0`, '0' following '/').
-        let below: Box<dyn Iterator<Item = &String>> = if dir.is_empty() {
-            Box::new(rows.keys().filter(|d| !d.is_empty() && !d.contains('/')))
-        } else {
-            let prefix = format!("{dir}/");
-            Box::new(rows.range(prefix.clone()..format!("{dir}0")).map(|(d, _)| d).filter(move |d| !d[prefix.len()..].contains('/')))
-        };
-        for sub in below {
+        for sub in rows.children_of(&dir) {
             if !subfolders.contains(sub) {
                 return Err(NotKeyed::from(format!("folder {sub:?} vanished")));
             }
@@ -661,7 +789,7 @@ pub fn load_for_write(
         by_folders: true,
         folders_relisted: listed.len(),
     };
-    Ok(WriteLoad { inventory: model, leftover_temps, counts })
+    Ok(WriteLoad { inventory: model, leftover_temps, counts, pending })
 }
 
 #[cfg(test)]

@@ -62,6 +62,9 @@ pub struct Vault {
     /// Set when the keyed inventory could not serve a write: the next persist rewrites both
     /// copies even if the whole file's bytes did not change.
     keyed_refused: std::sync::atomic::AtomicBool,
+    /// Set when a folder moved while a write's checks of it were deferred: the keyed copy's
+    /// folder rows are stale beyond what the journal names, so this write folds its model back.
+    keyed_fold_due: std::sync::atomic::AtomicBool,
     /// Whom writes through this handle are made for; provenance comes from it (never content).
     channel: Channel,
     /// The process ends right after this handle is dropped (`ending_the_process`).
@@ -146,6 +149,7 @@ impl Vault {
             }),
             saved_inventory: Mutex::new(None),
             keyed_refused: std::sync::atomic::AtomicBool::new(false),
+            keyed_fold_due: std::sync::atomic::AtomicBool::new(false),
             channel: Channel::Agent,
             ends_the_process: false,
         };

@@ -14,6 +14,7 @@ use super::{Freshness, Vault};
 use crate::catalog;
 use crate::error::Result;
 use crate::inventory::{self, FileStamp, Inventory};
+use crate::inventory_cache::keyed::{FolderChecks, PendingFolderChecks};
 use crate::note::path::VaultPath;
 use crate::scan::PageKind;
 use crate::store::{durable, layout};
@@ -45,6 +46,10 @@ const KEYED_STALE_LIMIT: usize = 64;
 /// since the copy was last written. Each write then reads a few pages again, never a growing
 /// number, and the copy never goes so stale that a write must load the whole model.
 const KEYED_FOLD_AFTER: usize = 16;
+
+/// A write's keyed load stats the folders it does not load on a helper thread, while the
+/// write plans, once there are at least this many of them (fewer cost less than the thread).
+const DEFER_FOLDER_CHECKS_FROM: usize = 256;
 
 /// How far a caller of the inventory needs it checked against the disk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,22 +145,45 @@ impl Vault {
     /// Runs a write transaction's planning step `f` on a model that holds what the write
     /// consults. In a one-shot process (`ending_the_process`) that has not loaded the model
     /// yet, that is a partial model looked up by key in the persisted inventory's keyed copy
-    /// (`inventory_cache::keyed`: O(change), not O(vault)); otherwise, and whenever the partial
-    /// model turns out not to hold something `f` asked about (`Inventory::overrun`), the whole
-    /// model, and `f` runs again on it. `changes`: the write's notes (path, new text or removal).
-    pub(crate) fn with_write_model<T>(&self, changes: &[(VaultPath, Option<&str>)], mut f: impl FnMut(&mut Inventory) -> T) -> Result<T> {
+    /// (`inventory_cache::keyed`: O(change), not O(vault)), the folders it does not load
+    /// checked on a helper thread while `f` runs and confirmed before this returns (a folder
+    /// that moved there: loaded again with every folder checked first, and `f` runs again);
+    /// otherwise, and whenever the partial model turns out not to hold something `f` asked
+    /// about (`Inventory::overrun`), the whole model, and `f` runs again on it. `changes`: the
+    /// write's notes (path, new text or removal); `expected_moved`: the folders the engine's
+    /// own recent writes changed (the journal's), checked at once.
+    pub(crate) fn with_write_model<T>(
+        &self,
+        changes: &[(VaultPath, Option<&str>)],
+        expected_moved: &BTreeSet<String>,
+        mut f: impl FnMut(&mut Inventory) -> T,
+    ) -> Result<T> {
         let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if guard.is_none() && self.ends_the_process {
-            self.load_keyed_into(&mut guard, changes)?;
-        }
-        if let Some(inventory) = guard.as_mut().filter(|inventory| inventory.partial.is_some()) {
+        let mut checks = FolderChecks::Deferred { expected_moved, from: DEFER_FOLDER_CHECKS_FROM };
+        loop {
+            let mut pending = None;
+            if guard.is_none() && self.ends_the_process {
+                pending = self.load_keyed_into(&mut guard, changes, checks)?;
+            }
+            let Some(inventory) = guard.as_mut().filter(|inventory| inventory.partial.is_some()) else { break };
             let out = f(inventory);
-            if !inventory.overrun() {
+            let moved = pending.and_then(|pending| pending.confirm().err());
+            if moved.is_none() && !inventory.overrun() {
                 return Ok(out);
             }
-            tracing::debug!("the partial model did not hold what the write consults; loading it whole");
             *guard = None;
-            self.lock_freshness().inventory_cache = "keyed, then whole: the write consulted more than it held".into();
+            match moved {
+                Some(moved) if matches!(checks, FolderChecks::Deferred { .. }) => {
+                    tracing::debug!(%moved, "loading the partial model again with every folder checked first");
+                    self.keyed_fold_due.store(true, std::sync::atomic::Ordering::Relaxed);
+                    checks = FolderChecks::Now;
+                }
+                _ => {
+                    tracing::debug!(?moved, "the partial model did not hold what the write consults; loading it whole");
+                    self.lock_freshness().inventory_cache = "keyed, then whole: the write consulted more than it held".into();
+                    break;
+                }
+            }
         }
         self.load_whole_into(&mut guard, Scope::Write)?;
         Ok(f(guard.as_mut().expect("BUG: load_whole_into loads the inventory")))
@@ -163,11 +191,19 @@ impl Vault {
 
     /// Loads a write's partial model from the keyed copy into an empty `guard`, or leaves it
     /// empty (the caller loads the whole model) when the copy is missing, foreign or too stale.
-    fn load_keyed_into(&self, guard: &mut MutexGuard<'_, Option<Inventory>>, changes: &[(VaultPath, Option<&str>)]) -> Result<()> {
+    /// Returns the folder checks the load left running (`checks` deferred).
+    fn load_keyed_into(
+        &self,
+        guard: &mut MutexGuard<'_, Option<Inventory>>,
+        changes: &[(VaultPath, Option<&str>)],
+        checks: FolderChecks<'_>,
+    ) -> Result<Option<PendingFolderChecks>> {
         let started = std::time::Instant::now();
         let index = layout::join(&self.root, layout::INVENTORY_INDEX);
         let loaded = match durable::open_keyed_cache(&self.root, &index) {
-            Ok(database) => crate::inventory_cache::keyed::load_for_write(&self.root, &self.policy, &database, changes, KEYED_STALE_LIMIT),
+            Ok(database) => {
+                crate::inventory_cache::keyed::load_for_write(&self.root, &self.policy, &database, changes, KEYED_STALE_LIMIT, checks)
+            }
             // Rewriting the copy cannot help a platform without `/proc/self/fd`.
             Err(error) => Err(crate::inventory_cache::keyed::NotKeyed {
                 rebuild: error.kind() != std::io::ErrorKind::Unsupported,
@@ -176,7 +212,7 @@ impl Vault {
         };
         match loaded {
             Ok(load) => {
-                tracing::debug!(elapsed = ?started.elapsed(), counts = ?load.counts, "partial model loaded by key");
+                tracing::debug!(elapsed = ?started.elapsed(), counts = ?load.counts, deferred = load.pending.is_some(), "partial model loaded by key");
                 **guard = Some(load.inventory);
                 let removed = self.remove_leftover_temps(&load.leftover_temps)?;
                 let mut freshness = self.lock_freshness();
@@ -184,14 +220,15 @@ impl Vault {
                 freshness.leftover_temps_removed += removed;
                 freshness.inventory_cache = "keyed".into();
                 freshness.load = load.counts;
+                Ok(load.pending)
             }
             Err(refused) => {
                 tracing::debug!(reason = %refused.reason, "the keyed inventory cannot serve this write; loading the model whole");
                 // The whole load then rewrites both persisted copies, whatever it finds stale.
                 self.keyed_refused.store(refused.rebuild, std::sync::atomic::Ordering::Relaxed);
+                Ok(None)
             }
         }
-        Ok(())
     }
 
     /// The persisted inventory's records, and what became of it (`reused`, `absent`, or why it
@@ -248,11 +285,13 @@ impl Vault {
 
     /// At the end of a one-shot write process: folds its partial model back into the keyed
     /// copy it was loaded from (`keyed::fold`, in place) when that load found the copy stale
-    /// enough (`KEYED_FOLD_AFTER`), under the writer lock (skipped while another process
-    /// holds it). A failure only leaves the copy as stale as it was.
+    /// enough (`KEYED_FOLD_AFTER`), or a folder it had not expected to move had (deferred
+    /// checks), under the writer lock (skipped while another process holds it). A failure only
+    /// leaves the copy as stale as it was.
     pub(super) fn fold_into_keyed_copy(&self, inventory: &Inventory) {
         let load = self.freshness().load;
-        if inventory.partial.is_none() || inventory.overrun() || load.read + load.forgotten < KEYED_FOLD_AFTER {
+        let due = self.keyed_fold_due.load(std::sync::atomic::Ordering::Relaxed);
+        if inventory.partial.is_none() || inventory.overrun() || (load.read + load.forgotten < KEYED_FOLD_AFTER && !due) {
             return;
         }
         let Ok(Some(_writer)) = self.try_lock_writer_file() else { return };

@@ -295,7 +295,7 @@ impl Checked {
 
     /// Step 4: preconditions, after-images in the model, the lint gate, the catalog pages.
     fn plan<'v>(self, vault: &'v Vault, writer: &mut WriterGuard<'_>) -> Result<Planned<'v>> {
-        match check_and_plan(vault, &self.mutation) {
+        match check_and_plan(vault, &self.mutation, &journal_folders(writer)) {
             Ok(plan) => Ok(Planned { mutation: self.mutation, fingerprint: self.fingerprint, plan }),
             Err(error) => Err(abort(vault, writer, &self.mutation, "plan", error)),
         }
@@ -492,7 +492,22 @@ fn check_note(vault: &Vault, note: &NoteChange, create_folders: bool) -> Result<
     Ok((NoteHashes { path: path.to_string(), before_sha256, after_sha256 }, Seen { path: path.clone(), pre_image, stamp, seen_at }))
 }
 
-fn check_and_plan<'v>(vault: &'v Vault, mutation: &Mutation) -> Result<Plan<'v>> {
+/// The folders of every file the journal's intents name: those the engine's recent writes
+/// changed (a write's keyed load checks them at once, `Vault::with_write_model`).
+fn journal_folders(writer: &WriterGuard<'_>) -> BTreeSet<String> {
+    let mut folders = BTreeSet::new();
+    for record in &writer.records {
+        if let Record::Intent(intent) = record {
+            for change in &intent.changes {
+                let path = change.path();
+                folders.insert(path.rsplit_once('/').map_or("", |(folder, _)| folder).to_string());
+            }
+        }
+    }
+    folders
+}
+
+fn check_and_plan<'v>(vault: &'v Vault, mutation: &Mutation, expected_moved: &BTreeSet<String>) -> Result<Plan<'v>> {
     let policy = vault.policy();
     if mutation.notes.is_empty() {
         return Err(Error::InvalidArgument { name: "changes", reason: "a transaction needs at least one note change".into() });
@@ -507,20 +522,21 @@ fn check_and_plan<'v>(vault: &'v Vault, mutation: &Mutation) -> Result<Plan<'v>>
     let today = vault.today();
     let touched: Vec<VaultPath> = mutation.notes.iter().map(|n| n.path.clone()).collect();
     let changes: Vec<(VaultPath, Option<&str>)> = mutation.notes.iter().map(|n| (n.path.clone(), n.content.as_deref())).collect();
-    let (gate, previous, orphans, catalog_plan, counts, search_snapshot) = vault.with_write_model(&changes, |inventory| {
-        recheck_consulted(vault, inventory, &touched);
-        let baseline = lint::baseline(inventory, policy, &touched, today);
-        let previous = put_after_images(inventory, policy, mutation.notes.iter().map(|n| (&n.path, n.content.as_deref())));
-        let live: Vec<VaultPath> = mutation.notes.iter().filter(|n| n.content.is_some()).map(|n| n.path.clone()).collect();
-        let gate = lint::gate(inventory, policy, &live, &baseline, today);
-        let orphans = lint::orphans_among(inventory, policy, &live);
-        let dirs: BTreeSet<String> = touched.iter().flat_map(crate::catalog::affected_dirs).collect();
-        let plan = vault.plan_catalogs(inventory, &dirs).map(|plan| (plan, dirs));
-        let (notes, valid) = (inventory.counts.notes, inventory.counts.valid);
-        let snapshot =
-            SearchSnapshot { source_snapshot_hash: inventory.snapshot.hash(), scanned: notes, indexed: valid, excluded: notes - valid };
-        (gate, previous, orphans, plan, (notes, valid, notes - valid), snapshot)
-    })?;
+    let (gate, previous, orphans, catalog_plan, counts, search_snapshot) =
+        vault.with_write_model(&changes, expected_moved, |inventory| {
+            recheck_consulted(vault, inventory, &touched);
+            let baseline = lint::baseline(inventory, policy, &touched, today);
+            let previous = put_after_images(inventory, policy, mutation.notes.iter().map(|n| (&n.path, n.content.as_deref())));
+            let live: Vec<VaultPath> = mutation.notes.iter().filter(|n| n.content.is_some()).map(|n| n.path.clone()).collect();
+            let gate = lint::gate(inventory, policy, &live, &baseline, today);
+            let orphans = lint::orphans_among(inventory, policy, &live);
+            let dirs: BTreeSet<String> = touched.iter().flat_map(crate::catalog::affected_dirs).collect();
+            let plan = vault.plan_catalogs(inventory, &dirs).map(|plan| (plan, dirs));
+            let (notes, valid) = (inventory.counts.notes, inventory.counts.valid);
+            let snapshot =
+                SearchSnapshot { source_snapshot_hash: inventory.snapshot.hash(), scanned: notes, indexed: valid, excluded: notes - valid };
+            (gate, previous, orphans, plan, (notes, valid, notes - valid), snapshot)
+        })?;
     // From here every refusal drops `model`, which puts the previous records back.
     let model = ModelChange { vault, previous };
     if !gate.passed() {

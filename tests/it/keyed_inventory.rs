@@ -106,6 +106,20 @@ fn cli_write_folding(root: &Path, args: &[&str]) -> (std::process::Output, bool,
     (output, keyed, folded)
 }
 
+/// `cli_write`, with what the write process logged.
+fn cli_write_logging(root: &Path, args: &[&str]) -> (std::process::Output, String) {
+    let (output, _, _) = cli_write_folding(root, args);
+    // The log without its terminal colours.
+    let mut log = String::new();
+    let mut rest = String::from_utf8_lossy(&output.stderr).into_owned();
+    while let Some(at) = rest.find('\u{1b}') {
+        log.push_str(&rest[..at]);
+        rest = rest[at..].split_once('m').map_or(String::new(), |(_, after)| after.to_string());
+    }
+    log.push_str(&rest);
+    (output, log)
+}
+
 /// One outside edit, the same on both copies.
 fn outside_edit(root: &Path, step: usize, pick: usize) {
     let target = format!("{}/n{}.md", FOLDERS[pick % FOLDERS.len()], pick % 40);
@@ -226,4 +240,67 @@ fn a_link_planted_as_the_keyed_inventory_is_never_followed() {
     assert!(String::from_utf8_lossy(&output.stderr).contains("vault_boundary"), "{}", String::from_utf8_lossy(&output.stderr));
     assert_eq!(std::fs::read(&canary).unwrap(), b"not yours", "the file outside the vault is untouched");
     assert!(std::fs::symlink_metadata(&index).unwrap().file_type().is_symlink(), "the refused open leaves the link for a person to see");
+}
+
+/// A vault of many folders (a write then checks those it does not load on a helper thread
+/// while it plans): outside edits in such folders, made before the write, are caught before
+/// its commit point, and the write answers exactly as on the whole model.
+#[test]
+fn a_folder_that_moved_while_its_check_was_deferred_is_caught_before_the_commit() {
+    let keyed_dir = para_dir();
+    let whole_dir = para_dir();
+    let (keyed_root, whole_root) = (keyed_dir.path(), whole_dir.path());
+    let mut fixture = String::new();
+    for i in 0..300 {
+        let body = format!("Folder {i} links [[n{}]].\n", (i + 1) % 300);
+        fixture.push_str(&format!("-- 02_Areas/f{i:03}/n{i}.md --\n{}", note("Area", &format!("N {i}"), &body)));
+    }
+    for root in [keyed_root, whole_root] {
+        write_fixture(root, &fixture);
+    }
+    std::thread::sleep(Duration::from_millis(60));
+    for root in [keyed_root, whole_root] {
+        assert!(paravault(root, &["lint"]).status.code().is_some_and(|c| c <= 1));
+    }
+    let retried = "loading the partial model again with every folder checked first";
+    // (outside edit, the note the write links to, whether the write is refused)
+    type Edit = fn(&Path);
+    let cases: [(&str, Edit, &str, bool); 4] = [
+        ("nothing moved", |_| {}, "n5", false),
+        ("a linked note removed", |root| std::fs::remove_file(root.join("02_Areas/f007/n7.md")).unwrap(), "n7", true),
+        (
+            "a second note of a linked name made",
+            |root| std::fs::write(root.join("02_Areas/f008/n9.md"), note("Area", "Twin", "twin\n")).unwrap(),
+            "n9",
+            true,
+        ),
+        (
+            "a linked note made",
+            |root| std::fs::write(root.join("02_Areas/f010/fresh.md"), note("Area", "Fresh", "fresh\n")).unwrap(),
+            "fresh",
+            false,
+        ),
+    ];
+    for (step, (what, edit, target, refused)) in cases.into_iter().enumerate() {
+        for root in [keyed_root, whole_root] {
+            edit(root);
+        }
+        std::thread::sleep(Duration::from_millis(25));
+        let name = format!("03_Resources/w{step}");
+        let content = format!("Links [[{target}]].\n");
+        let args = ["ingest", name.as_str(), "--title", "W", "--description", "d", "--content", content.as_str()];
+        let (keyed_output, log) = cli_write_logging(keyed_root, &args);
+        std::fs::remove_file(whole_root.join(".paravault/inventory.redb")).ok();
+        let (whole_output, _) = cli_write(whole_root, &args);
+        assert_eq!(answer(&keyed_output), answer(&whole_output), "{what}: the write answered differently");
+        assert_eq!(keyed_output.status.success(), !refused, "{what}: {}", answer(&keyed_output));
+        assert!(log.contains("deferred=true"), "{what}: the folder checks were not deferred: {log}");
+        assert_eq!(log.contains(retried), step > 0, "{what}: {log}");
+        if step > 0 {
+            // The copy's rows are stale beyond what the journal names: the write folds them.
+            assert!(log.contains("partial model folded into the keyed inventory"), "{what}: {log}");
+        }
+        assert_eq!(notes_of(keyed_root), notes_of(whole_root), "{what}: the vaults' files differ");
+        assert_eq!(published(keyed_root), published(whole_root), "{what}: the published snapshot differs");
+    }
 }

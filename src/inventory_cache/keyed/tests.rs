@@ -128,7 +128,8 @@ fn a_folded_partial_model_leaves_the_keyed_copy_exactly_as_a_whole_fill_of_the_d
     let written = VaultPath::parse("02_Areas/w.md").expect("path");
     let text = note("Area", "W", "written [[a]] [[m]]\n");
     let database = durable::open_keyed_cache(root, &index).expect("open");
-    let load = load_for_write(root, &policy, &database, &[(written.clone(), Some(text.as_str()))], 1000).expect("keyed load");
+    let load =
+        load_for_write(root, &policy, &database, &[(written.clone(), Some(text.as_str()))], 1000, FolderChecks::Now).expect("keyed load");
     drop(database);
     assert!(load.counts.folders_relisted >= 3, "the changed folders are listed again: {:?}", load.counts);
     let mut model = load.inventory;
@@ -152,7 +153,7 @@ fn a_folded_partial_model_leaves_the_keyed_copy_exactly_as_a_whole_fill_of_the_d
     settle();
     let next = VaultPath::parse("01_Projects/alpha/next.md").expect("path");
     let database = durable::open_keyed_cache(root, &index).expect("open");
-    let load = load_for_write(root, &policy, &database, &[(next, Some("x"))], 1000).expect("keyed load");
+    let load = load_for_write(root, &policy, &database, &[(next, Some("x"))], 1000, FolderChecks::Now).expect("keyed load");
     assert_eq!(load.counts.read, 1, "{:?}", load.counts);
 }
 
@@ -174,5 +175,85 @@ fn a_keyed_copy_left_mid_fold_by_a_killed_process_is_refused_never_trusted() {
     // The copy closed cleanly still serves.
     let database = durable::open_keyed_cache(root, &index).expect("a cleanly closed copy opens");
     let change = VaultPath::parse("01_Projects/b.md").expect("path");
-    assert!(load_for_write(root, &policy, &database, &[(change, Some("x"))], 1000).is_ok());
+    assert!(load_for_write(root, &policy, &database, &[(change, Some("x"))], 1000, FolderChecks::Now).is_ok());
+}
+
+/// What a write's plan can see of a partial model, comparable between two loads (when a
+/// record was read aside).
+fn seen_by_the_plan(model: &Inventory) -> Vec<String> {
+    let mut out: Vec<String> = model.records.values().map(|r| format!("record {} {:?} {}", r.path, r.content_hash, r.valid)).collect();
+    out.extend(model.files.iter().map(|p| format!("file {p}")));
+    let mut names: Vec<String> = model.by_name.iter().map(|(name, paths)| format!("name {name} {paths:?}")).collect();
+    let mut linkers: Vec<String> = model.linkers.iter().map(|(key, paths)| format!("linkers {key} {paths:?}")).collect();
+    let mut subtrees: Vec<String> = model.counts.valid_per_dir.iter().map(|(dir, n)| format!("subtree {dir} {n}")).collect();
+    names.sort();
+    linkers.sort();
+    subtrees.sort();
+    out.extend(names.into_iter().chain(linkers).chain(subtrees));
+    out.push(format!("counts {} {} {:?} {:?}", model.counts.notes, model.counts.valid, model.counts.root_notes, model.counts.invalid));
+    out.push(format!("snapshot {}", model.snapshot.hash()));
+    out.extend(model.dirs.keys().map(|dir| format!("folder {dir}")));
+    out
+}
+
+#[test]
+fn deferred_folder_checks_load_what_checking_first_loads_and_catch_a_folder_that_moved() {
+    let (dir, policy, index) = keyed_vault(&[
+        ("01_Projects/alpha/a.md", note("Project", "A", "links [[b]] and [[target]]\n")),
+        ("02_Areas/b.md", note("Area", "B", "back to [[a]]\n")),
+        ("03_Resources/refs/target.md", note("Resource", "Target", "linked\n")),
+        ("03_Resources/refs/deep/d.md", note("Resource", "D", "deep [[a]]\n")),
+        ("04_Archive/old/o.md", note("Archive", "O", "old\n")),
+    ]);
+    let root = dir.path();
+    let written = VaultPath::parse("02_Areas/w.md").expect("path");
+    let text = note("Area", "W", "written [[target]]\n");
+    let changes = [(written, Some(text.as_str()))];
+    let none = BTreeSet::new();
+    let deferred = |expected_moved| FolderChecks::Deferred { expected_moved, from: 0 };
+    let load = |checks| {
+        let database = durable::open_keyed_cache(root, &index).expect("open");
+        load_for_write(root, &policy, &database, &changes, 1000, checks).expect("keyed load")
+    };
+
+    // Nothing moved: the deferred load is the load that checked every folder first.
+    let first = load(FolderChecks::Now);
+    assert!(first.pending.is_none(), "checking first leaves nothing pending");
+    let later = load(deferred(&none));
+    let pending = later.pending.expect("the folders the write does not load are checked later");
+    assert_eq!(pending.confirm(), Ok(()));
+    assert_eq!(seen_by_the_plan(&later.inventory), seen_by_the_plan(&first.inventory));
+
+    // A note made outside in a folder the write does not load: the deferred checks catch it.
+    put(root, "03_Resources/refs/target-two.md", &note("Resource", "Target two", "new\n"));
+    settle();
+    let later = load(deferred(&none));
+    assert_eq!(later.counts.folders_relisted, 0, "{:?}", later.counts);
+    let moved = later.pending.expect("pending").confirm().expect_err("the moved folder is caught");
+    assert!(moved.contains("03_Resources/refs"), "{moved}");
+    // Checked first, the same folder is listed again and its new note read.
+    let first = load(FolderChecks::Now);
+    assert_eq!((first.counts.folders_relisted, first.counts.read), (1, 1), "{:?}", first.counts);
+    // Expected to move (the journal names it), it is checked at once and listed again.
+    let expected = BTreeSet::from(["03_Resources/refs".to_string()]);
+    let later = load(deferred(&expected));
+    assert_eq!(later.pending.expect("pending").confirm(), Ok(()));
+    assert_eq!(later.counts.folders_relisted, 1, "{:?}", later.counts);
+    assert_eq!(seen_by_the_plan(&later.inventory), seen_by_the_plan(&first.inventory));
+
+    // A folder removed outside, and one whose identity is not settled: caught, and checked
+    // at once.
+    std::fs::remove_dir_all(root.join("04_Archive/old")).expect("remove");
+    settle();
+    let later = load(deferred(&expected));
+    let moved = later.pending.expect("pending").confirm().expect_err("the removed folder is caught");
+    assert!(moved.contains("04_Archive"), "{moved}");
+    assert!(
+        matches!(load_for_write(root, &policy, &durable::open_keyed_cache(root, &index).expect("open"), &changes, 1000, FolderChecks::Now), Err(e) if e.reason.contains("vanished"))
+    );
+
+    // Fewer folders to defer than `from`: every folder is checked first.
+    let database = durable::open_keyed_cache(root, &index).expect("open");
+    let few = FolderChecks::Deferred { expected_moved: &none, from: 1000 };
+    assert!(matches!(load_for_write(root, &policy, &database, &changes, 1000, few), Err(e) if e.reason.contains("vanished")));
 }

@@ -142,7 +142,7 @@ pub(crate) fn publish(root: &Path, input: PublishInput) -> Result<GenerationInfo
             lap("segment commit");
         }
         _ => {
-            let threads = if doc_count > 2000 { std::thread::available_parallelism().map_or(1, |n| n.get()).clamp(1, 2) } else { 1 };
+            let threads = if doc_count > 2000 { crate::inventory::parallelism().min(2) } else { 1 };
             let mut w: IndexWriter<TantivyDocument> = index
                 .writer_with_num_threads(threads, if doc_count > 2000 { 64_000_000 } else { 15_000_000 } * threads)
                 .map_err(tantivy_err("opening the index writer"))?;
