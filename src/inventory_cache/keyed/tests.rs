@@ -198,13 +198,23 @@ fn seen_by_the_plan(model: &Inventory) -> Vec<String> {
 
 #[test]
 fn deferred_folder_checks_load_what_checking_first_loads_and_catch_a_folder_that_moved() {
-    let (dir, policy, index) = keyed_vault(&[
-        ("01_Projects/alpha/a.md", note("Project", "A", "links [[b]] and [[target]]\n")),
-        ("02_Areas/b.md", note("Area", "B", "back to [[a]]\n")),
-        ("03_Resources/refs/target.md", note("Resource", "Target", "linked\n")),
-        ("03_Resources/refs/deep/d.md", note("Resource", "D", "deep [[a]]\n")),
-        ("04_Archive/old/o.md", note("Archive", "O", "old\n")),
-    ]);
+    // (path, body): each note's type from its top folder, its title from its name.
+    let bodies = [
+        ("01_Projects/alpha/a.md", "links [[b]] and [[target]]\n"),
+        ("02_Areas/b.md", "back to [[a]]\n"),
+        ("03_Resources/refs/target.md", "linked\n"),
+        ("03_Resources/refs/deep/d.md", "deep [[a]]\n"),
+        ("04_Archive/old/o.md", "old\n"),
+    ];
+    let type_of = |path: &str| match path.split('/').next() {
+        Some("01_Projects") => "Project",
+        Some("02_Areas") => "Area",
+        Some("04_Archive") => "Archive",
+        _ => "Resource",
+    };
+    let files: Vec<(&str, String)> =
+        bodies.iter().map(|(path, body)| (*path, note(type_of(path), path.rsplit('/').next().unwrap_or(path), body))).collect();
+    let (dir, policy, index) = keyed_vault(&files);
     let root = dir.path();
     let written = VaultPath::parse("02_Areas/w.md").expect("path");
     let text = note("Area", "W", "written [[target]]\n");
