@@ -88,7 +88,7 @@ impl SourceSnapshot {
     }
 
     /// `record`'s (directory, name) when it is counted and its directory is held in full; a
-    /// change in a directory known only by its digest (`insert_opaque`) sets `overrun` instead.
+    /// change in a directory known only by its digest (`of_opaque`) sets `overrun` instead.
     fn held_entry<'r>(&mut self, record: &'r NoteRecord) -> Option<(&'r str, &'r str)> {
         if !counted(record) {
             return None;
@@ -142,16 +142,9 @@ impl SourceSnapshot {
         self.dirs.values().map(|d| d.opaque.unwrap_or(d.notes.len())).sum()
     }
 
-    /// Adds a directory known only by its digest and note count (`notes` > 0), for a partial
-    /// model whose notes in `dir` are not loaded.
-    pub fn insert_opaque(&mut self, dir: &str, digest: [u8; 32], notes: usize) {
-        let top = self.top.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
-        top.current = false;
-        self.dirs.insert(dir.to_string(), Directory { notes: BTreeMap::new(), opaque: Some(notes), digest: OnceLock::from(digest) });
-    }
-
     /// A snapshot of directories known only by their digest and note count (`notes` > 0), in
-    /// ascending directory order: a partial model's (see `insert_opaque`), built in one pass.
+    /// ascending directory order, built in one pass: a partial model's, whose notes in those
+    /// directories are not loaded.
     pub fn of_opaque<'d>(dirs: impl Iterator<Item = (&'d str, ([u8; 32], usize))>) -> Self {
         let dirs = dirs
             .map(|(dir, (digest, notes))| {
@@ -174,7 +167,7 @@ impl SourceSnapshot {
         self.dirs.iter().map(|(dir, d)| (dir.as_str(), d.digest(), d.opaque.unwrap_or(d.notes.len())))
     }
 
-    /// Whether a change met a directory known only by its digest (`insert_opaque`).
+    /// Whether a change met a directory known only by its digest (`of_opaque`).
     pub fn overrun(&self) -> bool {
         self.overrun
     }

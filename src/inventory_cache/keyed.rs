@@ -402,9 +402,11 @@ impl PendingFolderChecks {
     }
 }
 
-/// Whether a folder row's identity is settled (not racy): only those are checked later.
-fn settled_row(row: &FolderRow) -> bool {
-    row.seen.is_some_and(|(stamp, at)| !stamp.is_racy(at))
+/// Whether a deferred load checks `dir` later, on its helper: its identity is settled (not
+/// racy) and it is not among the folders checked `at_once` (those the write loads and those
+/// the journal names).
+fn checked_later(dir: &str, row: &FolderRow, at_once: &BTreeSet<String>) -> bool {
+    !at_once.contains(dir) && row.seen.is_some_and(|(stamp, at)| !stamp.is_racy(at))
 }
 
 /// How many rows the stored folder rows hold, from the length postcard writes before a
@@ -414,13 +416,12 @@ fn stored_row_count(rows: &[u8]) -> usize {
 }
 
 /// Stats every folder of `rows` (the stored folder rows, decoded again here, off the write's
-/// thread) whose identity is settled, but those in `checked_now`, and compares it with the
-/// identity its row holds.
-fn check_folders_but(root: &std::path::Path, rows: &[u8], checked_now: &BTreeSet<String>) -> Result<(), String> {
+/// thread) that is `checked_later`, and compares it with the identity its row holds.
+fn check_folders_later(root: &std::path::Path, rows: &[u8], at_once: &BTreeSet<String>) -> Result<(), String> {
     let rows = FolderRows::decode(rows)?;
     let deferred: Vec<(&str, Option<FileStamp>)> = rows
         .iter()
-        .filter(|(dir, row)| !checked_now.contains(*dir) && settled_row(row))
+        .filter(|(dir, row)| checked_later(dir, row, at_once))
         .map(|(dir, row)| (*dir, row.seen.map(|(stamp, _)| stamp)))
         .collect();
     let names: Vec<&str> = deferred.iter().map(|(dir, _)| *dir).collect();
@@ -487,14 +488,15 @@ pub fn load_for_write(
     // on a helper thread, begun at once on its own copy of the stored rows, and taken as
     // persisted until `pending` confirms them.
     let rows_value = meta.get(FOLDERS_KEY).map_err(storage)?.ok_or_else(|| "no folder rows".to_string())?;
-    let expected_moved = match checks {
-        FolderChecks::Deferred { expected_moved, from } if stored_row_count(rows_value.value()) >= from => Some(expected_moved),
+    let at_once: Option<BTreeSet<String>> = match checks {
+        FolderChecks::Deferred { expected_moved, from } if stored_row_count(rows_value.value()) >= from => {
+            Some(loaded.union(expected_moved).cloned().collect())
+        }
         _ => None,
     };
-    let pending = expected_moved.map(|expected_moved| {
-        let checked_now: BTreeSet<String> = loaded.union(expected_moved).cloned().collect();
-        let (root, bytes) = (root.to_path_buf(), rows_value.value().to_vec());
-        PendingFolderChecks { helper: std::thread::spawn(move || check_folders_but(&root, &bytes, &checked_now)) }
+    let pending = at_once.as_ref().map(|at_once| {
+        let (root, bytes, at_once) = (root.to_path_buf(), rows_value.value().to_vec(), at_once.clone());
+        PendingFolderChecks { helper: std::thread::spawn(move || check_folders_later(&root, &bytes, &at_once)) }
     });
     // The rows are borrowed from the stored value: no folder name is copied unless the model
     // keeps it.
@@ -503,18 +505,12 @@ pub fn load_for_write(
         return Err(NotKeyed::from("no root folder".to_string()));
     }
     let mut phases = vec![("header", header_read), ("folder rows", started.elapsed())];
-    let checked_now: Option<BTreeSet<String>> = expected_moved.map(|expected_moved| {
-        rows.iter()
-            .filter(|(dir, row)| loaded.contains(*dir) || expected_moved.contains(*dir) || !settled_row(row))
-            .map(|(dir, _)| dir.to_string())
-            .collect()
-    });
-    // Those are stat'ed here (a helper thread begins while this one sets up the counters and
-    // snapshot as persisted: every folder not loaded is known by its digest, the loaded ones
-    // are filled from their records below).
-    let names: Vec<&str> = match &checked_now {
+    // The others are stat'ed here (a helper thread begins while this one sets up the counters
+    // and snapshot as persisted: every folder not loaded is known by its digest, the loaded
+    // ones are filled from their records below).
+    let names: Vec<&str> = match &at_once {
         None => rows.iter().map(|(dir, _)| *dir).collect(),
-        Some(now) => now.iter().map(String::as_str).collect(),
+        Some(at_once) => rows.iter().filter(|(dir, row)| !checked_later(dir, row, at_once)).map(|(dir, _)| *dir).collect(),
     };
     let (stamps, counted) = inventory::dir_stamps_while(root, &names, || -> Result<(Counts, SourceSnapshot), NotKeyed> {
         let mut valid_per_dir = inventory::NameMap::with_capacity_and_hasher(rows.len(), Default::default());

@@ -151,15 +151,16 @@ impl Vault {
     /// otherwise, and whenever the partial model turns out not to hold something `f` asked
     /// about (`Inventory::overrun`), the whole model, and `f` runs again on it. `changes`: the
     /// write's notes (path, new text or removal); `expected_moved`: the folders the engine's
-    /// own recent writes changed (the journal's), checked at once.
+    /// own recent writes changed (the journal's), checked at once, asked only for a keyed load.
     pub(crate) fn with_write_model<T>(
         &self,
         changes: &[(VaultPath, Option<&str>)],
-        expected_moved: &BTreeSet<String>,
+        expected_moved: impl FnOnce() -> BTreeSet<String>,
         mut f: impl FnMut(&mut Inventory) -> T,
     ) -> Result<T> {
         let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let mut checks = FolderChecks::Deferred { expected_moved, from: DEFER_FOLDER_CHECKS_FROM };
+        let expected_moved = if guard.is_none() && self.ends_the_process { expected_moved() } else { BTreeSet::new() };
+        let mut checks = FolderChecks::Deferred { expected_moved: &expected_moved, from: DEFER_FOLDER_CHECKS_FROM };
         loop {
             let mut pending = None;
             if guard.is_none() && self.ends_the_process {

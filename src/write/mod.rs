@@ -295,7 +295,8 @@ impl Checked {
 
     /// Step 4: preconditions, after-images in the model, the lint gate, the catalog pages.
     fn plan<'v>(self, vault: &'v Vault, writer: &mut WriterGuard<'_>) -> Result<Planned<'v>> {
-        match check_and_plan(vault, &self.mutation, &journal_folders(writer)) {
+        let planned = check_and_plan(vault, &self.mutation, || journal_folders(writer));
+        match planned {
             Ok(plan) => Ok(Planned { mutation: self.mutation, fingerprint: self.fingerprint, plan }),
             Err(error) => Err(abort(vault, writer, &self.mutation, "plan", error)),
         }
@@ -507,7 +508,7 @@ fn journal_folders(writer: &WriterGuard<'_>) -> BTreeSet<String> {
     folders
 }
 
-fn check_and_plan<'v>(vault: &'v Vault, mutation: &Mutation, expected_moved: &BTreeSet<String>) -> Result<Plan<'v>> {
+fn check_and_plan<'v>(vault: &'v Vault, mutation: &Mutation, expected_moved: impl FnOnce() -> BTreeSet<String>) -> Result<Plan<'v>> {
     let policy = vault.policy();
     if mutation.notes.is_empty() {
         return Err(Error::InvalidArgument { name: "changes", reason: "a transaction needs at least one note change".into() });

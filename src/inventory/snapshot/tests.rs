@@ -17,12 +17,9 @@ fn note(path: &str, byte: u8) -> NoteRecord {
 fn a_snapshot_known_by_digests_outside_its_held_folders_hashes_as_the_whole_one() {
     let records = vec![note("01_Projects/a.md", 1), note("01_Projects/b.md", 2), note("02_Areas/x/c.md", 3), note("root.md", 4)];
     let whole = SourceSnapshot::of(&records);
-    let mut partial = SourceSnapshot::default();
-    for (dir, digest, notes) in whole.directory_digests() {
-        if dir != "01_Projects" {
-            partial.insert_opaque(dir, digest, notes);
-        }
-    }
+    let mut partial = SourceSnapshot::of_opaque(
+        whole.directory_digests().filter(|(dir, _, _)| *dir != "01_Projects").map(|(dir, digest, notes)| (dir, (digest, notes))),
+    );
     for record in records.iter().filter(|r| r.path.parent() == "01_Projects") {
         partial.insert(record);
     }
