@@ -6,6 +6,11 @@
 //! directory order (the vault root is the empty directory). A write re-hashes only the
 //! directories it touched plus one line per directory, so publishing one note costs the same
 //! at 2,000 and at 100,000 notes; a full `sync` builds the same value from scratch.
+//!
+//! A write's partial model (`inventory_cache::keyed`) holds only some directories' notes: its
+//! snapshot starts from the top-level lines as persisted (`SourceSnapshot::partial`) and
+//! replaces, when it hashes, the lines of the directories it holds, with no map of the
+//! directories it does not.
 
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
@@ -28,9 +33,6 @@ fn push_line(out: &mut Vec<u8>, name: &str, hash: &[u8; 32]) {
 struct Directory {
     /// File name → content blake3 of the valid notes directly in this directory.
     notes: BTreeMap<String, [u8; 32]>,
-    /// `Some(n)`: a directory known only by its digest and its `n` notes (a write's partial
-    /// model, `inventory_cache::keyed`); its notes are not loaded and must not change.
-    opaque: Option<usize>,
     /// Digest of `notes`, computed on first use after a change.
     digest: OnceLock<[u8; 32]>,
 }
@@ -51,9 +53,11 @@ impl Directory {
 #[derive(Debug, Default)]
 pub struct SourceSnapshot {
     dirs: BTreeMap<String, Directory>,
-    /// Set when a change met an opaque directory: this snapshot can no longer be hashed
-    /// truthfully (the write that owns it reloads the model whole).
+    /// Set when a change met a directory a partial snapshot does not hold: it can no longer
+    /// be hashed truthfully (the write that owns it reloads the model whole).
     overrun: bool,
+    /// A partial snapshot's persisted lines, for the directories it does not hold.
+    base: Option<PersistedLines>,
     /// The top-level lines as last hashed: patched in place where only a digest changed,
     /// rebuilt when directories came or went (a write re-hashes the lines, not re-renders them).
     top: std::sync::Mutex<TopLines>,
@@ -67,6 +71,73 @@ struct TopLines {
     digest_at: std::collections::HashMap<String, usize>,
     /// Directories whose digest changed since the lines were written.
     dirty: std::collections::BTreeSet<String>,
+}
+
+/// The top-level lines as persisted (`SourceSnapshot::lines`) under a partial snapshot, and
+/// which directories it holds instead (their lines come from their notes).
+#[derive(Debug, Default)]
+struct PersistedLines {
+    lines: Vec<u8>,
+    held: std::collections::BTreeSet<String>,
+    /// Notes of the directories not held, as persisted.
+    notes_not_held: usize,
+}
+
+/// Each line of top-level `lines` as (directory, digest hex, the whole line), or `None` past
+/// the first line that is not `directory \0 64 bytes \n` with a UTF-8 directory.
+fn lines_of(lines: &[u8]) -> impl Iterator<Item = Option<(&str, &[u8], &[u8])>> {
+    let mut rest = lines;
+    std::iter::from_fn(move || {
+        if rest.is_empty() {
+            return None;
+        }
+        let line = memchr::memchr(0, rest)
+            .filter(|nul| rest.get(nul + 65) == Some(&b'\n'))
+            .and_then(|nul| Some((std::str::from_utf8(&rest[..nul]).ok()?, nul)));
+        let Some((dir, nul)) = line else {
+            rest = &[];
+            return Some(None);
+        };
+        let (line, tail) = rest.split_at(nul + 66);
+        rest = tail;
+        Some(Some((dir, &line[nul + 1..nul + 65], line)))
+    })
+}
+
+/// Checks persisted top-level `lines`: well formed, each directory once, in ascending order.
+pub fn check_lines(lines: &[u8]) -> Result<(), String> {
+    let mut last: Option<&str> = None;
+    for line in lines_of(lines) {
+        let Some((dir, hex, _)) = line else { return Err("a malformed line".into()) };
+        // Every byte checked (no early exit), which the compiler vectorises.
+        if !hex.iter().fold(true, |hex, b| hex & b.is_ascii_hexdigit()) {
+            return Err("a digest that is not hex".into());
+        }
+        if last.is_some_and(|last| last >= dir) {
+            return Err("directories out of order".into());
+        }
+        last = Some(dir);
+    }
+    Ok(())
+}
+
+/// `lines` (well formed, `check_lines`) with the lines of the directories in `replaced`
+/// dropped and `digests`' lines merged in, in directory order.
+pub fn merge_lines<'d>(lines: &[u8], replaced: impl Fn(&str) -> bool, digests: impl IntoIterator<Item = (&'d str, [u8; 32])>) -> Vec<u8> {
+    let mut out = Vec::with_capacity(lines.len() + 256);
+    let mut digests = digests.into_iter().peekable();
+    for (dir, _, line) in lines_of(lines).map_while(|line| line) {
+        while let Some((new_dir, digest)) = digests.next_if(|(new_dir, _)| *new_dir < dir) {
+            push_line(&mut out, new_dir, &digest);
+        }
+        if !replaced(dir) {
+            out.extend_from_slice(line);
+        }
+    }
+    for (new_dir, digest) in digests {
+        push_line(&mut out, new_dir, &digest);
+    }
+    out
 }
 
 fn split(path: &str) -> (&str, &str) {
@@ -88,13 +159,13 @@ impl SourceSnapshot {
     }
 
     /// `record`'s (directory, name) when it is counted and its directory is held in full; a
-    /// change in a directory known only by its digest (`of_opaque`) sets `overrun` instead.
+    /// change in a directory a partial snapshot does not hold sets `overrun` instead.
     fn held_entry<'r>(&mut self, record: &'r NoteRecord) -> Option<(&'r str, &'r str)> {
         if !counted(record) {
             return None;
         }
         let (dir, name) = split(record.path.as_str());
-        if self.dirs.get(dir).is_some_and(|d| d.opaque.is_some()) {
+        if self.base.as_ref().is_some_and(|base| !base.held.contains(dir)) {
             self.overrun = true;
             return None;
         }
@@ -139,35 +210,44 @@ impl SourceSnapshot {
 
     /// Number of notes counted.
     pub fn len(&self) -> usize {
-        self.dirs.values().map(|d| d.opaque.unwrap_or(d.notes.len())).sum()
+        self.base.as_ref().map_or(0, |base| base.notes_not_held) + self.dirs.values().map(|d| d.notes.len()).sum::<usize>()
     }
 
-    /// A snapshot of directories known only by their digest and note count (`notes` > 0), in
-    /// ascending directory order, built in one pass: a partial model's, whose notes in those
-    /// directories are not loaded.
-    pub fn of_opaque<'d>(dirs: impl Iterator<Item = (&'d str, ([u8; 32], usize))>) -> Self {
-        let dirs = dirs
-            .map(|(dir, (digest, notes))| {
-                (dir.to_string(), Directory { notes: BTreeMap::new(), opaque: Some(notes), digest: OnceLock::from(digest) })
-            })
-            .collect();
-        SourceSnapshot { dirs, ..Default::default() }
+    /// A partial snapshot: the directories it does not hold known only by their persisted
+    /// top-level `lines` (well formed: `check_lines`), holding `notes` notes. Each directory
+    /// it holds is named with `hold` before its notes are inserted.
+    pub fn partial(lines: Vec<u8>, notes: usize) -> Self {
+        SourceSnapshot { base: Some(PersistedLines { lines, held: Default::default(), notes_not_held: notes }), ..Default::default() }
     }
 
-    /// Forgets a directory known only by its digest (its notes are then inserted one by one).
-    pub fn forget_opaque(&mut self, dir: &str) {
-        if self.dirs.get(dir).is_some_and(|d| d.opaque.is_some()) {
-            self.dirs.remove(dir);
-            self.top.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).current = false;
+    /// Holds `dir` (which held `notes` notes as persisted) in full: its notes, inserted one by
+    /// one, make its line. A whole snapshot holds every directory already.
+    pub fn hold(&mut self, dir: &str, notes: usize) {
+        if let Some(base) = &mut self.base
+            && base.held.insert(dir.to_string())
+        {
+            base.notes_not_held = base.notes_not_held.saturating_sub(notes);
         }
     }
 
-    /// Each directory's digest and note count, in directory order.
+    /// Each held directory's digest and note count, in directory order.
     pub fn directory_digests(&self) -> impl Iterator<Item = (&str, [u8; 32], usize)> {
-        self.dirs.iter().map(|(dir, d)| (dir.as_str(), d.digest(), d.opaque.unwrap_or(d.notes.len())))
+        self.dirs.iter().map(|(dir, d)| (dir.as_str(), d.digest(), d.notes.len()))
     }
 
-    /// Whether a change met a directory known only by its digest (`of_opaque`).
+    /// The top-level lines the hash is taken over (a whole snapshot's are persisted with the
+    /// keyed copy, for a partial snapshot to start from).
+    pub fn lines(&self) -> Vec<u8> {
+        match &self.base {
+            Some(base) => merge_lines(&base.lines, |dir| base.held.contains(dir), self.directory_digests().map(|(dir, d, _)| (dir, d))),
+            None => {
+                let mut top = self.top.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                self.current_lines(&mut top).to_vec()
+            }
+        }
+    }
+
+    /// Whether a change met a directory a partial snapshot does not hold.
     pub fn overrun(&self) -> bool {
         self.overrun
     }
@@ -178,8 +258,16 @@ impl SourceSnapshot {
 
     /// The snapshot hash (lower-case hex).
     pub fn hash(&self) -> String {
+        if self.base.is_some() {
+            return crate::hex::encode(blake3::hash(&self.lines()).as_bytes());
+        }
         let mut top = self.top.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let top = &mut *top;
+        crate::hex::encode(blake3::hash(self.current_lines(&mut top)).as_bytes())
+    }
+
+    /// A whole snapshot's top-level lines, brought up to date: patched in place where only
+    /// digests changed, rebuilt when directories came or went.
+    fn current_lines<'t>(&self, top: &'t mut TopLines) -> &'t [u8] {
         if top.current {
             for dir in std::mem::take(&mut top.dirty) {
                 if let (Some(entry), Some(&at)) = (self.dirs.get(&dir), top.digest_at.get(&dir)) {
@@ -197,6 +285,6 @@ impl SourceSnapshot {
             top.dirty.clear();
             top.current = true;
         }
-        crate::hex::encode(blake3::hash(&top.lines).as_bytes())
+        &top.lines
     }
 }

@@ -3,13 +3,18 @@
 //! aggregates that write consults, looked up by key, instead of the whole model decoded.
 //!
 //! Tables (values postcard): `meta` (format, engine, policy digest, vault-wide counters, root
-//! notes, invalid notes, symbolic links, pages not settled); `folders` (every walked folder →
-//! its identity as of its last whole listing, its subtree's valid notes, the digest and count
-//! of its direct valid notes); `records` and `files` keyed `folder \0 name` (a folder's direct
-//! entries are one range); `linkers` (link key → notes) and `names` (lower-cased file name →
-//! files). Everything counted is counted over the settled records only, as the file it copies
-//! (`inventory_cache`) keeps only those: a page not settled is read again at load and counted
-//! then, exactly as a whole load does.
+//! notes, invalid notes, symbolic links, pages not settled), with two more values: the folder
+//! rows (every walked folder → its identity as of its last whole listing, its subtree's valid
+//! notes, its direct valid notes) and the source snapshot's top-level lines (one line per
+//! folder with valid notes: a write's partial snapshot replaces the lines of the folders it
+//! loads and keeps the others as they are); `records` and `files` keyed `folder \0 name` (a
+//! folder's direct entries are one range); `linkers` (link key → notes) and `names`
+//! (lower-cased file name → files). Everything counted is counted over the settled records
+//! only, as the file it copies (`inventory_cache`) keeps only those: a page not settled is read
+//! again at load and counted then, exactly as a whole load does.
+//!
+//! A write's partial model holds the subtree counts only of the folders it loads, their
+//! ancestors and their direct subfolders: what its catalog pages and the fold consult.
 //!
 //! Trust is the same as the whole file's under folder checks (`Inventory::load_checking_folders`):
 //! every folder's identity is compared with the disk; a folder that moved is listed again
@@ -34,7 +39,7 @@ use crate::policy::LoadedPolicy;
 use crate::scan::{self, PageKind};
 
 /// Bumped whenever a table's shape changes.
-pub const FORMAT_VERSION: u32 = 3;
+pub const FORMAT_VERSION: u32 = 4;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
@@ -46,6 +51,9 @@ const NAMES: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::new(
 const HEADER_KEY: &str = "header";
 /// Every folder's row, one value in `meta` (a write reads them all: one read, one decode).
 const FOLDERS_KEY: &str = "folders";
+/// The source snapshot's top-level lines (`SourceSnapshot::lines`), one value in `meta`: a
+/// write's partial snapshot starts from them.
+const SNAPSHOT_KEY: &str = "snapshot lines";
 
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
 struct Header {
@@ -67,8 +75,8 @@ struct FolderRow {
     seen: Option<(FileStamp, i128)>,
     /// Valid notes in its subtree.
     valid_subtree: usize,
-    /// Digest and count of its direct valid notes (`SourceSnapshot`), when it holds any.
-    digest: Option<([u8; 32], usize)>,
+    /// Valid notes directly in it (its line of the snapshot's top-level lines counts them).
+    direct_valid: usize,
 }
 
 /// Every folder's row as stored, borrowed from the stored value, in key (folder name) order.
@@ -85,29 +93,38 @@ impl<'v> FolderRows<'v> {
         Ok(FolderRows(rows))
     }
 
-    fn len(&self) -> usize {
-        self.0.len()
-    }
-
     fn iter(&self) -> impl Iterator<Item = &(&'v str, FolderRow)> {
         self.0.iter()
     }
 
-    fn contains(&self, dir: &str) -> bool {
-        self.0.binary_search_by(|(d, _)| (*d).cmp(dir)).is_ok()
+    fn get(&self, dir: &str) -> Option<&FolderRow> {
+        self.0.binary_search_by(|(d, _)| (*d).cmp(dir)).ok().map(|at| &self.0[at].1)
     }
 
-    /// The persisted direct subfolders of `dir`: for the root, the names without a slash;
-    /// below it, one range of names (`dir/` up to `dir0`, '0' following '/').
+    fn contains(&self, dir: &str) -> bool {
+        self.get(dir).is_some()
+    }
+
+    /// The persisted direct subfolders of `dir`, found by seeks: within `dir/` up to `dir0`
+    /// ('0' follows '/'), each child's own subtree skipped with one search, so the root's
+    /// children cost O(children), not O(folders).
     fn children_of(&self, dir: &str) -> Vec<&'v str> {
         let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
-        let from = self.0.partition_point(|(d, _)| *d <= prefix.as_str());
-        self.0[from..]
-            .iter()
-            .map(|(d, _)| *d)
-            .take_while(|d| d.starts_with(prefix.as_str()))
-            .filter(|d| !d[prefix.len()..].contains('/'))
-            .collect()
+        let mut children = Vec::new();
+        let mut at = self.0.partition_point(|(d, _)| *d <= prefix.as_str());
+        while let Some((name, _)) = self.0.get(at).filter(|(name, _)| name.starts_with(prefix.as_str())) {
+            match name[prefix.len()..].find('/') {
+                None => {
+                    children.push(*name);
+                    at += 1;
+                }
+                Some(slash) => {
+                    let past = format!("{}0", &name[..prefix.len() + slash]);
+                    at = self.0.partition_point(|(d, _)| *d < past.as_str());
+                }
+            }
+        }
+        children
     }
 }
 
@@ -158,20 +175,21 @@ pub fn fill(inventory: &Inventory, policy_digest: &[u8; 32], transaction: &redb:
     {
         let mut meta = transaction.open_table(META)?;
         meta.insert(HEADER_KEY, encode(&header).as_slice())?;
-        let digests: BTreeMap<&str, ([u8; 32], usize)> = snapshot.directory_digests().map(|(dir, d, n)| (dir, (d, n))).collect();
-        let names: BTreeSet<&str> = inventory.dirs.keys().map(String::as_str).chain(digests.keys().copied()).collect();
+        let direct: BTreeMap<&str, usize> = snapshot.directory_digests().map(|(dir, _, n)| (dir, n)).collect();
+        let names: BTreeSet<&str> = inventory.dirs.keys().map(String::as_str).chain(direct.keys().copied()).collect();
         let rows: Vec<(&str, FolderRow)> = names
             .into_iter()
             .map(|dir| {
                 let row = FolderRow {
                     seen: inventory.dirs.get(dir).copied().flatten(),
                     valid_subtree: counts.valid_per_dir.get(dir).copied().unwrap_or(0),
-                    digest: digests.get(dir).copied(),
+                    direct_valid: direct.get(dir).copied().unwrap_or(0),
                 };
                 (dir, row)
             })
             .collect();
         meta.insert(FOLDERS_KEY, encode(&rows).as_slice())?;
+        meta.insert(SNAPSHOT_KEY, snapshot.lines().as_slice())?;
     }
     // Each table is filled in key order: pages are then written full, not split half empty.
     {
@@ -242,7 +260,18 @@ pub fn fold(model: &Inventory, transaction: &redb::WriteTransaction) -> Result<u
     meta.insert(HEADER_KEY, encode(&header).as_slice())?;
     let settled_records: Vec<&NoteRecord> = records.iter().copied().filter(|r| settled(r)).collect();
     let snapshot = SourceSnapshot::of(settled_records.iter().copied());
-    let digests: BTreeMap<&str, ([u8; 32], usize)> = snapshot.directory_digests().map(|(dir, d, n)| (dir, (d, n))).collect();
+    let direct: BTreeMap<&str, usize> = snapshot.directory_digests().map(|(dir, _, n)| (dir, n)).collect();
+    {
+        // The folded folders' lines replaced by their settled notes' (a folder left without
+        // one has none).
+        let lines = meta.get(SNAPSHOT_KEY)?.map(|v| v.value().to_vec());
+        let Some(lines) = lines.filter(|lines| inventory::snapshot::check_lines(lines).is_ok()) else {
+            return Err(redb::StorageError::Corrupted("keyed inventory without readable snapshot lines".into()).into());
+        };
+        let merged =
+            inventory::snapshot::merge_lines(&lines, |dir| folded.contains(dir), snapshot.directory_digests().map(|(dir, d, _)| (dir, d)));
+        meta.insert(SNAPSHOT_KEY, merged.as_slice())?;
+    }
     {
         let rows = meta.get(FOLDERS_KEY)?.map(|v| postcard::from_bytes::<Vec<(String, FolderRow)>>(v.value()));
         let Some(Ok(rows)) = rows else {
@@ -253,7 +282,7 @@ pub fn fold(model: &Inventory, transaction: &redb::WriteTransaction) -> Result<u
             let row = FolderRow {
                 seen: model.dirs.get(dir).copied().flatten(),
                 valid_subtree: counts.valid_per_dir.get(dir).copied().unwrap_or(0),
-                digest: digests.get(dir.as_str()).copied(),
+                direct_valid: direct.get(dir.as_str()).copied().unwrap_or(0),
             };
             folders.insert(dir.clone(), row);
         }
@@ -506,30 +535,31 @@ pub fn load_for_write(
     }
     let mut phases = vec![("header", header_read), ("folder rows", started.elapsed())];
     // The others are stat'ed here (a helper thread begins while this one sets up the counters
-    // and snapshot as persisted: every folder not loaded is known by its digest, the loaded
-    // ones are filled from their records below).
+    // and the snapshot as persisted: every folder not loaded is known by its top-level line,
+    // the loaded ones are filled from their records below).
+    let lines = meta.get(SNAPSHOT_KEY).map_err(storage)?.ok_or_else(|| "no snapshot lines".to_string())?;
     let names: Vec<&str> = match &at_once {
         None => rows.iter().map(|(dir, _)| *dir).collect(),
         Some(at_once) => rows.iter().filter(|(dir, row)| !checked_later(dir, row, at_once)).map(|(dir, _)| *dir).collect(),
     };
     let (stamps, counted) = inventory::dir_stamps_while(root, &names, || -> Result<(Counts, SourceSnapshot), NotKeyed> {
-        let mut valid_per_dir = inventory::NameMap::with_capacity_and_hasher(rows.len(), Default::default());
-        valid_per_dir.extend(
-            rows.iter()
-                .filter(|(dir, row)| row.valid_subtree > 0 && !dir.is_empty())
-                .map(|(dir, row)| (dir.to_string(), row.valid_subtree)),
-        );
+        // The subtree counts are filled below, once the loaded folders are known.
         let counts = Counts {
             notes: header.notes,
             valid: header.valid,
-            valid_per_dir,
+            valid_per_dir: Default::default(),
             root_notes: header.root_notes.iter().map(|p| parse(p)).collect::<Result<_, _>>()?,
             invalid: header.invalid.iter().map(|p| parse(p)).collect::<Result<_, _>>()?,
         };
-        let opaque = rows.iter().filter(|(dir, _)| !loaded.contains(*dir)).filter_map(|(dir, row)| Some((*dir, row.digest?)));
-        Ok((counts, SourceSnapshot::of_opaque(opaque)))
+        inventory::snapshot::check_lines(lines.value()).map_err(|e| format!("snapshot lines: {e}"))?;
+        // The persisted lines count the settled valid notes, as the header does.
+        let mut snapshot = SourceSnapshot::partial(lines.value().to_vec(), header.valid);
+        for dir in &loaded {
+            snapshot.hold(dir, rows.get(dir).map_or(0, |row| row.direct_valid));
+        }
+        Ok((counts, snapshot))
     });
-    let (counts, mut snapshot) = counted?;
+    let (mut counts, mut snapshot) = counted?;
     phases.push(("folder stats", started.elapsed()));
     // Each row's identity now: stat'ed above, or (checks deferred) as persisted.
     let mut stamped = names.iter().copied().zip(stamps);
@@ -556,8 +586,8 @@ pub fn load_for_write(
             _ => {
                 relist.push(dir.to_string());
                 proven.push((dir.to_string(), None));
-                // Listed again, so loaded: its notes, not its digest, make its snapshot entry.
-                snapshot.forget_opaque(dir);
+                // Listed again, so loaded: its notes, not its persisted line, make its line.
+                snapshot.hold(dir, row.direct_valid);
                 loaded.insert(dir.to_string());
             }
         }
@@ -656,6 +686,7 @@ pub fn load_for_write(
             if !rows.contains(sub) && !dirs.contains_key(sub) {
                 // A new folder: listed whole, all of it new.
                 dirs.insert(sub.clone(), None);
+                snapshot.hold(sub, 0);
                 loaded.insert(sub.clone());
                 queue.push_back(sub.clone());
             }
@@ -687,6 +718,17 @@ pub fn load_for_write(
     if read_or_forgotten + listed.len() > stale_limit {
         return Err(NotKeyed::from(format!("{} pages changed and {} folders moved since it was written", read_or_forgotten, listed.len())));
     }
+    // The subtree counts the plan and the fold consult: each loaded folder's, its ancestors'
+    // and its direct subfolders' (a catalog page's child rows, the root's category rows).
+    let mut counted_dirs: BTreeSet<&str> = BTreeSet::new();
+    for dir in &loaded {
+        counted_dirs.extend(crate::note::path::folder_and_ancestors(dir));
+        counted_dirs.extend(rows.children_of(dir));
+    }
+    counts.valid_per_dir.extend(counted_dirs.into_iter().filter(|dir| !dir.is_empty()).filter_map(|dir| {
+        let row = rows.get(dir).filter(|row| row.valid_subtree > 0)?;
+        Some((dir.to_string(), row.valid_subtree))
+    }));
     let reading: HashSet<VaultPath> = to_read.iter().map(|(path, _)| path.clone()).collect();
     to_read.extend(unread.iter().filter(|(path, _)| !reading.contains(path) && !gone.contains(path)).cloned());
 

@@ -28,13 +28,14 @@ fn settle() {
     std::thread::sleep(std::time::Duration::from_millis(40));
 }
 
-/// Everything a keyed copy holds, comparable: the header, each folder's subtree count and
-/// digest, and the raw rows of the other tables.
+/// Everything a keyed copy holds, comparable: the header, each folder's subtree and direct
+/// counts, the snapshot's top-level lines, and the raw rows of the other tables.
 #[derive(Debug, PartialEq)]
 struct Tables {
     header: Header,
     /// Each folder's row without its identity (the fold keeps the ones its load proved).
     folders: Vec<(String, FolderRow)>,
+    snapshot_lines: String,
     records: Vec<(String, Vec<u8>)>,
     files: Vec<String>,
     linkers: Vec<(String, String)>,
@@ -51,6 +52,8 @@ fn tables(database: &redb::ReadOnlyDatabase) -> Tables {
         .into_iter()
         .map(|(dir, row)| (dir, FolderRow { seen: None, ..row }))
         .collect();
+    let lines = t.open_table(META).expect("meta").get(SNAPSHOT_KEY).expect("get").expect("snapshot lines").value().to_vec();
+    let snapshot_lines = String::from_utf8(lines).expect("lines are text");
     let records = t
         .open_table(RECORDS)
         .expect("records")
@@ -75,7 +78,7 @@ fn tables(database: &redb::ReadOnlyDatabase) -> Tables {
         }
         out
     };
-    Tables { header, folders, records, files, linkers: pairs(LINKERS), names: pairs(NAMES) }
+    Tables { header, folders, snapshot_lines, records, files, linkers: pairs(LINKERS), names: pairs(NAMES) }
 }
 
 /// A vault of `files` (path, text), settled, with its keyed copy filled from a whole load;
@@ -140,8 +143,19 @@ fn a_folded_partial_model_leaves_the_keyed_copy_exactly_as_a_whole_fill_of_the_d
     put(root, written.as_str(), &text);
     let mut record = NoteRecord::empty(written.clone(), PageKind::Note);
     inventory::analyse_bytes(&mut record, text.as_bytes(), &policy);
+    record.content_hash = *blake3::hash(text.as_bytes()).as_bytes();
     model.upsert(record);
     assert!(!model.overrun());
+    // What the plan reads of it is the whole model's: the snapshot, and the subtree counts of
+    // the folders it holds, their ancestors and their subfolders (the root's categories).
+    let whole = Inventory::load(root, &policy).expect("whole load");
+    assert_eq!((model.snapshot.hash(), model.snapshot.len()), (whole.snapshot.hash(), whole.snapshot.len()));
+    for dir in ["01_Projects", "02_Areas", "03_Resources"] {
+        assert_eq!(model.counts.valid_per_dir.get(dir), whole.counts.valid_per_dir.get(dir), "{dir}");
+    }
+    for (dir, notes) in &model.counts.valid_per_dir {
+        assert_eq!(whole.counts.valid_per_dir.get(dir), Some(notes), "{dir}");
+    }
     durable::update_keyed_cache(root, &index, |t| fold(&model, t)).expect("fold");
 
     let folded = tables(&durable::open_keyed_cache(root, &index).expect("open"));
