@@ -39,7 +39,7 @@ use crate::policy::LoadedPolicy;
 use crate::scan::{self, PageKind};
 
 /// Bumped whenever a table's shape changes.
-pub const FORMAT_VERSION: u32 = 4;
+pub const FORMAT_VERSION: u32 = 5;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
@@ -66,6 +66,9 @@ struct Header {
     invalid: Vec<String>,
     symlinked_notes: Vec<String>,
     unread_pages: Vec<(String, PageKind)>,
+    /// The folders whose identity is not settled (none recorded, or taken within the racy
+    /// window): a write checks them at once, and lists them again.
+    unsettled_folders: Vec<String>,
     ignore_files: bool,
 }
 
@@ -79,30 +82,52 @@ struct FolderRow {
     direct_valid: usize,
 }
 
-/// Every folder's row as stored, borrowed from the stored value, in key (folder name) order.
-struct FolderRows<'v>(Vec<(&'v str, FolderRow)>);
+impl FolderRow {
+    /// Whether its identity is settled: recorded, and not taken within the racy window.
+    fn settled(&self) -> bool {
+        self.seen.is_some_and(|(stamp, at)| !stamp.is_racy(at))
+    }
+}
+
+/// Every folder's row as stored, borrowed from the stored value, in key (folder name) order:
+/// the names, and each row's own bytes, decoded only when asked for (a write consults a few).
+struct FolderRows<'v>(Vec<(&'v str, &'v [u8])>);
 
 impl<'v> FolderRows<'v> {
     /// The rows of `bytes`; refused unless in strictly ascending folder order, as written
     /// (the lookups below search them by halves).
     fn decode(bytes: &'v [u8]) -> Result<Self, String> {
-        let rows: Vec<(&str, FolderRow)> = postcard::from_bytes(bytes).map_err(|e| format!("undecodable folder rows: {e}"))?;
+        let rows: Vec<(&str, &[u8])> = postcard::from_bytes(bytes).map_err(|e| format!("undecodable folder rows: {e}"))?;
         if !rows.is_sorted_by(|a, b| a.0 < b.0) {
             return Err("folder rows out of order".into());
         }
         Ok(FolderRows(rows))
     }
 
-    fn iter(&self) -> impl Iterator<Item = &(&'v str, FolderRow)> {
-        self.0.iter()
+    /// The stored value of `rows` (in folder order).
+    fn encode<'r>(rows: impl Iterator<Item = (&'r str, &'r FolderRow)>) -> Vec<u8> {
+        let rows: Vec<(&str, Vec<u8>)> = rows.map(|(dir, row)| (dir, encode(row))).collect();
+        encode(&rows)
     }
 
-    fn get(&self, dir: &str) -> Option<&FolderRow> {
-        self.0.binary_search_by(|(d, _)| (*d).cmp(dir)).ok().map(|at| &self.0[at].1)
+    fn row(dir: &str, bytes: &[u8]) -> Result<FolderRow, String> {
+        postcard::from_bytes(bytes).map_err(|e| format!("undecodable row of folder {dir:?}: {e}"))
+    }
+
+    /// Every row, decoded.
+    fn decoded(&self) -> impl Iterator<Item = Result<(&'v str, FolderRow), String>> + '_ {
+        self.0.iter().map(|(dir, bytes)| Ok((*dir, Self::row(dir, bytes)?)))
+    }
+
+    fn get(&self, dir: &str) -> Result<Option<FolderRow>, String> {
+        match self.0.binary_search_by(|(d, _)| (*d).cmp(dir)) {
+            Ok(at) => Self::row(dir, self.0[at].1).map(Some),
+            Err(_) => Ok(None),
+        }
     }
 
     fn contains(&self, dir: &str) -> bool {
-        self.get(dir).is_some()
+        self.0.binary_search_by(|(d, _)| (*d).cmp(dir)).is_ok()
     }
 
     /// The persisted direct subfolders of `dir`, found by seeks: within `dir/` up to `dir0`
@@ -160,7 +185,7 @@ pub fn fill(inventory: &Inventory, policy_digest: &[u8; 32], transaction: &redb:
         counts.add(record, 1);
     }
     let snapshot = SourceSnapshot::of(settled_records.iter().copied());
-    let header = Header {
+    let mut header = Header {
         format: FORMAT_VERSION,
         engine_version: env!("CARGO_PKG_VERSION").to_string(),
         policy_digest: *policy_digest,
@@ -170,11 +195,11 @@ pub fn fill(inventory: &Inventory, policy_digest: &[u8; 32], transaction: &redb:
         invalid: counts.invalid.iter().map(ToString::to_string).collect(),
         symlinked_notes: inventory.symlinked_notes.iter().map(ToString::to_string).collect(),
         unread_pages: inventory.records.values().filter(|r| !settled(r)).map(|r| (r.path.to_string(), r.kind)).collect(),
+        unsettled_folders: Vec::new(),
         ignore_files: inventory.ignore_files,
     };
     {
         let mut meta = transaction.open_table(META)?;
-        meta.insert(HEADER_KEY, encode(&header).as_slice())?;
         let direct: BTreeMap<&str, usize> = snapshot.directory_digests().map(|(dir, _, n)| (dir, n)).collect();
         let names: BTreeSet<&str> = inventory.dirs.keys().map(String::as_str).chain(direct.keys().copied()).collect();
         let rows: Vec<(&str, FolderRow)> = names
@@ -188,7 +213,9 @@ pub fn fill(inventory: &Inventory, policy_digest: &[u8; 32], transaction: &redb:
                 (dir, row)
             })
             .collect();
-        meta.insert(FOLDERS_KEY, encode(&rows).as_slice())?;
+        header.unsettled_folders = rows.iter().filter(|(_, row)| !row.settled()).map(|(dir, _)| dir.to_string()).collect();
+        meta.insert(HEADER_KEY, encode(&header).as_slice())?;
+        meta.insert(FOLDERS_KEY, FolderRows::encode(rows.iter().map(|(dir, row)| (*dir, row))).as_slice())?;
         meta.insert(SNAPSHOT_KEY, snapshot.lines().as_slice())?;
     }
     // Each table is filled in key order: pages are then written full, not split half empty.
@@ -257,7 +284,6 @@ pub fn fold(model: &Inventory, transaction: &redb::WriteTransaction) -> Result<u
     header.invalid = counts.invalid.iter().map(ToString::to_string).collect();
     header.symlinked_notes = model.symlinked_notes.iter().map(ToString::to_string).collect();
     header.unread_pages = records.iter().filter(|r| !settled(r)).map(|r| (r.path.to_string(), r.kind)).collect();
-    meta.insert(HEADER_KEY, encode(&header).as_slice())?;
     let settled_records: Vec<&NoteRecord> = records.iter().copied().filter(|r| settled(r)).collect();
     let snapshot = SourceSnapshot::of(settled_records.iter().copied());
     let direct: BTreeMap<&str, usize> = snapshot.directory_digests().map(|(dir, _, n)| (dir, n)).collect();
@@ -273,11 +299,13 @@ pub fn fold(model: &Inventory, transaction: &redb::WriteTransaction) -> Result<u
         meta.insert(SNAPSHOT_KEY, merged.as_slice())?;
     }
     {
-        let rows = meta.get(FOLDERS_KEY)?.map(|v| postcard::from_bytes::<Vec<(String, FolderRow)>>(v.value()));
-        let Some(Ok(rows)) = rows else {
+        let rows = meta.get(FOLDERS_KEY)?.map(|v| {
+            let rows = FolderRows::decode(v.value())?;
+            rows.decoded().map(|row| row.map(|(dir, row)| (dir.to_string(), row))).collect::<Result<BTreeMap<_, _>, String>>()
+        });
+        let Some(Ok(mut folders)) = rows else {
             return Err(redb::StorageError::Corrupted("keyed inventory without readable folder rows".into()).into());
         };
-        let mut folders: BTreeMap<String, FolderRow> = rows.into_iter().collect();
         for dir in folded {
             let row = FolderRow {
                 seen: model.dirs.get(dir).copied().flatten(),
@@ -297,9 +325,10 @@ pub fn fold(model: &Inventory, transaction: &redb::WriteTransaction) -> Result<u
                 row.valid_subtree = counts.valid_per_dir.get(dir).copied().unwrap_or(0);
             }
         }
-        let rows: Vec<(&String, &FolderRow)> = folders.iter().collect();
-        meta.insert(FOLDERS_KEY, encode(&rows).as_slice())?;
+        header.unsettled_folders = folders.iter().filter(|(_, row)| !row.settled()).map(|(dir, _)| dir.clone()).collect();
+        meta.insert(FOLDERS_KEY, FolderRows::encode(folders.iter().map(|(dir, row)| (dir.as_str(), row))).as_slice())?;
     }
+    meta.insert(HEADER_KEY, encode(&header).as_slice())?;
     {
         // Each folded folder's records replaced, and the link pairs of the old and new ones.
         let mut table = transaction.open_table(RECORDS)?;
@@ -409,7 +438,8 @@ pub enum FolderChecks<'h> {
     /// Every folder is stat'ed before the load returns.
     Now,
     /// The folders the write loads, `expected_moved` (those the engine's own recent writes
-    /// changed: the journal's) and those whose identity is not settled are stat'ed now; the
+    /// changed: the journal's) and those whose identity is not settled (the header lists
+    /// them, so no other row is decoded on the write's thread) are stat'ed now; the
     /// others, when there are at least `from` of them, on a helper thread while the write
     /// plans, and `WriteLoad::pending` must confirm them before the commit point. A folder
     /// that moved there voids the load (the caller loads again with `Now`).
@@ -431,13 +461,6 @@ impl PendingFolderChecks {
     }
 }
 
-/// Whether a deferred load checks `dir` later, on its helper: its identity is settled (not
-/// racy) and it is not among the folders checked `at_once` (those the write loads and those
-/// the journal names).
-fn checked_later(dir: &str, row: &FolderRow, at_once: &BTreeSet<String>) -> bool {
-    !at_once.contains(dir) && row.seen.is_some_and(|(stamp, at)| !stamp.is_racy(at))
-}
-
 /// How many rows the stored folder rows hold, from the length postcard writes before a
 /// sequence (a varint), without decoding them (0: unreadable; the decode then says why).
 fn stored_row_count(rows: &[u8]) -> usize {
@@ -445,14 +468,23 @@ fn stored_row_count(rows: &[u8]) -> usize {
 }
 
 /// Stats every folder of `rows` (the stored folder rows, decoded again here, off the write's
-/// thread) that is `checked_later`, and compares it with the identity its row holds.
+/// thread) not checked `at_once` (those the write loads, those the journal names and those
+/// the header lists as not settled), and compares it with the identity its row holds. A row
+/// not settled among them (the header's list was not the rows') fails the checks as well: the
+/// write then checks every folder first.
 fn check_folders_later(root: &std::path::Path, rows: &[u8], at_once: &BTreeSet<String>) -> Result<(), String> {
     let rows = FolderRows::decode(rows)?;
-    let deferred: Vec<(&str, Option<FileStamp>)> = rows
-        .iter()
-        .filter(|(dir, row)| checked_later(dir, row, at_once))
-        .map(|(dir, row)| (*dir, row.seen.map(|(stamp, _)| stamp)))
-        .collect();
+    let mut deferred: Vec<(&str, Option<FileStamp>)> = Vec::new();
+    for row in rows.decoded() {
+        let (dir, row) = row?;
+        if at_once.contains(dir) {
+            continue;
+        }
+        if !row.settled() {
+            return Err(format!("folder {dir:?} is not settled, yet was not checked at once"));
+        }
+        deferred.push((dir, row.seen.map(|(stamp, _)| stamp)));
+    }
     let names: Vec<&str> = deferred.iter().map(|(dir, _)| *dir).collect();
     for ((dir, seen), now) in deferred.iter().zip(inventory::dir_stamps_alone(root, &names)) {
         if now.is_none() || now != *seen {
@@ -519,7 +551,7 @@ pub fn load_for_write(
     let rows_value = meta.get(FOLDERS_KEY).map_err(storage)?.ok_or_else(|| "no folder rows".to_string())?;
     let at_once: Option<BTreeSet<String>> = match checks {
         FolderChecks::Deferred { expected_moved, from } if stored_row_count(rows_value.value()) >= from => {
-            Some(loaded.union(expected_moved).cloned().collect())
+            Some(loaded.iter().chain(expected_moved).chain(&header.unsettled_folders).cloned().collect())
         }
         _ => None,
     };
@@ -538,9 +570,10 @@ pub fn load_for_write(
     // and the snapshot as persisted: every folder not loaded is known by its top-level line,
     // the loaded ones are filled from their records below).
     let lines = meta.get(SNAPSHOT_KEY).map_err(storage)?.ok_or_else(|| "no snapshot lines".to_string())?;
+    // In folder order, as the rows.
     let names: Vec<&str> = match &at_once {
-        None => rows.iter().map(|(dir, _)| *dir).collect(),
-        Some(at_once) => rows.iter().filter(|(dir, row)| !checked_later(dir, row, at_once)).map(|(dir, _)| *dir).collect(),
+        None => rows.0.iter().map(|(dir, _)| *dir).collect(),
+        Some(at_once) => at_once.iter().map(String::as_str).filter(|dir| rows.contains(dir)).collect(),
     };
     let (stamps, counted) = inventory::dir_stamps_while(root, &names, || -> Result<(Counts, SourceSnapshot), NotKeyed> {
         // The subtree counts are filled below, once the loaded folders are known.
@@ -555,27 +588,20 @@ pub fn load_for_write(
         // The persisted lines count the settled valid notes, as the header does.
         let mut snapshot = SourceSnapshot::partial(lines.value().to_vec(), header.valid);
         for dir in &loaded {
-            snapshot.hold(dir, rows.get(dir).map_or(0, |row| row.direct_valid));
+            snapshot.hold(dir, rows.get(dir)?.map_or(0, |row| row.direct_valid));
         }
         Ok((counts, snapshot))
     });
     let (mut counts, mut snapshot) = counted?;
     phases.push(("folder stats", started.elapsed()));
-    // Each row's identity now: stat'ed above, or (checks deferred) as persisted.
-    let mut stamped = names.iter().copied().zip(stamps);
-    let mut next_stamped = stamped.next();
+    // Each stat'ed row's identity now (the others, checks deferred, are taken as persisted:
+    // none of them is loaded).
     let mut relist: Vec<String> = Vec::new();
     // The identities of the loaded folders (the fold writes theirs back; no other folder's
     // is consulted).
     let mut proven: Vec<(String, Option<(FileStamp, i128)>)> = Vec::with_capacity(loaded.len());
-    for (dir, row) in rows.iter() {
-        let stamp = match next_stamped {
-            Some((stamped_dir, stamp)) if stamped_dir == *dir => {
-                next_stamped = stamped.next();
-                stamp
-            }
-            _ => row.seen.map(|(stamp, _)| stamp),
-        };
+    for (dir, stamp) in names.iter().zip(stamps) {
+        let row = rows.get(dir)?.ok_or_else(|| format!("no row of folder {dir:?}"))?;
         match (stamp, row.seen) {
             (None, _) => return Err(NotKeyed::from(format!("folder {dir:?} vanished"))),
             (Some(now), Some(seen)) if now == seen.0 && !seen.0.is_racy(seen.1) => {
@@ -725,10 +751,11 @@ pub fn load_for_write(
         counted_dirs.extend(crate::note::path::folder_and_ancestors(dir));
         counted_dirs.extend(rows.children_of(dir));
     }
-    counts.valid_per_dir.extend(counted_dirs.into_iter().filter(|dir| !dir.is_empty()).filter_map(|dir| {
-        let row = rows.get(dir).filter(|row| row.valid_subtree > 0)?;
-        Some((dir.to_string(), row.valid_subtree))
-    }));
+    for dir in counted_dirs.into_iter().filter(|dir| !dir.is_empty()) {
+        if let Some(row) = rows.get(dir)?.filter(|row| row.valid_subtree > 0) {
+            counts.valid_per_dir.insert(dir.to_string(), row.valid_subtree);
+        }
+    }
     let reading: HashSet<VaultPath> = to_read.iter().map(|(path, _)| path.clone()).collect();
     to_read.extend(unread.iter().filter(|(path, _)| !reading.contains(path) && !gone.contains(path)).cloned());
 

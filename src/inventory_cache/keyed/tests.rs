@@ -47,11 +47,16 @@ fn tables(database: &redb::ReadOnlyDatabase) -> Tables {
     let header: Header = postcard::from_bytes(t.open_table(META).expect("meta").get(HEADER_KEY).expect("get").expect("header").value())
         .expect("header decodes");
     let rows = t.open_table(META).expect("meta").get(FOLDERS_KEY).expect("get").expect("folder rows").value().to_vec();
-    let folders = postcard::from_bytes::<Vec<(String, FolderRow)>>(&rows)
+    let rows: Vec<(String, FolderRow)> = FolderRows::decode(&rows)
         .expect("rows decode")
-        .into_iter()
-        .map(|(dir, row)| (dir, FolderRow { seen: None, ..row }))
+        .decoded()
+        .map(|row| row.map(|(dir, row)| (dir.to_string(), row)).expect("row"))
         .collect();
+    // The header lists exactly the rows not settled (identities aside, as below).
+    let unsettled: Vec<String> = rows.iter().filter(|(_, row)| !row.settled()).map(|(dir, _)| dir.clone()).collect();
+    let mut header = header;
+    assert_eq!(std::mem::take(&mut header.unsettled_folders), unsettled);
+    let folders = rows.into_iter().map(|(dir, row)| (dir, FolderRow { seen: None, ..row })).collect();
     let lines = t.open_table(META).expect("meta").get(SNAPSHOT_KEY).expect("get").expect("snapshot lines").value().to_vec();
     let snapshot_lines = String::from_utf8(lines).expect("lines are text");
     let records = t
@@ -280,4 +285,56 @@ fn deferred_folder_checks_load_what_checking_first_loads_and_catch_a_folder_that
     let database = durable::open_keyed_cache(root, &index).expect("open");
     let few = FolderChecks::Deferred { expected_moved: &none, from: 1000 };
     assert!(matches!(load_for_write(root, &policy, &database, &changes, 1000, few), Err(e) if e.reason.contains("vanished")));
+}
+
+/// Rewrites the keyed copy at `index`: `01_Projects`'s identity forgotten (not settled), and
+/// the header's list of folders not settled set to `listed`.
+fn unsettle_projects(root: &Path, index: &Path, listed: Vec<String>) {
+    durable::update_keyed_cache(root, index, |t| {
+        let mut meta = t.open_table(META)?;
+        let mut header: Header = postcard::from_bytes(meta.get(HEADER_KEY)?.expect("header").value()).expect("decodes");
+        header.unsettled_folders = listed;
+        let bytes = meta.get(FOLDERS_KEY)?.expect("rows").value().to_vec();
+        let mut rows: Vec<(String, FolderRow)> =
+            FolderRows::decode(&bytes).expect("rows").decoded().map(|r| r.map(|(dir, row)| (dir.to_string(), row)).expect("row")).collect();
+        for (dir, row) in &mut rows {
+            if dir == "01_Projects" {
+                row.seen = None;
+            }
+        }
+        meta.insert(HEADER_KEY, encode(&header).as_slice())?;
+        meta.insert(FOLDERS_KEY, FolderRows::encode(rows.iter().map(|(dir, row)| (dir.as_str(), row))).as_slice())?;
+        Ok(())
+    })
+    .expect("copy rewritten");
+}
+
+#[test]
+fn a_folder_not_settled_is_checked_at_once_and_a_header_that_does_not_list_it_voids_the_deferred_checks() {
+    let (dir, policy, index) =
+        keyed_vault(&[("01_Projects/a.md", note("Project", "A", "a\n")), ("02_Areas/b.md", note("Area", "B", "b\n"))]);
+    let root = dir.path();
+    let text = note("Area", "W", "w\n");
+    let changes = [(VaultPath::parse("02_Areas/w.md").expect("path"), Some(text.as_str()))];
+    let none = BTreeSet::new();
+    let load = || {
+        let database = durable::open_keyed_cache(root, &index).expect("open");
+        load_for_write(root, &policy, &database, &changes, 1000, FolderChecks::Deferred { expected_moved: &none, from: 0 })
+            .expect("keyed load")
+    };
+    let settled = load();
+    assert_eq!(settled.counts.folders_relisted, 0, "{:?}", settled.counts);
+    assert_eq!(settled.pending.expect("pending").confirm(), Ok(()));
+
+    // A folder the header lists as not settled is checked at once and listed again.
+    unsettle_projects(root, &index, vec!["01_Projects".into()]);
+    let listed = load();
+    assert_eq!(listed.counts.folders_relisted, 1, "{:?}", listed.counts);
+    assert_eq!(listed.pending.expect("pending").confirm(), Ok(()));
+
+    // A header whose list leaves it out (the list and the rows disagree): the helper meets
+    // the row not settled and voids the load, so the write checks every folder first.
+    unsettle_projects(root, &index, Vec::new());
+    let voided = load().pending.expect("pending").confirm().expect_err("a row not settled, not checked at once");
+    assert!(voided.contains("not settled"), "{voided}");
 }
