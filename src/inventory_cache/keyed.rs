@@ -291,11 +291,11 @@ pub fn fold(model: &Inventory, transaction: &redb::WriteTransaction) -> Result<u
         // The folded folders' lines replaced by their settled notes' (a folder left without
         // one has none).
         let lines = meta.get(SNAPSHOT_KEY)?.map(|v| v.value().to_vec());
-        let Some(lines) = lines.filter(|lines| inventory::snapshot::check_lines(lines).is_ok()) else {
+        let Some(Ok(lines)) = lines.as_deref().map(inventory::snapshot::check_lines) else {
             return Err(redb::StorageError::Corrupted("keyed inventory without readable snapshot lines".into()).into());
         };
         let merged =
-            inventory::snapshot::merge_lines(&lines, |dir| folded.contains(dir), snapshot.directory_digests().map(|(dir, d, _)| (dir, d)));
+            inventory::snapshot::merge_lines(lines, |dir| folded.contains(dir), snapshot.directory_digests().map(|(dir, d, _)| (dir, d)));
         meta.insert(SNAPSHOT_KEY, merged.as_slice())?;
     }
     {
@@ -584,9 +584,9 @@ pub fn load_for_write(
             root_notes: header.root_notes.iter().map(|p| parse(p)).collect::<Result<_, _>>()?,
             invalid: header.invalid.iter().map(|p| parse(p)).collect::<Result<_, _>>()?,
         };
-        inventory::snapshot::check_lines(lines.value()).map_err(|e| format!("snapshot lines: {e}"))?;
+        let lines = inventory::snapshot::check_lines(lines.value()).map_err(|e| format!("snapshot lines: {e}"))?;
         // The persisted lines count the settled valid notes, as the header does.
-        let mut snapshot = SourceSnapshot::partial(lines.value().to_vec(), header.valid);
+        let mut snapshot = SourceSnapshot::partial(lines.to_string(), header.valid);
         for dir in &loaded {
             snapshot.hold(dir, rows.get(dir)?.map_or(0, |row| row.direct_valid));
         }

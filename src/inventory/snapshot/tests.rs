@@ -18,7 +18,8 @@ fn note(path: &str, byte: u8) -> NoteRecord {
 
 /// A partial snapshot of `whole` holding `held` (their notes among `records` inserted).
 fn partial_of(whole: &SourceSnapshot, records: &[NoteRecord], held: &[&str]) -> SourceSnapshot {
-    let mut partial = SourceSnapshot::partial(whole.lines(), whole.len());
+    let lines = String::from_utf8(whole.lines()).expect("lines are text");
+    let mut partial = SourceSnapshot::partial(lines, whole.len());
     for dir in held {
         let notes = whole.directory_digests().find(|(d, _, _)| d == dir).map_or(0, |(_, _, n)| n);
         partial.hold(dir, notes);
@@ -57,8 +58,8 @@ fn a_snapshot_known_by_its_lines_outside_its_held_folders_hashes_as_the_whole_on
 fn persisted_lines_that_are_not_well_formed_are_refused() {
     let whole = SourceSnapshot::of(&[note("a/x.md", 1), note("b/y.md", 2)]);
     let lines = whole.lines();
-    assert_eq!(check_lines(&lines), Ok(()));
-    assert_eq!(check_lines(b""), Ok(()));
+    assert!(check_lines(&lines).is_ok());
+    assert_eq!(check_lines(b""), Ok(""));
     let half = &lines[..lines.len() - 3];
     assert!(check_lines(half).is_err(), "a torn line");
     let mut swapped = lines[lines.len() / 2..].to_vec();
@@ -71,8 +72,14 @@ fn persisted_lines_that_are_not_well_formed_are_refused() {
     not_hex[3] = b'g';
     assert!(check_lines(&not_hex).is_err(), "a digest that is not hex");
     assert!(check_lines(b"no digest\n").is_err());
+    let mut not_text = lines.clone();
+    not_text[0] = 0xff;
+    assert!(check_lines(&not_text).is_err(), "not UTF-8");
+    let mut wide = lines.clone();
+    wide[2..4].copy_from_slice("é".as_bytes());
+    assert!(check_lines(&wide).is_err(), "a digest with a character outside ASCII");
     // Merging nothing into well-formed lines gives them back.
-    assert_eq!(merge_lines(&lines, |_| false, []), lines);
+    assert_eq!(merge_lines(check_lines(&lines).expect("well formed"), |_| false, []), lines);
 }
 
 proptest! {
