@@ -49,7 +49,8 @@ const LINKERS: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::ne
 const NAMES: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::new("names");
 
 const HEADER_KEY: &str = "header";
-/// Every folder's row, one value in `meta` (a write reads them all: one read, one decode).
+/// Every folder's row, one value in `meta` (a write reads it once and decodes only the rows it
+/// consults; its helper decodes the others).
 const FOLDERS_KEY: &str = "folders";
 /// The source snapshot's top-level lines (`SourceSnapshot::lines`), one value in `meta`: a
 /// write's partial snapshot starts from them.
