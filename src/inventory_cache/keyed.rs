@@ -605,7 +605,7 @@ pub fn load_for_write(
         let row = rows.get(dir)?.ok_or_else(|| format!("no row of folder {dir:?}"))?;
         match (stamp, row.seen) {
             (None, _) => return Err(NotKeyed::from(format!("folder {dir:?} vanished"))),
-            (Some(now), Some(seen)) if now == seen.0 && !seen.0.is_racy(seen.1) => {
+            (Some(now), Some(seen)) if row.settled() && now == seen.0 => {
                 if loaded.contains(*dir) {
                     proven.push((dir.to_string(), Some(seen)));
                 }
