@@ -373,11 +373,18 @@ pub fn plan(
             continue;
         }
         plan.writes.extend(dir_writes);
-        // Owned pages past the new page count go away.
-        let old_pages = remembered.as_ref().map_or(0, |s| s.page_hashes.len());
-        for n in pages.len() + 1..=old_pages.max(pages.len()) {
-            if let Some(path) = page_path(n) {
-                plan.deletes.push(path);
+        // Owned pages past the new page count go away. They are found on disk, not taken from
+        // the remembered count: the persisted state lags the pages a one-shot write rendered
+        // (such a write never rewrites the whole state), and a page someone rewrote since is
+        // theirs. Probing stops at the first missing page past the remembered count.
+        let remembered_pages = remembered.as_ref().map_or(0, |s| s.page_hashes.len());
+        for n in pages.len() + 1.. {
+            let Some(path) = page_path(n) else { break };
+            match read_page(&path) {
+                Some(bytes) if is_owned(&bytes) => plan.deletes.push(path),
+                Some(_) => {}
+                None if n > remembered_pages => break,
+                None => {}
             }
         }
         plan.state.dirs.insert(dir.to_string(), DirState { input_digest: digest, page_hashes: hashes });
