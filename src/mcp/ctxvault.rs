@@ -89,9 +89,6 @@ impl ToolParams for ListVaults {
     fn output_schema() -> Value {
         derived::<VaultList>()
     }
-    fn vault_path(&self) -> &str {
-        ""
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&vaults(ctx)?.list())
     }
@@ -113,9 +110,6 @@ impl ToolParams for WarmupStatus {
         "Check if the embedding model has finished initializing. Use this to verify warmup status before attempting queries or writes.";
     fn output_schema() -> Value {
         derived::<WarmupReport>()
-    }
-    fn vault_path(&self) -> &str {
-        ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         let Some(vault_name) = self.vault_name else {
@@ -145,9 +139,6 @@ impl ToolParams for Query {
     fn output_schema() -> Value {
         derived::<OnVault<DocumentHits>>()
     }
-    fn vault_path(&self) -> &str {
-        ""
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Semantic), |memory| memory.query_documents(&self.query))
     }
@@ -166,9 +157,6 @@ impl ToolParams for ListDocs {
     const DESCRIPTION: &'static str = "List all indexed documents inside a specific vault. Use this to understand what knowledge is available before performing a search.";
     fn output_schema() -> Value {
         derived::<OnVault<DocumentList>>()
-    }
-    fn vault_path(&self) -> &str {
-        ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Semantic), |memory| memory.list_docs())
@@ -198,9 +186,6 @@ impl ToolParams for WriteDoc {
     fn output_schema() -> Value {
         derived::<OnVault<DocumentWritten>>()
     }
-    fn vault_path(&self) -> &str {
-        ""
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Semantic), |memory| {
             memory.write_doc(&self.file_path, &self.content, &self.generated_by, self.overwrite)
@@ -225,9 +210,6 @@ impl ToolParams for ListSkills {
     fn output_schema() -> Value {
         derived::<OnVault<SkillList>>()
     }
-    fn vault_path(&self) -> &str {
-        ""
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Skill), |memory| memory.list_skills())
     }
@@ -248,9 +230,6 @@ impl ToolParams for ReadSkill {
     const DESCRIPTION: &'static str = "Read one skill from a skill vault: its name, description and full instructions. Use this after list_skills, once you know which procedure fits the task, and follow the instructions it returns.";
     fn output_schema() -> Value {
         derived::<OnVault<SkillRead>>()
-    }
-    fn vault_path(&self) -> &str {
-        ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Skill), |memory| memory.read_skill(&self.skill_name))
@@ -275,9 +254,6 @@ impl ToolParams for WriteSkill {
     const DESCRIPTION: &'static str = "Create and store a new skill in a skill vault. Use this to persist procedural knowledge, instructions, or how-to guides that agents can retrieve and execute later. The skill will be indexed by name and description for fast lookup. Use this only with skill vaults.";
     fn output_schema() -> Value {
         derived::<OnVault<SkillWritten>>()
-    }
-    fn vault_path(&self) -> &str {
-        ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Skill), |memory| {
@@ -314,9 +290,6 @@ impl ToolParams for WriteEpisode {
     const DESCRIPTION: &'static str = "Record something that happened or something the user stated, in an episodic vault. Use this for facts with a lifetime — situations, preferences, relationships, plans — rather than for documents. Give the entities it is about so it can be looked up later, and a salience between 0 and 1 for how much it matters.";
     fn output_schema() -> Value {
         derived::<OnVault<EpisodeChanged>>()
-    }
-    fn vault_path(&self) -> &str {
-        ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Episodic), |memory| {
@@ -363,9 +336,6 @@ impl ToolParams for QueryEpisodes {
     fn output_schema() -> Value {
         derived::<OnVault<EpisodeMatches>>()
     }
-    fn vault_path(&self) -> &str {
-        ""
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         let limit = usize::try_from(self.limit).unwrap_or(0);
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Episodic), |memory| {
@@ -400,9 +370,6 @@ impl ToolParams for ConfirmEpisode {
     const DESCRIPTION: &'static str = "Record that a statement already in the vault was asserted again. Use this when you hear something the vault already holds, instead of writing it a second time: the episode stays as it is and gains one attestation, so a fact heard once can be told from one heard many times.";
     fn output_schema() -> Value {
         derived::<OnVault<EpisodeChanged>>()
-    }
-    fn vault_path(&self) -> &str {
-        ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Episodic), |memory| {
@@ -439,9 +406,6 @@ impl ToolParams for SupersedeEpisode {
     fn output_schema() -> Value {
         derived::<OnVault<EpisodeChanged>>()
     }
-    fn vault_path(&self) -> &str {
-        ""
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         let replacement = Replacement {
             episode_id: self.episode_id,
@@ -476,9 +440,6 @@ impl ToolParams for ReviseEpisode {
     fn output_schema() -> Value {
         derived::<OnVault<EpisodeChanged>>()
     }
-    fn vault_path(&self) -> &str {
-        ""
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         let replacement = Replacement {
             episode_id: self.episode_id,
@@ -510,9 +471,6 @@ impl ToolParams for InvalidateEpisode {
     fn output_schema() -> Value {
         derived::<OnVault<EpisodeChanged>>()
     }
-    fn vault_path(&self) -> &str {
-        ""
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Episodic), |memory| {
             memory.invalidate_episode(&self.episode_id, self.valid_to.as_deref(), &self.reason)
@@ -538,9 +496,6 @@ impl ToolParams for DisputeEpisodes {
     fn output_schema() -> Value {
         derived::<OnVault<EpisodesDisputed>>()
     }
-    fn vault_path(&self) -> &str {
-        ""
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Episodic), |memory| {
             memory.dispute_episodes(&self.episode_id, &self.other_id, &self.note)
@@ -562,9 +517,6 @@ impl ToolParams for EpisodeHistory {
     const DESCRIPTION: &'static str = "Show every version of a statement, oldest first. Use this to explain why the vault believes something, or to see what an episode used to say before it was corrected.";
     fn output_schema() -> Value {
         derived::<OnVault<HistoryReport>>()
-    }
-    fn vault_path(&self) -> &str {
-        ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Episodic), |memory| {
@@ -592,9 +544,6 @@ impl ToolParams for ListEntities {
     const DESCRIPTION: &'static str = "List the entities an episodic vault knows about, with how many episodes mention each one. This is the vault's vocabulary: use it to find out what subjects exist before querying for them, to spot the name a person or thing is recorded under, or to see what has gone quiet. Unlike query_episodes it enumerates rather than ranks, so nothing is left out. By default only entities named by statements that still hold are listed; pass include_closed to see everything the vault ever recorded.";
     fn output_schema() -> Value {
         derived::<OnVault<EntityList>>()
-    }
-    fn vault_path(&self) -> &str {
-        ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Episodic), |memory| {

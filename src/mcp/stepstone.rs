@@ -159,9 +159,6 @@ macro_rules! goal_tool {
             fn patch_input_schema(schema: &mut Map<String, Value>, _policy: &Policy) {
                 patch_schema($name, schema);
             }
-            fn vault_path(&self) -> &str {
-                ""
-            }
             fn run(self, ctx: &ToolCtx) -> crate::error::Result<Value> {
                 let $p = self.0;
                 respond(ctx, $request)

@@ -64,8 +64,10 @@ pub(crate) trait ToolParams: DeserializeOwned + JsonSchema + Send + 'static {
     fn output_schema() -> Value;
     /// Fills policy-driven parts of the input schema (enums, bounds).
     fn patch_input_schema(_schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {}
-    /// The `vault_path` argument ("" when omitted).
-    fn vault_path(&self) -> &str;
+    /// The `vault_path` argument ("" when omitted, and for tools that take none).
+    fn vault_path(&self) -> &str {
+        ""
+    }
     /// Runs the engine call; the result is always a JSON object.
     fn run(self, ctx: &ToolCtx) -> Result<Value>;
 }

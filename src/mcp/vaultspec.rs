@@ -46,9 +46,6 @@ impl ToolParams for FindRequest {
     fn output_schema() -> Value {
         derived::<FindReport>()
     }
-    fn vault_path(&self) -> &str {
-        ""
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&authoring::find(&ctx.vault, &self)?)
     }
@@ -69,9 +66,6 @@ impl ToolParams for Create {
         "Scaffold one or more vault documents from templates. Items apply in order; one item's failure does not abort the batch.";
     fn output_schema() -> Value {
         derived::<BatchReport<DocumentItem>>()
-    }
-    fn vault_path(&self) -> &str {
-        ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&authoring::create(&ctx.vault, &self.documents)?)
@@ -94,9 +88,6 @@ impl ToolParams for Edit {
     fn output_schema() -> Value {
         derived::<BatchReport<DocumentItem>>()
     }
-    fn vault_path(&self) -> &str {
-        ""
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&authoring::edit(&ctx.vault, &self.operations)?)
     }
@@ -117,9 +108,6 @@ impl ToolParams for Status {
     const DESCRIPTION: &'static str = "Orient in a vaultspec project, project-wide (rollup) or targeted at one feature or plan (trace).";
     fn output_schema() -> Value {
         derived::<StatusReport>()
-    }
-    fn vault_path(&self) -> &str {
-        ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&health::status(&ctx.vault, self.target.as_deref())?)
@@ -145,9 +133,6 @@ impl ToolParams for Check {
         "Run the vault health-check suite, optionally repairing (fix applies only safe repairs that never overwrite prose).";
     fn output_schema() -> Value {
         derived::<CheckReport>()
-    }
-    fn vault_path(&self) -> &str {
-        ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         if self.fix && ctx.read_only {
@@ -175,9 +160,6 @@ impl ToolParams for PlanProgress {
     fn output_schema() -> Value {
         derived::<PlanReport<StepItem>>()
     }
-    fn vault_path(&self) -> &str {
-        ""
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&plan::plan_progress(&ctx.vault, &self.plan, &self.steps)?)
     }
@@ -201,9 +183,6 @@ impl ToolParams for PlanEdit {
     fn output_schema() -> Value {
         derived::<PlanReport<PlanEditItem>>()
     }
-    fn vault_path(&self) -> &str {
-        ""
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&plan::plan_edit(&ctx.vault, &self.plan, &self.operations)?)
     }
@@ -216,9 +195,6 @@ impl ToolParams for LogRequest {
         "Append one step's rows to its plan's execution ledger (idempotent: re-logging a row changes nothing).";
     fn output_schema() -> Value {
         derived::<LogReport>()
-    }
-    fn vault_path(&self) -> &str {
-        ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&ledger::log(&ctx.vault, &self)?)
@@ -249,9 +225,6 @@ impl ToolParams for Discover {
     fn output_schema() -> Value {
         derived::<DiscoverReport>()
     }
-    fn vault_path(&self) -> &str {
-        ""
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         to_object(&super::vaultspec_gateway::discover(&ctx.cli, &self.query, self.limit.min(100), &ctx.vault.policy().policy.specdocs)?)
     }
@@ -264,9 +237,6 @@ impl ToolParams for InvokeRequest {
          arrive in the error payload. Runs the served paravault binary against the served vault with --json (reserved: --vault, --json, --help).";
     fn output_schema() -> Value {
         derived::<InvokeReport>()
-    }
-    fn vault_path(&self) -> &str {
-        ""
     }
     fn run(self, ctx: &ToolCtx) -> Result<Value> {
         if ctx.read_only {
