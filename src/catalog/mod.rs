@@ -3,9 +3,10 @@
 //!
 //! Planning is pure over the `Inventory`; `vault` applies plans through `store::durable`.
 //! A hand-written catalog (no ownership marker) is never overwritten or deleted: it is reported
-//! as a conflict. Unchanged directories are not rendered again (input digests are remembered),
-//! and pages whose bytes are unchanged are not written, so regenerating an unchanged vault
-//! changes no byte.
+//! as a conflict. Unchanged directories are not rendered again where their input digests are
+//! remembered (a full regeneration, a long-lived process), and pages whose bytes are unchanged
+//! are never written, so regenerating an unchanged vault changes no byte. The remembered state
+//! is only a hint: the pages on disk decide what is written and deleted.
 
 pub mod render;
 
@@ -43,59 +44,6 @@ impl CatalogState {
         }
         self.dirs.extend(partial.dirs);
     }
-}
-
-/// Reads from the persisted renderer state only the directories in `wanted` (a write's
-/// partial plan consults no other): every other directory's entry is skipped unbuilt, so a
-/// one-note write does not build the state of every folder of the vault.
-pub(crate) fn read_state_of(bytes: &[u8], wanted: &BTreeSet<String>) -> serde_json::Result<CatalogState> {
-    use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, Visitor};
-    struct Only<'w>(&'w BTreeSet<String>);
-    struct Dirs<'w>(&'w BTreeSet<String>);
-    impl<'de> Visitor<'de> for Only<'_> {
-        type Value = CatalogState;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("the catalog renderer state")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<CatalogState, A::Error> {
-            let mut state = CatalogState::default();
-            while let Some(key) = map.next_key::<String>()? {
-                match key.as_str() {
-                    "renderer" => state.renderer = map.next_value()?,
-                    "root_digest" => state.root_digest = map.next_value()?,
-                    "dirs" => state.dirs = map.next_value_seed(Dirs(self.0))?,
-                    _ => {
-                        map.next_value::<IgnoredAny>()?;
-                    }
-                }
-            }
-            Ok(state)
-        }
-    }
-    impl<'de> DeserializeSeed<'de> for Dirs<'_> {
-        type Value = BTreeMap<String, DirState>;
-        fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<Self::Value, D::Error> {
-            deserializer.deserialize_map(self)
-        }
-    }
-    impl<'de> Visitor<'de> for Dirs<'_> {
-        type Value = BTreeMap<String, DirState>;
-        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-            f.write_str("directory states")
-        }
-        fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
-            let mut dirs = BTreeMap::new();
-            while let Some(dir) = map.next_key::<String>()? {
-                if self.0.contains(&dir) {
-                    dirs.insert(dir, map.next_value()?);
-                } else {
-                    map.next_value::<IgnoredAny>()?;
-                }
-            }
-            Ok(dirs)
-        }
-    }
-    serde_json::Deserializer::from_slice(bytes).deserialize_map(Only(wanted))
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -81,26 +81,3 @@ fn a_partial_state_merges_into_the_whole() {
     whole.merge(newer.clone(), &BTreeSet::from(["x".to_string()]));
     assert_eq!(whole, newer);
 }
-
-#[test]
-fn the_state_of_some_directories_reads_as_those_entries_of_the_whole_state() {
-    let state = |dirs: &[&str]| super::CatalogState {
-        renderer: 3,
-        root_digest: "root".into(),
-        dirs: dirs
-            .iter()
-            .map(|d| (d.to_string(), super::DirState { input_digest: format!("in-{d}"), page_hashes: vec![format!("p-{d}"), "q".into()] }))
-            .collect(),
-    };
-    let whole = state(&["01_Projects", "01_Projects/a \"quoted\"", "02_Areas", "02_Areas/x/y", "03_Resources"]);
-    let bytes = serde_json::to_vec(&whole).unwrap();
-    let wanted: std::collections::BTreeSet<String> = ["01_Projects/a \"quoted\"", "02_Areas/x/y", "not-there"].map(String::from).into();
-    let read = super::read_state_of(&bytes, &wanted).unwrap();
-    assert_eq!(read, state(&["01_Projects/a \"quoted\"", "02_Areas/x/y"]));
-    // Unknown keys (another version's) are skipped; anything but an object is an error.
-    let mut value = serde_json::to_value(&whole).unwrap();
-    value["added_later"] = serde_json::json!({"x": [1, 2]});
-    assert_eq!(super::read_state_of(&serde_json::to_vec(&value).unwrap(), &wanted).unwrap(), read);
-    assert!(super::read_state_of(b"[1]", &wanted).is_err());
-    assert!(super::read_state_of(b"{\"dirs\": {\"02_Areas/x/y\": 7}}", &wanted).is_err());
-}
