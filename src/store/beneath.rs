@@ -139,7 +139,7 @@ pub fn remove_unsynced(root: &Path, rel: &str) -> Result<()> {
 pub fn open_read(root: &Path, rel: &str) -> io::Result<File> {
     let (dir, name) = split(rel)?;
     let dirfd = open_dir(root, dir, false)?;
-    Ok(File::from(rustix::fs::openat(&dirfd, name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?))
+    super::nofollow::open_regular_at(&dirfd, name)
 }
 
 /// Reads the file `rel` beneath `root` (never through a link); `Ok(None)` when it or its
@@ -152,14 +152,14 @@ pub fn read(root: &Path, rel: &str) -> Result<Option<Vec<u8>>> {
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(e),
         };
-        match rustix::fs::openat(&dirfd, name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty()) {
-            Ok(fd) => {
+        match super::nofollow::open_regular_at(&dirfd, name) {
+            Ok(mut file) => {
                 let mut bytes = Vec::new();
-                File::from(fd).read_to_end(&mut bytes)?;
+                file.read_to_end(&mut bytes)?;
                 Ok(Some(bytes))
             }
-            Err(Errno::NOENT) => Ok(None),
-            Err(e) => Err(e.into()),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
         }
     };
     run().map_err(|e| nofollow::io_error("reading", rel, e))
@@ -288,7 +288,7 @@ impl Folder {
 
     /// Opens the file `name` for reading, never through a link.
     pub fn open_read(&self, name: &str) -> io::Result<File> {
-        Ok(File::from(rustix::fs::openat(&*self.fd, name, OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?))
+        super::nofollow::open_regular_at(&*self.fd, name)
     }
 
     /// Reads the whole file `name`, never through a link.

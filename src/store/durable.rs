@@ -94,7 +94,7 @@ pub fn open_engine_file(root: &Path, path: &Path, read_append: bool) -> io::Resu
 /// through a link: a swapped folder fails (`ELOOP`) instead of reading another folder's file.
 pub fn open_engine_read(root: &Path, path: &Path) -> io::Result<File> {
     let (dirfd, name) = folder_and_name(root, path, false)?;
-    Ok(File::from(rustix::fs::openat(&dirfd, name.as_bytes(), OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC, Mode::empty())?))
+    super::nofollow::open_regular_at(&dirfd, name.as_bytes())
 }
 
 /// Reads the whole engine file `path` beneath `root` (see `open_engine_read`).

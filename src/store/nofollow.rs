@@ -55,9 +55,26 @@ pub fn options() -> OpenOptions {
     options
 }
 
-/// Opens a file for reading without following a link in its last component.
+/// Opens a file for reading without following a link in its last component, without
+/// blocking, and only a regular file (see `open_regular_at`).
 pub fn open_read(path: &Path) -> io::Result<File> {
-    options().read(true).open(path)
+    let mut options = OpenOptions::new();
+    options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    regular(options.read(true).open(path)?)
+}
+
+/// Opens `name` in the folder `dirfd` for reading: never through a link (`ELOOP`), never
+/// blocking (a FIFO planted where a file is expected would hold the open until a writer came),
+/// and only a regular file: anything else fails with `InvalidInput`, "not a regular file".
+/// `O_NONBLOCK` changes nothing for a regular file's reads.
+pub fn open_regular_at(dirfd: impl std::os::fd::AsFd, name: impl rustix::path::Arg) -> io::Result<File> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    regular(File::from(rustix::fs::openat(dirfd, name, flags, Mode::empty())?))
+}
+
+fn regular(file: File) -> io::Result<File> {
+    if file.metadata()?.file_type().is_file() { Ok(file) } else { Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file")) }
 }
 
 /// Creates (owner-only) or opens the writer lock file for writing, never through a link.

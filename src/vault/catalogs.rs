@@ -80,12 +80,40 @@ impl Vault {
         bytes.and_then(|b| serde_json::from_slice(&b).ok()).unwrap_or_default()
     }
 
+    /// A catalog page's bytes for planning: `None` when missing; anything that is not a
+    /// readable regular file of at most a page's size reads as bytes that are never ours, so
+    /// the plan leaves it alone (a conflict where a page is wanted) instead of reading it
+    /// whole, opening it blocking or writing over it.
     fn read_page(&self, path: &VaultPath) -> Option<Vec<u8>> {
-        let absolute = path.under(&self.root);
-        match std::fs::symlink_metadata(&absolute) {
-            Ok(m) if m.file_type().is_symlink() => Some(b"symlink: never ours".to_vec()),
-            Ok(_) => crate::store::beneath::read(&self.root, path.as_str()).ok().flatten(),
-            Err(_) => None,
+        match self.page_on_disk(path.as_str()) {
+            PageOnDisk::Missing => None,
+            PageOnDisk::Page(bytes) => Some(bytes),
+            PageOnDisk::Foreign(why) => Some(format!("{why}: never ours").into_bytes()),
+        }
+    }
+
+    /// Reads the catalog page `rel`, bounded: a link, a FIFO or other special file, one larger
+    /// than any page (the policy's note and page limits) or one that cannot be read is
+    /// `Foreign`, and only its stat is taken.
+    fn page_on_disk(&self, rel: &str) -> PageOnDisk {
+        use std::io::Read;
+        let limits = &self.policy.policy.limits;
+        let limit = limits.note_bytes_max.max(limits.catalog_page_bytes_max as u64);
+        let missing = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
+        match std::fs::symlink_metadata(layout::join(&self.root, rel)) {
+            Err(e) if missing(&e) => return PageOnDisk::Missing,
+            Err(_) => return PageOnDisk::Foreign("unreadable"),
+            Ok(m) if m.file_type().is_symlink() => return PageOnDisk::Foreign("a symbolic link"),
+            Ok(m) if !m.file_type().is_file() => return PageOnDisk::Foreign("not a regular file"),
+            Ok(m) if m.len() > limit => return PageOnDisk::Foreign("larger than any catalog page"),
+            Ok(_) => {}
+        }
+        let mut bytes = Vec::new();
+        match crate::store::beneath::open_read(&self.root, rel).and_then(|file| file.take(limit + 1).read_to_end(&mut bytes)) {
+            Err(e) if missing(&e) => PageOnDisk::Missing,
+            Err(_) => PageOnDisk::Foreign("unreadable"),
+            Ok(_) if bytes.len() as u64 > limit => PageOnDisk::Foreign("larger than any catalog page"),
+            Ok(_) => PageOnDisk::Page(bytes),
         }
     }
 
@@ -160,16 +188,19 @@ impl Vault {
         }
         let missing = |reason: String| Error::CatalogMissing { category: category.to_string(), reason };
         let landing = layout::join(&self.root, &format!("{category}/{}", layout::SUB_INDEX));
-        let read_page = |rel: &str| crate::store::beneath::read(&self.root, rel).ok().flatten();
+        let read_page = |rel: &str, absent: String| match self.page_on_disk(rel) {
+            PageOnDisk::Page(bytes) => Ok(bytes),
+            PageOnDisk::Missing => Err(missing(absent)),
+            PageOnDisk::Foreign(why) => Err(missing(format!("{rel} is {why}; it is not read"))),
+        };
         let landing = landing.strip_prefix(&self.root).unwrap_or(&landing).to_string_lossy().into_owned();
-        let bytes = read_page(&landing).ok_or_else(|| missing("no _index.md found; use ensure_sub_index to generate it".into()))?;
+        let bytes = read_page(&landing, "no _index.md found; use ensure_sub_index to generate it".into())?;
         let pages = catalog::declared_pages(&bytes).map_err(missing)?;
         if page > pages {
             return Err(missing(format!("page {page} is not declared (the catalog has {pages} pages)")));
         }
         let path = format!("{category}/{}", layout::sub_index_page_name(page));
-        let bytes =
-            if page == 1 { bytes } else { read_page(&path).ok_or_else(|| missing(format!("page {page} is declared but missing")))? };
+        let bytes = if page == 1 { bytes } else { read_page(&path, format!("page {page} is declared but missing"))? };
         String::from_utf8(bytes).map_err(|_| missing(format!("page {page} is not UTF-8")))
     }
 
@@ -189,4 +220,12 @@ impl Vault {
         self.regenerate_catalogs(Some(&dirs))?;
         self.read_sub_index(category, page)
     }
+}
+
+/// What a catalog page's name holds on disk (`Vault::page_on_disk`).
+enum PageOnDisk {
+    Missing,
+    Page(Vec<u8>),
+    /// Not read: what it is instead.
+    Foreign(&'static str),
 }

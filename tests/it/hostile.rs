@@ -283,6 +283,32 @@ fn a_catalog_page_planted_as_a_symlink_is_never_read_or_written_through() {
     assert_eq!(canary.state(), before);
 }
 
+/// A catalog page planted as a bomb (a sparse file far past any page's size) or as a FIFO is
+/// never read whole, never opened (a FIFO's open blocks until a writer comes) and never
+/// written over: writes in its folder, in-process and by the CLI, leave it as it is, and
+/// `read_sub_index` refuses it with a typed error. Before the guard the write read the bomb
+/// whole (64 GiB) and would have blocked on the FIFO.
+#[test]
+fn a_catalog_page_planted_as_a_bomb_or_a_fifo_is_left_alone() {
+    let (dir, vault) = vault(&format!("-- 01_Projects/a.md --\n{}", note("Project", "A", "[[b]]\n")));
+    vault.generate_index().unwrap();
+    let landing = dir.path().join("01_Projects/_index.md");
+    let bomb_len = 64u64 << 30;
+    std::fs::File::create(&landing).unwrap().set_len(bomb_len).unwrap();
+    let fifo = dir.path().join("01_Projects/_index-2.md");
+    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    vault.ingest_note(&ingest("01_Projects/b", "[[a]]")).unwrap();
+    let (status, _, stderr) = cli(dir.path(), &["ingest", "01_Projects/c", "--title", "C", "--description", "d", "--content", "[[a]]"]);
+    assert_eq!(status, 0, "{stderr}");
+    assert_eq!(std::fs::metadata(&landing).unwrap().len(), bomb_len);
+    assert!(std::os::unix::fs::FileTypeExt::is_fifo(&std::fs::symlink_metadata(&fifo).unwrap().file_type()));
+    let refused = vault.read_sub_index("01_Projects", 1).unwrap_err();
+    assert!(matches!(refused, Error::CatalogMissing { .. }) && refused.to_string().contains("larger than any catalog page"), "{refused}");
+    let report = vault.generate_index().unwrap();
+    assert!(report.conflicts.contains(&"01_Projects/_index.md".to_string()), "{report:?}");
+    assert_eq!(std::fs::metadata(&landing).unwrap().len(), bomb_len);
+}
+
 /// The segment files of the published search index (not `meta.json`, locks or lists).
 fn segment_files(root: &Path) -> Vec<PathBuf> {
     let index = root.join(".paravault/search/index");
