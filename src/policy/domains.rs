@@ -129,21 +129,21 @@ impl DomainRegistry {
             validate(domain).map_err(|reason| invalid("policy domains", 1, reason))?;
             domains.push(domain.clone());
         }
-        let file = crate::store::layout::join(vault_root, POWER_DOMAINS_FILE);
-        match std::fs::read_to_string(&file) {
-            Ok(text) => {
-                let parsed: PowerRegistryFile = serde_yaml::from_str(&text)
-                    .map_err(|e| invalid(POWER_DOMAINS_FILE, e.location().map_or(1, |l| l.line()), e.to_string()))?;
-                if parsed.version != 1 {
-                    return Err(invalid(POWER_DOMAINS_FILE, 1, format!("version {} is not supported (expected 1)", parsed.version)));
-                }
-                for domain in parsed.domains {
-                    validate(&domain).map_err(|reason| invalid(POWER_DOMAINS_FILE, 1, reason))?;
-                    domains.push(domain);
-                }
+        // Read beneath the root through folder handles: never through a link, never a FIFO
+        // or other special file (`store::beneath::read`).
+        let text = crate::store::beneath::read(vault_root, POWER_DOMAINS_FILE)?
+            .map(|bytes| String::from_utf8(bytes).map_err(|_| invalid(POWER_DOMAINS_FILE, 1, "the file is not UTF-8".into())))
+            .transpose()?;
+        if let Some(text) = text {
+            let parsed: PowerRegistryFile = serde_yaml::from_str(&text)
+                .map_err(|e| invalid(POWER_DOMAINS_FILE, e.location().map_or(1, |l| l.line()), e.to_string()))?;
+            if parsed.version != 1 {
+                return Err(invalid(POWER_DOMAINS_FILE, 1, format!("version {} is not supported (expected 1)", parsed.version)));
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(Error::io("reading", POWER_DOMAINS_FILE, e)),
+            for domain in parsed.domains {
+                validate(&domain).map_err(|reason| invalid(POWER_DOMAINS_FILE, 1, reason))?;
+                domains.push(domain);
+            }
         }
         let mut names: Vec<&str> = domains.iter().map(|d| d.name.as_str()).collect();
         names.sort_unstable();
