@@ -119,15 +119,30 @@ fn owned_pages_that_are_no_longer_needed_are_deleted() {
     assert!(fresh.read_sub_index("01_Projects", 1).is_ok());
 }
 
+/// A vault of `notes` notes in `01_Projects/big` with its catalogs generated and no engine
+/// left open (the CLI writes next), and that folder's path.
+fn indexed_big_folder(notes: usize) -> (tempfile::TempDir, std::path::PathBuf) {
+    let (dir, vault) = vault(&many_notes(notes));
+    vault.generate_index().unwrap();
+    let big = dir.path().join("01_Projects/big");
+    (dir, big)
+}
+
+/// `paravault ingest 01_Projects/big/<name>` (a one-shot process); it must succeed.
+fn cli_ingest(root: &std::path::Path, name: &str) {
+    let out = crate::support::paravault(
+        root,
+        &["ingest", &format!("01_Projects/big/{name}"), "--title", name, "--description", "d", "--content", "[[n0]]"],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
 /// A one-shot CLI write never rewrites the whole persisted renderer state, so that state lags
 /// the pages such writes render; a later write that shrinks the folder must still delete the
 /// pages past its new count (they list notes that are gone), found on disk.
 #[test]
 fn a_cli_write_deletes_the_pages_an_earlier_cli_write_added() {
-    let (dir, vault) = vault(&many_notes(20));
-    vault.generate_index().unwrap();
-    drop(vault);
-    let big = dir.path().join("01_Projects/big");
+    let (dir, big) = indexed_big_folder(20);
     assert!(!big.join("_index-2.md").exists());
     let outside = many_notes(200)
         .split("-- ")
@@ -140,21 +155,14 @@ fn a_cli_write_deletes_the_pages_an_earlier_cli_write_added() {
     for (path, text) in &outside {
         std::fs::write(dir.path().join(path), text).unwrap();
     }
-    let ingest = |name: &str| {
-        let out = crate::support::paravault(
-            dir.path(),
-            &["ingest", &format!("01_Projects/big/{name}"), "--title", name, "--description", "d", "--content", "[[n0]]"],
-        );
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    };
-    ingest("grown");
+    cli_ingest(dir.path(), "grown");
     let landing = std::fs::read_to_string(big.join("_index.md")).unwrap();
     let pages: usize = landing.lines().find_map(|l| l.strip_prefix("x-index-pages: ")).unwrap().parse().unwrap();
     assert!(pages >= 2 && big.join(format!("_index-{pages}.md")).exists(), "{pages} pages");
     for (path, _) in &outside {
         std::fs::remove_file(dir.path().join(path)).unwrap();
     }
-    ingest("shrunk");
+    cli_ingest(dir.path(), "shrunk");
     let landing = std::fs::read_to_string(big.join("_index.md")).unwrap();
     assert!(landing.contains("x-index-pages: 1\n"), "{landing}");
     for n in 2..=pages {
@@ -169,20 +177,13 @@ fn a_cli_write_deletes_the_pages_an_earlier_cli_write_added() {
 /// the folder leaves it as it is, though the remembered state lists it as the engine's.
 #[test]
 fn a_shrinking_write_leaves_a_rewritten_page_past_the_count_alone() {
-    let (dir, vault) = vault(&many_notes(200));
-    vault.generate_index().unwrap();
-    drop(vault);
-    let big = dir.path().join("01_Projects/big");
+    let (dir, big) = indexed_big_folder(200);
     let hand = "# My own second page\n\nI wrote this.\n";
     std::fs::write(big.join("_index-2.md"), hand).unwrap();
     for i in 20..200 {
         std::fs::remove_file(big.join(format!("n{i}.md"))).unwrap();
     }
-    let out = crate::support::paravault(
-        dir.path(),
-        &["ingest", "01_Projects/big/shrunk", "--title", "S", "--description", "d", "--content", "[[n0]]"],
-    );
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    cli_ingest(dir.path(), "shrunk");
     assert!(std::fs::read_to_string(big.join("_index.md")).unwrap().contains("x-index-pages: 1\n"));
     assert_eq!(std::fs::read_to_string(big.join("_index-2.md")).unwrap(), hand);
 }
