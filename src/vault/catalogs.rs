@@ -99,18 +99,16 @@ impl Vault {
         use std::io::Read;
         let limits = &self.policy.policy.limits;
         let limit = limits.note_bytes_max.max(limits.catalog_page_bytes_max as u64);
-        let missing = |e: &std::io::Error| e.kind() == std::io::ErrorKind::NotFound;
-        match std::fs::symlink_metadata(layout::join(&self.root, rel)) {
-            Err(e) if missing(&e) => return PageOnDisk::Missing,
+        // `open_read` refuses a link (`ELOOP`) and anything but a regular file, without blocking.
+        let file = match crate::store::beneath::open_read(&self.root, rel) {
+            Ok(file) => file,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return PageOnDisk::Missing,
+            Err(e) if crate::store::nofollow::is_link_refusal(&e) => return PageOnDisk::Foreign("a symbolic link"),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidInput => return PageOnDisk::Foreign("not a regular file"),
             Err(_) => return PageOnDisk::Foreign("unreadable"),
-            Ok(m) if m.file_type().is_symlink() => return PageOnDisk::Foreign("a symbolic link"),
-            Ok(m) if !m.file_type().is_file() => return PageOnDisk::Foreign("not a regular file"),
-            Ok(m) if m.len() > limit => return PageOnDisk::Foreign("larger than any catalog page"),
-            Ok(_) => {}
-        }
+        };
         let mut bytes = Vec::new();
-        match crate::store::beneath::open_read(&self.root, rel).and_then(|file| file.take(limit + 1).read_to_end(&mut bytes)) {
-            Err(e) if missing(&e) => PageOnDisk::Missing,
+        match file.take(limit + 1).read_to_end(&mut bytes) {
             Err(_) => PageOnDisk::Foreign("unreadable"),
             Ok(_) if bytes.len() as u64 > limit => PageOnDisk::Foreign("larger than any catalog page"),
             Ok(_) => PageOnDisk::Page(bytes),
