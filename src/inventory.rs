@@ -274,6 +274,9 @@ pub struct Inventory {
     /// Lower-cased file name → paths with that name.
     pub by_name: NameMap<Vec<VaultPath>>,
     pub symlinked_notes: Vec<VaultPath>,
+    /// Markdown files and folders in scope whose names no vault path may hold (lint names
+    /// them), sorted.
+    pub unusable_names: Vec<scan::UnusableName>,
     /// Link key (lower-cased last component, `.md` stripped) → notes holding such a link.
     pub linkers: NameMap<BTreeSet<VaultPath>>,
     /// Counters kept current by `upsert`/`remove`, so writes never count the whole vault.
@@ -343,6 +346,7 @@ pub struct KnownVault {
     /// Files that are not pages (link targets).
     pub attachments: Vec<VaultPath>,
     pub symlinked_notes: Vec<VaultPath>,
+    pub unusable_names: Vec<scan::UnusableName>,
     /// `Inventory::dirs` as persisted.
     pub dirs: Vec<(String, Option<(FileStamp, i128)>)>,
     pub ignore_files: bool,
@@ -455,6 +459,8 @@ pub struct FolderListing {
     pub files: Vec<(VaultPath, Option<PageKind>)>,
     /// In-scope Markdown names that are symbolic links (never followed, never read).
     pub symlinked_pages: Vec<VaultPath>,
+    /// Markdown files and subfolders whose names no vault path may hold (left out above).
+    pub unusable: Vec<scan::UnusableName>,
     /// Temporary files of killed writes (`layout::TEMP_PREFIX`).
     pub temps: Vec<PathBuf>,
 }
@@ -476,9 +482,15 @@ pub fn list_folder(root: &Path, policy: &LoadedPolicy, dir: &str) -> std::result
     for entry in std::fs::read_dir(crate::store::layout::join(root, dir)).map_err(Unlistable::Unreadable)? {
         let entry = entry.map_err(Unlistable::Unreadable)?;
         let file_type = entry.file_type().map_err(Unlistable::Unreadable)?;
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let rel = if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") };
+        let entry_name = entry.file_name();
+        let usable = entry_name.to_str().and_then(|name| {
+            let rel = if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") };
+            VaultPath::parse_walked(&rel).is_ok().then_some((name, rel))
+        });
+        let Some((name, rel)) = usable else {
+            listing.unusable.extend(scan::UnusableName::judge(policy, dir, &entry_name, file_type.is_dir()));
+            continue;
+        };
         if file_type.is_dir() {
             if !excluded.iter().any(|e| e == name) {
                 listing.subfolders.push(rel);
@@ -663,6 +675,7 @@ impl Inventory {
         tracing::debug!(stat_and_read = ?started.elapsed(), "pages checked");
         let mut inventory = Inventory {
             symlinked_notes: scan.symlinked_notes,
+            unusable_names: scan.unusable_names,
             files_checked: true,
             ignore_files: scan.ignore_files,
             origin: changes::next_origin(),
@@ -701,8 +714,13 @@ impl Inventory {
         let mut files = known.attachments;
         files.extend(unread.iter().map(|(path, _)| path.clone()));
         // Every folder's listing is judged below (`dirs` is set from the disk's identities).
-        let mut inventory = Inventory { symlinked_notes: known.symlinked_notes, origin: changes::next_origin(), ..Default::default() }
-            .assemble(known.records, files);
+        let mut inventory = Inventory {
+            symlinked_notes: known.symlinked_notes,
+            unusable_names: known.unusable_names,
+            origin: changes::next_origin(),
+            ..Default::default()
+        }
+        .assemble(known.records, files);
         tracing::debug!(built = ?started.elapsed(), "persisted inventory built");
         // Which listings still hold.
         let mut relist = std::collections::VecDeque::new();
@@ -791,6 +809,7 @@ impl Inventory {
             inventory.symlinked_notes.retain(|p| p.parent() != dir);
             inventory.symlinked_notes.extend(symlinks);
             inventory.symlinked_notes.sort();
+            inventory.set_unusable_names_of(&dir, listing.unusable);
             inventory.dirs.insert(dir, Some((stamp, seen_at)));
         }
         if inventory.dirs.values().any(Option::is_none) {
@@ -856,8 +875,25 @@ impl Inventory {
         snapshot: SourceSnapshot,
         dirs: BTreeMap<String, Option<(FileStamp, i128)>>,
         symlinked_notes: Vec<VaultPath>,
+        unusable_names: Vec<scan::UnusableName>,
     ) -> Inventory {
-        Inventory { counts, snapshot, dirs, symlinked_notes, origin: changes::next_origin(), partial: Some(partial), ..Default::default() }
+        Inventory {
+            counts,
+            snapshot,
+            dirs,
+            symlinked_notes,
+            unusable_names,
+            origin: changes::next_origin(),
+            partial: Some(partial),
+            ..Default::default()
+        }
+    }
+
+    /// Replaces what folder `dir` holds of `unusable_names` with `found` (its new listing's).
+    pub fn set_unusable_names_of(&mut self, dir: &str, found: Vec<scan::UnusableName>) {
+        self.unusable_names.retain(|u| u.folder != dir);
+        self.unusable_names.extend(found);
+        self.unusable_names.sort();
     }
 
     /// Holds a record of a partial model as loaded (already in its counters and snapshot).
@@ -916,6 +952,7 @@ impl Inventory {
         let prefix = format!("{dir}/");
         self.dirs.retain(|d, _| d != dir && !d.starts_with(&prefix));
         self.symlinked_notes.retain(|p| !p.as_str().starts_with(&prefix));
+        self.unusable_names.retain(|u| u.folder != dir && !u.folder.starts_with(&prefix));
         pages
     }
 

@@ -20,13 +20,13 @@ use crate::inventory::{FileProblem, FileStamp, Inventory, KnownVault, NoteRecord
 use crate::note::body::Link;
 use crate::note::metadata::NoteMeta;
 use crate::note::path::VaultPath;
-use crate::scan::PageKind;
+use crate::scan::{PageKind, UnusableName};
 
 pub mod keyed;
 
 const MAGIC: &[u8; 8] = b"PVINVENT";
 /// Bumped whenever a persisted type changes shape.
-pub const FORMAT_VERSION: u32 = 2;
+pub const FORMAT_VERSION: u32 = 3;
 const HEADER: usize = 8 + 4 + 32;
 
 #[derive(Serialize, Deserialize)]
@@ -38,6 +38,7 @@ struct Persisted {
     unread_pages: Vec<(String, PageKind)>,
     attachments: Vec<String>,
     symlinked_notes: Vec<String>,
+    unusable_names: Vec<UnusableName>,
     /// Folder → (stat identity, when it was taken) of its last whole listing.
     dirs: Vec<(String, Option<(FileStamp, i128)>)>,
     ignore_files: bool,
@@ -128,6 +129,7 @@ pub fn encode(inventory: &Inventory, policy_digest: &[u8; 32]) -> Vec<u8> {
         unread_pages,
         attachments: inventory.files.iter().filter(|p| !inventory.records.contains_key(*p)).map(ToString::to_string).collect(),
         symlinked_notes: inventory.symlinked_notes.iter().map(ToString::to_string).collect(),
+        unusable_names: inventory.unusable_names.clone(),
         dirs: inventory.dirs.iter().map(|(dir, seen)| (dir.clone(), *seen)).collect(),
         ignore_files: inventory.ignore_files,
     };
@@ -166,5 +168,13 @@ pub fn decode(bytes: &[u8], policy_digest: &[u8; 32]) -> Result<KnownVault, Stri
     let attachments = persisted.attachments.iter().map(|p| path(p)).collect::<Result<Vec<_>, String>>()?;
     let symlinked_notes = persisted.symlinked_notes.iter().map(|p| path(p)).collect::<Result<Vec<_>, String>>()?;
     let records = persisted.records.into_iter().map(record_of).collect::<Result<Vec<_>, String>>()?;
-    Ok(KnownVault { records, unread_pages, attachments, symlinked_notes, dirs: persisted.dirs, ignore_files: persisted.ignore_files })
+    Ok(KnownVault {
+        records,
+        unread_pages,
+        attachments,
+        symlinked_notes,
+        unusable_names: persisted.unusable_names,
+        dirs: persisted.dirs,
+        ignore_files: persisted.ignore_files,
+    })
 }

@@ -5,7 +5,10 @@
 //! directories, first component a scope folder (or a root daily log), and not matched by
 //! `.paravaultignore` / `.powerignore` (gitignore semantics via the `ignore` crate). Read-only.
 
+use std::ffi::OsStr;
 use std::path::Path;
+
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::note::path::VaultPath;
@@ -34,6 +37,8 @@ pub struct Scan {
     pub files: Vec<VaultPath>,
     /// In-scope `.md` names that are symbolic links (never followed or read).
     pub symlinked_notes: Vec<VaultPath>,
+    /// Markdown files and folders in scope whose names no vault path may hold, sorted.
+    pub unusable_names: Vec<UnusableName>,
     /// Temporary files of atomic replaces (`layout::TEMP_PREFIX`), in the vault's folders and
     /// the engine's state folder: leftovers of killed writes unless a write is in flight.
     pub leftover_temps: Vec<std::path::PathBuf>,
@@ -42,6 +47,55 @@ pub struct Scan {
     /// Whether the walk met an ignore file (`layout::IGNORE_FILES`): scope then depends on
     /// its rules, which only a full walk applies.
     pub ignore_files: bool,
+}
+
+/// A Markdown file or a folder in scope whose name no vault path may hold: not UTF-8, or with
+/// a control character or a backslash (`VaultPath::parse_walked`). It is never read, searched
+/// or catalogued (a folder: nothing in it is); lint names it, so that a person can rename it
+/// instead of losing it from view without a word.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct UnusableName {
+    /// The folder holding it (vault-relative, itself usable).
+    pub folder: String,
+    /// Its name, escaped as Rust escapes text (`\n`, `\u{202e}`), each byte that is not
+    /// UTF-8 as `\xNN`; a folder's ends with `/`.
+    pub name: String,
+}
+
+impl UnusableName {
+    /// Judges entry `name` (a folder when `is_dir`) of the usable folder `folder`: `Some` when it
+    /// is in scope (below a scope folder; a file only when its name ends in `.md`) and its name
+    /// is not one a vault path may hold.
+    pub fn judge(policy: &LoadedPolicy, folder: &str, name: &OsStr, is_dir: bool) -> Option<UnusableName> {
+        let top = folder.split('/').next().unwrap_or_default();
+        if folder.is_empty() || !policy.scope_folders().any(|f| f == top) {
+            return None;
+        }
+        let bytes = name.as_encoded_bytes();
+        let markdown = bytes.len() > 3 && bytes.ends_with(b".md");
+        if !(is_dir || markdown) {
+            return None;
+        }
+        if name.to_str().is_some_and(|name| VaultPath::parse_walked(&format!("{folder}/{name}")).is_ok()) {
+            return None;
+        }
+        let mut shown = String::new();
+        for chunk in bytes.utf8_chunks() {
+            shown.extend(chunk.valid().chars().flat_map(char::escape_debug));
+            for byte in chunk.invalid() {
+                shown.push_str(&format!("\\x{byte:02X}"));
+            }
+        }
+        if is_dir {
+            shown.push('/');
+        }
+        Some(UnusableName { folder: folder.to_string(), name: shown })
+    }
+
+    /// Where it is, as lint names it.
+    pub fn shown(&self) -> String {
+        format!("{}/{}", self.folder, self.name)
+    }
 }
 
 /// Classifies a vault-relative Markdown path, or `None` when it is out of scope.
@@ -95,21 +149,27 @@ pub fn scan(root: &Path, policy: &LoadedPolicy) -> Result<Scan> {
             continue;
         }
         let Some(file_type) = entry.file_type() else { continue };
-        if file_type.is_dir() {
-            if let Some(rel) = entry.path().strip_prefix(root).ok().and_then(|r| r.to_str()) {
-                out.dirs.push(rel.replace('\\', "/"));
-            }
-            continue;
-        }
-        let Ok(rel) = entry.path().strip_prefix(root) else { continue };
-        let Some(rel) = rel.to_str().map(|s| s.replace('\\', "/")) else { continue };
-        if entry.file_name().to_str().is_some_and(|n| n.starts_with(layout::TEMP_PREFIX)) {
+        if !file_type.is_dir() && entry.file_name().to_str().is_some_and(|n| n.starts_with(layout::TEMP_PREFIX)) {
             if file_type.is_file() {
                 out.leftover_temps.push(entry.path().to_path_buf());
             }
             continue;
         }
-        let Ok(path) = VaultPath::parse_walked(&rel) else { continue };
+        let Some(rel) = usable_rel(root, entry.path()) else {
+            // Named only where its folder is usable: what an unusable folder holds is hidden
+            // with it, and the folder is named.
+            if let Some(folder) = entry.path().parent().and_then(|parent| usable_rel(root, parent))
+                && let Some(unusable) = UnusableName::judge(policy, folder, entry.file_name(), file_type.is_dir())
+            {
+                out.unusable_names.push(unusable);
+            }
+            continue;
+        };
+        if file_type.is_dir() {
+            out.dirs.push(rel.to_string());
+            continue;
+        }
+        let Ok(path) = VaultPath::parse_walked(rel) else { continue };
         if file_type.is_symlink() {
             if classify(policy, &path).is_some() {
                 out.symlinked_notes.push(path);
@@ -123,6 +183,7 @@ pub fn scan(root: &Path, policy: &LoadedPolicy) -> Result<Scan> {
     }
     out.pages.sort_by(|a, b| a.0.cmp(&b.0));
     out.files.sort();
+    out.unusable_names.sort();
     out.leftover_temps.extend(engine_temps(root));
     // Looked up by name, not from the walk: an ignore file may exclude itself.
     out.ignore_files = out.dirs.iter().any(|dir| {
@@ -130,6 +191,11 @@ pub fn scan(root: &Path, policy: &LoadedPolicy) -> Result<Scan> {
         layout::IGNORE_FILES.iter().any(|name| std::fs::symlink_metadata(dir.join(name)).is_ok())
     });
     Ok(out)
+}
+
+/// `path` relative to `root`, when a vault path may hold it (`""`: the root itself).
+fn usable_rel<'p>(root: &Path, path: &'p Path) -> Option<&'p str> {
+    path.strip_prefix(root).ok().and_then(Path::to_str).filter(|rel| rel.is_empty() || VaultPath::parse_walked(rel).is_ok())
 }
 
 /// Temporary files (and watch barriers of killed servers) in the engine's own folders (not

@@ -36,10 +36,10 @@ use crate::inventory::{
 };
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
-use crate::scan::{self, PageKind};
+use crate::scan::{self, PageKind, UnusableName};
 
 /// Bumped whenever a table's shape changes.
-pub const FORMAT_VERSION: u32 = 5;
+pub const FORMAT_VERSION: u32 = 6;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
@@ -66,6 +66,7 @@ struct Header {
     root_notes: Vec<String>,
     invalid: Vec<String>,
     symlinked_notes: Vec<String>,
+    unusable_names: Vec<UnusableName>,
     unread_pages: Vec<(String, PageKind)>,
     /// The folders whose identity is not settled (none recorded, or taken within the racy
     /// window): a write checks them at once, and lists them again.
@@ -195,6 +196,7 @@ pub fn fill(inventory: &Inventory, policy_digest: &[u8; 32], transaction: &redb:
         root_notes: counts.root_notes.iter().map(ToString::to_string).collect(),
         invalid: counts.invalid.iter().map(ToString::to_string).collect(),
         symlinked_notes: inventory.symlinked_notes.iter().map(ToString::to_string).collect(),
+        unusable_names: inventory.unusable_names.clone(),
         unread_pages: inventory.records.values().filter(|r| !settled(r)).map(|r| (r.path.to_string(), r.kind)).collect(),
         unsettled_folders: Vec::new(),
         ignore_files: inventory.ignore_files,
@@ -284,6 +286,7 @@ pub fn fold(model: &Inventory, transaction: &redb::WriteTransaction) -> Result<u
     header.root_notes = counts.root_notes.iter().map(ToString::to_string).collect();
     header.invalid = counts.invalid.iter().map(ToString::to_string).collect();
     header.symlinked_notes = model.symlinked_notes.iter().map(ToString::to_string).collect();
+    header.unusable_names.clone_from(&model.unusable_names);
     header.unread_pages = records.iter().filter(|r| !settled(r)).map(|r| (r.path.to_string(), r.kind)).collect();
     let settled_records: Vec<&NoteRecord> = records.iter().copied().filter(|r| settled(r)).collect();
     let snapshot = SourceSnapshot::of(settled_records.iter().copied());
@@ -694,6 +697,7 @@ pub fn load_for_write(
     let mut to_read: Vec<(VaultPath, PageKind)> = Vec::new();
     let mut gone: BTreeSet<VaultPath> = BTreeSet::new();
     let mut found_symlinks: BTreeMap<String, Vec<VaultPath>> = BTreeMap::new();
+    let mut found_unusable: BTreeMap<String, Vec<UnusableName>> = BTreeMap::new();
     let held_by_path: BTreeMap<&VaultPath, &NoteRecord> = held.iter().map(|r| (&r.path, r)).collect();
     let mut queue: std::collections::VecDeque<String> = relist.iter().cloned().collect();
     let mut listed: BTreeSet<String> = BTreeSet::new();
@@ -739,6 +743,7 @@ pub fn load_for_write(
             }
         }
         found_symlinks.insert(dir.clone(), symlinks);
+        found_unusable.insert(dir.clone(), listing.unusable);
         dirs.insert(dir, Some((stamp, seen_at)));
     }
     let read_or_forgotten = to_read.len() + gone.len();
@@ -819,7 +824,12 @@ pub fn load_for_write(
     };
     let partial = Partial { folders: loaded, names, link_keys, ..Default::default() };
     let reused = held.len() + consulted_outside.len() + invalid_records.len();
-    let mut model = Inventory::partial_from(partial, counts, snapshot, dirs, symlinked_notes);
+    // As persisted, but for the folders listed again (their listings say what they hold now).
+    let mut unusable_names: Vec<UnusableName> =
+        header.unusable_names.iter().filter(|u| !found_unusable.contains_key(&u.folder)).cloned().collect();
+    unusable_names.extend(found_unusable.into_values().flatten());
+    unusable_names.sort();
+    let mut model = Inventory::partial_from(partial, counts, snapshot, dirs, symlinked_notes, unusable_names);
     for record in held.into_iter().chain(consulted_outside).chain(invalid_records) {
         model.hold_record(record);
     }

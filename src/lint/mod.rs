@@ -114,6 +114,20 @@ pub fn health_report(inventory: &Inventory, policy: &LoadedPolicy, today: NaiveD
     for path in &inventory.symlinked_notes {
         findings.push(finding(policy, "symlinked-note", path, None, "symbolic link; not followed or read".into()));
     }
+    for unusable in &inventory.unusable_names {
+        let hidden = if unusable.name.ends_with('/') { "anything in this folder" } else { "this note" };
+        findings.push(Finding {
+            rule: "unusable-name",
+            severity: policy.severity("unusable-name"),
+            path: unusable.shown(),
+            line: None,
+            message: format!(
+                "a name no vault path may hold (not UTF-8, a control character or a backslash): the engine does not read, search or catalogue {hidden}; rename it"
+            ),
+            target: None,
+            candidates: Vec::new(),
+        });
+    }
     for record in inventory.records.values() {
         if !orphan_exempt(policy, record) && !inbound.contains_key(&record.path) {
             findings.push(finding(policy, "orphan", &record.path, None, "no inbound links from other notes".into()));

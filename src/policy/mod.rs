@@ -374,6 +374,7 @@ pub(crate) const KNOWN_LINT_RULES: &[&str] = &[
     "note-too-large",
     "note-unreadable",
     "symlinked-note",
+    "unusable-name",
     "broken-link",
     "ambiguous-link",
     "orphan",

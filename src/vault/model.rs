@@ -377,6 +377,12 @@ impl Vault {
         let mut catalogs_changed = false;
         if rescan.is_none() {
             for rel in &changes.paths {
+                if VaultPath::parse_walked(rel).is_err() {
+                    // A name no vault path may hold: only a walk judges where it is and what it
+                    // hides (lint names it).
+                    rescan = Some(format!("{rel:?} is a name no vault path may hold"));
+                    break;
+                }
                 match self.refresh_changed(inventory, rel) {
                     Some(Refreshed::Reread { catalog_changed }) => {
                         refreshed += 1;
@@ -482,6 +488,7 @@ impl Vault {
             inventory.upsert(record);
         }
         inventory.symlinked_notes = scan.symlinked_notes;
+        inventory.unusable_names = scan.unusable_names;
         inventory.set_listed_dirs(&self.root, &scan.dirs, walk_started);
         inventory.files_checked = true;
         inventory.ignore_files = scan.ignore_files;

@@ -165,14 +165,16 @@ fn a_corrupt_or_foreign_persisted_inventory_is_rebuilt_by_a_write() {
     assert!(vault.freshness().inventory_cache.starts_with("rebuilt: format version 1"), "{:?}", vault.freshness());
 }
 
-/// What a model says is on disk: every file, each page's content hash, the symbolic links.
-type ModelSummary = (Vec<String>, Vec<(String, [u8; 32])>, Vec<String>);
+/// What a model says is on disk: every file, each page's content hash, the symbolic links,
+/// the names no vault path may hold.
+type ModelSummary = (Vec<String>, Vec<(String, [u8; 32])>, Vec<String>, Vec<String>);
 
 fn summary(inventory: &Inventory) -> ModelSummary {
     let files = inventory.files.iter().map(ToString::to_string).collect();
     let records = inventory.records.values().map(|r: &NoteRecord| (r.path.to_string(), r.content_hash)).collect();
     let symlinks = inventory.symlinked_notes.iter().map(ToString::to_string).collect();
-    (files, records, symlinks)
+    let unusable = inventory.unusable_names.iter().map(paravault::scan::UnusableName::shown).collect();
+    (files, records, symlinks, unusable)
 }
 
 /// The folder-checked model equals a fresh walk after every kind of outside change, once the
@@ -195,6 +197,10 @@ fn a_folder_checked_model_equals_a_walk_after_outside_changes() {
     std::fs::write(root.join("00_Inbox/x/y/inbox.md"), note("Resource", "In", "i\n")).unwrap();
     std::os::unix::fs::symlink("/etc/hostname", root.join("01_Projects/link.md")).unwrap();
     std::fs::write(root.join("01_Projects/hub.md"), "edited in place\n").unwrap();
+    // Names no vault path may hold: a note, and a folder hiding a note.
+    std::fs::write(root.join("02_Areas/line\nbreak.md"), note("Area", "L", "l\n")).unwrap();
+    std::fs::create_dir_all(root.join("00_Inbox/x/tab\tdir")).unwrap();
+    std::fs::write(root.join("00_Inbox/x/tab\tdir/hidden.md"), note("Resource", "H", "h\n")).unwrap();
 
     let decoded = paravault::inventory_cache::decode(&bytes, &policy.digest).unwrap();
     let (mut checked, _, load) = Inventory::load_checking_folders(root, policy, decoded).unwrap().expect("checkable by folders");
@@ -204,6 +210,7 @@ fn a_folder_checked_model_equals_a_walk_after_outside_changes() {
     assert_eq!(checked.recheck(root, policy, std::slice::from_ref(&hub)), 1, "the edit in place is found by the re-check");
     let walked = Inventory::load(root, policy).unwrap();
     assert_eq!(summary(&checked), summary(&walked));
+    assert_eq!(summary(&walked).3, ["00_Inbox/x/tab\\tdir/", "02_Areas/line\\nbreak.md"]);
     assert_eq!(checked.snapshot.hash(), walked.snapshot.hash());
     assert_eq!(checked.counts.valid_per_dir, walked.counts.valid_per_dir);
 

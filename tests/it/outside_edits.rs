@@ -70,6 +70,69 @@ fn a_watched_vault_sees_outside_creates_edits_deletes_and_renames_without_waitin
     assert!(freshness.stat_walks >= 1, "a moved folder needs a stat walk: {freshness:?}");
 }
 
+/// Markdown files and folders whose names no vault path may hold (not UTF-8, a control
+/// character, a backslash) are never read, and never hidden without a word either: lint names
+/// each, escaped, in a watched process, in a fresh one and after CLI writes planned on the
+/// keyed copy; the files stay as they are; renamed, they are notes like any other.
+#[test]
+fn names_no_vault_path_may_hold_are_named_by_lint_and_left_as_they_are() {
+    use std::os::unix::ffi::OsStrExt;
+    let (dir, vault) = watched(BASE);
+    let root = dir.path();
+    let at = |rel: &[u8]| root.join(std::ffi::OsStr::from_bytes(rel));
+    let text = note("Resource", "Odd", "body\n");
+    let planted: [&[u8]; 4] =
+        [b"03_Resources/line\nbreak.md", b"03_Resources/latin\xe9.md", b"03_Resources/back\\slash.md", b"02_Areas/R\xe9sum\xe9/cv.md"];
+    std::fs::create_dir_all(at(b"02_Areas/R\xe9sum\xe9")).unwrap();
+    for rel in planted {
+        std::fs::write(at(rel), &text).unwrap();
+    }
+    // Not notes (an attachment, a root file that is no daily log): nobody names them.
+    std::fs::write(at(b"03_Resources/photo\xe9.png"), b"png").unwrap();
+    std::fs::write(at(b"stray\n.md"), &text).unwrap();
+    let expected: Vec<(String, String)> =
+        ["02_Areas/R\\xE9sum\\xE9/", "03_Resources/back\\\\slash.md", "03_Resources/latin\\xE9.md", "03_Resources/line\\nbreak.md"]
+            .into_iter()
+            .map(|shown| ("unusable-name".to_string(), shown.to_string()))
+            .collect();
+    let unusable = |rules: Vec<(String, String)>| rules.into_iter().filter(|(rule, _)| rule == "unusable-name").collect::<Vec<_>>();
+    assert_eq!(unusable(lint_rules(&vault)), expected, "a watched process: {:?}", vault.freshness());
+
+    // CLI writes, the later ones planned on the keyed copy's partial model, then a fresh process.
+    let mut keyed = false;
+    for i in 0..3 {
+        let out = Command::new(env!("CARGO_BIN_EXE_paravault"))
+            .arg("--vault")
+            .arg(root)
+            .args(["ingest", &format!("03_Resources/w{i}"), "--title", "W", "--description", "d", "--content", "b"])
+            .env("PARAVAULT_LOG", "paravault::vault::model=debug")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        keyed |= String::from_utf8_lossy(&out.stderr).contains("partial model loaded by key");
+    }
+    assert!(keyed, "a CLI write planned on the keyed copy");
+    let fresh = Vault::open(root, crate::support::options()).unwrap();
+    assert_eq!(unusable(crate::support::rules(&fresh.lint().unwrap())), expected, "a fresh process");
+    let cli = crate::support::paravault(root, &["lint"]);
+    let printed = String::from_utf8_lossy(&cli.stdout);
+    assert!(expected.iter().all(|(_, shown)| printed.contains(&format!("[unusable-name] {shown}: "))), "{printed}");
+    for rel in planted {
+        assert_eq!(std::fs::read(at(rel)).unwrap(), text.as_bytes(), "never rewritten");
+    }
+
+    // Renamed to names a vault path may hold: notes like any other, nothing left to name.
+    std::fs::rename(at(b"03_Resources/line\nbreak.md"), root.join("03_Resources/line-break.md")).unwrap();
+    std::fs::rename(at(b"03_Resources/latin\xe9.md"), root.join("03_Resources/latin.md")).unwrap();
+    std::fs::rename(at(b"03_Resources/back\\slash.md"), root.join("03_Resources/back-slash.md")).unwrap();
+    std::fs::rename(at(b"02_Areas/R\xe9sum\xe9"), root.join("02_Areas/Resume")).unwrap();
+    assert!(unusable(lint_rules(&vault)).is_empty(), "{:?}", lint_rules(&vault));
+    let notes: Vec<String> = vault.with_inventory(|inv| inv.notes().map(|r| r.path.to_string()).collect()).unwrap();
+    for renamed in ["03_Resources/line-break.md", "03_Resources/latin.md", "03_Resources/back-slash.md", "02_Areas/Resume/cv.md"] {
+        assert!(notes.iter().any(|n| n == renamed), "{renamed} in {notes:?}");
+    }
+}
+
 #[test]
 fn a_heal_preview_equals_its_live_run_after_outside_edits() {
     let (dir, vault) = watched(BASE);
