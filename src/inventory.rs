@@ -485,15 +485,15 @@ pub fn list_folder(root: &Path, policy: &LoadedPolicy, dir: &str) -> std::result
         let entry_name = entry.file_name();
         let usable = entry_name.to_str().and_then(|name| {
             let rel = if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") };
-            VaultPath::parse_walked(&rel).is_ok().then_some((name, rel))
+            VaultPath::parse_walked(&rel).ok().map(|path| (name, path))
         });
-        let Some((name, rel)) = usable else {
+        let Some((name, path)) = usable else {
             listing.unusable.extend(scan::UnusableName::judge(policy, dir, &entry_name, file_type.is_dir()));
             continue;
         };
         if file_type.is_dir() {
             if !excluded.iter().any(|e| e == name) {
-                listing.subfolders.push(rel);
+                listing.subfolders.push(path.as_str().to_string());
             }
             continue;
         }
@@ -506,7 +506,6 @@ pub fn list_folder(root: &Path, policy: &LoadedPolicy, dir: &str) -> std::result
         if crate::store::layout::IGNORE_FILES.contains(&name) {
             return Err(Unlistable::IgnoreFile);
         }
-        let Ok(path) = VaultPath::parse_walked(&rel) else { continue };
         let kind = scan::classify(policy, &path);
         if file_type.is_symlink() {
             if kind.is_some() {

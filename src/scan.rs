@@ -155,7 +155,8 @@ pub fn scan(root: &Path, policy: &LoadedPolicy) -> Result<Scan> {
             }
             continue;
         }
-        let Some(rel) = usable_rel(root, entry.path()) else {
+        let path = entry.path().strip_prefix(root).ok().and_then(Path::to_str).and_then(|rel| VaultPath::parse_walked(rel).ok());
+        let Some(path) = path else {
             // Named only where its folder is usable: what an unusable folder holds is hidden
             // with it, and the folder is named.
             if let Some(folder) = entry.path().parent().and_then(|parent| usable_rel(root, parent))
@@ -166,10 +167,9 @@ pub fn scan(root: &Path, policy: &LoadedPolicy) -> Result<Scan> {
             continue;
         };
         if file_type.is_dir() {
-            out.dirs.push(rel.to_string());
+            out.dirs.push(path.as_str().to_string());
             continue;
         }
-        let Ok(path) = VaultPath::parse_walked(rel) else { continue };
         if file_type.is_symlink() {
             if classify(policy, &path).is_some() {
                 out.symlinked_notes.push(path);

@@ -32,7 +32,7 @@ pub struct LintReport {
     pub computed_from: Option<crate::inventory::ComputedFrom>,
 }
 
-fn finding(policy: &LoadedPolicy, rule: &'static str, path: &VaultPath, line: Option<usize>, message: String) -> Finding {
+fn finding(policy: &LoadedPolicy, rule: &'static str, path: impl ToString, line: Option<usize>, message: String) -> Finding {
     Finding { rule, severity: policy.severity(rule), path: path.to_string(), line, message, target: None, candidates: Vec::new() }
 }
 
@@ -116,17 +116,10 @@ pub fn health_report(inventory: &Inventory, policy: &LoadedPolicy, today: NaiveD
     }
     for unusable in &inventory.unusable_names {
         let hidden = if unusable.name.ends_with('/') { "anything in this folder" } else { "this note" };
-        findings.push(Finding {
-            rule: "unusable-name",
-            severity: policy.severity("unusable-name"),
-            path: unusable.shown(),
-            line: None,
-            message: format!(
-                "a name no vault path may hold (not UTF-8, a control character or a backslash): the engine does not read, search or catalogue {hidden}; rename it"
-            ),
-            target: None,
-            candidates: Vec::new(),
-        });
+        let message = format!(
+            "a name no vault path may hold (not UTF-8, a control character or a backslash): the engine does not read, search or catalogue {hidden}; rename it"
+        );
+        findings.push(finding(policy, "unusable-name", unusable.shown(), None, message));
     }
     for record in inventory.records.values() {
         if !orphan_exempt(policy, record) && !inbound.contains_key(&record.path) {

@@ -66,6 +66,8 @@ enum Refreshed {
     Unchanged,
     /// It was read again (or forgotten); `catalog_changed`: a catalog page's bytes changed.
     Reread { catalog_changed: bool },
+    /// Only a walk of the vault can say what changed (the reason).
+    Walk(String),
 }
 
 /// A temporary file younger than this may belong to a write in flight in another process
@@ -377,20 +379,14 @@ impl Vault {
         let mut catalogs_changed = false;
         if rescan.is_none() {
             for rel in &changes.paths {
-                if VaultPath::parse_walked(rel).is_err() {
-                    // A name no vault path may hold: only a walk judges where it is and what it
-                    // hides (lint names it).
-                    rescan = Some(format!("{rel:?} is a name no vault path may hold"));
-                    break;
-                }
                 match self.refresh_changed(inventory, rel) {
-                    Some(Refreshed::Reread { catalog_changed }) => {
+                    Refreshed::Reread { catalog_changed } => {
                         refreshed += 1;
                         catalogs_changed |= catalog_changed;
                     }
-                    Some(Refreshed::Unchanged) => {}
-                    None => {
-                        rescan = Some(format!("{rel} held a folder of the vault"));
+                    Refreshed::Unchanged => {}
+                    Refreshed::Walk(reason) => {
+                        rescan = Some(reason);
                         break;
                     }
                 }
@@ -418,14 +414,15 @@ impl Vault {
     }
 
     /// Re-reads one changed path into the inventory when its stat identity moved. Returns
-    /// whether it re-read it, or `None` when the path was a folder holding known files (a
-    /// moved or removed folder: the caller walks the vault).
-    fn refresh_changed(&self, inventory: &mut Inventory, rel: &str) -> Option<Refreshed> {
-        let Ok(path) = VaultPath::parse_walked(rel) else { return Some(Refreshed::Unchanged) };
+    /// whether it re-read it, or `Walk` when only a walk can tell: the path was a folder
+    /// holding known files (moved or removed), or a name no vault path may hold (the walk
+    /// judges where it is and what it hides; lint names it).
+    fn refresh_changed(&self, inventory: &mut Inventory, rel: &str) -> Refreshed {
+        let Ok(path) = VaultPath::parse_walked(rel) else { return Refreshed::Walk(format!("{rel:?} is a name no vault path may hold")) };
         let absolute = path.under(&self.root);
         let meta = std::fs::symlink_metadata(&absolute).ok();
         if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) || (meta.is_none() && inventory.has_under(rel)) {
-            return None;
+            return Refreshed::Walk(format!("{rel} held a folder of the vault"));
         }
         let walked = meta.as_ref().is_some_and(|m| m.file_type().is_file()) && crate::scan::walked(&self.root, &self.policy, &path);
         let kind = crate::scan::classify(&self.policy, &path).filter(|_| walked);
@@ -434,13 +431,13 @@ impl Vault {
         match kind {
             Some(kind) => {
                 if inventory.records.get(&path).is_some_and(|r| r.is_current(kind, meta.as_ref().map(FileStamp::of))) {
-                    return Some(Refreshed::Unchanged);
+                    return Refreshed::Unchanged;
                 }
                 let record = inventory::read_record(&self.root, &path, kind, &self.policy);
                 let hash = record.content_hash;
                 let previous = inventory.upsert(record);
                 let catalog_page = matches!(kind, PageKind::Catalog | PageKind::RootIndex);
-                return Some(Refreshed::Reread { catalog_changed: catalog_page && previous.is_none_or(|p| p.content_hash != hash) });
+                return Refreshed::Reread { catalog_changed: catalog_page && previous.is_none_or(|p| p.content_hash != hash) };
             }
             None if walked => {
                 inventory.remove(&path);
@@ -449,10 +446,10 @@ impl Vault {
             None => {
                 let previous = inventory.remove(&path);
                 let catalog_page = previous.as_ref().is_some_and(|p| matches!(p.kind, PageKind::Catalog | PageKind::RootIndex));
-                return Some(Refreshed::Reread { catalog_changed: catalog_page });
+                return Refreshed::Reread { catalog_changed: catalog_page };
             }
         }
-        Some(Refreshed::Reread { catalog_changed: false })
+        Refreshed::Reread { catalog_changed: false }
     }
 
     /// A full stat walk: re-reads every page whose stat identity moved (or is racy), adds and
