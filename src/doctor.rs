@@ -70,6 +70,9 @@ pub struct VaultCheck {
     /// How this process keeps its model equal to the disk, and the leftovers it removed.
     pub freshness: crate::vault::Freshness,
     pub computed_from: crate::inventory::ComputedFrom,
+    /// Whether the vault's folder journal (`paravault watch`) answered: `running`, or `not
+    /// running` (one-shot writes then stat every folder).
+    pub folder_journal: &'static str,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -382,6 +385,7 @@ impl Vault {
                 embedding_configured: crate::embed::vault_handle(&self.policy().policy, self.root()).describe(),
                 freshness: self.freshness(),
                 computed_from: lint.computed_from.clone().unwrap_or_default(),
+                folder_journal: if crate::folder_journal::ask(self.root(), None).is_some() { "running" } else { "not running" },
             }
         })?;
         let issues = &mut report.issues;

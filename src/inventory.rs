@@ -307,6 +307,12 @@ pub struct Inventory {
     /// `Some`: a write's partial model (`inventory_cache::keyed`), holding only what that write
     /// consults; never persisted, never given to any other caller.
     pub partial: Option<Partial>,
+    /// The vault's folder journal's position (`folder_journal`) taken before this model's load
+    /// proved its folders against the disk (a walk, folder checks, or a keyed load trusting
+    /// the journal): every folder the journal reports unchanged since then is as the model
+    /// found it. The keyed copy records it, so the next write asks the journal what changed
+    /// since instead of a stat of every folder. `None`: no journal answered.
+    pub journal_token: Option<JournalToken>,
 }
 
 /// What a write's partial model holds (`inventory_cache::keyed`); nothing else is loaded.
@@ -321,6 +327,15 @@ pub struct Partial {
     pub link_keys: std::collections::HashSet<String>,
     /// Set when the model was asked about (or to change) something it does not hold.
     pub overrun: std::sync::atomic::AtomicBool,
+}
+
+/// A position in a folder journal (`paravault watch`, `folder_journal`): the journal's run
+/// (a new random epoch whenever it starts or cannot vouch for what it missed) and how many
+/// events it had taken in by then.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct JournalToken {
+    pub epoch: u64,
+    pub seq: u64,
 }
 
 impl Partial {
@@ -441,6 +456,9 @@ pub struct LoadCounts {
     pub by_folders: bool,
     /// Folders listed again because their identity moved (folder checks only).
     pub folders_relisted: usize,
+    /// Folders proven by the folder journal without a stat (a keyed load while `paravault
+    /// watch` runs: the journal reported no change in them since the copy was proven).
+    pub folders_by_journal: usize,
 }
 
 /// A folder's stat identity now (`None`: gone, unreadable, or not a real folder).

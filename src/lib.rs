@@ -47,6 +47,7 @@ pub mod doctor;
 pub mod embed;
 pub mod error;
 pub mod finding;
+pub mod folder_journal;
 pub mod hex;
 pub mod inventory;
 pub mod inventory_cache;

@@ -248,6 +248,10 @@ pub enum Command {
         #[arg(long, value_name = "NAME")]
         agent: Option<String>,
     },
+    /// Keep the vault's folder journal until stopped (Linux, local file systems): one-shot
+    /// writes then ask it which folders changed instead of a stat of every folder. Prints one
+    /// JSON line once it watches.
+    Watch,
     /// Serve the web UI for people (docs/web.md): review and decide proposals, browse, search.
     Web {
         /// Where to listen. Only a loopback address unless an approver is registered (then
@@ -498,6 +502,17 @@ pub fn run(cli: Cli) -> ExitCode {
             .and_then(|(root, _)| Vault::init(&root, options()))
             .map(|(_, report)| out.init(&report)),
         Command::Lint => open(&cli).and_then(|v| v.lint_vault()).map(|r| out.lint(&r)),
+        Command::Watch => open(&cli)
+            .and_then(|v| {
+                // One line, flushed at once: whoever started it reads it to know it watches.
+                v.keep_folder_journal(None, |ready| {
+                    use std::io::Write as _;
+                    let mut stdout = std::io::stdout().lock();
+                    let _ = writeln!(stdout, "{}", serde_json::to_string(ready).unwrap_or_default());
+                    let _ = stdout.flush();
+                })
+            })
+            .map(|()| exit::OK),
         Command::Index => open(&cli).and_then(|v| v.generate_index()).map(|r| out.index(&r)),
         Command::CheckMarkdown { fix: false, .. } => open(&cli).and_then(|v| v.check_markdown()).map(|r| out.markdown(&r)),
         Command::CheckMarkdown { fix: true, approve } => open(&cli)

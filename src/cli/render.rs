@@ -431,6 +431,15 @@ apply with: paravault apply {} --approve
             Some(d) => text.push_str(&format!("dense index: {} chunks, {} (arena rows {})\n", d.chunks, d.model, d.rows)),
             None => text.push_str("dense index: none (fts only; `paravault sync --dense` builds one)\n"),
         }
+        if let Some(check) = &report.vault_check {
+            text.push_str(&format!(
+                "folder journal: {}\n",
+                match check.folder_journal {
+                    "running" => "running (one-shot writes stat only the folders it names)",
+                    _ => "not running (one-shot writes stat every folder; `paravault watch` keeps one)",
+                }
+            ));
+        }
         if let Some(check) = report.vault_check.as_ref().filter(|c| c.freshness.leftover_temps_removed > 0) {
             text.push_str(&format!("removed {} temporary files left by killed writes\n", check.freshness.leftover_temps_removed));
         }

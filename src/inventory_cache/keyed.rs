@@ -32,14 +32,15 @@ use serde::{Deserialize, Serialize};
 use super::{PersistedRecord, persisted_record, record_of, settled};
 use crate::inventory::snapshot::SourceSnapshot;
 use crate::inventory::{
-    self, Counts, FileStamp, Inventory, LoadCounts, NoteRecord, Partial, Unlistable, dir_stamp, link_key, lower_name, now_ns, stamp_now,
+    self, Counts, FileStamp, Inventory, JournalToken, LoadCounts, NoteRecord, Partial, Unlistable, dir_stamp, link_key, lower_name, now_ns,
+    stamp_now,
 };
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
 use crate::scan::{self, PageKind, UnusableName};
 
 /// Bumped whenever a table's shape changes.
-pub const FORMAT_VERSION: u32 = 6;
+pub const FORMAT_VERSION: u32 = 7;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
@@ -72,7 +73,25 @@ struct Header {
     /// window): a write checks them at once, and lists them again.
     unsettled_folders: Vec<String>,
     ignore_files: bool,
+    /// The folder journal's position at which every folder row was last proven
+    /// (`folder_journal`): a row of a folder the journal reports unchanged since then is the
+    /// disk without a stat. `None` (written by `fill`): not proven against any journal.
+    journal_token: Option<JournalToken>,
 }
+
+/// A folder journal's answer to "what changed since this token": its position now (taken
+/// after every event of an edit finished before the question was delivered to it), and the
+/// folders that had an entry created, removed or renamed, or their own attributes changed,
+/// since the token (`None`: the journal cannot say, e.g. the token is from another run).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalAnswer {
+    pub now: JournalToken,
+    pub changed: Option<BTreeSet<String>>,
+}
+
+/// How a keyed load asks the vault's folder journal, if one runs (`None` from the call: no
+/// journal answered).
+pub type AskJournal<'a> = &'a dyn Fn(Option<JournalToken>) -> Option<JournalAnswer>;
 
 #[derive(Debug, PartialEq, Serialize, Deserialize)]
 struct FolderRow {
@@ -200,6 +219,7 @@ pub fn fill(inventory: &Inventory, policy_digest: &[u8; 32], transaction: &redb:
         unread_pages: inventory.records.values().filter(|r| !settled(r)).map(|r| (r.path.to_string(), r.kind)).collect(),
         unsettled_folders: Vec::new(),
         ignore_files: inventory.ignore_files,
+        journal_token: inventory.journal_token,
     };
     {
         let mut meta = transaction.open_table(META)?;
@@ -288,6 +308,11 @@ pub fn fold(model: &Inventory, transaction: &redb::WriteTransaction) -> Result<u
     header.symlinked_notes = model.symlinked_notes.iter().map(ToString::to_string).collect();
     header.unusable_names.clone_from(&model.unusable_names);
     header.unread_pages = records.iter().filter(|r| !settled(r)).map(|r| (r.path.to_string(), r.kind)).collect();
+    // Every row the fold leaves was proven at the load's journal token: stat'ed and equal, or
+    // unchanged by the journal's account, or listed again and written here.
+    if let Some(token) = model.journal_token {
+        header.journal_token = Some(token);
+    }
     let settled_records: Vec<&NoteRecord> = records.iter().copied().filter(|r| settled(r)).collect();
     let snapshot = SourceSnapshot::of(settled_records.iter().copied());
     let direct: BTreeMap<&str, usize> = snapshot.directory_digests().map(|(dir, _, n)| (dir, n)).collect();
@@ -407,6 +432,9 @@ pub struct WriteLoad {
     pub leftover_temps: Vec<PathBuf>,
     pub counts: LoadCounts,
     pub pending: Option<PendingFolderChecks>,
+    /// A folder journal answered, but not since the copy's token: fold, so the copy
+    /// records the journal's position.
+    pub journal_behind: bool,
 }
 
 /// Why the keyed copy cannot serve this write (the caller loads the model whole), and whether
@@ -509,6 +537,7 @@ pub fn load_for_write(
     changes: &[(VaultPath, Option<&str>)],
     stale_limit: usize,
     checks: FolderChecks<'_>,
+    journal: Option<AskJournal<'_>>,
 ) -> Result<WriteLoad, NotKeyed> {
     let started = std::time::Instant::now();
     let read = |e: redb::TransactionError| format!("read transaction: {e}");
@@ -552,14 +581,24 @@ pub fn load_for_write(
     // the engine's recent writes moved and those whose identity is not settled, the others
     // on a helper thread, begun at once on its own copy of the stored rows, and taken as
     // persisted until `pending` confirms them.
+    //
+    // With a folder journal that can say what changed since the copy's rows were proven,
+    // only the folders it names are stat'ed besides those: the others are the disk without a
+    // stat (and without a helper). Its position now is what the fold records.
+    let answer = journal.and_then(|ask| ask(header.journal_token));
+    let journal_asked = started.elapsed();
     let rows_value = meta.get(FOLDERS_KEY).map_err(storage)?.ok_or_else(|| "no folder rows".to_string())?;
-    let at_once: Option<BTreeSet<String>> = match checks {
-        FolderChecks::Deferred { expected_moved, from } if stored_row_count(rows_value.value()) >= from => {
+    let at_once: Option<BTreeSet<String>> = match (checks, answer.as_ref().and_then(|a| a.changed.as_ref())) {
+        (FolderChecks::Deferred { expected_moved, .. }, Some(changed)) => {
+            Some(loaded.iter().chain(expected_moved).chain(&header.unsettled_folders).chain(changed).cloned().collect())
+        }
+        (FolderChecks::Deferred { expected_moved, from }, None) if stored_row_count(rows_value.value()) >= from => {
             Some(loaded.iter().chain(expected_moved).chain(&header.unsettled_folders).cloned().collect())
         }
         _ => None,
     };
-    let pending = at_once.as_ref().map(|at_once| {
+    let by_journal = at_once.is_some() && answer.as_ref().is_some_and(|a| a.changed.is_some());
+    let pending = at_once.as_ref().filter(|_| !by_journal).map(|at_once| {
         let (root, bytes, at_once) = (root.to_path_buf(), rows_value.value().to_vec(), at_once.clone());
         PendingFolderChecks { helper: std::thread::spawn(move || check_folders_later(&root, &bytes, &at_once)) }
     });
@@ -569,7 +608,7 @@ pub fn load_for_write(
     if !rows.contains("") {
         return Err(NotKeyed::from("no root folder".to_string()));
     }
-    let mut phases = vec![("header", header_read), ("folder rows", started.elapsed())];
+    let mut phases = vec![("header", header_read), ("folder journal", journal_asked), ("folder rows", started.elapsed())];
     // The others are stat'ed here (a helper thread begins while this one sets up the counters
     // and the snapshot as persisted: every folder not loaded is known by its top-level line,
     // the loaded ones are filled from their records below).
@@ -579,6 +618,7 @@ pub fn load_for_write(
         None => rows.0.iter().map(|(dir, _)| *dir).collect(),
         Some(at_once) => at_once.iter().map(String::as_str).filter(|dir| rows.contains(dir)).collect(),
     };
+    let folders_by_journal = if by_journal { rows.0.len().saturating_sub(names.len()) } else { 0 };
     let (stamps, counted) = inventory::dir_stamps_while(root, &names, || -> Result<(Counts, SourceSnapshot), NotKeyed> {
         // The subtree counts are filled below, once the loaded folders are known.
         let counts = Counts {
@@ -830,6 +870,7 @@ pub fn load_for_write(
     unusable_names.extend(found_unusable.into_values().flatten());
     unusable_names.sort();
     let mut model = Inventory::partial_from(partial, counts, snapshot, dirs, symlinked_notes, unusable_names);
+    model.journal_token = answer.as_ref().map(|a| a.now);
     for record in held.into_iter().chain(consulted_outside).chain(invalid_records) {
         model.hold_record(record);
     }
@@ -864,8 +905,13 @@ pub fn load_for_write(
         forgotten: gone.len(),
         by_folders: true,
         folders_relisted: listed.len(),
+        folders_by_journal,
     };
-    Ok(WriteLoad { inventory: model, leftover_temps, counts, pending })
+    // A journal that could not say what changed since the copy's token (a new run): the
+    // copy's rows are proven at its position now once the checks are confirmed, and the fold
+    // records it, so the next write asks it.
+    let journal_behind = answer.is_some_and(|a| a.changed.is_none());
+    Ok(WriteLoad { inventory: model, leftover_temps, counts, pending, journal_behind })
 }
 
 #[cfg(test)]

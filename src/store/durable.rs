@@ -440,3 +440,47 @@ pub fn append(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
     faults::check("fsync_append").map_err(wrap)?;
     file.sync_data().map_err(wrap)
 }
+
+/// The folder journal's socket (`folder_journal`), bound for this process alone: its lock file
+/// beside it is taken first (held as long as the returned handle lives; another live journal
+/// of this vault holds it: `Ok(None)`), then a socket left by a killed journal is removed
+/// (only a socket: anything else in its place is refused, never removed) and a fresh one
+/// bound. Both are made through the engine folder's handle, never through a link.
+pub fn bind_engine_socket(root: &Path, socket: &Path, lock: &Path) -> Result<Option<(File, std::os::unix::net::UnixListener)>> {
+    use std::os::unix::fs::FileTypeExt;
+    let rel = rel_of(root, socket);
+    let (dirfd, name) = folder_and_name(root, lock, true).map_err(|e| super::nofollow::io_error("opening", &rel_of(root, lock), e))?;
+    let lock_file = open_in(&dirfd, name, OFlags::empty()).map_err(|e| super::nofollow::io_error("opening", &rel_of(root, lock), e))?;
+    match lock_file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) => return Ok(None),
+        Err(std::fs::TryLockError::Error(e)) => return Err(super::nofollow::io_error("locking", &rel_of(root, lock), e)),
+    }
+    let (dirfd, name) = folder_and_name(root, socket, true).map_err(|e| super::nofollow::io_error("binding", &rel, e))?;
+    match rustix::fs::statat(&dirfd, name.as_bytes(), AtFlags::SYMLINK_NOFOLLOW) {
+        Ok(stat) if rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Socket => {
+            rustix::fs::unlinkat(&dirfd, name.as_bytes(), AtFlags::empty())
+                .map_err(|e| super::nofollow::io_error("removing", &rel, e.into()))?;
+        }
+        Ok(_) => return Err(Error::VaultBoundary { path: rel, reason: "it is not a socket".into() }),
+        Err(Errno::NOENT) => {}
+        Err(e) => return Err(super::nofollow::io_error("inspecting", &rel, e.into())),
+    }
+    let listener = std::os::unix::net::UnixListener::bind(socket).map_err(|e| super::nofollow::io_error("binding", &rel, e))?;
+    // Bound through a path: refuse what the path turned out to name if it is not a socket.
+    let bound = fs::symlink_metadata(socket).map_err(|e| super::nofollow::io_error("binding", &rel, e))?;
+    if !bound.file_type().is_socket() {
+        return Err(Error::VaultBoundary { path: rel, reason: "it is not a socket".into() });
+    }
+    Ok(Some((lock_file, listener)))
+}
+
+/// Removes the folder journal's socket when its journal stops (only a socket).
+pub fn remove_engine_socket(root: &Path, socket: &Path) {
+    if let Ok((dirfd, name)) = folder_and_name(root, socket, false)
+        && let Ok(stat) = rustix::fs::statat(&dirfd, name.as_bytes(), AtFlags::SYMLINK_NOFOLLOW)
+        && rustix::fs::FileType::from_raw_mode(stat.st_mode) == rustix::fs::FileType::Socket
+    {
+        let _ = rustix::fs::unlinkat(&dirfd, name.as_bytes(), AtFlags::empty());
+    }
+}

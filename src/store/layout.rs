@@ -43,6 +43,11 @@ pub const INVENTORY_CACHE: &str = ".paravault/inventory.bin";
 /// The persisted inventory's keyed copy (`inventory_cache::keyed`, a `redb` database): what a
 /// write process looks up by key instead of decoding the whole model. A cache, like the above.
 pub const INVENTORY_INDEX: &str = ".paravault/inventory.redb";
+/// The folder journal's socket (`paravault watch`, `folder_journal`): a one-shot write asks it
+/// which folders changed instead of a stat of each.
+pub const FOLDER_JOURNAL_SOCKET: &str = ".paravault/folders.sock";
+/// The lock a running folder journal holds (one journal per vault).
+pub const FOLDER_JOURNAL_LOCK: &str = ".paravault/folders.lock";
 /// Incremental catalog renderer state.
 pub const CATALOG_STATE: &str = ".paravault/catalog-state.json";
 /// Root catalog.

@@ -34,7 +34,7 @@ const STATE_FOLDERS: [&str; 11] = [
 ];
 
 /// Engine files.
-const STATE_FILES: [&str; 11] = [
+const STATE_FILES: [&str; 13] = [
     layout::POLICY_OVERRIDE,
     layout::POLICY_CACHE,
     layout::INVENTORY_CACHE,
@@ -42,6 +42,8 @@ const STATE_FILES: [&str; 11] = [
     layout::JOURNAL,
     layout::RECEIPTS,
     layout::WRITER_LOCK,
+    layout::FOLDER_JOURNAL_SOCKET,
+    layout::FOLDER_JOURNAL_LOCK,
     layout::CATALOG_STATE,
     layout::SEARCH_ACTIVE,
     layout::LOG,

@@ -99,6 +99,9 @@ impl Vault {
     fn load_whole_into(&self, guard: &mut MutexGuard<'_, Option<Inventory>>, scope: Scope) -> Result<()> {
         if guard.is_none() {
             let started = std::time::Instant::now();
+            // The folder journal's position before the load proves the folders (a walk or a
+            // stat of each), for the keyed copy this model fills.
+            let journal_token = crate::folder_journal::ask(&self.root, None).map(|answer| answer.now);
             let (known, cache_state) = self.read_persisted_inventory();
             let decoded = started.elapsed();
             let (inventory, leftovers, load) = match (scope, known) {
@@ -108,6 +111,8 @@ impl Vault {
                 },
                 (_, known) => Inventory::load_reusing(&self.root, &self.policy, known.map(|k| k.records).unwrap_or_default())?,
             };
+            let mut inventory = inventory;
+            inventory.journal_token = journal_token;
             let loaded = started.elapsed();
             // Rewriting the whole file costs O(vault); a few stale records (the notes and catalog
             // pages of recent writes) cost the next process a few reads. Rewrite once they add up.
@@ -203,10 +208,19 @@ impl Vault {
     ) -> Result<Option<PendingFolderChecks>> {
         let started = std::time::Instant::now();
         let index = layout::join(&self.root, layout::INVENTORY_INDEX);
+        // The vault's folder journal (`paravault watch`), when one runs, says which folders
+        // changed instead of a stat of each.
+        let journal = |since| crate::folder_journal::ask(&self.root, since);
         let loaded = match durable::open_keyed_cache(&self.root, &index) {
-            Ok(database) => {
-                crate::inventory_cache::keyed::load_for_write(&self.root, &self.policy, &database, changes, KEYED_STALE_LIMIT, checks)
-            }
+            Ok(database) => crate::inventory_cache::keyed::load_for_write(
+                &self.root,
+                &self.policy,
+                &database,
+                changes,
+                KEYED_STALE_LIMIT,
+                checks,
+                Some(&journal),
+            ),
             // Rewriting the copy cannot help a platform without `/proc/self/fd`.
             Err(error) => Err(crate::inventory_cache::keyed::NotKeyed {
                 rebuild: error.kind() != std::io::ErrorKind::Unsupported,
@@ -216,6 +230,13 @@ impl Vault {
         match loaded {
             Ok(load) => {
                 tracing::debug!(elapsed = ?started.elapsed(), counts = ?load.counts, deferred = load.pending.is_some(), "partial model loaded by key");
+                if load.counts.folders_by_journal > 0 {
+                    tracing::debug!(folders = load.counts.folders_by_journal, "folders proven by the folder journal");
+                }
+                if load.journal_behind {
+                    // Fold at the end, so the keyed copy records the journal's position.
+                    self.keyed_fold_due.store(true, std::sync::atomic::Ordering::Relaxed);
+                }
                 **guard = Some(load.inventory);
                 let removed = self.remove_leftover_temps(&load.leftover_temps)?;
                 let mut freshness = self.lock_freshness();

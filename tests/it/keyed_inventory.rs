@@ -149,8 +149,56 @@ fn outside_edit(root: &Path, step: usize, pick: usize) {
     }
 }
 
+/// `paravault watch` on a vault, killed when dropped.
+struct FolderJournalProcess(std::process::Child);
+
+impl FolderJournalProcess {
+    /// Starts it and waits for the line it prints once every folder is watched.
+    fn start(root: &Path) -> Self {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_paravault"))
+            .arg("--vault")
+            .arg(root)
+            .arg("watch")
+            .env_remove("PARAVAULT_VAULT_DIR")
+            .env_remove("POWER_VAULT_DIR")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap()).read_line(&mut line).unwrap();
+        let ready: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        assert_eq!(ready["state"], "watching", "{ready}");
+        FolderJournalProcess(child)
+    }
+
+    fn still_running(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for FolderJournalProcess {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 #[test]
 fn a_write_on_the_keyed_partial_model_answers_and_writes_exactly_as_on_the_whole_model() {
+    keyed_writes_equal_whole_writes(false);
+}
+
+/// The same, with the keyed copy's vault kept by a folder journal (`paravault watch`): the
+/// writes that trust it instead of a stat of each folder answer and write exactly as the whole
+/// model does, through the same outside creates, edits, removals and new folders.
+#[test]
+fn a_write_proven_by_the_folder_journal_answers_and_writes_exactly_as_on_the_whole_model() {
+    keyed_writes_equal_whole_writes(true);
+}
+
+fn keyed_writes_equal_whole_writes(with_journal: bool) {
     let keyed_dir = para_dir();
     let whole_dir = para_dir();
     let (keyed_root, whole_root) = (keyed_dir.path(), whole_dir.path());
@@ -162,6 +210,8 @@ fn a_write_on_the_keyed_partial_model_answers_and_writes_exactly_as_on_the_whole
         assert!(paravault(root, &["lint"]).status.code().is_some_and(|c| c <= 1));
         assert!(root.join(".paravault/inventory.redb").is_file(), "a whole-vault reader writes the keyed copy");
     }
+    let mut journal = with_journal.then(|| FolderJournalProcess::start(keyed_root));
+    let mut journal_writes = 0;
     let mut rng = Lcg(7);
     let mut keyed_writes = 0;
     let mut writes = 0;
@@ -202,8 +252,10 @@ fn a_write_on_the_keyed_partial_model_answers_and_writes_exactly_as_on_the_whole
                     "--content",
                     content.as_str(),
                 ];
-                let (keyed_output, keyed, folded) = cli_write_folding(keyed_root, &args);
-                folds += usize::from(folded);
+                let (keyed_output, log) = cli_write_logging(keyed_root, &args);
+                let keyed = log.contains("partial model loaded by key") && !log.contains("loading it whole");
+                folds += usize::from(log.contains("partial model folded into the keyed inventory"));
+                journal_writes += usize::from(log.contains("folders proven by the folder journal"));
                 std::fs::remove_file(whole_root.join(".paravault/inventory.redb")).ok();
                 let (whole_output, whole_keyed) = cli_write(whole_root, &args);
                 assert!(!whole_keyed, "step {step}: the copy without a keyed inventory loads the whole model");
@@ -220,6 +272,15 @@ fn a_write_on_the_keyed_partial_model_answers_and_writes_exactly_as_on_the_whole
     // The pages the writes left unsettled add up; a write then folds its model back into the
     // keyed copy (and the comparisons above hold after each fold).
     assert!(folds >= 1, "no write folded its partial model back into the keyed copy");
+    match journal.as_mut() {
+        Some(journal) => {
+            assert!(journal.still_running(), "the folder journal stopped");
+            let doctor: serde_json::Value = serde_json::from_slice(&paravault(keyed_root, &["doctor", "--json"]).stdout).unwrap();
+            assert_eq!(doctor["vault_check"]["folder_journal"], "running", "{doctor}");
+            assert!(journal_writes * 2 >= keyed_writes, "only {journal_writes} of {keyed_writes} keyed writes trusted the folder journal");
+        }
+        None => assert_eq!(journal_writes, 0),
+    }
 }
 
 #[test]

@@ -28,6 +28,7 @@ pub const LAYERS: &[&str] = &[
     "catalog",
     "search",
     "watch",
+    "folder_journal",
     "starter",
     "vault",
     "write",

@@ -136,8 +136,8 @@ fn a_folded_partial_model_leaves_the_keyed_copy_exactly_as_a_whole_fill_of_the_d
     let written = VaultPath::parse("02_Areas/w.md").expect("path");
     let text = note("Area", "W", "written [[a]] [[m]]\n");
     let database = durable::open_keyed_cache(root, &index).expect("open");
-    let load =
-        load_for_write(root, &policy, &database, &[(written.clone(), Some(text.as_str()))], 1000, FolderChecks::Now).expect("keyed load");
+    let load = load_for_write(root, &policy, &database, &[(written.clone(), Some(text.as_str()))], 1000, FolderChecks::Now, None)
+        .expect("keyed load");
     drop(database);
     assert!(load.counts.folders_relisted >= 3, "the changed folders are listed again: {:?}", load.counts);
     let mut model = load.inventory;
@@ -172,7 +172,7 @@ fn a_folded_partial_model_leaves_the_keyed_copy_exactly_as_a_whole_fill_of_the_d
     settle();
     let next = VaultPath::parse("01_Projects/alpha/next.md").expect("path");
     let database = durable::open_keyed_cache(root, &index).expect("open");
-    let load = load_for_write(root, &policy, &database, &[(next, Some("x"))], 1000, FolderChecks::Now).expect("keyed load");
+    let load = load_for_write(root, &policy, &database, &[(next, Some("x"))], 1000, FolderChecks::Now, None).expect("keyed load");
     assert_eq!(load.counts.read, 1, "{:?}", load.counts);
 }
 
@@ -194,7 +194,7 @@ fn a_keyed_copy_left_mid_fold_by_a_killed_process_is_refused_never_trusted() {
     // The copy closed cleanly still serves.
     let database = durable::open_keyed_cache(root, &index).expect("a cleanly closed copy opens");
     let change = VaultPath::parse("01_Projects/b.md").expect("path");
-    assert!(load_for_write(root, &policy, &database, &[(change, Some("x"))], 1000, FolderChecks::Now).is_ok());
+    assert!(load_for_write(root, &policy, &database, &[(change, Some("x"))], 1000, FolderChecks::Now, None).is_ok());
 }
 
 /// What a write's plan can see of a partial model, comparable between two loads (when a
@@ -242,7 +242,7 @@ fn deferred_folder_checks_load_what_checking_first_loads_and_catch_a_folder_that
     let deferred = |expected_moved| FolderChecks::Deferred { expected_moved, from: 0 };
     let load = |checks| {
         let database = durable::open_keyed_cache(root, &index).expect("open");
-        load_for_write(root, &policy, &database, &changes, 1000, checks).expect("keyed load")
+        load_for_write(root, &policy, &database, &changes, 1000, checks, None).expect("keyed load")
     };
 
     // Nothing moved: the deferred load is the load that checked every folder first.
@@ -278,13 +278,13 @@ fn deferred_folder_checks_load_what_checking_first_loads_and_catch_a_folder_that
     let moved = later.pending.expect("pending").confirm().expect_err("the removed folder is caught");
     assert!(moved.contains("04_Archive"), "{moved}");
     assert!(
-        matches!(load_for_write(root, &policy, &durable::open_keyed_cache(root, &index).expect("open"), &changes, 1000, FolderChecks::Now), Err(e) if e.reason.contains("vanished"))
+        matches!(load_for_write(root, &policy, &durable::open_keyed_cache(root, &index).expect("open"), &changes, 1000, FolderChecks::Now, None), Err(e) if e.reason.contains("vanished"))
     );
 
     // Fewer folders to defer than `from`: every folder is checked first.
     let database = durable::open_keyed_cache(root, &index).expect("open");
     let few = FolderChecks::Deferred { expected_moved: &none, from: 1000 };
-    assert!(matches!(load_for_write(root, &policy, &database, &changes, 1000, few), Err(e) if e.reason.contains("vanished")));
+    assert!(matches!(load_for_write(root, &policy, &database, &changes, 1000, few, None), Err(e) if e.reason.contains("vanished")));
 }
 
 /// Rewrites the keyed copy at `index`: `01_Projects`'s identity forgotten (not settled), and
@@ -319,7 +319,7 @@ fn a_folder_not_settled_is_checked_at_once_and_a_header_that_does_not_list_it_vo
     let none = BTreeSet::new();
     let load = || {
         let database = durable::open_keyed_cache(root, &index).expect("open");
-        load_for_write(root, &policy, &database, &changes, 1000, FolderChecks::Deferred { expected_moved: &none, from: 0 })
+        load_for_write(root, &policy, &database, &changes, 1000, FolderChecks::Deferred { expected_moved: &none, from: 0 }, None)
             .expect("keyed load")
     };
     let settled = load();
@@ -337,4 +337,65 @@ fn a_folder_not_settled_is_checked_at_once_and_a_header_that_does_not_list_it_vo
     unsettle_projects(root, &index, Vec::new());
     let voided = load().pending.expect("pending").confirm().expect_err("a row not settled, not checked at once");
     assert!(voided.contains("not settled"), "{voided}");
+}
+
+#[test]
+fn a_folder_journal_spares_the_stat_of_every_folder_it_vouches_for_and_names_the_ones_to_check() {
+    let (dir, policy, index) = keyed_vault(&[
+        ("01_Projects/a.md", note("Project", "A", "a\n")),
+        ("02_Areas/b.md", note("Area", "B", "b\n")),
+        ("03_Resources/refs/r.md", note("Resource", "R", "r\n")),
+    ]);
+    let root = dir.path();
+    let text = note("Area", "W", "w\n");
+    let changes = [(VaultPath::parse("02_Areas/w.md").expect("path"), Some(text.as_str()))];
+    let none = BTreeSet::new();
+    let load = |journal: AskJournal<'_>| {
+        let database = durable::open_keyed_cache(root, &index).expect("open");
+        load_for_write(root, &policy, &database, &changes, 1000, FolderChecks::Deferred { expected_moved: &none, from: 0 }, Some(journal))
+            .expect("keyed load")
+    };
+    let position = |seq| JournalToken { epoch: 7, seq };
+
+    // A copy filled whole records no position: the journal cannot say what changed since, so
+    // every folder is checked, and the load asks for a fold that records the journal's position.
+    let cannot_say = |_since: Option<JournalToken>| Some(JournalAnswer { now: position(3), changed: None });
+    let first = load(&cannot_say);
+    assert!(first.journal_behind);
+    assert_eq!(first.counts.folders_by_journal, 0, "{:?}", first.counts);
+    assert_eq!(first.pending.expect("the other folders are checked").confirm(), Ok(()));
+    durable::update_keyed_cache(root, &index, |t| fold(&first.inventory, t)).expect("fold");
+    assert_eq!(tables(&durable::open_keyed_cache(root, &index).expect("open")).header.journal_token, Some(position(3)));
+
+    // A note made outside in a folder the write does not load. A journal that names nothing
+    // is asked since the recorded position and trusted: no folder but the loaded ones is
+    // stat'ed, nothing is checked later, nothing listed again.
+    put(root, "03_Resources/refs/target-two.md", &note("Resource", "Target two", "new\n"));
+    settle();
+    let asked = std::cell::Cell::new(None);
+    let names_nothing = |since: Option<JournalToken>| {
+        asked.set(Some(since));
+        Some(JournalAnswer { now: position(5), changed: Some(BTreeSet::new()) })
+    };
+    let trusting = load(&names_nothing);
+    assert_eq!(asked.get(), Some(Some(position(3))), "asked since the copy's position");
+    assert!(trusting.pending.is_none() && !trusting.journal_behind);
+    // The root and 02_Areas are loaded (stat'ed); 01_Projects, 03_Resources and its refs are not.
+    assert_eq!(trusting.counts.folders_by_journal, 3, "{:?}", trusting.counts);
+    assert_eq!((trusting.counts.folders_relisted, trusting.counts.read), (0, 0), "{:?}", trusting.counts);
+    assert_eq!(trusting.inventory.journal_token, Some(position(5)));
+
+    // Named by the journal, the folder is stat'ed at once, listed again and its new note read.
+    let names_refs = |_since: Option<JournalToken>| {
+        Some(JournalAnswer { now: position(6), changed: Some(BTreeSet::from(["03_Resources/refs".to_string()])) })
+    };
+    let named = load(&names_refs);
+    assert!(named.pending.is_none());
+    assert_eq!((named.counts.folders_relisted, named.counts.read, named.counts.folders_by_journal), (1, 1, 2), "{:?}", named.counts);
+
+    // No journal answering: the deferred checks of every folder, as before.
+    let silent = |_since: Option<JournalToken>| None;
+    let unproven = load(&silent);
+    assert!(!unproven.journal_behind);
+    assert!(unproven.pending.expect("checked later").confirm().expect_err("the moved folder is caught").contains("03_Resources/refs"));
 }
