@@ -40,8 +40,11 @@ pub use service::{FolderJournal, Stop};
 /// The first word of every answer, and the protocol's version.
 const GREETING: &str = "paravault-folder-journal 1";
 
-/// How long a write waits for the journal's answer before it stats every folder instead.
-const ASK_TIMEOUT: Duration = Duration::from_millis(250);
+/// How long a write waits for the journal's answer before it stats every folder instead. A
+/// journal that is not running is refused at once (no socket, or nobody listening); this bounds
+/// only one that is alive but stalled, and is generous so that a loaded machine, where the
+/// journal may wait for a core, still gets its answer.
+const ASK_TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The most an answer may hold (a line per changed folder): past it, no journal.
 const ANSWER_LIMIT: u64 = 64 << 20;

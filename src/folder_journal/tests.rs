@@ -102,12 +102,18 @@ fn a_live_journal_names_every_folder_changed_since_a_position_and_voids_a_run_th
     assert_eq!(ask(root, None), None);
 }
 
+/// A vault holding only the engine's folder, and where its journal's socket goes.
+fn vault_with_only_its_engine_folder() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".paravault")).unwrap();
+    let socket = dir.path().join(crate::store::layout::FOLDER_JOURNAL_SOCKET);
+    (dir, socket)
+}
+
 #[test]
 fn a_socket_left_by_a_killed_journal_is_replaced_and_anything_else_in_its_place_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
+    let (dir, socket) = vault_with_only_its_engine_folder();
     let root = dir.path();
-    std::fs::create_dir_all(root.join(".paravault")).unwrap();
-    let socket = root.join(crate::store::layout::FOLDER_JOURNAL_SOCKET);
     // A killed journal's socket: bound, nobody listening.
     drop(std::os::unix::net::UnixListener::bind(&socket).unwrap());
     assert_eq!(ask(root, None), None, "a dead socket is no journal");
@@ -125,4 +131,28 @@ fn a_socket_left_by_a_killed_journal_is_replaced_and_anything_else_in_its_place_
     assert!(FolderJournal::start(root).is_err());
     assert!(std::fs::symlink_metadata(&socket).unwrap().file_type().is_symlink());
     assert_eq!(ask(root, None), None, "a link is never asked");
+}
+
+#[test]
+fn a_journal_that_never_answers_or_answers_nonsense_is_no_journal() {
+    let (dir, socket) = vault_with_only_its_engine_folder();
+    let root = dir.path();
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    // Accepted by the kernel, never answered: the write gives up after its timeout.
+    let started = std::time::Instant::now();
+    assert_eq!(ask(root, None), None);
+    assert!(started.elapsed() < std::time::Duration::from_secs(3), "{:?}", started.elapsed());
+    drop(listener);
+    std::fs::remove_file(&socket).unwrap();
+    // Answered with something that is not a whole answer (no `end`).
+    let listener = std::os::unix::net::UnixListener::bind(&socket).unwrap();
+    let server = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(&stream), &mut line).unwrap();
+        std::io::Write::write_all(&mut stream, b"paravault-folder-journal 1 00000000000000ff 3 changed\nd a\n").unwrap();
+        line
+    });
+    assert_eq!(ask(root, None), None);
+    assert_eq!(server.join().unwrap(), "since -\n");
 }
