@@ -11,6 +11,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::io::{BufRead, Write};
 use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -87,6 +88,8 @@ pub struct FolderJournal {
     /// Each folder changed during this run → the `seq` of its last change.
     changed: HashMap<String, u64>,
     listener: UnixListener,
+    /// The vault root's file system (a folder on another one is checked: `refuse_remote`).
+    device: u64,
     socket: PathBuf,
     _lock: std::fs::File,
     buffer: Vec<u8>,
@@ -94,6 +97,17 @@ pub struct FolderJournal {
 
 fn unavailable(remediation: String) -> Error {
     Error::NotConfigured { capability: "the folder journal", remediation }
+}
+
+/// Refuses `path` when it is on a file system whose changes can come from another machine.
+fn refuse_remote(path: &Path, what: &str) -> Result<()> {
+    let kind = rustix::fs::statfs(path).map_err(|e| Error::io("inspecting", path.display().to_string(), e.into()))?.f_type as u32;
+    match REMOTE_FILE_SYSTEMS.iter().find(|(magic, _)| *magic == kind) {
+        Some((_, name)) => Err(unavailable(format!(
+            "{what} is on a {name} file system, where edits made on another machine reach no inotify queue; writes stat every folder instead"
+        ))),
+        None => Ok(()),
+    }
 }
 
 fn fresh_epoch() -> u64 {
@@ -109,12 +123,8 @@ impl FolderJournal {
     /// path is too long, or when the platform refuses a watch (the inotify watch limit).
     pub fn start(root: &Path) -> Result<Self> {
         let root = root.canonicalize().map_err(|e| Error::io("resolving", root.display().to_string(), e))?;
-        let kind = rustix::fs::statfs(&root).map_err(|e| Error::io("inspecting", root.display().to_string(), e.into()))?.f_type as u32;
-        if let Some((_, name)) = REMOTE_FILE_SYSTEMS.iter().find(|(magic, _)| *magic == kind) {
-            return Err(unavailable(format!(
-                "the vault is on a {name} file system, where edits made elsewhere reach no inotify queue; writes stat every folder instead"
-            )));
-        }
+        refuse_remote(&root, "the vault")?;
+        let device = std::fs::metadata(&root).map_err(|e| Error::io("inspecting", root.display().to_string(), e))?.dev();
         nofollow::refuse_symlinked_state(&root)?;
         let socket = layout::join(&root, layout::FOLDER_JOURNAL_SOCKET);
         if socket.as_os_str().len() > SOCKET_PATH_MAX {
@@ -137,6 +147,7 @@ impl FolderJournal {
             seq: 0,
             changed: HashMap::new(),
             listener,
+            device,
             socket,
             _lock: lock,
             buffer: vec![0; 64 * 1024],
@@ -314,6 +325,11 @@ impl FolderJournal {
                 }
                 Err(e) => return Err(Error::io("watching", dir, e)),
             };
+            // A folder where another file system is mounted (a NAS share in 03_Resources): one
+            // whose edits can come from another machine would be missed, so it is refused.
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.dev() != self.device) {
+                refuse_remote(&path, &format!("folder {dir:?}"))?;
+            }
             self.watches.insert(wd, dir.clone());
             if mark {
                 self.mark(&dir);
