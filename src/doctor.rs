@@ -70,9 +70,9 @@ pub struct VaultCheck {
     /// How this process keeps its model equal to the disk, and the leftovers it removed.
     pub freshness: crate::vault::Freshness,
     pub computed_from: crate::inventory::ComputedFrom,
-    /// Whether the vault's folder journal (`paravault watch`) answered: `running`, or `not
-    /// running` (one-shot writes then stat every folder).
-    pub folder_journal: &'static str,
+    /// Whether the vault's folder journal (`paravault watch`) answered (without one, one-shot
+    /// writes stat every folder).
+    pub folder_journal_running: bool,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -385,7 +385,7 @@ impl Vault {
                 embedding_configured: crate::embed::vault_handle(&self.policy().policy, self.root()).describe(),
                 freshness: self.freshness(),
                 computed_from: lint.computed_from.clone().unwrap_or_default(),
-                folder_journal: if crate::folder_journal::ask(self.root(), None).is_some() { "running" } else { "not running" },
+                folder_journal_running: crate::folder_journal::ask(self.root(), None).is_some(),
             }
         })?;
         let issues = &mut report.issues;

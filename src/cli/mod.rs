@@ -505,7 +505,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Watch => open(&cli)
             .and_then(|v| {
                 // One line, flushed at once: whoever started it reads it to know it watches.
-                v.keep_folder_journal(None, |ready| {
+                v.keep_folder_journal(|ready| {
                     use std::io::Write as _;
                     let mut stdout = std::io::stdout().lock();
                     let _ = writeln!(stdout, "{}", serde_json::to_string(ready).unwrap_or_default());

@@ -432,13 +432,11 @@ apply with: paravault apply {} --approve
             None => text.push_str("dense index: none (fts only; `paravault sync --dense` builds one)\n"),
         }
         if let Some(check) = &report.vault_check {
-            text.push_str(&format!(
-                "folder journal: {}\n",
-                match check.folder_journal {
-                    "running" => "running (one-shot writes stat only the folders it names)",
-                    _ => "not running (one-shot writes stat every folder; `paravault watch` keeps one)",
-                }
-            ));
+            text.push_str(if check.folder_journal_running {
+                "folder journal: running (one-shot writes stat only the folders it names)\n"
+            } else {
+                "folder journal: not running (one-shot writes stat every folder; `paravault watch` keeps one)\n"
+            });
         }
         if let Some(check) = report.vault_check.as_ref().filter(|c| c.freshness.leftover_temps_removed > 0) {
             text.push_str(&format!("removed {} temporary files left by killed writes\n", check.freshness.leftover_temps_removed));

@@ -50,10 +50,10 @@ const ASK_TIMEOUT: Duration = Duration::from_secs(1);
 const ANSWER_LIMIT: u64 = 64 << 20;
 
 /// What `paravault watch` prints once it watches (one JSON line on stdout).
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Serialize)]
 pub struct FolderJournalReady {
     /// "watching".
-    pub state: String,
+    pub state: &'static str,
     pub vault: String,
     /// The socket writes ask.
     pub socket: String,

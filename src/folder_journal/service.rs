@@ -159,7 +159,7 @@ impl FolderJournal {
     /// What `paravault watch` prints once it watches.
     pub fn ready(&self) -> FolderJournalReady {
         FolderJournalReady {
-            state: "watching".into(),
+            state: "watching",
             vault: self.root.display().to_string(),
             socket: self.socket.display().to_string(),
             folders: self.watches.len(),

@@ -588,16 +588,14 @@ pub fn load_for_write(
     let answer = journal.and_then(|ask| ask(header.journal_token));
     let journal_asked = started.elapsed();
     let rows_value = meta.get(FOLDERS_KEY).map_err(storage)?.ok_or_else(|| "no folder rows".to_string())?;
-    let at_once: Option<BTreeSet<String>> = match (checks, answer.as_ref().and_then(|a| a.changed.as_ref())) {
-        (FolderChecks::Deferred { expected_moved, .. }, Some(changed)) => {
-            Some(loaded.iter().chain(expected_moved).chain(&header.unsettled_folders).chain(changed).cloned().collect())
-        }
-        (FolderChecks::Deferred { expected_moved, from }, None) if stored_row_count(rows_value.value()) >= from => {
-            Some(loaded.iter().chain(expected_moved).chain(&header.unsettled_folders).cloned().collect())
-        }
+    let changed = answer.as_ref().and_then(|a| a.changed.as_ref());
+    let at_once: Option<BTreeSet<String>> = match checks {
+        FolderChecks::Deferred { expected_moved, from } if changed.is_some() || stored_row_count(rows_value.value()) >= from => Some(
+            loaded.iter().chain(expected_moved).chain(&header.unsettled_folders).chain(changed.into_iter().flatten()).cloned().collect(),
+        ),
         _ => None,
     };
-    let by_journal = at_once.is_some() && answer.as_ref().is_some_and(|a| a.changed.is_some());
+    let by_journal = at_once.is_some() && changed.is_some();
     let pending = at_once.as_ref().filter(|_| !by_journal).map(|at_once| {
         let (root, bytes, at_once) = (root.to_path_buf(), rows_value.value().to_vec(), at_once.clone());
         PendingFolderChecks { helper: std::thread::spawn(move || check_folders_later(&root, &bytes, &at_once)) }

@@ -202,17 +202,13 @@ impl Vault {
         &self.root
     }
 
-    /// Keeps this vault's folder journal (`paravault watch`, `folder_journal`) until `stop` is
-    /// set (never, without one): one-shot writes then ask it which folders changed instead of
-    /// a stat of each. `ready` is told once every folder is watched.
-    pub fn keep_folder_journal(
-        &self,
-        stop: Option<&crate::folder_journal::Stop>,
-        ready: impl FnOnce(&crate::folder_journal::FolderJournalReady),
-    ) -> Result<()> {
+    /// Keeps this vault's folder journal (`paravault watch`, `folder_journal`) until the process
+    /// is stopped: one-shot writes then ask it which folders changed instead of a stat of each.
+    /// `ready` is told once every folder is watched.
+    pub fn keep_folder_journal(&self, ready: impl FnOnce(&crate::folder_journal::FolderJournalReady)) -> Result<()> {
         let mut journal = crate::folder_journal::FolderJournal::start(&self.root)?;
         ready(&journal.ready());
-        journal.run(stop)
+        journal.run(None)
     }
 
     /// This handle, writing for `channel` (adapters call it once, right after opening).

@@ -104,14 +104,13 @@ impl Vault {
             let journal_token = crate::folder_journal::ask(&self.root, None).map(|answer| answer.now);
             let (known, cache_state) = self.read_persisted_inventory();
             let decoded = started.elapsed();
-            let (inventory, leftovers, load) = match (scope, known) {
+            let (mut inventory, leftovers, load) = match (scope, known) {
                 (Scope::Write, Some(known)) => match Inventory::load_checking_folders(&self.root, &self.policy, known)? {
                     Ok(loaded) => loaded,
                     Err(records) => Inventory::load_reusing(&self.root, &self.policy, records)?,
                 },
                 (_, known) => Inventory::load_reusing(&self.root, &self.policy, known.map(|k| k.records).unwrap_or_default())?,
             };
-            let mut inventory = inventory;
             inventory.journal_token = journal_token;
             let loaded = started.elapsed();
             // Rewriting the whole file costs O(vault); a few stale records (the notes and catalog
