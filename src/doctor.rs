@@ -454,7 +454,7 @@ fn status_of(issues: &[Issue]) -> &'static str {
 fn tail_writes(root: &std::path::Path, manifest: &generation::Manifest) -> usize {
     match crate::store::journal::read_committed(root) {
         Ok(Some((_, records))) if crate::search::tail::servable(manifest) => {
-            crate::search::tail::intents_after(&records, manifest.covers_seq).len()
+            crate::search::tail::count_after(&records, manifest.covers_seq)
         }
         _ => 0,
     }

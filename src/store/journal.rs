@@ -9,6 +9,7 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use serde::{Deserialize, Serialize};
 
@@ -144,9 +145,9 @@ impl JournalStamp {
     }
 }
 
-/// Parses every intact record of `bytes`; returns them and the length they cover (a torn tail
-/// after it is a record that never committed).
-fn parse_records(bytes: &[u8]) -> (Vec<Record>, usize) {
+/// Parses every intact record of `bytes` (its head: see `StoredRecord`); returns them and the
+/// length they cover (a torn tail after it is a record that never committed).
+fn parse_records(bytes: &[u8]) -> (Vec<StoredRecord>, usize) {
     let mut records = Vec::new();
     let mut offset = 0usize;
     while offset + 12 <= bytes.len() {
@@ -155,9 +156,9 @@ fn parse_records(bytes: &[u8]) -> (Vec<Record>, usize) {
         if blake3::hash(payload).as_bytes()[..8] != bytes[offset + 4..offset + 12] {
             break;
         }
-        match serde_json::from_slice::<Record>(payload) {
-            Ok(record) => records.push(record),
-            Err(_) => break,
+        match StoredRecord::read(payload) {
+            Some(record) => records.push(record),
+            None => break,
         }
         offset += 12 + len;
     }
@@ -166,7 +167,7 @@ fn parse_records(bytes: &[u8]) -> (Vec<Record>, usize) {
 
 /// Reads the journal's intact records without changing the file (readers: a torn tail is left
 /// to the writer). Returns the stamp the records were read at; `None` when there is no journal.
-pub fn read_committed(root: &Path) -> Result<Option<(JournalStamp, Vec<Record>)>> {
+pub fn read_committed(root: &Path) -> Result<Option<(JournalStamp, Vec<StoredRecord>)>> {
     let path = layout::join(root, layout::JOURNAL);
     let mut file = match super::durable::open_engine_read(root, &path) {
         Ok(file) => file,
@@ -193,9 +194,132 @@ pub enum Record {
     },
 }
 
+/// A record as `Journal::open` and `read_committed` give it. What a write consults of every
+/// record (its kind and sequence number, the paths an intent names, whether a done record
+/// abandoned its intent) is decoded at once; an intent's texts, receipt and search lists only
+/// when asked for (`intent`: recovery, a fold, a reader serving the tail), from the record's
+/// own bytes. A journal holds up to `search.tail_writes_max` intents, each with the full text
+/// of every catalog page it rewrote, and a write reads none of those texts.
+#[derive(Debug)]
+pub struct StoredRecord {
+    seq: u64,
+    kind: StoredKind,
+    /// The record's JSON, for a record read from the file (`None`: appended by this process,
+    /// its intent already at hand).
+    payload: Option<Box<[u8]>>,
+    intent: OnceLock<std::result::Result<Intent, String>>,
+}
+
+#[derive(Debug)]
+enum StoredKind {
+    Intent { paths: Vec<String> },
+    Done { abandoned: bool },
+}
+
+/// The part of a record decoded at once (every other field is skipped, unread).
+#[derive(Deserialize)]
+struct RecordHead {
+    kind: HeadKind,
+    seq: u64,
+    #[serde(default)]
+    changes: Vec<ChangeHead>,
+    #[serde(default)]
+    abandoned: bool,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "snake_case")]
+enum HeadKind {
+    Intent,
+    Done,
+}
+
+#[derive(Deserialize)]
+struct ChangeHead {
+    path: String,
+}
+
+impl StoredRecord {
+    /// The head of the record `payload` (`None`: not a record, as a torn one).
+    fn read(payload: &[u8]) -> Option<Self> {
+        let head: RecordHead = serde_json::from_slice(payload).ok()?;
+        let kind = match head.kind {
+            HeadKind::Intent => StoredKind::Intent { paths: head.changes.into_iter().map(|c| c.path).collect() },
+            HeadKind::Done => StoredKind::Done { abandoned: head.abandoned },
+        };
+        Some(StoredRecord { seq: head.seq, kind, payload: Some(payload.into()), intent: OnceLock::new() })
+    }
+
+    pub fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Whether this is an intent's record (else a done record).
+    pub fn is_intent(&self) -> bool {
+        matches!(self.kind, StoredKind::Intent { .. })
+    }
+
+    /// For a done record, whether its intent was abandoned (`None`: an intent's record).
+    pub fn done(&self) -> Option<bool> {
+        match self.kind {
+            StoredKind::Done { abandoned } => Some(abandoned),
+            StoredKind::Intent { .. } => None,
+        }
+    }
+
+    /// The vault-relative path of every file an intent changes (none for a done record).
+    pub fn paths(&self) -> &[String] {
+        match &self.kind {
+            StoredKind::Intent { paths } => paths,
+            StoredKind::Done { .. } => &[],
+        }
+    }
+
+    /// The whole intent (`None` for a done record), decoded on first use. A record whose head
+    /// reads but whose whole does not (never written by this engine) is an error naming it;
+    /// nothing is skipped or truncated for it.
+    pub fn intent(&self) -> Result<Option<&Intent>> {
+        if !self.is_intent() {
+            return Ok(None);
+        }
+        let decoded = self.intent.get_or_init(|| {
+            let payload = self.payload.as_deref().unwrap_or_default();
+            match serde_json::from_slice::<Record>(payload) {
+                Ok(Record::Intent(intent)) if intent.seq == self.seq => Ok(intent),
+                Ok(_) => Err("its whole is not the intent its head names".to_string()),
+                Err(error) => Err(error.to_string()),
+            }
+        });
+        match decoded {
+            Ok(intent) => Ok(Some(intent)),
+            Err(reason) => Err(io(
+                "decoding",
+                std::io::Error::new(std::io::ErrorKind::InvalidData, format!("intent {} cannot be decoded: {reason}", self.seq)),
+            )),
+        }
+    }
+}
+
+impl From<Record> for StoredRecord {
+    /// A record this process appended (its intent at hand, never decoded again).
+    fn from(record: Record) -> Self {
+        match record {
+            Record::Intent(intent) => StoredRecord {
+                seq: intent.seq,
+                kind: StoredKind::Intent { paths: intent.changes.iter().map(|c| c.path().to_string()).collect() },
+                payload: None,
+                intent: OnceLock::from(Ok(intent)),
+            },
+            Record::Done { seq, abandoned } => {
+                StoredRecord { seq, kind: StoredKind::Done { abandoned }, payload: None, intent: OnceLock::new() }
+            }
+        }
+    }
+}
+
 /// The sequence numbers of intents in `records` that were abandoned (never put in place).
-pub fn abandoned_seqs(records: &[Record]) -> std::collections::BTreeSet<u64> {
-    records.iter().filter_map(|r| if let Record::Done { seq, abandoned: true } = r { Some(*seq) } else { None }).collect()
+pub fn abandoned_seqs(records: &[StoredRecord]) -> std::collections::BTreeSet<u64> {
+    records.iter().filter(|r| r.done() == Some(true)).map(StoredRecord::seq).collect()
 }
 
 /// The open journal file.
@@ -214,7 +338,7 @@ fn io(action: &'static str, e: std::io::Error) -> Error {
 
 impl Journal {
     /// Opens (creating) the journal, reads every intact record and truncates a torn tail.
-    pub fn open(root: &Path) -> Result<(Self, Vec<Record>)> {
+    pub fn open(root: &Path) -> Result<(Self, Vec<StoredRecord>)> {
         let path = layout::join(root, layout::JOURNAL);
         let mut file = super::durable::open_engine_file(root, &path, true).map_err(|e| io("opening", e))?;
         let mut bytes = Vec::new();
@@ -287,3 +411,6 @@ impl Journal {
         &self.path
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -44,7 +44,7 @@ use crate::lint;
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
 use crate::scan::PageKind;
-use crate::store::journal::{FileChange, Intent, PreImage, Record, SearchSnapshot};
+use crate::store::journal::{FileChange, Intent, PreImage, Record, SearchSnapshot, StoredRecord};
 use crate::store::{faults, layout};
 use crate::vault::Vault;
 use receipts::{NoteHashes, RECEIPT_SCHEMA, Receipt};
@@ -335,7 +335,7 @@ impl<'v> Planned<'v> {
             drop(plan);
             return Err(abort(vault, writer, &mutation, "commit", error));
         }
-        writer.records.push(Record::Intent(intent.clone()));
+        writer.records.push(Record::Intent(intent.clone()).into());
         phases.mark("commit");
         faults::crash_point("after_commit");
         // A file changed outside the engine since the plan: put nothing in place, mark the intent
@@ -497,13 +497,8 @@ fn check_note(vault: &Vault, note: &NoteChange, create_folders: bool) -> Result<
 /// changed (a write's keyed load checks them at once, `Vault::with_write_model`).
 fn journal_folders(writer: &WriterGuard<'_>) -> BTreeSet<String> {
     let mut folders = BTreeSet::new();
-    for record in &writer.records {
-        if let Record::Intent(intent) = record {
-            for change in &intent.changes {
-                let path = change.path();
-                folders.insert(path.rsplit_once('/').map_or("", |(folder, _)| folder).to_string());
-            }
-        }
+    for path in writer.records.iter().flat_map(|r| r.paths()) {
+        folders.insert(path.rsplit_once('/').map_or("", |(folder, _)| folder).to_string());
     }
     folders
 }
@@ -717,7 +712,7 @@ fn abandon(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, seq
     tracing::warn!(seq, error = %conflict, "a file changed outside the engine while the write was planned; the write is refused");
     let record = Record::Done { seq, abandoned: true };
     match writer.journal.append(&record, true) {
-        Ok(()) => writer.records.push(record),
+        Ok(()) => writer.records.push(record.into()),
         Err(error) => {
             // Recovery finishes the intent file by file, and never over a file that holds
             // neither its pre- nor its post-image: the outside edit is still safe.
@@ -808,7 +803,7 @@ fn search_route(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<SearchRou
         return Ok(SearchRoute::Publish);
     }
     // The tail includes this intent, so `tail_writes_max: 1` folds every write.
-    let tail = crate::search::tail::intents_after(&writer.records, facts.covers_seq).len();
+    let tail = crate::search::tail::count_after(&writer.records, facts.covers_seq);
     if tail >= vault.policy().policy.search.tail_writes_max || writer.journal.len_bytes() > TAIL_JOURNAL_BYTES_MAX {
         Ok(SearchRoute::Fold)
     } else {
@@ -1040,7 +1035,7 @@ pub(crate) fn checkpoint(vault: &Vault, writer: &mut WriterGuard<'_>, intents: &
     for intent in intents {
         let record = Record::Done { seq: intent.seq, abandoned: false };
         writer.journal.append(&record, false)?;
-        writer.records.push(record);
+        writer.records.push(record.into());
     }
     reset_journal_when_folded(vault, writer, !generation_files.is_empty())
 }
@@ -1055,16 +1050,11 @@ fn reset_journal_when_folded(vault: &Vault, writer: &mut WriterGuard<'_>, publis
     if !published && writer.journal.len_bytes() <= JOURNAL_RESET_BYTES {
         return Ok(());
     }
-    if !recover::pending_except(&writer.records, &BTreeSet::new()).is_empty() || !writer.unsynced.is_empty() {
+    if recover::any_pending_except(&writer.records, &BTreeSet::new()) || !writer.unsynced.is_empty() {
         return Ok(());
     }
     let abandoned = crate::store::journal::abandoned_seqs(&writer.records);
-    let last = writer
-        .records
-        .iter()
-        .filter_map(|r| if let Record::Intent(i) = r { Some(i.seq) } else { None })
-        .filter(|seq| !abandoned.contains(seq))
-        .max();
+    let last = writer.records.iter().filter(|r| r.is_intent()).map(StoredRecord::seq).filter(|seq| !abandoned.contains(seq)).max();
     if let Some(last) = last {
         let Some(active) = crate::search::generation::read_active(vault.root())? else { return Ok(()) };
         let covered = crate::search::generation::read_manifest(vault.root(), &active).is_ok_and(|m| m.covers_seq >= last);

@@ -11,36 +11,40 @@ use super::receipts::Receipt;
 use super::writer::WriterGuard;
 use crate::error::Result;
 use crate::note::path::VaultPath;
-use crate::store::journal::{Intent, Record};
+use crate::store::journal::{Intent, StoredRecord};
 use crate::vault::Vault;
 
 /// Intents in `records` that have no `Done` record, except `mine` (this process's own deferred
-/// intents, which are in place), in sequence order: what recovery finishes.
-pub(crate) fn pending_except<'r>(records: &'r [Record], mine: &BTreeSet<u64>) -> Vec<&'r Intent> {
-    let done: BTreeSet<u64> = records.iter().filter_map(|r| if let Record::Done { seq, .. } = r { Some(*seq) } else { None }).collect();
-    let mut out: Vec<&Intent> = records
-        .iter()
-        .filter_map(|r| if let Record::Intent(i) = r { Some(i) } else { None })
-        .filter(|i| !done.contains(&i.seq) && !mine.contains(&i.seq))
-        .collect();
+/// intents, which are in place), in sequence order, each decoded whole: what recovery finishes.
+pub(crate) fn pending_except<'r>(records: &'r [StoredRecord], mine: &BTreeSet<u64>) -> Result<Vec<&'r Intent>> {
+    let mut out = Vec::new();
+    for record in pending_records(records, mine) {
+        out.extend(record.intent()?);
+    }
     out.sort_by_key(|i| i.seq);
-    out
+    Ok(out)
+}
+
+/// Whether `pending_except` has anything to finish (nothing decoded).
+pub(crate) fn any_pending_except(records: &[StoredRecord], mine: &BTreeSet<u64>) -> bool {
+    pending_records(records, mine).next().is_some()
+}
+
+fn pending_records<'r>(records: &'r [StoredRecord], mine: &BTreeSet<u64>) -> impl Iterator<Item = &'r StoredRecord> {
+    let done: BTreeSet<u64> = records.iter().filter(|r| r.done().is_some()).map(StoredRecord::seq).collect();
+    let mine = mine.clone();
+    records.iter().filter(move |r| r.is_intent() && !done.contains(&r.seq()) && !mine.contains(&r.seq()))
 }
 
 /// Finishes pending intents (except this process's own deferred ones, which are in place);
 /// returns their sequence numbers.
 pub(crate) fn recover_pending(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<Vec<u64>> {
     let mine: BTreeSet<u64> = writer.unsynced.iter().map(|i| i.seq).collect();
-    let todo: Vec<Intent> = pending_except(&writer.records, &mine).into_iter().cloned().collect();
+    let todo: Vec<Intent> = pending_except(&writer.records, &mine)?.into_iter().cloned().collect();
     let mut generation_files = Vec::new();
     for intent in &todo {
-        let later: BTreeSet<String> = writer
-            .records
-            .iter()
-            .filter_map(|r| if let Record::Intent(i) = r { Some(i) } else { None })
-            .filter(|i| i.seq > intent.seq)
-            .flat_map(|i| i.changes.iter().map(|c| c.path().to_string()))
-            .collect();
+        let later: BTreeSet<String> =
+            writer.records.iter().filter(|r| r.is_intent() && r.seq() > intent.seq).flat_map(|r| r.paths().iter().cloned()).collect();
         tracing::warn!(seq = intent.seq, "recovery: finishing a committed transaction");
         let conflicts = super::apply_changes(vault, &intent.changes, &later, &super::Confirmed::new())?;
         if !conflicts.is_empty() {

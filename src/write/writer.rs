@@ -10,7 +10,7 @@ use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
 use crate::note::path::VaultPath;
-use crate::store::journal::{Intent, Journal, Record};
+use crate::store::journal::{Intent, Journal, StoredRecord};
 use crate::store::{durable, layout};
 use crate::vault::{HeldLock, InitReport, Vault, VaultOptions, WritePath};
 
@@ -28,7 +28,7 @@ pub struct WriterState {
     pub(in crate::write) receipts: ReceiptLog,
     pub(in crate::write) journal: Journal,
     /// The journal's records (as read at lock time, plus this process's appends since).
-    pub(in crate::write) records: Vec<Record>,
+    pub(in crate::write) records: Vec<StoredRecord>,
     /// A write past its commit point failed: recovery runs at the next lock.
     pub(in crate::write) needs_recovery: bool,
     /// Intents this process put in place whose files are not fsynced yet: their checkpoint is
@@ -127,7 +127,7 @@ impl Writer {
         }
         let mut guard = WriterGuard { state };
         let mine: BTreeSet<u64> = guard.unsynced.iter().map(|i| i.seq).collect();
-        if guard.needs_recovery || !super::recover::pending_except(&guard.records, &mine).is_empty() {
+        if guard.needs_recovery || super::recover::any_pending_except(&guard.records, &mine) {
             super::recover::recover_pending(vault, &mut guard)?;
         }
         Ok(guard)

@@ -12,7 +12,7 @@ use crate::policy::LoadedPolicy;
 use crate::search::read::generation::{self, tantivy_err};
 use crate::search::read::tail::{delta, intents_after, summary};
 use crate::search::schema;
-use crate::store::journal::Record;
+use crate::store::journal::StoredRecord;
 
 /// Publishes the tail of the active generation as an ordinary on-disk generation covering
 /// `tail`'s last intent: the fold. Files are written through the deferred-sync directory when
@@ -20,13 +20,13 @@ use crate::store::journal::Record;
 pub(crate) fn fold(
     root: &Path,
     policy: &LoadedPolicy,
-    records: &[Record],
+    records: &[StoredRecord],
     deferred_sync: Option<Arc<Mutex<Vec<PathBuf>>>>,
 ) -> Result<GenerationInfo> {
     let active_id =
         generation::read_active(root)?.ok_or_else(|| Error::NoActiveGeneration { reason: "run sync before folding writes".into() })?;
     let base = generation::open_generation(root, &active_id)?;
-    let tail = intents_after(records, base.manifest.covers_seq);
+    let tail = intents_after(records, base.manifest.covers_seq)?;
     // The writer folds right after committing an intent, so the tail is never empty here.
     let last = tail.last().map(|i| i.seq).ok_or_else(|| Error::SearchIndex {
         action: "folding the journal's tail",

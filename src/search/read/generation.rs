@@ -346,7 +346,7 @@ pub fn acquire(root: &Path, policy: &LoadedPolicy) -> Result<Acquired> {
             continue;
         }
         let (journal_stamp, records) = journal.map_or((stamp, Vec::new()), |(s, r)| (Some(s), r));
-        let intents = tail::intents_after(&records, base.generation.manifest.covers_seq);
+        let intents = tail::intents_after(&records, base.generation.manifest.covers_seq)?;
         let acquired = if intents.is_empty() {
             base
         } else {

@@ -33,7 +33,7 @@ use crate::policy::LoadedPolicy;
 use crate::scan::PageKind;
 use crate::search::schema::{self, Fields, NoteDocuments};
 use crate::search::segment_commit;
-use crate::store::journal::{Intent, Record};
+use crate::store::journal::{Intent, StoredRecord};
 use crate::store::tantivy_dir::RetainingDirectory;
 
 /// Whether a reader may serve `base` with the journal's tail on top: an FTS-only generation of
@@ -42,17 +42,25 @@ pub(crate) fn servable(base: &Manifest) -> bool {
     base.dense.is_none() && base.index_schema_version == schema::INDEX_SCHEMA_VERSION && base.chunker == schema::CHUNKER
 }
 
-/// The intents of `records` after `covers_seq`, in sequence order.
+/// The intents of `records` after `covers_seq`, in sequence order, each decoded whole.
 /// Abandoned intents (refused after the commit point; nothing of them is in place) are skipped.
-pub(crate) fn intents_after(records: &[Record], covers_seq: u64) -> Vec<&Intent> {
-    let abandoned = crate::store::journal::abandoned_seqs(records);
-    let mut out: Vec<&Intent> = records
-        .iter()
-        .filter_map(|r| if let Record::Intent(i) = r { Some(i) } else { None })
-        .filter(|i| i.seq > covers_seq && !abandoned.contains(&i.seq))
-        .collect();
+pub(crate) fn intents_after(records: &[StoredRecord], covers_seq: u64) -> Result<Vec<&Intent>> {
+    let mut out = Vec::new();
+    for record in tail_records(records, covers_seq) {
+        out.extend(record.intent()?);
+    }
     out.sort_by_key(|i| i.seq);
-    out
+    Ok(out)
+}
+
+/// How many intents `intents_after` gives, none of them decoded.
+pub(crate) fn count_after(records: &[StoredRecord], covers_seq: u64) -> usize {
+    tail_records(records, covers_seq).count()
+}
+
+fn tail_records(records: &[StoredRecord], covers_seq: u64) -> impl Iterator<Item = &StoredRecord> {
+    let abandoned = crate::store::journal::abandoned_seqs(records);
+    records.iter().filter(move |r| r.is_intent() && r.seq() > covers_seq && !abandoned.contains(&r.seq()))
 }
 
 /// The id of the generation `base` + intents up to `seq`.
