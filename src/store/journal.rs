@@ -341,7 +341,7 @@ impl Journal {
     pub fn open(root: &Path) -> Result<(Self, Vec<StoredRecord>)> {
         let path = layout::join(root, layout::JOURNAL);
         let mut file = super::durable::open_engine_file(root, &path, true).map_err(|e| io("opening", e))?;
-        let mut bytes = Vec::new();
+        let mut bytes = Vec::with_capacity(file.metadata().map_or(0, |m| m.len() as usize));
         file.read_to_end(&mut bytes).map_err(|e| io("reading", e))?;
         let (records, offset) = parse_records(&bytes);
         if offset < bytes.len() {
