@@ -3,13 +3,13 @@
 //! aggregates that write consults, looked up by key, instead of the whole model decoded.
 //!
 //! Tables (values postcard): `meta` (format, engine, policy digest, vault-wide counters, root
-//! notes, invalid notes, symbolic links, pages not settled), with two more values: the folder
-//! rows (every walked folder → its identity as of its last whole listing, its subtree's valid
-//! notes, its direct valid notes) and the source snapshot's top-level lines (one line per
-//! folder with valid notes: a write's partial snapshot replaces the lines of the folders it
-//! loads and keeps the others as they are); `records` and `files` keyed `folder \0 name` (a
-//! folder's direct entries are one range); `linkers` (link key → notes) and `names`
-//! (lower-cased file name → files). Everything counted is counted over the settled records
+//! notes, invalid notes, symbolic links, pages not settled), with one more value: the source
+//! snapshot's top-level lines (one line per folder with valid notes: a write's partial snapshot
+//! replaces the lines of the folders it loads and keeps the others as they are); `folders`
+//! (every walked folder → its identity as of its last whole listing, its subtree's valid notes,
+//! its direct valid notes), `records` and `files`, each keyed `folder \0 name` (a folder's
+//! direct subfolders, or its direct entries, are one range; the root's row is keyed ``);
+//! `linkers` (link key → notes) and `names` (lower-cased file name → files). Everything counted is counted over the settled records
 //! only, as the file it copies (`inventory_cache`) keeps only those: a page not settled is read
 //! again at load and counted then, exactly as a whole load does.
 //!
@@ -26,7 +26,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
 
-use redb::{MultimapTableDefinition, ReadableDatabase, ReadableTable, TableDefinition};
+use redb::{MultimapTableDefinition, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
 use serde::{Deserialize, Serialize};
 
 use super::{PersistedRecord, persisted_record, record_of, settled};
@@ -40,9 +40,11 @@ use crate::policy::LoadedPolicy;
 use crate::scan::{self, PageKind, UnusableName};
 
 /// Bumped whenever a table's shape changes.
-pub const FORMAT_VERSION: u32 = 7;
+pub const FORMAT_VERSION: u32 = 8;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
+/// Every folder's row (`FolderRow`), keyed by `folder_key`: a write reads the few it consults.
+const FOLDERS: TableDefinition<&str, &[u8]> = TableDefinition::new("folders");
 const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
 /// Every file (pages and attachments), for a folder's listing as persisted.
 const FILES: TableDefinition<&str, ()> = TableDefinition::new("files");
@@ -50,9 +52,6 @@ const LINKERS: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::ne
 const NAMES: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::new("names");
 
 const HEADER_KEY: &str = "header";
-/// Every folder's row, one value in `meta` (a write reads it once and decodes only the rows it
-/// consults; its helper decodes the others).
-const FOLDERS_KEY: &str = "folders";
 /// The source snapshot's top-level lines (`SourceSnapshot::lines`), one value in `meta`: a
 /// write's partial snapshot starts from them.
 const SNAPSHOT_KEY: &str = "snapshot lines";
@@ -110,68 +109,43 @@ impl FolderRow {
     }
 }
 
-/// Every folder's row as stored, borrowed from the stored value, in key (folder name) order:
-/// the names, and each row's own bytes, decoded only when asked for (a write consults a few).
-struct FolderRows<'v>(Vec<(&'v str, &'v [u8])>);
+/// The key of folder `dir`'s row in `folders`: `parent \0 name`, as `entry_key`, so a folder's
+/// direct subfolders are one range (`direct_range`); the root's is the empty key, outside
+/// every range.
+fn folder_key(dir: &str) -> String {
+    if dir.is_empty() { String::new() } else { entry_key(dir) }
+}
 
-impl<'v> FolderRows<'v> {
-    /// The rows of `bytes`; refused unless in strictly ascending folder order, as written
-    /// (the lookups below search them by halves).
-    fn decode(bytes: &'v [u8]) -> Result<Self, String> {
-        let rows: Vec<(&str, &[u8])> = postcard::from_bytes(bytes).map_err(|e| format!("undecodable folder rows: {e}"))?;
-        if !rows.is_sorted_by(|a, b| a.0 < b.0) {
-            return Err("folder rows out of order".into());
-        }
-        Ok(FolderRows(rows))
-    }
+fn decode_row(key: &str, bytes: &[u8]) -> Result<FolderRow, String> {
+    postcard::from_bytes(bytes).map_err(|e| format!("undecodable row of folder {:?}: {e}", path_of_key(key)))
+}
 
-    /// The stored value of `rows` (in folder order).
-    fn encode<'r>(rows: impl Iterator<Item = (&'r str, &'r FolderRow)>) -> Vec<u8> {
-        let rows: Vec<(&str, Vec<u8>)> = rows.map(|(dir, row)| (dir, encode(row))).collect();
-        encode(&rows)
-    }
+/// Folder `dir`'s row (`None`: no such folder was walked).
+fn folder_row(table: &impl ReadableTable<&'static str, &'static [u8]>, dir: &str) -> Result<Option<FolderRow>, String> {
+    let key = folder_key(dir);
+    let value = table.get(key.as_str()).map_err(|e| format!("folder rows: {e}"))?;
+    value.map(|v| decode_row(&key, v.value())).transpose()
+}
 
-    fn row(dir: &str, bytes: &[u8]) -> Result<FolderRow, String> {
-        postcard::from_bytes(bytes).map_err(|e| format!("undecodable row of folder {dir:?}: {e}"))
+/// The rows of folder `dir`'s direct subfolders, in name order: one range.
+fn child_rows(table: &impl ReadableTable<&'static str, &'static [u8]>, dir: &str) -> Result<Vec<(String, FolderRow)>, String> {
+    let (from, to) = direct_range(dir);
+    let mut out = Vec::new();
+    for entry in table.range(from.as_str()..to.as_str()).map_err(|e| format!("folder rows: {e}"))? {
+        let (key, value) = entry.map_err(|e| format!("folder rows: {e}"))?;
+        out.push((path_of_key(key.value()), decode_row(key.value(), value.value())?));
     }
+    Ok(out)
+}
 
-    /// Every row, decoded.
-    fn decoded(&self) -> impl Iterator<Item = Result<(&'v str, FolderRow), String>> + '_ {
-        self.0.iter().map(|(dir, bytes)| Ok((*dir, Self::row(dir, bytes)?)))
+/// Every folder's row (the root's first, then by parent and name).
+fn every_row(table: &impl ReadableTable<&'static str, &'static [u8]>) -> Result<Vec<(String, FolderRow)>, String> {
+    let mut out = Vec::new();
+    for entry in table.iter().map_err(|e| format!("folder rows: {e}"))? {
+        let (key, value) = entry.map_err(|e| format!("folder rows: {e}"))?;
+        out.push((path_of_key(key.value()), decode_row(key.value(), value.value())?));
     }
-
-    fn get(&self, dir: &str) -> Result<Option<FolderRow>, String> {
-        match self.0.binary_search_by(|(d, _)| (*d).cmp(dir)) {
-            Ok(at) => Self::row(dir, self.0[at].1).map(Some),
-            Err(_) => Ok(None),
-        }
-    }
-
-    fn contains(&self, dir: &str) -> bool {
-        self.0.binary_search_by(|(d, _)| (*d).cmp(dir)).is_ok()
-    }
-
-    /// The persisted direct subfolders of `dir`, found by seeks: within `dir/` up to `dir0`
-    /// ('0' follows '/'), each child's own subtree skipped with one search, so the root's
-    /// children cost O(children), not O(folders).
-    fn children_of(&self, dir: &str) -> Vec<&'v str> {
-        let prefix = if dir.is_empty() { String::new() } else { format!("{dir}/") };
-        let mut children = Vec::new();
-        let mut at = self.0.partition_point(|(d, _)| *d <= prefix.as_str());
-        while let Some((name, _)) = self.0.get(at).filter(|(name, _)| name.starts_with(prefix.as_str())) {
-            match name[prefix.len()..].find('/') {
-                None => {
-                    children.push(*name);
-                    at += 1;
-                }
-                Some(slash) => {
-                    let past = format!("{}0", &name[..prefix.len() + slash]);
-                    at = self.0.partition_point(|(d, _)| *d < past.as_str());
-                }
-            }
-        }
-        children
-    }
+    Ok(out)
 }
 
 /// The key of `path` in `records` and `files`: its folder, NUL, its name.
@@ -238,8 +212,13 @@ pub fn fill(inventory: &Inventory, policy_digest: &[u8; 32], transaction: &redb:
             .collect();
         header.unsettled_folders = rows.iter().filter(|(_, row)| !row.settled()).map(|(dir, _)| dir.to_string()).collect();
         meta.insert(HEADER_KEY, encode(&header).as_slice())?;
-        meta.insert(FOLDERS_KEY, FolderRows::encode(rows.iter().map(|(dir, row)| (*dir, row))).as_slice())?;
         meta.insert(SNAPSHOT_KEY, snapshot.lines().as_slice())?;
+        let mut keyed: Vec<(String, Vec<u8>)> = rows.iter().map(|(dir, row)| (folder_key(dir), encode(row))).collect();
+        keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let mut folders = transaction.open_table(FOLDERS)?;
+        for (key, value) in &keyed {
+            folders.insert(key.as_str(), value.as_slice())?;
+        }
     }
     // Each table is filled in key order: pages are then written full, not split half empty.
     {
@@ -328,34 +307,35 @@ pub fn fold(model: &Inventory, transaction: &redb::WriteTransaction) -> Result<u
         meta.insert(SNAPSHOT_KEY, merged.as_slice())?;
     }
     {
-        let rows = meta.get(FOLDERS_KEY)?.map(|v| {
-            let rows = FolderRows::decode(v.value())?;
-            rows.decoded().map(|row| row.map(|(dir, row)| (dir.to_string(), row))).collect::<Result<BTreeMap<_, _>, String>>()
-        });
-        let Some(Ok(mut folders)) = rows else {
-            return Err(redb::StorageError::Corrupted("keyed inventory without readable folder rows".into()).into());
-        };
+        // The folded folders' rows written, and their ancestors' subtree counts; the list of
+        // folders not settled changes only for the folded ones (an ancestor keeps its identity).
+        let mut folders = transaction.open_table(FOLDERS)?;
+        let corrupt = |reason: String| redb::Error::from(redb::StorageError::Corrupted(reason));
+        let mut unsettled: BTreeSet<String> =
+            std::mem::take(&mut header.unsettled_folders).into_iter().filter(|dir| !folded.contains(dir)).collect();
         for dir in folded {
             let row = FolderRow {
                 seen: model.dirs.get(dir).copied().flatten(),
                 valid_subtree: counts.valid_per_dir.get(dir).copied().unwrap_or(0),
                 direct_valid: direct.get(dir.as_str()).copied().unwrap_or(0),
             };
-            folders.insert(dir.clone(), row);
+            if !row.settled() {
+                unsettled.insert(dir.clone());
+            }
+            folders.insert(folder_key(dir).as_str(), encode(&row).as_slice())?;
         }
-        // An ancestor outside the folded folders keeps its row but for its subtree count.
         let ancestors: BTreeSet<&str> = folded
             .iter()
             .flat_map(|dir| crate::note::path::folder_and_ancestors(dir).skip(1))
             .filter(|dir| !folded.contains(*dir))
             .collect();
         for dir in ancestors {
-            if let Some(row) = folders.get_mut(dir) {
+            if let Some(mut row) = folder_row(&folders, dir).map_err(corrupt)? {
                 row.valid_subtree = counts.valid_per_dir.get(dir).copied().unwrap_or(0);
+                folders.insert(folder_key(dir).as_str(), encode(&row).as_slice())?;
             }
         }
-        header.unsettled_folders = folders.iter().filter(|(_, row)| !row.settled()).map(|(dir, _)| dir.clone()).collect();
-        meta.insert(FOLDERS_KEY, FolderRows::encode(folders.iter().map(|(dir, row)| (dir.as_str(), row))).as_slice())?;
+        header.unsettled_folders = unsettled.into_iter().collect();
     }
     meta.insert(HEADER_KEY, encode(&header).as_slice())?;
     {
@@ -471,8 +451,8 @@ pub enum FolderChecks<'h> {
     Now,
     /// The folders the write loads, `expected_moved` (those the engine's own recent writes
     /// changed: the journal's) and those whose identity is not settled (the header lists
-    /// them, so no other row is decoded on the write's thread) are stat'ed now; the
-    /// others, when there are at least `from` of them, on a helper thread while the write
+    /// them, so each is looked up by key) are stat'ed now; the others, when there are at
+    /// least `from` of them, on a helper thread (given every row) while the write
     /// plans, and `WriteLoad::pending` must confirm them before the commit point. A folder
     /// that moved there voids the load (the caller loads again with `Now`).
     Deferred { expected_moved: &'h BTreeSet<String>, from: usize },
@@ -493,23 +473,15 @@ impl PendingFolderChecks {
     }
 }
 
-/// How many rows the stored folder rows hold, from the length postcard writes before a
-/// sequence (a varint), without decoding them (0: unreadable; the decode then says why).
-fn stored_row_count(rows: &[u8]) -> usize {
-    postcard::take_from_bytes::<usize>(rows).map_or(0, |(count, _)| count)
-}
-
-/// Stats every folder of `rows` (the stored folder rows, decoded again here, off the write's
-/// thread) not checked `at_once` (those the write loads, those the journal names and those
-/// the header lists as not settled), and compares it with the identity its row holds. A row
-/// not settled among them (the header's list was not the rows') fails the checks as well: the
-/// write then checks every folder first.
-fn check_folders_later(root: &std::path::Path, rows: &[u8], at_once: &BTreeSet<String>) -> Result<(), String> {
-    let rows = FolderRows::decode(rows)?;
-    let mut deferred: Vec<(&str, Option<FileStamp>)> = Vec::new();
-    for row in rows.decoded() {
-        let (dir, row) = row?;
-        if at_once.contains(dir) {
+/// Stats every folder of `rows` (every stored row, read on the write's thread) not checked
+/// `at_once` (those the write loads, those the journal names and those the header lists as not
+/// settled), and compares it with the identity its row holds. A row not settled among them
+/// (the header's list was not the rows') fails the checks as well: the write then checks every
+/// folder first.
+fn check_folders_later(root: &std::path::Path, rows: Vec<(String, FolderRow)>, at_once: &BTreeSet<String>) -> Result<(), String> {
+    let mut deferred: Vec<(String, Option<FileStamp>)> = Vec::new();
+    for (dir, row) in rows {
+        if at_once.contains(&dir) {
             continue;
         }
         if !row.settled() {
@@ -517,7 +489,7 @@ fn check_folders_later(root: &std::path::Path, rows: &[u8], at_once: &BTreeSet<S
         }
         deferred.push((dir, row.seen.map(|(stamp, _)| stamp)));
     }
-    let names: Vec<&str> = deferred.iter().map(|(dir, _)| *dir).collect();
+    let names: Vec<&str> = deferred.iter().map(|(dir, _)| dir.as_str()).collect();
     for ((dir, seen), now) in deferred.iter().zip(inventory::dir_stamps_alone(root, &names)) {
         if now.is_none() || now != *seen {
             return Err(format!("folder {dir:?} moved while its check was deferred"));
@@ -579,31 +551,44 @@ pub fn load_for_write(
     // Every folder's identity, as a whole load by folder checks compares it: all stat'ed
     // before this returns, or (deferred checks, many folders) those this write loads, those
     // the engine's recent writes moved and those whose identity is not settled, the others
-    // on a helper thread, begun at once on its own copy of the stored rows, and taken as
-    // persisted until `pending` confirms them.
+    // on a helper thread, begun at once with every stored row, and taken as persisted until
+    // `pending` confirms them.
     //
     // With a folder journal that can say what changed since the copy's rows were proven,
     // only the folders it names are stat'ed besides those: the others are the disk without a
     // stat (and without a helper). Its position now is what the fold records.
     let answer = journal.and_then(|ask| ask(header.journal_token));
     let journal_asked = started.elapsed();
-    let rows_value = meta.get(FOLDERS_KEY).map_err(storage)?.ok_or_else(|| "no folder rows".to_string())?;
+    let folders_table = transaction.open_table(FOLDERS).map_err(table)?;
+    let stored_rows = folders_table.len().map_err(storage)? as usize;
     let changed = answer.as_ref().and_then(|a| a.changed.as_ref());
     let at_once: Option<BTreeSet<String>> = match checks {
-        FolderChecks::Deferred { expected_moved, from } if changed.is_some() || stored_row_count(rows_value.value()) >= from => Some(
+        FolderChecks::Deferred { expected_moved, from } if changed.is_some() || stored_rows >= from => Some(
             loaded.iter().chain(expected_moved).chain(&header.unsettled_folders).chain(changed.into_iter().flatten()).cloned().collect(),
         ),
         _ => None,
     };
     let by_journal = at_once.is_some() && changed.is_some();
-    let pending = at_once.as_ref().filter(|_| !by_journal).map(|at_once| {
-        let (root, bytes, at_once) = (root.to_path_buf(), rows_value.value().to_vec(), at_once.clone());
-        PendingFolderChecks { helper: std::thread::spawn(move || check_folders_later(&root, &bytes, &at_once)) }
-    });
-    // The rows are borrowed from the stored value: no folder name is copied unless the model
-    // keeps it.
-    let rows = FolderRows::decode(rows_value.value())?;
-    if !rows.contains("") {
+    // The rows stat'ed on this thread: every one, or (deferred checks, a journal) those
+    // checked at once, each looked up by key.
+    let checked: Vec<(String, FolderRow)> = match &at_once {
+        None => every_row(&folders_table)?,
+        Some(at_once) => {
+            let mut rows = Vec::with_capacity(at_once.len());
+            for dir in at_once {
+                rows.extend(folder_row(&folders_table, dir)?.map(|row| (dir.clone(), row)));
+            }
+            rows
+        }
+    };
+    let pending = match &at_once {
+        Some(at_once) if !by_journal => {
+            let (root, rows, at_once) = (root.to_path_buf(), every_row(&folders_table)?, at_once.clone());
+            Some(PendingFolderChecks { helper: std::thread::spawn(move || check_folders_later(&root, rows, &at_once)) })
+        }
+        _ => None,
+    };
+    if folder_row(&folders_table, "")?.is_none() {
         return Err(NotKeyed::from("no root folder".to_string()));
     }
     let mut phases = vec![("header", header_read), ("folder journal", journal_asked), ("folder rows", started.elapsed())];
@@ -611,12 +596,9 @@ pub fn load_for_write(
     // and the snapshot as persisted: every folder not loaded is known by its top-level line,
     // the loaded ones are filled from their records below).
     let lines = meta.get(SNAPSHOT_KEY).map_err(storage)?.ok_or_else(|| "no snapshot lines".to_string())?;
-    // In folder order, as the rows.
-    let names: Vec<&str> = match &at_once {
-        None => rows.0.iter().map(|(dir, _)| *dir).collect(),
-        Some(at_once) => at_once.iter().map(String::as_str).filter(|dir| rows.contains(dir)).collect(),
-    };
-    let folders_by_journal = if by_journal { rows.0.len().saturating_sub(names.len()) } else { 0 };
+    let names: Vec<&str> = checked.iter().map(|(dir, _)| dir.as_str()).collect();
+    let folders_by_journal = if by_journal { stored_rows.saturating_sub(names.len()) } else { 0 };
+    let checked_rows: HashMap<&str, &FolderRow> = checked.iter().map(|(dir, row)| (dir.as_str(), row)).collect();
     let (stamps, counted) = inventory::dir_stamps_while(root, &names, || -> Result<(Counts, SourceSnapshot), NotKeyed> {
         // The subtree counts are filled below, once the loaded folders are known.
         let counts = Counts {
@@ -630,7 +612,8 @@ pub fn load_for_write(
         // The persisted lines count the settled valid notes, as the header does.
         let mut snapshot = SourceSnapshot::partial(lines.to_string(), header.valid);
         for dir in &loaded {
-            snapshot.hold(dir, rows.get(dir)?.map_or(0, |row| row.direct_valid));
+            // Every loaded folder is checked at once, its row at hand.
+            snapshot.hold(dir, checked_rows.get(dir.as_str()).map_or(0, |row| row.direct_valid));
         }
         Ok((counts, snapshot))
     });
@@ -642,12 +625,11 @@ pub fn load_for_write(
     // The identities of the loaded folders (the fold writes theirs back; no other folder's
     // is consulted).
     let mut proven: Vec<(String, Option<(FileStamp, i128)>)> = Vec::with_capacity(loaded.len());
-    for (dir, stamp) in names.iter().zip(stamps) {
-        let row = rows.get(dir)?.ok_or_else(|| format!("no row of folder {dir:?}"))?;
+    for ((dir, row), stamp) in checked.iter().zip(stamps) {
         match (stamp, row.seen) {
             (None, _) => return Err(NotKeyed::from(format!("folder {dir:?} vanished"))),
             (Some(now), Some(seen)) if row.settled() && now == seen.0 => {
-                if loaded.contains(*dir) {
+                if loaded.contains(dir) {
                     proven.push((dir.to_string(), Some(seen)));
                 }
             }
@@ -751,8 +733,10 @@ pub fn load_for_write(
             Err(Unlistable::IgnoreFile) => return Err(NotKeyed { reason: "the vault has an ignore file".into(), rebuild: false }),
             Err(Unlistable::Unreadable(e)) => return Err(NotKeyed::from(format!("listing {dir:?}: {e}"))),
         };
+        // Its subfolders as persisted.
+        let persisted: BTreeSet<String> = child_rows(&folders_table, &dir)?.into_iter().map(|(sub, _)| sub).collect();
         for sub in &listing.subfolders {
-            if !rows.contains(sub) && !dirs.contains_key(sub) {
+            if !persisted.contains(sub) && !dirs.contains_key(sub) {
                 // A new folder: listed whole, all of it new.
                 dirs.insert(sub.clone(), None);
                 snapshot.hold(sub, 0);
@@ -775,7 +759,7 @@ pub fn load_for_write(
         let before = held_files.get(&dir);
         gone.extend(before.into_iter().flatten().filter(|path| !here.contains(*path)).cloned());
         new_files.extend(here.iter().filter(|path| !before.is_some_and(|b| b.contains(*path))).cloned());
-        for sub in rows.children_of(&dir) {
+        for sub in &persisted {
             if !subfolders.contains(sub) {
                 return Err(NotKeyed::from(format!("folder {sub:?} vanished")));
             }
@@ -790,16 +774,20 @@ pub fn load_for_write(
     }
     // The subtree counts the plan and the fold consult: each loaded folder's, its ancestors'
     // and its direct subfolders' (a catalog page's child rows, the root's category rows).
-    let mut counted_dirs: BTreeSet<&str> = BTreeSet::new();
+    let mut counted: BTreeMap<String, usize> = BTreeMap::new();
     for dir in &loaded {
-        counted_dirs.extend(crate::note::path::folder_and_ancestors(dir));
-        counted_dirs.extend(rows.children_of(dir));
-    }
-    for dir in counted_dirs.into_iter().filter(|dir| !dir.is_empty()) {
-        if let Some(row) = rows.get(dir)?.filter(|row| row.valid_subtree > 0) {
-            counts.valid_per_dir.insert(dir.to_string(), row.valid_subtree);
+        for ancestor in crate::note::path::folder_and_ancestors(dir).filter(|dir| !dir.is_empty()) {
+            if !counted.contains_key(ancestor) {
+                let row = match checked_rows.get(ancestor) {
+                    Some(row) => Some(row.valid_subtree),
+                    None => folder_row(&folders_table, ancestor)?.map(|row| row.valid_subtree),
+                };
+                counted.insert(ancestor.to_string(), row.unwrap_or(0));
+            }
         }
+        counted.extend(child_rows(&folders_table, dir)?.into_iter().map(|(child, row)| (child, row.valid_subtree)));
     }
+    counts.valid_per_dir.extend(counted.into_iter().filter(|(_, valid)| *valid > 0));
     let reading: HashSet<VaultPath> = to_read.iter().map(|(path, _)| path.clone()).collect();
     to_read.extend(unread.iter().filter(|(path, _)| !reading.contains(path) && !gone.contains(path)).cloned());
 

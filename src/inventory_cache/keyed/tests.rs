@@ -46,12 +46,8 @@ fn tables(database: &redb::ReadOnlyDatabase) -> Tables {
     let t = database.begin_read().expect("read");
     let header: Header = postcard::from_bytes(t.open_table(META).expect("meta").get(HEADER_KEY).expect("get").expect("header").value())
         .expect("header decodes");
-    let rows = t.open_table(META).expect("meta").get(FOLDERS_KEY).expect("get").expect("folder rows").value().to_vec();
-    let rows: Vec<(String, FolderRow)> = FolderRows::decode(&rows)
-        .expect("rows decode")
-        .decoded()
-        .map(|row| row.map(|(dir, row)| (dir.to_string(), row)).expect("row"))
-        .collect();
+    let mut rows: Vec<(String, FolderRow)> = every_row(&t.open_table(FOLDERS).expect("folders")).expect("rows decode");
+    rows.sort_by(|a, b| a.0.cmp(&b.0));
     // The header lists exactly the rows not settled (identities aside, as below).
     let unsettled: Vec<String> = rows.iter().filter(|(_, row)| !row.settled()).map(|(dir, _)| dir.clone()).collect();
     let mut header = header;
@@ -294,16 +290,11 @@ fn unsettle_projects(root: &Path, index: &Path, listed: Vec<String>) {
         let mut meta = t.open_table(META)?;
         let mut header: Header = postcard::from_bytes(meta.get(HEADER_KEY)?.expect("header").value()).expect("decodes");
         header.unsettled_folders = listed;
-        let bytes = meta.get(FOLDERS_KEY)?.expect("rows").value().to_vec();
-        let mut rows: Vec<(String, FolderRow)> =
-            FolderRows::decode(&bytes).expect("rows").decoded().map(|r| r.map(|(dir, row)| (dir.to_string(), row)).expect("row")).collect();
-        for (dir, row) in &mut rows {
-            if dir == "01_Projects" {
-                row.seen = None;
-            }
-        }
         meta.insert(HEADER_KEY, encode(&header).as_slice())?;
-        meta.insert(FOLDERS_KEY, FolderRows::encode(rows.iter().map(|(dir, row)| (dir.as_str(), row))).as_slice())?;
+        let mut folders = t.open_table(FOLDERS)?;
+        let mut row = folder_row(&folders, "01_Projects").expect("row decodes").expect("a row of 01_Projects");
+        row.seen = None;
+        folders.insert(folder_key("01_Projects").as_str(), encode(&row).as_slice())?;
         Ok(())
     })
     .expect("copy rewritten");
