@@ -4,7 +4,8 @@
 //! replace: write, fsync, rename, fsync dir) — on generated vaults and FOLDOC when available.
 //!
 //! Measured per size: `ingest` of a new note, `doctor`, `lint` and `search` of an unchanged
-//! vault (the persisted inventory warm: a stat walk, no parse), the same `lint` with the
+//! vault (the persisted inventory warm: a stat walk, no parse), ingests one after another
+//! without and with the folder journal (`paravault watch`) running, the same `lint` with the
 //! persisted inventory removed (every note parsed), and the peak RSS of an ingest; then an
 //! ingest into a vault whose receipt log holds 100,000 receipts (opening reads only its tip).
 //! Run: `cargo bench --bench cli_path` (`PARAVAULT_BENCH_SIZES=2000,20000`,
@@ -85,23 +86,18 @@ fn measure(label: &str, vault: &Path, notes: usize, runs: usize) {
         lint.push(run(Some(vault), &["lint"]));
         search.push(run(Some(vault), &["search", "parser grammar"]));
     }
-    // The same ingest with the vault's folder journal running (`paravault watch`): a write asks
-    // it which folders changed instead of a stat of each. The first write after it starts
-    // records its position in the keyed copy (a fold); the ones after are the figure.
-    let (mut journal_spawn, mut journal_ingest) = (Vec::new(), Vec::new());
-    if let Some(mut journal) = start_folder_journal(vault) {
-        for i in 0..runs + 2 {
-            let name = format!("03_Resources/cli-bench-{}-journal-{i}", std::process::id());
-            let spawned = run(None, &["--version"]);
-            let took = run(Some(vault), &["ingest", &name, "--title", "CLI bench", "--description", "one note", "--content", "body"]);
-            if i >= 2 {
-                journal_spawn.push(spawned);
-                journal_ingest.push(took);
-            }
-        }
+    // Ingests one after another (no other command between, as a script adding notes runs
+    // them): without and then with the vault's folder journal running (`paravault watch`: a
+    // write asks it which folders changed instead of a stat of each). The first two writes of
+    // each series are not counted (with the journal, the first records its position in the
+    // keyed copy, a fold).
+    let back_to_back = back_to_back_ingests(vault, "back", runs);
+    let with_journal = start_folder_journal(vault).map(|mut journal| {
+        let series = back_to_back_ingests(vault, "journal", runs);
         let _ = journal.kill();
         let _ = journal.wait();
-    }
+        series
+    });
     for _ in 0..runs.min(5) {
         let _ = std::fs::remove_file(vault.join(".paravault/inventory.bin"));
         cold.push(run(Some(vault), &["lint"]));
@@ -117,18 +113,19 @@ fn measure(label: &str, vault: &Path, notes: usize, runs: usize) {
         ms(budget),
         if ingest <= budget { "met" } else { "NOT met" }
     );
-    if !journal_ingest.is_empty() {
-        let (spawn_now, took) = (median(journal_spawn), median(journal_ingest));
+    for (label, series) in [("ingest, back to back", Some(back_to_back)), ("ingest, back to back, folder journal", with_journal)] {
+        let Some((spawn_now, took)) = series else {
+            println!("  {label}: the folder journal did not start");
+            continue;
+        };
         let budget = spawn_now + fsync * 4 + Duration::from_millis(5);
         println!(
-            "  ingest, folder journal running  p50 {:>8.2} ms   (spawn {:.2} ms) target = {:.2} ms: {}",
+            "  {label:<36} p50 {:>8.2} ms   (spawn {:.2} ms) target = {:.2} ms: {}",
             ms(took),
             ms(spawn_now),
             ms(budget),
             if took <= budget { "met" } else { "NOT met" }
         );
-    } else {
-        println!("  ingest, folder journal running: the journal did not start");
     }
     for (name, samples) in [("doctor", doctor), ("lint", lint), ("search", search), ("lint, no persisted inventory", cold)] {
         let p50 = median(samples);
@@ -168,6 +165,22 @@ fn measure(label: &str, vault: &Path, notes: usize, runs: usize) {
 }
 
 /// `paravault watch` on `vault`, once it says it watches (`None`: it did not start).
+/// `runs` ingests one after another (two more first, not counted), each after a spawn-floor
+/// sample: the medians of both.
+fn back_to_back_ingests(vault: &Path, tag: &str, runs: usize) -> (Duration, Duration) {
+    let (mut spawn, mut ingest) = (Vec::new(), Vec::new());
+    for i in 0..runs + 2 {
+        let name = format!("03_Resources/cli-bench-{}-{tag}-{i}", std::process::id());
+        let spawned = run(None, &["--version"]);
+        let took = run(Some(vault), &["ingest", &name, "--title", "CLI bench", "--description", "one note", "--content", "body"]);
+        if i >= 2 {
+            spawn.push(spawned);
+            ingest.push(took);
+        }
+    }
+    (median(spawn), median(ingest))
+}
+
 fn start_folder_journal(vault: &Path) -> Option<std::process::Child> {
     use std::io::BufRead;
     let mut child = Command::new(BIN).arg("--vault").arg(vault).arg("watch").stdout(Stdio::piped()).stderr(Stdio::null()).spawn().ok()?;
