@@ -473,7 +473,7 @@ impl PendingFolderChecks {
     }
 }
 
-/// Stats every folder of `rows` (every stored row, read on the write's thread) not checked
+/// Stats every folder of `rows` (every stored row, read off the write's thread) not checked
 /// `at_once` (those the write loads, those the journal names and those the header lists as not
 /// settled), and compares it with the identity its row holds. A row not settled among them
 /// (the header's list was not the rows') fails the checks as well: the write then checks every
@@ -505,7 +505,7 @@ fn check_folders_later(root: &std::path::Path, rows: Vec<(String, FolderRow)>, a
 pub fn load_for_write(
     root: &std::path::Path,
     policy: &LoadedPolicy,
-    database: &redb::ReadOnlyDatabase,
+    database: &std::sync::Arc<redb::ReadOnlyDatabase>,
     changes: &[(VaultPath, Option<&str>)],
     stale_limit: usize,
     checks: FolderChecks<'_>,
@@ -583,8 +583,17 @@ pub fn load_for_write(
     };
     let pending = match &at_once {
         Some(at_once) if !by_journal => {
-            let (root, rows, at_once) = (root.to_path_buf(), every_row(&folders_table)?, at_once.clone());
-            Some(PendingFolderChecks { helper: std::thread::spawn(move || check_folders_later(&root, rows, &at_once)) })
+            // The helper reads every row in a read transaction of its own: no commit can come
+            // between it and this one (a fold commits only under the writer lock this write
+            // holds, a rewrite replaces the file this handle keeps open).
+            let (root, database, at_once) = (root.to_path_buf(), std::sync::Arc::clone(database), at_once.clone());
+            Some(PendingFolderChecks {
+                helper: std::thread::spawn(move || {
+                    let transaction = database.begin_read().map_err(|e| format!("read transaction: {e}"))?;
+                    let rows = every_row(&transaction.open_table(FOLDERS).map_err(|e| format!("folder rows: {e}"))?)?;
+                    check_folders_later(&root, rows, &at_once)
+                }),
+            })
         }
         _ => None,
     };

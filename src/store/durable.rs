@@ -287,14 +287,14 @@ pub fn update_keyed_cache<T>(
 /// so it is given the handle's own `/proc/self/fd` entry, which names the file opened here
 /// whatever the path names by then. Where `/proc` is missing it fails with `Unsupported` (the
 /// caller loads the model another way).
-pub fn open_keyed_cache(root: &Path, path: &Path) -> io::Result<redb::ReadOnlyDatabase> {
+pub fn open_keyed_cache(root: &Path, path: &Path) -> io::Result<std::sync::Arc<redb::ReadOnlyDatabase>> {
     use std::os::fd::AsRawFd;
     if !Path::new("/proc/self/fd").is_dir() {
         return Err(io::Error::new(io::ErrorKind::Unsupported, "no /proc/self/fd on this platform"));
     }
     let file = open_engine_read(root, path)?;
     let own = format!("/proc/self/fd/{}", file.as_raw_fd());
-    redb::ReadOnlyDatabase::open(own).map_err(io::Error::other)
+    redb::ReadOnlyDatabase::open(own).map(std::sync::Arc::new).map_err(io::Error::other)
 }
 
 /// Creates an empty scratch file beneath `root`, without fsync: for engine files whose
