@@ -8,10 +8,11 @@
 //! replaces the lines of the folders it loads and keeps the others as they are); `folders`
 //! (every walked folder → its identity as of its last whole listing, its subtree's valid notes,
 //! its direct valid notes), `records` and `files`, each keyed `folder \0 name` (a folder's
-//! direct subfolders, or its direct entries, are one range; the root's row is keyed ``);
-//! `linkers` (link key → notes) and `names` (lower-cased file name → files). Everything counted is counted over the settled records
-//! only, as the file it copies (`inventory_cache`) keeps only those: a page not settled is read
-//! again at load and counted then, exactly as a whole load does.
+//! direct subfolders, or its direct entries, are one range; the root's row has the empty key);
+//! `linkers` (link key → notes) and `names` (lower-cased file name → files). Everything
+//! counted is counted over the settled records only, as the file it copies (`inventory_cache`)
+//! keeps only those: a page not settled is read again at load and counted then, exactly as a
+//! whole load does.
 //!
 //! A write's partial model holds the subtree counts only of the folders it loads, their
 //! ancestors and their direct subfolders: what its catalog pages and the fold consult.
@@ -127,25 +128,28 @@ fn folder_row(table: &impl ReadableTable<&'static str, &'static [u8]>, dir: &str
     value.map(|v| decode_row(&key, v.value())).transpose()
 }
 
-/// The rows of folder `dir`'s direct subfolders, in name order: one range.
-fn child_rows(table: &impl ReadableTable<&'static str, &'static [u8]>, dir: &str) -> Result<Vec<(String, FolderRow)>, String> {
-    let (from, to) = direct_range(dir);
+/// The rows whose keys lie in `keys`, each with its folder, in key order.
+fn rows_in<'k>(
+    table: &impl ReadableTable<&'static str, &'static [u8]>,
+    keys: impl std::ops::RangeBounds<&'k str> + 'k,
+) -> Result<Vec<(String, FolderRow)>, String> {
     let mut out = Vec::new();
-    for entry in table.range(from.as_str()..to.as_str()).map_err(|e| format!("folder rows: {e}"))? {
+    for entry in table.range(keys).map_err(|e| format!("folder rows: {e}"))? {
         let (key, value) = entry.map_err(|e| format!("folder rows: {e}"))?;
         out.push((path_of_key(key.value()), decode_row(key.value(), value.value())?));
     }
     Ok(out)
 }
 
+/// The rows of folder `dir`'s direct subfolders, in name order: one range.
+fn child_rows(table: &impl ReadableTable<&'static str, &'static [u8]>, dir: &str) -> Result<Vec<(String, FolderRow)>, String> {
+    let (from, to) = direct_range(dir);
+    rows_in(table, from.as_str()..to.as_str())
+}
+
 /// Every folder's row (the root's first, then by parent and name).
 fn every_row(table: &impl ReadableTable<&'static str, &'static [u8]>) -> Result<Vec<(String, FolderRow)>, String> {
-    let mut out = Vec::new();
-    for entry in table.iter().map_err(|e| format!("folder rows: {e}"))? {
-        let (key, value) = entry.map_err(|e| format!("folder rows: {e}"))?;
-        out.push((path_of_key(key.value()), decode_row(key.value(), value.value())?));
-    }
-    Ok(out)
+    rows_in(table, ..)
 }
 
 /// The key of `path` in `records` and `files`: its folder, NUL, its name.
@@ -597,9 +601,6 @@ pub fn load_for_write(
         }
         _ => None,
     };
-    if folder_row(&folders_table, "")?.is_none() {
-        return Err(NotKeyed::from("no root folder".to_string()));
-    }
     let mut phases = vec![("header", header_read), ("folder journal", journal_asked), ("folder rows", started.elapsed())];
     // The others are stat'ed here (a helper thread begins while this one sets up the counters
     // and the snapshot as persisted: every folder not loaded is known by its top-level line,
@@ -608,6 +609,10 @@ pub fn load_for_write(
     let names: Vec<&str> = checked.iter().map(|(dir, _)| dir.as_str()).collect();
     let folders_by_journal = if by_journal { stored_rows.saturating_sub(names.len()) } else { 0 };
     let checked_rows: HashMap<&str, &FolderRow> = checked.iter().map(|(dir, row)| (dir.as_str(), row)).collect();
+    // The root is always checked (every write loads it): without its row the copy is not one.
+    if !checked_rows.contains_key("") {
+        return Err(NotKeyed::from("no root folder".to_string()));
+    }
     let (stamps, counted) = inventory::dir_stamps_while(root, &names, || -> Result<(Counts, SourceSnapshot), NotKeyed> {
         // The subtree counts are filled below, once the loaded folders are known.
         let counts = Counts {
@@ -731,6 +736,8 @@ pub fn load_for_write(
     let mut queue: std::collections::VecDeque<String> = relist.iter().cloned().collect();
     let mut listed: BTreeSet<String> = BTreeSet::new();
     let mut new_files: Vec<VaultPath> = Vec::new();
+    // The persisted subfolders' rows of each folder listed again.
+    let mut children_read: HashMap<String, Vec<(String, FolderRow)>> = HashMap::new();
     while let Some(dir) = queue.pop_front() {
         if !listed.insert(dir.clone()) {
             continue;
@@ -742,10 +749,10 @@ pub fn load_for_write(
             Err(Unlistable::IgnoreFile) => return Err(NotKeyed { reason: "the vault has an ignore file".into(), rebuild: false }),
             Err(Unlistable::Unreadable(e)) => return Err(NotKeyed::from(format!("listing {dir:?}: {e}"))),
         };
-        // Its subfolders as persisted.
-        let persisted: BTreeSet<String> = child_rows(&folders_table, &dir)?.into_iter().map(|(sub, _)| sub).collect();
+        // Its subfolders as persisted (kept for the subtree counts below).
+        let persisted = child_rows(&folders_table, &dir)?;
         for sub in &listing.subfolders {
-            if !persisted.contains(sub) && !dirs.contains_key(sub) {
+            if !persisted.iter().any(|(known, _)| known == sub) && !dirs.contains_key(sub) {
                 // A new folder: listed whole, all of it new.
                 dirs.insert(sub.clone(), None);
                 snapshot.hold(sub, 0);
@@ -768,11 +775,10 @@ pub fn load_for_write(
         let before = held_files.get(&dir);
         gone.extend(before.into_iter().flatten().filter(|path| !here.contains(*path)).cloned());
         new_files.extend(here.iter().filter(|path| !before.is_some_and(|b| b.contains(*path))).cloned());
-        for sub in &persisted {
-            if !subfolders.contains(sub) {
-                return Err(NotKeyed::from(format!("folder {sub:?} vanished")));
-            }
+        if let Some((sub, _)) = persisted.iter().find(|(sub, _)| !subfolders.contains(sub)) {
+            return Err(NotKeyed::from(format!("folder {sub:?} vanished")));
         }
+        children_read.insert(dir.clone(), persisted);
         found_symlinks.insert(dir.clone(), symlinks);
         found_unusable.insert(dir.clone(), listing.unusable);
         dirs.insert(dir, Some((stamp, seen_at)));
@@ -794,7 +800,11 @@ pub fn load_for_write(
                 counted.insert(ancestor.to_string(), row.unwrap_or(0));
             }
         }
-        counted.extend(child_rows(&folders_table, dir)?.into_iter().map(|(child, row)| (child, row.valid_subtree)));
+        let children = match children_read.remove(dir) {
+            Some(children) => children,
+            None => child_rows(&folders_table, dir)?,
+        };
+        counted.extend(children.into_iter().map(|(child, row)| (child, row.valid_subtree)));
     }
     counts.valid_per_dir.extend(counted.into_iter().filter(|(_, valid)| *valid > 0));
     let reading: HashSet<VaultPath> = to_read.iter().map(|(path, _)| path.clone()).collect();

@@ -331,11 +331,12 @@ impl<'v> Planned<'v> {
             receipt: receipt.to_value(),
             search_snapshot: Some(plan.search_snapshot.clone()),
         };
-        if let Err(error) = writer.journal.append(&Record::Intent(intent.clone()), true) {
+        let record = Record::Intent(intent.clone());
+        if let Err(error) = writer.journal.append(&record, true) {
             drop(plan);
             return Err(abort(vault, writer, &mutation, "commit", error));
         }
-        writer.records.push(Record::Intent(intent.clone()).into());
+        writer.records.push(record.into());
         phases.mark("commit");
         faults::crash_point("after_commit");
         // A file changed outside the engine since the plan: put nothing in place, mark the intent

@@ -30,9 +30,8 @@ pub(crate) fn any_pending_except(records: &[StoredRecord], mine: &BTreeSet<u64>)
     pending_records(records, mine).next().is_some()
 }
 
-fn pending_records<'r>(records: &'r [StoredRecord], mine: &BTreeSet<u64>) -> impl Iterator<Item = &'r StoredRecord> {
+fn pending_records<'r, 'm>(records: &'r [StoredRecord], mine: &'m BTreeSet<u64>) -> impl Iterator<Item = &'r StoredRecord> + use<'r, 'm> {
     let done: BTreeSet<u64> = records.iter().filter(|r| r.done().is_some()).map(StoredRecord::seq).collect();
-    let mine = mine.clone();
     records.iter().filter(move |r| r.is_intent() && !done.contains(&r.seq()) && !mine.contains(&r.seq()))
 }
 
