@@ -21,10 +21,9 @@
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
 
 use super::surface::Surface;
-use super::tools::{ToolCtx, ToolParams, ToolSpec, derived, spec_for, to_object};
+use super::tools::{ToolCtx, ToolParams, ToolSpec, spec_for};
 use crate::api::memory::documents::{DocumentHits, DocumentList, DocumentWritten};
 use crate::api::memory::episodes::{EntityList, EpisodeChanged, EpisodeHistory as HistoryReport, EpisodeMatches, EpisodesDisputed};
 use crate::api::memory::registry::{Authority, VaultType};
@@ -56,10 +55,10 @@ fn on_vault<R: Serialize>(
     vault_name: String,
     (authority, kind): (Authority, VaultType),
     act: impl FnOnce(&MemoryVault) -> Result<R>,
-) -> Result<Value> {
+) -> Result<OnVault<R>> {
     let memory = vaults(ctx)?.open(&vault_name, authority, tool, kind)?;
     let report = act(&memory)?;
-    to_object(&OnVault { vault_name, report })
+    Ok(OnVault { vault_name, report })
 }
 
 fn half() -> f64 {
@@ -86,11 +85,9 @@ impl ToolParams for ListVaults {
     const TITLE: &'static str = "List vaults";
     const DESCRIPTION: &'static str =
         "List all available vaults. Use this before querying or writing to discover which vaults exist and choose the right one.";
-    fn output_schema() -> Value {
-        derived::<VaultList>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&vaults(ctx)?.list())
+    type Output = VaultList;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        Ok(vaults(ctx)?.list())
     }
 }
 
@@ -108,16 +105,14 @@ impl ToolParams for WarmupStatus {
     const TITLE: &'static str = "Embedding model warmup status";
     const DESCRIPTION: &'static str =
         "Check if the embedding model has finished initializing. Use this to verify warmup status before attempting queries or writes.";
-    fn output_schema() -> Value {
-        derived::<WarmupReport>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = WarmupReport;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         let Some(vault_name) = self.vault_name else {
-            return to_object(&crate::api::memory::warmup_status(&ctx.vault));
+            return Ok(crate::api::memory::warmup_status(&ctx.vault));
         };
         let memory = vaults(ctx)?.open(&vault_name, Authority::ReadOnly, Self::NAME, VaultType::Any)?;
         let report = crate::api::memory::warmup_status(&memory.vault);
-        to_object(&WarmupReport { vault_name: Some(vault_name), ..report })
+        Ok(WarmupReport { vault_name: Some(vault_name), ..report })
     }
 }
 
@@ -136,10 +131,8 @@ impl ToolParams for Query {
     const NAME: &'static str = "query";
     const TITLE: &'static str = "Query a vault";
     const DESCRIPTION: &'static str = "Search for relevant information in a CtxVault vault using semantic similarity. Use this when the user asks a question that might be answered by their personal knowledge base or documents. Returns the most relevant text chunks with their source files.";
-    fn output_schema() -> Value {
-        derived::<OnVault<DocumentHits>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = OnVault<DocumentHits>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Semantic), |memory| memory.query_documents(&self.query))
     }
 }
@@ -155,10 +148,8 @@ impl ToolParams for ListDocs {
     const NAME: &'static str = "list_docs";
     const TITLE: &'static str = "List documents";
     const DESCRIPTION: &'static str = "List all indexed documents inside a specific vault. Use this to understand what knowledge is available before performing a search.";
-    fn output_schema() -> Value {
-        derived::<OnVault<DocumentList>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = OnVault<DocumentList>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Semantic), |memory| memory.list_docs())
     }
 }
@@ -183,10 +174,8 @@ impl ToolParams for WriteDoc {
     const NAME: &'static str = "write_doc";
     const TITLE: &'static str = "Write a document";
     const DESCRIPTION: &'static str = "Save new information or agent-generated content to a semantic vault for future retrieval. Use this only with semantic vaults, to persist important context, summaries, or notes that should be remembered across sessions. Supports .txt, .md, and .docx formats.";
-    fn output_schema() -> Value {
-        derived::<OnVault<DocumentWritten>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = OnVault<DocumentWritten>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Semantic), |memory| {
             memory.write_doc(&self.file_path, &self.content, &self.generated_by, self.overwrite)
         })
@@ -207,10 +196,8 @@ impl ToolParams for ListSkills {
     const TITLE: &'static str = "List skills";
     const DESCRIPTION: &'static str =
         "List all available skills inside a specific vault. Use this to understand what skills are available before trying to fetch one.";
-    fn output_schema() -> Value {
-        derived::<OnVault<SkillList>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = OnVault<SkillList>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Skill), |memory| memory.list_skills())
     }
 }
@@ -228,10 +215,8 @@ impl ToolParams for ReadSkill {
     const NAME: &'static str = "read_skill";
     const TITLE: &'static str = "Read a skill";
     const DESCRIPTION: &'static str = "Read one skill from a skill vault: its name, description and full instructions. Use this after list_skills, once you know which procedure fits the task, and follow the instructions it returns.";
-    fn output_schema() -> Value {
-        derived::<OnVault<SkillRead>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = OnVault<SkillRead>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Skill), |memory| memory.read_skill(&self.skill_name))
     }
 }
@@ -252,10 +237,8 @@ impl ToolParams for WriteSkill {
     const NAME: &'static str = "write_skill";
     const TITLE: &'static str = "Write a skill";
     const DESCRIPTION: &'static str = "Create and store a new skill in a skill vault. Use this to persist procedural knowledge, instructions, or how-to guides that agents can retrieve and execute later. The skill will be indexed by name and description for fast lookup. Use this only with skill vaults.";
-    fn output_schema() -> Value {
-        derived::<OnVault<SkillWritten>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = OnVault<SkillWritten>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Skill), |memory| {
             memory.write_skill(&self.skill_name, &self.description, &self.instructions, self.overwrite)
         })
@@ -288,10 +271,8 @@ impl ToolParams for WriteEpisode {
     const NAME: &'static str = "write_episode";
     const TITLE: &'static str = "Write an episode";
     const DESCRIPTION: &'static str = "Record something that happened or something the user stated, in an episodic vault. Use this for facts with a lifetime — situations, preferences, relationships, plans — rather than for documents. Give the entities it is about so it can be looked up later, and a salience between 0 and 1 for how much it matters.";
-    fn output_schema() -> Value {
-        derived::<OnVault<EpisodeChanged>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = OnVault<EpisodeChanged>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Episodic), |memory| {
             memory.write_episode(&NewEpisode {
                 content: self.content,
@@ -333,10 +314,8 @@ impl ToolParams for QueryEpisodes {
     const NAME: &'static str = "query_episodes";
     const TITLE: &'static str = "Query episodes";
     const DESCRIPTION: &'static str = "Retrieve episodes from an episodic vault. By default only statements that still hold are returned. Filter by entity for 'everything about X', pass valid_at to ask what was true at a past moment, or known_at to ask what the vault had already learned by then. Query text is optional and ranks results; without it the newest come first.";
-    fn output_schema() -> Value {
-        derived::<OnVault<EpisodeMatches>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = OnVault<EpisodeMatches>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         let limit = usize::try_from(self.limit).unwrap_or(0);
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Episodic), |memory| {
             memory.query_episodes(&EpisodeQuery {
@@ -368,10 +347,8 @@ impl ToolParams for ConfirmEpisode {
     const NAME: &'static str = "confirm_episode";
     const TITLE: &'static str = "Confirm an episode";
     const DESCRIPTION: &'static str = "Record that a statement already in the vault was asserted again. Use this when you hear something the vault already holds, instead of writing it a second time: the episode stays as it is and gains one attestation, so a fact heard once can be told from one heard many times.";
-    fn output_schema() -> Value {
-        derived::<OnVault<EpisodeChanged>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = OnVault<EpisodeChanged>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Episodic), |memory| {
             memory.confirm_episode(&self.episode_id, self.at.as_deref(), self.source.as_deref())
         })
@@ -380,7 +357,13 @@ impl ToolParams for ConfirmEpisode {
 
 /// supersede_episode (`revise` false) and revise_episode (`revise` true): one replacement of an
 /// episode in `vault_name`.
-fn replace_episode(ctx: &ToolCtx, tool: &'static str, vault_name: String, replacement: &Replacement, revise: bool) -> Result<Value> {
+fn replace_episode(
+    ctx: &ToolCtx,
+    tool: &'static str,
+    vault_name: String,
+    replacement: &Replacement,
+    revise: bool,
+) -> Result<OnVault<EpisodeChanged>> {
     on_vault(ctx, tool, vault_name, (Authority::Propose, VaultType::Episodic), |memory| memory.replace_episode(replacement, revise))
 }
 
@@ -403,10 +386,8 @@ impl ToolParams for SupersedeEpisode {
     const NAME: &'static str = "supersede_episode";
     const TITLE: &'static str = "Supersede an episode";
     const DESCRIPTION: &'static str = "Replace an episode with a corrected or updated version. The old statement is closed exactly where the new one begins and the two are linked, so the history of what changed stays readable. Entities and salience carry over from the old episode unless you pass new ones. Use this whenever new information contradicts something already recorded.";
-    fn output_schema() -> Value {
-        derived::<OnVault<EpisodeChanged>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = OnVault<EpisodeChanged>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         let replacement = Replacement {
             episode_id: self.episode_id,
             content: self.content,
@@ -437,10 +418,8 @@ impl ToolParams for ReviseEpisode {
     const NAME: &'static str = "revise_episode";
     const TITLE: &'static str = "Revise an episode";
     const DESCRIPTION: &'static str = "Restate an episode more precisely, when the world did not change but you can now say it better ('lives in Padova' -> 'lives in Padova, in the Arcella'). The revision opens where the original did and inherits its attestations and open disputes; the original stays in the history but is no longer what the vault states. Use supersede_episode instead when the world changed.";
-    fn output_schema() -> Value {
-        derived::<OnVault<EpisodeChanged>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = OnVault<EpisodeChanged>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         let replacement = Replacement {
             episode_id: self.episode_id,
             content: self.content,
@@ -468,10 +447,8 @@ impl ToolParams for InvalidateEpisode {
     const NAME: &'static str = "invalidate_episode";
     const TITLE: &'static str = "Invalidate an episode";
     const DESCRIPTION: &'static str = "Mark an episode as no longer true, without deleting it. Use this when something ends and nothing replaces it. If a corrected version exists instead, use supersede_episode so the two stay linked.";
-    fn output_schema() -> Value {
-        derived::<OnVault<EpisodeChanged>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = OnVault<EpisodeChanged>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Episodic), |memory| {
             memory.invalidate_episode(&self.episode_id, self.valid_to.as_deref(), &self.reason)
         })
@@ -493,10 +470,8 @@ impl ToolParams for DisputeEpisodes {
     const NAME: &'static str = "dispute_episodes";
     const TITLE: &'static str = "Dispute two episodes";
     const DESCRIPTION: &'static str = "Record that two open statements cannot both hold, when you cannot tell which one is wrong. Neither is closed: both keep coming back from queries, each flagged with the other in disputed_with, so you can ask instead of assert. The dispute ends by itself when one side is invalidated or superseded. If you do know which one is wrong, use supersede_episode or invalidate_episode instead.";
-    fn output_schema() -> Value {
-        derived::<OnVault<EpisodesDisputed>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = OnVault<EpisodesDisputed>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::Propose, VaultType::Episodic), |memory| {
             memory.dispute_episodes(&self.episode_id, &self.other_id, &self.note)
         })
@@ -515,10 +490,8 @@ impl ToolParams for EpisodeHistory {
     const NAME: &'static str = "episode_history";
     const TITLE: &'static str = "Episode history";
     const DESCRIPTION: &'static str = "Show every version of a statement, oldest first. Use this to explain why the vault believes something, or to see what an episode used to say before it was corrected.";
-    fn output_schema() -> Value {
-        derived::<OnVault<HistoryReport>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = OnVault<HistoryReport>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Episodic), |memory| {
             memory.episode_history(&self.episode_id)
         })
@@ -542,10 +515,8 @@ impl ToolParams for ListEntities {
     const NAME: &'static str = "list_entities";
     const TITLE: &'static str = "List entities";
     const DESCRIPTION: &'static str = "List the entities an episodic vault knows about, with how many episodes mention each one. This is the vault's vocabulary: use it to find out what subjects exist before querying for them, to spot the name a person or thing is recorded under, or to see what has gone quiet. Unlike query_episodes it enumerates rather than ranks, so nothing is left out. By default only entities named by statements that still hold are listed; pass include_closed to see everything the vault ever recorded.";
-    fn output_schema() -> Value {
-        derived::<OnVault<EntityList>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = OnVault<EntityList>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         on_vault(ctx, Self::NAME, self.vault_name, (Authority::ReadOnly, VaultType::Episodic), |memory| {
             memory.list_entities(self.include_closed, self.valid_at.as_deref(), self.min_episodes)
         })

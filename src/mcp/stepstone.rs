@@ -14,7 +14,7 @@ use crate::vault::Vault;
 
 use super::ToolError;
 use super::surface::Surface;
-use super::tools::{Prepared, ToolCtx, ToolParams, ToolSpec, derived};
+use super::tools::{Prepared, ToolCtx, ToolParams, ToolSpec};
 
 /// The brainstorm-to-approved-plan workflow, written once and rendered into `apply-plan`'s
 /// description, its `_meta.captureWorkflow` and its `plan`, plan-entry and `dryRun` schema
@@ -66,9 +66,9 @@ fn describe(schema: &mut Map<String, Value>, property: &str, text: &str) {
 
 /// The envelope of a service call as a tool result: a failure envelope is an `Err` so the
 /// server sets `isError` (see `failure_json`).
-fn respond(ctx: &ToolCtx, request: GoalRequest) -> crate::error::Result<Value> {
+fn respond(ctx: &ToolCtx, request: GoalRequest) -> crate::error::Result<goals::Envelope> {
     let envelope = goals::run(&ctx.vault, request);
-    if envelope.ok { Ok(envelope.json()) } else { Err(crate::error::Error::SurfaceFailure(Box::new(envelope.json()))) }
+    if envelope.ok { Ok(envelope) } else { Err(crate::error::Error::SurfaceFailure(Box::new(envelope.json()))) }
 }
 
 /// A failure envelope for arguments that do not deserialise (wrong type, unknown field): the
@@ -85,7 +85,7 @@ fn invalid_arguments(action: &str, message: &str) -> Value {
 /// failure envelope (so it carries the tool's `action`).
 fn prepare<P: ToolParams>(args: Map<String, Value>) -> Prepared {
     match serde_json::from_value::<P>(Value::Object(args)) {
-        Ok(params) => Ok((String::new(), Box::new(move |ctx: &ToolCtx| params.run(ctx)))),
+        Ok(params) => Ok((String::new(), super::tools::job(params))),
         Err(error) => {
             let envelope = invalid_arguments(P::NAME, &error.to_string());
             Ok((String::new(), Box::new(move |_: &ToolCtx| Err(crate::error::Error::SurfaceFailure(Box::new(envelope))))))
@@ -152,14 +152,12 @@ macro_rules! goal_tool {
             const NAME: &'static str = $name;
             const TITLE: &'static str = $title;
             const DESCRIPTION: &'static str = $description;
-            fn output_schema() -> Value {
-                // The envelope, success or failure.
-                derived::<goals::Envelope>()
-            }
+            /// The envelope, success or failure.
+            type Output = goals::Envelope;
             fn patch_input_schema(schema: &mut Map<String, Value>, _policy: &Policy) {
                 patch_schema($name, schema);
             }
-            fn run(self, ctx: &ToolCtx) -> crate::error::Result<Value> {
+            fn run(self, ctx: &ToolCtx) -> crate::error::Result<Self::Output> {
                 let $p = self.0;
                 respond(ctx, $request)
             }

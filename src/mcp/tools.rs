@@ -1,7 +1,8 @@
 //! The MCP tool table: one `ToolSpec` per tool, built from a typed parameter struct.
 //!
 //! Each tool is a `Deserialize + JsonSchema` parameter struct implementing `ToolParams` (its
-//! name, description, output schema and engine call) plus one `spec::<P>()` line
+//! name, description, answer type, whose derived schema is the declared output schema, and
+//! engine call, which returns that type) plus one `spec::<P>()` line
 //! in `catalog()`. Adding a tool whose engine exists is one struct and one table entry. The
 //! handlers only translate arguments and call `Vault`; engine logic stays in the engine.
 //!
@@ -60,16 +61,21 @@ pub(crate) trait ToolParams: DeserializeOwned + JsonSchema + Send + 'static {
     const NAME: &'static str;
     const TITLE: &'static str;
     const DESCRIPTION: &'static str;
+    /// What a successful call answers; its derived JSON Schema is the tool's declared output
+    /// schema, so the schema and the answer cannot drift apart.
+    type Output: serde::Serialize + JsonSchema;
     /// The JSON object schema of a successful result.
-    fn output_schema() -> Value;
+    fn output_schema() -> Value {
+        derived::<Self::Output>()
+    }
     /// Fills policy-driven parts of the input schema (enums, bounds).
     fn patch_input_schema(_schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {}
     /// The `vault_path` argument ("" when omitted, and for tools that take none).
     fn vault_path(&self) -> &str {
         ""
     }
-    /// Runs the engine call; the result is always a JSON object.
-    fn run(self, ctx: &ToolCtx) -> Result<Value>;
+    /// Runs the engine call; its answer is serialised as the JSON object result.
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output>;
 }
 
 /// A row of the tool table.
@@ -243,7 +249,12 @@ pub(crate) fn output_schema_with_error(success: Value) -> serde_json::Map<String
 pub(crate) fn prepare<P: ToolParams>(args: serde_json::Map<String, Value>) -> Prepared {
     let params: P = serde_json::from_value(Value::Object(args)).map_err(|e| e.to_string())?;
     let vault_path = params.vault_path().to_string();
-    Ok((vault_path, Box::new(move |ctx: &ToolCtx| params.run(ctx))))
+    Ok((vault_path, job(params)))
+}
+
+/// The job that runs `params` and serialises its answer.
+pub(crate) fn job<P: ToolParams>(params: P) -> Job {
+    Box::new(move |ctx: &ToolCtx| params.run(ctx).and_then(|answer| to_object(&answer)))
 }
 
 pub(crate) fn spec<P: ToolParams>() -> ToolSpec {

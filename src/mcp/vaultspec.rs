@@ -6,10 +6,9 @@
 
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
 
 use super::surface::Surface;
-use super::tools::{ToolCtx, ToolParams, ToolSpec, derived, spec_for, to_object};
+use super::tools::{ToolCtx, ToolParams, ToolSpec, spec_for};
 use super::vaultspec_gateway::{DiscoverReport, InvokeReport, InvokeRequest};
 use crate::api::specdocs::authoring::{self, CreateSpec, DocumentItem, EditOperation, FindReport, FindRequest};
 use crate::api::specdocs::envelope::BatchReport;
@@ -43,11 +42,9 @@ impl ToolParams for FindRequest {
     const TITLE: &'static str = "Find vault documents";
     const DESCRIPTION: &'static str = "Find vault documents or list features. With no arguments, list features (name, doc_count, weight); \
          any filter (feature, type, date, text) switches to search mode and returns documents with blob_hash.";
-    fn output_schema() -> Value {
-        derived::<FindReport>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&authoring::find(&ctx.vault, &self)?)
+    type Output = FindReport;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        authoring::find(&ctx.vault, &self)
     }
 }
 
@@ -64,11 +61,9 @@ impl ToolParams for Create {
     const TITLE: &'static str = "Create vault documents";
     const DESCRIPTION: &'static str =
         "Scaffold one or more vault documents from templates. Items apply in order; one item's failure does not abort the batch.";
-    fn output_schema() -> Value {
-        derived::<BatchReport<DocumentItem>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&authoring::create(&ctx.vault, &self.documents)?)
+    type Output = BatchReport<DocumentItem>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        authoring::create(&ctx.vault, &self.documents)
     }
 }
 
@@ -85,11 +80,9 @@ impl ToolParams for Edit {
     const TITLE: &'static str = "Edit document prose";
     const DESCRIPTION: &'static str = "Apply one or more body-prose edits to vault documents (append_section, replace_section, set_body); \
          expected_blob_hash guards against concurrent changes. Frontmatter and file names are never touched.";
-    fn output_schema() -> Value {
-        derived::<BatchReport<DocumentItem>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&authoring::edit(&ctx.vault, &self.operations)?)
+    type Output = BatchReport<DocumentItem>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        authoring::edit(&ctx.vault, &self.operations)
     }
 }
 
@@ -106,11 +99,9 @@ impl ToolParams for Status {
     const NAME: &'static str = "status";
     const TITLE: &'static str = "Orient in the project";
     const DESCRIPTION: &'static str = "Orient in a vaultspec project, project-wide (rollup) or targeted at one feature or plan (trace).";
-    fn output_schema() -> Value {
-        derived::<StatusReport>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&health::status(&ctx.vault, self.target.as_deref())?)
+    type Output = StatusReport;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        health::status(&ctx.vault, self.target.as_deref())
     }
 }
 
@@ -131,14 +122,12 @@ impl ToolParams for Check {
     const TITLE: &'static str = "Check vault health";
     const DESCRIPTION: &'static str =
         "Run the vault health-check suite, optionally repairing (fix applies only safe repairs that never overwrite prose).";
-    fn output_schema() -> Value {
-        derived::<CheckReport>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = CheckReport;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         if self.fix && ctx.read_only {
             return Err(Error::InvalidArgument { name: "fix", reason: "this server is read-only: check has no fix parameter".into() });
         }
-        to_object(&health::check(&ctx.vault, self.feature.as_deref(), self.fix)?)
+        health::check(&ctx.vault, self.feature.as_deref(), self.fix)
     }
 }
 
@@ -157,11 +146,9 @@ impl ToolParams for PlanProgress {
     const TITLE: &'static str = "Mark plan steps";
     const DESCRIPTION: &'static str = "Mark plan steps checked or unchecked by canonical identifier (explicit states, no toggle). \
          The plan is written once, and only if a step changed.";
-    fn output_schema() -> Value {
-        derived::<PlanReport<StepItem>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&plan::plan_progress(&ctx.vault, &self.plan, &self.steps)?)
+    type Output = PlanReport<StepItem>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        plan::plan_progress(&ctx.vault, &self.plan, &self.steps)
     }
 }
 
@@ -180,11 +167,9 @@ impl ToolParams for PlanEdit {
     const TITLE: &'static str = "Author plan steps";
     const DESCRIPTION: &'static str =
         "Author plan steps: add, insert, edit, or remove. add and insert allocate new IDs; remove retires an ID forever.";
-    fn output_schema() -> Value {
-        derived::<PlanReport<PlanEditItem>>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&plan::plan_edit(&ctx.vault, &self.plan, &self.operations)?)
+    type Output = PlanReport<PlanEditItem>;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        plan::plan_edit(&ctx.vault, &self.plan, &self.operations)
     }
 }
 
@@ -193,11 +178,9 @@ impl ToolParams for LogRequest {
     const TITLE: &'static str = "Log a step";
     const DESCRIPTION: &'static str =
         "Append one step's rows to its plan's execution ledger (idempotent: re-logging a row changes nothing).";
-    fn output_schema() -> Value {
-        derived::<LogReport>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&ledger::log(&ctx.vault, &self)?)
+    type Output = LogReport;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        ledger::log(&ctx.vault, &self)
     }
 }
 
@@ -222,11 +205,9 @@ impl ToolParams for Discover {
     const TITLE: &'static str = "Discover CLI verbs";
     const DESCRIPTION: &'static str =
         "Search paravault's CLI verb catalog and return ranked schemas (verb, description, score, supports_json, flags, arguments).";
-    fn output_schema() -> Value {
-        derived::<DiscoverReport>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&super::vaultspec_gateway::discover(&ctx.cli, &self.query, self.limit.min(100), &ctx.vault.policy().policy.specdocs)?)
+    type Output = DiscoverReport;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        super::vaultspec_gateway::discover(&ctx.cli, &self.query, self.limit.min(100), &ctx.vault.policy().policy.specdocs)
     }
 }
 
@@ -235,15 +216,13 @@ impl ToolParams for InvokeRequest {
     const TITLE: &'static str = "Invoke a CLI verb";
     const DESCRIPTION: &'static str = "Execute one cataloged verb. A verb that runs and fails is still a successful call; its exit code and stderr \
          arrive in the error payload. Runs the served paravault binary against the served vault with --json (reserved: --vault, --json, --help).";
-    fn output_schema() -> Value {
-        derived::<InvokeReport>()
-    }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    type Output = InvokeReport;
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         if ctx.read_only {
             return Err(Error::InvalidArgument { name: "verb", reason: "this server is read-only: invoke is not served".into() });
         }
         // The running server's own executable: never a PATH lookup.
         let exe = std::env::current_exe().map_err(|e| Error::io("locating", "the running paravault binary", e))?;
-        to_object(&super::vaultspec_gateway::invoke(&ctx.cli, &exe, ctx.vault.root(), &ctx.vault.policy().policy.specdocs, &self)?)
+        super::vaultspec_gateway::invoke(&ctx.cli, &exe, ctx.vault.root(), &ctx.vault.policy().policy.specdocs, &self)
     }
 }

@@ -14,14 +14,12 @@ impl ToolParams for LintVault {
     const NAME: &'static str = "lint_vault";
     const TITLE: &'static str = "Lint the vault";
     const DESCRIPTION: &'static str = "Run metadata, link, orphan and freshness checks over the whole vault. Read-only.";
-    fn output_schema() -> Value {
-        derived::<crate::api::lint::LintReport>()
-    }
+    type Output = crate::api::lint::LintReport;
     fn vault_path(&self) -> &str {
         &self.vault_path
     }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&ctx.vault.lint_vault()?)
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        ctx.vault.lint_vault()
     }
 }
 
@@ -37,14 +35,12 @@ impl ToolParams for GenerateIndex {
     const NAME: &'static str = "generate_index";
     const TITLE: &'static str = "Regenerate catalogs";
     const DESCRIPTION: &'static str = "Regenerate index.md and every changed folder _index.md catalog. Hand-written catalogs are reported as conflicts, never overwritten.";
-    fn output_schema() -> Value {
-        derived::<crate::vault::IndexReport>()
-    }
+    type Output = crate::vault::IndexReport;
     fn vault_path(&self) -> &str {
         &self.vault_path
     }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&ctx.vault.generate_index()?)
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        ctx.vault.generate_index()
     }
 }
 
@@ -75,17 +71,15 @@ impl ToolParams for ReadSubIndex {
     const TITLE: &'static str = "Read a category catalog";
     const DESCRIPTION: &'static str =
         "Read one page of an existing P.A.R.A. category _index.md; never generates it. A missing or undeclared page fails closed.";
-    fn output_schema() -> Value {
-        derived::<crate::api::CatalogPage>()
-    }
+    type Output = crate::api::CatalogPage;
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
         patch_category(schema, policy);
     }
     fn vault_path(&self) -> &str {
         &self.vault_path
     }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&ctx.vault.sub_index_page(self.category, self.page)?)
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        ctx.vault.sub_index_page(self.category, self.page)
     }
 }
 
@@ -108,16 +102,14 @@ impl ToolParams for EnsureSubIndex {
     const TITLE: &'static str = "Generate and read a category catalog";
     const DESCRIPTION: &'static str =
         "Regenerate one P.A.R.A. category's catalog when needed (the folder must have notes), then return the requested page.";
-    fn output_schema() -> Value {
-        derived::<crate::api::CatalogPage>()
-    }
+    type Output = crate::api::CatalogPage;
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
         patch_category(schema, policy);
     }
     fn vault_path(&self) -> &str {
         &self.vault_path
     }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&ctx.vault.ensured_sub_index_page(self.category, self.page)?)
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        ctx.vault.ensured_sub_index_page(self.category, self.page)
     }
 }

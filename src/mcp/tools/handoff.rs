@@ -14,9 +14,7 @@ impl ToolParams for HandoffWork {
          hash-chained event journal. Transitions need task_id; with expected_revision a stale revision is refused \
          (without it the current revision is advanced), and with idempotency_key a retry returns the original result. It never executes \
          next_action and never writes notes.";
-    fn output_schema() -> Value {
-        derived::<crate::api::handoff::HandoffReport>()
-    }
+    type Output = crate::api::handoff::HandoffReport;
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
         let h = &policy.handoff;
         constrain(schema, "task_id", "pattern", json!(TASK_ID_PATTERN));
@@ -59,7 +57,7 @@ impl ToolParams for HandoffWork {
     fn vault_path(&self) -> &str {
         &self.vault_path
     }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&ctx.vault.handoff_work(self.request)?)
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        ctx.vault.handoff_work(self.request)
     }
 }

@@ -13,9 +13,7 @@ impl ToolParams for InfraAction {
     const DESCRIPTION: &'static str = "Ask the configured local INFRA-1 broker to act by identifiers only, never with hosts, commands \
          or credentials. The result carries a power.infra-receipt.v1 or a power.infra-block.v1 with a stable reason code; an absent \
          broker is blocked MISSING_EXECUTION_CAPABILITY, never a fallback.";
-    fn output_schema() -> Value {
-        derived::<crate::api::handoff::InfraResult>()
-    }
+    type Output = crate::api::handoff::InfraResult;
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {
         for name in ["target", "profile", "idempotency_key", "run_id", "approval_ref", "task_id"] {
             constrain(schema, name, "pattern", json!(IDENTIFIER_PATTERN));
@@ -38,7 +36,7 @@ impl ToolParams for InfraAction {
     fn vault_path(&self) -> &str {
         &self.vault_path
     }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&ctx.vault.infra_action(self.request)?)
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        ctx.vault.infra_action(self.request)
     }
 }

@@ -10,9 +10,7 @@ impl ToolParams for RotAudit {
     const DESCRIPTION: &'static str = "Report redundant titles, outdated (expired) and trivial notes, and notes whose freshness score \
          2^(-age/half-life) is below the policy threshold; extended adds near-duplicate bodies from the stored dense vectors. \
          Read-only; sections that cannot run are listed under skipped.";
-    fn output_schema() -> Value {
-        derived::<crate::api::maintenance::RotReport>()
-    }
+    type Output = crate::api::maintenance::RotReport;
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {
         describe(
             schema,
@@ -39,8 +37,8 @@ impl ToolParams for RotAudit {
     fn vault_path(&self) -> &str {
         &self.vault_path
     }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&ctx.vault.rot_audit(&self.request)?)
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        ctx.vault.rot_audit(&self.request)
     }
 }
 
@@ -52,8 +50,9 @@ impl ToolParams for ArchiveNotes {
     const DESCRIPTION: &'static str = "Preview (dry_run, the default) or move notes with status archived or a past expiry into the \
          archive folder, keeping their path below it, setting status archived and rewriting links that would break, in one \
          transaction. A live run needs approved=true after the user approves the preview.";
+    type Output = crate::api::maintenance::ArchiveReport;
     fn output_schema() -> Value {
-        with_property(derived::<crate::api::maintenance::ArchiveReport>(), "receipt", derived::<crate::api::write::Receipt>())
+        with_property(derived::<Self::Output>(), "receipt", derived::<crate::api::write::Receipt>())
     }
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {
         describe(
@@ -67,8 +66,8 @@ impl ToolParams for ArchiveNotes {
     fn vault_path(&self) -> &str {
         &self.vault_path
     }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&ctx.vault.archive_notes(&self.request)?)
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        ctx.vault.archive_notes(&self.request)
     }
 }
 
@@ -85,8 +84,9 @@ impl ToolParams for HealFrontmatter {
     const DESCRIPTION: &'static str = "Preview (dry_run, the default) or apply frontmatter repairs (type casing and inference, title, \
          description, timestamps, tags, quarantined foreign values) in one transaction; untouched keys keep their text. Never \
          repairs links or calls an LLM. A live run needs approved=true after the user approves the preview.";
+    type Output = crate::api::maintenance::HealReport;
     fn output_schema() -> Value {
-        with_property(derived::<crate::api::maintenance::HealReport>(), "receipt", derived::<crate::api::write::Receipt>())
+        with_property(derived::<Self::Output>(), "receipt", derived::<crate::api::write::Receipt>())
     }
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {
         describe(
@@ -100,7 +100,7 @@ impl ToolParams for HealFrontmatter {
     fn vault_path(&self) -> &str {
         &self.vault_path
     }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&ctx.vault.heal_frontmatter(&self.request)?)
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        ctx.vault.heal_frontmatter(&self.request)
     }
 }

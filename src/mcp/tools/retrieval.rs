@@ -46,13 +46,11 @@ impl ToolParams for SearchVaultTool {
         set_enum(schema, "temporal_view", vec!["current".into(), "historical".into(), "all".into()]);
         set_range(schema, "max_results", 1, policy.search.max_results_cap as u64, None);
     }
-    fn output_schema() -> Value {
-        derived::<crate::api::search::Envelope>()
-    }
+    type Output = crate::api::search::Envelope;
     fn vault_path(&self) -> &str {
         &self.vault_path
     }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         let params = crate::api::search::SearchParams {
             query: self.query,
             max_results: self.max_results,
@@ -61,7 +59,7 @@ impl ToolParams for SearchVaultTool {
             as_of: Some(self.as_of).filter(|s| !s.is_empty()),
             domain: Some(self.domain).filter(|s| !s.is_empty()),
         };
-        to_object(&ctx.vault.search(&params)?)
+        ctx.vault.search(&params)
     }
 }
 
@@ -71,14 +69,12 @@ impl ToolParams for SyncVault {
     const NAME: &'static str = "sync_vault";
     const TITLE: &'static str = "Publish a search generation";
     const DESCRIPTION: &'static str = "Publish a complete immutable search generation for the notes on disk, incrementally by content hash. fts_only=true (default) is fully offline; fts_only=false also builds or completes the dense index with the local model (embedding only new or changed chunks). An FTS-only sync never silently drops a dense index (accept_dense_loss). Invalid notes fail closed and are named unless allow_partial.";
-    fn output_schema() -> Value {
-        derived::<crate::api::search::SyncReport>()
-    }
+    type Output = crate::api::search::SyncReport;
     fn vault_path(&self) -> &str {
         &self.vault_path
     }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&ctx.vault.sync_vault(&self.request)?)
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        ctx.vault.sync_vault(&self.request)
     }
 }
 
@@ -96,14 +92,12 @@ impl ToolParams for GetMemoryContext {
     const TITLE: &'static str = "Memory context";
     const DESCRIPTION: &'static str = "The most relevant current notes for a query (FTS top 5): result is the contract's list of \
          vault-relative paths; notes adds their titles. No note bodies; read-only.";
-    fn output_schema() -> Value {
-        derived::<crate::api::search::MemoryContext>()
-    }
+    type Output = crate::api::search::MemoryContext;
     fn vault_path(&self) -> &str {
         &self.vault_path
     }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&ctx.vault.memory_context(&self.query)?)
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        ctx.vault.memory_context(&self.query)
     }
 }
 
@@ -138,9 +132,7 @@ impl ToolParams for SuggestRelated {
     const DESCRIPTION: &'static str = "Suggest notes related to one note (default: the most recently changed note) from the \
          published search generation; never writes relations. Semantic without a dense index runs keyword and says so \
          (method, requested_method, fallback_reason).";
-    fn output_schema() -> Value {
-        derived::<crate::api::search::RelatedReport>()
-    }
+    type Output = crate::api::search::RelatedReport;
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
         set_enum(schema, "method", vec!["semantic".into(), "keyword".into()]);
         set_range(schema, "max_results", 1, policy.search.max_results_cap as u64, None);
@@ -148,7 +140,7 @@ impl ToolParams for SuggestRelated {
     fn vault_path(&self) -> &str {
         &self.vault_path
     }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
-        to_object(&ctx.vault.suggest_related(&self.target_path, &self.method, self.max_results)?)
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
+        ctx.vault.suggest_related(&self.target_path, &self.method, self.max_results)
     }
 }

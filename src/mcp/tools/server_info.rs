@@ -228,15 +228,13 @@ impl ToolParams for GetServerInfo {
          (engine version, active search generation and its counts, exclusions, embedding configuration, capabilities, issues) plus \
          the live tool catalog hash, cheaply from the active manifest. Call this first after connecting. probe_provider=true also \
          loads the model offline (never downloads).";
-    fn output_schema() -> Value {
-        derived::<ServerInfo>()
-    }
+    type Output = ServerInfo;
     fn vault_path(&self) -> &str {
         &self.vault_path
     }
-    fn run(self, ctx: &ToolCtx) -> Result<Value> {
+    fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         let report = ctx.vault.server_info_with(self.probe_provider)?;
         let (bootstrap, mcp) = (bootstrap(ctx, &report), mcp_block(ctx));
-        to_object(&ServerInfo { report, capabilities: ctx.capabilities.clone(), bootstrap, mcp })
+        Ok(ServerInfo { report, capabilities: ctx.capabilities.clone(), bootstrap, mcp })
     }
 }
