@@ -459,6 +459,9 @@ pub struct LoadCounts {
     /// Folders proven by the folder journal without a stat (a keyed load while `paravault
     /// watch` runs: the journal reported no change in them since the copy was proven).
     pub folders_by_journal: usize,
+    /// Folders brought up to the disk by a look at each entry the folder journal named in
+    /// them, instead of a listing (a keyed load while `paravault watch` runs).
+    pub folders_by_entries: usize,
 }
 
 /// A folder's stat identity now (`None`: gone, unreadable, or not a real folder).
@@ -493,47 +496,86 @@ pub enum Unlistable {
     IgnoreFile,
 }
 
+/// What one entry of a folder is to a load by folder checks (`list_folder`, `look_at_entry`).
+#[derive(Debug)]
+pub enum FolderEntry {
+    /// A subfolder (vault-relative), not one of the policy's excluded folders.
+    Subfolder(String),
+    /// An excluded subfolder: out of scope.
+    Excluded,
+    /// A temporary file of a killed write.
+    Temp(PathBuf),
+    /// An in-scope Markdown name that is a symbolic link (never followed, never read).
+    SymlinkedPage(VaultPath),
+    /// Any other link, or anything neither file, folder nor link: out of scope.
+    Ignored,
+    /// A file, with its page kind when it is a page.
+    File(VaultPath, Option<PageKind>),
+    /// A Markdown file or subfolder whose name no vault path may hold.
+    Unusable(Option<scan::UnusableName>),
+}
+
+/// Classifies entry `entry_name` of folder `dir` (vault-relative) by its name and type, as a
+/// listing does; an ignore file is `Unlistable::IgnoreFile`.
+fn classify_entry(
+    root: &Path,
+    policy: &LoadedPolicy,
+    dir: &str,
+    entry_name: &std::ffi::OsStr,
+    file_type: std::fs::FileType,
+) -> std::result::Result<FolderEntry, Unlistable> {
+    let usable = entry_name.to_str().and_then(|name| {
+        let rel = if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") };
+        VaultPath::parse_walked(&rel).ok().map(|path| (name, path))
+    });
+    let Some((name, path)) = usable else {
+        return Ok(FolderEntry::Unusable(scan::UnusableName::judge(policy, dir, entry_name, file_type.is_dir())));
+    };
+    if file_type.is_dir() {
+        let excluded = policy.policy.layout.excluded_dirs.iter().any(|e| e == name);
+        return Ok(if excluded { FolderEntry::Excluded } else { FolderEntry::Subfolder(path.as_str().to_string()) });
+    }
+    if name.starts_with(crate::store::layout::TEMP_PREFIX) {
+        let temp = file_type.is_file().then(|| crate::store::layout::join(root, path.as_str()));
+        return Ok(temp.map_or(FolderEntry::Ignored, FolderEntry::Temp));
+    }
+    if crate::store::layout::IGNORE_FILES.contains(&name) {
+        return Err(Unlistable::IgnoreFile);
+    }
+    let kind = scan::classify(policy, &path);
+    if file_type.is_symlink() {
+        return Ok(if kind.is_some() { FolderEntry::SymlinkedPage(path) } else { FolderEntry::Ignored });
+    }
+    Ok(FolderEntry::File(path, kind))
+}
+
 /// Lists folder `dir` (vault-relative) once, classifying each entry.
 pub fn list_folder(root: &Path, policy: &LoadedPolicy, dir: &str) -> std::result::Result<FolderListing, Unlistable> {
-    let excluded = &policy.policy.layout.excluded_dirs;
     let mut listing = FolderListing::default();
     for entry in std::fs::read_dir(crate::store::layout::join(root, dir)).map_err(Unlistable::Unreadable)? {
         let entry = entry.map_err(Unlistable::Unreadable)?;
         let file_type = entry.file_type().map_err(Unlistable::Unreadable)?;
-        let entry_name = entry.file_name();
-        let usable = entry_name.to_str().and_then(|name| {
-            let rel = if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") };
-            VaultPath::parse_walked(&rel).ok().map(|path| (name, path))
-        });
-        let Some((name, path)) = usable else {
-            listing.unusable.extend(scan::UnusableName::judge(policy, dir, &entry_name, file_type.is_dir()));
-            continue;
-        };
-        if file_type.is_dir() {
-            if !excluded.iter().any(|e| e == name) {
-                listing.subfolders.push(path.as_str().to_string());
-            }
-            continue;
+        match classify_entry(root, policy, dir, &entry.file_name(), file_type)? {
+            FolderEntry::Subfolder(path) => listing.subfolders.push(path),
+            FolderEntry::Excluded | FolderEntry::Ignored => {}
+            FolderEntry::Temp(path) => listing.temps.push(path),
+            FolderEntry::SymlinkedPage(path) => listing.symlinked_pages.push(path),
+            FolderEntry::File(path, kind) => listing.files.push((path, kind)),
+            FolderEntry::Unusable(unusable) => listing.unusable.extend(unusable),
         }
-        if name.starts_with(crate::store::layout::TEMP_PREFIX) {
-            if file_type.is_file() {
-                listing.temps.push(entry.path());
-            }
-            continue;
-        }
-        if crate::store::layout::IGNORE_FILES.contains(&name) {
-            return Err(Unlistable::IgnoreFile);
-        }
-        let kind = scan::classify(policy, &path);
-        if file_type.is_symlink() {
-            if kind.is_some() {
-                listing.symlinked_pages.push(path);
-            }
-            continue;
-        }
-        listing.files.push((path, kind));
     }
     Ok(listing)
+}
+
+/// Entry `name` of folder `dir` (vault-relative) as a listing would classify it, found by a
+/// stat of its own (`None`: there is no such entry).
+pub fn look_at_entry(root: &Path, policy: &LoadedPolicy, dir: &str, name: &str) -> std::result::Result<Option<FolderEntry>, Unlistable> {
+    let path = crate::store::layout::join(root, &if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") });
+    match std::fs::symlink_metadata(&path) {
+        Ok(meta) => classify_entry(root, policy, dir, std::ffi::OsStr::new(name), meta.file_type()).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Unlistable::Unreadable(e)),
+    }
 }
 
 /// How many threads this process may run at once, asked once (the standard library reads the

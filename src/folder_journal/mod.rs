@@ -8,13 +8,17 @@
 //! that outlives the write can watch instead, and answer in one round trip.
 //!
 //! The protocol (one question per connection on `.paravault/folders.sock`, text lines):
-//! `since <epoch> <seq>` (or `since -`, no position) → `paravault-folder-journal 1 <epoch>
-//! <seq> changed`, one `d <folder>` line per folder changed since the position (`d ` alone is
-//! the root), `end`; or `… unknown` and `end` when the journal cannot say (another run, or a
-//! run that lost events: a queue overflow, a folder moved or removed). Every event of an edit
-//! that finished before the question was sent is in the answer: inotify queues events in the
-//! process that makes the change, before its call returns, and the journal reads its whole
-//! queue after it reads the question.
+//! `since <epoch> <seq>` (or `since -`, no position) → `paravault-folder-journal 2 <epoch>
+//! <seq> changed`, then per folder changed since the position either one `d <folder>` line
+//! (list it again: its own attributes changed, or more of its entries than the journal keeps
+//! by name; `d ` alone is the root) or one `e <folder>/<name>` line per entry created, removed,
+//! renamed or with its attributes changed (`e <name>` for the root's), then `end`; or `…
+//! unknown` and `end` when the journal cannot say (another run, or a run that lost events: a
+//! queue overflow, a folder moved or removed). Every event of an edit that finished before the
+//! question was sent is in the answer: inotify queues events in the process that makes the
+//! change, before its call returns, and the journal reads its whole queue after it reads the
+//! question. A name the protocol cannot carry (not UTF-8, or with a control character) makes
+//! its folder a `d` line.
 //!
 //! Trust: the client asks only a socket owned by this user in the engine's own folder (never
 //! through a link); any answer it cannot parse, a timeout, or no journal at all means "no
@@ -23,7 +27,7 @@
 
 mod service;
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::os::unix::fs::{FileTypeExt, MetadataExt};
 use std::path::Path;
@@ -32,13 +36,13 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::inventory::JournalToken;
-use crate::inventory_cache::keyed::JournalAnswer;
+use crate::inventory_cache::keyed::{FolderChange, JournalAnswer};
 use crate::store::layout;
 
 pub use service::{FolderJournal, Stop};
 
 /// The first word of every answer, and the protocol's version.
-const GREETING: &str = "paravault-folder-journal 1";
+const GREETING: &str = "paravault-folder-journal 2";
 
 /// How long a write waits for the journal's answer before it stats every folder instead. A
 /// journal that is not running is refused at once (no socket, or nobody listening); this bounds
@@ -100,25 +104,67 @@ fn parse_question(line: &str) -> Option<Option<JournalToken>> {
     Some(Some(JournalToken { epoch: u64::from_str_radix(epoch, 16).ok()?, seq: seq.parse().ok()? }))
 }
 
-fn render_answer(now: JournalToken, changed: Option<&BTreeSet<String>>) -> String {
+fn render_answer(now: JournalToken, changed: Option<&BTreeMap<String, FolderChange>>) -> String {
     let mut out = format!("{GREETING} {:016x} {} {}\n", now.epoch, now.seq, if changed.is_some() { "changed" } else { "unknown" });
-    for dir in changed.into_iter().flatten() {
-        out.push_str("d ");
-        out.push_str(dir);
-        out.push('\n');
+    for (dir, change) in changed.into_iter().flatten() {
+        match change {
+            FolderChange::Whole => {
+                out.push_str("d ");
+                out.push_str(dir);
+                out.push('\n');
+            }
+            FolderChange::Entries(names) => {
+                for name in names {
+                    out.push_str("e ");
+                    if !dir.is_empty() {
+                        out.push_str(dir);
+                        out.push('/');
+                    }
+                    out.push_str(name);
+                    out.push('\n');
+                }
+            }
+        }
     }
     out.push_str("end\n");
     out
 }
 
-/// An answer as `render_answer` writes it; anything else (truncated, another version) is `None`.
+/// Whether the protocol carries `name` as an entry line (a line of its own, read back as
+/// written).
+fn carried(name: &str) -> bool {
+    !name.is_empty() && !name.contains('/') && !name.chars().any(char::is_control)
+}
+
+/// An answer as `render_answer` writes it; anything else (truncated, another version, a folder
+/// given both as a whole and by entries) is `None`.
 fn parse_answer(text: &str) -> Option<JournalAnswer> {
     let mut lines = text.strip_suffix("end\n")?.lines();
     let head = lines.next()?.strip_prefix(GREETING)?.strip_prefix(' ')?;
     let mut words = head.split(' ');
     let now = JournalToken { epoch: u64::from_str_radix(words.next()?, 16).ok()?, seq: words.next()?.parse().ok()? };
     let changed = match (words.next()?, words.next()) {
-        ("changed", None) => Some(lines.map(|line| line.strip_prefix("d ").map(str::to_string)).collect::<Option<BTreeSet<String>>>()?),
+        ("changed", None) => {
+            let mut changed: BTreeMap<String, FolderChange> = BTreeMap::new();
+            for line in lines {
+                if let Some(dir) = line.strip_prefix("d ") {
+                    if changed.insert(dir.to_string(), FolderChange::Whole).is_some() {
+                        return None;
+                    }
+                } else {
+                    let entry = line.strip_prefix("e ")?;
+                    let (dir, name) = entry.rsplit_once('/').unwrap_or(("", entry));
+                    if !carried(name) {
+                        return None;
+                    }
+                    match changed.entry(dir.to_string()).or_insert_with(|| FolderChange::Entries(Default::default())) {
+                        FolderChange::Entries(names) => names.insert(name.to_string()),
+                        FolderChange::Whole => return None,
+                    };
+                }
+            }
+            Some(changed)
+        }
         ("unknown", None) if lines.next().is_none() => None,
         _ => return None,
     };

@@ -1,14 +1,15 @@
 //! `paravault watch`: the folder journal's resident side. One inotify watch per folder of the
 //! vault (the engine's own folder aside), a counter of events taken in, and for each folder
-//! the count at which an entry in it last changed; a question is answered after the whole
-//! event queue has been read.
+//! the count at which it last changed: as a whole, and for each of its entries changed since
+//! (at most `ENTRIES_KEPT` of them by name); a question is answered after the whole event
+//! queue has been read.
 //!
 //! What voids a run (a new random epoch, every watch set again, every earlier position
 //! answered `unknown`): a queue overflow, a folder removed or moved (the watches' paths would
 //! be stale), a watch that disappeared. A folder created is watched at once, with everything
 //! below it, and reported as changed with its parent (the write then lists it whole).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, HashMap};
 use std::io::{BufRead, Write};
 use std::os::fd::AsRawFd;
 use std::os::unix::fs::MetadataExt;
@@ -22,9 +23,10 @@ use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
-use super::{FolderJournalReady, parse_question, render_answer};
+use super::{FolderJournalReady, carried, parse_question, render_answer};
 use crate::error::{Error, Result};
 use crate::inventory::JournalToken;
+use crate::inventory_cache::keyed::FolderChange;
 use crate::store::{durable, layout, nofollow};
 
 const INOTIFY: Token = Token(0);
@@ -58,6 +60,53 @@ const REMOTE_FILE_SYSTEMS: [(u32, &str); 8] = [
     (0x5346_414F, "AFS"),
 ];
 
+/// The most entries of one folder the journal keeps by name: past it the oldest half are
+/// forgotten, and a question since before them is answered with the folder as a whole.
+const ENTRIES_KEPT: usize = 512;
+
+/// What changed in one folder during a run, by the event count (`seq`) of each change.
+#[derive(Debug, Default)]
+struct Changes {
+    /// The last change of any kind.
+    last: u64,
+    /// The last change that is not told by entry (its own attributes, an entry the protocol
+    /// cannot carry, entries forgotten): a question since before it gets the whole folder.
+    whole: u64,
+    /// Each entry changed since `whole`, by name → its last change.
+    entries: HashMap<String, u64>,
+}
+
+impl Changes {
+    /// What a question since `since` is told of this folder (`None`: nothing changed since).
+    fn since(&self, since: u64) -> Option<FolderChange> {
+        if self.last <= since {
+            None
+        } else if self.whole > since {
+            Some(FolderChange::Whole)
+        } else {
+            Some(FolderChange::Entries(self.entries.iter().filter(|(_, at)| **at > since).map(|(name, _)| name.clone()).collect()))
+        }
+    }
+
+    fn entry(&mut self, name: String, seq: u64) {
+        self.last = seq;
+        self.entries.insert(name, seq);
+        if self.entries.len() > ENTRIES_KEPT {
+            let mut ats: Vec<u64> = self.entries.values().copied().collect();
+            ats.sort_unstable();
+            let forgotten = ats[ats.len() / 2];
+            self.whole = self.whole.max(forgotten);
+            self.entries.retain(|_, at| *at > forgotten);
+        }
+    }
+
+    fn whole(&mut self, seq: u64) {
+        (self.last, self.whole) = (seq, seq);
+        // Every question these could answer is now told the whole folder.
+        self.entries.clear();
+    }
+}
+
 /// The longest socket path a Unix socket address holds (`sun_path` less its NUL).
 const SOCKET_PATH_MAX: usize = 107;
 
@@ -85,8 +134,8 @@ pub struct FolderJournal {
     epoch: u64,
     /// Events taken in during this run.
     seq: u64,
-    /// Each folder changed during this run → the `seq` of its last change.
-    changed: HashMap<String, u64>,
+    /// Each folder changed during this run → what changed in it, and when.
+    changed: HashMap<String, Changes>,
     listener: UnixListener,
     /// The vault root's file system (a folder on another one is checked: `refuse_remote`).
     device: u64,
@@ -232,12 +281,13 @@ impl FolderJournal {
         Ok(())
     }
 
-    /// This run's position, and the folders changed since `since` (`None`: not this run's).
-    pub(super) fn changes_since(&self, since: Option<JournalToken>) -> (JournalToken, Option<BTreeSet<String>>) {
+    /// This run's position, and the folders changed since `since` with what changed in each
+    /// (`None`: not this run's).
+    pub(super) fn changes_since(&self, since: Option<JournalToken>) -> (JournalToken, Option<BTreeMap<String, FolderChange>>) {
         let now = JournalToken { epoch: self.epoch, seq: self.seq };
         let changed = since
             .filter(|t| t.epoch == self.epoch && t.seq <= self.seq)
-            .map(|t| self.changed.iter().filter(|(_, at)| **at > t.seq).map(|(dir, _)| dir.clone()).collect());
+            .map(|t| self.changed.iter().filter_map(|(dir, changes)| Some((dir.clone(), changes.since(t.seq)?))).collect());
         (now, changed)
     }
 
@@ -272,11 +322,14 @@ impl FolderJournal {
                     void.get_or_insert_with(|| format!("a folder in {dir:?} moved or was removed"));
                     continue;
                 }
-                self.mark(&dir);
                 if mask.contains(EventMask::ISDIR | EventMask::CREATE)
-                    && let Some(name) = name
+                    && let Some(name) = &name
                 {
-                    created.push(if dir.is_empty() { name } else { format!("{dir}/{name}") });
+                    created.push(if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") });
+                }
+                match name.filter(|name| carried(name)) {
+                    Some(name) => self.mark_entry(&dir, name),
+                    None => self.mark(&dir),
                 }
             }
             for dir in created {
@@ -288,9 +341,16 @@ impl FolderJournal {
         }
     }
 
+    /// `dir` changed as a whole (or in a way not told by entry).
     fn mark(&mut self, dir: &str) {
         self.seq += 1;
-        self.changed.insert(dir.to_string(), self.seq);
+        self.changed.entry(dir.to_string()).or_default().whole(self.seq);
+    }
+
+    /// Entry `name` of `dir` was created, removed, renamed or had its attributes changed.
+    fn mark_entry(&mut self, dir: &str, name: String) {
+        self.seq += 1;
+        self.changed.entry(dir.to_string()).or_default().entry(name, self.seq);
     }
 
     /// A new run: a fresh epoch, nothing changed yet, every watch set again from the root.

@@ -1,29 +1,57 @@
 //! The folder journal's protocol and a live journal over a temporary vault.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use super::*;
 use crate::error::Error;
 
-fn set(dirs: &[&str]) -> BTreeSet<String> {
-    dirs.iter().map(|d| d.to_string()).collect()
+/// An answer's changes as the lines the protocol gives them (`d <folder>`, `e <path>`).
+fn told(answer: Option<JournalAnswer>) -> Option<BTreeSet<String>> {
+    let changed = answer.expect("the journal answers").changed?;
+    let entry = |dir: &str, name: &str| if dir.is_empty() { format!("e {name}") } else { format!("e {dir}/{name}") };
+    Some(
+        changed
+            .iter()
+            .flat_map(|(dir, change)| match change {
+                FolderChange::Whole => vec![format!("d {dir}")],
+                FolderChange::Entries(names) => names.iter().map(|name| entry(dir, name)).collect(),
+            })
+            .collect(),
+    )
+}
+
+fn lines(lines: &[&str]) -> Option<BTreeSet<String>> {
+    Some(lines.iter().map(|line| line.to_string()).collect())
 }
 
 #[test]
 fn answers_read_back_exactly_and_anything_else_is_no_answer() {
     let now = JournalToken { epoch: 0xdead_beef_0000_0001, seq: 42 };
-    let changed = set(&["", "02_Areas/home", "03_Resources"]);
+    let entries = |names: &[&str]| FolderChange::Entries(names.iter().map(|n| n.to_string()).collect());
+    let changed = BTreeMap::from([
+        (String::new(), entries(&["_index.md", "log.md"])),
+        ("02_Areas/home".to_string(), FolderChange::Whole),
+        ("03_Resources".to_string(), entries(&["a b.md", ".pv-tmp-1"])),
+    ]);
     let text = render_answer(now, Some(&changed));
+    assert!(
+        text.contains("\ne _index.md\n") && text.contains("\nd 02_Areas/home\n") && text.contains("\ne 03_Resources/a b.md\n"),
+        "{text}"
+    );
     assert_eq!(parse_answer(&text), Some(JournalAnswer { now, changed: Some(changed) }));
     assert_eq!(parse_answer(&render_answer(now, None)), Some(JournalAnswer { now, changed: None }));
     assert_eq!(parse_question(&question(Some(now))), Some(Some(now)));
     assert_eq!(parse_question(&question(None)), Some(None));
-    // Truncated, another version, a stray line, an unknown state, a question that is not one.
+    // Truncated, another version, a stray line, a folder both whole and by entries, an empty
+    // name, an unknown state, a question that is not one.
     let truncated = text.strip_suffix("end\n").unwrap();
     assert_eq!(parse_answer(truncated), None);
-    assert_eq!(parse_answer(&text.replace("journal 1", "journal 2")), None);
-    assert_eq!(parse_answer(&text.replace("d 03_Resources", "x 03_Resources")), None);
+    assert_eq!(parse_answer(&text.replace("journal 2", "journal 1")), None);
+    assert_eq!(parse_answer(&text.replace("d 02_Areas/home", "x 02_Areas/home")), None);
+    assert_eq!(parse_answer(&text.replace("end\n", "d 03_Resources\nend\n")), None);
+    assert_eq!(parse_answer(&text.replace("end\n", "e 02_Areas/home/x.md\nend\n")), None);
+    assert_eq!(parse_answer(&text.replace("end\n", "e 03_Resources/\nend\n")), None);
     assert_eq!(parse_answer(&render_answer(now, None).replace("unknown", "maybe")), None);
     assert_eq!(parse_answer(&render_answer(now, None).replace("end\n", "d a\nend\n")), None);
     assert_eq!(parse_question("since zz 1\n"), None);
@@ -55,31 +83,49 @@ fn a_live_journal_names_every_folder_changed_since_a_position_and_voids_a_run_th
     let first = ask(root, None).expect("the journal answers");
     assert_eq!(first.changed, None);
     // Nothing changed since.
-    assert_eq!(ask(root, Some(first.now)).unwrap().changed, Some(BTreeSet::new()));
+    assert_eq!(told(ask(root, Some(first.now))), lines(&[]));
 
-    // An edit finished before the question is in the answer, with no wait.
+    // An edit finished before the question is in the answer, by entry, with no wait.
     std::fs::write(root.join("01_Projects/alpha/new.md"), "new").unwrap();
     let second = ask(root, Some(first.now)).unwrap();
-    assert_eq!(second.changed, Some(set(&["01_Projects/alpha"])));
-    // A removal and a rename in place, and a change of attributes.
+    assert_eq!(told(Some(second.clone())), lines(&["e 01_Projects/alpha/new.md"]));
+    // A removal, a rename in place, and a change of an entry's attributes.
     std::fs::remove_file(root.join("03_Resources/a.md")).unwrap();
     std::fs::rename(root.join("01_Projects/alpha/new.md"), root.join("01_Projects/alpha/renamed.md")).unwrap();
     let third = ask(root, Some(second.now)).unwrap();
-    assert_eq!(third.changed, Some(set(&["01_Projects/alpha", "03_Resources"])));
+    let since_second = ["e 01_Projects/alpha/new.md", "e 01_Projects/alpha/renamed.md", "e 03_Resources/a.md"];
+    assert_eq!(told(Some(third.clone())), lines(&since_second));
+    std::fs::set_permissions(root.join("01_Projects/alpha/renamed.md"), std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
+    assert_eq!(told(ask(root, Some(third.now))), lines(&["e 01_Projects/alpha/renamed.md"]));
     // The earlier position still sees everything since it.
-    assert_eq!(ask(root, Some(first.now)).unwrap().changed, Some(set(&["01_Projects/alpha", "03_Resources"])));
+    assert_eq!(told(ask(root, Some(first.now))), lines(&since_second));
+    // The folder's own attributes changed: the folder as a whole, for every position before.
+    let before_chmod = ask(root, Some(third.now)).unwrap().now;
+    std::fs::set_permissions(root.join("03_Resources"), std::os::unix::fs::PermissionsExt::from_mode(0o750)).unwrap();
+    // (The root's watch tells the same change as one of its entries'.)
+    assert_eq!(told(ask(root, Some(before_chmod))), lines(&["d 03_Resources", "e 03_Resources"]));
+    assert!(told(ask(root, Some(first.now))).unwrap().contains("d 03_Resources"));
+    // A name the protocol cannot carry (a control character) tells its folder as a whole.
+    let before_tab = ask(root, Some(third.now)).unwrap().now;
+    std::fs::write(root.join("01_Projects/alpha/a\tb.md"), "tab").unwrap();
+    assert_eq!(told(ask(root, Some(before_tab))), lines(&["d 01_Projects/alpha"]));
     // The engine's own folder is not watched.
+    let before_scratch = ask(root, Some(third.now)).unwrap().now;
     std::fs::write(root.join(".paravault/scratch"), "x").unwrap();
-    assert_eq!(ask(root, Some(third.now)).unwrap().changed, Some(BTreeSet::new()));
+    assert_eq!(told(ask(root, Some(before_scratch))), lines(&[]));
 
     // A folder made with folders inside: its parent, itself and what it holds are named, and
     // a file made inside it later is seen.
     std::fs::create_dir_all(root.join("02_Areas/home/deep")).unwrap();
-    let fourth = ask(root, Some(third.now)).unwrap();
+    let fourth = ask(root, Some(before_scratch)).unwrap();
     let named = fourth.changed.clone().unwrap();
-    assert!(named.contains("") && named.contains("02_Areas"), "{named:?}");
+    let root_tells_it = match named.get("") {
+        Some(FolderChange::Entries(names)) => names.contains("02_Areas"),
+        other => other == Some(&FolderChange::Whole),
+    };
+    assert!(root_tells_it && named.get("02_Areas") == Some(&FolderChange::Whole), "{named:?}");
     std::fs::write(root.join("02_Areas/home/deep/x.md"), "x").unwrap();
-    assert_eq!(ask(root, Some(fourth.now)).unwrap().changed, Some(set(&["02_Areas/home/deep"])));
+    assert_eq!(told(ask(root, Some(fourth.now))), lines(&["e 02_Areas/home/deep/x.md"]));
 
     // A folder removed or moved voids the run: every earlier position is unknown.
     let before = ask(root, Some(fourth.now)).unwrap().now;
@@ -89,7 +135,7 @@ fn a_live_journal_names_every_folder_changed_since_a_position_and_voids_a_run_th
     assert_ne!(after.now.epoch, before.epoch);
     // The new run watches the moved folder under its new name.
     std::fs::write(root.join("02_Areas/house/deep/y.md"), "y").unwrap();
-    assert_eq!(ask(root, Some(after.now)).unwrap().changed, Some(set(&["02_Areas/house/deep"])));
+    assert_eq!(told(ask(root, Some(after.now))), lines(&["e 02_Areas/house/deep/y.md"]));
     std::fs::remove_dir_all(root.join("02_Areas/house")).unwrap();
     assert_eq!(ask(root, Some(after.now)).unwrap().changed, None);
 
@@ -150,9 +196,33 @@ fn a_journal_that_never_answers_or_answers_nonsense_is_no_journal() {
         let (mut stream, _) = listener.accept().unwrap();
         let mut line = String::new();
         std::io::BufRead::read_line(&mut std::io::BufReader::new(&stream), &mut line).unwrap();
-        std::io::Write::write_all(&mut stream, b"paravault-folder-journal 1 00000000000000ff 3 changed\nd a\n").unwrap();
+        std::io::Write::write_all(&mut stream, b"paravault-folder-journal 2 00000000000000ff 3 changed\nd a\n").unwrap();
         line
     });
     assert_eq!(ask(root, None), None);
     assert_eq!(server.join().unwrap(), "since -\n");
+}
+
+#[test]
+fn a_journal_keeps_a_folders_newest_entries_by_name_and_tells_an_older_position_the_whole_folder() {
+    let (dir, _socket) = vault_with_only_its_engine_folder();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("00_Inbox")).unwrap();
+    let (stop, handle) = serve(root, 2);
+    let start = ask(root, None).unwrap().now;
+    let make = |from: usize, to: usize| {
+        for i in from..to {
+            std::fs::write(root.join(format!("00_Inbox/n{i:04}.md")), "n").unwrap();
+        }
+    };
+    make(0, 300);
+    let middle = ask(root, Some(start)).unwrap();
+    assert_eq!(told(Some(middle.clone())).unwrap().len(), 300);
+    // 600 entries in all: more than the journal keeps (512), so the oldest are forgotten.
+    make(300, 600);
+    let later: BTreeSet<String> = (300..600).map(|i| format!("e 00_Inbox/n{i:04}.md")).collect();
+    assert_eq!(told(ask(root, Some(middle.now))), Some(later), "a position after the forgotten ones still gets every entry");
+    assert_eq!(told(ask(root, Some(start))), lines(&["d 00_Inbox"]), "a position before them gets the whole folder");
+    stop.stop();
+    handle.join().unwrap().unwrap();
 }

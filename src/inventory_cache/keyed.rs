@@ -23,6 +23,11 @@
 //! touched names, the root notes) is stat'ed; one that changed, a folder that vanished, or
 //! anything the model turns out not to hold (`Partial::overrun`) sends the write to the whole
 //! load instead. Never trusted when foreign (format, engine, policy) or unreadable.
+//!
+//! With a folder journal that can answer since the position the copy records, the journal's
+//! account replaces the folders' identities: a folder it does not name is as the copy holds it,
+//! one it names as a whole is listed again, and one it names by entries has each of those
+//! entries looked at alone (`inventory::look_at_entry`), as a listing would classify it.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::PathBuf;
@@ -33,8 +38,8 @@ use serde::{Deserialize, Serialize};
 use super::{PersistedRecord, persisted_record, record_of, settled};
 use crate::inventory::snapshot::SourceSnapshot;
 use crate::inventory::{
-    self, Counts, FileStamp, Inventory, JournalToken, LoadCounts, NoteRecord, Partial, Unlistable, dir_stamp, link_key, lower_name, now_ns,
-    stamp_now,
+    self, Counts, FileStamp, FolderEntry, Inventory, JournalToken, LoadCounts, NoteRecord, Partial, Unlistable, dir_stamp, link_key,
+    lower_name, now_ns, stamp_now,
 };
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
@@ -82,11 +87,22 @@ struct Header {
 /// A folder journal's answer to "what changed since this token": its position now (taken
 /// after every event of an edit finished before the question was delivered to it), and the
 /// folders that had an entry created, removed or renamed, or their own attributes changed,
-/// since the token (`None`: the journal cannot say, e.g. the token is from another run).
+/// since the token, each with what changed in it (`None`: the journal cannot say, e.g. the
+/// token is from another run).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JournalAnswer {
     pub now: JournalToken,
-    pub changed: Option<BTreeSet<String>>,
+    pub changed: Option<BTreeMap<String, FolderChange>>,
+}
+
+/// What a folder journal says changed in one folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FolderChange {
+    /// The folder as a whole (its own attributes, or more entries than the journal keeps by
+    /// name): a write lists it again.
+    Whole,
+    /// Only these entries (names in it, never empty): a write looks at each alone.
+    Entries(BTreeSet<String>),
 }
 
 /// How a keyed load asks the vault's folder journal, if one runs (`None` from the call: no
@@ -477,6 +493,21 @@ impl PendingFolderChecks {
     }
 }
 
+/// What the entries a folder journal named in one folder turned out to be.
+#[derive(Default)]
+struct EntriesFound {
+    gone: Vec<VaultPath>,
+    new_files: Vec<VaultPath>,
+    to_read: Vec<(VaultPath, PageKind)>,
+    new_folders: Vec<String>,
+    temps: Vec<PathBuf>,
+}
+
+/// Whether `files` (a folder's files as persisted) holds the file at vault-relative `rel`.
+fn held_file_named(files: Option<&BTreeSet<VaultPath>>, rel: &str) -> bool {
+    VaultPath::parse_walked(rel).is_ok_and(|path| files.is_some_and(|files| files.contains(&path)))
+}
+
 /// Stats every folder of `rows` (every stored row, read off the write's thread) not checked
 /// `at_once` (those the write loads, those the journal names and those the header lists as not
 /// settled), and compares it with the identity its row holds. A row not settled among them
@@ -568,7 +599,13 @@ pub fn load_for_write(
     let changed = answer.as_ref().and_then(|a| a.changed.as_ref());
     let at_once: Option<BTreeSet<String>> = match checks {
         FolderChecks::Deferred { expected_moved, from } if changed.is_some() || stored_rows >= from => Some(
-            loaded.iter().chain(expected_moved).chain(&header.unsettled_folders).chain(changed.into_iter().flatten()).cloned().collect(),
+            loaded
+                .iter()
+                .chain(expected_moved)
+                .chain(&header.unsettled_folders)
+                .chain(changed.into_iter().flat_map(BTreeMap::keys))
+                .cloned()
+                .collect(),
         ),
         _ => None,
     };
@@ -636,15 +673,34 @@ pub fn load_for_write(
     // Each stat'ed row's identity now (the others, checks deferred, are taken as persisted:
     // none of them is loaded).
     let mut relist: Vec<String> = Vec::new();
+    // The folders whose changed entries the journal named, each looked at alone below.
+    let mut by_entries: Vec<(String, &BTreeSet<String>)> = Vec::new();
     // The identities of the loaded folders (the fold writes theirs back; no other folder's
     // is consulted).
     let mut proven: Vec<(String, Option<(FileStamp, i128)>)> = Vec::with_capacity(loaded.len());
     for ((dir, row), stamp) in checked.iter().zip(stamps) {
+        let named = changed.filter(|_| by_journal).and_then(|changed| changed.get(dir));
         match (stamp, row.seen) {
             (None, _) => return Err(NotKeyed::from(format!("folder {dir:?} vanished"))),
             (Some(now), Some(seen)) if row.settled() && now == seen.0 => {
                 if loaded.contains(dir) {
                     proven.push((dir.to_string(), Some(seen)));
+                }
+            }
+            // The journal's account since the copy's position, whatever the row's identity: a
+            // folder it does not name is as the copy holds it (the copy was the disk at that
+            // position, and every change since is in the account), one it names by entries is
+            // that plus those entries. The row keeps the identity of its last whole listing (or
+            // none, its entries changed since), which only a later write without a journal
+            // compares: the folder having moved since, that write lists it again.
+            (Some(_), seen) if by_journal && named != Some(&FolderChange::Whole) => {
+                if let Some(FolderChange::Entries(names)) = named {
+                    by_entries.push((dir.to_string(), names));
+                    snapshot.hold(dir, row.direct_valid);
+                    loaded.insert(dir.to_string());
+                }
+                if loaded.contains(dir) {
+                    proven.push((dir.to_string(), seen));
                 }
             }
             _ => {
@@ -736,6 +792,74 @@ pub fn load_for_write(
     let mut queue: std::collections::VecDeque<String> = relist.iter().cloned().collect();
     let mut listed: BTreeSet<String> = BTreeSet::new();
     let mut new_files: Vec<VaultPath> = Vec::new();
+    // The entries the journal named, each looked at alone, as a listing would see it; one
+    // whose folder's bookkeeping only a listing redoes (a link, a name no vault path may hold,
+    // a subfolder gone or turned into a file) sends its folder to be listed again.
+    let symlinked: HashSet<&str> = header.symlinked_notes.iter().map(String::as_str).collect();
+    let mut folders_by_entries = 0;
+    for (dir, names) in by_entries {
+        let persisted_files = held_files.get(&dir);
+        let held_file = |path: &VaultPath| persisted_files.is_some_and(|files| files.contains(path));
+        let mut found = EntriesFound::default();
+        let mut needs_listing = false;
+        for name in names {
+            let entry = match inventory::look_at_entry(root, policy, &dir, name) {
+                Ok(entry) => entry,
+                Err(Unlistable::IgnoreFile) => return Err(NotKeyed { reason: "the vault has an ignore file".into(), rebuild: false }),
+                Err(Unlistable::Unreadable(e)) => return Err(NotKeyed::from(format!("looking at {name:?} in {dir:?}: {e}"))),
+            };
+            let rel = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
+            let was_symlinked = symlinked.contains(rel.as_str());
+            match entry {
+                None => match VaultPath::parse_walked(&rel) {
+                    Ok(path) if held_file(&path) => found.gone.push(path),
+                    // Never a file of the copy's, nor a link or a subfolder of it: a temporary
+                    // file that came and went, or an entry made and removed since.
+                    Ok(_) if !was_symlinked && !dirs.contains_key(&rel) && folder_row(&folders_table, &rel)?.is_none() => {}
+                    _ => needs_listing = true,
+                },
+                Some(FolderEntry::File(path, kind)) if !was_symlinked => {
+                    if held_file(&path) {
+                        if let Some(kind) = kind
+                            && !held_by_path.get(&path).is_some_and(|r| r.is_current(kind, stamp_now(root, &path)))
+                        {
+                            found.to_read.push((path, kind));
+                        }
+                    } else if dirs.contains_key(&rel) || folder_row(&folders_table, &rel)?.is_some() {
+                        // A subfolder of the copy's, now a file.
+                        needs_listing = true;
+                    } else {
+                        found.new_files.push(path.clone());
+                        found.to_read.extend(kind.map(|kind| (path, kind)));
+                    }
+                }
+                Some(FolderEntry::Subfolder(sub)) if !held_file(&VaultPath::parse_walked(&sub).map_err(|e| e.to_string())?) => {
+                    if !dirs.contains_key(&sub) && folder_row(&folders_table, &sub)?.is_none() {
+                        found.new_folders.push(sub);
+                    }
+                }
+                Some(FolderEntry::Temp(path)) if !was_symlinked => found.temps.push(path),
+                Some(FolderEntry::Excluded | FolderEntry::Ignored) if !was_symlinked && !held_file_named(persisted_files, &rel) => {}
+                _ => needs_listing = true,
+            }
+        }
+        if needs_listing {
+            queue.push_back(dir);
+            continue;
+        }
+        folders_by_entries += 1;
+        for sub in found.new_folders {
+            // A new folder: listed whole, all of it new.
+            dirs.insert(sub.clone(), None);
+            snapshot.hold(&sub, 0);
+            loaded.insert(sub.clone());
+            queue.push_back(sub);
+        }
+        gone.extend(found.gone);
+        new_files.extend(found.new_files);
+        to_read.extend(found.to_read);
+        leftover_temps.extend(found.temps);
+    }
     // The persisted subfolders' rows of each folder listed again.
     let mut children_read: HashMap<String, Vec<(String, FolderRow)>> = HashMap::new();
     while let Some(dir) = queue.pop_front() {
@@ -911,6 +1035,7 @@ pub fn load_for_write(
         by_folders: true,
         folders_relisted: listed.len(),
         folders_by_journal,
+        folders_by_entries,
     };
     // A journal that could not say what changed since the copy's token (a new run): the
     // copy's rows are proven at its position now once the checks are confirmed, and the fold

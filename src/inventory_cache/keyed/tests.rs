@@ -366,7 +366,7 @@ fn a_folder_journal_spares_the_stat_of_every_folder_it_vouches_for_and_names_the
     let asked = std::cell::Cell::new(None);
     let names_nothing = |since: Option<JournalToken>| {
         asked.set(Some(since));
-        Some(JournalAnswer { now: position(5), changed: Some(BTreeSet::new()) })
+        Some(JournalAnswer { now: position(5), changed: Some(BTreeMap::new()) })
     };
     let trusting = load(&names_nothing);
     assert_eq!(asked.get(), Some(Some(position(3))), "asked since the copy's position");
@@ -376,9 +376,10 @@ fn a_folder_journal_spares_the_stat_of_every_folder_it_vouches_for_and_names_the
     assert_eq!((trusting.counts.folders_relisted, trusting.counts.read), (0, 0), "{:?}", trusting.counts);
     assert_eq!(trusting.inventory.journal_token, Some(position(5)));
 
-    // Named by the journal, the folder is stat'ed at once, listed again and its new note read.
+    // Named as a whole by the journal, the folder is stat'ed at once, listed again and its new
+    // note read.
     let names_refs = |_since: Option<JournalToken>| {
-        Some(JournalAnswer { now: position(6), changed: Some(BTreeSet::from(["03_Resources/refs".to_string()])) })
+        Some(JournalAnswer { now: position(6), changed: Some(BTreeMap::from([("03_Resources/refs".to_string(), FolderChange::Whole)])) })
     };
     let named = load(&names_refs);
     assert!(named.pending.is_none());
@@ -389,4 +390,95 @@ fn a_folder_journal_spares_the_stat_of_every_folder_it_vouches_for_and_names_the
     let unproven = load(&silent);
     assert!(!unproven.journal_behind);
     assert!(unproven.pending.expect("checked later").confirm().expect_err("the moved folder is caught").contains("03_Resources/refs"));
+}
+
+#[test]
+fn a_folder_journal_that_names_entries_spares_their_folder_a_listing_and_loads_what_a_listing_would() {
+    let (dir, policy, index) = keyed_vault(&[
+        ("01_Projects/a.md", note("Project", "A", "links [[r]] and [[t]]\n")),
+        ("03_Resources/refs/r.md", note("Resource", "R", "r\n")),
+        ("03_Resources/refs/gone.md", note("Resource", "Gone", "soon removed\n")),
+        ("03_Resources/refs/pic.png", "PNG\n".to_string()),
+        ("03_Resources/refs/deep/d.md", note("Resource", "D", "d\n")),
+    ]);
+    let root = dir.path();
+    let text = note("Resource", "W", "written [[t]]\n");
+    let changes = [(VaultPath::parse("03_Resources/refs/w.md").expect("path"), Some(text.as_str()))];
+    let none = BTreeSet::new();
+    let load = |journal: AskJournal<'_>| {
+        let database = durable::open_keyed_cache(root, &index).expect("open");
+        load_for_write(root, &policy, &database, &changes, 1000, FolderChecks::Deferred { expected_moved: &none, from: 0 }, Some(journal))
+            .expect("keyed load")
+    };
+    let position = |seq| JournalToken { epoch: 9, seq };
+    let fold_into_copy = |model: &Inventory| durable::update_keyed_cache(root, &index, |t| fold(model, t)).expect("fold");
+    let first = load(&|_since: Option<JournalToken>| Some(JournalAnswer { now: position(1), changed: None }));
+    assert_eq!(first.pending.expect("checked").confirm(), Ok(()));
+    fold_into_copy(&first.inventory);
+
+    // Outside the engine, in the folder the write loads: a new note, a note replaced by a
+    // rename (as editors save), a removal, and a temporary file that came and went.
+    put(root, "03_Resources/refs/t.md", &note("Resource", "T", "new\n"));
+    put(root, "03_Resources/refs/.r.md.swp", &note("Resource", "R", "r, edited\n"));
+    std::fs::rename(root.join("03_Resources/refs/.r.md.swp"), root.join("03_Resources/refs/r.md")).expect("rename");
+    std::fs::remove_file(root.join("03_Resources/refs/gone.md")).expect("remove");
+    settle();
+    let entries = |names: &[&str]| FolderChange::Entries(names.iter().map(|n| n.to_string()).collect());
+    let named = entries(&["t.md", ".r.md.swp", "r.md", "gone.md", ".pv-tmp-0000"]);
+    let answer = Some(JournalAnswer { now: position(2), changed: Some(BTreeMap::from([("03_Resources/refs".to_string(), named)])) });
+    let by_entries = load(&|since| {
+        assert_eq!(since, Some(position(1)));
+        answer.clone()
+    });
+    assert!(by_entries.pending.is_none());
+    let counts = by_entries.counts;
+    assert_eq!((counts.folders_relisted, counts.folders_by_entries, counts.read, counts.forgotten), (0, 1, 2, 1), "{counts:?}");
+    // What the plan sees is what a listing of the folder gives (the journal naming it whole).
+    let whole = load(&|_since| {
+        Some(JournalAnswer { now: position(2), changed: Some(BTreeMap::from([("03_Resources/refs".to_string(), FolderChange::Whole)])) })
+    });
+    assert_eq!(whole.counts.folders_relisted, 1, "{:?}", whole.counts);
+    assert_eq!(seen_by_the_plan(&by_entries.inventory), seen_by_the_plan(&whole.inventory));
+    let from_disk = Inventory::load(root, &policy).expect("whole load");
+    assert_eq!(by_entries.inventory.snapshot.hash(), from_disk.snapshot.hash());
+
+    // Folded, the copy is a whole fill of the disk (identities aside: the folder keeps the one
+    // of its last listing).
+    fold_into_copy(&by_entries.inventory);
+    let folded = tables(&durable::open_keyed_cache(root, &index).expect("open"));
+    assert_eq!(folded.header.journal_token, Some(position(2)));
+    let mut folded = folded;
+    folded.header.journal_token = None;
+    assert_eq!(folded, filled_from_disk(root, &policy, &root.join(".paravault/fresh.redb")));
+
+    // The journal names nothing since: the folder is as the copy holds it, although its row
+    // holds no identity (its entries changed since its last listing), so nothing is listed or
+    // read.
+    settle();
+    let trusted = load(&|_since| Some(JournalAnswer { now: position(3), changed: Some(BTreeMap::new()) }));
+    assert_eq!((trusted.counts.folders_relisted, trusted.counts.read), (0, 0), "{:?}", trusted.counts);
+    // Without a journal, the folder's identity decides: it has none, so it is listed again
+    // (checked at once).
+    let unproven = load(&|_since| None);
+    assert_eq!(unproven.counts.folders_relisted, 1, "{:?}", unproven.counts);
+    assert_eq!(unproven.pending.expect("checked later").confirm(), Ok(()));
+
+    // An entry whose bookkeeping only a listing redoes (a link in place of a note): the folder
+    // is listed again.
+    std::fs::remove_file(root.join("03_Resources/refs/t.md")).expect("remove");
+    std::os::unix::fs::symlink("r.md", root.join("03_Resources/refs/t.md")).expect("link");
+    settle();
+    let linked = load(&|_since| {
+        Some(JournalAnswer { now: position(4), changed: Some(BTreeMap::from([("03_Resources/refs".to_string(), entries(&["t.md"]))])) })
+    });
+    assert_eq!((linked.counts.folders_relisted, linked.counts.folders_by_entries), (1, 0), "{:?}", linked.counts);
+    assert!(linked.inventory.symlinked_notes.iter().any(|p| p.as_str() == "03_Resources/refs/t.md"));
+    // A new folder named as an entry of its parent is listed whole.
+    put(root, "03_Resources/refs/new/n.md", &note("Resource", "N", "n\n"));
+    settle();
+    let made = load(&|_since| {
+        Some(JournalAnswer { now: position(5), changed: Some(BTreeMap::from([("03_Resources/refs".to_string(), entries(&["new"]))])) })
+    });
+    assert_eq!((made.counts.folders_relisted, made.counts.folders_by_entries, made.counts.read), (1, 1, 1), "{:?}", made.counts);
+    assert!(made.inventory.records.keys().any(|p| p.as_str() == "03_Resources/refs/new/n.md"));
 }
