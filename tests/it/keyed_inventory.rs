@@ -212,6 +212,8 @@ fn keyed_writes_equal_whole_writes(with_journal: bool) {
     }
     let mut journal = with_journal.then(|| FolderJournalProcess::start(keyed_root));
     let mut journal_writes = 0;
+    // Keyed writes that brought a folder up to the disk by the entries the journal named in it.
+    let mut entries_writes = 0;
     let mut rng = Lcg(7);
     let mut keyed_writes = 0;
     let mut writes = 0;
@@ -256,6 +258,7 @@ fn keyed_writes_equal_whole_writes(with_journal: bool) {
                 let keyed = log.contains("partial model loaded by key") && !log.contains("loading it whole");
                 folds += usize::from(log.contains("partial model folded into the keyed inventory"));
                 journal_writes += usize::from(log.contains("folders proven by the folder journal"));
+                entries_writes += usize::from(log.contains("folders_by_entries: ") && !log.contains("folders_by_entries: 0"));
                 std::fs::remove_file(whole_root.join(".paravault/inventory.redb")).ok();
                 let (whole_output, whole_keyed) = cli_write(whole_root, &args);
                 assert!(!whole_keyed, "step {step}: the copy without a keyed inventory loads the whole model");
@@ -278,8 +281,12 @@ fn keyed_writes_equal_whole_writes(with_journal: bool) {
             let doctor: serde_json::Value = serde_json::from_slice(&paravault(keyed_root, &["doctor", "--json"]).stdout).unwrap();
             assert_eq!(doctor["vault_check"]["folder_journal_running"], true, "{doctor}");
             assert!(journal_writes * 2 >= keyed_writes, "only {journal_writes} of {keyed_writes} keyed writes trusted the folder journal");
+            assert!(
+                entries_writes * 2 >= journal_writes,
+                "only {entries_writes} of {journal_writes} journal writes looked at named entries"
+            );
         }
-        None => assert_eq!(journal_writes, 0),
+        None => assert_eq!((journal_writes, entries_writes), (0, 0)),
     }
 }
 
