@@ -330,6 +330,21 @@ fn a_folder_not_settled_is_checked_at_once_and_a_header_that_does_not_list_it_vo
     assert!(voided.contains("not settled"), "{voided}");
 }
 
+/// A keyed load of `changes` from the copy at `index` that asks `journal` (checks deferred
+/// from the first folder on, none expected to move).
+fn load_asking(
+    root: &Path,
+    policy: &LoadedPolicy,
+    index: &Path,
+    changes: &[(VaultPath, Option<&str>)],
+    journal: AskJournal<'_>,
+) -> WriteLoad {
+    let database = durable::open_keyed_cache(root, index).expect("open");
+    let none = BTreeSet::new();
+    load_for_write(root, policy, &database, changes, 1000, FolderChecks::Deferred { expected_moved: &none, from: 0 }, Some(journal))
+        .expect("keyed load")
+}
+
 #[test]
 fn a_folder_journal_spares_the_stat_of_every_folder_it_vouches_for_and_names_the_ones_to_check() {
     let (dir, policy, index) = keyed_vault(&[
@@ -340,12 +355,7 @@ fn a_folder_journal_spares_the_stat_of_every_folder_it_vouches_for_and_names_the
     let root = dir.path();
     let text = note("Area", "W", "w\n");
     let changes = [(VaultPath::parse("02_Areas/w.md").expect("path"), Some(text.as_str()))];
-    let none = BTreeSet::new();
-    let load = |journal: AskJournal<'_>| {
-        let database = durable::open_keyed_cache(root, &index).expect("open");
-        load_for_write(root, &policy, &database, &changes, 1000, FolderChecks::Deferred { expected_moved: &none, from: 0 }, Some(journal))
-            .expect("keyed load")
-    };
+    let load = |journal: AskJournal<'_>| load_asking(root, &policy, &index, &changes, journal);
     let position = |seq| JournalToken { epoch: 7, seq };
 
     // A copy filled whole records no position: the journal cannot say what changed since, so
@@ -404,12 +414,7 @@ fn a_folder_journal_that_names_entries_spares_their_folder_a_listing_and_loads_w
     let root = dir.path();
     let text = note("Resource", "W", "written [[t]]\n");
     let changes = [(VaultPath::parse("03_Resources/refs/w.md").expect("path"), Some(text.as_str()))];
-    let none = BTreeSet::new();
-    let load = |journal: AskJournal<'_>| {
-        let database = durable::open_keyed_cache(root, &index).expect("open");
-        load_for_write(root, &policy, &database, &changes, 1000, FolderChecks::Deferred { expected_moved: &none, from: 0 }, Some(journal))
-            .expect("keyed load")
-    };
+    let load = |journal: AskJournal<'_>| load_asking(root, &policy, &index, &changes, journal);
     let position = |seq| JournalToken { epoch: 9, seq };
     let fold_into_copy = |model: &Inventory| durable::update_keyed_cache(root, &index, |t| fold(model, t)).expect("fold");
     let first = load(&|_since: Option<JournalToken>| Some(JournalAnswer { now: position(1), changed: None }));
