@@ -61,6 +61,9 @@ pub struct SourceSnapshot {
     /// The top-level lines as last hashed: patched in place where only a digest changed,
     /// rebuilt when directories came or went (a write re-hashes the lines, not re-renders them).
     top: std::sync::Mutex<TopLines>,
+    /// The hash as last computed, emptied by every change (a write asks for it more than once:
+    /// its receipt and its publish; a partial snapshot's lines are merged anew for each).
+    hashed: OnceLock<String>,
 }
 
 #[derive(Debug, Default)]
@@ -179,6 +182,7 @@ impl SourceSnapshot {
     /// Counts `record` if it is a valid note (replacing an entry for the same path).
     pub fn insert(&mut self, record: &NoteRecord) {
         let Some((dir, name)) = self.held_entry(record) else { return };
+        self.hashed = OnceLock::new();
         let top = self.top.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
         if !self.dirs.contains_key(dir) {
             top.current = false;
@@ -200,6 +204,7 @@ impl SourceSnapshot {
     /// Stops counting `record`'s path.
     pub fn remove(&mut self, record: &NoteRecord) {
         let Some((dir, name)) = self.held_entry(record) else { return };
+        self.hashed = OnceLock::new();
         let top = self.top.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(entry) = self.dirs.get_mut(dir) {
             entry.notes.remove(name);
@@ -227,6 +232,7 @@ impl SourceSnapshot {
     /// Holds `dir` (which held `notes` notes as persisted) in full: its notes, inserted one by
     /// one, make its line. A whole snapshot holds every directory already.
     pub fn hold(&mut self, dir: &str, notes: usize) {
+        self.hashed = OnceLock::new();
         if let Some(base) = &mut self.base
             && base.held.insert(dir.to_string())
         {
@@ -262,11 +268,15 @@ impl SourceSnapshot {
 
     /// The snapshot hash (lower-case hex).
     pub fn hash(&self) -> String {
-        if self.base.is_some() {
-            return crate::hex::encode(blake3::hash(&self.lines()).as_bytes());
-        }
-        let mut top = self.top.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        crate::hex::encode(blake3::hash(self.current_lines(&mut top)).as_bytes())
+        self.hashed
+            .get_or_init(|| {
+                if self.base.is_some() {
+                    return crate::hex::encode(blake3::hash(&self.lines()).as_bytes());
+                }
+                let mut top = self.top.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                crate::hex::encode(blake3::hash(self.current_lines(&mut top)).as_bytes())
+            })
+            .clone()
     }
 
     /// A whole snapshot's top-level lines, brought up to date: patched in place where only

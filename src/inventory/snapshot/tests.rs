@@ -49,6 +49,15 @@ fn a_snapshot_known_by_its_lines_outside_its_held_folders_hashes_as_the_whole_on
     assert_eq!((partial.hash(), partial.len()), (left.hash(), left.len()));
     assert!(!partial.overrun());
 
+    // A hash asked for before a change is never served after it (a whole snapshot's too).
+    let mut grown = SourceSnapshot::of(&records);
+    let before = grown.hash();
+    grown.insert(&added);
+    assert_ne!(grown.hash(), before);
+    assert_eq!(grown.hash(), SourceSnapshot::of(records.iter().chain([&added])).hash());
+    grown.remove(&added);
+    assert_eq!(grown.hash(), before);
+
     // A change in a folder known only by its line cannot be hashed truthfully.
     partial.insert(&note("02_Areas/x/e.md", 6));
     assert!(partial.overrun(), "a change beyond the held folders is an overrun");
