@@ -524,10 +524,8 @@ fn classify_entry(
     entry_name: &std::ffi::OsStr,
     file_type: std::fs::FileType,
 ) -> std::result::Result<FolderEntry, Unlistable> {
-    let usable = entry_name.to_str().and_then(|name| {
-        let rel = if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") };
-        VaultPath::parse_walked(&rel).ok().map(|path| (name, path))
-    });
+    let usable =
+        entry_name.to_str().and_then(|name| VaultPath::parse_walked(&crate::note::path::child(dir, name)).ok().map(|path| (name, path)));
     let Some((name, path)) = usable else {
         return Ok(FolderEntry::Unusable(scan::UnusableName::judge(policy, dir, entry_name, file_type.is_dir())));
     };
@@ -570,7 +568,7 @@ pub fn list_folder(root: &Path, policy: &LoadedPolicy, dir: &str) -> std::result
 /// Entry `name` of folder `dir` (vault-relative) as a listing would classify it, found by a
 /// stat of its own (`None`: there is no such entry).
 pub fn look_at_entry(root: &Path, policy: &LoadedPolicy, dir: &str, name: &str) -> std::result::Result<Option<FolderEntry>, Unlistable> {
-    let path = crate::store::layout::join(root, &if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") });
+    let path = crate::store::layout::join(root, &crate::note::path::child(dir, name));
     match std::fs::symlink_metadata(&path) {
         Ok(meta) => classify_entry(root, policy, dir, std::ffi::OsStr::new(name), meta.file_type()).map(Some),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),

@@ -325,7 +325,7 @@ impl FolderJournal {
                 if mask.contains(EventMask::ISDIR | EventMask::CREATE)
                     && let Some(name) = &name
                 {
-                    created.push(if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") });
+                    created.push(crate::note::path::child(&dir, name));
                 }
                 match name.filter(|name| carried(name)) {
                     Some(name) => self.mark_entry(&dir, name),
@@ -398,7 +398,7 @@ impl FolderJournal {
             for entry in entries.flatten() {
                 let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
                 let Some(name) = entry.file_name().to_str().map(str::to_string) else { continue };
-                let child = if dir.is_empty() { name } else { format!("{dir}/{name}") };
+                let child = crate::note::path::child(&dir, &name);
                 if is_dir && child != layout::STATE_DIR {
                     stack.push(child);
                 }

@@ -800,6 +800,8 @@ pub fn load_for_write(
     for (dir, names) in by_entries {
         let persisted_files = held_files.get(&dir);
         let held_file = |path: &VaultPath| persisted_files.is_some_and(|files| files.contains(path));
+        // A folder of the copy's, or one this load already knows.
+        let known_folder = |rel: &str| -> Result<bool, String> { Ok(dirs.contains_key(rel) || folder_row(&folders_table, rel)?.is_some()) };
         let mut found = EntriesFound::default();
         let mut needs_listing = false;
         for name in names {
@@ -808,14 +810,14 @@ pub fn load_for_write(
                 Err(Unlistable::IgnoreFile) => return Err(NotKeyed { reason: "the vault has an ignore file".into(), rebuild: false }),
                 Err(Unlistable::Unreadable(e)) => return Err(NotKeyed::from(format!("looking at {name:?} in {dir:?}: {e}"))),
             };
-            let rel = if dir.is_empty() { name.clone() } else { format!("{dir}/{name}") };
+            let rel = crate::note::path::child(&dir, name);
             let was_symlinked = symlinked.contains(rel.as_str());
             match entry {
                 None => match VaultPath::parse_walked(&rel) {
                     Ok(path) if held_file(&path) => found.gone.push(path),
                     // Never a file of the copy's, nor a link or a subfolder of it: a temporary
                     // file that came and went, or an entry made and removed since.
-                    Ok(_) if !was_symlinked && !dirs.contains_key(&rel) && folder_row(&folders_table, &rel)?.is_none() => {}
+                    Ok(_) if !was_symlinked && !known_folder(&rel)? => {}
                     _ => needs_listing = true,
                 },
                 Some(FolderEntry::File(path, kind)) if !was_symlinked => {
@@ -825,7 +827,7 @@ pub fn load_for_write(
                         {
                             found.to_read.push((path, kind));
                         }
-                    } else if dirs.contains_key(&rel) || folder_row(&folders_table, &rel)?.is_some() {
+                    } else if known_folder(&rel)? {
                         // A subfolder of the copy's, now a file.
                         needs_listing = true;
                     } else {
@@ -833,8 +835,8 @@ pub fn load_for_write(
                         found.to_read.extend(kind.map(|kind| (path, kind)));
                     }
                 }
-                Some(FolderEntry::Subfolder(sub)) if !held_file(&VaultPath::parse_walked(&sub).map_err(|e| e.to_string())?) => {
-                    if !dirs.contains_key(&sub) && folder_row(&folders_table, &sub)?.is_none() {
+                Some(FolderEntry::Subfolder(sub)) if !held_file_named(persisted_files, &sub) => {
+                    if !known_folder(&sub)? {
                         found.new_folders.push(sub);
                     }
                 }

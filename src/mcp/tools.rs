@@ -358,7 +358,7 @@ fn constrain_list(schema: &mut serde_json::Map<String, Value>, name: &str, max_i
 
 const VAULT_PATH_DOC: &str = "Optional; when given it must be the configured vault root.";
 
-pub(crate) fn to_object<T: serde::Serialize>(value: &T) -> Result<Value> {
+fn to_object<T: serde::Serialize>(value: &T) -> Result<Value> {
     serde_json::to_value(value).map_err(|e| Error::io("encoding", "result", std::io::Error::other(e)))
 }
 

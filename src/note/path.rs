@@ -45,6 +45,11 @@ pub fn folder_and_ancestors(dir: &str) -> impl Iterator<Item = &str> {
     std::iter::successors(Some(dir).filter(|dir| !dir.is_empty()), |dir| dir.rsplit_once('/').map(|(parent, _)| parent))
 }
 
+/// The vault-relative path of entry `name` of folder `dir` (`""`: the root).
+pub fn child(dir: &str, name: &str) -> String {
+    if dir.is_empty() { name.to_string() } else { format!("{dir}/{name}") }
+}
+
 impl VaultPath {
     /// Parses caller text. Percent-encoded text is decoded once and both forms are checked.
     pub fn parse(raw: &str) -> Result<Self, Error> {
