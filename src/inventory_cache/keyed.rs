@@ -682,17 +682,14 @@ pub fn load_for_write(
         let named = changed.filter(|_| by_journal).and_then(|changed| changed.get(dir));
         match (stamp, row.seen) {
             (None, _) => return Err(NotKeyed::from(format!("folder {dir:?} vanished"))),
-            (Some(now), Some(seen)) if row.settled() && now == seen.0 => {
-                if loaded.contains(dir) {
-                    proven.push((dir.to_string(), Some(seen)));
-                }
-            }
             // The journal's account since the copy's position, whatever the row's identity: a
             // folder it does not name is as the copy holds it (the copy was the disk at that
             // position, and every change since is in the account), one it names by entries is
-            // that plus those entries. The row keeps the identity of its last whole listing (or
-            // none, its entries changed since), which only a later write without a journal
-            // compares: the folder having moved since, that write lists it again.
+            // that plus those entries, looked at even when the folder's stat matches its row (an
+            // entry's attributes change without moving the folder). The row keeps the identity
+            // of its last whole listing (or none, its entries changed since), which only a later
+            // write without a journal compares: the folder having moved since, that write lists
+            // it again.
             (Some(_), seen) if by_journal && named != Some(&FolderChange::Whole) => {
                 if let Some(FolderChange::Entries(names)) = named {
                     by_entries.push((dir.to_string(), names));
@@ -701,6 +698,11 @@ pub fn load_for_write(
                 }
                 if loaded.contains(dir) {
                     proven.push((dir.to_string(), seen));
+                }
+            }
+            (Some(now), Some(seen)) if row.settled() && now == seen.0 => {
+                if loaded.contains(dir) {
+                    proven.push((dir.to_string(), Some(seen)));
                 }
             }
             _ => {

@@ -468,6 +468,24 @@ fn a_folder_journal_that_names_entries_spares_their_folder_a_listing_and_loads_w
     assert_eq!(unproven.counts.folders_relisted, 1, "{:?}", unproven.counts);
     assert_eq!(unproven.pending.expect("checked later").confirm(), Ok(()));
 
+    // Folded after that listing, the folder's row holds its identity again. An edit in place
+    // whose tool then sets the file's times (`touch`, `cp -p`, rsync: an attribute change the
+    // journal names) leaves the folder's identity as it was; the named entry is read again
+    // although the folder's stat matches its row.
+    fold_into_copy(&unproven.inventory);
+    settle();
+    std::fs::write(root.join("03_Resources/refs/r.md"), note("Resource", "R", "r, edited in place\n")).expect("edit");
+    settle();
+    let in_place = load(&|_since| {
+        Some(JournalAnswer { now: position(4), changed: Some(BTreeMap::from([("03_Resources/refs".to_string(), entries(&["r.md"]))])) })
+    });
+    assert_eq!(
+        (in_place.counts.folders_relisted, in_place.counts.folders_by_entries, in_place.counts.read),
+        (0, 1, 1),
+        "{:?}",
+        in_place.counts
+    );
+
     // An entry whose bookkeeping only a listing redoes (a link in place of a note): the folder
     // is listed again.
     std::fs::remove_file(root.join("03_Resources/refs/t.md")).expect("remove");
