@@ -313,6 +313,12 @@ pub struct Inventory {
     /// found it. The keyed copy records it, so the next write asks the journal what changed
     /// since instead of a stat of every folder. `None`: no journal answered.
     pub journal_token: Option<JournalToken>,
+    /// Set by a write's keyed load when the folder journal's account proved every folder at
+    /// that instant (`keyed::load_for_write`), and cleared as soon as the write's first use
+    /// of the model returns (`Vault::with_write_model`): until then every record it holds is
+    /// the disk as of an instant after the write began, and a consulted file needs no stat of
+    /// its own (`write::recheck_consulted`).
+    pub proven_by_journal: bool,
 }
 
 /// What a write's partial model holds (`inventory_cache::keyed`); nothing else is loaded.

@@ -1,6 +1,7 @@
 //! The vault's folder journal: `paravault watch`, a resident process that keeps, from inotify,
-//! which folders had an entry created, removed or renamed since a position, and the client a
-//! one-shot write asks instead of a stat of every folder (git's fsmonitor, for the vault).
+//! which folders had an entry created, removed, renamed or written to since a position, and the
+//! client a one-shot write asks instead of a stat of every folder and of every file it consults
+//! (git's fsmonitor, for the vault).
 //!
 //! Why it exists: a CLI write proves the vault's file set by a stat of every folder (what the
 //! persisted keyed copy holds must still be the disk); at 100,000 notes that is 2,400 cold path
@@ -8,11 +9,12 @@
 //! that outlives the write can watch instead, and answer in one round trip.
 //!
 //! The protocol (one question per connection on `.paravault/folders.sock`, text lines):
-//! `since <epoch> <seq>` (or `since -`, no position) → `paravault-folder-journal 2 <epoch>
+//! `since <epoch> <seq>` (or `since -`, no position) → `paravault-folder-journal 3 <epoch>
 //! <seq> changed`, then per folder changed since the position either one `d <folder>` line
 //! (list it again: its own attributes changed, or more of its entries than the journal keeps
 //! by name; `d ` alone is the root) or one `e <folder>/<name>` line per entry created, removed,
-//! renamed or with its attributes changed (`e <name>` for the root's), then `end`; or `…
+//! renamed, written to or with its attributes changed (`e <name>` for the root's), then `end`;
+//! or `…
 //! unknown` and `end` when the journal cannot say (another run, or a run that lost events: a
 //! queue overflow, a folder moved or removed). Every event of an edit that finished before the
 //! question was sent is in the answer: inotify queues events in the process that makes the
@@ -41,8 +43,10 @@ use crate::store::layout;
 
 pub use service::{FolderJournal, Stop};
 
-/// The first word of every answer, and the protocol's version.
-const GREETING: &str = "paravault-folder-journal 2";
+/// The first word of every answer, and the protocol's version: 3 names the entries written to
+/// in place (a version 2 journal, still running from an older engine, does not, and is no
+/// journal to this one).
+const GREETING: &str = "paravault-folder-journal 3";
 
 /// How long a write waits for the journal's answer before it stats every folder instead. A
 /// journal that is not running is refused at once (no socket, or nobody listening); this bounds

@@ -32,11 +32,14 @@ use crate::store::{durable, layout, nofollow};
 const INOTIFY: Token = Token(0);
 const LISTENER: Token = Token(1);
 
-/// What each folder's watch reports: its entries created, removed or renamed, its own or an
-/// entry's attributes changed, and its own removal or move. Links are never followed.
+/// What each folder's watch reports: its entries created, removed, renamed or written to (an
+/// edit in place moves no folder, and a write that trusts the journal stats no file it
+/// consults), its own or an entry's attributes changed, and its own removal or move. Links
+/// are never followed.
 fn watch_mask() -> WatchMask {
     WatchMask::CREATE
         | WatchMask::DELETE
+        | WatchMask::MODIFY
         | WatchMask::MOVED_FROM
         | WatchMask::MOVED_TO
         | WatchMask::ATTRIB
@@ -347,7 +350,8 @@ impl FolderJournal {
         self.changed.entry(dir.to_string()).or_default().whole(self.seq);
     }
 
-    /// Entry `name` of `dir` was created, removed, renamed or had its attributes changed.
+    /// Entry `name` of `dir` was created, removed, renamed, written to or had its attributes
+    /// changed.
     fn mark_entry(&mut self, dir: &str, name: String) {
         self.seq += 1;
         self.changed.entry(dir.to_string()).or_default().entry(name, self.seq);

@@ -47,7 +47,7 @@ fn answers_read_back_exactly_and_anything_else_is_no_answer() {
     // name, an unknown state, a question that is not one.
     let truncated = text.strip_suffix("end\n").unwrap();
     assert_eq!(parse_answer(truncated), None);
-    assert_eq!(parse_answer(&text.replace("journal 2", "journal 1")), None);
+    assert_eq!(parse_answer(&text.replace("journal 3", "journal 2")), None);
     assert_eq!(parse_answer(&text.replace("d 02_Areas/home", "x 02_Areas/home")), None);
     assert_eq!(parse_answer(&text.replace("end\n", "d 03_Resources\nend\n")), None);
     assert_eq!(parse_answer(&text.replace("end\n", "e 02_Areas/home/x.md\nend\n")), None);
@@ -97,6 +97,13 @@ fn a_live_journal_names_every_folder_changed_since_a_position_and_voids_a_run_th
     assert_eq!(told(Some(third.clone())), lines(&since_second));
     std::fs::set_permissions(root.join("01_Projects/alpha/renamed.md"), std::os::unix::fs::PermissionsExt::from_mode(0o600)).unwrap();
     assert_eq!(told(ask(root, Some(third.now))), lines(&["e 01_Projects/alpha/renamed.md"]));
+    // A write in place (the same file, through a handle opened before the position): its
+    // folder does not move, the journal names it.
+    let mut opened = std::fs::OpenOptions::new().append(true).open(root.join("01_Projects/alpha/renamed.md")).unwrap();
+    let before_write = ask(root, Some(third.now)).unwrap().now;
+    std::io::Write::write_all(&mut opened, b" more").unwrap();
+    assert_eq!(told(ask(root, Some(before_write))), lines(&["e 01_Projects/alpha/renamed.md"]));
+    drop(opened);
     // The earlier position still sees everything since it.
     assert_eq!(told(ask(root, Some(first.now))), lines(&since_second));
     // The folder's own attributes changed: the folder as a whole, for every position before.
@@ -196,7 +203,7 @@ fn a_journal_that_never_answers_or_answers_nonsense_is_no_journal() {
         let (mut stream, _) = listener.accept().unwrap();
         let mut line = String::new();
         std::io::BufRead::read_line(&mut std::io::BufReader::new(&stream), &mut line).unwrap();
-        std::io::Write::write_all(&mut stream, b"paravault-folder-journal 2 00000000000000ff 3 changed\nd a\n").unwrap();
+        std::io::Write::write_all(&mut stream, b"paravault-folder-journal 3 00000000000000ff 3 changed\nd a\n").unwrap();
         line
     });
     assert_eq!(ask(root, None), None);

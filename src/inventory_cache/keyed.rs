@@ -1004,6 +1004,7 @@ pub fn load_for_write(
     unusable_names.sort();
     let mut model = Inventory::partial_from(partial, counts, snapshot, dirs, symlinked_notes, unusable_names);
     model.journal_token = answer.as_ref().map(|a| a.now);
+    model.proven_by_journal = by_journal;
     for record in held.into_iter().chain(consulted_outside).chain(invalid_records) {
         model.hold_record(record);
     }

@@ -174,6 +174,8 @@ impl Vault {
             }
             let Some(inventory) = guard.as_mut().filter(|inventory| inventory.partial.is_some()) else { break };
             let out = f(inventory);
+            // What the journal proved holds for this first use only.
+            inventory.proven_by_journal = false;
             let moved = pending.and_then(|pending| pending.confirm().err());
             if moved.is_none() && !inventory.overrun() {
                 return Ok(out);

@@ -573,8 +573,16 @@ fn check_and_plan<'v>(vault: &'v Vault, mutation: &Mutation, expected_moved: imp
 /// links), the notes their folders' catalogs list (each affected folder's own records) and
 /// the root daily logs the root index lists. A stat each; a read only of what moved. The
 /// file set links resolve against needs nothing here: the model's folder listings are proven
-/// (`Inventory::load_checking_folders`, or a walk, or the watcher).
+/// (`Inventory::load_checking_folders`, or a walk, or the watcher). Nothing is stat'ed when
+/// the model was loaded for this very write and the folder journal proved all of it then (an
+/// in-place edit is an entry the journal names, and the load looked at it).
 fn recheck_consulted(vault: &Vault, inventory: &mut crate::inventory::Inventory, touched: &[VaultPath]) {
+    if inventory.proven_by_journal {
+        // Loaded just now, each of its folders proven by the folder journal's account: every
+        // edit finished before the load asked it is in the model already.
+        tracing::debug!("consulted files proven by the folder journal");
+        return;
+    }
     let mut paths: BTreeSet<VaultPath> = touched.iter().cloned().collect();
     for path in touched {
         paths.extend(inventory.linkers_of(path));

@@ -95,7 +95,7 @@ fn cli_write_folding(root: &Path, args: &[&str]) -> (std::process::Output, bool,
         .args(args)
         .env("PARAVAULT_TODAY", "2026-06-01")
         .env("PARAVAULT_NOW", "2026-06-01T10:00:00Z")
-        .env("PARAVAULT_LOG", "paravault::vault::model=debug")
+        .env("PARAVAULT_LOG", "paravault::vault::model=debug,paravault::write=debug")
         .env_remove("PARAVAULT_VAULT_DIR")
         .env_remove("POWER_VAULT_DIR")
         .output()
@@ -214,6 +214,8 @@ fn keyed_writes_equal_whole_writes(with_journal: bool) {
     let mut journal_writes = 0;
     // Keyed writes that brought a folder up to the disk by the entries the journal named in it.
     let mut entries_writes = 0;
+    // Journal writes whose plan stat'ed none of the files it consulted (the load had proven them).
+    let mut statless_writes = 0;
     let mut rng = Lcg(7);
     let mut keyed_writes = 0;
     let mut writes = 0;
@@ -259,6 +261,7 @@ fn keyed_writes_equal_whole_writes(with_journal: bool) {
                 folds += usize::from(log.contains("partial model folded into the keyed inventory"));
                 journal_writes += usize::from(log.contains("folders proven by the folder journal"));
                 entries_writes += usize::from(log.contains("folders_by_entries: ") && !log.contains("folders_by_entries: 0"));
+                statless_writes += usize::from(log.contains("consulted files proven by the folder journal"));
                 std::fs::remove_file(whole_root.join(".paravault/inventory.redb")).ok();
                 let (whole_output, whole_keyed) = cli_write(whole_root, &args);
                 assert!(!whole_keyed, "step {step}: the copy without a keyed inventory loads the whole model");
@@ -285,8 +288,63 @@ fn keyed_writes_equal_whole_writes(with_journal: bool) {
                 entries_writes * 2 >= journal_writes,
                 "only {entries_writes} of {journal_writes} journal writes looked at named entries"
             );
+            // Every write the journal proved planned without a stat of what it consulted, and
+            // answered as the whole model did (checked at each step above).
+            assert_eq!(statless_writes, journal_writes, "journal writes that still stat'ed what they consulted");
         }
-        None => assert_eq!((journal_writes, entries_writes), (0, 0)),
+        None => assert_eq!((journal_writes, entries_writes, statless_writes), (0, 0, 0)),
+    }
+}
+
+/// Outside edits in place (the same file, its folder's identity unchanged) of notes a write
+/// consults are in that write's answer: a note its folder's catalog lists (retitled) and a
+/// note in a folder the write does not load that linked to the new note (the link removed, so
+/// the new note is an orphan). With the folder journal, which names each edited entry (the
+/// load reads it, and nothing consulted is stat'ed again), and without, where the folder
+/// checks cannot see them and the stat of each consulted file does.
+#[test]
+fn edits_in_place_of_notes_a_write_consults_are_in_its_answer_with_and_without_the_folder_journal() {
+    for with_journal in [false, true] {
+        let dir = para_dir();
+        let root = dir.path();
+        let linker = format!("-- 02_Areas/home/linker.md --\n{}", note("Area", "Linker", "links [[k2]]\n"));
+        write_fixture(root, &(fixture() + &linker));
+        std::thread::sleep(Duration::from_millis(60));
+        assert!(paravault(root, &["lint"]).status.code().is_some_and(|c| c <= 1));
+        let _journal = with_journal.then(|| FolderJournalProcess::start(root));
+        let ingest = |name: &str| {
+            cli_write_logging(root, &["ingest", name, "--title", "K", "--description", "A keyed test note", "--content", "body\n"])
+        };
+        // The first write publishes the vault's first search generation (on the whole model),
+        // the second records the journal's position in the keyed copy.
+        for name in ["03_Resources/k0", "03_Resources/k1"] {
+            let (output, log) = ingest(name);
+            assert!(output.status.success(), "{log}");
+        }
+        let folders = || ["03_Resources", "02_Areas/home"].map(|f| std::fs::metadata(root.join(f)).unwrap().modified().unwrap());
+        let before = folders();
+        let edit = |path: &str, from: &str, to: &str| {
+            let text = std::fs::read_to_string(root.join(path)).unwrap();
+            assert!(text.contains(from), "{path}: {text}");
+            std::fs::write(root.join(path), text.replace(from, to)).unwrap();
+        };
+        edit("03_Resources/n5.md", "title: N 5\n", "title: N 5 edited in place\n");
+        edit("02_Areas/home/linker.md", "links [[k2]]", "links nothing");
+        assert_eq!(before, folders(), "a folder moved");
+        // Past the racy window of every stamp involved.
+        std::thread::sleep(Duration::from_millis(60));
+        let (second, log) = ingest("03_Resources/k2");
+        assert!(second.status.success(), "{log}");
+        // (Without the journal, the keyed load's own stat of the linker outside its folders
+        // finds the edit and loads the model whole.)
+        if with_journal {
+            assert!(log.contains("partial model loaded by key") && !log.contains("loading it whole"), "{log}");
+        }
+        let catalog = std::fs::read_to_string(root.join("03_Resources/_index.md")).unwrap();
+        assert!(catalog.contains("### N 5 edited in place"), "journal {with_journal}: the catalog missed the edit:\n{log}");
+        let receipt: serde_json::Value = serde_json::from_slice(&second.stdout).unwrap();
+        assert_eq!(receipt["lint_orphans"], "1", "journal {with_journal}: the removed link still counted:\n{receipt}\n{log}");
+        assert_eq!(log.contains("consulted files proven by the folder journal"), with_journal, "{log}");
     }
 }
 
