@@ -5,11 +5,18 @@
 //! (JSON). A torn tail (short read or checksum mismatch) is a record that was never committed;
 //! `open` truncates it away. An `Intent` record holds every post-image the transaction will put
 //! in place, so recovery can always finish it; a `Done` record says its files are durable.
+//!
+//! Beside it, the writer keeps the journal's frame index (`layout::JOURNAL_HEADS`): each
+//! record's head and where its bytes lie, with the journal's stamp and the last frame's own
+//! header as the writer left them. A writer that finds the journal exactly so reads no record
+//! (an intent's bytes are read, and their checksum checked, only when it is decoded); any
+//! other journal, or an index that is torn, foreign or does not fit, is read whole as before.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom, Write};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde::{Deserialize, Serialize};
 
@@ -121,7 +128,7 @@ pub struct SearchSnapshot {
 
 /// Identity of the journal file's current contents as seen from outside (length, modification
 /// time, inode): a reader re-reads the journal only when it changes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct JournalStamp {
     pub len: u64,
     pub modified_nanos: u128,
@@ -145,24 +152,100 @@ impl JournalStamp {
     }
 }
 
-/// Parses every intact record of `bytes` (its head: see `StoredRecord`); returns them and the
-/// length they cover (a torn tail after it is a record that never committed).
-fn parse_records(bytes: &[u8]) -> (Vec<StoredRecord>, usize) {
+/// The length of a frame's header (`len` and checksum) before its payload.
+const FRAME_HEADER: u64 = 12;
+
+/// A frame's header as `append` writes it.
+fn frame_header(len: u32, checksum: &[u8; 8]) -> [u8; 12] {
+    let mut header = [0u8; 12];
+    header[..4].copy_from_slice(&len.to_le_bytes());
+    header[4..].copy_from_slice(checksum);
+    header
+}
+
+fn checksum_of(payload: &[u8]) -> [u8; 8] {
+    let mut checksum = [0u8; 8];
+    checksum.copy_from_slice(&blake3::hash(payload).as_bytes()[..8]);
+    checksum
+}
+
+/// One record of the journal's frame index: its head, and where its frame lies.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+struct FrameHead {
+    offset: u64,
+    len: u32,
+    checksum: [u8; 8],
+    seq: u64,
+    kind: StoredKind,
+}
+
+/// The frame index file: the journal as its last writer left it, and its frames.
+#[derive(Debug, Serialize, Deserialize)]
+struct HeadsFile {
+    format: u32,
+    journal: JournalStamp,
+    frames: Vec<FrameHead>,
+}
+
+/// The frame index's format (a file of another is read as no index).
+const HEADS_FORMAT: u32 = 1;
+
+/// Parses every intact record of `bytes` (its head: see `StoredRecord`); returns them, their
+/// frames, and the length they cover (a torn tail after it is a record that never committed).
+fn parse_records(bytes: &[u8]) -> (Vec<StoredRecord>, Vec<FrameHead>, usize) {
     let mut records = Vec::new();
+    let mut frames = Vec::new();
     let mut offset = 0usize;
     while offset + 12 <= bytes.len() {
-        let len = u32::from_le_bytes(bytes[offset..offset + 4].try_into().unwrap_or_default()) as usize;
-        let Some(payload) = bytes.get(offset + 12..offset + 12 + len) else { break };
-        if blake3::hash(payload).as_bytes()[..8] != bytes[offset + 4..offset + 12] {
+        let len = u32::from_le_bytes(bytes[offset..offset + 4].try_into().unwrap_or_default());
+        let Some(payload) = bytes.get(offset + 12..offset + 12 + len as usize) else { break };
+        let checksum = checksum_of(payload);
+        if checksum != bytes[offset + 4..offset + 12] {
             break;
         }
         match StoredRecord::read(payload) {
-            Some(record) => records.push(record),
+            Some(record) => {
+                frames.push(FrameHead { offset: offset as u64, len, checksum, seq: record.seq, kind: record.kind.clone() });
+                records.push(record);
+            }
             None => break,
         }
-        offset += 12 + len;
+        offset += 12 + len as usize;
     }
-    (records, offset)
+    (records, frames, offset)
+}
+
+/// The frame index kept beside the journal, when it describes `file` exactly as it is now
+/// (`stamp`): the same length, modification time and inode, frames that tile the file from its
+/// start to its end, and the last frame's header still in place. `None`: read the journal.
+fn kept_heads(root: &Path, file: &File, stamp: JournalStamp) -> Option<Vec<FrameHead>> {
+    let bytes = super::durable::read_engine_file(root, &layout::join(root, layout::JOURNAL_HEADS)).ok()?;
+    let (checksum, body) = bytes.split_at_checked(8)?;
+    if checksum != checksum_of(body) {
+        return None;
+    }
+    let heads: HeadsFile = postcard::from_bytes(body).ok()?;
+    if heads.format != HEADS_FORMAT || heads.journal != stamp {
+        return None;
+    }
+    let mut end = 0u64;
+    for frame in &heads.frames {
+        if frame.offset != end {
+            return None;
+        }
+        end = frame.offset.checked_add(FRAME_HEADER + u64::from(frame.len))?;
+    }
+    if end != stamp.len {
+        return None;
+    }
+    if let Some(last) = heads.frames.last() {
+        let mut header = [0u8; 12];
+        file.read_exact_at(&mut header, last.offset).ok()?;
+        if header != frame_header(last.len, &last.checksum) {
+            return None;
+        }
+    }
+    Some(heads.frames)
 }
 
 /// Reads the journal's intact records without changing the file (readers: a torn tail is left
@@ -177,7 +260,7 @@ pub fn read_committed(root: &Path) -> Result<Option<(JournalStamp, Vec<StoredRec
     let meta = file.metadata().map_err(|e| io("reading", e))?;
     let mut bytes = Vec::with_capacity(meta.len() as usize);
     file.read_to_end(&mut bytes).map_err(|e| io("reading", e))?;
-    let (records, _) = parse_records(&bytes);
+    let (records, _, _) = parse_records(&bytes);
     Ok(Some((JournalStamp::of(&meta), records)))
 }
 
@@ -204,13 +287,40 @@ pub enum Record {
 pub struct StoredRecord {
     seq: u64,
     kind: StoredKind,
-    /// The record's JSON, for a record read from the file (`None`: appended by this process,
-    /// its intent already at hand).
-    payload: Option<Box<[u8]>>,
+    payload: Payload,
     intent: OnceLock<std::result::Result<Intent, String>>,
 }
 
+/// Where a record's JSON is.
 #[derive(Debug)]
+enum Payload {
+    /// Appended by this process: its intent is at hand.
+    None,
+    /// Read with the journal.
+    Read(Box<[u8]>),
+    /// Left in the journal file (its head came from the frame index): read, and its checksum
+    /// checked, when the intent is first decoded.
+    InFile { file: Arc<File>, offset: u64, len: u32, checksum: [u8; 8] },
+}
+
+impl Payload {
+    fn bytes(&self) -> std::result::Result<std::borrow::Cow<'_, [u8]>, String> {
+        match self {
+            Payload::None => Ok(std::borrow::Cow::Borrowed(&[])),
+            Payload::Read(bytes) => Ok(std::borrow::Cow::Borrowed(bytes)),
+            Payload::InFile { file, offset, len, checksum } => {
+                let mut bytes = vec![0u8; *len as usize];
+                file.read_exact_at(&mut bytes, offset + FRAME_HEADER).map_err(|e| format!("its bytes cannot be read: {e}"))?;
+                if checksum_of(&bytes) != *checksum {
+                    return Err("its bytes no longer match their checksum".into());
+                }
+                Ok(std::borrow::Cow::Owned(bytes))
+            }
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 enum StoredKind {
     Intent { paths: Vec<String> },
     Done { abandoned: bool },
@@ -247,7 +357,17 @@ impl StoredRecord {
             HeadKind::Intent => StoredKind::Intent { paths: head.changes.into_iter().map(|c| c.path).collect() },
             HeadKind::Done => StoredKind::Done { abandoned: head.abandoned },
         };
-        Some(StoredRecord { seq: head.seq, kind, payload: Some(payload.into()), intent: OnceLock::new() })
+        Some(StoredRecord { seq: head.seq, kind, payload: Payload::Read(payload.into()), intent: OnceLock::new() })
+    }
+
+    /// The record `frame` of the journal `file`, its bytes left there.
+    fn in_file(frame: &FrameHead, file: &Arc<File>) -> Self {
+        StoredRecord {
+            seq: frame.seq,
+            kind: frame.kind.clone(),
+            payload: Payload::InFile { file: Arc::clone(file), offset: frame.offset, len: frame.len, checksum: frame.checksum },
+            intent: OnceLock::new(),
+        }
     }
 
     pub fn seq(&self) -> u64 {
@@ -283,8 +403,8 @@ impl StoredRecord {
             return Ok(None);
         }
         let decoded = self.intent.get_or_init(|| {
-            let payload = self.payload.as_deref().unwrap_or_default();
-            match serde_json::from_slice::<Record>(payload) {
+            let payload = self.payload.bytes()?;
+            match serde_json::from_slice::<Record>(&payload) {
                 Ok(Record::Intent(intent)) if intent.seq == self.seq => Ok(intent),
                 Ok(_) => Err("its whole is not the intent its head names".to_string()),
                 Err(error) => Err(error.to_string()),
@@ -307,11 +427,11 @@ impl From<Record> for StoredRecord {
             Record::Intent(intent) => StoredRecord {
                 seq: intent.seq,
                 kind: StoredKind::Intent { paths: intent.changes.iter().map(|c| c.path().to_string()).collect() },
-                payload: None,
+                payload: Payload::None,
                 intent: OnceLock::from(Ok(intent)),
             },
             Record::Done { seq, abandoned } => {
-                StoredRecord { seq, kind: StoredKind::Done { abandoned }, payload: None, intent: OnceLock::new() }
+                StoredRecord { seq, kind: StoredKind::Done { abandoned }, payload: Payload::None, intent: OnceLock::new() }
             }
         }
     }
@@ -324,12 +444,17 @@ pub fn abandoned_seqs(records: &[StoredRecord]) -> std::collections::BTreeSet<u6
 
 /// The open journal file.
 pub struct Journal {
+    root: PathBuf,
     path: PathBuf,
     file: File,
     len: u64,
     /// The file as this handle last left it: another process changed it when the path's
     /// stamp differs.
     seen: JournalStamp,
+    /// Every record's frame, in file order (what the frame index keeps).
+    frames: Vec<FrameHead>,
+    /// Whether `open` took the records from the frame index (no record read).
+    from_heads: bool,
 }
 
 fn io(action: &'static str, e: std::io::Error) -> Error {
@@ -341,9 +466,17 @@ impl Journal {
     pub fn open(root: &Path) -> Result<(Self, Vec<StoredRecord>)> {
         let path = layout::join(root, layout::JOURNAL);
         let mut file = super::durable::open_engine_file(root, &path, true).map_err(|e| io("opening", e))?;
-        let mut bytes = Vec::with_capacity(file.metadata().map_or(0, |m| m.len() as usize));
+        let stamp = JournalStamp::of(&file.metadata().map_err(|e| io("reading", e))?);
+        if let Some(frames) = kept_heads(root, &file, stamp) {
+            file.seek(SeekFrom::End(0)).map_err(|e| io("seeking", e))?;
+            let shared = Arc::new(file.try_clone().map_err(|e| io("opening", e))?);
+            let records = frames.iter().map(|frame| StoredRecord::in_file(frame, &shared)).collect();
+            let journal = Journal { root: root.to_path_buf(), path, file, len: stamp.len, seen: stamp, frames, from_heads: true };
+            return Ok((journal, records));
+        }
+        let mut bytes = Vec::with_capacity(stamp.len as usize);
         file.read_to_end(&mut bytes).map_err(|e| io("reading", e))?;
-        let (records, offset) = parse_records(&bytes);
+        let (records, frames, offset) = parse_records(&bytes);
         if offset < bytes.len() {
             tracing::warn!(torn_bytes = bytes.len() - offset, "journal: truncating a torn tail (an uncommitted intent)");
             faults::check("journal_truncate").map_err(|e| io("truncating", e))?;
@@ -352,15 +485,34 @@ impl Journal {
         }
         file.seek(SeekFrom::End(0)).map_err(|e| io("seeking", e))?;
         let seen = JournalStamp::of(&file.metadata().map_err(|e| io("reading", e))?);
-        Ok((Journal { path, file, len: offset as u64, seen }, records))
+        let journal = Journal { root: root.to_path_buf(), path, file, len: offset as u64, seen, frames, from_heads: false };
+        journal.keep_heads();
+        Ok((journal, records))
+    }
+
+    /// Whether `open` took the records from the frame index (it read no record).
+    pub fn opened_from_heads(&self) -> bool {
+        self.from_heads
+    }
+
+    /// Writes the frame index for the journal as this handle leaves it (a cache: not synced,
+    /// and a failure only leaves the next writer to read the journal).
+    fn keep_heads(&self) {
+        let heads = HeadsFile { format: HEADS_FORMAT, journal: self.seen, frames: self.frames.clone() };
+        let Ok(body) = postcard::to_stdvec(&heads) else { return };
+        let mut bytes = checksum_of(&body).to_vec();
+        bytes.extend_from_slice(&body);
+        if let Err(error) = super::durable::write_cache(&self.root, &layout::join(&self.root, layout::JOURNAL_HEADS), &bytes) {
+            tracing::debug!(%error, "could not keep the journal's frame index");
+        }
     }
 
     /// Appends a record; with `durable`, fdatasyncs before returning (the commit point).
     pub fn append(&mut self, record: &Record, durable: bool) -> Result<()> {
         let payload = serde_json::to_vec(record).map_err(|e| io("encoding", std::io::Error::other(e)))?;
+        let checksum = checksum_of(&payload);
         let mut frame = Vec::with_capacity(payload.len() + 12);
-        frame.extend_from_slice(&(payload.len() as u32).to_le_bytes());
-        frame.extend_from_slice(&blake3::hash(&payload).as_bytes()[..8]);
+        frame.extend_from_slice(&frame_header(payload.len() as u32, &checksum));
         frame.extend_from_slice(&payload);
         let start = self.len;
         let result = (|| {
@@ -376,6 +528,19 @@ impl Journal {
             Ok(()) => {
                 self.len += frame.len() as u64;
                 self.seen = JournalStamp::of(&self.file.metadata().map_err(|e| io("reading", e))?);
+                let (seq, kind) = match record {
+                    Record::Intent(intent) => {
+                        (intent.seq, StoredKind::Intent { paths: intent.changes.iter().map(|c| c.path().to_string()).collect() })
+                    }
+                    Record::Done { seq, abandoned } => (*seq, StoredKind::Done { abandoned: *abandoned }),
+                };
+                let done = matches!(kind, StoredKind::Done { .. });
+                self.frames.push(FrameHead { offset: start, len: payload.len() as u32, checksum, seq, kind });
+                // Kept after each done record: a transaction's last append (an intent waits for
+                // its done record; a writer that dies between them leaves the next to read).
+                if done {
+                    self.keep_heads();
+                }
                 Ok(())
             }
             Err(e) => {
@@ -394,6 +559,8 @@ impl Journal {
         self.file.sync_data().map_err(|e| io("syncing", e))?;
         self.len = 0;
         self.seen = JournalStamp::of(&self.file.metadata().map_err(|e| io("reading", e))?);
+        self.frames.clear();
+        self.keep_heads();
         Ok(())
     }
 

@@ -11,6 +11,10 @@ pub const POLICY_OVERRIDE: &str = ".paravault/policy.yaml";
 pub const POLICY_CACHE: &str = ".paravault/policy.parsed.json";
 /// The write transaction's intent journal.
 pub const JOURNAL: &str = ".paravault/journal.log";
+/// The journal's frame index as its last writer left it (`store::journal`): each record's head
+/// and where its bytes lie, so a writer that opens an unchanged journal reads no record. A
+/// cache, checksummed, trusted only for the journal file exactly as it describes it.
+pub const JOURNAL_HEADS: &str = ".paravault/journal.heads";
 /// Append-only, hash-chained receipts.
 pub const RECEIPTS: &str = ".paravault/receipts.jsonl";
 /// Cross-process writer lock file.

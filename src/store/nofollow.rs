@@ -34,12 +34,13 @@ const STATE_FOLDERS: [&str; 11] = [
 ];
 
 /// Engine files.
-const STATE_FILES: [&str; 13] = [
+const STATE_FILES: [&str; 14] = [
     layout::POLICY_OVERRIDE,
     layout::POLICY_CACHE,
     layout::INVENTORY_CACHE,
     layout::INVENTORY_INDEX,
     layout::JOURNAL,
+    layout::JOURNAL_HEADS,
     layout::RECEIPTS,
     layout::WRITER_LOCK,
     layout::FOLDER_JOURNAL_SOCKET,

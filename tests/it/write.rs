@@ -22,7 +22,11 @@ fn user_visible(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
         .filter(|(p, _)| {
             !matches!(
                 p.as_str(),
-                ".paravault/journal.log" | ".paravault/receipts.jsonl" | ".paravault/writer.lock" | ".paravault/policy.parsed.json"
+                ".paravault/journal.log"
+                    | ".paravault/journal.heads"
+                    | ".paravault/receipts.jsonl"
+                    | ".paravault/writer.lock"
+                    | ".paravault/policy.parsed.json"
             )
         })
         .collect()

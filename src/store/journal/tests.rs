@@ -108,3 +108,122 @@ fn a_torn_tail_is_cut_at_the_last_whole_record() {
         assert_eq!(std::fs::read(&path).unwrap(), good);
     }
 }
+
+/// Every record's head, as a write consults them.
+fn heads_of(records: &[StoredRecord]) -> Vec<(u64, bool, Option<bool>, Vec<String>)> {
+    records.iter().map(|r| (r.seq(), r.is_intent(), r.done(), r.paths().to_vec())).collect()
+}
+
+/// Two transactions, the second abandoned, appended by one handle and dropped.
+fn two_transactions(root: &Path) -> (Intent, Intent) {
+    let (first, second) = (intent(7, &["03_Resources/a.md"]), intent(8, &["index.md"]));
+    let (mut journal, _) = Journal::open(root).unwrap();
+    journal.append(&Record::Intent(first.clone()), true).unwrap();
+    journal.append(&Record::Done { seq: 7, abandoned: false }, false).unwrap();
+    journal.append(&Record::Intent(second.clone()), true).unwrap();
+    journal.append(&Record::Done { seq: 8, abandoned: true }, false).unwrap();
+    (first, second)
+}
+
+#[test]
+fn a_writer_that_finds_the_journal_as_its_frame_index_says_reads_no_record_and_gets_the_same_ones() {
+    let root = journal_root();
+    let (first, second) = two_transactions(root.path());
+    let (journal, kept) = Journal::open(root.path()).unwrap();
+    assert!(journal.opened_from_heads(), "the journal is as its last writer left it");
+    drop(journal);
+    std::fs::remove_file(layout::join(root.path(), layout::JOURNAL_HEADS)).unwrap();
+    let (journal, read) = Journal::open(root.path()).unwrap();
+    assert!(!journal.opened_from_heads(), "no index: the journal is read");
+    assert_eq!(heads_of(&kept), heads_of(&read));
+    assert_eq!(kept[0].intent().unwrap(), Some(&first));
+    assert_eq!(kept[2].intent().unwrap(), Some(&second));
+    assert_eq!(kept[1].intent().unwrap(), None);
+    assert_eq!(abandoned_seqs(&kept), abandoned_seqs(&read));
+    // Reading it whole wrote the index again; appending after an index-opened journal keeps it.
+    drop(journal);
+    let (mut journal, _) = Journal::open(root.path()).unwrap();
+    assert!(journal.opened_from_heads());
+    journal.append(&Record::Intent(intent(9, &["02_Areas/b.md"])), true).unwrap();
+    journal.append(&Record::Done { seq: 9, abandoned: false }, false).unwrap();
+    drop(journal);
+    let (mut journal, records) = Journal::open(root.path()).unwrap();
+    assert!(journal.opened_from_heads());
+    assert_eq!(records.iter().map(StoredRecord::seq).collect::<Vec<_>>(), vec![7, 7, 8, 8, 9, 9]);
+    assert_eq!(records[4].paths(), ["02_Areas/b.md".to_string(), "gone.md".to_string()]);
+    // Emptied, and the index says so.
+    journal.reset().unwrap();
+    drop(journal);
+    let (journal, records) = Journal::open(root.path()).unwrap();
+    assert!(journal.opened_from_heads() && records.is_empty());
+}
+
+#[test]
+fn a_frame_index_that_does_not_describe_the_journal_as_it_is_is_never_trusted() {
+    let root = journal_root();
+    let path = layout::join(root.path(), layout::JOURNAL);
+    let heads = layout::join(root.path(), layout::JOURNAL_HEADS);
+    two_transactions(root.path());
+    let good_heads = std::fs::read(&heads).unwrap();
+    let good_journal = std::fs::read(&path).unwrap();
+    let restore = || {
+        std::fs::write(&path, &good_journal).unwrap();
+        std::fs::write(&heads, &good_heads).unwrap();
+    };
+
+    // Torn, foreign or emptied indexes: the journal is read, and its records are all there.
+    for bad in [good_heads[..good_heads.len() / 2].to_vec(), b"not an index".to_vec(), Vec::new()] {
+        restore();
+        std::fs::write(&heads, bad).unwrap();
+        let (journal, records) = Journal::open(root.path()).unwrap();
+        assert!(!journal.opened_from_heads());
+        assert_eq!(records.len(), 4);
+    }
+    // Appended by a writer that kept no index (an older engine, or one killed before it kept
+    // it): the new record is read.
+    restore();
+    let mut appended = good_journal.clone();
+    appended.extend(frame(br#"{"kind":"done","seq":10}"#));
+    std::fs::write(&path, &appended).unwrap();
+    let (journal, records) = Journal::open(root.path()).unwrap();
+    assert!(!journal.opened_from_heads());
+    assert_eq!(records.last().map(StoredRecord::seq), Some(10));
+    drop(journal);
+
+    // Rewritten to the same length with its modification time put back: the last frame's
+    // header no longer matches, so the index is not trusted (and the torn record is cut).
+    restore();
+    let stamp = |path: &Path| std::fs::metadata(path).unwrap().modified().unwrap();
+    let (journal, _) = Journal::open(root.path()).unwrap();
+    drop(journal);
+    let before = stamp(&path);
+    let last = good_journal.len() - frame(br#"{"kind":"done","seq":8,"abandoned":true}"#).len();
+    let mut rewritten = good_journal.clone();
+    rewritten[last + 4] ^= 0xff;
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.write_all_at(&rewritten, 0).unwrap();
+    file.set_modified(before).unwrap();
+    drop(file);
+    let (journal, records) = Journal::open(root.path()).unwrap();
+    assert!(!journal.opened_from_heads());
+    assert_eq!(records.len(), 3, "the last record, no longer whole, is cut");
+    drop(journal);
+
+    // A record in the middle changed the same way: the index fits, and the intent whose bytes
+    // changed is refused when it is decoded, never read as something it is not.
+    restore();
+    let (journal, _) = Journal::open(root.path()).unwrap();
+    drop(journal);
+    let before = stamp(&path);
+    let mut rewritten = good_journal.clone();
+    let at = rewritten.windows(7).position(|w| w == b"line on").unwrap();
+    rewritten[at] = b'L';
+    let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    file.write_all_at(&rewritten, 0).unwrap();
+    file.set_modified(before).unwrap();
+    drop(file);
+    let (journal, records) = Journal::open(root.path()).unwrap();
+    assert!(journal.opened_from_heads());
+    let error = records[0].intent().unwrap_err().to_string();
+    assert!(error.contains("no longer match their checksum"), "{error}");
+}
