@@ -45,7 +45,7 @@ pub struct Domain {
     pub name: String,
     /// Vault-relative folder whose notes belong to the domain.
     pub path: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub template: Option<String>,
     #[serde(default)]
     pub rules: Vec<DomainRule>,

@@ -231,7 +231,6 @@ pub struct ToolRisk {
     pub approval: Approval,
     /// A tool that is not read-only but is still served under `--read-only` without these
     /// parameters (vaultspec's `check` without `fix`); empty: not served read-only.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub read_only_omits: Vec<String>,
 }
 
@@ -449,16 +448,33 @@ fn texts_digest(override_text: Option<&str>) -> [u8; 32] {
     *hasher.finalize().as_bytes()
 }
 
-/// The kept parse (`layout::POLICY_CACHE`): the typed policy as JSON, what it was parsed from,
-/// and its own checksum (a copy edited or damaged by hand is parsed again, never used).
+/// The kept parse (`layout::POLICY_CACHE`): the typed policy and what it was parsed from, in
+/// postcard behind a blake3 checksum of those bytes (a copy edited or damaged by hand is parsed
+/// again, never used). Postcard, not JSON: the JSON copy was two parses (the policy was a
+/// string inside it), a third of a one-note CLI write's opening.
 #[derive(Serialize, Deserialize)]
 struct ParsedPolicy {
     engine: String,
-    /// `texts_digest` in hex.
-    digest: String,
-    /// blake3 of `policy`, in hex.
-    checksum: String,
-    policy: String,
+    /// `texts_digest`.
+    digest: [u8; 32],
+    policy: Policy,
+}
+
+impl ParsedPolicy {
+    fn encode(&self) -> Option<Vec<u8>> {
+        let body = postcard::to_stdvec(self).ok()?;
+        let mut bytes = blake3::hash(&body).as_bytes().to_vec();
+        bytes.extend_from_slice(&body);
+        Some(bytes)
+    }
+
+    fn decode(bytes: &[u8]) -> Option<Self> {
+        let (checksum, body) = bytes.split_at_checked(32)?;
+        if checksum != blake3::hash(body).as_bytes() {
+            return None;
+        }
+        postcard::from_bytes(body).ok()
+    }
 }
 
 fn line_of_key(text: &str, key: &str) -> usize {
@@ -511,7 +527,7 @@ fn merge(base: &mut Value, over: Value) {
 
 impl LoadedPolicy {
     /// Loads the default policy merged with `<vault>/.paravault/policy.yaml` when it exists.
-    /// The typed result is kept beside them (`layout::POLICY_CACHE`, JSON) and reused while the
+    /// The typed result is kept beside them (`layout::POLICY_CACHE`, postcard) and reused while the
     /// engine and both texts are the same (blake3): typing the YAML was about 1 ms of every
     /// command. The reused policy is validated again like a parsed one.
     pub fn load(vault_root: &Path) -> Result<Self> {
@@ -529,32 +545,21 @@ impl LoadedPolicy {
         let cache = layout::join(vault_root, layout::POLICY_CACHE);
         let cached = durable::read_engine_file(vault_root, &cache)
             .ok()
-            .and_then(|bytes| serde_json::from_slice::<ParsedPolicy>(&bytes).ok())
-            .filter(|parsed| {
-                parsed.engine == env!("CARGO_PKG_VERSION")
-                    && parsed.digest == crate::hex::encode(&digest)
-                    && parsed.checksum == crate::hex::encode(blake3::hash(parsed.policy.as_bytes()).as_bytes())
-            })
-            .and_then(|parsed| serde_json::from_str::<Policy>(&parsed.policy).ok());
-        if let Some(policy) = cached {
-            return Self::validated(policy, override_text.as_deref(), digest, Compile::OnFirstUse);
+            .and_then(|bytes| ParsedPolicy::decode(&bytes))
+            .filter(|parsed| parsed.engine == env!("CARGO_PKG_VERSION") && parsed.digest == digest);
+        if let Some(parsed) = cached {
+            return Self::validated(parsed.policy, override_text.as_deref(), digest, Compile::OnFirstUse);
         }
         let loaded = Self::from_texts(override_text.as_deref())?;
         // A cache: a failure to keep it only costs the next command a parse. Only kept in a
         // vault that has its state folder already (opening a folder never creates one).
         let state_dir = std::fs::symlink_metadata(layout::join(vault_root, layout::STATE_DIR)).is_ok_and(|m| m.is_dir());
-        if state_dir && let Ok(policy) = serde_json::to_string(&loaded.policy) {
-            let parsed = ParsedPolicy {
-                engine: env!("CARGO_PKG_VERSION").to_string(),
-                digest: crate::hex::encode(&digest),
-                checksum: crate::hex::encode(blake3::hash(policy.as_bytes()).as_bytes()),
-                policy,
-            };
-            if let Ok(bytes) = serde_json::to_vec(&parsed)
-                && let Err(error) = durable::write_cache(vault_root, &cache, &bytes)
-            {
-                tracing::debug!(%error, "could not keep the parsed policy");
-            }
+        let parsed = ParsedPolicy { engine: env!("CARGO_PKG_VERSION").to_string(), digest, policy: loaded.policy.clone() };
+        if state_dir
+            && let Some(bytes) = parsed.encode()
+            && let Err(error) = durable::write_cache(vault_root, &cache, &bytes)
+        {
+            tracing::debug!(%error, "could not keep the parsed policy");
         }
         Ok(loaded)
     }

@@ -213,15 +213,21 @@ fn the_kept_parse_is_reused_only_for_the_same_texts_and_never_when_edited() {
     assert_eq!(as_json(&overridden), as_json(&LoadedPolicy::from_texts(Some(override_text)).unwrap()));
     assert_eq!(LoadedPolicy::load(root).unwrap().severity("orphan"), Severity::Blocking, "the kept parse of the override");
 
-    // A kept parse edited by hand (checksum no longer matching) is parsed again, not used.
-    let mut kept: serde_json::Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
-    let edited = kept["policy"].as_str().unwrap().replace("\"orphan\":\"blocking\"", "\"orphan\":\"warning\"");
-    assert_ne!(edited, kept["policy"].as_str().unwrap(), "the edit relaxes a rule");
-    kept["policy"] = serde_json::Value::String(edited);
-    std::fs::write(&cache, serde_json::to_vec(&kept).unwrap()).unwrap();
+    // The kept parse is what a later load uses: one written for these texts with a rule
+    // changed (and its checksum made to match) is the policy in force.
+    let kept = std::fs::read(&cache).unwrap();
+    let mut parsed = ParsedPolicy::decode(&kept).expect("the kept parse decodes");
+    assert_eq!(serde_json::to_value(&parsed.policy).unwrap(), as_json(&overridden), "it round-trips");
+    parsed.policy.lint.rules.insert("orphan".into(), Severity::Warning);
+    std::fs::write(&cache, parsed.encode().unwrap()).unwrap();
+    assert_eq!(LoadedPolicy::load(root).unwrap().severity("orphan"), Severity::Warning, "the kept parse is used");
+    // Edited by hand (the checksum no longer matching): parsed again, not used.
+    let mut edited = parsed.encode().unwrap();
+    edited[0] ^= 0xff;
+    std::fs::write(&cache, &edited).unwrap();
     assert_eq!(LoadedPolicy::load(root).unwrap().severity("orphan"), Severity::Blocking);
     // Garbage is parsed again too; an invalid override is still refused.
-    std::fs::write(&cache, b"not json").unwrap();
+    std::fs::write(&cache, b"not a kept parse").unwrap();
     assert_eq!(LoadedPolicy::load(root).unwrap().severity("orphan"), Severity::Blocking);
     std::fs::write(root.join(".paravault/policy.yaml"), "lint:\n  rules:\n    orphan: sometimes\n").unwrap();
     assert!(LoadedPolicy::load(root).is_err());
@@ -246,13 +252,9 @@ fn the_root_daily_log_pattern_of_a_kept_parse_compiles_on_first_use_and_is_still
     // A kept parse whose pattern was edited (its checksum recomputed) is still checked at load:
     // a syntax error is refused as the texts' would be.
     let cache = root.join(crate::store::layout::POLICY_CACHE);
-    let mut parsed: serde_json::Value = serde_json::from_slice(&std::fs::read(&cache).unwrap()).unwrap();
-    let mut policy: serde_json::Value = serde_json::from_str(parsed["policy"].as_str().unwrap()).unwrap();
-    policy["layout"]["root_daily_log_pattern"] = "^(unclosed".into();
-    let policy = policy.to_string();
-    parsed["checksum"] = crate::hex::encode(blake3::hash(policy.as_bytes()).as_bytes()).into();
-    parsed["policy"] = policy.into();
-    std::fs::write(&cache, serde_json::to_vec(&parsed).unwrap()).unwrap();
+    let mut parsed = ParsedPolicy::decode(&std::fs::read(&cache).unwrap()).expect("the kept parse decodes");
+    parsed.policy.layout.root_daily_log_pattern = "^(unclosed".into();
+    std::fs::write(&cache, parsed.encode().unwrap()).unwrap();
     let error = LoadedPolicy::load(root).unwrap_err();
     assert!(error.to_string().contains("invalid pattern"), "{error}");
     // From its texts, a pattern past the regex size limit is refused at load (never kept).

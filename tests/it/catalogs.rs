@@ -63,7 +63,7 @@ fn regenerating_an_unchanged_vault_changes_no_byte() {
     // The kept policy parse is written by the first open that finds the state folder (this
     // vault was first opened before it existed); it is engine state, not a page or a note.
     let kept_parse = |tree: Vec<(String, Vec<u8>)>| -> Vec<(String, Vec<u8>)> {
-        tree.into_iter().filter(|(path, _)| path != ".paravault/policy.parsed.json").collect()
+        tree.into_iter().filter(|(path, _)| path != ".paravault/policy.parsed.bin").collect()
     };
     assert_eq!(kept_parse(snapshot_tree(dir.path())), kept_parse(before));
     let after: Vec<_> = ["index.md", "01_Projects/_index.md", ".paravault/catalog-state.json"]

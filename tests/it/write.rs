@@ -26,7 +26,7 @@ fn user_visible(root: &std::path::Path) -> Vec<(String, Vec<u8>)> {
                     | ".paravault/journal.heads"
                     | ".paravault/receipts.jsonl"
                     | ".paravault/writer.lock"
-                    | ".paravault/policy.parsed.json"
+                    | ".paravault/policy.parsed.bin"
             )
         })
         .collect()
