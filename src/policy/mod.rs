@@ -452,22 +452,25 @@ fn texts_digest(override_text: Option<&str>) -> [u8; 32] {
 /// postcard behind a blake3 checksum of those bytes (a copy edited or damaged by hand is parsed
 /// again, never used). Postcard, not JSON: the JSON copy was two parses (the policy was a
 /// string inside it), a third of a one-note CLI write's opening.
+/// (`P`: the policy, or a borrow of it when it is written.)
 #[derive(Serialize, Deserialize)]
-struct ParsedPolicy {
+struct ParsedPolicy<P = Policy> {
     engine: String,
     /// `texts_digest`.
     digest: [u8; 32],
-    policy: Policy,
+    policy: P,
 }
 
-impl ParsedPolicy {
+impl<P: Serialize> ParsedPolicy<P> {
     fn encode(&self) -> Option<Vec<u8>> {
         let body = postcard::to_stdvec(self).ok()?;
         let mut bytes = blake3::hash(&body).as_bytes().to_vec();
         bytes.extend_from_slice(&body);
         Some(bytes)
     }
+}
 
+impl ParsedPolicy {
     fn decode(bytes: &[u8]) -> Option<Self> {
         let (checksum, body) = bytes.split_at_checked(32)?;
         if checksum != blake3::hash(body).as_bytes() {
@@ -554,9 +557,8 @@ impl LoadedPolicy {
         // A cache: a failure to keep it only costs the next command a parse. Only kept in a
         // vault that has its state folder already (opening a folder never creates one).
         let state_dir = std::fs::symlink_metadata(layout::join(vault_root, layout::STATE_DIR)).is_ok_and(|m| m.is_dir());
-        let parsed = ParsedPolicy { engine: env!("CARGO_PKG_VERSION").to_string(), digest, policy: loaded.policy.clone() };
         if state_dir
-            && let Some(bytes) = parsed.encode()
+            && let Some(bytes) = (ParsedPolicy { engine: env!("CARGO_PKG_VERSION").to_string(), digest, policy: &loaded.policy }).encode()
             && let Err(error) = durable::write_cache(vault_root, &cache, &bytes)
         {
             tracing::debug!(%error, "could not keep the parsed policy");

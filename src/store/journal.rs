@@ -179,12 +179,13 @@ struct FrameHead {
     kind: StoredKind,
 }
 
-/// The frame index file: the journal as its last writer left it, and its frames.
+/// The frame index file: the journal as its last writer left it, and its frames (borrowed
+/// when written, owned when read).
 #[derive(Debug, Serialize, Deserialize)]
-struct HeadsFile {
+struct HeadsFile<'a> {
     format: u32,
     journal: JournalStamp,
-    frames: Vec<FrameHead>,
+    frames: std::borrow::Cow<'a, [FrameHead]>,
 }
 
 /// The frame index's format (a file of another is read as no index).
@@ -229,7 +230,7 @@ fn kept_heads(root: &Path, file: &File, stamp: JournalStamp) -> Option<Vec<Frame
         return None;
     }
     let mut end = 0u64;
-    for frame in &heads.frames {
+    for frame in heads.frames.iter() {
         if frame.offset != end {
             return None;
         }
@@ -245,7 +246,7 @@ fn kept_heads(root: &Path, file: &File, stamp: JournalStamp) -> Option<Vec<Frame
             return None;
         }
     }
-    Some(heads.frames)
+    Some(heads.frames.into_owned())
 }
 
 /// Reads the journal's intact records without changing the file (readers: a torn tail is left
@@ -420,20 +421,27 @@ impl StoredRecord {
     }
 }
 
+impl Record {
+    /// What `StoredRecord` and the frame index keep of this record: its sequence number and kind.
+    fn head(&self) -> (u64, StoredKind) {
+        match self {
+            Record::Intent(intent) => {
+                (intent.seq, StoredKind::Intent { paths: intent.changes.iter().map(|c| c.path().to_string()).collect() })
+            }
+            Record::Done { seq, abandoned } => (*seq, StoredKind::Done { abandoned: *abandoned }),
+        }
+    }
+}
+
 impl From<Record> for StoredRecord {
     /// A record this process appended (its intent at hand, never decoded again).
     fn from(record: Record) -> Self {
-        match record {
-            Record::Intent(intent) => StoredRecord {
-                seq: intent.seq,
-                kind: StoredKind::Intent { paths: intent.changes.iter().map(|c| c.path().to_string()).collect() },
-                payload: Payload::None,
-                intent: OnceLock::from(Ok(intent)),
-            },
-            Record::Done { seq, abandoned } => {
-                StoredRecord { seq, kind: StoredKind::Done { abandoned }, payload: Payload::None, intent: OnceLock::new() }
-            }
-        }
+        let (seq, kind) = record.head();
+        let intent = match record {
+            Record::Intent(intent) => OnceLock::from(Ok(intent)),
+            Record::Done { .. } => OnceLock::new(),
+        };
+        StoredRecord { seq, kind, payload: Payload::None, intent }
     }
 }
 
@@ -498,7 +506,7 @@ impl Journal {
     /// Writes the frame index for the journal as this handle leaves it (a cache: not synced,
     /// and a failure only leaves the next writer to read the journal).
     fn keep_heads(&self) {
-        let heads = HeadsFile { format: HEADS_FORMAT, journal: self.seen, frames: self.frames.clone() };
+        let heads = HeadsFile { format: HEADS_FORMAT, journal: self.seen, frames: std::borrow::Cow::Borrowed(&self.frames) };
         let Ok(body) = postcard::to_stdvec(&heads) else { return };
         let mut bytes = checksum_of(&body).to_vec();
         bytes.extend_from_slice(&body);
@@ -528,17 +536,11 @@ impl Journal {
             Ok(()) => {
                 self.len += frame.len() as u64;
                 self.seen = JournalStamp::of(&self.file.metadata().map_err(|e| io("reading", e))?);
-                let (seq, kind) = match record {
-                    Record::Intent(intent) => {
-                        (intent.seq, StoredKind::Intent { paths: intent.changes.iter().map(|c| c.path().to_string()).collect() })
-                    }
-                    Record::Done { seq, abandoned } => (*seq, StoredKind::Done { abandoned: *abandoned }),
-                };
-                let done = matches!(kind, StoredKind::Done { .. });
+                let (seq, kind) = record.head();
                 self.frames.push(FrameHead { offset: start, len: payload.len() as u32, checksum, seq, kind });
                 // Kept after each done record: a transaction's last append (an intent waits for
                 // its done record; a writer that dies between them leaves the next to read).
-                if done {
+                if matches!(record, Record::Done { .. }) {
                     self.keep_heads();
                 }
                 Ok(())

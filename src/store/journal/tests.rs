@@ -22,6 +22,11 @@ fn intent(seq: u64, paths: &[&str]) -> Intent {
     }
 }
 
+/// Every record's head, as a write consults them.
+fn heads_of(records: &[StoredRecord]) -> Vec<(u64, bool, Option<bool>, Vec<String>)> {
+    records.iter().map(|r| (r.seq(), r.is_intent(), r.done(), r.paths().to_vec())).collect()
+}
+
 fn journal_root() -> tempfile::TempDir {
     let root = tempfile::tempdir().unwrap();
     std::fs::create_dir(root.path().join(layout::STATE_DIR)).unwrap();
@@ -41,10 +46,8 @@ fn records_read_back_by_their_heads_and_each_intent_decodes_to_what_was_appended
     drop(journal);
 
     let (_, records) = Journal::open(root.path()).unwrap();
-    let heads: Vec<(u64, bool, Option<bool>, Vec<String>)> =
-        records.iter().map(|r| (r.seq(), r.is_intent(), r.done(), r.paths().to_vec())).collect();
     assert_eq!(
-        heads,
+        heads_of(&records),
         vec![
             (7, true, None, vec!["03_Resources/a.md".into(), "03_Resources/_index.md".into(), "gone.md".into()]),
             (7, false, Some(false), vec![]),
@@ -107,11 +110,6 @@ fn a_torn_tail_is_cut_at_the_last_whole_record() {
         assert_eq!(journal.len_bytes(), good.len() as u64);
         assert_eq!(std::fs::read(&path).unwrap(), good);
     }
-}
-
-/// Every record's head, as a write consults them.
-fn heads_of(records: &[StoredRecord]) -> Vec<(u64, bool, Option<bool>, Vec<String>)> {
-    records.iter().map(|r| (r.seq(), r.is_intent(), r.done(), r.paths().to_vec())).collect()
 }
 
 /// Two transactions, the second abandoned, appended by one handle and dropped.
