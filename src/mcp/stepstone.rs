@@ -94,7 +94,7 @@ fn prepare<P: ToolParams>(args: Map<String, Value>) -> Prepared {
 }
 
 fn stepstone_spec<P: ToolParams>() -> ToolSpec {
-    ToolSpec { surface: Surface::Stepstone, prepare: prepare::<P>, ..super::tools::spec::<P>() }
+    ToolSpec { prepare: prepare::<P>, ..super::tools::spec_for::<P>(Surface::Stepstone) }
 }
 
 /// The nine tools, in the seed's order.

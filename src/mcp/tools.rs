@@ -70,10 +70,6 @@ pub(crate) trait ToolParams: DeserializeOwned + JsonSchema + Send + 'static {
     }
     /// Fills policy-driven parts of the input schema (enums, bounds).
     fn patch_input_schema(_schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {}
-    /// The `vault_path` argument ("" when omitted, and for tools that take none).
-    fn vault_path(&self) -> &str {
-        ""
-    }
     /// Runs the engine call; its answer is serialised as the JSON object result.
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output>;
 }
@@ -91,8 +87,18 @@ pub struct ToolSpec {
     pub prepare: fn(serde_json::Map<String, Value>) -> Prepared,
 }
 
-pub(crate) fn input_schema<P: ToolParams>(policy: &Policy) -> serde_json::Map<String, Value> {
-    let mut schema = rmcp::handler::server::tool::schema_for_input::<P>()
+/// The input schema of tool `P`: its arguments alone.
+fn input_schema<P: ToolParams>(policy: &Policy) -> serde_json::Map<String, Value> {
+    input_schema_of::<P, P>(policy)
+}
+
+/// The input schema of P.O.W.E.R. tool `P`: its arguments plus `vault_path`.
+fn scoped_input_schema<P: ToolParams>(policy: &Policy) -> serde_json::Map<String, Value> {
+    input_schema_of::<VaultScoped<P>, P>(policy)
+}
+
+fn input_schema_of<Arguments: JsonSchema + 'static, P: ToolParams>(policy: &Policy) -> serde_json::Map<String, Value> {
+    let mut schema = rmcp::handler::server::tool::schema_for_input::<Arguments>()
         .unwrap_or_else(|e| panic!("BUG: invalid input schema for {}: {e}", P::NAME))
         .as_ref()
         .clone();
@@ -246,10 +252,17 @@ pub(crate) fn output_schema_with_error(success: Value) -> serde_json::Map<String
     schema
 }
 
-pub(crate) fn prepare<P: ToolParams>(args: serde_json::Map<String, Value>) -> Prepared {
+/// Deserialises tool `P`'s arguments; it is checked against no vault path.
+fn prepare<P: ToolParams>(args: serde_json::Map<String, Value>) -> Prepared {
     let params: P = serde_json::from_value(Value::Object(args)).map_err(|e| e.to_string())?;
-    let vault_path = params.vault_path().to_string();
-    Ok((vault_path, job(params)))
+    Ok((String::new(), job(params)))
+}
+
+/// Deserialises P.O.W.E.R. tool `P`'s arguments and takes out `vault_path`, which the server
+/// checks before the job runs.
+fn prepare_scoped<P: ToolParams>(args: serde_json::Map<String, Value>) -> Prepared {
+    let scoped: VaultScoped<P> = serde_json::from_value(Value::Object(args)).map_err(|e| e.to_string())?;
+    Ok((scoped.vault_path, job(scoped.request)))
 }
 
 /// The job that runs `params` and serialises its answer.
@@ -257,9 +270,10 @@ pub(crate) fn job<P: ToolParams>(params: P) -> Job {
     Box::new(move |ctx: &ToolCtx| params.run(ctx).and_then(|answer| to_object(&answer)))
 }
 
-pub(crate) fn spec<P: ToolParams>() -> ToolSpec {
+/// The table row of tool `P` on `surface`; it takes P's arguments alone.
+pub(crate) fn spec_for<P: ToolParams>(surface: super::surface::Surface) -> ToolSpec {
     ToolSpec {
-        surface: super::surface::Surface::Power,
+        surface,
         name: P::NAME,
         title: P::TITLE,
         description: P::DESCRIPTION,
@@ -269,9 +283,10 @@ pub(crate) fn spec<P: ToolParams>() -> ToolSpec {
     }
 }
 
-/// The table row of tool `P` on another surface than P.O.W.E.R.'s.
-pub(crate) fn spec_for<P: ToolParams>(surface: super::surface::Surface) -> ToolSpec {
-    ToolSpec { surface, ..spec::<P>() }
+/// The table row of P.O.W.E.R. tool `P`: every P.O.W.E.R. tool also takes `vault_path`
+/// (`VaultScoped`), so no tool can leave it unchecked.
+pub(crate) fn spec<P: ToolParams>() -> ToolSpec {
+    ToolSpec { input_schema: scoped_input_schema::<P>, prepare: prepare_scoped::<P>, ..spec_for::<P>(super::surface::Surface::Power) }
 }
 
 /// Every tool this build implements, in catalog order (P.O.W.E.R.'s 21 plus `read_note` and
@@ -391,20 +406,19 @@ fn with_property(mut schema: Value, name: &str, property: Value) -> Value {
     schema
 }
 
-// ---- engine request types, scoped by vault_path ----
+// ---- the P.O.W.E.R. surface's vault_path argument ----
 
-/// An engine request type plus the `vault_path` argument every tool takes. The engine type
-/// stays the single definition of the parameters (names, defaults, `deny_unknown_fields`);
-/// this adds `vault_path` to its schema and takes it out before the engine type deserialises.
-/// `Marker` tells apart tools that take the same engine request type (`()` by default).
+/// A P.O.W.E.R. tool's arguments plus the `vault_path` argument every P.O.W.E.R. tool takes.
+/// The tool's own type stays the single definition of its parameters (names, defaults,
+/// `deny_unknown_fields`); this adds `vault_path` to its schema and takes it out before the
+/// tool's type deserialises, so the argument is defined, described and checked in one place.
 #[derive(Debug)]
-pub(crate) struct VaultScoped<R, Marker = ()> {
-    pub vault_path: String,
-    pub request: R,
-    tool: std::marker::PhantomData<Marker>,
+struct VaultScoped<R> {
+    vault_path: String,
+    request: R,
 }
 
-impl<'de, R: DeserializeOwned, Marker> Deserialize<'de> for VaultScoped<R, Marker> {
+impl<'de, R: DeserializeOwned> Deserialize<'de> for VaultScoped<R> {
     fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
         let mut map = serde_json::Map::<String, Value>::deserialize(deserializer)?;
         let vault_path = match map.remove("vault_path") {
@@ -412,11 +426,11 @@ impl<'de, R: DeserializeOwned, Marker> Deserialize<'de> for VaultScoped<R, Marke
             Some(value) => serde_json::from_value(value).map_err(|e| D::Error::custom(format!("vault_path: {e}")))?,
         };
         let request = R::deserialize(Value::Object(map)).map_err(D::Error::custom)?;
-        Ok(VaultScoped { vault_path, request, tool: std::marker::PhantomData })
+        Ok(VaultScoped { vault_path, request })
     }
 }
 
-impl<R: JsonSchema, Marker> JsonSchema for VaultScoped<R, Marker> {
+impl<R: JsonSchema> JsonSchema for VaultScoped<R> {
     fn schema_name() -> Cow<'static, str> {
         R::schema_name()
     }

@@ -4,20 +4,13 @@ use super::*;
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct LintVault {
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
-}
+pub(crate) struct LintVault {}
 
 impl ToolParams for LintVault {
     const NAME: &'static str = "lint_vault";
     const TITLE: &'static str = "Lint the vault";
     const DESCRIPTION: &'static str = "Run metadata, link, orphan and freshness checks over the whole vault. Read-only.";
     type Output = crate::api::lint::LintReport;
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         ctx.vault.lint_vault()
     }
@@ -25,20 +18,13 @@ impl ToolParams for LintVault {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct GenerateIndex {
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
-}
+pub(crate) struct GenerateIndex {}
 
 impl ToolParams for GenerateIndex {
     const NAME: &'static str = "generate_index";
     const TITLE: &'static str = "Regenerate catalogs";
     const DESCRIPTION: &'static str = "Regenerate index.md and every changed folder _index.md catalog. Hand-written catalogs are reported as conflicts, never overwritten.";
     type Output = crate::vault::IndexReport;
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         ctx.vault.generate_index()
     }
@@ -57,9 +43,6 @@ pub(crate) struct ReadSubIndex {
     #[serde(default = "one")]
     #[schemars(range(min = 1))]
     pub page: u32,
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
 }
 
 fn one() -> u32 {
@@ -75,9 +58,6 @@ impl ToolParams for ReadSubIndex {
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
         patch_category(schema, policy);
     }
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         ctx.vault.sub_index_page(self.category, self.page)
     }
@@ -92,9 +72,6 @@ pub(crate) struct EnsureSubIndex {
     #[serde(default = "one")]
     #[schemars(range(min = 1))]
     pub page: u32,
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
 }
 
 impl ToolParams for EnsureSubIndex {
@@ -105,9 +82,6 @@ impl ToolParams for EnsureSubIndex {
     type Output = crate::api::CatalogPage;
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
         patch_category(schema, policy);
-    }
-    fn vault_path(&self) -> &str {
-        &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         ctx.vault.ensured_sub_index_page(self.category, self.page)

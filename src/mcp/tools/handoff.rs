@@ -2,7 +2,7 @@
 
 use super::*;
 
-pub(crate) type HandoffWork = VaultScoped<HandoffRequest>;
+pub(crate) type HandoffWork = HandoffRequest;
 
 /// `valid_task_id` as a JSON Schema pattern.
 const TASK_ID_PATTERN: &str = "^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$";
@@ -54,10 +54,7 @@ impl ToolParams for HandoffWork {
             ],
         );
     }
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
-        ctx.vault.handoff_work(self.request)
+        ctx.vault.handoff_work(self)
     }
 }

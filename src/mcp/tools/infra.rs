@@ -5,7 +5,7 @@ use super::*;
 /// `infra::valid_identifier` as a JSON Schema pattern.
 const IDENTIFIER_PATTERN: &str = "^[A-Za-z0-9._:-]{1,128}$";
 
-pub(crate) type InfraAction = VaultScoped<InfraRequest>;
+pub(crate) type InfraAction = InfraRequest;
 
 impl ToolParams for InfraAction {
     const NAME: &'static str = "infra_action";
@@ -33,10 +33,7 @@ impl ToolParams for InfraAction {
             ],
         );
     }
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
-        ctx.vault.infra_action(self.request)
+        ctx.vault.infra_action(self)
     }
 }

@@ -2,7 +2,7 @@
 
 use super::*;
 
-pub(crate) type RotAudit = VaultScoped<RotRequest>;
+pub(crate) type RotAudit = RotRequest;
 
 impl ToolParams for RotAudit {
     const NAME: &'static str = "rot_audit";
@@ -34,15 +34,12 @@ impl ToolParams for RotAudit {
             ],
         );
     }
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
-        ctx.vault.rot_audit(&self.request)
+        ctx.vault.rot_audit(&self)
     }
 }
 
-pub(crate) type ArchiveNotes = VaultScoped<ArchiveRequest>;
+pub(crate) type ArchiveNotes = ArchiveRequest;
 
 impl ToolParams for ArchiveNotes {
     const NAME: &'static str = "archive_notes";
@@ -63,20 +60,33 @@ impl ToolParams for ArchiveNotes {
             ],
         );
     }
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
-        ctx.vault.archive_notes(&self.request)
+        ctx.vault.archive_notes(&self)
     }
 }
 
 /// heal_frontmatter_tool takes archive_notes' request type (`maintenance::RunRequest`); this
-/// marker makes it a tool of its own.
+/// newtype makes it a tool of its own, with the same arguments and schema.
 #[derive(Debug)]
-pub(crate) struct Heal;
+pub(crate) struct HealFrontmatter(HealRequest);
 
-pub(crate) type HealFrontmatter = VaultScoped<HealRequest, Heal>;
+impl<'de> Deserialize<'de> for HealFrontmatter {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
+        HealRequest::deserialize(deserializer).map(HealFrontmatter)
+    }
+}
+
+impl JsonSchema for HealFrontmatter {
+    fn schema_name() -> Cow<'static, str> {
+        HealRequest::schema_name()
+    }
+    fn schema_id() -> Cow<'static, str> {
+        "paravault::mcp::HealFrontmatter".into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        HealRequest::json_schema(generator)
+    }
+}
 
 impl ToolParams for HealFrontmatter {
     const NAME: &'static str = "heal_frontmatter_tool";
@@ -97,10 +107,7 @@ impl ToolParams for HealFrontmatter {
             ],
         );
     }
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
-        ctx.vault.heal_frontmatter(&self.request)
+        ctx.vault.heal_frontmatter(&self.0)
     }
 }

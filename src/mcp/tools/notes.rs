@@ -25,9 +25,6 @@ pub(crate) struct IngestNote {
     /// Optional key: a retry with the same key and content returns the original receipt.
     #[serde(default)]
     pub idempotency_key: String,
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
 }
 
 fn patch_note_type(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
@@ -42,9 +39,6 @@ impl ToolParams for IngestNote {
     type Output = crate::api::write::Receipt;
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
         patch_note_type(schema, policy);
-    }
-    fn vault_path(&self) -> &str {
-        &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         ctx.vault.ingest_note(&IngestRequest {
@@ -84,9 +78,6 @@ pub(crate) struct SynthesizeSession {
     pub expected_sha256: String,
     #[serde(default)]
     pub idempotency_key: String,
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
 }
 
 fn daily_log() -> String {
@@ -101,9 +92,6 @@ impl ToolParams for SynthesizeSession {
     type Output = crate::api::write::Receipt;
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
         patch_note_type(schema, policy);
-    }
-    fn vault_path(&self) -> &str {
-        &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         ctx.vault.synthesize_session(&SynthesizeRequest {
@@ -133,9 +121,6 @@ pub(crate) struct ProposeMemoryChange {
     pub expected_sha256: String,
     #[serde(default)]
     pub idempotency_key: String,
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
 }
 
 impl ToolParams for ProposeMemoryChange {
@@ -144,9 +129,6 @@ impl ToolParams for ProposeMemoryChange {
     const DESCRIPTION: &'static str = "Validate and store a reviewable, content-addressed proposal; never writes the note. Pass the \
          returned object unchanged to apply_memory_change after the user approves.";
     type Output = crate::api::write::Proposal;
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         ctx.vault.propose_memory_change(&self.path, &self.content, opt(&self.idempotency_key), opt(&self.expected_sha256))
     }
@@ -160,9 +142,6 @@ pub(crate) struct ApplyMemoryChange {
     pub proposal: BTreeMap<String, String>,
     /// Must be true: the user explicitly approved this exact proposal.
     pub approved: bool,
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
 }
 
 impl ToolParams for ApplyMemoryChange {
@@ -171,9 +150,6 @@ impl ToolParams for ApplyMemoryChange {
     const DESCRIPTION: &'static str = "Apply an exact stored proposal only with approved=true, in one closed transaction. Stale, \
          altered or unapproved proposals are refused before any write; a replay returns the original receipt.";
     type Output = crate::api::write::Receipt;
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         // A memory change holds its whole plan: it is named by id alone.
         if let (1, Some(id)) = (self.proposal.len(), self.proposal.get("proposal_id")) {
@@ -190,9 +166,6 @@ pub(crate) struct GetProposalStatus {
     /// The proposal id: from propose_memory_change, or the details of a human_approval_required error.
     #[schemars(length(equal = 64))]
     pub proposal_id: String,
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
 }
 
 impl ToolParams for GetProposalStatus {
@@ -202,9 +175,6 @@ impl ToolParams for GetProposalStatus {
          approve it under the policy's approvals rules (caller or human) and the person's recorded decision. Read-only: no \
          tool can approve; a person decides with `paravault approve`.";
     type Output = crate::api::approvals::ProposalStatus;
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         ctx.vault.proposal_status(&self.proposal_id)
     }
@@ -212,11 +182,7 @@ impl ToolParams for GetProposalStatus {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct ValidateMemoryState {
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
-}
+pub(crate) struct ValidateMemoryState {}
 
 impl ToolParams for ValidateMemoryState {
     const NAME: &'static str = "validate_memory_state";
@@ -224,9 +190,6 @@ impl ToolParams for ValidateMemoryState {
     const DESCRIPTION: &'static str = "Validate the vault state: result is the contract's boolean, false when any blocking \
          metadata, link or freshness finding exists anywhere; warnings (orphans, style) do not count. blocking lists those findings.";
     type Output = crate::api::MemoryValidity;
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         ctx.vault.memory_validity()
     }
@@ -242,9 +205,6 @@ pub(crate) struct ReadMemoryHistory {
     /// Only receipts with a larger sequence number.
     #[serde(default)]
     pub after_seq: u64,
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
 }
 
 fn hundred() -> u32 {
@@ -256,9 +216,6 @@ impl ToolParams for ReadMemoryHistory {
     const TITLE: &'static str = "Read transaction receipts";
     const DESCRIPTION: &'static str = "Read append-only, hash-chained transaction receipts; never returns note content.";
     type Output = crate::api::write::MemoryHistory;
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         ctx.vault.memory_history(self.limit as usize, self.after_seq)
     }
@@ -266,11 +223,7 @@ impl ToolParams for ReadMemoryHistory {
 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub(crate) struct CheckMarkdown {
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
-}
+pub(crate) struct CheckMarkdown {}
 
 impl ToolParams for CheckMarkdown {
     const NAME: &'static str = "check_markdown_tool";
@@ -278,9 +231,6 @@ impl ToolParams for CheckMarkdown {
     const DESCRIPTION: &'static str =
         "Report trailing whitespace, inconsistent list markers, heading jumps and code blocks without a language. Never blocking.";
     type Output = crate::vault::MarkdownReport;
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         ctx.vault.check_markdown()
     }
@@ -297,9 +247,6 @@ pub(crate) struct ReadNote {
     /// At most this many bytes (the policy's limits.read_note_bytes_max is the ceiling and the default).
     #[serde(default = "max_bytes_unset")]
     pub max_bytes: u64,
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
 }
 
 /// `read_note`'s `max_bytes` when the caller did not give one (the policy ceiling is used).
@@ -319,9 +266,6 @@ impl ToolParams for ReadNote {
             p.insert("maximum".into(), json!(policy.limits.read_note_bytes_max));
             p.insert("default".into(), json!(policy.limits.read_note_bytes_max));
         }
-    }
-    fn vault_path(&self) -> &str {
-        &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         let ceiling = ctx.vault.policy().policy.limits.read_note_bytes_max;

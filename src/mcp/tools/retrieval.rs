@@ -22,9 +22,6 @@ pub(crate) struct SearchVaultTool {
     /// A configured domain name (policy domains or .power/domains.yaml): scopes results to its folder; auto follows its search_priority. Unknown names are refused, naming the known ones.
     #[serde(default)]
     pub domain: String,
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
 }
 
 fn twenty() -> usize {
@@ -47,9 +44,6 @@ impl ToolParams for SearchVaultTool {
         set_range(schema, "max_results", 1, policy.search.max_results_cap as u64, None);
     }
     type Output = crate::api::search::Envelope;
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         let params = crate::api::search::SearchParams {
             query: self.query,
@@ -63,18 +57,15 @@ impl ToolParams for SearchVaultTool {
     }
 }
 
-pub(crate) type SyncVault = VaultScoped<crate::api::search::SyncParams>;
+pub(crate) type SyncVault = crate::api::search::SyncParams;
 
 impl ToolParams for SyncVault {
     const NAME: &'static str = "sync_vault";
     const TITLE: &'static str = "Publish a search generation";
     const DESCRIPTION: &'static str = "Publish a complete immutable search generation for the notes on disk, incrementally by content hash. fts_only=true (default) is fully offline; fts_only=false also builds or completes the dense index with the local model (embedding only new or changed chunks). An FTS-only sync never silently drops a dense index (accept_dense_loss). Invalid notes fail closed and are named unless allow_partial.";
     type Output = crate::api::search::SyncReport;
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
-        ctx.vault.sync_vault(&self.request)
+        ctx.vault.sync_vault(&self)
     }
 }
 
@@ -82,9 +73,6 @@ impl ToolParams for SyncVault {
 #[serde(deny_unknown_fields)]
 pub(crate) struct GetMemoryContext {
     pub query: String,
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
 }
 
 impl ToolParams for GetMemoryContext {
@@ -93,9 +81,6 @@ impl ToolParams for GetMemoryContext {
     const DESCRIPTION: &'static str = "The most relevant current notes for a query (FTS top 5): result is the contract's list of \
          vault-relative paths; notes adds their titles. No note bodies; read-only.";
     type Output = crate::api::search::MemoryContext;
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         ctx.vault.memory_context(&self.query)
     }
@@ -114,9 +99,6 @@ pub(crate) struct SuggestRelated {
     /// semantic (stored vectors; without a dense index it runs keyword and reports the fallback) or keyword (the published FTS index); other values are refused.
     #[serde(default = "semantic")]
     pub method: String,
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
 }
 
 fn five() -> usize {
@@ -136,9 +118,6 @@ impl ToolParams for SuggestRelated {
     fn patch_input_schema(schema: &mut serde_json::Map<String, Value>, policy: &Policy) {
         set_enum(schema, "method", vec!["semantic".into(), "keyword".into()]);
         set_range(schema, "max_results", 1, policy.search.max_results_cap as u64, None);
-    }
-    fn vault_path(&self) -> &str {
-        &self.vault_path
     }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         ctx.vault.suggest_related(&self.target_path, &self.method, self.max_results)

@@ -7,9 +7,6 @@ use super::*;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct GetServerInfo {
-    /// Optional; when given it must be the configured vault root.
-    #[serde(default)]
-    pub vault_path: String,
     /// Also load the configured embedding model offline and report the binding (a missing model is reported, never downloaded).
     #[serde(default)]
     pub probe_provider: bool,
@@ -229,9 +226,6 @@ impl ToolParams for GetServerInfo {
          the live tool catalog hash, cheaply from the active manifest. Call this first after connecting. probe_provider=true also \
          loads the model offline (never downloads).";
     type Output = ServerInfo;
-    fn vault_path(&self) -> &str {
-        &self.vault_path
-    }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         let report = ctx.vault.server_info_with(self.probe_provider)?;
         let (bootstrap, mcp) = (bootstrap(ctx, &report), mcp_block(ctx));
