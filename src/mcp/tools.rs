@@ -425,7 +425,15 @@ impl<'de, R: DeserializeOwned> Deserialize<'de> for VaultScoped<R> {
             None => String::new(),
             Some(value) => serde_json::from_value(value).map_err(|e| D::Error::custom(format!("vault_path: {e}")))?,
         };
-        let request = R::deserialize(Value::Object(map)).map_err(D::Error::custom)?;
+        let request = R::deserialize(Value::Object(map)).map_err(|e| {
+            // The tool's own type lists the fields it knows; the caller may also pass this one.
+            let message = e.to_string();
+            if message.starts_with("unknown field") {
+                D::Error::custom(format!("{message} (or `vault_path`)"))
+            } else {
+                D::Error::custom(e)
+            }
+        })?;
         Ok(VaultScoped { vault_path, request })
     }
 }

@@ -350,6 +350,9 @@ fn every_tool_round_trips() {
     let unknown_field = server.err("lint_vault", json!({"bogus": 1}));
     assert_eq!(unknown_field["code"], "invalid_argument");
     assert_eq!(unknown_field["retryable"], false);
+    // The refusal names the field, and the tool's one accepted argument, the surface's vault_path.
+    let message = unknown_field["message"].as_str().unwrap();
+    assert!(message.contains("`bogus`") && message.contains("`vault_path`"), "{message}");
     assert_eq!(server.err("ingest_note", json!({"name": "x"}))["code"], "invalid_argument");
     // Search answers with the untrusted envelope; dense modes fail closed with a typed error.
     let found = server.ok("search_vault_tool", json!({"query": "note", "search_mode": "fts"}));
