@@ -23,6 +23,11 @@ pub fn encode(bytes: &[u8]) -> String {
     s
 }
 
+/// Whether `s` is exactly `digits` lower-case hex digits (a pinned commit or a sha256).
+pub fn is_lower_hex(s: &str, digits: usize) -> bool {
+    s.len() == digits && s.bytes().all(|b| DIGITS.contains(&b))
+}
+
 /// The sha256 of `bytes` as 64 lower-case hex digits.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     encode(&Sha256::digest(bytes))

@@ -17,3 +17,13 @@ fn sha256_of_the_empty_text_is_the_known_digest() {
     assert_eq!(sha256_hex(b""), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
     assert_eq!(sha256_hex(b"abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 }
+
+#[test]
+fn lower_hex_is_exactly_the_digits_the_encoder_writes() {
+    let digest = sha256_hex(b"abc");
+    assert!(is_lower_hex(&digest, 64));
+    assert!(!is_lower_hex(&digest, 40), "the wrong length");
+    assert!(!is_lower_hex(&digest.to_uppercase(), 64), "upper case is not what the encoder writes");
+    assert!(!is_lower_hex(&format!("{}g", &digest[..63]), 64));
+    assert!(is_lower_hex("", 0));
+}

@@ -16,6 +16,7 @@ use serde_yaml::Value;
 
 use crate::error::{Error, Result};
 pub use crate::finding::Severity;
+use crate::hex;
 pub use search_mode::SearchMode;
 
 /// The width of the vectors this engine embeds (all-MiniLM-L6-v2): the only `embedding.dimension`
@@ -804,18 +805,23 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<()> {
 /// The largest token cut the supported BERT models accept (their position-embedding table).
 const EMBEDDING_MAX_TOKENS_LIMIT: usize = 512;
 
-fn validate_embedding(e: &EmbeddingPolicy, invalid: &dyn Fn(&str, String) -> Error) -> Result<()> {
-    let is_hex = |s: &str, len: usize| s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    let mut parts = e.repo.split('/');
+/// A model pinned on the Hugging Face hub: `repo` is `owner/name`, `revision` a commit hash.
+fn validate_pinned_model(section: &str, repo: &str, revision: &str, invalid: &dyn Fn(&str, String) -> Error) -> Result<()> {
+    let mut parts = repo.split('/');
     let repo_ok = matches!((parts.next(), parts.next(), parts.next()), (Some(owner), Some(name), None) if !owner.is_empty() && !name.is_empty())
-        && !e.repo.contains("..")
-        && e.repo.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b));
+        && !repo.contains("..")
+        && repo.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b));
     if !repo_ok {
-        return Err(invalid("repo", format!("embedding.repo '{}' must be a Hugging Face repository 'owner/name'", e.repo)));
+        return Err(invalid("repo", format!("{section}.repo '{repo}' must be a Hugging Face repository 'owner/name'")));
     }
-    if !is_hex(&e.revision, 40) {
-        return Err(invalid("revision", format!("embedding.revision '{}' must be a commit hash (40 lowercase hex digits)", e.revision)));
+    if !hex::is_lower_hex(revision, 40) {
+        return Err(invalid("revision", format!("{section}.revision '{revision}' must be a commit hash (40 lowercase hex digits)")));
     }
+    Ok(())
+}
+
+fn validate_embedding(e: &EmbeddingPolicy, invalid: &dyn Fn(&str, String) -> Error) -> Result<()> {
+    validate_pinned_model("embedding", &e.repo, &e.revision, invalid)?;
     if e.dimension != EMBEDDING_DIMENSION {
         return Err(invalid(
             "dimension",
@@ -832,7 +838,7 @@ fn validate_embedding(e: &EmbeddingPolicy, invalid: &dyn Fn(&str, String) -> Err
         return Err(invalid("threads", "embedding.threads must be at least 1".into()));
     }
     for (file, hash) in e.sha256.files() {
-        if !is_hex(hash, 64) {
+        if !hex::is_lower_hex(hash, 64) {
             return Err(invalid(file, format!("embedding.sha256 of {file} must be 64 lowercase hex digits")));
         }
     }
@@ -840,17 +846,7 @@ fn validate_embedding(e: &EmbeddingPolicy, invalid: &dyn Fn(&str, String) -> Err
 }
 
 fn validate_reranker(r: &RerankerPolicy, invalid: &dyn Fn(&str, String) -> Error) -> Result<()> {
-    let is_hex = |s: &str, len: usize| s.len() == len && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
-    let mut parts = r.repo.split('/');
-    let repo_ok = matches!((parts.next(), parts.next(), parts.next()), (Some(owner), Some(name), None) if !owner.is_empty() && !name.is_empty())
-        && !r.repo.contains("..")
-        && r.repo.bytes().all(|b| b.is_ascii_alphanumeric() || b"-_./".contains(&b));
-    if !repo_ok {
-        return Err(invalid("repo", format!("reranker.repo '{}' must be a Hugging Face repository 'owner/name'", r.repo)));
-    }
-    if !is_hex(&r.revision, 40) {
-        return Err(invalid("revision", format!("reranker.revision '{}' must be a commit hash (40 lowercase hex digits)", r.revision)));
-    }
+    validate_pinned_model("reranker", &r.repo, &r.revision, invalid)?;
     if r.max_tokens < 8 || r.max_tokens > EMBEDDING_MAX_TOKENS_LIMIT {
         return Err(invalid("max_tokens", format!("reranker.max_tokens must be in 8..={EMBEDDING_MAX_TOKENS_LIMIT}")));
     }
@@ -861,7 +857,7 @@ fn validate_reranker(r: &RerankerPolicy, invalid: &dyn Fn(&str, String) -> Error
         return Err(invalid("time_budget_ms", "reranker.time_budget_ms must be at most 60000".into()));
     }
     for (file, hash) in r.sha256.files() {
-        if !hash.is_empty() && !is_hex(hash, 64) {
+        if !hash.is_empty() && !hex::is_lower_hex(hash, 64) {
             return Err(invalid(file, format!("reranker.sha256 of {file} must be empty (not pinned) or 64 lowercase hex digits")));
         }
     }

@@ -107,6 +107,10 @@ fn embedding_section_is_pinned_and_validated() {
     refused("embedding:\n  batch_size: 0\n", "batch_size");
     refused("embedding:\n  threads: 0\n", "threads");
     refused("embedding:\n  sha256:\n    config.json: abc\n", "config.json");
+    // The reranker is pinned by the same rules, and its errors name its own section.
+    refused("reranker:\n  revision: main\n", "reranker.revision 'main' must be a commit hash");
+    refused("reranker:\n  repo: a/../b\n", "reranker.repo 'a/../b' must be");
+    refused("reranker:\n  sha256:\n    config.json: ABC\n", "reranker.sha256 of config.json");
     let err = LoadedPolicy::from_texts(Some("embedding:\n  sha256:\n    vocab.txt: abc\n")).unwrap_err();
     assert!(matches!(err, Error::PolicyInvalid { line: 3, .. }), "{err:?}");
     let ok = LoadedPolicy::from_texts(Some("embedding:\n  local_dir: models/minilm\n  threads: 1\negress: allow-public\n")).unwrap();
