@@ -15,6 +15,33 @@ use candle_core::{DType, Device, Tensor};
 use candle_transformers::models::bert::{Config, HiddenAct};
 use rayon::prelude::*;
 use std::collections::HashMap;
+use tokenizers::{Tokenizer, TruncationParams, TruncationStrategy};
+
+use super::{ModelConfig, VerifiedModel};
+
+/// The BERT config and the tokenizer of verified model files, checked against the policy's cut
+/// (`max_tokens` within the model's positions) and set to cut there without padding.
+/// `pair_strategy` is how a text pair is cut (the tokenizer's own when `None`). An error is
+/// the reason, for the caller's typed error.
+pub(crate) fn config_and_tokenizer(
+    files: &VerifiedModel,
+    config: &ModelConfig,
+    pair_strategy: Option<TruncationStrategy>,
+) -> Result<(Config, Tokenizer), String> {
+    let bert_config: Config = serde_json::from_slice(&files.config_json).map_err(|e| format!("config.json is not a BERT config: {e}"))?;
+    if config.max_tokens > bert_config.max_position_embeddings {
+        return Err(format!(
+            "{}.max_tokens {} exceeds the model's {} positions",
+            config.section, config.max_tokens, bert_config.max_position_embeddings
+        ));
+    }
+    let mut tokenizer = Tokenizer::from_bytes(&files.tokenizer_json).map_err(|e| format!("tokenizer.json cannot be loaded: {e}"))?;
+    let kept = tokenizer.get_truncation().cloned().unwrap_or_default();
+    let truncation = TruncationParams { max_length: config.max_tokens, strategy: pair_strategy.unwrap_or(kept.strategy), ..kept };
+    tokenizer.with_truncation(Some(truncation)).map_err(|e| format!("tokenizer truncation: {e}"))?;
+    tokenizer.with_padding(None);
+    Ok((bert_config, tokenizer))
+}
 
 /// One sequence to embed: token ids and token type ids (same length, at least one token).
 pub(crate) struct Sequence<'a> {

@@ -6,10 +6,9 @@ use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Instant;
 
-use candle_transformers::models::bert::Config;
-use tokenizers::{Tokenizer, TruncationParams, TruncationStrategy};
+use tokenizers::{Tokenizer, TruncationStrategy};
 
-use super::bert::{BertClassifier, Sequence};
+use super::bert::{BertClassifier, Sequence, config_and_tokenizer};
 use super::{ModelConfig, ModelEnv, ModelId, ModelSection, resolve};
 use crate::error::{Error, Result};
 use crate::policy::Policy;
@@ -57,24 +56,8 @@ impl CrossEncoder {
             )));
         }
         let files = resolve(config).map_err(unavailable)?;
-        let bert_config: Config =
-            serde_json::from_slice(&files.config_json).map_err(|e| unavailable(format!("config.json is not a BERT config: {e}")))?;
-        if config.max_tokens > bert_config.max_position_embeddings {
-            return Err(unavailable(format!(
-                "reranker.max_tokens {} exceeds the model's {} positions",
-                config.max_tokens, bert_config.max_position_embeddings
-            )));
-        }
-        let mut tokenizer =
-            Tokenizer::from_bytes(&files.tokenizer_json).map_err(|e| unavailable(format!("tokenizer.json cannot be loaded: {e}")))?;
         // transformers' `truncation=True` for a pair: the longer side loses tokens first.
-        let truncation = TruncationParams {
-            max_length: config.max_tokens,
-            strategy: TruncationStrategy::LongestFirst,
-            ..tokenizer.get_truncation().cloned().unwrap_or_default()
-        };
-        tokenizer.with_truncation(Some(truncation)).map_err(|e| unavailable(format!("tokenizer truncation: {e}")))?;
-        tokenizer.with_padding(None);
+        let (bert_config, tokenizer) = config_and_tokenizer(&files, config, Some(TruncationStrategy::LongestFirst)).map_err(unavailable)?;
         let model = BertClassifier::load(&files.weights, &bert_config)
             .map_err(|e| unavailable(format!("the weights do not load as a BERT sequence classifier: {e}")))?;
         let pool = rayon::ThreadPoolBuilder::new()

@@ -5,10 +5,9 @@
 //! off (the encoder packs a batch's sequences unpadded). Inference runs on a private rayon pool
 //! of the configured thread count, on the CPU in f32.
 
-use candle_transformers::models::bert::Config;
-use tokenizers::{Tokenizer, TruncationParams};
+use tokenizers::Tokenizer;
 
-use super::bert::{BertEncoder, Sequence};
+use super::bert::{BertEncoder, Sequence, config_and_tokenizer};
 use super::{DIMENSION, ModelConfig, ModelId, Vector, VerifiedModel};
 use crate::error::{Error, Result};
 
@@ -42,22 +41,10 @@ impl MiniLm {
             remediation: "The files passed their sha256 check, so the policy's embedding section names a model this engine cannot run."
                 .into(),
         };
-        let bert_config: Config =
-            serde_json::from_slice(&files.config_json).map_err(|e| unavailable(format!("config.json is not a BERT config: {e}")))?;
+        let (bert_config, tokenizer) = config_and_tokenizer(&files, config, None).map_err(unavailable)?;
         if bert_config.hidden_size != DIMENSION || config.id.dimension != DIMENSION {
             return Err(unavailable(format!("the model's hidden size is {}, this engine embeds {DIMENSION}", bert_config.hidden_size)));
         }
-        if config.max_tokens > bert_config.max_position_embeddings {
-            return Err(unavailable(format!(
-                "embedding.max_tokens {} exceeds the model's {} positions",
-                config.max_tokens, bert_config.max_position_embeddings
-            )));
-        }
-        let mut tokenizer =
-            Tokenizer::from_bytes(&files.tokenizer_json).map_err(|e| unavailable(format!("tokenizer.json cannot be loaded: {e}")))?;
-        let truncation = TruncationParams { max_length: config.max_tokens, ..tokenizer.get_truncation().cloned().unwrap_or_default() };
-        tokenizer.with_truncation(Some(truncation)).map_err(|e| unavailable(format!("tokenizer truncation: {e}")))?;
-        tokenizer.with_padding(None);
         // Read from the bytes already in memory (they were hashed), not memory-mapped: this
         // keeps the crate free of `unsafe`.
         let model =

@@ -98,3 +98,40 @@ fn erf_f64(z: f64) -> f64 {
     };
     value.copysign(z)
 }
+
+/// A BERT config.json of `positions` positions (the shape of all-MiniLM-L6-v2's).
+fn bert_config_json(positions: usize) -> Vec<u8> {
+    serde_json::json!({
+        "vocab_size": 30522, "hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12,
+        "intermediate_size": 1536, "hidden_act": "gelu", "hidden_dropout_prob": 0.1,
+        "max_position_embeddings": positions, "type_vocab_size": 2, "initializer_range": 0.02,
+        "layer_norm_eps": 1e-12, "pad_token_id": 0, "position_embedding_type": "absolute",
+        "use_cache": true, "model_type": "bert"
+    })
+    .to_string()
+    .into_bytes()
+}
+
+#[test]
+fn a_cut_beyond_the_models_positions_is_refused_naming_the_policy_section() {
+    let policy = crate::policy::LoadedPolicy::from_texts(None).expect("the default policy").policy;
+    let env = super::super::ModelEnv::default();
+    let files = |config_json: Vec<u8>| VerifiedModel {
+        source: super::super::ModelSource::HfCache { snapshot: std::path::PathBuf::new() },
+        config_json,
+        tokenizer_json: b"not a tokenizer".to_vec(),
+        weights: Vec::new(),
+    };
+    let embedding = ModelConfig::from_policy(&policy, None, &env);
+    let reranker = super::super::cross_encoder::config(&policy, None, &env);
+    for (config, section) in [(&embedding, "embedding"), (&reranker, "reranker")] {
+        let short = config_and_tokenizer(&files(bert_config_json(config.max_tokens - 1)), config, None).unwrap_err();
+        let expected = format!("{section}.max_tokens {} exceeds the model's {} positions", config.max_tokens, config.max_tokens - 1);
+        assert_eq!(short, expected);
+        // Within the positions, the next thing read is the tokenizer.
+        let long_enough = config_and_tokenizer(&files(bert_config_json(512)), config, None).unwrap_err();
+        assert!(long_enough.starts_with("tokenizer.json cannot be loaded"), "{long_enough}");
+    }
+    let not_bert = config_and_tokenizer(&files(b"{}".to_vec()), &embedding, None).unwrap_err();
+    assert!(not_bert.starts_with("config.json is not a BERT config"), "{not_bert}");
+}
