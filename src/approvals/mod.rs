@@ -443,21 +443,31 @@ fn read_json<T: for<'de> Deserialize<'de>>(root: &Path, path: &Path, rel: &str) 
 
 /// The decision recorded for a proposal, with the sha256 of the record's bytes.
 pub(crate) fn read_decision(root: &Path, id: &str) -> Result<Option<(DecisionRecord, String)>> {
-    let rel = format!("{}/{id}.json", layout::APPROVAL_DECISIONS_DIR);
-    let Some((record, bytes)) = read_json::<DecisionRecord>(root, &decision_path(root, id), &rel)? else { return Ok(None) };
-    if record.schema != DECISION_SCHEMA || record.proposal_id != id {
-        return Err(Error::ProposalInvalid { reason: format!("{rel} is not a decision record for this proposal") });
+    let belongs = |r: &DecisionRecord| r.schema == DECISION_SCHEMA && r.proposal_id == id;
+    let record = read_record(root, layout::APPROVAL_DECISIONS_DIR, id, "a decision record for this proposal", belongs)?;
+    Ok(record.map(|(record, bytes)| (record, sha256_hex(&bytes))))
+}
+
+/// Reads the engine record `<dir>/<id>.json` (`None` when it does not exist) and checks that
+/// it `belongs` to `id` (its schema and id); one that does not is refused as not `what`.
+fn read_record<T: for<'de> Deserialize<'de>>(
+    root: &Path,
+    dir: &str,
+    id: &str,
+    what: &str,
+    belongs: impl Fn(&T) -> bool,
+) -> Result<Option<(T, Vec<u8>)>> {
+    let rel = format!("{dir}/{id}.json");
+    let Some((record, bytes)) = read_json::<T>(root, &layout::join(root, &rel), &rel)? else { return Ok(None) };
+    if !belongs(&record) {
+        return Err(Error::ProposalInvalid { reason: format!("{rel} is not {what}") });
     }
-    Ok(Some((record, sha256_hex(&bytes))))
+    Ok(Some((record, bytes)))
 }
 
 fn read_batch(root: &Path, id: &str) -> Result<Option<BatchProposal>> {
-    let rel = format!("{}/{id}.json", layout::BATCH_PROPOSALS_DIR);
-    let Some((batch, _)) = read_json::<BatchProposal>(root, &batch_path(root, id), &rel)? else { return Ok(None) };
-    if batch.schema != BATCH_SCHEMA || batch.proposal_id != id {
-        return Err(Error::ProposalInvalid { reason: format!("{rel} is not a batch proposal with this id") });
-    }
-    Ok(Some(batch))
+    let belongs = |b: &BatchProposal| b.schema == BATCH_SCHEMA && b.proposal_id == id;
+    Ok(read_record(root, layout::BATCH_PROPOSALS_DIR, id, "a batch proposal with this id", belongs)?.map(|(batch, _)| batch))
 }
 
 fn action_path(root: &Path, id: &str) -> std::path::PathBuf {
@@ -465,12 +475,8 @@ fn action_path(root: &Path, id: &str) -> std::path::PathBuf {
 }
 
 fn read_action(root: &Path, id: &str) -> Result<Option<ActionProposal>> {
-    let rel = format!("{}/{id}.json", layout::ACTION_PROPOSALS_DIR);
-    let Some((action, _)) = read_json::<ActionProposal>(root, &action_path(root, id), &rel)? else { return Ok(None) };
-    if action.schema != ACTION_SCHEMA || action.proposal_id != id {
-        return Err(Error::ProposalInvalid { reason: format!("{rel} is not an action proposal with this id") });
-    }
-    Ok(Some(action))
+    let belongs = |a: &ActionProposal| a.schema == ACTION_SCHEMA && a.proposal_id == id;
+    Ok(read_record(root, layout::ACTION_PROPOSALS_DIR, id, "an action proposal with this id", belongs)?.map(|(action, _)| action))
 }
 
 fn read_apply_proposal(root: &Path, id: &str) -> Result<Option<Proposal>> {

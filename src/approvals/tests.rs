@@ -121,3 +121,27 @@ fn secrets_are_argon2_hashes_and_a_wrong_secret_or_name_is_one_refusal() {
     secrets::verify(dir.path(), "alice", "correct horse battery").unwrap();
     assert_eq!(secrets::approver_names(dir.path()).unwrap(), vec!["alice".to_string()]);
 }
+
+#[test]
+fn a_stored_record_is_read_only_under_its_own_id() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let folder = layout::join(root, layout::APPROVAL_DECISIONS_DIR);
+    std::fs::create_dir_all(&folder).unwrap();
+    std::fs::write(folder.join("aaa.json"), br#"{"proposal_id": "aaa"}"#).unwrap();
+    // The same record copied under another id.
+    std::fs::write(folder.join("bbb.json"), br#"{"proposal_id": "aaa"}"#).unwrap();
+    let read = |id: &str| {
+        let belongs = |record: &serde_json::Value| record["proposal_id"] == id;
+        read_record(root, layout::APPROVAL_DECISIONS_DIR, id, "a decision record for this proposal", belongs)
+    };
+    let (record, bytes) = read("aaa").unwrap().expect("its own record");
+    assert_eq!((record["proposal_id"].as_str(), bytes.len()), (Some("aaa"), 22));
+    match read("bbb").unwrap_err() {
+        Error::ProposalInvalid { reason } => {
+            assert_eq!(reason, format!("{}/bbb.json is not a decision record for this proposal", layout::APPROVAL_DECISIONS_DIR))
+        }
+        other => panic!("unexpected {other:?}"),
+    }
+    assert!(read("ccc").unwrap().is_none(), "an absent record is none, not an error");
+}
