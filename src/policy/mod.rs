@@ -560,9 +560,13 @@ impl LoadedPolicy {
         let state_dir = std::fs::symlink_metadata(layout::join(vault_root, layout::STATE_DIR)).is_ok_and(|m| m.is_dir());
         if state_dir
             && let Some(bytes) = (ParsedPolicy { engine: env!("CARGO_PKG_VERSION").to_string(), digest, policy: &loaded.policy }).encode()
-            && let Err(error) = durable::write_cache(vault_root, &cache, &bytes)
         {
-            tracing::debug!(%error, "could not keep the parsed policy");
+            let kept = durable::write_cache(vault_root, &cache, &bytes)
+                // An earlier engine's JSON copy goes once this one is kept (it is never read).
+                .and_then(|()| durable::remove_unsynced(vault_root, &layout::join(vault_root, layout::RETIRED_POLICY_CACHE)));
+            if let Err(error) = kept {
+                tracing::debug!(%error, "could not keep the parsed policy");
+            }
         }
         Ok(loaded)
     }

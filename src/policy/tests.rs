@@ -202,8 +202,12 @@ fn the_kept_parse_is_reused_only_for_the_same_texts_and_never_when_edited() {
     let cache = root.join(crate::store::layout::POLICY_CACHE);
     let as_json = |loaded: &LoadedPolicy| serde_json::to_value(&loaded.policy).unwrap();
 
+    // An earlier engine's JSON copy is removed when this engine first keeps its own.
+    let retired = root.join(crate::store::layout::RETIRED_POLICY_CACHE);
+    std::fs::write(&retired, b"{\"engine\": \"0.0.1\"}").unwrap();
     let first = LoadedPolicy::load(root).unwrap();
     assert!(cache.is_file(), "the parse is kept");
+    assert!(!retired.exists(), "the retired JSON copy is gone");
     let again = LoadedPolicy::load(root).unwrap();
     assert_eq!(as_json(&again), as_json(&first));
     assert_eq!(again.digest, first.digest);

@@ -7,9 +7,11 @@ pub const STATE_DIR: &str = ".paravault";
 /// A vault's policy override.
 pub const POLICY_OVERRIDE: &str = ".paravault/policy.yaml";
 /// The policy as last parsed (`policy::LoadedPolicy::load`, postcard): a cache, trusted only for
-/// the same engine and the same policy texts. (Earlier engines kept it as JSON in
-/// `policy.parsed.json`; that file is never read now.)
+/// the same engine and the same policy texts.
 pub const POLICY_CACHE: &str = ".paravault/policy.parsed.bin";
+/// Where earlier engines kept the parsed policy (as JSON): never read, removed when the
+/// postcard copy is first kept.
+pub const RETIRED_POLICY_CACHE: &str = ".paravault/policy.parsed.json";
 /// The write transaction's intent journal.
 pub const JOURNAL: &str = ".paravault/journal.log";
 /// The journal's frame index as its last writer left it (`store::journal`): each record's head
