@@ -57,3 +57,29 @@ fn all_four_surfaces_serve_together_without_a_name_collision() {
         assert!(specs.iter().any(|s| s.surface == surface), "{} has tools", surface.name());
     }
 }
+
+#[test]
+fn every_power_tool_takes_vault_path_through_the_surface_and_no_other_surface_does() {
+    let policy = crate::policy::LoadedPolicy::from_texts(None).expect("the default policy").policy;
+    let arguments = |value: serde_json::Value| serde_json::Map::from_iter([("vault_path".to_string(), value)]);
+    for spec in catalogs(&Surface::ALL).unwrap() {
+        let declared = (spec.input_schema)(&policy).get("properties").and_then(|p| p.get("vault_path")).is_some();
+        if spec.surface != Surface::Power {
+            assert!(!declared, "{} ({}) declares vault_path", spec.name, spec.surface.name());
+            continue;
+        }
+        assert!(declared, "{} does not declare vault_path", spec.name);
+        // The surface reads the argument before the tool's own arguments: a wrong type is
+        // refused by that check, whatever else the tool requires.
+        let refused = match (spec.prepare)(arguments(serde_json::json!(5))) {
+            Err(message) => message,
+            Ok(_) => panic!("{}: a numeric vault_path was accepted", spec.name),
+        };
+        assert!(refused.starts_with("vault_path: "), "{}: {refused}", spec.name);
+    }
+    let lint = catalogs(&[Surface::Power]).unwrap().into_iter().find(|s| s.name == "lint_vault").unwrap();
+    let Ok((vault_path, _)) = (lint.prepare)(arguments(serde_json::json!("/elsewhere"))) else {
+        panic!("lint_vault refused its arguments")
+    };
+    assert_eq!(vault_path, "/elsewhere", "the argument reaches the server's boundary check");
+}
