@@ -4,6 +4,7 @@
 //! `.paravault/policy.yaml`: maps merge by key, lists and scalars replace. An invalid file is
 //! refused at open with its name, line and reason. This module never touches the vault's notes.
 
+pub mod approvals;
 pub mod domains;
 mod search_mode;
 pub mod specdocs;
@@ -796,7 +797,7 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<()> {
     {
         return Err(invalid("broker_socket", "infra.broker_socket must be an absolute path or null".into()));
     }
-    crate::approvals::validate_rules(&policy.approvals).map_err(|reason| invalid("approvals", reason))?;
+    approvals::validate_rules(&policy.approvals).map_err(|reason| invalid("approvals", reason))?;
     validate_embedding(&policy.embedding, &invalid)?;
     validate_reranker(&policy.reranker, &invalid)?;
     // The syntax only (cheap); the compile is `LoadedPolicy::validated`'s.
