@@ -8,6 +8,7 @@ pub mod secrets;
 #[cfg(test)]
 mod tests;
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
@@ -15,12 +16,13 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::note::path::VaultPath;
+use crate::note::path::resolve_note_path;
 pub use crate::policy::approvals::Operation;
 use crate::policy::approvals::glob;
 use crate::policy::{ApprovalsPolicy, Approver};
 use crate::store::{durable, layout, nofollow};
-use crate::vault::Vault;
-use crate::write::operations::{Proposal, proposal_id};
+use crate::vault::{Channel, Vault};
+use crate::write::operations::{CheckedProposal, Proposal, check_proposal, proposal_id, validate_note_text};
 use crate::write::receipts::Receipt;
 use crate::write::{Mutation, NoteChange, execute, execute_approved, sha256_hex};
 
@@ -660,6 +662,50 @@ pub fn propose_memory_change(vault: &Vault, mutation: &Mutation) -> Result<Propo
         return Err(Error::ProposalInvalid { reason: format!("a different proposal is already stored as {id}") });
     }
     vault.status_of(&Governed::Batch(batch))
+}
+
+impl Vault {
+    /// `apply_memory_change`: applies a stored single-note proposal, checked against the map the
+    /// agent hands back, through the approval gate (this is a governed write: it lives here, above
+    /// `write`, so that `write` never asks `approvals`).
+    /// Only with `approved`; replay returns the original receipt.
+    pub fn apply_memory_change(&self, proposal: &BTreeMap<String, Value>, approved: bool) -> Result<Receipt> {
+        if !approved {
+            return Err(Error::ApprovalRequired { operation: "apply_memory_change" });
+        }
+        let refuse = |reason: &str| Error::ProposalInvalid { reason: reason.to_string() };
+        let CheckedProposal { path, note, content, before_sha256: before, after_sha256: after, proposal_id: id, idempotency_key } =
+            check_proposal(proposal)?;
+        let stored_path = layout::join(self.root(), &format!("{}/{id}.json", layout::PROPOSALS_DIR));
+        let stored: Proposal = durable::read_engine_file(self.root(), &stored_path)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .ok_or_else(|| refuse("proposal is not durable; call propose_memory_change first"))?;
+        if stored.path != path || stored.content != content || stored.before_sha256 != before || stored.after_sha256 != after {
+            return Err(refuse("the durable proposal differs from the one supplied"));
+        }
+        if let Some(key) = idempotency_key
+            && key != stored.idempotency_key
+        {
+            return Err(refuse("idempotency_key differs from the stored proposal's"));
+        }
+        let (note, _) = resolve_note_path(self.root(), note.as_str(), &self.policy().policy.layout)?;
+        validate_note_text(self, &note, &content)?;
+        self.refuse_claimed_provenance(&note, &content)?;
+        let approval = gate_apply(self, &stored)?;
+        let mutation = Mutation {
+            operation: if self.channel() == Channel::Person { "cli.apply" } else { "memory.apply" },
+            notes: vec![NoteChange { path: note, content: Some(content), require_absent: false, expected_sha256: Some(before) }],
+            idempotency_key: Some(stored.idempotency_key.clone()),
+            proposal_id: Some(id),
+            log_entry: None,
+            create_folders: false,
+        };
+        match approval {
+            Some(approval) => execute_approved(self, mutation, approval),
+            None => execute(self, mutation),
+        }
+    }
 }
 
 impl Vault {

@@ -1,6 +1,8 @@
 //! The write operations with P.O.W.E.R.'s names and parameters: `ingest_note`,
-//! `synthesize_session`, `propose_memory_change`, `apply_memory_change`. Each validates its
-//! request into a `Mutation` and runs the one transaction (`write::execute`).
+//! `synthesize_session`, `propose_memory_change`, and the checks `apply_memory_change` runs
+//! before the approval gate (`check_proposal`, `validate_note_text`; the apply itself is a
+//! governed write, defined in `approvals`). Each validates its request into a `Mutation` and
+//! runs the one transaction (`write::execute`).
 
 use std::collections::BTreeMap;
 
@@ -8,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::receipts::Receipt;
-use super::{Mutation, NoteChange, execute, execute_rendered, sha256_hex};
+use super::{Mutation, NoteChange, execute_rendered, sha256_hex};
 use crate::error::{Error, Result};
 use crate::note::frontmatter;
 use crate::note::metadata;
@@ -241,7 +243,7 @@ impl Vault {
     /// Refuses note text whose `memory.write_policy` is one the policy reserves for a person
     /// (`metadata.person_only_write_policies`, e.g. `human`) unless this handle writes for a
     /// person: an agent cannot claim a person wrote its text.
-    fn refuse_claimed_provenance(&self, path: &VaultPath, text: &str) -> Result<()> {
+    pub(crate) fn refuse_claimed_provenance(&self, path: &VaultPath, text: &str) -> Result<()> {
         if self.channel() == Channel::Person {
             return Ok(());
         }
@@ -408,45 +410,6 @@ impl Vault {
             super::receipts::ReceiptLog::verify_files(self.root(), &mut report)?;
         }
         Ok(report)
-    }
-
-    /// Applies a stored proposal (only with `approved`); replay returns the original receipt.
-    pub fn apply_memory_change(&self, proposal: &BTreeMap<String, Value>, approved: bool) -> Result<Receipt> {
-        if !approved {
-            return Err(Error::ApprovalRequired { operation: "apply_memory_change" });
-        }
-        let refuse = |reason: &str| Error::ProposalInvalid { reason: reason.to_string() };
-        let CheckedProposal { path, note, content, before_sha256: before, after_sha256: after, proposal_id: id, idempotency_key } =
-            check_proposal(proposal)?;
-        let stored_path = layout::join(self.root(), &format!("{}/{id}.json", layout::PROPOSALS_DIR));
-        let stored: Proposal = durable::read_engine_file(self.root(), &stored_path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .ok_or_else(|| refuse("proposal is not durable; call propose_memory_change first"))?;
-        if stored.path != path || stored.content != content || stored.before_sha256 != before || stored.after_sha256 != after {
-            return Err(refuse("the durable proposal differs from the one supplied"));
-        }
-        if let Some(key) = idempotency_key
-            && key != stored.idempotency_key
-        {
-            return Err(refuse("idempotency_key differs from the stored proposal's"));
-        }
-        let (note, _) = resolve_note_path(self.root(), note.as_str(), &self.policy().policy.layout)?;
-        validate_note_text(self, &note, &content)?;
-        self.refuse_claimed_provenance(&note, &content)?;
-        let approval = crate::approvals::gate_apply(self, &stored)?;
-        let mutation = Mutation {
-            operation: if self.channel() == Channel::Person { "cli.apply" } else { "memory.apply" },
-            notes: vec![NoteChange { path: note, content: Some(content), require_absent: false, expected_sha256: Some(before) }],
-            idempotency_key: Some(stored.idempotency_key.clone()),
-            proposal_id: Some(id),
-            log_entry: None,
-            create_folders: false,
-        };
-        match approval {
-            Some(approval) => super::execute_approved(self, mutation, approval),
-            None => execute(self, mutation),
-        }
     }
 }
 
