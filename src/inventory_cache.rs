@@ -21,13 +21,16 @@ use crate::note::body::Link;
 use crate::note::metadata::NoteMeta;
 use crate::note::path::VaultPath;
 use crate::scan::{PageKind, UnusableName};
+use crate::store::checksummed;
 
 pub mod keyed;
 
 const MAGIC: &[u8; 8] = b"PVINVENT";
 /// Bumped whenever a persisted type changes shape.
 pub const FORMAT_VERSION: u32 = 3;
-const HEADER: usize = 8 + 4 + 32;
+/// `MAGIC` and the format version, before the checksummed payload (`store::checksummed`).
+const PREFIX: usize = 8 + 4;
+const HEADER: usize = PREFIX + checksummed::CHECKSUM_LEN;
 
 #[derive(Serialize, Deserialize)]
 struct Persisted {
@@ -133,12 +136,11 @@ pub fn encode(inventory: &Inventory, policy_digest: &[u8; 32]) -> Vec<u8> {
         dirs: inventory.dirs.iter().map(|(dir, seen)| (dir.clone(), *seen)).collect(),
         ignore_files: inventory.ignore_files,
     };
-    let payload = postcard::to_stdvec(&persisted).unwrap_or_default();
-    let mut out = Vec::with_capacity(HEADER + payload.len());
+    let sealed = checksummed::encode(&persisted).unwrap_or_default();
+    let mut out = Vec::with_capacity(PREFIX + sealed.len());
     out.extend_from_slice(MAGIC);
     out.extend_from_slice(&FORMAT_VERSION.to_le_bytes());
-    out.extend_from_slice(blake3::hash(&payload).as_bytes());
-    out.extend_from_slice(&payload);
+    out.extend_from_slice(&sealed);
     out
 }
 
@@ -152,11 +154,7 @@ pub fn decode(bytes: &[u8], policy_digest: &[u8; 32]) -> Result<KnownVault, Stri
     if version != FORMAT_VERSION {
         return Err(format!("format version {version}, this engine reads {FORMAT_VERSION}"));
     }
-    let payload = &bytes[HEADER..];
-    if blake3::hash(payload).as_bytes() != &bytes[12..HEADER] {
-        return Err("checksum mismatch (torn or corrupt)".into());
-    }
-    let persisted: Persisted = postcard::from_bytes(payload).map_err(|e| format!("undecodable: {e}"))?;
+    let persisted: Persisted = checksummed::decode(&bytes[PREFIX..])?;
     if persisted.engine_version != env!("CARGO_PKG_VERSION") {
         return Err(format!("written by engine {}", persisted.engine_version));
     }

@@ -451,8 +451,8 @@ fn texts_digest(override_text: Option<&str>) -> [u8; 32] {
 }
 
 /// The kept parse (`layout::POLICY_CACHE`): the typed policy and what it was parsed from, in
-/// postcard behind a blake3 checksum of those bytes (a copy edited or damaged by hand is parsed
-/// again, never used). Postcard, not JSON: the JSON copy was two parses (the policy was a
+/// postcard behind a blake3 checksum of those bytes (`store::checksummed`: a copy edited or
+/// damaged by hand is parsed again, never used). Postcard, not JSON: the JSON copy was two parses (the policy was a
 /// string inside it), a third of a one-note CLI write's opening.
 /// (`P`: the policy, or a borrow of it when it is written.)
 #[derive(Serialize, Deserialize)]
@@ -465,20 +465,13 @@ struct ParsedPolicy<P = Policy> {
 
 impl<P: Serialize> ParsedPolicy<P> {
     fn encode(&self) -> Option<Vec<u8>> {
-        let body = postcard::to_stdvec(self).ok()?;
-        let mut bytes = blake3::hash(&body).as_bytes().to_vec();
-        bytes.extend_from_slice(&body);
-        Some(bytes)
+        crate::store::checksummed::encode(self)
     }
 }
 
 impl ParsedPolicy {
     fn decode(bytes: &[u8]) -> Option<Self> {
-        let (checksum, body) = bytes.split_at_checked(32)?;
-        if checksum != blake3::hash(body).as_bytes() {
-            return None;
-        }
-        postcard::from_bytes(body).ok()
+        crate::store::checksummed::decode(bytes).ok()
     }
 }
 

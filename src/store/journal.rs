@@ -221,11 +221,7 @@ fn parse_records(bytes: &[u8]) -> (Vec<StoredRecord>, Vec<FrameHead>, usize) {
 /// start to its end, and the last frame's header still in place. `None`: read the journal.
 fn kept_heads(root: &Path, file: &File, stamp: JournalStamp) -> Option<Vec<FrameHead>> {
     let bytes = super::durable::read_engine_file(root, &layout::join(root, layout::JOURNAL_HEADS)).ok()?;
-    let (checksum, body) = bytes.split_at_checked(8)?;
-    if checksum != checksum_of(body) {
-        return None;
-    }
-    let heads: HeadsFile = postcard::from_bytes(body).ok()?;
+    let heads: HeadsFile = super::checksummed::decode(&bytes).ok()?;
     if heads.format != HEADS_FORMAT || heads.journal != stamp {
         return None;
     }
@@ -507,9 +503,7 @@ impl Journal {
     /// and a failure only leaves the next writer to read the journal).
     fn keep_heads(&self) {
         let heads = HeadsFile { format: HEADS_FORMAT, journal: self.seen, frames: std::borrow::Cow::Borrowed(&self.frames) };
-        let Ok(body) = postcard::to_stdvec(&heads) else { return };
-        let mut bytes = checksum_of(&body).to_vec();
-        bytes.extend_from_slice(&body);
+        let Some(bytes) = super::checksummed::encode(&heads) else { return };
         if let Err(error) = super::durable::write_cache(&self.root, &layout::join(&self.root, layout::JOURNAL_HEADS), &bytes) {
             tracing::debug!(%error, "could not keep the journal's frame index");
         }

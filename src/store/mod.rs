@@ -11,6 +11,7 @@
 #![allow(clippy::disallowed_methods)]
 
 pub mod beneath;
+pub mod checksummed;
 pub mod durable;
 pub mod faults;
 pub mod journal;
