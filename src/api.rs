@@ -161,6 +161,8 @@ pub mod policy {
 /// Notes as an adapter renders them: the typed path and the frontmatter reader.
 pub mod note {
     pub use crate::note::path::VaultPath;
+    /// Untrusted text as a reviewer must see it (control, bidi and invisible characters escaped).
+    pub use crate::note::visible;
 
     /// Splitting and parsing a note's frontmatter (exact bytes kept).
     pub mod frontmatter {

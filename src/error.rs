@@ -52,10 +52,16 @@ pub enum PathRefusal {
 /// the tool again.
 pub const MEMORY_CHANGE_TOOL: &str = "a ctxvault memory tool (applied by proposal id)";
 
-/// What a caller does once a person approved a proposal: a memory change is applied by its
-/// id; every other governed operation is called again with the same arguments.
+/// The operation name `human_approval_required` carries for a change held by the approval gate
+/// for a writer that has no governed operation of its own (a vaultspec edit, a stepstone `add`,
+/// a ctxvault overwrite: docs/governance.md, "What a rule governs"): it is applied by its
+/// proposal id once a person approved it.
+pub const HELD_CHANGE_TOOL: &str = "this change (held for a person; applied by proposal id)";
+
+/// What a caller does once a person approved a proposal: a memory change or a held change is
+/// applied by its id; every other governed operation is called again with the same arguments.
 fn after_approval(operation: &str, proposal_id: &str) -> String {
-    if operation == MEMORY_CHANGE_TOOL {
+    if operation == MEMORY_CHANGE_TOOL || operation == HELD_CHANGE_TOOL {
         format!(
             "apply it by its id: `paravault apply {proposal_id}`, or apply_memory_change with {{\"proposal\": {{\"proposal_id\": \"{proposal_id}\"}}}}"
         )
@@ -131,6 +137,11 @@ pub enum Error {
         after_approval(operation, proposal_id)
     )]
     HumanApprovalRequired { operation: &'static str, proposal_id: String },
+
+    #[error(
+        "'{path}': a person must approve this change ({operation} under the policy's approvals rules), and this tool holds no proposal for one; propose the new text with propose_memory_change and ask a person to approve that proposal"
+    )]
+    ProposalRequired { operation: &'static str, path: String },
 
     #[error("proposal {proposal_id} was rejected by {approver}{}", if comment.is_empty() { String::new() } else { format!(": {comment}") })]
     ProposalRejected { proposal_id: String, approver: String, comment: String },
@@ -214,9 +225,10 @@ pub enum Error {
     #[error("task '{task_id}' journal failed integrity validation: {reason}")]
     TaskJournalIntegrity { task_id: String, reason: String },
 
-    /// An unknown vault and a restricted vault the caller is not attached to read the same, so
-    /// the answer reveals nothing (not even whether the vault exists).
-    #[error("no vault named '{vault_name}' is available to this agent")]
+    /// An unknown vault, a restricted vault the caller is not attached to and a name no vault
+    /// can have (a path, a root) read exactly the same, so the answer reveals nothing (not even
+    /// whether the vault exists, or that the name was path-like): the message names no name.
+    #[error("no vault by that vault_name is available to this agent; list_vaults names the ones that are")]
     VaultAccessDenied { vault_name: String },
 
     #[error("agent '{agent}' has {authority} authority on vault '{vault_name}'; {tool} needs {needed}")]
@@ -430,6 +442,12 @@ pub mod codes {
         false,
         "tell the user the proposal id: a person must approve it (`paravault approve <proposal_id>` or the web UI); then call again with the same arguments, or, for a memory change, apply it by its proposal id (the message says which)",
     );
+    pub(crate) const PROPOSAL_REQUIRED: CodeRow = row(
+        "proposal_required",
+        Usage,
+        false,
+        "a person must approve this change: propose it with propose_memory_change and give the person the proposal id",
+    );
     pub const PROPOSAL_REJECTED: CodeRow = row(
         "proposal_rejected",
         Usage,
@@ -460,7 +478,7 @@ pub mod codes {
     pub(crate) const INTERNAL: CodeRow = row("internal", Io, true, "run get_server_info and lint_vault for details");
 
     /// Every row, for lookups by code.
-    pub const ALL: [CodeRow; 57] = [
+    pub const ALL: [CodeRow; 58] = [
         PATH_REFUSED,
         VAULT_UNUSABLE,
         VAULT_BOUNDARY,
@@ -510,6 +528,7 @@ pub mod codes {
         SKILL_NOT_FOUND,
         UNSUPPORTED_DOCUMENT,
         HUMAN_APPROVAL_REQUIRED,
+        PROPOSAL_REQUIRED,
         PROPOSAL_REJECTED,
         APPROVAL_STALE,
         ALREADY_DECIDED,
@@ -579,6 +598,7 @@ impl Error {
             Error::SkillNotFound { .. } => codes::SKILL_NOT_FOUND,
             Error::UnsupportedDocument { .. } => codes::UNSUPPORTED_DOCUMENT,
             Error::HumanApprovalRequired { .. } => codes::HUMAN_APPROVAL_REQUIRED,
+            Error::ProposalRequired { .. } => codes::PROPOSAL_REQUIRED,
             Error::ProposalRejected { .. } => codes::PROPOSAL_REJECTED,
             Error::ApprovalStale { .. } => codes::APPROVAL_STALE,
             Error::AlreadyDecided { .. } => codes::ALREADY_DECIDED,

@@ -1026,7 +1026,7 @@ impl Inventory {
         let mut changed = 0;
         for path in paths {
             let meta = std::fs::symlink_metadata(path.under(root)).ok();
-            let kind = scan::classify(policy, path).filter(|_| meta.as_ref().is_some_and(|m| m.file_type().is_file()));
+            let kind = scan::classify(policy, path).filter(|_| meta.as_ref().is_some_and(scan::listed_as_file));
             match kind {
                 Some(kind) => {
                     if !self.records.get(path).is_some_and(|r| r.is_current(kind, meta.as_ref().map(FileStamp::of))) {
@@ -1037,7 +1037,7 @@ impl Inventory {
                 None => {
                     if self.records.contains_key(path) {
                         self.remove(path);
-                        if meta.as_ref().is_some_and(|m| m.file_type().is_file()) {
+                        if meta.as_ref().is_some_and(scan::listed_as_file) {
                             self.add_file(path.clone());
                         }
                         changed += 1;

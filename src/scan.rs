@@ -193,6 +193,15 @@ pub fn scan(root: &Path, policy: &LoadedPolicy) -> Result<Scan> {
     Ok(out)
 }
 
+/// Whether the walk lists an entry with this metadata among the vault's files (pages and
+/// attachments): anything but a folder and a link, so a FIFO, socket or device named like a
+/// note is a page the read reports as `note-unreadable`. Every other look at one path (the
+/// watcher's refresh, a write's re-check) asks this, so they agree with the walk.
+pub fn listed_as_file(meta: &std::fs::Metadata) -> bool {
+    let kind = meta.file_type();
+    !kind.is_dir() && !kind.is_symlink()
+}
+
 /// `path` relative to `root`, when a vault path may hold it (`""`: the root itself).
 fn usable_rel<'p>(root: &Path, path: &'p Path) -> Option<&'p str> {
     path.strip_prefix(root).ok().and_then(Path::to_str).filter(|rel| rel.is_empty() || VaultPath::parse_walked(rel).is_ok())

@@ -17,14 +17,14 @@ use serde_json::{Value, json};
 use crate::error::{Error, Result};
 use crate::note::path::VaultPath;
 use crate::note::path::resolve_note_path;
-pub use crate::policy::approvals::Operation;
-use crate::policy::approvals::glob;
-use crate::policy::{ApprovalsPolicy, Approver};
+use crate::policy::Approver;
+pub use crate::policy::approvals::{Operation, approver_for};
+use crate::policy::approvals::{RuledChange, approver_of, governed_operations};
 use crate::store::{durable, layout, nofollow};
 use crate::vault::{Channel, Vault};
 use crate::write::operations::{CheckedProposal, Proposal, check_proposal, proposal_id, validate_note_text};
 use crate::write::receipts::Receipt;
-use crate::write::{Mutation, NoteChange, execute, execute_approved, sha256_hex};
+use crate::write::{Cleared, Mutation, NoteChange, execute, sha256_hex};
 
 /// The receipt operations of the ctxvault memory tools: a `memory_change` proposal names the
 /// one its transaction records (`BatchProposal::receipt_operation`).
@@ -38,33 +38,6 @@ pub(crate) const MEMORY_RECEIPT_OPERATIONS: [&str; 8] = [
     "ctxvault.write_skill",
     "ctxvault.write_doc",
 ];
-
-/// Who approves `operation` over `paths`: for each path the first rule naming the operation
-/// whose patterns match it (no patterns = every path) decides; one path that needs a person
-/// makes the whole operation need one. An operation over no path (`infra_replicate`) is decided
-/// by the first rule naming it without patterns. No matching rule: the caller (today's
-/// behaviour).
-pub fn approver_for<'a>(policy: &ApprovalsPolicy, operation: Operation, paths: impl IntoIterator<Item = &'a str>) -> Approver {
-    let rules: Vec<(&crate::policy::ApprovalRule, Vec<globset::GlobMatcher>)> = policy
-        .rules
-        .iter()
-        .filter(|r| r.operations.iter().any(|o| o == operation.name()))
-        .map(|r| (r, r.paths.iter().filter_map(|p| glob(p).ok()).collect()))
-        .collect();
-    let mut paths = paths.into_iter().peekable();
-    if paths.peek().is_none() {
-        return rules.iter().find(|(rule, _)| rule.paths.is_empty()).map_or(Approver::Caller, |(rule, _)| rule.approver);
-    }
-    for path in paths {
-        let decided = rules.iter().find(|(rule, globs)| rule.paths.is_empty() || globs.iter().any(|g| g.is_match(path)));
-        if let Some((rule, _)) = decided
-            && rule.approver == Approver::Human
-        {
-            return Approver::Human;
-        }
-    }
-    Approver::Caller
-}
 
 /// A person's decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -179,6 +152,18 @@ pub(crate) struct BatchChange {
     pub require_absent: bool,
     /// The new text; none removes the note.
     pub content: Option<String>,
+}
+
+impl BatchChange {
+    /// The change as the write transaction takes it.
+    fn to_note_change(&self) -> Result<NoteChange> {
+        Ok(NoteChange {
+            path: VaultPath::parse(&self.path)?,
+            content: self.content.clone(),
+            require_absent: self.require_absent,
+            expected_sha256: self.expected_sha256.clone(),
+        })
+    }
 }
 
 /// A governed action that writes no note (link-rot egress, infra replicate), held for a
@@ -438,6 +423,20 @@ impl Governed {
         }
     }
 
+    /// The note changes a proposal makes (none for an action), as the gate sees them.
+    fn note_changes(&self) -> Result<Vec<NoteChange>> {
+        match self {
+            Governed::Apply(p) => Ok(vec![NoteChange {
+                path: VaultPath::parse(&p.path)?,
+                content: Some(p.content.clone()),
+                require_absent: p.before_sha256 == sha256_hex(b""),
+                expected_sha256: Some(p.before_sha256.clone()),
+            }]),
+            Governed::Batch(b) => b.changes.iter().map(BatchChange::to_note_change).collect(),
+            Governed::Action(_) => Ok(Vec::new()),
+        }
+    }
+
     /// The hash a decision binds: the content-addressed id recomputed from the stored
     /// proposal's fields, or the sha256 of the batch's canonical encoding.
     fn sha256(&self) -> Result<String> {
@@ -451,6 +450,15 @@ impl Governed {
             }
         })
     }
+}
+
+/// Who the policy says must approve a stored proposal now: what its changes are (the gate),
+/// or for an action its operation over its paths.
+fn approver_of_governed(vault: &Vault, governed: &Governed) -> Result<Approver> {
+    Ok(match governed {
+        Governed::Action(a) => approver_for(&vault.policy().policy.approvals, a.operation, a.paths.iter().map(String::as_str)),
+        _ => gate(vault, Some(governed.operation()), &governed.note_changes()?)?.0,
+    })
 }
 
 /// The receipt's `approval` object for a decision.
@@ -511,6 +519,134 @@ fn plan_id_for(operation: Operation, notes: &[NoteChange], request: Option<&str>
     sha256_hex(plan.to_string().as_bytes())
 }
 
+/// The (operation, path) pairs a set of note changes *is* (`policy::approvals::
+/// governed_operations`), `own` being the writer's governed operation: the worklist's goals
+/// are compared before and after, so an edit of the worklist through any tool is the goal
+/// lifecycle change it makes.
+fn governed_of(vault: &Vault, own: Option<Operation>, notes: &[NoteChange]) -> Result<Vec<(Operation, String)>> {
+    let policy = &vault.policy().policy;
+    let changes: Vec<RuledChange<'_>> = notes
+        .iter()
+        .map(|n| RuledChange { path: n.path.as_str(), touches_existing: !n.require_absent, removes: n.content.is_none() })
+        .collect();
+    let worklist = policy.goals.worklist_path.as_str();
+    let worklist_ops = match notes.iter().find(|n| n.path.as_str() == worklist && !n.require_absent) {
+        Some(change) => goal_lifecycle_changes(vault.root(), change)?,
+        None => Vec::new(),
+    };
+    Ok(governed_operations(&policy.layout.archive_folder, own, &changes, worklist, &worklist_ops))
+}
+
+/// The goal lifecycle operations a change of the goals worklist makes, whoever writes it: a
+/// goal gone is `goals_delete`; one that becomes done `goals_complete`, archived
+/// `goals_archive`, open again `goals_reopen` (a goal that appears already done or archived
+/// counts the same). When either text is not a worklist the engine can read, every one of the
+/// four (a free-form text can mean any of them).
+fn goal_lifecycle_changes(root: &Path, change: &NoteChange) -> Result<Vec<Operation>> {
+    use crate::note::worklist::{GoalStatus, Worklist};
+    let parse = |text: &str| crate::note::worklist::parse(text).ok().map(|(_, worklist)| worklist);
+    let before = match crate::store::beneath::read(root, change.path.as_str())? {
+        Some(bytes) => std::str::from_utf8(&bytes).ok().and_then(parse),
+        None => Some(Worklist { revision: 0, goals: Vec::new() }),
+    };
+    let after = match change.content.as_deref() {
+        Some(text) => parse(text),
+        None => Some(Worklist { revision: 0, goals: Vec::new() }),
+    };
+    let (Some(before), Some(after)) = (before, after) else { return Ok(Operation::GOAL_LIFECYCLE.to_vec()) };
+    let mut ops = Vec::new();
+    let mut add = |op: Operation| {
+        if !ops.contains(&op) {
+            ops.push(op);
+        }
+    };
+    for goal in &before.goals {
+        match after.goals.iter().find(|g| g.id == goal.id) {
+            None => add(Operation::GoalsDelete),
+            Some(now) if now.status != goal.status => add(match now.status {
+                GoalStatus::Done => Operation::GoalsComplete,
+                GoalStatus::Archived => Operation::GoalsArchive,
+                GoalStatus::Open => Operation::GoalsReopen,
+            }),
+            Some(_) => {}
+        }
+    }
+    for goal in after.goals.iter().filter(|g| !before.goals.iter().any(|b| b.id == g.id)) {
+        match goal.status {
+            GoalStatus::Done => add(Operation::GoalsComplete),
+            GoalStatus::Archived => add(Operation::GoalsArchive),
+            GoalStatus::Open => {}
+        }
+    }
+    Ok(ops)
+}
+
+/// The approval gate: who must approve `notes` written by a writer whose own governed
+/// operation is `own` (none for a writer that has none), with the operation a held proposal
+/// is recorded as when it is a person.
+fn gate(vault: &Vault, own: Option<Operation>, notes: &[NoteChange]) -> Result<(Approver, Option<Operation>)> {
+    Ok(approver_of(&vault.policy().policy.approvals, &governed_of(vault, own, notes)?))
+}
+
+/// Whether a person must approve `mutation` before any writer may make it (the ctxvault tools
+/// hold such a change as a `memory_change` proposal instead of writing it).
+pub(crate) fn needs_person(vault: &Vault, mutation: &Mutation) -> Result<bool> {
+    Ok(gate(vault, None, &mutation.notes)?.0 == Approver::Human)
+}
+
+/// The one gate for a writer that has no governed operation of its own (vaultspec's document
+/// writes, stepstone's `add`/`update`/`move`, ctxvault's memory writes): with no `human` rule
+/// deciding what its changes are, the write runs; under one, exactly the planned changes are
+/// held as a batch proposal (`human_approval_required` naming it) that a person approves and
+/// anyone then applies by id (`paravault apply ID --approve`, the web UI, or
+/// `apply_memory_change {proposal_id}`). The proposal's id binds the after-images, so a
+/// different change is a different proposal; an identical call after the approval applies it.
+pub fn execute_checked(vault: &Vault, mutation: Mutation) -> Result<Receipt> {
+    let (approver, governing) = gate(vault, None, &mutation.notes)?;
+    match governing {
+        Some(operation) if approver == Approver::Human => hold(vault, operation, mutation),
+        _ => execute(vault, mutation, Cleared::by_the_approval_gate(None)),
+    }
+}
+
+/// Holds `mutation` for a person as a batch proposal applied by id (`execute_checked`).
+fn hold(vault: &Vault, operation: Operation, mutation: Mutation) -> Result<Receipt> {
+    let root = vault.root();
+    let id = plan_id_for(operation, &mutation.notes, Some(&format!("held {}", mutation.fingerprint())));
+    match read_decision(root, &id)? {
+        Some((record, _)) if record.decision == Decision::Rejected => Err(rejected(&record)),
+        Some(_) => vault.apply_memory_proposal(&id, true),
+        None => {
+            let batch = BatchProposal {
+                idempotency_key: mutation.idempotency_key.clone(),
+                receipt_operation: Some(mutation.operation.to_string()),
+                ..BatchProposal::of(vault, id.clone(), operation, &mutation)
+            };
+            nofollow::refuse_symlinked_state(root)?;
+            durable::create_dir_all(root, &layout::join(root, layout::BATCH_PROPOSALS_DIR))?;
+            // The first stored plan is the one a person reviews; a later identical call keeps it.
+            durable::create_new(root, &batch_path(root, &id), &encode(&batch, "batch proposal")?)?;
+            Err(Error::HumanApprovalRequired { operation: crate::error::HELD_CHANGE_TOOL, proposal_id: id })
+        }
+    }
+}
+
+/// What a memory transaction became: written, or held as a `memory_change` proposal.
+pub(crate) enum MemoryOutcome {
+    Written(Receipt),
+    Proposed(ProposalStatus),
+}
+
+/// Runs a ctxvault memory transaction through the gate: held as a `memory_change` proposal
+/// when the caller has `propose` authority or a `human` rule decides what its changes are,
+/// written otherwise.
+pub(crate) fn commit_memory(vault: &Vault, mutation: Mutation, proposes: bool) -> Result<MemoryOutcome> {
+    if proposes || needs_person(vault, &mutation)? {
+        return propose_memory_change(vault, &mutation).map(MemoryOutcome::Proposed);
+    }
+    execute(vault, mutation, Cleared::by_the_approval_gate(None)).map(MemoryOutcome::Written)
+}
+
 /// Runs a multi-note maintenance mutation under the `approvals:` policy: with no `human` rule
 /// it is `write::execute`; under one, the first call stores the planned changes as a batch
 /// proposal and returns `human_approval_required`, a rejection returns `proposal_rejected`,
@@ -530,9 +666,9 @@ pub(crate) fn execute_governed_request(
     request: Option<&str>,
 ) -> Result<Receipt> {
     let root = vault.root();
-    let approver = approver_for(&vault.policy().policy.approvals, operation, mutation.notes.iter().map(|n| n.path.as_str()));
+    let (approver, _) = gate(vault, Some(operation), &mutation.notes)?;
     if approver == Approver::Caller {
-        return execute(vault, mutation);
+        return execute(vault, mutation, Cleared::by_the_approval_gate(None));
     }
     let id = plan_id_for(operation, &mutation.notes, request);
     match read_decision(root, &id)? {
@@ -550,22 +686,11 @@ pub(crate) fn execute_governed_request(
             let governed = Governed::Batch(batch);
             check_approved(root, &governed, &record)?;
             let Governed::Batch(batch) = governed else { unreachable!("built as a batch above") };
-            mutation.notes = batch
-                .changes
-                .into_iter()
-                .map(|c| {
-                    Ok(NoteChange {
-                        path: VaultPath::parse(&c.path)?,
-                        content: c.content,
-                        require_absent: c.require_absent,
-                        expected_sha256: c.expected_sha256,
-                    })
-                })
-                .collect::<Result<_>>()?;
+            mutation.notes = batch.changes.iter().map(BatchChange::to_note_change).collect::<Result<_>>()?;
             mutation.log_entry = batch.log_entry;
             mutation.create_folders = batch.create_folders;
             mutation.proposal_id = Some(id);
-            execute_approved(vault, mutation, stamp(&record, &record_sha))
+            execute(vault, mutation, Cleared::by_the_approval_gate(Some(stamp(&record, &record_sha))))
         }
     }
 }
@@ -582,7 +707,7 @@ pub(crate) fn gate_apply(vault: &Vault, proposal: &Proposal) -> Result<Option<Va
     {
         return Err(rejected(record));
     }
-    let approver = approver_for(&vault.policy().policy.approvals, Operation::Apply, [proposal.path.as_str()]);
+    let approver = approver_of_governed(vault, &Governed::Apply(proposal.clone()))?;
     match decision {
         Some((record, record_sha)) => {
             check_approved(root, &Governed::Apply(proposal.clone()), &record)?;
@@ -646,7 +771,7 @@ pub fn propose_memory_change(vault: &Vault, mutation: &Mutation) -> Result<Propo
     let root = vault.root();
     let operation = Operation::MemoryChange;
     let key = mutation.idempotency_key.clone().ok_or_else(|| Error::ProposalInvalid { reason: "a memory change names its op".into() })?;
-    if !MEMORY_RECEIPT_OPERATIONS.contains(&mutation.operation) {
+    if !MEMORY_RECEIPT_OPERATIONS.contains(&mutation.operation.as_ref()) {
         return Err(Error::ProposalInvalid { reason: format!("'{}' is not a memory transaction", mutation.operation) });
     }
     let id = plan_id_for(operation, &mutation.notes, Some(&key));
@@ -694,49 +819,52 @@ impl Vault {
         self.refuse_claimed_provenance(&note, &content)?;
         let approval = gate_apply(self, &stored)?;
         let mutation = Mutation {
-            operation: if self.channel() == Channel::Person { "cli.apply" } else { "memory.apply" },
+            operation: (if self.channel() == Channel::Person { "cli.apply" } else { "memory.apply" }).into(),
             notes: vec![NoteChange { path: note, content: Some(content), require_absent: false, expected_sha256: Some(before) }],
             idempotency_key: Some(stored.idempotency_key.clone()),
             proposal_id: Some(id),
             log_entry: None,
             create_folders: false,
         };
-        match approval {
-            Some(approval) => execute_approved(self, mutation, approval),
-            None => execute(self, mutation),
-        }
+        execute(self, mutation, Cleared::by_the_approval_gate(approval))
     }
 }
 
 impl Vault {
-    /// Applies a stored `memory_change` proposal by id, in one write transaction whose receipt
-    /// records the memory op (the vault's knowledge time) and, when a person approved it, the
-    /// approval. Under a `human` rule only a person's approval lets it through
-    /// (`human_approval_required` until then); otherwise `approved` is the caller's approval
-    /// (`approval_required` without it). A rejection binds under every rule. A note changed
-    /// since the proposal was made is `precondition_failed` from the transaction's own check,
-    /// and nothing is written; applying it again replays the original receipt.
+    /// Applies a stored proposal that is applied by id, in one write transaction: a
+    /// `memory_change` (its receipt records the memory op, the vault's knowledge time) or a
+    /// change the gate held for a person (`execute_checked`; its receipt records the writer's
+    /// own operation). When a person approved it, the receipt carries the approval. Under a
+    /// `human` rule only a person's approval lets it through (`human_approval_required` until
+    /// then); otherwise `approved` is the caller's approval (`approval_required` without it).
+    /// A rejection binds under every rule. A note changed since the proposal was made is
+    /// `precondition_failed` from the transaction's own check, and nothing is written;
+    /// applying it again replays the original receipt.
     pub fn apply_memory_proposal(&self, proposal_id: &str, approved: bool) -> Result<Receipt> {
         check_id(proposal_id)?;
         let root = self.root();
         nofollow::refuse_symlinked_state(root)?;
         let governed = load(root, proposal_id)?;
         let Governed::Batch(batch) = &governed else {
-            return Err(Error::InvalidArgument { name: "proposal_id", reason: "not a memory_change proposal".into() });
+            return Err(Error::InvalidArgument { name: "proposal_id", reason: "not a proposal applied by id".into() });
         };
-        if batch.operation != Operation::MemoryChange {
+        let Some(receipt_operation) = batch.receipt_operation.as_deref() else {
             return Err(Error::InvalidArgument {
                 name: "proposal_id",
                 reason: format!("a {} proposal runs when its operation is repeated", batch.operation.name()),
             });
-        }
-        let operation = MEMORY_RECEIPT_OPERATIONS
-            .into_iter()
-            .find(|o| batch.receipt_operation.as_deref() == Some(*o))
-            .ok_or_else(|| Error::ProposalInvalid { reason: "the stored memory change names no memory transaction".into() })?;
+        };
+        let operation: std::borrow::Cow<'static, str> = if batch.operation == Operation::MemoryChange {
+            MEMORY_RECEIPT_OPERATIONS
+                .into_iter()
+                .find(|o| *o == receipt_operation)
+                .ok_or_else(|| Error::ProposalInvalid { reason: "the stored memory change names no memory transaction".into() })?
+                .into()
+        } else {
+            receipt_operation.to_string().into()
+        };
         let decision = read_decision(root, proposal_id)?;
-        let paths = governed.paths();
-        let approver = approver_for(&self.policy().policy.approvals, Operation::MemoryChange, paths.iter().map(String::as_str));
+        let approver = approver_of_governed(self, &governed)?;
         let stamp = match decision {
             Some((record, _)) if record.decision == Decision::Rejected => return Err(rejected(&record)),
             Some((record, record_sha)) => {
@@ -749,37 +877,25 @@ impl Vault {
                 Some(stamp(&record, &record_sha))
             }
             None if approver == Approver::Human => {
-                return Err(Error::HumanApprovalRequired {
-                    operation: Operation::MemoryChange.tool(),
-                    proposal_id: proposal_id.to_string(),
-                });
+                let tool = if batch.operation == Operation::MemoryChange {
+                    Operation::MemoryChange.tool()
+                } else {
+                    crate::error::HELD_CHANGE_TOOL
+                };
+                return Err(Error::HumanApprovalRequired { operation: tool, proposal_id: proposal_id.to_string() });
             }
             None if !approved => return Err(Error::ApprovalRequired { operation: "apply_memory_change" }),
             None => None,
         };
         let mutation = Mutation {
             operation,
-            notes: batch
-                .changes
-                .iter()
-                .map(|c| {
-                    Ok(NoteChange {
-                        path: VaultPath::parse(&c.path)?,
-                        content: c.content.clone(),
-                        require_absent: c.require_absent,
-                        expected_sha256: c.expected_sha256.clone(),
-                    })
-                })
-                .collect::<Result<_>>()?,
+            notes: governed.note_changes()?,
             idempotency_key: batch.idempotency_key.clone(),
             proposal_id: Some(proposal_id.to_string()),
             log_entry: batch.log_entry.clone(),
             create_folders: batch.create_folders,
         };
-        match stamp {
-            Some(stamp) => execute_approved(self, mutation, stamp),
-            None => execute(self, mutation),
-        }
+        execute(self, mutation, Cleared::by_the_approval_gate(stamp))
     }
 
     /// Applies a stored proposal by id, whichever kind holds its own plan: an
@@ -787,7 +903,7 @@ impl Vault {
     pub fn apply_proposal_by_id(&self, proposal_id: &str, approved: bool) -> Result<Receipt> {
         if check_id(proposal_id).is_ok() {
             nofollow::refuse_symlinked_state(self.root())?;
-            if read_batch(self.root(), proposal_id)?.is_some_and(|b| b.operation == Operation::MemoryChange) {
+            if read_batch(self.root(), proposal_id)?.is_some_and(|b| b.receipt_operation.is_some()) {
                 return self.apply_memory_proposal(proposal_id, approved);
             }
         }
@@ -821,7 +937,7 @@ impl Vault {
             None => ProposalState::Pending,
         };
         let paths = governed.paths();
-        let approver = approver_for(&self.policy().policy.approvals, governed.operation(), paths.iter().map(String::as_str));
+        let approver = approver_of_governed(self, governed)?;
         Ok(ProposalStatus {
             proposal_id: id,
             operation: governed.operation(),

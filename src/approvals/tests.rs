@@ -1,7 +1,8 @@
 //! Unit tests for the approval rules, plan ids and approver secrets.
 
 use super::*;
-use crate::policy::{ApprovalRule, LoadedPolicy};
+use crate::policy::approvals::{RuledChange, approver_of, governed_operations};
+use crate::policy::{ApprovalRule, ApprovalsPolicy, LoadedPolicy};
 
 fn rule(operations: &[&str], paths: &[&str], approver: Approver) -> ApprovalRule {
     ApprovalRule {
@@ -144,4 +145,81 @@ fn a_stored_record_is_read_only_under_its_own_id() {
         other => panic!("unexpected {other:?}"),
     }
     assert!(read("ccc").unwrap().is_none(), "an absent record is none, not an error");
+}
+
+#[test]
+fn what_a_change_is_does_not_depend_on_the_tool_that_makes_it() {
+    let change = |path, touches_existing, removes| RuledChange { path, touches_existing, removes };
+    let worklist = "01_Projects/Project Goals.md";
+    let lifecycle = [Operation::GoalsDelete];
+    // A creation is only the writer's own operation.
+    assert!(governed_operations("04_Archive", None, &[change("01_Projects/new.md", false, false)], worklist, &lifecycle).is_empty());
+    // Any edit of an existing note is `apply`, whoever writes it.
+    assert_eq!(
+        governed_operations("04_Archive", None, &[change("01_Projects/a.md", true, false)], worklist, &lifecycle),
+        vec![(Operation::Apply, "01_Projects/a.md".to_string())]
+    );
+    // A move into the archive is `archive` on both paths (and `apply` on the removed note).
+    let moved = governed_operations(
+        "04_Archive",
+        None,
+        &[change("01_Projects/a.md", true, true), change("04_Archive/01_Projects/a.md", false, false)],
+        worklist,
+        &lifecycle,
+    );
+    assert!(moved.contains(&(Operation::Archive, "01_Projects/a.md".to_string())), "{moved:?}");
+    assert!(moved.contains(&(Operation::Archive, "04_Archive/01_Projects/a.md".to_string())), "{moved:?}");
+    // An edit of the worklist is the lifecycle change its goals show, besides `apply`.
+    let edited = governed_operations("04_Archive", Some(Operation::Apply), &[change(worklist, true, false)], worklist, &lifecycle);
+    assert_eq!(edited, vec![(Operation::Apply, worklist.to_string()), (Operation::GoalsDelete, worklist.to_string())]);
+    // The first operation a human rule decides is what a held proposal is recorded as.
+    let policy = ApprovalsPolicy { rules: vec![rule(&["goals_delete"], &[worklist], Approver::Human)], review_url: None };
+    assert_eq!(approver_of(&policy, &edited), (Approver::Human, Some(Operation::GoalsDelete)));
+    assert_eq!(approver_of(&ApprovalsPolicy::default(), &edited), (Approver::Caller, None));
+}
+
+#[test]
+fn a_worklist_edit_is_the_lifecycle_change_its_goals_show() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("01_Projects")).unwrap();
+    let frame = crate::note::worklist::new_frame("Project");
+    let goal = |id: &str, status: crate::note::worklist::GoalStatus| crate::note::worklist::Goal {
+        id: id.to_string(),
+        title: format!("goal {id}"),
+        description: None,
+        group: None,
+        status,
+        active: false,
+        depends_on: Vec::new(),
+        links: Vec::new(),
+        created_at: "2026-01-01T00:00:00Z".into(),
+        updated_at: "2026-01-01T00:00:00Z".into(),
+    };
+    let render = |goals: Vec<crate::note::worklist::Goal>| {
+        crate::note::worklist::render(&frame, &crate::note::worklist::Worklist { revision: 1, goals }, "2026-01-01T00:00:00Z")
+    };
+    use crate::note::worklist::GoalStatus::{Archived, Done, Open};
+    let before = render(vec![goal("aaaaaaaaaa", Open), goal("bbbbbbbbbb", Open), goal("cccccccccc", Done)]);
+    std::fs::write(root.join("01_Projects/Project Goals.md"), &before).unwrap();
+    let change = |after: Option<String>| NoteChange {
+        path: VaultPath::parse("01_Projects/Project Goals.md").unwrap(),
+        content: after,
+        require_absent: false,
+        expected_sha256: None,
+    };
+    let ops = |after: Option<String>| goal_lifecycle_changes(root, &change(after)).unwrap();
+    // One goal deleted, one completed, one reopened.
+    let after = render(vec![goal("aaaaaaaaaa", Done), goal("cccccccccc", Open)]);
+    let mut found = ops(Some(after));
+    found.sort_by_key(|o| o.name());
+    assert_eq!(found, vec![Operation::GoalsComplete, Operation::GoalsDelete, Operation::GoalsReopen]);
+    // Archiving; an added open goal is no lifecycle change.
+    let after = render(vec![goal("aaaaaaaaaa", Archived), goal("bbbbbbbbbb", Open), goal("cccccccccc", Done), goal("dddddddddd", Open)]);
+    assert_eq!(ops(Some(after)), vec![Operation::GoalsArchive]);
+    assert!(ops(Some(before.clone())).is_empty());
+    // A text that is no worklist could mean anything: every lifecycle operation.
+    assert_eq!(ops(Some("free text\n".into())), Operation::GOAL_LIFECYCLE.to_vec());
+    // Removing the worklist deletes its goals.
+    assert_eq!(ops(None), vec![Operation::GoalsDelete]);
 }

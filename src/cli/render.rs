@@ -17,10 +17,12 @@ pub struct Output {
     pub color: bool,
 }
 
+/// Pretty JSON on standard output, with every character that could hide or reorder text on a
+/// terminal written as a JSON escape (`note::visible`: the same value for a JSON reader).
 fn print_json<T: Serialize>(value: &T) {
+    let json = serde_json::to_string_pretty(value).unwrap_or_default();
     let mut stdout = std::io::stdout().lock();
-    let _ = serde_json::to_writer_pretty(&mut stdout, value);
-    let _ = writeln!(stdout);
+    let _ = writeln!(stdout, "{}", crate::api::note::visible::escape_json(&json));
 }
 
 /// A proposal as a person reviews it: what, where, state, then per note the unified diff and the
@@ -78,9 +80,18 @@ pub(crate) fn review_text(review: &crate::api::approvals::ProposalReview) -> Str
     text
 }
 
+/// Human text on standard output. Everything printed for a person passes here or through
+/// `print_json`: note text, paths, titles and proposals are untrusted, so control, bidi and
+/// invisible characters are shown as escapes (`note::visible`) and can never move the cursor,
+/// erase a line or hide one.
 fn say(text: &str) {
     let mut stdout = std::io::stdout().lock();
-    let _ = stdout.write_all(text.as_bytes());
+    let _ = stdout.write_all(crate::api::note::visible::escape(text).as_bytes());
+}
+
+/// `say` for standard error.
+fn say_err(text: &str) {
+    let _ = std::io::stderr().lock().write_all(crate::api::note::visible::escape(text).as_bytes());
 }
 
 impl Output {
@@ -91,7 +102,7 @@ impl Output {
             });
             print_json(&body);
         } else {
-            let _ = writeln!(std::io::stderr(), "error[{}]: {error}", error.code());
+            say_err(&format!("error[{}]: {error}\n", error.code()));
         }
     }
 
@@ -124,7 +135,7 @@ impl Output {
     /// Shows the person what they are about to decide, on standard error (standard output
     /// carries the decision record), before the secret is asked for.
     pub(crate) fn review_before_decision(&self, review: &crate::api::approvals::ProposalReview) {
-        let _ = std::io::stderr().lock().write_all(review_text(review).as_bytes());
+        say_err(&review_text(review));
     }
 
     pub(crate) fn serialized<T: Serialize>(&self, value: &T, summary: &str) -> u8 {

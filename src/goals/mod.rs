@@ -1,6 +1,6 @@
 //! Project goals (stepstone's roadmap): the goal model, the application service every adapter
 //! shares (`run` → the stepstone envelope), and the mutations, each one `Mutation` of the
-//! vault's worklist note run through `write::execute`.
+//! vault's worklist note run through the approval gate (`approvals::execute_checked`).
 //!
 //! - `format` — the worklist note (Markdown a person can read and edit, schema version 1).
 //! - `graph`  — blocked / blocks / ready / next / waves.
@@ -12,7 +12,8 @@
 //! at most `WRITE_ATTEMPTS` times; a note that does not parse is `WORKLIST_INVALID` with the
 //! problems by line, and is never written. docs/goals.md.
 
-pub mod format;
+/// The worklist note format (it lives with the note model: the approval gate reads it).
+pub use crate::note::worklist as format;
 pub mod graph;
 
 #[cfg(test)]
@@ -38,74 +39,8 @@ pub const SCOPE: &str = "project";
 /// How often a mutation re-reads and re-applies after the note changed under it.
 const WRITE_ATTEMPTS: usize = 3;
 
-/// A goal's lifecycle state.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum GoalStatus {
-    Open,
-    Done,
-    Archived,
-}
-
-impl GoalStatus {
-    pub fn name(self) -> &'static str {
-        match self {
-            GoalStatus::Open => "open",
-            GoalStatus::Done => "done",
-            GoalStatus::Archived => "archived",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        match text {
-            "open" => Some(GoalStatus::Open),
-            "done" => Some(GoalStatus::Done),
-            "archived" => Some(GoalStatus::Archived),
-            _ => None,
-        }
-    }
-}
-
-/// One project goal.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Goal {
-    pub id: String,
-    pub title: String,
-    pub description: Option<String>,
-    pub group: Option<String>,
-    pub status: GoalStatus,
-    /// The single goal being worked on (it is *claimed*: never ready).
-    pub active: bool,
-    /// Goal IDs, in the order given.
-    pub depends_on: Vec<String>,
-    /// Absolute http(s) URLs, in the order given.
-    pub links: Vec<String>,
-    pub created_at: String,
-    pub updated_at: String,
-}
-
-/// The vault's goals in canonical order, and the worklist revision.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Worklist {
-    /// Advances by one on every change the engine writes.
-    pub revision: u64,
-    pub goals: Vec<Goal>,
-}
-
-impl Worklist {
-    fn position(&self, id: &str) -> Option<usize> {
-        self.goals.iter().position(|g| g.id == id)
-    }
-}
-
-/// A goal ID: 4-32 lowercase ASCII letters or digits.
-pub(crate) fn valid_id(id: &str) -> bool {
-    (4..=32).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-}
-
-/// The canonical form of a time (RFC 3339, UTC, milliseconds), or `None` when it is not one.
-pub(crate) fn parse_timestamp(text: &str) -> Option<String> {
-    DateTime::parse_from_rfc3339(text.trim()).ok().map(|t| t.with_timezone(&Utc).to_rfc3339_opts(SecondsFormat::Millis, true))
-}
+pub(crate) use crate::note::worklist::parse_timestamp;
+pub use crate::note::worklist::{Goal, GoalStatus, Worklist};
 
 fn now() -> String {
     Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
@@ -1094,7 +1029,7 @@ fn mutate(vault: &Vault, request: GoalRequest) -> Result<Done, Failure> {
         };
         let operation = operation_name(&request);
         let mutation = Mutation {
-            operation,
+            operation: operation.into(),
             notes: vec![change],
             idempotency_key: None,
             proposal_id: None,
@@ -1109,7 +1044,7 @@ fn mutate(vault: &Vault, request: GoalRequest) -> Result<Done, Failure> {
                 let key = format!("{} {}", request.action(), changed_ids.iter().cloned().collect::<Vec<_>>().join(","));
                 crate::approvals::execute_governed_request(vault, operation, mutation, Some(&key))
             }
-            None => crate::write::execute(vault, mutation),
+            None => crate::approvals::execute_checked(vault, mutation),
         };
         match written {
             Ok(receipt) => {

@@ -431,15 +431,21 @@ impl Vault {
             return Err(invalid("task_id", "must start with a letter or digit and hold only letters, digits, '.', '_', '-' (≤128)"));
         }
 
-        let _writer = self.lock_writer()?;
-        let task = match request.action {
+        // Reads take no writer lock: a task file is written whole (journal append, then its
+        // snapshot replaced), and a read that lands between the two reads again once the
+        // write is done. So a list or show answers while a write waits for the lock or for disk
+        // space (a committed write's recovery needs the lock, and may need space).
+        match request.action {
             HandoffAction::List => return self.list_tasks().map(HandoffReport::List),
             HandoffAction::Show => {
                 let task_id = request.task_id.as_deref().ok_or_else(|| invalid("task_id", "show needs task_id"))?;
-                let journal = self.load_task(task_id)?.ok_or_else(|| Error::TaskNotFound { task_id: task_id.to_string() })?;
-                journal.check_snapshot(self.root(), task_id)?;
-                current_task(&journal, task_id)?
+                return self.read_task(task_id).map(|task| HandoffReport::Task(Box::new(task)));
             }
+            _ => {}
+        }
+        let _writer = self.lock_writer()?;
+        let task = match request.action {
+            HandoffAction::List | HandoffAction::Show => unreachable!("answered above"),
             HandoffAction::Create => self.create_task(&request)?,
             _ => self.transition(&request)?,
         };
@@ -448,6 +454,26 @@ impl Vault {
 
     fn load_task(&self, task_id: &str) -> Result<Option<TaskJournal>> {
         TaskJournal::load(self.root(), task_id)
+    }
+
+    /// A task's current state read without the writer lock (`handoff_work`): a read that
+    /// finds the journal and its snapshot out of step (a transition between its two writes)
+    /// reads again after the writer is done with it.
+    fn read_task(&self, task_id: &str) -> Result<Task> {
+        let once = || -> Result<Task> {
+            let journal = self.load_task(task_id)?.ok_or_else(|| Error::TaskNotFound { task_id: task_id.to_string() })?;
+            journal.check_snapshot(self.root(), task_id)?;
+            current_task(&journal, task_id)
+        };
+        match once() {
+            Err(Error::TaskJournalIntegrity { .. }) => {
+                // Waits for the writer that is between the journal and the snapshot; if the
+                // lock cannot be had (a recovery waiting for disk space), reads again as is.
+                let _writer = self.lock_writer().ok();
+                once()
+            }
+            other => other,
+        }
     }
 
     fn list_tasks(&self) -> Result<TaskList> {
@@ -469,11 +495,10 @@ impl Vault {
         let mut tasks = Vec::new();
         for id in ids {
             // A corrupt journal is reported per task instead of hiding every other task.
-            let read = self
-                .load_task(&id)
-                .and_then(|j| j.map(|j| j.check_snapshot(self.root(), &id).and_then(|_| current_task(&j, &id))).transpose());
+            let read = self.read_task(&id);
             match read {
-                Ok(Some(t)) => tasks.push(TaskRow::Summary(TaskSummary {
+                Err(Error::TaskNotFound { .. }) => {}
+                Ok(t) => tasks.push(TaskRow::Summary(TaskSummary {
                     task_id: id,
                     state: t.state,
                     revision: t.revision,
@@ -483,7 +508,6 @@ impl Vault {
                     title: t.title,
                     updated_at: t.updated_at,
                 })),
-                Ok(None) => {}
                 Err(e) => tasks.push(TaskRow::Unreadable(UnreadableTask {
                     task_id: id,
                     error: TaskError { code: e.code().to_string(), message: e.to_string() },

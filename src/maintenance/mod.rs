@@ -60,7 +60,7 @@ fn write_governed(
     execute_governed(
         vault,
         operation,
-        Mutation { operation: name, notes, idempotency_key: None, proposal_id: None, log_entry, create_folders },
+        Mutation { operation: name.into(), notes, idempotency_key: None, proposal_id: None, log_entry, create_folders },
     )
     .map(|receipt| receipt.to_value())
 }

@@ -38,7 +38,7 @@ mod tests;
 
 /// The vaults of this server: the registry in the user's config folder, read on the first
 /// ctxvault call (a server that never gets one never reads it), as seen by `--agent`.
-fn vaults(ctx: &ToolCtx) -> Result<&VaultSet> {
+pub(crate) fn vaults(ctx: &ToolCtx) -> Result<&VaultSet> {
     if let Some(set) = ctx.memory.get() {
         return Ok(set);
     }

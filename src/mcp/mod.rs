@@ -39,6 +39,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler, ServiceExt};
 use serde_json::{Value, json};
 
+use crate::api::memory::registry::Authority;
 use crate::api::search::SearchMode;
 use crate::error::Error;
 use crate::vault::Vault;
@@ -438,6 +439,44 @@ impl ParavaultServer {
         })
     }
 
+    /// The checks every call passes besides its own (docs/governance.md, "The gateway"): a
+    /// tool that writes the served vault needs the calling agent's authority on it (`--agent`
+    /// and the ctxvault registry: an agent attached `read-only` to the served vault writes
+    /// nothing through any surface, a `propose` agent only proposes); `invoke` runs a CLI verb
+    /// with exactly the authority and rate limit of the verb's own tool (`VERB_TOOLS`), and is
+    /// charged to that tool's limit as well as its own. The ctxvault tools check the authority
+    /// on the vault they name themselves.
+    fn authorize(&self, spec: &ToolSpec, args: &serde_json::Map<String, Value>) -> Result<(), ToolError> {
+        let ctx = &self.inner.ctx;
+        let (charged, writes, tool) = if spec.name == "invoke" && spec.surface == Surface::Vaultspec {
+            let verb = args.get("verb").and_then(Value::as_str).unwrap_or_default();
+            let (tool, writes) = vaultspec_gateway::verb_authority(verb, args.get("arguments").and_then(Value::as_object))
+                .map_err(|e| ToolError::from_engine(&e))?;
+            (tool, writes, tool.unwrap_or(spec.name))
+        } else {
+            (None, !ctx.read_tools.iter().any(|t| t == spec.name), spec.name)
+        };
+        if writes && spec.surface != Surface::Ctxvault && ctx.agent.is_some() {
+            let registry = ctxvault::vaults(ctx).map_err(|e| ToolError::from_engine(&e))?.registry();
+            let authority = registry.authority_at(ctx.vault.root(), ctx.agent.as_deref());
+            let needed = if tool == "propose_memory_change" { Authority::Propose } else { Authority::Apply };
+            if let Some(authority) = authority.filter(|a| *a < needed) {
+                let error = Error::AuthorityInsufficient {
+                    vault_name: "(the served vault)".into(),
+                    agent: ctx.agent.clone().unwrap_or_default(),
+                    authority: authority.name(),
+                    needed: needed.name(),
+                    tool: tool.to_string(),
+                };
+                return Err(ToolError::from_engine(&error));
+            }
+        }
+        match charged {
+            Some(tool) => self.charge(tool),
+            None => Ok(()),
+        }
+    }
+
     /// Runs one tool call to completion (validation, boundary, rate limit, engine call).
     pub async fn call(&self, name: &str, args: serde_json::Map<String, Value>) -> Result<CallToolResult, McpError> {
         let Some(spec) = self.inner.specs.get(name) else {
@@ -447,6 +486,7 @@ impl ParavaultServer {
             Some(tool) => tools::normalise_arguments(&tool.input_schema, args),
             None => args,
         };
+        let authorized = self.authorize(spec, &args);
         let (vault_path, job) = match (spec.prepare)(args) {
             Ok(prepared) => prepared,
             Err(message) => return Ok(self.failure(spec, ToolError::new("invalid_argument", message, false))),
@@ -454,7 +494,7 @@ impl ParavaultServer {
         if let Err(error) = self.check_vault_path(&vault_path) {
             return Ok(self.failure(spec, error));
         }
-        if let Err(error) = self.charge(spec.name) {
+        if let Err(error) = authorized.and_then(|()| self.charge(spec.name)) {
             return Ok(self.failure(spec, error));
         }
         let ctx = Arc::clone(&self.inner.ctx);

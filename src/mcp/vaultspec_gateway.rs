@@ -109,6 +109,60 @@ fn verb_schema(path: &str, command: &clap::Command, withheld: &[String]) -> Verb
     }
 }
 
+/// The MCP tool whose authority, rate limit and visibility a CLI verb run through `invoke`
+/// has (docs/governance.md, "The gateway"): a verb runs only as what the calling agent could
+/// do with that tool on this server. `None`: a verb with no tool of its own (goal reads, whose
+/// tools are resources), read-only and unlimited. A verb not in this table is never run
+/// (`verb_denied`), so a new CLI verb is closed until it is given a row here; the `vaults`
+/// verbs (the per-user registry, which `list_vaults` filters per agent), `watch`, `mcp`, `web`,
+/// `init`, `approve`, `reject`, `approver` and `infra` have none. The bool: whether the verb
+/// writes (always, or with `--fix` for check-markdown).
+pub(crate) const VERB_TOOLS: &[(&str, Option<&str>, bool)] = &[
+    ("lint", Some("lint_vault"), false),
+    ("index", Some("generate_index"), true),
+    ("check-markdown", Some("check_markdown_tool"), false),
+    ("doctor", Some("get_server_info"), false),
+    ("ingest", Some("ingest_note"), true),
+    ("synthesize", Some("synthesize_session"), true),
+    ("propose", Some("propose_memory_change"), true),
+    ("apply", Some("apply_memory_change"), true),
+    ("approvals", Some("get_proposal_status"), false),
+    ("approvals show", Some("get_proposal_status"), false),
+    ("history", Some("read_memory_history"), false),
+    ("rot-audit", Some("rot_audit"), false),
+    ("archive", Some("archive_notes"), true),
+    ("heal", Some("heal_frontmatter_tool"), true),
+    ("sync", Some("sync_vault"), true),
+    ("search", Some("search_vault_tool"), false),
+    ("read-sub-index", Some("read_sub_index"), false),
+    ("handoff", Some("handoff_work"), true),
+    ("goals list", None, false),
+    ("goals show", None, false),
+    ("goals find", None, false),
+    ("goals next", None, false),
+    ("goals ready", None, false),
+    ("goals waves", None, false),
+    ("goals add", Some("add"), true),
+    ("goals apply-plan", Some("apply-plan"), true),
+    ("goals update", Some("update"), true),
+    ("goals move", Some("move"), true),
+    ("goals set-active", Some("set_active"), true),
+    ("goals complete", Some("complete"), true),
+    ("goals reopen", Some("reopen"), true),
+    ("goals archive", Some("archive"), true),
+    ("goals delete", Some("delete"), true),
+];
+
+/// What running `verb` with `arguments` through `invoke` is, as the server's checks see it:
+/// the tool it is charged to and whether it writes. A verb with no row is `verb_denied`.
+pub(crate) fn verb_authority(verb: &str, arguments: Option<&Map<String, Value>>) -> Result<(Option<&'static str>, bool)> {
+    let verb = verb.split_whitespace().collect::<Vec<_>>().join(" ");
+    let (_, tool, writes) =
+        VERB_TOOLS.iter().find(|(v, _, _)| *v == verb).ok_or_else(|| Error::GatewayVerbDenied { verb: verb.clone() })?;
+    let fixes = verb == "check-markdown" && arguments.and_then(|a| a.get("fix")).is_some_and(|f| f != &Value::Bool(false) && !f.is_null());
+    Ok((*tool, *writes || fixes))
+}
+
 /// Whether `verb` (a space-joined path) is denied: named on the denylist, or below a name on it.
 fn denied(verb: &str, denylist: &[String]) -> bool {
     denylist.iter().any(|d| d == verb || verb.starts_with(&format!("{d} ")))
@@ -120,6 +174,10 @@ pub(crate) fn verb_catalog(cli: &clap::Command, policy: &SpecdocsPolicy) -> Vec<
         for sub in command.get_subcommands().filter(|s| s.get_name() != "help") {
             let path = if prefix.is_empty() { sub.get_name().to_string() } else { format!("{prefix} {}", sub.get_name()) };
             if denied(&path, &policy.gateway_denylist) {
+                continue;
+            }
+            // A verb with no row in VERB_TOOLS is never run, so it is never listed.
+            if !sub.has_subcommands() && !VERB_TOOLS.iter().any(|(v, _, _)| *v == path) {
                 continue;
             }
             if sub.has_subcommands() {
@@ -466,6 +524,7 @@ pub fn invoke(cli: &clap::Command, exe: &Path, root: &Path, policy: &SpecdocsPol
     if denied(&verb, &policy.gateway_denylist) {
         return Err(Error::GatewayVerbDenied { verb });
     }
+    verb_authority(&verb, request.arguments.as_ref())?;
     let mut built = cli.clone();
     built.build();
     let command = leaf(&built, &verb)?;

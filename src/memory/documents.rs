@@ -126,8 +126,9 @@ pub struct DocumentHit {
 /// The formats `write_doc` accepts.
 pub(crate) const FORMATS: [&str; 3] = ["md", "txt", "docx"];
 
-/// The note path of a document `file_path` and its format.
-fn note_path(folder: &str, file_path: &str) -> Result<(VaultPath, String)> {
+/// The note path of a document `file_path` and its format: refused, like every writer's path,
+/// in a hidden folder, a folder the policy excludes or under a name the engine owns.
+fn note_path(folder: &str, file_path: &str, excluded_dirs: &[String]) -> Result<(VaultPath, String)> {
     let invalid = |reason: &str| Error::InvalidArgument { name: "file_path", reason: reason.to_string() };
     let trimmed = file_path.trim();
     let (stem, ext) = trimmed.rsplit_once('.').ok_or_else(|| invalid("needs an extension: .md, .txt or .docx"))?;
@@ -146,6 +147,7 @@ fn note_path(folder: &str, file_path: &str) -> Result<(VaultPath, String)> {
         other => format!("{stem}.{other}.md"),
     };
     let path = VaultPath::parse(&format!("{}/{rel}", folder.trim_end_matches('/')))?;
+    crate::note::path::refuse_reserved(&path, excluded_dirs)?;
     Ok((path, ext))
 }
 
@@ -184,7 +186,7 @@ impl MemoryVault {
     /// `write_doc`: stores `content` as a document note; an existing one is replaced only with
     /// `overwrite`.
     pub fn write_doc(&self, file_path: &str, content: &str, generated_by: &str, overwrite: bool) -> Result<DocumentWritten> {
-        let (path, format) = note_path(&self.documents_folder(), file_path)?;
+        let (path, format) = note_path(&self.documents_folder(), file_path, &self.vault.policy().policy.layout.excluded_dirs)?;
         if content.trim().is_empty() {
             return Err(Error::InvalidArgument { name: "content", reason: "must not be empty".into() });
         }

@@ -25,7 +25,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::note::path::VaultPath;
 use crate::vault::Vault;
-use crate::write::{Mutation, NoteChange, execute};
+use crate::write::{Mutation, NoteChange};
 use episodes::{Episode, EpisodeIndex, EpisodeRecord, EpisodeState, Lens};
 use known_times::{KEY_PREFIX, KnownTimes};
 
@@ -507,7 +507,7 @@ impl MemoryVault {
     /// proposal instead, and nothing is written.
     fn commit(&self, operation: &'static str, op: &str, notes: Vec<(VaultPath, String, Option<String>)>) -> Result<Committed> {
         let mutation = Mutation {
-            operation,
+            operation: operation.into(),
             notes: notes
                 .into_iter()
                 .map(|(path, content, expected)| NoteChange {
@@ -522,8 +522,10 @@ impl MemoryVault {
             log_entry: None,
             create_folders: true,
         };
-        if self.proposes {
-            let status = crate::approvals::propose_memory_change(&self.vault, &mutation)?;
+        // The gate: held as a proposal for a `propose` agent, or when a `human` rule decides
+        // what the change is (an edit of an existing note under an `apply` rule, …).
+        let outcome = crate::approvals::commit_memory(&self.vault, mutation, self.proposes)?;
+        if let crate::approvals::MemoryOutcome::Proposed(status) = outcome {
             let approval = if status.approver == crate::policy::Approver::Human {
                 "a person approves it (`paravault approve ID --approver NAME` or the web UI's proposals page)"
             } else {
@@ -541,7 +543,7 @@ impl MemoryVault {
                 ),
             }));
         }
-        let receipt = execute(&self.vault, mutation)?;
+        let crate::approvals::MemoryOutcome::Written(receipt) = outcome else { unreachable!("a proposal returned above") };
         lock(&self.known).record_receipt(&receipt.to_value());
         Ok(Committed::Written(receipt))
     }

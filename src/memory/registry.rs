@@ -212,6 +212,19 @@ impl Registry {
     }
 }
 
+impl Registry {
+    /// The authority `agent` has on the vault at `root` as the registry states it: `None` when
+    /// no registered vault has that root (the served vault is then the server's alone);
+    /// otherwise the least authority any restricted entry for it gives the agent (`read-only`
+    /// for an entry the agent is not attached to: it may read what the server serves, never
+    /// write), `apply` when every entry is unrestricted.
+    pub(crate) fn authority_at(&self, root: &std::path::Path, agent: Option<&str>) -> Option<Authority> {
+        let canonical = root.canonicalize().ok();
+        let same = |other: &std::path::Path| other == root || (canonical.is_some() && other.canonicalize().ok() == canonical);
+        self.vaults.values().filter(|v| same(&v.root)).map(|v| v.authority_of(agent).unwrap_or(Authority::ReadOnly)).min()
+    }
+}
+
 impl RegisteredVault {
     /// The authority `agent` has here (`None`: the vault does not exist for it).
     pub(crate) fn authority_of(&self, agent: Option<&str>) -> Option<Authority> {

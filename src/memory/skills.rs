@@ -25,10 +25,13 @@ pub struct Skill {
     pub instructions: String,
 }
 
-/// The file stem of a skill name: lower case, runs of anything but letters and digits as one
-/// `-` (so "Deploy to Prod" and "deploy-to-prod" are one skill).
+/// The file stem of a skill name: NFC-normalised (so `café` typed precomposed or decomposed is
+/// one skill), lower case, runs of anything but letters and digits as one `-` (so "Deploy to
+/// Prod" and "deploy-to-prod" are one skill).
 pub(crate) fn slug(name: &str) -> Result<String> {
-    let trimmed = name.trim();
+    use unicode_normalization::UnicodeNormalization;
+    let normalised: String = name.trim().nfc().collect();
+    let trimmed = normalised.as_str();
     if trimmed.is_empty() || trimmed.chars().count() > 120 || trimmed.chars().any(char::is_control) {
         return Err(Error::InvalidArgument { name: "skill_name", reason: "1-120 characters, without control characters".into() });
     }
@@ -183,7 +186,8 @@ impl MemoryVault {
         if existing.is_some() && !overwrite {
             return Err(Error::AlreadyExists { path: path.to_string() });
         }
-        let record = SkillRecord { name: name.trim().to_string(), description: description.trim().to_string() };
+        let name: String = unicode_normalization::UnicodeNormalization::nfc(name.trim()).collect();
+        let record = SkillRecord { name, description: description.trim().to_string() };
         let text = render(&self.vault.policy().policy.agent_memory.skill_note_type, &record, instructions, self.vault.now())?;
         let committed = self.commit("ctxvault.write_skill", &fresh_id(16), vec![(path.clone(), text, existing.clone())])?;
         let (receipt, proposed) = match committed {

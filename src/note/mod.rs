@@ -6,4 +6,6 @@ pub mod body;
 pub mod frontmatter;
 pub mod metadata;
 pub mod path;
+pub mod visible;
+pub mod worklist;
 pub mod yaml_edit;

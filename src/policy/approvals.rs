@@ -4,7 +4,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::ApprovalsPolicy;
+use super::{ApprovalsPolicy, Approver};
 
 /// A governed operation that an `approvals:` rule can give to a person.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -89,6 +89,107 @@ impl Operation {
     pub(crate) fn writes_no_note(self) -> bool {
         self == Operation::InfraReplicate
     }
+}
+
+impl Operation {
+    /// The goal lifecycle operations (stepstone's confirmed tools).
+    pub const GOAL_LIFECYCLE: [Operation; 4] =
+        [Operation::GoalsComplete, Operation::GoalsReopen, Operation::GoalsArchive, Operation::GoalsDelete];
+}
+
+/// One note change as the approval rules see it.
+#[derive(Debug, Clone, Copy)]
+pub struct RuledChange<'a> {
+    pub path: &'a str,
+    /// Whether the change may edit, replace or remove a note that exists: everything but a
+    /// creation that requires the path to be absent.
+    pub touches_existing: bool,
+    /// Whether the change removes the note.
+    pub removes: bool,
+}
+
+/// What a set of note changes *is*, whichever tool or surface makes it (docs/governance.md,
+/// "What a rule governs"), as (operation, path) pairs:
+/// - the writer's own governed operation (`own`), on every path;
+/// - `apply` on every path whose existing note the change edits, replaces or removes (a rule on
+///   `apply` governs every edit of a note, not one tool);
+/// - `archive` on a removed note and on the notes the same change creates below the archive
+///   folder (a move into the archive);
+/// - on the goals worklist (`worklist_path`), when the change touches it, the goal lifecycle
+///   operations its text shows (`worklist_ops`: the caller compares the goals before and after,
+///   or names all four when it cannot).
+pub fn governed_operations(
+    archive_folder: &str,
+    own: Option<Operation>,
+    changes: &[RuledChange<'_>],
+    worklist_path: &str,
+    worklist_ops: &[Operation],
+) -> Vec<(Operation, String)> {
+    let mut out: Vec<(Operation, String)> = Vec::new();
+    let mut push = |operation: Operation, path: &str| {
+        if !out.iter().any(|(o, p)| *o == operation && p == path) {
+            out.push((operation, path.to_string()));
+        }
+    };
+    let archive_prefix = format!("{}/", archive_folder.trim_end_matches('/'));
+    let removes_any = changes.iter().any(|c| c.removes);
+    for change in changes {
+        if let Some(own) = own {
+            push(own, change.path);
+        }
+        if change.touches_existing {
+            push(Operation::Apply, change.path);
+        }
+        if removes_any && (change.removes || (!archive_folder.is_empty() && change.path.starts_with(&archive_prefix))) {
+            let moves_into_archive = changes.iter().any(|c| !c.removes && c.path.starts_with(&archive_prefix));
+            if moves_into_archive {
+                push(Operation::Archive, change.path);
+            }
+        }
+        if change.touches_existing && change.path == worklist_path {
+            for op in worklist_ops {
+                push(*op, change.path);
+            }
+        }
+    }
+    out
+}
+
+/// Who approves `operation` over `paths`: for each path the first rule naming the operation
+/// whose patterns match it (no patterns = every path) decides; one path that needs a person
+/// makes the whole operation need one. An operation over no path (`infra_replicate`) is decided
+/// by the first rule naming it without patterns. No matching rule: the caller (today's
+/// behaviour).
+pub fn approver_for<'a>(policy: &ApprovalsPolicy, operation: Operation, paths: impl IntoIterator<Item = &'a str>) -> Approver {
+    let rules: Vec<(&super::ApprovalRule, Vec<globset::GlobMatcher>)> = policy
+        .rules
+        .iter()
+        .filter(|r| r.operations.iter().any(|o| o == operation.name()))
+        .map(|r| (r, r.paths.iter().filter_map(|p| glob(p).ok()).collect()))
+        .collect();
+    let mut paths = paths.into_iter().peekable();
+    if paths.peek().is_none() {
+        return rules.iter().find(|(rule, _)| rule.paths.is_empty()).map_or(Approver::Caller, |(rule, _)| rule.approver);
+    }
+    for path in paths {
+        let decided = rules.iter().find(|(rule, globs)| rule.paths.is_empty() || globs.iter().any(|g| g.is_match(path)));
+        if let Some((rule, _)) = decided
+            && rule.approver == Approver::Human
+        {
+            return Approver::Human;
+        }
+    }
+    Approver::Caller
+}
+
+/// Who approves a set of (operation, path) pairs (`governed_operations`): a person when any
+/// one pair is decided by a `human` rule, with the first such operation (what a held
+/// proposal is recorded as); otherwise the caller.
+pub fn approver_of(policy: &ApprovalsPolicy, governed: &[(Operation, String)]) -> (Approver, Option<Operation>) {
+    governed
+        .iter()
+        .find(|(operation, path)| approver_for(policy, *operation, [path.as_str()]) == Approver::Human)
+        .map_or((Approver::Caller, None), |(operation, _)| (Approver::Human, Some(*operation)))
 }
 
 /// Checks the `approvals:` section: known operations, valid glob patterns.

@@ -13,11 +13,12 @@ use super::{
     Doc, SpecdocsPolicy, blob_hash, documents, folder_of, index_path_of, normalise_feature, policy_of, read_bytes, read_text,
     write_document,
 };
+use crate::approvals::execute_checked as execute;
 use crate::error::{Error, Result};
 use crate::note::frontmatter;
 use crate::note::path::{VaultPath, resolve_safe};
 use crate::vault::Vault;
-use crate::write::{Mutation, execute};
+use crate::write::Mutation;
 
 /// The frontmatter key that marks a feature index as the engine's to regenerate.
 pub(crate) const INDEX_MARKER_KEY: &str = "generated_by";

@@ -11,10 +11,10 @@ use super::authoring::write_feature_index;
 use super::ledger::{ledger_path, section_lines, section_summary};
 use super::plan::{LoadedPlan, parse_plan_text, resolve_plan};
 use super::{Doc, TOOL_SCHEMA_VERSION, documents, index_path_of, policy_of, read_bytes, read_text, write_document};
+use crate::approvals::execute_checked as execute;
 use crate::error::{Error, Result};
 use crate::note::{frontmatter, yaml_edit};
 use crate::vault::Vault;
-use crate::write::execute;
 
 /// A feature's lifecycle as people read it.
 pub struct Lifecycle {

@@ -12,11 +12,11 @@ use serde::{Deserialize, Serialize};
 use super::authoring::document_frontmatter;
 use super::plan::load_plan;
 use super::{Doc, documents, folder_of, normalise_feature, policy_of, read_bytes, write_document};
+use crate::approvals::execute_checked as execute;
 use crate::error::{Error, Result};
 use crate::note::frontmatter;
 use crate::note::path::VaultPath;
 use crate::vault::Vault;
-use crate::write::execute;
 
 /// `log` parameters.
 #[derive(Debug, Clone, Default, Deserialize, JsonSchema)]

@@ -2,7 +2,7 @@
 //! plan, reference, audit, exec) whose folders the policy decides, plans with canonical step
 //! IDs (`plan`), the execution ledger (`ledger`), status and check (`health`), and the batch
 //! envelope of the writing calls (`envelope`). Every write is a Markdown note written through
-//! `write::execute`; docs/specdocs.md describes the mapping and how a batch maps onto
+//! the approval gate (`approvals::execute_checked`); docs/specdocs.md describes the mapping and how a batch maps onto
 //! transactions.
 
 pub mod authoring;
@@ -182,7 +182,7 @@ pub(crate) fn resolve_reference<'d>(docs: &'d [Doc], reference: &str) -> std::re
 /// while it still holds `current` (`precondition_failed` if anyone changed it since it was read).
 fn write_document(operation: &'static str, path: VaultPath, text: String, current: Option<&str>, create_folders: bool) -> Mutation {
     Mutation {
-        operation,
+        operation: operation.into(),
         notes: vec![NoteChange {
             path,
             content: Some(text),

@@ -17,10 +17,10 @@ use serde::{Deserialize, Serialize};
 
 use super::envelope::{BatchReport, ItemError, ItemOutcome, envelope};
 use super::{Doc, documents, policy_of, read_text, write_document};
+use crate::approvals::execute_checked as execute;
 use crate::error::{Error, Result};
 use crate::note::{frontmatter, yaml_edit};
 use crate::vault::Vault;
-use crate::write::execute;
 
 /// A plan's complexity tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]

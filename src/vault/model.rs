@@ -446,7 +446,10 @@ impl Vault {
         if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) || (meta.is_none() && inventory.has_under(rel)) {
             return Refreshed::Walk(format!("{rel} held a folder of the vault"));
         }
-        let walked = meta.as_ref().is_some_and(|m| m.file_type().is_file()) && crate::scan::walked(&self.root, &self.policy, &path);
+        // Whatever the walk lists as a file is a file here too: a FIFO, socket or device that
+        // replaced a note stays a page (read as `note-unreadable`, as a fresh walk reports it)
+        // instead of vanishing from the model.
+        let walked = meta.as_ref().is_some_and(crate::scan::listed_as_file) && crate::scan::walked(&self.root, &self.policy, &path);
         let kind = crate::scan::classify(&self.policy, &path).filter(|_| walked);
         let symlink = meta.as_ref().is_some_and(|m| m.file_type().is_symlink());
         inventory.set_symlinked(&path, symlink && crate::scan::classify(&self.policy, &path).is_some());

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::WebState;
 use super::auth::{self, ClientAddr, Viewer};
-use super::render::{error_page, json_table, note_html, page, scalar};
+use super::render::{Shown, error_page, json_table, note_html, page, scalar};
 use crate::api::approvals::Approver;
 use crate::api::approvals::secrets;
 use crate::api::approvals::{ApprovalChannel, Decision, Operation, ProposalState};
@@ -179,11 +179,11 @@ fn proposals_table(list: &[crate::api::approvals::ProposalStatus]) -> Markup {
                             td { a href=(format!("/proposals/{}", p.proposal_id)) { (&p.proposal_id[..12]) "…" } }
                             td.state { (state_name(p.state)) }
                             td { (p.operation.name()) }
-                            td { (p.paths.join(", ")) }
-                            td { (p.proposed_by) }
+                            td { (Shown(&p.paths.join(", "))) }
+                            td { (Shown(&p.proposed_by)) }
                             td { (p.created_at) }
                             td { (if p.approver == Approver::Human { "human" } else { "caller" }) }
-                            td { (p.decision.as_ref().map(|d| format!("{} ({}, {:?})", d.approver, d.decision.name(), d.channel)).unwrap_or_default()) }
+                            td { (Shown(&p.decision.as_ref().map(|d| format!("{} ({}, {:?})", d.approver, d.decision.name(), d.channel)).unwrap_or_default())) }
                         }
                     }
                 }
@@ -545,25 +545,25 @@ pub async fn proposal(State(state): State<Arc<WebState>>, viewer: Viewer, Path(i
         table #proposal-status { tbody {
             tr { th { "state" } td.state #state { (state_name(status.state)) } }
             tr { th { "operation" } td { (status.operation.name()) } }
-            tr { th { "notes" } td { (status.paths.join(", ")) } }
-            tr { th { "proposed by" } td { (status.proposed_by) } }
+            tr { th { "notes" } td { (Shown(&status.paths.join(", "))) } }
+            tr { th { "proposed by" } td { (Shown(&status.proposed_by)) } }
             tr { th { "created" } td { (status.created_at) } }
             tr { th { "approver (policy)" } td { (if status.approver == Approver::Human { "a person (human rule)" } else { "the caller" }) } }
             @if let Some(decision) = &status.decision {
                 tr { th { "decision" } td #decision { (decision.decision.name()) " by " (decision.approver) " via " (format!("{:?}", decision.channel).to_lowercase())
-                    " at " (decision.decided_at) @if !decision.comment.is_empty() { ": " (decision.comment) } } }
+                    " at " (decision.decided_at) @if !decision.comment.is_empty() { ": " (Shown(&decision.comment)) } } }
             }
         } }
         section #gate {
             h2 { "Lint gate on the after-image" }
             @if review.gate_blocking.is_empty() { p.ok #gate-verdict { "passes" } } @else { p.error #gate-verdict { "would refuse" } }
             @for finding in review.gate_blocking.iter().chain(&review.gate_warnings) {
-                p { "[" (finding.rule) "] " (finding.path) ": " (finding.message) }
+                p { "[" (finding.rule) "] " (Shown(&finding.path)) ": " (Shown(&finding.message)) }
             }
         }
         @for change in &review.changes {
             section.change {
-                h2 { (change.path) }
+                h2 { (Shown(&change.path)) }
                 @match change.before {
                     crate::api::approvals::BeforeImage::Absent => p { "A new note." },
                     crate::api::approvals::BeforeImage::Current => p { "Before: the note as it is now." },
@@ -571,7 +571,7 @@ pub async fn proposal(State(state): State<Arc<WebState>>, viewer: Viewer, Path(i
                 }
                 @if change.after_text.is_none() { p.notice { "This change removes the note." } }
                 pre.diff { @for line in &change.diff {
-                    @match line.tag { '+' => span.add { "+ " (line.text) }, '-' => span.del { "- " (line.text) }, _ => span.same { "  " (line.text) } }
+                    @match line.tag { '+' => span.add { "+ " (Shown(&line.text)) }, '-' => span.del { "- " (Shown(&line.text)) }, _ => span.same { "  " (Shown(&line.text)) } }
                 } }
             }
         }

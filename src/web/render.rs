@@ -10,6 +10,30 @@ use serde_json::Value;
 
 use super::auth::Viewer;
 
+/// Untrusted text (a proposal's diff, paths, titles, findings, comments) as a reviewer must see
+/// it: every control, bidirectional-formatting and invisible character (`note::visible::hidden`)
+/// shown as a marked escape (`<span class="esc">\u{202e}</span>`), the rest escaped by maud, so
+/// nothing in a proposal can reorder or hide what the person approves.
+pub struct Shown<'a>(pub &'a str);
+
+impl maud::Render for Shown<'_> {
+    fn render_to(&self, buffer: &mut String) {
+        use std::fmt::Write as _;
+        let mut plain = String::new();
+        for c in self.0.chars() {
+            if crate::api::note::visible::hidden(c) {
+                let _ = maud::Escaper::new(buffer).write_str(&std::mem::take(&mut plain));
+                buffer.push_str("<span class=\"esc\">");
+                buffer.push_str(&crate::api::note::visible::escaped(c));
+                buffer.push_str("</span>");
+            } else {
+                plain.push(c);
+            }
+        }
+        let _ = maud::Escaper::new(buffer).write_str(&plain);
+    }
+}
+
 /// The one stylesheet (served from this origin: the CSP allows no inline style).
 const STYLESHEET: &str = include_str!("style.css");
 

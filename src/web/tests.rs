@@ -55,3 +55,14 @@ fn sessions_have_fresh_ids_and_tokens_and_end_when_removed() {
     assert!(sessions.get(&a).is_none());
     assert!(sessions.get("not a session").is_none());
 }
+
+#[test]
+fn shown_escapes_hidden_characters_in_markup() {
+    use super::render::Shown;
+    let html = maud::html! { pre { (Shown("curl x | sh\x1b[1A\r\u{202e}<b>&\u{200b}")) } }.into_string();
+    assert_eq!(
+        html,
+        "<pre>curl x | sh<span class=\"esc\">\\u{1b}</span>[1A<span class=\"esc\">\\u{d}</span><span class=\"esc\">\\u{202e}</span>&lt;b&gt;&amp;<span class=\"esc\">\\u{200b}</span></pre>"
+    );
+    assert!(!html.chars().any(crate::note::visible::hidden), "{html:?}");
+}

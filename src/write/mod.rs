@@ -63,7 +63,7 @@ pub struct NoteChange {
 #[derive(Debug, Clone)]
 pub struct Mutation {
     /// Receipt operation name, e.g. `mcp.ingest_note`.
-    pub operation: &'static str,
+    pub operation: std::borrow::Cow<'static, str>,
     pub notes: Vec<NoteChange>,
     pub idempotency_key: Option<String>,
     pub proposal_id: Option<String>,
@@ -77,7 +77,7 @@ impl Mutation {
     /// A mutation of one note.
     pub fn single(operation: &'static str, path: VaultPath, content: String) -> Self {
         Mutation {
-            operation,
+            operation: operation.into(),
             notes: vec![NoteChange { path, content: Some(content), require_absent: false, expected_sha256: None }],
             idempotency_key: None,
             proposal_id: None,
@@ -99,7 +99,7 @@ impl Mutation {
             .iter()
             .map(|n| (n.path.to_string(), n.content.as_ref().map_or_else(|| "deleted".to_string(), |c| sha256_hex(c.as_bytes()))))
             .collect();
-        sha256_hex(serde_json::to_string(&(self.operation, pairs)).unwrap_or_default().as_bytes())
+        sha256_hex(serde_json::to_string(&(self.operation.as_ref(), pairs)).unwrap_or_default().as_bytes())
     }
 
     /// sha256 over the operation, the notes' paths and the request their text was rendered
@@ -108,7 +108,7 @@ impl Mutation {
     /// retried a second later is the same mutation (the receipt's `mutation_sha256`).
     pub(crate) fn request_fingerprint(&self, request: &Value) -> String {
         let paths: Vec<&str> = self.notes.iter().map(|n| n.path.as_str()).collect();
-        sha256_hex(serde_json::to_string(&(self.operation, "request", paths, request)).unwrap_or_default().as_bytes())
+        sha256_hex(serde_json::to_string(&(self.operation.as_ref(), "request", paths, request)).unwrap_or_default().as_bytes())
     }
 }
 
@@ -228,26 +228,72 @@ struct Plan<'v> {
     search_snapshot: SearchSnapshot,
 }
 
-/// Runs one write transaction and returns its receipt.
-pub fn execute(vault: &Vault, mutation: Mutation) -> Result<Receipt> {
+/// Proof that a mutation passed the approval gate: the policy's `approvals:` rules were asked
+/// about what its changes *are* (docs/governance.md, "What a rule governs"), and `approval` is
+/// the person's decision when a `human` rule decided. Every write transaction takes one, so no
+/// writer of any surface reaches the disk without the gate. Minted only by `approvals` (the
+/// gate, above `write`) and, for new notes alone, by `Cleared::new_notes`; tests/it/tidy.rs
+/// fails on any other constructor call.
+#[must_use = "a clearance is spent by the write it was asked for"]
+pub struct Cleared {
+    approval: Option<Value>,
+}
+
+impl Cleared {
+    /// The gate's clearance: `approval` is the receipt's `approval` object when a person
+    /// approved. Called only from `src/approvals/` (tidy).
+    pub(crate) fn by_the_approval_gate(approval: Option<Value>) -> Self {
+        Cleared { approval }
+    }
+
+    /// The clearance of a mutation that `ingest_note` / `synthesize_session` (which live
+    /// below the gate) make: cleared when no `human` rule decides any of its changes. Those
+    /// writers never edit the goals worklist's goals, so a change to an existing worklist is
+    /// taken as every goal lifecycle operation (the gate above compares goals; this cannot).
+    /// A change a person must approve is refused with `proposal_required`,
+    /// which names `propose_memory_change` (a proposal a person reviews) as the way.
+    pub(crate) fn new_notes(vault: &Vault, mutation: &Mutation) -> Result<Self> {
+        let policy = &vault.policy().policy;
+        let changes: Vec<crate::policy::approvals::RuledChange<'_>> = mutation
+            .notes
+            .iter()
+            .map(|n| crate::policy::approvals::RuledChange {
+                path: n.path.as_str(),
+                touches_existing: !n.require_absent,
+                removes: n.content.is_none(),
+            })
+            .collect();
+        let governed = crate::policy::approvals::governed_operations(
+            &policy.layout.archive_folder,
+            None,
+            &changes,
+            &policy.goals.worklist_path,
+            &crate::policy::approvals::Operation::GOAL_LIFECYCLE,
+        );
+        match crate::policy::approvals::approver_of(&policy.approvals, &governed) {
+            (crate::policy::Approver::Human, Some(operation)) => {
+                let path = governed.iter().find(|(o, _)| *o == operation).map(|(_, p)| p.clone()).unwrap_or_default();
+                Err(Error::ProposalRequired { operation: operation.name(), path })
+            }
+            _ => Ok(Cleared { approval: None }),
+        }
+    }
+}
+
+/// Runs one write transaction the approval gate cleared and returns its receipt (with the
+/// person's `approval` in the chain when one decided).
+pub fn execute(vault: &Vault, mutation: Mutation, cleared: Cleared) -> Result<Receipt> {
     let identity = Identity::of_text(&mutation);
-    execute_with(vault, mutation, identity, None)
+    execute_with(vault, mutation, identity, cleared.approval)
 }
 
 /// Runs one write transaction whose note text the engine rendered from `request` (the
 /// caller's fields, without the idempotency key) and stamped with its clock: a retry under the
 /// same key is compared by its request, not by the stamped text, so the same request a second
 /// later replays the original receipt and a different one is `idempotency_conflict`.
-pub(crate) fn execute_rendered(vault: &Vault, mutation: Mutation, request: &Value) -> Result<Receipt> {
+pub(crate) fn execute_rendered(vault: &Vault, mutation: Mutation, request: &Value, cleared: Cleared) -> Result<Receipt> {
     let identity = Identity::of_request(&mutation, request);
-    execute_with(vault, mutation, identity, None)
-}
-
-/// Runs one write transaction a person approved (src/approvals): its receipt carries
-/// `approval` (approver, channel, decision time, the decision record's sha256) in the chain.
-pub fn execute_approved(vault: &Vault, mutation: Mutation, approval: Value) -> Result<Receipt> {
-    let identity = Identity::of_text(&mutation);
-    execute_with(vault, mutation, identity, Some(approval))
+    execute_with(vault, mutation, identity, cleared.approval)
 }
 
 /// The spine: each step takes the previous step's type, so none can be skipped or reordered.
@@ -466,7 +512,9 @@ pub(crate) type Confirmed = std::collections::HashMap<String, FileStamp>;
 fn check_note(vault: &Vault, note: &NoteChange, create_folders: bool) -> Result<(NoteHashes, Seen)> {
     let policy = vault.policy();
     let path = &note.path;
-    crate::note::path::refuse_engine_owned(path)?;
+    // One path rule for every writer of every surface: no engine-owned name, no hidden folder
+    // (`.git`, `.obsidian`, …) and no folder the policy excludes (`node_modules`, …).
+    crate::note::path::refuse_reserved(path, &policy.policy.layout.excluded_dirs)?;
     let parent = layout::join(vault.root(), path.parent());
     if note.content.is_some() && !create_folders && !parent.is_dir() {
         return Err(Error::InvalidArgument { name: "path", reason: format!("folder '{}' does not exist", path.parent()) });

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::receipts::Receipt;
-use super::{Mutation, NoteChange, execute_rendered, sha256_hex};
+use super::{Cleared, Mutation, NoteChange, execute_rendered, sha256_hex};
 use crate::error::{Error, Result};
 use crate::note::frontmatter;
 use crate::note::metadata;
@@ -212,7 +212,7 @@ fn new_note(
     log: String,
 ) -> Mutation {
     Mutation {
-        operation,
+        operation: operation.into(),
         notes: vec![NoteChange { path, content: Some(content), require_absent: expected_sha256.is_none(), expected_sha256 }],
         idempotency_key,
         proposal_id: None,
@@ -285,7 +285,8 @@ impl Vault {
         validate_note_text(self, &path, &content)?;
         let log = log_entry("ingest", "Created", &request.title, &path, &[]);
         let mutation = new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log);
-        execute_rendered(self, mutation, &request_identity(request))
+        let cleared = Cleared::new_notes(self, &mutation)?;
+        execute_rendered(self, mutation, &request_identity(request), cleared)
     }
 
     /// Creates one synthesis note (Daily Log by default, episodic memory) through the transaction.
@@ -319,7 +320,8 @@ impl Vault {
         }
         let log = log_entry("synthesize", "Synthesized", &request.title, &path, &extra);
         let mutation = new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log);
-        execute_rendered(self, mutation, &request_identity(request))
+        let cleared = Cleared::new_notes(self, &mutation)?;
+        execute_rendered(self, mutation, &request_identity(request), cleared)
     }
 
     /// Validates and stores a content-addressed proposal; never writes the note.

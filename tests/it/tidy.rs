@@ -369,3 +369,57 @@ fn every_source_file_opens_with_a_doc_line() {
         .collect();
     assert!(missing.is_empty(), "files whose first line is not a `//!` doc line:\n{}", missing.join("\n"));
 }
+
+/// Where a write clearance (`write::Cleared`, the proof a mutation passed the approval gate)
+/// may be minted: the gate's constructor only in `src/approvals/`, the new-notes one only where
+/// `ingest_note` and `synthesize_session` build their mutations, the struct itself only in
+/// `write/mod.rs`. Anything else minting one would be a writer past the gate.
+const CLEARANCE_MINTS: &[(&str, &str)] = &[
+    ("Cleared::by_the_approval_gate", "src/approvals/"),
+    ("Cleared::new_notes", "src/write/operations.rs"),
+    ("Cleared {", "src/write/mod.rs"),
+];
+
+/// `file:line` of every clearance minted outside its place in [`CLEARANCE_MINTS`].
+fn clearance_violations(files: &[(String, String)]) -> Vec<String> {
+    let mut out = Vec::new();
+    for (rel, code) in files {
+        if rel.ends_with("tests.rs") {
+            continue;
+        }
+        for (mint, place) in CLEARANCE_MINTS {
+            for (at, _) in code.match_indices(mint) {
+                if !rel.starts_with(place) {
+                    out.push(format!("{rel}:{}: `{mint}` outside {place}", code[..at].matches('\n').count() + 1));
+                }
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn only_the_approval_gate_mints_a_write_clearance() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = Vec::new();
+    source_files(&src_dir(), &mut paths);
+    let files: Vec<(String, String)> = paths
+        .iter()
+        .map(|f| (f.strip_prefix(root).unwrap().display().to_string(), code_only(&std::fs::read_to_string(f).unwrap())))
+        .collect();
+    let minted = files.iter().filter(|(_, code)| code.contains("Cleared::by_the_approval_gate")).count();
+    assert!(minted > 0, "the check no longer finds the gate's clearance: it no longer reads the source");
+    let problems = clearance_violations(&files);
+    assert!(problems.is_empty(), "a write clearance minted past the approval gate (docs/governance.md):\n{}", problems.join("\n"));
+    let planted = vec![
+        ("src/memory/mod.rs".to_string(), "fn f() { execute(v, m, Cleared::by_the_approval_gate(None)) }".to_string()),
+        ("src/specdocs/x.rs".to_string(), "fn g() { Cleared::new_notes(v, &m) }".to_string()),
+        ("src/approvals/mod.rs".to_string(), "fn h() { Cleared::by_the_approval_gate(None) }".to_string()),
+    ];
+    assert_eq!(
+        clearance_violations(&planted).len(),
+        2,
+        "planted mints outside the gate are reported: {:?}",
+        clearance_violations(&planted)
+    );
+}

@@ -329,8 +329,9 @@ fn receipts_old_and_new_reserialise_byte_for_byte_and_the_chain_goes_on() {
 /// links to them), not a constant.
 #[test]
 fn a_write_reports_the_orphans_it_leaves() {
+    use paravault::approvals::execute_checked as execute;
     use paravault::note::path::VaultPath;
-    use paravault::write::{Mutation, NoteChange, execute};
+    use paravault::write::{Mutation, NoteChange};
     let fixture = format!(
         "-- 03_Resources/a.md --\n{}-- 03_Resources/b.md --\n{}",
         note("Resource", "A", "alone\n"),

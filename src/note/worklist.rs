@@ -1,4 +1,6 @@
-//! The worklist note format: a Markdown note a person can read and edit, parsed into a
+//! The goals worklist note (stepstone's roadmap): its model (`Worklist`, `Goal`) and format,
+//! pure, so the approval gate can tell which goal lifecycle change an edit makes whoever
+//! writes it (`approvals`), and the goal service (`goals`) reads and renders it. The format: a Markdown note a person can read and edit, parsed into a
 //! `Worklist` and rendered back (schema version `goals_schema: 1`; docs/goals.md).
 //!
 //! ```text
@@ -34,8 +36,78 @@
 //! every frontmatter key the engine does not own is kept byte for byte. Text the format cannot
 //! represent is a parse error naming its line, never dropped.
 
-use super::{Goal, GoalStatus, Worklist};
+use chrono::{DateTime, SecondsFormat, Utc};
+
 use crate::note::frontmatter;
+
+/// A goal's lifecycle state.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum GoalStatus {
+    Open,
+    Done,
+    Archived,
+}
+
+impl GoalStatus {
+    pub fn name(self) -> &'static str {
+        match self {
+            GoalStatus::Open => "open",
+            GoalStatus::Done => "done",
+            GoalStatus::Archived => "archived",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<Self> {
+        match text {
+            "open" => Some(GoalStatus::Open),
+            "done" => Some(GoalStatus::Done),
+            "archived" => Some(GoalStatus::Archived),
+            _ => None,
+        }
+    }
+}
+
+/// One project goal.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Goal {
+    pub id: String,
+    pub title: String,
+    pub description: Option<String>,
+    pub group: Option<String>,
+    pub status: GoalStatus,
+    /// The single goal being worked on (it is *claimed*: never ready).
+    pub active: bool,
+    /// Goal IDs, in the order given.
+    pub depends_on: Vec<String>,
+    /// Absolute http(s) URLs, in the order given.
+    pub links: Vec<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// The vault's goals in canonical order, and the worklist revision.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Worklist {
+    /// Advances by one on every change the engine writes.
+    pub revision: u64,
+    pub goals: Vec<Goal>,
+}
+
+impl Worklist {
+    pub(crate) fn position(&self, id: &str) -> Option<usize> {
+        self.goals.iter().position(|g| g.id == id)
+    }
+}
+
+/// A goal ID: 4-32 lowercase ASCII letters or digits.
+pub(crate) fn valid_id(id: &str) -> bool {
+    (4..=32).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+}
+
+/// The canonical form of a time (RFC 3339, UTC, milliseconds), or `None` when it is not one.
+pub(crate) fn parse_timestamp(text: &str) -> Option<String> {
+    DateTime::parse_from_rfc3339(text.trim()).ok().map(|t| t.with_timezone(&Utc).to_rfc3339_opts(SecondsFormat::Millis, true))
+}
 
 /// The worklist schema version this engine reads and writes.
 pub(crate) const SCHEMA_VERSION: u64 = 1;
@@ -221,7 +293,7 @@ fn parse_goal(lines: &[&str], first_line: usize) -> Result<Goal, Vec<FormatProbl
         problems.push(FormatProblem::at(first_line, format!("goal '{title}' has no '- id:' field")));
         String::new()
     });
-    if !id.is_empty() && !super::valid_id(&id) {
+    if !id.is_empty() && !valid_id(&id) {
         problems.push(FormatProblem::at(first_line, format!("goal id '{id}' must be 4-32 lowercase letters or digits")));
     }
     let status = status.unwrap_or_else(|| {
@@ -231,7 +303,7 @@ fn parse_goal(lines: &[&str], first_line: usize) -> Result<Goal, Vec<FormatProbl
     if active && status != GoalStatus::Open {
         problems.push(FormatProblem::at(first_line, format!("goal '{title}' is active but not open")));
     }
-    let mut timestamp = |value: Option<String>, name: &str| match value.as_deref().map(super::parse_timestamp) {
+    let mut timestamp = |value: Option<String>, name: &str| match value.as_deref().map(parse_timestamp) {
         Some(Some(t)) => t,
         Some(None) => {
             problems.push(FormatProblem::at(first_line, format!("goal '{title}': {name} is not an RFC 3339 UTC time")));
