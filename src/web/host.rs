@@ -42,20 +42,25 @@ impl AllowedHosts {
         AllowedHosts(Arc::new(names))
     }
 
-    fn allows(&self, authority: &str) -> bool {
+    pub(super) fn allows(&self, authority: &str) -> bool {
         host_name(authority).is_ok_and(|name| self.0.contains(&name))
     }
 }
 
 /// The host part of `authority` (`name`, `name:port`, `[v6]:port`) in the form compared:
-/// lower-case, without the port and a trailing dot. Refuses what is no authority or carries
-/// user information (`user@host`).
+/// lower-case, without the port and a trailing dot. Refuses what is no authority, carries
+/// user information (`user@host`) or a port that is no number.
 pub(crate) fn host_name(authority: &str) -> Result<String> {
     let invalid = |reason: &str| Error::InvalidArgument { name: "host", reason: format!("'{authority}' {reason}") };
     if authority.contains('@') {
         return Err(invalid("holds user information"));
     }
     let parsed: Authority = authority.parse().map_err(|_| invalid("is not a host name"))?;
+    // `Authority` takes any text after the colon; a port is digits (RFC 9110: possibly none).
+    let port = &authority[parsed.host().len()..];
+    if !(port.is_empty() || port == ":" || parsed.port_u16().is_some()) {
+        return Err(invalid("has a port that is no number"));
+    }
     let host = parsed.host().trim_end_matches('.').to_ascii_lowercase();
     if host.is_empty() {
         return Err(invalid("names no host"));
