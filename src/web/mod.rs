@@ -51,9 +51,10 @@ pub struct WebOptions {
     pub request_timeout: Duration,
     /// Login attempts one client may make per minute (429 after them).
     pub login_attempts_per_minute: u32,
-    /// Host names besides the loopback names and the bind address that requests may name in
-    /// `Host` (`--public-host`): the name people type when the server sits behind a TLS proxy.
-    /// Any other name is answered 421 (DNS rebinding; `host.rs`).
+    /// Host names requests may name in `Host` besides the loopback names, the bind address and
+    /// the host of the policy's `approvals.review_url` (`--public-host`): the name people type
+    /// when the server sits behind a TLS proxy. Any other name is answered 421 (DNS
+    /// rebinding; `host.rs`).
     pub public_hosts: Vec<String>,
     /// Connections open at once, all clients together; one more is answered 503 and closed.
     pub max_connections: usize,
@@ -132,7 +133,8 @@ fn body_limit(vault: &Vault) -> usize {
 }
 
 /// The application: every page, the security headers and the request limits. Tests drive it
-/// with `tower::ServiceExt::oneshot`; `serve` puts it on a socket.
+/// with `tower::ServiceExt::oneshot` (naming the server's host: a request without `Host` is
+/// refused); `serve_connections` puts it on a socket.
 pub fn router(vault: Vault, options: &WebOptions) -> Router {
     let limit = body_limit(&vault);
     let hosts = host::AllowedHosts::new(options.bind, &options.public_hosts, vault.policy().policy.approvals.review_url.as_deref());
