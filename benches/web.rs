@@ -3,8 +3,18 @@
 //! same run — `/healthz`, a no-op handler behind the same layers (headers, limits, timeout) —
 //! and a bounded loopback load test: 64 concurrent HTTP/1 clients (hyper) for a fixed time
 //! against note pages over a real socket, reporting throughput, p50/p99 and errors (must be 0).
+//! Then the slow-connection flood (issue 45 item 6) against the `paravault web` binary under a
+//! descriptor limit of 256: a person's keep-alive connection opened first, then
+//! `PARAVAULT_BENCH_WEB_FLOOD` (1,000) connections from 127.0.0.1 that each send part of their
+//! headers and stop; it reports how many the server holds and how many it refuses, the server's
+//! RSS before and after, and `GET /` on the person's connection before and during the flood
+//! (p50/p99), once with the default caps and once with the per-client cap lifted (the total cap
+//! binds); then, 31 s after the flood began, how many are still open (the 30 s header deadline)
+//! and whether a new connection is answered.
 //! Run: `cargo bench --locked --profile dev --bench web` (`PARAVAULT_BENCH_WEB_NOTES=100000`,
-//! `PARAVAULT_BENCH_RUNS=40`, `PARAVAULT_BENCH_WEB_LOAD_SECS=30`, `PARAVAULT_BENCH_WEB_CLIENTS=64`).
+//! `PARAVAULT_BENCH_RUNS=40`, `PARAVAULT_BENCH_WEB_LOAD_SECS=30`, `PARAVAULT_BENCH_WEB_CLIENTS=64`,
+//! `PARAVAULT_BENCH_WEB_FLOOD=1000`; `PARAVAULT_BENCH_WEB_FLOOD_ONLY=1` runs only the flood;
+//! `PARAVAULT_BENCH_WEB_PREVIOUS_BIN=<path>` floods an earlier `paravault` binary first, paired).
 
 // Bench fixtures are written with std::fs (clippy.toml names this exception).
 #![allow(clippy::disallowed_methods)]
@@ -12,7 +22,9 @@
 #[path = "support/mod.rs"]
 mod support;
 
-use std::net::SocketAddr;
+use std::io::{BufRead, ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -36,7 +48,7 @@ fn env_usize(name: &str, default: usize) -> usize {
 }
 
 async fn oneshot(app: &Router, uri: &str, cookie: &str) -> (StatusCode, Duration) {
-    let request = Request::get(uri).header(header::COOKIE, cookie).body(Body::empty()).unwrap();
+    let request = Request::get(uri).header(header::HOST, "127.0.0.1").header(header::COOKIE, cookie).body(Body::empty()).unwrap();
     let start = Instant::now();
     let response = app.clone().oneshot(request).await.unwrap();
     let status = response.status();
@@ -46,7 +58,7 @@ async fn oneshot(app: &Router, uri: &str, cookie: &str) -> (StatusCode, Duration
 
 /// Logs in through the Router; the session cookie.
 async fn log_in(app: &Router) -> String {
-    let form = app.clone().oneshot(Request::get("/login").body(Body::empty()).unwrap()).await.unwrap();
+    let form = app.clone().oneshot(Request::get("/login").header(header::HOST, "127.0.0.1").body(Body::empty()).unwrap()).await.unwrap();
     let cookie = form.headers().get(header::SET_COOKIE).unwrap().to_str().unwrap().split(';').next().unwrap().to_string();
     let body = String::from_utf8(axum::body::to_bytes(form.into_body(), usize::MAX).await.unwrap().to_vec()).unwrap();
     let at = body.find("name=\"csrf\" value=\"").unwrap() + "name=\"csrf\" value=\"".len();
@@ -56,6 +68,7 @@ async fn log_in(app: &Router) -> String {
         .clone()
         .oneshot(
             Request::post("/login")
+                .header(header::HOST, "127.0.0.1")
                 .header(header::COOKIE, &cookie)
                 .header(header::CONTENT_TYPE, "application/x-www-form-urlencoded")
                 .body(Body::from(fields))
@@ -80,11 +93,11 @@ async fn measure(app: &Router, label: &str, uri: &str, cookie: &str, runs: usize
 }
 
 /// `clients` HTTP/1 keep-alive connections, each requesting note pages in turn for `seconds`.
-async fn load_test(app: Router, cookie: String, paths: Arc<Vec<String>>, clients: usize, seconds: u64) {
+async fn load_test(app: Router, options: WebOptions, cookie: String, paths: Arc<Vec<String>>, clients: usize, seconds: u64) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = listener.local_addr().unwrap();
     let server = tokio::spawn(async move {
-        axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>()).await.unwrap();
+        web::serve_connections(listener, app, &options, std::future::pending()).await.unwrap();
     });
     let errors = Arc::new(AtomicU64::new(0));
     let deadline = Instant::now() + Duration::from_secs(seconds);
@@ -139,17 +152,194 @@ async fn load_test(app: Router, cookie: String, paths: Arc<Vec<String>>, clients
     assert_eq!(errors, 0, "the load test had errors");
 }
 
+/// The resident set of process `pid` in KiB (`VmRSS` in /proc).
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0)
+}
+
+/// `GET /` on a kept-alive connection, reading exactly its answer: the status and the time.
+fn get_root(stream: &mut TcpStream) -> (u16, Duration) {
+    let start = Instant::now();
+    stream.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").unwrap();
+    let mut answer = Vec::new();
+    let mut buffer = [0u8; 64 * 1024];
+    loop {
+        let n = stream.read(&mut buffer).unwrap_or(0);
+        if n == 0 {
+            return (0, start.elapsed());
+        }
+        answer.extend_from_slice(&buffer[..n]);
+        let text = String::from_utf8_lossy(&answer);
+        let Some(end) = text.find("\r\n\r\n") else { continue };
+        let head = text[..end].to_lowercase();
+        let length = head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse::<usize>().ok());
+        let done = length.map_or_else(|| text.ends_with("\r\n0\r\n\r\n"), |length| answer.len() >= end + 4 + length);
+        if done {
+            return (text.get(9..12).and_then(|c| c.parse().ok()).unwrap_or(0), start.elapsed());
+        }
+    }
+}
+
+/// A status for the report (0: none within the 5 s read timeout).
+fn answer_text(status: u16) -> String {
+    if status == 0 { "no answer within 5 s".into() } else { status.to_string() }
+}
+
+/// `runs` timed `GET /` on `stream`: the times of the 200s and the other statuses (0: no
+/// answer within the stream's read timeout, or the connection closed; sampling stops there).
+fn sample_root(stream: &mut TcpStream, runs: usize) -> (Vec<Duration>, Vec<u16>) {
+    let (mut times, mut others) = (Vec::new(), Vec::new());
+    for _ in 0..runs {
+        match get_root(stream) {
+            (200, took) => times.push(took),
+            (0, _) => {
+                others.push(0);
+                break;
+            }
+            (status, _) => others.push(status),
+        }
+    }
+    (times, others)
+}
+
+/// One flood: `binary web --read-only` (plus `extra`) on `root` under `ulimit -n 256`, a
+/// person's connection, then `count` slow-header connections from 127.0.0.1.
+fn flood(binary: &str, root: &Path, count: usize, runs: usize, label: &str, extra: &[&str]) {
+    let config = support::bench_data_dir().join("work").join("web-flood-config");
+    let _ = std::fs::remove_dir_all(&config);
+    std::fs::create_dir_all(&config).unwrap();
+    let mut child = std::process::Command::new("sh")
+        .args(["-c", "ulimit -n 256 && exec \"$0\" \"$@\"", binary, "--vault"])
+        .arg(root)
+        .args(["web", "--bind", "127.0.0.1:0", "--read-only"])
+        .args(extra)
+        .env("PARAVAULT_CONFIG_DIR", &config)
+        .env_remove("PARAVAULT_VAULT_DIR")
+        .env_remove("POWER_VAULT_DIR")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = std::io::BufReader::new(child.stderr.take().unwrap());
+    let mut line = String::new();
+    let address: SocketAddr = loop {
+        line.clear();
+        assert!(stderr.read_line(&mut line).unwrap() > 0, "paravault web printed no address");
+        if let Some(a) = line.split("http://").nth(1).and_then(|r| r.split('/').next()).and_then(|a| a.parse().ok()) {
+            break a;
+        }
+    };
+    let pid = child.id();
+    let mut person = TcpStream::connect(address).unwrap();
+    person.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let before = sample_root(&mut person, runs);
+    let rss_before = rss_kib(pid);
+    let started = Instant::now();
+    let mut slow: Vec<TcpStream> = Vec::with_capacity(count);
+    // A server that stops accepting (out of descriptors) fills its backlog and then connects
+    // hang: each gets 250 ms, and after 20 in a row fail the rest are not tried.
+    let (mut connect_failed, mut in_a_row) = (0, 0);
+    for _ in 0..count {
+        if in_a_row == 20 {
+            break;
+        }
+        match TcpStream::connect_timeout(&address, Duration::from_millis(250)) {
+            Ok(mut stream) => {
+                in_a_row = 0;
+                let _ = stream.write_all(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: 1\r\n");
+                slow.push(stream);
+            }
+            Err(_) => (connect_failed, in_a_row) = (connect_failed + 1, in_a_row + 1),
+        }
+    }
+    let not_tried = count - slow.len() - connect_failed;
+    let opened = started.elapsed();
+    std::thread::sleep(Duration::from_millis(500));
+    let (mut held, mut refused) = (0, 0);
+    for stream in &mut slow {
+        stream.set_nonblocking(true).unwrap();
+        match stream.read(&mut [0u8; 256]) {
+            Err(e) if e.kind() == ErrorKind::WouldBlock => held += 1,
+            _ => refused += 1,
+        }
+    }
+    let during = sample_root(&mut person, runs);
+    let fresh = TcpStream::connect_timeout(&address, Duration::from_secs(1)).ok().map(|mut s| {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        get_root(&mut s).0
+    });
+    let rss_after = rss_kib(pid);
+    println!(
+        "flood ({label}): {count} slow-header connections from 127.0.0.1 opened in {:.2} s under `ulimit -n 256`: {held} held, {refused} refused (503 + close), {connect_failed} connects timed out, {not_tried} not tried; server RSS {:.1} MiB before, {:.1} MiB after; a new connection's GET /: {}",
+        opened.as_secs_f64(),
+        rss_before as f64 / 1024.0,
+        rss_after as f64 / 1024.0,
+        fresh.map_or("no connection".into(), answer_text),
+    );
+    for (when, (times, others)) in [("before", before), ("during", during)] {
+        if !others.is_empty() {
+            println!("GET / on the person's connection, {when} ({label}): {} answers not 200: {others:?}", others.len());
+        }
+        if !times.is_empty() {
+            support::stats::report(&format!("GET / on the person's connection, {when} ({label})"), times, None);
+        }
+    }
+    // Past the 30 s header deadline the held connections are closed and a new one is answered.
+    std::thread::sleep((started + Duration::from_secs(31)).saturating_duration_since(Instant::now()));
+    let still_open = slow
+        .iter_mut()
+        .filter_map(|s| matches!(s.read(&mut [0u8; 256]), Err(e) if e.kind() == ErrorKind::WouldBlock).then_some(()))
+        .count();
+    let after = TcpStream::connect_timeout(&address, Duration::from_secs(1)).ok().map(|mut s| {
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        get_root(&mut s).0
+    });
+    println!(
+        "flood ({label}), 31 s after it began: {still_open} of the slow connections still open; a new connection's GET /: {}; server RSS {:.1} MiB",
+        after.map_or("no connection".into(), answer_text),
+        rss_kib(pid) as f64 / 1024.0
+    );
+    drop(slow);
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Raises this process's descriptor soft limit to hold `count` client sockets.
+fn raise_fd_limit(count: usize) {
+    use rustix::process::{Resource, getrlimit, setrlimit};
+    let limit = getrlimit(Resource::Nofile);
+    let wanted = (count as u64 + 256).min(limit.maximum.unwrap_or(u64::MAX));
+    if limit.current.is_some_and(|current| current < wanted) {
+        setrlimit(Resource::Nofile, rustix::process::Rlimit { current: Some(wanted), maximum: limit.maximum })
+            .expect("raise the descriptor limit");
+    }
+}
+
 fn main() {
     let notes = env_usize("PARAVAULT_BENCH_WEB_NOTES", 2000);
     let runs = env_usize("PARAVAULT_BENCH_RUNS", 40);
     let clients = env_usize("PARAVAULT_BENCH_WEB_CLIENTS", 64);
     let seconds = env_usize("PARAVAULT_BENCH_WEB_LOAD_SECS", 30) as u64;
+    let flood_count = env_usize("PARAVAULT_BENCH_WEB_FLOOD", 1000);
+    let flood_only = std::env::var_os("PARAVAULT_BENCH_WEB_FLOOD_ONLY").is_some();
     println!("web bench: {notes} notes, {runs} runs per page, load test {clients} clients x {seconds} s");
     let started = Instant::now();
     let root = support::fresh_generated_vault(notes);
     let vault = Vault::open(&root, VaultOptions::default()).expect("open the generated vault");
     vault.sync_vault(&SyncParams::default()).expect("sync");
     println!("generated, opened and synced in {:.1} s", started.elapsed().as_secs_f64());
+    if flood_count > 0 {
+        raise_fd_limit(flood_count);
+        if let Ok(previous) = std::env::var("PARAVAULT_BENCH_WEB_PREVIOUS_BIN") {
+            flood(&previous, &root, flood_count, runs, "previous binary", &[]);
+        }
+        let binary = env!("CARGO_BIN_EXE_paravault");
+        flood(binary, &root, flood_count, runs, "default caps: 128 in all, 32 per client", &[]);
+        flood(binary, &root, flood_count, runs, "per-client cap lifted: 128 in all", &["--max-connections-per-client", "100000"]);
+    }
+    if flood_only {
+        return;
+    }
     let config = support::bench_data_dir().join("work").join("web-config");
     let _ = std::fs::remove_dir_all(&config);
     std::fs::create_dir_all(&config).unwrap();
@@ -160,6 +350,9 @@ fn main() {
         approvers_dir: config,
         request_timeout: Duration::from_secs(60),
         login_attempts_per_minute: 5,
+        public_hosts: Vec::new(),
+        max_connections: 128,
+        max_connections_per_client: 128,
     };
     let app = web::router(vault, &options);
     let paths: Arc<Vec<String>> = Arc::new((0..notes.min(5000)).map(|i| support::note_rel_path(notes, i)).collect());
@@ -170,6 +363,6 @@ fn main() {
         measure(&app, "note page /note/<path>", &format!("/note/{}", paths[notes.min(5000) / 2]), &cookie, runs, Some(floor)).await;
         measure(&app, "search page /search?q=…&mode=fts", "/search?q=garden+river&mode=fts", &cookie, runs, Some(floor)).await;
         measure(&app, "dashboard / (doctor, approvals, receipts, tasks)", "/", &cookie, runs.clamp(3, 10), Some(floor)).await;
-        load_test(app, cookie, paths, clients, seconds).await;
+        load_test(app, options, cookie, paths, clients, seconds).await;
     });
 }

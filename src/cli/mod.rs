@@ -261,6 +261,17 @@ pub enum Command {
         /// No POST route at all: browse, search and review only (no login; loopback only).
         #[arg(long)]
         read_only: bool,
+        /// A host name people reach the server by (the TLS proxy's name), besides localhost,
+        /// 127.0.0.1, [::1], the bind address and the policy's `approvals.review_url` host;
+        /// repeatable. Requests naming any other host are answered 421 (DNS rebinding).
+        #[arg(long, value_name = "NAME")]
+        public_host: Vec<String>,
+        /// Connections open at once, all clients together (503 beyond it; default 128).
+        #[arg(long, value_name = "N")]
+        max_connections: Option<usize>,
+        /// Connections open at once from one client address (503 beyond it; default 32).
+        #[arg(long, value_name = "N")]
+        max_connections_per_client: Option<usize>,
     },
     /// Read one page of a category catalog.
     ReadSubIndex {
@@ -478,9 +489,16 @@ pub fn run(cli: Cli) -> ExitCode {
             }
         };
     }
-    if let Command::Web { bind, read_only } = command {
+    if let Command::Web { bind, read_only, public_host, max_connections, max_connections_per_client } = command {
         let served = crate::web::WebOptions::loopback(bind.port())
-            .map(|options| crate::web::WebOptions { bind: *bind, read_only: *read_only, ..options })
+            .map(|options| crate::web::WebOptions {
+                bind: *bind,
+                read_only: *read_only,
+                public_hosts: public_host.clone(),
+                max_connections: max_connections.unwrap_or(options.max_connections),
+                max_connections_per_client: max_connections_per_client.unwrap_or(options.max_connections_per_client),
+                ..options
+            })
             .and_then(|options| open(&cli).map(|vault| (vault, options)));
         return match served {
             Ok((vault, options)) => match crate::web::serve(vault, options) {

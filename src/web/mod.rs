@@ -4,6 +4,8 @@
 //! headers and limits docs/web.md lists. No engine logic lives here.
 
 mod auth;
+mod conn;
+mod host;
 mod pages;
 mod render;
 #[cfg(test)]
@@ -16,6 +18,7 @@ use std::time::Duration;
 
 use axum::Router;
 use axum::http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::middleware;
 use axum::routing::{get, post};
 use tower_http::limit::RequestBodyLimitLayer;
 use tower_http::set_header::SetResponseHeaderLayer;
@@ -24,6 +27,8 @@ use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 use crate::api::approvals::secrets;
 use crate::error::{Error, Result};
 use crate::vault::Vault;
+
+pub use conn::serve_connections;
 
 /// The Content-Security-Policy every response carries: same-origin resources only, no inline
 /// script or style, no plugins, no framing, forms post only to this server.
@@ -40,15 +45,28 @@ pub struct WebOptions {
     /// The folder holding the approvers file (`approvals::secrets::default_dir`; tests pass a
     /// temporary one).
     pub approvers_dir: PathBuf,
-    /// The longest a request may take, body included (408 after it).
+    /// The header deadline and the request deadline: a connection whose request headers have
+    /// not all arrived this long after it opened (or after its previous answer) is closed, and
+    /// a request then has this long again for its body and its answer (408 after it).
     pub request_timeout: Duration,
     /// Login attempts one client may make per minute (429 after them).
     pub login_attempts_per_minute: u32,
+    /// Host names requests may name in `Host` besides the loopback names, the bind address and
+    /// the host of the policy's `approvals.review_url` (`--public-host`): the name people type
+    /// when the server sits behind a TLS proxy. Any other name is answered 421 (DNS
+    /// rebinding; `host.rs`).
+    pub public_hosts: Vec<String>,
+    /// Connections open at once, all clients together; one more is answered 503 and closed.
+    pub max_connections: usize,
+    /// Connections open at once from one client (an IPv4 address, an IPv6 /64).
+    pub max_connections_per_client: usize,
 }
 
 impl WebOptions {
-    /// Loopback on `port`, read-write, the per-user approvers file, 30 s per request, 5 logins
-    /// per minute per client.
+    /// Loopback on `port`, read-write, the per-user approvers file, 30 s for a request's headers
+    /// and 30 s for the rest of it, 5 logins per minute per client, no public name, 128
+    /// connections at once and 32 per client (a browser opens at most 6 per server; a TLS
+    /// proxy's pool is one client).
     pub fn loopback(port: u16) -> Result<Self> {
         Ok(WebOptions {
             bind: SocketAddr::from(([127, 0, 0, 1], port)),
@@ -56,13 +74,20 @@ impl WebOptions {
             approvers_dir: secrets::default_dir()?,
             request_timeout: Duration::from_secs(30),
             login_attempts_per_minute: 5,
+            public_hosts: Vec::new(),
+            max_connections: 128,
+            max_connections_per_client: 32,
         })
     }
 }
 
 /// Refuses an address other people could reach unless logging in is possible (an approver is
-/// registered) and the server is not read-only (a read-only server has no login).
+/// registered) and the server is not read-only (a read-only server has no login), and a public
+/// host name that is not one (`user@host`, a path, an empty name).
 pub fn check_bind(options: &WebOptions) -> Result<()> {
+    for name in &options.public_hosts {
+        host::host_name(name)?;
+    }
     if options.bind.ip().is_loopback() {
         return Ok(());
     }
@@ -108,9 +133,11 @@ fn body_limit(vault: &Vault) -> usize {
 }
 
 /// The application: every page, the security headers and the request limits. Tests drive it
-/// with `tower::ServiceExt::oneshot`; `serve` puts it on a socket.
+/// with `tower::ServiceExt::oneshot` (naming the server's host: a request without `Host` is
+/// refused); `serve_connections` puts it on a socket.
 pub fn router(vault: Vault, options: &WebOptions) -> Router {
     let limit = body_limit(&vault);
+    let hosts = host::AllowedHosts::new(options.bind, &options.public_hosts, vault.policy().policy.approvals.review_url.as_deref());
     let state = Arc::new(WebState {
         vault: Arc::new(vault),
         read_only: options.read_only,
@@ -146,6 +173,7 @@ pub fn router(vault: Vault, options: &WebOptions) -> Router {
     let header = |name: HeaderName, value: &'static str| SetResponseHeaderLayer::overriding(name, HeaderValue::from_static(value));
     app.fallback(pages::not_found)
         .with_state(state)
+        .layer(middleware::from_fn_with_state(hosts, host::check_host))
         .layer(RequestBodyLimitLayer::new(limit))
         .layer(RequestBodyTimeoutLayer::new(options.request_timeout))
         .layer(TimeoutLayer::with_status_code(StatusCode::REQUEST_TIMEOUT, options.request_timeout))
@@ -157,7 +185,8 @@ pub fn router(vault: Vault, options: &WebOptions) -> Router {
 }
 
 /// Serves the vault until Ctrl-C: checks the address, watches the disk (pages answer from a
-/// model equal to it, as MCP calls do), and listens.
+/// model equal to it, as MCP calls do), and listens under the header deadline and the
+/// connection caps (`serve_connections`).
 pub fn serve(vault: Vault, options: WebOptions) -> std::result::Result<(), String> {
     check_bind(&options).map_err(|e| format!("[{}] {e}", e.code()))?;
     vault.watch_disk();
@@ -167,11 +196,9 @@ pub fn serve(vault: Vault, options: WebOptions) -> std::result::Result<(), Strin
         let listener = tokio::net::TcpListener::bind(options.bind).await.map_err(|e| format!("binding {}: {e}", options.bind))?;
         let address = listener.local_addr().map_err(|e| e.to_string())?;
         eprintln!("paravault web: http://{address}/{}", if options.read_only { " (read-only)" } else { "" });
-        axum::serve(listener, app.into_make_service_with_connect_info::<SocketAddr>())
-            .with_graceful_shutdown(async {
-                let _ = tokio::signal::ctrl_c().await;
-            })
-            .await
-            .map_err(|e| e.to_string())
+        let ctrl_c = async {
+            let _ = tokio::signal::ctrl_c().await;
+        };
+        serve_connections(listener, app, &options, ctrl_c).await.map_err(|e| e.to_string())
     })
 }

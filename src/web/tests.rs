@@ -1,7 +1,8 @@
 //! Unit tests of the web adapter's pieces: sanitised rendering, token comparison, the session
-//! cookie's attributes, the session store's cap.
+//! cookie's attributes, the session store's cap, the host names a request may name.
 
 use super::auth::{Sessions, session_cookie, tokens_equal};
+use super::host::{AllowedHosts, host_name};
 use super::render::note_html;
 
 #[test]
@@ -65,4 +66,29 @@ fn shown_escapes_hidden_characters_in_markup() {
         "<pre>curl x | sh<span class=\"esc\">\\u{1b}</span>[1A<span class=\"esc\">\\u{d}</span><span class=\"esc\">\\u{202e}</span>&lt;b&gt;&amp;<span class=\"esc\">\\u{200b}</span></pre>"
     );
     assert!(!html.chars().any(crate::note::visible::hidden), "{html:?}");
+}
+
+#[test]
+fn host_names_are_compared_without_port_case_or_trailing_dot_and_user_information_is_refused() {
+    assert_eq!(host_name("LocalHost:8742").unwrap(), "localhost");
+    assert_eq!(host_name("[::1]:8742").unwrap(), "[::1]");
+    assert_eq!(host_name("notes.example.org.").unwrap(), "notes.example.org");
+    assert_eq!(host_name("localhost:").unwrap(), "localhost", "an empty port is a port (RFC 9110)");
+    for bad in ["alice@localhost", "", "a b", "/x", "localhost/x", "localhost:port", "localhost:99999"] {
+        assert!(host_name(bad).is_err(), "{bad:?}");
+    }
+}
+
+#[test]
+fn the_allowed_hosts_are_the_loopback_names_the_bind_address_the_public_names_and_the_review_urls_host() {
+    let hosts = AllowedHosts::new("192.168.1.5:8742".parse().unwrap(), &["Notes.Example.org".into()], Some("https://review.example.net/x"));
+    for allowed in ["localhost", "127.0.0.1:1", "[::1]", "192.168.1.5:8742", "notes.example.org", "review.example.net:443"] {
+        assert!(hosts.allows(allowed), "{allowed}");
+    }
+    for refused in ["attacker.example", "192.168.1.6", "example.org", "[::2]", "notes.example.org.attacker.example"] {
+        assert!(!hosts.allows(refused), "{refused}");
+    }
+    let unspecified = AllowedHosts::new("0.0.0.0:8742".parse().unwrap(), &[], None);
+    assert!(!unspecified.allows("0.0.0.0") && !unspecified.allows("192.168.1.5"), "0.0.0.0 names no address: --public-host does");
+    assert!(AllowedHosts::new("[fd00::5]:8742".parse().unwrap(), &[], None).allows("[fd00::5]:8742"));
 }

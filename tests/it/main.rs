@@ -80,6 +80,7 @@ mod tidy;
 mod vaultspec_gateway;
 mod web;
 mod web_browser;
+mod web_raw;
 mod write;
 
 #[test]

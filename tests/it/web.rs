@@ -33,6 +33,9 @@ fn web_options(config: &std::path::Path, read_only: bool) -> WebOptions {
         approvers_dir: config.to_path_buf(),
         request_timeout: Duration::from_secs(30),
         login_attempts_per_minute: 5,
+        public_hosts: Vec::new(),
+        max_connections: 128,
+        max_connections_per_client: 32,
     }
 }
 
@@ -80,7 +83,12 @@ impl Answer {
     }
 }
 
-async fn send(app: &Router, request: Request<Body>) -> Answer {
+/// Sends `request` through the Router, naming the server's own host when it names none (a
+/// request without `Host` is refused; `raw_http_*` test that).
+async fn send(app: &Router, mut request: Request<Body>) -> Answer {
+    if !request.headers().contains_key(header::HOST) {
+        request.headers_mut().insert(header::HOST, header::HeaderValue::from_static("127.0.0.1:8742"));
+    }
     let response = app.clone().oneshot(request).await.unwrap();
     let status = response.status();
     let headers = response.headers().clone();
@@ -109,7 +117,7 @@ async fn post(app: &Router, uri: &str, cookie: Option<&str>, fields: &[(&str, &s
 }
 
 /// Logs in as alice; the logged-in session's cookie and CSRF token.
-async fn log_in(app: &Router) -> (String, String) {
+pub(crate) async fn log_in(app: &Router) -> (String, String) {
     let form_page = get(app, "/login", None).await;
     assert_eq!(form_page.status, StatusCode::OK);
     let anonymous = form_page.session_cookie().expect("the login form starts a session");
