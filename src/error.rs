@@ -159,7 +159,7 @@ pub enum Error {
     ApproverRefused,
 
     #[error(
-        "verb '{verb}' is on the gateway's denylist (it installs, serves, approves, changes the server's configuration or runs commands); nothing was run"
+        "verb '{verb}' is not reachable through invoke: it is on the gateway's denylist (it installs, serves, approves, changes the server's configuration or runs commands) or it stands for no MCP tool whose authority and rate limit it could run with (docs/governance.md, \"The gateway\"); nothing was run"
     )]
     GatewayVerbDenied { verb: String },
 

@@ -450,8 +450,10 @@ impl ParavaultServer {
         let ctx = &self.inner.ctx;
         let (charged, writes, tool) = if spec.name == "invoke" && spec.surface == Surface::Vaultspec {
             let verb = args.get("verb").and_then(Value::as_str).unwrap_or_default();
-            let (tool, writes) = vaultspec_gateway::verb_authority(verb, args.get("arguments").and_then(Value::as_object))
-                .map_err(|e| ToolError::from_engine(&e))?;
+            // A verb with no row is refused by `invoke` itself (unknown: invalid_argument, with
+            // the verbs it knows; known but unmapped: verb_denied) before anything runs.
+            let (tool, writes) =
+                vaultspec_gateway::verb_authority(verb, args.get("arguments").and_then(Value::as_object)).unwrap_or((None, false));
             (tool, writes, tool.unwrap_or(spec.name))
         } else {
             (None, !ctx.read_tools.iter().any(|t| t == spec.name), spec.name)

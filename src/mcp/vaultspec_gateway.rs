@@ -524,10 +524,10 @@ pub fn invoke(cli: &clap::Command, exe: &Path, root: &Path, policy: &SpecdocsPol
     if denied(&verb, &policy.gateway_denylist) {
         return Err(Error::GatewayVerbDenied { verb });
     }
-    verb_authority(&verb, request.arguments.as_ref())?;
     let mut built = cli.clone();
     built.build();
     let command = leaf(&built, &verb)?;
+    verb_authority(&verb, request.arguments.as_ref())?;
     let timeout = request.timeout.unwrap_or(policy.gateway_timeout_s);
     if !timeout.is_finite() || timeout <= 0.0 || timeout > policy.gateway_timeout_max_s {
         return Err(refuse("timeout", format!("must be a number of seconds above 0 and at most {}", policy.gateway_timeout_max_s)));
