@@ -633,8 +633,8 @@ fn hold(vault: &Vault, operation: Operation, mutation: Mutation) -> Result<Recei
 
 /// What a memory transaction became: written, or held as a `memory_change` proposal.
 pub(crate) enum MemoryOutcome {
-    Written(Receipt),
-    Proposed(ProposalStatus),
+    Written(Box<Receipt>),
+    Proposed(Box<ProposalStatus>),
 }
 
 /// Runs a ctxvault memory transaction through the gate: held as a `memory_change` proposal
@@ -642,9 +642,9 @@ pub(crate) enum MemoryOutcome {
 /// written otherwise.
 pub(crate) fn commit_memory(vault: &Vault, mutation: Mutation, proposes: bool) -> Result<MemoryOutcome> {
     if proposes || needs_person(vault, &mutation)? {
-        return propose_memory_change(vault, &mutation).map(MemoryOutcome::Proposed);
+        return propose_memory_change(vault, &mutation).map(|status| MemoryOutcome::Proposed(Box::new(status)));
     }
-    execute(vault, mutation, Cleared::by_the_approval_gate(None)).map(MemoryOutcome::Written)
+    execute(vault, mutation, Cleared::by_the_approval_gate(None)).map(|receipt| MemoryOutcome::Written(Box::new(receipt)))
 }
 
 /// Runs a multi-note maintenance mutation under the `approvals:` policy: with no `human` rule

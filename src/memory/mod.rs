@@ -526,6 +526,7 @@ impl MemoryVault {
         // what the change is (an edit of an existing note under an `apply` rule, …).
         let outcome = crate::approvals::commit_memory(&self.vault, mutation, self.proposes)?;
         if let crate::approvals::MemoryOutcome::Proposed(status) = outcome {
+            let status = *status;
             let approval = if status.approver == crate::policy::Approver::Human {
                 "a person approves it (`paravault approve ID --approver NAME` or the web UI's proposals page)"
             } else {
@@ -544,6 +545,7 @@ impl MemoryVault {
             }));
         }
         let crate::approvals::MemoryOutcome::Written(receipt) = outcome else { unreachable!("a proposal returned above") };
+        let receipt = *receipt;
         lock(&self.known).record_receipt(&receipt.to_value());
         Ok(Committed::Written(receipt))
     }

@@ -109,3 +109,28 @@ pub fn paravault(vault: &Path, args: &[&str]) -> std::process::Output {
 pub fn options() -> VaultOptions {
     VaultOptions { today: Some(today()), ..Default::default() }
 }
+
+/// Runs `tests/sdk/<script>` with python3 against the built binary (no vault or config folder
+/// inherited from the environment) and asserts it passed every check ('N passed, 0 failed').
+/// Fails, saying so, when python3 or its `mcp` package (PyPI) is missing.
+pub fn run_sdk_script(script: &str) {
+    use std::process::Command;
+    match Command::new("python3").args(["-c", "import mcp, anyio"]).output() {
+        Ok(out) if out.status.success() => {}
+        Ok(out) => panic!("python3 has no `mcp` package (pip install mcp): {}", String::from_utf8_lossy(&out.stderr)),
+        Err(e) => panic!("python3 is needed for the SDK behaviour tests: {e}"),
+    }
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/sdk").join(script);
+    let out = Command::new("python3")
+        .arg(&path)
+        .arg(env!("CARGO_BIN_EXE_paravault"))
+        .env_remove("PARAVAULT_VAULT_DIR")
+        .env_remove("POWER_VAULT_DIR")
+        .env_remove("PARAVAULT_CONFIG_DIR")
+        .output()
+        .expect("run the SDK script");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{script} failed:\n{stdout}\n--- stderr ---\n{stderr}");
+    assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
+}
