@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
 use tantivy::schema::{FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions};
-use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer, TokenStream};
+use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, Stemmer, StopWordFilter, TextAnalyzer, TokenStream};
 use tantivy::{Index, TantivyDocument};
 
 use crate::inventory::NoteRecord;
@@ -18,27 +18,57 @@ pub(crate) const ANALYZER: &str = "pv_en";
 /// Chunker identity recorded in every manifest.
 pub(crate) const CHUNKER: &str = "paravault-sections/v1";
 /// Version of this schema (documents and fields); bump forces a rebuild.
-pub(crate) const INDEX_SCHEMA_VERSION: u32 = 5;
+pub(crate) const INDEX_SCHEMA_VERSION: u32 = 6;
 /// How many keywords `suggest_related` takes from a note.
 pub(crate) const KEYWORDS_PER_NOTE: usize = 16;
 
 pub(crate) const KIND_NOTE: &str = "note";
 pub(crate) const KIND_CHUNK: &str = "chunk";
 
-/// English analyzer: simple tokenizer, lower-casing, English stop words, Snowball stemmer.
+/// Bytes past which a token is dropped (before lower-casing): far above any word, so that the
+/// analyzer drops only what tantivy could not index anyway (it refuses terms over 65,530 bytes)
+/// and the exact length counted by `token_count` is the one tantivy records.
+const TOKEN_BYTES_MAX: usize = 4096;
+
+/// The reference's English analysis (bm25s with PyStemmer): runs of two or more word
+/// characters (`words::WordTokenizer`), lower-cased, its 33 stop words removed, Snowball
+/// English stems.
 pub(crate) fn analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(SimpleTokenizer::default())
-        .filter(RemoveLongFilter::limit(60))
+    TextAnalyzer::builder(super::words::WordTokenizer::default())
+        .filter(RemoveLongFilter::limit(TOKEN_BYTES_MAX))
         .filter(LowerCaser)
-        .filter(StopWordFilter::new(Language::English).unwrap_or_else(|| StopWordFilter::remove(Vec::<String>::new())))
+        .filter(StopWordFilter::remove(super::words::STOP_WORDS.iter().map(|w| w.to_string())))
         .filter(super::stemming::CachedEnglishStemmer)
         .build()
 }
 
+/// `analyzer` without the stemmer (stemming never drops a token): counts the tokens a text
+/// adds to a field's length.
+pub(crate) fn counter() -> TextAnalyzer {
+    TextAnalyzer::builder(super::words::WordTokenizer::default())
+        .filter(RemoveLongFilter::limit(TOKEN_BYTES_MAX))
+        .filter(LowerCaser)
+        .filter(StopWordFilter::remove(super::words::STOP_WORDS.iter().map(|w| w.to_string())))
+        .build()
+}
+
+/// How many tokens `analyzer` makes of `text`, as tantivy counts them for the field's length.
+pub(crate) fn token_count(counter: &mut TextAnalyzer, text: &str) -> u64 {
+    let mut stream = counter.token_stream(text);
+    let mut n = 0;
+    while stream.advance() {
+        n += 1;
+    }
+    n
+}
+
 /// Like `analyzer` but keeping stop words: used to locate query terms in snippets.
 pub(crate) fn locator() -> TextAnalyzer {
-    TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).filter(Stemmer::new(Language::English)).build()
+    TextAnalyzer::builder(super::words::WordTokenizer::default()).filter(LowerCaser).filter(Stemmer::new(Language::English)).build()
 }
+
+/// The fast field holding a chunk's exact body length in tokens (BM25's dl).
+pub(crate) const BODY_LEN: &str = "body_len";
 
 /// Runs `analyzer` over `text`: (position, token text, byte range).
 pub(crate) fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<(usize, String, std::ops::Range<usize>)> {
@@ -89,6 +119,8 @@ pub struct Fields {
     pub note_key: Field,
     /// Note documents: the link key of every wikilink/Markdown link and `related` entry.
     pub links_to: Field,
+    /// Chunk documents: the body's exact length in tokens (`BODY_LEN`).
+    pub body_len: Field,
 }
 
 pub fn build_schema() -> Schema {
@@ -122,6 +154,7 @@ pub fn build_schema() -> Schema {
     b.add_u64_field("vec_row", FAST);
     b.add_u64_field("note_key", FAST);
     b.add_text_field("links_to", STRING | STORED);
+    b.add_u64_field(BODY_LEN, FAST);
     b.build()
 }
 
@@ -148,6 +181,7 @@ impl Fields {
             vec_row: f("vec_row")?,
             note_key: f("note_key")?,
             links_to: f("links_to")?,
+            body_len: f(BODY_LEN)?,
         })
     }
 }
@@ -218,11 +252,11 @@ pub(crate) fn chunk_body(body_text: &str, chunk_min_words: usize) -> Vec<Chunk> 
 
 /// The most frequent content terms of a text (stemmed), for `suggest_related`.
 pub(crate) fn keywords(text: &str) -> Vec<String> {
-    // Count each distinct alphanumeric run (exactly the index tokenizer's tokens) by borrowing
+    // Count each distinct word-character run (exactly the index tokenizer's tokens) by borrowing
     // it, then run only the distinct words through the index analyzer: the same stems as
     // analysing every token, without a String, a lower-casing and a stemming per occurrence.
     let mut words: FxHashMap<&str, usize> = FxHashMap::default();
-    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+    for word in text.split(|c: char| !super::words::is_word_char(c)).filter(|w| !w.is_empty()) {
         *words.entry(word).or_default() += 1;
     }
     let mut analyzer = analyzer();
@@ -309,6 +343,7 @@ pub fn note_documents(fields: &Fields, record: &NoteRecord, bytes: &[u8], chunk_
     let mut embed_texts = Vec::new();
     let key = crate::search::dense::note_key(path);
     let tags = meta.tags.join(" ");
+    let mut counter = counter();
     for chunk in chunk_body(&body_text, chunk_min_words) {
         let mut doc = TantivyDocument::default();
         doc.add_text(fields.doc_kind, KIND_CHUNK);
@@ -330,8 +365,10 @@ pub fn note_documents(fields: &Fields, record: &NoteRecord, bytes: &[u8], chunk_
         // First value: the chunk text (stored, for snippets). Second value: the note's context
         // (title, description, tags, section), so the body is the one BM25 field holding every
         // word the note is about (the policy's default boosts score the body alone).
+        let context = format!("{title}\n{description}\n{tags}\n{}", chunk.section);
+        doc.add_u64(fields.body_len, token_count(&mut counter, &chunk.text) + token_count(&mut counter, &context));
         doc.add_text(fields.body, &chunk.text);
-        doc.add_text(fields.body, format!("{title}\n{description}\n{tags}\n{}", chunk.section));
+        doc.add_text(fields.body, context);
         doc.add_text(fields.content_sha256, &sha256);
         doc.add_u64(fields.note_key, key);
         embed_texts.push((docs.len(), super::read::dense::embed_text(&title, &description, &chunk.section, &chunk.text)));
