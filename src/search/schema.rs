@@ -42,21 +42,31 @@ pub(crate) fn analyzer() -> TextAnalyzer {
         .build()
 }
 
-/// `analyzer` without the stemmer (stemming never drops a token): counts the tokens a text
-/// adds to a field's length.
-pub(crate) fn counter() -> TextAnalyzer {
-    TextAnalyzer::builder(super::words::WordTokenizer::default())
-        .filter(RemoveLongFilter::limit(TOKEN_BYTES_MAX))
-        .filter(LowerCaser)
-        .filter(StopWordFilter::remove(super::words::STOP_WORDS.iter().map(|w| w.to_string())))
-        .build()
-}
-
-/// How many tokens `analyzer` makes of `text`, as tantivy counts them for the field's length.
-pub(crate) fn token_count(counter: &mut TextAnalyzer, text: &str) -> u64 {
-    let mut stream = counter.token_stream(text);
+/// How many tokens `analyzer` makes of `text`, as tantivy counts them for the field's length
+/// (BM25's dl), without building them: every run of two or more word characters up to
+/// `TOKEN_BYTES_MAX` bytes that is not a stop word once lower-cased. Every stop word is ASCII
+/// and at most five letters, and no non-ASCII run lower-cases to one, so only short ASCII runs
+/// are compared. Equal to the analyzer's count (`search::tests::the_length_count_is_the_analyzers`).
+pub(crate) fn token_count(text: &str) -> u64 {
     let mut n = 0;
-    while stream.advance() {
+    let mut rest = text;
+    while let Some(start) = rest.find(super::words::is_word_char) {
+        let run = &rest[start..];
+        let len = run.find(|c: char| !super::words::is_word_char(c)).unwrap_or(run.len());
+        let word = &run[..len];
+        rest = &run[len..];
+        if word.len() >= TOKEN_BYTES_MAX || word.chars().nth(1).is_none() {
+            continue;
+        }
+        if word.len() <= 5 && word.is_ascii() {
+            let mut lower = [0u8; 5];
+            lower[..word.len()].copy_from_slice(word.as_bytes());
+            lower[..word.len()].make_ascii_lowercase();
+            let lower = std::str::from_utf8(&lower[..word.len()]).unwrap_or("");
+            if super::words::STOP_WORDS.contains(&lower) {
+                continue;
+            }
+        }
         n += 1;
     }
     n
@@ -326,6 +336,9 @@ pub fn note_documents(fields: &Fields, record: &NoteRecord, bytes: &[u8], chunk_
     }
     note.add_text(fields.content_sha256, &sha256);
     note.add_text(fields.content_blake3, &blake);
+    // Every document has a length (the note document's body is empty): the column is then
+    // dense, and BM25 reads a chunk's length without an optional-index lookup.
+    note.add_u64(fields.body_len, 0);
     note.add_text(fields.note_json, serde_json::to_string(&entry).unwrap_or_default());
     let mut link_keys: Vec<String> = record
         .links
@@ -343,7 +356,6 @@ pub fn note_documents(fields: &Fields, record: &NoteRecord, bytes: &[u8], chunk_
     let mut embed_texts = Vec::new();
     let key = crate::search::dense::note_key(path);
     let tags = meta.tags.join(" ");
-    let mut counter = counter();
     for chunk in chunk_body(&body_text, chunk_min_words) {
         let mut doc = TantivyDocument::default();
         doc.add_text(fields.doc_kind, KIND_CHUNK);
@@ -366,7 +378,7 @@ pub fn note_documents(fields: &Fields, record: &NoteRecord, bytes: &[u8], chunk_
         // (title, description, tags, section), so the body is the one BM25 field holding every
         // word the note is about (the policy's default boosts score the body alone).
         let context = format!("{title}\n{description}\n{tags}\n{}", chunk.section);
-        doc.add_u64(fields.body_len, token_count(&mut counter, &chunk.text) + token_count(&mut counter, &context));
+        doc.add_u64(fields.body_len, token_count(&chunk.text) + token_count(&context));
         doc.add_text(fields.body, &chunk.text);
         doc.add_text(fields.body, context);
         doc.add_text(fields.content_sha256, &sha256);

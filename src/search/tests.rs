@@ -661,6 +661,14 @@ proptest! {
 }
 
 proptest! {
+    /// The length written for BM25 is the number of tokens the index analyzer makes.
+    #[test]
+    fn the_length_count_is_the_analyzers(text in "[a-zA-Z_äöüßéİK0-9 ,.\\-\n]{0,300}", stop in prop::sample::select(crate::search::words::STOP_WORDS.to_vec())) {
+        let text = format!("{text} {} {stop} {}", stop.to_uppercase(), "x".repeat(4100));
+        let mut analyzer = schema::analyzer();
+        prop_assert_eq!(schema::token_count(&text), schema::tokens(&mut analyzer, &text).len() as u64);
+    }
+
     #[test]
     fn the_memoised_stemmer_analyses_exactly_like_tantivys(text in "[a-zA-Zäöüßé0-9 ,.\\-\n]{0,300}") {
         use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, Stemmer, StopWordFilter, TextAnalyzer};

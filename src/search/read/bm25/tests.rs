@@ -19,14 +19,13 @@ fn index(docs: &[Vec<usize>], per_segment: usize) -> (Index, Fields) {
     schema::register(&index);
     let fields = Fields::of(&index.schema()).expect("fields");
     let mut writer: IndexWriter = index.writer_with_num_threads(1, 15_000_000).expect("writer");
-    let mut counter = schema::counter();
     for (i, words) in docs.iter().enumerate() {
         let text: Vec<&str> = words.iter().map(|&w| VOCABULARY[w]).collect();
         let text = text.join(" ");
         let mut doc = TantivyDocument::default();
         doc.add_text(fields.doc_kind, schema::KIND_CHUNK);
         doc.add_u64(fields.note_key, i as u64);
-        doc.add_u64(fields.body_len, schema::token_count(&mut counter, &text));
+        doc.add_u64(fields.body_len, schema::token_count(&text));
         doc.add_text(fields.body, &text);
         writer.add_document(doc).expect("add");
         if (i + 1) % per_segment == 0 {
