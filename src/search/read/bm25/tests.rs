@@ -142,3 +142,43 @@ fn quantised_lengths_are_exact_for_short_documents_only() {
     // 201 tokens has the one-byte norm 200 (a bucket's floor): a little higher than exact.
     assert!(quantised[2].1 > exact[2].1, "{quantised:?} {exact:?}");
 }
+
+/// Posting lists of many full 128-document blocks over two segments (the small property-test
+/// indexes never reach them): the pruned top k still equals the formula's, for skewed lengths
+/// and several k1, b and k.
+#[test]
+fn pruning_never_loses_a_top_document_on_long_posting_lists() {
+    let mut state = 0x51u64;
+    let mut next = |n: usize| {
+        state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        ((state >> 33) as usize) % n
+    };
+    let docs: Vec<Vec<usize>> = (0..3000)
+        .map(|_| {
+            let len = 1 + if next(10) == 0 { next(400) } else { next(40) };
+            // Skewed word frequencies: word w with weight 1/(w+1).
+            (0..len).map(|_| next(8).min(next(8))).collect()
+        })
+        .collect();
+    let (index, fields) = index(&docs, 1500);
+    let searcher = index.reader().expect("reader").searcher();
+    for (words, k1, b, k) in [
+        (vec![0], 0.9, 0.4, 10),
+        (vec![7], 0.9, 0.4, 1),
+        (vec![0, 1], 1.2, 0.75, 10),
+        (vec![3, 5, 5, 7], 0.9, 0.4, 5),
+        (vec![0, 1, 2, 3, 4, 5, 6, 7], 0.5, 1.0, 50),
+        (vec![6, 7], 2.0, 0.0, 10),
+    ] {
+        let want = direct(&docs, &words, f64::from(k1), f64::from(b));
+        let q = query(&fields, &words, k1, b, LengthNorm::Exact);
+        let top = searcher.search(&q, &TopDocs::with_limit(k).order_by_score()).expect("search");
+        let mut best: Vec<f64> = want.iter().copied().filter(|s| *s > 0.0).collect();
+        best.sort_by(|a, b| b.total_cmp(a));
+        best.truncate(k);
+        assert_eq!(top.len(), best.len(), "{words:?}");
+        for ((score, _), w) in top.iter().zip(&best) {
+            assert!(close(f64::from(*score), *w), "{words:?} k1 {k1} b {b} k {k}: {score} vs {w}");
+        }
+    }
+}
