@@ -1,5 +1,6 @@
 //! Search benchmark: full FTS sync throughput (generated 20,000-note vault and FOLDOC), query
-//! latency p50/p99 at 100,000 notes (in-process), and publishing one changed note at 2,000 vs
+//! latency p50/p99 at 100,000 notes (in-process; the short queries below, then 10-, 100- and
+//! 300-word queries of the vault's own words), and publishing one changed note at 2,000 vs
 //! 100,000 notes. Run: `cargo bench --bench search_path` (sizes via `PARAVAULT_BENCH_SEARCH`,
 //! default `2000,20000,100000`).
 
@@ -49,6 +50,15 @@ const QUERIES: &[&str] = &[
 ];
 
 fn queries(label: &str, root: &Path, rounds: usize) {
+    let short: Vec<String> = QUERIES.iter().map(|q| q.to_string()).collect();
+    latency(label, root, &short, rounds);
+    for words in [10, 100, 300] {
+        let long: Vec<String> = (0..10).map(|i| support::vocabulary_query(i, words)).collect();
+        latency(&format!("{label} ({words}-word queries)"), root, &long, (rounds / 3).max(3));
+    }
+}
+
+fn latency(label: &str, root: &Path, queries: &[String], rounds: usize) {
     let vault = Vault::open(root, Default::default()).expect("open");
     let run = |q: &str| {
         vault
@@ -62,12 +72,12 @@ fn queries(label: &str, root: &Path, rounds: usize) {
             })
             .expect("search")
     };
-    for q in QUERIES {
+    for q in queries {
         run(q);
     }
     let mut samples = Vec::new();
     for _ in 0..rounds {
-        for q in QUERIES {
+        for q in queries {
             let start = Instant::now();
             std::hint::black_box(run(q));
             samples.push(start.elapsed());

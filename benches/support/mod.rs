@@ -67,6 +67,13 @@ impl Rng {
     }
 }
 
+/// A query of `words` words of the generated vault's vocabulary (seeded; words repeat as they
+/// do in its notes): the long-query figures of benches/search_path.rs.
+pub fn vocabulary_query(seed: u64, words: usize) -> String {
+    let mut rng = Rng::new(0x9_0e55 ^ seed);
+    (0..words).map(|_| rng.word()).collect::<Vec<_>>().join(" ")
+}
+
 /// Topic directories per folder for a vault of `n` notes: 20 at 20,000 notes, scaled so that a
 /// leaf directory holds ~55 notes at any vault size (≤ ~200 per directory).
 pub fn topics_for(n: usize) -> usize {

@@ -94,7 +94,9 @@ pub fn check_query(data: &[u8]) {
     let text = text_of(data);
     for clause in query::clauses(&text) {
         match clause {
-            Clause::Word(w) => assert!(!w.is_empty() && w.chars().all(char::is_alphanumeric), "word clause {w:?} from {text:?}"),
+            Clause::Word(w) => {
+                assert!(!w.is_empty() && w.chars().all(|c| c.is_alphanumeric() || c == '_'), "word clause {w:?} from {text:?}")
+            }
             Clause::Phrase(p) => assert!(!p.is_empty() && p.trim() == p, "phrase clause {p:?} from {text:?}"),
         }
     }
@@ -106,7 +108,8 @@ pub fn check_query(data: &[u8]) {
     let (index, searcher) = query_index();
     let fields = paravault::search::schema::Fields::of(&index.schema()).expect("the engine's schema has its fields");
     let boosts = paravault::policy::Boosts { title: 2.0, tags: 1.0, description: 1.0, section: 0.5, body: 1.0 };
-    let built = query::build(&fields, &boosts, &analysed);
+    let search = paravault::policy::SearchPolicy { boosts, bm25_k1: 0.9, bm25_b: 0.4, bm25_lengths: "exact".into(), ..Default::default() };
+    let built = query::build(&fields, &search, &analysed);
     assert_eq!(built.is_none(), analysed.is_empty(), "build and is_empty disagree on {text:?}");
     if let Some(q) = built {
         searcher.search(&q, &tantivy::collector::TopDocs::with_limit(5).order_by_score()).expect("a built query always runs");

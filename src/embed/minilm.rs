@@ -106,6 +106,16 @@ impl MiniLm {
             .collect()
     }
 
+    /// Where the model's token cut (`max_tokens`) ends `text`: the byte offset past the last
+    /// token it embeds when the cut dropped any of it, `None` when the whole text is embedded.
+    pub fn cut_at(&self, text: &str) -> Result<Option<usize>> {
+        let encoding = self.tokenizer.encode(text, true).map_err(|e| failed("tokenising", e))?;
+        if encoding.get_overflowing().is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(encoding.get_offsets().iter().map(|(_, end)| *end).max().unwrap_or(0).min(text.len())))
+    }
+
     /// Number of tokens (after the cut, with [CLS] and [SEP]) each text is embedded from.
     pub fn token_counts(&self, texts: &[&str]) -> Result<Vec<usize>> {
         texts

@@ -106,8 +106,13 @@ pub struct Boosts {
 pub struct SearchPolicy {
     pub generations_kept: usize,
     pub boosts: Boosts,
-    /// BM25 term-frequency saturation k1 (b follows as 1 - 0.3 / k1: see `search::query::Bm25Statistics`).
+    /// BM25 term-frequency saturation k1 (Lucene's formula, `search::read::bm25`).
     pub bm25_k1: f32,
+    /// BM25 length normalisation b (0 = none, 1 = full).
+    pub bm25_b: f32,
+    /// Where BM25's document length comes from: `exact` (token counts) or `quantised`
+    /// (Lucene's one-byte field norm).
+    pub bm25_lengths: String,
     /// Characters of a query that are analysed; a longer query is cut there and says so.
     pub query_chars_max: usize,
     pub rrf_k: u32,
@@ -706,8 +711,17 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<()> {
     if b.body <= 0.0 {
         return Err(invalid("boosts", "search boost 'body' must be positive".into()));
     }
-    if !(policy.search.bm25_k1.is_finite() && (0.35..=3.0).contains(&policy.search.bm25_k1)) {
-        return Err(invalid("bm25_k1", format!("search.bm25_k1 must be a number in [0.35, 3], found {}", policy.search.bm25_k1)));
+    if !(policy.search.bm25_k1.is_finite() && (0.0..=10.0).contains(&policy.search.bm25_k1)) {
+        return Err(invalid("bm25_k1", format!("search.bm25_k1 must be a number in [0, 10], found {}", policy.search.bm25_k1)));
+    }
+    if !(policy.search.bm25_b.is_finite() && (0.0..=1.0).contains(&policy.search.bm25_b)) {
+        return Err(invalid("bm25_b", format!("search.bm25_b must be a number in [0, 1], found {}", policy.search.bm25_b)));
+    }
+    if !matches!(policy.search.bm25_lengths.as_str(), "exact" | "quantised") {
+        return Err(invalid(
+            "bm25_lengths",
+            format!("search.bm25_lengths must be exact or quantised, found '{}'", policy.search.bm25_lengths),
+        ));
     }
     if !(16..=100_000).contains(&policy.search.query_chars_max) {
         return Err(invalid("query_chars_max", "search.query_chars_max must be 16-100000".into()));

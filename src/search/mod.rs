@@ -6,7 +6,8 @@
 //! only into the directory it is given. This file keeps the paths the rest of the crate uses.
 //!
 //! Modes: `fts` (one-field BM25 over the body, which carries title, description, tags and
-//! section; N and average length over chunk documents, k1 from policy, English stemming; see
+//! section: Lucene's formula with the policy's k1 and b and exact lengths, N and average length
+//! over chunk documents, the reference's token rules, stop words and stemmer; see
 //! docs/retrieval.md); `semantic`/`vector`, `hybrid` and `graph_assisted` over the generation's
 //! dense index; `reranked` = the policy's pinned cross-encoder over hybrid's (or BM25's) top
 //! candidates, `reranker_unavailable` without it. A query past `search.query_chars_max` is cut
@@ -20,6 +21,7 @@ mod read;
 pub mod schema;
 mod segment_commit;
 mod stemming;
+pub(crate) mod words;
 
 pub use crate::policy::SearchMode;
 pub use build::publish::GenerationInfo;
@@ -29,10 +31,10 @@ pub use read::envelope::{
     ResultMetadata, ResultSource, SearchRequest, SearchResult, TemporalView,
 };
 pub use read::generation::{Counts, Exclusion};
-pub use read::query;
 pub use read::related::{memory_context, suggest_related};
 pub use read::search;
 pub use read::temporal::TemporalStatus;
+pub use read::{bm25, query};
 
 /// Search generations as the rest of the crate names them: reading (`read::generation`) and
 /// the result of a publish.

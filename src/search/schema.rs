@@ -6,7 +6,7 @@ use rustc_hash::FxHashMap;
 
 use serde::{Deserialize, Serialize};
 use tantivy::schema::{FAST, Field, INDEXED, IndexRecordOption, STORED, STRING, Schema, TextFieldIndexing, TextOptions};
-use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer, TokenStream};
+use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, Stemmer, StopWordFilter, TextAnalyzer, TokenStream};
 use tantivy::{Index, TantivyDocument};
 
 use crate::inventory::NoteRecord;
@@ -18,27 +18,67 @@ pub(crate) const ANALYZER: &str = "pv_en";
 /// Chunker identity recorded in every manifest.
 pub(crate) const CHUNKER: &str = "paravault-sections/v1";
 /// Version of this schema (documents and fields); bump forces a rebuild.
-pub(crate) const INDEX_SCHEMA_VERSION: u32 = 5;
+pub(crate) const INDEX_SCHEMA_VERSION: u32 = 6;
 /// How many keywords `suggest_related` takes from a note.
 pub(crate) const KEYWORDS_PER_NOTE: usize = 16;
 
 pub(crate) const KIND_NOTE: &str = "note";
 pub(crate) const KIND_CHUNK: &str = "chunk";
 
-/// English analyzer: simple tokenizer, lower-casing, English stop words, Snowball stemmer.
+/// Bytes past which a token is dropped (before lower-casing): far above any word, so that the
+/// analyzer drops only what tantivy could not index anyway (it refuses terms over 65,530 bytes)
+/// and the exact length counted by `token_count` is the one tantivy records.
+const TOKEN_BYTES_MAX: usize = 4096;
+
+/// The reference's English analysis (bm25s with PyStemmer): runs of two or more word
+/// characters (`words::WordTokenizer`), lower-cased, its 33 stop words removed, Snowball
+/// English stems.
 pub(crate) fn analyzer() -> TextAnalyzer {
-    TextAnalyzer::builder(SimpleTokenizer::default())
-        .filter(RemoveLongFilter::limit(60))
+    TextAnalyzer::builder(super::words::WordTokenizer::default())
+        .filter(RemoveLongFilter::limit(TOKEN_BYTES_MAX))
         .filter(LowerCaser)
-        .filter(StopWordFilter::new(Language::English).unwrap_or_else(|| StopWordFilter::remove(Vec::<String>::new())))
+        .filter(StopWordFilter::remove(super::words::STOP_WORDS.iter().map(|w| w.to_string())))
         .filter(super::stemming::CachedEnglishStemmer)
         .build()
 }
 
+/// How many tokens `analyzer` makes of `text`, as tantivy counts them for the field's length
+/// (BM25's dl), without building them: every run of two or more word characters up to
+/// `TOKEN_BYTES_MAX` bytes that is not a stop word once lower-cased. Every stop word is ASCII
+/// and at most five letters, and no non-ASCII run lower-cases to one, so only short ASCII runs
+/// are compared. Equal to the analyzer's count (`search::tests::the_length_count_is_the_analyzers`).
+pub(crate) fn token_count(text: &str) -> u64 {
+    let mut n = 0;
+    let mut rest = text;
+    while let Some(start) = rest.find(super::words::is_word_char) {
+        let run = &rest[start..];
+        let len = run.find(|c: char| !super::words::is_word_char(c)).unwrap_or(run.len());
+        let word = &run[..len];
+        rest = &run[len..];
+        if word.len() >= TOKEN_BYTES_MAX || word.chars().nth(1).is_none() {
+            continue;
+        }
+        if word.len() <= 5 && word.is_ascii() {
+            let mut lower = [0u8; 5];
+            lower[..word.len()].copy_from_slice(word.as_bytes());
+            lower[..word.len()].make_ascii_lowercase();
+            let lower = std::str::from_utf8(&lower[..word.len()]).unwrap_or("");
+            if super::words::STOP_WORDS.contains(&lower) {
+                continue;
+            }
+        }
+        n += 1;
+    }
+    n
+}
+
 /// Like `analyzer` but keeping stop words: used to locate query terms in snippets.
 pub(crate) fn locator() -> TextAnalyzer {
-    TextAnalyzer::builder(SimpleTokenizer::default()).filter(LowerCaser).filter(Stemmer::new(Language::English)).build()
+    TextAnalyzer::builder(super::words::WordTokenizer::default()).filter(LowerCaser).filter(Stemmer::new(Language::English)).build()
 }
+
+/// The fast field holding a chunk's exact body length in tokens (BM25's dl).
+pub(crate) const BODY_LEN: &str = "body_len";
 
 /// Runs `analyzer` over `text`: (position, token text, byte range).
 pub(crate) fn tokens(analyzer: &mut TextAnalyzer, text: &str) -> Vec<(usize, String, std::ops::Range<usize>)> {
@@ -89,6 +129,8 @@ pub struct Fields {
     pub note_key: Field,
     /// Note documents: the link key of every wikilink/Markdown link and `related` entry.
     pub links_to: Field,
+    /// Chunk documents: the body's exact length in tokens (`BODY_LEN`).
+    pub body_len: Field,
 }
 
 pub fn build_schema() -> Schema {
@@ -122,6 +164,7 @@ pub fn build_schema() -> Schema {
     b.add_u64_field("vec_row", FAST);
     b.add_u64_field("note_key", FAST);
     b.add_text_field("links_to", STRING | STORED);
+    b.add_u64_field(BODY_LEN, FAST);
     b.build()
 }
 
@@ -148,6 +191,7 @@ impl Fields {
             vec_row: f("vec_row")?,
             note_key: f("note_key")?,
             links_to: f("links_to")?,
+            body_len: f(BODY_LEN)?,
         })
     }
 }
@@ -218,11 +262,11 @@ pub(crate) fn chunk_body(body_text: &str, chunk_min_words: usize) -> Vec<Chunk> 
 
 /// The most frequent content terms of a text (stemmed), for `suggest_related`.
 pub(crate) fn keywords(text: &str) -> Vec<String> {
-    // Count each distinct alphanumeric run (exactly the index tokenizer's tokens) by borrowing
+    // Count each distinct word-character run (exactly the index tokenizer's tokens) by borrowing
     // it, then run only the distinct words through the index analyzer: the same stems as
     // analysing every token, without a String, a lower-casing and a stemming per occurrence.
     let mut words: FxHashMap<&str, usize> = FxHashMap::default();
-    for word in text.split(|c: char| !c.is_alphanumeric()).filter(|w| !w.is_empty()) {
+    for word in text.split(|c: char| !super::words::is_word_char(c)).filter(|w| !w.is_empty()) {
         *words.entry(word).or_default() += 1;
     }
     let mut analyzer = analyzer();
@@ -292,6 +336,9 @@ pub fn note_documents(fields: &Fields, record: &NoteRecord, bytes: &[u8], chunk_
     }
     note.add_text(fields.content_sha256, &sha256);
     note.add_text(fields.content_blake3, &blake);
+    // Every document has a length (the note document's body is empty): the column is then
+    // dense, and BM25 reads a chunk's length without an optional-index lookup.
+    note.add_u64(fields.body_len, 0);
     note.add_text(fields.note_json, serde_json::to_string(&entry).unwrap_or_default());
     let mut link_keys: Vec<String> = record
         .links
@@ -330,8 +377,10 @@ pub fn note_documents(fields: &Fields, record: &NoteRecord, bytes: &[u8], chunk_
         // First value: the chunk text (stored, for snippets). Second value: the note's context
         // (title, description, tags, section), so the body is the one BM25 field holding every
         // word the note is about (the policy's default boosts score the body alone).
+        let context = format!("{title}\n{description}\n{tags}\n{}", chunk.section);
+        doc.add_u64(fields.body_len, token_count(&chunk.text) + token_count(&context));
         doc.add_text(fields.body, &chunk.text);
-        doc.add_text(fields.body, format!("{title}\n{description}\n{tags}\n{}", chunk.section));
+        doc.add_text(fields.body, context);
         doc.add_text(fields.content_sha256, &sha256);
         doc.add_u64(fields.note_key, key);
         embed_texts.push((docs.len(), super::read::dense::embed_text(&title, &description, &chunk.section, &chunk.text)));

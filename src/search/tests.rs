@@ -531,7 +531,7 @@ proptest! {
     fn hostile_queries_never_fail_to_parse(text in "\\PC{0,80}") {
         let analysed = query::analyse(&text);
         let fields = schema::Fields::of(&schema::build_schema()).expect("fields");
-        let built = query::build(&fields, &policy(None).policy.search.boosts, &analysed);
+        let built = query::build(&fields, &policy(None).policy.search, &analysed);
         prop_assert_eq!(built.is_some(), !analysed.is_empty());
     }
 }
@@ -661,13 +661,21 @@ proptest! {
 }
 
 proptest! {
+    /// The length written for BM25 is the number of tokens the index analyzer makes.
+    #[test]
+    fn the_length_count_is_the_analyzers(text in "[a-zA-Z_äöüßéİK0-9 ,.\\-\n]{0,300}", stop in prop::sample::select(crate::search::words::STOP_WORDS.to_vec())) {
+        let text = format!("{text} {} {stop} {}", stop.to_uppercase(), "x".repeat(4100));
+        let mut analyzer = schema::analyzer();
+        prop_assert_eq!(schema::token_count(&text), schema::tokens(&mut analyzer, &text).len() as u64);
+    }
+
     #[test]
     fn the_memoised_stemmer_analyses_exactly_like_tantivys(text in "[a-zA-Zäöüßé0-9 ,.\\-\n]{0,300}") {
-        use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, SimpleTokenizer, Stemmer, StopWordFilter, TextAnalyzer};
-        let mut plain = TextAnalyzer::builder(SimpleTokenizer::default())
-            .filter(RemoveLongFilter::limit(60))
+        use tantivy::tokenizer::{Language, LowerCaser, RemoveLongFilter, Stemmer, StopWordFilter, TextAnalyzer};
+        let mut plain = TextAnalyzer::builder(crate::search::words::WordTokenizer::default())
+            .filter(RemoveLongFilter::limit(4096))
             .filter(LowerCaser)
-            .filter(StopWordFilter::new(Language::English).expect("stop words"))
+            .filter(StopWordFilter::remove(crate::search::words::STOP_WORDS.iter().map(|w| w.to_string())))
             .filter(Stemmer::new(Language::English))
             .build();
         let mut memoised = schema::analyzer();
@@ -681,19 +689,20 @@ proptest! {
 #[test]
 fn a_long_query_is_cut_at_the_bound_and_says_what_was_cut() {
     let v = vault();
-    let p = policy(None);
+    let p = policy(Some("search:\n  query_chars_max: 2000\n"));
     sync_all(v.path(), &p);
-    // 2,094 characters: a paragraph whose answer words come first and whose tail is filler.
+    // 2,094 characters: a paragraph whose answer words come first and whose tail is filler (a
+    // word no note holds: BM25 counts a repeated word each time).
     let mut text = String::from("How does the borrow checker keep memory safe in Rust ownership? ");
     while text.chars().count() < 2094 {
-        text.push_str("tomatoes ");
+        text.push_str("quokkas ");
     }
     let text: String = text.chars().take(2094).collect();
     let env = search(v.path(), &p, SearchRequest::fts(&text, 3)).expect("a long query is searched, not refused");
     assert_eq!(env.results[0].source.path, "03_Resources/rust.md");
     let reason = env.fallback_reason.as_deref().expect("the cut is reported");
     assert!(reason.starts_with("query_truncated: the query has 2094 characters and search.query_chars_max is 2000"), "{reason}");
-    assert!(reason.contains("they begin \"tomatoes"), "{reason}");
+    assert!(reason.contains("they begin \"quokkas"), "{reason}");
     assert!(env.query.chars().count() <= 2000 && !env.query.ends_with(' '), "the echo is what was searched");
     // At the bound nothing is cut; one over-long word is cut inside the word.
     let (word, accents) = ("a".repeat(2000), "é".repeat(30));
@@ -710,23 +719,25 @@ fn a_long_query_is_cut_at_the_bound_and_says_what_was_cut() {
 }
 
 #[test]
-fn bm25_sees_chunk_documents_only_and_the_policy_k1() {
+fn bm25_sees_chunk_documents_only_and_the_policy_parameters() {
     let v = vault();
     let p = policy(None);
     sync_all(v.path(), &p);
     let g = generation::acquire(v.path(), &p).expect("acquire").generation;
     let searcher = g.reader.searcher();
-    let stats = query::Bm25Statistics::new(&searcher, &g.fields, 0.9).expect("stats");
+    let stats = query::Bm25Statistics::new(&searcher, &g.fields).expect("stats");
     use tantivy::query::Bm25StatisticsProvider;
     // Three notes: three note documents and three chunks; N is the chunks alone.
     assert_eq!(searcher.num_docs(), 6);
     assert_eq!(stats.total_num_docs().expect("N"), 3);
-    // k1 0.9 scales the average length by 0.9 / 0.6 = 1.5, which is BM25 with b = 2/3.
     let raw = Bm25StatisticsProvider::total_num_tokens(&searcher, g.fields.body).expect("tokens");
-    assert_eq!(stats.total_num_tokens(g.fields.body).expect("tokens"), (raw as f64 * 1.5).round() as u64);
-    assert!((query::Bm25Statistics::length_scale(1.2) - 1.0).abs() < 1e-6, "k1 1.2 is tantivy as is");
-    for bad in ["0.2", "4", ".nan"] {
+    assert_eq!(stats.total_num_tokens(g.fields.body).expect("tokens"), raw);
+    for bad in ["-0.1", "11", ".nan"] {
         let err = LoadedPolicy::from_texts(Some(&format!("search:\n  bm25_k1: {bad}\n"))).expect_err("out of range");
+        assert_eq!(err.code(), "policy_invalid", "{bad}");
+    }
+    for bad in ["bm25_b: 1.5", "bm25_b: -0.1", "bm25_lengths: approximate"] {
+        let err = LoadedPolicy::from_texts(Some(&format!("search:\n  {bad}\n"))).expect_err("invalid");
         assert_eq!(err.code(), "policy_invalid", "{bad}");
     }
     // The default ranking is one BM25 field: a word only in the description still finds the

@@ -36,6 +36,7 @@
 //! - `handoff`  — `handoff_work`: transitions, revisions, idempotency, phases, journal integrity.
 //! - `infra`    — `infra_action` against a real broker on a temporary Unix socket.
 //! - `fuzz_corpus` — replays the fuzz seed corpora through the fuzz targets' assertions.
+//! - `bm25_parity` — fts against bm25s (the reference BM25) on 500 random queries per dev corpus.
 //! - `eval_beir` — the BEIR retrieval eval (SciFact, Cranfield; minutes): select it with
 //!   `cargo test --test it eval_beir`, leave it out with `-- --skip eval_beir`.
 //! - `web`      — `paravault web` through its Router: status codes, headers, login, CSRF, rate
@@ -47,6 +48,7 @@
 #![allow(clippy::disallowed_methods)]
 
 mod approvals;
+mod bm25_parity;
 mod catalogs;
 mod cli;
 mod crash;

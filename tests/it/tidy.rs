@@ -178,7 +178,7 @@ fn crate_references(code: &str) -> Vec<(usize, String)> {
 /// the shared document format. Not the building side (`build`: sync, publish, GC, the fold,
 /// arena appends), nor the facade's path modules (`generation`, `dense`, `tail`), which mix the
 /// builders in.
-const SEARCH_READ_MAY_USE: &[&str] = &["read", "schema", "stemming", "segment_commit"];
+const SEARCH_READ_MAY_USE: &[&str] = &["read", "schema", "stemming", "words", "segment_commit"];
 
 /// Every `(line, module of src/search/)` that the code of the file at `module_path` (its
 /// module path below `search`, e.g. `["read", "tail"]`) names, through `crate::search::…` or

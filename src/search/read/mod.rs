@@ -10,6 +10,7 @@
 //! `query`, `modes`, `temporal`, and the stored-document helpers below, which the building side
 //! also uses to read the generation it builds on.
 
+pub mod bm25;
 pub(crate) mod dense;
 pub(crate) mod envelope;
 pub(crate) mod generation;
@@ -173,9 +174,9 @@ fn ranked_notes(
     n: usize,
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<NoteHit>> {
-    let Some(q) = query::build(&g.fields, &search_policy.boosts, analysed) else { return Ok(Vec::new()) };
+    let Some(q) = query::build(&g.fields, search_policy, analysed) else { return Ok(Vec::new()) };
     let searcher = g.reader.searcher();
-    let stats = query::Bm25Statistics::new(&searcher, &g.fields, search_policy.bm25_k1).map_err(search_err)?;
+    let stats = query::Bm25Statistics::new(&searcher, &g.fields).map_err(search_err)?;
     let total = searcher.num_docs() as usize;
     // Chunks aggregate to notes by the `note_key` fast field (nanoseconds per hit); stored
     // documents are read only for the notes that are returned (or filtered out on the way).
@@ -446,10 +447,17 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
         }
         other => (other, Some(dense_ready()?)),
     };
+    if dense.is_some()
+        && let Some(cut) = modes::embedding_cut(&crate::embed::vault_handle(&policy.policy, root), text)?
+    {
+        fallback_reason = Some(match fallback_reason {
+            Some(r) => format!("{r}; {cut}"),
+            None => cut,
+        });
+    }
     let n = request.max_results;
     let depth = search_policy.fusion_depth.max(n);
     let rrf_k = search_policy.rrf_k as f32;
-    let boosts = &search_policy.boosts;
     // Reranked fails closed before any work when its model cannot be loaded.
     let reranker =
         if mode == SearchMode::Reranked { Some(crate::embed::cross_encoder::vault_handle(&policy.policy, root).model()?) } else { None };
@@ -461,8 +469,8 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
             let candidates = match &dense {
                 Some((view, q)) => {
                     let mut lists = Vec::with_capacity(2);
-                    if let Some(fts_query) = query::build(&g.fields, boosts, &analysed) {
-                        lists.push(modes::fts_candidates(&g, fts_query.as_ref(), depth.max(pool), search_policy.bm25_k1)?);
+                    if let Some(fts_query) = query::build(&g.fields, search_policy, &analysed) {
+                        lists.push(modes::fts_candidates(&g, fts_query.as_ref(), depth.max(pool))?);
                     }
                     lists.push(modes::dense_candidates(view, q, depth.max(pool)));
                     modes::materialize(&g, &modes::fuse_candidates(lists, rrf_k), pool, &keep)?
@@ -491,8 +499,8 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
             // Both lists are `fusion_depth` notes deep and fused by note key; stored documents
             // are read only for the notes returned.
             let mut lists = Vec::with_capacity(2);
-            if let Some(fts_query) = query::build(&g.fields, boosts, &analysed) {
-                lists.push(modes::fts_candidates(&g, fts_query.as_ref(), depth, search_policy.bm25_k1)?);
+            if let Some(fts_query) = query::build(&g.fields, search_policy, &analysed) {
+                lists.push(modes::fts_candidates(&g, fts_query.as_ref(), depth)?);
             }
             lists.push(modes::dense_candidates(view, q, depth));
             let fused = modes::fuse_candidates(lists, rrf_k);

@@ -41,6 +41,22 @@ pub(super) fn query_vector(handle: &ModelHandle, text: &str) -> Result<Vec<f32>>
     Ok(vector)
 }
 
+/// The `query_embedding_truncated` reason when the embedding model's token cut drops the end
+/// of `text` (MiniLM reads 256 tokens, about 150-200 English words): the dense list then ranks
+/// by the query's beginning only, while BM25 searched all of it.
+pub(super) fn embedding_cut(handle: &ModelHandle, text: &str) -> Result<Option<String>> {
+    let Some(end) = handle.model()?.cut_at(text)? else { return Ok(None) };
+    let mut end = end.min(text.len());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let (kept, total) = (text[..end].chars().count(), text.chars().count());
+    Ok(Some(format!(
+        "query_embedding_truncated: the embedding model reads at most {} tokens; the dense ranking embedded the query's first {kept} of {total} characters (BM25 searched all of them)",
+        handle.config().max_tokens
+    )))
+}
+
 /// Notes by their best chunk's cosine, at most `n` accepted by `keep`.
 pub(super) fn dense_notes(
     g: &OpenGeneration,
@@ -95,9 +111,9 @@ pub(super) struct Candidate {
 
 /// The BM25 list, `depth` notes deep, aggregated by the `note_key` fast field (no stored
 /// document is read).
-pub(super) fn fts_candidates(g: &OpenGeneration, q: &dyn Query, depth: usize, bm25_k1: f32) -> Result<Vec<Candidate>> {
+pub(super) fn fts_candidates(g: &OpenGeneration, q: &dyn Query, depth: usize) -> Result<Vec<Candidate>> {
     let searcher = g.reader.searcher();
-    let stats = super::query::Bm25Statistics::new(&searcher, &g.fields, bm25_k1).map_err(search_err)?;
+    let stats = super::query::Bm25Statistics::new(&searcher, &g.fields).map_err(search_err)?;
     let columns: Vec<Option<tantivy::columnar::Column<u64>>> =
         searcher.segment_readers().iter().map(|r| r.fast_fields().u64("note_key").ok()).collect();
     let top = searcher.search_with_statistics_provider(q, &TopDocs::with_limit(depth * 2).order_by_score(), &stats).map_err(search_err)?;

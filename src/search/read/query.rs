@@ -1,16 +1,19 @@
 //! User query text → a tantivy query that can never fail to parse: words and "quoted phrases"
-//! are extracted by hand (any Unicode letters or digits), run through the index analyzer, and
-//! OR-ed over the fields with a positive policy boost (by default the body alone), scored with
-//! the BM25 statistics of `Bm25Statistics`.
+//! are extracted by hand (runs of word characters), run through the index analyzer, and scored
+//! as one Lucene BM25 disjunction (`bm25::Bm25Query`) over the fields with a positive policy
+//! boost (by default the body alone); a quoted phrase's words count as words, and the phrase
+//! adds a `PhraseQuery` clause on top.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use tantivy::Term;
-use tantivy::query::{BooleanQuery, BoostQuery, Occur, PhraseQuery, Query, TermQuery};
-use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::query::{BooleanQuery, BoostQuery, Occur, PhraseQuery, Query};
+use tantivy::schema::Field;
 
-use crate::policy::Boosts;
+use super::bm25::{Bm25Params, Bm25Query, LengthNorm, ScoredField};
+use crate::policy::{Boosts, SearchPolicy};
 use crate::search::schema::{self, Fields};
+use crate::search::words::is_word_char;
 
 /// One piece of the user's text.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -40,7 +43,7 @@ pub fn clauses(text: &str) -> Vec<Clause> {
                 flush_word(&mut current, &mut out);
             }
             in_phrase = !in_phrase;
-        } else if in_phrase || c.is_alphanumeric() {
+        } else if in_phrase || is_word_char(c) {
             current.push(c);
         } else {
             flush_word(&mut current, &mut out);
@@ -56,10 +59,11 @@ pub fn clauses(text: &str) -> Vec<Clause> {
     out
 }
 
-/// The analysed query: distinct stemmed terms and phrases (as positioned token lists).
+/// The analysed query: stemmed terms with how many times the query holds each (BM25 sums a
+/// repeated word, as the reference does), and phrases (as positioned token lists).
 #[derive(Debug, Clone, Default)]
 pub struct Analysed {
-    pub terms: BTreeSet<String>,
+    pub terms: BTreeMap<String, u32>,
     pub phrases: Vec<Vec<(usize, String)>>,
 }
 
@@ -68,9 +72,14 @@ impl Analysed {
         self.terms.is_empty() && self.phrases.is_empty()
     }
 
+    /// Counts `term` once more.
+    pub fn add_term(&mut self, term: String) {
+        *self.terms.entry(term).or_default() += 1;
+    }
+
     /// Every stemmed token, for locating snippets.
     pub fn all_tokens(&self) -> BTreeSet<String> {
-        let mut all = self.terms.clone();
+        let mut all: BTreeSet<String> = self.terms.keys().cloned().collect();
         for p in &self.phrases {
             all.extend(p.iter().map(|(_, t)| t.clone()));
         }
@@ -83,13 +92,18 @@ pub fn analyse(text: &str) -> Analysed {
     let mut out = Analysed::default();
     for clause in clauses(text) {
         match clause {
-            Clause::Word(w) => out.terms.extend(schema::tokens(&mut analyzer, &w).into_iter().map(|(_, t, _)| t)),
+            Clause::Word(w) => {
+                for (_, t, _) in schema::tokens(&mut analyzer, &w) {
+                    out.add_term(t);
+                }
+            }
             Clause::Phrase(p) => {
                 let toks: Vec<(usize, String)> = schema::tokens(&mut analyzer, &p).into_iter().map(|(pos, t, _)| (pos, t)).collect();
-                match toks.len() {
-                    0 => {}
-                    1 => out.terms.extend(toks.into_iter().map(|(_, t)| t)),
-                    _ => out.phrases.push(toks),
+                for (_, t) in &toks {
+                    out.add_term(t.clone());
+                }
+                if toks.len() > 1 {
+                    out.phrases.push(toks);
                 }
             }
         }
@@ -110,25 +124,39 @@ fn weighted_fields(fields: &Fields, boosts: &Boosts) -> Vec<(Field, f32)> {
     .collect()
 }
 
-/// Builds the OR query over the weighted fields; `None` when nothing searchable remains.
+/// The policy's BM25 parameters.
+pub fn params(search: &SearchPolicy) -> Bm25Params {
+    let lengths = if search.bm25_lengths == "quantised" { LengthNorm::Quantised } else { LengthNorm::Exact };
+    Bm25Params { k1: search.bm25_k1, b: search.bm25_b, lengths }
+}
+
+/// Builds the query; `None` when nothing searchable remains.
 ///
-/// Every (term, field) pair is one boosted `TermQuery` clause of a flat disjunction, so each
-/// field's BM25 contribution adds up (multi-field BM25) and tantivy can answer the top-k with
-/// block-max WAND, skipping posting blocks that cannot reach the current top-k (a dis-max per
-/// term would force an exhaustive union over every matching document). Phrases add one boosted
-/// `PhraseQuery` clause for the title and one for the body, the fields that index positions.
-pub fn build(fields: &Fields, boosts: &Boosts, analysed: &Analysed) -> Option<Box<dyn Query>> {
+/// The terms are one `Bm25Query` over the weighted fields (each field's contribution adds up:
+/// multi-field BM25 when a vault boosts more than the body); it prunes the top-k itself
+/// (MaxScore). Phrases add one boosted `PhraseQuery` clause for the title and one for the body,
+/// the fields that index positions; a query with phrases is scored exhaustively.
+pub fn build(fields: &Fields, search: &SearchPolicy, analysed: &Analysed) -> Option<Box<dyn Query>> {
     if analysed.is_empty() {
         return None;
     }
+    let boosts = &search.boosts;
     let weighted = weighted_fields(fields, boosts);
-    let mut should: Vec<(Occur, Box<dyn Query>)> = Vec::new();
-    for term in &analysed.terms {
-        for (field, boost) in &weighted {
-            let q = TermQuery::new(Term::from_field_text(*field, term), IndexRecordOption::WithFreqs);
-            should.push((Occur::Should, Box::new(BoostQuery::new(Box::new(q), *boost))));
-        }
+    let scored: Vec<ScoredField> = weighted
+        .iter()
+        .map(|(field, boost)| ScoredField {
+            field: *field,
+            boost: *boost,
+            exact_lengths: (*field == fields.body).then_some(schema::BODY_LEN),
+        })
+        .collect();
+    let terms: Vec<(String, u32)> = analysed.terms.iter().map(|(t, n)| (t.clone(), *n)).collect();
+    let population = Term::from_field_text(fields.doc_kind, schema::KIND_CHUNK);
+    let bm25: Box<dyn Query> = Box::new(Bm25Query::new(scored, terms, population, params(search)));
+    if analysed.phrases.is_empty() {
+        return Some(bm25);
     }
+    let mut should: Vec<(Occur, Box<dyn Query>)> = vec![(Occur::Should, bm25)];
     for phrase in &analysed.phrases {
         let first = phrase.first().map_or(0, |(p, _)| *p);
         // Only the title and the body index positions (the body also holds the section).
@@ -140,40 +168,24 @@ pub fn build(fields: &Fields, boosts: &Boosts, analysed: &Analysed) -> Option<Bo
     Some(Box::new(BooleanQuery::new(should)))
 }
 
-/// The BM25 statistics the scorer sees: the collection is the chunk documents only (the
-/// per-note documents carry no text, yet tantivy would count them in N and halve the average
-/// length), and the average length is scaled so that tantivy's fixed k1 = 1.2, b = 0.75 score
-/// exactly as BM25 with the policy's k1.
-///
-/// With the average length scaled by c, tantivy's length term 1.2 (0.25 + 0.75 dl / (c avgdl))
-/// equals k1' (1 - b' + b' dl / avgdl) with k1' = 0.3 + 0.9 / c and b' = 1 - 0.3 / k1': every
-/// BM25 with k1 (1 - b) = 0.3 is reachable, and no other (tantivy's block-max scorer has no
-/// k1/b setting). The policy names k1; c = 0.9 / (k1 - 0.3). The score's constant factor
-/// (k1 + 1) scales every term alike and leaves the ranking unchanged. k1 = 1.2 is tantivy as
-/// is; the default k1 = 0.9 (Anserini's, as the reference runs) gives b = 2/3, whose length
-/// term equals Lucene's k1 0.9, b 0.4 at the average length.
+/// The BM25 statistics tantivy's own scorers (the phrase clauses) see: the collection is the
+/// chunk documents only (the per-note documents carry no text, yet tantivy would count them
+/// in N and halve the average length). The terms' `Bm25Query` computes the same N itself.
 pub(crate) struct Bm25Statistics<'a> {
     searcher: &'a tantivy::Searcher,
     chunk_docs: u64,
-    length_scale: f64,
 }
 
 impl<'a> Bm25Statistics<'a> {
-    pub fn new(searcher: &'a tantivy::Searcher, fields: &Fields, k1: f32) -> tantivy::Result<Self> {
+    pub fn new(searcher: &'a tantivy::Searcher, fields: &Fields) -> tantivy::Result<Self> {
         let chunk_docs = searcher.doc_freq(&Term::from_field_text(fields.doc_kind, schema::KIND_CHUNK))?;
-        Ok(Bm25Statistics { searcher, chunk_docs: chunk_docs.max(1), length_scale: Self::length_scale(k1) })
-    }
-
-    /// The factor the average length is multiplied by for `k1`.
-    pub fn length_scale(k1: f32) -> f64 {
-        0.9 / (f64::from(k1).max(0.35) - 0.3)
+        Ok(Bm25Statistics { searcher, chunk_docs: chunk_docs.max(1) })
     }
 }
 
 impl tantivy::query::Bm25StatisticsProvider for Bm25Statistics<'_> {
     fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
-        let tokens = tantivy::query::Bm25StatisticsProvider::total_num_tokens(self.searcher, field)?;
-        Ok(((tokens as f64) * self.length_scale).round().max(1.0) as u64)
+        tantivy::query::Bm25StatisticsProvider::total_num_tokens(self.searcher, field)
     }
 
     fn total_num_docs(&self) -> tantivy::Result<u64> {

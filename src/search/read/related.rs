@@ -69,7 +69,11 @@ pub fn suggest_related(root: &Path, policy: &LoadedPolicy, target: &str, method:
     let hits = match method {
         RelatedMethod::Keyword => {
             let mut analysed = query::analyse(&format!("{} {}", entry.title, entry.tags.join(" ")));
-            analysed.terms.extend(stored_keywords(&g, &searcher, &entry)?);
+            for keyword in stored_keywords(&g, &searcher, &entry)? {
+                analysed.add_term(keyword);
+            }
+            // A related-notes query weighs each distinct keyword once.
+            analysed.terms.values_mut().for_each(|n| *n = 1);
             ranked_notes(&g, &policy.policy.search, &analysed, max_results, &keep)?
         }
         RelatedMethod::Semantic => {

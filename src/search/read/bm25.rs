@@ -1,0 +1,369 @@
+//! Lucene's BM25, exactly, over tantivy's postings: a `Query` whose `Weight` scores
+//! Σ_t qtf_t · boost_f · idf_t · tf / (tf + k1 (1 − b + b · dl / avgdl)) with the policy's k1 and b,
+//! idf_t = ln(1 + (N − df + 0.5) / (df + 0.5)), N the chunk documents, and dl either the exact
+//! token count of the field (the `body_len` fast field, written at indexing) or tantivy's
+//! quantised field norm (Lucene's one-byte length, `search.bm25_lengths: quantised`).
+//!
+//! Why not tantivy's `TermQuery`: its scorer fixes k1 = 1.2 and b = 0.75 (only avgdl can be
+//! bent, which reaches the BM25s with k1 (1 − b) = 0.3 and no other), multiplies by (k1 + 1),
+//! and reads quantised lengths only. This weight is what bm25s (the reference) computes with
+//! `method="lucene"`: the same idf, the same saturation, no (k1 + 1), and a query word that
+//! occurs twice counts twice (qtf).
+//!
+//! Top-k search prunes with MaxScore (Turtle & Flood 1995, as Lucene 9.9+ does for
+//! disjunctions): every term's contribution is below its weight w_t = qtf · boost · idf
+//! (tf / (tf + K) < 1), so once the k-th best score θ exceeds the sum of the smallest weights,
+//! those terms are "non-essential": a document that matches none of the others cannot enter
+//! the top k, so only the essential terms' postings are walked and the rest are looked up
+//! (seek) for the candidates that can still make it. tantivy's block-max WAND needs its own
+//! `Bm25Weight` (fixed k1, b) for the per-block bounds and is not reachable from outside the
+//! crate; docs/retrieval.md measures what the difference costs.
+
+use std::fmt;
+
+use tantivy::columnar::Column;
+use tantivy::fieldnorm::FieldNormReader;
+use tantivy::postings::{Postings, SegmentPostings};
+use tantivy::query::{EnableScoring, Explanation, Query, Scorer, Weight};
+use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED, Term};
+
+/// Where a document's length dl comes from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LengthNorm {
+    /// The exact token count, from a u64 fast field written at indexing.
+    Exact,
+    /// tantivy's (Lucene's) field norm: the length quantised to one byte (exact up to 40 tokens,
+    /// then 256 buckets growing by about 1/8).
+    Quantised,
+}
+
+/// BM25's two parameters and where lengths come from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Bm25Params {
+    pub k1: f32,
+    pub b: f32,
+    pub lengths: LengthNorm,
+}
+
+/// One scored field: the field, its boost, and the name of the fast field holding its exact
+/// token counts (`None`: field norms are used whatever `lengths` says).
+#[derive(Debug, Clone)]
+pub struct ScoredField {
+    pub field: Field,
+    pub boost: f32,
+    pub exact_lengths: Option<&'static str>,
+}
+
+/// A BM25 disjunction of terms over one or more fields: each (term, field) is one clause,
+/// weighted by the term's count in the query and the field's boost.
+#[derive(Clone)]
+pub struct Bm25Query {
+    fields: Vec<ScoredField>,
+    /// (term text, how many times the query holds it).
+    terms: Vec<(String, u32)>,
+    /// The term whose document frequency is N (the chunk documents).
+    population: Term,
+    params: Bm25Params,
+    /// Query terms, one per (field, term), for `query_terms`.
+    all_terms: Vec<Term>,
+}
+
+impl fmt::Debug for Bm25Query {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Bm25Query").field("terms", &self.terms).field("params", &self.params).finish()
+    }
+}
+
+impl Bm25Query {
+    /// `population`: a term every scored document holds once (N is its document frequency).
+    pub fn new(fields: Vec<ScoredField>, terms: Vec<(String, u32)>, population: Term, params: Bm25Params) -> Bm25Query {
+        let all_terms = fields.iter().flat_map(|f| terms.iter().map(move |(t, _)| Term::from_field_text(f.field, t))).collect();
+        Bm25Query { fields, terms, population, params, all_terms }
+    }
+}
+
+/// Lucene's idf: ln(1 + (N − df + 0.5) / (df + 0.5)), df capped at N.
+pub fn idf(doc_freq: u64, docs: u64) -> f64 {
+    let df = doc_freq.min(docs) as f64;
+    (1.0 + (docs as f64 - df + 0.5) / (df + 0.5)).ln()
+}
+
+/// One (field, term) clause with its weight w = qtf · boost · idf.
+#[derive(Clone)]
+struct Clause {
+    term: Term,
+    field_ix: usize,
+    weight: f64,
+}
+
+/// Per field: k1 (1 − b) and k1 b / avgdl, so that K = a + c · dl.
+#[derive(Clone, Copy)]
+struct FieldNorm {
+    a: f64,
+    c: f64,
+    exact: Option<&'static str>,
+}
+
+struct Bm25Weight {
+    clauses: Vec<Clause>,
+    fields: Vec<FieldNorm>,
+    /// Per field, K for each of the 256 field-norm ids (the quantised lengths).
+    quantised: Vec<[f64; 256]>,
+}
+
+impl Query for Bm25Query {
+    fn weight(&self, enable_scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        let Some(searcher) = enable_scoring.searcher() else {
+            return Err(tantivy::TantivyError::InvalidArgument("BM25 needs a searcher for its statistics".into()));
+        };
+        let docs = searcher.doc_freq(&self.population)?.max(1);
+        let k1 = f64::from(self.params.k1);
+        let b = f64::from(self.params.b);
+        let mut fields = Vec::with_capacity(self.fields.len());
+        let mut quantised = Vec::with_capacity(self.fields.len());
+        for f in &self.fields {
+            let mut tokens = 0u64;
+            for reader in searcher.segment_readers() {
+                tokens += reader.inverted_index(f.field)?.total_num_tokens();
+            }
+            let avgdl = (tokens as f64 / docs as f64).max(f64::MIN_POSITIVE);
+            let norm = FieldNorm {
+                a: k1 * (1.0 - b),
+                c: k1 * b / avgdl,
+                exact: if self.params.lengths == LengthNorm::Exact { f.exact_lengths } else { None },
+            };
+            let mut table = [0f64; 256];
+            for (id, k) in table.iter_mut().enumerate() {
+                *k = norm.a + norm.c * f64::from(FieldNormReader::id_to_fieldnorm(id as u8));
+            }
+            fields.push(norm);
+            quantised.push(table);
+        }
+        let mut clauses = Vec::new();
+        for (field_ix, f) in self.fields.iter().enumerate() {
+            for (text, count) in &self.terms {
+                let term = Term::from_field_text(f.field, text);
+                let df = searcher.doc_freq(&term)?;
+                if df == 0 {
+                    continue;
+                }
+                let weight = f64::from(*count) * f64::from(f.boost) * idf(df, docs);
+                clauses.push(Clause { term, field_ix, weight });
+            }
+        }
+        Ok(Box::new(Bm25Weight { clauses, fields, quantised }))
+    }
+
+    fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
+        for term in &self.all_terms {
+            visitor(term, false);
+        }
+    }
+}
+
+/// A field's lengths in one segment.
+enum Lengths {
+    Exact(Column<u64>),
+    Quantised(FieldNormReader),
+}
+
+/// A clause's postings in one segment.
+struct Cursor {
+    postings: SegmentPostings,
+    weight: f64,
+    field_ix: usize,
+}
+
+/// The per-segment scoring state: lengths per field and K for a document.
+struct SegmentScoring<'w> {
+    weight: &'w Bm25Weight,
+    lengths: Vec<Lengths>,
+}
+
+impl SegmentScoring<'_> {
+    /// K = k1 (1 − b + b · dl / avgdl) of `doc` in field `field_ix`.
+    #[inline]
+    fn k(&self, field_ix: usize, doc: DocId) -> f64 {
+        match &self.lengths[field_ix] {
+            Lengths::Exact(column) => {
+                let dl = column.first(doc).unwrap_or(0) as f64;
+                let f = &self.weight.fields[field_ix];
+                f.a + f.c * dl
+            }
+            Lengths::Quantised(reader) => self.weight.quantised[field_ix][reader.fieldnorm_id(doc) as usize],
+        }
+    }
+
+    /// The clause's contribution for the document its postings are on.
+    #[inline]
+    fn contribution(&self, cursor: &Cursor, doc: DocId) -> f64 {
+        let tf = f64::from(cursor.postings.term_freq());
+        cursor.weight * tf / (tf + self.k(cursor.field_ix, doc))
+    }
+}
+
+impl Bm25Weight {
+    fn segment<'w>(&'w self, reader: &SegmentReader) -> tantivy::Result<(SegmentScoring<'w>, Vec<Cursor>)> {
+        let mut lengths = Vec::with_capacity(self.fields.len());
+        for (ix, f) in self.fields.iter().enumerate() {
+            let field = self.clauses.iter().find(|c| c.field_ix == ix).map(|c| c.term.field());
+            let exact = f.exact.and_then(|name| reader.fast_fields().u64(name).ok());
+            lengths.push(match (exact, field) {
+                (Some(column), _) => Lengths::Exact(column),
+                (None, Some(field)) => Lengths::Quantised(reader.get_fieldnorms_reader(field)?),
+                (None, None) => Lengths::Quantised(FieldNormReader::constant(reader.max_doc(), 1)),
+            });
+        }
+        let mut cursors = Vec::with_capacity(self.clauses.len());
+        for clause in &self.clauses {
+            let inverted = reader.inverted_index(clause.term.field())?;
+            if let Some(postings) = inverted.read_postings(&clause.term, IndexRecordOption::WithFreqs)?
+                && postings.doc() != TERMINATED
+            {
+                cursors.push(Cursor { postings, weight: clause.weight, field_ix: clause.field_ix });
+            }
+        }
+        Ok((SegmentScoring { weight: self, lengths }, cursors))
+    }
+}
+
+impl Weight for Bm25Weight {
+    /// Every matching document, scored exhaustively (term at a time into a per-document
+    /// array): the path of a boolean query that holds this one beside phrases.
+    fn scorer(&self, reader: &SegmentReader, boost: Score) -> tantivy::Result<Box<dyn Scorer>> {
+        let (scoring, mut cursors) = self.segment(reader)?;
+        let mut scores = vec![0f64; reader.max_doc() as usize];
+        let mut hit = vec![false; reader.max_doc() as usize];
+        for cursor in &mut cursors {
+            let mut doc = cursor.postings.doc();
+            while doc != TERMINATED {
+                scores[doc as usize] += scoring.contribution(cursor, doc);
+                hit[doc as usize] = true;
+                doc = cursor.postings.advance();
+            }
+        }
+        let docs: Vec<(DocId, Score)> =
+            hit.iter().enumerate().filter(|(_, h)| **h).map(|(d, _)| (d as DocId, (scores[d] as Score) * boost)).collect();
+        Ok(Box::new(ScoredDocs { docs, at: 0 }))
+    }
+
+    fn explain(&self, reader: &SegmentReader, doc: DocId) -> tantivy::Result<Explanation> {
+        let (scoring, mut cursors) = self.segment(reader)?;
+        let mut total = 0f64;
+        let mut details = Vec::new();
+        for cursor in &mut cursors {
+            if cursor.postings.seek(doc) == doc {
+                let s = scoring.contribution(cursor, doc);
+                total += s;
+                details.push(Explanation::new("w · tf / (tf + k1 (1 - b + b dl / avgdl))", s as Score));
+            }
+        }
+        if details.is_empty() {
+            return Err(tantivy::TantivyError::InvalidArgument(format!("document {doc} does not match")));
+        }
+        let mut explanation = Explanation::new("BM25 (Lucene), sum of", total as Score);
+        for d in details {
+            explanation.add_detail(d);
+        }
+        Ok(explanation)
+    }
+
+    fn for_each_pruning(
+        &self,
+        threshold: Score,
+        reader: &SegmentReader,
+        callback: &mut dyn FnMut(DocId, Score) -> Score,
+    ) -> tantivy::Result<()> {
+        let (scoring, mut cursors) = self.segment(reader)?;
+        max_score(&scoring, &mut cursors, threshold, callback);
+        Ok(())
+    }
+}
+
+/// The bound is compared with a margin: the score is summed in f64 and reported in f32, so a
+/// document whose bound equals θ to the last bit is still scored.
+const BOUND_MARGIN: f64 = 1.0 + 1e-6;
+
+/// MaxScore over `cursors`: calls `callback` for every document whose score exceeds the
+/// threshold it returns (the k-th best so far), in document order, skipping only documents
+/// that provably cannot exceed it.
+fn max_score(scoring: &SegmentScoring<'_>, cursors: &mut [Cursor], threshold: Score, callback: &mut dyn FnMut(DocId, Score) -> Score) {
+    // Smallest weight first; upto[i] = Σ weight of cursors[..i] (the bound of the first i).
+    cursors.sort_by(|x, y| x.weight.total_cmp(&y.weight));
+    let mut upto = Vec::with_capacity(cursors.len() + 1);
+    upto.push(0f64);
+    for c in cursors.iter() {
+        upto.push(upto.last().copied().unwrap_or(0.0) + c.weight * BOUND_MARGIN);
+    }
+    let mut theta = f64::from(threshold);
+    // Cursors [..essential] are non-essential: together they cannot exceed θ.
+    let mut essential = upto.iter().rposition(|&u| u <= theta).unwrap_or(0).min(cursors.len());
+    loop {
+        if essential >= cursors.len() {
+            return;
+        }
+        let Some(doc) = cursors[essential..].iter().map(|c| c.postings.doc()).min() else { return };
+        if doc == TERMINATED {
+            return;
+        }
+        // Essential terms first, then the non-essential ones from the largest weight down.
+        let mut score = 0f64;
+        for cursor in cursors[essential..].iter_mut() {
+            if cursor.postings.doc() == doc {
+                score += scoring.contribution(cursor, doc);
+                cursor.postings.advance();
+            }
+        }
+        let mut possible = true;
+        for i in (0..essential).rev() {
+            if score + upto[i + 1] <= theta {
+                possible = false;
+                break;
+            }
+            let cursor = &mut cursors[i];
+            if cursor.postings.doc() < doc {
+                cursor.postings.seek(doc);
+            }
+            if cursor.postings.doc() == doc {
+                score += scoring.contribution(cursor, doc);
+            }
+        }
+        if possible && score > theta {
+            theta = f64::from(callback(doc, score as Score));
+            while essential < cursors.len() && upto[essential + 1] <= theta {
+                essential += 1;
+            }
+        }
+    }
+}
+
+/// Scored documents in document order (the exhaustive path).
+struct ScoredDocs {
+    docs: Vec<(DocId, Score)>,
+    at: usize,
+}
+
+impl DocSet for ScoredDocs {
+    fn advance(&mut self) -> DocId {
+        self.at += 1;
+        self.doc()
+    }
+
+    fn doc(&self) -> DocId {
+        self.docs.get(self.at).map_or(TERMINATED, |(d, _)| *d)
+    }
+
+    fn size_hint(&self) -> u32 {
+        self.docs.len().saturating_sub(self.at) as u32
+    }
+}
+
+impl Scorer for ScoredDocs {
+    fn score(&mut self) -> Score {
+        self.docs.get(self.at).map_or(0.0, |(_, s)| *s)
+    }
+}
+
+#[cfg(test)]
+mod tests;
