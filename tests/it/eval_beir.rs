@@ -66,16 +66,20 @@ struct Collection {
 
 /// A fresh temporary vault (FTS runs), or one kept under `target/eval-vaults/` so that a local
 /// re-run reuses its dense vectors (sync is incremental by content hash); CI starts clean.
+/// A kept vault is shared by the tests of its corpus, so it is held under an exclusive file
+/// lock for as long as a test uses it: the tests drive `search::sync` and `publish_changes`
+/// directly, below the application's writer lock, and two of them at once would rewrite each
+/// other's notes and arenas.
 enum EvalVault {
     Fresh(tempfile::TempDir),
-    Kept(PathBuf),
+    Kept { path: PathBuf, _lock: std::fs::File },
 }
 
 impl EvalVault {
     fn path(&self) -> &Path {
         match self {
             EvalVault::Fresh(dir) => dir.path(),
-            EvalVault::Kept(path) => path,
+            EvalVault::Kept { path, .. } => path,
         }
     }
 }
@@ -88,7 +92,11 @@ fn load(name: &str, kept: bool) -> Collection {
 fn load_from(dir: &Path, name: &str, kept: bool) -> Collection {
     let dir = dir.to_path_buf();
     let vault = if kept {
-        EvalVault::Kept(Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("eval-vaults").join(name))
+        let kept_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("target").join("eval-vaults");
+        std::fs::create_dir_all(&kept_dir).expect("create target/eval-vaults");
+        let lock = std::fs::File::create(kept_dir.join(format!("{name}.lock"))).expect("kept vault lock file");
+        lock.lock().expect("lock the kept vault");
+        EvalVault::Kept { path: kept_dir.join(name), _lock: lock }
     } else {
         EvalVault::Fresh(tempfile::tempdir().expect("temp dir"))
     };
