@@ -413,10 +413,21 @@ impl Vault {
                     code: "embedding_model_missing",
                     severity: "error",
                     message: format!(
-                        "the active generation has a dense index ({} chunks, {}) but no configured source holds the model files: dense search and every write will fail",
+                        "the active generation has a dense index ({} chunks, {}) but no configured source holds the model files: semantic and hybrid search cannot run, and writes land without their vectors (owed until a dense sync)",
                         d.chunks, d.model
                     ),
                     remediation: "put the model in embedding.local_dir or PARAVAULT_MODEL_DIR (see docs/embedding.md), or run `paravault sync --accept-dense-loss`".into(),
+                });
+            }
+            if !d.owed.is_empty() {
+                issues.push(Issue {
+                    code: "vectors_owed",
+                    severity: "warning",
+                    message: format!(
+                        "{} notes have no dense vectors yet (written while the embedding model was unavailable): semantic results cannot include them, keyword search does",
+                        d.owed.len()
+                    ),
+                    remediation: "run `paravault sync --dense` where the model is found (or write with the model: the next write embeds them)".into(),
                 });
             }
             if d.model != configured.model || d.max_tokens != configured.max_tokens {

@@ -618,6 +618,13 @@ impl Error {
         self.row().retryable
     }
 
+    /// Whether the embedding model cannot be had here (no source holds its files, egress is
+    /// denied, or the files fail verification): the write path then publishes without the
+    /// written notes' vectors and records them as owed (docs/embedding.md).
+    pub fn is_model_unavailable(&self) -> bool {
+        matches!(self, Error::ModelUnavailable { .. } | Error::EgressDenied { .. } | Error::ModelVerificationFailed { .. })
+    }
+
     /// An I/O failure; no space left (`ENOSPC`, `EDQUOT`) is `disk_full`.
     pub(crate) fn io(action: &'static str, path: impl Into<String>, source: io::Error) -> Self {
         if source.kind() == io::ErrorKind::StorageFull || source.kind() == io::ErrorKind::QuotaExceeded {

@@ -204,6 +204,12 @@ impl Output {
                 report.removed,
                 report.unchanged
             );
+            if report.owed_embedded > 0 {
+                text.push_str(&format!(
+                    "  owed vectors embedded: {} notes written without the model are in the dense index now\n",
+                    report.owed_embedded
+                ));
+            }
             for e in &report.exclusions {
                 text.push_str(&format!("  excluded: {} — {}\n", e.path, e.reason));
             }
@@ -211,12 +217,20 @@ impl Output {
                 text.push_str(&format!("  full rebuild: {reason}\n"));
             }
             match &report.dense {
-                Some(d) => text.push_str(&format!(
-                    "  dense index: {} chunks ({} embedded now), {}\n",
-                    d["chunks"],
-                    d["embedded_now"],
-                    d["model"].as_str().unwrap_or("")
-                )),
+                Some(d) => {
+                    text.push_str(&format!(
+                        "  dense index: {} chunks ({} embedded now), {}\n",
+                        d["chunks"],
+                        d["embedded_now"],
+                        d["model"].as_str().unwrap_or("")
+                    ));
+                    if d["notes_owing_vectors"].as_u64().is_some_and(|n| n > 0) {
+                        text.push_str(&format!(
+                            "  vectors owed: {} notes (`paravault sync --dense` embeds them)\n",
+                            d["notes_owing_vectors"]
+                        ));
+                    }
+                }
                 None => text.push_str("  dense index: none (fts only)\n"),
             }
             say(&text);

@@ -90,6 +90,14 @@ pub fn open_engine_file(root: &Path, path: &Path, read_append: bool) -> io::Resu
     Ok(File::from(rustix::fs::openat(&dirfd, name.as_bytes(), flags, Mode::from_raw_mode(0o600))?))
 }
 
+/// Replaces the text of the (locked) writer lock file with `holder`: who holds it, for a
+/// writer that has to wait. Not synced: it only informs.
+pub fn write_lock_holder(file: &File, holder: &str) -> io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    file.set_len(0)?;
+    file.write_all_at(format!("{holder}\n").as_bytes(), 0)
+}
+
 /// Opens the engine file `path` beneath `root` for reading through its folder's handle, never
 /// through a link: a swapped folder fails (`ELOOP`) instead of reading another folder's file.
 pub fn open_engine_read(root: &Path, path: &Path) -> io::Result<File> {

@@ -154,11 +154,14 @@ impl Vault {
             ends_the_process: false,
         };
         if layout::join(root, layout::JOURNAL).exists() {
-            // Crash recovery at open, under the writer lock, before any other write. A
-            // retryable failure (a full disk) does not stop reads: the pending intent stays in
-            // the journal and the next write (or open) finishes it.
-            match vault.hold_writer_lock() {
-                Ok(writer) => drop(writer),
+            // Crash recovery at open, under the writer lock, before any other write — unless
+            // another writer holds the lock now: readers never wait for a writer (they answer
+            // from the published state), and the holder, or the next writer, finishes any
+            // pending intent. A retryable failure (a full disk) does not stop reads either:
+            // the pending intent stays in the journal and the next write (or open) finishes it.
+            match vault.try_hold_writer_lock() {
+                Ok(Some(writer)) => drop(writer),
+                Ok(None) => tracing::debug!("another writer holds the lock; recovery at open left to it"),
                 Err(error) if error.retryable() => {
                     tracing::warn!(error = %error, "recovery at open failed; reads go on, the next write retries it");
                 }

@@ -23,6 +23,9 @@ pub(crate) trait WritePath: Send + Sync {
     /// processes wrote.
     fn hold<'v>(&'v self, vault: &'v Vault) -> Result<Box<dyn HeldLock + 'v>>;
 
+    /// `hold`, unless another holder has the lock now: then `None`, without waiting.
+    fn try_hold<'v>(&'v self, vault: &'v Vault) -> Result<Option<Box<dyn HeldLock + 'v>>>;
+
     /// Makes this process's deferred writes durable, under the lock (recovery first).
     fn checkpoint_pending(&self, vault: &Vault) -> Result<()>;
 
@@ -45,6 +48,11 @@ impl Vault {
     /// Takes the writer lock (recovery first); released when the returned proof is dropped.
     pub(crate) fn hold_writer_lock(&self) -> Result<Box<dyn HeldLock + '_>> {
         self.writer.hold(self)
+    }
+
+    /// `hold_writer_lock` if no other holder has the lock now; `None` at once otherwise.
+    pub(crate) fn try_hold_writer_lock(&self) -> Result<Option<Box<dyn HeldLock + '_>>> {
+        self.writer.try_hold(self)
     }
 
     /// Whether this process holds writes whose checkpoint is deferred.

@@ -878,6 +878,8 @@ pub(crate) struct Published {
     pub search_mode: &'static str,
     /// Generation files written without fsync; the checkpoint makes them durable.
     pub deferred_files: Vec<PathBuf>,
+    /// Notes published without their dense vectors (the model was unavailable).
+    pub vectors_owed: Vec<String>,
 }
 
 impl Published {
@@ -893,8 +895,10 @@ impl Published {
             scanned: info.counts.scanned,
             indexed: info.counts.indexed,
             excluded: info.counts.excluded,
-            search_mode: search_mode_of(info.dense),
+            // A write whose vectors are owed was indexed by keyword only.
+            search_mode: search_mode_of(info.dense && info.vectors_owed.is_empty()),
             deferred_files,
+            vectors_owed: info.vectors_owed,
         })
     }
 
@@ -909,6 +913,7 @@ impl Published {
             // Tail generations exist only for vaults without a dense index.
             search_mode: "fts",
             deferred_files: Vec::new(),
+            vectors_owed: Vec::new(),
         }
     }
 }
@@ -951,6 +956,7 @@ pub(crate) fn publish(vault: &Vault, intent: &Intent) -> Result<Published> {
                 excluded: report.counts.excluded,
                 search_mode: search_mode_of(report.dense.is_some()),
                 deferred_files: Vec::new(),
+                vectors_owed: Vec::new(),
             })
         }
     })?
@@ -963,6 +969,7 @@ pub(crate) fn record_generation(receipt: &mut Receipt, generation: &Published) {
     receipt.notes_scanned = Some(generation.scanned.to_string());
     receipt.notes_indexed = Some(generation.indexed.to_string());
     receipt.notes_excluded = Some(generation.excluded.to_string());
+    receipt.vectors_owed = (!generation.vectors_owed.is_empty()).then(|| generation.vectors_owed.clone());
 }
 
 /// Puts every change in place (idempotent) and returns the paths it left alone because they

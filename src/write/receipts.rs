@@ -110,6 +110,11 @@ pub struct Receipt {
     /// The tracing trace of the write.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub trace_id: Option<String>,
+    /// Notes the write put in place and indexed by keyword without their dense vectors (the
+    /// embedding model was unavailable): owed, embedded by the next `sync --dense` or write
+    /// with the model (docs/embedding.md).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vectors_owed: Option<Vec<String>>,
     /// Fields of another engine version, kept (after the known ones).
     #[serde(flatten, skip_serializing_if = "serde_json::Map::is_empty")]
     pub other: serde_json::Map<String, Value>,

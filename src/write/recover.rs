@@ -99,6 +99,9 @@ fn generation_of(vault: &Vault, intent: &Intent) -> Result<super::Published> {
                 excluded: counts.excluded,
                 search_mode: super::search_mode_of(manifest.dense.is_some()),
                 deferred_files: Vec::new(),
+                vectors_owed: manifest.dense.as_ref().map_or_else(Vec::new, |d| {
+                    intent.changes.iter().map(|c| c.path().to_string()).filter(|p| d.owed.binary_search(p).is_ok()).collect()
+                }),
             });
         }
         if crate::search::tail::servable(&manifest) {

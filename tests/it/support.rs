@@ -114,6 +114,11 @@ pub fn options() -> VaultOptions {
 /// inherited from the environment) and asserts it passed every check ('N passed, 0 failed').
 /// Fails, saying so, when python3 or its `mcp` package (PyPI) is missing.
 pub fn run_sdk_script(script: &str) {
+    run_sdk_script_with(script, &[]);
+}
+
+/// `run_sdk_script`, with `args` after the binary's path.
+pub fn run_sdk_script_with(script: &str, args: &[&Path]) {
     use std::process::Command;
     match Command::new("python3").args(["-c", "import mcp, anyio"]).output() {
         Ok(out) if out.status.success() => {}
@@ -124,6 +129,7 @@ pub fn run_sdk_script(script: &str) {
     let out = Command::new("python3")
         .arg(&path)
         .arg(env!("CARGO_BIN_EXE_paravault"))
+        .args(args)
         .env_remove("PARAVAULT_VAULT_DIR")
         .env_remove("POWER_VAULT_DIR")
         .env_remove("PARAVAULT_CONFIG_DIR")

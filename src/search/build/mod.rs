@@ -69,6 +69,9 @@ pub struct SyncReport {
     pub removed: usize,
     /// Notes kept as they were.
     pub unchanged: usize,
+    /// Unchanged notes whose vectors an earlier write owed (the model was unavailable then),
+    /// embedded now.
+    pub owed_embedded: usize,
     /// The notes the generation was built from.
     pub counts: Counts,
     /// The notes left out, and why.
@@ -92,6 +95,7 @@ struct Tally {
     updated: usize,
     removed: usize,
     unchanged: usize,
+    owed_embedded: usize,
 }
 
 impl SyncReport {
@@ -114,6 +118,7 @@ impl SyncReport {
             updated: tally.updated,
             removed: tally.removed,
             unchanged: tally.unchanged,
+            owed_embedded: tally.owed_embedded,
             counts: generation.counts,
             exclusions,
             source_snapshot_hash: generation.source_snapshot_hash,
@@ -190,10 +195,21 @@ fn read_documents(
 /// Progress of a sync: (stage, done, total).
 pub type Progress<'a> = &'a dyn Fn(&'static str, usize, usize);
 
+/// Whether a publish without the model records the written notes' vectors as owed (the write
+/// path: a write never fails for want of the model) or fails (`sync --dense`: the vectors are
+/// what was asked for).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum WithoutModel {
+    Owe,
+    Fail,
+}
+
 /// Gives every chunk document of `upserts` its vector row: reuses rows by content key and
 /// embeds the rest (in batches, appended to the arena as they finish). Returns the dense index
 /// the new generation records (the arena's rows now; `kept_chunks` of its base's chunk vectors
-/// plus the upserts') and how many chunks were embedded.
+/// plus the upserts' that got one; `owed`: the upserts left without some vector because the
+/// model is unavailable, under `WithoutModel::Owe`) and how many chunks were embedded.
+#[allow(clippy::too_many_arguments)]
 fn attach_vectors(
     writer: &mut ArenaWriter,
     handle: &ModelHandle,
@@ -201,6 +217,7 @@ fn attach_vectors(
     fields: &schema::Fields,
     upserts: &mut [NoteDocuments],
     kept_chunks: u64,
+    without_model: WithoutModel,
     progress: Progress<'_>,
 ) -> Result<(DenseManifest, usize)> {
     let id = handle.id().clone();
@@ -219,33 +236,62 @@ fn attach_vectors(
         keyed.push(keys);
     }
     let total = missing.len();
+    let mut embedded = 0;
+    let mut unavailable = None;
     if total > 0 {
-        let model = handle.model()?;
-        // Longest first within a large window keeps padding low; each window is appended
-        // (and, outside a transaction, made durable) before the next, so an interrupted sync
-        // keeps its work.
-        let window = (handle.config().batch_size * 8).max(1);
-        progress("embedding", 0, total);
-        let mut done = 0;
-        for part in missing.chunks(window) {
-            let texts: Vec<&str> = part.iter().map(|(_, t)| *t).collect();
-            let vectors = model.embed(&texts)?;
-            let entries: Vec<([u8; 32], &[f32])> = part.iter().zip(&vectors).map(|((k, _), v)| (*k, v.as_slice())).collect();
-            writer.append(&entries)?;
-            done += part.len();
-            progress("embedding", done, total);
+        match handle.model() {
+            Ok(model) => {
+                // Longest first within a large window keeps padding low; each window is
+                // appended (and, outside a transaction, made durable) before the next, so an
+                // interrupted sync keeps its work.
+                let window = (handle.config().batch_size * 8).max(1);
+                progress("embedding", 0, total);
+                for part in missing.chunks(window) {
+                    let texts: Vec<&str> = part.iter().map(|(_, t)| *t).collect();
+                    let vectors = model.embed(&texts)?;
+                    let entries: Vec<([u8; 32], &[f32])> = part.iter().zip(&vectors).map(|((k, _), v)| (*k, v.as_slice())).collect();
+                    writer.append(&entries)?;
+                    embedded += part.len();
+                    progress("embedding", embedded, total);
+                }
+            }
+            Err(error) if without_model == WithoutModel::Owe && error.is_model_unavailable() => unavailable = Some(error),
+            Err(error) => return Err(error),
         }
     }
+    let mut chunks = kept_chunks;
+    let mut owed = Vec::new();
     for (note, keys) in upserts.iter_mut().zip(keyed) {
+        let mut complete = true;
         for ((doc_index, _), key) in note.embed_texts.iter().zip(keys) {
-            let row = writer.row_of(&key).ok_or_else(|| Error::EmbeddingFailed { reason: "a chunk vector was not stored".into() })?;
-            note.docs[*doc_index].add_u64(fields.vec_row, row);
+            match writer.row_of(&key) {
+                Some(row) => {
+                    note.docs[*doc_index].add_u64(fields.vec_row, row);
+                    chunks += 1;
+                }
+                None if unavailable.is_some() => complete = false,
+                None => return Err(Error::EmbeddingFailed { reason: "a chunk vector was not stored".into() }),
+            }
+        }
+        if !complete {
+            owed.push(note.path.clone());
         }
     }
-    let new_chunks: u64 = upserts.iter().map(|n| n.embed_texts.len() as u64).sum();
-    let manifest =
-        DenseManifest { model: id, max_tokens, arena: writer.arena().to_string(), rows: writer.rows(), chunks: kept_chunks + new_chunks };
-    Ok((manifest, total))
+    if let Some(error) = unavailable {
+        tracing::warn!(
+            notes = owed.len(),
+            error = %error,
+            "the embedding model is unavailable: the notes are written and searchable by keyword; their vectors are owed until `paravault sync --dense` (or a write with the model) embeds them"
+        );
+    }
+    owed.sort();
+    let manifest = DenseManifest { model: id, max_tokens, arena: writer.arena().to_string(), rows: writer.rows(), chunks, owed };
+    Ok((manifest, embedded))
+}
+
+/// How many of the replaced chunk documents (`replaced_chunk_rows`) had a vector.
+fn with_vectors(rows: &[Option<u64>]) -> u64 {
+    rows.iter().filter(|r| r.is_some()).count() as u64
 }
 
 pub(super) fn into_upserts(notes: Vec<NoteDocuments>) -> Vec<(String, Vec<TantivyDocument>)> {
@@ -365,8 +411,17 @@ pub fn sync_with_progress(
             let indexed = indexed_hashes(g)?;
             let current: BTreeSet<&str> = valid.iter().map(|r| r.path.as_str()).collect();
             let mut changed: Vec<&NoteRecord> = Vec::new();
+            // Notes an earlier write left without vectors are embedded by a dense sync.
+            let owed: BTreeSet<&str> = match (&active_dense, &handle) {
+                (Some(d), Some(_)) => d.owed.iter().map(String::as_str).collect(),
+                _ => BTreeSet::new(),
+            };
             for record in &valid {
                 match indexed.get(record.path.as_str()) {
+                    Some(h) if *h == schema::hex(&record.content_hash) && owed.contains(record.path.as_str()) => {
+                        tally.owed_embedded += 1;
+                        changed.push(record);
+                    }
                     Some(h) if *h == schema::hex(&record.content_hash) => tally.unchanged += 1,
                     Some(_) => {
                         tally.updated += 1;
@@ -397,11 +452,12 @@ pub fn sync_with_progress(
                     gc_removed_generations: 0,
                     gc_removed_files: 0,
                     dense: g.manifest.dense.is_some(),
+                    vectors_owed: Vec::new(),
                 };
                 return Ok(SyncReport::of(kept, false, None, tally, exclusions, dense_report(g.manifest.dense.as_ref(), 0)));
             }
             if let Some(d) = &active_dense {
-                kept_chunks = d.chunks.saturating_sub(replaced_chunk_rows(g, &upserts, &removes)?.len() as u64);
+                kept_chunks = d.chunks.saturating_sub(with_vectors(&replaced_chunk_rows(g, &upserts, &removes)?));
             }
         }
         _ => {
@@ -435,7 +491,8 @@ pub fn sync_with_progress(
                     writer
                 }
             };
-            let (manifest, embedded_now) = attach_vectors(&mut writer, handle, max_tokens, &fields, &mut upserts, kept_chunks, progress)?;
+            let (manifest, embedded_now) =
+                attach_vectors(&mut writer, handle, max_tokens, &fields, &mut upserts, kept_chunks, WithoutModel::Fail, progress)?;
             embedded = embedded_now;
             Some(manifest)
         }
@@ -476,6 +533,7 @@ fn dense_report(d: Option<&DenseManifest>, embedded: usize) -> Option<serde_json
             "chunks": d.chunks,
             "arena_rows": d.rows,
             "embedded_now": embedded,
+            "notes_owing_vectors": d.owed.len(),
         })
     })
 }
@@ -517,6 +575,7 @@ pub fn publish_changes(
             gc_removed_generations: report.gc_removed_generations,
             gc_removed_files: report.gc_removed_files,
             dense: report.dense.is_some(),
+            vectors_owed: Vec::new(),
         });
     }
     let fields = schema::Fields::of(&schema::build_schema()).map_err(search_err)?;
@@ -531,6 +590,7 @@ pub fn publish_changes(
     }
     removes.extend(removed.iter().map(|p| p.as_str().to_string()));
     lap("documents");
+    let mut owed_now = Vec::new();
     let dense = match &active.manifest.dense {
         None => None,
         Some(d) => {
@@ -542,15 +602,35 @@ pub fn publish_changes(
                 });
             }
             let mut writer = ArenaWriter::open(root, &d.arena, d.model.dimension, d.rows, false, deferred_sync.clone())?;
+            // The notes an earlier write owes vectors: re-read and embedded now when the model
+            // loads; otherwise still owed (unless this change rewrites or removes them).
+            let touched: BTreeSet<String> = upserts.iter().map(|n| n.path.clone()).chain(removes.iter().cloned()).collect();
+            let mut still_owed = Vec::new();
+            let model_ready = !d.owed.is_empty() && handle.model().is_ok();
+            for owed in d.owed.iter().filter(|p| !touched.contains(*p)) {
+                let record = VaultPath::parse_walked(owed).ok().and_then(|p| inventory.records.get(&p)).filter(|r| r.is_note() && r.valid);
+                match record {
+                    Some(record) if model_ready => upserts.push(docs_of(&mut cursor, policy, &fields, record)?),
+                    Some(_) => still_owed.push(owed.clone()),
+                    // Gone from the index's sources: nothing is owed for it.
+                    None => {}
+                }
+            }
             let replaced = replaced_chunk_rows(&active, &upserts, &removes)?;
-            let dropped = replaced.len() as u64;
+            let dropped = with_vectors(&replaced);
             for row in replaced.into_iter().flatten() {
                 // Unchanged sections of an edited note keep their vectors.
                 let key = writer.key_at(row)?;
                 writer.remember(key, row);
             }
             let kept_chunks = d.chunks.saturating_sub(dropped);
-            Some(attach_vectors(&mut writer, &handle, max_tokens, &fields, &mut upserts, kept_chunks, &|_, _, _| {})?.0)
+            let (mut manifest, _) =
+                attach_vectors(&mut writer, &handle, max_tokens, &fields, &mut upserts, kept_chunks, WithoutModel::Owe, &|_, _, _| {})?;
+            owed_now.clone_from(&manifest.owed);
+            manifest.owed.extend(still_owed);
+            manifest.owed.sort();
+            manifest.owed.dedup();
+            Some(manifest)
         }
     };
     let indexed = inventory.counts.valid;
@@ -558,7 +638,7 @@ pub fn publish_changes(
     let source_snapshot_hash = inventory.snapshot.hash();
     debug_assert_eq!(indexed, inventory.snapshot.len());
     lap("dense + snapshot");
-    publish::publish(
+    let mut info = publish::publish(
         root,
         PublishInput {
             parent: Some(active),
@@ -572,5 +652,7 @@ pub fn publish_changes(
             deferred_sync,
             covers_seq,
         },
-    )
+    )?;
+    info.vectors_owed = owed_now;
+    Ok(info)
 }

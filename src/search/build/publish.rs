@@ -79,6 +79,9 @@ pub struct GenerationInfo {
     pub gc_removed_files: usize,
     /// Whether the generation carries dense vectors (the write was embedded).
     pub dense: bool,
+    /// Notes this publish wrote without their vectors (the embedding model was unavailable):
+    /// owed, recorded in the dense manifest.
+    pub vectors_owed: Vec<String>,
 }
 
 fn open_writer_index(
@@ -268,6 +271,7 @@ pub(crate) fn publish(root: &Path, input: PublishInput) -> Result<GenerationInfo
         gc_removed_generations,
         gc_removed_files,
         dense: manifest.dense.is_some(),
+        vectors_owed: Vec::new(),
     })
 }
 

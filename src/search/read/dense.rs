@@ -41,6 +41,11 @@ pub struct DenseManifest {
     pub rows: u64,
     /// Chunk documents with a vector.
     pub chunks: u64,
+    /// Notes whose chunks (some or all) have no vector yet, sorted: written while the embedding
+    /// model was unavailable. The next `sync --dense`, or the next write that has the model,
+    /// embeds them; until then semantic results cannot include them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owed: Vec<String>,
 }
 
 pub(crate) fn dense_dir(root: &Path) -> PathBuf {

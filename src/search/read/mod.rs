@@ -447,6 +447,18 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
         }
         other => (other, Some(dense_ready()?)),
     };
+    if let Some((view, _)) = &dense
+        && !view.manifest.owed.is_empty()
+    {
+        let owed = format!(
+            "vectors_owed: {} notes written without the embedding model have no vectors yet; the dense list cannot include them (`paravault sync --dense` embeds them)",
+            view.manifest.owed.len()
+        );
+        fallback_reason = Some(match fallback_reason {
+            Some(r) => format!("{r}; {owed}"),
+            None => owed,
+        });
+    }
     if dense.is_some()
         && let Some(cut) = modes::embedding_cut(&crate::embed::vault_handle(&policy.policy, root), text)?
     {
