@@ -156,8 +156,36 @@ impl Vault {
         self.sync_vault_with_progress(params, &|_, _, _| {})
     }
 
-    /// `sync_vault`, reporting (stage, done, total) as it goes.
+    /// `sync_vault`, reporting (stage, done, total) as it goes. A dense sync embeds first,
+    /// outside the writer lock (taking it for each window's append only: `search::Staging`),
+    /// then publishes under it; an FTS sync holds the lock throughout.
     pub fn sync_vault_with_progress(&self, params: &SyncParams, progress: search::Progress<'_>) -> Result<SyncReport> {
+        let mut staged = 0;
+        if !params.fts_only {
+            // Fail closed before any work: no model, no dense sync.
+            crate::embed::vault_handle(&self.policy().policy, self.root()).model()?;
+            let staging =
+                self.with_inventory(|inventory| search::Staging::plan(self.root(), self.policy(), inventory, params.force_rebuild))??;
+            if let Some(staging) = staging {
+                let under_lock = |f: &mut dyn FnMut() -> Result<()>| -> Result<()> {
+                    let _writer = self.lock_writer()?;
+                    f()
+                };
+                staged = staging.run(self.root(), self.policy(), &under_lock, progress)?;
+                tracing::debug!(staged, "dense sync: chunks embedded outside the writer lock");
+            }
+        }
+        let mut report = self.sync_under_lock(params, progress)?;
+        if staged > 0
+            && let Some(dense) = report.dense.as_mut()
+        {
+            // What this sync embedded: outside the lock, and under it (what changed meanwhile).
+            dense["embedded_now"] = (dense["embedded_now"].as_u64().unwrap_or(0) + staged as u64).into();
+        }
+        Ok(report)
+    }
+
+    fn sync_under_lock(&self, params: &SyncParams, progress: search::Progress<'_>) -> Result<SyncReport> {
         let mut writer = self.lock_writer()?;
         // The sync reads the vault as it is now (outside edits included): the deferred
         // intents must be finished first, so that no recovery re-applies them over it.

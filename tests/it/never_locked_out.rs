@@ -197,3 +197,68 @@ fn readers_answer_while_another_process_holds_the_writer_lock() {
     assert!(!stderr.contains('\x1b'), "no colour codes off a terminal: {stderr:?}");
     assert!(vault.join("03_Resources/cake.md").is_file());
 }
+
+#[test]
+fn a_write_lands_while_a_dense_sync_embeds() {
+    // 1,500 notes: about 1,500 chunks, 20 s or more of embedding on two cores.
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    let words = ["river", "mountain", "forest", "ocean", "cloud", "stone", "garden", "kitchen", "engine", "harbor", "bridge", "meadow"];
+    write_fixture(&vault, &format!("-- .paravault/policy.yaml --\nembedding:\n  local_dir: {}\n", model_dir().display()));
+    std::fs::create_dir_all(vault.join("03_Resources")).unwrap();
+    for i in 0..1500usize {
+        let body: Vec<&str> = (0..120).map(|j| words[(i * 7 + j * j * 3 + j) % words.len()]).collect();
+        std::fs::write(vault.join(format!("03_Resources/n{i:04}.md")), note("Resource", &format!("Note {i}"), &body.join(" "))).unwrap();
+    }
+    ok(paravault(&vault, &["sync"]), "fts sync");
+
+    let mut sync = spawn(&vault, &["--json", "sync", "--dense"]);
+    // Off a terminal the sync prints a progress line every few seconds; the first one about
+    // embedding says it is in its slow part.
+    let stderr = sync.stderr.take().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        let mut lines = Vec::new();
+        for line in std::io::BufReader::new(stderr).lines().map_while(|l| l.ok()) {
+            if line.starts_with("embedding ") {
+                let _ = tx.send(());
+            }
+            lines.push(line);
+        }
+        lines
+    });
+    rx.recv_timeout(Duration::from_secs(300)).expect("a progress line about embedding");
+    let started = Instant::now();
+    let receipt = json(&ok(
+        paravault(
+            &vault,
+            &[
+                "--json",
+                "ingest",
+                "03_Resources/during",
+                "--type",
+                "Resource",
+                "--title",
+                "T",
+                "--description",
+                "D",
+                "--content",
+                "Written while the dense sync embeds.",
+            ],
+        ),
+        "ingest during the dense sync",
+    ));
+    let took = started.elapsed();
+    assert_eq!(receipt["status"], "ok");
+    assert!(sync.try_wait().unwrap().is_none(), "the sync still embeds after the write landed in {took:?}");
+    let output = sync.wait_with_output().unwrap();
+    let lines = reader.join().unwrap();
+    assert!(output.status.success(), "{lines:?}");
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap();
+    assert_eq!(report["counts"]["indexed"], 1501, "the write is in the sync's generation: {report}");
+    assert_eq!(report["dense"]["chunks"], 1501, "{report}");
+    assert_eq!(report["dense"]["embedded_now"], 1501, "every chunk embedded by this sync (outside the lock but the last): {report}");
+    assert!(lines.iter().any(|l| l.contains("/s, ETA ")), "{lines:?}");
+    eprintln!("a write took {took:?} during a dense sync of 1,500 notes");
+}

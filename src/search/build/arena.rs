@@ -102,6 +102,34 @@ impl ArenaWriter {
         Ok(writer)
     }
 
+    /// Reopens `arena` to append after its last complete row, without reading any key or
+    /// checking any row (a dense sync's staging, under the writer lock for one append): a torn
+    /// partial row is cut (no generation references it). Rows appended this way are checked,
+    /// and reused by key, by the next `open` of a sync or write.
+    pub fn open_at_end(root: &Path, arena: &str, dimension: usize) -> Result<Self> {
+        if !valid_arena_id(arena) {
+            return Err(corrupt(arena, "invalid arena name"));
+        }
+        let mut writer =
+            ArenaWriter { root: root.to_path_buf(), arena: arena.to_string(), dimension, rows: 0, keys: HashMap::new(), deferred: None };
+        let row_bytes = (dimension * 4) as u64;
+        let (vec_path, keys_path) = (writer.vec_path(), writer.keys_path());
+        let vec_len = std::fs::metadata(&vec_path).map_err(io_err(root, &vec_path, "reading"))?.len();
+        let keys_len = std::fs::metadata(&keys_path).map_err(io_err(root, &keys_path, "reading"))?.len();
+        writer.rows = (vec_len / row_bytes).min(keys_len / KEY_RECORD as u64);
+        if writer.rows * row_bytes != vec_len || writer.rows * KEY_RECORD as u64 != keys_len {
+            durable::truncate_and_append_unsynced(root, &vec_path, writer.rows * row_bytes, &[])?;
+            durable::truncate_and_append_unsynced(root, &keys_path, writer.rows * KEY_RECORD as u64, &[])?;
+            writer.make_durable(false)?;
+        }
+        Ok(writer)
+    }
+
+    /// The content keys of the rows this writer knows (every row after a full `open`).
+    pub fn known_keys(&self) -> impl Iterator<Item = &[u8; 32]> {
+        self.keys.keys()
+    }
+
     fn vec_path(&self) -> PathBuf {
         vec_path(&self.root, &self.arena)
     }

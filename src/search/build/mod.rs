@@ -8,6 +8,7 @@
 pub(crate) mod arena;
 pub(crate) mod fold;
 pub(crate) mod publish;
+pub(crate) mod stage;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
