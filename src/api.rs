@@ -160,6 +160,8 @@ pub mod policy {
 
 /// Notes as an adapter renders them: the typed path and the frontmatter reader.
 pub mod note {
+    /// The allowed value a mistyped one most likely meant ("did you mean …?").
+    pub use crate::note::metadata::closest;
     pub use crate::note::path::VaultPath;
     /// Untrusted text as a reviewer must see it (control, bidi and invisible characters escaped).
     pub use crate::note::visible;

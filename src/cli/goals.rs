@@ -14,9 +14,15 @@ pub enum GoalsCommand {
     /// Every goal in canonical order.
     List,
     /// One goal by ID or unique ID prefix.
-    Show { id: String },
+    Show {
+        /// The goal's ID or a unique prefix of it.
+        id: String,
+    },
     /// Goals whose title or description contains QUERY.
-    Find { query: String },
+    Find {
+        /// Text to look for in titles and descriptions (case-insensitive).
+        query: String,
+    },
     /// The first ready goal.
     Next,
     /// Every unblocked, unclaimed open goal.
@@ -25,9 +31,12 @@ pub enum GoalsCommand {
     Waves,
     /// Add an open goal.
     Add {
+        /// The goal's title.
         title: String,
+        /// What done means for this goal.
         #[arg(long)]
         description: Option<String>,
+        /// A group the goal belongs to (free text).
         #[arg(long)]
         group: Option<String>,
         /// A goal ID or unique prefix this goal waits for (repeatable).
@@ -41,48 +50,67 @@ pub enum GoalsCommand {
     ApplyPlan {
         /// The plan: a JSON array, or @FILE to read it from a file.
         plan: String,
+        /// Only validate the plan: nothing is written.
         #[arg(long)]
         dry_run: bool,
     },
     /// Edit a goal; --depends-on / --link replace the whole set (--clear-… empties it).
     Update {
+        /// The goal's ID or a unique prefix of it.
         id: String,
+        /// A new title.
         #[arg(long)]
         title: Option<String>,
+        /// A new description (replaces it).
         #[arg(long)]
         description: Option<String>,
+        /// Text appended to the description.
         #[arg(long)]
         append_description: Option<String>,
+        /// A new group.
         #[arg(long)]
         group: Option<String>,
+        /// A goal ID or unique prefix this goal waits for (repeatable; replaces the set).
         #[arg(long = "depends-on", value_name = "ID")]
         depends_on: Vec<String>,
+        /// Remove every dependency.
         #[arg(long, conflicts_with = "depends_on")]
         clear_depends_on: bool,
+        /// An absolute http(s) URL (repeatable; replaces the set).
         #[arg(long = "link", value_name = "URL")]
         links: Vec<String>,
+        /// Remove every link.
         #[arg(long, conflicts_with = "links")]
         clear_links: bool,
+        /// The goal's `updated_at` as you last read it: refused if it changed since (another writer).
         #[arg(long)]
         expected_updated_at: Option<String>,
     },
     /// Move a goal: --up, --down, --before ID or --after ID.
     Move {
+        /// The goal's ID or a unique prefix of it.
         id: String,
+        /// One place earlier.
         #[arg(long, conflicts_with_all = ["down", "before", "after"])]
         up: bool,
+        /// One place later.
         #[arg(long, conflicts_with_all = ["before", "after"])]
         down: bool,
+        /// Just before this goal (ID or unique prefix).
         #[arg(long, conflicts_with = "after")]
         before: Option<String>,
+        /// Just after this goal (ID or unique prefix).
         #[arg(long)]
         after: Option<String>,
+        /// The goal's `updated_at` as you last read it: refused if it changed since (another writer).
         #[arg(long)]
         expected_updated_at: Option<String>,
     },
     /// Make an open goal the single active goal.
     SetActive {
+        /// The goal's ID or a unique prefix of it.
         id: String,
+        /// The goal's `updated_at` as you last read it: refused if it changed since (another writer).
         #[arg(long)]
         expected_updated_at: Option<String>,
     },
@@ -99,10 +127,12 @@ pub enum GoalsCommand {
 /// The arguments of a lifecycle subcommand.
 #[derive(Debug, clap::Args)]
 pub struct Confirmed {
+    /// The goal's ID or a unique prefix of it.
     id: String,
     /// You explicitly want this exact action on this exact goal.
     #[arg(long)]
     confirm: bool,
+    /// The goal's `updated_at` as you last read it: refused if it changed since (another writer).
     #[arg(long)]
     expected_updated_at: Option<String>,
 }

@@ -43,7 +43,10 @@ pub struct Cli {
 pub enum ApprovalsAction {
     /// Show a proposal as a person reviews it: state, per note the unified diff of the current
     /// text → the after-image, and the lint gate's verdict on the after-images.
-    Show { proposal_id: String },
+    Show {
+        /// The proposal's id (`paravault approvals` lists them).
+        proposal_id: String,
+    },
 }
 
 /// `paravault approver` actions.
@@ -51,7 +54,10 @@ pub enum ApprovalsAction {
 pub enum ApproverAction {
     /// Register an approver; the secret is prompted twice (read once from standard input when
     /// it is not a terminal).
-    Add { name: String },
+    Add {
+        /// The approver's name (you give it to `approve --approver`).
+        name: String,
+    },
     /// List registered approver names.
     List,
 }
@@ -66,8 +72,10 @@ pub enum Command {
     Index,
     /// Markdown style checks (never blocking); --fix --approve fixes whitespace and list markers.
     CheckMarkdown {
+        /// Fix what can be fixed safely (trailing whitespace, mixed list markers); needs --approve.
         #[arg(long)]
         fix: bool,
+        /// You approve the fixes (a person's decision: without it --fix only reports).
         #[arg(long)]
         approve: bool,
     },
@@ -77,35 +85,46 @@ pub enum Command {
     Ingest {
         /// Vault-relative path inside a P.A.R.A. folder (`.md` added if missing).
         name: String,
+        /// The note type, one of the policy's types (by default Project, Area, Resource, Archive, Daily Log, System Guide).
         #[arg(long = "type", default_value = "Resource")]
         note_type: String,
         #[command(flatten)]
         text: NoteText,
+        /// A tag for the note (repeatable).
         #[arg(long = "tag")]
         tags: Vec<String>,
+        /// Where the note's content comes from (a URL or citation; frontmatter `resource`).
         #[arg(long)]
         resource: Option<String>,
+        /// A key of your choosing: running the same command again with it returns the first receipt instead of failing.
         #[arg(long)]
         idempotency_key: Option<String>,
     },
     /// Create one session synthesis note (Daily Log by default).
     Synthesize {
+        /// Vault-relative path of the new note inside a P.A.R.A. folder (`.md` added if missing).
         name: String,
         #[command(flatten)]
         text: NoteText,
+        /// The note type (default Daily Log); one of the policy's types.
         #[arg(long = "type", default_value = crate::api::policy::DEFAULT_SYNTHESIS_TYPE)]
         note_type: String,
+        /// A tag for the note (repeatable).
         #[arg(long = "tag")]
         tags: Vec<String>,
+        /// A note this synthesis relates to, as a vault path or [[link]] (repeatable).
         #[arg(long = "related")]
         related: Vec<String>,
+        /// Who owns the note (frontmatter `owner`).
         #[arg(long)]
         owner: Option<String>,
+        /// A key of your choosing: running the same command again with it returns the first receipt instead of failing.
         #[arg(long)]
         idempotency_key: Option<String>,
     },
     /// Store a content-addressed proposal to replace a note's whole text (never writes the note).
     Propose {
+        /// Vault-relative path of the note to replace (inside a P.A.R.A. folder).
         path: String,
         /// File holding the full new note text; `-` reads standard input.
         #[arg(long, default_value = "-")]
@@ -116,32 +135,40 @@ pub enum Command {
     },
     /// Apply a stored proposal by id; requires --approve.
     Apply {
+        /// The proposal's id (`paravault approvals` lists them).
         proposal_id: String,
+        /// You approve this change (required: a proposal is never applied without it; a `human` rule also needs `paravault approve`).
         #[arg(long)]
         approve: bool,
     },
     /// Approve a proposal as a person: the approver secret is prompted on the terminal (read
     /// from standard input when it is not a terminal), never taken as an argument.
     Approve {
+        /// The proposal's id (`paravault approvals --pending` lists those waiting for a person).
         proposal_id: String,
         /// Your approver name (`paravault approver add`).
         #[arg(long)]
         approver: String,
+        /// Why you decided so (kept in the decision record).
         #[arg(long, default_value = "")]
         comment: String,
     },
     /// Reject a proposal as a person (secret prompted as for approve); later applies fail
     /// with proposal_rejected.
     Reject {
+        /// The proposal's id (`paravault approvals --pending` lists those waiting for a person).
         proposal_id: String,
+        /// Your approver name (`paravault approver add`).
         #[arg(long)]
         approver: String,
+        /// Why you decided so (kept in the decision record).
         #[arg(long, default_value = "")]
         comment: String,
     },
     /// List stored proposals and their state (--pending: only those waiting for a person);
     /// `approvals show ID` shows one with its diff and the lint gate's verdict.
     Approvals {
+        /// Only the proposals waiting for a person's decision.
         #[arg(long)]
         pending: bool,
         #[command(subcommand)]
@@ -154,10 +181,13 @@ pub enum Command {
     },
     /// Show receipts; --verify checks the hash chain.
     History {
+        /// How many receipts to show, newest last.
         #[arg(long, default_value_t = 100)]
         limit: usize,
+        /// Only the receipts after this sequence number.
         #[arg(long, default_value_t = 0)]
         after_seq: u64,
+        /// Check the receipts' hash chain (and, with --check-files, the notes) instead of listing.
         #[arg(long)]
         verify: bool,
         /// With --verify: also check that each note holds the after_sha256 of the newest ok
@@ -167,12 +197,16 @@ pub enum Command {
     },
     /// Redundant, outdated, trivial and stale notes.
     RotAudit {
+        /// Also find near-duplicate bodies from the stored dense vectors (needs a dense index).
         #[arg(long)]
         extended: bool,
+        /// Also check links to the web (reaches the network; needs --approve and a policy that allows it).
         #[arg(long)]
         allow_link_rot: bool,
+        /// Ask for the semantic-contradiction section, which needs a remote language model: none is configured in this engine, so the report names it as skipped.
         #[arg(long)]
         allow_remote_llm: bool,
+        /// You approve the network access --allow-link-rot or --allow-remote-llm asks for.
         #[arg(long)]
         approve: bool,
         /// Items per list (default and bound from policy `maintenance.report_items_*`).
@@ -187,15 +221,19 @@ pub enum Command {
     },
     /// Move archived or expired notes into the archive folder (dry run unless --live --approve).
     Archive {
+        /// Move the notes (without it: a dry run that lists what would move).
         #[arg(long)]
         live: bool,
+        /// You approve the moves (required with --live).
         #[arg(long)]
         approve: bool,
     },
     /// Repair invalid frontmatter (dry run unless --live --approve).
     Heal {
+        /// Repair the notes (without it: a dry run that lists the repairs).
         #[arg(long)]
         live: bool,
+        /// You approve the repairs (required with --live).
         #[arg(long)]
         approve: bool,
     },
@@ -205,24 +243,31 @@ pub enum Command {
         /// Publish only the valid notes when some are invalid (they are named).
         #[arg(long)]
         allow_partial: bool,
+        /// Rebuild the index from scratch (with --dense: re-embed every note, e.g. after a model change).
         #[arg(long)]
         force_rebuild: bool,
-        /// Build or complete the dense index (fts_only=false).
+        /// Also build or complete the dense index (vectors for meaning) with the local embedding model.
         #[arg(long)]
         dense: bool,
         /// Allow an FTS-only sync to drop an existing dense index.
         #[arg(long)]
         accept_dense_loss: bool,
     },
-    /// Search the active generation; --json prints the untrusted retrieval envelope.
+    /// Search the vault's notes (the active published generation); --json prints the untrusted
+    /// retrieval envelope.
     Search {
+        /// What to search for (words, a phrase in quotes, or a question).
         query: String,
+        /// How many notes to show (at most the policy's `search.max_results_cap`).
         #[arg(long, default_value_t = 10)]
         max_results: usize,
+        /// auto (the default: hybrid with a dense index, else fts), fts (BM25 keywords), semantic or vector (meaning), hybrid (both fused), graph_assisted (hybrid plus linked notes) or reranked (cross-encoder).
         #[arg(long, default_value = "auto")]
         mode: String,
+        /// current (the default: notes not superseded or expired), historical (only those) or all.
         #[arg(long, default_value = "current")]
         temporal_view: String,
+        /// The date the temporal view is judged at, YYYY-MM-DD (default: today).
         #[arg(long)]
         as_of: Option<String>,
         /// A domain from the policy's `domains` or `.power/domains.yaml`: scopes the results to
@@ -275,7 +320,9 @@ pub enum Command {
     },
     /// Read one page of a category catalog.
     ReadSubIndex {
+        /// The catalog's folder, e.g. 03_Resources.
         category: String,
+        /// The page number (1 is the first).
         #[arg(long, default_value_t = 1)]
         page: usize,
     },
@@ -343,9 +390,40 @@ fn open(cli: &Cli) -> Result<Vault, Error> {
     open_as(cli, if run_by_gateway() { vault::Channel::Agent } else { vault::Channel::Person })
 }
 
+/// Serves MCP on stdio; on a terminal it first says that it waits for a client there.
+fn serve_stdio_saying_so(vault: Vault, options: crate::mcp::McpOptions) -> Result<(), String> {
+    if std::io::stdin().is_terminal() {
+        render::note_on_stderr(&format!(
+            "paravault mcp serves {} over stdio and waits for an MCP client on standard input \
+             (an agent starts it; Ctrl-D or Ctrl-C ends it)",
+            vault.root().display()
+        ));
+    }
+    crate::mcp::serve_stdio(vault, options)
+}
+
+/// The vault this command uses: `--vault`, else the environment, else the current folder when
+/// it looks like a vault (never the hidden default vault from inside one), else the default
+/// vault. A vault chosen implicitly is named on standard error.
+fn vault_root(cli: &Cli) -> Result<(std::path::PathBuf, vault::RootSource), Error> {
+    let (root, source) = vault::resolve_root(cli.vault.as_deref())?;
+    if source != vault::RootSource::Default {
+        return Ok((root, source));
+    }
+    if let Ok(current) = std::env::current_dir()
+        && current != root
+        && vault::looks_like_a_vault(&current)
+    {
+        render::note_on_stderr(&format!("vault: {} (the current folder; --vault chooses another)", current.display()));
+        return Ok((current, vault::RootSource::CurrentFolder));
+    }
+    render::note_on_stderr(&format!("vault: {} (the default vault; --vault chooses another)", root.display()));
+    Ok((root, source))
+}
+
 /// Opens the vault, writing for `channel`.
 fn open_as(cli: &Cli, channel: vault::Channel) -> Result<Vault, Error> {
-    let (root, source) = vault::resolve_root(cli.vault.as_deref())?;
+    let (root, source) = vault_root(cli)?;
     if source == vault::RootSource::Default && !root.exists() {
         let (vault, report) = Vault::init(&root, options())?;
         // A new default vault is searchable at once (its first generation, FTS, offline): the
@@ -421,8 +499,10 @@ fn read_text(source: &str) -> Result<String, Error> {
 /// The text of a note `ingest` and `synthesize` create: its title, description and body.
 #[derive(Debug, clap::Args)]
 pub struct NoteText {
+    /// The note's title (frontmatter `title`).
     #[arg(long)]
     title: String,
+    /// One line saying what the note is (frontmatter `description`).
     #[arg(long)]
     description: String,
     /// Note body as text.
@@ -476,7 +556,7 @@ pub fn run(cli: Cli) -> ExitCode {
             crate::mcp::McpOptions { read_only: *read_only, parent_pid: *parent_pid, surfaces, agent: agent.clone(), cli: Cli::command() };
         // The MCP server writes for the agent on the other end of stdio.
         return match open_as(&cli, vault::Channel::Agent) {
-            Ok(vault) => match crate::mcp::serve_stdio(vault, options) {
+            Ok(vault) => match serve_stdio_saying_so(vault, options) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(message) => {
                     tracing::error!(%message, "MCP server stopped");
@@ -516,9 +596,7 @@ pub fn run(cli: Cli) -> ExitCode {
     }
     let out = render::Output { json: cli.json, color: std::io::stdout().is_terminal() };
     let result = match command {
-        Command::Init => vault::resolve_root(cli.vault.as_deref())
-            .and_then(|(root, _)| Vault::init(&root, options()))
-            .map(|(_, report)| out.init(&report)),
+        Command::Init => vault_root(&cli).and_then(|(root, _)| Vault::init(&root, options())).map(|(_, report)| out.init(&report)),
         Command::Lint => open(&cli).and_then(|v| v.lint_vault()).map(|r| out.lint(&r)),
         Command::Watch => open(&cli)
             .and_then(|v| {
@@ -535,7 +613,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::CheckMarkdown { fix: false, .. } => open(&cli).and_then(|v| v.check_markdown()).map(|r| out.markdown(&r)),
         Command::CheckMarkdown { fix: true, approve } => open(&cli)
             .and_then(|v| v.check_markdown_tool(&MarkdownRequest { fix: true, approved: *approve }))
-            .map(|r| out.serialized(&r, &format!("fixed {} notes", r.fixed_notes.len()))),
+            .map(|r| out.detailed(&r, &format!("fixed {} notes", r.fixed_notes.len()))),
         Command::RotAudit { extended, allow_link_rot, allow_remote_llm, approve, max_items, cursor, all } => open(&cli)
             .and_then(|v| {
                 let request = RotRequest {
@@ -552,23 +630,30 @@ pub fn run(cli: Cli) -> ExitCode {
             .map(|r| out.rot(&r)),
         Command::Archive { live, approve } => {
             open(&cli).and_then(|v| v.archive_notes(&ArchiveRequest { dry_run: !*live, approved: *approve })).map(|r| {
-                out.serialized(
+                out.detailed(
                     &r,
                     &format!(
-                        "{} {} notes, {} link rewrites, {} refused",
+                        "{} {} notes, {} link rewrites, {} refused{}",
                         if r.dry_run { "would archive" } else { "archived" },
                         r.moves.len(),
                         r.link_rewrites.len(),
-                        r.refused.len()
+                        r.refused.len(),
+                        if r.dry_run { " (a dry run: `paravault archive --live --approve` does it)" } else { "" }
                     ),
                 )
             })
         }
         Command::Heal { live, approve } => {
             open(&cli).and_then(|v| v.heal_frontmatter(&HealRequest { dry_run: !*live, approved: *approve })).map(|r| {
-                out.serialized(
+                out.detailed(
                     &r,
-                    &format!("{} {} notes, {} refused", if r.dry_run { "would heal" } else { "healed" }, r.notes.len(), r.refused.len()),
+                    &format!(
+                        "{} {} notes, {} refused{}",
+                        if r.dry_run { "would heal" } else { "healed" },
+                        r.notes.len(),
+                        r.refused.len(),
+                        if r.dry_run { " (a dry run: `paravault heal --live --approve` does it)" } else { "" }
+                    ),
                 )
             })
         }
@@ -589,7 +674,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 };
                 open(&cli).and_then(|v| v.ingest_note(&request))
             })
-            .map(|r| out.value(&r.to_value())),
+            .map(|r| out.receipt(&r.to_value())),
         Command::Synthesize { name, text, note_type, tags, related, owner, idempotency_key } => text
             .body()
             .and_then(|content| {
@@ -607,20 +692,20 @@ pub fn run(cli: Cli) -> ExitCode {
                 };
                 open(&cli).and_then(|v| v.synthesize_session(&request))
             })
-            .map(|r| out.value(&r.to_value())),
+            .map(|r| out.receipt(&r.to_value())),
         Command::Propose { path, content_file, expected_sha256 } => read_text(content_file)
             .and_then(|content| open(&cli).and_then(|v| v.propose_memory_change(path, &content, None, expected_sha256.as_deref())))
             .map(|p| out.proposal(&p)),
         Command::Apply { proposal_id, approve } => {
-            open(&cli).and_then(|v| v.apply_proposal_by_id(proposal_id, *approve)).map(|r| out.value(&r.to_value()))
+            open(&cli).and_then(|v| v.apply_proposal_by_id(proposal_id, *approve)).map(|r| out.receipt(&r.to_value()))
         }
         Command::Approve { proposal_id, approver, comment } => {
             decide(&cli, &out, proposal_id, approver, comment, crate::api::approvals::Decision::Approved)
-                .map(|r| out.serialized(&r, "approved"))
+                .map(|r| out.detailed(&r, &format!("approved {proposal_id}")))
         }
         Command::Reject { proposal_id, approver, comment } => {
             decide(&cli, &out, proposal_id, approver, comment, crate::api::approvals::Decision::Rejected)
-                .map(|r| out.serialized(&r, "rejected"))
+                .map(|r| out.detailed(&r, &format!("rejected {proposal_id}")))
         }
         Command::Approvals { action: Some(ApprovalsAction::Show { proposal_id }), .. } => {
             open(&cli).and_then(|v| v.proposal_review(proposal_id)).map(|review| out.review(&review))
@@ -636,7 +721,19 @@ pub fn run(cli: Cli) -> ExitCode {
                 .collect();
             let lines: Vec<String> = list
                 .iter()
-                .map(|p| format!("{} {:?} {:?} [{}] {}", p.proposal_id, p.state, p.operation, p.paths.join(", "), p.created_at))
+                .map(|p| {
+                    let word =
+                        |v: serde_json::Result<serde_json::Value>| v.ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
+                    format!(
+                        "{}  {:<9} {:<22} approver: {:<6} {}  {}",
+                        p.proposal_id,
+                        word(serde_json::to_value(p.state)),
+                        word(serde_json::to_value(p.operation)),
+                        word(serde_json::to_value(p.approver)),
+                        p.paths.join(", "),
+                        p.created_at
+                    )
+                })
                 .collect();
             out.serialized(&list, &format!("{} proposals\n{}", list.len(), lines.join("\n")))
         }),
@@ -669,14 +766,35 @@ pub fn run(cli: Cli) -> ExitCode {
             .map(|r| out.sync(&r)),
         Command::Search { query, max_results, mode, temporal_view, as_of, domain } => open(&cli)
             .and_then(|v| {
-                v.search(&SearchParams {
+                let params = SearchParams {
                     query: query.clone(),
                     max_results: *max_results,
                     search_mode: mode.clone(),
                     temporal_view: temporal_view.clone(),
                     as_of: as_of.clone(),
                     domain: domain.clone(),
-                })
+                };
+                match v.search(&params) {
+                    // A vault never synced (a folder of Obsidian notes): its first generation
+                    // is built now, offline and by keyword, with the notes it cannot index
+                    // named, and the search answers from it.
+                    Err(Error::NoActiveGeneration { .. }) => {
+                        let report = v.sync_vault(&SyncParams { allow_partial: true, ..Default::default() })?;
+                        let mut note = format!("no search index yet: built one by keyword from {} notes", report.counts.indexed);
+                        if !report.exclusions.is_empty() {
+                            let names: Vec<&str> = report.exclusions.iter().take(5).map(|e| e.path.as_str()).collect();
+                            note.push_str(&format!(
+                                "; {} left out ({}{}) — `paravault lint` says why, `paravault heal` repairs missing frontmatter",
+                                report.exclusions.len(),
+                                names.join(", "),
+                                if report.exclusions.len() > 5 { ", …" } else { "" }
+                            ));
+                        }
+                        render::note_on_stderr(&note);
+                        v.search(&params)
+                    }
+                    other => other,
+                }
             })
             .map(|e| out.envelope(&e)),
         Command::Mcp { .. } | Command::Web { .. } => unreachable!("handled above"),
@@ -696,7 +814,98 @@ pub fn run(cli: Cli) -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
             out.error(&error);
+            if !cli.json
+                && let Some(hint) = folder_hint(&cli, &error)
+            {
+                render::note_on_stderr(&hint);
+            }
             ExitCode::from(exit_code_of(&error))
         }
+    }
+}
+
+/// For a note path outside the P.A.R.A. folders: the vault's folders, and the one the path
+/// most likely meant.
+fn folder_hint(cli: &Cli, error: &Error) -> Option<String> {
+    let Error::PathRefused { path, reason: crate::error::PathRefusal::NotInParaFolder } = error else { return None };
+    let (root, _) = vault::resolve_root(cli.vault.as_deref()).ok()?;
+    let policy = crate::api::policy::LoadedPolicy::load(&root).ok()?;
+    let folders = &policy.policy.layout.para_folders;
+    let top = path.split('/').next().unwrap_or("");
+    let meant = if path.contains('/') { crate::api::note::closest(top, folders) } else { None };
+    let mut hint = format!("  the P.A.R.A. folders: {}", folders.join(", "));
+    if let Some(folder) = meant {
+        hint.push_str(&format!(" (did you mean {folder}/{}?)", path.split_once('/').map_or("", |(_, rest)| rest)));
+    }
+    Some(hint)
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every flag and argument of every command, with its path (`paravault goals add --title`).
+    fn undocumented(command: &clap::Command, path: &str, out: &mut Vec<String>) {
+        for arg in command.get_arguments() {
+            let id = arg.get_id().as_str();
+            if id == "help" || id == "version" {
+                continue;
+            }
+            if arg.get_help().is_none_or(|h| h.to_string().trim().is_empty()) {
+                out.push(format!("{path} {id}"));
+            }
+        }
+        for sub in command.get_subcommands() {
+            if sub.get_name() == "help" {
+                continue;
+            }
+            let sub_path = format!("{path} {}", sub.get_name());
+            if sub.get_about().is_none_or(|a| a.to_string().trim().is_empty()) {
+                out.push(format!("{sub_path} (the command)"));
+            }
+            undocumented(sub, &sub_path, out);
+        }
+    }
+
+    #[test]
+    fn messages_speak_cli_words_not_tool_parameters() {
+        use super::render::cli_words;
+        assert_eq!(cli_words("apply_memory_change requires approved=true"), "applying a proposal requires --approve");
+        assert_eq!(
+            cli_words("call sync_vault with fts_only=false to keep the dense index current, or accept_dense_loss=true to drop it"),
+            "run `paravault sync --dense` to keep the dense index current, or --accept-dense-loss to drop it"
+        );
+        assert_eq!(
+            cli_words("re-read the note with read_note and base the change on its current sha256"),
+            "open the note again and base the change on its current sha256"
+        );
+        // Every remediation of the error table, in CLI words, names no tool parameter.
+        for row in crate::error::codes::ALL {
+            let text = cli_words(row.remediation);
+            for word in [
+                "fts_only",
+                "accept_dense_loss",
+                "approved=true",
+                "allow_partial",
+                "read_note",
+                "sync_vault",
+                "get_server_info",
+                "lint_vault",
+                "propose_memory_change",
+                "generate_index",
+                "ensure_sub_index",
+                "search_mode=",
+                "call again",
+            ] {
+                assert!(!text.contains(word), "{}: {text}", row.code);
+            }
+        }
+    }
+
+    #[test]
+    fn every_command_flag_and_argument_has_help() {
+        let mut missing = Vec::new();
+        undocumented(&super::Cli::command(), "paravault", &mut missing);
+        assert!(missing.is_empty(), "{} without help:\n{}", missing.len(), missing.join("\n"));
     }
 }

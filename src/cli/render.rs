@@ -80,6 +80,58 @@ pub(crate) fn review_text(review: &crate::api::approvals::ProposalReview) -> Str
     text
 }
 
+/// A message of the application API (worded for MCP callers) in the CLI's words: its tool
+/// parameters become the flags a person types, its tool names the commands.
+pub(crate) fn cli_words(text: &str) -> String {
+    const WORDS: &[(&str, &str)] = &[
+        ("sync_vault with fts_only=false and force_rebuild=true", "`paravault sync --dense --force-rebuild`"),
+        ("sync_vault fts_only=false", "`paravault sync --dense`"),
+        ("call sync_vault with fts_only=false", "run `paravault sync --dense`"),
+        ("sync_vault with fts_only=false", "`paravault sync --dense`"),
+        ("Sync with fts_only=false", "Run `paravault sync --dense`"),
+        ("sync_vault with force_rebuild=true", "`paravault sync --force-rebuild`"),
+        ("call sync_vault with allow_partial=true", "run `paravault sync --allow-partial` (`paravault heal` repairs missing frontmatter)"),
+        ("run sync_vault", "run `paravault sync`"),
+        ("fts_only=false", "--dense"),
+        ("accept_dense_loss=true", "--accept-dense-loss"),
+        ("force_rebuild=true", "--force-rebuild"),
+        ("allow_partial=true", "--allow-partial"),
+        ("call again with approved=true", "run it again with --approve"),
+        ("approved=true", "--approve"),
+        ("re-read the note with read_note", "open the note again"),
+        ("search_mode=", "--mode "),
+        ("dry_run=false", "--live"),
+        ("lint_vault", "`paravault lint`"),
+        ("heal_frontmatter_tool", "`paravault heal`"),
+        ("call ensure_sub_index (or generate_index) first", "run `paravault index` first"),
+        ("read_sub_index lists notes", "`paravault read-sub-index FOLDER` lists notes"),
+        ("call propose_memory_change again and pass its result unchanged", "run `paravault propose` again and use the id it prints"),
+        ("propose it with propose_memory_change", "propose it with `paravault propose`"),
+        ("propose_memory_change", "`paravault propose`"),
+        ("a human_approval_required error", "`paravault approvals`"),
+        ("see get_server_info with probe_provider=true", "see `paravault doctor`"),
+        ("call get_server_info with probe_provider=true", "run `paravault doctor`"),
+        ("run get_server_info and", "run `paravault doctor` and"),
+        ("(see get_server_info)", "(`paravault doctor` names it)"),
+        ("omit vault_path or pass exactly the configured vault root", "pass --vault with the vault's root folder"),
+        ("read_memory_history lists them", "`paravault history` lists them"),
+        ("use a new idempotency_key", "use a new --idempotency-key"),
+        ("call list_vaults and", "run `paravault vaults list` and"),
+        ("apply_memory_change requires", "applying a proposal requires"),
+        ("show the proposal to the user and", "review it (`paravault approvals show ID`) and"),
+        ("and call again", "and run it again"),
+        ("then call again", "then run it again"),
+        ("call again", "run it again"),
+    ];
+    let mut out = text.to_string();
+    for (api, cli) in WORDS {
+        if out.contains(api) {
+            out = out.replace(api, cli);
+        }
+    }
+    out
+}
+
 /// Human text on standard output. Everything printed for a person passes here or through
 /// `print_json`: note text, paths, titles and proposals are untrusted, so control, bidi and
 /// invisible characters are shown as escapes (`note::visible`) and can never move the cursor,
@@ -87,6 +139,11 @@ pub(crate) fn review_text(review: &crate::api::approvals::ProposalReview) -> Str
 fn say(text: &str) {
     let mut stdout = std::io::stdout().lock();
     let _ = stdout.write_all(crate::api::note::visible::escape(text).as_bytes());
+}
+
+/// A line for the person on standard error (never on stdout, which a script may parse).
+pub(crate) fn note_on_stderr(text: &str) {
+    say_err(&format!("{text}\n"));
 }
 
 /// `say` for standard error.
@@ -102,7 +159,12 @@ impl Output {
             });
             print_json(&body);
         } else {
-            say_err(&format!("error[{}]: {error}\n", error.code()));
+            let mut text = format!("error[{}]: {}\n", error.code(), cli_words(&error.to_string()));
+            let remediation = error.row().remediation;
+            if !remediation.is_empty() {
+                text.push_str(&format!("  what to do: {}\n", cli_words(remediation)));
+            }
+            say_err(&text);
         }
     }
 
@@ -139,10 +201,83 @@ impl Output {
     }
 
     pub(crate) fn serialized<T: Serialize>(&self, value: &T, summary: &str) -> u8 {
-        if !self.json {
+        if self.json {
+            print_json(value);
+        } else {
             say(&format!("{summary}\n"));
         }
-        print_json(value);
+        exit::OK
+    }
+
+    /// `serialized`, and for a person the report's fields under the summary (as YAML: field
+    /// names as the JSON has them, no braces or quotes to read past).
+    pub(crate) fn detailed<T: Serialize>(&self, value: &T, summary: &str) -> u8 {
+        if self.json {
+            print_json(value);
+            return exit::OK;
+        }
+        // Only what says something: no empty lists, no nulls, no dry-run flag (the summary
+        // says it).
+        fn said(value: serde_json::Value) -> Option<serde_json::Value> {
+            match value {
+                serde_json::Value::Null => None,
+                serde_json::Value::Array(items) => {
+                    let kept: Vec<serde_json::Value> = items.into_iter().filter_map(said).collect();
+                    (!kept.is_empty()).then_some(serde_json::Value::Array(kept))
+                }
+                serde_json::Value::Object(map) => {
+                    let kept: serde_json::Map<String, serde_json::Value> =
+                        map.into_iter().filter(|(k, _)| k != "dry_run").filter_map(|(k, v)| said(v).map(|v| (k, v))).collect();
+                    (!kept.is_empty()).then_some(serde_json::Value::Object(kept))
+                }
+                other => Some(other),
+            }
+        }
+        let details =
+            serde_json::to_value(value).ok().and_then(said).map(|v| serde_yaml::to_string(&v).unwrap_or_default()).unwrap_or_default();
+        let indented: String = details.lines().filter(|l| !l.trim().is_empty()).map(|l| format!("  {l}\n")).collect();
+        say(&format!("{summary}\n{indented}"));
+        exit::OK
+    }
+
+    /// A write's receipt: for a person what was written and where it is searchable; the receipt
+    /// itself (the hash-chained log line, as `history` shows it) with `--json`.
+    pub fn receipt(&self, receipt: &serde_json::Value) -> u8 {
+        if self.json {
+            print_json(receipt);
+            return exit::OK;
+        }
+        let text_of = |key: &str| receipt[key].as_str().unwrap_or("").to_string();
+        let mut text = match receipt["notes"].as_array() {
+            Some(notes) if !notes.is_empty() => {
+                let paths: Vec<&str> = notes.iter().filter_map(|n| n["path"].as_str()).collect();
+                format!("wrote {} notes: {}\n", paths.len(), paths.join(", "))
+            }
+            _ => format!("wrote {}\n", text_of("path")),
+        };
+        text.push_str(&format!("  receipt #{} ({}), sha256 {}\n", receipt["seq"], text_of("operation"), text_of("after_sha256")));
+        if let Some(approval) = receipt["approval"].as_object() {
+            let approver = approval.get("approver").and_then(|a| a.as_str()).unwrap_or("");
+            text.push_str(&format!("  approved by {approver}\n"));
+        }
+        if !text_of("search_generation").is_empty() {
+            let how = if text_of("search_mode") == "semantic" { "by keyword and meaning" } else { "by keyword" };
+            text.push_str(&format!("  searchable now {how} (generation {})\n", text_of("search_generation")));
+        }
+        if let Some(owed) = receipt["vectors_owed"].as_array() {
+            text.push_str(&format!(
+                "  the embedding model was not found: {} note(s) wait for their vectors (run `paravault sync --dense` where the model is found)\n",
+                owed.len()
+            ));
+        }
+        if let Some(conflicts) = receipt["conflicts"].as_array() {
+            let paths: Vec<&str> = conflicts.iter().filter_map(|c| c.as_str()).collect();
+            text.push_str(&format!("  left as someone else wrote them: {}\n", paths.join(", ")));
+        }
+        if receipt["recovered"].as_str() == Some("true") {
+            text.push_str("  finished by crash recovery\n");
+        }
+        say(&text);
         exit::OK
     }
 
@@ -247,7 +382,7 @@ impl Output {
             "mode {} (requested {}){}; generation {}\n",
             serde_json::to_value(envelope.actual_mode).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
             serde_json::to_value(envelope.mode).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default(),
-            envelope.fallback_reason.as_deref().map(|r| format!(", fallback: {r}")).unwrap_or_default(),
+            envelope.fallback_reason.as_deref().map(|r| format!(", fallback: {}", cli_words(r))).unwrap_or_default(),
             envelope.index_provenance.generation_id,
         );
         for (i, r) in envelope.results.iter().enumerate() {
@@ -323,12 +458,27 @@ apply with: paravault apply {} --approve
         if self.json {
             print_json(report);
         } else {
-            say(&format!(
-                "created {} folders and {} notes; kept {} existing files\n",
+            let mut text = format!(
+                "vault {}: created {} folders, {} starter notes and {} catalog pages; kept {} existing files\n",
+                report.root,
                 report.created_dirs.len(),
                 report.created_notes.len(),
+                report.catalog_pages_written.len(),
                 report.kept_existing.len()
-            ));
+            );
+            let list = |text: &mut String, what: &str, items: &[String]| {
+                if items.is_empty() {
+                    return;
+                }
+                let shown: Vec<&str> = items.iter().take(10).map(String::as_str).collect();
+                let more = if items.len() > 10 { format!(" and {} more", items.len() - 10) } else { String::new() };
+                text.push_str(&format!("  {what}: {}{more}\n", shown.join(", ")));
+            };
+            list(&mut text, "folders", &report.created_dirs);
+            list(&mut text, "starter notes", &report.created_notes);
+            list(&mut text, "catalog pages", &report.catalog_pages_written);
+            list(&mut text, "left as they are (hand-written pages where a catalog goes)", &report.catalog_conflicts);
+            say(&text);
         }
         exit::OK
     }
@@ -399,9 +549,10 @@ apply with: paravault apply {} --approve
 
     /// `paravault doctor`: exits 0 whenever it could report (the verdict is the report's `status`
     /// and `exit_code`, as in P.O.W.E.R.'s JSON; the `invoke` verb and scripts read those).
+    /// The report, exiting with its own `exit_code` (0 only when its status is `ok`).
     pub fn doctor(&self, report: &DoctorReport) -> u8 {
         self.print_doctor(report);
-        exit::OK
+        report.exit_code
     }
 
     fn print_doctor(&self, report: &DoctorReport) {

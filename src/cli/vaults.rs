@@ -27,6 +27,7 @@ pub enum VaultsAction {
         /// An attached agent and its authority, NAME=read-only|propose|apply (repeatable).
         #[arg(long = "agent", value_name = "NAME=AUTHORITY")]
         agents: Vec<String>,
+        /// What the vault is for (list_vaults shows it to agents).
         #[arg(long, default_value = "")]
         description: String,
         /// Replace an entry of the same name.
@@ -36,7 +37,10 @@ pub enum VaultsAction {
     /// The registered vaults.
     List,
     /// Forget a vault (its files are never touched).
-    Remove { name: String },
+    Remove {
+        /// The registered name (`paravault vaults list`).
+        name: String,
+    },
 }
 
 fn attached(pairs: &[String]) -> Result<BTreeMap<String, Authority>> {

@@ -75,8 +75,13 @@ fn first_paragraph(body: &str, max_chars: usize) -> Option<String> {
     Some(if flat.chars().count() > max_chars { flat.chars().take(max_chars).collect::<String>().trim_end().to_string() } else { flat })
 }
 
+/// The type a note's folder implies: the note type living there, or for the inbox the policy's
+/// `maintenance.heal_inbox_type`.
 fn type_for_folder(policy: &LoadedPolicy, folder: &str) -> Option<String> {
-    policy.policy.note_types.iter().find(|(_, t)| t.folder == folder).map(|(name, _)| name.clone())
+    let p = &policy.policy;
+    p.note_types.iter().find(|(_, t)| t.folder == folder).map(|(name, _)| name.clone()).or_else(|| {
+        (folder == p.layout.inbox_folder && !p.maintenance.heal_inbox_type.is_empty()).then(|| p.maintenance.heal_inbox_type.clone())
+    })
 }
 
 /// Computes the healed text of one note; `None` when nothing needs repair.

@@ -102,7 +102,8 @@ impl Checker<'_> {
         if allowed.contains(&text) {
             Some(text)
         } else {
-            self.problem(field, format!("'{text}' is not one of: {}", allowed.join(", ")));
+            let hint = closest(&text, allowed).map(|c| format!(" (did you mean {c}?)")).unwrap_or_default();
+            self.problem(field, format!("'{text}' is not one of: {}{hint}", allowed.join(", ")));
             None
         }
     }
@@ -295,3 +296,32 @@ fn memory(c: &mut Checker<'_>, value: &Value) -> Option<MemoryMeta> {
 
 #[cfg(test)]
 mod tests;
+
+/// The allowed value a mistyped one most likely meant: the same word in another case, else the
+/// nearest by Jaro-Winkler similarity when it is close (≥ 0.8).
+pub fn closest<'a>(given: &str, allowed: &'a [String]) -> Option<&'a str> {
+    if let Some(same) = allowed.iter().find(|a| a.eq_ignore_ascii_case(given)) {
+        return Some(same);
+    }
+    let lower = given.to_lowercase();
+    allowed
+        .iter()
+        .map(|a| (strsim::jaro_winkler(&lower, &a.to_lowercase()), a))
+        .filter(|(score, _)| *score >= 0.8)
+        .max_by(|x, y| x.0.total_cmp(&y.0))
+        .map(|(_, a)| a.as_str())
+}
+
+#[cfg(test)]
+mod closest_tests {
+    use super::closest;
+
+    #[test]
+    fn a_mistyped_value_suggests_the_allowed_one() {
+        let allowed: Vec<String> = ["Project", "Area", "Resource", "Daily Log"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(closest("project", &allowed), Some("Project"));
+        assert_eq!(closest("Resorce", &allowed), Some("Resource"));
+        assert_eq!(closest("daily log", &allowed), Some("Daily Log"));
+        assert_eq!(closest("zzz", &allowed), None);
+    }
+}

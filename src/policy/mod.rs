@@ -140,6 +140,9 @@ pub struct MaintenancePolicy {
     pub freshness_report_below: f64,
     pub near_duplicate_cosine: f64,
     pub healed_description_chars: usize,
+    /// The type `heal_frontmatter` gives a note in the inbox folder (which implies no type):
+    /// a quick Obsidian note there becomes valid. Empty: such notes stay refused.
+    pub heal_inbox_type: String,
     /// rot_audit link checks (allow_link_rot + approved + egress allow-public).
     pub link_rot_timeout_ms: u64,
     pub link_rot_max_redirects: usize,
@@ -736,6 +739,9 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<()> {
         return Err(invalid("auto_dense_mode", "search.auto_dense_mode must be semantic, hybrid or graph_assisted".into()));
     }
     let m = &policy.maintenance;
+    if !m.heal_inbox_type.is_empty() && !policy.note_types.contains_key(&m.heal_inbox_type) {
+        return Err(invalid("heal_inbox_type", format!("maintenance.heal_inbox_type '{}' is not a note type", m.heal_inbox_type)));
+    }
     if !(100..=60_000).contains(&m.link_rot_timeout_ms) || m.link_rot_max_redirects > 10 || !(1..=10_000).contains(&m.link_rot_max_links) {
         return Err(invalid(
             "link_rot_timeout_ms",

@@ -28,7 +28,7 @@ use crate::store::{durable, layout};
 
 use model::SavedInventory;
 pub use reports::{Freshness, IndexReport, InitReport, MarkdownReport, NoteSlice};
-pub(crate) use root::{RootSource, resolve_root};
+pub(crate) use root::{RootSource, looks_like_a_vault, resolve_root};
 pub(crate) use writer_lock::{HeldLock, WritePath};
 
 /// Options for opening a vault.
@@ -176,7 +176,14 @@ impl Vault {
     pub(crate) fn init_with(root: &Path, options: VaultOptions, writer: Box<dyn WritePath>) -> Result<(Self, InitReport)> {
         durable::create_dir_all(root, root)?;
         let policy = LoadedPolicy::load(root)?;
-        let mut report = InitReport { created_dirs: Vec::new(), created_notes: Vec::new(), kept_existing: Vec::new() };
+        let mut report = InitReport {
+            root: root.display().to_string(),
+            created_dirs: Vec::new(),
+            created_notes: Vec::new(),
+            kept_existing: Vec::new(),
+            catalog_pages_written: Vec::new(),
+            catalog_conflicts: Vec::new(),
+        };
         let skipped = &policy.policy.layout.not_created_at_init;
         let folders: Vec<String> = policy.scope_folders().filter(|f| !skipped.contains(f)).cloned().collect();
         for folder in folders.iter().map(String::as_str).chain([layout::STATE_DIR]) {
@@ -197,7 +204,9 @@ impl Vault {
             report.created_notes.push((*rel).to_string());
         }
         let vault = Vault::open_with(root, options, writer)?;
-        vault.generate_index()?;
+        let index = vault.generate_index()?;
+        report.catalog_pages_written = index.pages_written;
+        report.catalog_conflicts = index.conflicts;
         Ok((vault, report))
     }
 

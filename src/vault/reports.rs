@@ -43,9 +43,15 @@ pub struct IndexReport {
 /// What `init` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct InitReport {
+    /// The vault's root.
+    pub root: String,
     pub created_dirs: Vec<String>,
     pub created_notes: Vec<String>,
     pub kept_existing: Vec<String>,
+    /// Catalog pages (`index.md`, `_index*.md`) written by the first catalog regeneration.
+    pub catalog_pages_written: Vec<String>,
+    /// Hand-written pages where a catalog would go, left as they are.
+    pub catalog_conflicts: Vec<String>,
 }
 
 /// Markdown style report over the vault.

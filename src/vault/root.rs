@@ -1,5 +1,6 @@
-//! Where a vault is: `--vault`, the environment, or the default location. *Invariant: reads
-//! the environment only; never touches the disk.*
+//! Where a vault is: `--vault`, the environment, or the default location. *Invariant:
+//! `resolve_root` reads the environment only and never touches the disk; `looks_like_a_vault`
+//! only asks whether folders exist.*
 
 use std::path::{Path, PathBuf};
 
@@ -14,7 +15,16 @@ pub(crate) enum RootSource {
     Flag,
     ParavaultEnv,
     PowerEnv,
+    /// The current folder, which looks like a vault (`looks_like_a_vault`).
+    CurrentFolder,
     Default,
+}
+
+/// Whether `dir` looks like a vault: it has the engine's `.paravault/` folder, or two or more
+/// of the P.A.R.A. folders. The CLI then uses it rather than the default vault.
+pub(crate) fn looks_like_a_vault(dir: &Path) -> bool {
+    const PARA: [&str; 6] = ["00_Inbox", "01_Projects", "02_Areas", "03_Resources", "04_Archive", "06_Daily_Logs"];
+    dir.join(".paravault").is_dir() || PARA.iter().filter(|f| dir.join(f).is_dir()).count() >= 2
 }
 
 /// Resolves the vault root: `--vault`, else `PARAVAULT_VAULT_DIR`, else `POWER_VAULT_DIR`, else

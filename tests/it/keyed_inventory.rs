@@ -92,6 +92,8 @@ fn cli_write_folding(root: &Path, args: &[&str]) -> (std::process::Output, bool,
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_paravault"))
         .arg("--vault")
         .arg(root)
+        // The receipt (or the error) as JSON on stdout, to compare.
+        .arg("--json")
         .args(args)
         .env("PARAVAULT_TODAY", "2026-06-01")
         .env("PARAVAULT_NOW", "2026-06-01T10:00:00Z")
@@ -363,7 +365,7 @@ fn a_link_planted_as_the_keyed_inventory_is_never_followed() {
     let args = ["ingest", "01_Projects/linked", "--title", "Linked", "--description", "d", "--content", "body"];
     let (output, keyed) = cli_write(root, &args);
     assert!(!keyed, "a linked keyed inventory is never read");
-    assert!(String::from_utf8_lossy(&output.stderr).contains("vault_boundary"), "{}", String::from_utf8_lossy(&output.stderr));
+    assert!(String::from_utf8_lossy(&output.stdout).contains("vault_boundary"), "{}", String::from_utf8_lossy(&output.stdout));
     assert_eq!(std::fs::read(&canary).unwrap(), b"not yours", "the file outside the vault is untouched");
     assert!(std::fs::symlink_metadata(&index).unwrap().file_type().is_symlink(), "the refused open leaves the link for a person to see");
 }

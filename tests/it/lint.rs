@@ -25,7 +25,7 @@ fn metadata_problems_are_named_per_field_and_blocking() {
             (
                 "metadata-invalid",
                 "01_Projects/bad-type.md",
-                "type: 'project' is not one of: Archive, Area, Daily Log, Project, Resource, System Guide"
+                "type: 'project' is not one of: Archive, Area, Daily Log, Project, Resource, System Guide (did you mean Project?)"
             ),
             ("metadata-missing", "01_Projects/no-fm.md", "no YAML frontmatter block (the note must start with a '---' line)"),
             ("metadata-missing", "01_Projects/no-type.md", "type: is required"),
