@@ -176,6 +176,11 @@ impl Vault {
             }
         }
         let mut report = self.sync_under_lock(params, progress)?;
+        if !params.fts_only
+            && let Err(error) = crate::embed::vault_handle(&self.policy().policy, self.root()).remember_source()
+        {
+            tracing::warn!(error = %error, "could not record where the embedding model was found");
+        }
         if staged > 0
             && let Some(dense) = report.dense.as_mut()
         {

@@ -14,6 +14,7 @@
 mod bert;
 pub mod cross_encoder;
 mod minilm;
+pub(crate) mod remembered;
 mod resolve;
 
 use std::path::{Path, PathBuf};
@@ -68,6 +69,9 @@ pub struct ModelEnv {
     pub hf_endpoint: Option<String>,
     /// `RAYON_NUM_THREADS`: when set, it wins over the policy's `embedding.threads`.
     pub rayon_num_threads: Option<usize>,
+    /// The per-user configuration folder (`user_config::config_dir`): its `models.json` names
+    /// where an earlier dense sync found each model (`remembered`).
+    pub config_dir: Option<PathBuf>,
 }
 
 impl ModelEnv {
@@ -81,6 +85,7 @@ impl ModelEnv {
             home: var("HOME").map(PathBuf::from),
             hf_endpoint: var("HF_ENDPOINT").and_then(|v| v.into_string().ok()),
             rayon_num_threads: var("RAYON_NUM_THREADS").and_then(|v| v.to_str()?.trim().parse().ok()).filter(|n| *n > 0),
+            config_dir: crate::user_config::config_dir().ok(),
         }
     }
 }
@@ -116,6 +121,8 @@ pub struct ModelConfig {
     pub hf_cache: Option<PathBuf>,
     pub hf_endpoint: String,
     pub egress: EgressPolicy,
+    /// The per-user `models.json` (`remembered`): where an earlier dense sync found the model.
+    pub remembered_file: Option<PathBuf>,
 }
 
 impl ModelConfig {
@@ -167,6 +174,7 @@ impl ModelConfig {
             hf_cache,
             hf_endpoint: env.hf_endpoint.clone().unwrap_or_else(|| DEFAULT_HF_ENDPOINT.to_string()),
             egress: policy.egress,
+            remembered_file: env.config_dir.as_ref().map(|d| d.join(remembered::FILE)),
         }
     }
 }
@@ -258,6 +266,20 @@ impl ModelHandle {
         self.model()?.embed_passages(passages)
     }
 
+    /// Records, per user, the folder the loaded model came from when no vault setting names it
+    /// (`PARAVAULT_MODEL_DIR` or a Hugging Face cache), so that the next shell or MCP server
+    /// finds it too (`remembered`). Nothing when the model is not loaded, came from the
+    /// policy's own folder, or there is no per-user config folder.
+    pub fn remember_source(&self) -> Result<()> {
+        let (Some((_, bound)), Some(file)) = (self.loaded.get(), self.config.remembered_file.as_deref()) else { return Ok(()) };
+        let dir = match &bound.source {
+            ModelSource::LocalDir { origin: "PARAVAULT_MODEL_DIR", dir } => dir,
+            ModelSource::HfCache { snapshot } | ModelSource::Downloaded { snapshot } => snapshot,
+            ModelSource::LocalDir { .. } => return Ok(()),
+        };
+        remembered::record(file, &self.config.id, dir)
+    }
+
     /// What is configured and what is bound; reads no file contents and never loads the model.
     pub fn describe(&self) -> ModelDescription {
         let c = &self.config;
@@ -288,6 +310,13 @@ impl ModelHandle {
                     location: "(no HF_HUB_CACHE, HF_HOME or HOME)".into(),
                     files_present: false,
                 }),
+            }
+            if let Some(dir) = c.remembered_file.as_deref().and_then(|file| remembered::lookup(file, &c.id)) {
+                sources.push(SourceStatus {
+                    kind: "the folder an earlier dense sync used (models.json)",
+                    location: dir.display().to_string(),
+                    files_present: files_in(&dir),
+                });
             }
             if c.egress == EgressPolicy::AllowPublic {
                 sources.push(SourceStatus { kind: "download", location: c.hf_endpoint.clone(), files_present: false });

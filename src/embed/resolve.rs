@@ -75,6 +75,17 @@ pub fn resolve(config: &ModelConfig) -> Result<VerifiedModel> {
         return read_verified(config, ModelSource::HfCache { snapshot }, &[a.clone(), b.clone(), c.clone()]);
     }
     let missing = missing_names(&config.hashes, &found);
+    // Where an earlier dense sync found it (per user: `remembered`), before any download.
+    if let Some(dir) = config.remembered_file.as_deref().and_then(|file| super::remembered::lookup(file, &config.id)) {
+        let paths = config.hashes.files().map(|(name, _)| dir.join(name));
+        if paths.iter().all(|p| p.is_file()) {
+            return read_verified(
+                config,
+                ModelSource::LocalDir { origin: "the folder an earlier dense sync used (models.json)", dir },
+                &paths,
+            );
+        }
+    }
 
     match (config.egress, &config.hf_cache) {
         (EgressPolicy::Deny, _) => Err(Error::EgressDenied {

@@ -16,6 +16,7 @@
 
 pub mod ctxvault;
 pub mod framing;
+pub(crate) mod progress;
 pub mod stepstone;
 pub mod surface;
 pub mod tool_list;
@@ -479,8 +480,14 @@ impl ParavaultServer {
         }
     }
 
-    /// Runs one tool call to completion (validation, boundary, rate limit, engine call).
-    pub async fn call(&self, name: &str, args: serde_json::Map<String, Value>) -> Result<CallToolResult, McpError> {
+    /// Runs one tool call to completion (validation, boundary, rate limit, engine call),
+    /// sending `notifications/progress` through `progress` while it runs.
+    async fn call(
+        &self,
+        name: &str,
+        args: serde_json::Map<String, Value>,
+        progress: Option<progress::Channel>,
+    ) -> Result<CallToolResult, McpError> {
         let Some(spec) = self.inner.specs.get(name) else {
             return Err(McpError::new(ErrorCode::INVALID_PARAMS, format!("tool not found: {name}"), None));
         };
@@ -502,7 +509,14 @@ impl ParavaultServer {
         let ctx = Arc::clone(&self.inner.ctx);
         let started = std::time::Instant::now();
         // Every call answers from a model that includes every edit on disk finished before it.
-        let outcome = tokio::task::spawn_blocking(move || ctx.vault.observe_disk().and_then(|()| job(&ctx))).await;
+        let outcome = tokio::task::spawn_blocking(move || {
+            let run = || ctx.vault.observe_disk().and_then(|()| job(&ctx));
+            match progress {
+                Some(channel) => channel.run(run),
+                None => run(),
+            }
+        })
+        .await;
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         match outcome {
             Ok(Ok(value)) => {
@@ -545,8 +559,9 @@ impl ServerHandler for ParavaultServer {
         Ok(ListToolsResult::with_all_items(self.tools().tools().to_vec()))
     }
 
-    async fn call_tool(&self, request: CallToolRequestParams, _context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
-        self.call(&request.name, request.arguments.unwrap_or_default()).await.map(CallToolResponse::from)
+    async fn call_tool(&self, request: CallToolRequestParams, context: RequestContext<RoleServer>) -> Result<CallToolResponse, McpError> {
+        let progress = context.meta.get_progress_token().map(|token| progress::Channel::start(context.peer.clone(), token));
+        self.call(&request.name, request.arguments.unwrap_or_default(), progress).await.map(CallToolResponse::from)
     }
 
     fn get_tool(&self, name: &str) -> Option<Tool> {

@@ -262,3 +262,64 @@ fn a_write_lands_while_a_dense_sync_embeds() {
     assert!(lines.iter().any(|l| l.contains("/s, ETA ")), "{lines:?}");
     eprintln!("a write took {took:?} during a dense sync of 1,500 notes");
 }
+
+#[test]
+fn a_dense_sync_over_mcp_reports_progress_to_a_client_that_asks() {
+    let (_dir, vault) = dense_vault();
+    for i in 0..40 {
+        std::fs::write(
+            vault.join(format!("03_Resources/p{i}.md")),
+            note("Resource", &format!("P {i}"), &format!("Paragraph number {i} about rivers.")),
+        )
+        .unwrap();
+    }
+    run_sdk_script_with("progress.py", &[&vault]);
+}
+
+#[test]
+fn the_next_shell_finds_the_model_an_earlier_dense_sync_used() {
+    let dir = tempfile::tempdir().unwrap();
+    let vault = dir.path().join("vault");
+    let config = dir.path().join("config");
+    write_fixture(
+        &vault,
+        &format!("-- 03_Resources/knives.md --\n{}", note("Resource", "Knife care", "Sharpen the blade on a whetstone.")),
+    );
+    let run = |args: &[&str], model_dir: Option<&Path>| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_paravault"));
+        command
+            .arg("--vault")
+            .arg(&vault)
+            .args(args)
+            .env("PARAVAULT_CONFIG_DIR", &config)
+            // No Hugging Face cache of this machine, no model folder unless given.
+            .env("HOME", dir.path())
+            .env_remove("HF_HOME")
+            .env_remove("HF_HUB_CACHE")
+            .env_remove("PARAVAULT_MODEL_DIR")
+            .env_remove("PARAVAULT_VAULT_DIR")
+            .env_remove("POWER_VAULT_DIR");
+        if let Some(model) = model_dir {
+            command.env("PARAVAULT_MODEL_DIR", model);
+        }
+        command.output().unwrap()
+    };
+    // Without the model anywhere, a dense sync is refused before any work.
+    let refused = run(&["sync", "--dense"], None);
+    assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("egress_denied"));
+    // One shell names the model folder; its dense sync records where it was found.
+    ok(run(&["sync", "--dense"], Some(model_dir())), "dense sync with PARAVAULT_MODEL_DIR");
+    let remembered: serde_json::Value = serde_json::from_slice(&std::fs::read(config.join("models.json")).unwrap()).unwrap();
+    assert_eq!(remembered.as_object().unwrap().len(), 1, "{remembered}");
+    // The next shell, without the variable, finds it there.
+    let found = json(&ok(run(&["--json", "search", "--mode", "semantic", "honing a knife"], None), "semantic search in the next shell"));
+    assert_eq!(found["results"][0]["source"]["path"], "03_Resources/knives.md", "{found}");
+    let ingest = json(&ok(
+        run(
+            &["--json", "ingest", "03_Resources/b", "--type", "Resource", "--title", "T", "--description", "D", "--content", "Bread."],
+            None,
+        ),
+        "a write in the next shell",
+    ));
+    assert_eq!(ingest["search_mode"], "semantic", "embedded with the remembered model: {ingest}");
+}

@@ -65,7 +65,7 @@ impl ToolParams for SyncVault {
     const DESCRIPTION: &'static str = "Publish a complete immutable search generation for the notes on disk, incrementally by content hash. fts_only=true (default) is fully offline; fts_only=false also builds or completes the dense index with the local model (embedding only new or changed chunks). An FTS-only sync never silently drops a dense index (accept_dense_loss). Invalid notes fail closed and are named unless allow_partial.";
     type Output = crate::api::search::SyncReport;
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
-        ctx.vault.sync_vault(&self)
+        ctx.vault.sync_vault_with_progress(&self, &crate::mcp::progress::report)
     }
 }
 

@@ -116,8 +116,8 @@ impl Staging {
         let fields = schema::Fields::of(&schema::build_schema()).map_err(search_err)?;
         let mut missing: Vec<([u8; 32], String)> = Vec::new();
         let records: Vec<&NoteRecord> = self.records.iter().collect();
-        for block in records.chunks(1024) {
-            progress("reading", missing.len(), records.len());
+        for (b, block) in records.chunks(1024).enumerate() {
+            progress("reading", b * 1024, records.len());
             for note in read_documents(root, policy, &fields, block, &|_, _, _| {})? {
                 for (_, text) in note.embed_texts {
                     let key = dense::content_key(handle.id(), max_tokens, &text);
