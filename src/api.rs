@@ -50,6 +50,11 @@ pub mod maintenance {
 }
 
 /// Human approval: decisions, proposals, their review, and the approvers' secrets.
+/// Replication over git (docs/replication.md).
+pub mod replicate {
+    pub use crate::replicate::{CloneReport, ConflictReport, RemoteAddReport, ReplicaStatus, ReplicateReport, clone_vault};
+}
+
 pub mod approvals {
     pub use crate::approvals::review::BeforeImage;
     pub use crate::approvals::{

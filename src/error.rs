@@ -163,6 +163,15 @@ pub enum Error {
     )]
     GatewayVerbDenied { verb: String },
 
+    #[error("git is not usable here: {reason}")]
+    GitUnavailable { reason: String },
+
+    #[error("replication failed at {step}: {reason}")]
+    Replication { step: &'static str, reason: String },
+
+    #[error("the remote's history was rewritten: {reason}; nothing was changed here")]
+    RemoteRewritten { reason: String },
+
     #[error("{capability} is not available: {remediation}")]
     NotConfigured { capability: &'static str, remediation: String },
 
@@ -466,6 +475,20 @@ pub mod codes {
     );
     pub(crate) const APPROVER_REFUSED: CodeRow =
         row("approver_refused", Usage, false, "check the approver name and secret (`paravault approver list` names the approvers)");
+    pub(crate) const GIT_UNAVAILABLE: CodeRow =
+        row("git_unavailable", Usage, false, "install git 2.38 or newer (replication drives the git program)");
+    pub(crate) const REPLICATION_FAILED: CodeRow = row(
+        "replication_failed",
+        Io,
+        true,
+        "nothing acknowledged was lost: local writes stay committed here; check the remote is reachable and run `paravault replicate` again",
+    );
+    pub(crate) const REMOTE_REWRITTEN: CodeRow = row(
+        "remote_history_rewritten",
+        Vault,
+        false,
+        "the remote no longer holds this replica's history (a force-push or a reset); a person must restore the remote's branch, or point the replica at another remote",
+    );
     pub(crate) const VERB_DENIED: CodeRow = row(
         "verb_denied",
         Usage,
@@ -478,7 +501,7 @@ pub mod codes {
     pub(crate) const INTERNAL: CodeRow = row("internal", Io, true, "run get_server_info and lint_vault for details");
 
     /// Every row, for lookups by code.
-    pub const ALL: [CodeRow; 58] = [
+    pub const ALL: [CodeRow; 61] = [
         PATH_REFUSED,
         VAULT_UNUSABLE,
         VAULT_BOUNDARY,
@@ -535,6 +558,9 @@ pub mod codes {
         PROPOSAL_NOT_FOUND,
         APPROVER_REFUSED,
         VERB_DENIED,
+        GIT_UNAVAILABLE,
+        REPLICATION_FAILED,
+        REMOTE_REWRITTEN,
         RATE_LIMITED,
         INTERNAL,
     ];
@@ -605,6 +631,9 @@ impl Error {
             Error::ProposalNotFound { .. } => codes::PROPOSAL_NOT_FOUND,
             Error::ApproverRefused => codes::APPROVER_REFUSED,
             Error::GatewayVerbDenied { .. } => codes::VERB_DENIED,
+            Error::GitUnavailable { .. } => codes::GIT_UNAVAILABLE,
+            Error::Replication { .. } => codes::REPLICATION_FAILED,
+            Error::RemoteRewritten { .. } => codes::REMOTE_REWRITTEN,
         }
     }
 

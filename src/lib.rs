@@ -23,6 +23,7 @@
 //! - `vault`     — the application API every adapter calls.
 //! - `write`     — the one write transaction and its operations.
 //! - `retrieval`, `maintenance`, `doctor` — read, maintenance and discovery operations.
+//! - `replicate` — one vault on several devices over git: remote add, clone, replicate.
 //! - `handoff`   — `handoff_work`: durable work packets (Task v2) with a hash-chained journal.
 //! - `goals`     — stepstone's project goals: a worklist note, its graph, the goal service.
 //! - `infra`     — `infra_action`: the INFRA-1 broker client (identifiers only, Unix socket).
@@ -56,6 +57,7 @@ pub mod maintenance;
 pub mod memory;
 pub mod note;
 pub mod policy;
+pub mod replicate;
 pub mod retrieval;
 pub mod scan;
 pub mod search;

@@ -113,6 +113,28 @@ pub(crate) struct BatchProposal {
     /// `MEMORY_RECEIPT_OPERATIONS`); absent for the other operations.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt_operation: Option<String>,
+    /// A `replication_conflict`'s origin: both parents and the base (the other side's text is
+    /// the change's `content`, this replica's text is the note as it stands).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conflict: Option<ConflictOrigin>,
+}
+
+/// Where a replication conflict came from (docs/replication.md, "Conflicts").
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ConflictOrigin {
+    /// This replica's commit when it integrated.
+    pub ours_commit: String,
+    /// The remote's commit it integrated.
+    pub theirs_commit: String,
+    /// Their common ancestor (none for unrelated histories).
+    pub base_commit: Option<String>,
+    /// The note's text in the base (`None`: it did not exist there).
+    pub base_content: Option<String>,
+    /// The sha256 of this replica's text at the conflict.
+    pub ours_sha256: Option<String>,
+    /// Why it did not merge: `overlapping edits`, `edit against removal`, `lint gate`, …
+    pub reason: String,
 }
 
 impl BatchProposal {
@@ -139,6 +161,7 @@ impl BatchProposal {
             log_entry: mutation.log_entry.clone(),
             idempotency_key: None,
             receipt_operation: None,
+            conflict: None,
         }
     }
 }
@@ -787,6 +810,93 @@ pub fn propose_memory_change(vault: &Vault, mutation: &Mutation) -> Result<Propo
         return Err(Error::ProposalInvalid { reason: format!("a different proposal is already stored as {id}") });
     }
     vault.status_of(&Governed::Batch(batch))
+}
+
+/// The receipt operation of a resolved replication conflict (the other side's text taken).
+pub const CONFLICT_RESOLVE_OPERATION: &str = "replicate.resolve";
+
+/// Holds a note two replicas changed in ways that do not merge as a `replication_conflict`
+/// proposal: approving it puts the other side's text (or its removal) in place of this
+/// replica's, rejecting it keeps this replica's; editing the note by hand makes it stale
+/// (resolved). Nothing is written to the note. Returns the proposal's id; the same conflict
+/// held twice is one proposal.
+pub(crate) fn hold_conflict(vault: &Vault, path: VaultPath, theirs: Option<String>, origin: ConflictOrigin) -> Result<String> {
+    let root = vault.root();
+    let operation = Operation::ReplicationConflict;
+    let change =
+        NoteChange { path, require_absent: origin.ours_sha256.is_none(), expected_sha256: origin.ours_sha256.clone(), content: theirs };
+    let key = format!("conflict {} {}", origin.theirs_commit, change.path);
+    let id = plan_id_for(operation, std::slice::from_ref(&change), Some(&key));
+    let mutation = Mutation {
+        operation: CONFLICT_RESOLVE_OPERATION.into(),
+        notes: vec![change],
+        idempotency_key: Some(format!("resolve-{id}")),
+        proposal_id: None,
+        log_entry: None,
+        create_folders: true,
+    };
+    let batch = BatchProposal {
+        idempotency_key: mutation.idempotency_key.clone(),
+        receipt_operation: Some(CONFLICT_RESOLVE_OPERATION.to_string()),
+        conflict: Some(origin),
+        proposed_by: "replication".into(),
+        created_at: vault.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        ..BatchProposal::of(vault, id.clone(), operation, &mutation)
+    };
+    nofollow::refuse_symlinked_state(root)?;
+    durable::create_dir_all(root, &layout::join(root, layout::BATCH_PROPOSALS_DIR))?;
+    // Created once: the same conflict seen again (a re-run) is the proposal already held.
+    let bytes = encode(&batch, "conflict proposal")?;
+    durable::create_new(root, &batch_path(root, &id), &bytes)?;
+    // The copy that travels: committed with the integration, so every replica holds it.
+    durable::create_dir_all(root, &layout::join(root, layout::CONFLICTS_DIR))?;
+    durable::replace(root, &layout::join(root, &conflict_file(&id)), &bytes)?;
+    Ok(id)
+}
+
+/// Where a conflict proposal travels (vault-relative; committed).
+pub(crate) fn conflict_file(id: &str) -> String {
+    format!("{}/{id}.json", layout::CONFLICTS_DIR)
+}
+
+/// Takes in a conflict proposal another replica held (its travelling copy, from the remote):
+/// kept among this replica's proposals when it is one and its id is the hash of what it
+/// holds; a file that is not is logged and left out. Returns the proposal's id when new here.
+pub(crate) fn import_conflict(vault: &Vault, bytes: &[u8]) -> Result<Option<String>> {
+    let root = vault.root();
+    let Ok(batch) = serde_json::from_slice::<BatchProposal>(bytes) else {
+        tracing::warn!("a travelling conflict proposal does not parse; left out");
+        return Ok(None);
+    };
+    let (Some(origin), [change]) = (&batch.conflict, batch.changes.as_slice()) else { return Ok(None) };
+    if batch.schema != BATCH_SCHEMA || batch.operation != Operation::ReplicationConflict {
+        return Ok(None);
+    }
+    let note = NoteChange {
+        path: VaultPath::parse(&change.path)?,
+        content: change.content.clone(),
+        require_absent: change.require_absent,
+        expected_sha256: change.expected_sha256.clone(),
+    };
+    let id = plan_id_for(
+        Operation::ReplicationConflict,
+        std::slice::from_ref(&note),
+        Some(&format!("conflict {} {}", origin.theirs_commit, note.path)),
+    );
+    if id != batch.proposal_id || check_id(&id).is_err() {
+        tracing::warn!(proposal = batch.proposal_id, "a travelling conflict proposal's id does not hash what it holds; left out");
+        return Ok(None);
+    }
+    nofollow::refuse_symlinked_state(root)?;
+    durable::create_dir_all(root, &layout::join(root, layout::BATCH_PROPOSALS_DIR))?;
+    Ok(durable::create_new(root, &batch_path(root, &id), bytes)?.then_some(id))
+}
+
+/// Integrates changes other replicas made (`replicate`) in one write transaction. They were
+/// governed where they were made (the approval rules asked there); here they pass the lint gate
+/// of this replica's transaction like any write. What fails it is held as a conflict instead.
+pub(crate) fn execute_integration(vault: &Vault, mutation: Mutation) -> Result<Receipt> {
+    execute(vault, mutation, Cleared::by_the_approval_gate(None))
 }
 
 impl Vault {

@@ -13,11 +13,15 @@ fn rule(operations: &[&str], paths: &[&str], approver: Approver) -> ApprovalRule
 }
 
 #[test]
-fn no_rule_means_the_caller_approves() {
+fn no_rule_means_the_caller_approves_except_a_replication_conflict() {
     let policy = ApprovalsPolicy::default();
     for op in Operation::ALL {
-        assert_eq!(approver_for(&policy, op, ["01_Projects/a.md"]), Approver::Caller);
+        let want = if op == Operation::ReplicationConflict { Approver::Human } else { Approver::Caller };
+        assert_eq!(approver_for(&policy, op, ["01_Projects/a.md"]), want, "{}", op.name());
     }
+    // Not even a rule can hand a conflict to the caller.
+    let caller = ApprovalsPolicy { rules: vec![rule(&["replication_conflict"], &[], Approver::Caller)], review_url: None };
+    assert_eq!(approver_for(&caller, Operation::ReplicationConflict, ["01_Projects/a.md"]), Approver::Human);
 }
 
 #[test]

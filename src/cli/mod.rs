@@ -49,6 +49,20 @@ pub enum ApprovalsAction {
     },
 }
 
+/// `paravault remote` actions.
+#[derive(Debug, Subcommand)]
+pub enum RemoteAction {
+    /// Make this vault a replica whose history goes to URL (any git URL: a path, file://,
+    /// ssh://, git://, https://). Every transaction becomes a git commit from then on;
+    /// `paravault replicate` exchanges them.
+    Add {
+        /// The remote's name (`origin`).
+        name: String,
+        /// The git URL of a bare repository (an empty one, or one another replica pushed to).
+        url: String,
+    },
+}
+
 /// `paravault approver` actions.
 #[derive(Debug, Subcommand)]
 pub enum ApproverAction {
@@ -173,6 +187,27 @@ pub enum Command {
         pending: bool,
         #[command(subcommand)]
         action: Option<ApprovalsAction>,
+    },
+    /// Connect this vault to a git remote (`remote add origin URL`): one vault on several devices.
+    Remote {
+        #[command(subcommand)]
+        action: RemoteAction,
+    },
+    /// Fetch the remote's commits, integrate them through the lint gate (conflicts become
+    /// proposals a person decides), push this replica's; exits 0 in sync, 1 when conflicts wait.
+    Replicate {
+        /// Only say where this replica stands: ahead/behind the remote, uncommitted files,
+        /// conflicts waiting, the last success (changes nothing here).
+        #[arg(long)]
+        status: bool,
+    },
+    /// Make a working replica of the vault at URL in FOLDER (files, a replica id and the first
+    /// search index); `paravault --vault FOLDER replicate` keeps it in step.
+    Clone {
+        /// The git URL of the vault's remote.
+        url: String,
+        /// A new (or empty) folder for the replica.
+        folder: std::path::PathBuf,
     },
     /// Manage approvers (secrets stored as argon2 hashes outside the vault).
     Approver {
@@ -658,6 +693,21 @@ pub fn run(cli: Cli) -> ExitCode {
             })
         }
         Command::Doctor => open(&cli).and_then(|v| v.doctor()).map(|r| out.doctor(&r)),
+        Command::Remote { action: RemoteAction::Add { name, url } } => open(&cli).and_then(|v| v.remote_add(name, url)).map(|r| {
+            let made = if r.initialised_repository { " (it is now a git repository)" } else { "" };
+            out.detailed(
+                &r,
+                &format!(
+                    "{} is a replica of {} '{}' on branch {}{made}; run `paravault replicate` to push it",
+                    r.vault, r.remote, r.url, r.branch
+                ),
+            )
+        }),
+        Command::Replicate { status: true } => open(&cli).and_then(|v| v.replica_status()).map(|s| out.replica_status(&s)),
+        Command::Replicate { status: false } => open(&cli).and_then(|v| v.replicate()).map(|r| out.replicate(&r)),
+        Command::Clone { url, folder } => crate::api::replicate::clone_vault(url, folder, options()).map(|r| {
+            out.detailed(&r, &format!("cloned {} into {} (replica {}, {} notes searchable)", r.url, r.vault, r.replica_id, r.notes_indexed))
+        }),
         Command::Ingest { name, note_type, text, tags, resource, idempotency_key } => text
             .body()
             .and_then(|content| {

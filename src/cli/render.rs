@@ -550,6 +550,80 @@ apply with: paravault apply {} --approve
     /// `paravault doctor`: exits 0 whenever it could report (the verdict is the report's `status`
     /// and `exit_code`, as in P.O.W.E.R.'s JSON; the `invoke` verb and scripts read those).
     /// The report, exiting with its own `exit_code` (0 only when its status is `ok`).
+    /// `paravault replicate`: what moved, the conflicts, whether both sides agree; exits 1
+    /// while conflicts wait for a person.
+    pub fn replicate(&self, report: &crate::api::replicate::ReplicateReport) -> u8 {
+        if self.json {
+            print_json(report);
+            return report.exit_code();
+        }
+        let mut text = String::new();
+        if report.committed_before > 0 {
+            text.push_str(&format!("committed {} change(s) made outside paravault first\n", report.committed_before));
+        }
+        match &report.remote_head {
+            None => text.push_str(&format!("{} has no branch {} yet\n", report.remote, report.branch)),
+            Some(_) if report.notes_changed.is_empty() && report.files_changed == 0 && report.conflicts.is_empty() => {
+                text.push_str(&format!("nothing new from {}\n", report.remote));
+            }
+            Some(_) => text.push_str(&format!(
+                "took in {} note(s) and {} other file(s) from {}\n",
+                report.notes_changed.len(),
+                report.files_changed,
+                report.remote
+            )),
+        }
+        for note in &report.notes_changed {
+            text.push_str(&format!("  {note}\n"));
+        }
+        for conflict in &report.conflicts {
+            match &conflict.proposal_id {
+                Some(id) => text.push_str(&format!(
+                    "conflict: {} ({}); yours is kept, theirs waits as proposal {id}: `paravault approvals show {id}`, then `paravault approve {id}` to take theirs or `paravault reject {id}` to keep yours\n",
+                    conflict.path, conflict.reason
+                )),
+                None => text.push_str(&format!("conflict: {} ({}); yours is kept, theirs is in the history\n", conflict.path, conflict.reason)),
+            }
+        }
+        if report.pushed {
+            text.push_str(&format!("pushed to {}\n", report.remote));
+        }
+        text.push_str(&if report.in_sync {
+            format!("in sync with {} at {}\n", report.remote, short(report.head.as_deref()))
+        } else {
+            format!("not in sync with {}\n", report.remote)
+        });
+        if report.conflicts_waiting > 0 {
+            text.push_str(&format!("{} conflict(s) wait for a person (`paravault approvals --pending`)\n", report.conflicts_waiting));
+        }
+        say(&text);
+        report.exit_code()
+    }
+
+    /// `paravault replicate --status`.
+    pub fn replica_status(&self, status: &crate::api::replicate::ReplicaStatus) -> u8 {
+        if self.json {
+            print_json(status);
+            return exit::OK;
+        }
+        let mut text = format!("replica {} of {} ({}), branch {}\n", status.replica_id, status.remote, status.url, status.branch);
+        if !status.remote_reachable {
+            text.push_str(&format!("{} cannot be reached now; the figures below are as of the last fetch\n", status.remote));
+        }
+        text.push_str(&format!(
+            "ahead {} (committed here, not pushed), behind {} (on the remote, not integrated)\n",
+            status.ahead, status.behind
+        ));
+        text.push_str(&format!("uncommitted outside edits: {}\n", status.uncommitted));
+        text.push_str(&format!("conflicts waiting for a person: {}\n", status.conflicts_waiting));
+        text.push_str(&format!("last success: {}\n", status.last_success_at.as_deref().unwrap_or("never")));
+        if let Some(error) = &status.last_error {
+            text.push_str(&format!("last error: {error}\n"));
+        }
+        say(&text);
+        exit::OK
+    }
+
     pub fn doctor(&self, report: &DoctorReport) -> u8 {
         self.print_doctor(report);
         report.exit_code
@@ -750,4 +824,9 @@ impl Output {
         say(&out);
         code
     }
+}
+
+/// A commit id's first 12 digits.
+fn short(commit: Option<&str>) -> &str {
+    commit.map_or("(nothing)", |c| &c[..12.min(c.len())])
 }

@@ -34,10 +34,14 @@ pub enum Operation {
     /// `revise_episode`, `invalidate_episode`, `dispute_episodes`, `write_skill`, `write_doc`)
     /// called by an agent with `propose` authority: the fully resolved change, applied by id.
     MemoryChange,
+    /// A note two replicas changed in ways that do not merge (overlapping edits, an edit
+    /// against a removal, or a merge the lint gate refuses): the other side's text, held for a
+    /// person. Always a person's decision, whatever the rules say.
+    ReplicationConflict,
 }
 
 impl Operation {
-    pub const ALL: [Operation; 11] = [
+    pub const ALL: [Operation; 12] = [
         Operation::Apply,
         Operation::Archive,
         Operation::Heal,
@@ -49,6 +53,7 @@ impl Operation {
         Operation::LinkRot,
         Operation::InfraReplicate,
         Operation::MemoryChange,
+        Operation::ReplicationConflict,
     ];
 
     /// The name policy rules use.
@@ -65,6 +70,7 @@ impl Operation {
             Operation::LinkRot => "link_rot",
             Operation::InfraReplicate => "infra_replicate",
             Operation::MemoryChange => "memory_change",
+            Operation::ReplicationConflict => "replication_conflict",
         }
     }
 
@@ -82,6 +88,7 @@ impl Operation {
             Operation::LinkRot => "rot_audit",
             Operation::InfraReplicate => "infra_action",
             Operation::MemoryChange => crate::error::MEMORY_CHANGE_TOOL,
+            Operation::ReplicationConflict => "replicate",
         }
     }
 
@@ -161,6 +168,9 @@ pub fn governed_operations(
 /// by the first rule naming it without patterns. No matching rule: the caller (today's
 /// behaviour).
 pub fn approver_for<'a>(policy: &ApprovalsPolicy, operation: Operation, paths: impl IntoIterator<Item = &'a str>) -> Approver {
+    if operation == Operation::ReplicationConflict {
+        return Approver::Human; // a conflict is never resolved by the caller
+    }
     let rules: Vec<(&super::ApprovalRule, Vec<globset::GlobMatcher>)> = policy
         .rules
         .iter()

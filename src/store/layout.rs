@@ -20,6 +20,25 @@ pub const JOURNAL: &str = ".paravault/journal.log";
 pub const JOURNAL_HEADS: &str = ".paravault/journal.heads";
 /// Append-only, hash-chained receipts.
 pub const RECEIPTS: &str = ".paravault/receipts.jsonl";
+/// This replica's identity and remote (`write::replica`): per machine, never committed.
+pub const REPLICA_CONFIG: &str = ".paravault/replica.json";
+/// What `replicate` last did (when it last succeeded, its last error): per machine.
+pub const REPLICA_STATE: &str = ".paravault/replica-state.json";
+/// Every replica's receipt mirror, `<replica>/receipts-NNNNNN.jsonl`: the one part of the
+/// engine's folder that is committed (with `policy.yaml`).
+pub const REPLICAS_DIR: &str = ".paravault/replicas";
+/// Replication conflict proposals as they travel between replicas (committed; each replica
+/// takes them into its own proposals, `approvals::import_conflict`).
+pub const CONFLICTS_DIR: &str = ".paravault/conflicts";
+/// The ignore rules paravault owns: everything in `.paravault/` but the receipt mirrors and
+/// the policy override stays out of git.
+pub const GIT_IGNORE: &str = ".paravault/.gitignore";
+/// The index engine commits are built in (the branch's tree, never what a person staged).
+pub const GIT_PRIVATE_INDEX: &str = ".paravault/git.index";
+/// The commit whose tree git's own index was last told about (`write::replica::sync_git_index`).
+pub const GIT_INDEX_SYNCED: &str = ".paravault/git.index.synced";
+/// The commit whose tree `GIT_PRIVATE_INDEX` holds.
+pub const GIT_PRIVATE_INDEX_HEAD: &str = ".paravault/git.index.head";
 /// Cross-process writer lock file.
 pub const WRITER_LOCK: &str = ".paravault/writer.lock";
 /// Durable proposals.

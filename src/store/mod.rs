@@ -14,6 +14,7 @@ pub mod beneath;
 pub mod checksummed;
 pub mod durable;
 pub mod faults;
+pub mod git;
 pub mod journal;
 pub mod layout;
 pub mod nofollow;

@@ -671,7 +671,7 @@ pub async fn apply(
             Operation::Heal => vault.heal_frontmatter(&HealRequest { dry_run: false, approved: true }).map(|_| target.clone()),
             Operation::MarkdownFix => vault.check_markdown_tool(&MarkdownRequest { fix: true, approved: true }).map(|_| target.clone()),
             // A memory change holds its whole plan: it is applied by id, exactly as proposed.
-            Operation::MemoryChange => vault.apply_memory_proposal(&target, true).map(|_| target.clone()),
+            Operation::MemoryChange | Operation::ReplicationConflict => vault.apply_memory_proposal(&target, true).map(|_| target.clone()),
             // Goal lifecycle changes, link-rot egress and replication run when the agent repeats
             // its call (the decision record lets it through); the web only decides them.
             Operation::GoalsComplete

@@ -29,6 +29,7 @@
 pub mod operations;
 pub mod receipts;
 pub(crate) mod recover;
+pub mod replica;
 pub(crate) mod writer;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -307,11 +308,17 @@ fn execute_with(vault: &Vault, mutation: Mutation, identity: Identity, approval:
         Check::Replay(receipt) => return Ok(*receipt), // 3. check: same key, same mutation
         Check::New(checked) => checked,
     };
+    // A replica commits what a person changed in the touched files first, as itself.
+    let touched: Vec<String> = checked.mutation.notes.iter().map(|n| n.path.to_string()).collect();
+    replica::commit_outside_edits_before(vault, &mut writer, &touched);
     let planned = checked.plan(vault, &mut writer)?; // 4. plan (+ lint gate)
     phases.mark("plan");
     faults::crash_point("after_plan");
     let committed = planned.commit(vault, &mut writer, approval, &mut phases)?; // 5. commit + re-check
-    committed.finish(vault, &mut writer, &mut phases) // 6-9. apply, publish, receipt, checkpoint
+    let files: Vec<String> = committed.intent.changes.iter().map(|c| c.path().to_string()).collect();
+    let receipt = committed.finish(vault, &mut writer, &mut phases)?; // 6-9. apply, publish, receipt, checkpoint
+    replica::commit_transaction_after(vault, &writer, &receipt, &files); // 10. a replica's commit
+    Ok(receipt)
 }
 
 /// What the check step found.

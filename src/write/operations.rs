@@ -408,6 +408,8 @@ impl Vault {
     pub fn verify_history_with(&self, check_files: bool) -> Result<super::receipts::ChainReport> {
         crate::store::nofollow::refuse_symlinked_state(self.root())?;
         let mut report = super::receipts::ReceiptLog::verify(self.root())?;
+        report.replicas = super::replica::verify_mirrors(self.root())?;
+        report.ok &= report.replicas.iter().all(|r| r.ok);
         if check_files {
             super::receipts::ReceiptLog::verify_files(self.root(), &mut report)?;
         }

@@ -169,6 +169,19 @@ pub struct ChainReport {
     /// With `--check-files`: how many notes were compared with their newest ok receipt.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub files_checked: Option<usize>,
+    /// On a replica: every replica's receipt chain as it travelled (`.paravault/replicas/`),
+    /// each verified on its own; `ok` is false when any fails.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replicas: Vec<ReplicaChain>,
+}
+
+/// One replica's travelled chain, verified.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplicaChain {
+    pub replica_id: String,
+    pub receipts: usize,
+    pub ok: bool,
+    pub problems: Vec<ChainProblem>,
 }
 
 /// Calls `visit` with each line of `file`, newest first, a block read back at a time, until
@@ -246,7 +259,7 @@ fn index_key(index: &mut HashMap<String, Receipt>, receipt: &Receipt) {
     }
 }
 
-fn hash_line(line: &[u8]) -> String {
+pub(crate) fn hash_line(line: &[u8]) -> String {
     crate::hex::encode(blake3::hash(line).as_bytes())
 }
 
@@ -377,41 +390,68 @@ impl ReceiptLog {
 
     /// Checks the whole chain: every line parses, `seq` is +1, `prev` hashes the line before.
     pub(crate) fn verify(root: &Path) -> Result<ChainReport> {
-        let bytes = read_log(root)?;
-        let mut problems = Vec::new();
-        let mut prev = GENESIS.to_string();
-        let mut expected_seq = None;
-        let mut count = 0;
-        if !bytes.is_empty() && !bytes.ends_with(b"\n") {
-            problems.push(ChainProblem { line: bytes.split(|&b| b == b'\n').count(), message: "the last line is incomplete".into() });
-        }
-        for (i, line) in bytes.split(|&b| b == b'\n').enumerate().filter(|(_, l)| !l.is_empty()) {
-            count += 1;
-            let n = i + 1;
-            let Ok(value) = serde_json::from_slice::<Value>(line) else {
-                problems.push(ChainProblem { line: n, message: "not valid JSON".into() });
-                prev = hash_line(line);
-                continue;
-            };
-            if value.get("prev").and_then(Value::as_str) != Some(prev.as_str()) {
-                problems.push(ChainProblem { line: n, message: "prev does not hash the previous receipt".into() });
-            }
-            match value.get("seq").and_then(Value::as_u64) {
-                Some(seq) => {
-                    if let Some(want) = expected_seq
-                        && seq != want
-                    {
-                        problems.push(ChainProblem { line: n, message: format!("seq {seq}, expected {want}") });
-                    }
-                    expected_seq = Some(seq + 1);
-                }
-                None => problems.push(ChainProblem { line: n, message: "no seq".into() }),
-            }
-            prev = hash_line(line);
-        }
-        Ok(ChainReport { receipts: count, ok: problems.is_empty(), problems, files_checked: None })
+        Ok(verify_chain(&read_log(root)?))
     }
 
+    /// The raw lines (without their newline) of the receipts with `seq > after_seq`, oldest
+    /// first: read back from the log's end, O(lines returned).
+    pub(crate) fn lines_after(root: &Path, after_seq: u64) -> Result<Vec<(u64, Vec<u8>)>> {
+        let mut out = Vec::new();
+        let Some(mut file) = open_log(root)? else { return Ok(out) };
+        lines_newest_first(&mut file, |line| {
+            let seq = serde_json::from_slice::<Value>(line).ok().and_then(|v| v.get("seq").and_then(Value::as_u64));
+            match seq {
+                Some(seq) if seq > after_seq => {
+                    out.push((seq, line.to_vec()));
+                    true
+                }
+                Some(_) => false,
+                None => true,
+            }
+        })
+        .map_err(|e| Error::io("reading", layout::RECEIPTS, e))?;
+        out.reverse();
+        Ok(out)
+    }
+}
+
+/// Checks one chain's bytes: every line parses, `seq` is +1, `prev` hashes the line before.
+pub(crate) fn verify_chain(bytes: &[u8]) -> ChainReport {
+    let mut problems = Vec::new();
+    let mut prev = GENESIS.to_string();
+    let mut expected_seq = None;
+    let mut count = 0;
+    if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+        problems.push(ChainProblem { line: bytes.split(|&b| b == b'\n').count(), message: "the last line is incomplete".into() });
+    }
+    for (i, line) in bytes.split(|&b| b == b'\n').enumerate().filter(|(_, l)| !l.is_empty()) {
+        count += 1;
+        let n = i + 1;
+        let Ok(value) = serde_json::from_slice::<Value>(line) else {
+            problems.push(ChainProblem { line: n, message: "not valid JSON".into() });
+            prev = hash_line(line);
+            continue;
+        };
+        if value.get("prev").and_then(Value::as_str) != Some(prev.as_str()) {
+            problems.push(ChainProblem { line: n, message: "prev does not hash the previous receipt".into() });
+        }
+        match value.get("seq").and_then(Value::as_u64) {
+            Some(seq) => {
+                if let Some(want) = expected_seq
+                    && seq != want
+                {
+                    problems.push(ChainProblem { line: n, message: format!("seq {seq}, expected {want}") });
+                }
+                expected_seq = Some(seq + 1);
+            }
+            None => problems.push(ChainProblem { line: n, message: "no seq".into() }),
+        }
+        prev = hash_line(line);
+    }
+    ChainReport { receipts: count, ok: problems.is_empty(), problems, files_checked: None, replicas: Vec::new() }
+}
+
+impl ReceiptLog {
     /// Compares every note named by an ok receipt with the newest ok receipt that changed it:
     /// the file's sha256 must be that receipt's `after_sha256` (a removal's is the empty text's,
     /// and the file must be gone or empty). A mismatch means the file changed outside the

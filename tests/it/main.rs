@@ -76,6 +76,7 @@ mod model;
 mod never_locked_out;
 mod outside_edits;
 mod path_battery;
+mod replication;
 mod rerank;
 mod specdocs;
 mod stepstone;

@@ -34,6 +34,7 @@ pub const LAYERS: &[&str] = &[
     "write",
     "approvals",
     "retrieval",
+    "replicate",
     "maintenance",
     "doctor",
     "handoff",

@@ -1,0 +1,928 @@
+//! One vault on several devices, over git (docs/replication.md).
+//!
+//! `remote add` makes the vault a replica (a git work tree with paravault's own ignore rules
+//! and a receipt mirror); from then on every transaction is a commit (`write::replica`).
+//! `replicate` is fetch → integrate → push:
+//!
+//! 1. **commit** what is left: files changed outside the engine (as an `outside_edit` commit
+//!    with its receipt) and receipts not yet in the mirror;
+//! 2. **fetch** the remote's branch into a scratch ref, refusing (`remote_history_rewritten`)
+//!    a branch that no longer contains what this replica last saw of it;
+//! 3. **merge off the work tree** (`git merge-tree --write-tree`): nothing half-merged is ever
+//!    visible. Notes that merged cleanly, or that the other side changed alone, are put in place
+//!    by **one write transaction** (`replicate.merge`: lint gate, catalogs, receipt, search
+//!    generation, O(change)); notes that do not merge (overlapping edits, edit against removal,
+//!    a merge the lint gate refuses) keep this replica's text and the other side's is held whole
+//!    as a `replication_conflict` proposal for a person (`paravault approvals`, the web UI).
+//!    Other replicas' receipt mirrors and files that are not notes are copied in; log.md is
+//!    merged as the union of both sides' appends; catalog pages are rendered here, never
+//!    merged as text;
+//! 4. **commit** the integration (two parents; a plain fast-forward when nothing here
+//!    differs from the remote) and **push** it, fetching and integrating again when the remote
+//!    moved meanwhile (bounded, with jitter).
+//!
+//! One `replicate` runs at a time per vault (`.paravault/replicate.lock`); the writer lock is
+//! taken only for each commit and for the transaction, never across the network.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::approvals::ConflictOrigin;
+use crate::error::{Error, Result};
+use crate::note::path::VaultPath;
+use crate::store::git::{Git, Person};
+use crate::store::{durable, layout};
+use crate::vault::{Vault, VaultOptions};
+use crate::write::replica::{self, MERGE_OPERATION, ReplicaConfig};
+use crate::write::{Mutation, NoteChange};
+
+/// How many times `replicate` fetches and integrates again when its push is refused because
+/// the remote moved meanwhile.
+pub const PUSH_ATTEMPTS: usize = 5;
+/// The default branch of a vault that `remote add` makes a repository.
+pub const DEFAULT_BRANCH: &str = "main";
+/// `replica-state.json`'s schema.
+const STATE_SCHEMA: &str = "paravault.replica-state.v1";
+/// The lock one `replicate` (or `clone`'s first integration) holds.
+const REPLICATE_LOCK: &str = ".paravault/replicate.lock";
+
+/// The ignore rules paravault owns (`.paravault/.gitignore`).
+const GIT_IGNORE_RULES: &str = "\
+# Written by paravault (docs/replication.md). Engine state that is derived or kept per machine
+# (caches, search generations, the journal, locks, this replica's identity) is never
+# committed; the receipt mirrors of every replica, the conflicts waiting for a person and the
+# policy override travel.
+/*
+!/.gitignore
+!/replicas/
+!/conflicts/
+!/policy.yaml
+";
+
+/// What `remote add` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RemoteAddReport {
+    pub vault: String,
+    pub remote: String,
+    pub url: String,
+    pub branch: String,
+    pub replica_id: String,
+    /// Whether the vault was not a git repository and `remote add` made it one.
+    pub initialised_repository: bool,
+    /// The commit that took in the vault's files as they were (none when nothing was left to commit).
+    pub adopted_commit: Option<String>,
+    pub files_committed: usize,
+}
+
+/// One note that did not merge.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConflictReport {
+    pub path: String,
+    /// Why: `overlapping edits`, `edit against removal`, `added on both sides`, `lint gate: …`.
+    pub reason: String,
+    /// The `replication_conflict` proposal a person decides (none for a file that is not a note:
+    /// both versions stay in the history, this replica's in place).
+    pub proposal_id: Option<String>,
+}
+
+/// What `replicate` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplicateReport {
+    pub vault: String,
+    pub remote: String,
+    pub branch: String,
+    pub replica_id: String,
+    /// Commits made before integrating: outside edits and receipts left uncommitted.
+    pub committed_before: usize,
+    /// The remote's head that was integrated (none: the remote branch did not exist).
+    pub remote_head: Option<String>,
+    /// Notes the integration put in place (written or removed).
+    pub notes_changed: Vec<String>,
+    /// Other files it put in place (receipt mirrors, attachments, log.md).
+    pub files_changed: usize,
+    /// The integration transaction's receipt sequence number (none when no note changed).
+    pub merge_receipt_seq: Option<u64>,
+    /// Notes and files that did not merge in this run.
+    pub conflicts: Vec<ConflictReport>,
+    /// Conflict proposals waiting for a person, this run's included.
+    pub conflicts_waiting: usize,
+    /// Whether the push succeeded (false when there was nothing to push).
+    pub pushed: bool,
+    /// The branch's head after the run; equal to the remote's when in sync.
+    pub head: Option<String>,
+    /// Fetch-integrate-push rounds (more than one when the remote moved meanwhile).
+    pub attempts: usize,
+    /// Whether both sides hold the same history now.
+    pub in_sync: bool,
+}
+
+impl ReplicateReport {
+    /// 0 in sync, 1 when conflicts wait for a person (errors exit ≥ 2).
+    pub fn exit_code(&self) -> u8 {
+        if self.conflicts_waiting > 0 { 1 } else { 0 }
+    }
+}
+
+/// Where a replica stands (`replicate --status`).
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplicaStatus {
+    pub vault: String,
+    pub replica_id: String,
+    pub remote: String,
+    pub url: String,
+    pub branch: String,
+    pub head: Option<String>,
+    /// The remote's head as fetched now (or last seen, when it cannot be reached).
+    pub remote_head: Option<String>,
+    /// Whether the remote answered this time.
+    pub remote_reachable: bool,
+    /// Commits here the remote lacks (`committed-local`, not yet `pushed`).
+    pub ahead: usize,
+    /// Commits on the remote not integrated here.
+    pub behind: usize,
+    /// Files changed outside the engine and not yet committed.
+    pub uncommitted: usize,
+    pub conflicts_waiting: usize,
+    pub last_success_at: Option<String>,
+    pub last_error: Option<String>,
+}
+
+/// What a clone did.
+#[derive(Debug, Clone, Serialize)]
+pub struct CloneReport {
+    pub vault: String,
+    pub url: String,
+    pub branch: String,
+    pub replica_id: String,
+    pub head: Option<String>,
+    /// Notes the first search generation holds.
+    pub notes_indexed: usize,
+    pub search_generation: String,
+}
+
+/// `replica-state.json`: when `replicate` last succeeded and its last error (per machine).
+#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
+struct ReplicaState {
+    schema: String,
+    last_attempt_at: Option<String>,
+    last_success_at: Option<String>,
+    last_error: Option<String>,
+}
+
+impl ReplicaState {
+    fn load(root: &Path) -> ReplicaState {
+        durable::read_engine_file(root, &layout::join(root, layout::REPLICA_STATE))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    fn save(&self, root: &Path) {
+        let state = ReplicaState { schema: STATE_SCHEMA.into(), ..self.clone() };
+        if let Ok(bytes) = serde_json::to_vec_pretty(&state)
+            && let Err(error) = durable::replace_unsynced(root, &layout::join(root, layout::REPLICA_STATE), &bytes)
+        {
+            tracing::warn!(%error, "could not record the replication state");
+        }
+    }
+}
+
+fn tracking_ref(config: &ReplicaConfig) -> String {
+    format!("refs/remotes/{}/{}", config.remote, config.branch)
+}
+
+fn now_text(vault: &Vault) -> String {
+    vault.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
+}
+
+fn config_of(vault: &Vault) -> Result<ReplicaConfig> {
+    ReplicaConfig::load(vault.root())?.ok_or_else(|| Error::NotConfigured {
+        capability: "replication",
+        remediation: "this vault has no remote yet: run `paravault remote add origin <url>` (any git URL), or `paravault clone <url> <folder>` on a new device".into(),
+    })
+}
+
+/// Holds `.paravault/replicate.lock` (one `replicate` per vault at a time).
+fn replicate_lock(root: &Path) -> Result<std::fs::File> {
+    let path = layout::join(root, REPLICATE_LOCK);
+    let file = durable::open_engine_file(root, &path, true).map_err(|e| Error::io("opening", REPLICATE_LOCK, e))?;
+    file.lock().map_err(|e| Error::io("locking", REPLICATE_LOCK, e))?;
+    Ok(file)
+}
+
+impl Vault {
+    /// `paravault remote add <name> <url>`: makes the vault a replica whose history goes to
+    /// `url`. A vault that is not a git repository becomes one (branch `main`); one that is
+    /// (obsidian-git keeps vaults in one) is used as it is, on its checked-out branch. The files
+    /// as they are become one commit (nothing the vault's ignore rules or paravault's leave
+    /// out); nothing is pushed until `replicate`.
+    pub fn remote_add(&self, name: &str, url: &str) -> Result<RemoteAddReport> {
+        Git::version()?;
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || "._-".contains(c)) || name.starts_with('-') {
+            return Err(Error::InvalidArgument {
+                name: "name",
+                reason: format!("'{name}' is not a remote name (letters, digits, '.', '_', '-')"),
+            });
+        }
+        if url.trim().is_empty() || url.starts_with('-') {
+            return Err(Error::InvalidArgument {
+                name: "url",
+                reason: "give a git URL: a path, file://, ssh://, git:// or https://".into(),
+            });
+        }
+        let root = self.root();
+        if let Some(existing) = ReplicaConfig::load(root)? {
+            return Err(Error::InvalidArgument {
+                name: "name",
+                reason: format!(
+                    "this vault is already a replica (remote '{}', branch '{}'); `git remote set-url` changes its URL",
+                    existing.remote, existing.branch
+                ),
+            });
+        }
+        let git = Git::at(root);
+        let initialised = !git.is_repository();
+        if initialised {
+            git.run("init", ["init", "-q", "-b", DEFAULT_BRANCH])?;
+        }
+        let branch = git.branch()?;
+        let remotes = git.run("remote", ["remote"])?.text();
+        if remotes.lines().any(|r| r == name) {
+            let current = git.run("remote", ["remote", "get-url", name])?.text();
+            if current != url {
+                return Err(Error::InvalidArgument { name: "url", reason: format!("remote '{name}' already points at {current}") });
+            }
+        } else {
+            git.run("remote", ["remote", "add", name, url])?;
+        }
+        durable::replace(root, &layout::join(root, layout::GIT_IGNORE), GIT_IGNORE_RULES.as_bytes())?;
+        let config = ReplicaConfig {
+            schema: replica::CONFIG_SCHEMA.into(),
+            replica_id: replica::new_replica_id(),
+            remote: name.to_string(),
+            branch: branch.clone(),
+        };
+        config.save(root)?;
+        let writer = self.lock_writer()?;
+        let mut paths = git.dirty_paths(&[])?;
+        paths.extend(replica::update_mirror(root, &config)?);
+        paths.retain(|p| !is_scratch(p));
+        paths.sort();
+        paths.dedup();
+        let adopted = if paths.is_empty() {
+            None
+        } else {
+            let at = now_text(self);
+            let author = Person { name: "paravault".into(), email: format!("engine@{}.paravault.invalid", config.replica_id), date: at };
+            let message = format!("adopt the vault as replica {} ({} files)\n", config.replica_id, paths.len());
+            Some(replica::commit_paths(root, &config, &paths, &message, &author, None)?)
+        };
+        drop(writer);
+        Ok(RemoteAddReport {
+            vault: root.display().to_string(),
+            remote: name.to_string(),
+            url: url.to_string(),
+            branch,
+            replica_id: config.replica_id,
+            initialised_repository: initialised,
+            adopted_commit: adopted,
+            files_committed: paths.len(),
+        })
+    }
+
+    /// `paravault replicate`: fetch → integrate → push (module docs).
+    pub fn replicate(&self) -> Result<ReplicateReport> {
+        Git::version()?;
+        let config = config_of(self)?;
+        let root = self.root();
+        let _lock = replicate_lock(root)?;
+        let mut state = ReplicaState::load(root);
+        state.last_attempt_at = Some(now_text(self));
+        let result = self.replicate_locked(&config);
+        match &result {
+            Ok(_) => {
+                state.last_success_at = state.last_attempt_at.clone();
+                state.last_error = None;
+            }
+            Err(error) => state.last_error = Some(format!("{}: {error}", error.code())),
+        }
+        state.save(root);
+        result
+    }
+
+    fn replicate_locked(&self, config: &ReplicaConfig) -> Result<ReplicateReport> {
+        let root = self.root();
+        let git = Git::at(root);
+        let committed_before = self.commit_leftovers(config)?;
+        let mut report = ReplicateReport {
+            vault: root.display().to_string(),
+            remote: config.remote.clone(),
+            branch: config.branch.clone(),
+            replica_id: config.replica_id.clone(),
+            committed_before,
+            remote_head: None,
+            notes_changed: Vec::new(),
+            files_changed: 0,
+            merge_receipt_seq: None,
+            conflicts: Vec::new(),
+            conflicts_waiting: 0,
+            pushed: false,
+            head: None,
+            attempts: 0,
+            in_sync: false,
+        };
+        for attempt in 1..=PUSH_ATTEMPTS {
+            report.attempts = attempt;
+            let theirs = fetch(&git, config)?;
+            report.remote_head = theirs.clone();
+            if let Some(theirs) = &theirs {
+                self.integrate(config, theirs, &mut report)?;
+            }
+            let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
+            report.head = head.clone();
+            let Some(head) = head else {
+                report.in_sync = theirs.is_none();
+                break; // nothing here and nothing there
+            };
+            if theirs.as_deref() == Some(head.as_str()) {
+                report.in_sync = true;
+                break;
+            }
+            match push(&git, config, &head)? {
+                Pushed::Done => {
+                    report.pushed = true;
+                    report.in_sync = true;
+                    break;
+                }
+                Pushed::RemoteMoved if attempt < PUSH_ATTEMPTS => {
+                    // Someone pushed meanwhile: fetch, integrate and try again after a pause.
+                    let jitter = u64::from(getrandom::u32().unwrap_or(0) % 400);
+                    std::thread::sleep(std::time::Duration::from_millis(100 * attempt as u64 + jitter));
+                }
+                Pushed::RemoteMoved => {
+                    return Err(Error::Replication {
+                        step: "push",
+                        reason: format!("the remote moved during each of {PUSH_ATTEMPTS} attempts; run `paravault replicate` again"),
+                    });
+                }
+            }
+        }
+        report.conflicts_waiting = conflicts_waiting(self)?;
+        Ok(report)
+    }
+
+    /// Step 1: commits files changed outside the engine (as an outside edit, with its receipt)
+    /// and receipts the mirror lacks (an aborted write's, a sync's). Returns the commits made.
+    fn commit_leftovers(&self, config: &ReplicaConfig) -> Result<usize> {
+        let root = self.root();
+        let mut writer = self.lock_writer()?;
+        let mut commits = 0;
+        if crate::write::replica::commit_outside_edits_all(self, &mut writer, config)? > 0 {
+            commits += 1;
+        }
+        // The engine files that travel and a killed run left uncommitted (other replicas'
+        // mirrors, conflicts held), with the receipts the mirror lacks.
+        let travelling = [format!(":(literal){}", layout::REPLICAS_DIR), format!(":(literal){}", layout::CONFLICTS_DIR)];
+        let mut paths = Git::at(root).dirty_paths(&travelling)?;
+        paths.extend(replica::update_mirror(root, config)?);
+        paths.sort();
+        paths.dedup();
+        if !paths.is_empty() {
+            let at = now_text(self);
+            let author = Person { name: "paravault".into(), email: format!("engine@{}.paravault.invalid", config.replica_id), date: at };
+            replica::commit_paths(
+                root,
+                config,
+                &paths,
+                &format!("receipts and conflicts of replica {}\n", config.replica_id),
+                &author,
+                None,
+            )?;
+            commits += 1;
+        }
+        Ok(commits)
+    }
+
+    /// Step 3: integrates `theirs` into the branch (module docs).
+    fn integrate(&self, config: &ReplicaConfig, theirs: &str, report: &mut ReplicateReport) -> Result<()> {
+        let root = self.root();
+        let git = Git::at(root);
+        let ours = git.resolve(&format!("refs/heads/{}", config.branch))?;
+        let Some(ours) = ours else {
+            // An unborn branch (a vault with nothing committed): the remote's history is ours.
+            return self.integrate_into_empty(config, theirs, report);
+        };
+        if git.is_ancestor(theirs, &ours)? {
+            return Ok(()); // nothing new there
+        }
+        let fast_forward = git.is_ancestor(&ours, theirs)?;
+        let (target, conflicted) = if fast_forward {
+            (git.run("rev-parse", ["rev-parse", &format!("{theirs}^{{tree}}")])?.text(), BTreeSet::new())
+        } else {
+            merge_tree(&git, &ours, theirs)?
+        };
+        let base = if fast_forward { Some(ours.clone()) } else { merge_base(&git, &ours, theirs)? };
+        let changed = git.changed_paths(&ours, &target)?;
+        let own_mirror = format!("{}/", config.mirror_dir());
+        let mut notes: Vec<NoteChange> = Vec::new();
+        let mut files: Vec<(String, Option<Vec<u8>>)> = Vec::new();
+        let mut staged: BTreeSet<String> = BTreeSet::new();
+        let mut conflicts: Vec<(String, String)> = Vec::new();
+        for (status, path) in &changed {
+            if path.starts_with(&own_mirror) || is_scratch(path) {
+                continue;
+            }
+            let name = path.rsplit('/').next().unwrap_or(path);
+            let catalog = layout::is_sub_index_name(name) || path == layout::ROOT_INDEX;
+            if conflicted.contains(path) {
+                if path == layout::LOG {
+                    let merged = union_log(&git, base.as_deref(), &ours, theirs)?;
+                    files.push((path.clone(), Some(merged)));
+                    staged.insert(path.clone());
+                } else if !catalog {
+                    conflicts.push((path.clone(), conflict_reason(&git, base.as_deref(), &ours, theirs, path)?));
+                }
+                continue;
+            }
+            if catalog {
+                continue; // rendered here by the transaction, never merged as text
+            }
+            let after = if *status == 'D' { None } else { git.blob_at(&target, path)? };
+            match note_path(self, path) {
+                Some(note) => {
+                    let before = git.blob_at(&ours, path)?;
+                    let content = match after {
+                        Some(bytes) => match String::from_utf8(bytes) {
+                            Ok(text) => Some(text),
+                            Err(_) => {
+                                conflicts.push((path.clone(), "the other side's text is not UTF-8".into()));
+                                continue;
+                            }
+                        },
+                        None => None,
+                    };
+                    notes.push(NoteChange {
+                        path: note,
+                        content,
+                        require_absent: before.is_none(),
+                        expected_sha256: before.map(|b| crate::hex::sha256_hex(&b)),
+                    });
+                }
+                None => {
+                    files.push((path.clone(), after));
+                    staged.insert(path.clone());
+                }
+            }
+        }
+        // Files that are not notes (other replicas' receipt mirrors, attachments, log.md)
+        // are copied in first; a crash here leaves them for the next run to commit.
+        for (path, bytes) in &files {
+            write_file(root, path, bytes.as_deref())?;
+            if let (Some(bytes), true) = (bytes, path.starts_with(&format!("{}/", layout::CONFLICTS_DIR))) {
+                crate::approvals::import_conflict(self, bytes)?;
+            }
+        }
+        report.files_changed += files.len();
+        // The notes: one transaction; what its lint gate refuses is held as a conflict instead.
+        let mut receipt_seq = None;
+        let mut written: Vec<String> = Vec::new();
+        loop {
+            if notes.is_empty() {
+                break;
+            }
+            let mutation = Mutation {
+                operation: MERGE_OPERATION.into(),
+                notes: notes.clone(),
+                idempotency_key: None,
+                proposal_id: None,
+                log_entry: None,
+                create_folders: true,
+            };
+            match crate::approvals::execute_integration(self, mutation) {
+                Ok(receipt) => {
+                    receipt_seq = Some(receipt.seq);
+                    written = notes.iter().map(|n| n.path.to_string()).collect();
+                    break;
+                }
+                Err(Error::GateRejected { findings, .. }) => {
+                    let named: BTreeSet<String> = findings.iter().map(|f| f.path.clone()).collect();
+                    let (mut refused, mut kept): (Vec<NoteChange>, Vec<NoteChange>) =
+                        notes.into_iter().partition(|n| named.contains(n.path.as_str()));
+                    if refused.is_empty() {
+                        // The gate named notes elsewhere (a link the merge breaks): hold all.
+                        refused = std::mem::take(&mut kept);
+                    }
+                    for note in &refused {
+                        let finding = findings.iter().find(|f| f.path == note.path.as_str()).or(findings.first());
+                        let why = finding.map_or_else(
+                            || "the lint gate refused the merge".to_string(),
+                            |f| format!("lint gate: {} ({})", f.message, f.rule),
+                        );
+                        conflicts.push((note.path.to_string(), why));
+                    }
+                    notes = kept;
+                }
+                Err(Error::InvalidContent { path, reason }) if notes.iter().any(|n| n.path.as_str() == path) => {
+                    conflicts.push((path.clone(), format!("the merged text is refused: {reason}")));
+                    notes.retain(|n| n.path.as_str() != path);
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        report.notes_changed.extend(written.iter().cloned());
+        report.merge_receipt_seq = receipt_seq.or(report.merge_receipt_seq);
+        // The conflicts: this replica's text stays; the other side's is held for a person.
+        let mut conflict_files: Vec<String> = Vec::new();
+        for (path, reason) in conflicts {
+            let proposal_id = match note_path(self, &path) {
+                Some(note) => {
+                    let theirs_text = git.blob_at(theirs, &path)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+                    let base_text = match &base {
+                        Some(b) => git.blob_at(b, &path)?.map(|b| String::from_utf8_lossy(&b).into_owned()),
+                        None => None,
+                    };
+                    let ours_now = crate::store::beneath::read(root, &path)?;
+                    let origin = ConflictOrigin {
+                        ours_commit: ours.clone(),
+                        theirs_commit: theirs.to_string(),
+                        base_commit: base.clone(),
+                        base_content: base_text,
+                        ours_sha256: ours_now.map(|b| crate::hex::sha256_hex(&b)),
+                        reason: reason.clone(),
+                    };
+                    Some(crate::approvals::hold_conflict(self, note, theirs_text, origin)?)
+                }
+                None => None,
+            };
+            if let Some(id) = &proposal_id {
+                conflict_files.push(crate::approvals::conflict_file(id));
+            }
+            report.conflicts.push(ConflictReport { path, reason, proposal_id });
+        }
+        // The integration's commit, under the writer lock (serialised with every engine commit).
+        let writer = self.lock_writer()?;
+        let mut paths: BTreeSet<String> = staged;
+        paths.extend(written);
+        paths.extend(conflict_files);
+        for (_, path) in &changed {
+            let name = path.rsplit('/').next().unwrap_or(path);
+            if layout::is_sub_index_name(name) || path == layout::ROOT_INDEX {
+                paths.insert(path.clone());
+            }
+        }
+        // The catalog pages the transaction rendered, in the written notes' folders and above.
+        paths.extend(git.dirty_paths(&catalog_pathspecs(&paths))?.into_iter().filter(|p| !p.starts_with(".paravault/")));
+        paths.extend(replica::update_mirror(root, config)?);
+        let paths: Vec<String> = paths.into_iter().collect();
+        let at = now_text(self);
+        let subject = format!(
+            "{MERGE_OPERATION} from {}: {} note(s), {} conflict(s)",
+            config.remote,
+            report.notes_changed.len(),
+            report.conflicts.len()
+        );
+        let trailer = receipt_seq.map(|s| format!("\nParavault-Receipt: {}:{s}\n", config.replica_id)).unwrap_or_default();
+        let author = Person { name: "paravault".into(), email: format!("engine@{}.paravault.invalid", config.replica_id), date: at };
+        replica::commit_integration(root, config, &paths, &format!("{subject}\n{trailer}"), &author, theirs, fast_forward)?;
+        drop(writer);
+        Ok(())
+    }
+
+    /// A replica with nothing committed takes the remote's history as it is: its files are
+    /// put in place (notes through one transaction), then the branch is the remote's.
+    fn integrate_into_empty(&self, config: &ReplicaConfig, theirs: &str, report: &mut ReplicateReport) -> Result<()> {
+        let git = Git::at(self.root());
+        let empty_tree = git.run_with("mktree", ["mktree"], &[], Some(b""))?.text();
+        let author =
+            Person { name: "paravault".into(), email: format!("engine@{}.paravault.invalid", config.replica_id), date: now_text(self) };
+        let empty = git.commit_tree(&empty_tree, &[], "an empty replica\n", &author, &author)?;
+        git.move_branch(&config.branch, &empty, None, "paravault: empty replica")?;
+        self.integrate(config, theirs, report)
+    }
+
+    /// `paravault replicate --status`: where this replica stands; fetches the remote's head
+    /// (never changes the work tree) and says when it cannot.
+    pub fn replica_status(&self) -> Result<ReplicaStatus> {
+        Git::version()?;
+        let config = config_of(self)?;
+        let root = self.root();
+        let git = Git::at(root);
+        let url = git.run("remote", ["remote", "get-url", &config.remote])?.text();
+        let state = ReplicaState::load(root);
+        let (remote_head, reachable) = match fetch(&git, &config) {
+            Ok(head) => (head, true),
+            Err(_) => (git.resolve(&tracking_ref(&config))?, false),
+        };
+        let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
+        let (ahead, behind) = match (&head, &remote_head) {
+            (Some(h), Some(r)) => {
+                let counts = git.run("rev-list", ["rev-list", "--left-right", "--count", &format!("{h}...{r}")])?.text();
+                let mut parts = counts.split_whitespace().map(|n| n.parse::<usize>().unwrap_or(0));
+                (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+            }
+            (Some(h), None) => (git.run("rev-list", ["rev-list", "--count", h])?.text().parse().unwrap_or(0), 0),
+            (None, Some(r)) => (0, git.run("rev-list", ["rev-list", "--count", r])?.text().parse().unwrap_or(0)),
+            (None, None) => (0, 0),
+        };
+        let uncommitted = git.dirty_paths(&[])?.iter().filter(|p| !p.starts_with(".paravault/") && !is_scratch(p)).count();
+        Ok(ReplicaStatus {
+            vault: root.display().to_string(),
+            replica_id: config.replica_id.clone(),
+            remote: config.remote.clone(),
+            url,
+            branch: config.branch.clone(),
+            head,
+            remote_head,
+            remote_reachable: reachable,
+            ahead,
+            behind,
+            uncommitted,
+            conflicts_waiting: conflicts_waiting(self)?,
+            last_success_at: state.last_success_at,
+            last_error: state.last_error,
+        })
+    }
+}
+
+/// `paravault clone <url> <folder>`: a working replica of the vault at `url` — the files, a new
+/// replica id, and the first search generation. The folder must not exist or be empty. A
+/// remote with no history yet gives a new vault (the P.A.R.A. layout), adopted as its first
+/// commit; `replicate` pushes it.
+pub fn clone_vault(url: &str, folder: &Path, options: VaultOptions) -> Result<CloneReport> {
+    Git::version()?;
+    if url.trim().is_empty() || url.starts_with('-') {
+        return Err(Error::InvalidArgument { name: "url", reason: "give a git URL: a path, file://, ssh://, git:// or https://".into() });
+    }
+    if folder.exists() && std::fs::read_dir(folder).map(|mut d| d.next().is_some()).unwrap_or(true) {
+        return Err(Error::InvalidArgument {
+            name: "folder",
+            reason: format!("{} exists and is not empty; clone into a new folder", folder.display()),
+        });
+    }
+    let parent: PathBuf = match folder.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Git::at(&parent).run(
+        "clone",
+        [
+            std::ffi::OsStr::new("clone"),
+            "-q".as_ref(),
+            "--no-tags".as_ref(),
+            "--origin".as_ref(),
+            "origin".as_ref(),
+            "--".as_ref(),
+            url.as_ref(),
+            folder.as_os_str(),
+        ],
+    )?;
+    let git = Git::at(folder);
+    let mut head = git.resolve("HEAD")?;
+    if head.is_none() {
+        // The remote's HEAD names a branch it does not have (a bare repository made with
+        // another default branch): take its `main`, else its only branch.
+        let listed = git.run("for-each-ref", ["for-each-ref", "--format=%(refname:strip=3)", "refs/remotes/origin/"])?.text();
+        let branches: Vec<&str> = listed.lines().filter(|b| !b.is_empty() && *b != "HEAD").collect();
+        let chosen = branches.iter().find(|b| **b == DEFAULT_BRANCH).or(if branches.len() == 1 { branches.first() } else { None });
+        match chosen {
+            Some(branch) => {
+                git.run("checkout", ["checkout", "-q", "-B", branch, &format!("refs/remotes/origin/{branch}")])?;
+                head = git.resolve("HEAD")?;
+            }
+            None if !branches.is_empty() => {
+                return Err(Error::InvalidArgument {
+                    name: "url",
+                    reason: format!(
+                        "the remote has several branches and none is checked out ({}); clone with git and run `paravault remote add` instead",
+                        branches.join(", ")
+                    ),
+                });
+            }
+            None => {}
+        }
+    }
+    let Some(head) = head else {
+        // An empty remote: a new vault here, adopted; `replicate` pushes it.
+        let (vault, _) = Vault::init(folder, options)?;
+        git.run("remote", ["remote", "remove", "origin"])?;
+        let added = vault.remote_add("origin", url)?;
+        let sync = vault.sync_vault(&crate::retrieval::SyncParams::default())?;
+        return Ok(CloneReport {
+            vault: folder.display().to_string(),
+            url: url.to_string(),
+            branch: added.branch,
+            replica_id: added.replica_id,
+            head: added.adopted_commit,
+            notes_indexed: sync.counts.indexed,
+            search_generation: sync.generation_id,
+        });
+    };
+    let branch = git.branch()?;
+    let config = ReplicaConfig {
+        schema: replica::CONFIG_SCHEMA.into(),
+        replica_id: replica::new_replica_id(),
+        remote: "origin".into(),
+        branch: branch.clone(),
+    };
+    let vault = Vault::open(folder, options)?;
+    config.save(folder)?;
+    git.run("update-ref", ["update-ref", &tracking_ref(&config), &head])?;
+    let sync = vault.sync_vault(&crate::retrieval::SyncParams { allow_partial: true, ..Default::default() })?;
+    Ok(CloneReport {
+        vault: folder.display().to_string(),
+        url: url.to_string(),
+        branch,
+        replica_id: config.replica_id,
+        head: Some(head),
+        notes_indexed: sync.counts.indexed,
+        search_generation: sync.generation_id,
+    })
+}
+
+/// Step 2: the remote's head, fetched into the tracking ref; `None` when the remote has no
+/// such branch yet. Refuses a branch that no longer contains what this replica last saw.
+fn fetch(git: &Git, config: &ReplicaConfig) -> Result<Option<String>> {
+    let tracking = tracking_ref(config);
+    let scratch = format!("refs/paravault/fetched/{}", config.branch);
+    let listed = git.output(["ls-remote", "--heads", &config.remote, &format!("refs/heads/{}", config.branch)], &[], None)?;
+    if !listed.status.success() {
+        return Err(Error::Replication { step: "fetch", reason: crate::store::git::first_lines(&listed.stderr) });
+    }
+    let last_seen = git.resolve(&tracking)?;
+    if listed.text().trim().is_empty() {
+        if let Some(seen) = last_seen {
+            return Err(Error::RemoteRewritten {
+                reason: format!(
+                    "branch '{}' is gone from remote '{}' (it was at {})",
+                    config.branch,
+                    config.remote,
+                    &seen[..12.min(seen.len())]
+                ),
+            });
+        }
+        return Ok(None);
+    }
+    git.run(
+        "fetch",
+        ["fetch", "-q", "--no-tags", "--no-write-fetch-head", &config.remote, &format!("+refs/heads/{}:{scratch}", config.branch)],
+    )?;
+    let fetched =
+        git.resolve(&scratch)?.ok_or_else(|| Error::Replication { step: "fetch", reason: "the fetched branch cannot be read".into() })?;
+    if let Some(seen) = &last_seen
+        && !git.is_ancestor(seen, &fetched)?
+    {
+        return Err(Error::RemoteRewritten {
+            reason: format!(
+                "remote '{}' branch '{}' is at {}, which does not contain {} that this replica saw there",
+                config.remote,
+                config.branch,
+                &fetched[..12],
+                &seen[..12.min(seen.len())]
+            ),
+        });
+    }
+    git.run("update-ref", ["update-ref", &tracking, &fetched])?;
+    Ok(Some(fetched))
+}
+
+enum Pushed {
+    Done,
+    RemoteMoved,
+}
+
+/// Step 4: pushes `head` to the remote's branch; a refusal because the remote moved is
+/// `RemoteMoved` (the caller integrates again), any other failure an error.
+fn push(git: &Git, config: &ReplicaConfig, head: &str) -> Result<Pushed> {
+    let output = git.output(["push", "--porcelain", "-q", &config.remote, &format!("{head}:refs/heads/{}", config.branch)], &[], None)?;
+    if output.status.success() {
+        git.run("update-ref", ["update-ref", &tracking_ref(config), head])?;
+        return Ok(Pushed::Done);
+    }
+    let said = format!("{}\n{}", String::from_utf8_lossy(&output.stdout), output.stderr);
+    if said.contains("[rejected]") || said.contains("non-fast-forward") || said.contains("fetch first") || said.contains("cannot lock ref")
+    {
+        return Ok(Pushed::RemoteMoved);
+    }
+    Err(Error::Replication { step: "push", reason: crate::store::git::first_lines(&said) })
+}
+
+/// `git merge-tree --write-tree`: the merged tree and the paths that conflict.
+fn merge_tree(git: &Git, ours: &str, theirs: &str) -> Result<(String, BTreeSet<String>)> {
+    let output = git.output(
+        ["merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", "--allow-unrelated-histories", ours, theirs],
+        &[],
+        None,
+    )?;
+    // Exit 0: clean; 1: conflicts; anything else: the merge itself failed.
+    if !matches!(output.status.code(), Some(0 | 1)) {
+        return Err(Error::Replication { step: "merge-tree", reason: crate::store::git::first_lines(&output.stderr) });
+    }
+    let mut fields = output.stdout.split(|&b| b == 0);
+    let tree = String::from_utf8_lossy(fields.next().unwrap_or_default()).trim().to_string();
+    let mut conflicted = BTreeSet::new();
+    for field in fields {
+        if field.is_empty() {
+            break; // the empty field ends the conflicted paths
+        }
+        conflicted.insert(String::from_utf8_lossy(field).into_owned());
+    }
+    Ok((tree, conflicted))
+}
+
+fn merge_base(git: &Git, ours: &str, theirs: &str) -> Result<Option<String>> {
+    let output = git.output(["merge-base", ours, theirs], &[], None)?;
+    Ok(output.status.success().then(|| output.text()))
+}
+
+/// Why a path conflicted, in a person's words.
+fn conflict_reason(git: &Git, base: Option<&str>, ours: &str, theirs: &str, path: &str) -> Result<String> {
+    let in_base = match base {
+        Some(b) => git.blob_at(b, path)?.is_some(),
+        None => false,
+    };
+    let (o, t) = (git.blob_at(ours, path)?.is_some(), git.blob_at(theirs, path)?.is_some());
+    Ok(match (in_base, o, t) {
+        (false, true, true) => "added on both sides with different texts".into(),
+        (true, false, true) => "removed here, edited there".into(),
+        (true, true, false) => "edited here, removed there".into(),
+        _ => "overlapping edits".into(),
+    })
+}
+
+/// log.md is append-only: both sides' appends, ours first, then theirs (never a conflict).
+fn union_log(git: &Git, base: Option<&str>, ours: &str, theirs: &str) -> Result<Vec<u8>> {
+    let base = match base {
+        Some(b) => git.blob_at(b, layout::LOG)?.unwrap_or_default(),
+        None => Vec::new(),
+    };
+    let mut merged = git.blob_at(ours, layout::LOG)?.unwrap_or_default();
+    let theirs = git.blob_at(theirs, layout::LOG)?.unwrap_or_default();
+    let added = theirs.strip_prefix(base.as_slice()).unwrap_or(&theirs);
+    if !merged.is_empty() && !merged.ends_with(b"\n") {
+        merged.push(b'\n');
+    }
+    merged.extend_from_slice(added);
+    Ok(merged)
+}
+
+/// The note a tree path names, when it is one the write path takes (P.A.R.A. folder, `.md`,
+/// no engine-owned or hidden name).
+fn note_path(vault: &Vault, path: &str) -> Option<VaultPath> {
+    let note = VaultPath::parse(path).ok()?;
+    crate::note::path::refuse_reserved(&note, &vault.policy().policy.layout.excluded_dirs).ok()?;
+    crate::note::path::resolve_note_path(vault.root(), note.as_str(), &vault.policy().policy.layout).ok().map(|(n, _)| n)
+}
+
+/// A file that is not a note, put in place (or removed) as the remote has it.
+fn write_file(root: &Path, path: &str, bytes: Option<&[u8]>) -> Result<()> {
+    if path.split('/').any(|c| c == ".git" || c == ".." || c.is_empty()) {
+        return Err(Error::Replication { step: "integrate", reason: format!("the remote names a path paravault never writes: {path}") });
+    }
+    match bytes {
+        Some(bytes) => crate::store::beneath::replace_unsynced(root, path, bytes, true),
+        None => match crate::store::beneath::remove_unsynced(root, path) {
+            Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(()),
+            other => other,
+        },
+    }
+}
+
+/// Temporary files of an atomic replace (never committed).
+fn is_scratch(path: &str) -> bool {
+    path.rsplit('/').next().is_some_and(|name| name.starts_with(layout::TEMP_PREFIX))
+}
+
+/// Pathspecs of the catalog pages of the folders of `paths` and their ancestors.
+fn catalog_pathspecs(paths: &BTreeSet<String>) -> Vec<String> {
+    let mut folders: BTreeSet<String> = BTreeSet::new();
+    for path in paths {
+        let mut folder = path.as_str();
+        while let Some((parent, _)) = folder.rsplit_once('/') {
+            folders.insert(parent.to_string());
+            folder = parent;
+        }
+    }
+    let mut specs = vec![format!(":(literal){}", layout::ROOT_INDEX)];
+    specs.extend(folders.into_iter().filter(|f| !f.starts_with('.')).map(|f| format!(":(glob){}/_index*.md", glob_escape(&f))));
+    specs
+}
+
+/// A folder name with glob's special characters escaped.
+fn glob_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "*?[]\\".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// `replication_conflict` proposals still pending.
+fn conflicts_waiting(vault: &Vault) -> Result<usize> {
+    use crate::approvals::{Operation, ProposalState};
+    Ok(vault.proposals()?.iter().filter(|p| p.operation == Operation::ReplicationConflict && p.state == ProposalState::Pending).count())
+}

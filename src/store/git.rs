@@ -1,0 +1,345 @@
+//! The `git` binary, driven through its plumbing: the one place the engine runs git
+//! (replication, docs/replication.md).
+//!
+//! Every call runs `git` in the vault's root with the caller's environment cleaned of the
+//! variables that would point it at another repository or index (`GIT_DIR`, `GIT_WORK_TREE`,
+//! `GIT_INDEX_FILE`, …), with prompts off (`GIT_TERMINAL_PROMPT=0`: an unreachable or
+//! password-protected remote fails instead of waiting for a person who is not there) and in
+//! the C locale. Paths are passed after `--` and read back NUL-separated (`-z`), so no name is
+//! ever quoted or split. Git ≥ 2.38 is required (`merge-tree --write-tree`); `version` checks.
+//!
+//! Why the binary and not a crate: libgit2 (git2) has no merge-ort and no reftable, gix has no
+//! push; the binary is what every user's remote already speaks (ssh, https, git://, file).
+//! Reads are few and small per replication (a handful of blobs), so in-process object reads
+//! would save milliseconds, not change a figure.
+
+use std::ffi::OsStr;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use crate::error::{Error, Result};
+
+/// The oldest git that has everything used here (`merge-tree --write-tree`, 2.38).
+pub const MIN_VERSION: (u32, u32) = (2, 38);
+
+/// Environment variables that would make git act on another repository, index or config.
+const CLEARED_ENV: &[&str] = &[
+    "GIT_DIR",
+    "GIT_WORK_TREE",
+    "GIT_INDEX_FILE",
+    "GIT_OBJECT_DIRECTORY",
+    "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+    "GIT_NAMESPACE",
+    "GIT_CEILING_DIRECTORIES",
+    "GIT_COMMON_DIR",
+    "GIT_AUTHOR_NAME",
+    "GIT_AUTHOR_EMAIL",
+    "GIT_AUTHOR_DATE",
+    "GIT_COMMITTER_NAME",
+    "GIT_COMMITTER_EMAIL",
+    "GIT_COMMITTER_DATE",
+];
+
+/// What one git call produced.
+#[derive(Debug)]
+pub struct Output {
+    pub status: std::process::ExitStatus,
+    pub stdout: Vec<u8>,
+    pub stderr: String,
+}
+
+impl Output {
+    /// stdout as text, trimmed of the final newline.
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.stdout).trim_end_matches('\n').to_string()
+    }
+}
+
+/// An author or committer.
+#[derive(Debug, Clone)]
+pub struct Person {
+    pub name: String,
+    pub email: String,
+    /// RFC 3339 (git accepts it as a date).
+    pub date: String,
+}
+
+/// A repository whose work tree is a vault.
+#[derive(Debug, Clone)]
+pub struct Git {
+    root: PathBuf,
+}
+
+impl Git {
+    /// The repository at the vault's root (which may not exist yet: `init`).
+    pub fn at(root: &Path) -> Self {
+        Git { root: std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf()) }
+    }
+
+    /// The vault root (git's work tree).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Whether the vault's root is a git work tree's top (a `.git` folder or file there).
+    pub fn is_repository(&self) -> bool {
+        std::fs::symlink_metadata(self.root.join(".git")).is_ok()
+    }
+
+    /// The installed git's version, refused (typed) when absent or older than `MIN_VERSION`.
+    pub fn version() -> Result<(u32, u32, u32)> {
+        let output = Command::new("git")
+            .arg("--version")
+            .env("LC_ALL", "C")
+            .output()
+            .map_err(|e| Error::GitUnavailable { reason: format!("the `git` program could not be run ({e}); install git ≥ 2.38") })?;
+        let text = String::from_utf8_lossy(&output.stdout);
+        let version = parse_version(&text)
+            .ok_or_else(|| Error::GitUnavailable { reason: format!("`git --version` said '{}', which is not a version", text.trim()) })?;
+        if (version.0, version.1) < MIN_VERSION {
+            return Err(Error::GitUnavailable {
+                reason: format!(
+                    "git {}.{}.{} is older than {}.{} (merge-tree --write-tree is needed); install a newer git",
+                    version.0, version.1, version.2, MIN_VERSION.0, MIN_VERSION.1
+                ),
+            });
+        }
+        Ok(version)
+    }
+
+    fn command(&self) -> Command {
+        let mut command = Command::new("git");
+        command.current_dir(&self.root);
+        for name in CLEARED_ENV {
+            command.env_remove(name);
+        }
+        command
+            .env("GIT_TERMINAL_PROMPT", "0")
+            .env("LC_ALL", "C")
+            .env("GIT_OPTIONAL_LOCKS", "0")
+            // An ssh remote never asks for a password on a terminal nobody watches.
+            .env("GIT_SSH_COMMAND", std::env::var("GIT_SSH_COMMAND").unwrap_or_else(|_| "ssh -o BatchMode=yes".to_string()))
+            .args(["-c", "core.quotePath=false", "-c", "advice.detachedHead=false"]);
+        command
+    }
+
+    /// Runs `git <args>` and returns what it printed, whatever its exit status.
+    pub fn output<I, S>(&self, args: I, env: &[(&str, &str)], stdin: Option<&[u8]>) -> Result<Output>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let mut command = self.command();
+        command.args(args);
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        command.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child =
+            command.spawn().map_err(|e| Error::GitUnavailable { reason: format!("the `git` program could not be run ({e})") })?;
+        if let Some(bytes) = stdin {
+            let mut pipe = child.stdin.take().expect("piped");
+            // A git that exits early closes the pipe; its status says why.
+            let _ = pipe.write_all(bytes);
+        }
+        let output = child.wait_with_output().map_err(|e| Error::Replication { step: "git", reason: e.to_string() })?;
+        Ok(Output { status: output.status, stdout: output.stdout, stderr: String::from_utf8_lossy(&output.stderr).trim().to_string() })
+    }
+
+    /// Runs `git <args>`; a non-zero exit is a `replication_failed` error naming `step`.
+    pub fn run<I, S>(&self, step: &'static str, args: I) -> Result<Output>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.run_with(step, args, &[], None)
+    }
+
+    /// `run` with extra environment and standard input.
+    pub fn run_with<I, S>(&self, step: &'static str, args: I, env: &[(&str, &str)], stdin: Option<&[u8]>) -> Result<Output>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        let output = self.output(args, env, stdin)?;
+        if !output.status.success() {
+            return Err(Error::Replication { step, reason: first_lines(&output.stderr) });
+        }
+        Ok(output)
+    }
+
+    /// The commit a revision names, `None` when it names none (an unborn branch).
+    pub fn resolve(&self, revision: &str) -> Result<Option<String>> {
+        let output = self.output(["rev-parse", "--verify", "-q", &format!("{revision}^{{commit}}")], &[], None)?;
+        Ok(output.status.success().then(|| output.text()))
+    }
+
+    /// The branch `HEAD` is on (`refs/heads/<name>`); a detached `HEAD` is refused.
+    pub fn branch(&self) -> Result<String> {
+        let output = self.output(["symbolic-ref", "-q", "HEAD"], &[], None)?;
+        let name = output.text();
+        match name.strip_prefix("refs/heads/") {
+            Some(branch) if output.status.success() => Ok(branch.to_string()),
+            _ => Err(Error::Replication {
+                step: "branch",
+                reason: "HEAD is detached (no branch is checked out); check out the vault's branch first".into(),
+            }),
+        }
+    }
+
+    /// Whether `ancestor` is an ancestor of (or equal to) `descendant`.
+    pub fn is_ancestor(&self, ancestor: &str, descendant: &str) -> Result<bool> {
+        let output = self.output(["merge-base", "--is-ancestor", ancestor, descendant], &[], None)?;
+        match output.status.code() {
+            Some(0) => Ok(true),
+            Some(1) => Ok(false),
+            _ => Err(Error::Replication { step: "merge-base", reason: first_lines(&output.stderr) }),
+        }
+    }
+
+    /// A blob's bytes at `revision:path`, `None` when the path is not in that tree.
+    pub fn blob_at(&self, revision: &str, path: &str) -> Result<Option<Vec<u8>>> {
+        let output = self.output(["cat-file", "blob", &format!("{revision}:{path}")], &[], None)?;
+        Ok(output.status.success().then_some(output.stdout))
+    }
+
+    /// The blob ids and modes of `paths` in `revision`'s tree (absent paths are left out).
+    pub fn tree_entries(&self, revision: &str, paths: &[String]) -> Result<std::collections::BTreeMap<String, (String, String)>> {
+        let mut out = std::collections::BTreeMap::new();
+        if paths.is_empty() {
+            return Ok(out);
+        }
+        let mut args: Vec<String> = vec!["ls-tree".into(), "-z".into(), "--full-tree".into(), revision.into(), "--".into()];
+        args.extend(paths.iter().cloned());
+        let output = self.run("ls-tree", &args)?;
+        for record in output.stdout.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+            let record = String::from_utf8_lossy(record);
+            let Some((head, path)) = record.split_once('\t') else { continue };
+            let mut parts = head.split(' ');
+            let (Some(mode), Some(_kind), Some(id)) = (parts.next(), parts.next(), parts.next()) else { continue };
+            out.insert(path.to_string(), (mode.to_string(), id.to_string()));
+        }
+        Ok(out)
+    }
+
+    /// Stages exactly `paths` from the work tree into `index` (the repository's own index when
+    /// `None`): present files are hashed and added, missing ones removed. O(paths).
+    pub fn stage(&self, index: Option<&Path>, paths: &[String]) -> Result<()> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let mut input = Vec::new();
+        for path in paths {
+            input.extend_from_slice(path.as_bytes());
+            input.push(0);
+        }
+        let env = index_env(index);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        self.run_with("update-index", ["update-index", "--add", "--remove", "-z", "--stdin"], &env, Some(&input))?;
+        Ok(())
+    }
+
+    /// Writes `index` as a tree and returns its id.
+    pub fn write_tree(&self, index: Option<&Path>) -> Result<String> {
+        let env = index_env(index);
+        let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
+        Ok(self.run_with("write-tree", ["write-tree"], &env, None)?.text())
+    }
+
+    /// Makes a commit object (nothing points at it yet).
+    pub fn commit_tree(&self, tree: &str, parents: &[&str], message: &str, author: &Person, committer: &Person) -> Result<String> {
+        let mut args: Vec<String> = vec!["commit-tree".into(), tree.into()];
+        for parent in parents {
+            args.push("-p".into());
+            args.push((*parent).into());
+        }
+        let env = [
+            ("GIT_AUTHOR_NAME", author.name.as_str()),
+            ("GIT_AUTHOR_EMAIL", author.email.as_str()),
+            ("GIT_AUTHOR_DATE", author.date.as_str()),
+            ("GIT_COMMITTER_NAME", committer.name.as_str()),
+            ("GIT_COMMITTER_EMAIL", committer.email.as_str()),
+            ("GIT_COMMITTER_DATE", committer.date.as_str()),
+        ];
+        Ok(self.run_with("commit-tree", &args, &env, Some(message.as_bytes()))?.text())
+    }
+
+    /// Moves `refs/heads/<branch>` from `old` (`None`: the branch must not exist) to `new`:
+    /// a compare-and-swap, refused when someone else moved it meanwhile.
+    pub fn move_branch(&self, branch: &str, new: &str, old: Option<&str>, reason: &str) -> Result<()> {
+        let zero = "0000000000000000000000000000000000000000";
+        self.run("update-ref", ["update-ref", "-m", reason, &format!("refs/heads/{branch}"), new, old.unwrap_or(zero)])?;
+        Ok(())
+    }
+
+    /// The paths that differ between two trees (or commits): (status letter, path), no renames.
+    pub fn changed_paths(&self, from: &str, to: &str) -> Result<Vec<(char, String)>> {
+        let output = self.run("diff-tree", ["diff-tree", "-r", "-z", "--no-renames", "--name-status", from, to])?;
+        let mut out = Vec::new();
+        let mut fields = output.stdout.split(|&b| b == 0).filter(|f| !f.is_empty());
+        while let (Some(status), Some(path)) = (fields.next(), fields.next()) {
+            let letter = status.first().map_or('M', |&b| b as char);
+            out.push((letter, String::from_utf8_lossy(path).into_owned()));
+        }
+        Ok(out)
+    }
+
+    /// Paths whose work-tree state differs from the index or `HEAD` (modified, added,
+    /// deleted, untracked), limited to `pathspec` (git pathspecs: `literal_pathspecs` makes
+    /// plain paths into them) when given. Ignored files are left out.
+    pub fn dirty_paths(&self, pathspec: &[String]) -> Result<Vec<String>> {
+        let mut args: Vec<String> =
+            vec!["status".into(), "--porcelain=v1".into(), "-z".into(), "--untracked-files=all".into(), "--no-renames".into()];
+        if !pathspec.is_empty() {
+            args.push("--".into());
+            args.extend(pathspec.iter().cloned());
+        }
+        let output = self.run("status", &args)?;
+        let mut out = Vec::new();
+        for record in output.stdout.split(|&b| b == 0).filter(|r| r.len() > 3) {
+            out.push(String::from_utf8_lossy(&record[3..]).into_owned());
+        }
+        out.sort();
+        out.dedup();
+        Ok(out)
+    }
+}
+
+/// Plain paths as pathspecs that match exactly them (no glob, no magic).
+pub fn literal_pathspecs(paths: &[String]) -> Vec<String> {
+    paths.iter().map(|p| format!(":(literal){p}")).collect()
+}
+
+fn index_env(index: Option<&Path>) -> Vec<(&'static str, String)> {
+    index.map(|i| vec![("GIT_INDEX_FILE", i.to_string_lossy().into_owned())]).unwrap_or_default()
+}
+
+/// The first lines of git's complaint, enough to say what went wrong.
+pub fn first_lines(stderr: &str) -> String {
+    let text: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).take(4).collect();
+    if text.is_empty() { "git failed without saying why".to_string() } else { text.join(" / ") }
+}
+
+/// `git version 2.47.3` → (2, 47, 3).
+fn parse_version(text: &str) -> Option<(u32, u32, u32)> {
+    let word = text.split_whitespace().find(|w| w.chars().next().is_some_and(|c| c.is_ascii_digit()))?;
+    let mut parts = word.split('.').map(|p| p.chars().take_while(char::is_ascii_digit).collect::<String>());
+    let major = parts.next()?.parse().ok()?;
+    let minor = parts.next()?.parse().ok()?;
+    let patch = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    Some((major, minor, patch))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_are_read_from_what_git_prints() {
+        assert_eq!(parse_version("git version 2.47.3"), Some((2, 47, 3)));
+        assert_eq!(parse_version("git version 2.39.2.windows.1"), Some((2, 39, 2)));
+        assert_eq!(parse_version("git version 2.38"), Some((2, 38, 0)));
+        assert_eq!(parse_version("nothing here"), None);
+    }
+}

@@ -1,0 +1,446 @@
+//! A vault with a remote is a replica: its root is a git work tree and every transaction
+//! becomes one git commit (docs/replication.md, "A transaction is a commit").
+//!
+//! - **Before** a transaction's plan, under the writer lock, the paths it will change are
+//!   asked of git (`status` limited to them): a file a person changed in their editor since the
+//!   last commit is committed first, as itself, with an `outside_edit` receipt, so it is never
+//!   folded into the transaction's commit.
+//! - **After** the transaction's receipt, its files (notes, catalog pages, log.md) and this
+//!   replica's receipt mirror are staged and committed, author = the actor (or the approver),
+//!   dated by the receipt (one clock), the message the operation, the path and the receipt's
+//!   hash — never note content. A crash between the receipt and the commit leaves the files
+//!   changed in the work tree; `replicate` commits them before it integrates anything.
+//! - **Receipts travel per replica**: the local chain (`.paravault/receipts.jsonl`, never
+//!   committed) is mirrored byte for byte into `.paravault/replicas/<replica>/receipts-NNNNNN.jsonl`,
+//!   a thousand lines a file, so a commit stages at most a file or two of receipts (O(change)),
+//!   two replicas never write the same file, and every chain verifies on every replica.
+//!
+//! Commits are built with plumbing against a private index (`.paravault/git.index`) that holds
+//! exactly the branch's tree: whatever a person staged in git's own index is never swept into
+//! an engine commit. The repository's index is then told about the committed paths, so `git
+//! status` stays clean. Git failures here never fail a write that is already receipted: they
+//! are logged and the next `replicate` commits what is left.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::receipts::{NoteHashes, RECEIPT_SCHEMA, Receipt, ReceiptLog};
+use super::writer::WriterGuard;
+use crate::error::{Error, Result};
+use crate::store::git::{Git, Person};
+use crate::store::{durable, layout};
+use crate::vault::Vault;
+
+/// The receipt operation of an integration (`replicate`): its commit is the merge commit.
+pub const MERGE_OPERATION: &str = "replicate.merge";
+/// The receipt operation of files a person changed outside the engine, committed as such.
+pub const OUTSIDE_EDIT_OPERATION: &str = "replicate.outside_edit";
+/// Receipt lines per mirror file.
+pub const MIRROR_LINES: u64 = 1000;
+/// `replica.json`'s schema.
+pub const CONFIG_SCHEMA: &str = "paravault.replica.v1";
+
+/// This replica's identity and remote (`.paravault/replica.json`, per machine, never committed).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReplicaConfig {
+    pub schema: String,
+    /// 16 lower-case hex digits, random, minted once per replica.
+    pub replica_id: String,
+    /// The git remote's name (`origin`).
+    pub remote: String,
+    /// The branch the vault's history is on.
+    pub branch: String,
+}
+
+impl ReplicaConfig {
+    /// The vault's replica configuration; `None` when the vault has no remote.
+    pub fn load(root: &Path) -> Result<Option<Self>> {
+        let path = layout::join(root, layout::REPLICA_CONFIG);
+        match durable::read_engine_file(root, &path) {
+            Ok(bytes) => serde_json::from_slice(&bytes).map(Some).map_err(|e| Error::Replication {
+                step: "replica.json",
+                reason: format!("{} is not a replica configuration: {e}", layout::REPLICA_CONFIG),
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(Error::io("reading", layout::REPLICA_CONFIG, e)),
+        }
+    }
+
+    /// Writes the configuration durably.
+    pub fn save(&self, root: &Path) -> Result<()> {
+        let bytes = serde_json::to_vec_pretty(self).map_err(|e| Error::io("encoding", layout::REPLICA_CONFIG, std::io::Error::other(e)))?;
+        durable::replace(root, &layout::join(root, layout::REPLICA_CONFIG), &bytes)
+    }
+
+    /// The folder of this replica's receipt mirror (vault-relative).
+    pub fn mirror_dir(&self) -> String {
+        mirror_dir(&self.replica_id)
+    }
+}
+
+/// The folder of a replica's receipt mirror (vault-relative).
+pub fn mirror_dir(replica_id: &str) -> String {
+    format!("{}/{replica_id}", layout::REPLICAS_DIR)
+}
+
+/// The mirror file that holds receipt `seq` of `replica_id`'s chain.
+pub fn mirror_file(replica_id: &str, seq: u64) -> String {
+    format!("{}/receipts-{:06}.jsonl", mirror_dir(replica_id), seq.saturating_sub(1) / MIRROR_LINES + 1)
+}
+
+/// The newest receipt `seq` in this replica's mirror (0: none), and where the newest file's
+/// whole lines end (a torn tail past it is cut by the next append).
+fn mirror_tip(root: &Path, config: &ReplicaConfig) -> Result<(u64, Option<(String, u64)>)> {
+    let dir = config.mirror_dir();
+    let entries = match crate::store::beneath::Folder::open(root, &dir, false).and_then(|f| f.entries()) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((0, None)),
+        Err(e) => return Err(Error::io("listing", dir, e)),
+    };
+    let Some(newest) = entries.into_iter().map(|(name, _)| name).filter(|n| n.starts_with("receipts-") && n.ends_with(".jsonl")).max()
+    else {
+        return Ok((0, None));
+    };
+    let path = format!("{dir}/{newest}");
+    let bytes = durable::read_engine_file(root, &layout::join(root, &path)).map_err(|e| Error::io("reading", path.clone(), e))?;
+    let whole = bytes.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+    let seq = bytes[..whole]
+        .split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .filter_map(|l| serde_json::from_slice::<Value>(l).ok()?.get("seq")?.as_u64())
+        .next_back()
+        .unwrap_or(0);
+    Ok((seq, Some((path, whole as u64))))
+}
+
+/// Appends to this replica's mirror every local receipt line it lacks; returns the mirror
+/// files it wrote (vault-relative).
+pub(crate) fn update_mirror(root: &Path, config: &ReplicaConfig) -> Result<Vec<String>> {
+    let (tip, newest) = mirror_tip(root, config)?;
+    let lines = ReceiptLog::lines_after(root, tip)?;
+    let mut by_file: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    for (seq, line) in lines {
+        let bytes = by_file.entry(mirror_file(&config.replica_id, seq)).or_default();
+        bytes.extend_from_slice(&line);
+        bytes.push(b'\n');
+    }
+    if by_file.is_empty() {
+        return Ok(Vec::new());
+    }
+    durable::create_dir_all(root, &layout::join(root, &config.mirror_dir()))?;
+    for (file, bytes) in &by_file {
+        let before = match &newest {
+            Some((path, whole)) if path == file => *whole,
+            _ => 0,
+        };
+        durable::truncate_and_append_unsynced(root, &layout::join(root, file), before, bytes)?;
+    }
+    let files: Vec<_> = by_file.keys().map(|f| layout::join(root, f)).collect();
+    durable::sync_all_paths(root, &files, &[layout::join(root, &config.mirror_dir())])?;
+    Ok(by_file.into_keys().collect())
+}
+
+/// Who a commit names: the approver when a person approved, else the receipt's actor.
+fn author_of(receipt: &Receipt, replica_id: &str) -> Person {
+    let approver = receipt.approval.as_ref().and_then(|a| a.get("approver")).and_then(Value::as_str);
+    let name = approver.or(receipt.actor.as_deref()).unwrap_or("paravault").to_string();
+    Person { email: format!("{}@{replica_id}.paravault.invalid", email_local(&name)), name, date: receipt.at.clone() }
+}
+
+fn email_local(name: &str) -> String {
+    let local: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '-' }).collect();
+    if local.is_empty() { "paravault".into() } else { local }
+}
+
+/// The engine as committer, on this replica, at `date`.
+pub fn committer(replica_id: &str, date: &str) -> Person {
+    Person { name: "paravault".into(), email: format!("engine@{replica_id}.paravault.invalid"), date: date.to_string() }
+}
+
+/// A commit message: the operation and path, then the receipt's trailer. No note content.
+pub fn message(subject: &str, replica_id: &str, receipt: &Receipt, hash: &str) -> String {
+    format!("{subject}\n\nParavault-Receipt: {replica_id}:{} blake3:{hash}\n", receipt.seq)
+}
+
+/// The private index that holds exactly the branch's tree (engine commits never take what a
+/// person staged in git's own index). Re-read from the branch when the branch moved without
+/// us (a person committed with git).
+fn private_index(git: &Git, root: &Path, head: Option<&str>) -> Result<std::path::PathBuf> {
+    // Absolute: git runs in the root and would read a relative GIT_INDEX_FILE from there.
+    let index = std::path::absolute(layout::join(root, layout::GIT_PRIVATE_INDEX))
+        .map_err(|e| Error::io("resolving", layout::GIT_PRIVATE_INDEX, e))?;
+    let marker = layout::join(root, layout::GIT_PRIVATE_INDEX_HEAD);
+    let recorded = durable::read_engine_file(root, &marker).ok().map(|b| String::from_utf8_lossy(&b).trim().to_string());
+    let wanted = head.unwrap_or("");
+    if recorded.as_deref() != Some(wanted) || !index.exists() {
+        match head {
+            Some(head) => {
+                git.run_with("read-tree", ["read-tree", head], &[("GIT_INDEX_FILE", &index.to_string_lossy())], None)?;
+            }
+            None => {
+                git.run_with("read-tree", ["read-tree", "--empty"], &[("GIT_INDEX_FILE", &index.to_string_lossy())], None)?;
+            }
+        }
+    }
+    Ok(index)
+}
+
+/// Commits exactly `paths` (their work-tree state) on the replica's branch with one parent,
+/// the branch's head (none for the first commit); returns the new commit.
+pub(crate) fn commit_paths(
+    root: &Path,
+    config: &ReplicaConfig,
+    paths: &[String],
+    message: &str,
+    author: &Person,
+    merged: Option<&str>,
+) -> Result<String> {
+    let git = Git::at(root);
+    let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
+    let index = private_index(&git, root, head.as_deref())?;
+    // Until the commit is made the private index holds more than a commit's tree: a kill
+    // in between makes the next commit read it afresh.
+    record_private_head(root, "")?;
+    git.stage(Some(&index), paths)?;
+    let tree = git.write_tree(Some(&index))?;
+    let mut parents: Vec<&str> = head.iter().map(String::as_str).collect();
+    parents.extend(merged);
+    let commit = git.commit_tree(&tree, &parents, message, author, &committer(&config.replica_id, &author.date))?;
+    git.move_branch(&config.branch, &commit, head.as_deref(), "paravault: commit")?;
+    record_private_head(root, &commit)?;
+    // git's own index learns the committed paths, so `git status` shows nothing for them.
+    git.stage(None, paths)?;
+    record_git_index(root, &commit)?;
+    Ok(commit)
+}
+
+/// Brings git's own index up to the branch's head when an engine commit moved the branch but
+/// a kill came before the index was told (`git status` would then show the commit's paths as
+/// changed): the paths between the commit the index last learnt and the head are staged from
+/// the work tree, which holds them. O(those paths).
+pub(crate) fn sync_git_index(root: &Path, config: &ReplicaConfig) -> Result<()> {
+    let git = Git::at(root);
+    let Some(head) = git.resolve(&format!("refs/heads/{}", config.branch))? else { return Ok(()) };
+    let marker = layout::join(root, layout::GIT_INDEX_SYNCED);
+    let known = durable::read_engine_file(root, &marker).ok().map(|b| String::from_utf8_lossy(&b).trim().to_string());
+    match known {
+        Some(known) if known == head => return Ok(()),
+        Some(known) if git.resolve(&known)?.is_some() => {
+            let changed: Vec<String> = git.changed_paths(&known, &head)?.into_iter().map(|(_, p)| p).collect();
+            git.stage(None, &changed)?;
+        }
+        _ => {}
+    }
+    record_git_index(root, &head)
+}
+
+/// Notes that git's own index knows the tree of `commit`.
+fn record_git_index(root: &Path, commit: &str) -> Result<()> {
+    durable::replace_unsynced(root, &layout::join(root, layout::GIT_INDEX_SYNCED), commit.as_bytes())
+}
+
+/// Notes that the private index holds the tree of `commit` (the branch's new head).
+pub(crate) fn record_private_head(root: &Path, commit: &str) -> Result<()> {
+    durable::replace_unsynced(root, &layout::join(root, layout::GIT_PRIVATE_INDEX_HEAD), commit.as_bytes())
+}
+
+/// Step 2b, under the writer lock before the plan: files among `paths` that changed outside
+/// the engine since the last commit are committed as an outside edit first (with their own
+/// receipt). A git failure is logged, never refuses the write.
+pub(crate) fn commit_outside_edits_before(vault: &Vault, writer: &mut WriterGuard<'_>, paths: &[String]) {
+    let root = vault.root();
+    let Ok(Some(config)) = ReplicaConfig::load(root) else { return };
+    if let Err(error) = commit_outside_edits(vault, writer, &config, paths) {
+        tracing::warn!(%error, "could not commit outside edits before the write; `paravault replicate` commits them");
+    }
+}
+
+/// Commits the files among `paths` (all of the work tree when empty) that git sees changed
+/// since the last commit, as one `outside_edit` commit with its receipt. Returns how many.
+pub(crate) fn commit_outside_edits(vault: &Vault, writer: &mut WriterGuard<'_>, config: &ReplicaConfig, paths: &[String]) -> Result<usize> {
+    let root = vault.root();
+    let git = Git::at(root);
+    sync_git_index(root, config)?;
+    // Engine state never travels as an outside edit; the vault's policy override does.
+    let dirty: Vec<String> = git
+        .dirty_paths(&crate::store::git::literal_pathspecs(paths))?
+        .into_iter()
+        .filter(|p| !p.starts_with(&format!("{}/", layout::STATE_DIR)) || p == layout::POLICY_OVERRIDE)
+        .collect();
+    if dirty.is_empty() {
+        return Ok(0);
+    }
+    let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
+    let notes = dirty
+        .iter()
+        .map(|path| {
+            let before = head.as_deref().map(|h| git.blob_at(h, path)).transpose()?.flatten();
+            let after = crate::store::beneath::read(root, path).ok().flatten();
+            Ok(NoteHashes {
+                path: path.clone(),
+                before_sha256: crate::hex::sha256_hex(before.as_deref().unwrap_or_default()),
+                after_sha256: after.map(|b| crate::hex::sha256_hex(&b)).unwrap_or_else(|| crate::hex::sha256_hex(b"")),
+            })
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let receipt = Receipt {
+        receipt_schema: RECEIPT_SCHEMA.to_string(),
+        seq: writer.receipts.last_seq + 1,
+        operation: OUTSIDE_EDIT_OPERATION.to_string(),
+        path: dirty[0].clone(),
+        at: vault.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        status: "ok".to_string(),
+        actor: Some("outside editor".to_string()),
+        notes: Some(notes),
+        ..Receipt::default()
+    };
+    let receipt = writer.receipts.append(root, receipt, true)?;
+    let hash = writer.receipts.last_hash.clone();
+    let mut staged = dirty.clone();
+    staged.extend(update_mirror(root, config)?);
+    let subject = format!("outside edit: {} file(s), {}", dirty.len(), dirty[0]);
+    let author = Person {
+        name: "outside editor".into(),
+        email: format!("outside@{}.paravault.invalid", config.replica_id),
+        date: receipt.at.clone(),
+    };
+    commit_paths(root, config, &staged, &message(&subject, &config.replica_id, &receipt, &hash), &author, None)?;
+    Ok(dirty.len())
+}
+
+/// Every file of the work tree that changed outside the engine since the last commit, as one
+/// outside-edit commit (`replicate`'s first step). Returns how many files.
+pub(crate) fn commit_outside_edits_all(vault: &Vault, writer: &mut WriterGuard<'_>, config: &ReplicaConfig) -> Result<usize> {
+    commit_outside_edits(vault, writer, config, &[])
+}
+
+/// The integration's commit (`replicate`): `paths` as the work tree holds them now, on the
+/// branch's head, with `theirs` as second parent — or, when `fast_forward` and the result is
+/// exactly `theirs`' tree, the branch simply moves to `theirs`.
+pub(crate) fn commit_integration(
+    root: &Path,
+    config: &ReplicaConfig,
+    paths: &[String],
+    message: &str,
+    author: &Person,
+    theirs: &str,
+    fast_forward: bool,
+) -> Result<String> {
+    let git = Git::at(root);
+    let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
+    let index = private_index(&git, root, head.as_deref())?;
+    // Until the commit is made the private index holds more than a commit's tree: a kill
+    // in between makes the next commit read it afresh.
+    record_private_head(root, "")?;
+    git.stage(Some(&index), paths)?;
+    let tree = git.write_tree(Some(&index))?;
+    let their_tree = git.run("rev-parse", ["rev-parse", &format!("{theirs}^{{tree}}")])?.text();
+    let head_is_ancestor = match &head {
+        Some(h) => git.is_ancestor(h, theirs)?,
+        None => true,
+    };
+    let commit = if fast_forward && head_is_ancestor && tree == their_tree {
+        theirs.to_string()
+    } else {
+        let mut parents: Vec<&str> = head.iter().map(String::as_str).collect();
+        if !(fast_forward && head_is_ancestor) || head.is_none() {
+            parents.push(theirs);
+        } else {
+            // A fast-forward that adds this replica's own files (its receipt, the catalogs it
+            // rendered): one commit on top of theirs.
+            parents = vec![theirs];
+        }
+        git.commit_tree(&tree, &parents, message, author, &committer(&config.replica_id, &author.date))?
+    };
+    git.move_branch(&config.branch, &commit, head.as_deref(), "paravault: replicate")?;
+    // The private index holds `tree`; when the branch moved to theirs it holds theirs' tree.
+    record_private_head(root, &commit)?;
+    // git's own index learns every path that changed.
+    if let Some(head) = &head {
+        let changed: Vec<String> = git.changed_paths(head, &commit)?.into_iter().map(|(_, p)| p).collect();
+        git.stage(None, &changed)?;
+    } else {
+        git.run("read-tree", ["read-tree", &commit])?;
+    }
+    record_git_index(root, &commit)?;
+    Ok(commit)
+}
+
+/// Step 10, after the receipt: the transaction's files and the receipt mirror become one
+/// commit. A git failure is logged (the write is done and receipted); `replicate` commits
+/// what is left.
+pub(crate) fn commit_transaction_after(vault: &Vault, writer: &WriterGuard<'_>, receipt: &Receipt, paths: &[String]) {
+    if receipt.operation == MERGE_OPERATION {
+        return; // `replicate` makes the merge commit itself.
+    }
+    let root = vault.root();
+    let Ok(Some(config)) = ReplicaConfig::load(root) else { return };
+    let hash = writer.receipts.last_hash.clone();
+    let result = (|| {
+        let mut staged: Vec<String> = paths.to_vec();
+        staged.extend(update_mirror(root, &config)?);
+        let subject = format!("{} {}", receipt.operation, receipt.path);
+        commit_paths(
+            root,
+            &config,
+            &staged,
+            &message(&subject, &config.replica_id, receipt, &hash),
+            &author_of(receipt, &config.replica_id),
+            None,
+        )
+    })();
+    if let Err(error) = result {
+        tracing::warn!(seq = receipt.seq, %error, "the write is done but its git commit failed; `paravault replicate` commits it");
+    }
+}
+
+/// A fresh replica id: 16 hex digits.
+pub fn new_replica_id() -> String {
+    let mut bytes = [0u8; 8];
+    getrandom::fill(&mut bytes).expect("the OS random source");
+    crate::hex::encode(&bytes)
+}
+
+/// Every replica's travelled receipt chain (`.paravault/replicas/<id>/`), each verified as
+/// one chain: its files in order, every line parsing, `seq` +1, `prev` the hash of the line
+/// before. Two receipts claiming one (replica, seq) break the chain there and are reported,
+/// never merged.
+pub(crate) fn verify_mirrors(root: &Path) -> Result<Vec<super::receipts::ReplicaChain>> {
+    let folder = match crate::store::beneath::Folder::open(root, layout::REPLICAS_DIR, false).and_then(|f| f.entries()) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(Error::io("listing", layout::REPLICAS_DIR, e)),
+    };
+    let mut out = Vec::new();
+    let mut ids: Vec<String> = folder.into_iter().map(|(name, _)| name).filter(|n| !n.starts_with('.')).collect();
+    ids.sort();
+    for id in ids {
+        let dir = mirror_dir(&id);
+        let mut files: Vec<String> = match crate::store::beneath::Folder::open(root, &dir, false).and_then(|f| f.entries()) {
+            Ok(entries) => {
+                entries.into_iter().map(|(name, _)| name).filter(|n| n.starts_with("receipts-") && n.ends_with(".jsonl")).collect()
+            }
+            Err(e) => return Err(Error::io("listing", dir, e)),
+        };
+        files.sort();
+        let mut bytes = Vec::new();
+        let mut problems = Vec::new();
+        for (i, name) in files.iter().enumerate() {
+            let path = format!("{dir}/{name}");
+            let chunk = durable::read_engine_file(root, &layout::join(root, &path)).map_err(|e| Error::io("reading", path.clone(), e))?;
+            if name != &format!("receipts-{:06}.jsonl", i + 1) {
+                problems
+                    .push(super::receipts::ChainProblem { line: 0, message: format!("{name}: a file of the chain is missing before it") });
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        let report = super::receipts::verify_chain(&bytes);
+        problems.extend(report.problems);
+        out.push(super::receipts::ReplicaChain { replica_id: id, receipts: report.receipts, ok: problems.is_empty(), problems });
+    }
+    Ok(out)
+}

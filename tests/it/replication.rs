@@ -1,0 +1,472 @@
+//! One vault on several devices over git (docs/replication.md), driven as a person drives it:
+//! the `paravault` binary on replicas of one bare remote, real `git` underneath. A transaction
+//! is one commit and engine state is never committed; replicas converge; an outside edit
+//! travels as itself; overlapping edits become a conflict proposal on every replica that a
+//! person decides; a lint-refused merge is held, not applied; an unreachable remote and a
+//! rewritten one are typed errors that change nothing.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::support::paravault;
+
+/// `git` in `dir`, asserting it succeeded; its stdout.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git").arg("-C").arg(dir).args(args).env("GIT_TERMINAL_PROMPT", "0").output().unwrap();
+    assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+}
+
+/// `paravault --json …` on `vault`, asserting the exit code; its JSON.
+fn pv(vault: &Path, args: &[&str], exit: i32) -> Value {
+    let mut all = vec!["--json"];
+    all.extend_from_slice(args);
+    let out = paravault(vault, &all);
+    assert_eq!(out.status.code(), Some(exit), "paravault {args:?}: {}\n{}", text(&out), String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+fn text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A bare remote and a first replica `a` (a new vault, one note) pushed to it.
+struct Site {
+    dir: tempfile::TempDir,
+}
+
+impl Site {
+    fn new() -> Site {
+        let dir = tempfile::tempdir().unwrap();
+        git(dir.path(), &["init", "-q", "--bare", "remote.git"]);
+        let site = Site { dir };
+        let a = site.path("a");
+        pv(&a, &["init"], 0);
+        let added = pv(&a, &["remote", "add", "origin", site.remote().to_str().unwrap()], 0);
+        assert_eq!(added["initialised_repository"], true);
+        ingest(&a, "03_Resources/alpha.md", "Alpha", "Alpha body line one.");
+        let report = pv(&a, &["replicate"], 0);
+        assert_eq!(report["pushed"], true, "{report}");
+        site
+    }
+
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn remote(&self) -> PathBuf {
+        self.path("remote.git")
+    }
+
+    /// A second replica, cloned.
+    fn clone(&self, name: &str) -> PathBuf {
+        let folder = self.path(name);
+        let out = Command::new(env!("CARGO_BIN_EXE_paravault"))
+            .args(["--json", "clone"])
+            .arg(self.remote())
+            .arg(&folder)
+            .env("PARAVAULT_TODAY", "2026-06-01")
+            .env_remove("PARAVAULT_VAULT_DIR")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "clone: {}", String::from_utf8_lossy(&out.stderr));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert!(report["notes_indexed"].as_u64().unwrap() >= 1, "{report}");
+        folder
+    }
+}
+
+fn ingest(vault: &Path, name: &str, title: &str, body: &str) -> Value {
+    pv(vault, &["ingest", name, "--title", title, "--description", &format!("{title} note"), "--content", body], 0)
+}
+
+fn edit(vault: &Path, path: &str, from: &str, to: &str) {
+    let file = vault.join(path);
+    let before = std::fs::read_to_string(&file).unwrap();
+    assert!(before.contains(from), "{path} lacks {from:?}");
+    std::fs::write(&file, before.replace(from, to)).unwrap();
+}
+
+fn read(vault: &Path, path: &str) -> String {
+    std::fs::read_to_string(vault.join(path)).unwrap()
+}
+
+/// The files git tracks and their blob ids (what "identical trees" compares).
+fn tree(vault: &Path) -> String {
+    git(vault, &["ls-tree", "-r", "HEAD"])
+}
+
+fn assert_clean(vault: &Path) {
+    let status = git(vault, &["status", "--porcelain", "--untracked-files=all"]);
+    assert!(status.is_empty(), "git sees uncommitted files in {}:\n{status}", vault.display());
+}
+
+/// Replicates every replica until a whole round changes nothing; returns the rounds.
+fn converge(replicas: &[&Path]) -> usize {
+    for round in 1..=4 {
+        let before: Vec<String> = replicas.iter().map(|r| git(r, &["rev-parse", "HEAD"])).collect();
+        for replica in replicas {
+            let report = pv(replica, &["replicate"], 0);
+            assert_eq!(report["in_sync"], true, "{report}");
+        }
+        let after: Vec<String> = replicas.iter().map(|r| git(r, &["rev-parse", "HEAD"])).collect();
+        if before == after && after.windows(2).all(|w| w[0] == w[1]) {
+            return round;
+        }
+    }
+    panic!("the replicas did not converge in 4 rounds");
+}
+
+#[test]
+fn a_transaction_is_one_commit_and_engine_state_is_never_committed() {
+    let site = Site::new();
+    let a = site.path("a");
+    let before = git(&a, &["rev-parse", "HEAD"]);
+    let receipt = ingest(&a, "03_Resources/beta.md", "Beta", "Beta body, private words.");
+    let commits = git(&a, &["rev-list", &format!("{before}..HEAD")]);
+    assert_eq!(commits.lines().count(), 1, "one transaction, one commit: {commits}");
+    let changed = git(&a, &["diff-tree", "--no-commit-id", "--name-only", "-r", "HEAD"]);
+    let changed: Vec<&str> = changed.lines().collect();
+    assert!(changed.contains(&"03_Resources/beta.md") && changed.contains(&"03_Resources/_index.md"), "{changed:?}");
+    assert!(changed.iter().any(|p| p.starts_with(".paravault/replicas/")), "the receipt travels in the commit: {changed:?}");
+    // The message names the operation, the path and the receipt, never the note's words.
+    let message = git(&a, &["log", "-1", "--format=%an%n%B"]);
+    let seq = receipt["seq"].as_u64().unwrap();
+    assert!(message.contains("cli.ingest 03_Resources/beta.md") && message.contains(&format!(":{seq} blake3:")), "{message}");
+    assert!(!message.contains("private words"), "{message}");
+    // Nothing derived or per machine is tracked: only the mirrors and paravault's ignore rules.
+    let tracked = git(&a, &["ls-files", ".paravault"]);
+    for path in tracked.lines() {
+        assert!(path == ".paravault/.gitignore" || path.starts_with(".paravault/replicas/"), "engine state committed: {path}");
+    }
+    assert_clean(&a);
+    // The mirror is the local chain byte for byte.
+    let id = std::fs::read_to_string(a.join(".paravault/replica.json")).unwrap();
+    let id: Value = serde_json::from_str(&id).unwrap();
+    let mirror = a.join(format!(".paravault/replicas/{}/receipts-000001.jsonl", id["replica_id"].as_str().unwrap()));
+    assert_eq!(std::fs::read(mirror).unwrap(), std::fs::read(a.join(".paravault/receipts.jsonl")).unwrap());
+}
+
+#[test]
+fn two_replicas_converge_and_every_chain_verifies_on_each() {
+    let site = Site::new();
+    let (a, b) = (site.path("a"), site.clone("b"));
+    assert_eq!(read(&b, "03_Resources/alpha.md"), read(&a, "03_Resources/alpha.md"));
+    // Writes on both sides, and a person's edit of another note on one.
+    ingest(&a, "03_Resources/from-a.md", "From A", "Written on device A.");
+    ingest(&b, "01_Projects/from-b.md", "From B", "Written on device B.");
+    edit(&b, "03_Resources/alpha.md", "Alpha body line one.", "Alpha body, edited by hand on B.");
+    let rounds = converge(&[&a, &b]);
+    assert!(rounds <= 3, "{rounds} rounds");
+    assert_eq!(tree(&a), tree(&b), "identical trees");
+    for replica in [&a, &b] {
+        assert_clean(replica);
+        assert!(read(replica, "03_Resources/alpha.md").contains("edited by hand on B"));
+        assert!(replica.join("03_Resources/from-a.md").exists() && replica.join("01_Projects/from-b.md").exists());
+        let found = pv(replica, &["search", "device"], 0);
+        let paths: Vec<&str> = found["results"].as_array().unwrap().iter().filter_map(|r| r["source"]["path"].as_str()).collect();
+        assert!(paths.contains(&"03_Resources/from-a.md") && paths.contains(&"01_Projects/from-b.md"), "{found}");
+        let history = pv(replica, &["history", "--verify"], 0);
+        assert_eq!(history["ok"], true, "{history}");
+        let chains = history["replicas"].as_array().unwrap();
+        assert_eq!(chains.len(), 2, "{history}");
+        assert!(chains.iter().all(|c| c["ok"] == true && c["receipts"].as_u64().unwrap() >= 2), "{history}");
+        let status = pv(replica, &["replicate", "--status"], 0);
+        assert_eq!((status["ahead"].as_u64(), status["behind"].as_u64()), (Some(0), Some(0)), "{status}");
+        assert_eq!(status["uncommitted"], 0);
+    }
+    // The person's edit travelled as its own commit, with its own receipt.
+    let log = git(&a, &["log", "--format=%an|%s"]);
+    assert!(log.lines().any(|l| l.starts_with("outside editor|outside edit: 1 file(s), 03_Resources/alpha.md")), "{log}");
+    // Each replica's receipts are its own chain, and both travelled.
+    let mirrors = git(&a, &["ls-files", ".paravault/replicas"]);
+    assert_eq!(mirrors.lines().map(|p| p.split('/').nth(2).unwrap()).collect::<std::collections::BTreeSet<_>>().len(), 2, "{mirrors}");
+}
+
+#[test]
+fn overlapping_edits_become_one_conflict_on_both_replicas_and_a_person_decides() {
+    let site = Site::new();
+    let (a, b) = (site.path("a"), site.clone("b"));
+    edit(&a, "03_Resources/alpha.md", "Alpha body line one.", "Alpha body as A wrote it.");
+    edit(&b, "03_Resources/alpha.md", "Alpha body line one.", "Alpha body as B wrote it.");
+    pv(&a, &["replicate"], 0);
+    let report = pv(&b, &["replicate"], 1);
+    let conflict = &report["conflicts"][0];
+    assert_eq!(conflict["path"], "03_Resources/alpha.md", "{report}");
+    assert_eq!(conflict["reason"], "overlapping edits");
+    let id = conflict["proposal_id"].as_str().unwrap().to_string();
+    // B keeps its own text; A's is held whole, with the base.
+    assert!(read(&b, "03_Resources/alpha.md").contains("as B wrote it"));
+    let review = pv(&b, &["approvals", "show", &id], 0);
+    assert_eq!(review["state"], "pending", "{review}");
+    assert!(review.to_string().contains("as A wrote it"), "{review}");
+    // A takes B's integration and holds the same conflict: nothing is silently gone there.
+    pv(&a, &["replicate"], 1);
+    let listed = pv(&a, &["approvals", "--pending"], 0);
+    assert!(listed.as_array().unwrap().iter().any(|p| p["proposal_id"] == id.as_str()), "{listed}");
+    let held = std::fs::read_to_string(a.join(format!(".paravault/approvals/batches/{id}.json"))).unwrap();
+    assert!(held.contains("as A wrote it") && held.contains("Alpha body line one."), "both texts and the base: {held}");
+    // A person on A approves: A's text wins everywhere.
+    let config = tempfile::tempdir().unwrap();
+    let secret = "correct horse battery staple";
+    assert!(with_input(&a, config.path(), &["approver", "add", "alice"], secret).status.success());
+    let approved = with_input(&a, config.path(), &["approve", &id, "--approver", "alice"], secret);
+    assert!(approved.status.success(), "{}", String::from_utf8_lossy(&approved.stderr));
+    pv(&a, &["apply", &id, "--approve"], 0);
+    converge(&[&a, &b]);
+    for replica in [&a, &b] {
+        assert!(read(replica, "03_Resources/alpha.md").contains("as A wrote it"));
+        assert_eq!(pv(replica, &["replicate", "--status"], 0)["conflicts_waiting"], 0);
+    }
+    assert_eq!(tree(&a), tree(&b));
+}
+
+#[test]
+fn an_outside_edit_is_committed_as_itself_before_a_write_of_the_same_note() {
+    let site = Site::new();
+    let a = site.path("a");
+    edit(&a, "03_Resources/alpha.md", "Alpha body line one.", "Alpha body, a person's words.");
+    let before = git(&a, &["rev-parse", "HEAD"]);
+    let current = read(&a, "03_Resources/alpha.md");
+    let sha = paravault::hex::sha256_hex(current.as_bytes());
+    let next = current.replace("a person's words.", "a person's words.\n\nAn agent's addition.");
+    let file = site.path("next.md");
+    std::fs::write(&file, &next).unwrap();
+    let proposal = pv(&a, &["propose", "03_Resources/alpha.md", "--content-file", file.to_str().unwrap(), "--expected-sha256", &sha], 0);
+    pv(&a, &["apply", proposal["proposal_id"].as_str().unwrap(), "--approve"], 0);
+    let log = git(&a, &["log", "--format=%H|%an|%s", &format!("{before}..HEAD")]);
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 2, "{log}");
+    assert!(lines[1].contains("|outside editor|outside edit"), "the person's edit first, as itself: {log}");
+    let person = lines[1].split('|').next().unwrap();
+    let theirs = git(&a, &["show", &format!("{person}:03_Resources/alpha.md")]);
+    assert!(theirs.contains("a person's words.") && !theirs.contains("An agent's addition"), "{theirs}");
+    assert!(lines[0].contains("cli.apply 03_Resources/alpha.md"), "{log}");
+    assert_clean(&a);
+}
+
+#[test]
+fn a_merge_the_lint_gate_refuses_is_held_for_a_person_not_applied() {
+    let site = Site::new();
+    let a = site.path("a");
+    // Someone with plain git pushes a note without its metadata.
+    let scratch = site.path("scratch");
+    git(site.dir.path(), &["clone", "-q", "-b", "main", site.remote().to_str().unwrap(), scratch.to_str().unwrap()]);
+    std::fs::write(scratch.join("03_Resources/bare.md"), "just words, no frontmatter\n").unwrap();
+    git(&scratch, &["add", "03_Resources/bare.md"]);
+    git(&scratch, &["-c", "user.name=someone", "-c", "user.email=s@example.invalid", "commit", "-q", "-m", "a bare note"]);
+    git(&scratch, &["push", "-q", "origin", "HEAD:main"]);
+    let report = pv(&a, &["replicate"], 1);
+    assert!(!a.join("03_Resources/bare.md").exists(), "a refused note is never put in place: {report}");
+    let conflict = &report["conflicts"][0];
+    assert_eq!(conflict["path"], "03_Resources/bare.md", "{report}");
+    assert!(conflict["reason"].as_str().unwrap().starts_with("lint gate"), "{report}");
+    assert!(conflict["proposal_id"].is_string());
+    assert_clean(&a);
+}
+
+#[test]
+fn an_unreachable_or_rewritten_remote_is_a_typed_error_that_changes_nothing() {
+    let site = Site::new();
+    let a = site.path("a");
+    ingest(&a, "03_Resources/local.md", "Local", "Committed here, not pushed yet.");
+    let head = git(&a, &["rev-parse", "HEAD"]);
+    // Unreachable: the remote's folder is gone for a while.
+    std::fs::rename(site.remote(), site.path("away.git")).unwrap();
+    let out = paravault(&a, &["--json", "replicate"]);
+    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap()["error"]["code"], "replication_failed");
+    assert_eq!(git(&a, &["rev-parse", "HEAD"]), head, "nothing changed locally");
+    let status = pv(&a, &["replicate", "--status"], 0);
+    assert_eq!(status["remote_reachable"], false);
+    assert_eq!(status["ahead"], 1, "{status}");
+    assert!(status["last_error"].as_str().unwrap().starts_with("replication_failed"), "{status}");
+    std::fs::rename(site.path("away.git"), site.remote()).unwrap();
+    assert_eq!(pv(&a, &["replicate"], 0)["pushed"], true);
+    // Rewritten: someone force-pushes a history without ours.
+    let scratch = site.path("scratch");
+    git(site.dir.path(), &["init", "-q", "-b", "main", scratch.to_str().unwrap()]);
+    std::fs::write(scratch.join("other.md"), "another history\n").unwrap();
+    git(&scratch, &["add", "other.md"]);
+    git(&scratch, &["-c", "user.name=x", "-c", "user.email=x@example.invalid", "commit", "-q", "-m", "rewrite"]);
+    git(&scratch, &["push", "-q", "--force", site.remote().to_str().unwrap(), "HEAD:main"]);
+    let head = git(&a, &["rev-parse", "HEAD"]);
+    let out = paravault(&a, &["--json", "replicate"]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(serde_json::from_slice::<Value>(&out.stdout).unwrap()["error"]["code"], "remote_history_rewritten");
+    assert_eq!(git(&a, &["rev-parse", "HEAD"]), head);
+    assert!(!a.join("other.md").exists());
+    assert_clean(&a);
+}
+
+/// The binary with a private configuration folder and `secret` on standard input.
+fn with_input(vault: &Path, config: &Path, args: &[&str], secret: &str) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_paravault"))
+        .arg("--vault")
+        .arg(vault)
+        .args(args)
+        .env("PARAVAULT_TODAY", "2026-06-01")
+        .env("PARAVAULT_CONFIG_DIR", config)
+        .env_remove("PARAVAULT_VAULT_DIR")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(format!("{secret}\n").as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn a_travelled_chain_that_was_altered_fails_verification_on_every_replica() {
+    let site = Site::new();
+    let (a, b) = (site.path("a"), site.clone("b"));
+    ingest(&b, "03_Resources/from-b.md", "From B", "Written on B.");
+    ingest(&b, "03_Resources/again-b.md", "Again B", "Written on B again.");
+    converge(&[&a, &b]);
+    let id: Value = serde_json::from_slice(&std::fs::read(b.join(".paravault/replica.json")).unwrap()).unwrap();
+    let mirror = a.join(format!(".paravault/replicas/{}/receipts-000001.jsonl", id["replica_id"].as_str().unwrap()));
+    let honest = std::fs::read_to_string(&mirror).unwrap();
+    // Someone rewrites B's first ingest receipt in A's copy: the chain no longer holds.
+    assert!(honest.lines().count() >= 2, "{honest}");
+    std::fs::write(&mirror, honest.replacen("cli.ingest", "cli.forged", 1)).unwrap();
+    let out = paravault(&a, &["--json", "history", "--verify"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["ok"], false, "{report}");
+    let chain = report["replicas"].as_array().unwrap().iter().find(|c| c["replica_id"] == id["replica_id"]).unwrap();
+    assert_eq!(chain["ok"], false, "{report}");
+    assert_ne!(out.status.code(), Some(0));
+}
+
+/// `paravault --json replicate` on `vault`, which may exit 0 (in sync) or 1 (conflicts wait).
+fn replicate_any(vault: &Path) -> Value {
+    let out = paravault(vault, &["--json", "replicate"]);
+    assert!(matches!(out.status.code(), Some(0 | 1)), "replicate: {}\n{}", text(&out), String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// A small deterministic generator (xorshift64*), so a failing seed replays exactly.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    }
+}
+
+/// Three replicas of one bare remote under a seeded random workload: agents' writes through
+/// the CLI, people appending to notes by hand (often the same note on two replicas: conflicts),
+/// `replicate` at random (with `PARAVAULT_SIM_KILLS=1`, a tenth of them killed by SIGKILL at a
+/// random instant). At quiescence:
+/// every acknowledged write is on every replica or held in a conflict proposal there (no
+/// silent loss), the trees are identical, git sees nothing uncommitted, every chain verifies
+/// and search finds every note an agent wrote. `PARAVAULT_SIM_SEED` replays a seed,
+/// `PARAVAULT_SIM_STEPS` lengthens the run.
+#[test]
+fn a_seeded_random_workload_on_three_replicas_loses_nothing() {
+    let seed: u64 = std::env::var("PARAVAULT_SIM_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x5eed_2026);
+    let steps: u64 = std::env::var("PARAVAULT_SIM_STEPS").ok().and_then(|s| s.parse().ok()).unwrap_or(36);
+    // Kills are selected explicitly (PARAVAULT_SIM_KILLS=1): with them, seeds 2 and 3 at 150
+    // steps show notes missing from the search tail after a killed `replicate`'s transaction
+    // is recovered (docs/replication.md, "Not yet"): open, not hidden.
+    let kills = std::env::var("PARAVAULT_SIM_KILLS").is_ok_and(|v| v == "1");
+    let mut rng = Rng(seed | 1);
+    let site = Site::new();
+    let replicas = [site.path("a"), site.clone("b"), site.clone("c")];
+    // (path, the unique word the write put there)
+    let mut written: Vec<(String, String)> = vec![];
+    let mut ingested: Vec<String> = vec![];
+    let mut notes: Vec<String> = vec!["03_Resources/alpha.md".into()];
+    for step in 0..steps {
+        let replica = &replicas[rng.below(3) as usize];
+        let word = format!("zq{seed:x}w{step}");
+        match rng.below(10) {
+            0..=2 => {
+                let path = format!("03_Resources/n{step}.md");
+                ingest(replica, &path, &format!("Note {step}"), &format!("Written by an agent: {word}."));
+                written.push((path.clone(), word.clone()));
+                ingested.push(word);
+                notes.push(path);
+            }
+            3..=5 => {
+                let candidates: Vec<&String> = notes.iter().filter(|p| replica.join(p).exists()).collect();
+                let path = candidates[rng.below(candidates.len() as u64) as usize].clone();
+                use std::io::Write;
+                let mut file = std::fs::OpenOptions::new().append(true).open(replica.join(&path)).unwrap();
+                writeln!(file, "\nA person adds {word}.").unwrap();
+                written.push((path, word));
+            }
+            6..=8 => {
+                replicate_any(replica);
+            }
+            _ if !kills => {
+                replicate_any(replica);
+            }
+            _ => {
+                let mut child = Command::new(env!("CARGO_BIN_EXE_paravault"))
+                    .arg("--vault")
+                    .arg(replica)
+                    .args(["--json", "replicate"])
+                    .env("PARAVAULT_TODAY", "2026-06-01")
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .spawn()
+                    .unwrap();
+                std::thread::sleep(std::time::Duration::from_millis(rng.below(250)));
+                let _ = child.kill(); // SIGKILL; the git it ran finishes on its own
+                let _ = child.wait();
+                std::thread::sleep(std::time::Duration::from_millis(300));
+            }
+        }
+    }
+    // Quiescence: replicate everywhere until a whole round changes nothing.
+    let mut settled = false;
+    let mut last: Vec<Value> = Vec::new();
+    for _ in 0..8 {
+        let before: Vec<String> = replicas.iter().map(|r| git(r, &["rev-parse", "HEAD"])).collect();
+        last = replicas.iter().map(|r| replicate_any(r)).collect();
+        let after: Vec<String> = replicas.iter().map(|r| git(r, &["rev-parse", "HEAD"])).collect();
+        if before == after && after.windows(2).all(|w| w[0] == w[1]) {
+            settled = true;
+            break;
+        }
+    }
+    assert!(settled, "seed {seed}: the replicas did not converge; the last round: {last:#?}");
+    let first = tree(&replicas[0]);
+    for replica in &replicas {
+        assert_eq!(tree(replica), first, "seed {seed}: trees differ");
+        assert_clean(replica);
+        let history = pv(replica, &["history", "--verify"], 0);
+        assert_eq!(history["ok"], true, "seed {seed}: {history}");
+        // Every conflict proposal this replica holds (pending, decided or stale).
+        let held: String = std::fs::read_dir(replica.join(".paravault/approvals/batches"))
+            .map(|d| d.filter_map(|e| std::fs::read_to_string(e.unwrap().path()).ok()).collect())
+            .unwrap_or_default();
+        for (path, word) in &written {
+            let on_disk = std::fs::read_to_string(replica.join(path)).unwrap_or_default();
+            assert!(
+                on_disk.contains(word.as_str()) || held.contains(word.as_str()),
+                "seed {seed}: {word} written to {path} is neither there nor in a conflict on {}",
+                replica.display()
+            );
+        }
+        for word in &ingested {
+            let found = pv(replica, &["search", word], 0);
+            if found["result_count"].as_u64().unwrap() == 0 {
+                let holder = written.iter().find(|(_, w)| w == word).map(|(p, _)| p.clone()).unwrap();
+                let status = text(&paravault(replica, &["--json", "doctor"]));
+                panic!(
+                    "seed {seed}: {word} not found on {} ({holder}: {:?}); doctor: {status}",
+                    replica.display(),
+                    std::fs::read_to_string(replica.join(&holder)).ok()
+                );
+            }
+        }
+    }
+}
