@@ -32,7 +32,7 @@ use serde::Serialize;
 use crate::approvals::ConflictOrigin;
 use crate::error::{Error, Result};
 use crate::note::path::VaultPath;
-use crate::store::git::{Git, Person};
+use crate::store::git::Git;
 use crate::store::{durable, layout};
 use crate::vault::{Vault, VaultOptions};
 use crate::write::replica::{self, MERGE_OPERATION, ReplicaConfig};
@@ -275,9 +275,9 @@ impl Vault {
             None
         } else {
             let at = now_text(self);
-            let author = Person { name: "paravault".into(), email: format!("engine@{}.paravault.invalid", config.replica_id), date: at };
+            let author = replica::committer(&config.replica_id, &at);
             let message = format!("adopt the vault as replica {} ({} files)\n", config.replica_id, paths.len());
-            Some(replica::commit_paths(root, &config, &paths, &message, &author, None)?)
+            Some(replica::commit_paths(root, &config, &paths, &message, &author)?)
         };
         drop(writer);
         Ok(RemoteAddReport {
@@ -379,7 +379,7 @@ impl Vault {
         let root = self.root();
         let mut writer = self.lock_writer()?;
         let mut commits = 0;
-        if crate::write::replica::commit_outside_edits_all(self, &mut writer, config)? > 0 {
+        if replica::commit_outside_edits(self, &mut writer, config, &[])? > 0 {
             commits += 1;
         }
         // The engine files that travel and a killed run left uncommitted (other replicas'
@@ -391,15 +391,8 @@ impl Vault {
         paths.dedup();
         if !paths.is_empty() {
             let at = now_text(self);
-            let author = Person { name: "paravault".into(), email: format!("engine@{}.paravault.invalid", config.replica_id), date: at };
-            replica::commit_paths(
-                root,
-                config,
-                &paths,
-                &format!("receipts and conflicts of replica {}\n", config.replica_id),
-                &author,
-                None,
-            )?;
+            let author = replica::committer(&config.replica_id, &at);
+            replica::commit_paths(root, config, &paths, &format!("receipts and conflicts of replica {}\n", config.replica_id), &author)?;
             commits += 1;
         }
         Ok(commits)
@@ -584,7 +577,7 @@ impl Vault {
             report.conflicts.len()
         );
         let trailer = receipt_seq.map(|s| format!("\nParavault-Receipt: {}:{s}\n", config.replica_id)).unwrap_or_default();
-        let author = Person { name: "paravault".into(), email: format!("engine@{}.paravault.invalid", config.replica_id), date: at };
+        let author = replica::committer(&config.replica_id, &at);
         replica::commit_integration(root, config, &paths, &format!("{subject}\n{trailer}"), &author, theirs, fast_forward)?;
         drop(writer);
         Ok(())
@@ -595,8 +588,7 @@ impl Vault {
     fn integrate_into_empty(&self, config: &ReplicaConfig, theirs: &str, report: &mut ReplicateReport) -> Result<()> {
         let git = Git::at(self.root());
         let empty_tree = git.run_with("mktree", ["mktree"], &[], Some(b""))?.text();
-        let author =
-            Person { name: "paravault".into(), email: format!("engine@{}.paravault.invalid", config.replica_id), date: now_text(self) };
+        let author = replica::committer(&config.replica_id, &now_text(self));
         let empty = git.commit_tree(&empty_tree, &[], "an empty replica\n", &author, &author)?;
         git.move_branch(&config.branch, &empty, None, "paravault: empty replica")?;
         self.integrate(config, theirs, report)

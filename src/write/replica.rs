@@ -189,26 +189,25 @@ fn private_index(git: &Git, root: &Path, head: Option<&str>) -> Result<std::path
     Ok(index)
 }
 
-/// Commits exactly `paths` (their work-tree state) on the replica's branch with one parent,
-/// the branch's head (none for the first commit); returns the new commit.
-pub(crate) fn commit_paths(
-    root: &Path,
-    config: &ReplicaConfig,
-    paths: &[String],
-    message: &str,
-    author: &Person,
-    merged: Option<&str>,
-) -> Result<String> {
-    let git = Git::at(root);
+/// The branch's head and the tree of that head with `paths` as the work tree holds them,
+/// staged in the private index.
+fn staged_tree(git: &Git, root: &Path, config: &ReplicaConfig, paths: &[String]) -> Result<(Option<String>, String)> {
     let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
-    let index = private_index(&git, root, head.as_deref())?;
+    let index = private_index(git, root, head.as_deref())?;
     // Until the commit is made the private index holds more than a commit's tree: a kill
     // in between makes the next commit read it afresh.
     record_private_head(root, "")?;
     git.stage(Some(&index), paths)?;
     let tree = git.write_tree(Some(&index))?;
-    let mut parents: Vec<&str> = head.iter().map(String::as_str).collect();
-    parents.extend(merged);
+    Ok((head, tree))
+}
+
+/// Commits exactly `paths` (their work-tree state) on the replica's branch with one parent,
+/// the branch's head (none for the first commit); returns the new commit.
+pub(crate) fn commit_paths(root: &Path, config: &ReplicaConfig, paths: &[String], message: &str, author: &Person) -> Result<String> {
+    let git = Git::at(root);
+    let (head, tree) = staged_tree(&git, root, config, paths)?;
+    let parents: Vec<&str> = head.iter().map(String::as_str).collect();
     let commit = git.commit_tree(&tree, &parents, message, author, &committer(&config.replica_id, &author.date))?;
     git.move_branch(&config.branch, &commit, head.as_deref(), "paravault: commit")?;
     record_private_head(root, &commit)?;
@@ -308,14 +307,8 @@ pub(crate) fn commit_outside_edits(vault: &Vault, writer: &mut WriterGuard<'_>, 
         email: format!("outside@{}.paravault.invalid", config.replica_id),
         date: receipt.at.clone(),
     };
-    commit_paths(root, config, &staged, &message(&subject, &config.replica_id, &receipt, &hash), &author, None)?;
+    commit_paths(root, config, &staged, &message(&subject, &config.replica_id, &receipt, &hash), &author)?;
     Ok(dirty.len())
-}
-
-/// Every file of the work tree that changed outside the engine since the last commit, as one
-/// outside-edit commit (`replicate`'s first step). Returns how many files.
-pub(crate) fn commit_outside_edits_all(vault: &Vault, writer: &mut WriterGuard<'_>, config: &ReplicaConfig) -> Result<usize> {
-    commit_outside_edits(vault, writer, config, &[])
 }
 
 /// The integration's commit (`replicate`): `paths` as the work tree holds them now, on the
@@ -331,13 +324,7 @@ pub(crate) fn commit_integration(
     fast_forward: bool,
 ) -> Result<String> {
     let git = Git::at(root);
-    let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
-    let index = private_index(&git, root, head.as_deref())?;
-    // Until the commit is made the private index holds more than a commit's tree: a kill
-    // in between makes the next commit read it afresh.
-    record_private_head(root, "")?;
-    git.stage(Some(&index), paths)?;
-    let tree = git.write_tree(Some(&index))?;
+    let (head, tree) = staged_tree(&git, root, config, paths)?;
     let their_tree = git.run("rev-parse", ["rev-parse", &format!("{theirs}^{{tree}}")])?.text();
     let head_is_ancestor = match &head {
         Some(h) => git.is_ancestor(h, theirs)?,
@@ -390,7 +377,6 @@ pub(crate) fn commit_transaction_after(vault: &Vault, writer: &WriterGuard<'_>, 
             &staged,
             &message(&subject, &config.replica_id, receipt, &hash),
             &author_of(receipt, &config.replica_id),
-            None,
         )
     })();
     if let Err(error) = result {

@@ -13,6 +13,7 @@ use paravault::maintenance::archive::ArchiveRequest;
 use paravault::store::layout;
 use serde_json::Value;
 
+use crate::support::paravault_with_input;
 use crate::support::{note, options, paravault, vault};
 
 const SECRET: &str = "correct horse battery staple";
@@ -256,26 +257,6 @@ fn an_apply_racing_the_approval_never_writes_before_the_record_exists() {
     });
     assert!(record.exists());
     assert_eq!(receipt.to_value()["approval"]["approver"], "alice");
-}
-
-/// The binary with a private configuration folder, feeding `stdin`.
-fn paravault_with_input(vault: &Path, config: &Path, args: &[&str], stdin: &str) -> std::process::Output {
-    use std::io::Write;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_paravault"))
-        .arg("--vault")
-        .arg(vault)
-        .args(args)
-        .env("PARAVAULT_TODAY", "2026-06-01")
-        .env("PARAVAULT_CONFIG_DIR", config)
-        .env_remove("PARAVAULT_VAULT_DIR")
-        .env_remove("POWER_VAULT_DIR")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    child.wait_with_output().unwrap()
 }
 
 #[test]

@@ -13,6 +13,7 @@ use paravault::goals::{self, AddInput, ConfirmedInput, GoalRequest, Lifecycle};
 use paravault::maintenance::rot::RotRequest;
 use serde_json::{Value, json};
 
+use crate::support::paravault_with_input;
 use crate::support::{note, paravault, vault};
 
 const SECRET: &str = "correct horse battery staple";
@@ -280,27 +281,6 @@ fn infra_replicate_under_a_human_rule_reaches_the_broker_only_after_a_person_app
         "approvals:\n  rules:\n    - { operations: [infra_replicate], paths: [\"01_Projects/**\"], approver: human }\n",
     ));
     assert!(refused.is_err());
-}
-
-/// The binary with a private configuration folder, feeding `stdin` (the secret's non-TTY
-/// channel).
-fn paravault_with_input(vault: &Path, config: &Path, args: &[&str], stdin: &str) -> std::process::Output {
-    use std::io::Write;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_paravault"))
-        .arg("--vault")
-        .arg(vault)
-        .args(args)
-        .env("PARAVAULT_TODAY", "2026-06-01")
-        .env("PARAVAULT_CONFIG_DIR", config)
-        .env_remove("PARAVAULT_VAULT_DIR")
-        .env_remove("POWER_VAULT_DIR")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-    child.wait_with_output().unwrap()
 }
 
 #[test]

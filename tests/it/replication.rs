@@ -11,6 +11,7 @@ use std::process::{Command, Output};
 use serde_json::Value;
 
 use crate::support::paravault;
+use crate::support::paravault_with_input;
 
 /// `git` in `dir`, asserting it succeeded; its stdout.
 fn git(dir: &Path, args: &[&str]) -> String {
@@ -211,8 +212,8 @@ fn overlapping_edits_become_one_conflict_on_both_replicas_and_a_person_decides()
     // A person on A approves: A's text wins everywhere.
     let config = tempfile::tempdir().unwrap();
     let secret = "correct horse battery staple";
-    assert!(with_input(&a, config.path(), &["approver", "add", "alice"], secret).status.success());
-    let approved = with_input(&a, config.path(), &["approve", &id, "--approver", "alice"], secret);
+    assert!(paravault_with_input(&a, config.path(), &["approver", "add", "alice"], &format!("{secret}\n")).status.success());
+    let approved = paravault_with_input(&a, config.path(), &["approve", &id, "--approver", "alice"], &format!("{secret}\n"));
     assert!(approved.status.success(), "{}", String::from_utf8_lossy(&approved.stderr));
     pv(&a, &["apply", &id, "--approve"], 0);
     converge(&[&a, &b]);
@@ -299,25 +300,6 @@ fn an_unreachable_or_rewritten_remote_is_a_typed_error_that_changes_nothing() {
     assert_eq!(git(&a, &["rev-parse", "HEAD"]), head);
     assert!(!a.join("other.md").exists());
     assert_clean(&a);
-}
-
-/// The binary with a private configuration folder and `secret` on standard input.
-fn with_input(vault: &Path, config: &Path, args: &[&str], secret: &str) -> Output {
-    use std::io::Write;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_paravault"))
-        .arg("--vault")
-        .arg(vault)
-        .args(args)
-        .env("PARAVAULT_TODAY", "2026-06-01")
-        .env("PARAVAULT_CONFIG_DIR", config)
-        .env_remove("PARAVAULT_VAULT_DIR")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(format!("{secret}\n").as_bytes()).unwrap();
-    child.wait_with_output().unwrap()
 }
 
 #[test]

@@ -105,6 +105,27 @@ pub fn paravault(vault: &Path, args: &[&str]) -> std::process::Output {
         .unwrap()
 }
 
+/// `paravault` with a private configuration folder, feeding `stdin` (an approver secret's
+/// channel when it is not a terminal).
+pub fn paravault_with_input(vault: &Path, config: &Path, args: &[&str], stdin: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_paravault"))
+        .arg("--vault")
+        .arg(vault)
+        .args(args)
+        .env("PARAVAULT_TODAY", "2026-06-01")
+        .env("PARAVAULT_CONFIG_DIR", config)
+        .env_remove("PARAVAULT_VAULT_DIR")
+        .env_remove("POWER_VAULT_DIR")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
+    child.wait_with_output().unwrap()
+}
+
 /// Open options with the test date as today.
 pub fn options() -> VaultOptions {
     VaultOptions { today: Some(today()), ..Default::default() }
