@@ -314,6 +314,19 @@ fn main() {
         let p50 = report(&format!("{n} notes: search_vault_tool (fts, top 10, {search_bytes} B)"), remote, Some(ping));
         println!("{:<46} MCP overhead over in-process search at p50: {:.3} ms", "", ms(p50.saturating_sub(in_process)));
         report(&format!("{n} notes: text block (envelope → JSON string)"), serialize, None);
+        // The same reads while another process holds the writer lock (a long `sync --dense`):
+        // they answer from the published generation and never wait (issue 46).
+        {
+            let _held = support::hold_writer_lock(&root);
+            let searches = round_trips(&mut client, rounds, |c, i| {
+                let envelope =
+                    c.call("search_vault_tool", json!({"query": QUERIES[i % QUERIES.len()], "search_mode": "fts", "max_results": 10}));
+                assert_eq!(envelope["trust"], "untrusted");
+            });
+            report(&format!("{n} notes: search_vault_tool, writer lock held"), searches, Some(ping));
+            let infos = round_trips(&mut client, rounds, |c, _| drop(c.call("get_server_info", json!({}))));
+            report(&format!("{n} notes: get_server_info, writer lock held"), infos, Some(ping));
+        }
         client.close();
 
         // rot_audit: the first call in a fresh server loads the inventory (scan + parse).

@@ -357,12 +357,20 @@ fn main() {
     let app = web::router(vault, &options);
     let paths: Arc<Vec<String>> = Arc::new((0..notes.min(5000)).map(|i| support::note_rel_path(notes, i)).collect());
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
+    let held_root = root.clone();
     runtime.block_on(async move {
         let cookie = log_in(&app).await;
         let floor = measure(&app, "floor: /healthz (no-op handler, same layers)", "/healthz", &cookie, runs * 5, None).await;
         measure(&app, "note page /note/<path>", &format!("/note/{}", paths[notes.min(5000) / 2]), &cookie, runs, Some(floor)).await;
         measure(&app, "search page /search?q=…&mode=fts", "/search?q=garden+river&mode=fts", &cookie, runs, Some(floor)).await;
         measure(&app, "dashboard / (doctor, approvals, receipts, tasks)", "/", &cookie, runs.clamp(3, 10), Some(floor)).await;
+        // The same pages while another holder has the writer lock (a long `sync --dense`): they
+        // answer from the published state and never wait (issue 46).
+        let held = support::hold_writer_lock(&held_root);
+        measure(&app, "note page, writer lock held", &format!("/note/{}", paths[notes.min(5000) / 2]), &cookie, runs, Some(floor)).await;
+        measure(&app, "search page, writer lock held", "/search?q=garden+river&mode=fts", &cookie, runs, Some(floor)).await;
+        measure(&app, "dashboard, writer lock held", "/", &cookie, runs.clamp(3, 10), Some(floor)).await;
+        drop(held);
         load_test(app, options, cookie, paths, clients, seconds).await;
     });
 }

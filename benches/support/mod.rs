@@ -310,3 +310,20 @@ pub fn publish_changed_notes(vault: &paravault::Vault, n: usize, writes: usize) 
     samples.sort();
     samples
 }
+
+/// Holds the vault's writer lock as another process does during a long job (`paravault sync
+/// --dense`), with the holder's line in the lock file: readers must answer regardless
+/// (issue 46). Released when the file is dropped.
+pub fn hold_writer_lock(root: &Path) -> std::fs::File {
+    use std::io::Write as _;
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(root.join(".paravault/writer.lock"))
+        .expect("writer.lock");
+    file.lock().expect("take the writer lock");
+    file.set_len(0).expect("truncate writer.lock");
+    writeln!(file, "`paravault sync --dense` (pid {})", std::process::id()).expect("name the holder");
+    file
+}

@@ -361,7 +361,7 @@ pub enum Command {
         #[arg(long, default_value_t = 1)]
         page: usize,
     },
-    /// Create, inspect or advance a durable work packet (`handoff_work`); prints the JSON result.
+    /// Create, inspect or advance a durable work packet (`handoff_work`): the result in words, JSON with --json.
     Handoff {
         /// The request as JSON, e.g. '{"action":"list"}'.
         #[arg(long)]
@@ -378,7 +378,7 @@ pub enum Command {
         #[command(subcommand)]
         command: goals::GoalsCommand,
     },
-    /// Call the configured INFRA-1 broker (`infra_action`); prints the JSON result.
+    /// Call the configured INFRA-1 broker (`infra_action`): the result in words, JSON with --json.
     Infra {
         /// The request as JSON, e.g. '{"operation":"status"}'.
         #[arg(long)]
@@ -560,6 +560,12 @@ impl NoteText {
 }
 
 /// Parses a `--request` JSON argument into a typed request (unknown fields are refused).
+/// A top-level string field of a `--request` JSON (the action or operation it names), for the
+/// summary line; empty when absent.
+fn request_field(request: &str, field: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(request).ok().and_then(|v| v[field].as_str().map(str::to_string)).unwrap_or_default()
+}
+
 fn parse_request<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Error> {
     serde_json::from_str(text).map_err(|e| Error::InvalidArgument { name: "request", reason: e.to_string() })
 }
@@ -660,11 +666,23 @@ pub fn run(cli: Cli) -> ExitCode {
                     cursor: cursor.clone(),
                     unbounded: *all,
                 };
-                v.rot_audit(&request)
+                let bar = progress::JobBar::new(cli.json);
+                let report = v.rot_audit_with_progress(&request, &|stage, done, total| bar.update(stage, done, total));
+                bar.finish();
+                report
             })
             .map(|r| out.rot(&r)),
-        Command::Archive { live, approve } => {
-            open(&cli).and_then(|v| v.archive_notes(&ArchiveRequest { dry_run: !*live, approved: *approve })).map(|r| {
+        Command::Archive { live, approve } => open(&cli)
+            .and_then(|v| {
+                let bar = progress::JobBar::new(cli.json);
+                let report = v
+                    .archive_notes_with_progress(&ArchiveRequest { dry_run: !*live, approved: *approve }, &|stage, done, total| {
+                        bar.update(stage, done, total)
+                    });
+                bar.finish();
+                report
+            })
+            .map(|r| {
                 out.detailed(
                     &r,
                     &format!(
@@ -676,10 +694,18 @@ pub fn run(cli: Cli) -> ExitCode {
                         if r.dry_run { " (a dry run: `paravault archive --live --approve` does it)" } else { "" }
                     ),
                 )
+            }),
+        Command::Heal { live, approve } => open(&cli)
+            .and_then(|v| {
+                let bar = progress::JobBar::new(cli.json);
+                let report = v
+                    .heal_frontmatter_with_progress(&HealRequest { dry_run: !*live, approved: *approve }, &|stage, done, total| {
+                        bar.update(stage, done, total)
+                    });
+                bar.finish();
+                report
             })
-        }
-        Command::Heal { live, approve } => {
-            open(&cli).and_then(|v| v.heal_frontmatter(&HealRequest { dry_run: !*live, approved: *approve })).map(|r| {
+            .map(|r| {
                 out.detailed(
                     &r,
                     &format!(
@@ -690,8 +716,7 @@ pub fn run(cli: Cli) -> ExitCode {
                         if r.dry_run { " (a dry run: `paravault heal --live --approve` does it)" } else { "" }
                     ),
                 )
-            })
-        }
+            }),
         Command::Doctor => open(&cli).and_then(|v| v.doctor()).map(|r| out.doctor(&r)),
         Command::Remote { action: RemoteAction::Add { name, url } } => open(&cli).and_then(|v| v.remote_add(name, url)).map(|r| {
             let made = if r.initialised_repository { " (it is now a git repository)" } else { "" };
@@ -704,7 +729,14 @@ pub fn run(cli: Cli) -> ExitCode {
             )
         }),
         Command::Replicate { status: true } => open(&cli).and_then(|v| v.replica_status()).map(|s| out.replica_status(&s)),
-        Command::Replicate { status: false } => open(&cli).and_then(|v| v.replicate()).map(|r| out.replicate(&r)),
+        Command::Replicate { status: false } => open(&cli)
+            .and_then(|v| {
+                let bar = progress::JobBar::new(cli.json);
+                let report = v.replicate_with_progress(&|stage, done, total| bar.update(stage, done, total));
+                bar.finish();
+                report
+            })
+            .map(|r| out.replicate(&r)),
         Command::Clone { url, folder } => crate::api::replicate::clone_vault(url, folder, options()).map(|r| {
             out.detailed(&r, &format!("cloned {} into {} (replica {}, {} notes searchable)", r.url, r.vault, r.replica_id, r.notes_indexed))
         }),
@@ -772,14 +804,12 @@ pub fn run(cli: Cli) -> ExitCode {
             let lines: Vec<String> = list
                 .iter()
                 .map(|p| {
-                    let word =
-                        |v: serde_json::Result<serde_json::Value>| v.ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default();
                     format!(
                         "{}  {:<9} {:<22} approver: {:<6} {}  {}",
                         p.proposal_id,
-                        word(serde_json::to_value(p.state)),
-                        word(serde_json::to_value(p.operation)),
-                        word(serde_json::to_value(p.approver)),
+                        render::word(&p.state),
+                        render::word(&p.operation),
+                        render::word(&p.approver),
                         p.paths.join(", "),
                         p.created_at
                     )
@@ -808,7 +838,7 @@ pub fn run(cli: Cli) -> ExitCode {
                     fts_only: !*dense,
                     accept_dense_loss: *accept_dense_loss,
                 };
-                let bar = progress::SyncBar::new(cli.json);
+                let bar = progress::JobBar::new(cli.json);
                 let report = v.sync_vault_with_progress(&params, &|stage, done, total| bar.update(stage, done, total));
                 bar.finish();
                 report
@@ -851,11 +881,14 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::ReadSubIndex { category, page } => open(&cli).and_then(|v| v.read_sub_index(category, *page)).map(|text| out.text(&text)),
         Command::Handoff { request } => parse_request(request)
             .and_then(|request| open(&cli).and_then(|v| v.handoff_work(request)))
-            .map(|r| out.value(&serde_json::to_value(r).unwrap_or_default())),
-        Command::Infra { request } => parse_request(request)
-            .and_then(|request| open(&cli).and_then(|v| v.infra_action(request)))
-            .map(|r| out.value(&serde_json::to_value(r).unwrap_or_default())),
-        Command::Vaults { action } => vaults::run(action).map(|r| out.value(&r)),
+            .map(|r| out.detailed(&r, &format!("handoff {}: done", request_field(request, "action")))),
+        Command::Infra { request } => {
+            parse_request(request).and_then(|request| open(&cli).and_then(|v| v.infra_action(request))).map(|r| {
+                let value = serde_json::to_value(&r).unwrap_or_default();
+                out.detailed(&r, &format!("infra {}: {}", request_field(request, "operation"), value["status"].as_str().unwrap_or("done")))
+            })
+        }
+        Command::Vaults { action } => vaults::run(action).map(|(r, summary)| out.detailed(&r, &summary)),
         Command::Goals { command } => {
             goals::request(command).and_then(|request| open(&cli).map(|v| crate::api::goals::run(&v, request))).map(|e| out.goals(&e))
         }

@@ -1,4 +1,4 @@
-//! The CLI's sync progress on stderr: on a terminal an indicatif bar (stage, count, rate, ETA;
+//! The CLI's progress of a long job (sync, rot audit, archive, heal) on stderr: on a terminal an indicatif bar (stage, count, rate, ETA;
 //! not with `--json`); off a terminal one plain line every few seconds while a stage runs
 //! (`embedding 1200/5183 (35.1/s, ETA 1m 53s)`), so a log shows a long job moving. stdout is
 //! never touched.
@@ -12,7 +12,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 /// How often a plain progress line is printed off a terminal.
 const LINE_EVERY: Duration = Duration::from_secs(5);
 
-pub(crate) struct SyncBar {
+pub(crate) struct JobBar {
     bar: Option<ProgressBar>,
     stage: Mutex<&'static str>,
     /// Off a terminal: when the stage started and when the last line was printed.
@@ -36,7 +36,7 @@ pub(crate) fn progress_line(stage: &str, done: usize, total: usize, elapsed: Dur
     format!("{stage} {done}/{total} ({rate:.1}/s, ETA {})", duration_words(eta))
 }
 
-impl SyncBar {
+impl JobBar {
     pub fn new(json: bool) -> Self {
         let visible = !json && std::io::stderr().is_terminal();
         let bar = visible.then(|| {
@@ -49,7 +49,7 @@ impl SyncBar {
             bar
         });
         let lines = (!std::io::stderr().is_terminal()).then(|| Mutex::new((Instant::now(), Instant::now())));
-        SyncBar { bar, stage: Mutex::new(""), lines }
+        JobBar { bar, stage: Mutex::new(""), lines }
     }
 
     pub fn update(&self, stage: &'static str, done: usize, total: usize) {

@@ -25,27 +25,33 @@ fn print_json<T: Serialize>(value: &T) {
     let _ = writeln!(stdout, "{}", crate::api::note::visible::escape_json(&json));
 }
 
+/// An enum as its serialized word (`pending`, `caller`, `cli`): what `--json` says, never a
+/// Rust spelling.
+pub(crate) fn word<T: Serialize>(value: &T) -> String {
+    serde_json::to_value(value).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
 /// A proposal as a person reviews it: what, where, state, then per note the unified diff and the
 /// lint gate's verdict on the after-images (or, for an action, the request that runs).
 pub(crate) fn review_text(review: &crate::api::approvals::ProposalReview) -> String {
     let status = &review.status;
     let mut text = format!(
-        "proposal {}\n  operation: {} ({})\n  proposed: {} by {}\n  state: {:?}, approver required: {:?}\n  paths: {}\n",
+        "proposal {}\n  operation: {} ({})\n  proposed: {} by {}\n  state: {}, approver required: {}\n  paths: {}\n",
         status.proposal_id,
         status.operation.name(),
         status.operation.tool(),
         status.created_at,
         status.proposed_by,
-        status.state,
-        status.approver,
+        word(&status.state),
+        word(&status.approver),
         if status.paths.is_empty() { "(none)".to_string() } else { status.paths.join(", ") },
     );
     if let Some(decision) = &status.decision {
         text.push_str(&format!(
-            "  decided: {} by {} ({:?}) at {}\n",
+            "  decided: {} by {} ({}) at {}\n",
             decision.decision.name(),
             decision.approver,
-            decision.channel,
+            word(&decision.channel),
             decision.decided_at
         ));
     }
@@ -74,7 +80,7 @@ pub(crate) fn review_text(review: &crate::api::approvals::ProposalReview) -> Str
             gate.warnings.len()
         ));
         for f in gate.blocking.iter().chain(&gate.warnings) {
-            text.push_str(&format!("  [{:?}] {} {}: {}\n", f.severity, f.rule, f.path, f.message));
+            text.push_str(&format!("  [{}] {} {}: {}\n", word(&f.severity), f.rule, f.path, f.message));
         }
     }
     text
@@ -84,6 +90,7 @@ pub(crate) fn review_text(review: &crate::api::approvals::ProposalReview) -> Str
 /// parameters become the flags a person types, its tool names the commands.
 pub(crate) fn cli_words(text: &str) -> String {
     const WORDS: &[(&str, &str)] = &[
+        ("run sync with fts_only=false", "run `paravault sync --dense`"),
         ("sync_vault with fts_only=false and force_rebuild=true", "`paravault sync --dense --force-rebuild`"),
         ("sync_vault fts_only=false", "`paravault sync --dense`"),
         ("call sync_vault with fts_only=false", "run `paravault sync --dense`"),
@@ -133,6 +140,33 @@ pub(crate) fn cli_words(text: &str) -> String {
 }
 
 /// Human text on standard output. Everything printed for a person passes here or through
+/// The receipt fields P.O.W.E.R.'s format stores as strings (power.receipt.v1: "all values are
+/// strings") that are numbers or booleans: the CLI's `--json` prints them as such. The stored
+/// line is untouched (`history --verify` hashes it; MCP's `read_memory_history` returns it as
+/// stored, the contract's shape); docs/compatibility.md says so.
+const RECEIPT_COUNTS: [&str; 4] = ["notes_scanned", "notes_indexed", "notes_excluded", "lint_orphans"];
+
+/// A receipt with its counts as integers, `duration_ms` as a number and `recovered` as a
+/// boolean; a value that does not parse is left as it is.
+pub(crate) fn numbers_as_numbers(receipt: &serde_json::Value) -> serde_json::Value {
+    let mut out = receipt.clone();
+    let Some(map) = out.as_object_mut() else { return out };
+    for key in RECEIPT_COUNTS {
+        if let Some(n) = map.get(key).and_then(|v| v.as_str()).and_then(|s| s.parse::<u64>().ok()) {
+            map.insert(key.to_string(), serde_json::Value::from(n));
+        }
+    }
+    if let Some(ms) = map.get("duration_ms").and_then(|v| v.as_str()).and_then(|s| s.parse::<f64>().ok())
+        && let Some(number) = serde_json::Number::from_f64(ms)
+    {
+        map.insert("duration_ms".into(), serde_json::Value::Number(number));
+    }
+    if let Some(flag) = map.get("recovered").and_then(|v| v.as_str()).and_then(|s| s.parse::<bool>().ok()) {
+        map.insert("recovered".into(), serde_json::Value::Bool(flag));
+    }
+    out
+}
+
 /// `print_json`: note text, paths, titles and proposals are untrusted, so control, bidi and
 /// invisible characters are shown as escapes (`note::visible`) and can never move the cursor,
 /// erase a line or hide one.
@@ -174,12 +208,6 @@ impl Output {
         } else {
             say(text);
         }
-        exit::OK
-    }
-
-    /// A JSON value (receipts): pretty JSON in both modes, it is already structured.
-    pub fn value(&self, value: &serde_json::Value) -> u8 {
-        print_json(value);
         exit::OK
     }
 
@@ -241,10 +269,10 @@ impl Output {
     }
 
     /// A write's receipt: for a person what was written and where it is searchable; the receipt
-    /// itself (the hash-chained log line, as `history` shows it) with `--json`.
+    /// with `--json`, as `history --json` shows it (counts and durations as numbers).
     pub fn receipt(&self, receipt: &serde_json::Value) -> u8 {
         if self.json {
-            print_json(receipt);
+            print_json(&numbers_as_numbers(receipt));
             return exit::OK;
         }
         let text_of = |key: &str| receipt[key].as_str().unwrap_or("").to_string();
@@ -311,7 +339,7 @@ impl Output {
             }
         }
         for s in &report.skipped {
-            text.push_str(&format!("\nskipped {}: {}\n", s.section, s.reason));
+            text.push_str(&format!("\nskipped {}: {}\n", s.section, cli_words(&s.reason)));
         }
         if let Some(next) = &report.page.next_cursor {
             text.push_str(&format!(
@@ -422,7 +450,7 @@ apply with: paravault apply {} --approve
 
     pub fn history(&self, receipts: &[serde_json::Value]) -> u8 {
         if self.json {
-            print_json(&serde_json::json!({ "receipts": receipts }));
+            print_json(&serde_json::json!({ "receipts": receipts.iter().map(numbers_as_numbers).collect::<Vec<_>>() }));
         } else {
             let mut text = String::new();
             for r in receipts {
@@ -664,16 +692,19 @@ apply with: paravault apply {} --approve
         ));
         if let Some(check) = &report.vault_check {
             let counts: Vec<String> = check.lint.counts.iter().map(|(k, n)| format!("{k}={n}")).collect();
-            text.push_str(&format!("lint: {}{}\n", if check.lint.blocking { "blocking findings " } else { "ok " }, counts.join(" ")));
+            text.push_str(&format!(
+                "lint: {}\n",
+                [if check.lint.blocking { "blocking findings" } else { "ok" }.to_string(), counts.join(" ")].join(" ").trim_end()
+            ));
             let c = &check.embedding_configured;
             let found: Vec<String> =
                 c.sources.iter().map(|s| format!("{} {}", s.kind, if s.files_present { "(present)" } else { "(absent)" })).collect();
             text.push_str(&format!(
-                "embedding: {} cut {} threads {} egress {:?}; sources: {}\n",
+                "embedding: {} cut {} threads {} egress {}; sources: {}\n",
                 c.model,
                 c.max_tokens,
                 c.threads,
-                c.egress,
+                word(&c.egress),
                 found.join(", ")
             ));
         }

@@ -63,7 +63,7 @@ fn entry_json(v: &RegisteredVault) -> Value {
 }
 
 /// Runs one registry action and returns its JSON report.
-pub fn run(action: &VaultsAction) -> Result<Value> {
+pub fn run(action: &VaultsAction) -> Result<(Value, String)> {
     let file = Registry::file_in(&crate::api::memory::config_dir()?);
     let mut registry = Registry::load(&file)?;
     match action {
@@ -88,17 +88,23 @@ pub fn run(action: &VaultsAction) -> Result<Value> {
             let report = entry_json(&entry);
             registry.add(entry, *replace)?;
             registry.save(&file)?;
-            Ok(json!({"added": report, "registry": file.display().to_string()}))
+            let summary = format!("registered vault {name} in {}", file.display());
+            Ok((json!({"added": report, "registry": file.display().to_string()}), summary))
         }
         VaultsAction::List => {
-            Ok(json!({"vaults": registry.vaults.values().map(entry_json).collect::<Vec<_>>(), "registry": file.display().to_string()}))
+            let summary = format!("vaults registered in {}: {}", file.display(), registry.vaults.len());
+            Ok((
+                json!({"vaults": registry.vaults.values().map(entry_json).collect::<Vec<_>>(), "registry": file.display().to_string()}),
+                summary,
+            ))
         }
         VaultsAction::Remove { name } => {
             if !registry.remove(name) {
                 return Err(Error::InvalidArgument { name: "name", reason: format!("no vault named '{name}' is registered") });
             }
             registry.save(&file)?;
-            Ok(json!({"removed": name, "registry": file.display().to_string()}))
+            let summary = format!("removed vault {name} from {}", file.display());
+            Ok((json!({"removed": name, "registry": file.display().to_string()}), summary))
         }
     }
 }

@@ -123,6 +123,12 @@ fn candidates(inventory: &Inventory, vault: &Vault) -> Vec<(VaultPath, String)> 
 impl Vault {
     /// Plans (dry run) or performs (approved live run) the archive.
     pub fn archive_notes(&self, request: &ArchiveRequest) -> Result<ArchiveReport> {
+        self.archive_notes_with_progress(request, &super::unwatched)
+    }
+
+    /// [`Vault::archive_notes`], reporting `planning` (every note's links checked against the
+    /// moves) and `writing` (the one transaction) to `progress`.
+    pub fn archive_notes_with_progress(&self, request: &ArchiveRequest, progress: super::Progress<'_>) -> Result<ArchiveReport> {
         request.check_approved("archive_notes")?;
         let policy = self.policy().clone();
         let archive = policy.policy.layout.archive_folder.clone();
@@ -159,7 +165,9 @@ impl Vault {
             // Every link that resolves to a moved note now; rewrite those that would not after.
             let mut texts: BTreeMap<VaultPath, String> = BTreeMap::new();
             let mut rewrites = Vec::new();
-            for record in inventory.records.values().filter(|r| r.is_note()) {
+            let notes_total = inventory.records.values().filter(|r| r.is_note()).count();
+            for (done, record) in inventory.records.values().filter(|r| r.is_note()).enumerate() {
+                super::report(progress, "planning", done, notes_total);
                 for link in &record.links {
                     let Resolution::Resolved(target) = inventory.resolve(&record.path, link, &policy) else { continue };
                     let Some(to) = targets.get(&target) else { continue };
@@ -196,6 +204,7 @@ impl Vault {
                     }
                 }
             }
+            progress("planning", notes_total, notes_total);
             let mut notes = Vec::new();
             let mut handled: BTreeSet<VaultPath> = BTreeSet::new();
             for (from, to) in &targets {
@@ -232,7 +241,10 @@ impl Vault {
             return Ok(report);
         }
         let log_entry = format!("\n## [{}] archive | Archived {} notes\n- Action: archive_notes\n", self.today(), report.moves.len());
+        let writing = mutation_notes.len();
+        progress("writing", 0, writing);
         let receipt = super::write_governed(self, Operation::Archive, "maintenance.archive", mutation_notes, Some(log_entry), true)?;
+        progress("writing", writing, writing);
         report.receipt = Some(receipt);
         Ok(report)
     }

@@ -214,6 +214,12 @@ fn heal_text(
 impl Vault {
     /// Previews (dry run) or applies (approved) frontmatter repairs.
     pub fn heal_frontmatter(&self, request: &HealRequest) -> Result<HealReport> {
+        self.heal_frontmatter_with_progress(request, &super::unwatched)
+    }
+
+    /// [`Vault::heal_frontmatter`], reporting `reading` (the notes to repair) and `writing`
+    /// (the one transaction) to `progress`.
+    pub fn heal_frontmatter_with_progress(&self, request: &HealRequest, progress: super::Progress<'_>) -> Result<HealReport> {
         request.check_approved("heal_frontmatter_tool")?;
         let now = self.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let policy = self.policy().clone();
@@ -223,7 +229,8 @@ impl Vault {
         // Read through folder handles, each folder once for its run of notes: a folder swapped
         // for a link is never read through.
         let mut cursor = crate::store::beneath::FolderCursor::new(self.root());
-        for record in &records {
+        for (done, record) in records.iter().enumerate() {
+            super::report(progress, "reading", done, records.len());
             let Ok(Some(bytes)) = cursor.read(record.path.as_str()) else {
                 report.refused.push(NoteRepair {
                     path: record.path.to_string(),
@@ -254,11 +261,15 @@ impl Vault {
                 Err(repair) => report.refused.push(repair),
             }
         }
+        progress("reading", records.len(), records.len());
         if request.dry_run || changes.is_empty() {
             return Ok(report);
         }
         let log_entry = format!("\n## [{}] heal | Healed {} notes\n- Action: heal_frontmatter_tool\n", self.today(), report.notes.len());
+        let writing = changes.len();
+        progress("writing", 0, writing);
         let receipt = super::write_governed(self, Operation::Heal, "maintenance.heal", changes, Some(log_entry), false)?;
+        progress("writing", writing, writing);
         report.receipt = Some(receipt);
         Ok(report)
     }

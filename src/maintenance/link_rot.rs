@@ -180,11 +180,18 @@ pub fn check_url(url: &str, limits: &LinkRotLimits, allow: fn(IpAddr) -> bool) -
 
 /// Checks links (path, line, url) in order, at most `limits.max_links` distinct URLs; every
 /// occurrence of a URL gets its result. Returns the checks and how many URLs were left out.
-pub(crate) fn check_links(links: &[(String, usize, String)], limits: &LinkRotLimits, allow: fn(IpAddr) -> bool) -> (Vec<LinkCheck>, usize) {
+pub(crate) fn check_links(
+    links: &[(String, usize, String)],
+    limits: &LinkRotLimits,
+    allow: fn(IpAddr) -> bool,
+    progress: super::Progress<'_>,
+) -> (Vec<LinkCheck>, usize) {
     let mut results: std::collections::HashMap<&str, (LinkState, Option<u16>, String)> = std::collections::HashMap::new();
     let mut left_out = std::collections::BTreeSet::new();
     let mut out = Vec::new();
-    for (path, line, url) in links {
+    for (done, (path, line, url)) in links.iter().enumerate() {
+        // Every link is reported: each may wait for a slow host.
+        progress("checking links", done, links.len());
         let result = match results.get(url.as_str()) {
             Some(r) => r.clone(),
             None if results.len() >= limits.max_links => {
@@ -199,6 +206,7 @@ pub(crate) fn check_links(links: &[(String, usize, String)], limits: &LinkRotLim
         };
         out.push(LinkCheck { path: path.clone(), line: *line, url: url.clone(), state: result.0, http_status: result.1, detail: result.2 });
     }
+    progress("checking links", links.len(), links.len());
     (out, left_out.len())
 }
 

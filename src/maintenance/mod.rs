@@ -15,6 +15,25 @@ use crate::error::{Error, Result};
 use crate::vault::Vault;
 use crate::write::{Mutation, NoteChange};
 
+/// Where a long maintenance job reports (stage, done, total): the CLI's bar or plain lines, the
+/// MCP server's `notifications/progress`. Each stage reports 0/N first, N/N last, and every
+/// [`REPORT_EVERY`] items between.
+pub type Progress<'a> = crate::search::Progress<'a>;
+
+/// How many items a job handles between two progress reports.
+pub(crate) const REPORT_EVERY: usize = 64;
+
+/// Reports item `done` of `total` in `stage` when it is the first, the last or a multiple of
+/// [`REPORT_EVERY`].
+pub(crate) fn report(progress: Progress<'_>, stage: &'static str, done: usize, total: usize) {
+    if done == 0 || done == total || done.is_multiple_of(REPORT_EVERY) {
+        progress(stage, done, total);
+    }
+}
+
+/// A job nobody watches.
+pub(crate) fn unwatched(_: &'static str, _: usize, _: usize) {}
+
 /// The parameters of a maintenance run that may write (`archive_notes`,
 /// `heal_frontmatter_tool`; P.O.W.E.R.'s names): a dry run by default, and a live run only
 /// with `approved`.

@@ -135,7 +135,15 @@ pub struct NoteVectors {
 /// Pairs with cosine ≥ `threshold`: exact, every pair compared with the SIMD dot product on all
 /// cores (n²/2 dot products: ~0.1 s for 5,000 notes on two cores). Sorted by cosine, then paths.
 pub fn near_duplicates(vectors: &NoteVectors, threshold: f64) -> Vec<NearDuplicate> {
+    near_duplicates_with_progress(vectors, threshold, &super::unwatched)
+}
+
+/// [`near_duplicates`], reporting `comparing` (notes compared with every later one) to
+/// `progress`: the rows go to the thread pool a block at a time, a report after each block.
+pub(crate) fn near_duplicates_with_progress(vectors: &NoteVectors, threshold: f64, progress: super::Progress<'_>) -> Vec<NearDuplicate> {
     use rayon::prelude::*;
+    /// Rows per block; the later rows of the triangle are cheaper, so blocks are by row count.
+    const BLOCK: usize = 256;
     let dim = vectors.dimension;
     let n = vectors.paths.len();
     if dim == 0 || n < 2 {
@@ -143,20 +151,26 @@ pub fn near_duplicates(vectors: &NoteVectors, threshold: f64) -> Vec<NearDuplica
     }
     let row = |i: usize| &vectors.data[i * dim..(i + 1) * dim];
     let arch = pulp::Arch::new();
-    let mut pairs: Vec<NearDuplicate> = (0..n)
-        .into_par_iter()
-        .flat_map_iter(|i| {
-            let a = row(i);
-            let found: Vec<(usize, f32)> = arch.dispatch(|| {
-                ((i + 1)..n).map(|j| (j, crate::search::dense::dot(a, row(j)))).filter(|(_, c)| f64::from(*c) >= threshold).collect()
-            });
-            found.into_iter().map(move |(j, c)| (i, j, c))
-        })
-        .map(|(i, j, c)| {
-            let (a, b) = if vectors.paths[i] <= vectors.paths[j] { (i, j) } else { (j, i) };
-            NearDuplicate { a: vectors.paths[a].clone(), b: vectors.paths[b].clone(), cosine: (f64::from(c) * 1e4).round() / 1e4 }
-        })
-        .collect();
+    let mut pairs: Vec<NearDuplicate> = Vec::new();
+    for start in (0..n).step_by(BLOCK) {
+        progress("comparing", start, n);
+        let block: Vec<NearDuplicate> = (start..(start + BLOCK).min(n))
+            .into_par_iter()
+            .flat_map_iter(|i| {
+                let a = row(i);
+                let found: Vec<(usize, f32)> = arch.dispatch(|| {
+                    ((i + 1)..n).map(|j| (j, crate::search::dense::dot(a, row(j)))).filter(|(_, c)| f64::from(*c) >= threshold).collect()
+                });
+                found.into_iter().map(move |(j, c)| (i, j, c))
+            })
+            .map(|(i, j, c)| {
+                let (a, b) = if vectors.paths[i] <= vectors.paths[j] { (i, j) } else { (j, i) };
+                NearDuplicate { a: vectors.paths[a].clone(), b: vectors.paths[b].clone(), cosine: (f64::from(c) * 1e4).round() / 1e4 }
+            })
+            .collect();
+        pairs.extend(block);
+    }
+    progress("comparing", n, n);
     pairs.sort_by(|x, y| y.cosine.total_cmp(&x.cosine).then_with(|| x.a.cmp(&y.a)).then_with(|| x.b.cmp(&y.b)));
     pairs
 }
@@ -344,6 +358,7 @@ pub fn audit(inventory: &Inventory, policy: &LoadedPolicy, request: &RotRequest,
         today,
         Err("no dense index: near-duplicate detection reads stored vectors, and this vault has none".into()),
         None,
+        &super::unwatched,
     )
 }
 
@@ -355,6 +370,7 @@ pub(crate) fn audit_with_vectors(
     today: NaiveDate,
     vectors: std::result::Result<NoteVectors, String>,
     external_links: Option<Vec<(String, usize, String)>>,
+    progress: super::Progress<'_>,
 ) -> Result<RotReport> {
     let m = &policy.policy.maintenance;
     let archived = policy.policy.metadata.archived_status.as_str();
@@ -405,7 +421,7 @@ pub(crate) fn audit_with_vectors(
     report.stale_freshness.sort_by(|a, b| a.score.total_cmp(&b.score).then(a.path.cmp(&b.path)));
     if request.extended {
         match vectors {
-            Ok(vectors) => report.near_duplicates = near_duplicates(&vectors, m.near_duplicate_cosine),
+            Ok(vectors) => report.near_duplicates = near_duplicates_with_progress(&vectors, m.near_duplicate_cosine, progress),
             Err(reason) => report.skipped.push(Skipped { section: "near_duplicate_bodies", reason }),
         }
     }
@@ -427,7 +443,7 @@ pub(crate) fn audit_with_vectors(
                     max_redirects: m.link_rot_max_redirects,
                     max_links: m.link_rot_max_links,
                 };
-                let (checks, left_out) = super::link_rot::check_links(&links, &limits, super::link_rot::is_public);
+                let (checks, left_out) = super::link_rot::check_links(&links, &limits, super::link_rot::is_public, progress);
                 report.link_rot = checks;
                 if left_out > 0 {
                     report.skipped.push(Skipped {
@@ -453,6 +469,12 @@ impl crate::vault::Vault {
     /// `rot_audit`: the audit over the current inventory; `extended` adds near-duplicate bodies
     /// from the active generation's stored vectors (never re-embedding anything).
     pub fn rot_audit(&self, request: &RotRequest) -> Result<RotReport> {
+        self.rot_audit_with_progress(request, &super::unwatched)
+    }
+
+    /// [`Vault::rot_audit`], reporting its long sections to `progress`: `comparing` (near
+    /// duplicates, with `extended`) and `checking links` (link rot).
+    pub fn rot_audit_with_progress(&self, request: &RotRequest, progress: super::Progress<'_>) -> Result<RotReport> {
         let vectors = if request.extended { self.note_vectors() } else { Err(String::new()) };
         let today = self.today();
         let checks_links = request.allow_link_rot && request.approved && self.policy().policy.egress == EgressPolicy::AllowPublic;
@@ -466,7 +488,7 @@ impl crate::vault::Vault {
             }
             None => None,
         };
-        let mut report = self.with_inventory(|inv| audit_with_vectors(inv, self.policy(), request, today, vectors, links))??;
+        let mut report = self.with_inventory(|inv| audit_with_vectors(inv, self.policy(), request, today, vectors, links, progress))??;
         report.link_rot_approval = approval;
         report.paginate(request, self.policy())?;
         report.computed_from = Some(self.computed_from()?);

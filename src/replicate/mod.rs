@@ -294,13 +294,19 @@ impl Vault {
 
     /// `paravault replicate`: fetch → integrate → push (module docs).
     pub fn replicate(&self) -> Result<ReplicateReport> {
+        self.replicate_with_progress(&|_, _, _| {})
+    }
+
+    /// [`Vault::replicate`], reporting `fetching`, `integrating` (the changed paths) and
+    /// `pushing` to `progress`.
+    pub fn replicate_with_progress(&self, progress: crate::search::Progress<'_>) -> Result<ReplicateReport> {
         Git::version()?;
         let config = config_of(self)?;
         let root = self.root();
         let _lock = replicate_lock(root)?;
         let mut state = ReplicaState::load(root);
         state.last_attempt_at = Some(now_text(self));
-        let result = self.replicate_locked(&config);
+        let result = self.replicate_locked(&config, progress);
         match &result {
             Ok(_) => {
                 state.last_success_at = state.last_attempt_at.clone();
@@ -312,7 +318,7 @@ impl Vault {
         result
     }
 
-    fn replicate_locked(&self, config: &ReplicaConfig) -> Result<ReplicateReport> {
+    fn replicate_locked(&self, config: &ReplicaConfig, progress: crate::search::Progress<'_>) -> Result<ReplicateReport> {
         let root = self.root();
         let git = Git::at(root);
         let committed_before = self.commit_leftovers(config)?;
@@ -335,10 +341,12 @@ impl Vault {
         };
         for attempt in 1..=PUSH_ATTEMPTS {
             report.attempts = attempt;
+            progress("fetching", 0, 1);
             let theirs = fetch(&git, config)?;
+            progress("fetching", 1, 1);
             report.remote_head = theirs.clone();
             if let Some(theirs) = &theirs {
-                self.integrate(config, theirs, &mut report)?;
+                self.integrate(config, theirs, &mut report, progress)?;
             }
             let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
             report.head = head.clone();
@@ -350,7 +358,10 @@ impl Vault {
                 report.in_sync = true;
                 break;
             }
-            match push(&git, config, &head)? {
+            progress("pushing", 0, 1);
+            let pushed = push(&git, config, &head)?;
+            progress("pushing", 1, 1);
+            match pushed {
                 Pushed::Done => {
                     report.pushed = true;
                     report.in_sync = true;
@@ -399,13 +410,19 @@ impl Vault {
     }
 
     /// Step 3: integrates `theirs` into the branch (module docs).
-    fn integrate(&self, config: &ReplicaConfig, theirs: &str, report: &mut ReplicateReport) -> Result<()> {
+    fn integrate(
+        &self,
+        config: &ReplicaConfig,
+        theirs: &str,
+        report: &mut ReplicateReport,
+        progress: crate::search::Progress<'_>,
+    ) -> Result<()> {
         let root = self.root();
         let git = Git::at(root);
         let ours = git.resolve(&format!("refs/heads/{}", config.branch))?;
         let Some(ours) = ours else {
             // An unborn branch (a vault with nothing committed): the remote's history is ours.
-            return self.integrate_into_empty(config, theirs, report);
+            return self.integrate_into_empty(config, theirs, report, progress);
         };
         if git.is_ancestor(theirs, &ours)? {
             return Ok(()); // nothing new there
@@ -423,7 +440,10 @@ impl Vault {
         let mut files: Vec<(String, Option<Vec<u8>>)> = Vec::new();
         let mut staged: BTreeSet<String> = BTreeSet::new();
         let mut conflicts: Vec<(String, String)> = Vec::new();
-        for (status, path) in &changed {
+        for (done, (status, path)) in changed.iter().enumerate() {
+            if done.is_multiple_of(64) {
+                progress("integrating", done, changed.len());
+            }
             if path.starts_with(&own_mirror) || is_scratch(path) {
                 continue;
             }
@@ -469,6 +489,7 @@ impl Vault {
                 }
             }
         }
+        progress("integrating", changed.len(), changed.len());
         // Files that are not notes (other replicas' receipt mirrors, attachments, log.md)
         // are copied in first; a crash here leaves them for the next run to commit.
         for (path, bytes) in &files {
@@ -585,13 +606,19 @@ impl Vault {
 
     /// A replica with nothing committed takes the remote's history as it is: its files are
     /// put in place (notes through one transaction), then the branch is the remote's.
-    fn integrate_into_empty(&self, config: &ReplicaConfig, theirs: &str, report: &mut ReplicateReport) -> Result<()> {
+    fn integrate_into_empty(
+        &self,
+        config: &ReplicaConfig,
+        theirs: &str,
+        report: &mut ReplicateReport,
+        progress: crate::search::Progress<'_>,
+    ) -> Result<()> {
         let git = Git::at(self.root());
         let empty_tree = git.run_with("mktree", ["mktree"], &[], Some(b""))?.text();
         let author = replica::committer(&config.replica_id, &now_text(self));
         let empty = git.commit_tree(&empty_tree, &[], "an empty replica\n", &author, &author)?;
         git.move_branch(&config.branch, &empty, None, "paravault: empty replica")?;
-        self.integrate(config, theirs, report)
+        self.integrate(config, theirs, report, progress)
     }
 
     /// `paravault replicate --status`: where this replica stands; fetches the remote's head

@@ -332,7 +332,7 @@ fn cli_parity() {
         (out.status.code().unwrap(), String::from_utf8(out.stdout).unwrap())
     };
     let (code, stdout) =
-        run(&["handoff", "--request", r#"{"action":"create","task_id":"cli-1","objective":"From the CLI","owner":"ops"}"#]);
+        run(&["--json", "handoff", "--request", r#"{"action":"create","task_id":"cli-1","objective":"From the CLI","owner":"ops"}"#]);
     assert_eq!(code, 0, "{stdout}");
     let task: Value = serde_json::from_str(&stdout).unwrap();
     assert_eq!(task["state"], "submitted");

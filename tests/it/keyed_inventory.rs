@@ -345,7 +345,7 @@ fn edits_in_place_of_notes_a_write_consults_are_in_its_answer_with_and_without_t
         let catalog = std::fs::read_to_string(root.join("03_Resources/_index.md")).unwrap();
         assert!(catalog.contains("### N 5 edited in place"), "journal {with_journal}: the catalog missed the edit:\n{log}");
         let receipt: serde_json::Value = serde_json::from_slice(&second.stdout).unwrap();
-        assert_eq!(receipt["lint_orphans"], "1", "journal {with_journal}: the removed link still counted:\n{receipt}\n{log}");
+        assert_eq!(receipt["lint_orphans"], 1, "journal {with_journal}: the removed link still counted:\n{receipt}\n{log}");
         assert_eq!(log.contains("consulted files proven by the folder journal"), with_journal, "{log}");
     }
 }

@@ -157,3 +157,61 @@ fn markdown_fix_goes_through_the_transaction() {
     assert!(std::fs::read_to_string(dir.path().join("01_Projects/a.md")).unwrap().ends_with("text\n- one\n- two\n"));
     assert!(vault.verify_history().unwrap().ok);
 }
+
+/// The reports a job made: (stage, done, total) in order.
+type Reports = std::cell::RefCell<Vec<(&'static str, usize, usize)>>;
+
+/// Each stage's reports start at 0, never go back, and end at the stage's total.
+fn assert_stages(reports: &[(&'static str, usize, usize)], stages: &[&str]) {
+    let seen: Vec<&str> = reports.iter().map(|r| r.0).fold(Vec::new(), |mut v, s| {
+        if v.last() != Some(&s) {
+            v.push(s);
+        }
+        v
+    });
+    assert_eq!(seen, stages, "{reports:?}");
+    for stage in stages {
+        let of: Vec<_> = reports.iter().filter(|r| r.0 == *stage).collect();
+        assert_eq!(of.first().unwrap().1, 0, "{stage} starts at 0: {of:?}");
+        let last = of.last().unwrap();
+        assert_eq!(last.1, last.2, "{stage} ends at its total: {of:?}");
+        assert!(of.windows(2).all(|w| w[0].1 <= w[1].1 && w[0].2 == w[1].2), "{stage} never goes back: {of:?}");
+    }
+}
+
+/// Heal and archive say how far they are (issue 46): the CLI draws it, MCP sends it as
+/// `notifications/progress`; a stage reports its first, every 64th and its last item.
+#[test]
+fn heal_and_archive_report_progress_stage_by_stage() {
+    let mut fixture = String::new();
+    for i in 0..150 {
+        fixture.push_str(&format!("-- 00_Inbox/quick-{i:03}.md --\na quick note {i}\n"));
+    }
+    for i in 0..3 {
+        fixture.push_str(&format!("-- 01_Projects/old-{i}.md --\n{}", expired(&format!("Old {i}"), "done long ago\n")));
+    }
+    let (_dir, vault) = vault(&fixture);
+    let reports = Reports::default();
+    let healed = vault
+        .heal_frontmatter_with_progress(&HealRequest { dry_run: false, approved: true }, &|s, d, t| reports.borrow_mut().push((s, d, t)))
+        .unwrap();
+    assert_eq!(healed.notes.len(), 150, "{:?}", healed.refused);
+    let reports = reports.into_inner();
+    assert_stages(&reports, &["reading", "writing"]);
+    assert_eq!(reports.iter().filter(|r| r.0 == "reading").count(), 4, "0, 64, 128 and 150 of 150: {reports:?}");
+    assert_eq!(reports.last(), Some(&("writing", 150, 150)));
+
+    let reports = Reports::default();
+    let archived = vault
+        .archive_notes_with_progress(&ArchiveRequest { dry_run: false, approved: true }, &|s, d, t| reports.borrow_mut().push((s, d, t)))
+        .unwrap();
+    assert_eq!(archived.moves.len(), 3, "{archived:?}");
+    let reports = reports.into_inner();
+    assert_stages(&reports, &["planning", "writing"]);
+    assert_eq!(reports.last(), Some(&("writing", 6, 6)), "three removals and three creations");
+
+    // A dry run reports its reading and nothing it did not do.
+    let reports = Reports::default();
+    vault.heal_frontmatter_with_progress(&HealRequest::default(), &|s, d, t| reports.borrow_mut().push((s, d, t))).unwrap();
+    assert_stages(&reports.into_inner(), &["reading"]);
+}

@@ -452,3 +452,25 @@ fn a_seeded_random_workload_on_three_replicas_loses_nothing() {
         }
     }
 }
+
+/// `replicate` says how far it is (issue 46): fetching, integrating the changed paths, pushing.
+#[test]
+fn replicate_reports_progress_stage_by_stage() {
+    let site = Site::new();
+    let (a, b) = (site.path("a"), site.clone("b"));
+    ingest(&a, "03_Resources/from-a.md", "From A", "Written on device A.");
+    pv(&a, &["replicate"], 0);
+    ingest(&b, "01_Projects/from-b.md", "From B", "Written on device B.");
+    let vault = paravault::vault::Vault::open(&b, crate::support::options()).unwrap();
+    let reports = std::cell::RefCell::new(Vec::new());
+    let report = vault.replicate_with_progress(&|s, d, t| reports.borrow_mut().push((s, d, t))).unwrap();
+    assert!(report.pushed && report.in_sync, "{report:?}");
+    let reports = reports.into_inner();
+    let stages: Vec<&str> = reports.iter().map(|r| r.0).collect();
+    let first = |stage: &str| stages.iter().position(|s| *s == stage).unwrap_or_else(|| panic!("{stage}: {reports:?}"));
+    assert!(first("fetching") < first("integrating") && first("integrating") < first("pushing"), "{reports:?}");
+    let integrating: Vec<_> = reports.iter().filter(|r| r.0 == "integrating").collect();
+    let last = integrating.last().unwrap();
+    assert!(last.1 == last.2 && last.2 >= 1, "every changed path counted: {reports:?}");
+    assert_eq!(reports.last(), Some(&("pushing", 1, 1)));
+}

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A long job over MCP reports progress (issue 46): `sync_vault` with fts_only=false, called
 through the official MCP Python SDK with a progress callback (which sends a progressToken), must
-send `notifications/progress` whose progress never decreases and whose messages name the stage.
+send `notifications/progress` whose progress never decreases and whose messages name the stage;
+so must `heal_frontmatter_tool` (its `reading` stage over the notes to repair).
 
 Usage: progress.py PARAVAULT_BIN VAULT   (VAULT: a dense vault with notes to embed)
 Prints PASS/FAIL per check and closes with 'N passed, N failed'; exits 1 on any failure.
@@ -50,6 +51,22 @@ async def main():
             before = len(reports)
             await session.call_tool("sync_vault", {"fts_only": False})
             rule("a call without a progressToken gets no progress", len(reports) == before, reports[before:])
+            # Notes a person jotted without frontmatter: heal reads each of them.
+            os.makedirs(os.path.join(VAULT, "00_Inbox"), exist_ok=True)
+            for i in range(70):
+                with open(os.path.join(VAULT, "00_Inbox", f"jotted-{i:02}.md"), "w") as f:
+                    f.write(f"a quick thought {i}\n")
+            healing = []
+
+            async def on_heal(progress, total, message):
+                healing.append((progress, total, message))
+
+            result = await session.call_tool("heal_frontmatter_tool", {"dry_run": True}, progress_callback=on_heal)
+            data = getattr(result, "structured_content", None) or getattr(result, "structuredContent", None)
+            if data is None:
+                data = json.loads(result.content[0].text)
+            rule("heal previews the jotted notes", len(data.get("notes", [])) == 70, data)
+            rule("heal reports its reading", [m for _, _, m in healing] == ["reading 0/70", "reading 64/70", "reading 70/70"], healing)
     failed = RESULTS.count(False)
     print(f"{len(RESULTS) - failed} passed, {failed} failed")
     sys.exit(1 if failed else 0)

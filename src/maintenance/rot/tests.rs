@@ -55,3 +55,23 @@ fn the_link_rot_request_a_person_approves_is_the_urls_check_links_will_contact()
     reordered.swap(0, 2);
     assert_eq!(link_rot_request(&reordered, 10), link_rot_request(&links, 10));
 }
+
+/// Near duplicates report `comparing` block by block, and find the same pairs as without.
+#[test]
+fn near_duplicates_report_progress_and_find_the_same_pairs() {
+    let n = 600;
+    let dimension = 4;
+    let mut vectors = NoteVectors { dimension, ..Default::default() };
+    for i in 0..n {
+        vectors.paths.push(format!("03_Resources/n{i:04}.md"));
+        // Every tenth note points the same way as the one before it.
+        let angle = if i % 10 == 1 { (i - 1) as f32 } else { i as f32 } * 0.7;
+        let v = [angle.cos(), angle.sin(), 0.0, 0.0];
+        vectors.data.extend_from_slice(&v);
+    }
+    let reports = std::cell::RefCell::new(Vec::new());
+    let with = near_duplicates_with_progress(&vectors, 0.9999, &|s, d, t| reports.borrow_mut().push((s, d, t)));
+    assert_eq!(format!("{with:?}"), format!("{:?}", near_duplicates(&vectors, 0.9999)));
+    assert!(with.len() >= 60, "{}", with.len());
+    assert_eq!(reports.into_inner(), vec![("comparing", 0, n), ("comparing", 256, n), ("comparing", 512, n), ("comparing", n, n)]);
+}

@@ -35,7 +35,7 @@ impl ToolParams for RotAudit {
         );
     }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
-        ctx.vault.rot_audit(&self)
+        ctx.vault.rot_audit_with_progress(&self, &crate::mcp::progress::report)
     }
 }
 
@@ -61,7 +61,7 @@ impl ToolParams for ArchiveNotes {
         );
     }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
-        ctx.vault.archive_notes(&self)
+        ctx.vault.archive_notes_with_progress(&self, &crate::mcp::progress::report)
     }
 }
 
@@ -108,6 +108,6 @@ impl ToolParams for HealFrontmatter {
         );
     }
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
-        ctx.vault.heal_frontmatter(&self.0)
+        ctx.vault.heal_frontmatter_with_progress(&self.0, &crate::mcp::progress::report)
     }
 }
