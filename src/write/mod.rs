@@ -811,7 +811,7 @@ fn finish(
     let generation = match &route {
         SearchRoute::Tail { active } => Published::tail(active, intent),
         SearchRoute::Fold => fold(vault, writer)?,
-        SearchRoute::Publish => publish(vault, intent)?,
+        SearchRoute::Publish => publish(vault, intent, &writer.records)?,
     };
     record_generation(&mut receipt, &generation);
     phases.mark("publish");
@@ -938,16 +938,28 @@ fn fold(vault: &Vault, writer: &WriterGuard<'_>) -> Result<Published> {
 /// Publishes the next immutable search generation for an intent's note changes: O(change)
 /// on top of the active generation, or a first full build (exclusions named) when the vault
 /// has none yet.
-pub(crate) fn publish(vault: &Vault, intent: &Intent) -> Result<Published> {
+///
+/// A generation covers every intent up to its `covers_seq`, so the journal's tail before this
+/// intent (in `records`, served beside the active generation but not in it) is published with
+/// it: every path the tail and the intent touched, as the disk holds it now. Publishing only
+/// the intent's own paths would hide the tail's notes from search (the tail is no longer
+/// served once a generation covers it).
+pub(crate) fn publish(vault: &Vault, intent: &Intent, records: &[StoredRecord]) -> Result<Published> {
     let root = vault.root();
     let policy = vault.policy();
-    let parse = |paths: &[String]| paths.iter().filter_map(|p| VaultPath::parse_walked(p).ok()).collect::<Vec<_>>();
-    let (changed, removed) = (parse(&intent.search_changed), parse(&intent.search_removed));
-    if crate::search::generation::read_active(root)?.is_some() {
+    if let Some(active) = crate::search::generation::read_active(root)? {
+        let covers = crate::search::generation::read_manifest(root, &active).map_or(intent.seq, |m| m.covers_seq);
+        let mut paths: BTreeSet<&str> = BTreeSet::new();
+        let tail = crate::search::tail::intents_after(records, covers)?;
+        for touched in tail.into_iter().filter(|i| i.seq < intent.seq).chain([intent]) {
+            paths.extend(touched.search_changed.iter().chain(&touched.search_removed).map(String::as_str));
+        }
+        // A path the inventory no longer holds as a valid note is removed from the index.
+        let changed: Vec<VaultPath> = paths.into_iter().filter_map(|p| VaultPath::parse_walked(p).ok()).collect();
         // O(change) on the write's model (folder listings proven, consulted files re-checked).
         return vault.with_write_inventory_mut(|inventory| {
             Published::deferred(|written| {
-                crate::search::publish_changes(root, policy, inventory, &changed, &removed, Some(written), Some(intent.seq))
+                crate::search::publish_changes(root, policy, inventory, &changed, &[], Some(written), Some(intent.seq))
             })
         })?;
     }

@@ -57,7 +57,11 @@ pub(crate) fn recover_pending(vault: &Vault, writer: &mut WriterGuard<'_>) -> Re
         vault.invalidate_catalog_state();
         // Files left as someone else wrote them are not what the intent holds: the generation
         // is then built from the files on disk, never served from the journal's tail.
-        let generation = if conflicts.is_empty() { generation_of(vault, intent)? } else { super::publish(vault, intent)? };
+        let generation = if conflicts.is_empty() {
+            generation_of(vault, intent, &writer.records)?
+        } else {
+            super::publish(vault, intent, &writer.records)?
+        };
         generation_files.extend(generation.deferred_files.iter().cloned());
         if !writer.receipts.contains_seq(intent.seq) {
             // The receipt the intent carries; one that does not parse (never written by this
@@ -85,7 +89,7 @@ pub(crate) fn recover_pending(vault: &Vault, writer: &mut WriterGuard<'_>) -> Re
 /// The search generation that includes a recovered intent: the active one if it covers the
 /// intent, the active one plus the journal's tail if it can be served that way, else a new
 /// one published from the notes now on disk (dense vaults, a vault never synced).
-fn generation_of(vault: &Vault, intent: &Intent) -> Result<super::Published> {
+fn generation_of(vault: &Vault, intent: &Intent, records: &[StoredRecord]) -> Result<super::Published> {
     let root = vault.root();
     if let Some(active) = crate::search::generation::read_active(root)?
         && let Ok(manifest) = crate::search::generation::read_manifest(root, &active)
@@ -108,5 +112,5 @@ fn generation_of(vault: &Vault, intent: &Intent) -> Result<super::Published> {
             return Ok(super::Published::tail(&active, intent));
         }
     }
-    super::publish(vault, intent)
+    super::publish(vault, intent, records)
 }

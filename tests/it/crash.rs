@@ -228,3 +228,40 @@ fn four_processes_write_at_once() {
     check_invariants(&root, "concurrency");
     assert!(started.elapsed() < Duration::from_secs(120));
 }
+
+/// A write whose search generation is published on disk (not served from the journal's tail:
+/// here a recovered write that found its file changed by hand) publishes the tail before it
+/// too. It once published only its own paths with `covers_seq` past the tail, so the notes of
+/// the earlier writes vanished from search until a `sync` (the seeded replication workload
+/// with kills found it).
+#[test]
+fn a_published_write_keeps_the_journal_tail_before_it_searchable() {
+    let dir = fresh_vault();
+    let vault = dir.path();
+    let search = |word: &str| -> u64 {
+        let out = crate::support::paravault(vault, &["--json", "search", word]);
+        let found: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+        found["result_count"].as_u64().unwrap()
+    };
+    assert!(crate::support::paravault(vault, &["sync"]).status.success());
+    for (name, word) in [("01_Projects/first", "zqfirst"), ("01_Projects/second", "zqsecond")] {
+        let out = ingest_command(vault, name, word).output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    assert_eq!((search("zqfirst"), search("zqsecond")), (1, 1), "served from the tail");
+    // A write killed after its commit point, before it put its note in place; a person then
+    // writes that note by hand, so recovery leaves it as they wrote it and publishes on disk.
+    kill_at(vault, "01_Projects/third", "after_commit");
+    std::fs::write(vault.join("01_Projects/third.md"), note("Project", "Third", "zqbyhand\n")).unwrap();
+    let out = ingest_command(vault, "01_Projects/fourth", "zqfourth").output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for word in ["zqfirst", "zqsecond", "zqbyhand", "zqfourth"] {
+        assert_eq!(search(word), 1, "{word} is searchable after the recovered write's publish");
+    }
+    // The recovered write names the note it left as the person wrote it.
+    let history = crate::support::paravault(vault, &["--json", "history"]);
+    let history: Value = serde_json::from_slice(&history.stdout).unwrap();
+    let recovered = history["receipts"].as_array().unwrap().iter().find(|r| r["path"] == "01_Projects/third.md").unwrap();
+    assert_eq!(recovered["recovered"], true, "{recovered}");
+    assert_eq!(recovered["conflicts"], serde_json::json!(["01_Projects/third.md"]), "{recovered}");
+}
