@@ -284,6 +284,18 @@ pub struct GoalsPolicy {
     pub goals_max: usize,
 }
 
+/// Replication over git (`paravault replicate`, docs/replication.md).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReplicationPolicy {
+    /// Seconds between two replications run by the MCP server and `paravault watch`
+    /// (0: only when asked, with `paravault replicate`).
+    pub interval_s: u64,
+    /// The longest a git fetch, ls-remote or push may run before it is stopped and the run fails
+    /// with `replication_failed` (a partition never hangs `replicate`).
+    pub network_timeout_s: u64,
+}
+
 /// The INFRA-1 broker client (`infra_action`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -366,6 +378,7 @@ pub struct Policy {
     pub egress: EgressPolicy,
     pub handoff: HandoffPolicy,
     pub infra: InfraPolicy,
+    pub replication: ReplicationPolicy,
     /// Where agent memory (ctxvault's episodes, skills and documents) lives (docs/memory.md).
     pub agent_memory: AgentMemoryPolicy,
     pub goals: GoalsPolicy,

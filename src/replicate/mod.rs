@@ -24,7 +24,7 @@
 //! One `replicate` runs at a time per vault (`.paravault/replicate.lock`); the writer lock is
 //! taken only for each commit and for the transaction, never across the network.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -342,7 +342,7 @@ impl Vault {
         for attempt in 1..=PUSH_ATTEMPTS {
             report.attempts = attempt;
             progress("fetching", 0, 1);
-            let theirs = fetch(&git, config)?;
+            let theirs = fetch(&git, config, network_timeout(self))?;
             progress("fetching", 1, 1);
             report.remote_head = theirs.clone();
             if let Some(theirs) = &theirs {
@@ -359,7 +359,7 @@ impl Vault {
                 break;
             }
             progress("pushing", 0, 1);
-            let pushed = push(&git, config, &head)?;
+            let pushed = push(&git, config, &head, network_timeout(self))?;
             progress("pushing", 1, 1);
             match pushed {
                 Pushed::Done => {
@@ -429,7 +429,7 @@ impl Vault {
         }
         let fast_forward = git.is_ancestor(&ours, theirs)?;
         let (target, conflicted) = if fast_forward {
-            (git.run("rev-parse", ["rev-parse", &format!("{theirs}^{{tree}}")])?.text(), BTreeSet::new())
+            (git.run("rev-parse", ["rev-parse", &format!("{theirs}^{{tree}}")])?.text(), BTreeMap::new())
         } else {
             merge_tree(&git, &ours, theirs)?
         };
@@ -449,7 +449,7 @@ impl Vault {
             }
             let name = path.rsplit('/').next().unwrap_or(path);
             let catalog = layout::is_sub_index_name(name) || path == layout::ROOT_INDEX;
-            if conflicted.contains(path) {
+            if conflicted.contains_key(path) {
                 if path == layout::LOG {
                     let merged = union_log(&git, base.as_deref(), &ours, theirs)?;
                     files.push((path.clone(), Some(merged)));
@@ -460,9 +460,48 @@ impl Vault {
                 continue;
             }
             if catalog {
-                continue; // rendered here by the transaction, never merged as text
+                // Pages are a function of the notes. Where this integration changes notes, the
+                // transaction renders their folders' pages here. A page only the other side
+                // changed since the merge base (their render of a folder this replica has not
+                // rendered since, e.g. after a person's rename committed as an outside edit) is
+                // taken as it is there: keeping the stale local page would undo theirs in the
+                // merge commit, and the two replicas would undo each other forever.
+                let ours_page = git.blob_at(&ours, path)?;
+                let base_page = match &base {
+                    Some(base) => git.blob_at(base, path)?,
+                    None => None,
+                };
+                if ours_page == base_page {
+                    let after = if *status == 'D' { None } else { git.blob_at(&target, path)? };
+                    files.push((path.clone(), after));
+                    staged.insert(path.clone());
+                }
+                continue;
             }
             let after = if *status == 'D' { None } else { git.blob_at(&target, path)? };
+            if *status == 'D' {
+                // A deletion is applied only where the other side deleted (or renamed away) a
+                // file the merge base had and this side left as the base had it. Otherwise it
+                // would drop what this side holds (git expresses a rename on one side and an
+                // edit on the other as a conflict at the new name, and the old name as deleted):
+                // the file stays, and a person decides.
+                let base_blob = match &base {
+                    Some(base) => git.blob_at(base, path)?,
+                    None => None,
+                };
+                let theirs_deleted = base_blob.is_some() && git.blob_at(theirs, path)?.is_none();
+                if !theirs_deleted || git.blob_at(&ours, path)? != base_blob {
+                    if note_path(self, path).is_some() {
+                        let reason = if theirs_deleted {
+                            "the other side deleted or renamed this note, and this side changed it"
+                        } else {
+                            "the merge would drop this note although the other side did not delete it"
+                        };
+                        conflicts.push((path.clone(), reason.into()));
+                    }
+                    continue;
+                }
+            }
             match note_path(self, path) {
                 Some(note) => {
                     let before = git.blob_at(&ours, path)?;
@@ -552,7 +591,16 @@ impl Vault {
         for (path, reason) in conflicts {
             let proposal_id = match note_path(self, &path) {
                 Some(note) => {
-                    let theirs_text = git.blob_at(theirs, &path)?.map(|b| String::from_utf8_lossy(&b).into_owned());
+                    // Their text where they hold it: at this path, else the blob the merge
+                    // matched to it (a note this side renamed and they edited).
+                    let theirs_bytes = match git.blob_at(theirs, &path)? {
+                        Some(bytes) => Some(bytes),
+                        None => match conflicted.get(&path).cloned().flatten() {
+                            Some(object) => git.blob(&object)?,
+                            None => None,
+                        },
+                    };
+                    let theirs_text = theirs_bytes.map(|b| String::from_utf8_lossy(&b).into_owned());
                     let base_text = match &base {
                         Some(b) => git.blob_at(b, &path)?.map(|b| String::from_utf8_lossy(&b).into_owned()),
                         None => None,
@@ -630,7 +678,7 @@ impl Vault {
         let git = Git::at(root);
         let url = git.run("remote", ["remote", "get-url", &config.remote])?.text();
         let state = ReplicaState::load(root);
-        let (remote_head, reachable) = match fetch(&git, &config) {
+        let (remote_head, reachable) = match fetch(&git, &config, network_timeout(self)) {
             Ok(head) => (head, true),
             Err(_) => (git.resolve(&tracking_ref(&config))?, false),
         };
@@ -684,7 +732,8 @@ pub fn clone_vault(url: &str, folder: &Path, options: VaultOptions) -> Result<Cl
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    Git::at(&parent).run(
+    // A whole history comes over: bounded generously, but bounded (no policy exists yet).
+    let cloned = Git::at(&parent).network_output(
         "clone",
         [
             std::ffi::OsStr::new("clone"),
@@ -696,7 +745,11 @@ pub fn clone_vault(url: &str, folder: &Path, options: VaultOptions) -> Result<Cl
             url.as_ref(),
             folder.as_os_str(),
         ],
+        CLONE_TIMEOUT,
     )?;
+    if !cloned.status.success() {
+        return Err(Error::Replication { step: "clone", reason: crate::store::git::first_lines(&cloned.stderr) });
+    }
     let git = Git::at(folder);
     let mut head = git.resolve("HEAD")?;
     if head.is_none() {
@@ -760,12 +813,21 @@ pub fn clone_vault(url: &str, folder: &Path, options: VaultOptions) -> Result<Cl
     })
 }
 
+/// How long `clone` may take to bring a whole history over.
+const CLONE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(30 * 60);
+
+/// How long one git call to the remote may take (policy `replication.network_timeout_s`).
+fn network_timeout(vault: &Vault) -> std::time::Duration {
+    std::time::Duration::from_secs(vault.policy().policy.replication.network_timeout_s.max(1))
+}
+
 /// Step 2: the remote's head, fetched into the tracking ref; `None` when the remote has no
 /// such branch yet. Refuses a branch that no longer contains what this replica last saw.
-fn fetch(git: &Git, config: &ReplicaConfig) -> Result<Option<String>> {
+fn fetch(git: &Git, config: &ReplicaConfig, timeout: std::time::Duration) -> Result<Option<String>> {
     let tracking = tracking_ref(config);
     let scratch = format!("refs/paravault/fetched/{}", config.branch);
-    let listed = git.output(["ls-remote", "--heads", &config.remote, &format!("refs/heads/{}", config.branch)], &[], None)?;
+    let listed =
+        git.network_output("fetch", ["ls-remote", "--heads", &config.remote, &format!("refs/heads/{}", config.branch)], timeout)?;
     if !listed.status.success() {
         return Err(Error::Replication { step: "fetch", reason: crate::store::git::first_lines(&listed.stderr) });
     }
@@ -783,10 +845,14 @@ fn fetch(git: &Git, config: &ReplicaConfig) -> Result<Option<String>> {
         }
         return Ok(None);
     }
-    git.run(
+    let fetched = git.network_output(
         "fetch",
         ["fetch", "-q", "--no-tags", "--no-write-fetch-head", &config.remote, &format!("+refs/heads/{}:{scratch}", config.branch)],
+        timeout,
     )?;
+    if !fetched.status.success() {
+        return Err(Error::Replication { step: "fetch", reason: crate::store::git::first_lines(&fetched.stderr) });
+    }
     let fetched =
         git.resolve(&scratch)?.ok_or_else(|| Error::Replication { step: "fetch", reason: "the fetched branch cannot be read".into() })?;
     if let Some(seen) = &last_seen
@@ -813,8 +879,12 @@ enum Pushed {
 
 /// Step 4: pushes `head` to the remote's branch; a refusal because the remote moved is
 /// `RemoteMoved` (the caller integrates again), any other failure an error.
-fn push(git: &Git, config: &ReplicaConfig, head: &str) -> Result<Pushed> {
-    let output = git.output(["push", "--porcelain", "-q", &config.remote, &format!("{head}:refs/heads/{}", config.branch)], &[], None)?;
+fn push(git: &Git, config: &ReplicaConfig, head: &str, timeout: std::time::Duration) -> Result<Pushed> {
+    let output = git.network_output(
+        "push",
+        ["push", "--porcelain", "-q", &config.remote, &format!("{head}:refs/heads/{}", config.branch)],
+        timeout,
+    )?;
     if output.status.success() {
         git.run("update-ref", ["update-ref", &tracking_ref(config), head])?;
         return Ok(Pushed::Done);
@@ -827,10 +897,25 @@ fn push(git: &Git, config: &ReplicaConfig, head: &str) -> Result<Pushed> {
     Err(Error::Replication { step: "push", reason: crate::store::git::first_lines(&said) })
 }
 
-/// `git merge-tree --write-tree`: the merged tree and the paths that conflict.
-fn merge_tree(git: &Git, ours: &str, theirs: &str) -> Result<(String, BTreeSet<String>)> {
+/// `git merge-tree --write-tree`: the merged tree and the paths that conflict, each with the
+/// other side's blob where it has one (stage 3: its text even when it lives under another name
+/// there, as when this side renamed the note and the other side edited it).
+fn merge_tree(git: &Git, ours: &str, theirs: &str) -> Result<(String, BTreeMap<String, Option<String>>)> {
+    // No directory-rename detection: a vault's folders are not renamed as wholes, and with it
+    // git moved a note one side had just put in a folder the other side emptied, and dropped it
+    // from the merged tree without a conflict (found by the network simulation).
     let output = git.output(
-        ["merge-tree", "--write-tree", "-z", "--name-only", "--no-messages", "--allow-unrelated-histories", ours, theirs],
+        [
+            "-c",
+            "merge.directoryRenames=false",
+            "merge-tree",
+            "--write-tree",
+            "-z",
+            "--no-messages",
+            "--allow-unrelated-histories",
+            ours,
+            theirs,
+        ],
         &[],
         None,
     )?;
@@ -840,12 +925,20 @@ fn merge_tree(git: &Git, ours: &str, theirs: &str) -> Result<(String, BTreeSet<S
     }
     let mut fields = output.stdout.split(|&b| b == 0);
     let tree = String::from_utf8_lossy(fields.next().unwrap_or_default()).trim().to_string();
-    let mut conflicted = BTreeSet::new();
+    let mut conflicted: BTreeMap<String, Option<String>> = BTreeMap::new();
     for field in fields {
         if field.is_empty() {
-            break; // the empty field ends the conflicted paths
+            break; // the empty field ends the conflicted file info
         }
-        conflicted.insert(String::from_utf8_lossy(field).into_owned());
+        // `<mode> <object> <stage>\t<path>`
+        let entry = String::from_utf8_lossy(field);
+        let Some((meta, path)) = entry.split_once('\t') else { continue };
+        let mut parts = meta.split(' ');
+        let (object, stage) = (parts.nth(1).unwrap_or_default(), parts.next().unwrap_or_default());
+        let theirs_blob = conflicted.entry(path.to_string()).or_default();
+        if stage == "3" {
+            *theirs_blob = Some(object.to_string());
+        }
     }
     Ok((tree, conflicted))
 }

@@ -147,6 +147,47 @@ impl Git {
         Ok(Output { status: output.status, stdout: output.stdout, stderr: String::from_utf8_lossy(&output.stderr).trim().to_string() })
     }
 
+    /// `output` for a call that talks to a remote (ls-remote, fetch, push): stopped after
+    /// `timeout` (a partition or a silent peer never hangs the caller), which is then a
+    /// `replication_failed` error naming `step`. Its output is read while it runs, so a large
+    /// one never blocks it.
+    pub fn network_output<I, S>(&self, step: &'static str, args: I, timeout: std::time::Duration) -> Result<Output>
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        use std::io::Read as _;
+        use wait_timeout::ChildExt as _;
+        let mut command = self.command();
+        command.args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child =
+            command.spawn().map_err(|e| Error::GitUnavailable { reason: format!("the `git` program could not be run ({e})") })?;
+        let read = |mut pipe: Box<dyn std::io::Read + Send>| {
+            std::thread::spawn(move || {
+                let mut bytes = Vec::new();
+                let _ = pipe.read_to_end(&mut bytes);
+                bytes
+            })
+        };
+        let stdout = read(Box::new(child.stdout.take().expect("piped")));
+        let stderr = read(Box::new(child.stderr.take().expect("piped")));
+        let waited = child.wait_timeout(timeout).map_err(|e| Error::Replication { step, reason: e.to_string() })?;
+        let Some(status) = waited else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(Error::Replication {
+                step,
+                reason: format!(
+                    "the remote did not answer within {} s (policy replication.network_timeout_s); the next run goes on from here",
+                    timeout.as_secs()
+                ),
+            });
+        };
+        let stdout = stdout.join().unwrap_or_default();
+        let stderr = String::from_utf8_lossy(&stderr.join().unwrap_or_default()).trim().to_string();
+        Ok(Output { status, stdout, stderr })
+    }
+
     /// Runs `git <args>`; a non-zero exit is a `replication_failed` error naming `step`.
     pub fn run<I, S>(&self, step: &'static str, args: I) -> Result<Output>
     where
@@ -201,6 +242,12 @@ impl Git {
     /// A blob's bytes at `revision:path`, `None` when the path is not in that tree.
     pub fn blob_at(&self, revision: &str, path: &str) -> Result<Option<Vec<u8>>> {
         let output = self.output(["cat-file", "blob", &format!("{revision}:{path}")], &[], None)?;
+        Ok(output.status.success().then_some(output.stdout))
+    }
+
+    /// The bytes of blob `object`, `None` when there is no such blob.
+    pub fn blob(&self, object: &str) -> Result<Option<Vec<u8>>> {
+        let output = self.output(["cat-file", "blob", object], &[], None)?;
         Ok(output.status.success().then_some(output.stdout))
     }
 

@@ -77,6 +77,7 @@ mod never_locked_out;
 mod outside_edits;
 mod path_battery;
 mod replication;
+mod replication_netns;
 mod rerank;
 mod specdocs;
 mod stepstone;
