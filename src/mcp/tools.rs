@@ -68,6 +68,11 @@ pub(crate) trait ToolParams: DeserializeOwned + JsonSchema + Send + 'static {
     fn output_schema() -> Value {
         derived::<Self::Output>()
     }
+    /// The contract's result is not an object (P.O.W.E.R.'s boolean or list): the answer's
+    /// `result` field holds it, and the text content renders it as the official Python SDK
+    /// renders a non-object return (`super::sdk_text_content`); structuredContent keeps the
+    /// whole answer (`result` plus the added fields).
+    const BARE_RESULT: bool = false;
     /// Fills policy-driven parts of the input schema (enums, bounds).
     fn patch_input_schema(_schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {}
     /// Runs the engine call; its answer is serialised as the JSON object result.
@@ -85,6 +90,8 @@ pub struct ToolSpec {
     pub output_schema: fn() -> Value,
     /// Deserialises the arguments; returns the `vault_path` argument and the job.
     pub prepare: fn(serde_json::Map<String, Value>) -> Prepared,
+    /// `ToolParams::BARE_RESULT`.
+    pub bare_result: bool,
 }
 
 /// The input schema of tool `P`: its arguments alone.
@@ -142,6 +149,59 @@ fn declare_null_as_absent(schema: &mut serde_json::Map<String, Value>) {
             values.push(Value::Null);
         }
     }
+}
+
+/// Makes `schema` standard JSON Schema, as strict validators (Ajv, the TypeScript SDK's) compile
+/// it: schemars marks Rust's number types with `format`s no standard defines (`uint`, `uint32`,
+/// `int64`, `double`, ...), which Ajv's strict mode refuses to compile. Each such `format` is
+/// dropped and its range kept as `minimum`/`maximum` (unsigned types get `minimum: 0`; a 64-bit
+/// type's far end, past what a JSON number holds exactly, is left open). Applied to every
+/// advertised input and output schema in one place (`tool_of`, `ToolList`). Values that are
+/// data, not schemas (`enum`, `const`, `default`, `examples`), are left alone.
+pub(crate) fn standardise(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(bounds) = map.get("format").and_then(Value::as_str).and_then(number_format_bounds) {
+                map.remove("format");
+                let (low, high) = bounds;
+                if let Some(low) = low {
+                    let tighter = map.get("minimum").and_then(Value::as_f64).is_some_and(|m| m >= low as f64);
+                    if !tighter {
+                        map.insert("minimum".into(), json!(low));
+                    }
+                }
+                if let Some(high) = high {
+                    let tighter = map.get("maximum").and_then(Value::as_f64).is_some_and(|m| m <= high as f64);
+                    if !tighter {
+                        map.insert("maximum".into(), json!(high));
+                    }
+                }
+            }
+            for (key, value) in map.iter_mut() {
+                if !matches!(key.as_str(), "enum" | "const" | "default" | "examples") {
+                    standardise(value);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(standardise),
+        _ => {}
+    }
+}
+
+/// The range of a schemars number `format` (none for an end left open), or `None` for a format
+/// that is not one of them (`date-time`, `uri`, ...: standard, kept).
+fn number_format_bounds(format: &str) -> Option<(Option<i64>, Option<i64>)> {
+    Some(match format {
+        "uint8" => (Some(0), Some(i64::from(u8::MAX))),
+        "uint16" => (Some(0), Some(i64::from(u16::MAX))),
+        "uint32" => (Some(0), Some(i64::from(u32::MAX))),
+        "uint" | "uint64" | "uint128" | "usize" => (Some(0), None),
+        "int8" => (Some(i64::from(i8::MIN)), Some(i64::from(i8::MAX))),
+        "int16" => (Some(i64::from(i16::MIN)), Some(i64::from(i16::MAX))),
+        "int32" => (Some(i64::from(i32::MIN)), Some(i64::from(i32::MAX))),
+        "int" | "int64" | "int128" | "isize" | "float" | "double" => (None, None),
+        _ => return None,
+    })
 }
 
 /// Replaces every `{"$ref": "#/$defs/X", ...}` by the definition (siblings kept) and drops
@@ -280,6 +340,7 @@ pub(crate) fn spec_for<P: ToolParams>(surface: super::surface::Surface) -> ToolS
         input_schema: input_schema::<P>,
         output_schema: P::output_schema,
         prepare: prepare::<P>,
+        bare_result: P::BARE_RESULT,
     }
 }
 

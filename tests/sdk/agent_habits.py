@@ -1,0 +1,282 @@
+#!/usr/bin/env python3
+"""What an agent written for a peer does through the official MCP Python SDK (`mcp` on PyPI)
+and expects to keep working against `paravault mcp` (issue 50): one scenario per item, chosen by
+name on the command line.
+
+Usage: agent_habits.py PARAVAULT_BIN SCENARIO
+
+Scenarios:
+  lists      prompts/list, resources/list and resources/templates/list answer (prompts `[]`) on
+             every surface, as P.O.W.E.R.'s SDK server does, never -32601 (item 14)
+  no_vault   a client config without a vault starts no server on a hidden vault; `args: []`
+             (P.O.W.E.R.'s config with the command swapped) says what to pass (items 15, 17)
+  non_object P.O.W.E.R. tools whose contract result is not an object render as the SDK renders
+             them: the text is the bare value, a list is one text block per item, and
+             structuredContent is {"result": X} (item 11)
+
+Each scenario gets fresh vaults (`paravault --vault V init`) and its own servers. Prints PASS/FAIL
+per check and closes with 'N passed, N failed'; exits 1 on any failure.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+BIN, SCENARIO = sys.argv[1], sys.argv[2]
+RESULTS = []
+SURFACES = ["power", "ctxvault", "stepstone", "vaultspec"]
+
+
+def rule(name, ok, detail=""):
+    RESULTS.append(bool(ok))
+    print(("PASS " if ok else "FAIL ") + name + ("" if ok else f": {str(detail)[:800]}"), flush=True)
+
+
+def wire(obj):
+    return obj.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def clean_env(tmp):
+    """The environment of a client that names no vault, with its own config folder."""
+    env = dict(os.environ, PARAVAULT_LOG="warn", PARAVAULT_CONFIG_DIR=os.path.join(tmp, "config"), HOME=tmp, XDG_DATA_HOME=os.path.join(tmp, "data"))
+    for key in ("PARAVAULT_VAULT_DIR", "POWER_VAULT_DIR"):
+        env.pop(key, None)
+    return env
+
+
+def new_vault(tmp, name="vault"):
+    vault = os.path.join(tmp, name)
+    subprocess.run([BIN, "--vault", vault, "init"], check=True, stdout=subprocess.DEVNULL)
+    return vault
+
+
+async def session_on(params, body):
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = wire(await session.initialize())
+            await body(session, init)
+
+
+# ---- item 14 ----
+
+
+async def lists():
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = new_vault(tmp)
+        env = clean_env(tmp)
+        for surface in SURFACES:
+            params = StdioServerParameters(command=BIN, args=["--vault", vault, "mcp", "--surface", surface], env=env)
+
+            async def body(session, init, surface=surface):
+                caps = init["capabilities"]
+                rule(f"{surface}: prompts and resources are advertised", caps.get("prompts") is not None and caps.get("resources") is not None, caps)
+                try:
+                    prompts = wire(await session.list_prompts())["prompts"]
+                    rule(f"{surface}: prompts/list is []", prompts == [], prompts)
+                except Exception as e:  # noqa: BLE001 - the SDK raises McpError for a JSON-RPC error
+                    rule(f"{surface}: prompts/list is []", False, repr(e))
+                try:
+                    resources = [str(r["uri"]) for r in wire(await session.list_resources())["resources"]]
+                    want = sorted(f"stepstone://worklist/{n}" for n in ["list", "next", "ready", "waves"]) if surface == "stepstone" else []
+                    rule(f"{surface}: resources/list answers its resources", sorted(resources) == want, resources)
+                except Exception as e:  # noqa: BLE001
+                    rule(f"{surface}: resources/list answers", False, repr(e))
+                try:
+                    templates = wire(await session.list_resource_templates())["resourceTemplates"]
+                    rule(f"{surface}: resources/templates/list answers", (templates == []) == (surface != "stepstone"), templates)
+                except Exception as e:  # noqa: BLE001
+                    rule(f"{surface}: resources/templates/list answers", False, repr(e))
+                try:
+                    await session.get_prompt("no-such-prompt")
+                    rule(f"{surface}: an unknown prompt is refused", False, "answered")
+                except Exception as e:  # noqa: BLE001
+                    code = getattr(getattr(e, "error", None), "code", None)
+                    rule(f"{surface}: an unknown prompt is invalid params, not method-not-found", code == -32602, repr(e))
+
+            await session_on(params, body)
+
+
+# ---- items 15 and 17 (the client config) ----
+
+
+async def starts(params, errlog_path):
+    """Whether the SDK's handshake with `params` succeeds (within 15 s), and the server's stderr."""
+    ok = False
+    with open(errlog_path, "w", encoding="utf-8") as errlog:
+        try:
+            with anyio.fail_after(15):
+                async with stdio_client(params, errlog=errlog) as (read, write):
+                    async with ClientSession(read, write) as session:
+                        await session.initialize()
+                        ok = True
+        except Exception:  # noqa: BLE001 - a server that exits is an error or a timeout here
+            pass
+    with open(errlog_path, encoding="utf-8") as f:
+        return ok, f.read()
+
+
+async def no_vault():
+    with tempfile.TemporaryDirectory() as tmp:
+        env = clean_env(tmp)
+        default = os.path.join(tmp, "data", "paravault", "vault")
+        errlog = os.path.join(tmp, "stderr.txt")
+        # A client that names no vault: no server, a message naming the three ways.
+        ok, stderr = await starts(StdioServerParameters(command=BIN, args=["mcp"], env=env), errlog)
+        rule("mcp without a vault does not start", not ok, stderr)
+        rule("the refusal names --vault, PARAVAULT_VAULT_DIR and POWER_VAULT_DIR",
+             all(way in stderr for way in ["--vault", "PARAVAULT_VAULT_DIR", "POWER_VAULT_DIR", "--default-vault"]), stderr)
+        rule("no default vault was created behind the client's back", not os.path.exists(default), os.listdir(tmp))
+        # Started from inside a vault folder it still refuses: a client chooses the folder.
+        vault = new_vault(tmp)
+        ok, stderr = await starts(StdioServerParameters(command=BIN, args=["mcp"], env=env, cwd=vault), errlog)
+        rule("mcp in a vault folder without a named vault does not start", not ok, stderr)
+        # The default vault, asked for explicitly.
+        params = StdioServerParameters(command=BIN, args=["mcp", "--default-vault"], env=env)
+
+        async def default_info(session, init):
+            info = (await session.call_tool("get_server_info", {})).structured_content
+            rule("--default-vault serves the default vault", os.path.isdir(default) and info["status"] in ("ok", "degraded"), info.get("status"))
+
+        await session_on(params, default_info)
+        # P.O.W.E.R.'s config shape: the vault in the environment, args ["mcp"].
+        for var in ("POWER_VAULT_DIR", "PARAVAULT_VAULT_DIR"):
+            ok, stderr = await starts(StdioServerParameters(command=BIN, args=["mcp"], env=dict(env, **{var: vault})), errlog)
+            rule(f"{var} with args [\"mcp\"] starts the server", ok, stderr)
+        # P.O.W.E.R.'s config with only the command swapped (args []): no server, and stderr says
+        # what args must be.
+        ok, stderr = await starts(StdioServerParameters(command=BIN, args=[], env=dict(env, POWER_VAULT_DIR=vault)), errlog)
+        rule("args [] starts no MCP server", not ok, stderr)
+        rule("and stderr says args must name mcp", '"mcp"]' in stderr and "args" in stderr, stderr)
+
+
+# ---- item 11 ----
+
+
+async def non_object():
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = new_vault(tmp)
+        params = StdioServerParameters(command=BIN, args=["--vault", vault, "mcp"], env=clean_env(tmp))
+
+        async def body(session, init):
+            # The SDK validates structuredContent against the outputSchema it listed.
+            await session.list_tools()
+            texts = lambda result: [c.text for c in result.content if c.type == "text"]
+            valid = await session.call_tool("validate_memory_state", {})
+            rule("validate_memory_state: the text is the bare boolean", texts(valid) == ["true"], wire(valid))
+            rule("validate_memory_state: structuredContent is {result: true, ...}", (valid.structured_content or {}).get("result") is True, wire(valid))
+            for name, title in [("03_Resources/alpha", "Alpha habits"), ("03_Resources/beta", "Beta habits")]:
+                ingested = await session.call_tool("ingest_note", {"name": name, "note_type": "Resource", "title": title,
+                                                                   "description": "habits", "content": f"# {title}\n\nZebrafish habits.\n"})
+                rule(f"ingest {name}", not ingested.is_error, wire(ingested))
+            context = await session.call_tool("get_memory_context", {"query": "zebrafish habits"})
+            paths = (context.structured_content or {}).get("result")
+            rule("get_memory_context: structuredContent.result is the list of paths",
+                 isinstance(paths, list) and sorted(paths) == ["03_Resources/alpha.md", "03_Resources/beta.md"], wire(context))
+            rule("get_memory_context: one text block per path, the path itself", texts(context) == paths, wire(context))
+            empty = await session.call_tool("get_memory_context", {"query": "nothingmatchesthisword"})
+            rule("get_memory_context with no match: no text block, result []",
+                 texts(empty) == [] and (empty.structured_content or {}).get("result") == [], wire(empty))
+            with open(os.path.join(vault, "03_Resources", "half.md"), "w", encoding="utf-8") as f:
+                f.write("---\ntype: resource\ntitle: Half\n---\nA body.\n")
+            invalid = await session.call_tool("validate_memory_state", {})
+            rule("validate_memory_state on a blocking finding: the text is false", texts(invalid) == ["false"], wire(invalid))
+            rule("and structuredContent keeps the findings", (invalid.structured_content or {}).get("result") is False
+                 and (invalid.structured_content or {}).get("blocking"), wire(invalid))
+            # Tools whose result is an object keep one text block, the JSON of structuredContent.
+            info = await session.call_tool("lint_vault", {})
+            rule("an object result stays one JSON text block", len(texts(info)) == 1 and json.loads(texts(info)[0]) == info.structured_content, wire(info))
+
+        await session_on(params, body)
+
+
+# ---- item 12 ----
+
+
+async def handoff_postcondition():
+    import hashlib
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = new_vault(tmp)
+        params = StdioServerParameters(command=BIN, args=["--vault", vault, "mcp"], env=clean_env(tmp))
+
+        async def body(session, init):
+            await session.list_tools()
+            ingested = await session.call_tool("ingest_note", {"name": "03_Resources/runbook", "note_type": "Resource", "title": "Runbook",
+                                                               "description": "ops", "content": "# Runbook\n\nPromote the replica.\n"})
+            rule("ingest the artifact", not ingested.is_error, wire(ingested))
+
+            async def step(action, **args):
+                result = await session.call_tool("handoff_work", {"action": action, "task_id": "ops-1", **args})
+                return result.is_error, result.structured_content
+
+            failed, task = await step("create", objective="Update the runbook", owner="ops")
+            rule("create", not failed, task)
+            failed, task = await step("resume")
+            rule("resume to working", not failed and task["state"] == "working", task)
+            failed, refused = await step("complete", completion_postcondition="the runbook names the replica",
+                                         changed_artifacts=["03_Resources/missing.md"])
+            rule("a missing artifact is refused, naming changed_artifacts", failed and refused["error"]["code"] == "invalid_argument"
+                 and "changed_artifacts" in refused["error"]["message"], refused)
+            failed, refused = await step("complete", completion_postcondition="the runbook names the replica")
+            rule("a postcondition without artifacts is refused, naming changed_artifacts",
+                 failed and "changed_artifacts" in refused["error"]["message"], refused)
+            failed, task = await step("complete", completion_postcondition="the runbook names the replica",
+                                      changed_artifacts=["03_Resources/runbook.md"])
+            rule("complete takes completion_postcondition without a receipt_id", not failed and task["state"] == "completed", task)
+            with open(os.path.join(vault, "03_Resources", "runbook.md"), "rb") as f:
+                sha = hashlib.sha256(f.read()).hexdigest()
+            completion = (task or {}).get("completion") or {}
+            rule("a content-free task-completion receipt records each artifact's sha256",
+                 completion.get("schema") == "power.task-completion.v1" and completion.get("artifacts") == [{"path": "03_Resources/runbook.md", "sha256": sha}]
+                 and completion.get("receipt_id", "").startswith("tcr_") and task["receipt_ids"] == [completion.get("receipt_id")], task)
+            failed, shown = await step("show")
+            rule("show returns the same completion", not failed and shown.get("completion") == completion, shown)
+
+        await session_on(params, body)
+
+
+# ---- item 13 ----
+
+
+async def server_info():
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = new_vault(tmp)
+        env = dict(clean_env(tmp), HF_HUB_CACHE=os.path.join(tmp, "hf"), HF_ENDPOINT="http://127.0.0.1:9")
+        env.pop("PARAVAULT_MODEL_DIR", None)
+        params = StdioServerParameters(command=BIN, args=["--vault", vault, "mcp"], env=env)
+
+        async def body(session, init):
+            await session.list_tools()
+            info = (await session.call_tool("get_server_info", {})).structured_content
+            codes = [i["code"] for i in info["issues"]]
+            # What P.O.W.E.R.'s own MCP test asserts of the default call.
+            rule("vault.path is the resolved vault root", info["vault"].get("path") == os.path.realpath(vault), info["vault"])
+            rule("runtime.power_framework names the contract's release", bool(info["runtime"].get("power_framework")), info["runtime"])
+            rule("embedding.binding is not_requested", info["embedding"]["binding"] == "not_requested", info["embedding"])
+            rule("the embedding_binding_not_requested issue is there", "embedding_binding_not_requested" in codes, codes)
+            rule("paravault's own fields stay (path_hint, vault_id)", info["vault"].get("path_hint") == "vault" and info["vault"].get("vault_id"), info["vault"])
+            rule("the vault_path a P.O.W.E.R. agent derives from it is accepted",
+                 not (await session.call_tool("lint_vault", {"vault_path": info["vault"]["path"]})).is_error)
+            probed = (await session.call_tool("get_server_info", {"probe_provider": True})).structured_content
+            rule("a probe without the model files says not_verified", probed["embedding"]["binding"] == "not_verified", probed["embedding"])
+            rule("and drops embedding_binding_not_requested",
+                 "embedding_binding_not_requested" not in [i["code"] for i in probed["issues"]], probed["issues"])
+
+        await session_on(params, body)
+
+
+SCENARIOS = {"lists": lists, "no_vault": no_vault, "non_object": non_object, "handoff": handoff_postcondition, "server_info": server_info}
+
+
+def main():
+    anyio.run(SCENARIOS[SCENARIO])
+    failed = RESULTS.count(False)
+    print(f"{len(RESULTS) - failed} passed, {failed} failed")
+    sys.exit(1 if failed or not RESULTS else 0)
+
+
+main()
