@@ -641,7 +641,9 @@ pub fn run(cli: Cli) -> ExitCode {
         let options =
             crate::mcp::McpOptions { read_only: *read_only, parent_pid: *parent_pid, surfaces, agent: agent.clone(), cli: Cli::command() };
         // The MCP server writes for the agent on the other end of stdio.
-        return match open_at(&root, source, vault::Channel::Agent) {
+        return match open_at(&root, source, vault::Channel::Agent)
+            .map(|vault| vault.writing_for_agent(agent.clone().filter(|a| !a.trim().is_empty())))
+        {
             Ok(vault) => match serve_stdio_saying_so(vault, options) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(message) => {

@@ -117,3 +117,20 @@ fn handoff_complete_takes_a_completion_postcondition() {
 fn get_server_info_keeps_doctor_report_v1() {
     scenario("server_info");
 }
+
+/// ctxvault items 1–3: a `query` hit's `text` is the matching chunk (bounded by policy, never a
+/// window cut mid-word), its `source` is the `list_docs` name (so `write_doc(file_path=source,
+/// overwrite=true)` updates it), and `score` keeps ctxvault's distance direction (`relevance`
+/// is the engine's score, higher is better).
+#[test]
+fn ctxvault_query_answers_chunks_from_the_list_docs_source() {
+    scenario("ctxvault_query");
+}
+
+/// ctxvault items 4 and 5: `list_entities` has one row per normalised entity with the spellings
+/// seen (`min_episodes` counts across spellings, as `query_episodes` matches), and under
+/// `--agent alice` `write_episode` defaults `source` to the agent and every receipt records it.
+#[test]
+fn ctxvault_entities_count_across_spellings_and_writes_name_the_agent() {
+    scenario("ctxvault_memory");
+}

@@ -269,7 +269,108 @@ async def server_info():
         await session_on(params, body)
 
 
-SCENARIOS = {"lists": lists, "no_vault": no_vault, "non_object": non_object, "handoff": handoff_postcondition, "server_info": server_info}
+# ---- ctxvault items 1, 2, 3 ----
+
+HANDBOOK = """# Incident handbook
+
+## Database outage
+
+When the primary database stops answering, the on-call engineer checks the replication lag on the dashboard first and writes it down in the incident channel.
+If the lag is under ten seconds, promote the replica with the failover runbook, then repoint the application pool at the new primary and announce the switch.
+
+## Paging
+
+Page the database owner after fifteen minutes without recovery.
+"""
+
+
+async def ctxvault_query():
+    with tempfile.TemporaryDirectory() as tmp:
+        env = clean_env(tmp)
+        main, notes = new_vault(tmp, "main"), new_vault(tmp, "notes")
+        added = subprocess.run([BIN, "vaults", "add", "notes", notes], env=env, capture_output=True, text=True)
+        rule("register the documents vault", added.returncode == 0, added.stderr)
+        params = StdioServerParameters(command=BIN, args=["--vault", main, "mcp", "--surface", "ctxvault"], env=env)
+
+        async def body(session, init):
+            await session.list_tools()
+
+            async def ok(tool, **args):
+                result = await session.call_tool(tool, args)
+                rule(f"{tool} succeeds", not result.is_error, wire(result))
+                return result.structured_content or {}
+
+            await ok("write_doc", vault_name="notes", file_path="ops/incidents/handbook.md", content=HANDBOOK, generated_by="agent")
+            await ok("write_doc", vault_name="notes", file_path="ops/paging.md", content="# Paging\n\nPage the database owner when the replica lags.\n", generated_by="agent")
+            listed = {d["file_path"] for d in (await ok("list_docs", vault_name="notes"))["documents"]}
+            hits = (await ok("query", vault_name="notes", query="promote the replica failover"))["results"]
+            top = hits[0] if hits else {}
+            rule("item 2: a hit's source is the list_docs name", top.get("source") == "ops/incidents/handbook.md" and top.get("source") in listed, (top, listed))
+            answer = "If the lag is under ten seconds, promote the replica with the failover runbook, then repoint the application pool at the new primary and announce the switch."
+            rule("item 1: a hit's text is the matching chunk, with the answering sentence whole", answer in top.get("text", ""), top.get("text"))
+            chunk = top.get("text", "").strip()
+            whole_lines = chunk in HANDBOOK and (HANDBOOK.startswith(chunk) or "\n" + chunk in HANDBOOK) and chunk + "\n" in HANDBOOK
+            rule("item 1: whole lines of the document, not a window cut mid-word", whole_lines and top.get("text_truncated") is False, chunk)
+            scores = [h["score"] for h in hits]
+            rule("item 3: score is ctxvault's distance: lower is closer, best first",
+                 len(hits) >= 2 and scores == sorted(scores) and all(0 < x <= 1 for x in scores), hits)
+            relevance = [h["relevance"] for h in hits]
+            rule("item 3: relevance (higher is better) orders the same hits", relevance == sorted(relevance, reverse=True), hits)
+            # The agent's habit: write back to the source it was given.
+            await ok("write_doc", vault_name="notes", file_path=top.get("source"), content=HANDBOOK + "\nReviewed.\n", generated_by="agent", overwrite=True)
+            after = [d["file_path"] for d in (await ok("list_docs", vault_name="notes"))["documents"]]
+            rule("write_doc(file_path=source, overwrite=true) updates the document, no second one", sorted(after) == sorted(listed), after)
+
+        await session_on(params, body)
+
+
+# ---- ctxvault items 4, 5 ----
+
+
+async def ctxvault_memory():
+    with tempfile.TemporaryDirectory() as tmp:
+        env = clean_env(tmp)
+        main, eps = new_vault(tmp, "main"), new_vault(tmp, "episodes")
+        added = subprocess.run([BIN, "vaults", "add", "eps", eps, "--type", "episodic"], env=env, capture_output=True, text=True)
+        rule("register the episodic vault", added.returncode == 0, added.stderr)
+        params = StdioServerParameters(command=BIN, args=["--vault", main, "mcp", "--surface", "ctxvault", "--agent", "alice"], env=env)
+
+        async def body(session, init):
+            await session.list_tools()
+
+            async def ok(tool, **args):
+                result = await session.call_tool(tool, args)
+                rule(f"{tool} succeeds", not result.is_error, wire(result))
+                return result.structured_content or {}
+
+            first = await ok("write_episode", vault_name="eps", content="Marco moved to Turin", entities=["Marco", "Turin"])
+            await ok("write_episode", vault_name="eps", content="Marco likes espresso", entities=["Marco"])
+            await ok("write_episode", vault_name="eps", content="marco plays chess on Sundays", entities=["marco"])
+            await ok("write_episode", vault_name="eps", content="Turin has a new bakery", entities=["turin"])
+            listed = (await ok("list_entities", vault_name="eps", min_episodes=2))["entities"]
+            marco = [e for e in listed if e["entity_norm"] == "marco"]
+            rule("item 4: one row per normalised entity, counted across spellings",
+                 len(marco) == 1 and marco[0]["episodes"] == 3 and marco[0]["episode_count"] == 3 and marco[0]["entity"] == "Marco", listed)
+            rule("item 4: with the spellings seen", marco and marco[0]["spellings"] == ["Marco", "marco"], listed)
+            rule("item 4: min_episodes counts across spellings (Turin twice in two spellings)",
+                 [e["entity_norm"] for e in listed] == ["marco", "turin"], listed)
+            queried = await ok("query_episodes", vault_name="eps", entities=["MARCO"])
+            rule("item 4: the same count query_episodes matches", len(queried["episodes"]) == 3, queried)
+            # Item 5: the agent is the default source, and the receipt records it.
+            episode = (first.get("episode") or {})
+            rule("item 5: write_episode under --agent alice defaults source to alice", episode.get("source") == "alice", first)
+            rule("item 5: the receipt records the agent", (first.get("receipt") or {}).get("agent") == "alice", first)
+            named = await ok("write_episode", vault_name="eps", content="Marco met Bea", entities=["Marco"], source="a phone call")
+            rule("item 5: a given source is kept", (named.get("episode") or {}).get("source") == "a phone call", named)
+            with open(os.path.join(eps, ".paravault", "receipts.jsonl"), encoding="utf-8") as f:
+                receipts = [json.loads(line) for line in f if line.strip()]
+            rule("item 5: every receipt of the agent's writes names it",
+                 receipts and all(r.get("agent") == "alice" and r.get("actor") == "agent" for r in receipts), receipts[-1:])
+
+        await session_on(params, body)
+
+
+SCENARIOS = {"ctxvault_memory": ctxvault_memory, "ctxvault_query": ctxvault_query, "lists": lists, "no_vault": no_vault, "non_object": non_object, "handoff": handoff_postcondition, "server_info": server_info}
 
 
 def main():
