@@ -84,10 +84,10 @@ fn invalid_arguments(action: &str, message: &str) -> Value {
 /// Deserialises a stepstone tool's arguments; a failure becomes a job that returns the
 /// failure envelope (so it carries the tool's `action`).
 fn prepare<P: ToolParams>(args: Map<String, Value>) -> Prepared {
-    match serde_json::from_value::<P>(Value::Object(args)) {
+    match super::tools::arguments::<P>(args) {
         Ok(params) => Ok((String::new(), super::tools::job(params))),
         Err(error) => {
-            let envelope = invalid_arguments(P::NAME, &error.to_string());
+            let envelope = invalid_arguments(P::NAME, &error);
             Ok((String::new(), Box::new(move |_: &ToolCtx| Err(crate::error::Error::SurfaceFailure(Box::new(envelope))))))
         }
     }

@@ -134,3 +134,12 @@ fn ctxvault_query_answers_chunks_from_the_list_docs_source() {
 fn ctxvault_entities_count_across_spellings_and_writes_name_the_agent() {
     scenario("ctxvault_memory");
 }
+
+/// vaultspec items 7 and 8: `find type: ["index"]` finds feature indexes, search rows follow the
+/// seed's type order, `log` takes 0.3.9's list-typed `verify`, `status` blames `target`, and
+/// every argument error (vaultspec, P.O.W.E.R., stepstone) names the argument, the expected shape
+/// and an example.
+#[test]
+fn vaultspec_find_log_and_argument_errors_speak_the_agents_words() {
+    scenario("vaultspec");
+}

@@ -370,7 +370,70 @@ async def ctxvault_memory():
         await session_on(params, body)
 
 
-SCENARIOS = {"ctxvault_memory": ctxvault_memory, "ctxvault_query": ctxvault_query, "lists": lists, "no_vault": no_vault, "non_object": non_object, "handoff": handoff_postcondition, "server_info": server_info}
+# ---- vaultspec items 7, 8 and argument errors on every surface ----
+
+
+async def vaultspec_habits():
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = new_vault(tmp)
+        env = clean_env(tmp)
+        params = StdioServerParameters(command=BIN, args=["--vault", vault, "mcp", "--surface", "power,stepstone,vaultspec"], env=env)
+
+        async def body(session, init):
+            await session.list_tools()
+
+            async def call(tool, args):
+                result = await session.call_tool(tool, args)
+                return result.is_error, result.structured_content or {}
+
+            def message(data):
+                error = data.get("error") or {}
+                return error.get("message", "") if isinstance(error, dict) else str(error)
+
+            docs = [{"feature": "search-api", "type": t, "date": "2026-05-30"} for t in ["research", "adr", "plan", "reference"]]
+            failed, created = await call("create", {"documents": docs})
+            rule("create four documents (the feature index follows)", not failed and created.get("counts", {}).get("created") == 4, created)
+            failed, found = await call("find", {"type": ["index"]})
+            rows = found.get("result") or []
+            rule("item 7: find type [\"index\"] is accepted and finds the feature index",
+                 not failed and [(r["type"], r["feature"]) for r in rows] == [("index", "search-api")]
+                 and rows[0]["path"] == "01_Projects/search-api/search-api.index.md", found)
+            failed, found = await call("find", {"feature": "search-api"})
+            rule("item 7: search rows follow the seed's order (adr, plan, research, reference)",
+                 not failed and [r["type"] for r in found.get("result") or []] == ["adr", "plan", "research", "reference"], found)
+            failed, found = await call("find", {"feature": "search-api", "limit": 2})
+            rule("item 7: a limit crowds out the later types", [r["type"] for r in found.get("result") or []] == ["adr", "plan"], found)
+            plan = "2026-05-30-search-api-plan"
+            failed, edited = await call("plan_edit", {"plan": plan, "operations": [{"operation": "add", "action": "write the index", "scope": "src"},
+                                                                                  {"operation": "add", "action": "query it", "scope": "src"}]})
+            rule("the plan gains two steps", not failed and edited.get("status") == "ok", edited)
+            failed, logged = await call("log", {"feature": "search-api", "plan": plan, "step": "S01", "rows": ["A:src/x.rs"],
+                                                "verify": ["cargo test=pass", "cargo clippy=pass"]})
+            rule("item 8: log takes 0.3.9's list-typed verify", not failed and logged.get("changed") is True, logged)
+            ledger = open(os.path.join(vault, logged.get("path", "missing")), encoding="utf-8").read() if not failed else ""
+            rule("item 8: each check is its own verify line", "verify: cargo test=pass" in ledger and "verify: cargo clippy=pass" in ledger, ledger)
+            failed, single = await call("log", {"feature": "search-api", "plan": plan, "step": "S02", "rows": ["A:src/y.rs"], "verify": "cargo test=pass"})
+            rule("item 8: and the seed's string", not failed, single)
+            # Every argument error names the argument, the expected shape and an example.
+            for tool, args, name in [
+                ("log", {"feature": "search-api", "plan": plan, "step": "S03", "verify": True}, "verify"),
+                ("find", {"feature": "search-api", "body": True}, "body"),
+                ("find", {"limit": "many"}, "limit"),
+                ("search_vault_tool", {"query": "x", "max_results": [3]}, "max_results"),
+                ("read_note", {"path": 5}, "path"),
+                ("add", {"title": 5}, "title"),
+            ]:
+                failed, data = await call(tool, args)
+                text = message(data)
+                rule(f"item 8: {tool} names `{name}`, the shape and an example", failed and f"`{name}`" in text and "expected" in text and "e.g." in text, data)
+            failed, data = await call("status", {"target": "no-such-thing"})
+            text = message(data)
+            rule("item 8: status blames target, not plan", failed and "target" in text and "`plan`" not in text, data)
+
+        await session_on(params, body)
+
+
+SCENARIOS = {"vaultspec": vaultspec_habits, "ctxvault_memory": ctxvault_memory, "ctxvault_query": ctxvault_query, "lists": lists, "no_vault": no_vault, "non_object": non_object, "handoff": handoff_postcondition, "server_info": server_info}
 
 
 def main():
