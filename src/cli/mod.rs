@@ -877,27 +877,9 @@ pub fn run(cli: Cli) -> ExitCode {
                     as_of: as_of.clone(),
                     domain: domain.clone(),
                 };
-                match v.search(&params) {
-                    // A vault never synced (a folder of Obsidian notes): its first generation
-                    // is built now, offline and by keyword, with the notes it cannot index
-                    // named, and the search answers from it.
-                    Err(Error::NoActiveGeneration { .. }) => {
-                        let report = v.sync_vault(&SyncParams { allow_partial: true, ..Default::default() })?;
-                        let mut note = format!("no search index yet: built one by keyword from {} notes", report.counts.indexed);
-                        if !report.exclusions.is_empty() {
-                            let names: Vec<&str> = report.exclusions.iter().take(5).map(|e| e.path.as_str()).collect();
-                            note.push_str(&format!(
-                                "; {} left out ({}{}) — `paravault lint` says why, `paravault heal` repairs missing frontmatter",
-                                report.exclusions.len(),
-                                names.join(", "),
-                                if report.exclusions.len() > 5 { ", …" } else { "" }
-                            ));
-                        }
-                        render::note_on_stderr(&note);
-                        v.search(&params)
-                    }
-                    other => other,
-                }
+                // A vault never synced (a folder of Obsidian notes) gets its first generation
+                // now, offline and by keyword; the envelope's fallback says so.
+                v.search(&params)
             })
             .map(|e| out.envelope(&e)),
         Command::Mcp { .. } | Command::Web { .. } => unreachable!("handled above"),

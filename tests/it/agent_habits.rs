@@ -143,3 +143,11 @@ fn ctxvault_entities_count_across_spellings_and_writes_name_the_agent() {
 fn vaultspec_find_log_and_argument_errors_speak_the_agents_words() {
     scenario("vaultspec");
 }
+
+/// Item 10: the first search (`search_vault_tool`, `get_memory_context`, `suggest_related_tool`)
+/// on a vault never synced (a folder of Obsidian notes) publishes the first generation, offline
+/// and by keyword, and answers with a labelled `fallback_reason`; never `no_active_generation`.
+#[test]
+fn the_first_search_on_a_never_synced_vault_answers() {
+    scenario("first_search");
+}

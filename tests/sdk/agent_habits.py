@@ -433,7 +433,61 @@ async def vaultspec_habits():
         await session_on(params, body)
 
 
-SCENARIOS = {"vaultspec": vaultspec_habits, "ctxvault_memory": ctxvault_memory, "ctxvault_query": ctxvault_query, "lists": lists, "no_vault": no_vault, "non_object": non_object, "handoff": handoff_postcondition, "server_info": server_info}
+# ---- item 10 ----
+
+OBSIDIAN_NOTE = """---
+type: Resource
+title: Replica failover
+description: How to promote the replica
+timestamp: 2026-01-01T00:00:00Z
+---
+# Replica failover
+
+Promote the replica when the primary database stops answering.
+"""
+
+
+def hand_made_vault(tmp, name):
+    """A folder of Obsidian notes nobody synced: P.A.R.A. folders, one valid note, one without
+    frontmatter."""
+    root = os.path.join(tmp, name)
+    for folder in ("00_Inbox", "01_Projects", "02_Areas", "03_Resources"):
+        os.makedirs(os.path.join(root, folder))
+    with open(os.path.join(root, "03_Resources", "failover.md"), "w", encoding="utf-8") as f:
+        f.write(OBSIDIAN_NOTE)
+    with open(os.path.join(root, "00_Inbox", "scribble.md"), "w", encoding="utf-8") as f:
+        f.write("just a thought about the replica\n")
+    return root
+
+
+async def first_search():
+    with tempfile.TemporaryDirectory() as tmp:
+        env = clean_env(tmp)
+        for tool, args in [("search_vault_tool", {"query": "promote the replica"}), ("get_memory_context", {"query": "promote the replica"}),
+                           ("suggest_related_tool", {"target_path": "03_Resources/failover.md", "method": "keyword"})]:
+            vault = hand_made_vault(tmp, tool)
+            params = StdioServerParameters(command=BIN, args=["--vault", vault, "mcp"], env=env)
+
+            async def body(session, init, tool=tool, args=args):
+                await session.list_tools()
+                result = await session.call_tool(tool, args)
+                data = result.structured_content or {}
+                rule(f"{tool}: the first call on a never-synced vault answers", not result.is_error, data)
+                reason = data.get("fallback_reason") or ""
+                rule(f"{tool}: and says it published the first generation", reason.startswith("first_generation_published"), data)
+                if tool == "search_vault_tool":
+                    paths = [r["source"]["path"] for r in data.get("results", [])]
+                    rule("the search finds the Obsidian note", "03_Resources/failover.md" in paths, paths)
+                    rule("and counts the note it could not index", "1 left out" in reason, reason)
+                if tool == "get_memory_context":
+                    rule("the context names the note", data.get("result") == ["03_Resources/failover.md"], data)
+                again = (await session.call_tool(tool, args)).structured_content or {}
+                rule(f"{tool}: the next call reads that generation", not (again.get("fallback_reason") or "").startswith("first_generation"), again)
+
+            await session_on(params, body)
+
+
+SCENARIOS = {"first_search": first_search, "vaultspec": vaultspec_habits, "ctxvault_memory": ctxvault_memory, "ctxvault_query": ctxvault_query, "lists": lists, "no_vault": no_vault, "non_object": non_object, "handoff": handoff_postcondition, "server_info": server_info}
 
 
 def main():
