@@ -94,6 +94,10 @@ def field(obj, snake, camel):
     return getattr(obj, snake) if hasattr(obj, snake) else getattr(obj, camel)
 
 
+# Tools whose contract result is not an object (P.O.W.E.R.'s boolean and list).
+BARE_RESULT_TOOLS = {"validate_memory_state", "get_memory_context"}
+
+
 def documented_codes():
     text = open(os.path.join(REPO, "docs", "errors.md"), encoding="utf-8").read()
     return set(re.findall(r"^\| `([a-z_]+)` \|", text, flags=re.M))
@@ -145,16 +149,25 @@ async def run(binary, vault):
                 structured = field(result, "structured_content", "structuredContent")
                 label = f"{name}#{index}"
                 texts = [c.text for c in result.content if getattr(c, "type", "") == "text"]
-                if len(texts) != 1:
+                if name in BARE_RESULT_TOOLS and not is_error:
+                    # A contract result that is not an object renders as the SDK renders it: a
+                    # list is one text block per item, a boolean its JSON (issue 50 item 11).
+                    bare = structured.get("result")
+                    want = bare if isinstance(bare, list) else [json.dumps(bare)]
+                    if texts != want:
+                        failures.append(f"{label}: text content {texts!r} is not the SDK's rendering of {bare!r}")
+                    texts = [json.dumps(structured)]
+                elif len(texts) != 1:
                     failures.append(f"{label}: {len(texts)} text blocks")
                     continue
-                try:
-                    parsed = json.loads(texts[0])
-                except ValueError as e:
-                    failures.append(f"{label}: text block is not JSON ({e}): {texts[0][:120]}")
-                    continue
-                if parsed != structured:
-                    failures.append(f"{label}: text block differs from structuredContent")
+                else:
+                    try:
+                        parsed = json.loads(texts[0])
+                    except ValueError as e:
+                        failures.append(f"{label}: text block is not JSON ({e}): {texts[0][:120]}")
+                        continue
+                    if parsed != structured:
+                        failures.append(f"{label}: text block differs from structuredContent")
                 try:
                     jsonschema.validate(structured, field(tools[name], "output_schema", "outputSchema"))
                 except jsonschema.ValidationError as e:

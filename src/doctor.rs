@@ -11,7 +11,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::embed::{ModelConfig, ModelEnv, ModelHandle};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::policy::{EgressPolicy, PolicySource};
 use crate::search::generation;
 use crate::store::layout;
@@ -96,7 +96,13 @@ pub struct Runtime {
     pub version: &'static str,
     /// `<os>-<arch>` of the build.
     pub platform: String,
+    /// The P.O.W.E.R. (power-framework) release whose MCP contract this engine serves (seed
+    /// 004): what a P.O.W.E.R. agent compares to detect version skew.
+    pub power_framework: &'static str,
 }
+
+/// The P.O.W.E.R. release whose contract the default surface serves (`Runtime::power_framework`).
+pub const POWER_FRAMEWORK_CONTRACT: &str = "3.7.11";
 
 /// How inference is configured (from the policy and the environment; nothing is loaded).
 #[derive(Debug, Clone, Serialize, JsonSchema)]
@@ -114,7 +120,10 @@ pub struct Configuration {
 /// The vault and its active search generation.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct VaultState {
-    /// The vault folder's name (never an absolute path).
+    /// The configured vault root, absolute and resolved (doctor report v1): what a `vault_path`
+    /// argument must resolve to.
+    pub path: String,
+    /// The vault folder's name.
     pub path_hint: String,
     /// First 16 hex digits of the sha256 of the canonical root path: stable while the vault
     /// stays where it is, and reveals no path.
@@ -168,9 +177,11 @@ pub struct EmbeddingState {
     /// The active generation's dense index (null without one: semantic modes answer lexically
     /// or fail closed).
     pub dense_index: Option<crate::search::dense::DenseManifest>,
-    /// `not_requested` (no model is loaded by this report), `bound` (the probe loaded and
-    /// verified it) or `unavailable` (the probe could not; an issue says why).
-    #[schemars(extend("enum" = ["not_requested", "bound", "unavailable"]))]
+    /// Doctor report v1's values: `not_requested` (no model is loaded by this report; the
+    /// `embedding_binding_not_requested` issue says so), `verified` (the probe loaded the model
+    /// and verified its files), `not_verified` (the probe found no model files offline) or
+    /// `failed` (the files are there but did not verify or load; an issue says why).
+    #[schemars(extend("enum" = ["not_requested", "verified", "not_verified", "failed"]))]
     pub binding: &'static str,
     /// The provider the probe bound the model with (null unless `bound`).
     pub bound_provider: Option<&'static str>,
@@ -296,6 +307,15 @@ impl Vault {
             probe_requested: probe_provider,
             probe_seconds: None,
         };
+        if !probe_provider {
+            // Doctor report v1: a configured model is not a bound one, and this report says so.
+            issues.push(Issue {
+                code: "embedding_binding_not_requested",
+                severity: "warning",
+                message: "the embedding model was not loaded by this read-only discovery call (its binding is unverified)".into(),
+                remediation: "call get_server_info with probe_provider=true (loads the model offline, never downloads)".into(),
+            });
+        }
         if probe_provider {
             config.egress = EgressPolicy::Deny;
             let started = std::time::Instant::now();
@@ -303,11 +323,12 @@ impl Vault {
             embedding.probe_seconds = Some((started.elapsed().as_secs_f64() * 1000.0).round() / 1000.0);
             match loaded {
                 Ok(_) => {
-                    embedding.binding = "bound";
+                    embedding.binding = "verified";
                     embedding.bound_provider = Some(PROVIDER);
                 }
                 Err(e) => {
-                    embedding.binding = "unavailable";
+                    embedding.binding =
+                        if matches!(e, Error::ModelUnavailable { .. } | Error::EgressDenied { .. }) { "not_verified" } else { "failed" };
                     issues.push(Issue {
                         code: "embedding_model_unavailable",
                         severity: "warning",
@@ -330,9 +351,11 @@ impl Vault {
                 engine: "paravault",
                 version: env!("CARGO_PKG_VERSION"),
                 platform: format!("{}-{}", std::env::consts::OS, std::env::consts::ARCH),
+                power_framework: POWER_FRAMEWORK_CONTRACT,
             },
             configuration,
             vault: VaultState {
+                path: self.root().canonicalize().unwrap_or_else(|_| self.root().to_path_buf()).display().to_string(),
                 path_hint: self.root().file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
                 vault_id: vault_id(self.root()),
                 exists: self.root().exists(),
@@ -389,7 +412,10 @@ impl Vault {
             }
         })?;
         let issues = &mut report.issues;
-        issues.retain(|i| i.code != "notes_excluded");
+        // A person's whole-vault check: an unprobed binding is not a finding about the vault
+        // (semantic search and dense syncs check the model themselves), so it leaves `doctor`'s
+        // status and exit code alone.
+        issues.retain(|i| i.code != "notes_excluded" && i.code != "embedding_binding_not_requested");
         if check.notes_invalid > 0 {
             issues.push(Issue {
                 code: "notes_excluded",

@@ -98,6 +98,10 @@ pub struct MemoryContext {
     pub result: Vec<String>,
     /// The same notes with their titles.
     pub notes: Vec<NoteRef>,
+    /// What this call did besides reading (absent when nothing): the first search generation
+    /// of a vault never synced (`first_generation_published`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fallback_reason: Option<String>,
 }
 
 fn temporal_view(text: &str) -> Result<TemporalView> {
@@ -111,8 +115,40 @@ fn temporal_view(text: &str) -> Result<TemporalView> {
     }
 }
 
+/// Puts `note` before the fallback reason already there.
+fn prepend(note: Option<String>, reason: Option<String>) -> Option<String> {
+    match (note, reason) {
+        (Some(note), Some(reason)) => Some(format!("{note}; {reason}")),
+        (note, reason) => note.or(reason),
+    }
+}
+
 impl Vault {
-    /// Searches the active published generation and answers with an untrusted envelope.
+    /// Runs `read` on the active generation. A vault never synced (a folder of Obsidian notes,
+    /// a vault another tool served) gets its first generation on first need, as the default
+    /// vault gets it at creation: offline, by keyword, the notes that cannot be indexed left out
+    /// and counted (`allow_partial`); then `read` runs again. Also returns the note saying so
+    /// (`first_generation_published`), for the answer's `fallback_reason`.
+    fn on_a_generation<T>(&self, read: impl Fn() -> Result<T>) -> Result<(T, Option<String>)> {
+        match read() {
+            Err(Error::NoActiveGeneration { .. }) => {
+                let report = self.sync_vault(&SyncParams { allow_partial: true, ..Default::default() })?;
+                let mut note = format!(
+                    "first_generation_published: the vault had no search generation; this call published its first, by keyword \
+                     (fts, offline), from {} notes",
+                    report.counts.indexed
+                );
+                if !report.exclusions.is_empty() {
+                    note.push_str(&format!(" ({} left out: lint_vault says why)", report.exclusions.len()));
+                }
+                read().map(|value| (value, Some(note)))
+            }
+            other => other.map(|value| (value, None)),
+        }
+    }
+
+    /// Searches the active published generation and answers with an untrusted envelope (a
+    /// vault never synced first gets its first generation: `on_a_generation`).
     pub fn search(&self, params: &SearchParams) -> Result<Envelope> {
         let cap = self.policy().policy.search.max_results_cap;
         if params.max_results == 0 || params.max_results > cap {
@@ -147,7 +183,9 @@ impl Vault {
             domain,
             auto_priority,
         };
-        search::search(self.root(), self.policy(), request)
+        let (mut envelope, first) = self.on_a_generation(|| search::search(self.root(), self.policy(), request.clone()))?;
+        envelope.fallback_reason = prepend(first, envelope.fallback_reason.take());
+        Ok(envelope)
     }
 
     /// Publishes a complete generation for the vault as it is on disk now (detects edits made
@@ -211,10 +249,11 @@ impl Vault {
         })?
     }
 
-    /// Paths and titles of the top hits (no bodies).
+    /// Paths and titles of the top hits (no bodies); a vault never synced first gets its first
+    /// generation (`on_a_generation`).
     pub fn memory_context(&self, query: &str) -> Result<MemoryContext> {
-        let notes = search::memory_context(self.root(), self.policy(), query)?;
-        Ok(MemoryContext { result: notes.iter().map(|n| n.path.clone()).collect(), notes })
+        let (notes, fallback_reason) = self.on_a_generation(|| search::memory_context(self.root(), self.policy(), query))?;
+        Ok(MemoryContext { result: notes.iter().map(|n| n.path.clone()).collect(), notes, fallback_reason })
     }
 
     /// Notes related to `target`, from stored generation data only. An empty `target` means
@@ -233,13 +272,14 @@ impl Vault {
             "" => (self.newest_note()?, "newest_timestamp"),
             given => (given.to_string(), "argument"),
         };
-        let hits = search::suggest_related(self.root(), self.policy(), &target, requested, max_results)?;
+        let (hits, first) =
+            self.on_a_generation(|| search::suggest_related(self.root(), self.policy(), &target, requested, max_results))?;
         Ok(RelatedReport {
             target,
             target_source,
             method: label(hits.method),
             requested_method: label(requested),
-            fallback_reason: hits.fallback_reason,
+            fallback_reason: prepend(first, hits.fallback_reason),
             related: hits.related,
         })
     }

@@ -327,6 +327,11 @@ pub enum Command {
         /// with this name.
         #[arg(long, value_name = "NAME")]
         agent: Option<String>,
+        /// Serve the default vault. Without --vault, PARAVAULT_VAULT_DIR or POWER_VAULT_DIR the
+        /// server refuses to start unless this asks for the default vault explicitly (a client
+        /// that forgot its vault must not write an agent's memory where nobody looks).
+        #[arg(long)]
+        default_vault: bool,
     },
     /// Keep the vault's folder journal until stopped (Linux, local file systems): one-shot
     /// writes then ask it which folders changed instead of a stat of every folder. Prints one
@@ -456,18 +461,49 @@ fn vault_root(cli: &Cli) -> Result<(std::path::PathBuf, vault::RootSource), Erro
     Ok((root, source))
 }
 
+/// Whether `paravault mcp` was told its vault (P.O.W.E.R.'s contract: the server requires its
+/// vault before startup): `--vault`, `PARAVAULT_VAULT_DIR` or `POWER_VAULT_DIR`, or
+/// `--default-vault` for the default vault and nothing else. Never the current folder: a client
+/// starts the server wherever it likes. The refusal names the three ways and the client config.
+fn mcp_vault_named(cli: &Cli, default_vault: bool) -> Result<(std::path::PathBuf, vault::RootSource), String> {
+    let (root, source) = vault::resolve_root(cli.vault.as_deref()).map_err(|e| e.to_string())?;
+    match (source, default_vault) {
+        (vault::RootSource::Default, true) => {
+            render::note_on_stderr(&format!("vault: {} (the default vault, --default-vault)", root.display()));
+            Ok((root, source))
+        }
+        (vault::RootSource::Default, false) => Err(format!(
+            "paravault mcp needs its vault: pass --vault /path/to/vault before `mcp`, or set PARAVAULT_VAULT_DIR or \
+             POWER_VAULT_DIR (an MCP client config: \"args\": [\"--vault\", \"/path/to/vault\", \"mcp\"]); \
+             --default-vault serves the default vault ({}) on purpose",
+            root.display()
+        )),
+        (_, true) => Err(format!(
+            "--default-vault asks for the default vault, but the vault is already named ({}); drop one of them",
+            root.display()
+        )),
+        (_, false) => Ok((root, source)),
+    }
+}
+
 /// Opens the vault, writing for `channel`.
 fn open_as(cli: &Cli, channel: vault::Channel) -> Result<Vault, Error> {
     let (root, source) = vault_root(cli)?;
+    open_at(&root, source, channel)
+}
+
+/// Opens the vault at `root`, writing for `channel`; the default vault is initialised on first
+/// use.
+fn open_at(root: &std::path::Path, source: vault::RootSource, channel: vault::Channel) -> Result<Vault, Error> {
     if source == vault::RootSource::Default && !root.exists() {
-        let (vault, report) = Vault::init(&root, options())?;
+        let (vault, report) = Vault::init(root, options())?;
         // A new default vault is searchable at once (its first generation, FTS, offline): the
         // first-run screen and the first `search` find the starter notes.
         vault.sync_vault(&SyncParams::default())?;
         tracing::info!(created = report.created_notes.len(), "initialised the default vault and published its first search generation");
         return Ok(vault.acting_for(channel).ending_the_process());
     }
-    Vault::open(&root, options()).map(|vault| vault.acting_for(channel).ending_the_process())
+    Vault::open(root, options()).map(|vault| vault.acting_for(channel).ending_the_process())
 }
 
 /// Reads an approver secret: prompted without echo on a terminal (twice when `confirm`), else
@@ -573,6 +609,14 @@ fn parse_request<T: serde::de::DeserializeOwned>(text: &str) -> Result<T, Error>
 /// Runs the CLI and returns the process exit code.
 pub fn run(cli: Cli) -> ExitCode {
     let Some(command) = &cli.command else {
+        if !std::io::stdin().is_terminal() {
+            // Most likely an MCP client whose config has `args: []` (P.O.W.E.R.'s, with only the
+            // command swapped): say on stderr, which clients log, what starts the server.
+            render::note_on_stderr(
+                "paravault without a command prints its first-run screen and serves no MCP: an MCP client's `args` \
+                 must be [\"--vault\", \"/path/to/vault\", \"mcp\"] (or [\"mcp\"] with PARAVAULT_VAULT_DIR or POWER_VAULT_DIR set)",
+            );
+        }
         let out = render::Output { json: cli.json, color: std::io::stdout().is_terminal() };
         return match open(&cli).and_then(|v| v.doctor()) {
             Ok(report) => ExitCode::from(out.first_run(&report, &this_binary())),
@@ -582,7 +626,7 @@ pub fn run(cli: Cli) -> ExitCode {
             }
         };
     };
-    if let Command::Mcp { read_only, parent_pid, surface, agent } = command {
+    if let Command::Mcp { read_only, parent_pid, surface, agent, default_vault } = command {
         // A bad selection is refused before the vault is opened or anything is served.
         let surfaces = match crate::mcp::surface::Surface::parse_list(surface)
             .and_then(|surfaces| crate::mcp::surface::catalogs(&surfaces).map(|_| surfaces))
@@ -593,10 +637,19 @@ pub fn run(cli: Cli) -> ExitCode {
                 return ExitCode::from(exit::USAGE);
             }
         };
+        let (root, source) = match mcp_vault_named(&cli, *default_vault) {
+            Ok(named) => named,
+            Err(message) => {
+                eprintln!("error [invalid_argument]: {message}");
+                return ExitCode::from(exit::USAGE);
+            }
+        };
         let options =
             crate::mcp::McpOptions { read_only: *read_only, parent_pid: *parent_pid, surfaces, agent: agent.clone(), cli: Cli::command() };
         // The MCP server writes for the agent on the other end of stdio.
-        return match open_as(&cli, vault::Channel::Agent) {
+        return match open_at(&root, source, vault::Channel::Agent)
+            .map(|vault| vault.writing_for_agent(agent.clone().filter(|a| !a.trim().is_empty())))
+        {
             Ok(vault) => match serve_stdio_saying_so(vault, options) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(message) => {
@@ -854,27 +907,9 @@ pub fn run(cli: Cli) -> ExitCode {
                     as_of: as_of.clone(),
                     domain: domain.clone(),
                 };
-                match v.search(&params) {
-                    // A vault never synced (a folder of Obsidian notes): its first generation
-                    // is built now, offline and by keyword, with the notes it cannot index
-                    // named, and the search answers from it.
-                    Err(Error::NoActiveGeneration { .. }) => {
-                        let report = v.sync_vault(&SyncParams { allow_partial: true, ..Default::default() })?;
-                        let mut note = format!("no search index yet: built one by keyword from {} notes", report.counts.indexed);
-                        if !report.exclusions.is_empty() {
-                            let names: Vec<&str> = report.exclusions.iter().take(5).map(|e| e.path.as_str()).collect();
-                            note.push_str(&format!(
-                                "; {} left out ({}{}) — `paravault lint` says why, `paravault heal` repairs missing frontmatter",
-                                report.exclusions.len(),
-                                names.join(", "),
-                                if report.exclusions.len() > 5 { ", …" } else { "" }
-                            ));
-                        }
-                        render::note_on_stderr(&note);
-                        v.search(&params)
-                    }
-                    other => other,
-                }
+                // A vault never synced (a folder of Obsidian notes) gets its first generation
+                // now, offline and by keyword; the envelope's fallback says so.
+                v.search(&params)
             })
             .map(|e| out.envelope(&e)),
         Command::Mcp { .. } | Command::Web { .. } => unreachable!("handled above"),

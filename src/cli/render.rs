@@ -755,6 +755,9 @@ apply with: paravault apply {} --approve
             "\nConnect an agent over MCP (stdio):\n\n\
              Claude Code — `.mcp.json` in your project, or `claude mcp add-json paravault '<json>'`:\n{}\n\n\
              Codex — `~/.codex/config.toml`:\n{}\n\
+             `args` must be [\"--vault\", VAULT, \"mcp\"] (or [\"mcp\"] with PARAVAULT_VAULT_DIR or POWER_VAULT_DIR in `env`), \
+             then any of mcp's flags: a config with `args: []`\n(P.O.W.E.R.'s, with only the command swapped) runs this screen, \
+             not an MCP server.\n\n\
              Next: `paravault --vault {vault} lint`, `paravault --vault {vault} search \"…\"`, `paravault --help`.\n",
             serde_json::to_string_pretty(&claude).unwrap_or_default(),
             codex_toml(binary, vault),

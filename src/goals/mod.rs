@@ -981,6 +981,12 @@ struct Applied {
 fn mutate(vault: &Vault, request: GoalRequest) -> Result<Done, Failure> {
     let limits = Limits::of(vault);
     let path = worklist_path(vault).map_err(|e| (e, None))?;
+    // The worklist's read-modify-write is serialised across processes and threads (the seed's
+    // shared cross-process lock): a mutation without a precondition never fails because another
+    // writer was faster. Only an edit outside the engine (a person's) can still come between
+    // the read and the write: it is re-read and re-applied below.
+    let _serialised =
+        crate::store::durable::hold_lock(vault.root(), crate::store::layout::GOALS_LOCK).map_err(|e| (GoalError::from_engine(&e), None))?;
     let mut last_revision = None;
     for attempt in 1..=WRITE_ATTEMPTS {
         let stored = load(vault).map_err(|e| (e, last_revision))?;

@@ -18,8 +18,10 @@
 //!   enforced (`maintenance_phase_order`); `repair` needs `approved`; a maintenance task
 //!   completes only from phase `receipt`.
 //! - `complete` needs a `receipt_id` naming an ok receipt in `.paravault/receipts.jsonl`,
-//!   written either `seq:<n>` (the receipt's `seq`) or as the receipt's 32-hex `trace_id`,
-//!   and no open gates. `cancel` and resuming an `input-required` task need `approved`;
+//!   written either `seq:<n>` (the receipt's `seq`) or as the receipt's 32-hex `trace_id`, or
+//!   (P.O.W.E.R.'s Task v2) a `completion_postcondition` with the task's `changed_artifacts`,
+//!   from which a content-free task-completion receipt `tcr_<sha256>` with each artifact's
+//!   sha256 is built (`CompletionReceipt`); and no open gates. `cancel` and resuming an `input-required` task need `approved`;
 //!   `input-required` and `fail` need a `blocker`.
 //! - It never executes `next_action` and never writes notes. All reads and writes run under
 //!   the vault's writer lock; all writes go through `store::durable`.
@@ -208,6 +210,11 @@ pub struct HandoffRequest {
     /// `seq:<n>` or a receipt `trace_id` from `.paravault/receipts.jsonl`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub receipt_id: Option<String>,
+    /// What now holds of the task's changed artifacts (complete, instead of a receipt_id): with
+    /// `changed_artifacts` (this request's or the task's), a content-free task-completion
+    /// receipt `tcr_<sha256>` records each artifact's sha256 (P.O.W.E.R.'s Task v2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion_postcondition: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub changed_artifacts: Option<Vec<String>>,
     /// Replaces the task's open gates when given.
@@ -270,8 +277,13 @@ pub struct Task {
     pub required_input: Option<RequiredInput>,
     /// Why the task failed (`fail`'s blocker).
     pub error_ref: Option<String>,
-    /// The receipts that completed the task, as `seq:<n>`.
+    /// The receipts that completed the task: `seq:<n>` (a write receipt) or `tcr_<sha256>` (a
+    /// task-completion receipt, `completion`).
     pub receipt_ids: Vec<String>,
+    /// The task-completion receipt of a task completed by a `completion_postcondition` (absent
+    /// otherwise).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completion: Option<CompletionReceipt>,
     /// Vault-relative paths the task's steps changed.
     pub changed_artifacts: Vec<String>,
     /// Gates that must be closed before the task may complete.
@@ -288,6 +300,38 @@ pub struct Task {
     pub created_at: String,
     /// When the task last changed (RFC 3339, UTC).
     pub updated_at: String,
+}
+
+/// Schema tag of a task-completion receipt (P.O.W.E.R.'s name).
+pub(crate) const COMPLETION_SCHEMA: &str = "power.task-completion.v1";
+
+/// A content-free task-completion receipt: the postcondition the completing agent stated and
+/// the sha256 of each artifact as it was when the task completed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CompletionReceipt {
+    /// `power.task-completion.v1`.
+    pub schema: String,
+    /// `tcr_` and the sha256 of the canonical JSON of the other fields but `completed_at`.
+    pub receipt_id: String,
+    /// The task it completes.
+    pub task_id: String,
+    /// The revision the completion made.
+    pub revision: u64,
+    /// What the completing agent stated now holds.
+    pub postcondition: String,
+    /// Each artifact (vault-relative path) with the sha256 of its bytes.
+    pub artifacts: Vec<CompletedArtifact>,
+    /// When (RFC 3339, UTC).
+    pub completed_at: String,
+}
+
+/// One artifact of a completion receipt.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CompletedArtifact {
+    /// Vault-relative path.
+    pub path: String,
+    /// sha256 of the file's bytes at completion.
+    pub sha256: String,
 }
 
 /// What `handoff_work` answers: a task snapshot, or the task list.
@@ -421,6 +465,7 @@ impl Vault {
         ] {
             check_text(name, value, limits.item_chars_max)?;
         }
+        check_text("completion_postcondition", &request.completion_postcondition, limits.text_chars_max)?;
         check_text("actor", &Some(request.actor.clone()), limits.item_chars_max)?;
         check_list("scope", &request.scope, limits.scope_items_max, limits.item_chars_max)?;
         check_list("changed_artifacts", &request.changed_artifacts, limits.list_items_max, limits.item_chars_max)?;
@@ -557,7 +602,11 @@ impl Vault {
                 return Err(Error::PhaseOrder { task_id: task_id.to_string(), from: "none".into(), to: phase.name().into() });
             }
         }
-        for (name, present) in [("receipt_id", request.receipt_id.is_some()), ("blocker", request.blocker.is_some())] {
+        for (name, present) in [
+            ("receipt_id", request.receipt_id.is_some()),
+            ("completion_postcondition", request.completion_postcondition.is_some()),
+            ("blocker", request.blocker.is_some()),
+        ] {
             if present {
                 return Err(invalid(name, "not accepted by create"));
             }
@@ -581,6 +630,7 @@ impl Vault {
             required_input: None,
             error_ref: None,
             receipt_ids: Vec::new(),
+            completion: None,
             changed_artifacts: request.changed_artifacts.clone().unwrap_or_default(),
             open_gates: request.open_gates.clone().unwrap_or_default(),
             human_interventions: 0,
@@ -701,6 +751,16 @@ impl Vault {
         if let Some(gates) = &request.open_gates {
             task.open_gates = gates.clone();
         }
+        if let Some(artifacts) = &request.changed_artifacts {
+            for artifact in artifacts {
+                if !task.changed_artifacts.contains(artifact) {
+                    task.changed_artifacts.push(artifact.clone());
+                }
+            }
+            if task.changed_artifacts.len() > self.policy().policy.handoff.list_items_max {
+                return Err(invalid("changed_artifacts", "the task would hold more changed artifacts than the policy allows"));
+            }
+        }
         if action == HandoffAction::Complete {
             if task.profile == Profile::Maintenance && task.maintenance_phase != Some(Phase::Receipt) {
                 return Err(refuse(&format!(
@@ -711,12 +771,25 @@ impl Vault {
             if !task.open_gates.is_empty() {
                 return Err(refuse(&format!("open gates remain: {}", task.open_gates.join(", "))));
             }
-            let receipt_id = request
-                .receipt_id
-                .clone()
-                .filter(|r| !r.trim().is_empty())
-                .ok_or_else(|| invalid("receipt_id", "complete needs a receipt_id"))?;
-            let canonical = find_receipt(self.root(), &receipt_id)?;
+            let receipt_id = request.receipt_id.clone().filter(|r| !r.trim().is_empty());
+            let postcondition = request.completion_postcondition.clone().filter(|p| !p.trim().is_empty());
+            let canonical = match (receipt_id, postcondition) {
+                (Some(receipt_id), _) => find_receipt(self.root(), &receipt_id)?,
+                (None, Some(postcondition)) => {
+                    let completion = self.completion_receipt(&task, postcondition)?;
+                    let id = completion.receipt_id.clone();
+                    task.completion = Some(completion);
+                    id
+                }
+                (None, None) => {
+                    return Err(invalid(
+                        "receipt_id",
+                        "complete needs a receipt_id (seq:<n> or a receipt's trace_id), or a completion_postcondition \
+                         with changed_artifacts (e.g. completion_postcondition: \"the runbook names the new replica\", \
+                         changed_artifacts: [\"03_Resources/runbook.md\"])",
+                    ));
+                }
+            };
             if !task.receipt_ids.contains(&canonical) {
                 task.receipt_ids.push(canonical);
             }
@@ -724,16 +797,6 @@ impl Vault {
         }
         if action == HandoffAction::Resume {
             task.required_input = None;
-        }
-        if let Some(artifacts) = &request.changed_artifacts {
-            for artifact in artifacts {
-                if !task.changed_artifacts.contains(artifact) {
-                    task.changed_artifacts.push(artifact.clone());
-                }
-            }
-            if task.changed_artifacts.len() > self.policy().policy.handoff.list_items_max {
-                return Err(invalid("changed_artifacts", "the task would hold more changed artifacts than the policy allows"));
-            }
         }
         if let Some(next) = &request.next_action {
             task.next_action = Some(next.clone());
@@ -750,6 +813,43 @@ impl Vault {
         let result = serde_json::to_value(&task).map_err(|e| invalid("task", e.to_string()))?;
         journal.append(self.root(), task_id, action.name(), &key, &fingerprint, result)?;
         Ok(task)
+    }
+}
+
+impl Vault {
+    /// The task-completion receipt of `task` completing with `postcondition`: the sha256 of each
+    /// of its changed artifacts, read beneath the vault root (a path that is refused, missing or
+    /// not a file is `invalid_argument` naming it). Called under the writer lock.
+    fn completion_receipt(&self, task: &Task, postcondition: String) -> Result<CompletionReceipt> {
+        if task.changed_artifacts.is_empty() {
+            return Err(invalid(
+                "changed_artifacts",
+                "a completion_postcondition needs the artifact paths it holds of (e.g. changed_artifacts: [\"03_Resources/runbook.md\"])",
+            ));
+        }
+        let mut artifacts = Vec::with_capacity(task.changed_artifacts.len());
+        for raw in &task.changed_artifacts {
+            let unreadable = |why: &str| invalid("changed_artifacts", format!("{raw}: {why} (a vault-relative file path)"));
+            let path = crate::note::path::VaultPath::parse(raw).map_err(|e| unreadable(&e.to_string()))?;
+            crate::note::path::resolve_safe(self.root(), &path).map_err(|e| unreadable(&e.to_string()))?;
+            let bytes = crate::store::beneath::read(self.root(), path.as_str())
+                .map_err(|e| unreadable(&e.to_string()))?
+                .ok_or_else(|| unreadable("no such file in the vault"))?;
+            artifacts.push(CompletedArtifact { path: path.to_string(), sha256: crate::hex::sha256_hex(&bytes) });
+        }
+        let revision = task.revision + 1;
+        let identity = json!({"schema": COMPLETION_SCHEMA, "task_id": task.task_id, "revision": revision,
+                              "postcondition": postcondition, "artifacts": artifacts});
+        let digest = crate::hex::sha256_hex(journal::canonical_json(&identity).as_bytes());
+        Ok(CompletionReceipt {
+            schema: COMPLETION_SCHEMA.to_string(),
+            receipt_id: format!("tcr_{digest}"),
+            task_id: task.task_id.clone(),
+            revision,
+            postcondition,
+            artifacts,
+            completed_at: now(),
+        })
     }
 }
 

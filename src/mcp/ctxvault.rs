@@ -277,7 +277,9 @@ impl ToolParams for WriteEpisode {
             memory.write_episode(&NewEpisode {
                 content: self.content,
                 entities: self.entities,
-                source: self.source,
+                // ctxvault fills the source with the agent: the writer of a shared or restricted
+                // vault is known.
+                source: self.source.or_else(|| ctx.agent.clone()),
                 salience: self.salience,
                 confidence: self.confidence,
                 occurred_at: self.occurred_at,

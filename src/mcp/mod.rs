@@ -9,7 +9,9 @@
 //! another's limit, so propose → apply counts as an ingest), then run the sync engine call on a
 //! blocking thread after `Vault::observe_disk` (every call sees every edit finished before it).
 //! Arguments are read as LLM clients send them (`null` = absent, integers as digit strings).
-//! Results are JSON objects in `structuredContent` and, serialised, in the one text block;
+//! Results are JSON objects in `structuredContent` and, serialised, in the one text block
+//! (a P.O.W.E.R. tool whose contract result is not an object renders that `result` as the text
+//! content, the way the official Python SDK renders it: `sdk_text_content`);
 //! failures are `isError: true` with `{error: {code, message, retryable, remediation}}`
 //! (declared in every outputSchema as the alternative), never absolute paths. stdout carries
 //! protocol frames only; logs go to stderr.
@@ -98,6 +100,20 @@ fn mark_untrusted(tool: &str, value: &mut Value) {
         map.insert("trust".into(), json!("untrusted"));
         map.insert("data_only".into(), json!(true));
         map.insert("handling_instruction".into(), json!(crate::api::search::HANDLING_INSTRUCTION));
+    }
+}
+
+/// The text content the official Python SDK (FastMCP, which P.O.W.E.R.'s server is built on)
+/// gives a tool's non-object return: a list is the content of each item in turn, a string is
+/// its own text, `null` is nothing, any other value its JSON (indented by 2, as pydantic's
+/// `to_json(indent=2)`): `validate_memory_state`'s text is `true` or `false`, and
+/// `get_memory_context`'s is one block per path.
+fn sdk_text_content(value: &Value) -> Vec<ContentBlock> {
+    match value {
+        Value::Null => Vec::new(),
+        Value::Array(items) => items.iter().flat_map(sdk_text_content).collect(),
+        Value::String(text) => vec![ContentBlock::text(text.clone())],
+        other => vec![ContentBlock::text(serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()))],
     }
 }
 
@@ -240,8 +256,10 @@ fn tool_of(spec: &ToolSpec, vault: &Vault) -> Option<Tool> {
         meta.extend(stepstone::tool_meta(spec.name));
     }
     // The output schema is derived on first need (`tool_list`).
+    let mut input_schema = (spec.input_schema)(policy);
+    input_schema.values_mut().for_each(tools::standardise);
     Some(
-        Tool::new(spec.name, spec.description, Arc::new((spec.input_schema)(policy)))
+        Tool::new(spec.name, spec.description, Arc::new(input_schema))
             .with_title(spec.title)
             .with_annotations(annotations)
             .with_meta(MetaObject(meta)),
@@ -523,6 +541,11 @@ impl ParavaultServer {
                 tracing::info!(tool = spec.name, elapsed_ms, "tool call ok");
                 let mut value = if value.is_object() { value } else { json!({"result": value}) };
                 mark_untrusted(spec.name, &mut value);
+                if spec.bare_result {
+                    let mut result = CallToolResult::success(sdk_text_content(&value["result"]));
+                    result.structured_content = Some(value);
+                    return Ok(result);
+                }
                 Ok(Self::result(value, false))
             }
             Ok(Err(error)) => {
@@ -542,10 +565,9 @@ impl ParavaultServer {
 
 impl ServerHandler for ParavaultServer {
     fn get_info(&self) -> ServerConfig {
-        let mut capabilities = ServerCapabilities::builder().enable_tools().build();
-        if self.inner.stepstone {
-            capabilities.resources = Some(rmcp::model::ResourcesCapability::default());
-        }
+        // Resources and prompts are advertised on every surface, as P.O.W.E.R.'s SDK server
+        // does: their lists answer `[]` (only stepstone has resources), never -32601.
+        let capabilities = ServerCapabilities::builder().enable_tools().enable_resources().enable_prompts().build();
         let mut info = ServerConfig::new(capabilities).with_instructions(INSTRUCTIONS);
         info.server_info = Implementation::new("paravault", env!("CARGO_PKG_VERSION"));
         info
@@ -584,6 +606,24 @@ impl ServerHandler for ParavaultServer {
     ) -> Result<rmcp::model::ListResourceTemplatesResult, McpError> {
         let templates = if self.inner.stepstone { stepstone::resource_templates() } else { Vec::new() };
         Ok(rmcp::model::ListResourceTemplatesResult::with_all_items(templates))
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::ListPromptsResult, McpError> {
+        Ok(rmcp::model::ListPromptsResult::with_all_items(Vec::new()))
+    }
+
+    /// No surface defines a prompt: every name is unknown (invalid params, as the Python SDK
+    /// answers an unknown prompt).
+    async fn get_prompt(
+        &self,
+        request: rmcp::model::GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<rmcp::model::GetPromptResponse, McpError> {
+        Err(McpError::invalid_params(format!("unknown prompt: {}; this server defines none (prompts/list is empty)", request.name), None))
     }
 
     /// Reads a stepstone resource on a blocking thread after `Vault::observe_disk`, like a

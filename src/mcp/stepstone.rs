@@ -84,10 +84,10 @@ fn invalid_arguments(action: &str, message: &str) -> Value {
 /// Deserialises a stepstone tool's arguments; a failure becomes a job that returns the
 /// failure envelope (so it carries the tool's `action`).
 fn prepare<P: ToolParams>(args: Map<String, Value>) -> Prepared {
-    match serde_json::from_value::<P>(Value::Object(args)) {
+    match super::tools::arguments::<P>(args) {
         Ok(params) => Ok((String::new(), super::tools::job(params))),
         Err(error) => {
-            let envelope = invalid_arguments(P::NAME, &error.to_string());
+            let envelope = invalid_arguments(P::NAME, &error);
             Ok((String::new(), Box::new(move |_: &ToolCtx| Err(crate::error::Error::SurfaceFailure(Box::new(envelope))))))
         }
     }
@@ -174,19 +174,19 @@ fn patch_schema(name: &str, schema: &mut Map<String, Value>) {
     describe(schema, "id", "A complete goal ID or a unique ID prefix.");
     match name {
         "apply-plan" => {
-            // The plan is any JSON to the engine (an array, or a string holding one); clients
-            // are shown the array form.
+            // The plan is any JSON to the engine (an array, or a string holding one): both are
+            // declared, as `anyOf` (standard JSON Schema that Ajv's strict mode compiles, where
+            // a `type` list with `items` beside it is a strict-mode error).
             if let Some(Value::Object(properties)) = schema.get_mut("properties") {
                 properties.insert(
                     "plan".into(),
                     json!({
-                        "type": ["array", "string"],
                         "description": concat!(
                             "A JSON array of plan entries, each {title, description?, group?, dependsOn?, links?, ref?}: ref names the \
 entry for dependsOn of other entries; dependsOn also takes existing goal IDs or unique prefixes. ",
                             capture_workflow!()
                         ),
-                        "items": {
+                        "anyOf": [{"type": "array", "items": {
                             "type": "object",
                             "description": concat!("One plan entry: one goal to add. ", capture_workflow!()),
                             "properties": {
@@ -197,7 +197,7 @@ entry for dependsOn of other entries; dependsOn also takes existing goal IDs or 
                             },
                             "required": ["title"],
                             "additionalProperties": false
-                        }
+                        }}, {"type": "string", "description": "The same array as JSON text."}]
                     }),
                 );
             }

@@ -30,11 +30,14 @@ pub struct ToolList {
 
 /// A tool's declared output schema: its success shape with the typed error as the alternative
 /// (a stepstone envelope declares its own failure form: `ok: false`, `error`).
+/// Standard JSON Schema, like every input schema (`tools::standardise`).
 fn output_schema(surface: Surface, success: fn() -> Value) -> JsonObject {
-    match (surface, success()) {
+    let mut schema = match (surface, success()) {
         (Surface::Stepstone, Value::Object(envelope)) => envelope,
         (_, success) => tools::output_schema_with_error(success),
-    }
+    };
+    schema.values_mut().for_each(tools::standardise);
+    schema
 }
 
 impl ToolList {

@@ -14,7 +14,7 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
-use serde::de::{DeserializeOwned, Error as _};
+use serde::de::DeserializeOwned;
 use serde::{Deserialize, Deserializer};
 use serde_json::{Value, json};
 
@@ -68,6 +68,11 @@ pub(crate) trait ToolParams: DeserializeOwned + JsonSchema + Send + 'static {
     fn output_schema() -> Value {
         derived::<Self::Output>()
     }
+    /// The contract's result is not an object (P.O.W.E.R.'s boolean or list): the answer's
+    /// `result` field holds it, and the text content renders it as the official Python SDK
+    /// renders a non-object return (`super::sdk_text_content`); structuredContent keeps the
+    /// whole answer (`result` plus the added fields).
+    const BARE_RESULT: bool = false;
     /// Fills policy-driven parts of the input schema (enums, bounds).
     fn patch_input_schema(_schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {}
     /// Runs the engine call; its answer is serialised as the JSON object result.
@@ -85,6 +90,8 @@ pub struct ToolSpec {
     pub output_schema: fn() -> Value,
     /// Deserialises the arguments; returns the `vault_path` argument and the job.
     pub prepare: fn(serde_json::Map<String, Value>) -> Prepared,
+    /// `ToolParams::BARE_RESULT`.
+    pub bare_result: bool,
 }
 
 /// The input schema of tool `P`: its arguments alone.
@@ -142,6 +149,59 @@ fn declare_null_as_absent(schema: &mut serde_json::Map<String, Value>) {
             values.push(Value::Null);
         }
     }
+}
+
+/// Makes `schema` standard JSON Schema, as strict validators (Ajv, the TypeScript SDK's) compile
+/// it: schemars marks Rust's number types with `format`s no standard defines (`uint`, `uint32`,
+/// `int64`, `double`, ...), which Ajv's strict mode refuses to compile. Each such `format` is
+/// dropped and its range kept as `minimum`/`maximum` (unsigned types get `minimum: 0`; a 64-bit
+/// type's far end, past what a JSON number holds exactly, is left open). Applied to every
+/// advertised input and output schema in one place (`tool_of`, `ToolList`). Values that are
+/// data, not schemas (`enum`, `const`, `default`, `examples`), are left alone.
+pub(crate) fn standardise(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(bounds) = map.get("format").and_then(Value::as_str).and_then(number_format_bounds) {
+                map.remove("format");
+                let (low, high) = bounds;
+                if let Some(low) = low {
+                    let tighter = map.get("minimum").and_then(Value::as_f64).is_some_and(|m| m >= low as f64);
+                    if !tighter {
+                        map.insert("minimum".into(), json!(low));
+                    }
+                }
+                if let Some(high) = high {
+                    let tighter = map.get("maximum").and_then(Value::as_f64).is_some_and(|m| m <= high as f64);
+                    if !tighter {
+                        map.insert("maximum".into(), json!(high));
+                    }
+                }
+            }
+            for (key, value) in map.iter_mut() {
+                if !matches!(key.as_str(), "enum" | "const" | "default" | "examples") {
+                    standardise(value);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(standardise),
+        _ => {}
+    }
+}
+
+/// The range of a schemars number `format` (none for an end left open), or `None` for a format
+/// that is not one of them (`date-time`, `uri`, ...: standard, kept).
+fn number_format_bounds(format: &str) -> Option<(Option<i64>, Option<i64>)> {
+    Some(match format {
+        "uint8" => (Some(0), Some(i64::from(u8::MAX))),
+        "uint16" => (Some(0), Some(i64::from(u16::MAX))),
+        "uint32" => (Some(0), Some(i64::from(u32::MAX))),
+        "uint" | "uint64" | "uint128" | "usize" => (Some(0), None),
+        "int8" => (Some(i64::from(i8::MIN)), Some(i64::from(i8::MAX))),
+        "int16" => (Some(i64::from(i16::MIN)), Some(i64::from(i16::MAX))),
+        "int32" => (Some(i64::from(i32::MIN)), Some(i64::from(i32::MAX))),
+        "int" | "int64" | "int128" | "isize" | "float" | "double" => (None, None),
+        _ => return None,
+    })
 }
 
 /// Replaces every `{"$ref": "#/$defs/X", ...}` by the definition (siblings kept) and drops
@@ -254,15 +314,120 @@ pub(crate) fn output_schema_with_error(success: Value) -> serde_json::Map<String
 
 /// Deserialises tool `P`'s arguments; it is checked against no vault path.
 fn prepare<P: ToolParams>(args: serde_json::Map<String, Value>) -> Prepared {
-    let params: P = serde_json::from_value(Value::Object(args)).map_err(|e| e.to_string())?;
+    let params: P = arguments(args)?;
     Ok((String::new(), job(params)))
 }
 
 /// Deserialises P.O.W.E.R. tool `P`'s arguments and takes out `vault_path`, which the server
 /// checks before the job runs.
-fn prepare_scoped<P: ToolParams>(args: serde_json::Map<String, Value>) -> Prepared {
-    let scoped: VaultScoped<P> = serde_json::from_value(Value::Object(args)).map_err(|e| e.to_string())?;
-    Ok((scoped.vault_path, job(scoped.request)))
+fn prepare_scoped<P: ToolParams>(mut args: serde_json::Map<String, Value>) -> Prepared {
+    let vault_path = match args.remove("vault_path") {
+        None => String::new(),
+        Some(Value::String(path)) => path,
+        Some(other) => {
+            return Err(format!(
+                "argument `vault_path`: expected a string, got {}; e.g. \"/home/you/notes\" (the configured vault root), or omit it",
+                json_kind(&other)
+            ));
+        }
+    };
+    // The tool's own type lists the fields it knows; the caller may also pass `vault_path`.
+    let params: P = arguments(args).map_err(|e| if e.contains("unknown field") { format!("{e} (or `vault_path`)") } else { e })?;
+    Ok((vault_path, job(params)))
+}
+
+/// Deserialises a tool's arguments as `P`. A failure names the argument (serde's own message
+/// names it only when it is missing or unknown), the shape `P`'s schema declares for it and an
+/// example: `argument `verify`: invalid type: sequence, expected a string; expected a string,
+/// e.g. "cargo test=pass"`.
+pub(crate) fn arguments<P: DeserializeOwned + JsonSchema>(args: serde_json::Map<String, Value>) -> std::result::Result<P, String> {
+    let value = Value::Object(args);
+    serde_path_to_error::deserialize::<_, P>(&value).map_err(|error| {
+        let path = error.path().to_string();
+        let inner = error.inner().to_string();
+        if path == "." || path.is_empty() {
+            return inner;
+        }
+        let top = path.split(['.', '[']).next().unwrap_or(&path).to_string();
+        let mut schema = schemars::schema_for!(P).to_value();
+        if let Value::Object(map) = &mut schema {
+            inline_definitions(map);
+        }
+        match schema.get("properties").and_then(|p| p.get(&top)) {
+            Some(property) => format!("argument `{path}`: {inner}; expected {}", shape_and_example(property)),
+            None => format!("argument `{path}`: {inner}"),
+        }
+    })
+}
+
+/// What JSON kind `value` is, in words.
+fn json_kind(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a list",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// The alternatives of a property schema: itself, or the leaves of its `anyOf`/`oneOf`.
+fn alternatives(schema: &Value) -> Vec<&Value> {
+    match schema.get("anyOf").or_else(|| schema.get("oneOf")).and_then(Value::as_array) {
+        Some(options) => options.iter().flat_map(alternatives).collect(),
+        None => vec![schema],
+    }
+}
+
+/// "a string, e.g. \"…\"": the shape a property schema declares, with an example value (the
+/// schema's own `examples` or `default` when it has one).
+fn shape_and_example(property: &Value) -> String {
+    let leaves = alternatives(property);
+    let mut kinds: Vec<&str> = Vec::new();
+    for leaf in &leaves {
+        let declared: Vec<&str> = match leaf.get("type") {
+            Some(Value::String(kind)) => vec![kind.as_str()],
+            Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
+            _ => Vec::new(),
+        };
+        for kind in declared {
+            if kind != "null" && !kinds.contains(&kind) {
+                kinds.push(kind);
+            }
+        }
+    }
+    let values: Vec<&Value> =
+        leaves.iter().filter_map(|l| l.get("enum").and_then(Value::as_array)).flatten().filter(|v| !v.is_null()).collect();
+    let words: Vec<String> = kinds
+        .iter()
+        .map(|kind| match *kind {
+            "string" if !values.is_empty() => format!("one of {}", values.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", ")),
+            "string" => "a string".to_string(),
+            "integer" => "an integer".to_string(),
+            "number" => "a number".to_string(),
+            "boolean" => "a boolean".to_string(),
+            "array" => "a list".to_string(),
+            "object" => "an object".to_string(),
+            other => other.to_string(),
+        })
+        .collect();
+    let shape = if words.is_empty() { "a value of the declared shape".to_string() } else { words.join(" or ") };
+    let example = property
+        .get("examples")
+        .and_then(|e| e.get(0))
+        .or_else(|| property.get("default").filter(|d| !d.is_null()))
+        .or_else(|| values.first().copied())
+        .cloned()
+        .unwrap_or_else(|| match kinds.first().copied() {
+            Some("integer") => json!(leaves.iter().find_map(|l| l.get("minimum").and_then(Value::as_i64)).unwrap_or(1)),
+            Some("number") => json!(0.5),
+            Some("boolean") => json!(true),
+            Some("array") => json!(["text"]),
+            Some("object") => json!({}),
+            _ => json!("text"),
+        });
+    format!("{shape}, e.g. {example}")
 }
 
 /// The job that runs `params` and serialises its answer.
@@ -280,6 +445,7 @@ pub(crate) fn spec_for<P: ToolParams>(surface: super::surface::Surface) -> ToolS
         input_schema: input_schema::<P>,
         output_schema: P::output_schema,
         prepare: prepare::<P>,
+        bare_result: P::BARE_RESULT,
     }
 }
 
@@ -408,35 +574,12 @@ fn with_property(mut schema: Value, name: &str, property: Value) -> Value {
 
 // ---- the P.O.W.E.R. surface's vault_path argument ----
 
-/// A P.O.W.E.R. tool's arguments plus the `vault_path` argument every P.O.W.E.R. tool takes.
-/// The tool's own type stays the single definition of its parameters (names, defaults,
-/// `deny_unknown_fields`); this adds `vault_path` to its schema and takes it out before the
-/// tool's type deserialises, so the argument is defined, described and checked in one place.
-#[derive(Debug)]
-struct VaultScoped<R> {
-    vault_path: String,
-    request: R,
-}
-
-impl<'de, R: DeserializeOwned> Deserialize<'de> for VaultScoped<R> {
-    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> std::result::Result<Self, D::Error> {
-        let mut map = serde_json::Map::<String, Value>::deserialize(deserializer)?;
-        let vault_path = match map.remove("vault_path") {
-            None => String::new(),
-            Some(value) => serde_json::from_value(value).map_err(|e| D::Error::custom(format!("vault_path: {e}")))?,
-        };
-        let request = R::deserialize(Value::Object(map)).map_err(|e| {
-            // The tool's own type lists the fields it knows; the caller may also pass this one.
-            let message = e.to_string();
-            if message.starts_with("unknown field") {
-                D::Error::custom(format!("{message} (or `vault_path`)"))
-            } else {
-                D::Error::custom(e)
-            }
-        })?;
-        Ok(VaultScoped { vault_path, request })
-    }
-}
+/// The schema of a P.O.W.E.R. tool's arguments plus the `vault_path` argument every P.O.W.E.R.
+/// tool takes. The tool's own type stays the single definition of its parameters (names,
+/// defaults, `deny_unknown_fields`); this adds `vault_path` to its schema, and
+/// `prepare_scoped` takes it out before the tool's type deserialises, so the argument is
+/// defined, described and checked in one place.
+struct VaultScoped<R>(std::marker::PhantomData<R>);
 
 impl<R: JsonSchema> JsonSchema for VaultScoped<R> {
     fn schema_name() -> Cow<'static, str> {

@@ -109,18 +109,47 @@ pub struct DocumentHits {
 /// One matching chunk of `query`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct DocumentHit {
-    /// The matched text.
+    /// The matching chunk's whole text (a section of the document), cut at a word boundary only
+    /// past the policy's `limits.read_note_bytes_max` (`text_truncated` then says so).
     pub text: String,
+    /// Whether `text` was cut at the policy's bound.
+    pub text_truncated: bool,
     /// A short excerpt around the match.
     pub snippet: String,
-    /// The source document's title.
+    /// The source document as `list_docs` names it (its `file_path`): what `write_doc` takes to
+    /// update it.
     pub source: String,
+    /// The source document's title.
+    pub title: String,
     /// The document note's vault path.
     pub path: String,
-    /// The search score (higher is better).
+    /// ctxvault's direction: a distance, lower is closer (`1 / (1 + relevance)`, in (0, 1]).
     pub score: f64,
+    /// The engine's own score, higher is better (BM25, or the fused rank score of a hybrid
+    /// search); results are ordered by it.
+    pub relevance: f64,
     /// Always `untrusted`.
     pub trust: String,
+}
+
+/// The name `list_docs` gives the document note at `path`: its `document:` block's file path,
+/// else its path inside the documents folder.
+fn document_name(folder: &str, path: &str, record: Option<&DocumentRecord>) -> String {
+    record.map_or_else(|| path.strip_prefix(&format!("{folder}/")).unwrap_or(path).to_string(), |r| r.file_path.clone())
+}
+
+/// `text` whole when it has at most `bound` bytes, else cut at the last whitespace (or character
+/// boundary) within them; and whether it was cut.
+fn bounded_text(text: &str, bound: usize) -> (String, bool) {
+    if text.len() <= bound {
+        return (text.to_string(), false);
+    }
+    let mut end = bound;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let cut = text[..end].rfind(char::is_whitespace).filter(|&at| at > 0).unwrap_or(end);
+    (text[..cut].trim_end().to_string(), true)
 }
 
 /// The formats `write_doc` accepts.
@@ -242,10 +271,7 @@ impl MemoryVault {
             let Some(bytes) = crate::store::beneath::read(self.vault.root(), path.as_str())? else { continue };
             let text = String::from_utf8_lossy(&bytes);
             let record = parse_record(&text);
-            let file_path = record.as_ref().map_or_else(
-                || path.as_str().strip_prefix(&format!("{folder}/")).unwrap_or(path.as_str()).to_string(),
-                |r| r.file_path.clone(),
-            );
+            let file_path = document_name(&folder, path.as_str(), record.as_ref());
             let format = record.as_ref().map_or("md", |r| r.format.as_str()).to_string();
             docs.push(DocumentEntry {
                 source: file_path.clone(),
@@ -273,19 +299,27 @@ impl MemoryVault {
             domain: Some(self.documents_folder()),
             auto_priority: Vec::new(),
         };
-        let envelope = crate::search::search(self.vault.root(), policy, request)?;
-        let results: Vec<DocumentHit> = envelope
-            .results
-            .into_iter()
-            .map(|r| DocumentHit {
-                text: r.matched_text,
+        let (envelope, chunks) = crate::search::search_with_chunks(self.vault.root(), policy, request)?;
+        let (folder, bound) = (self.documents_folder(), policy.policy.limits.read_note_bytes_max);
+        let mut results = Vec::with_capacity(chunks.len());
+        for (r, chunk) in envelope.results.into_iter().zip(chunks) {
+            // The name list_docs gives the document (its `document:` block, read again: the
+            // index keeps the title, not the caller's file name).
+            let record = crate::store::beneath::read(self.vault.root(), &r.source.path)?
+                .and_then(|bytes| parse_record(&String::from_utf8_lossy(&bytes)));
+            let (text, text_truncated) = bounded_text(&chunk, bound);
+            results.push(DocumentHit {
+                text,
+                text_truncated,
                 snippet: r.snippet,
-                source: r.metadata.title,
+                source: document_name(&folder, &r.source.path, record.as_ref()),
+                title: r.metadata.title,
                 path: r.source.path,
-                score: r.score,
+                score: 1.0 / (1.0 + r.score.max(0.0)),
+                relevance: r.score,
                 trust: r.trust.to_string(),
-            })
-            .collect();
+            });
+        }
         Ok(DocumentHits {
             query: envelope.query,
             result_count: results.len(),

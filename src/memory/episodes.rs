@@ -595,22 +595,48 @@ pub(crate) fn episode_view(index: &EpisodeIndex, seen: &Seen<'_>, lens: &Lens, t
     }
 }
 
-/// Entity counts for `list_entities`: alphabetical (case-insensitive, then exact), never ranked.
-pub(crate) fn entity_counts<'a>(records: impl Iterator<Item = &'a EpisodeRecord>, min_episodes: usize) -> Vec<(String, usize)> {
-    // Counted by exact spelling first (no allocation per version), then ordered.
-    let mut by_spelling: HashMap<&'a str, usize> = HashMap::new();
+/// One entity of `list_entities`: every spelling of one normalised (lower-case) name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EntityGroup {
+    /// The lower-case key entities are matched on (as `query_episodes` matches them).
+    pub norm: String,
+    /// The spelling used by the most episodes (the first in byte order on a tie).
+    pub entity: String,
+    /// Every spelling seen, in byte order.
+    pub spellings: Vec<String>,
+    /// How many episodes name the entity in any spelling (an episode counts once).
+    pub episodes: usize,
+}
+
+/// Entity counts for `list_entities`: one row per normalised name, counted across its
+/// spellings (as `query_episodes` matches entities), alphabetical by that name, never ranked.
+pub(crate) fn entity_counts<'a>(records: impl Iterator<Item = &'a EpisodeRecord>, min_episodes: usize) -> Vec<EntityGroup> {
+    // norm → (episodes naming it, episodes per spelling).
+    let mut by_norm: std::collections::BTreeMap<String, (usize, std::collections::BTreeMap<&'a str, usize>)> =
+        std::collections::BTreeMap::new();
     for record in records {
-        let named = &record.entities;
-        for (i, entity) in named.iter().enumerate() {
-            if !named[..i].contains(entity) {
-                *by_spelling.entry(entity.as_str()).or_default() += 1;
+        let mut counted: Vec<String> = Vec::new();
+        for (i, entity) in record.entities.iter().enumerate() {
+            let norm = entity.to_lowercase();
+            let group = by_norm.entry(norm.clone()).or_default();
+            if !record.entities[..i].contains(entity) {
+                *group.1.entry(entity.as_str()).or_default() += 1;
+            }
+            if !counted.contains(&norm) {
+                group.0 += 1;
+                counted.push(norm);
             }
         }
     }
-    let mut counts: Vec<((String, &str), usize)> =
-        by_spelling.into_iter().filter(|(_, n)| *n >= min_episodes.max(1)).map(|(name, n)| ((name.to_lowercase(), name), n)).collect();
-    counts.sort();
-    counts.into_iter().map(|((_, name), n)| (name.to_string(), n)).collect()
+    by_norm
+        .into_iter()
+        .filter(|(_, (n, _))| *n >= min_episodes.max(1))
+        .map(|(norm, (episodes, spellings))| {
+            // The most used spelling; on a tie the first in byte order (max_by_key keeps the last maximum).
+            let entity = spellings.iter().rev().max_by_key(|(_, n)| **n).map(|(s, _)| s.to_string()).unwrap_or_else(|| norm.clone());
+            EntityGroup { norm, entity, spellings: spellings.keys().map(|s| s.to_string()).collect(), episodes }
+        })
+        .collect()
 }
 
 /// Renders an episode note: OKF frontmatter, the `episode:` block, the statement as body.

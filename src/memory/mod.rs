@@ -185,9 +185,11 @@ pub struct EntityList {
 /// One entity of `list_entities`.
 #[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct EntityCount {
-    /// The entity as written.
+    /// The entity as most episodes write it.
     pub entity: String,
-    /// How many episodes name it.
+    /// Every spelling the episodes use (one normalised entity: `entity_norm`).
+    pub spellings: Vec<String>,
+    /// How many episodes name it, in any spelling.
     pub episodes: usize,
     /// `episodes` under ctxvault 0.8.1's name.
     pub episode_count: usize,
@@ -222,11 +224,14 @@ pub struct ReceiptSummary {
     pub operation: String,
     /// The commit time: when the vault learned the change.
     pub at: String,
+    /// The named agent that wrote (`--agent`), as the receipt records it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
 }
 
 impl ReceiptSummary {
     fn of(receipt: &crate::write::receipts::Receipt) -> Self {
-        ReceiptSummary { seq: receipt.seq, operation: receipt.operation.clone(), at: receipt.at.clone() }
+        ReceiptSummary { seq: receipt.seq, operation: receipt.operation.clone(), at: receipt.at.clone(), agent: receipt.agent.clone() }
     }
 }
 
@@ -990,7 +995,13 @@ impl MemoryVault {
                 total: counts.len(),
                 entities: counts
                     .into_iter()
-                    .map(|(name, n)| EntityCount { entity_norm: name.to_lowercase(), entity: name, episodes: n, episode_count: n })
+                    .map(|group| EntityCount {
+                        entity_norm: group.norm,
+                        entity: group.entity,
+                        spellings: group.spellings,
+                        episodes: group.episodes,
+                        episode_count: group.episodes,
+                    })
                     .collect(),
                 include_closed,
                 valid_at: valid_at.map(episodes::format_time),

@@ -160,10 +160,12 @@ impl VaultSet {
             return Ok(Arc::clone(vault));
         }
         // The root is never named to the agent: a failure to open names the vault only.
-        let vault = Vault::open(&entry.root, self.options.clone()).map_err(|error| match error {
-            Error::VaultUnusable(_) => Error::VaultUnusable(format!("registered vault '{}'", entry.name)),
-            other => other,
-        })?;
+        let vault = Vault::open(&entry.root, self.options.clone())
+            .map_err(|error| match error {
+                Error::VaultUnusable(_) => Error::VaultUnusable(format!("registered vault '{}'", entry.name)),
+                other => other,
+            })?
+            .writing_for_agent(self.agent.clone());
         if self.watch {
             vault.watch_disk();
         }

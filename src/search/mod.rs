@@ -34,6 +34,7 @@ pub use read::envelope::{
 pub use read::generation::{Counts, Exclusion};
 pub use read::related::{memory_context, suggest_related};
 pub use read::search;
+pub(crate) use read::search_with_chunks;
 pub use read::temporal::TemporalStatus;
 pub use read::{bm25, query};
 

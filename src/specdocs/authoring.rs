@@ -41,7 +41,7 @@ pub struct FindRequest {
     /// Feature filter, without the # prefix. Passing it switches find to search mode.
     #[serde(default)]
     pub feature: Option<String>,
-    /// Document-type filter (adr, plan, research, reference, audit, exec). Default in search mode: adr, plan, research, reference.
+    /// Document-type filter (adr, plan, research, reference, audit, exec, index: the feature indexes). Default in search mode: adr, plan, research, reference, in that order.
     #[serde(default, rename = "type")]
     pub types: Option<Vec<String>>,
     /// Exact ISO-8601 date filter.
@@ -65,6 +65,13 @@ pub struct FindRequest {
 fn twenty() -> usize {
     20
 }
+
+/// The document type of feature indexes in `find` (they are not a type of the policy: the
+/// engine writes them, nobody creates them).
+const INDEX_TYPE: &str = "index";
+
+/// The seed's order of the default search types.
+const SEED_TYPE_ORDER: [&str; 4] = ["adr", "plan", "research", "reference"];
 
 /// Characters of body text an `excerpt` row carries.
 const EXCERPT_CHARS: usize = 400;
@@ -152,25 +159,51 @@ pub fn find(vault: &Vault, request: &FindRequest) -> Result<FindReport> {
     let types: Vec<String> = match &request.types {
         Some(types) => {
             for t in types {
-                if !policy.types.contains_key(t) {
+                if !policy.types.contains_key(t) && t != INDEX_TYPE {
                     return Err(Error::InvalidArgument {
                         name: "type",
                         reason: format!(
-                            "unknown document type '{t}' (known: {})",
+                            "unknown document type '{t}' (known: {}, {INDEX_TYPE}), e.g. [\"adr\", \"plan\"]",
                             policy.types.keys().cloned().collect::<Vec<_>>().join(", ")
                         ),
                     });
                 }
             }
-            types.clone()
+            let mut named: Vec<String> = Vec::new();
+            for t in types {
+                if !named.contains(t) {
+                    named.push(t.clone());
+                }
+            }
+            named
         }
-        None => policy.types.iter().filter(|(_, t)| t.searched_by_default).map(|(name, _)| name.clone()).collect(),
+        None => {
+            // The seed's order (adr, plan, research, reference), which decides what a `limit`
+            // crowds out; a type the seed does not name follows, by name.
+            let mut default: Vec<String> =
+                policy.types.iter().filter(|(_, t)| t.searched_by_default).map(|(name, _)| name.clone()).collect();
+            default.sort_by_key(|t| (SEED_TYPE_ORDER.iter().position(|s| s == t).unwrap_or(SEED_TYPE_ORDER.len()), t.clone()));
+            default
+        }
     };
+    // Feature indexes are documents of type `index` (the seed's `.index.md` per feature),
+    // found when asked for by name.
+    let mut indexes: Vec<Doc> = Vec::new();
+    if types.iter().any(|t| t == INDEX_TYPE) {
+        let features: BTreeSet<&str> = docs.iter().map(|d| d.feature.as_str()).collect();
+        for feature in features {
+            let path = index_path_of(policy, feature)?;
+            if read_bytes(vault, &path).is_some() {
+                let stem = path.as_str().rsplit('/').next().unwrap_or_default().trim_end_matches(".md").to_string();
+                indexes.push(Doc { path, stem, doc_type: INDEX_TYPE.to_string(), feature: feature.to_string(), date: None });
+            }
+        }
+    }
     let feature = request.feature.as_deref().map(|f| f.trim().trim_start_matches('#').to_string());
     let text = request.text.as_deref().map(str::to_lowercase);
     let mut rows = Vec::new();
     'types: for doc_type in &types {
-        for doc in docs.iter().filter(|d| &d.doc_type == doc_type) {
+        for doc in docs.iter().chain(&indexes).filter(|d| &d.doc_type == doc_type) {
             if feature.as_ref().is_some_and(|f| *f != doc.feature)
                 || request.date.as_ref().is_some_and(|d| doc.date.as_deref() != Some(d.trim()))
                 || text.as_ref().is_some_and(|t| !doc.stem.to_lowercase().contains(t) && !doc.feature.contains(t.as_str()))

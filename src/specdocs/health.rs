@@ -279,8 +279,15 @@ fn trace(vault: &Vault, docs: &[Doc], target: &str) -> Result<Trace> {
         None => {
             let feature = target.trim_start_matches('#').to_string();
             if !docs.iter().any(|d| d.feature == feature) {
-                // The resolution rule's own error for a plan reference that names nothing.
-                resolve_plan(docs, target)?;
+                // The resolution rule's own error for a plan reference that names nothing,
+                // blamed on the argument the caller gave (`target`, not a `plan`).
+                resolve_plan(docs, target).map_err(|error| match error {
+                    Error::InvalidArgument { reason, .. } => Error::InvalidArgument {
+                        name: "target",
+                        reason: format!("{reason}; a target is a plan's stem or path, or a feature tag, e.g. \"search-api\""),
+                    },
+                    other => other,
+                })?;
             }
             let plans = docs.iter().filter(|d| d.feature == feature && d.doc_type == "plan").collect();
             ("feature", feature, plans)

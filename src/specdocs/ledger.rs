@@ -31,15 +31,41 @@ pub struct LogRequest {
     /// One OP:path per path touched: A: added, M: modified, D: deleted, R:old->new renamed.
     #[serde(default)]
     pub rows: Option<Vec<String>>,
-    /// A check that ran, as <command>=pass or <command>=fail.
+    /// A check that ran, as <command>=pass or <command>=fail; a list of such checks is accepted
+    /// too (vaultspec-core 0.3.9 sends one), each its own `verify:` line.
     #[serde(default)]
-    pub verify: Option<String>,
+    pub verify: Option<Verify>,
     /// The persona that closed the step.
     #[serde(default)]
     pub by: Option<String>,
     /// Exception notes only.
     #[serde(default)]
     pub notes: Option<Vec<String>>,
+}
+
+/// `log`'s `verify`: the seed's one check, or the list vaultspec-core 0.3.9 sends.
+#[derive(Debug, Clone, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Verify {
+    /// One check, as <command>=pass or <command>=fail.
+    One(String),
+    /// Several checks, each as <command>=pass or <command>=fail.
+    Many(Vec<String>),
+}
+
+impl From<&str> for Verify {
+    fn from(check: &str) -> Self {
+        Verify::One(check.to_string())
+    }
+}
+
+impl Verify {
+    fn checks(&self) -> Vec<&str> {
+        match self {
+            Verify::One(check) => vec![check.as_str()],
+            Verify::Many(checks) => checks.iter().map(String::as_str).collect(),
+        }
+    }
 }
 
 fn row_regex() -> &'static Regex {
@@ -168,12 +194,14 @@ pub fn log(vault: &Vault, request: &LogRequest) -> Result<LogReport> {
     for row in request.rows.iter().flatten() {
         entries.push(canonical_row(row).map_err(|reason| Error::InvalidArgument { name: "rows", reason })?);
     }
-    if let Some(verify) = &request.verify {
+    for verify in request.verify.as_ref().map(Verify::checks).unwrap_or_default() {
         let verify = verify.trim();
         if verify.contains('\n') || !verify_regex().is_match(verify) {
             return Err(Error::InvalidArgument {
                 name: "verify",
-                reason: format!("malformed verify '{verify}': expected <command>=pass or <command>=fail"),
+                reason: format!(
+                    "malformed verify '{verify}': expected <command>=pass or <command>=fail (a string or a list of them), e.g. \"cargo test=pass\""
+                ),
             });
         }
         entries.push(format!("verify: {verify}"));

@@ -90,6 +90,17 @@ pub fn open_engine_file(root: &Path, path: &Path, read_append: bool) -> io::Resu
     Ok(File::from(rustix::fs::openat(&dirfd, name.as_bytes(), flags, Mode::from_raw_mode(0o600))?))
 }
 
+/// Takes the exclusive lock of the engine lock file `rel` beneath `root` (created owner-only,
+/// never through a link), waiting for its holder: held until the returned file is dropped.
+/// Every open of the file is its own lock holder, so threads of one process wait too.
+pub fn hold_lock(root: &Path, rel: &'static str) -> Result<File> {
+    super::nofollow::refuse_symlinked_state(root)?;
+    create_dir_all(root, &super::layout::join(root, super::layout::STATE_DIR))?;
+    let file = open_engine_file(root, &super::layout::join(root, rel), false).map_err(|e| super::nofollow::io_error("opening", rel, e))?;
+    file.lock().map_err(|e| Error::io("locking", rel, e))?;
+    Ok(file)
+}
+
 /// Replaces the text of the (locked) writer lock file with `holder`: who holds it, for a
 /// writer that has to wait. Not synced: it only informs.
 pub fn write_lock_holder(file: &File, holder: &str) -> io::Result<()> {

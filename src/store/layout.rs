@@ -41,6 +41,8 @@ pub const GIT_INDEX_SYNCED: &str = ".paravault/git.index.synced";
 pub const GIT_PRIVATE_INDEX_HEAD: &str = ".paravault/git.index.head";
 /// Cross-process writer lock file.
 pub const WRITER_LOCK: &str = ".paravault/writer.lock";
+/// Serialises the read-modify-write of the goals worklist across processes (`goals::mutate`).
+pub const GOALS_LOCK: &str = ".paravault/goals.lock";
 /// Durable proposals.
 pub const PROPOSALS_DIR: &str = ".paravault/proposals";
 /// Human approval state (src/approvals): never a note, so no write transaction or MCP tool can

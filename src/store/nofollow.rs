@@ -34,7 +34,7 @@ const STATE_FOLDERS: [&str; 11] = [
 ];
 
 /// Engine files.
-const STATE_FILES: [&str; 14] = [
+const STATE_FILES: [&str; 15] = [
     layout::POLICY_OVERRIDE,
     layout::POLICY_CACHE,
     layout::INVENTORY_CACHE,
@@ -43,6 +43,7 @@ const STATE_FILES: [&str; 14] = [
     layout::JOURNAL_HEADS,
     layout::RECEIPTS,
     layout::WRITER_LOCK,
+    layout::GOALS_LOCK,
     layout::FOLDER_JOURNAL_SOCKET,
     layout::FOLDER_JOURNAL_LOCK,
     layout::CATALOG_STATE,

@@ -67,6 +67,9 @@ pub struct Vault {
     keyed_fold_due: std::sync::atomic::AtomicBool,
     /// Whom writes through this handle are made for; provenance comes from it (never content).
     channel: Channel,
+    /// The named agent this handle writes for (`paravault mcp --agent NAME`), recorded in every
+    /// receipt as `agent`; none when the adapter names none.
+    agent: Option<String>,
     /// The process ends right after this handle is dropped (`ending_the_process`).
     ends_the_process: bool,
 }
@@ -151,6 +154,7 @@ impl Vault {
             keyed_refused: std::sync::atomic::AtomicBool::new(false),
             keyed_fold_due: std::sync::atomic::AtomicBool::new(false),
             channel: Channel::Agent,
+            agent: None,
             ends_the_process: false,
         };
         if layout::join(root, layout::JOURNAL).exists() {
@@ -241,6 +245,18 @@ impl Vault {
     /// Whom writes through this handle are made for.
     pub fn channel(&self) -> Channel {
         self.channel
+    }
+
+    /// This handle, writing for the named `agent` (adapters call it once, right after
+    /// opening, with the name the server was started for): receipts record it.
+    pub fn writing_for_agent(mut self, agent: Option<String>) -> Self {
+        self.agent = agent;
+        self
+    }
+
+    /// The named agent writes through this handle are made for, if any.
+    pub fn agent(&self) -> Option<&str> {
+        self.agent.as_deref()
     }
 
     pub fn policy(&self) -> &LoadedPolicy {

@@ -373,6 +373,7 @@ impl<'v> Planned<'v> {
         let seq = writer.receipts.last_seq + 1;
         let mut receipt = planned_receipt(&mutation, fingerprint, &plan, seq);
         receipt.actor = Some(vault.channel().actor().to_string());
+        receipt.agent = vault.agent().map(str::to_string);
         receipt.approval = approval;
         let (search_changed, search_removed): (Vec<&NoteChange>, Vec<&NoteChange>) =
             mutation.notes.iter().partition(|n| n.content.is_some());
@@ -758,6 +759,7 @@ fn abort(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, phase
         at: now_rfc3339(),
         status: "aborted".to_string(),
         actor: Some(vault.channel().actor().to_string()),
+        agent: vault.agent().map(str::to_string),
         phase: Some(phase.to_string()),
         error_code: Some(error.code().to_string()),
         idempotency_key: Some(mutation.idempotency_key.clone().unwrap_or_default()),

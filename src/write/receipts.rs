@@ -32,6 +32,9 @@ pub struct Receipt {
     /// The note's sha256 after the write.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after_sha256: Option<String>,
+    /// The named agent that wrote (`paravault mcp --agent NAME`), when the server names one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
     /// Who approved the write (src/approvals): approver, channel, decision time, record sha256.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub approval: Option<Value>,

@@ -82,6 +82,8 @@ fn check_markdown_and_doctor() {
     value["configuration"]["embed_threads"] = "[THREADS]".into();
     value["embedding"]["model_cached"] = "[MODEL_CACHED]".into();
     // Where the vault is: a temporary folder's name and the hash of its path.
+    // `run` masks the vault's folder: vault.path (doctor report v1) reads [VAULT].
+    assert_eq!(value["vault"]["path"], "[VAULT]");
     value["vault"]["path_hint"] = "[PATH_HINT]".into();
     value["vault"]["vault_id"] = "[VAULT_ID]".into();
     let check = &mut value["vault_check"];

@@ -1,6 +1,8 @@
 //! The integration test binary: every file under tests/it is a module here.
 //!
 //! - `support`  — fixture vaults from one string, and vault helpers.
+//! - `agent_habits` — issue 50: what agents written for each peer do through the official
+//!   Python MCP SDK (tests/sdk/agent_habits.py), one test per item.
 //! - `approvals` — human approval: human rules, immutable decisions, stale and concurrent cases,
 //!   the CLI (secret on standard input) and an MCP agent that cannot approve itself.
 //! - `links`    — link resolution cases (relative, root, basename, ambiguous, embeds, code).
@@ -49,6 +51,7 @@
 // Tests build fixtures and plant hostile files with std::fs (clippy.toml names this exception).
 #![allow(clippy::disallowed_methods)]
 
+mod agent_habits;
 mod approvals;
 mod bm25_parity;
 mod catalogs;

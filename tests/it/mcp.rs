@@ -17,6 +17,9 @@ use serde_json::{Value, json};
 const BIN: &str = env!("CARGO_BIN_EXE_paravault");
 const TIMEOUT: Duration = Duration::from_secs(60);
 
+/// P.O.W.E.R. tools whose contract result is not an object (`ToolParams::BARE_RESULT`).
+const BARE_RESULT_TOOLS: [&str; 2] = ["validate_memory_state", "get_memory_context"];
+
 fn new_vault() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
     let status = Command::new(BIN).arg("--vault").arg(dir.path()).arg("init").stdout(Stdio::null()).status().unwrap();
@@ -113,6 +116,17 @@ impl Server {
         let response = self.request("tools/call", json!({"name": tool, "arguments": args}));
         let result = response["result"].clone();
         assert!(result.is_object(), "tools/call {tool} gave a JSON-RPC error: {response}");
+        if BARE_RESULT_TOOLS.contains(&tool) && result["isError"] == false {
+            // The contract's non-object result, rendered as the Python SDK renders it (issue 50
+            // item 11): a list is one text block per item, a boolean its JSON.
+            let texts: Vec<Value> = result["content"].as_array().unwrap().iter().map(|c| c["text"].clone()).collect();
+            let expected: Vec<Value> = match &result["structuredContent"]["result"] {
+                Value::Array(items) => items.clone(),
+                other => vec![json!(other.to_string())],
+            };
+            assert_eq!(texts, expected, "{tool}: text content is not the SDK's rendering of result: {result}");
+            return result;
+        }
         assert_eq!(result["content"].as_array().map(Vec::len), Some(1), "one text block: {result}");
         // Clients that pass only `content` to the model see the data: the text block is the
         // JSON serialisation of structuredContent, on success and on error.
@@ -276,7 +290,8 @@ fn every_tool_round_trips() {
     let mut server = Server::start(&root, &[]);
     let init = server.initialize();
     assert!(init["instructions"].as_str().unwrap().contains("get_server_info first"));
-    assert_eq!(init["capabilities"], json!({"tools": {}}));
+    // Resources and prompts as P.O.W.E.R.'s SDK server advertises them (their lists are empty).
+    assert_eq!(init["capabilities"], json!({"tools": {}, "resources": {}, "prompts": {}}));
     let tools = server.tools();
 
     let info = server.ok("get_server_info", json!({}));
@@ -705,15 +720,24 @@ fn get_server_info_is_the_manifest_report_with_doctor_v1_fields() {
     assert_eq!(mcp["preferred_protocol"], "2026-07-28");
     assert!(mcp["sdk_version"].as_str().unwrap().starts_with("rmcp "));
     assert_eq!(mcp["tool_catalog_sha256"].as_str().unwrap().len(), 64);
-    // No model is loaded by default.
+    // No model is loaded by default, and doctor report v1's issue says so.
     assert_eq!(info["embedding"]["binding"], "not_requested");
     assert_eq!(info["embedding"]["probe_requested"], false);
-    assert!(!info.to_string().contains(root.to_str().unwrap()), "no absolute vault path in the report");
+    let codes: Vec<&str> = info["issues"].as_array().unwrap().iter().filter_map(|i| i["code"].as_str()).collect();
+    assert!(codes.contains(&"embedding_binding_not_requested"), "{codes:?}");
+    assert_eq!(info["runtime"]["power_framework"], "3.7.11");
+    // The configured root is vault.path (doctor report v1), and appears nowhere else.
+    assert_eq!(info["vault"]["path"], root.canonicalize().unwrap().display().to_string());
+    let mut elsewhere = info.clone();
+    elsewhere["vault"]["path"] = Value::Null;
+    assert!(!elsewhere.to_string().contains(root.to_str().unwrap()), "no other absolute vault path in the report");
 
     // probe_provider=true: offline only; the missing model is an issue, nothing is downloaded.
     let probed = server.ok("get_server_info", json!({"probe_provider": true}));
     assert_eq!(probed["embedding"]["probe_requested"], true);
-    assert_eq!(probed["embedding"]["binding"], "unavailable", "{}", probed["embedding"]);
+    assert_eq!(probed["embedding"]["binding"], "not_verified", "{}", probed["embedding"]);
+    let probed_codes: Vec<&str> = probed["issues"].as_array().unwrap().iter().filter_map(|i| i["code"].as_str()).collect();
+    assert!(!probed_codes.contains(&"embedding_binding_not_requested"), "{probed_codes:?}");
     assert!(probed["embedding"]["probe_seconds"].is_number());
     let issue = probed["issues"].as_array().unwrap().iter().find(|i| i["code"] == "embedding_model_unavailable").expect("probe issue");
     assert!(issue["message"].as_str().unwrap().contains("not downloaded"), "{issue}");

@@ -292,7 +292,11 @@ fn server_info_reports_generation_exclusions_and_receipts() {
     assert_eq!(info.vault.excluded_notes[0].path, "01_Projects/broken.md");
     assert!(info.issues.iter().any(|i| i.code == "notes_excluded"));
     assert_eq!(info.embedding.binding, "not_requested");
-    assert!(!serde_json::to_string(&info).unwrap().contains(dir.path().to_str().unwrap()), "no absolute paths");
+    // The configured root is `vault.path` (doctor report v1) and nowhere else.
+    assert_eq!(info.vault.path, dir.path().canonicalize().unwrap().display().to_string());
+    let mut json = serde_json::to_value(&info).unwrap();
+    json["vault"]["path"] = serde_json::Value::Null;
+    assert!(!json.to_string().contains(dir.path().to_str().unwrap()), "no other absolute path");
 }
 
 /// A receipt line written by the engine before receipts were typed (tests/golden/

@@ -42,7 +42,7 @@ fn the_peers_names_are_declared_beside_ours() {
     let entities = schema_of("list_entities");
     assert!(properties(&entities).contains(&"total".to_string()));
     let entity = &entities["properties"]["entities"]["items"];
-    assert_eq!(properties(entity), ["entity", "entity_norm", "episode_count", "episodes"]);
+    assert_eq!(properties(entity), ["entity", "entity_norm", "episode_count", "episodes", "spellings"]);
     assert!(properties(&schema_of("read_skill")).contains(&"skill".to_string()));
     assert!(properties(&schema_of("write_skill")).contains(&"filename".to_string()));
     let doc = &schema_of("list_docs")["properties"]["documents"]["items"];

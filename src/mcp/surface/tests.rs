@@ -75,7 +75,7 @@ fn every_power_tool_takes_vault_path_through_the_surface_and_no_other_surface_do
             Err(message) => message,
             Ok(_) => panic!("{}: a numeric vault_path was accepted", spec.name),
         };
-        assert!(refused.starts_with("vault_path: "), "{}: {refused}", spec.name);
+        assert!(refused.starts_with("argument `vault_path`: expected a string"), "{}: {refused}", spec.name);
     }
     let lint = catalogs(&[Surface::Power]).unwrap().into_iter().find(|s| s.name == "lint_vault").unwrap();
     let Ok((vault_path, _)) = (lint.prepare)(arguments(serde_json::json!("/elsewhere"))) else {

@@ -19,7 +19,7 @@ impl ToolParams for HandoffWork {
         let h = &policy.handoff;
         constrain(schema, "task_id", "pattern", json!(TASK_ID_PATTERN));
         constrain(schema, "objective", "maxLength", json!(h.objective_chars_max));
-        for name in ["next_action", "blocker"] {
+        for name in ["next_action", "blocker", "completion_postcondition"] {
             constrain(schema, name, "maxLength", json!(h.text_chars_max));
         }
         for name in ["owner", "actor", "source_revision", "required_approval", "idempotency_key", "receipt_id"] {

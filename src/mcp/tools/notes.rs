@@ -190,6 +190,7 @@ impl ToolParams for ValidateMemoryState {
     const DESCRIPTION: &'static str = "Validate the vault state: result is the contract's boolean, false when any blocking \
          metadata, link or freshness finding exists anywhere; warnings (orphans, style) do not count. blocking lists those findings.";
     type Output = crate::api::MemoryValidity;
+    const BARE_RESULT: bool = true;
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         ctx.vault.memory_validity()
     }

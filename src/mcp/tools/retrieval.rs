@@ -81,6 +81,7 @@ impl ToolParams for GetMemoryContext {
     const DESCRIPTION: &'static str = "The most relevant current notes for a query (FTS top 5): result is the contract's list of \
          vault-relative paths; notes adds their titles. No note bodies; read-only.";
     type Output = crate::api::search::MemoryContext;
+    const BARE_RESULT: bool = true;
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         ctx.vault.memory_context(&self.query)
     }

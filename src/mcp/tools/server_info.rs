@@ -175,7 +175,9 @@ fn bootstrap(ctx: &ToolCtx, report: &crate::api::doctor::DoctorReport) -> Bootst
     let issues = || report.issues.iter().take(32);
     let mut degraded: Vec<String> = Vec::new();
     if report.vault.index_state != "active_generation" {
-        degraded.push("search, get_memory_context and suggest_related_tool: no active search generation (run sync_vault)".into());
+        degraded.push(
+            "search, get_memory_context and suggest_related_tool: no active search generation yet (the first of them publishes one, by keyword; or run sync_vault)".into(),
+        );
     }
     if report.embedding.dense_index.is_none() {
         degraded.push(

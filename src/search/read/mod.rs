@@ -328,6 +328,13 @@ pub(super) fn cut_query(text: &str, max_chars: usize) -> (&str, Option<String>) 
 
 /// Full-text search over the published generation, answered as a retrieval envelope.
 pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Result<Envelope> {
+    search_with_chunks(root, policy, request).map(|(envelope, _)| envelope)
+}
+
+/// `search`, with the whole text of each result's matching chunk (the envelope carries only a
+/// window of it), in result order: for surfaces whose contract answers chunks (ctxvault's
+/// `query`).
+pub(crate) fn search_with_chunks(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Result<(Envelope, Vec<String>)> {
     let text = request.query.trim();
     if text.is_empty() {
         return Err(Error::SearchQueryInvalid { reason: "the query is empty".into() });
@@ -534,11 +541,13 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
     let age = index_age_seconds(&g);
     let searcher = g.reader.searcher();
     let mut results = Vec::new();
+    let mut chunks = Vec::new();
     let mut cursor = FolderCursor::new(root);
     for hit in hits {
         let entry = note_entry(&g, &searcher, &hit.path)?.unwrap_or_default();
         let stale = on_disk_sha256(&mut cursor, root, &hit.path).as_deref() != Some(entry.content_sha256.as_str());
         let (snippet, matched_text) = snippets(&hit.body, &analysed);
+        chunks.push(hit.body.clone());
         results.push(SearchResult {
             result_id: result_id(&hit.path, &entry.content_sha256),
             trust: "untrusted",
@@ -560,7 +569,7 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
             matched_text,
         });
     }
-    Ok(Envelope {
+    let envelope = Envelope {
         schema_version: ENVELOPE_SCHEMA,
         trust: "untrusted",
         data_only: true,
@@ -579,5 +588,6 @@ pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Res
         },
         result_count: results.len(),
         results,
-    })
+    };
+    Ok((envelope, chunks))
 }

@@ -1,0 +1,500 @@
+#!/usr/bin/env python3
+"""What an agent written for a peer does through the official MCP Python SDK (`mcp` on PyPI)
+and expects to keep working against `paravault mcp` (issue 50): one scenario per item, chosen by
+name on the command line.
+
+Usage: agent_habits.py PARAVAULT_BIN SCENARIO
+
+Scenarios:
+  lists      prompts/list, resources/list and resources/templates/list answer (prompts `[]`) on
+             every surface, as P.O.W.E.R.'s SDK server does, never -32601 (item 14)
+  no_vault   a client config without a vault starts no server on a hidden vault; `args: []`
+             (P.O.W.E.R.'s config with the command swapped) says what to pass (items 15, 17)
+  non_object P.O.W.E.R. tools whose contract result is not an object render as the SDK renders
+             them: the text is the bare value, a list is one text block per item, and
+             structuredContent is {"result": X} (item 11)
+
+Each scenario gets fresh vaults (`paravault --vault V init`) and its own servers. Prints PASS/FAIL
+per check and closes with 'N passed, N failed'; exits 1 on any failure.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+import anyio
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+
+BIN, SCENARIO = sys.argv[1], sys.argv[2]
+RESULTS = []
+SURFACES = ["power", "ctxvault", "stepstone", "vaultspec"]
+
+
+def rule(name, ok, detail=""):
+    RESULTS.append(bool(ok))
+    print(("PASS " if ok else "FAIL ") + name + ("" if ok else f": {str(detail)[:800]}"), flush=True)
+
+
+def wire(obj):
+    return obj.model_dump(by_alias=True, mode="json", exclude_none=True)
+
+
+def clean_env(tmp):
+    """The environment of a client that names no vault, with its own config folder."""
+    env = dict(os.environ, PARAVAULT_LOG="warn", PARAVAULT_CONFIG_DIR=os.path.join(tmp, "config"), HOME=tmp, XDG_DATA_HOME=os.path.join(tmp, "data"))
+    for key in ("PARAVAULT_VAULT_DIR", "POWER_VAULT_DIR"):
+        env.pop(key, None)
+    return env
+
+
+def new_vault(tmp, name="vault"):
+    vault = os.path.join(tmp, name)
+    subprocess.run([BIN, "--vault", vault, "init"], check=True, stdout=subprocess.DEVNULL)
+    return vault
+
+
+async def session_on(params, body):
+    async with stdio_client(params) as (read, write):
+        async with ClientSession(read, write) as session:
+            init = wire(await session.initialize())
+            await body(session, init)
+
+
+# ---- item 14 ----
+
+
+async def lists():
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = new_vault(tmp)
+        env = clean_env(tmp)
+        for surface in SURFACES:
+            params = StdioServerParameters(command=BIN, args=["--vault", vault, "mcp", "--surface", surface], env=env)
+
+            async def body(session, init, surface=surface):
+                caps = init["capabilities"]
+                rule(f"{surface}: prompts and resources are advertised", caps.get("prompts") is not None and caps.get("resources") is not None, caps)
+                try:
+                    prompts = wire(await session.list_prompts())["prompts"]
+                    rule(f"{surface}: prompts/list is []", prompts == [], prompts)
+                except Exception as e:  # noqa: BLE001 - the SDK raises McpError for a JSON-RPC error
+                    rule(f"{surface}: prompts/list is []", False, repr(e))
+                try:
+                    resources = [str(r["uri"]) for r in wire(await session.list_resources())["resources"]]
+                    want = sorted(f"stepstone://worklist/{n}" for n in ["list", "next", "ready", "waves"]) if surface == "stepstone" else []
+                    rule(f"{surface}: resources/list answers its resources", sorted(resources) == want, resources)
+                except Exception as e:  # noqa: BLE001
+                    rule(f"{surface}: resources/list answers", False, repr(e))
+                try:
+                    templates = wire(await session.list_resource_templates())["resourceTemplates"]
+                    rule(f"{surface}: resources/templates/list answers", (templates == []) == (surface != "stepstone"), templates)
+                except Exception as e:  # noqa: BLE001
+                    rule(f"{surface}: resources/templates/list answers", False, repr(e))
+                try:
+                    await session.get_prompt("no-such-prompt")
+                    rule(f"{surface}: an unknown prompt is refused", False, "answered")
+                except Exception as e:  # noqa: BLE001
+                    code = getattr(getattr(e, "error", None), "code", None)
+                    rule(f"{surface}: an unknown prompt is invalid params, not method-not-found", code == -32602, repr(e))
+
+            await session_on(params, body)
+
+
+# ---- items 15 and 17 (the client config) ----
+
+
+async def starts(params, errlog_path):
+    """Whether the SDK's handshake with `params` succeeds (within 15 s), and the server's stderr."""
+    ok = False
+    with open(errlog_path, "w", encoding="utf-8") as errlog:
+        try:
+            with anyio.fail_after(15):
+                async with stdio_client(params, errlog=errlog) as (read, write):
+                    async with ClientSession(read, write) as session:
+                        await session.initialize()
+                        ok = True
+        except Exception:  # noqa: BLE001 - a server that exits is an error or a timeout here
+            pass
+    with open(errlog_path, encoding="utf-8") as f:
+        return ok, f.read()
+
+
+async def no_vault():
+    with tempfile.TemporaryDirectory() as tmp:
+        env = clean_env(tmp)
+        default = os.path.join(tmp, "data", "paravault", "vault")
+        errlog = os.path.join(tmp, "stderr.txt")
+        # A client that names no vault: no server, a message naming the three ways.
+        ok, stderr = await starts(StdioServerParameters(command=BIN, args=["mcp"], env=env), errlog)
+        rule("mcp without a vault does not start", not ok, stderr)
+        rule("the refusal names --vault, PARAVAULT_VAULT_DIR and POWER_VAULT_DIR",
+             all(way in stderr for way in ["--vault", "PARAVAULT_VAULT_DIR", "POWER_VAULT_DIR", "--default-vault"]), stderr)
+        rule("no default vault was created behind the client's back", not os.path.exists(default), os.listdir(tmp))
+        # Started from inside a vault folder it still refuses: a client chooses the folder.
+        vault = new_vault(tmp)
+        ok, stderr = await starts(StdioServerParameters(command=BIN, args=["mcp"], env=env, cwd=vault), errlog)
+        rule("mcp in a vault folder without a named vault does not start", not ok, stderr)
+        # The default vault, asked for explicitly.
+        params = StdioServerParameters(command=BIN, args=["mcp", "--default-vault"], env=env)
+
+        async def default_info(session, init):
+            info = (await session.call_tool("get_server_info", {})).structured_content
+            rule("--default-vault serves the default vault", os.path.isdir(default) and info["status"] in ("ok", "degraded"), info.get("status"))
+
+        await session_on(params, default_info)
+        # P.O.W.E.R.'s config shape: the vault in the environment, args ["mcp"].
+        for var in ("POWER_VAULT_DIR", "PARAVAULT_VAULT_DIR"):
+            ok, stderr = await starts(StdioServerParameters(command=BIN, args=["mcp"], env=dict(env, **{var: vault})), errlog)
+            rule(f"{var} with args [\"mcp\"] starts the server", ok, stderr)
+        # P.O.W.E.R.'s config with only the command swapped (args []): no server, and stderr says
+        # what args must be.
+        ok, stderr = await starts(StdioServerParameters(command=BIN, args=[], env=dict(env, POWER_VAULT_DIR=vault)), errlog)
+        rule("args [] starts no MCP server", not ok, stderr)
+        rule("and stderr says args must name mcp", '"mcp"]' in stderr and "args" in stderr, stderr)
+
+
+# ---- item 11 ----
+
+
+async def non_object():
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = new_vault(tmp)
+        params = StdioServerParameters(command=BIN, args=["--vault", vault, "mcp"], env=clean_env(tmp))
+
+        async def body(session, init):
+            # The SDK validates structuredContent against the outputSchema it listed.
+            await session.list_tools()
+            texts = lambda result: [c.text for c in result.content if c.type == "text"]
+            valid = await session.call_tool("validate_memory_state", {})
+            rule("validate_memory_state: the text is the bare boolean", texts(valid) == ["true"], wire(valid))
+            rule("validate_memory_state: structuredContent is {result: true, ...}", (valid.structured_content or {}).get("result") is True, wire(valid))
+            for name, title in [("03_Resources/alpha", "Alpha habits"), ("03_Resources/beta", "Beta habits")]:
+                ingested = await session.call_tool("ingest_note", {"name": name, "note_type": "Resource", "title": title,
+                                                                   "description": "habits", "content": f"# {title}\n\nZebrafish habits.\n"})
+                rule(f"ingest {name}", not ingested.is_error, wire(ingested))
+            context = await session.call_tool("get_memory_context", {"query": "zebrafish habits"})
+            paths = (context.structured_content or {}).get("result")
+            rule("get_memory_context: structuredContent.result is the list of paths",
+                 isinstance(paths, list) and sorted(paths) == ["03_Resources/alpha.md", "03_Resources/beta.md"], wire(context))
+            rule("get_memory_context: one text block per path, the path itself", texts(context) == paths, wire(context))
+            empty = await session.call_tool("get_memory_context", {"query": "nothingmatchesthisword"})
+            rule("get_memory_context with no match: no text block, result []",
+                 texts(empty) == [] and (empty.structured_content or {}).get("result") == [], wire(empty))
+            with open(os.path.join(vault, "03_Resources", "half.md"), "w", encoding="utf-8") as f:
+                f.write("---\ntype: resource\ntitle: Half\n---\nA body.\n")
+            invalid = await session.call_tool("validate_memory_state", {})
+            rule("validate_memory_state on a blocking finding: the text is false", texts(invalid) == ["false"], wire(invalid))
+            rule("and structuredContent keeps the findings", (invalid.structured_content or {}).get("result") is False
+                 and (invalid.structured_content or {}).get("blocking"), wire(invalid))
+            # Tools whose result is an object keep one text block, the JSON of structuredContent.
+            info = await session.call_tool("lint_vault", {})
+            rule("an object result stays one JSON text block", len(texts(info)) == 1 and json.loads(texts(info)[0]) == info.structured_content, wire(info))
+
+        await session_on(params, body)
+
+
+# ---- item 12 ----
+
+
+async def handoff_postcondition():
+    import hashlib
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = new_vault(tmp)
+        params = StdioServerParameters(command=BIN, args=["--vault", vault, "mcp"], env=clean_env(tmp))
+
+        async def body(session, init):
+            await session.list_tools()
+            ingested = await session.call_tool("ingest_note", {"name": "03_Resources/runbook", "note_type": "Resource", "title": "Runbook",
+                                                               "description": "ops", "content": "# Runbook\n\nPromote the replica.\n"})
+            rule("ingest the artifact", not ingested.is_error, wire(ingested))
+
+            async def step(action, **args):
+                result = await session.call_tool("handoff_work", {"action": action, "task_id": "ops-1", **args})
+                return result.is_error, result.structured_content
+
+            failed, task = await step("create", objective="Update the runbook", owner="ops")
+            rule("create", not failed, task)
+            failed, task = await step("resume")
+            rule("resume to working", not failed and task["state"] == "working", task)
+            failed, refused = await step("complete", completion_postcondition="the runbook names the replica",
+                                         changed_artifacts=["03_Resources/missing.md"])
+            rule("a missing artifact is refused, naming changed_artifacts", failed and refused["error"]["code"] == "invalid_argument"
+                 and "changed_artifacts" in refused["error"]["message"], refused)
+            failed, refused = await step("complete", completion_postcondition="the runbook names the replica")
+            rule("a postcondition without artifacts is refused, naming changed_artifacts",
+                 failed and "changed_artifacts" in refused["error"]["message"], refused)
+            failed, task = await step("complete", completion_postcondition="the runbook names the replica",
+                                      changed_artifacts=["03_Resources/runbook.md"])
+            rule("complete takes completion_postcondition without a receipt_id", not failed and task["state"] == "completed", task)
+            with open(os.path.join(vault, "03_Resources", "runbook.md"), "rb") as f:
+                sha = hashlib.sha256(f.read()).hexdigest()
+            completion = (task or {}).get("completion") or {}
+            rule("a content-free task-completion receipt records each artifact's sha256",
+                 completion.get("schema") == "power.task-completion.v1" and completion.get("artifacts") == [{"path": "03_Resources/runbook.md", "sha256": sha}]
+                 and completion.get("receipt_id", "").startswith("tcr_") and task["receipt_ids"] == [completion.get("receipt_id")], task)
+            failed, shown = await step("show")
+            rule("show returns the same completion", not failed and shown.get("completion") == completion, shown)
+
+        await session_on(params, body)
+
+
+# ---- item 13 ----
+
+
+async def server_info():
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = new_vault(tmp)
+        env = dict(clean_env(tmp), HF_HUB_CACHE=os.path.join(tmp, "hf"), HF_ENDPOINT="http://127.0.0.1:9")
+        env.pop("PARAVAULT_MODEL_DIR", None)
+        params = StdioServerParameters(command=BIN, args=["--vault", vault, "mcp"], env=env)
+
+        async def body(session, init):
+            await session.list_tools()
+            info = (await session.call_tool("get_server_info", {})).structured_content
+            codes = [i["code"] for i in info["issues"]]
+            # What P.O.W.E.R.'s own MCP test asserts of the default call.
+            rule("vault.path is the resolved vault root", info["vault"].get("path") == os.path.realpath(vault), info["vault"])
+            rule("runtime.power_framework names the contract's release", bool(info["runtime"].get("power_framework")), info["runtime"])
+            rule("embedding.binding is not_requested", info["embedding"]["binding"] == "not_requested", info["embedding"])
+            rule("the embedding_binding_not_requested issue is there", "embedding_binding_not_requested" in codes, codes)
+            rule("paravault's own fields stay (path_hint, vault_id)", info["vault"].get("path_hint") == "vault" and info["vault"].get("vault_id"), info["vault"])
+            rule("the vault_path a P.O.W.E.R. agent derives from it is accepted",
+                 not (await session.call_tool("lint_vault", {"vault_path": info["vault"]["path"]})).is_error)
+            probed = (await session.call_tool("get_server_info", {"probe_provider": True})).structured_content
+            rule("a probe without the model files says not_verified", probed["embedding"]["binding"] == "not_verified", probed["embedding"])
+            rule("and drops embedding_binding_not_requested",
+                 "embedding_binding_not_requested" not in [i["code"] for i in probed["issues"]], probed["issues"])
+
+        await session_on(params, body)
+
+
+# ---- ctxvault items 1, 2, 3 ----
+
+HANDBOOK = """# Incident handbook
+
+## Database outage
+
+When the primary database stops answering, the on-call engineer checks the replication lag on the dashboard first and writes it down in the incident channel.
+If the lag is under ten seconds, promote the replica with the failover runbook, then repoint the application pool at the new primary and announce the switch.
+
+## Paging
+
+Page the database owner after fifteen minutes without recovery.
+"""
+
+
+async def ctxvault_query():
+    with tempfile.TemporaryDirectory() as tmp:
+        env = clean_env(tmp)
+        main, notes = new_vault(tmp, "main"), new_vault(tmp, "notes")
+        added = subprocess.run([BIN, "vaults", "add", "notes", notes], env=env, capture_output=True, text=True)
+        rule("register the documents vault", added.returncode == 0, added.stderr)
+        params = StdioServerParameters(command=BIN, args=["--vault", main, "mcp", "--surface", "ctxvault"], env=env)
+
+        async def body(session, init):
+            await session.list_tools()
+
+            async def ok(tool, **args):
+                result = await session.call_tool(tool, args)
+                rule(f"{tool} succeeds", not result.is_error, wire(result))
+                return result.structured_content or {}
+
+            await ok("write_doc", vault_name="notes", file_path="ops/incidents/handbook.md", content=HANDBOOK, generated_by="agent")
+            await ok("write_doc", vault_name="notes", file_path="ops/paging.md", content="# Paging\n\nPage the database owner when the replica lags.\n", generated_by="agent")
+            listed = {d["file_path"] for d in (await ok("list_docs", vault_name="notes"))["documents"]}
+            hits = (await ok("query", vault_name="notes", query="promote the replica failover"))["results"]
+            top = hits[0] if hits else {}
+            rule("item 2: a hit's source is the list_docs name", top.get("source") == "ops/incidents/handbook.md" and top.get("source") in listed, (top, listed))
+            answer = "If the lag is under ten seconds, promote the replica with the failover runbook, then repoint the application pool at the new primary and announce the switch."
+            rule("item 1: a hit's text is the matching chunk, with the answering sentence whole", answer in top.get("text", ""), top.get("text"))
+            chunk = top.get("text", "").strip()
+            whole_lines = chunk in HANDBOOK and (HANDBOOK.startswith(chunk) or "\n" + chunk in HANDBOOK) and chunk + "\n" in HANDBOOK
+            rule("item 1: whole lines of the document, not a window cut mid-word", whole_lines and top.get("text_truncated") is False, chunk)
+            scores = [h["score"] for h in hits]
+            rule("item 3: score is ctxvault's distance: lower is closer, best first",
+                 len(hits) >= 2 and scores == sorted(scores) and all(0 < x <= 1 for x in scores), hits)
+            relevance = [h["relevance"] for h in hits]
+            rule("item 3: relevance (higher is better) orders the same hits", relevance == sorted(relevance, reverse=True), hits)
+            # The agent's habit: write back to the source it was given.
+            await ok("write_doc", vault_name="notes", file_path=top.get("source"), content=HANDBOOK + "\nReviewed.\n", generated_by="agent", overwrite=True)
+            after = [d["file_path"] for d in (await ok("list_docs", vault_name="notes"))["documents"]]
+            rule("write_doc(file_path=source, overwrite=true) updates the document, no second one", sorted(after) == sorted(listed), after)
+
+        await session_on(params, body)
+
+
+# ---- ctxvault items 4, 5 ----
+
+
+async def ctxvault_memory():
+    with tempfile.TemporaryDirectory() as tmp:
+        env = clean_env(tmp)
+        main, eps = new_vault(tmp, "main"), new_vault(tmp, "episodes")
+        added = subprocess.run([BIN, "vaults", "add", "eps", eps, "--type", "episodic"], env=env, capture_output=True, text=True)
+        rule("register the episodic vault", added.returncode == 0, added.stderr)
+        params = StdioServerParameters(command=BIN, args=["--vault", main, "mcp", "--surface", "ctxvault", "--agent", "alice"], env=env)
+
+        async def body(session, init):
+            await session.list_tools()
+
+            async def ok(tool, **args):
+                result = await session.call_tool(tool, args)
+                rule(f"{tool} succeeds", not result.is_error, wire(result))
+                return result.structured_content or {}
+
+            first = await ok("write_episode", vault_name="eps", content="Marco moved to Turin", entities=["Marco", "Turin"])
+            await ok("write_episode", vault_name="eps", content="Marco likes espresso", entities=["Marco"])
+            await ok("write_episode", vault_name="eps", content="marco plays chess on Sundays", entities=["marco"])
+            await ok("write_episode", vault_name="eps", content="Turin has a new bakery", entities=["turin"])
+            listed = (await ok("list_entities", vault_name="eps", min_episodes=2))["entities"]
+            marco = [e for e in listed if e["entity_norm"] == "marco"]
+            rule("item 4: one row per normalised entity, counted across spellings",
+                 len(marco) == 1 and marco[0]["episodes"] == 3 and marco[0]["episode_count"] == 3 and marco[0]["entity"] == "Marco", listed)
+            rule("item 4: with the spellings seen", marco and marco[0]["spellings"] == ["Marco", "marco"], listed)
+            rule("item 4: min_episodes counts across spellings (Turin twice in two spellings)",
+                 [e["entity_norm"] for e in listed] == ["marco", "turin"], listed)
+            queried = await ok("query_episodes", vault_name="eps", entities=["MARCO"])
+            rule("item 4: the same count query_episodes matches", len(queried["episodes"]) == 3, queried)
+            # Item 5: the agent is the default source, and the receipt records it.
+            episode = (first.get("episode") or {})
+            rule("item 5: write_episode under --agent alice defaults source to alice", episode.get("source") == "alice", first)
+            rule("item 5: the receipt records the agent", (first.get("receipt") or {}).get("agent") == "alice", first)
+            named = await ok("write_episode", vault_name="eps", content="Marco met Bea", entities=["Marco"], source="a phone call")
+            rule("item 5: a given source is kept", (named.get("episode") or {}).get("source") == "a phone call", named)
+            with open(os.path.join(eps, ".paravault", "receipts.jsonl"), encoding="utf-8") as f:
+                receipts = [json.loads(line) for line in f if line.strip()]
+            rule("item 5: every receipt of the agent's writes names it",
+                 receipts and all(r.get("agent") == "alice" and r.get("actor") == "agent" for r in receipts), receipts[-1:])
+
+        await session_on(params, body)
+
+
+# ---- vaultspec items 7, 8 and argument errors on every surface ----
+
+
+async def vaultspec_habits():
+    with tempfile.TemporaryDirectory() as tmp:
+        vault = new_vault(tmp)
+        env = clean_env(tmp)
+        params = StdioServerParameters(command=BIN, args=["--vault", vault, "mcp", "--surface", "power,stepstone,vaultspec"], env=env)
+
+        async def body(session, init):
+            await session.list_tools()
+
+            async def call(tool, args):
+                result = await session.call_tool(tool, args)
+                return result.is_error, result.structured_content or {}
+
+            def message(data):
+                error = data.get("error") or {}
+                return error.get("message", "") if isinstance(error, dict) else str(error)
+
+            docs = [{"feature": "search-api", "type": t, "date": "2026-05-30"} for t in ["research", "adr", "plan", "reference"]]
+            failed, created = await call("create", {"documents": docs})
+            rule("create four documents (the feature index follows)", not failed and created.get("counts", {}).get("created") == 4, created)
+            failed, found = await call("find", {"type": ["index"]})
+            rows = found.get("result") or []
+            rule("item 7: find type [\"index\"] is accepted and finds the feature index",
+                 not failed and [(r["type"], r["feature"]) for r in rows] == [("index", "search-api")]
+                 and rows[0]["path"] == "01_Projects/search-api/search-api.index.md", found)
+            failed, found = await call("find", {"feature": "search-api"})
+            rule("item 7: search rows follow the seed's order (adr, plan, research, reference)",
+                 not failed and [r["type"] for r in found.get("result") or []] == ["adr", "plan", "research", "reference"], found)
+            failed, found = await call("find", {"feature": "search-api", "limit": 2})
+            rule("item 7: a limit crowds out the later types", [r["type"] for r in found.get("result") or []] == ["adr", "plan"], found)
+            plan = "2026-05-30-search-api-plan"
+            failed, edited = await call("plan_edit", {"plan": plan, "operations": [{"operation": "add", "action": "write the index", "scope": "src"},
+                                                                                  {"operation": "add", "action": "query it", "scope": "src"}]})
+            rule("the plan gains two steps", not failed and edited.get("status") == "ok", edited)
+            failed, logged = await call("log", {"feature": "search-api", "plan": plan, "step": "S01", "rows": ["A:src/x.rs"],
+                                                "verify": ["cargo test=pass", "cargo clippy=pass"]})
+            rule("item 8: log takes 0.3.9's list-typed verify", not failed and logged.get("changed") is True, logged)
+            ledger = open(os.path.join(vault, logged.get("path", "missing")), encoding="utf-8").read() if not failed else ""
+            rule("item 8: each check is its own verify line", "verify: cargo test=pass" in ledger and "verify: cargo clippy=pass" in ledger, ledger)
+            failed, single = await call("log", {"feature": "search-api", "plan": plan, "step": "S02", "rows": ["A:src/y.rs"], "verify": "cargo test=pass"})
+            rule("item 8: and the seed's string", not failed, single)
+            # Every argument error names the argument, the expected shape and an example.
+            for tool, args, name in [
+                ("log", {"feature": "search-api", "plan": plan, "step": "S03", "verify": True}, "verify"),
+                ("find", {"feature": "search-api", "body": True}, "body"),
+                ("find", {"limit": "many"}, "limit"),
+                ("search_vault_tool", {"query": "x", "max_results": [3]}, "max_results"),
+                ("read_note", {"path": 5}, "path"),
+                ("add", {"title": 5}, "title"),
+            ]:
+                failed, data = await call(tool, args)
+                text = message(data)
+                rule(f"item 8: {tool} names `{name}`, the shape and an example", failed and f"`{name}`" in text and "expected" in text and "e.g." in text, data)
+            failed, data = await call("status", {"target": "no-such-thing"})
+            text = message(data)
+            rule("item 8: status blames target, not plan", failed and "target" in text and "`plan`" not in text, data)
+
+        await session_on(params, body)
+
+
+# ---- item 10 ----
+
+OBSIDIAN_NOTE = """---
+type: Resource
+title: Replica failover
+description: How to promote the replica
+timestamp: 2026-01-01T00:00:00Z
+---
+# Replica failover
+
+Promote the replica when the primary database stops answering.
+"""
+
+
+def hand_made_vault(tmp, name):
+    """A folder of Obsidian notes nobody synced: P.A.R.A. folders, one valid note, one without
+    frontmatter."""
+    root = os.path.join(tmp, name)
+    for folder in ("00_Inbox", "01_Projects", "02_Areas", "03_Resources"):
+        os.makedirs(os.path.join(root, folder))
+    with open(os.path.join(root, "03_Resources", "failover.md"), "w", encoding="utf-8") as f:
+        f.write(OBSIDIAN_NOTE)
+    with open(os.path.join(root, "00_Inbox", "scribble.md"), "w", encoding="utf-8") as f:
+        f.write("just a thought about the replica\n")
+    return root
+
+
+async def first_search():
+    with tempfile.TemporaryDirectory() as tmp:
+        env = clean_env(tmp)
+        for tool, args in [("search_vault_tool", {"query": "promote the replica"}), ("get_memory_context", {"query": "promote the replica"}),
+                           ("suggest_related_tool", {"target_path": "03_Resources/failover.md", "method": "keyword"})]:
+            vault = hand_made_vault(tmp, tool)
+            params = StdioServerParameters(command=BIN, args=["--vault", vault, "mcp"], env=env)
+
+            async def body(session, init, tool=tool, args=args):
+                await session.list_tools()
+                result = await session.call_tool(tool, args)
+                data = result.structured_content or {}
+                rule(f"{tool}: the first call on a never-synced vault answers", not result.is_error, data)
+                reason = data.get("fallback_reason") or ""
+                rule(f"{tool}: and says it published the first generation", reason.startswith("first_generation_published"), data)
+                if tool == "search_vault_tool":
+                    paths = [r["source"]["path"] for r in data.get("results", [])]
+                    rule("the search finds the Obsidian note", "03_Resources/failover.md" in paths, paths)
+                    rule("and counts the note it could not index", "1 left out" in reason, reason)
+                if tool == "get_memory_context":
+                    rule("the context names the note", data.get("result") == ["03_Resources/failover.md"], data)
+                again = (await session.call_tool(tool, args)).structured_content or {}
+                rule(f"{tool}: the next call reads that generation", not (again.get("fallback_reason") or "").startswith("first_generation"), again)
+
+            await session_on(params, body)
+
+
+SCENARIOS = {"first_search": first_search, "vaultspec": vaultspec_habits, "ctxvault_memory": ctxvault_memory, "ctxvault_query": ctxvault_query, "lists": lists, "no_vault": no_vault, "non_object": non_object, "handoff": handoff_postcondition, "server_info": server_info}
+
+
+def main():
+    anyio.run(SCENARIOS[SCENARIO])
+    failed = RESULTS.count(False)
+    print(f"{len(RESULTS) - failed} passed, {failed} failed")
+    sys.exit(1 if failed or not RESULTS else 0)
+
+
+main()
