@@ -719,21 +719,14 @@ pub fn run(cli: Cli) -> ExitCode {
                     cursor: cursor.clone(),
                     unbounded: *all,
                 };
-                let bar = progress::JobBar::new(cli.json);
-                let report = v.rot_audit_with_progress(&request, &|stage, done, total| bar.update(stage, done, total));
-                bar.finish();
-                report
+                progress::with_bar(cli.json, |progress| v.rot_audit_with_progress(&request, progress))
             })
             .map(|r| out.rot(&r)),
         Command::Archive { live, approve } => open(&cli)
             .and_then(|v| {
-                let bar = progress::JobBar::new(cli.json);
-                let report = v
-                    .archive_notes_with_progress(&ArchiveRequest { dry_run: !*live, approved: *approve }, &|stage, done, total| {
-                        bar.update(stage, done, total)
-                    });
-                bar.finish();
-                report
+                progress::with_bar(cli.json, |progress| {
+                    v.archive_notes_with_progress(&ArchiveRequest { dry_run: !*live, approved: *approve }, progress)
+                })
             })
             .map(|r| {
                 out.detailed(
@@ -750,13 +743,9 @@ pub fn run(cli: Cli) -> ExitCode {
             }),
         Command::Heal { live, approve } => open(&cli)
             .and_then(|v| {
-                let bar = progress::JobBar::new(cli.json);
-                let report = v
-                    .heal_frontmatter_with_progress(&HealRequest { dry_run: !*live, approved: *approve }, &|stage, done, total| {
-                        bar.update(stage, done, total)
-                    });
-                bar.finish();
-                report
+                progress::with_bar(cli.json, |progress| {
+                    v.heal_frontmatter_with_progress(&HealRequest { dry_run: !*live, approved: *approve }, progress)
+                })
             })
             .map(|r| {
                 out.detailed(
@@ -782,14 +771,9 @@ pub fn run(cli: Cli) -> ExitCode {
             )
         }),
         Command::Replicate { status: true } => open(&cli).and_then(|v| v.replica_status()).map(|s| out.replica_status(&s)),
-        Command::Replicate { status: false } => open(&cli)
-            .and_then(|v| {
-                let bar = progress::JobBar::new(cli.json);
-                let report = v.replicate_with_progress(&|stage, done, total| bar.update(stage, done, total));
-                bar.finish();
-                report
-            })
-            .map(|r| out.replicate(&r)),
+        Command::Replicate { status: false } => {
+            open(&cli).and_then(|v| progress::with_bar(cli.json, |progress| v.replicate_with_progress(progress))).map(|r| out.replicate(&r))
+        }
         Command::Clone { url, folder } => crate::api::replicate::clone_vault(url, folder, options()).map(|r| {
             out.detailed(&r, &format!("cloned {} into {} (replica {}, {} notes searchable)", r.url, r.vault, r.replica_id, r.notes_indexed))
         }),
@@ -891,10 +875,7 @@ pub fn run(cli: Cli) -> ExitCode {
                     fts_only: !*dense,
                     accept_dense_loss: *accept_dense_loss,
                 };
-                let bar = progress::JobBar::new(cli.json);
-                let report = v.sync_vault_with_progress(&params, &|stage, done, total| bar.update(stage, done, total));
-                bar.finish();
-                report
+                progress::with_bar(cli.json, |progress| v.sync_vault_with_progress(&params, progress))
             })
             .map(|r| out.sync(&r)),
         Command::Search { query, max_results, mode, temporal_view, as_of, domain } => open(&cli)

@@ -36,6 +36,14 @@ pub(crate) fn progress_line(stage: &str, done: usize, total: usize, elapsed: Dur
     format!("{stage} {done}/{total} ({rate:.1}/s, ETA {})", duration_words(eta))
 }
 
+/// Runs a long job with its progress drawn on stderr (a `JobBar`), cleared when it ends.
+pub(crate) fn with_bar<T>(json: bool, job: impl FnOnce(crate::search::Progress<'_>) -> T) -> T {
+    let bar = JobBar::new(json);
+    let out = job(&|stage, done, total| bar.update(stage, done, total));
+    bar.finish();
+    out
+}
+
 impl JobBar {
     pub fn new(json: bool) -> Self {
         let visible = !json && std::io::stderr().is_terminal();

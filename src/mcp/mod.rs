@@ -527,14 +527,26 @@ impl ParavaultServer {
         let ctx = Arc::clone(&self.inner.ctx);
         let started = std::time::Instant::now();
         // Every call answers from a model that includes every edit on disk finished before it.
+        let (reporter, forwarder) = match progress {
+            Some(channel) => {
+                let (reporter, forwarder) = channel.split();
+                (Some(reporter), Some(forwarder))
+            }
+            None => (None, None),
+        };
         let outcome = tokio::task::spawn_blocking(move || {
             let run = || ctx.vault.observe_disk().and_then(|()| job(&ctx));
-            match progress {
-                Some(channel) => channel.run(run),
+            match reporter {
+                Some(reporter) => reporter.run(run),
                 None => run(),
             }
         })
         .await;
+        // Every progress report goes out before the result (bounded: a client that stopped
+        // reading never holds the answer back for long).
+        if let Some(forwarder) = forwarder {
+            let _ = tokio::time::timeout(std::time::Duration::from_secs(5), forwarder).await;
+        }
         let elapsed_ms = started.elapsed().as_secs_f64() * 1000.0;
         match outcome {
             Ok(Ok(value)) => {

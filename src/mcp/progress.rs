@@ -18,6 +18,13 @@ thread_local! {
 /// forwards to the client (it ends when the sender is dropped).
 pub(crate) struct Channel {
     sender: tokio::sync::mpsc::UnboundedSender<Report>,
+    /// The forwarding task: it ends once the sender is dropped and every report went out.
+    forwarder: tokio::task::JoinHandle<()>,
+}
+
+/// The sending half of a `Channel`, for the blocking thread that runs the call.
+pub(crate) struct Reporter {
+    sender: tokio::sync::mpsc::UnboundedSender<Report>,
 }
 
 impl Channel {
@@ -25,7 +32,7 @@ impl Channel {
     /// increasing across stages: each stage's count, with the stage named in the message).
     pub(crate) fn start(peer: Peer<RoleServer>, token: ProgressToken) -> Channel {
         let (sender, mut receiver) = tokio::sync::mpsc::unbounded_channel::<Report>();
-        tokio::spawn(async move {
+        let forwarder = tokio::spawn(async move {
             let mut last = -1.0_f64;
             while let Some((stage, done, total)) = receiver.recv().await {
                 // The spec wants progress to increase: each stage restarts its count, so the
@@ -41,9 +48,17 @@ impl Channel {
                 }
             }
         });
-        Channel { sender }
+        Channel { sender, forwarder }
     }
 
+    /// The reporter for the call's thread, and the forwarding task to await before the
+    /// result is sent (so every report reaches the client before the result does).
+    pub(crate) fn split(self) -> (Reporter, tokio::task::JoinHandle<()>) {
+        (Reporter { sender: self.sender }, self.forwarder)
+    }
+}
+
+impl Reporter {
     /// Runs `f` on this (blocking) thread with its progress reports going to the client.
     pub(crate) fn run<T>(self, f: impl FnOnce() -> T) -> T {
         SENDER.with(|s| *s.borrow_mut() = Some(self.sender));

@@ -288,9 +288,6 @@ pub struct GoalsPolicy {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct ReplicationPolicy {
-    /// Seconds between two replications run by the MCP server and `paravault watch`
-    /// (0: only when asked, with `paravault replicate`).
-    pub interval_s: u64,
     /// The longest a git fetch, ls-remote or push may run before it is stopped and the run fails
     /// with `replication_failed` (a partition never hangs `replicate`).
     pub network_timeout_s: u64,

@@ -330,18 +330,6 @@ fn replicate_any(vault: &Path) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
-/// A small deterministic generator (xorshift64*), so a failing seed replays exactly.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
-    }
-}
-
 /// Three replicas of one bare remote under a seeded random workload: agents' writes through
 /// the CLI, people appending to notes by hand (often the same note on two replicas: conflicts),
 /// `replicate` at random (a tenth of the steps a `replicate` killed by SIGKILL at a random
@@ -357,7 +345,7 @@ fn a_seeded_random_workload_on_three_replicas_loses_nothing() {
     // A tenth of the steps kill a `replicate` (PARAVAULT_SIM_KILLS=0 turns them off to tell
     // a kill's damage from a merge's).
     let kills = std::env::var("PARAVAULT_SIM_KILLS").map_or(true, |v| v != "0");
-    let mut rng = Rng(seed | 1);
+    let mut rng = crate::support::Rng(seed | 1);
     let site = Site::new();
     let replicas = [site.path("a"), site.clone("b"), site.clone("c")];
     // (path, the unique word the write put there)

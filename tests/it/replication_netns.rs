@@ -309,17 +309,6 @@ fn tree(root: &Path) -> String {
     git(root, &["ls-tree", "-r", "HEAD"])
 }
 
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, n: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
-    }
-}
-
 #[test]
 fn three_replicas_in_network_namespaces_converge_through_partitions_and_kills() {
     let seed: u64 = std::env::var("PARAVAULT_NETNS_SEED").ok().and_then(|s| s.parse().ok()).unwrap_or(0x2026_1205);
@@ -330,7 +319,7 @@ fn three_replicas_in_network_namespaces_converge_through_partitions_and_kills() 
     std::fs::create_dir_all(&base).unwrap();
     must("git", &["init", "-q", "--bare", base.join("remote.git").to_str().unwrap()]);
     let mut net = Net::start(&base);
-    let mut rng = Rng(seed | 1);
+    let mut rng = crate::support::Rng(seed | 1);
 
     // Replica 0 starts the vault; a short network timeout so a partition mid-run ends quickly.
     let first = Replica { index: 0, root: dir.path().join("r0"), now: None };

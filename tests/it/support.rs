@@ -161,3 +161,17 @@ pub fn run_sdk_script_with(script: &str, args: &[&Path]) {
     assert!(out.status.success(), "{script} failed:\n{stdout}\n--- stderr ---\n{stderr}");
     assert!(stdout.contains(" passed, 0 failed"), "{stdout}");
 }
+
+/// A small deterministic generator (xorshift64*) for seeded workloads, so a failing seed
+/// replays exactly.
+pub struct Rng(pub u64);
+
+impl Rng {
+    /// A number below `n`.
+    pub fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) % n
+    }
+}
