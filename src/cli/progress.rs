@@ -37,7 +37,7 @@ pub(crate) fn progress_line(stage: &str, done: usize, total: usize, elapsed: Dur
 }
 
 /// Runs a long job with its progress drawn on stderr (a `JobBar`), cleared when it ends.
-pub(crate) fn with_bar<T>(json: bool, job: impl FnOnce(crate::search::Progress<'_>) -> T) -> T {
+pub(crate) fn with_bar<T>(json: bool, job: impl FnOnce(crate::api::search::Progress<'_>) -> T) -> T {
     let bar = JobBar::new(json);
     let out = job(&|stage, done, total| bar.update(stage, done, total));
     bar.finish();
