@@ -37,7 +37,7 @@
 //! - `web`       — `paravault web`: the people's HTTP adapter (review, approve, browse; axum).
 //! - `cli`       — the clap adapter (starts the MCP server and the web server).
 //!
-//! See docs/ARCHITECTURE.md for the write path and the invariants.
+//! See docs/ARCHITECTURE.md for the write path and the invariants (docs/internals.md in full).
 
 // Unit tests build fixtures with std::fs (clippy.toml); the library itself may not.
 #![cfg_attr(test, allow(clippy::disallowed_methods))]

@@ -171,23 +171,9 @@ impl Session {
 
     /// Runs `paravault --vault VAULT ARGS` with `stdin` and adds it to the transcript.
     fn step_with_input(&mut self, args: &[&str], stdin: &str) -> std::process::Output {
-        use std::io::Write as _;
-        let mut child = Command::new(env!("CARGO_BIN_EXE_paravault"))
-            .arg("--vault")
-            .arg(&self.vault)
-            .args(args)
-            .env("PARAVAULT_TODAY", "2026-06-01")
-            .env("PARAVAULT_NOW", "2026-06-01T10:00:00Z")
-            .env("PARAVAULT_CONFIG_DIR", self.dir.path().join("config"))
-            .env_remove("PARAVAULT_VAULT_DIR")
-            .env_remove("POWER_VAULT_DIR")
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        child.stdin.take().unwrap().write_all(stdin.as_bytes()).unwrap();
-        let output = child.wait_with_output().unwrap();
+        let mut command = crate::support::paravault_command(&self.vault, &self.dir.path().join("config"), args);
+        command.env("PARAVAULT_NOW", "2026-06-01T10:00:00Z");
+        let output = crate::support::run_with_input(command, stdin);
         let masks = [
             (regex::Regex::new(r"\d{8}T\d{9}Z-[0-9a-f]{12}(\+\d+)?").unwrap(), "[GENERATION]"),
             (regex::Regex::new(r"[0-9a-f]{64}").unwrap(), "[SHA256]"),

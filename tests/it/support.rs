@@ -108,15 +108,28 @@ pub fn paravault(vault: &Path, args: &[&str]) -> std::process::Output {
 /// `paravault` with a private configuration folder, feeding `stdin` (an approver secret's
 /// channel when it is not a terminal).
 pub fn paravault_with_input(vault: &Path, config: &Path, args: &[&str], stdin: &str) -> std::process::Output {
-    use std::io::Write;
-    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_paravault"))
+    run_with_input(paravault_command(vault, config, args), stdin)
+}
+
+/// `paravault --vault VAULT ARGS` as a person's shell runs it: the test date, a per-user
+/// config folder of its own, no vault from the environment.
+pub fn paravault_command(vault: &Path, config: &Path, args: &[&str]) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_paravault"));
+    command
         .arg("--vault")
         .arg(vault)
         .args(args)
         .env("PARAVAULT_TODAY", "2026-06-01")
         .env("PARAVAULT_CONFIG_DIR", config)
         .env_remove("PARAVAULT_VAULT_DIR")
-        .env_remove("POWER_VAULT_DIR")
+        .env_remove("POWER_VAULT_DIR");
+    command
+}
+
+/// Runs `command` with `stdin` written to it and its output captured.
+pub fn run_with_input(mut command: std::process::Command, stdin: &str) -> std::process::Output {
+    use std::io::Write;
+    let mut child = command
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())

@@ -322,7 +322,7 @@ fn adapters_reach_the_engine_only_through_api_vault_and_error() {
 fn search_reading_never_names_the_building_side() {
     let (problems, seen) = search_read_violations(&src_dir());
     assert!(seen > 20, "the parser found only {seen} references in src/search/read/: it no longer reads the source");
-    assert!(problems.is_empty(), "search's reading side reaches past itself (docs/ARCHITECTURE.md, search/):\n{}", problems.join("\n"));
+    assert!(problems.is_empty(), "search's reading side reaches past itself (docs/internals.md, search/):\n{}", problems.join("\n"));
     let planted = "use super::super::build::arena::ArenaWriter;\nuse crate::search::{read::x, build};\nuse super::dense;\nfn f() { crate::search::tail::fold(); super::super::schema::x(); }\n";
     let named: Vec<String> = search_modules_named(&["read", "tail"], &code_only(planted)).into_iter().map(|(_, m)| m).collect();
     assert_eq!(named, ["read", "build", "tail", "build", "read", "schema"]);
