@@ -53,6 +53,11 @@ pub mod maintenance {
 /// Replication over git (docs/replication.md).
 pub mod replicate {
     pub use crate::replicate::{CloneReport, ConflictReport, RemoteAddReport, ReplicaStatus, ReplicateReport, clone_vault};
+
+    /// The gate on a shared remote (`paravault gate`).
+    pub mod gate {
+        pub use crate::replicate::gate::{GateCheckReport, GateInstallReport, Refusal, check, current_binary, install};
+    }
 }
 
 pub mod approvals {
@@ -64,7 +69,14 @@ pub mod approvals {
 
     /// Approver secrets, kept outside every vault (`user_config`).
     pub mod secrets {
-        pub use crate::approvals::secrets::{AuthenticatedApprover, add_approver, approver_names, authenticate, default_dir};
+        pub use crate::approvals::secrets::{
+            AuthenticatedApprover, add_approver, add_signing_key, approver_names, authenticate, default_dir, public_key,
+        };
+    }
+
+    /// Signed approvals: approvers' keys, the vault's registry of them, policy signatures.
+    pub mod keys {
+        pub use crate::approvals::keys::{ActiveKeys, KeyAction, KeyChange, PolicySignature};
     }
 }
 

@@ -158,6 +158,12 @@ pub enum Error {
     #[error("the approver name or secret is wrong")]
     ApproverRefused,
 
+    #[error("{what}: {reason}")]
+    SignatureInvalid { what: String, reason: String },
+
+    #[error("the push was refused by the vault's gate: {summary}")]
+    PushRefused { summary: String },
+
     #[error(
         "verb '{verb}' is not reachable through invoke: it is on the gateway's denylist (it installs, serves, approves, changes the server's configuration or runs commands) or it stands for no MCP tool whose authority and rate limit it could run with (docs/governance.md, \"The gateway\"); nothing was run"
     )]
@@ -475,6 +481,18 @@ pub mod codes {
     );
     pub(crate) const APPROVER_REFUSED: CodeRow =
         row("approver_refused", Usage, false, "check the approver name and secret (`paravault approver list` names the approvers)");
+    pub(crate) const SIGNATURE_INVALID: CodeRow = row(
+        "signature_invalid",
+        Vault,
+        false,
+        "an approval, an approver key change or a policy change is not signed by an active approver key; nothing was honoured: decide again with `paravault approve`, sign the policy with `paravault policy sign`, or register the key with `paravault approver register`",
+    );
+    pub(crate) const PUSH_REFUSED: CodeRow = row(
+        "push_refused",
+        Usage,
+        false,
+        "the remote's gate refused the pushed change and the remote is unchanged; fix what the message names (a note the lint gate blocks, an unsigned decision or policy change, a rewritten receipt) and push again",
+    );
     pub(crate) const GIT_UNAVAILABLE: CodeRow =
         row("git_unavailable", Usage, false, "install git 2.38 or newer (replication drives the git program)");
     pub(crate) const REPLICATION_FAILED: CodeRow = row(
@@ -501,7 +519,7 @@ pub mod codes {
     pub(crate) const INTERNAL: CodeRow = row("internal", Io, true, "run get_server_info and lint_vault for details");
 
     /// Every row, for lookups by code.
-    pub const ALL: [CodeRow; 61] = [
+    pub const ALL: [CodeRow; 63] = [
         PATH_REFUSED,
         VAULT_UNUSABLE,
         VAULT_BOUNDARY,
@@ -557,6 +575,8 @@ pub mod codes {
         ALREADY_DECIDED,
         PROPOSAL_NOT_FOUND,
         APPROVER_REFUSED,
+        SIGNATURE_INVALID,
+        PUSH_REFUSED,
         VERB_DENIED,
         GIT_UNAVAILABLE,
         REPLICATION_FAILED,
@@ -630,6 +650,8 @@ impl Error {
             Error::AlreadyDecided { .. } => codes::ALREADY_DECIDED,
             Error::ProposalNotFound { .. } => codes::PROPOSAL_NOT_FOUND,
             Error::ApproverRefused => codes::APPROVER_REFUSED,
+            Error::SignatureInvalid { .. } => codes::SIGNATURE_INVALID,
+            Error::PushRefused { .. } => codes::PUSH_REFUSED,
             Error::GatewayVerbDenied { .. } => codes::VERB_DENIED,
             Error::GitUnavailable { .. } => codes::GIT_UNAVAILABLE,
             Error::Replication { .. } => codes::REPLICATION_FAILED,

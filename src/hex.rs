@@ -23,6 +23,15 @@ pub fn encode(bytes: &[u8]) -> String {
     s
 }
 
+/// The bytes of lower-case hex `s`; `None` for anything else (odd length, other characters).
+pub fn decode(s: &str) -> Option<Vec<u8>> {
+    let digit = |b: u8| DIGITS.iter().position(|d| *d == b).and_then(|v| u8::try_from(v).ok());
+    if !s.len().is_multiple_of(2) {
+        return None;
+    }
+    s.as_bytes().chunks_exact(2).map(|pair| Some(digit(pair[0])? << 4 | digit(pair[1])?)).collect()
+}
+
 /// Whether `s` is exactly `digits` lower-case hex digits (a pinned commit or a sha256).
 pub fn is_lower_hex(s: &str, digits: usize) -> bool {
     s.len() == digits && s.bytes().all(|b| DIGITS.contains(&b))

@@ -3,6 +3,7 @@
 //! `reject`), multi-note proposals held for a decision, and the gate every governed write
 //! passes. No MCP tool reaches `decide`; docs/governance.md states the threat model.
 
+pub mod keys;
 pub mod review;
 pub mod secrets;
 #[cfg(test)]
@@ -89,6 +90,44 @@ pub struct DecisionRecord {
     pub channel: ApprovalChannel,
     pub decided_at: String,
     pub comment: String,
+    /// The approver's ed25519 signature over this record without this field (issue 49). A
+    /// replica, and a vault with an approver-key registry, honour only a decision it verifies.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signature: Option<keys::SignatureBlock>,
+}
+
+impl DecisionRecord {
+    /// The bytes the signature covers: the record's JSON without `signature`.
+    fn signed_bytes(&self) -> Result<Vec<u8>> {
+        encode(&DecisionRecord { signature: None, ..self.clone() }, "decision record")
+    }
+}
+
+/// Whether this vault honours only signed decisions: it has an approver-key registry, or it is
+/// a replica (its files travel by git, so a decision file proves nothing by being there).
+fn signatures_required(root: &Path, active: Option<&keys::ActiveKeys>) -> bool {
+    active.is_some() || std::fs::symlink_metadata(layout::join(root, layout::REPLICA_CONFIG)).is_ok()
+}
+
+/// Why a decision record is not honoured here (`None`: it is). A signed record needs the
+/// signature to verify with a key the vault's registry holds active for its approver; an
+/// unsigned one is honoured only where signatures are not required (a single-machine vault
+/// with no registry: the record was written by this machine's engine).
+fn unhonoured(root: &Path, record: &DecisionRecord) -> Result<Option<String>> {
+    let active = keys::active_keys(root)?;
+    let required = signatures_required(root, active.as_ref());
+    Ok(match (&record.signature, &active) {
+        (None, _) if required => Some("it is not signed, and this vault honours only signed decisions".into()),
+        (None, _) | (Some(_), None) if !required => None,
+        (Some(block), Some(active)) => {
+            if !active.holds(&record.approver, &block.public_key) {
+                Some(format!("it is not signed by an active key of '{}' in {}", record.approver, layout::APPROVER_KEYS))
+            } else {
+                keys::verify_signature(block, &record.signed_bytes()?, "the decision").err().map(|e| e.to_string())
+            }
+        }
+        _ => Some("no approver-key registry to verify it with".into()),
+    })
 }
 
 /// A multi-note proposal (archive, heal, Markdown fix) held for a person's decision: exactly
@@ -334,8 +373,47 @@ fn read_json<T: for<'de> Deserialize<'de>>(root: &Path, path: &Path, rel: &str) 
     }
 }
 
-/// The decision recorded for a proposal, with the sha256 of the record's bytes.
+/// Verifies a decision record's bytes as the remote's gate does: it parses, names proposal
+/// `id`, and is signed by a key `active` holds for its approver.
+pub(crate) fn verify_decision_bytes(bytes: &[u8], id: &str, active: &keys::ActiveKeys) -> Result<()> {
+    let invalid = |reason: String| Error::SignatureInvalid { what: format!("decision {id}"), reason };
+    let record: DecisionRecord = serde_json::from_slice(bytes).map_err(|e| invalid(format!("unreadable: {e}")))?;
+    if record.schema != DECISION_SCHEMA || record.proposal_id != id {
+        return Err(invalid("it is not a decision record for this proposal".into()));
+    }
+    let Some(block) = &record.signature else { return Err(invalid("it is not signed".into())) };
+    if !active.holds(&record.approver, &block.public_key) {
+        return Err(invalid(format!("it is not signed by an active key of '{}'", record.approver)));
+    }
+    keys::verify_signature(block, &record.signed_bytes()?, &format!("decision {id}"))
+}
+
+/// Whether the decision record at vault path `rel` may travel: only one this replica honours
+/// is committed (the remote's gate would refuse any other, and one push refused would hold
+/// back every later change). One signed by a key revoked since stays here, unhonoured.
+pub(crate) fn decision_travels(root: &Path, rel: &str) -> bool {
+    let Some(id) = rel.strip_prefix(&format!("{}/", layout::APPROVAL_DECISIONS_DIR)).and_then(|n| n.strip_suffix(".json")) else {
+        return true;
+    };
+    matches!(read_decision_file(root, id), Ok(Some((record, _))) if matches!(unhonoured(root, &record), Ok(None)))
+}
+
+/// The decision recorded for a proposal that this vault honours, with the sha256 of the
+/// record's bytes. A record that does not verify (`unhonoured`) is as if there were none: it
+/// is logged, kept, and moved aside when a person decides.
 pub(crate) fn read_decision(root: &Path, id: &str) -> Result<Option<(DecisionRecord, String)>> {
+    let Some((record, sha)) = read_decision_file(root, id)? else { return Ok(None) };
+    match unhonoured(root, &record)? {
+        None => Ok(Some((record, sha))),
+        Some(reason) => {
+            tracing::warn!(proposal_id = id, %reason, "a decision record is not honoured");
+            Ok(None)
+        }
+    }
+}
+
+/// The decision record file of a proposal as it is, verified or not.
+fn read_decision_file(root: &Path, id: &str) -> Result<Option<(DecisionRecord, String)>> {
     let belongs = |r: &DecisionRecord| r.schema == DECISION_SCHEMA && r.proposal_id == id;
     let record = read_record(root, layout::APPROVAL_DECISIONS_DIR, id, "a decision record for this proposal", belongs)?;
     Ok(record.map(|(record, bytes)| (record, sha256_hex(&bytes))))
@@ -648,7 +726,13 @@ fn hold(vault: &Vault, operation: Operation, mutation: Mutation) -> Result<Recei
             nofollow::refuse_symlinked_state(root)?;
             durable::create_dir_all(root, &layout::join(root, layout::BATCH_PROPOSALS_DIR))?;
             // The first stored plan is the one a person reviews; a later identical call keeps it.
-            durable::create_new(root, &batch_path(root, &id), &encode(&batch, "batch proposal")?)?;
+            if durable::create_new(root, &batch_path(root, &id), &encode(&batch, "batch proposal")?)? {
+                crate::write::replica::commit_records(
+                    vault,
+                    &[format!("{}/{id}.json", layout::BATCH_PROPOSALS_DIR)],
+                    &format!("proposal {id}"),
+                );
+            }
             Err(Error::HumanApprovalRequired { operation: crate::error::HELD_CHANGE_TOOL, proposal_id: id })
         }
     }
@@ -700,7 +784,13 @@ pub(crate) fn execute_governed_request(
             nofollow::refuse_symlinked_state(root)?;
             durable::create_dir_all(root, &layout::join(root, layout::BATCH_PROPOSALS_DIR))?;
             // The first stored plan is the one a person reviews; a later identical call keeps it.
-            durable::create_new(root, &batch_path(root, &id), &encode(&batch, "batch proposal")?)?;
+            if durable::create_new(root, &batch_path(root, &id), &encode(&batch, "batch proposal")?)? {
+                crate::write::replica::commit_records(
+                    vault,
+                    &[format!("{}/{id}.json", layout::BATCH_PROPOSALS_DIR)],
+                    &format!("proposal {id}"),
+                );
+            }
             Err(Error::HumanApprovalRequired { operation: operation.tool(), proposal_id: id })
         }
         Some((record, _)) if record.decision == Decision::Rejected => Err(rejected(&record)),
@@ -777,7 +867,13 @@ pub(crate) fn gate_action(vault: &Vault, operation: Operation, paths: &[String],
             nofollow::refuse_symlinked_state(root)?;
             durable::create_dir_all(root, &layout::join(root, layout::ACTION_PROPOSALS_DIR))?;
             // The first stored request is the one a person reviews; a later identical call keeps it.
-            durable::create_new(root, &action_path(root, &id), &encode(&action, "action proposal")?)?;
+            if durable::create_new(root, &action_path(root, &id), &encode(&action, "action proposal")?)? {
+                crate::write::replica::commit_records(
+                    vault,
+                    &[format!("{}/{id}.json", layout::ACTION_PROPOSALS_DIR)],
+                    &format!("proposal {id}"),
+                );
+            }
             Err(Error::HumanApprovalRequired { operation: operation.tool(), proposal_id: id })
         }
         None => Ok(None),
@@ -809,6 +905,7 @@ pub fn propose_memory_change(vault: &Vault, mutation: &Mutation) -> Result<Propo
         // The id covers a fresh op id: another file under it is not this proposal.
         return Err(Error::ProposalInvalid { reason: format!("a different proposal is already stored as {id}") });
     }
+    crate::write::replica::commit_records(vault, &[format!("{}/{id}.json", layout::BATCH_PROPOSALS_DIR)], &format!("proposal {id}"));
     vault.status_of(&Governed::Batch(batch))
 }
 
@@ -857,6 +954,12 @@ pub(crate) fn hold_conflict(vault: &Vault, path: VaultPath, theirs: Option<Strin
 /// Where a conflict proposal travels (vault-relative; committed).
 pub(crate) fn conflict_file(id: &str) -> String {
     format!("{}/{id}.json", layout::CONFLICTS_DIR)
+}
+
+/// The stored batch proposal of a held conflict (committed with its travelling copy: every
+/// replica that imports the copy writes the same bytes there).
+pub(crate) fn conflict_batch_file(id: &str) -> String {
+    format!("{}/{id}.json", layout::BATCH_PROPOSALS_DIR)
 }
 
 /// Takes in a conflict proposal another replica held (its travelling copy, from the remote):
@@ -1178,8 +1281,52 @@ impl Vault {
         let root = self.root();
         nofollow::refuse_symlinked_state(root)?;
         let governed = load(root, &request.proposal_id)?;
-        if let Some((existing, _)) = read_decision(root, &request.proposal_id)? {
-            return Err(Error::AlreadyDecided { proposal_id: request.proposal_id.clone(), decision: existing.decision.name() });
+        if let Some((existing, existing_sha)) = read_decision_file(root, &request.proposal_id)? {
+            if unhonoured(root, &existing)?.is_none() {
+                return Err(Error::AlreadyDecided { proposal_id: request.proposal_id.clone(), decision: existing.decision.name() });
+            }
+            // A record that does not verify (forged, or signed by a revoked key) blocks nothing:
+            // it is moved aside, byte for byte, and the person's decision takes its place.
+            let aside =
+                layout::join(root, &format!("{}/{}-{}.json", layout::UNVERIFIED_DECISIONS_DIR, request.proposal_id, &existing_sha[..16]));
+            let from = decision_path(root, &request.proposal_id);
+            let bytes = durable::read_engine_file(root, &from).map_err(|e| nofollow::io_error("reading", "a decision record", e))?;
+            durable::create_dir_all(root, &layout::join(root, layout::UNVERIFIED_DECISIONS_DIR))?;
+            durable::create_new(root, &aside, &bytes)?;
+            durable::remove_file(root, &from)?;
+        }
+        let active = keys::active_keys(root)?;
+        let signing = match (approver.signing_key(), signatures_required(root, active.as_ref())) {
+            (Some(key), _) => Some(key),
+            (None, false) => None,
+            (None, true) => {
+                return Err(Error::SignatureInvalid {
+                    what: format!("approver '{}'", request.approver),
+                    reason: "this vault honours only signed decisions and the approver has no signing key; give them one with `paravault approver key NAME`, then register it with `paravault approver register NAME`".into(),
+                });
+            }
+        };
+        if let (Some(key), Some(active)) = (signing, &active) {
+            let public = crate::hex::encode(key.verifying_key().as_bytes());
+            if !active.holds(&request.approver, &public) {
+                return Err(Error::SignatureInvalid {
+                    what: format!("approver '{}'", request.approver),
+                    reason: format!(
+                        "their key is not active in {}: an approver registers it with `paravault approver register {} --public-key {public}`",
+                        layout::APPROVER_KEYS,
+                        request.approver
+                    ),
+                });
+            }
+        } else if signing.is_some() && signatures_required(root, None) {
+            return Err(Error::SignatureInvalid {
+                what: format!("approver '{}'", request.approver),
+                reason: format!(
+                    "this replica has no approver-key registry ({}); the first approver creates it with `paravault approver register {}`",
+                    layout::APPROVER_KEYS,
+                    request.approver
+                ),
+            });
         }
         if request.decision == Decision::Approved {
             let (current, applied) = currency(root, &governed)?;
@@ -1204,9 +1351,20 @@ impl Vault {
             channel: request.channel,
             decided_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
             comment: request.comment.clone(),
+            signature: None,
+        };
+        let record = match signing {
+            Some(key) => DecisionRecord { signature: Some(keys::sign(key, &record.signed_bytes()?)), ..record },
+            None => record,
         };
         durable::create_dir_all(root, &layout::join(root, layout::APPROVAL_DECISIONS_DIR))?;
         if durable::create_new(root, &decision_path(root, &request.proposal_id), &encode(&record, "decision record")?)? {
+            let rel = format!("{}/{}.json", layout::APPROVAL_DECISIONS_DIR, request.proposal_id);
+            crate::write::replica::commit_records(
+                self,
+                &[rel],
+                &format!("{} {} by {}", record.decision.name(), request.proposal_id, record.approver),
+            );
             Ok(record)
         } else {
             // Another decision won the race; it stands.

@@ -24,6 +24,9 @@ struct ApproversFile {
     schema: String,
     /// Approver name → argon2id PHC string.
     approvers: BTreeMap<String, String>,
+    /// Approver name → their ed25519 signing key, sealed under the same secret (issue 49).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    signing_keys: BTreeMap<String, super::keys::SealedKey>,
 }
 
 /// The per-user configuration folder that holds the approvers file (`user_config::config_dir`).
@@ -49,7 +52,9 @@ fn read_file(dir: &Path) -> Result<ApproversFile> {
             }
             Ok(file)
         }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(ApproversFile { schema: SCHEMA.into(), approvers: BTreeMap::new() }),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            Ok(ApproversFile { schema: SCHEMA.into(), approvers: BTreeMap::new(), signing_keys: BTreeMap::new() })
+        }
         Err(e) => Err(Error::io("reading", APPROVERS_FILE, e)),
     }
 }
@@ -62,8 +67,15 @@ pub(crate) fn check_name(name: &str) -> Result<()> {
     if ok { Ok(()) } else { Err(Error::InvalidArgument { name: "approver", reason: "1-64 characters of a-z, 0-9, '.', '_', '-'".into() }) }
 }
 
-/// Registers a new approver with `secret` (stored only as an argon2id hash). An existing
-/// approver is never replaced: remove their line from the file by hand to reset a secret.
+fn write_file(dir: &Path, file: &ApproversFile) -> Result<()> {
+    durable::create_dir_all(dir, dir)?;
+    let bytes = serde_json::to_vec_pretty(file).map_err(|e| Error::io("encoding", APPROVERS_FILE, std::io::Error::other(e)))?;
+    durable::replace(dir, &dir.join(APPROVERS_FILE), &bytes)
+}
+
+/// Registers a new approver with `secret` (stored only as an argon2id hash) and a new ed25519
+/// signing key sealed under it. An existing approver is never replaced: remove their line
+/// from the file by hand to reset a secret.
 pub fn add_approver(dir: &Path, name: &str, secret: &str) -> Result<()> {
     check_name(name)?;
     if secret.chars().count() < SECRET_CHARS_MIN {
@@ -79,9 +91,28 @@ pub fn add_approver(dir: &Path, name: &str, secret: &str) -> Result<()> {
         .map_err(|e| Error::io("hashing", "approver secret", std::io::Error::other(e.to_string())))?
         .to_string();
     file.approvers.insert(name.to_string(), hash);
-    durable::create_dir_all(dir, dir)?;
-    let bytes = serde_json::to_vec_pretty(&file).map_err(|e| Error::io("encoding", APPROVERS_FILE, std::io::Error::other(e)))?;
-    durable::replace(dir, &dir.join(APPROVERS_FILE), &bytes)
+    file.signing_keys.insert(name.to_string(), super::keys::generate_sealed(secret)?);
+    write_file(dir, &file)
+}
+
+/// Gives an approver registered before signed approvals a signing key (their secret proves
+/// it is them). An approver who has one keeps it: `already_has` is an invalid argument.
+pub fn add_signing_key(dir: &Path, name: &str, secret: &str) -> Result<String> {
+    verify(dir, name, secret)?;
+    let mut file = read_file(dir)?;
+    if file.signing_keys.contains_key(name) {
+        return Err(Error::InvalidArgument { name: "approver", reason: format!("'{name}' already has a signing key") });
+    }
+    let sealed = super::keys::generate_sealed(secret)?;
+    let public = sealed.public_key.clone();
+    file.signing_keys.insert(name.to_string(), sealed);
+    write_file(dir, &file)?;
+    Ok(public)
+}
+
+/// The public half of an approver's signing key (hex), if they have one.
+pub fn public_key(dir: &Path, name: &str) -> Result<Option<String>> {
+    Ok(read_file(dir)?.signing_keys.get(name).map(|k| k.public_key.clone()))
 }
 
 /// The registered approvers' names.
@@ -112,10 +143,20 @@ pub fn verify(dir: &Path, name: &str, secret: &str) -> Result<()> {
 }
 
 /// Proof that a registered approver presented their secret: only `authenticate` makes one, so
-/// a holder (the web UI's login session) can decide without keeping the secret.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// a holder (the web UI's login session) can decide without keeping the secret. It holds the
+/// approver's signing key, unsealed with the secret (none for an approver registered before
+/// signed approvals).
+#[derive(Clone, PartialEq, Eq)]
 pub struct AuthenticatedApprover {
     name: String,
+    signing: Option<ed25519_dalek::SigningKey>,
+}
+
+impl std::fmt::Debug for AuthenticatedApprover {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Never the key.
+        f.debug_struct("AuthenticatedApprover").field("name", &self.name).field("signs", &self.signing.is_some()).finish()
+    }
 }
 
 impl AuthenticatedApprover {
@@ -123,11 +164,21 @@ impl AuthenticatedApprover {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// The approver's signing key, when they have one.
+    pub(crate) fn signing_key(&self) -> Option<&ed25519_dalek::SigningKey> {
+        self.signing.as_ref()
+    }
 }
 
-/// Checks the name and verifies `secret` (as `verify`), returning the proof of it.
+/// Checks the name and verifies `secret` (as `verify`), returning the proof of it with the
+/// approver's signing key unsealed.
 pub fn authenticate(dir: &Path, name: &str, secret: &str) -> Result<AuthenticatedApprover> {
     check_name(name)?;
     verify(dir, name, secret)?;
-    Ok(AuthenticatedApprover { name: name.to_string() })
+    let signing = match read_file(dir)?.signing_keys.get(name) {
+        Some(sealed) => Some(super::keys::unseal(sealed, secret)?),
+        None => None,
+    };
+    Ok(AuthenticatedApprover { name: name.to_string(), signing })
 }

@@ -74,6 +74,68 @@ pub enum ApproverAction {
     },
     /// List registered approver names.
     List,
+    /// Show an approver's public signing key, making one (sealed under the secret, which is
+    /// prompted) for an approver registered before signed approvals.
+    Key { name: String },
+    /// Put an approver's public key in this vault's registry (it travels with the vault):
+    /// the first key is the approver's own, signed by itself; every later one is signed by an
+    /// approver whose key is already there (their secret is prompted).
+    Register {
+        /// The approver whose key is registered.
+        name: String,
+        /// Their public key (`paravault approver key NAME` on their machine); default: the
+        /// key this machine holds for NAME.
+        #[arg(long)]
+        public_key: Option<String>,
+        /// The approver who signs the change (default: NAME).
+        #[arg(long)]
+        signed_by: Option<String>,
+    },
+    /// Take an approver's key out of this vault's registry (signed by another active approver;
+    /// the last key cannot be revoked).
+    Revoke {
+        name: String,
+        /// The key to revoke (default: NAME's only active key).
+        #[arg(long)]
+        public_key: Option<String>,
+        /// The approver who signs the change.
+        #[arg(long)]
+        signed_by: String,
+    },
+}
+
+/// `paravault policy` actions.
+#[derive(Debug, Subcommand)]
+pub enum PolicyAction {
+    /// Sign `.paravault/policy.yaml` as it is now (`.paravault/policy.sig`): a shared vault's
+    /// gate refuses a policy change without an approver's signature. The secret is prompted.
+    Sign {
+        #[arg(long)]
+        approver: String,
+    },
+}
+
+/// `paravault gate` actions.
+#[derive(Debug, Subcommand)]
+pub enum GateAction {
+    /// Install the pre-receive hook on a bare repository: the remote then refuses pushes a
+    /// replica's engine would never make (docs/governance.md, "The gate").
+    Install {
+        /// The bare repository (`git init --bare`).
+        repository: std::path::PathBuf,
+        /// The vault's branch, the only one the remote accepts.
+        #[arg(long, default_value = "main")]
+        branch: String,
+        /// The paravault binary the hook runs (default: this one).
+        #[arg(long)]
+        binary: Option<std::path::PathBuf>,
+    },
+    /// Judge the ref updates git gives a pre-receive hook on standard input (the hook runs it).
+    Check {
+        /// The repository (default: the current folder, where git runs hooks).
+        #[arg(long, default_value = ".")]
+        repository: std::path::PathBuf,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -209,10 +271,21 @@ pub enum Command {
         /// A new (or empty) folder for the replica.
         folder: std::path::PathBuf,
     },
-    /// Manage approvers (secrets stored as argon2 hashes outside the vault).
+    /// Manage approvers (secrets stored as argon2 hashes outside the vault) and their signing
+    /// keys in this vault's registry.
     Approver {
         #[command(subcommand)]
         action: ApproverAction,
+    },
+    /// Sign the vault's policy as an approver.
+    Policy {
+        #[command(subcommand)]
+        action: PolicyAction,
+    },
+    /// The gate on a shared remote: `gate install REPO` (a pre-receive hook), `gate check`.
+    Gate {
+        #[command(subcommand)]
+        action: GateAction,
     },
     /// Show receipts; --verify checks the hash chain.
     History {
@@ -556,6 +629,71 @@ fn decide(
     })
 }
 
+/// `approver key NAME`: the public key, made first (the secret prompted) when there is none.
+fn approver_key(out: &render::Output, name: &str) -> Result<u8, Error> {
+    let dir = crate::api::approvals::secrets::default_dir()?;
+    let (key, made) = match crate::api::approvals::secrets::public_key(&dir, name)? {
+        Some(key) => (key, false),
+        None => {
+            let secret = read_secret(&format!("secret for {name}: "), false)?;
+            (crate::api::approvals::secrets::add_signing_key(&dir, name, &secret)?, true)
+        }
+    };
+    Ok(out.serialized(&serde_json::json!({"approver": name, "public_key": key, "created": made}), &key))
+}
+
+/// `approver register` / `revoke`: the signer's secret is prompted.
+fn change_key(
+    cli: &Cli,
+    out: &render::Output,
+    action: crate::api::approvals::keys::KeyAction,
+    name: &str,
+    public_key: Option<&str>,
+    signer: &str,
+) -> Result<u8, Error> {
+    let vault = open(cli)?;
+    let public_key = match (public_key, action) {
+        (Some(k), _) => Some(k.to_string()),
+        (None, crate::api::approvals::keys::KeyAction::Revoke) => {
+            let active = vault.approver_keys()?.unwrap_or_default();
+            let keys: Vec<&String> = active.keys.get(name).map(|k| k.iter().collect()).unwrap_or_default();
+            match keys.as_slice() {
+                [only] => Some((*only).clone()),
+                [] => return Err(Error::InvalidArgument { name: "name", reason: format!("'{name}' has no active key in this vault") }),
+                _ => {
+                    return Err(Error::InvalidArgument {
+                        name: "public-key",
+                        reason: format!("'{name}' has {} active keys: name one", keys.len()),
+                    });
+                }
+            }
+        }
+        (None, _) => None,
+    };
+    let secret = read_secret(&format!("secret for {signer}: "), false)?;
+    let change =
+        vault.change_approver_key(&crate::api::approvals::secrets::default_dir()?, action, name, public_key.as_deref(), signer, &secret)?;
+    let verb = if change.action == crate::api::approvals::keys::KeyAction::Add { "registered" } else { "revoked" };
+    Ok(out.serialized(&change, &format!("{verb} {name}'s key {} (entry {}, signed by {signer})", change.public_key, change.seq)))
+}
+
+/// `gate check`: the hook's body. Refusals go to standard error (git shows them to the
+/// pusher as `remote:` lines) and fail the command, so git changes nothing.
+fn gate_check(out: &render::Output, repository: &std::path::Path) -> Result<u8, Error> {
+    let mut updates = String::new();
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut updates).map_err(|e| Error::io("reading", "the ref updates", e))?;
+    let report = crate::api::replicate::gate::check(repository, &updates)?;
+    if report.refusals.is_empty() {
+        return Ok(
+            out.serialized(&report, &format!("gate: {} update(s), {} path(s) checked, accepted", report.updates, report.paths_checked))
+        );
+    }
+    for refusal in &report.refusals {
+        eprintln!("paravault gate refused {refusal}");
+    }
+    Err(Error::PushRefused { summary: report.refusals.iter().map(ToString::to_string).collect::<Vec<_>>().join("; ") })
+}
+
 /// Reads `-` (standard input) or a file.
 fn read_text(source: &str) -> Result<String, Error> {
     use std::io::Read;
@@ -857,6 +995,29 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Approver { action: ApproverAction::Add { name } } => read_secret(&format!("new secret for {name}: "), true)
             .and_then(|secret| crate::api::approvals::secrets::add_approver(&crate::api::approvals::secrets::default_dir()?, name, &secret))
             .map(|()| out.serialized(&serde_json::json!({"approver": name, "added": true}), &format!("approver {name} added"))),
+        Command::Approver { action: ApproverAction::Key { name } } => approver_key(&out, name),
+        Command::Approver { action: ApproverAction::Register { name, public_key, signed_by } } => {
+            let signer = signed_by.as_deref().unwrap_or(name);
+            change_key(&cli, &out, crate::api::approvals::keys::KeyAction::Add, name, public_key.as_deref(), signer)
+        }
+        Command::Approver { action: ApproverAction::Revoke { name, public_key, signed_by } } => {
+            change_key(&cli, &out, crate::api::approvals::keys::KeyAction::Revoke, name, public_key.as_deref(), signed_by)
+        }
+        Command::Policy { action: PolicyAction::Sign { approver } } => open(&cli).and_then(|vault| {
+            let secret = read_secret(&format!("secret for {approver}: "), false)?;
+            let signature = vault.sign_policy(&crate::api::approvals::secrets::default_dir()?, approver, &secret)?;
+            Ok(out.serialized(&signature, &format!("policy signed by {approver} (sha256 {})", signature.policy_sha256)))
+        }),
+        Command::Gate { action: GateAction::Install { repository, branch, binary } } => {
+            let binary = match binary {
+                Some(b) => Ok(b.clone()),
+                None => crate::api::replicate::gate::current_binary(),
+            };
+            binary.and_then(|b| crate::api::replicate::gate::install(repository, branch, &b)).map(|r| {
+                out.serialized(&r, &format!("gate installed on {} (branch {}; hook {} runs {})", r.repository, r.branch, r.hook, r.binary))
+            })
+        }
+        Command::Gate { action: GateAction::Check { repository } } => gate_check(&out, repository),
         Command::Approver { action: ApproverAction::List } => crate::api::approvals::secrets::default_dir()
             .and_then(|dir| crate::api::approvals::secrets::approver_names(&dir))
             .map(|names| out.serialized(&names, &names.join("\n"))),

@@ -27,3 +27,13 @@ fn lower_hex_is_exactly_the_digits_the_encoder_writes() {
     assert!(!is_lower_hex(&format!("{}g", &digest[..63]), 64));
     assert!(is_lower_hex("", 0));
 }
+
+#[test]
+fn decode_inverts_encode_and_refuses_anything_else() {
+    let bytes: Vec<u8> = (0..=255).collect();
+    assert_eq!(decode(&encode(&bytes)).unwrap(), bytes);
+    assert_eq!(decode(""), Some(vec![]));
+    for bad in ["a", "0g", "AB", "0x00", "ab "] {
+        assert_eq!(decode(bad), None, "{bad}");
+    }
+}

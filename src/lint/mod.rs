@@ -264,6 +264,29 @@ pub fn gate(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPath],
     GateReport { blocking, warnings }
 }
 
+/// The blocking findings the gate can judge from one note's own bytes, with no vault around
+/// it (the remote's gate, `paravault gate check`): its metadata and size (`file_findings`)
+/// and whether it is stale. Link findings need the whole vault; a replica's integration
+/// judges those with its full gate.
+pub fn note_blocking_findings(policy: &LoadedPolicy, path: &VaultPath, bytes: &[u8], today: NaiveDate) -> Vec<Finding> {
+    let Some(kind) = crate::scan::classify(policy, path) else { return Vec::new() };
+    let mut record = NoteRecord::empty(path.clone(), kind);
+    if bytes.len() as u64 > policy.policy.limits.note_bytes_max {
+        record.problems.push(crate::inventory::FileProblem {
+            rule: "note-too-large",
+            line: None,
+            message: format!("{} bytes, over the policy limit of {} bytes", bytes.len(), policy.policy.limits.note_bytes_max),
+        });
+    } else {
+        crate::inventory::analyse_bytes(&mut record, bytes, policy);
+    }
+    let mut findings = Vec::new();
+    file_findings(policy, &record, &mut findings);
+    findings.extend(stale_finding(policy, &record, today));
+    findings.retain(|f| f.severity == Severity::Blocking);
+    findings
+}
+
 /// Markdown style findings of one note (read from disk by the caller).
 pub fn style_report(policy: &LoadedPolicy, path: &VaultPath, body: &str, body_first_line: usize) -> Vec<Finding> {
     crate::note::body::style_findings(body, body_first_line)

@@ -24,6 +24,8 @@
 //! One `replicate` runs at a time per vault (`.paravault/replicate.lock`); the writer lock is
 //! taken only for each commit and for the transaction, never across the network.
 
+pub mod gate;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -48,17 +50,35 @@ const STATE_SCHEMA: &str = "paravault.replica-state.v1";
 /// The lock one `replicate` (or `clone`'s first integration) holds.
 const REPLICATE_LOCK: &str = ".paravault/replicate.lock";
 
+/// The engine files and folders that travel (the ignore rules below let them through).
+const TRAVELLING_STATE: [&str; 8] = [
+    layout::GIT_IGNORE,
+    layout::REPLICAS_DIR,
+    layout::CONFLICTS_DIR,
+    layout::PROPOSALS_DIR,
+    layout::APPROVALS_DIR,
+    layout::APPROVER_KEYS,
+    layout::POLICY_OVERRIDE,
+    layout::POLICY_SIGNATURE,
+];
+
 /// The ignore rules paravault owns (`.paravault/.gitignore`).
 const GIT_IGNORE_RULES: &str = "\
 # Written by paravault (docs/replication.md). Engine state that is derived or kept per machine
 # (caches, search generations, the journal, locks, this replica's identity) is never
-# committed; the receipt mirrors of every replica, the conflicts waiting for a person and the
-# policy override travel.
+# committed; the receipt mirrors of every replica, the conflicts waiting for a person, the
+# proposals and the signed decisions on them, the approvers' public keys and the policy
+# override with its signature travel.
 /*
 !/.gitignore
 !/replicas/
 !/conflicts/
+!/proposals/
+!/approvals/
+/approvals/unverified/
+!/approver-keys.json
 !/policy.yaml
+!/policy.sig
 ";
 
 /// What `remote add` did.
@@ -395,8 +415,15 @@ impl Vault {
         }
         // The engine files that travel and a killed run left uncommitted (other replicas'
         // mirrors, conflicts held), with the receipts the mirror lacks.
-        let travelling = [format!(":(literal){}", layout::REPLICAS_DIR), format!(":(literal){}", layout::CONFLICTS_DIR)];
+        // An engine that learnt to carry more (issue 49: proposals, decisions, keys) says so
+        // in the ignore rules it owns, committed with the rest.
+        let ignore = layout::join(root, layout::GIT_IGNORE);
+        if durable::read_engine_file(root, &ignore).ok().as_deref() != Some(GIT_IGNORE_RULES.as_bytes()) {
+            durable::replace(root, &ignore, GIT_IGNORE_RULES.as_bytes())?;
+        }
+        let travelling: Vec<String> = TRAVELLING_STATE.iter().map(|p| format!(":(literal){p}")).collect();
         let mut paths = Git::at(root).dirty_paths(&travelling)?;
+        paths.retain(|p| crate::approvals::decision_travels(root, p));
         paths.extend(replica::update_mirror(root, config)?);
         paths.sort();
         paths.dedup();
@@ -523,6 +550,10 @@ impl Vault {
                     });
                 }
                 None => {
+                    if let Some(reason) = governance_refusal(&git, root, &target, path, after.as_deref())? {
+                        conflicts.push((path.clone(), reason));
+                        continue;
+                    }
                     files.push((path.clone(), after));
                     staged.insert(path.clone());
                 }
@@ -620,6 +651,7 @@ impl Vault {
             };
             if let Some(id) = &proposal_id {
                 conflict_files.push(crate::approvals::conflict_file(id));
+                conflict_files.push(crate::approvals::conflict_batch_file(id));
             }
             report.conflicts.push(ConflictReport { path, reason, proposal_id });
         }
@@ -890,6 +922,11 @@ fn push(git: &Git, config: &ReplicaConfig, head: &str, timeout: std::time::Durat
         return Ok(Pushed::Done);
     }
     let said = format!("{}\n{}", String::from_utf8_lossy(&output.stdout), output.stderr);
+    if said.contains("pre-receive hook declined") {
+        // The remote's gate (`paravault gate install`) refused: what it said, never retried.
+        let told: Vec<&str> = output.stderr.lines().filter_map(|l| l.strip_prefix("remote: ")).filter(|l| !l.trim().is_empty()).collect();
+        return Err(Error::PushRefused { summary: if told.is_empty() { "pre-receive hook declined".into() } else { told.join("; ") } });
+    }
     if said.contains("[rejected]") || said.contains("non-fast-forward") || said.contains("fetch first") || said.contains("cannot lock ref")
     {
         return Ok(Pushed::RemoteMoved);
@@ -981,6 +1018,46 @@ fn union_log(git: &Git, base: Option<&str>, ours: &str, theirs: &str) -> Result<
 
 /// The note a tree path names, when it is one the write path takes (P.A.R.A. folder, `.md`,
 /// no engine-owned or hidden name).
+/// Why a governance file the other side changed is not taken (`None`: it is): an approver-key
+/// registry that is not a signed append to this replica's, or a policy override whose
+/// signature does not verify against the merged registry. The gate on the remote refuses the
+/// same pushes (`crate::gate`); this holds for a remote without one. Such a file stays as it
+/// is here and is reported as a conflict.
+fn governance_refusal(git: &Git, root: &Path, target: &str, path: &str, after: Option<&[u8]>) -> Result<Option<String>> {
+    let refusal = |e: Error| Ok(Some(format!("not taken: {e}")));
+    if path == layout::APPROVER_KEYS {
+        let Some(after) = after else { return Ok(Some("not taken: the other side removed the approver-key registry".into())) };
+        let theirs = match crate::approvals::keys::Registry::parse(after) {
+            Ok(r) => r,
+            Err(e) => return refusal(e),
+        };
+        let checked = match crate::approvals::keys::read_registry(root)? {
+            Some(ours) => ours.check_append(&theirs),
+            None => theirs.verify(),
+        };
+        return match checked {
+            Ok(_) => Ok(None),
+            Err(e) => refusal(e),
+        };
+    }
+    if path == layout::POLICY_OVERRIDE || path == layout::POLICY_SIGNATURE {
+        let Some(registry) = git.blob_at(target, layout::APPROVER_KEYS)? else { return Ok(None) };
+        let active = match crate::approvals::keys::Registry::parse(&registry).and_then(|r| r.verify()) {
+            Ok(active) => active,
+            Err(e) => return refusal(e),
+        };
+        let policy = git.blob_at(target, layout::POLICY_OVERRIDE)?.unwrap_or_default();
+        let Some(signature) = git.blob_at(target, layout::POLICY_SIGNATURE)? else {
+            return Ok(Some(format!("not taken: the policy changed without a signature ({})", layout::POLICY_SIGNATURE)));
+        };
+        return match crate::approvals::keys::PolicySignature::verify(&signature, &policy, &active) {
+            Ok(_) => Ok(None),
+            Err(e) => refusal(e),
+        };
+    }
+    Ok(None)
+}
+
 fn note_path(vault: &Vault, path: &str) -> Option<VaultPath> {
     let note = VaultPath::parse(path).ok()?;
     crate::note::path::refuse_reserved(&note, &vault.policy().policy.layout.excluded_dirs).ok()?;

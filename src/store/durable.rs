@@ -160,6 +160,15 @@ pub fn replace(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
     replace_io(root, path, bytes, true).map_err(|e| super::nofollow::io_error("writing", &rel_of(root, path), e))
 }
 
+/// Replaces `path` with `bytes` as `replace` does and makes it executable (mode 0755): the
+/// `pre-receive` hook `paravault gate install` writes into a bare repository.
+pub fn install_executable(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    replace(root, path, bytes)?;
+    std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o755))
+        .map_err(|e| super::nofollow::io_error("making executable", &rel_of(root, path), e))
+}
+
 /// Like `replace` but without the directory fsync, for callers that group several writes in
 /// one directory and fsync it once with `fsync_dir`.
 pub fn replace_deferred_dir_sync(root: &Path, path: &Path, bytes: &[u8]) -> Result<()> {

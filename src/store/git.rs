@@ -69,12 +69,25 @@ pub struct Person {
 #[derive(Debug, Clone)]
 pub struct Git {
     root: PathBuf,
+    /// Environment kept for every call: a `pre-receive` hook's quarantine (the pushed objects
+    /// are visible only through it).
+    kept_env: Vec<(String, std::ffi::OsString)>,
 }
 
 impl Git {
     /// The repository at the vault's root (which may not exist yet: `init`).
     pub fn at(root: &Path) -> Self {
-        Git { root: std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf()) }
+        Git { root: std::path::absolute(root).unwrap_or_else(|_| root.to_path_buf()), kept_env: Vec::new() }
+    }
+
+    /// The repository a `pre-receive` hook runs in: the pushed objects wait in a quarantine
+    /// that git names in the hook's environment, so those variables are passed on.
+    pub fn in_hook(repository: &Path) -> Self {
+        let kept_env = ["GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_QUARANTINE_PATH"]
+            .iter()
+            .filter_map(|name| std::env::var_os(name).map(|v| ((*name).to_string(), v)))
+            .collect();
+        Git { kept_env, ..Git::at(repository) }
     }
 
     /// The vault root (git's work tree).
@@ -113,6 +126,9 @@ impl Git {
         command.current_dir(&self.root);
         for name in CLEARED_ENV {
             command.env_remove(name);
+        }
+        for (name, value) in &self.kept_env {
+            command.env(name, value);
         }
         command
             .env("GIT_TERMINAL_PROMPT", "0")

@@ -30,6 +30,14 @@ pub const REPLICAS_DIR: &str = ".paravault/replicas";
 /// Replication conflict proposals as they travel between replicas (committed; each replica
 /// takes them into its own proposals, `approvals::import_conflict`).
 pub const CONFLICTS_DIR: &str = ".paravault/conflicts";
+/// The vault's registry of approvers' public keys (issue 49; travels with the vault).
+pub const APPROVER_KEYS: &str = ".paravault/approver-keys.json";
+/// This replica's pin of the registry's root entry (never committed).
+pub const APPROVER_KEYS_PIN: &str = ".paravault/approver-keys.pin";
+/// The signature of the policy override (travels with it).
+pub const POLICY_SIGNATURE: &str = ".paravault/policy.sig";
+/// Decision records that did not verify, moved aside when a person decides (kept, never deleted).
+pub const UNVERIFIED_DECISIONS_DIR: &str = ".paravault/approvals/unverified";
 /// The ignore rules paravault owns: everything in `.paravault/` but the receipt mirrors and
 /// the policy override stays out of git.
 pub const GIT_IGNORE: &str = ".paravault/.gitignore";

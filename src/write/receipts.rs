@@ -418,6 +418,38 @@ impl ReceiptLog {
     }
 }
 
+/// Checks that `appended` continues a chain whose last line is `before` (`None`: the chain's
+/// start): every line parses, `prev` hashes the line before and `seq` is one more. The remote's
+/// gate checks pushed receipt lines with it (`replicate::gate`).
+pub(crate) fn verify_continuation(before: Option<&[u8]>, appended: &[u8]) -> std::result::Result<(), String> {
+    if !appended.is_empty() && !appended.ends_with(b"\n") {
+        return Err("the last receipt line is incomplete".into());
+    }
+    let (mut prev, mut seq) = match before {
+        Some(line) => {
+            let value: Value =
+                serde_json::from_slice(line).map_err(|_| "the receipt line before the pushed ones is not JSON".to_string())?;
+            (hash_line(line), value.get("seq").and_then(Value::as_u64).map(|s| s + 1))
+        }
+        None => (GENESIS.to_string(), None),
+    };
+    for (i, line) in appended.split(|&b| b == b'\n').filter(|l| !l.is_empty()).enumerate() {
+        let value: Value = serde_json::from_slice(line).map_err(|_| format!("pushed receipt line {} is not JSON", i + 1))?;
+        if value.get("prev").and_then(Value::as_str) != Some(prev.as_str()) {
+            return Err(format!("pushed receipt line {} does not continue the chain (prev does not hash the line before)", i + 1));
+        }
+        let got = value.get("seq").and_then(Value::as_u64).ok_or_else(|| format!("pushed receipt line {} has no seq", i + 1))?;
+        if let Some(want) = seq
+            && got != want
+        {
+            return Err(format!("pushed receipt line {} has seq {got}, expected {want}", i + 1));
+        }
+        seq = Some(got + 1);
+        prev = hash_line(line);
+    }
+    Ok(())
+}
+
 /// Checks one chain's bytes: every line parses, `seq` is +1, `prev` hashes the line before.
 pub(crate) fn verify_chain(bytes: &[u8]) -> ChainReport {
     let mut problems = Vec::new();

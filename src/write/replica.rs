@@ -204,6 +204,38 @@ fn staged_tree(git: &Git, root: &Path, config: &ReplicaConfig, paths: &[String])
 
 /// Commits exactly `paths` (their work-tree state) on the replica's branch with one parent,
 /// the branch's head (none for the first commit); returns the new commit.
+/// Commits engine records that travel (a proposal, a decision, an approver-key change, a
+/// policy signature) as soon as they are written on a replica, so `git status` stays clean
+/// and the next `replicate` pushes them. The caller holds the writer lock. Best effort, as a
+/// transaction's own commit: a git failure is logged, and `replicate` commits what is left.
+pub(crate) fn commit_records_locked(root: &Path, paths: &[String], subject: &str, at: &str) {
+    let config = match ReplicaConfig::load(root) {
+        Ok(Some(config)) => config,
+        Ok(None) => return,
+        Err(error) => {
+            tracing::warn!(%error, "the replica configuration is unreadable; the records are committed by the next replicate");
+            return;
+        }
+    };
+    if let Err(error) = commit_paths(root, &config, paths, &format!("{subject}\n"), &committer(&config.replica_id, at)) {
+        tracing::warn!(%error, "could not commit {subject}; the next replicate commits it");
+    }
+}
+
+/// [`commit_records_locked`], taking the writer lock.
+pub(crate) fn commit_records(vault: &crate::vault::Vault, paths: &[String], subject: &str) {
+    if std::fs::symlink_metadata(layout::join(vault.root(), layout::REPLICA_CONFIG)).is_err() {
+        return;
+    }
+    match vault.lock_writer() {
+        Ok(_writer) => {
+            let at = vault.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+            commit_records_locked(vault.root(), paths, subject, &at);
+        }
+        Err(error) => tracing::warn!(%error, "could not commit {subject}; the next replicate commits it"),
+    }
+}
+
 pub(crate) fn commit_paths(root: &Path, config: &ReplicaConfig, paths: &[String], message: &str, author: &Person) -> Result<String> {
     let git = Git::at(root);
     let (head, tree) = staged_tree(&git, root, config, paths)?;

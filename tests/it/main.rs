@@ -86,6 +86,7 @@ mod specdocs;
 mod stepstone;
 mod support;
 mod tail;
+mod team_gate;
 mod tidy;
 mod vaultspec_gateway;
 mod web;

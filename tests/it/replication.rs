@@ -213,6 +213,10 @@ fn overlapping_edits_become_one_conflict_on_both_replicas_and_a_person_decides()
     let config = tempfile::tempdir().unwrap();
     let secret = "correct horse battery staple";
     assert!(paravault_with_input(&a, config.path(), &["approver", "add", "alice"], &format!("{secret}\n")).status.success());
+    // A replica honours only signed decisions: the approver's key goes in the vault's registry
+    // first (the registry's root, here), and travels with the vault.
+    let registered = paravault_with_input(&a, config.path(), &["approver", "register", "alice"], &format!("{secret}\n"));
+    assert!(registered.status.success(), "{}", String::from_utf8_lossy(&registered.stderr));
     let approved = paravault_with_input(&a, config.path(), &["approve", &id, "--approver", "alice"], &format!("{secret}\n"));
     assert!(approved.status.success(), "{}", String::from_utf8_lossy(&approved.stderr));
     pv(&a, &["apply", &id, "--approve"], 0);
@@ -239,7 +243,10 @@ fn an_outside_edit_is_committed_as_itself_before_a_write_of_the_same_note() {
     pv(&a, &["apply", proposal["proposal_id"].as_str().unwrap(), "--approve"], 0);
     let log = git(&a, &["log", "--format=%H|%an|%s", &format!("{before}..HEAD")]);
     let lines: Vec<&str> = log.lines().collect();
-    assert_eq!(lines.len(), 2, "{log}");
+    // The proposal travels as its own commit (it names no note), then the person's edit as
+    // itself, then the agent's transaction.
+    assert_eq!(lines.len(), 3, "{log}");
+    assert!(lines[2].contains("|paravault|proposal "), "the stored proposal, committed when made: {log}");
     assert!(lines[1].contains("|outside editor|outside edit"), "the person's edit first, as itself: {log}");
     let person = lines[1].split('|').next().unwrap();
     let theirs = git(&a, &["show", &format!("{person}:03_Resources/alpha.md")]);
