@@ -20,6 +20,7 @@
 //! crate; docs/retrieval.md measures what the difference costs.
 
 use std::fmt;
+use std::sync::Arc;
 
 use tantivy::columnar::Column;
 use tantivy::fieldnorm::FieldNormReader;
@@ -27,6 +28,10 @@ use tantivy::postings::{Postings, SegmentPostings};
 use tantivy::query::{EnableScoring, Explanation, Query, Scorer, Weight};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED, Term};
+
+use self::blocks::{BLOCK, Blocks};
+
+mod blocks;
 
 /// Where a document's length dl comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +72,8 @@ pub struct Bm25Query {
     params: Bm25Params,
     /// Query terms, one per (field, term), for `query_terms`.
     all_terms: Vec<Term>,
+    /// Postings per block of the pruning bounds (tantivy's 128; tests use small blocks).
+    block: usize,
 }
 
 impl fmt::Debug for Bm25Query {
@@ -79,7 +86,14 @@ impl Bm25Query {
     /// `population`: a term every scored document holds once (N is its document frequency).
     pub fn new(fields: Vec<ScoredField>, terms: Vec<(String, u32)>, population: Term, params: Bm25Params) -> Bm25Query {
         let all_terms = fields.iter().flat_map(|f| terms.iter().map(move |(t, _)| Term::from_field_text(f.field, t))).collect();
-        Bm25Query { fields, terms, population, params, all_terms }
+        Bm25Query { fields, terms, population, params, all_terms, block: BLOCK }
+    }
+
+    /// The same query pruning with blocks of `block` postings (tests: many blocks in a small index).
+    #[cfg(test)]
+    pub(crate) fn with_block(mut self, block: usize) -> Bm25Query {
+        self.block = block.max(1);
+        self
     }
 }
 
@@ -110,6 +124,7 @@ struct Bm25Weight {
     fields: Vec<FieldNorm>,
     /// Per field, K for each of the 256 field-norm ids (the quantised lengths).
     quantised: Vec<[f64; 256]>,
+    block: usize,
 }
 
 impl Query for Bm25Query {
@@ -152,7 +167,7 @@ impl Query for Bm25Query {
                 clauses.push(Clause { term, field_ix, weight });
             }
         }
-        Ok(Box::new(Bm25Weight { clauses, fields, quantised }))
+        Ok(Box::new(Bm25Weight { clauses, fields, quantised, block: self.block }))
     }
 
     fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
@@ -168,11 +183,47 @@ enum Lengths {
     Quantised(FieldNormReader),
 }
 
-/// A clause's postings in one segment.
+/// A clause's postings in one segment, with its per-block bounds when pruning.
 struct Cursor {
     postings: SegmentPostings,
     weight: f64,
     field_ix: usize,
+    /// Its index in `Bm25Weight::clauses`.
+    clause: usize,
+    /// `None`: the list is one block (at most `block` postings, or nothing cached) whose bound
+    /// is the weight.
+    blocks: Option<Arc<Blocks>>,
+    /// Each block's bound (times `BOUND_MARGIN`).
+    bounds: Vec<f64>,
+    /// The first block that can still hold a document to come.
+    at: usize,
+}
+
+impl Cursor {
+    fn last_doc(&self, block: usize) -> DocId {
+        self.blocks.as_ref().map_or(TERMINATED - 1, |b| b.last_doc[block])
+    }
+
+    /// Moves `at` to the first block whose last document is at or after `doc` (metadata only:
+    /// nothing is decoded); false when no block is left.
+    fn shallow(&mut self, doc: DocId) -> bool {
+        while self.at < self.bounds.len() && self.last_doc(self.at) < doc {
+            self.at += 1;
+        }
+        self.at < self.bounds.len()
+    }
+
+    /// The largest bound of the blocks from `at` that hold documents up to `end`.
+    fn bound_upto(&self, end: DocId) -> f64 {
+        let mut best = 0f64;
+        for i in self.at..self.bounds.len() {
+            best = best.max(self.bounds[i]);
+            if self.last_doc(i) >= end {
+                break;
+            }
+        }
+        best
+    }
 }
 
 /// The per-segment scoring state: lengths per field and K for a document.
@@ -192,6 +243,14 @@ impl SegmentScoring<'_> {
                 f.a + f.c * dl
             }
             Lengths::Quantised(reader) => self.weight.quantised[field_ix][reader.fieldnorm_id(doc) as usize],
+        }
+    }
+
+    /// The length dl that `k` uses for `doc` in field `field_ix`.
+    fn dl(&self, field_ix: usize, doc: DocId) -> u64 {
+        match &self.lengths[field_ix] {
+            Lengths::Exact(column) => column.first(doc).unwrap_or(0),
+            Lengths::Quantised(reader) => u64::from(FieldNormReader::id_to_fieldnorm(reader.fieldnorm_id(doc))),
         }
     }
 
@@ -216,15 +275,47 @@ impl Bm25Weight {
             });
         }
         let mut cursors = Vec::with_capacity(self.clauses.len());
-        for clause in &self.clauses {
+        for (clause_ix, clause) in self.clauses.iter().enumerate() {
             let inverted = reader.inverted_index(clause.term.field())?;
             if let Some(postings) = inverted.read_postings(&clause.term, IndexRecordOption::WithFreqs)?
                 && postings.doc() != TERMINATED
             {
-                cursors.push(Cursor { postings, weight: clause.weight, field_ix: clause.field_ix });
+                cursors.push(Cursor {
+                    postings,
+                    weight: clause.weight,
+                    field_ix: clause.field_ix,
+                    clause: clause_ix,
+                    blocks: None,
+                    bounds: vec![clause.weight * BOUND_MARGIN],
+                    at: 0,
+                });
             }
         }
         Ok((SegmentScoring { weight: self, lengths }, cursors))
+    }
+
+    /// Gives every cursor of more than one block its per-block bounds (the blocks are built
+    /// from the segment on first use and cached, `blocks`).
+    fn block_bounds(&self, reader: &SegmentReader, scoring: &SegmentScoring<'_>, cursors: &mut [Cursor]) -> tantivy::Result<()> {
+        for cursor in cursors.iter_mut() {
+            if cursor.postings.doc_freq() as usize <= self.block {
+                continue;
+            }
+            let term = &self.clauses[cursor.clause].term;
+            let source = match &scoring.lengths[cursor.field_ix] {
+                Lengths::Exact(_) => self.fields[cursor.field_ix].exact.unwrap_or(""),
+                Lengths::Quantised(_) => "",
+            };
+            let key = (reader.segment_id(), term.clone(), source, self.block);
+            let inverted = reader.inverted_index(term.field())?;
+            let Some(postings) = inverted.read_postings(term, IndexRecordOption::WithFreqs)? else { continue };
+            let field_ix = cursor.field_ix;
+            let blocks = blocks::cached(key, || Blocks::build(postings, self.block, |doc| scoring.dl(field_ix, doc)));
+            let norm = &self.fields[field_ix];
+            cursor.bounds = blocks.bounds(cursor.weight, norm.a, norm.c, BOUND_MARGIN);
+            cursor.blocks = Some(blocks);
+        }
+        Ok(())
     }
 }
 
@@ -276,6 +367,7 @@ impl Weight for Bm25Weight {
         callback: &mut dyn FnMut(DocId, Score) -> Score,
     ) -> tantivy::Result<()> {
         let (scoring, mut cursors) = self.segment(reader)?;
+        self.block_bounds(reader, &scoring, &mut cursors)?;
         max_score(&scoring, &mut cursors, threshold, callback);
         Ok(())
     }
@@ -285,56 +377,113 @@ impl Weight for Bm25Weight {
 /// document whose bound equals θ to the last bit is still scored.
 const BOUND_MARGIN: f64 = 1.0 + 1e-6;
 
-/// MaxScore over `cursors`: calls `callback` for every document whose score exceeds the
-/// threshold it returns (the k-th best so far), in document order, skipping only documents
+/// Smallest window of documents, per essential clause, whose bounds are taken together (as
+/// Lucene's MaxScore: fewer, longer windows when many clauses would each end one early).
+const WINDOW_PER_CLAUSE: DocId = 32;
+
+/// Block-max MaxScore over `cursors`: calls `callback` for every document whose score exceeds
+/// the threshold it returns (the k-th best so far), in document order, skipping only documents
 /// that provably cannot exceed it.
+///
+/// Globally, a clause contributes less than its weight, and the clauses whose weights together
+/// cannot exceed θ never lead (as plain MaxScore). The documents are then taken in windows that
+/// end at a block boundary of a leading clause; in a window each clause's bound is the largest
+/// of its blocks' exact maxima there. A window whose bounds sum to θ or less is skipped without
+/// decoding anything; in the others, the clauses whose window bounds together cannot exceed θ
+/// are only looked up (seek) for the documents the others bring, while the sum can still win.
 fn max_score(scoring: &SegmentScoring<'_>, cursors: &mut [Cursor], threshold: Score, callback: &mut dyn FnMut(DocId, Score) -> Score) {
     // Smallest weight first; upto[i] = Σ weight of cursors[..i] (the bound of the first i).
     cursors.sort_by(|x, y| x.weight.total_cmp(&y.weight));
-    let mut upto = Vec::with_capacity(cursors.len() + 1);
+    let n = cursors.len();
+    let mut upto = Vec::with_capacity(n + 1);
     upto.push(0f64);
     for c in cursors.iter() {
         upto.push(upto.last().copied().unwrap_or(0.0) + c.weight * BOUND_MARGIN);
     }
     let mut theta = f64::from(threshold);
-    // Cursors [..essential] are non-essential: together they cannot exceed θ.
-    let mut essential = upto.iter().rposition(|&u| u <= theta).unwrap_or(0).min(cursors.len());
+    // Window bounds, the clauses by window bound, and its prefix sums.
+    let mut local = vec![0f64; n];
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut prefix = vec![0f64; n + 1];
+    let mut start: DocId = 0;
     loop {
-        if essential >= cursors.len() {
+        // Cursors [..leading] are non-leading: their weights together cannot exceed θ.
+        let leading = upto.iter().rposition(|&u| u <= theta).unwrap_or(0).min(n);
+        if leading >= n {
             return;
         }
-        let Some(doc) = cursors[essential..].iter().map(|c| c.postings.doc()).min() else { return };
-        if doc == TERMINATED {
-            return;
-        }
-        // Essential terms first, then the non-essential ones from the largest weight down.
-        let mut score = 0f64;
-        for cursor in cursors[essential..].iter_mut() {
-            if cursor.postings.doc() == doc {
-                score += scoring.contribution(cursor, doc);
-                cursor.postings.advance();
+        // The window [start, end]: up to the first block end of a leading clause, at least
+        // WINDOW_PER_CLAUSE documents per leading clause.
+        let mut end = TERMINATED;
+        for c in cursors[leading..].iter_mut() {
+            let from = c.postings.doc().max(start);
+            if from != TERMINATED && c.shallow(from) {
+                end = end.min(c.last_doc(c.at));
             }
         }
-        let mut possible = true;
-        for i in (0..essential).rev() {
-            if score + upto[i + 1] <= theta {
-                possible = false;
+        if end == TERMINATED {
+            return;
+        }
+        let floor = u64::from(start) + u64::from(WINDOW_PER_CLAUSE) * (n - leading) as u64 - 1;
+        end = end.max(floor.min(u64::from(TERMINATED - 1)) as DocId);
+        for (i, c) in cursors.iter_mut().enumerate() {
+            // A clause's next posting is at or after its cursor: nothing before it is left.
+            let from = c.postings.doc().max(start);
+            local[i] = if from <= end && c.shallow(from) { c.bound_upto(end) } else { 0.0 };
+        }
+        order.sort_by(|&x, &y| local[x].total_cmp(&local[y]));
+        for (k, &i) in order.iter().enumerate() {
+            prefix[k + 1] = prefix[k] + local[i];
+        }
+        // order[..essential]: together they cannot exceed θ in this window.
+        let mut essential = prefix.iter().rposition(|&u| u <= theta).unwrap_or(0).min(n);
+        if essential < n {
+            for &i in &order[essential..] {
+                let c = &mut cursors[i];
+                if c.postings.doc() < start {
+                    c.postings.seek(start);
+                }
+            }
+        }
+        while essential < n {
+            let Some(doc) = order[essential..].iter().map(|&i| cursors[i].postings.doc()).min() else { break };
+            if doc > end {
                 break;
             }
-            let cursor = &mut cursors[i];
-            if cursor.postings.doc() < doc {
-                cursor.postings.seek(doc);
+            // Essential clauses first, then the others from the largest window bound down.
+            let mut score = 0f64;
+            for &i in &order[essential..] {
+                let cursor = &mut cursors[i];
+                if cursor.postings.doc() == doc {
+                    score += scoring.contribution(cursor, doc);
+                    cursor.postings.advance();
+                }
             }
-            if cursor.postings.doc() == doc {
-                score += scoring.contribution(cursor, doc);
+            let mut possible = true;
+            for k in (0..essential).rev() {
+                if score + prefix[k + 1] <= theta {
+                    possible = false;
+                    break;
+                }
+                let cursor = &mut cursors[order[k]];
+                if cursor.postings.doc() < doc {
+                    cursor.postings.seek(doc);
+                }
+                if cursor.postings.doc() == doc {
+                    score += scoring.contribution(cursor, doc);
+                }
+            }
+            if possible && score > theta {
+                theta = f64::from(callback(doc, score as Score));
+                while essential < n && prefix[essential + 1] <= theta {
+                    essential += 1;
+                }
             }
         }
-        if possible && score > theta {
-            theta = f64::from(callback(doc, score as Score));
-            while essential < cursors.len() && upto[essential + 1] <= theta {
-                essential += 1;
-            }
+        if end >= TERMINATED - 1 {
+            return;
         }
+        start = end + 1;
     }
 }
 
