@@ -21,6 +21,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use tantivy::columnar::Column;
 use tantivy::fieldnorm::FieldNormReader;
@@ -125,6 +126,8 @@ struct Bm25Weight {
     /// Per field, K for each of the 256 field-norm ids (the quantised lengths).
     quantised: Vec<[f64; 256]>,
     block: usize,
+    /// The highest k-th best score a finished segment reached (f32 bits; 0: none yet).
+    segment_best: AtomicU32,
 }
 
 impl Query for Bm25Query {
@@ -167,7 +170,7 @@ impl Query for Bm25Query {
                 clauses.push(Clause { term, field_ix, weight });
             }
         }
-        Ok(Box::new(Bm25Weight { clauses, fields, quantised, block: self.block }))
+        Ok(Box::new(Bm25Weight { clauses, fields, quantised, block: self.block, segment_best: AtomicU32::new(0) }))
     }
 
     fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
@@ -180,6 +183,8 @@ impl Query for Bm25Query {
 /// A field's lengths in one segment.
 enum Lengths {
     Exact(Column<u64>),
+    /// The same exact lengths, one array per segment (`blocks::dense_lengths`).
+    Dense(Arc<Vec<u32>>),
     Quantised(FieldNormReader),
 }
 
@@ -193,7 +198,7 @@ struct Cursor {
     /// `None`: the list is one block (at most `block` postings, or nothing cached) whose bound
     /// is the weight.
     blocks: Option<Arc<Blocks>>,
-    /// Each block's bound (times `BOUND_MARGIN`).
+    /// Each block's bound (times `BOUND_MARGIN`), NaN until first needed.
     bounds: Vec<f64>,
     /// The first block that can still hold a document to come.
     at: usize,
@@ -214,10 +219,15 @@ impl Cursor {
     }
 
     /// The largest bound of the blocks from `at` that hold documents up to `end`.
-    fn bound_upto(&self, end: DocId) -> f64 {
+    fn bound_upto(&mut self, end: DocId, norm: &FieldNorm) -> f64 {
         let mut best = 0f64;
         for i in self.at..self.bounds.len() {
-            best = best.max(self.bounds[i]);
+            let mut bound = self.bounds[i];
+            if bound.is_nan() {
+                bound = self.blocks.as_ref().map_or(self.weight, |b| b.bound(i, self.weight, norm.a, norm.c)) * BOUND_MARGIN;
+                self.bounds[i] = bound;
+            }
+            best = best.max(bound);
             if self.last_doc(i) >= end {
                 break;
             }
@@ -242,6 +252,11 @@ impl SegmentScoring<'_> {
                 let f = &self.weight.fields[field_ix];
                 f.a + f.c * dl
             }
+            Lengths::Dense(lengths) => {
+                let dl = f64::from(lengths.get(doc as usize).copied().unwrap_or(0));
+                let f = &self.weight.fields[field_ix];
+                f.a + f.c * dl
+            }
             Lengths::Quantised(reader) => self.weight.quantised[field_ix][reader.fieldnorm_id(doc) as usize],
         }
     }
@@ -250,6 +265,7 @@ impl SegmentScoring<'_> {
     fn dl(&self, field_ix: usize, doc: DocId) -> u64 {
         match &self.lengths[field_ix] {
             Lengths::Exact(column) => column.first(doc).unwrap_or(0),
+            Lengths::Dense(lengths) => u64::from(lengths.get(doc as usize).copied().unwrap_or(0)),
             Lengths::Quantised(reader) => u64::from(FieldNormReader::id_to_fieldnorm(reader.fieldnorm_id(doc))),
         }
     }
@@ -267,9 +283,12 @@ impl Bm25Weight {
         let mut lengths = Vec::with_capacity(self.fields.len());
         for (ix, f) in self.fields.iter().enumerate() {
             let field = self.clauses.iter().find(|c| c.field_ix == ix).map(|c| c.term.field());
-            let exact = f.exact.and_then(|name| reader.fast_fields().u64(name).ok());
+            let exact = f.exact.and_then(|name| reader.fast_fields().u64(name).ok().map(|column| (name, column)));
             lengths.push(match (exact, field) {
-                (Some(column), _) => Lengths::Exact(column),
+                (Some((name, column)), _) => match blocks::dense_lengths(reader.segment_id(), name, &column, reader.max_doc()) {
+                    Some(dense) => Lengths::Dense(dense),
+                    None => Lengths::Exact(column),
+                },
                 (None, Some(field)) => Lengths::Quantised(reader.get_fieldnorms_reader(field)?),
                 (None, None) => Lengths::Quantised(FieldNormReader::constant(reader.max_doc(), 1)),
             });
@@ -303,7 +322,7 @@ impl Bm25Weight {
             }
             let term = &self.clauses[cursor.clause].term;
             let source = match &scoring.lengths[cursor.field_ix] {
-                Lengths::Exact(_) => self.fields[cursor.field_ix].exact.unwrap_or(""),
+                Lengths::Exact(_) | Lengths::Dense(_) => self.fields[cursor.field_ix].exact.unwrap_or(""),
                 Lengths::Quantised(_) => "",
             };
             let key = (reader.segment_id(), term.clone(), source, self.block);
@@ -311,8 +330,7 @@ impl Bm25Weight {
             let Some(postings) = inverted.read_postings(term, IndexRecordOption::WithFreqs)? else { continue };
             let field_ix = cursor.field_ix;
             let blocks = blocks::cached(key, || Blocks::build(postings, self.block, |doc| scoring.dl(field_ix, doc)));
-            let norm = &self.fields[field_ix];
-            cursor.bounds = blocks.bounds(cursor.weight, norm.a, norm.c, BOUND_MARGIN);
+            cursor.bounds = vec![f64::NAN; blocks.len()];
             cursor.blocks = Some(blocks);
         }
         Ok(())
@@ -368,14 +386,33 @@ impl Weight for Bm25Weight {
     ) -> tantivy::Result<()> {
         let (scoring, mut cursors) = self.segment(reader)?;
         self.block_bounds(reader, &scoring, &mut cursors)?;
-        max_score(&scoring, &mut cursors, threshold, callback);
+        // A segment done before this one (tantivy's `Searcher::search` makes one weight per
+        // search, whose top-k collector merges its segments' lists) holds k documents scoring at
+        // least its final threshold: a document here scoring strictly less cannot make the
+        // merged top k. Starting just below it (so that ties are still offered, whatever the
+        // merge's tie order) spares the warm-up of every segment after the first.
+        let before = f32::from_bits(self.segment_best.load(Ordering::Relaxed));
+        let start = if before > 0.0 { threshold.max(f32::from_bits(before.to_bits() - 1)) } else { threshold };
+        let reached = max_score(&scoring, &mut cursors, start, callback);
+        if reached > before {
+            self.segment_best.fetch_max(reached.to_bits(), Ordering::Relaxed);
+        }
         Ok(())
     }
 }
 
-/// The bound is compared with a margin: the score is summed in f64 and reported in f32, so a
-/// document whose bound equals θ to the last bit is still scored.
-const BOUND_MARGIN: f64 = 1.0 + 1e-6;
+/// Every bound carries a margin for the order of summation (a document's score and its
+/// bound add the same terms in different orders; f64's error there is below 1e-13).
+const BOUND_MARGIN: f64 = 1.0 + 1e-9;
+
+/// Whether a document scoring at most `bound` (f64) cannot beat θ: scores are reported, and
+/// compared with θ, in f32 (tantivy's `Score`; its top-k heap takes a document only when its
+/// score is greater than the k-th), and rounding to f32 keeps order, so a bound that rounds to
+/// θ or below bounds only documents the collector would refuse.
+#[inline]
+fn cannot_beat(bound: f64, theta: Score) -> bool {
+    (bound as Score) <= theta
+}
 
 /// Smallest window of documents, per essential clause, whose bounds are taken together (as
 /// Lucene's MaxScore: fewer, longer windows when many clauses would each end one early).
@@ -383,7 +420,8 @@ const WINDOW_PER_CLAUSE: DocId = 32;
 
 /// Block-max MaxScore over `cursors`: calls `callback` for every document whose score exceeds
 /// the threshold it returns (the k-th best so far), in document order, skipping only documents
-/// that provably cannot exceed it.
+/// that provably cannot exceed it. Returns the collector's last threshold (`Score::MIN`:
+/// none reported).
 ///
 /// Globally, a clause contributes less than its weight, and the clauses whose weights together
 /// cannot exceed θ never lead (as plain MaxScore). The documents are then taken in windows that
@@ -391,7 +429,12 @@ const WINDOW_PER_CLAUSE: DocId = 32;
 /// of its blocks' exact maxima there. A window whose bounds sum to θ or less is skipped without
 /// decoding anything; in the others, the clauses whose window bounds together cannot exceed θ
 /// are only looked up (seek) for the documents the others bring, while the sum can still win.
-fn max_score(scoring: &SegmentScoring<'_>, cursors: &mut [Cursor], threshold: Score, callback: &mut dyn FnMut(DocId, Score) -> Score) {
+fn max_score(
+    scoring: &SegmentScoring<'_>,
+    cursors: &mut [Cursor],
+    threshold: Score,
+    callback: &mut dyn FnMut(DocId, Score) -> Score,
+) -> Score {
     // Smallest weight first; upto[i] = Σ weight of cursors[..i] (the bound of the first i).
     cursors.sort_by(|x, y| x.weight.total_cmp(&y.weight));
     let n = cursors.len();
@@ -400,7 +443,9 @@ fn max_score(scoring: &SegmentScoring<'_>, cursors: &mut [Cursor], threshold: Sc
     for c in cursors.iter() {
         upto.push(upto.last().copied().unwrap_or(0.0) + c.weight * BOUND_MARGIN);
     }
-    let mut theta = f64::from(threshold);
+    let mut theta = threshold;
+    // The collector's own threshold, last reported (θ is never below `threshold`).
+    let mut reported = Score::MIN;
     // Window bounds, the clauses by window bound, and its prefix sums.
     let mut local = vec![0f64; n];
     let mut order: Vec<usize> = (0..n).collect();
@@ -408,9 +453,9 @@ fn max_score(scoring: &SegmentScoring<'_>, cursors: &mut [Cursor], threshold: Sc
     let mut start: DocId = 0;
     loop {
         // Cursors [..leading] are non-leading: their weights together cannot exceed θ.
-        let leading = upto.iter().rposition(|&u| u <= theta).unwrap_or(0).min(n);
+        let leading = upto.iter().rposition(|&u| cannot_beat(u, theta)).unwrap_or(0).min(n);
         if leading >= n {
-            return;
+            return reported;
         }
         // The window [start, end]: up to the first block end of a leading clause, at least
         // WINDOW_PER_CLAUSE documents per leading clause.
@@ -422,21 +467,22 @@ fn max_score(scoring: &SegmentScoring<'_>, cursors: &mut [Cursor], threshold: Sc
             }
         }
         if end == TERMINATED {
-            return;
+            return reported;
         }
         let floor = u64::from(start) + u64::from(WINDOW_PER_CLAUSE) * (n - leading) as u64 - 1;
         end = end.max(floor.min(u64::from(TERMINATED - 1)) as DocId);
         for (i, c) in cursors.iter_mut().enumerate() {
             // A clause's next posting is at or after its cursor: nothing before it is left.
             let from = c.postings.doc().max(start);
-            local[i] = if from <= end && c.shallow(from) { c.bound_upto(end) } else { 0.0 };
+            let norm = &scoring.weight.fields[c.field_ix];
+            local[i] = if from <= end && c.shallow(from) { c.bound_upto(end, norm) } else { 0.0 };
         }
         order.sort_by(|&x, &y| local[x].total_cmp(&local[y]));
         for (k, &i) in order.iter().enumerate() {
             prefix[k + 1] = prefix[k] + local[i];
         }
         // order[..essential]: together they cannot exceed θ in this window.
-        let mut essential = prefix.iter().rposition(|&u| u <= theta).unwrap_or(0).min(n);
+        let mut essential = prefix.iter().rposition(|&u| cannot_beat(u, theta)).unwrap_or(0).min(n);
         if essential < n {
             for &i in &order[essential..] {
                 let c = &mut cursors[i];
@@ -461,7 +507,7 @@ fn max_score(scoring: &SegmentScoring<'_>, cursors: &mut [Cursor], threshold: Sc
             }
             let mut possible = true;
             for k in (0..essential).rev() {
-                if score + prefix[k + 1] <= theta {
+                if cannot_beat(score + prefix[k + 1], theta) {
                     possible = false;
                     break;
                 }
@@ -473,15 +519,16 @@ fn max_score(scoring: &SegmentScoring<'_>, cursors: &mut [Cursor], threshold: Sc
                     score += scoring.contribution(cursor, doc);
                 }
             }
-            if possible && score > theta {
-                theta = f64::from(callback(doc, score as Score));
-                while essential < n && prefix[essential + 1] <= theta {
+            if possible && !cannot_beat(score, theta) {
+                reported = callback(doc, score as Score);
+                theta = reported.max(threshold);
+                while essential < n && cannot_beat(prefix[essential + 1], theta) {
                     essential += 1;
                 }
             }
         }
         if end >= TERMINATED - 1 {
-            return;
+            return reported;
         }
         start = end + 1;
     }

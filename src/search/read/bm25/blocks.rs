@@ -67,20 +67,19 @@ impl Blocks {
         self.start.push(self.frontier.len() as u32);
     }
 
-    /// Each block's maximum of w · tf / (tf + (a + c · dl)), computed as the scorer computes a
-    /// contribution, times `margin`.
-    pub(super) fn bounds(&self, weight: f64, a: f64, c: f64, margin: f64) -> Vec<f64> {
-        self.start
-            .windows(2)
-            .map(|w| {
-                let mut best = 0f64;
-                for &(tf, dl) in &self.frontier[w[0] as usize..w[1] as usize] {
-                    let tf = f64::from(tf);
-                    best = best.max(weight * tf / (tf + (a + c * f64::from(dl))));
-                }
-                best * margin
-            })
-            .collect()
+    /// Block `i`'s maximum of w · tf / (tf + (a + c · dl)), computed as the scorer computes a
+    /// contribution.
+    pub(super) fn bound(&self, i: usize, weight: f64, a: f64, c: f64) -> f64 {
+        let mut best = 0f64;
+        for &(tf, dl) in &self.frontier[self.start[i] as usize..self.start[i + 1] as usize] {
+            let tf = f64::from(tf);
+            best = best.max(weight * tf / (tf + (a + c * f64::from(dl))));
+        }
+        best
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.last_doc.len()
     }
 
     fn bytes(&self) -> usize {
@@ -92,15 +91,17 @@ impl Blocks {
 /// lengths come from (a fast field's name, or "" for field norms) and the block size.
 type Key = (tantivy::index::SegmentId, tantivy::Term, &'static str, usize);
 
-/// The process's blocks, dropped wholesale past `CACHE_BYTES` (each is rebuilt on next use).
+/// The process's blocks and dense length columns, dropped wholesale past `CACHE_BYTES` (each
+/// is rebuilt on next use).
 struct Cache {
     map: HashMap<Key, Arc<Blocks>>,
+    lengths: HashMap<(tantivy::index::SegmentId, &'static str), Arc<Vec<u32>>>,
     bytes: usize,
 }
 
 const CACHE_BYTES: usize = 64 << 20;
 
-static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(|| Mutex::new(Cache { map: HashMap::new(), bytes: 0 }));
+static CACHE: LazyLock<Mutex<Cache>> = LazyLock::new(|| Mutex::new(Cache { map: HashMap::new(), lengths: HashMap::new(), bytes: 0 }));
 
 /// The cached blocks for `key`, built with `build` on first use.
 pub(super) fn cached(key: Key, build: impl FnOnce() -> Blocks) -> Arc<Blocks> {
@@ -110,15 +111,48 @@ pub(super) fn cached(key: Key, build: impl FnOnce() -> Blocks) -> Arc<Blocks> {
     // Built outside the lock: two searches may build the same blocks, and both are equal.
     let built = Arc::new(build());
     let mut cache = lock();
-    if cache.bytes + built.bytes() > CACHE_BYTES {
-        cache.map.clear();
-        cache.bytes = 0;
-    }
-    cache.bytes += built.bytes();
+    cache.make_room(built.bytes());
     if let Some(old) = cache.map.insert(key, Arc::clone(&built)) {
         cache.bytes -= old.bytes();
     }
     built
+}
+
+/// A segment's exact lengths (the u64 fast field `name`) as one dense array, built on first use:
+/// an array index instead of the column's lookup (an optional column: the per-note documents
+/// have no length) for every scored posting. `None` when a length does not fit 32 bits.
+pub(super) fn dense_lengths(
+    segment: tantivy::index::SegmentId,
+    name: &'static str,
+    column: &tantivy::columnar::Column<u64>,
+    max_doc: DocId,
+) -> Option<Arc<Vec<u32>>> {
+    if let Some(found) = lock().lengths.get(&(segment, name)) {
+        return Some(Arc::clone(found));
+    }
+    let mut dense = Vec::with_capacity(max_doc as usize);
+    for doc in 0..max_doc {
+        dense.push(u32::try_from(column.first(doc).unwrap_or(0)).ok()?);
+    }
+    let dense = Arc::new(dense);
+    let mut cache = lock();
+    cache.make_room(dense.len() * 4 + 64);
+    if let Some(old) = cache.lengths.insert((segment, name), Arc::clone(&dense)) {
+        cache.bytes -= old.len() * 4 + 64;
+    }
+    Some(dense)
+}
+
+impl Cache {
+    /// Counts `bytes` more, emptying the cache first when they would not fit.
+    fn make_room(&mut self, bytes: usize) {
+        if self.bytes + bytes > CACHE_BYTES {
+            self.map.clear();
+            self.lengths.clear();
+            self.bytes = 0;
+        }
+        self.bytes += bytes;
+    }
 }
 
 fn lock() -> std::sync::MutexGuard<'static, Cache> {

@@ -261,7 +261,7 @@ fn block_bounds_are_the_blocks_maxima() {
     for quantised in [false, true] {
         let dl = |doc: tantivy::DocId| if quantised { u64::from(norms.fieldnorm(doc)) } else { exact.first(doc).expect("a length") };
         let blocks = Blocks::build(postings(), 16, dl);
-        let bounds = blocks.bounds(2.0, a, c, 1.0);
+        let bounds: Vec<f64> = (0..blocks.len()).map(|i| blocks.bound(i, 2.0, a, c)).collect();
         assert_eq!(bounds.len(), blocks.last_doc.len());
         assert!(bounds.len() > 10, "{}", bounds.len());
         let mut p = postings();
