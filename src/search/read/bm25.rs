@@ -10,14 +10,15 @@
 //! `method="lucene"`: the same idf, the same saturation, no (k1 + 1), and a query word that
 //! occurs twice counts twice (qtf).
 //!
-//! Top-k search prunes with MaxScore (Turtle & Flood 1995, as Lucene 9.9+ does for
-//! disjunctions): every term's contribution is below its weight w_t = qtf · boost · idf
-//! (tf / (tf + K) < 1), so once the k-th best score θ exceeds the sum of the smallest weights,
-//! those terms are "non-essential": a document that matches none of the others cannot enter
-//! the top k, so only the essential terms' postings are walked and the rest are looked up
-//! (seek) for the candidates that can still make it. tantivy's block-max WAND needs its own
-//! `Bm25Weight` (fixed k1, b) for the per-block bounds and is not reachable from outside the
-//! crate; docs/retrieval.md measures what the difference costs.
+//! Top-k search prunes with block-max MaxScore (Turtle & Flood 1995; Lucene 9.9+'s disjunction
+//! scorer with its impacts): every term's contribution is below its weight w_t = qtf · boost ·
+//! idf (tf / (tf + K) < 1), and below the exact maximum of each 128-posting block (`blocks`:
+//! the block's (tf, dl) Pareto frontier, built from the segment on first use and cached). The
+//! documents are taken in windows; a window whose terms' block maxima sum to no more than the
+//! k-th best score θ is skipped undecoded, and in the others the terms whose maxima together
+//! cannot beat θ are only looked up (seek) for the candidates the others bring. tantivy's
+//! block-max WAND needs its own `Bm25Weight` (fixed k1, b) for its per-block bounds and is not
+//! reachable from outside the crate; docs/retrieval.md measures the difference.
 
 use std::fmt;
 use std::sync::Arc;
