@@ -10,16 +10,19 @@
 //! `method="lucene"`: the same idf, the same saturation, no (k1 + 1), and a query word that
 //! occurs twice counts twice (qtf).
 //!
-//! Top-k search prunes with MaxScore (Turtle & Flood 1995, as Lucene 9.9+ does for
-//! disjunctions): every term's contribution is below its weight w_t = qtf · boost · idf
-//! (tf / (tf + K) < 1), so once the k-th best score θ exceeds the sum of the smallest weights,
-//! those terms are "non-essential": a document that matches none of the others cannot enter
-//! the top k, so only the essential terms' postings are walked and the rest are looked up
-//! (seek) for the candidates that can still make it. tantivy's block-max WAND needs its own
-//! `Bm25Weight` (fixed k1, b) for the per-block bounds and is not reachable from outside the
-//! crate; docs/retrieval.md measures what the difference costs.
+//! Top-k search prunes with block-max MaxScore (Turtle & Flood 1995; Lucene 9.9+'s disjunction
+//! scorer with its impacts): every term's contribution is below its weight w_t = qtf · boost ·
+//! idf (tf / (tf + K) < 1), and below the exact maximum of each 128-posting block (`blocks`:
+//! the block's (tf, dl) Pareto frontier, built from the segment on first use and cached). The
+//! documents are taken in windows; a window whose terms' block maxima sum to no more than the
+//! k-th best score θ is skipped undecoded, and in the others the terms whose maxima together
+//! cannot beat θ are only looked up (seek) for the candidates the others bring. tantivy's
+//! block-max WAND needs its own `Bm25Weight` (fixed k1, b) for its per-block bounds and is not
+//! reachable from outside the crate; docs/retrieval.md measures the difference.
 
 use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use tantivy::columnar::Column;
 use tantivy::fieldnorm::FieldNormReader;
@@ -27,6 +30,10 @@ use tantivy::postings::{Postings, SegmentPostings};
 use tantivy::query::{EnableScoring, Explanation, Query, Scorer, Weight};
 use tantivy::schema::{Field, IndexRecordOption};
 use tantivy::{DocId, DocSet, Score, SegmentReader, TERMINATED, Term};
+
+use self::blocks::{BLOCK, Blocks};
+
+mod blocks;
 
 /// Where a document's length dl comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,6 +74,8 @@ pub struct Bm25Query {
     params: Bm25Params,
     /// Query terms, one per (field, term), for `query_terms`.
     all_terms: Vec<Term>,
+    /// Postings per block of the pruning bounds (tantivy's 128; tests use small blocks).
+    block: usize,
 }
 
 impl fmt::Debug for Bm25Query {
@@ -79,7 +88,14 @@ impl Bm25Query {
     /// `population`: a term every scored document holds once (N is its document frequency).
     pub fn new(fields: Vec<ScoredField>, terms: Vec<(String, u32)>, population: Term, params: Bm25Params) -> Bm25Query {
         let all_terms = fields.iter().flat_map(|f| terms.iter().map(move |(t, _)| Term::from_field_text(f.field, t))).collect();
-        Bm25Query { fields, terms, population, params, all_terms }
+        Bm25Query { fields, terms, population, params, all_terms, block: BLOCK }
+    }
+
+    /// The same query pruning with blocks of `block` postings (tests: many blocks in a small index).
+    #[cfg(test)]
+    pub(crate) fn with_block(mut self, block: usize) -> Bm25Query {
+        self.block = block.max(1);
+        self
     }
 }
 
@@ -110,6 +126,9 @@ struct Bm25Weight {
     fields: Vec<FieldNorm>,
     /// Per field, K for each of the 256 field-norm ids (the quantised lengths).
     quantised: Vec<[f64; 256]>,
+    block: usize,
+    /// The highest k-th best score a finished segment reached (f32 bits; 0: none yet).
+    segment_best: AtomicU32,
 }
 
 impl Query for Bm25Query {
@@ -152,7 +171,7 @@ impl Query for Bm25Query {
                 clauses.push(Clause { term, field_ix, weight });
             }
         }
-        Ok(Box::new(Bm25Weight { clauses, fields, quantised }))
+        Ok(Box::new(Bm25Weight { clauses, fields, quantised, block: self.block, segment_best: AtomicU32::new(0) }))
     }
 
     fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
@@ -165,14 +184,57 @@ impl Query for Bm25Query {
 /// A field's lengths in one segment.
 enum Lengths {
     Exact(Column<u64>),
+    /// The same exact lengths, one array per segment (`blocks::dense_lengths`).
+    Dense(Arc<Vec<u32>>),
     Quantised(FieldNormReader),
 }
 
-/// A clause's postings in one segment.
+/// A clause's postings in one segment, with its per-block bounds when pruning.
 struct Cursor {
     postings: SegmentPostings,
     weight: f64,
     field_ix: usize,
+    /// Its index in `Bm25Weight::clauses`.
+    clause: usize,
+    /// `None`: the list is one block (at most `block` postings, or nothing cached) whose bound
+    /// is the weight.
+    blocks: Option<Arc<Blocks>>,
+    /// Each block's bound (times `BOUND_MARGIN`), NaN until first needed.
+    bounds: Vec<f64>,
+    /// The first block that can still hold a document to come.
+    at: usize,
+}
+
+impl Cursor {
+    fn last_doc(&self, block: usize) -> DocId {
+        self.blocks.as_ref().map_or(TERMINATED - 1, |b| b.last_doc[block])
+    }
+
+    /// Moves `at` to the first block whose last document is at or after `doc` (metadata only:
+    /// nothing is decoded); false when no block is left.
+    fn shallow(&mut self, doc: DocId) -> bool {
+        while self.at < self.bounds.len() && self.last_doc(self.at) < doc {
+            self.at += 1;
+        }
+        self.at < self.bounds.len()
+    }
+
+    /// The largest bound of the blocks from `at` that hold documents up to `end`.
+    fn bound_upto(&mut self, end: DocId, norm: &FieldNorm) -> f64 {
+        let mut best = 0f64;
+        for i in self.at..self.bounds.len() {
+            let mut bound = self.bounds[i];
+            if bound.is_nan() {
+                bound = self.blocks.as_ref().map_or(self.weight, |b| b.bound(i, self.weight, norm.a, norm.c)) * BOUND_MARGIN;
+                self.bounds[i] = bound;
+            }
+            best = best.max(bound);
+            if self.last_doc(i) >= end {
+                break;
+            }
+        }
+        best
+    }
 }
 
 /// The per-segment scoring state: lengths per field and K for a document.
@@ -191,7 +253,21 @@ impl SegmentScoring<'_> {
                 let f = &self.weight.fields[field_ix];
                 f.a + f.c * dl
             }
+            Lengths::Dense(lengths) => {
+                let dl = f64::from(lengths.get(doc as usize).copied().unwrap_or(0));
+                let f = &self.weight.fields[field_ix];
+                f.a + f.c * dl
+            }
             Lengths::Quantised(reader) => self.weight.quantised[field_ix][reader.fieldnorm_id(doc) as usize],
+        }
+    }
+
+    /// The length dl that `k` uses for `doc` in field `field_ix`.
+    fn dl(&self, field_ix: usize, doc: DocId) -> u64 {
+        match &self.lengths[field_ix] {
+            Lengths::Exact(column) => column.first(doc).unwrap_or(0),
+            Lengths::Dense(lengths) => u64::from(lengths.get(doc as usize).copied().unwrap_or(0)),
+            Lengths::Quantised(reader) => u64::from(FieldNormReader::id_to_fieldnorm(reader.fieldnorm_id(doc))),
         }
     }
 
@@ -208,23 +284,57 @@ impl Bm25Weight {
         let mut lengths = Vec::with_capacity(self.fields.len());
         for (ix, f) in self.fields.iter().enumerate() {
             let field = self.clauses.iter().find(|c| c.field_ix == ix).map(|c| c.term.field());
-            let exact = f.exact.and_then(|name| reader.fast_fields().u64(name).ok());
+            let exact = f.exact.and_then(|name| reader.fast_fields().u64(name).ok().map(|column| (name, column)));
             lengths.push(match (exact, field) {
-                (Some(column), _) => Lengths::Exact(column),
+                (Some((name, column)), _) => match blocks::dense_lengths(reader.segment_id(), name, &column, reader.max_doc()) {
+                    Some(dense) => Lengths::Dense(dense),
+                    None => Lengths::Exact(column),
+                },
                 (None, Some(field)) => Lengths::Quantised(reader.get_fieldnorms_reader(field)?),
                 (None, None) => Lengths::Quantised(FieldNormReader::constant(reader.max_doc(), 1)),
             });
         }
         let mut cursors = Vec::with_capacity(self.clauses.len());
-        for clause in &self.clauses {
+        for (clause_ix, clause) in self.clauses.iter().enumerate() {
             let inverted = reader.inverted_index(clause.term.field())?;
             if let Some(postings) = inverted.read_postings(&clause.term, IndexRecordOption::WithFreqs)?
                 && postings.doc() != TERMINATED
             {
-                cursors.push(Cursor { postings, weight: clause.weight, field_ix: clause.field_ix });
+                cursors.push(Cursor {
+                    postings,
+                    weight: clause.weight,
+                    field_ix: clause.field_ix,
+                    clause: clause_ix,
+                    blocks: None,
+                    bounds: vec![clause.weight * BOUND_MARGIN],
+                    at: 0,
+                });
             }
         }
         Ok((SegmentScoring { weight: self, lengths }, cursors))
+    }
+
+    /// Gives every cursor of more than one block its per-block bounds (the blocks are built
+    /// from the segment on first use and cached, `blocks`).
+    fn block_bounds(&self, reader: &SegmentReader, scoring: &SegmentScoring<'_>, cursors: &mut [Cursor]) -> tantivy::Result<()> {
+        for cursor in cursors.iter_mut() {
+            if cursor.postings.doc_freq() as usize <= self.block {
+                continue;
+            }
+            let term = &self.clauses[cursor.clause].term;
+            let source = match &scoring.lengths[cursor.field_ix] {
+                Lengths::Exact(_) | Lengths::Dense(_) => self.fields[cursor.field_ix].exact.unwrap_or(""),
+                Lengths::Quantised(_) => "",
+            };
+            let key = (reader.segment_id(), term.clone(), source, self.block);
+            let inverted = reader.inverted_index(term.field())?;
+            let Some(postings) = inverted.read_postings(term, IndexRecordOption::WithFreqs)? else { continue };
+            let field_ix = cursor.field_ix;
+            let blocks = blocks::cached(key, || Blocks::build(postings, self.block, |doc| scoring.dl(field_ix, doc)));
+            cursor.bounds = vec![f64::NAN; blocks.len()];
+            cursor.blocks = Some(blocks);
+        }
+        Ok(())
     }
 }
 
@@ -276,65 +386,152 @@ impl Weight for Bm25Weight {
         callback: &mut dyn FnMut(DocId, Score) -> Score,
     ) -> tantivy::Result<()> {
         let (scoring, mut cursors) = self.segment(reader)?;
-        max_score(&scoring, &mut cursors, threshold, callback);
+        self.block_bounds(reader, &scoring, &mut cursors)?;
+        // A segment done before this one (tantivy's `Searcher::search` makes one weight per
+        // search, whose top-k collector merges its segments' lists) holds k documents scoring at
+        // least its final threshold: a document here scoring strictly less cannot make the
+        // merged top k. Starting just below it (so that ties are still offered, whatever the
+        // merge's tie order) spares the warm-up of every segment after the first.
+        let before = f32::from_bits(self.segment_best.load(Ordering::Relaxed));
+        let start = if before > 0.0 { threshold.max(f32::from_bits(before.to_bits() - 1)) } else { threshold };
+        let reached = max_score(&scoring, &mut cursors, start, callback);
+        if reached > before {
+            self.segment_best.fetch_max(reached.to_bits(), Ordering::Relaxed);
+        }
         Ok(())
     }
 }
 
-/// The bound is compared with a margin: the score is summed in f64 and reported in f32, so a
-/// document whose bound equals θ to the last bit is still scored.
-const BOUND_MARGIN: f64 = 1.0 + 1e-6;
+/// Every bound carries a margin for the order of summation (a document's score and its
+/// bound add the same terms in different orders; f64's error there is below 1e-13).
+const BOUND_MARGIN: f64 = 1.0 + 1e-9;
 
-/// MaxScore over `cursors`: calls `callback` for every document whose score exceeds the
-/// threshold it returns (the k-th best so far), in document order, skipping only documents
-/// that provably cannot exceed it.
-fn max_score(scoring: &SegmentScoring<'_>, cursors: &mut [Cursor], threshold: Score, callback: &mut dyn FnMut(DocId, Score) -> Score) {
+/// Whether a document scoring at most `bound` (f64) cannot beat θ: scores are reported, and
+/// compared with θ, in f32 (tantivy's `Score`; its top-k heap takes a document only when its
+/// score is greater than the k-th), and rounding to f32 keeps order, so a bound that rounds to
+/// θ or below bounds only documents the collector would refuse.
+#[inline]
+fn cannot_beat(bound: f64, theta: Score) -> bool {
+    (bound as Score) <= theta
+}
+
+/// Smallest window of documents, per essential clause, whose bounds are taken together (as
+/// Lucene's MaxScore: fewer, longer windows when many clauses would each end one early).
+const WINDOW_PER_CLAUSE: DocId = 32;
+
+/// Block-max MaxScore over `cursors`: calls `callback` for every document whose score exceeds
+/// the threshold it returns (the k-th best so far), in document order, skipping only documents
+/// that provably cannot exceed it. Returns the collector's last threshold (`Score::MIN`:
+/// none reported).
+///
+/// Globally, a clause contributes less than its weight, and the clauses whose weights together
+/// cannot exceed θ never lead (as plain MaxScore). The documents are then taken in windows that
+/// end at a block boundary of a leading clause; in a window each clause's bound is the largest
+/// of its blocks' exact maxima there. A window whose bounds sum to θ or less is skipped without
+/// decoding anything; in the others, the clauses whose window bounds together cannot exceed θ
+/// are only looked up (seek) for the documents the others bring, while the sum can still win.
+fn max_score(
+    scoring: &SegmentScoring<'_>,
+    cursors: &mut [Cursor],
+    threshold: Score,
+    callback: &mut dyn FnMut(DocId, Score) -> Score,
+) -> Score {
     // Smallest weight first; upto[i] = Σ weight of cursors[..i] (the bound of the first i).
     cursors.sort_by(|x, y| x.weight.total_cmp(&y.weight));
-    let mut upto = Vec::with_capacity(cursors.len() + 1);
+    let n = cursors.len();
+    let mut upto = Vec::with_capacity(n + 1);
     upto.push(0f64);
     for c in cursors.iter() {
         upto.push(upto.last().copied().unwrap_or(0.0) + c.weight * BOUND_MARGIN);
     }
-    let mut theta = f64::from(threshold);
-    // Cursors [..essential] are non-essential: together they cannot exceed θ.
-    let mut essential = upto.iter().rposition(|&u| u <= theta).unwrap_or(0).min(cursors.len());
+    let mut theta = threshold;
+    // The collector's own threshold, last reported (θ is never below `threshold`).
+    let mut reported = Score::MIN;
+    // Window bounds, the clauses by window bound, and its prefix sums.
+    let mut local = vec![0f64; n];
+    let mut order: Vec<usize> = (0..n).collect();
+    let mut prefix = vec![0f64; n + 1];
+    let mut start: DocId = 0;
     loop {
-        if essential >= cursors.len() {
-            return;
+        // Cursors [..leading] are non-leading: their weights together cannot exceed θ.
+        let leading = upto.iter().rposition(|&u| cannot_beat(u, theta)).unwrap_or(0).min(n);
+        if leading >= n {
+            return reported;
         }
-        let Some(doc) = cursors[essential..].iter().map(|c| c.postings.doc()).min() else { return };
-        if doc == TERMINATED {
-            return;
-        }
-        // Essential terms first, then the non-essential ones from the largest weight down.
-        let mut score = 0f64;
-        for cursor in cursors[essential..].iter_mut() {
-            if cursor.postings.doc() == doc {
-                score += scoring.contribution(cursor, doc);
-                cursor.postings.advance();
+        // The window [start, end]: up to the first block end of a leading clause, at least
+        // WINDOW_PER_CLAUSE documents per leading clause.
+        let mut end = TERMINATED;
+        for c in cursors[leading..].iter_mut() {
+            let from = c.postings.doc().max(start);
+            if from != TERMINATED && c.shallow(from) {
+                end = end.min(c.last_doc(c.at));
             }
         }
-        let mut possible = true;
-        for i in (0..essential).rev() {
-            if score + upto[i + 1] <= theta {
-                possible = false;
+        if end == TERMINATED {
+            return reported;
+        }
+        let floor = u64::from(start) + u64::from(WINDOW_PER_CLAUSE) * (n - leading) as u64 - 1;
+        end = end.max(floor.min(u64::from(TERMINATED - 1)) as DocId);
+        for (i, c) in cursors.iter_mut().enumerate() {
+            // A clause's next posting is at or after its cursor: nothing before it is left.
+            let from = c.postings.doc().max(start);
+            let norm = &scoring.weight.fields[c.field_ix];
+            local[i] = if from <= end && c.shallow(from) { c.bound_upto(end, norm) } else { 0.0 };
+        }
+        order.sort_by(|&x, &y| local[x].total_cmp(&local[y]));
+        for (k, &i) in order.iter().enumerate() {
+            prefix[k + 1] = prefix[k] + local[i];
+        }
+        // order[..essential]: together they cannot exceed θ in this window.
+        let mut essential = prefix.iter().rposition(|&u| cannot_beat(u, theta)).unwrap_or(0).min(n);
+        if essential < n {
+            for &i in &order[essential..] {
+                let c = &mut cursors[i];
+                if c.postings.doc() < start {
+                    c.postings.seek(start);
+                }
+            }
+        }
+        while essential < n {
+            let Some(doc) = order[essential..].iter().map(|&i| cursors[i].postings.doc()).min() else { break };
+            if doc > end {
                 break;
             }
-            let cursor = &mut cursors[i];
-            if cursor.postings.doc() < doc {
-                cursor.postings.seek(doc);
+            // Essential clauses first, then the others from the largest window bound down.
+            let mut score = 0f64;
+            for &i in &order[essential..] {
+                let cursor = &mut cursors[i];
+                if cursor.postings.doc() == doc {
+                    score += scoring.contribution(cursor, doc);
+                    cursor.postings.advance();
+                }
             }
-            if cursor.postings.doc() == doc {
-                score += scoring.contribution(cursor, doc);
+            let mut possible = true;
+            for k in (0..essential).rev() {
+                if cannot_beat(score + prefix[k + 1], theta) {
+                    possible = false;
+                    break;
+                }
+                let cursor = &mut cursors[order[k]];
+                if cursor.postings.doc() < doc {
+                    cursor.postings.seek(doc);
+                }
+                if cursor.postings.doc() == doc {
+                    score += scoring.contribution(cursor, doc);
+                }
+            }
+            if possible && !cannot_beat(score, theta) {
+                reported = callback(doc, score as Score);
+                theta = reported.max(threshold);
+                while essential < n && cannot_beat(prefix[essential + 1], theta) {
+                    essential += 1;
+                }
             }
         }
-        if possible && score > theta {
-            theta = f64::from(callback(doc, score as Score));
-            while essential < cursors.len() && upto[essential + 1] <= theta {
-                essential += 1;
-            }
+        if end >= TERMINATED - 1 {
+            return reported;
         }
+        start = end + 1;
     }
 }
 

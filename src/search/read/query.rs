@@ -134,7 +134,7 @@ pub fn params(search: &SearchPolicy) -> Bm25Params {
 ///
 /// The terms are one `Bm25Query` over the weighted fields (each field's contribution adds up:
 /// multi-field BM25 when a vault boosts more than the body); it prunes the top-k itself
-/// (MaxScore). Phrases add one boosted `PhraseQuery` clause for the title and one for the body,
+/// (block-max MaxScore). Phrases add one boosted `PhraseQuery` clause for the title and one for the body,
 /// the fields that index positions; a query with phrases is scored exhaustively.
 pub fn build(fields: &Fields, search: &SearchPolicy, analysed: &Analysed) -> Option<Box<dyn Query>> {
     if analysed.is_empty() {

@@ -4,9 +4,12 @@ use std::collections::HashMap;
 
 use proptest::prelude::*;
 use tantivy::collector::TopDocs;
+use tantivy::postings::Postings;
 use tantivy::query::{EnableScoring, Query, Scorer};
+use tantivy::schema::IndexRecordOption;
 use tantivy::{DocSet, Index, IndexWriter, TantivyDocument, Term};
 
+use super::blocks::Blocks;
 use super::{Bm25Params, Bm25Query, LengthNorm, ScoredField, idf};
 use crate::search::schema::{self, Fields};
 
@@ -180,5 +183,103 @@ fn pruning_never_loses_a_top_document_on_long_posting_lists() {
         for ((score, _), w) in top.iter().zip(&best) {
             assert!(close(f64::from(*score), *w), "{words:?} k1 {k1} b {b} k {k}: {score} vs {w}");
         }
+    }
+}
+
+/// Every document's exhaustive score, best first: (score, segment, document).
+fn exhaustive(searcher: &tantivy::Searcher, q: &Bm25Query) -> Vec<(f32, u32, u32)> {
+    let weight = q.weight(EnableScoring::enabled_from_searcher(searcher)).expect("weight");
+    let mut all = Vec::new();
+    for (ord, reader) in searcher.segment_readers().iter().enumerate() {
+        let mut scorer = weight.scorer(reader, 1.0).expect("scorer");
+        while scorer.doc() != tantivy::TERMINATED {
+            all.push((scorer.score(), ord as u32, scorer.doc()));
+            scorer.advance();
+        }
+    }
+    all.sort_by(|x, y| y.0.total_cmp(&x.0));
+    all
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    /// Block-max pruning with small blocks, so that a posting list has many (the production
+    /// 128 needs large indexes; the code path is the same): the pruned top k has the exhaustive
+    /// top k's scores, and each document it returns has that score, for exact and quantised
+    /// lengths, any k1, b, segmenting, repeated query words and k.
+    #[test]
+    fn block_pruned_top_k_is_the_exhaustive_top_k(
+        docs in prop::collection::vec(prop::collection::vec((0usize..8, 0usize..8), 1..50), 1..300),
+        words in prop::collection::vec(0usize..8, 1..6),
+        k1 in 0.0f32..3.0,
+        b in 0.0f32..=1.0,
+        per_segment in 1usize..200,
+        block in 1usize..12,
+        k in 1usize..15,
+        quantised in any::<bool>(),
+    ) {
+        // Skewed word frequencies (the smaller of two draws), so term frequencies vary.
+        let docs: Vec<Vec<usize>> = docs.iter().map(|d| d.iter().map(|&(x, y)| x.min(y)).collect()).collect();
+        let (index, fields) = index(&docs, per_segment);
+        let searcher = index.reader().expect("reader").searcher();
+        let lengths = if quantised { LengthNorm::Quantised } else { LengthNorm::Exact };
+        let q = query(&fields, &words, k1, b, lengths).with_block(block);
+        let all = exhaustive(&searcher, &q);
+        let score_of: HashMap<(u32, u32), f32> = all.iter().map(|&(s, seg, d)| ((seg, d), s)).collect();
+        let top = searcher.search(&q, &TopDocs::with_limit(k).order_by_score()).expect("search");
+        prop_assert_eq!(top.len(), all.len().min(k));
+        for ((score, addr), (want, _, _)) in top.iter().zip(&all) {
+            prop_assert!(close(f64::from(*score), f64::from(*want)), "top: {} vs {}", score, want);
+            let own = score_of.get(&(addr.segment_ord, addr.doc_id)).copied();
+            prop_assert!(own.is_some_and(|s| close(f64::from(s), f64::from(*score))), "{:?}: {} vs {:?}", addr, score, own);
+        }
+    }
+}
+
+/// The blocks' bounds are each block's exact maximum (not merely above it: a loose bound would
+/// prune less), for exact and quantised lengths.
+#[test]
+fn block_bounds_are_the_blocks_maxima() {
+    let docs: Vec<Vec<usize>> =
+        (0..700).map(|i| (0..(1 + (i * 37) % 90)).map(|j| if (i + j) % 3 == 0 { 0 } else { 1 + j % 7 }).collect()).collect();
+    let (index, fields) = index(&docs, 700);
+    let searcher = index.reader().expect("reader").searcher();
+    let reader = &searcher.segment_readers()[0];
+    let term = Term::from_field_text(fields.body, VOCABULARY[0]);
+    let postings = || {
+        reader
+            .inverted_index(fields.body)
+            .expect("inverted")
+            .read_postings(&term, IndexRecordOption::WithFreqs)
+            .expect("read")
+            .expect("postings")
+    };
+    let exact = reader.fast_fields().u64(schema::BODY_LEN).expect("body_len");
+    let norms = reader.get_fieldnorms_reader(fields.body).expect("norms");
+    let (a, c) = (0.9 * 0.6, 0.9 * 0.4 / 30.0);
+    for quantised in [false, true] {
+        let dl = |doc: tantivy::DocId| if quantised { u64::from(norms.fieldnorm(doc)) } else { exact.first(doc).expect("a length") };
+        let blocks = Blocks::build(postings(), 16, dl);
+        let bounds: Vec<f64> = (0..blocks.len()).map(|i| blocks.bound(i, 2.0, a, c)).collect();
+        assert_eq!(bounds.len(), blocks.last_doc.len());
+        assert!(bounds.len() > 10, "{}", bounds.len());
+        let mut p = postings();
+        let mut maxima = vec![0f64; bounds.len()];
+        let mut at = 0;
+        for i in 0.. {
+            let doc = p.doc();
+            if doc == tantivy::TERMINATED {
+                break;
+            }
+            let tf = f64::from(p.term_freq());
+            let s = 2.0 * tf / (tf + (a + c * dl(doc) as f64));
+            maxima[i / 16] = maxima[i / 16].max(s);
+            assert!(doc <= blocks.last_doc[i / 16]);
+            at = i / 16;
+            p.advance();
+        }
+        assert_eq!(at + 1, bounds.len());
+        assert_eq!(bounds, maxima, "quantised {quantised}");
     }
 }
