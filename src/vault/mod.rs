@@ -12,6 +12,7 @@ mod model;
 mod reads;
 mod reports;
 mod root;
+mod views;
 mod writer_lock;
 
 use std::path::{Path, PathBuf};
@@ -28,6 +29,7 @@ use crate::store::{durable, layout};
 
 use model::SavedInventory;
 pub use reports::{Freshness, IndexReport, InitReport, MarkdownReport, NoteSlice};
+pub use views::{ATTACHMENT_BYTES_MAX, GraphNode, LinkGraph, LinkTarget, TagCount, tag_key};
 pub(crate) use root::{RootSource, looks_like_a_vault, resolve_root};
 pub(crate) use writer_lock::{HeldLock, WritePath};
 

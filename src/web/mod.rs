@@ -5,7 +5,9 @@
 
 mod auth;
 mod conn;
+mod graph;
 mod host;
+mod markdown;
 mod pages;
 mod render;
 #[cfg(test)]
@@ -150,6 +152,11 @@ pub fn router(vault: Vault, options: &WebOptions) -> Router {
         .route("/", get(pages::dashboard))
         .route("/healthz", get(pages::healthz))
         .route("/static/style.css", get(render::stylesheet))
+        .route("/favicon.svg", get(render::favicon))
+        .route("/file/{*path}", get(pages::file))
+        .route("/tags", get(pages::tags_index))
+        .route("/tags/{*tag}", get(pages::tag))
+        .route("/graph", get(pages::graph))
         .route("/browse", get(pages::browse_root))
         .route("/browse/{*dir}", get(pages::browse))
         .route("/note/{*path}", get(pages::note))

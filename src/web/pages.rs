@@ -16,7 +16,8 @@ use serde_json::{Value, json};
 
 use super::WebState;
 use super::auth::{self, ClientAddr, Viewer};
-use super::render::{Shown, error_page, json_table, note_html, page, scalar};
+use super::markdown::{Resolved, image_type, render as render_markdown, search_url, tag_url, wiki_targets};
+use super::render::{Chrome, Shown, error_page, json_table, page, page_with, scalar};
 use crate::api::approvals::Approver;
 use crate::api::approvals::secrets;
 use crate::api::approvals::{ApprovalChannel, Decision, Operation, ProposalState};
@@ -27,10 +28,9 @@ use crate::api::maintenance::MarkdownRequest;
 use crate::api::maintenance::RotRequest;
 use crate::api::note::VaultPath;
 use crate::api::note::frontmatter;
-use crate::api::search::SearchMode;
 use crate::api::search::SearchParams;
 use crate::error::Error;
-use crate::vault::Vault;
+use crate::vault::{LinkTarget, Vault};
 
 /// Notes one folder page lists.
 const FOLDER_PAGE_NOTES: usize = 200;
@@ -140,9 +140,7 @@ fn vault_path(raw: &str) -> Result<VaultPath, Box<Response>> {
 
 /// The URL of a vault path (each component percent-encoded).
 fn note_url(prefix: &str, path: &str) -> String {
-    let encoded: Vec<String> =
-        path.split('/').map(|c| percent_encoding::utf8_percent_encode(c, percent_encoding::NON_ALPHANUMERIC).to_string()).collect();
-    format!("{prefix}/{}", encoded.join("/"))
+    super::markdown::path_url(prefix, path)
 }
 
 /// `GET /healthz`: "ok" without touching the vault or a session (liveness probes; the
@@ -295,11 +293,18 @@ pub(crate) async fn browse_root(State(state): State<Arc<WebState>>, viewer: View
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct PageQuery {
+    /// One-based: page 1 is the first.
     #[serde(default)]
-    page: usize,
+    page: Option<usize>,
+    /// Keep notes whose path or title holds this (no case).
+    #[serde(default)]
+    q: Option<String>,
+    /// `path` (the default), `title` or `invalid` (invalid notes first).
+    #[serde(default)]
+    sort: Option<String>,
 }
 
-/// `GET /browse/<folder>`: its sub-folders and its notes (a page of them).
+/// `GET /browse/<folder>`: its sub-folders and its notes (a page of them, filtered and sorted).
 pub async fn browse(
     State(state): State<Arc<WebState>>,
     viewer: Viewer,
@@ -310,6 +315,15 @@ pub async fn browse(
         Ok(dir) => dir,
         Err(response) => return *response,
     };
+    let sort = query.sort.clone().unwrap_or_else(|| "path".into());
+    if !["path", "title", "invalid"].contains(&sort.as_str()) {
+        return bad_request("sort must be path, title or invalid");
+    }
+    let page_number = query.page.unwrap_or(1);
+    if page_number == 0 {
+        return bad_request("page counts from 1");
+    }
+    let filter = query.q.clone().unwrap_or_default();
     let dir_name = dir.to_string();
     let listing = engine(&state, move |vault| {
         vault.with_inventory(|inv| {
@@ -326,33 +340,65 @@ pub async fn browse(
         })
     })
     .await;
-    let (folders, notes) = match listing {
+    let (folders, mut notes) = match listing {
         Ok(listing) => listing,
         Err(response) => return response,
     };
     if folders.is_empty() && notes.is_empty() {
         return error_page(StatusCode::NOT_FOUND, "Not found", "No notes under this folder.");
     }
-    let pages = notes.len().div_ceil(FOLDER_PAGE_NOTES).max(1);
-    if query.page >= pages {
-        return bad_request(&format!("page must be below {pages}"));
+    let all_notes = notes.len();
+    let needle = filter.trim().to_lowercase();
+    if !needle.is_empty() {
+        notes.retain(|(path, title, _)| path.to_lowercase().contains(&needle) || title.to_lowercase().contains(&needle));
     }
-    let shown = &notes[query.page * FOLDER_PAGE_NOTES..notes.len().min((query.page + 1) * FOLDER_PAGE_NOTES)];
+    match sort.as_str() {
+        "title" => notes.sort_by(|a, b| a.1.to_lowercase().cmp(&b.1.to_lowercase()).then_with(|| a.0.cmp(&b.0))),
+        "invalid" => notes.sort_by(|a, b| a.2.cmp(&b.2).then_with(|| a.0.cmp(&b.0))),
+        _ => {}
+    }
+    let pages = notes.len().div_ceil(FOLDER_PAGE_NOTES).max(1);
+    if page_number > pages {
+        return error_page(StatusCode::NOT_FOUND, "No such page", &format!("This list has {pages} page(s); page {page_number} does not exist."));
+    }
+    let index = page_number - 1;
+    let shown = &notes[index * FOLDER_PAGE_NOTES..notes.len().min(page_number * FOLDER_PAGE_NOTES)];
+    let base = note_url("/browse", dir.as_str());
+    let link = |page: usize| {
+        let mut url = url::form_urlencoded::Serializer::new(String::new());
+        url.append_pair("page", &page.to_string());
+        if !filter.is_empty() {
+            url.append_pair("q", &filter);
+        }
+        if sort != "path" {
+            url.append_pair("sort", &sort);
+        }
+        format!("{base}?{}", url.finish())
+    };
     let body = html! {
         @if !folders.is_empty() {
             h2 { "Folders" }
-            ul #subfolders { @for (name, count) in &folders { li { a href=(note_url("/browse", &format!("{dir}/{name}"))) { (name) } " (" (count) ")" } } }
+            ul.folders #subfolders { @for (name, count) in &folders { li { a href=(note_url("/browse", &format!("{dir}/{name}"))) { (name) } " " span.count { (count) } } } }
         }
         h2 { "Notes" }
+        form.filter #filter-form method="get" action=(base) {
+            label for="filter" { "Filter by path or title" }
+            input #filter type="search" name="q" value=(filter);
+            label for="sort" { "Sort" }
+            select #sort name="sort" { @for (value, name) in [("path", "by path"), ("title", "by title"), ("invalid", "invalid first")] { option value=(value) selected[value == sort] { (name) } } }
+            button type="submit" { "Apply" }
+        }
+        p.count { (notes.len()) " of " (all_notes) " notes" }
         table #notes { thead { tr { th { "note" } th { "title" } th { "valid" } } }
-            tbody { @for (path, title, valid) in shown { tr { td { a href=(note_url("/note", path)) { (path) } } td { (title) } td { (if *valid { "yes" } else { "no" }) } } } } }
+            tbody { @for (path, title, valid) in shown { tr { td { a href=(note_url("/note", path)) { (path.rsplit('/').next().unwrap_or(path)) } } td { (title) } td { (if *valid { "yes" } else { "no" }) } } } } }
         @if pages > 1 {
-            p { "Page " (query.page + 1) " of " (pages) " · "
-                @if query.page > 0 { a href=(format!("{}?page={}", note_url("/browse", dir.as_str()), query.page - 1)) { "previous" } " " }
-                @if query.page + 1 < pages { a href=(format!("{}?page={}", note_url("/browse", dir.as_str()), query.page + 1)) { "next" } } }
+            nav.pager aria-label="pages" { "Page " (page_number) " of " (pages) " · "
+                @if page_number > 1 { a rel="prev" href=(link(page_number - 1)) { "previous" } " " }
+                @if page_number < pages { a rel="next" href=(link(page_number + 1)) { "next" } } }
         }
     };
-    page(dir.as_str(), Some(&viewer), body).into_response()
+    let chrome = Chrome { crumbs: crumbs(dir.as_str()), refresh_seconds: None };
+    page_with(dir.as_str(), Some(&viewer), &chrome, body).into_response()
 }
 
 /// The receipts (oldest first) that changed `path`.
@@ -369,8 +415,69 @@ fn receipts_of(vault: &Vault, path: &str) -> crate::Result<Vec<Value>> {
         .collect())
 }
 
-/// `GET /note/<path>`: the note rendered and sanitised, its frontmatter as data, backlinks,
-/// receipts.
+/// Notes a note page expands when it embeds them (the rest are shown as links).
+const EMBEDS_EXPANDED: usize = 10;
+/// Bytes of an embedded note read for its excerpt, and the excerpt's length in characters.
+const EMBED_READ_BYTES: usize = 4096;
+const EMBED_EXCERPT_CHARS: usize = 800;
+
+/// The start of a note's body (frontmatter left out), cut at a line end near
+/// `EMBED_EXCERPT_CHARS`, with "…" when there is more.
+fn excerpt(text: &str, complete: bool) -> String {
+    let body = match frontmatter::split(text) {
+        Ok(split) => split.body.to_string(),
+        Err(_) => text.to_string(),
+    };
+    let body = body.trim_start();
+    if complete && body.chars().count() <= EMBED_EXCERPT_CHARS {
+        return body.to_string();
+    }
+    let cut: usize = body.chars().take(EMBED_EXCERPT_CHARS).map(char::len_utf8).sum();
+    let end = body[..cut].rfind('\n').filter(|&n| n > 0).unwrap_or(cut);
+    format!("{}\n\n…", body[..end].trim_end())
+}
+
+/// Breadcrumbs of a folder or a note: Notes › each folder › the last component.
+fn crumbs(path: &str) -> Vec<(String, Option<String>)> {
+    let mut out = vec![("Notes".to_string(), Some("/browse".to_string()))];
+    let parts: Vec<&str> = path.split('/').collect();
+    for (i, part) in parts.iter().enumerate() {
+        let link = (i + 1 < parts.len()).then(|| note_url("/browse", &parts[..=i].join("/")));
+        out.push(((*part).to_string(), link));
+    }
+    out
+}
+
+/// A frontmatter value as a person reads it.
+enum FieldValue {
+    Text(String),
+    List(Vec<String>),
+    Yaml(String),
+}
+
+fn field_value(value: &serde_yaml::Value) -> FieldValue {
+    use serde_yaml::Value as Y;
+    let scalar = |v: &Y| match v {
+        Y::String(s) => Some(s.clone()),
+        Y::Bool(b) => Some(b.to_string()),
+        Y::Number(n) => Some(n.to_string()),
+        Y::Null => Some(String::new()),
+        _ => None,
+    };
+    match value {
+        Y::Sequence(items) => match items.iter().map(scalar).collect::<Option<Vec<String>>>() {
+            Some(list) => FieldValue::List(list),
+            None => FieldValue::Yaml(serde_yaml::to_string(value).unwrap_or_default().trim_end().to_string()),
+        },
+        other => match scalar(other) {
+            Some(text) => FieldValue::Text(text),
+            None => FieldValue::Yaml(serde_yaml::to_string(other).unwrap_or_default().trim_end().to_string()),
+        },
+    }
+}
+
+/// `GET /note/<path>`: the note rendered and sanitised (wikilinks resolved by the engine,
+/// embeds, callouts, tasks, footnotes, tags), its frontmatter as values, backlinks, receipts.
 pub async fn note(State(state): State<Arc<WebState>>, viewer: Viewer, Path(raw): Path<String>) -> Response {
     let path = match vault_path(&raw) {
         Ok(path) => path,
@@ -380,28 +487,42 @@ pub async fn note(State(state): State<Arc<WebState>>, viewer: Viewer, Path(raw):
     let loaded = engine(&state, move |vault| {
         let limit = vault.policy().policy.limits.read_note_bytes_max;
         let slice = vault.read_note(path.as_str(), 0, limit)?;
-        let backlinks: Vec<String> = vault.with_inventory(|inv| inv.linkers_of(&path).iter().map(|p| p.to_string()).collect())?;
+        let body = match frontmatter::split(&slice.content) {
+            Ok(split) => split.body.to_string(),
+            Err(_) => slice.content.clone(),
+        };
+        let targets = wiki_targets(&body);
+        let found = vault.resolve_wikilinks(path.as_str(), &targets)?;
+        let mut resolved = Resolved::default();
+        for (target, link) in targets.into_iter().zip(found) {
+            if let (true, LinkTarget::Note(embedded)) = (target.1, &link)
+                && resolved.excerpts.len() < EMBEDS_EXPANDED
+                && !resolved.excerpts.contains_key(embedded)
+                && *embedded != slice.path
+            {
+                let part = vault.read_note(embedded, 0, EMBED_READ_BYTES.min(limit))?;
+                resolved.excerpts.insert(embedded.clone(), excerpt(&part.content, part.eof));
+            }
+            resolved.targets.insert(target, link);
+        }
+        let backlinks = vault.backlinks(path.as_str())?;
         let receipts = receipts_of(vault, path.as_str())?;
-        Ok((slice, backlinks, receipts))
+        Ok((slice, resolved, backlinks, receipts))
     })
     .await;
-    let (slice, backlinks, receipts) = match loaded {
+    let (slice, resolved, backlinks, receipts) = match loaded {
         Ok(loaded) => loaded,
         Err(response) => return response,
     };
     let (fields, problem, body_text) = match frontmatter::split(&slice.content) {
         Ok(split) => match frontmatter::parse(&split) {
             Ok(fm) => {
-                let fields: Vec<(String, String)> = fm
+                let fields: Vec<(String, FieldValue)> = fm
                     .mapping
                     .iter()
                     .map(|(k, v)| {
                         let key = k.as_str().map_or_else(|| serde_yaml::to_string(k).unwrap_or_default(), str::to_string);
-                        let value = match v {
-                            serde_yaml::Value::String(s) => s.clone(),
-                            other => serde_yaml::to_string(other).unwrap_or_default().trim_end().to_string(),
-                        };
-                        (key, value)
+                        (key, field_value(v))
                     })
                     .collect();
                 (fields, None, split.body.to_string())
@@ -410,22 +531,34 @@ pub async fn note(State(state): State<Arc<WebState>>, viewer: Viewer, Path(raw):
         },
         Err(problem) => (Vec::new(), Some(problem.to_string()), slice.content.clone()),
     };
+    let rendered = render_markdown(&body_text, &resolved, false);
     let body = html! {
-        p { "sha256 " code #sha { (slice.sha256) } " · " (slice.total_bytes) " bytes"
+        p.meta { "sha256 " code #sha { (&slice.sha256[..16]) "…" } " · " (slice.total_bytes) " bytes"
             @if !slice.eof { " · " strong { "shown: the first " (slice.bytes_returned) " bytes" } }
+            " · " a #graph-link href=(format!("/graph?note={}", percent_encoding::utf8_percent_encode(&slice.path, percent_encoding::NON_ALPHANUMERIC))) { "Link graph" }
             @if !read_only && slice.eof { " · " a #edit href=(note_url("/edit", &slice.path)) { "Edit (creates a proposal)" } } }
         section #frontmatter {
             h2 { "Frontmatter" }
             @if let Some(problem) = &problem { p.error { "Frontmatter problem: " (problem) } }
-            table { tbody { @for (key, value) in &fields { tr { th { (key) } td { (value) } } } } }
+            table.fields { tbody { @for (key, value) in &fields { tr { th scope="row" { (key) } td {
+                @match value {
+                    FieldValue::Text(text) => (text),
+                    FieldValue::List(items) if items.is_empty() => span.empty { "(empty list)" },
+                    FieldValue::List(items) => ul.chips { @for item in items { li {
+                        @if key == "tags" { a.tag href=(tag_url(item)) { "#" (item.trim_start_matches('#')) } } @else { (item) }
+                    } } },
+                    FieldValue::Yaml(yaml) => pre { (yaml) },
+                }
+            } } } } }
         }
-        section { h2 { "Note" } div.note-body #note-body { (note_html(&body_text)) } }
+        section { h2 { "Note" } div.note-body #note-body { (rendered) } }
         section { h2 { "Backlinks" }
             @if backlinks.is_empty() { p.empty { "none" } }
             ul #backlinks { @for source in &backlinks { li { a href=(note_url("/note", source)) { (source) } } } } }
         section { h2 { "Receipts" } (receipts_table(&receipts)) }
     };
-    page(&slice.path, Some(&viewer), body).into_response()
+    let chrome = Chrome { crumbs: crumbs(&slice.path), refresh_seconds: None };
+    page_with(&slice.path, Some(&viewer), &chrome, body).into_response()
 }
 
 #[derive(Debug, Deserialize)]
@@ -440,7 +573,63 @@ pub(crate) struct SearchQuery {
     max: Option<String>,
 }
 
-/// `GET /search`: every mode; each result with its provenance.
+/// The search modes a person picks from (the `hybrid_reranked` alias left out: it is
+/// `reranked`), each with what it does in one line.
+pub(crate) const SEARCH_MODES: [(&str, &str); 7] = [
+    ("auto", "picks a mode for you: the domain's priority, else full-text"),
+    ("fts", "full-text: the words you type, ranked by BM25"),
+    ("semantic", "by meaning: embedding similarity (needs the dense index; refused without it)"),
+    ("vector", "by meaning, answering full-text when there are no dense vectors"),
+    ("hybrid", "full-text and meaning fused (reciprocal rank fusion)"),
+    ("reranked", "hybrid's best candidates re-ordered by a cross-encoder model"),
+    ("graph_assisted", "hybrid, then notes up to two links away from the best hits"),
+];
+
+/// The temporal views with what each admits.
+const TEMPORAL_VIEWS: [(&str, &str); 3] =
+    [("current", "notes valid today"), ("historical", "only superseded or expired notes"), ("all", "every note")];
+
+/// The words of a query worth marking in a snippet (two characters or more, lower-cased).
+pub(crate) fn query_terms(query: &str) -> Vec<String> {
+    let mut terms: Vec<String> =
+        query.split(|c: char| !c.is_alphanumeric()).filter(|w| w.chars().count() >= 2).map(str::to_lowercase).collect();
+    terms.sort_by_key(|t| std::cmp::Reverse(t.len()));
+    terms.dedup();
+    terms
+}
+
+/// A snippet with the query's words marked (`<mark>`), every piece escaped; whitespace folded.
+pub(crate) fn highlighted(snippet: &str, terms: &[String]) -> Markup {
+    let text: String = snippet.split_whitespace().collect::<Vec<_>>().join(" ");
+    let lower = text.to_lowercase();
+    // Lower-casing can change byte lengths: mark only where it did not.
+    let mut pieces: Vec<(bool, &str)> = Vec::new();
+    if lower.len() == text.len() && !terms.is_empty() {
+        let mut at = 0;
+        while at < text.len() {
+            let hit = terms.iter().filter_map(|t| lower[at..].find(t.as_str()).map(|i| (at + i, t.len()))).min_by_key(|(i, len)| (*i, std::cmp::Reverse(*len)));
+            match hit {
+                Some((start, len)) if text.is_char_boundary(start) && text.is_char_boundary(start + len) => {
+                    if start > at {
+                        pieces.push((false, &text[at..start]));
+                    }
+                    pieces.push((true, &text[start..start + len]));
+                    at = start + len;
+                }
+                _ => {
+                    pieces.push((false, &text[at..]));
+                    at = text.len();
+                }
+            }
+        }
+    } else {
+        pieces.push((false, &text));
+    }
+    html! { @for (marked, piece) in pieces { @if marked { mark { (piece) } } @else { (piece) } } }
+}
+
+/// `GET /search`: every mode, each explained; results with their title, the query's words
+/// marked in the snippet, and their provenance.
 pub async fn search(State(state): State<Arc<WebState>>, viewer: Viewer, WebQuery(query): WebQuery<SearchQuery>) -> Response {
     let mode = query.mode.clone().unwrap_or_else(|| "auto".into());
     let view = query.view.clone().unwrap_or_else(|| "current".into());
@@ -453,10 +642,14 @@ pub async fn search(State(state): State<Arc<WebState>>, viewer: Viewer, WebQuery
         form #search-form method="get" action="/search" {
             label for="q" { "Query" }
             input #q type="search" name="q" value=(query.q);
-            label for="mode" { "Mode" }
-            select #mode name="mode" { @for name in SearchMode::ACCEPTED_NAMES { option value=(name) selected[name == mode] { (name) } } }
+            fieldset.modes {
+                legend { "Mode" }
+                @for (name, what) in SEARCH_MODES {
+                    label.mode { input type="radio" name="mode" value=(name) checked[name == mode || (name == "reranked" && mode == "hybrid_reranked")]; " " strong { (name) } " — " (what) }
+                }
+            }
             label for="view" { "Temporal view" }
-            select #view name="view" { @for name in ["current", "historical", "all"] { option value=(name) selected[name == view] { (name) } } }
+            select #view name="view" { @for (name, what) in TEMPORAL_VIEWS { option value=(name) selected[name == view] { (name) ": " (what) } } }
             input type="hidden" name="max" value=(max_results);
             button #search-button type="submit" { "Search" }
         }
@@ -470,24 +663,25 @@ pub async fn search(State(state): State<Arc<WebState>>, viewer: Viewer, WebQuery
         Ok(envelope) => envelope,
         Err(response) => return response,
     };
+    let terms = query_terms(&query.q);
     let body = html! {
         (form)
         p #provenance { "Mode asked: " (mode) " · mode run: " strong #actual-mode { (envelope.actual_mode) }
             @if let Some(reason) = &envelope.fallback_reason { " (fallback: " (reason) ")" }
             " · generation " code #generation { (envelope.index_provenance.generation_id) }
             " · index age " (envelope.index_age_seconds) " s · " (envelope.result_count) " results" }
-        table #results {
-            thead { tr { th { "note" } th { "title" } th { "score" } th { "snippet" } th { "mode run" } th { "stale" } } }
-            tbody {
-                @for result in &envelope.results {
-                    tr {
-                        td { a href=(note_url("/note", &result.source.path)) { (result.source.path) } }
-                        td { (result.metadata.title) }
-                        td { (format!("{:.3}", result.score)) }
-                        td { (result.snippet) }
-                        td { (result.metadata.actual_mode) }
-                        td { (if result.source.stale { "stale" } else { "current" }) }
+        @if envelope.results.is_empty() { p.empty { "No note matches." } }
+        ol #results.results {
+            @for result in &envelope.results {
+                li {
+                    p.result-title {
+                        a href=(note_url("/note", &result.source.path)) {
+                            @if result.metadata.title.trim().is_empty() { (result.source.path) } @else { (result.metadata.title) }
+                        }
+                        @if result.source.stale { " " span.badge { "stale" } }
                     }
+                    p.result-path { (result.source.path) " · score " (format!("{:.3}", result.score)) " · " (result.metadata.actual_mode) }
+                    p.snippet { (highlighted(&result.snippet, &terms)) }
                 }
             }
         }
@@ -960,4 +1154,112 @@ pub async fn logout(State(state): State<Arc<WebState>>, viewer: Viewer, WebForm(
         response.headers_mut().append(header::SET_COOKIE, value);
     }
     response
+}
+
+/// `GET /file/<path>`: an image of the vault for an embed (`![[image.png]]`): only a file the
+/// policy lists as an attachment, only the image types `markdown::IMAGE_TYPES` names, with that
+/// content type (no SVG: it could hold script).
+pub async fn file(State(state): State<Arc<WebState>>, _viewer: Viewer, Path(raw): Path<String>) -> Response {
+    let path = match vault_path(&raw) {
+        Ok(path) => path,
+        Err(response) => return *response,
+    };
+    let Some(content_type) = image_type(path.as_str()) else {
+        return error_page(StatusCode::NOT_FOUND, "Not found", "Only images of the vault are served here.");
+    };
+    match engine(&state, move |vault| vault.read_attachment(path.as_str())).await {
+        Ok(bytes) => ([(header::CONTENT_TYPE, content_type), (header::CONTENT_DISPOSITION, "inline")], bytes).into_response(),
+        Err(response) => response,
+    }
+}
+
+/// `GET /tags`: every frontmatter tag with its note count.
+pub async fn tags_index(State(state): State<Arc<WebState>>, viewer: Viewer) -> Response {
+    let tags = match engine(&state, |vault| vault.tag_index()).await {
+        Ok(tags) => tags,
+        Err(response) => return response,
+    };
+    let body = html! {
+        p { "Tags from the notes' frontmatter (`tags:`), compared without case and without “#”." }
+        @if tags.is_empty() { p.empty { "No note has a tag." } }
+        ul.chips #tags { @for t in &tags { li { a.tag href=(tag_url(&t.tag)) { "#" (t.tag) } " " span.count { (t.notes) } } } }
+    };
+    page("Tags", Some(&viewer), body).into_response()
+}
+
+/// `GET /tags/<tag>`: the notes carrying a tag, and a search for it in the notes' text.
+pub async fn tag(State(state): State<Arc<WebState>>, viewer: Viewer, Path(tag): Path<String>) -> Response {
+    if tag.is_empty() || tag.len() > 200 || tag.chars().any(char::is_control) {
+        return bad_request("a tag is 1 to 200 characters, no control characters");
+    }
+    let wanted = tag.clone();
+    let notes = match engine(&state, move |vault| vault.tagged_notes(&wanted)).await {
+        Ok(notes) => notes,
+        Err(response) => return response,
+    };
+    let body = html! {
+        p { (notes.len()) " notes carry this tag in their frontmatter · "
+            a href=(search_url(&format!("#{tag}"))) { "search the notes' text for #" (tag) } " · " a href="/tags" { "all tags" } }
+        @if !notes.is_empty() {
+            table #tagged { thead { tr { th { "note" } th { "title" } } }
+                tbody { @for (path, title) in &notes { tr { td { a href=(note_url("/note", path)) { (path) } } td { (title) } } } } }
+        }
+    };
+    let chrome = Chrome { crumbs: vec![("Tags".into(), Some("/tags".into())), (format!("#{tag}"), None)], refresh_seconds: None };
+    page_with(&format!("#{tag}"), Some(&viewer), &chrome, body).into_response()
+}
+
+/// Nodes the link graph shows at most.
+const GRAPH_NODES: usize = 60;
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct GraphQuery {
+    #[serde(default)]
+    note: Option<String>,
+}
+
+/// `GET /graph` (the most linked notes of the vault and the links among them) and
+/// `GET /graph?note=<path>` (a note's neighbourhood): server-rendered SVG.
+pub async fn graph(State(state): State<Arc<WebState>>, viewer: Viewer, WebQuery(query): WebQuery<GraphQuery>) -> Response {
+    let centre = match query.note.as_deref().filter(|n| !n.is_empty()).map(vault_path).transpose() {
+        Ok(centre) => centre.map(|p| p.to_string()),
+        Err(response) => return *response,
+    };
+    let wanted = centre.clone();
+    let graph = match engine(&state, move |vault| vault.link_graph(wanted.as_deref(), GRAPH_NODES)).await {
+        Ok(graph) => graph,
+        Err(response) => return response,
+    };
+    let caption = match &centre {
+        Some(path) => format!("Notes linked to and from {path}"),
+        None => format!("The {} most linked notes and the links among them", graph.nodes.len()),
+    };
+    let body = html! {
+        p #graph-summary { (caption) ": " (graph.nodes.len()) " notes, " (graph.edges.len()) " links"
+            @if graph.left_out > 0 { " (" (graph.left_out) " more notes left out; at most " (GRAPH_NODES) " are drawn)" }
+            @if centre.is_some() { " · " a href="/graph" { "whole vault" } } }
+        @if graph.nodes.is_empty() { p.empty { "No links between notes yet." } }
+        @else {
+            div.graph-box { (super::graph::svg(&graph, centre.is_some(), &caption)) }
+            details { summary { "The same notes as a list" }
+                table #graph-nodes { thead { tr { th { "note" } th { "title" } th { "links" } th { "neighbourhood" } } }
+                    tbody { @for node in &graph.nodes { tr {
+                        td { a href=(note_url("/note", &node.path)) { (node.path) } } td { (node.title) } td { (node.degree) }
+                        td { a href=(format!("/graph?note={}", percent_encoding::utf8_percent_encode(&node.path, percent_encoding::NON_ALPHANUMERIC))) { "graph" } }
+                    } } } }
+            }
+        }
+    };
+    let chrome = match &centre {
+        Some(path) => {
+            let mut crumbs = crumbs(path);
+            if let Some(last) = crumbs.last_mut() {
+                last.1 = Some(note_url("/note", path));
+            }
+            crumbs.push(("graph".into(), None));
+            Chrome { crumbs, refresh_seconds: None }
+        }
+        None => Chrome::default(),
+    };
+    page_with("Link graph", Some(&viewer), &chrome, body).into_response()
 }
