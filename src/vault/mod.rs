@@ -76,7 +76,8 @@ pub struct Vault {
     ends_the_process: bool,
 }
 
-/// Who is writing: set by the adapter (the CLI is a person at a terminal, MCP is an agent),
+/// Who is writing: set by the adapter (the CLI is a person at a terminal, the web UI a person
+/// in a browser, MCP is an agent),
 /// never taken from a request or a note's text. The engine derives provenance from it: the
 /// receipt's `operation` and `actor`, and the `memory.write_policy` of notes it renders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -87,6 +88,8 @@ pub enum Channel {
     Agent,
     /// A person at the CLI.
     Person,
+    /// A person in the web UI (`paravault web`): receipts name operations `web.*`.
+    Web,
 }
 
 impl Channel {
@@ -94,7 +97,7 @@ impl Channel {
     pub fn actor(self) -> &'static str {
         match self {
             Channel::Agent => "agent",
-            Channel::Person => "human",
+            Channel::Person | Channel::Web => "human",
         }
     }
 }

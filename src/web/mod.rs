@@ -28,7 +28,7 @@ use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
 use crate::api::approvals::secrets;
 use crate::error::{Error, Result};
-use crate::vault::Vault;
+use crate::vault::{Channel, Vault};
 
 pub use conn::serve_connections;
 
@@ -141,7 +141,8 @@ pub fn router(vault: Vault, options: &WebOptions) -> Router {
     let limit = body_limit(&vault);
     let hosts = host::AllowedHosts::new(options.bind, &options.public_hosts, vault.policy().policy.approvals.review_url.as_deref());
     let state = Arc::new(WebState {
-        vault: Arc::new(vault),
+        // Writes made here are a person's, in the browser: receipts name `web.*` operations.
+        vault: Arc::new(vault.acting_for(Channel::Web)),
         read_only: options.read_only,
         approvers_dir: options.approvers_dir.clone(),
         secure_cookies: !options.bind.ip().is_loopback(),
@@ -164,6 +165,7 @@ pub fn router(vault: Vault, options: &WebOptions) -> Router {
         .route("/proposals", get(pages::proposals))
         .route("/receipts", get(pages::receipts))
         .route("/tasks", get(pages::tasks))
+        .route("/tasks/{id}", get(pages::task))
         .route("/maintenance", get(pages::maintenance));
     if options.read_only {
         app = app.route("/proposals/{id}", get(pages::proposal));

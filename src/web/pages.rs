@@ -12,12 +12,12 @@ use axum::{Form, http};
 use maud::{Markup, html};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::WebState;
 use super::auth::{self, ClientAddr, Viewer};
 use super::markdown::{Resolved, image_type, render as render_markdown, search_url, tag_url, wiki_targets};
-use super::render::{Chrome, Shown, error_page, json_table, page, page_with, scalar};
+use super::render::{Chrome, Shown, error_page, human_time, json_table, page, page_with, scalar};
 use crate::api::approvals::Approver;
 use crate::api::approvals::secrets;
 use crate::api::approvals::{ApprovalChannel, Decision, Operation, ProposalState};
@@ -36,6 +36,9 @@ use crate::vault::{LinkTarget, Vault};
 const FOLDER_PAGE_NOTES: usize = 200;
 /// Receipts the dashboard shows.
 const DASHBOARD_RECEIPTS: usize = 10;
+/// How often the dashboard and the proposals list reload themselves (`<meta refresh>`: the
+/// server sends no script), so a proposal an agent just made appears without a reload.
+const REFRESH_SECONDS: u32 = 20;
 /// Receipts scanned for one note's history.
 const NOTE_RECEIPTS_SCANNED: usize = 1000;
 
@@ -174,12 +177,12 @@ fn proposals_table(list: &[crate::api::approvals::ProposalStatus]) -> Markup {
                 tbody {
                     @for p in list {
                         tr {
-                            td { a href=(format!("/proposals/{}", p.proposal_id)) { (&p.proposal_id[..12]) "…" } }
+                            td { a href=(format!("/proposals/{}", p.proposal_id)) { code { (&p.proposal_id[..12]) "…" } } }
                             td.state { (state_name(p.state)) }
                             td { (p.operation.name()) }
-                            td { (Shown(&p.paths.join(", "))) }
+                            td { @for (i, path) in p.paths.iter().enumerate() { @if i > 0 { ", " } (path_link(path)) } }
                             td { (Shown(&p.proposed_by)) }
-                            td { (p.created_at) }
+                            td { (human_time(&p.created_at)) }
                             td { (if p.approver == Approver::Human { "human" } else { "caller" }) }
                             td { (Shown(&p.decision.as_ref().map(|d| format!("{} ({}, {:?})", d.approver, d.decision.name(), d.channel)).unwrap_or_default())) }
                         }
@@ -190,30 +193,61 @@ fn proposals_table(list: &[crate::api::approvals::ProposalStatus]) -> Markup {
     }
 }
 
-/// Receipts as table rows (newest first), with the approval they name.
-fn receipts_table(receipts: &[Value]) -> Markup {
-    let rows: Vec<Value> = receipts
-        .iter()
-        .rev()
-        .map(|r| {
-            json!({
-                "seq": r.get("seq"),
-                "at": r.get("at"),
-                "operation": r.get("operation"),
-                "path": r.get("path"),
-                "status": r.get("status"),
-                "approver": r.pointer("/approval/approver"),
-                "channel": r.pointer("/approval/channel"),
-                "proposal_id": r.get("proposal_id"),
-            })
-        })
-        .collect();
-    json_table(&rows, Some(&["seq", "at", "operation", "path", "status", "approver", "channel", "proposal_id"]))
+/// A vault path as a link to its note (or text when it is no Markdown page).
+fn path_link(path: &str) -> Markup {
+    html! { @if path.ends_with(".md") { a href=(note_url("/note", path)) { (Shown(path)) } } @else { (Shown(path)) } }
 }
 
-/// Tasks (handoff packets) as a table.
+/// Receipts as table rows (newest first), with the approval they name; paths and proposal ids
+/// are links.
+fn receipts_table(receipts: &[Value]) -> Markup {
+    let text = |r: &Value, pointer: &str| r.pointer(pointer).map(scalar).unwrap_or_default();
+    html! {
+        @if receipts.is_empty() { p.empty { "none" } } @else {
+            div.table-wrap { table.receipts {
+                thead { tr { th { "seq" } th { "at" } th { "operation" } th { "path" } th { "status" } th { "approver" } th { "channel" } th { "proposal" } } }
+                tbody { @for r in receipts.iter().rev() {
+                    @let paths: Vec<String> = match r.get("path").and_then(Value::as_str) {
+                        Some(path) => vec![path.to_string()],
+                        None => r.get("notes").and_then(Value::as_array).map(|notes| notes.iter().filter_map(|n| n.get("path").and_then(Value::as_str).map(str::to_string)).collect()).unwrap_or_default(),
+                    };
+                    @let proposal = text(r, "/proposal_id");
+                    tr {
+                        td { (text(r, "/seq")) }
+                        td { (human_time(&text(r, "/at"))) }
+                        td { (text(r, "/operation")) }
+                        td { @for (i, path) in paths.iter().enumerate() { @if i > 0 { ", " } (path_link(path)) } }
+                        td { (text(r, "/status")) }
+                        td { (text(r, "/approval/approver")) }
+                        td { (text(r, "/approval/channel")) }
+                        td { @if proposal.len() == 64 { a href=(format!("/proposals/{proposal}")) { code { (&proposal[..12]) "…" } } } @else { (proposal) } }
+                    }
+                } }
+            } }
+        }
+    }
+}
+
+/// Tasks (handoff packets) as a table, each id a link to the task's page.
 fn tasks_table(tasks: &[Value]) -> Markup {
-    json_table(tasks, Some(&["task_id", "state", "title", "owner", "actor", "next_action", "updated_at"]))
+    let text = |t: &Value, key: &str| t.get(key).map(scalar).unwrap_or_default();
+    html! {
+        @if tasks.is_empty() { p.empty { "none" } } @else {
+            div.table-wrap { table #tasks {
+                thead { tr { th { "task" } th { "state" } th { "title" } th { "owner" } th { "actor" } th { "next action" } th { "updated" } } }
+                tbody { @for t in tasks { tr {
+                    @let id = text(t, "task_id");
+                    td { a href=(format!("/tasks/{}", percent_encoding::utf8_percent_encode(&id, percent_encoding::NON_ALPHANUMERIC))) { (id) } }
+                    td.state { (text(t, "state")) }
+                    td { (text(t, "title")) }
+                    td { (text(t, "owner")) }
+                    td { (text(t, "actor")) }
+                    td { (text(t, "next_action")) }
+                    td { (human_time(&text(t, "updated_at"))) }
+                } } }
+            } }
+        }
+    }
 }
 
 fn list_tasks(vault: &Vault) -> crate::Result<Vec<Value>> {
@@ -261,7 +295,7 @@ pub async fn dashboard(State(state): State<Arc<WebState>>, viewer: Viewer) -> Re
         section { h2 { "Latest receipts" } (receipts_table(&receipts)) p { a href="/receipts" { "All receipts" } } }
         section { h2 { "Active work packets" } (tasks_table(&active)) }
     };
-    page("Dashboard", Some(&viewer), body).into_response()
+    page_with("Dashboard", Some(&viewer), &Chrome { crumbs: Vec::new(), refresh_seconds: Some(REFRESH_SECONDS) }, body).into_response()
 }
 
 /// `GET /browse`: the catalogued P.A.R.A. folders with their valid-note counts.
@@ -709,9 +743,10 @@ pub async fn proposals(State(state): State<Arc<WebState>>, viewer: Viewer, WebQu
     let shown: Vec<_> = list.into_iter().filter(|p| wanted == "all" || state_name(p.state) == wanted).collect();
     let body = html! {
         p { @for name in STATES { a href=(format!("/proposals?state={name}")) { (name) } " " } }
+        p.meta { "This list reloads itself every " (REFRESH_SECONDS) " s." }
         (proposals_table(&shown))
     };
-    page("Proposals", Some(&viewer), body).into_response()
+    page_with("Proposals", Some(&viewer), &Chrome { crumbs: Vec::new(), refresh_seconds: Some(REFRESH_SECONDS) }, body).into_response()
 }
 
 fn check_proposal_id(id: &str) -> Result<(), Box<Response>> {
@@ -739,13 +774,13 @@ pub async fn proposal(State(state): State<Arc<WebState>>, viewer: Viewer, Path(i
         table #proposal-status { tbody {
             tr { th { "state" } td.state #state { (state_name(status.state)) } }
             tr { th { "operation" } td { (status.operation.name()) } }
-            tr { th { "notes" } td { (Shown(&status.paths.join(", "))) } }
+            tr { th { "notes" } td { @for (i, path) in status.paths.iter().enumerate() { @if i > 0 { ", " } (path_link(path)) } } }
             tr { th { "proposed by" } td { (Shown(&status.proposed_by)) } }
-            tr { th { "created" } td { (status.created_at) } }
+            tr { th { "created" } td { (human_time(&status.created_at)) } }
             tr { th { "approver (policy)" } td { (if status.approver == Approver::Human { "a person (human rule)" } else { "the caller" }) } }
             @if let Some(decision) = &status.decision {
                 tr { th { "decision" } td #decision { (decision.decision.name()) " by " (decision.approver) " via " (format!("{:?}", decision.channel).to_lowercase())
-                    " at " (decision.decided_at) @if !decision.comment.is_empty() { ": " (Shown(&decision.comment)) } } }
+                    " at " (human_time(&decision.decided_at)) @if !decision.comment.is_empty() { ": " (Shown(&decision.comment)) } } }
             }
         } }
         section #gate {
@@ -776,9 +811,19 @@ pub async fn proposal(State(state): State<Arc<WebState>>, viewer: Viewer, Path(i
                     input type="hidden" name="csrf" value=(csrf);
                     label for="comment" { "Comment" }
                     input #comment type="text" name="comment" maxlength="2000";
-                    button #approve type="submit" name="decision" value="approve" { "Approve" }
+                    @if review.gate_blocking.is_empty() {
+                        button #approve type="submit" name="decision" value="approve" accesskey="a" { "Approve" }
+                    } @else {
+                        button #approve type="submit" name="decision" value="approve" disabled aria-describedby="approve-why" { "Approve" }
+                    }
                     " "
-                    button #reject type="submit" name="decision" value="reject" { "Reject" }
+                    button #reject type="submit" name="decision" value="reject" accesskey="r" { "Reject" }
+                    @if !review.gate_blocking.is_empty() {
+                        p.error #approve-why { "Approve is off: the lint gate would refuse this change ("
+                            @for (i, f) in review.gate_blocking.iter().enumerate() { @if i > 0 { "; " } "[" (f.rule) "] " (Shown(&f.path)) ": " (Shown(&f.message)) }
+                            "), so applying it would fail. Reject it, or have the proposal fixed." }
+                    }
+                    p.meta { "Keys: Alt+A approves, Alt+R rejects (the browser's access keys)." }
                 }
             }
         }
@@ -917,9 +962,51 @@ pub async fn receipts(State(state): State<Arc<WebState>>, viewer: Viewer, WebQue
 /// `GET /tasks`: the handoff work packets.
 pub async fn tasks(State(state): State<Arc<WebState>>, viewer: Viewer) -> Response {
     match engine(&state, list_tasks).await {
-        Ok(tasks) => page("Tasks", Some(&viewer), tasks_table(&tasks)).into_response(),
+        Ok(tasks) => {
+            let body = html! {
+                p { "Work packets agents hand to each other (" code { "handoff_work" } "); an agent creates them, a person follows them here." }
+                (tasks_table(&tasks))
+            };
+            page("Tasks", Some(&viewer), body).into_response()
+        }
         Err(response) => response,
     }
+}
+
+/// `GET /tasks/<id>`: one work packet, every field.
+pub async fn task(State(state): State<Arc<WebState>>, viewer: Viewer, Path(id): Path<String>) -> Response {
+    if id.is_empty() || id.len() > 128 || !id.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-')) {
+        return bad_request("a task id is letters, digits, '.', '_' and '-'");
+    }
+    let wanted = id.clone();
+    let shown = engine(&state, move |vault| {
+        let mut request = HandoffRequest::new(HandoffAction::Show);
+        request.task_id = Some(wanted);
+        Ok(serde_json::to_value(vault.handoff_work(request)?).unwrap_or_default())
+    })
+    .await;
+    let task = match shown {
+        Ok(task) => task,
+        Err(response) => return response,
+    };
+    let fields: Vec<(String, Value)> = match task.get("task").unwrap_or(&task) {
+        Value::Object(map) => map.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+        _ => Vec::new(),
+    };
+    let body = html! {
+        table.fields #task { tbody { @for (key, value) in &fields { tr { th scope="row" { (key) } td {
+            @match value {
+                Value::Array(items) if items.iter().all(|i| !i.is_object() && !i.is_array()) => {
+                    @if items.is_empty() { span.empty { "none" } } @else { ul.chips { @for item in items { li { (Shown(&scalar(item))) } } } }
+                }
+                Value::Object(_) | Value::Array(_) => pre { (Shown(&serde_json::to_string_pretty(value).unwrap_or_default())) },
+                Value::String(text) if key.ends_with("_at") => (human_time(text)),
+                other => (Shown(&scalar(other))),
+            }
+        } } } } }
+    };
+    let chrome = Chrome { crumbs: vec![("Tasks".into(), Some("/tasks".into())), (id.clone(), None)], refresh_seconds: None };
+    page_with(&format!("Task {id}"), Some(&viewer), &chrome, body).into_response()
 }
 
 /// A report's lists as titled tables.
@@ -1003,6 +1090,7 @@ pub(crate) async fn edit_form(State(state): State<Arc<WebState>>, viewer: Viewer
         form #edit-form method="post" action=(note_url("/edit", &slice.path)) {
             input type="hidden" name="csrf" value=(viewer.csrf().unwrap_or_default());
             input type="hidden" name="expected_sha256" value=(slice.sha256);
+            label for="content" { "Note text" }
             textarea #content name="content" { (slice.content) }
             button #propose type="submit" { "Propose this change" }
         }
@@ -1039,11 +1127,52 @@ pub async fn edit(
     // Browsers submit textareas with CRLF line ends; notes keep LF.
     let content = content.replace("\r\n", "\n");
     let expected = form.expected_sha256;
-    let proposed = engine(&state, move |vault| vault.propose_memory_change(path.as_str(), &content, None, expected.as_deref())).await;
+    let typed = content.clone();
+    let proposed = engine(&state, move |vault| match vault.propose_memory_change(path.as_str(), &content, None, expected.as_deref()) {
+        Ok(proposal) => Ok(Ok(proposal)),
+        // The note changed since the form was shown: keep the person's text, show the note now.
+        Err(Error::PreconditionFailed { .. }) => {
+            let now = vault.read_note(path.as_str(), 0, vault.policy().policy.limits.read_note_bytes_max)?;
+            Ok(Err(now))
+        }
+        Err(other) => Err(other),
+    })
+    .await;
     match proposed {
-        Ok(proposal) => Redirect::to(&format!("/proposals/{}", proposal.proposal_id)).into_response(),
+        Ok(Ok(proposal)) => Redirect::to(&format!("/proposals/{}", proposal.proposal_id)).into_response(),
+        Ok(Err(now)) => (StatusCode::CONFLICT, edit_conflict(&viewer, &now, &typed)).into_response(),
         Err(response) => response,
     }
+}
+
+/// The edit form again after a conflict (409): the person's text kept, the note as it is now,
+/// and how their text differs from it; submitting proposes their text against the current
+/// version.
+fn edit_conflict(viewer: &Viewer, now: &crate::vault::NoteSlice, typed: &str) -> Markup {
+    let diff = similar::TextDiff::from_lines(now.content.as_str(), typed);
+    let body = html! {
+        p.error #error { "[precondition_failed] This note changed since you opened it. Your text is kept below." }
+        p { "The diff shows how your text differs from the note as it is now (" code { (&now.sha256[..16]) "…" } "): "
+            span.del { "− only in the note now" } ", " span.add { "+ only in your text" } ". Submitting again proposes your text in place of the current version." }
+        pre.diff #conflict-diff { @for change in diff.iter_all_changes() {
+            @let line = change.value().trim_end_matches('\n');
+            @match change.tag() {
+                similar::ChangeTag::Insert => span.add { "+ " (Shown(line)) },
+                similar::ChangeTag::Delete => span.del { "- " (Shown(line)) },
+                similar::ChangeTag::Equal => span.same { "  " (Shown(line)) },
+            }
+        } }
+        form #edit-form method="post" action=(note_url("/edit", &now.path)) {
+            input type="hidden" name="csrf" value=(viewer.csrf().unwrap_or_default());
+            input type="hidden" name="expected_sha256" value=(now.sha256);
+            label for="content" { "Your text" }
+            textarea #content name="content" { (typed) }
+            button #propose type="submit" { "Propose my text against the current version" }
+        }
+        details { summary { "The note as it is now" } pre #current { (Shown(&now.content)) } }
+    };
+    let chrome = Chrome { crumbs: crumbs(&now.path), refresh_seconds: None };
+    page_with(&format!("Edit {} (conflict)", now.path), Some(viewer), &chrome, body)
 }
 
 #[derive(Debug, Deserialize)]

@@ -396,6 +396,9 @@ async fn an_edit_becomes_a_proposal_that_the_person_approves_and_applies_from_th
     )
     .await;
     assert_eq!(stale.status, StatusCode::CONFLICT, "{}", stale.body);
+    assert!(stale.body.contains("<textarea id=\"content\" name=\"content\">") && stale.body.contains("Edited in the browser."), "the typed text is kept: {}", stale.body);
+    assert!(stale.body.contains("<span class=\"add\">+ Edited in the browser.</span>"), "the diff shows the person's lines: {}", stale.body);
+    assert!(stale.body.contains(&format!("name=\"expected_sha256\" value=\"{sha}\"")), "resubmitting is based on the current version");
     let forged = post(app, "/edit/01_Projects/plan.md", Some(&cookie), &[("content", &edited), ("expected_sha256", &sha)]).await;
     assert_eq!(forged.status, StatusCode::FORBIDDEN);
     let proposed =
@@ -416,6 +419,11 @@ async fn an_edit_becomes_a_proposal_that_the_person_approves_and_applies_from_th
     assert_eq!(std::fs::read_to_string(site.dir.path().join("01_Projects/plan.md")).unwrap(), edited.replace("\r\n", "\n"));
     let shown = get(app, &format!("/proposals/{id}"), Some(&cookie)).await;
     assert!(shown.body.contains("id=\"state\">applied<"), "{}", shown.body);
+    // The receipt names the web, not the CLI; its page links the note and the proposal.
+    let receipts = get(app, "/receipts", Some(&cookie)).await;
+    assert!(receipts.body.contains("<td>web.apply</td>"), "{}", receipts.body);
+    assert!(!receipts.body.contains("cli.apply"), "{}", receipts.body);
+    assert!(receipts.body.contains(&format!("href=\"/proposals/{id}\"")) && receipts.body.contains("href=\"/note/01_Projects/plan.md\""), "{}", receipts.body);
 }
 
 #[tokio::test]
