@@ -237,7 +237,7 @@ fn tasks_table(tasks: &[Value]) -> Markup {
                 thead { tr { th { "task" } th { "state" } th { "title" } th { "owner" } th { "actor" } th { "next action" } th { "updated" } } }
                 tbody { @for t in tasks { tr {
                     @let id = text(t, "task_id");
-                    td { a href=(format!("/tasks/{}", percent_encoding::utf8_percent_encode(&id, percent_encoding::NON_ALPHANUMERIC))) { (id) } }
+                    td { a href=(note_url("/tasks", &id)) { (id) } }
                     td.state { (text(t, "state")) }
                     td { (text(t, "title")) }
                     td { (text(t, "owner")) }

@@ -586,3 +586,41 @@ async fn payloads_inside_wikilinks_callouts_tags_and_embeds_render_inert() {
     assert!(rendered.contains("&lt;script&gt;"), "payloads are shown as text: {rendered}");
     assert!(!page.body.to_lowercase().contains("<script"), "no page carries a script");
 }
+
+#[tokio::test]
+async fn approve_is_off_with_the_gates_reason_when_the_gate_would_refuse_and_tasks_have_pages() {
+    let site = site(HUMAN_PROJECTS, false, true);
+    let app = &site.app;
+    let (cookie, csrf) = log_in(app).await;
+    let c = Some(cookie.as_str());
+    let edit = get(app, "/edit/01_Projects/plan.md", c).await;
+    let sha_at = edit.body.find("name=\"expected_sha256\" value=\"").unwrap() + "name=\"expected_sha256\" value=\"".len();
+    let sha = edit.body[sha_at..sha_at + 64].to_string();
+    let broken = note("Project", "Plan", "Now links [[nowhere-at-all]].\n");
+    let proposed = post(app, "/edit/01_Projects/plan.md", c, &[("csrf", &csrf), ("content", &broken), ("expected_sha256", &sha)]).await;
+    assert_eq!(proposed.status, StatusCode::SEE_OTHER, "{}", proposed.body);
+    let shown = get(app, proposed.location(), c).await;
+    assert!(shown.body.contains("id=\"gate-verdict\">would refuse<"), "{}", shown.body);
+    assert!(shown.body.contains("value=\"approve\" disabled"), "Approve is off: {}", shown.body);
+    assert!(shown.body.contains("id=\"approve-why\"") && shown.body.contains("nowhere-at-all"), "with the gate's reason: {}", shown.body);
+    assert!(shown.body.contains("id=\"reject\""), "Reject stays on");
+    // Tasks: the list links each task to its page.
+    let created = site_vault(&site).handoff_work(task_request()).unwrap();
+    let id = serde_json::to_value(&created).unwrap()["task_id"].as_str().unwrap().to_string();
+    let list = get(app, "/tasks", c).await;
+    assert!(list.body.contains(&format!("href=\"/tasks/{id}\"")), "{}", list.body);
+    let task = get(app, &format!("/tasks/{id}"), c).await;
+    assert_eq!(task.status, StatusCode::OK, "{}", task.body);
+    assert!(task.body.contains("Water the garden"), "{}", task.body);
+    assert_eq!(get(app, "/tasks/no-such-task", c).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(get(app, "/tasks/bad%20id", c).await.status, StatusCode::BAD_REQUEST);
+}
+
+/// Another handle on the site's vault (an agent's).
+fn site_vault(site: &Site) -> Vault {
+    Vault::open(site.dir.path(), options()).unwrap()
+}
+
+fn task_request() -> paravault::api::handoff::HandoffRequest {
+    serde_json::from_value(serde_json::json!({"action": "create", "task_id": "water-1", "objective": "Water the garden", "owner": "agent-1", "scope": ["01_Projects"]})).unwrap()
+}
