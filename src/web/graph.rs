@@ -91,7 +91,7 @@ pub(crate) fn svg(graph: &LinkGraph, centred: bool, caption: &str) -> Markup {
     let max_degree = graph.nodes.iter().map(|n| n.degree).max().unwrap_or(1).max(1) as f64;
     let view_box = format!("0 0 {WIDTH} {HEIGHT}");
     html! {
-        svg.graph #graph xmlns="http://www.w3.org/2000/svg" viewBox=(view_box) role="img" aria-labelledby="graph-caption" {
+        svg.graph #graph xmlns="http://www.w3.org/2000/svg" viewBox=(view_box) role="group" aria-labelledby="graph-caption" {
             title #graph-caption { (caption) }
             g.edges {
                 @for &(a, b) in &graph.edges {

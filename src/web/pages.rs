@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::WebState;
 use super::auth::{self, ClientAddr, Viewer};
 use super::markdown::{Resolved, image_type, render as render_markdown, search_url, tag_url, wiki_targets};
-use super::render::{Chrome, Shown, error_page, human_time, json_table, page, page_with, scalar};
+use super::render::{Chrome, Shown, error_page, human_time, page, page_with, scalar};
 use crate::api::approvals::Approver;
 use crate::api::approvals::secrets;
 use crate::api::approvals::{ApprovalChannel, Decision, Operation, ProposalState};
@@ -36,9 +36,39 @@ use crate::vault::{LinkTarget, Vault};
 const FOLDER_PAGE_NOTES: usize = 200;
 /// Receipts the dashboard shows.
 const DASHBOARD_RECEIPTS: usize = 10;
-/// How often the dashboard and the proposals list reload themselves (`<meta refresh>`: the
-/// server sends no script), so a proposal an agent just made appears without a reload.
+/// How often the dashboard and the proposals list reload themselves when the person asks them
+/// to follow agents live (`?live=1`: a `<meta refresh>`, as the server sends no script), so a
+/// proposal an agent just made appears without a reload. Opt-in and with a way back: a page
+/// that reloads by itself unasked is an accessibility failure (WCAG 2.2.1, axe `meta-refresh`).
 const REFRESH_SECONDS: u32 = 20;
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct LiveQuery {
+    #[serde(default)]
+    live: Option<String>,
+}
+
+impl LiveQuery {
+    fn on(&self) -> bool {
+        self.live.as_deref().is_some_and(|v| v == "1")
+    }
+}
+
+/// The switch between following live and not, for page `path` (whose other query is `query`).
+fn live_switch(path: &str, query: &str, live: bool) -> Markup {
+    let still = if query.is_empty() { path.to_string() } else { format!("{path}?{query}") };
+    let following = if query.is_empty() { format!("{path}?live=1") } else { format!("{path}?{query}&live=1") };
+    html! {
+        p.meta #live {
+            @if live {
+                "Following live: this page reloads every " (REFRESH_SECONDS) " s. " a href=(still) { "Stop following" }
+            } @else {
+                a href=(following) { "Follow live" } " (reload every " (REFRESH_SECONDS) " s, to see what agents propose as they do)"
+            }
+        }
+    }
+}
+
 /// Receipts scanned for one note's history.
 const NOTE_RECEIPTS_SCANNED: usize = 1000;
 
@@ -256,7 +286,7 @@ fn list_tasks(vault: &Vault) -> crate::Result<Vec<Value>> {
 }
 
 /// `GET /`: the doctor report, pending approvals, latest receipts, active work packets.
-pub async fn dashboard(State(state): State<Arc<WebState>>, viewer: Viewer) -> Response {
+pub async fn dashboard(State(state): State<Arc<WebState>>, viewer: Viewer, WebQuery(live): WebQuery<LiveQuery>) -> Response {
     let loaded = engine(&state, |vault| {
         let doctor = vault.doctor()?;
         let pending: Vec<_> =
@@ -295,7 +325,9 @@ pub async fn dashboard(State(state): State<Arc<WebState>>, viewer: Viewer) -> Re
         section { h2 { "Latest receipts" } (receipts_table(&receipts)) p { a href="/receipts" { "All receipts" } } }
         section { h2 { "Active work packets" } (tasks_table(&active)) }
     };
-    page_with("Dashboard", Some(&viewer), &Chrome { crumbs: Vec::new(), refresh_seconds: Some(REFRESH_SECONDS) }, body).into_response()
+    let live = live.on();
+    let body = html! { (live_switch("/", "", live)) (body) };
+    page_with("Dashboard", Some(&viewer), &Chrome { crumbs: Vec::new(), refresh_seconds: live.then_some(REFRESH_SECONDS) }, body).into_response()
 }
 
 /// `GET /browse`: the catalogued P.A.R.A. folders with their valid-note counts.
@@ -727,10 +759,13 @@ pub async fn search(State(state): State<Arc<WebState>>, viewer: Viewer, WebQuery
 pub(crate) struct ProposalsQuery {
     #[serde(default)]
     state: Option<String>,
+    #[serde(default)]
+    live: Option<String>,
 }
 
 /// `GET /proposals`: every stored proposal, filtered by state.
 pub async fn proposals(State(state): State<Arc<WebState>>, viewer: Viewer, WebQuery(query): WebQuery<ProposalsQuery>) -> Response {
+    let live = LiveQuery { live: query.live.clone() }.on();
     let wanted = query.state.unwrap_or_else(|| "all".into());
     const STATES: [&str; 6] = ["all", "pending", "approved", "rejected", "applied", "stale"];
     if !STATES.contains(&wanted.as_str()) {
@@ -743,10 +778,10 @@ pub async fn proposals(State(state): State<Arc<WebState>>, viewer: Viewer, WebQu
     let shown: Vec<_> = list.into_iter().filter(|p| wanted == "all" || state_name(p.state) == wanted).collect();
     let body = html! {
         p { @for name in STATES { a href=(format!("/proposals?state={name}")) { (name) } " " } }
-        p.meta { "This list reloads itself every " (REFRESH_SECONDS) " s." }
+        (live_switch("/proposals", &format!("state={wanted}"), live))
         (proposals_table(&shown))
     };
-    page_with("Proposals", Some(&viewer), &Chrome { crumbs: Vec::new(), refresh_seconds: Some(REFRESH_SECONDS) }, body).into_response()
+    page_with("Proposals", Some(&viewer), &Chrome { crumbs: Vec::new(), refresh_seconds: live.then_some(REFRESH_SECONDS) }, body).into_response()
 }
 
 fn check_proposal_id(id: &str) -> Result<(), Box<Response>> {
@@ -1009,13 +1044,42 @@ pub async fn task(State(state): State<Arc<WebState>>, viewer: Viewer, Path(id): 
     page_with(&format!("Task {id}"), Some(&viewer), &chrome, body).into_response()
 }
 
-/// A report's lists as titled tables.
+/// An age in days as a person reads it: "12 days", "3.4 years".
+fn human_days(days: f64) -> String {
+    if days >= 365.0 {
+        format!("{:.1} years", days / 365.25)
+    } else {
+        format!("{} days", days.round())
+    }
+}
+
+/// One report value: paths as links, ages in days or years, ratios with two decimals.
+fn report_cell(key: &str, value: &Value) -> Markup {
+    match value {
+        Value::String(path) if matches!(key, "path" | "a" | "b" | "from" | "to" | "source" | "target") => path_link(path),
+        Value::Number(n) if key.ends_with("_days") => html! { (n.as_f64().map(human_days).unwrap_or_default()) },
+        Value::Number(n) if n.is_f64() => html! { (format!("{:.2}", n.as_f64().unwrap_or_default())) },
+        Value::Array(_) | Value::Object(_) => html! { code { (Shown(&value.to_string())) } },
+        other => html! { (Shown(&scalar(other))) },
+    }
+}
+
+/// A report's lists as titled tables: "name (shown of total)" when the list was cut to a page.
 fn report_sections(report: &Value, lists: &[&str]) -> Markup {
     html! {
         @for name in lists {
             @let items = report.get(*name).and_then(Value::as_array).cloned().unwrap_or_default();
-            h3 { (name) " (" (items.len()) ")" }
-            (json_table(&items, None))
+            @let total = report.pointer(&format!("/totals/{name}")).and_then(Value::as_u64).map(|t| t as usize);
+            h3 { (name.replace('_', " ")) " ("
+                @match total { Some(total) if total > items.len() => { (items.len()) " shown of " (total) }, _ => { (items.len()) } }
+                ")" }
+            @if items.is_empty() { p.empty { "none" } } @else {
+                @let keys: Vec<String> = items.first().and_then(Value::as_object).map(|m| m.keys().cloned().collect()).unwrap_or_default();
+                div.table-wrap { table {
+                    thead { tr { @for key in &keys { th { (key.replace('_', " ")) } } } }
+                    tbody { @for item in &items { tr { @for key in &keys { td { (report_cell(key, item.get(key).unwrap_or(&Value::Null))) } } } } }
+                } }
+            }
         }
     }
 }

@@ -1,6 +1,7 @@
-//! HTML for the web UI: the page layout, error pages, the stylesheet, note bodies rendered by
-//! pulldown-cmark and sanitised by ammonia (raw HTML shown as text, scripts, event handlers and
-//! `javascript:` URLs removed), and JSON values as tables. maud escapes every interpolation.
+//! HTML for the web UI: the page layout (navigation, the header search box, breadcrumbs, a
+//! refresh for pages that follow agents), error pages, the stylesheet and the favicon, human
+//! times, and JSON scalars as text. Note bodies are `markdown.rs`. maud escapes every
+//! interpolation.
 
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -151,44 +152,5 @@ pub(crate) fn scalar(value: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
         other => other.to_string(),
-    }
-}
-
-/// A list of JSON objects as a table (columns: the keys of the first `columns` or of the
-/// objects themselves, in order of first appearance); nested values as compact JSON.
-pub(crate) fn json_table(items: &[Value], columns: Option<&[&str]>) -> Markup {
-    let keys: Vec<String> = match columns {
-        Some(columns) => columns.iter().map(|c| (*c).to_string()).collect(),
-        None => {
-            let mut keys: Vec<String> = Vec::new();
-            for item in items {
-                if let Value::Object(map) = item {
-                    for key in map.keys() {
-                        if !keys.contains(key) {
-                            keys.push(key.clone());
-                        }
-                    }
-                }
-            }
-            keys
-        }
-    };
-    html! {
-        @if items.is_empty() {
-            p.empty { "none" }
-        } @else {
-            table {
-                thead { tr { @for key in &keys { th { (key) } } } }
-                tbody {
-                    @for item in items {
-                        tr {
-                            @for key in &keys {
-                                td { (item.get(key).map(scalar).map(|v| if key.ends_with("at") { human_time(&v) } else { v }).unwrap_or_default()) }
-                            }
-                        }
-                    }
-                }
-            }
-        }
     }
 }

@@ -200,6 +200,12 @@ async fn every_page_answers_with_its_status_code_and_the_security_headers() {
         assert_eq!(h(header::X_FRAME_OPTIONS), "DENY", "GET {uri}");
         assert_eq!(h(header::X_CONTENT_TYPE_OPTIONS), "nosniff", "GET {uri}");
     }
+    // Following live is the person's choice: only then does the page reload itself.
+    assert!(!get(app, "/", c).await.body.contains("http-equiv=\"refresh\""));
+    let live = get(app, "/?live=1", c).await;
+    assert!(live.body.contains("<meta http-equiv=\"refresh\" content=\"20\">") && live.body.contains("Stop following"), "{}", live.body);
+    let pending_live = get(app, "/proposals?state=pending&live=1", c).await;
+    assert!(pending_live.body.contains("http-equiv=\"refresh\"") && pending_live.body.contains("href=\"/proposals?state=pending\">Stop following"), "{}", pending_live.body);
     let search = get(app, "/search?q=zebras&mode=fts", c).await;
     assert!(search.body.contains("01_Projects/plan.md"), "{}", search.body);
     assert!(search.body.contains("id=\"actual-mode\">fts<"), "the mode actually run is shown");
