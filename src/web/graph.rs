@@ -1,5 +1,5 @@
 //! The link graph as server-rendered SVG: a deterministic force layout (Fruchterman–Reingold
-//! from a circle, a fixed number of rounds) of a graph the engine already bounded in nodes
+//! from a circle with gravity to the centre, a fixed number of rounds) of a graph the engine already bounded in nodes
 //! (`Vault::link_graph`), each node a link to its note. No script: the CSP allows none, and a
 //! bounded graph needs no panning to be read. Colours come from the stylesheet (classes), so
 //! dark mode applies.
@@ -13,6 +13,8 @@ const WIDTH: f64 = 960.0;
 const HEIGHT: f64 = 640.0;
 const MARGIN: f64 = 60.0;
 const ROUNDS: usize = 200;
+/// Pull towards the centre per unit of distance from it.
+const GRAVITY: f64 = 0.6;
 /// Characters of a node's label.
 const LABEL_CHARS: usize = 28;
 
@@ -64,7 +66,8 @@ fn layout(graph: &LinkGraph, pin_first: bool) -> Vec<(f64, f64)> {
             if pin_first && i == 0 {
                 continue;
             }
-            let (fx, fy) = moved[i];
+            // Gravity towards the centre keeps separate clusters from drifting to the corners.
+            let (fx, fy) = (moved[i].0 - (at[i].0 - cx) * GRAVITY, moved[i].1 - (at[i].1 - cy) * GRAVITY);
             let length = (fx * fx + fy * fy).sqrt().max(0.01);
             let step = length.min(temperature);
             at[i].0 = (at[i].0 + fx / length * step).clamp(MARGIN, WIDTH - MARGIN);

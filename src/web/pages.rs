@@ -202,7 +202,7 @@ fn proposals_table(list: &[crate::api::approvals::ProposalStatus]) -> Markup {
         @if list.is_empty() {
             p.empty { "none" }
         } @else {
-            table #proposals {
+            div.table-wrap { table #proposals {
                 thead { tr { th { "proposal" } th { "state" } th { "operation" } th { "notes" } th { "proposed by" } th { "created" } th { "approver" } th { "decided by" } } }
                 tbody {
                     @for p in list {
@@ -218,7 +218,7 @@ fn proposals_table(list: &[crate::api::approvals::ProposalStatus]) -> Markup {
                         }
                     }
                 }
-            }
+            } }
         }
     }
 }
@@ -314,8 +314,8 @@ pub async fn dashboard(State(state): State<Arc<WebState>>, viewer: Viewer, WebQu
                 }
                 " · pending approvals: " strong #pending-count { (doctor.vault.pending_approvals.map_or_else(|| "unreadable".to_string(), |n| n.to_string())) } }
             @if !doctor.issues.is_empty() {
-                table { thead { tr { th { "code" } th { "severity" } th { "message" } th { "remediation" } } }
-                    tbody { @for issue in &doctor.issues { tr { td { (issue.code) } td { (issue.severity) } td { (issue.message) } td { (issue.remediation) } } } } }
+                div.table-wrap { table { thead { tr { th { "code" } th { "severity" } th { "message" } th { "remediation" } } }
+                    tbody { @for issue in &doctor.issues { tr { td { (issue.code) } td { (issue.severity) } td { (issue.message) } td { (issue.remediation) } } } } } }
             }
             @if let Some(check) = doctor.vault_check.as_ref().filter(|c| !c.lint.counts.is_empty()) {
                 p { "Lint findings: " @for (rule, count) in &check.lint.counts { (rule) " " (count) "; " } }
@@ -666,7 +666,8 @@ pub(crate) fn query_terms(query: &str) -> Vec<String> {
 
 /// A snippet with the query's words marked (`<mark>`), every piece escaped; whitespace folded.
 pub(crate) fn highlighted(snippet: &str, terms: &[String]) -> Markup {
-    let text: String = snippet.split_whitespace().collect::<Vec<_>>().join(" ");
+    // Wikilink brackets are Markdown syntax, not what the note says.
+    let text: String = snippet.replace("![[", "").replace("[[", "").replace("]]", "").split_whitespace().collect::<Vec<_>>().join(" ");
     let lower = text.to_lowercase();
     // Lower-casing can change byte lengths: mark only where it did not.
     let mut pieces: Vec<(bool, &str)> = Vec::new();
