@@ -103,7 +103,10 @@ impl Vault {
                 .filter_map(|source| inv.records.get(&source))
                 .filter(|record| record.is_note())
                 .filter(|record| {
-                    record.links.iter().any(|link| matches!(inv.resolve(&record.path, link, &self.policy), Resolution::Resolved(t) if t == path))
+                    record
+                        .links
+                        .iter()
+                        .any(|link| matches!(inv.resolve(&record.path, link, &self.policy), Resolution::Resolved(t) if t == path))
                 })
                 .map(|record| record.path.to_string())
                 .collect()

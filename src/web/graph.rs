@@ -126,7 +126,11 @@ mod tests {
 
     #[test]
     fn the_layout_keeps_every_node_inside_the_drawing_and_pins_the_centre() {
-        let graph = LinkGraph { nodes: (0..30).map(|i| node(&format!("n{i}.md"))).collect(), edges: (1..30).map(|i| (0, i)).collect(), left_out: 0 };
+        let graph = LinkGraph {
+            nodes: (0..30).map(|i| node(&format!("n{i}.md"))).collect(),
+            edges: (1..30).map(|i| (0, i)).collect(),
+            left_out: 0,
+        };
         let at = layout(&graph, true);
         assert_eq!(at[0], (WIDTH / 2.0, HEIGHT / 2.0));
         for (x, y) in &at {
@@ -138,7 +142,11 @@ mod tests {
 
     #[test]
     fn node_labels_and_paths_are_escaped() {
-        let graph = LinkGraph { nodes: vec![GraphNode { path: "a/<b>.md".into(), title: "<script>x</script>".into(), degree: 0 }], edges: vec![], left_out: 0 };
+        let graph = LinkGraph {
+            nodes: vec![GraphNode { path: "a/<b>.md".into(), title: "<script>x</script>".into(), degree: 0 }],
+            edges: vec![],
+            left_out: 0,
+        };
         let html = svg(&graph, true, "t").into_string();
         assert!(!html.contains("<script>") && !html.contains("<b>"), "{html}");
         assert!(html.contains("&lt;script&gt;"), "{html}");

@@ -17,8 +17,14 @@ use crate::api::note::wiki_target;
 use crate::vault::LinkTarget;
 
 /// Image types an embed shows (and `/file/…` serves, with this content type).
-pub(crate) const IMAGE_TYPES: [(&str, &str); 6] =
-    [("png", "image/png"), ("jpg", "image/jpeg"), ("jpeg", "image/jpeg"), ("gif", "image/gif"), ("webp", "image/webp"), ("avif", "image/avif")];
+pub(crate) const IMAGE_TYPES: [(&str, &str); 6] = [
+    ("png", "image/png"),
+    ("jpg", "image/jpeg"),
+    ("jpeg", "image/jpeg"),
+    ("gif", "image/gif"),
+    ("webp", "image/webp"),
+    ("avif", "image/avif"),
+];
 
 /// Callout families (the CSS colours them); every Obsidian callout type maps to one.
 const CALLOUTS: [(&str, &str); 27] = [

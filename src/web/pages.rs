@@ -327,7 +327,8 @@ pub async fn dashboard(State(state): State<Arc<WebState>>, viewer: Viewer, WebQu
     };
     let live = live.on();
     let body = html! { (live_switch("/", "", live)) (body) };
-    page_with("Dashboard", Some(&viewer), &Chrome { crumbs: Vec::new(), refresh_seconds: live.then_some(REFRESH_SECONDS) }, body).into_response()
+    page_with("Dashboard", Some(&viewer), &Chrome { crumbs: Vec::new(), refresh_seconds: live.then_some(REFRESH_SECONDS) }, body)
+        .into_response()
 }
 
 /// `GET /browse`: the catalogued P.A.R.A. folders with their valid-note counts.
@@ -425,7 +426,11 @@ pub async fn browse(
     }
     let pages = notes.len().div_ceil(FOLDER_PAGE_NOTES).max(1);
     if page_number > pages {
-        return error_page(StatusCode::NOT_FOUND, "No such page", &format!("This list has {pages} page(s); page {page_number} does not exist."));
+        return error_page(
+            StatusCode::NOT_FOUND,
+            "No such page",
+            &format!("This list has {pages} page(s); page {page_number} does not exist."),
+        );
     }
     let index = page_number - 1;
     let shown = &notes[index * FOLDER_PAGE_NOTES..notes.len().min(page_number * FOLDER_PAGE_NOTES)];
@@ -674,7 +679,10 @@ pub(crate) fn highlighted(snippet: &str, terms: &[String]) -> Markup {
     if lower.len() == text.len() && !terms.is_empty() {
         let mut at = 0;
         while at < text.len() {
-            let hit = terms.iter().filter_map(|t| lower[at..].find(t.as_str()).map(|i| (at + i, t.len()))).min_by_key(|(i, len)| (*i, std::cmp::Reverse(*len)));
+            let hit = terms
+                .iter()
+                .filter_map(|t| lower[at..].find(t.as_str()).map(|i| (at + i, t.len())))
+                .min_by_key(|(i, len)| (*i, std::cmp::Reverse(*len)));
             match hit {
                 Some((start, len)) if text.is_char_boundary(start) && text.is_char_boundary(start + len) => {
                     if start > at {
@@ -782,7 +790,8 @@ pub async fn proposals(State(state): State<Arc<WebState>>, viewer: Viewer, WebQu
         (live_switch("/proposals", &format!("state={wanted}"), live))
         (proposals_table(&shown))
     };
-    page_with("Proposals", Some(&viewer), &Chrome { crumbs: Vec::new(), refresh_seconds: live.then_some(REFRESH_SECONDS) }, body).into_response()
+    page_with("Proposals", Some(&viewer), &Chrome { crumbs: Vec::new(), refresh_seconds: live.then_some(REFRESH_SECONDS) }, body)
+        .into_response()
 }
 
 fn check_proposal_id(id: &str) -> Result<(), Box<Response>> {
@@ -1047,11 +1056,7 @@ pub async fn task(State(state): State<Arc<WebState>>, viewer: Viewer, Path(id): 
 
 /// An age in days as a person reads it: "12 days", "3.4 years".
 fn human_days(days: f64) -> String {
-    if days >= 365.0 {
-        format!("{:.1} years", days / 365.25)
-    } else {
-        format!("{} days", days.round())
-    }
+    if days >= 365.0 { format!("{:.1} years", days / 365.25) } else { format!("{} days", days.round()) }
 }
 
 /// One report value: paths as links, ages in days or years, ratios with two decimals.

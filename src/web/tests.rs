@@ -105,5 +105,8 @@ fn the_search_page_explains_every_canonical_mode_and_hides_the_alias() {
 fn search_snippets_mark_the_query_words_and_escape_the_rest() {
     let terms = super::pages::query_terms("Garden <b>");
     let html = super::pages::highlighted("The <b>garden</b>\n  GARDEN", &terms).into_string();
-    assert_eq!(html, "The &lt;<mark>b</mark>&gt;<mark>garden</mark>&lt;/<mark>b</mark>&gt; <mark>GARDEN</mark>".replace("<mark>b</mark>", "b"));
+    assert_eq!(
+        html,
+        "The &lt;<mark>b</mark>&gt;<mark>garden</mark>&lt;/<mark>b</mark>&gt; <mark>GARDEN</mark>".replace("<mark>b</mark>", "b")
+    );
 }

@@ -205,7 +205,12 @@ async fn every_page_answers_with_its_status_code_and_the_security_headers() {
     let live = get(app, "/?live=1", c).await;
     assert!(live.body.contains("<meta http-equiv=\"refresh\" content=\"20\">") && live.body.contains("Stop following"), "{}", live.body);
     let pending_live = get(app, "/proposals?state=pending&live=1", c).await;
-    assert!(pending_live.body.contains("http-equiv=\"refresh\"") && pending_live.body.contains("href=\"/proposals?state=pending\">Stop following"), "{}", pending_live.body);
+    assert!(
+        pending_live.body.contains("http-equiv=\"refresh\"")
+            && pending_live.body.contains("href=\"/proposals?state=pending\">Stop following"),
+        "{}",
+        pending_live.body
+    );
     let search = get(app, "/search?q=zebras&mode=fts", c).await;
     assert!(search.body.contains("01_Projects/plan.md"), "{}", search.body);
     assert!(search.body.contains("id=\"actual-mode\">fts<"), "the mode actually run is shown");
@@ -402,8 +407,16 @@ async fn an_edit_becomes_a_proposal_that_the_person_approves_and_applies_from_th
     )
     .await;
     assert_eq!(stale.status, StatusCode::CONFLICT, "{}", stale.body);
-    assert!(stale.body.contains("<textarea id=\"content\" name=\"content\">") && stale.body.contains("Edited in the browser."), "the typed text is kept: {}", stale.body);
-    assert!(stale.body.contains("<span class=\"add\">+ Edited in the browser.</span>"), "the diff shows the person's lines: {}", stale.body);
+    assert!(
+        stale.body.contains("<textarea id=\"content\" name=\"content\">") && stale.body.contains("Edited in the browser."),
+        "the typed text is kept: {}",
+        stale.body
+    );
+    assert!(
+        stale.body.contains("<span class=\"add\">+ Edited in the browser.</span>"),
+        "the diff shows the person's lines: {}",
+        stale.body
+    );
     assert!(stale.body.contains(&format!("name=\"expected_sha256\" value=\"{sha}\"")), "resubmitting is based on the current version");
     let forged = post(app, "/edit/01_Projects/plan.md", Some(&cookie), &[("content", &edited), ("expected_sha256", &sha)]).await;
     assert_eq!(forged.status, StatusCode::FORBIDDEN);
@@ -429,7 +442,11 @@ async fn an_edit_becomes_a_proposal_that_the_person_approves_and_applies_from_th
     let receipts = get(app, "/receipts", Some(&cookie)).await;
     assert!(receipts.body.contains("<td>web.apply</td>"), "{}", receipts.body);
     assert!(!receipts.body.contains("cli.apply"), "{}", receipts.body);
-    assert!(receipts.body.contains(&format!("href=\"/proposals/{id}\"")) && receipts.body.contains("href=\"/note/01_Projects/plan.md\""), "{}", receipts.body);
+    assert!(
+        receipts.body.contains(&format!("href=\"/proposals/{id}\"")) && receipts.body.contains("href=\"/note/01_Projects/plan.md\""),
+        "{}",
+        receipts.body
+    );
 }
 
 #[tokio::test]
@@ -506,8 +523,14 @@ async fn a_note_renders_as_obsidian_users_write_it_and_the_tag_graph_and_file_vi
     let page = get(&site.app, "/note/03_Resources/daily.md", c).await;
     assert_eq!(page.status, StatusCode::OK);
     let rendered = note_body(&page.body);
-    assert!(rendered.contains("<a class=\"wikilink\" href=\"/note/03_Resources/garden.md\" rel=\"noopener noreferrer nofollow\">garden</a>"), "{rendered}");
-    assert!(rendered.contains("href=\"/note/03_Resources/garden.md\" rel=\"noopener noreferrer nofollow\">the beds</a>"), "the alias is the link text: {rendered}");
+    assert!(
+        rendered.contains("<a class=\"wikilink\" href=\"/note/03_Resources/garden.md\" rel=\"noopener noreferrer nofollow\">garden</a>"),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("href=\"/note/03_Resources/garden.md\" rel=\"noopener noreferrer nofollow\">the beds</a>"),
+        "the alias is the link text: {rendered}"
+    );
     assert!(rendered.contains("class=\"wikilink broken\"") && rendered.contains("Broken link: no note named “nowhere”"), "{rendered}");
     assert!(rendered.contains("<input type=\"checkbox\" disabled=\"\" aria-label=\"to do\">"), "{rendered}");
     assert!(rendered.contains("<input type=\"checkbox\" disabled=\"\" checked=\"\" aria-label=\"done\">"), "{rendered}");
@@ -515,9 +538,19 @@ async fn a_note_renders_as_obsidian_users_write_it_and_the_tag_graph_and_file_vi
     assert!(rendered.contains("Cover the beds.") && !rendered.contains("[!warning]"), "{rendered}");
     assert!(rendered.contains("<sup class=\"fnref\"><a href=\"#fn-1\" id=\"fnref-1\""), "{rendered}");
     assert!(rendered.contains("<div class=\"footnote\" id=\"fn-1\">") && rendered.contains("At least six hours."), "{rendered}");
-    assert!(rendered.contains("<a class=\"tag\" href=\"/tags/gardening\" rel=\"noopener noreferrer nofollow\">#gardening</a>"), "{rendered}");
-    assert!(rendered.contains("href=\"/tags/plants%2Froses\" rel=\"noopener noreferrer nofollow\">#plants/roses</a>") && rendered.contains("not #1."), "{rendered}");
-    assert!(rendered.contains("<div class=\"embed\">") && rendered.contains("The garden has three raised beds."), "a note embed shows its excerpt: {rendered}");
+    assert!(
+        rendered.contains("<a class=\"tag\" href=\"/tags/gardening\" rel=\"noopener noreferrer nofollow\">#gardening</a>"),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("href=\"/tags/plants%2Froses\" rel=\"noopener noreferrer nofollow\">#plants/roses</a>")
+            && rendered.contains("not #1."),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("<div class=\"embed\">") && rendered.contains("The garden has three raised beds."),
+        "a note embed shows its excerpt: {rendered}"
+    );
     assert!(rendered.contains("<img class=\"embed-image\" src=\"/file/03_Resources/pic.png\" alt=\"pic.png\">"), "{rendered}");
     assert!(rendered.contains("<code>[[code]] #code</code>"), "code is never rendered as links: {rendered}");
     // Frontmatter lists are lists, tags link to the tag view.

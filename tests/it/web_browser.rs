@@ -22,7 +22,10 @@ fn the_review_flow_in_headless_chromium() {
         Err(e) => panic!("python3 is needed for the browser test: {e}"),
     }
     let axe = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/axe/node_modules/axe-core/axe.min.js");
-    assert!(axe.is_file(), "axe-core is not installed (npm install --prefix target/axe axe-core@4, as .ci/run does); the accessibility check cannot run");
+    assert!(
+        axe.is_file(),
+        "axe-core is not installed (npm install --prefix target/axe axe-core@4, as .ci/run does); the accessibility check cannot run"
+    );
     let shots = Path::new(env!("CARGO_TARGET_TMPDIR")).join("web_flow_screenshots");
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser/web_flow.py");
     let out = Command::new("python3")
