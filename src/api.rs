@@ -177,6 +177,8 @@ pub mod policy {
 
 /// Notes as an adapter renders them: the typed path and the frontmatter reader.
 pub mod note {
+    /// A wikilink's target as the engine resolves it (alias, heading and block id stripped).
+    pub use crate::note::body::wiki_target;
     /// The allowed value a mistyped one most likely meant ("did you mean …?").
     pub use crate::note::metadata::closest;
     pub use crate::note::path::VaultPath;

@@ -1032,7 +1032,12 @@ impl Vault {
         self.refuse_claimed_provenance(&note, &content)?;
         let approval = gate_apply(self, &stored)?;
         let mutation = Mutation {
-            operation: (if self.channel() == Channel::Person { "cli.apply" } else { "memory.apply" }).into(),
+            operation: match self.channel() {
+                Channel::Person => "cli.apply",
+                Channel::Web => "web.apply",
+                Channel::Agent => "memory.apply",
+            }
+            .into(),
             notes: vec![NoteChange { path: note, content: Some(content), require_absent: false, expected_sha256: Some(before) }],
             idempotency_key: Some(stored.idempotency_key.clone()),
             proposal_id: Some(id),

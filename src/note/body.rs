@@ -71,7 +71,8 @@ fn has_scheme(target: &str) -> bool {
     }
 }
 
-fn wiki_target(dest: &str) -> String {
+/// A wikilink's or an embed's target: its destination without alias, heading and block id.
+pub fn wiki_target(dest: &str) -> String {
     let dest = dest.split('|').next().unwrap_or(dest);
     let dest = dest.split('#').next().unwrap_or(dest);
     dest.split('^').next().unwrap_or(dest).trim().to_string()

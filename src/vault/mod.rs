@@ -12,6 +12,7 @@ mod model;
 mod reads;
 mod reports;
 mod root;
+mod views;
 mod writer_lock;
 
 use std::path::{Path, PathBuf};
@@ -29,6 +30,7 @@ use crate::store::{durable, layout};
 use model::SavedInventory;
 pub use reports::{Freshness, IndexReport, InitReport, MarkdownReport, NoteSlice};
 pub(crate) use root::{RootSource, looks_like_a_vault, resolve_root};
+pub use views::{ATTACHMENT_BYTES_MAX, GraphNode, LinkGraph, LinkTarget, TagCount, tag_key};
 pub(crate) use writer_lock::{HeldLock, WritePath};
 
 /// Options for opening a vault.
@@ -74,7 +76,8 @@ pub struct Vault {
     ends_the_process: bool,
 }
 
-/// Who is writing: set by the adapter (the CLI is a person at a terminal, MCP is an agent),
+/// Who is writing: set by the adapter (the CLI is a person at a terminal, the web UI a person
+/// in a browser, MCP is an agent),
 /// never taken from a request or a note's text. The engine derives provenance from it: the
 /// receipt's `operation` and `actor`, and the `memory.write_policy` of notes it renders.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
@@ -85,6 +88,8 @@ pub enum Channel {
     Agent,
     /// A person at the CLI.
     Person,
+    /// A person in the web UI (`paravault web`): receipts name operations `web.*`.
+    Web,
 }
 
 impl Channel {
@@ -92,7 +97,7 @@ impl Channel {
     pub fn actor(self) -> &'static str {
         match self {
             Channel::Agent => "agent",
-            Channel::Person => "human",
+            Channel::Person | Channel::Web => "human",
         }
     }
 }

@@ -5,7 +5,9 @@
 
 mod auth;
 mod conn;
+mod graph;
 mod host;
+mod markdown;
 mod pages;
 mod render;
 #[cfg(test)]
@@ -26,7 +28,7 @@ use tower_http::timeout::{RequestBodyTimeoutLayer, TimeoutLayer};
 
 use crate::api::approvals::secrets;
 use crate::error::{Error, Result};
-use crate::vault::Vault;
+use crate::vault::{Channel, Vault};
 
 pub use conn::serve_connections;
 
@@ -139,7 +141,8 @@ pub fn router(vault: Vault, options: &WebOptions) -> Router {
     let limit = body_limit(&vault);
     let hosts = host::AllowedHosts::new(options.bind, &options.public_hosts, vault.policy().policy.approvals.review_url.as_deref());
     let state = Arc::new(WebState {
-        vault: Arc::new(vault),
+        // Writes made here are a person's, in the browser: receipts name `web.*` operations.
+        vault: Arc::new(vault.acting_for(Channel::Web)),
         read_only: options.read_only,
         approvers_dir: options.approvers_dir.clone(),
         secure_cookies: !options.bind.ip().is_loopback(),
@@ -150,6 +153,11 @@ pub fn router(vault: Vault, options: &WebOptions) -> Router {
         .route("/", get(pages::dashboard))
         .route("/healthz", get(pages::healthz))
         .route("/static/style.css", get(render::stylesheet))
+        .route("/favicon.svg", get(render::favicon))
+        .route("/file/{*path}", get(pages::file))
+        .route("/tags", get(pages::tags_index))
+        .route("/tags/{*tag}", get(pages::tag))
+        .route("/graph", get(pages::graph))
         .route("/browse", get(pages::browse_root))
         .route("/browse/{*dir}", get(pages::browse))
         .route("/note/{*path}", get(pages::note))
@@ -157,6 +165,7 @@ pub fn router(vault: Vault, options: &WebOptions) -> Router {
         .route("/proposals", get(pages::proposals))
         .route("/receipts", get(pages::receipts))
         .route("/tasks", get(pages::tasks))
+        .route("/tasks/{id}", get(pages::task))
         .route("/maintenance", get(pages::maintenance));
     if options.read_only {
         app = app.route("/proposals/{id}", get(pages::proposal));

@@ -1,11 +1,11 @@
-//! HTML for the web UI: the page layout, error pages, the stylesheet, note bodies rendered by
-//! pulldown-cmark and sanitised by ammonia (raw HTML shown as text, scripts, event handlers and
-//! `javascript:` URLs removed), and JSON values as tables. maud escapes every interpolation.
+//! HTML for the web UI: the page layout (navigation, the header search box, breadcrumbs, a
+//! refresh for pages that follow agents), error pages, the stylesheet and the favicon, human
+//! times, and JSON scalars as text. Note bodies are `markdown.rs`. maud escapes every
+//! interpolation.
 
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use maud::{DOCTYPE, Markup, PreEscaped, html};
-use pulldown_cmark::{Event, Options, Parser};
+use maud::{DOCTYPE, Markup, html};
 use serde_json::Value;
 
 use super::auth::Viewer;
@@ -42,27 +42,57 @@ pub(crate) async fn stylesheet() -> Response {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLESHEET).into_response()
 }
 
+/// The favicon: a small SVG served from this origin (`GET /favicon.svg`).
+const FAVICON: &str = "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 32 32\"><rect width=\"32\" height=\"32\" rx=\"6\" fill=\"#243447\"/><path d=\"M9 7h9a7 7 0 0 1 0 14h-4v5H9z M14 11v6h4a3 3 0 0 0 0-6z\" fill=\"#fff\" fill-rule=\"evenodd\"/></svg>";
+
+/// `GET /favicon.svg`.
+pub(crate) async fn favicon() -> Response {
+    ([(header::CONTENT_TYPE, "image/svg+xml")], FAVICON).into_response()
+}
+
+/// What a page adds around its body: breadcrumbs (label, link; the last one is the page
+/// itself) and a refresh interval for pages that follow what agents do (`<meta refresh>`: the
+/// server sends no script).
+#[derive(Default)]
+pub struct Chrome {
+    pub crumbs: Vec<(String, Option<String>)>,
+    pub refresh_seconds: Option<u32>,
+}
+
 /// A whole page: navigation, the viewer's login state (logout is a POST with the CSRF token).
 pub fn page(title: &str, viewer: Option<&Viewer>, body: Markup) -> Markup {
+    page_with(title, viewer, &Chrome::default(), body)
+}
+
+/// A whole page with breadcrumbs or a refresh (`Chrome`).
+pub fn page_with(title: &str, viewer: Option<&Viewer>, chrome: &Chrome, body: Markup) -> Markup {
     html! {
         (DOCTYPE)
         html lang="en" {
             head {
                 meta charset="utf-8";
                 meta name="viewport" content="width=device-width, initial-scale=1";
+                meta name="color-scheme" content="light dark";
+                @if let Some(seconds) = chrome.refresh_seconds { meta http-equiv="refresh" content=(seconds); }
                 title { (title) " · paravault" }
+                link rel="icon" href="/favicon.svg" type="image/svg+xml";
                 link rel="stylesheet" href="/static/style.css";
             }
             body {
                 header {
-                    nav {
+                    nav aria-label="main" {
                         a href="/" { "Dashboard" }
                         a href="/browse" { "Notes" }
+                        a href="/tags" { "Tags" }
+                        a href="/graph" { "Graph" }
                         a href="/search" { "Search" }
                         a href="/proposals" { "Proposals" }
                         a href="/receipts" { "Receipts" }
                         a href="/tasks" { "Tasks" }
                         a href="/maintenance" { "Maintenance" }
+                    }
+                    form.quick role="search" method="get" action="/search" {
+                        input #quick-q type="search" name="q" placeholder="Search notes" aria-label="Search notes" accesskey="k";
                     }
                     @if let Some(viewer) = viewer {
                         @if let (Some(approver), Some(csrf)) = (viewer.approver(), viewer.csrf()) {
@@ -79,6 +109,13 @@ pub fn page(title: &str, viewer: Option<&Viewer>, body: Markup) -> Markup {
                     }
                 }
                 main {
+                    @if !chrome.crumbs.is_empty() {
+                        nav.crumbs aria-label="breadcrumb" { ol {
+                            @for (label, link) in &chrome.crumbs {
+                                li { @match link { Some(link) => a href=(link) { (label) }, None => span aria-current="page" { (label) } } }
+                            }
+                        } }
+                    }
                     h1 { (title) }
                     (body)
                 }
@@ -92,22 +129,21 @@ pub(crate) fn error_page(status: StatusCode, title: &str, message: &str) -> Resp
     (status, page(title, None, html! { p.error #error { (message) } p { a href="/" { "Back to the dashboard" } } })).into_response()
 }
 
-/// A note body as sanitised HTML. Raw HTML in the Markdown becomes visible text (never
-/// markup); ammonia then keeps only harmless tags and attributes and http(s)/mailto links.
+/// A note body as sanitised HTML, its wikilinks unresolved (shown as text): raw HTML in the
+/// Markdown becomes visible text (never markup); ammonia then keeps only harmless tags and
+/// attributes and http(s)/mailto links (`markdown::render`).
+#[cfg(test)]
 pub(crate) fn note_html(markdown: &str) -> Markup {
-    let options = Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS;
-    let events = Parser::new_ext(markdown, options).map(|event| match event {
-        Event::Html(raw) | Event::InlineHtml(raw) => Event::Text(raw),
-        other => other,
-    });
-    let mut unsafe_html = String::new();
-    pulldown_cmark::html::push_html(&mut unsafe_html, events);
-    let clean = ammonia::Builder::default()
-        .url_schemes(["http", "https", "mailto"].into_iter().collect())
-        .link_rel(Some("noopener noreferrer nofollow"))
-        .clean(&unsafe_html)
-        .to_string();
-    PreEscaped(clean)
+    super::markdown::render(markdown, &super::markdown::Resolved::default(), false)
+}
+
+/// An RFC 3339 time as a person reads it: `2026-12-05 22:36 UTC` (no seconds' fractions);
+/// anything else unchanged.
+pub(crate) fn human_time(text: &str) -> String {
+    match chrono::DateTime::parse_from_rfc3339(text) {
+        Ok(at) => at.with_timezone(&chrono::Utc).format("%Y-%m-%d %H:%M UTC").to_string(),
+        Err(_) => text.to_string(),
+    }
 }
 
 /// A scalar JSON value as text (strings without quotes).
@@ -116,44 +152,5 @@ pub(crate) fn scalar(value: &Value) -> String {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
         other => other.to_string(),
-    }
-}
-
-/// A list of JSON objects as a table (columns: the keys of the first `columns` or of the
-/// objects themselves, in order of first appearance); nested values as compact JSON.
-pub(crate) fn json_table(items: &[Value], columns: Option<&[&str]>) -> Markup {
-    let keys: Vec<String> = match columns {
-        Some(columns) => columns.iter().map(|c| (*c).to_string()).collect(),
-        None => {
-            let mut keys: Vec<String> = Vec::new();
-            for item in items {
-                if let Value::Object(map) = item {
-                    for key in map.keys() {
-                        if !keys.contains(key) {
-                            keys.push(key.clone());
-                        }
-                    }
-                }
-            }
-            keys
-        }
-    };
-    html! {
-        @if items.is_empty() {
-            p.empty { "none" }
-        } @else {
-            table {
-                thead { tr { @for key in &keys { th { (key) } } } }
-                tbody {
-                    @for item in items {
-                        tr {
-                            @for key in &keys {
-                                td { (item.get(key).map(scalar).unwrap_or_default()) }
-                            }
-                        }
-                    }
-                }
-            }
-        }
     }
 }

@@ -92,3 +92,21 @@ fn the_allowed_hosts_are_the_loopback_names_the_bind_address_the_public_names_an
     assert!(!unspecified.allows("0.0.0.0") && !unspecified.allows("192.168.1.5"), "0.0.0.0 names no address: --public-host does");
     assert!(AllowedHosts::new("[fd00::5]:8742".parse().unwrap(), &[], None).allows("[fd00::5]:8742"));
 }
+
+#[test]
+fn the_search_page_explains_every_canonical_mode_and_hides_the_alias() {
+    use crate::api::search::SearchMode;
+    let shown: Vec<&str> = super::pages::SEARCH_MODES.iter().map(|(name, _)| *name).collect();
+    let canonical: Vec<&str> = SearchMode::CANONICAL.iter().map(|m| m.name()).collect();
+    assert_eq!(shown, canonical);
+}
+
+#[test]
+fn search_snippets_mark_the_query_words_and_escape_the_rest() {
+    let terms = super::pages::query_terms("Garden <b>");
+    let html = super::pages::highlighted("The <b>garden</b>\n  GARDEN", &terms).into_string();
+    assert_eq!(
+        html,
+        "The &lt;<mark>b</mark>&gt;<mark>garden</mark>&lt;/<mark>b</mark>&gt; <mark>GARDEN</mark>".replace("<mark>b</mark>", "b")
+    );
+}

@@ -112,6 +112,8 @@ fn provenance(channel: Channel, tool: &str) -> Provenance {
         }
         (Channel::Person, "ingest") => Provenance { operation: "cli.ingest", source: "paravault://cli/ingest", write_policy: "human" },
         (Channel::Person, _) => Provenance { operation: "cli.synthesize", source: "paravault://cli/synthesize", write_policy: "human" },
+        (Channel::Web, "ingest") => Provenance { operation: "web.ingest", source: "paravault://web/ingest", write_policy: "human" },
+        (Channel::Web, _) => Provenance { operation: "web.synthesize", source: "paravault://web/synthesize", write_policy: "human" },
     }
 }
 
@@ -244,7 +246,7 @@ impl Vault {
     /// (`metadata.person_only_write_policies`, e.g. `human`) unless this handle writes for a
     /// person: an agent cannot claim a person wrote its text.
     pub(crate) fn refuse_claimed_provenance(&self, path: &VaultPath, text: &str) -> Result<()> {
-        if self.channel() == Channel::Person {
+        if matches!(self.channel(), Channel::Person | Channel::Web) {
             return Ok(());
         }
         let Ok(split) = frontmatter::split(text) else { return Ok(()) };

@@ -155,7 +155,21 @@ async fn every_page_answers_with_its_status_code_and_the_security_headers() {
         ("/static/style.css", StatusCode::OK),
         ("/browse", StatusCode::OK),
         ("/browse/01_Projects", StatusCode::OK),
-        ("/browse/01_Projects?page=7", StatusCode::BAD_REQUEST),
+        ("/browse/01_Projects?page=1", StatusCode::OK),
+        ("/browse/01_Projects?page=2", StatusCode::NOT_FOUND),
+        ("/browse/01_Projects?page=0", StatusCode::BAD_REQUEST),
+        ("/browse/01_Projects?sort=size", StatusCode::BAD_REQUEST),
+        ("/browse/01_Projects?q=plan&sort=title", StatusCode::OK),
+        ("/tags", StatusCode::OK),
+        ("/tags/anything", StatusCode::OK),
+        ("/graph", StatusCode::OK),
+        ("/graph?note=01_Projects/plan.md", StatusCode::OK),
+        ("/graph?note=01_Projects/missing.md", StatusCode::NOT_FOUND),
+        ("/graph?note=../x.md", StatusCode::BAD_REQUEST),
+        ("/favicon.svg", StatusCode::OK),
+        ("/file/01_Projects/plan.md", StatusCode::NOT_FOUND),
+        ("/file/01_Projects/missing.png", StatusCode::NOT_FOUND),
+        ("/file/%2e%2e/secret.png", StatusCode::BAD_REQUEST),
         ("/browse/02_Areas/nothing", StatusCode::NOT_FOUND),
         ("/note/01_Projects/plan.md", StatusCode::OK),
         ("/note/01_Projects/missing.md", StatusCode::NOT_FOUND),
@@ -186,13 +200,24 @@ async fn every_page_answers_with_its_status_code_and_the_security_headers() {
         assert_eq!(h(header::X_FRAME_OPTIONS), "DENY", "GET {uri}");
         assert_eq!(h(header::X_CONTENT_TYPE_OPTIONS), "nosniff", "GET {uri}");
     }
+    // Following live is the person's choice: only then does the page reload itself.
+    assert!(!get(app, "/", c).await.body.contains("http-equiv=\"refresh\""));
+    let live = get(app, "/?live=1", c).await;
+    assert!(live.body.contains("<meta http-equiv=\"refresh\" content=\"20\">") && live.body.contains("Stop following"), "{}", live.body);
+    let pending_live = get(app, "/proposals?state=pending&live=1", c).await;
+    assert!(
+        pending_live.body.contains("http-equiv=\"refresh\"")
+            && pending_live.body.contains("href=\"/proposals?state=pending\">Stop following"),
+        "{}",
+        pending_live.body
+    );
     let search = get(app, "/search?q=zebras&mode=fts", c).await;
     assert!(search.body.contains("01_Projects/plan.md"), "{}", search.body);
     assert!(search.body.contains("id=\"actual-mode\">fts<"), "the mode actually run is shown");
     assert!(search.body.contains("id=\"generation\""), "the generation is shown");
     let plan = get(app, "/note/01_Projects/plan.md", c).await;
     assert!(plan.body.contains("03_Resources/linker.md"), "backlinks are listed");
-    assert!(plan.body.contains("<th>title</th><td>Plan</td>"), "frontmatter is shown as data: {}", plan.body);
+    assert!(plan.body.contains("<th scope=\"row\">title</th><td>Plan</td>"), "frontmatter is shown as data: {}", plan.body);
     // Method and size limits.
     let delete = send(app, Request::delete("/").header(header::COOKIE, &cookie).body(Body::empty()).unwrap()).await;
     assert_eq!(delete.status, StatusCode::METHOD_NOT_ALLOWED);
@@ -382,6 +407,17 @@ async fn an_edit_becomes_a_proposal_that_the_person_approves_and_applies_from_th
     )
     .await;
     assert_eq!(stale.status, StatusCode::CONFLICT, "{}", stale.body);
+    assert!(
+        stale.body.contains("<textarea id=\"content\" name=\"content\">") && stale.body.contains("Edited in the browser."),
+        "the typed text is kept: {}",
+        stale.body
+    );
+    assert!(
+        stale.body.contains("<span class=\"add\">+ Edited in the browser.</span>"),
+        "the diff shows the person's lines: {}",
+        stale.body
+    );
+    assert!(stale.body.contains(&format!("name=\"expected_sha256\" value=\"{sha}\"")), "resubmitting is based on the current version");
     let forged = post(app, "/edit/01_Projects/plan.md", Some(&cookie), &[("content", &edited), ("expected_sha256", &sha)]).await;
     assert_eq!(forged.status, StatusCode::FORBIDDEN);
     let proposed =
@@ -402,6 +438,15 @@ async fn an_edit_becomes_a_proposal_that_the_person_approves_and_applies_from_th
     assert_eq!(std::fs::read_to_string(site.dir.path().join("01_Projects/plan.md")).unwrap(), edited.replace("\r\n", "\n"));
     let shown = get(app, &format!("/proposals/{id}"), Some(&cookie)).await;
     assert!(shown.body.contains("id=\"state\">applied<"), "{}", shown.body);
+    // The receipt names the web, not the CLI; its page links the note and the proposal.
+    let receipts = get(app, "/receipts", Some(&cookie)).await;
+    assert!(receipts.body.contains("<td>web.apply</td>"), "{}", receipts.body);
+    assert!(!receipts.body.contains("cli.apply"), "{}", receipts.body);
+    assert!(
+        receipts.body.contains(&format!("href=\"/proposals/{id}\"")) && receipts.body.contains("href=\"/note/01_Projects/plan.md\""),
+        "{}",
+        receipts.body
+    );
 }
 
 #[tokio::test]
@@ -445,4 +490,176 @@ fn a_non_loopback_address_needs_a_registered_approver_and_a_login() {
     assert_eq!(web::check_bind(&options).unwrap_err().code(), "not_configured", "a read-only server has no login");
     options.bind = SocketAddr::from(([127, 0, 0, 1], 8742));
     web::check_bind(&options).unwrap();
+}
+
+/// Every tag of `html` (between `<` and `>`), lower-cased.
+fn tags_of(html: &str) -> Vec<String> {
+    html.split('<').skip(1).map(|rest| rest.split('>').next().unwrap_or("").to_lowercase()).collect()
+}
+
+/// The rendered body of a note page.
+fn note_body(page: &str) -> &str {
+    let start = page.find("id=\"note-body\"").unwrap();
+    &page[start..page[start..].find("</section>").unwrap() + start]
+}
+
+#[tokio::test]
+async fn a_note_renders_as_obsidian_users_write_it_and_the_tag_graph_and_file_views_follow_the_engine() {
+    let body = "Go to [[garden]], [[garden|the beds]] and [[garden#Beds]]; [[nowhere]] is broken.\n\n\
+                - [ ] weed\n- [x] water\n\n\
+                > [!warning] Mind the frost\n> Cover the beds.\n\n\
+                Roses need sun.[^sun]\n\n[^sun]: At least six hours.\n\n\
+                Filed under #gardening and #plants/roses, not #1.\n\n\
+                ![[garden]]\n\n![[pic.png]]\n\n`[[code]] #code`\n";
+    let mut daily = note("Resource", "Daily", body);
+    daily = daily.replace("timestamp:", "tags: [gardening, outdoors]\ntimestamp:");
+    let fixture = format!(
+        "-- 03_Resources/daily.md --\n{daily}-- 03_Resources/garden.md --\n{}-- 03_Resources/pic.png --\nPNGBYTES\n-- 03_Resources/_index.md --\n# Resources\n\n- [[garden]]\n",
+        note("Resource", "Garden", "# Beds\n\nThe garden has three raised beds.\n")
+    );
+    let site = site(&fixture, false, true);
+    let (cookie, _) = log_in(&site.app).await;
+    let c = Some(cookie.as_str());
+    let page = get(&site.app, "/note/03_Resources/daily.md", c).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let rendered = note_body(&page.body);
+    assert!(
+        rendered.contains("<a class=\"wikilink\" href=\"/note/03_Resources/garden.md\" rel=\"noopener noreferrer nofollow\">garden</a>"),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("href=\"/note/03_Resources/garden.md\" rel=\"noopener noreferrer nofollow\">the beds</a>"),
+        "the alias is the link text: {rendered}"
+    );
+    assert!(rendered.contains("class=\"wikilink broken\"") && rendered.contains("Broken link: no note named “nowhere”"), "{rendered}");
+    assert!(rendered.contains("<input type=\"checkbox\" disabled=\"\" aria-label=\"to do\">"), "{rendered}");
+    assert!(rendered.contains("<input type=\"checkbox\" disabled=\"\" checked=\"\" aria-label=\"done\">"), "{rendered}");
+    assert!(rendered.contains("<div class=\"callout callout-warning\"><p class=\"callout-title\">Mind the frost</p>"), "{rendered}");
+    assert!(rendered.contains("Cover the beds.") && !rendered.contains("[!warning]"), "{rendered}");
+    assert!(rendered.contains("<sup class=\"fnref\"><a href=\"#fn-1\" id=\"fnref-1\""), "{rendered}");
+    assert!(rendered.contains("<div class=\"footnote\" id=\"fn-1\">") && rendered.contains("At least six hours."), "{rendered}");
+    assert!(
+        rendered.contains("<a class=\"tag\" href=\"/tags/gardening\" rel=\"noopener noreferrer nofollow\">#gardening</a>"),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("href=\"/tags/plants%2Froses\" rel=\"noopener noreferrer nofollow\">#plants/roses</a>")
+            && rendered.contains("not #1."),
+        "{rendered}"
+    );
+    assert!(
+        rendered.contains("<div class=\"embed\">") && rendered.contains("The garden has three raised beds."),
+        "a note embed shows its excerpt: {rendered}"
+    );
+    assert!(rendered.contains("<img class=\"embed-image\" src=\"/file/03_Resources/pic.png\" alt=\"pic.png\">"), "{rendered}");
+    assert!(rendered.contains("<code>[[code]] #code</code>"), "code is never rendered as links: {rendered}");
+    // Frontmatter lists are lists, tags link to the tag view.
+    assert!(page.body.contains("<ul class=\"chips\"><li><a class=\"tag\" href=\"/tags/gardening\">#gardening</a></li>"), "{}", page.body);
+    assert!(page.body.contains("aria-label=\"breadcrumb\""), "breadcrumbs");
+    // Backlinks: the notes whose links resolve here, not the catalog page.
+    let garden = get(&site.app, "/note/03_Resources/garden.md", c).await;
+    let backlinks = &garden.body[garden.body.find("id=\"backlinks\"").unwrap()..];
+    assert!(backlinks.contains("03_Resources/daily.md"), "{backlinks}");
+    assert!(!backlinks.contains("_index.md"), "catalog pages are no backlinks: {backlinks}");
+    // The image embed is served from inside the vault with its type; other files are not.
+    let image = get(&site.app, "/file/03_Resources/pic.png", c).await;
+    assert_eq!(image.status, StatusCode::OK);
+    assert_eq!(image.headers.get(header::CONTENT_TYPE).unwrap(), "image/png");
+    assert_eq!(image.body, "PNGBYTES\n");
+    assert_eq!(get(&site.app, "/file/03_Resources/pic.png", None).await.status, StatusCode::FOUND, "files need the login too");
+    // Tags: the index, a tag's notes.
+    let tags = get(&site.app, "/tags", c).await;
+    assert!(tags.body.contains("href=\"/tags/gardening\">#gardening</a> <span class=\"count\">1</span>"), "{}", tags.body);
+    let tagged = get(&site.app, "/tags/Gardening", c).await;
+    assert!(tagged.body.contains("03_Resources/daily.md") && !tagged.body.contains("03_Resources/garden.md\""), "{}", tagged.body);
+    // The graph: the neighbourhood holds the note and what it links to, as links; no script.
+    let graph = get(&site.app, "/graph?note=03_Resources/daily.md", c).await;
+    assert!(graph.body.contains("<svg class=\"graph\""), "{}", graph.body);
+    assert!(graph.body.contains("<a href=\"/note/03_Resources/garden.md\">"), "{}", graph.body);
+    assert!(graph.body.contains("2 notes, 1 links"), "daily → garden: {}", graph.body);
+    let whole = get(&site.app, "/graph", c).await;
+    assert!(whole.body.contains("03_Resources/daily.md") && whole.body.contains("03_Resources/garden.md"), "{}", whole.body);
+    assert!(!whole.body.contains("_index.md"), "catalog pages are not in the graph");
+    assert!(!whole.body.to_lowercase().contains("<script"), "the graph needs no script");
+}
+
+#[tokio::test]
+async fn payloads_inside_wikilinks_callouts_tags_and_embeds_render_inert() {
+    let body = "[[<script>alert(1)</script>]] [[x|<img src=x onerror=alert(1)>]] [[javascript:alert(1)]]\n\n\
+                [[\"><svg onload=alert(1)>|a\"b]] ![[<svg onload=alert(1)>]] ![[javascript:alert(1).png]] ![[x\" onerror=\"alert(1).png]]\n\n\
+                > [!note\"><script>alert(1)</script>] <img src=x onerror=alert(1)>\n> body\n\n\
+                > [!warning] <script>alert(2)</script>\n\n\
+                #<script>alert(1)</script> #a\"onmouseover=alert(1) #ok<b>x</b>\n\n\
+                x[^<script>]\n\n[^<script>]: <img src=x onerror=alert(1)>\n\n\
+                - [x] <script>alert(1)</script>\n";
+    let hostile = note("Resource", "Payloads", body);
+    let site = site(&format!("-- 03_Resources/payloads.md --\n{hostile}"), false, true);
+    let (cookie, _) = log_in(&site.app).await;
+    let page = get(&site.app, "/note/03_Resources/payloads.md", Some(&cookie)).await;
+    assert_eq!(page.status, StatusCode::OK);
+    let rendered = note_body(&page.body);
+    for tag in tags_of(rendered) {
+        let name = tag.trim_start_matches('/').split([' ', '/']).next().unwrap_or("").to_string();
+        let allowed = ["div", "section", "p", "a", "span", "ul", "li", "input", "sup", "blockquote", "img", "code"];
+        assert!(allowed.contains(&name.as_str()), "unexpected markup <{tag}> in {rendered}");
+        // Attribute names outside the quoted values: no handler; every URL on this server or http(s).
+        let unquoted: String = tag.split('"').step_by(2).collect::<Vec<_>>().join("\"\"");
+        assert!(!unquoted.contains(" on") && !unquoted.contains("style"), "active attribute in <{tag}>: {rendered}");
+        for attribute in [" href=\"", " src=\""] {
+            if let Some(at) = tag.find(attribute) {
+                let url = &tag[at + attribute.len()..];
+                assert!(url.starts_with('/') || url.starts_with('#') || url.starts_with("https://"), "<{tag}>: {rendered}");
+            }
+        }
+        if name == "img" {
+            assert!(tag.contains("src=\"/file/"), "an image only from the vault: <{tag}>");
+        }
+        if name == "input" {
+            assert!(tag.starts_with("input type=\"checkbox\" disabled"), "only disabled checkboxes: <{tag}>");
+        }
+        if let Some(at) = tag.find(" id=\"") {
+            let id = &tag[at + 5..];
+            assert!(id.starts_with("fn-") || id.starts_with("fnref-"), "only footnote ids: <{tag}>");
+        }
+    }
+    assert!(rendered.contains("&lt;script&gt;"), "payloads are shown as text: {rendered}");
+    assert!(!page.body.to_lowercase().contains("<script"), "no page carries a script");
+}
+
+#[tokio::test]
+async fn approve_is_off_with_the_gates_reason_when_the_gate_would_refuse_and_tasks_have_pages() {
+    let site = site(HUMAN_PROJECTS, false, true);
+    let app = &site.app;
+    let (cookie, csrf) = log_in(app).await;
+    let c = Some(cookie.as_str());
+    let edit = get(app, "/edit/01_Projects/plan.md", c).await;
+    let sha_at = edit.body.find("name=\"expected_sha256\" value=\"").unwrap() + "name=\"expected_sha256\" value=\"".len();
+    let sha = edit.body[sha_at..sha_at + 64].to_string();
+    let broken = note("Project", "Plan", "Now links [[nowhere-at-all]].\n");
+    let proposed = post(app, "/edit/01_Projects/plan.md", c, &[("csrf", &csrf), ("content", &broken), ("expected_sha256", &sha)]).await;
+    assert_eq!(proposed.status, StatusCode::SEE_OTHER, "{}", proposed.body);
+    let shown = get(app, proposed.location(), c).await;
+    assert!(shown.body.contains("id=\"gate-verdict\">would refuse<"), "{}", shown.body);
+    assert!(shown.body.contains("value=\"approve\" disabled"), "Approve is off: {}", shown.body);
+    assert!(shown.body.contains("id=\"approve-why\"") && shown.body.contains("nowhere-at-all"), "with the gate's reason: {}", shown.body);
+    assert!(shown.body.contains("id=\"reject\""), "Reject stays on");
+    // Tasks: the list links each task to its page.
+    let created = site_vault(&site).handoff_work(task_request()).unwrap();
+    let id = serde_json::to_value(&created).unwrap()["task_id"].as_str().unwrap().to_string();
+    let list = get(app, "/tasks", c).await;
+    assert!(list.body.contains(&format!("href=\"/tasks/{id}\"")), "{}", list.body);
+    let task = get(app, &format!("/tasks/{id}"), c).await;
+    assert_eq!(task.status, StatusCode::OK, "{}", task.body);
+    assert!(task.body.contains("Water the garden"), "{}", task.body);
+    assert_eq!(get(app, "/tasks/no-such-task", c).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(get(app, "/tasks/bad%20id", c).await.status, StatusCode::BAD_REQUEST);
+}
+
+/// Another handle on the site's vault (an agent's).
+fn site_vault(site: &Site) -> Vault {
+    Vault::open(site.dir.path(), options()).unwrap()
+}
+
+fn task_request() -> paravault::api::handoff::HandoffRequest {
+    serde_json::from_value(serde_json::json!({"action": "create", "task_id": "water-1", "objective": "Water the garden", "owner": "agent-1", "scope": ["01_Projects"]})).unwrap()
 }
