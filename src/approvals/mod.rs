@@ -398,6 +398,43 @@ pub(crate) fn decision_travels(root: &Path, rel: &str) -> bool {
     matches!(read_decision_file(root, id), Ok(Some((record, _))) if matches!(unhonoured(root, &record), Ok(None)))
 }
 
+/// Moves every decision record this vault does not honour to
+/// `.paravault/approvals/unverified/` (kept byte for byte, never committed): run when a vault
+/// becomes a replica (its unsigned records stop counting then) and before `replicate` commits,
+/// so a record that would never pass the remote's gate never holds back a push. A record the
+/// branch already holds (`committed`) stays: removing it would be a change the gate refuses.
+/// Returns how many were moved.
+pub(crate) fn set_aside_unhonoured_decisions(root: &Path, committed: impl Fn(&str) -> bool) -> Result<usize> {
+    let dir = layout::join(root, layout::APPROVAL_DECISIONS_DIR);
+    let entries = match std::fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(0),
+        Err(e) => return Err(nofollow::io_error("listing", layout::APPROVAL_DECISIONS_DIR, e)),
+    };
+    let mut moved = 0;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(id) = name.strip_suffix(".json") else { continue };
+        let rel = format!("{}/{name}", layout::APPROVAL_DECISIONS_DIR);
+        if check_id(id).is_err() || decision_travels(root, &rel) || committed(&rel) {
+            continue;
+        }
+        set_aside(root, id)?;
+        moved += 1;
+    }
+    Ok(moved)
+}
+
+/// Moves decision record `id` aside, byte for byte, under a name that holds its hash.
+fn set_aside(root: &Path, id: &str) -> Result<()> {
+    let from = decision_path(root, id);
+    let bytes = durable::read_engine_file(root, &from).map_err(|e| nofollow::io_error("reading", "a decision record", e))?;
+    let aside = layout::join(root, &format!("{}/{id}-{}.json", layout::UNVERIFIED_DECISIONS_DIR, &sha256_hex(&bytes)[..16]));
+    durable::create_dir_all(root, &layout::join(root, layout::UNVERIFIED_DECISIONS_DIR))?;
+    durable::create_new(root, &aside, &bytes)?;
+    durable::remove_file(root, &from)
+}
+
 /// The decision recorded for a proposal that this vault honours, with the sha256 of the
 /// record's bytes. A record that does not verify (`unhonoured`) is as if there were none: it
 /// is logged, kept, and moved aside when a person decides.
@@ -1286,19 +1323,13 @@ impl Vault {
         let root = self.root();
         nofollow::refuse_symlinked_state(root)?;
         let governed = load(root, &request.proposal_id)?;
-        if let Some((existing, existing_sha)) = read_decision_file(root, &request.proposal_id)? {
+        if let Some((existing, _)) = read_decision_file(root, &request.proposal_id)? {
             if unhonoured(root, &existing)?.is_none() {
                 return Err(Error::AlreadyDecided { proposal_id: request.proposal_id.clone(), decision: existing.decision.name() });
             }
             // A record that does not verify (forged, or signed by a revoked key) blocks nothing:
             // it is moved aside, byte for byte, and the person's decision takes its place.
-            let aside =
-                layout::join(root, &format!("{}/{}-{}.json", layout::UNVERIFIED_DECISIONS_DIR, request.proposal_id, &existing_sha[..16]));
-            let from = decision_path(root, &request.proposal_id);
-            let bytes = durable::read_engine_file(root, &from).map_err(|e| nofollow::io_error("reading", "a decision record", e))?;
-            durable::create_dir_all(root, &layout::join(root, layout::UNVERIFIED_DECISIONS_DIR))?;
-            durable::create_new(root, &aside, &bytes)?;
-            durable::remove_file(root, &from)?;
+            set_aside(root, &request.proposal_id)?;
         }
         let active = keys::active_keys(root)?;
         let signing = match (approver.signing_key(), signatures_required(root, active.as_ref())) {

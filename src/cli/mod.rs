@@ -94,6 +94,7 @@ pub enum ApproverAction {
     /// Take an approver's key out of this vault's registry (signed by another active approver;
     /// the last key cannot be revoked).
     Revoke {
+        /// The approver whose key is revoked.
         name: String,
         /// The key to revoke (default: NAME's only active key).
         #[arg(long)]
@@ -110,6 +111,7 @@ pub enum PolicyAction {
     /// Sign `.paravault/policy.yaml` as it is now (`.paravault/policy.sig`): a shared vault's
     /// gate refuses a policy change without an approver's signature. The secret is prompted.
     Sign {
+        /// The approver who signs (their secret is prompted).
         #[arg(long)]
         approver: String,
     },

@@ -286,6 +286,9 @@ impl Vault {
         };
         config.save(root)?;
         let writer = self.lock_writer()?;
+        // Decisions made before the vault was a replica are unsigned: they stop counting now,
+        // and are kept aside rather than pushed (docs/governance.md, "A shared vault").
+        crate::approvals::set_aside_unhonoured_decisions(root, |rel| committed(&git, rel))?;
         let mut paths = git.dirty_paths(&[])?;
         paths.extend(replica::update_mirror(root, &config)?);
         paths.retain(|p| !is_scratch(p));
@@ -422,7 +425,10 @@ impl Vault {
             durable::replace(root, &ignore, GIT_IGNORE_RULES.as_bytes())?;
         }
         let travelling: Vec<String> = TRAVELLING_STATE.iter().map(|p| format!(":(literal){p}")).collect();
+        crate::approvals::set_aside_unhonoured_decisions(root, |rel| committed(&Git::at(root), rel))?;
         let mut paths = Git::at(root).dirty_paths(&travelling)?;
+        // A record the branch holds that stopped counting (its key revoked) is not committed
+        // again; one a person changed by hand is not either (decisions are immutable).
         paths.retain(|p| crate::approvals::decision_travels(root, p));
         paths.extend(replica::update_mirror(root, config)?);
         paths.sort();
@@ -1056,6 +1062,11 @@ fn governance_refusal(git: &Git, root: &Path, target: &str, path: &str, after: O
         };
     }
     Ok(None)
+}
+
+/// Whether the branch's head holds `rel`.
+fn committed(git: &Git, rel: &str) -> bool {
+    matches!(git.blob_at("HEAD", rel), Ok(Some(_)))
 }
 
 fn note_path(vault: &Vault, path: &str) -> Option<VaultPath> {
