@@ -76,7 +76,10 @@ pub enum ApproverAction {
     List,
     /// Show an approver's public signing key, making one (sealed under the secret, which is
     /// prompted) for an approver registered before signed approvals.
-    Key { name: String },
+    Key {
+        /// The approver's name.
+        name: String,
+    },
     /// Put an approver's public key in this vault's registry (it travels with the vault):
     /// the first key is the approver's own, signed by itself; every later one is signed by an
     /// approver whose key is already there (their secret is prompted).
