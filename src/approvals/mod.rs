@@ -1332,37 +1332,28 @@ impl Vault {
             set_aside(root, &request.proposal_id)?;
         }
         let active = keys::active_keys(root)?;
-        let signing = match (approver.signing_key(), signatures_required(root, active.as_ref())) {
-            (Some(key), _) => Some(key),
-            (None, false) => None,
-            (None, true) => {
-                return Err(Error::SignatureInvalid {
-                    what: format!("approver '{}'", request.approver),
-                    reason: "this vault honours only signed decisions and the approver has no signing key; give them one with `paravault approver key NAME`, then register it with `paravault approver register NAME`".into(),
-                });
-            }
-        };
-        if let (Some(key), Some(active)) = (signing, &active) {
-            let public = crate::hex::encode(key.verifying_key().as_bytes());
-            if !active.holds(&request.approver, &public) {
-                return Err(Error::SignatureInvalid {
-                    what: format!("approver '{}'", request.approver),
-                    reason: format!(
-                        "their key is not active in {}: an approver registers it with `paravault approver register {} --public-key {public}`",
-                        layout::APPROVER_KEYS,
-                        request.approver
-                    ),
-                });
-            }
-        } else if signing.is_some() && signatures_required(root, None) {
-            return Err(Error::SignatureInvalid {
-                what: format!("approver '{}'", request.approver),
-                reason: format!(
+        let signing = approver.signing_key();
+        if signatures_required(root, active.as_ref()) {
+            // Refused before anything is written: a decision this vault would not honour.
+            let refuse = |reason: String| Error::SignatureInvalid { what: format!("approver '{}'", request.approver), reason };
+            let Some(key) = signing else {
+                return Err(refuse("this vault honours only signed decisions and the approver has no signing key; give them one with `paravault approver key NAME`, then register it with `paravault approver register NAME`".into()));
+            };
+            let Some(active) = &active else {
+                return Err(refuse(format!(
                     "this replica has no approver-key registry ({}); the first approver creates it with `paravault approver register {}`",
                     layout::APPROVER_KEYS,
                     request.approver
-                ),
-            });
+                )));
+            };
+            let public = crate::hex::encode(key.verifying_key().as_bytes());
+            if !active.holds(&request.approver, &public) {
+                return Err(refuse(format!(
+                    "their key is not active in {}: an approver registers it with `paravault approver register {} --public-key {public}`",
+                    layout::APPROVER_KEYS,
+                    request.approver
+                )));
+            }
         }
         if request.decision == Decision::Approved {
             let (current, applied) = currency(root, &governed)?;
