@@ -27,7 +27,7 @@ pub mod write {
 pub mod search {
     pub use crate::policy::SearchMode;
     pub use crate::retrieval::{MemoryContext, RelatedReport, SearchParams, SyncParams};
-    pub use crate::search::{Envelope, HANDLING_INSTRUCTION, Progress, SyncReport};
+    pub use crate::search::{Envelope, HANDLING_INSTRUCTION, Progress, ReplicaFreshness, SyncReport};
 }
 
 /// The one doctor report (`get_server_info`'s cheap form, `paravault doctor`'s checked form).

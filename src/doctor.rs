@@ -42,6 +42,10 @@ pub struct DoctorReport {
     pub embedding: EmbeddingState,
     /// What needs attention, each with its remediation.
     pub issues: Vec<Issue>,
+    /// On a replica: the team commit its answers reflect and how far behind the remote it was
+    /// when it last looked (absent on a vault that is not a replica).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica: Option<crate::search::ReplicaFreshness>,
     /// The whole-vault check (`paravault doctor` and the web dashboard only; `get_server_info`
     /// never has it, so its schema leaves it out).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -341,6 +345,16 @@ impl Vault {
                 }
             }
         }
+        let replica = crate::write::replica::freshness(self.root());
+        if let Some(error) = replica.as_ref().and_then(|r| r.last_error.as_ref()) {
+            issues.push(Issue {
+                code: "replication_failing",
+                severity: "warning",
+                message: format!("the last `replicate` failed ({error}); answers reflect the team history as of replica.looked_at"),
+                remediation: "run `paravault replicate` (its error says what to fix: the network, the remote, a push the gate refused)"
+                    .into(),
+            });
+        }
         let status = status_of(&issues);
         Ok(DoctorReport {
             schema_version: 1,
@@ -377,6 +391,7 @@ impl Vault {
             policy: self.policy().source.clone(),
             embedding,
             issues,
+            replica,
             vault_check: None,
         })
     }

@@ -185,6 +185,7 @@ impl Vault {
         };
         let (mut envelope, first) = self.on_a_generation(|| search::search(self.root(), self.policy(), request.clone()))?;
         envelope.fallback_reason = prepend(first, envelope.fallback_reason.take());
+        envelope.replica = crate::write::replica::freshness(self.root());
         Ok(envelope)
     }
 

@@ -37,7 +37,7 @@ use crate::note::path::VaultPath;
 use crate::store::git::Git;
 use crate::store::{durable, layout};
 use crate::vault::{Vault, VaultOptions};
-use crate::write::replica::{self, MERGE_OPERATION, ReplicaConfig};
+use crate::write::replica::{self, MERGE_OPERATION, ReplicaConfig, ReplicaState};
 use crate::write::{Mutation, NoteChange};
 
 /// How many times `replicate` fetches and integrates again when its push is refused because
@@ -45,8 +45,6 @@ use crate::write::{Mutation, NoteChange};
 pub const PUSH_ATTEMPTS: usize = 5;
 /// The default branch of a vault that `remote add` makes a repository.
 pub const DEFAULT_BRANCH: &str = "main";
-/// `replica-state.json`'s schema.
-const STATE_SCHEMA: &str = "paravault.replica-state.v1";
 /// The lock one `replicate` (or `clone`'s first integration) holds.
 const REPLICATE_LOCK: &str = ".paravault/replicate.lock";
 
@@ -182,33 +180,6 @@ pub struct CloneReport {
     pub search_generation: String,
 }
 
-/// `replica-state.json`: when `replicate` last succeeded and its last error (per machine).
-#[derive(Debug, Clone, Default, Serialize, serde::Deserialize)]
-struct ReplicaState {
-    schema: String,
-    last_attempt_at: Option<String>,
-    last_success_at: Option<String>,
-    last_error: Option<String>,
-}
-
-impl ReplicaState {
-    fn load(root: &Path) -> ReplicaState {
-        durable::read_engine_file(root, &layout::join(root, layout::REPLICA_STATE))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default()
-    }
-
-    fn save(&self, root: &Path) {
-        let state = ReplicaState { schema: STATE_SCHEMA.into(), ..self.clone() };
-        if let Ok(bytes) = serde_json::to_vec_pretty(&state)
-            && let Err(error) = durable::replace_unsynced(root, &layout::join(root, layout::REPLICA_STATE), &bytes)
-        {
-            tracing::warn!(%error, "could not record the replication state");
-        }
-    }
-}
-
 fn tracking_ref(config: &ReplicaConfig) -> String {
     format!("refs/remotes/{}/{}", config.remote, config.branch)
 }
@@ -222,6 +193,23 @@ fn config_of(vault: &Vault) -> Result<ReplicaConfig> {
         capability: "replication",
         remediation: "this vault has no remote yet: run `paravault remote add origin <url>` (any git URL), or `paravault clone <url> <folder>` on a new device".into(),
     })
+}
+
+/// `.paravault/replicate.lock` when no `replicate` holds it (None when one does).
+fn try_replicate_lock(root: &Path) -> Option<std::fs::File> {
+    let file = durable::open_engine_file(root, &layout::join(root, REPLICATE_LOCK), true).ok()?;
+    file.try_lock().ok()?;
+    Some(file)
+}
+
+/// The remote's commits that `head` (this replica's branch) lacks.
+fn behind(git: &Git, config: &ReplicaConfig, theirs: Option<&str>) -> Result<usize> {
+    let Some(theirs) = theirs else { return Ok(0) };
+    let range = match git.resolve(&format!("refs/heads/{}", config.branch))? {
+        Some(head) => format!("{head}..{theirs}"),
+        None => theirs.to_string(),
+    };
+    Ok(git.run("rev-list", ["rev-list", "--count", &range])?.text().trim().parse().unwrap_or(0))
 }
 
 /// Holds `.paravault/replicate.lock` (one `replicate` per vault at a time).
@@ -329,7 +317,7 @@ impl Vault {
         let _lock = replicate_lock(root)?;
         let mut state = ReplicaState::load(root);
         state.last_attempt_at = Some(now_text(self));
-        let result = self.replicate_locked(&config, progress);
+        let result = self.replicate_locked(&config, &mut state, progress);
         match &result {
             Ok(_) => {
                 state.last_success_at = state.last_attempt_at.clone();
@@ -341,7 +329,12 @@ impl Vault {
         result
     }
 
-    fn replicate_locked(&self, config: &ReplicaConfig, progress: crate::search::Progress<'_>) -> Result<ReplicateReport> {
+    fn replicate_locked(
+        &self,
+        config: &ReplicaConfig,
+        state: &mut ReplicaState,
+        progress: crate::search::Progress<'_>,
+    ) -> Result<ReplicateReport> {
         let root = self.root();
         let git = Git::at(root);
         let committed_before = self.commit_leftovers(config)?;
@@ -368,8 +361,10 @@ impl Vault {
             let theirs = fetch(&git, config, network_timeout(self))?;
             progress("fetching", 1, 1);
             report.remote_head = theirs.clone();
+            state.looked(now_text(self), theirs.clone(), behind(&git, config, theirs.as_deref())?);
             if let Some(theirs) = &theirs {
                 self.integrate(config, theirs, &mut report, progress)?;
+                state.integrated(theirs);
             }
             let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
             report.head = head.clone();
@@ -386,6 +381,7 @@ impl Vault {
             progress("pushing", 1, 1);
             match pushed {
                 Pushed::Done => {
+                    state.pushed(now_text(self), &head);
                     report.pushed = true;
                     report.in_sync = true;
                     break;
@@ -715,7 +711,7 @@ impl Vault {
         let root = self.root();
         let git = Git::at(root);
         let url = git.run("remote", ["remote", "get-url", &config.remote])?.text();
-        let state = ReplicaState::load(root);
+        let mut state = ReplicaState::load(root);
         let (remote_head, reachable) = match fetch(&git, &config, network_timeout(self)) {
             Ok(head) => (head, true),
             Err(_) => (git.resolve(&tracking_ref(&config))?, false),
@@ -732,6 +728,12 @@ impl Vault {
             (None, None) => (0, 0),
         };
         let uncommitted = git.dirty_paths(&[])?.iter().filter(|p| !p.starts_with(".paravault/") && !is_scratch(p)).count();
+        // What it saw is recorded for answers' freshness, unless a `replicate` is running (it
+        // records its own look when it ends).
+        if reachable && let Some(_running) = try_replicate_lock(root) {
+            state.looked(now_text(self), remote_head.clone(), behind);
+            state.save(root);
+        }
         Ok(ReplicaStatus {
             vault: root.display().to_string(),
             replica_id: config.replica_id.clone(),

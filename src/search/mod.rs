@@ -29,7 +29,7 @@ pub use build::stage::{Staging, UnderLock};
 pub use build::{Progress, SyncOptions, SyncReport, publish_changes, snapshot_hash, sync, sync_with_progress};
 pub use read::envelope::{
     ENVELOPE_SCHEMA, Envelope, HANDLING_INSTRUCTION, MAX_RESULTS_LIMIT, NoteRef, Provenance, Related, RelatedHits, RelatedMethod,
-    ResultMetadata, ResultSource, SearchRequest, SearchResult, TemporalView,
+    ReplicaFreshness, ResultMetadata, ResultSource, SearchRequest, SearchResult, TemporalView,
 };
 pub use read::generation::{Counts, Exclusion};
 pub use read::related::{memory_context, suggest_related};

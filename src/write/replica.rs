@@ -82,6 +82,90 @@ impl ReplicaConfig {
     }
 }
 
+/// `replica-state.json`'s schema.
+const STATE_SCHEMA: &str = "paravault.replica-state.v1";
+
+/// `.paravault/replica-state.json` (per machine, never committed): when `replicate` last ran,
+/// succeeded and failed, and what this replica last saw of the remote and integrated from it —
+/// what answers say about their freshness ([`freshness`]).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct ReplicaState {
+    pub schema: String,
+    pub last_attempt_at: Option<String>,
+    pub last_success_at: Option<String>,
+    pub last_error: Option<String>,
+    /// When this replica last reached the remote.
+    #[serde(default)]
+    pub looked_at: Option<String>,
+    /// The remote's head then.
+    #[serde(default)]
+    pub remote_head_seen: Option<String>,
+    /// The remote's commits not integrated here then.
+    #[serde(default)]
+    pub behind_when_looked: usize,
+    /// The remote's head this replica last integrated (or pushed: then the remote is at it).
+    #[serde(default)]
+    pub team_commit: Option<String>,
+}
+
+impl ReplicaState {
+    /// The recorded state; the default when there is none or it cannot be read (it is a record
+    /// of what happened, never a precondition).
+    pub fn load(root: &Path) -> ReplicaState {
+        durable::read_engine_file(root, &layout::join(root, layout::REPLICA_STATE))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    /// Records the state (not synced: losing it to a crash loses a record, never data).
+    pub fn save(&self, root: &Path) {
+        let state = ReplicaState { schema: STATE_SCHEMA.into(), ..self.clone() };
+        if let Ok(bytes) = serde_json::to_vec_pretty(&state)
+            && let Err(error) = durable::replace_unsynced(root, &layout::join(root, layout::REPLICA_STATE), &bytes)
+        {
+            tracing::warn!(%error, "could not record the replication state");
+        }
+    }
+
+    /// The replica reached the remote at `at` and saw its head at `remote_head`, `behind`
+    /// commits past what it had integrated.
+    pub fn looked(&mut self, at: String, remote_head: Option<String>, behind: usize) {
+        self.looked_at = Some(at);
+        self.remote_head_seen = remote_head;
+        self.behind_when_looked = behind;
+    }
+
+    /// The replica integrated the remote's history up to `commit`.
+    pub fn integrated(&mut self, commit: &str) {
+        self.team_commit = Some(commit.to_string());
+        if self.remote_head_seen.as_deref() == Some(commit) {
+            self.behind_when_looked = 0;
+        }
+    }
+
+    /// The replica pushed `head` at `at`: the remote is at it.
+    pub fn pushed(&mut self, at: String, head: &str) {
+        self.looked(at, Some(head.to_string()), 0);
+        self.team_commit = Some(head.to_string());
+    }
+}
+
+/// How fresh this vault's answers are when it is a replica (None when it is not): two small
+/// file reads, no git process.
+pub fn freshness(root: &Path) -> Option<crate::search::ReplicaFreshness> {
+    let config = ReplicaConfig::load(root).ok()??;
+    let state = ReplicaState::load(root);
+    Some(crate::search::ReplicaFreshness {
+        remote: config.remote,
+        team_commit: state.team_commit,
+        looked_at: state.looked_at,
+        remote_head_seen: state.remote_head_seen,
+        behind_when_looked: state.behind_when_looked,
+        last_error: state.last_error,
+    })
+}
+
 /// The folder of a replica's receipt mirror (vault-relative).
 pub fn mirror_dir(replica_id: &str) -> String {
     format!("{}/{replica_id}", layout::REPLICAS_DIR)

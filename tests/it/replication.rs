@@ -472,3 +472,66 @@ fn replicate_reports_progress_stage_by_stage() {
     assert!(last.1 == last.2 && last.2 >= 1, "every changed path counted: {reports:?}");
     assert_eq!(reports.last(), Some(&("pushing", 1, 1)));
 }
+
+/// Issue 49 scope 4: a replica's answers (search, doctor and so `get_server_info`) name the team
+/// commit they reflect and how far behind the remote the replica was when it last looked; a
+/// vault that is not a replica says nothing of the kind.
+#[test]
+fn answers_say_which_team_commit_they_reflect_and_how_far_behind_the_remote_was() {
+    let site = Site::new();
+    let (a, b) = (site.path("a"), site.clone("b"));
+    let head = |v: &Path| git(v, &["rev-parse", "HEAD"]);
+    let remote_head = || git(&site.remote(), &["rev-parse", "refs/heads/main"]);
+
+    // A pushed, so its answers reflect the remote's head and it was behind by nothing.
+    let found = pv(&a, &["search", "alpha"], 0);
+    let replica = &found["replica"];
+    assert_eq!(replica["remote"], "origin", "{found}");
+    assert_eq!(replica["team_commit"], remote_head(), "{found}");
+    assert_eq!(replica["remote_head_seen"], remote_head(), "{found}");
+    assert_eq!(replica["behind_when_looked"], 0, "{found}");
+    assert!(replica["looked_at"].is_string() && replica["last_error"].is_null(), "{found}");
+
+    // B moves the remote on by two commits; A has not looked yet, so it still says what it saw.
+    ingest(&b, "03_Resources/b-one.md", "B one", "First from B.");
+    ingest(&b, "03_Resources/b-two.md", "B two", "Second from B.");
+    assert_eq!(pv(&b, &["replicate"], 0)["pushed"], true);
+    let seen_before = pv(&a, &["search", "alpha"], 0)["replica"].clone();
+    assert_eq!(seen_before["behind_when_looked"], 0);
+    assert_ne!(seen_before["team_commit"], remote_head());
+
+    // `replicate --status` looks (without integrating): the answers now say how far behind.
+    let status = pv(&a, &["replicate", "--status"], 0);
+    assert_eq!(status["behind"], 2, "{status}");
+    let looked = pv(&a, &["search", "alpha"], 0)["replica"].clone();
+    assert_eq!(looked["behind_when_looked"], 2, "{looked}");
+    assert_eq!(looked["remote_head_seen"], remote_head(), "{looked}");
+    assert_eq!(looked["team_commit"], seen_before["team_commit"], "nothing integrated yet: {looked}");
+    let doctor = pv(&a, &["doctor"], 0);
+    assert_eq!(doctor["replica"], looked, "doctor (get_server_info's report) says the same");
+
+    // After replicate, A reflects the remote's head again.
+    assert_eq!(pv(&a, &["replicate"], 0)["in_sync"], true);
+    let after = pv(&a, &["search", "alpha"], 0)["replica"].clone();
+    assert_eq!(after["team_commit"], remote_head(), "{after}");
+    assert_eq!(after["team_commit"], head(&a), "{after}");
+    assert_eq!(after["behind_when_looked"], 0, "{after}");
+
+    // An unreachable remote: the answer keeps the last look and names the failure.
+    git(&a, &["remote", "set-url", "origin", site.path("gone.git").to_str().unwrap()]);
+    let out = paravault(&a, &["--json", "replicate"]);
+    assert_ne!(out.status.code(), Some(0));
+    let failed = pv(&a, &["search", "alpha"], 0)["replica"].clone();
+    assert_eq!(failed["looked_at"], after["looked_at"], "{failed}");
+    assert!(failed["last_error"].as_str().is_some_and(|e| e.starts_with("replication_failed")), "{failed}");
+    let human = text(&paravault(&a, &["search", "alpha"]));
+    assert!(human.contains("replica of origin: team commit") && human.contains("the last replicate failed"), "{human}");
+
+    // A vault that is not a replica says nothing about replicas.
+    let alone = site.path("alone");
+    pv(&alone, &["init"], 0);
+    ingest(&alone, "03_Resources/solo.md", "Solo", "Alpha alone.");
+    let found = pv(&alone, &["search", "alpha"], 0);
+    assert!(found.get("replica").is_none(), "{found}");
+    assert!(pv(&alone, &["doctor"], 0).get("replica").is_none());
+}

@@ -69,6 +69,27 @@ pub struct Provenance {
     pub source_snapshot_hash: String,
 }
 
+/// How fresh a replica's answers are (docs/replication.md, "How fresh an answer is"): the team
+/// history it last integrated and how far behind the remote it was when it last looked. Present
+/// only on a vault that is a replica (`paravault remote add`, `paravault clone`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+pub struct ReplicaFreshness {
+    /// The git remote's name (`origin`).
+    pub remote: String,
+    /// The remote's head this replica last integrated: the team history the answer reflects
+    /// (this replica's own later transactions are in the answer too). None before the first
+    /// integration.
+    pub team_commit: Option<String>,
+    /// When this replica last reached the remote (RFC 3339); None when it never has.
+    pub looked_at: Option<String>,
+    /// The remote's head at that time.
+    pub remote_head_seen: Option<String>,
+    /// The remote's commits this replica had not integrated at that time.
+    pub behind_when_looked: usize,
+    /// The last `replicate`'s error, when the last one failed (`code: message`).
+    pub last_error: Option<String>,
+}
+
 /// The note a search result comes from.
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ResultSource {
@@ -155,6 +176,10 @@ pub struct Envelope {
     pub result_count: usize,
     /// The hits, best first.
     pub results: Vec<SearchResult>,
+    /// On a replica: the team commit the answer reflects and how far behind the remote the
+    /// replica was when it last looked (absent on a vault that is not a replica).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replica: Option<ReplicaFreshness>,
 }
 
 /// A note named by `memory_context` or `suggest_related`.

@@ -588,6 +588,7 @@ pub(crate) fn search_with_chunks(root: &Path, policy: &LoadedPolicy, request: Se
         },
         result_count: results.len(),
         results,
+        replica: None,
     };
     Ok((envelope, chunks))
 }
