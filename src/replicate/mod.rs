@@ -43,6 +43,8 @@ use crate::write::{Mutation, NoteChange};
 /// How many times `replicate` fetches and integrates again when its push is refused because
 /// the remote moved meanwhile.
 pub const PUSH_ATTEMPTS: usize = 5;
+/// The bound of the first pause before a retried push (ms); it doubles each round.
+const PUSH_BACKOFF_MS: u64 = 400;
 /// The default branch of a vault that `remote add` makes a repository.
 pub const DEFAULT_BRANCH: &str = "main";
 /// The lock one `replicate` (or `clone`'s first integration) holds.
@@ -387,9 +389,12 @@ impl Vault {
                     break;
                 }
                 Pushed::RemoteMoved if attempt < PUSH_ATTEMPTS => {
-                    // Someone pushed meanwhile: fetch, integrate and try again after a pause.
-                    let jitter = u64::from(getrandom::u32().unwrap_or(0) % 400);
-                    std::thread::sleep(std::time::Duration::from_millis(100 * attempt as u64 + jitter));
+                    // Someone pushed meanwhile: fetch, integrate and try again after a pause drawn
+                    // at random below a bound that doubles each round ("full jitter"), so replicas
+                    // that collided spread apart instead of colliding again in step.
+                    let bound = PUSH_BACKOFF_MS << (attempt - 1).min(4);
+                    let pause = u64::from(getrandom::u32().unwrap_or(0)) % bound;
+                    std::thread::sleep(std::time::Duration::from_millis(pause));
                 }
                 Pushed::RemoteMoved => {
                     return Err(Error::Replication {
@@ -839,6 +844,7 @@ pub fn clone_vault(url: &str, folder: &Path, options: VaultOptions) -> Result<Cl
         branch: branch.clone(),
     };
     let vault = Vault::open(folder, options)?;
+    vault.create_layout_folders()?;
     config.save(folder)?;
     git.run("update-ref", ["update-ref", &tracking_ref(&config), &head])?;
     let sync = vault.sync_vault(&crate::retrieval::SyncParams { allow_partial: true, ..Default::default() })?;

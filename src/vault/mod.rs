@@ -193,15 +193,7 @@ impl Vault {
             catalog_pages_written: Vec::new(),
             catalog_conflicts: Vec::new(),
         };
-        let skipped = &policy.policy.layout.not_created_at_init;
-        let folders: Vec<String> = policy.scope_folders().filter(|f| !skipped.contains(f)).cloned().collect();
-        for folder in folders.iter().map(String::as_str).chain([layout::STATE_DIR]) {
-            let dir = layout::join(root, folder);
-            if !dir.is_dir() {
-                durable::create_dir_all(root, &dir)?;
-                report.created_dirs.push(folder.to_string());
-            }
-        }
+        report.created_dirs = create_layout_folders(root, &policy)?;
         let fresh = report.created_dirs.len() > 1;
         for (rel, text) in crate::starter::STARTER_NOTES {
             let path = layout::join(root, rel);
@@ -221,6 +213,13 @@ impl Vault {
 
     pub fn root(&self) -> &Path {
         &self.root
+    }
+
+    /// Creates the policy's P.A.R.A. folders (and the engine's state folder) where missing, as
+    /// `init` does, and nothing else; returns those it created. A clone needs it: git carries no
+    /// empty folder, and a write refuses a target folder that does not exist.
+    pub(crate) fn create_layout_folders(&self) -> Result<Vec<String>> {
+        create_layout_folders(&self.root, self.policy())
     }
 
     /// Keeps this vault's folder journal (`paravault watch`, `folder_journal`) until the process
@@ -282,4 +281,19 @@ impl Vault {
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
         self.options.now.unwrap_or_else(chrono::Utc::now)
     }
+}
+
+/// The folders `init` creates where missing (the policy's scope folders, less those it says
+/// not to create, and the state folder).
+fn create_layout_folders(root: &Path, policy: &LoadedPolicy) -> Result<Vec<String>> {
+    let skipped = &policy.policy.layout.not_created_at_init;
+    let mut created = Vec::new();
+    for folder in policy.scope_folders().filter(|f| !skipped.contains(f)).map(String::as_str).chain([layout::STATE_DIR]) {
+        let dir = layout::join(root, folder);
+        if !dir.is_dir() {
+            durable::create_dir_all(root, &dir)?;
+            created.push(folder.to_string());
+        }
+    }
+    Ok(created)
 }

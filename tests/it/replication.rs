@@ -535,3 +535,19 @@ fn answers_say_which_team_commit_they_reflect_and_how_far_behind_the_remote_was(
     assert!(found.get("replica").is_none(), "{found}");
     assert!(pv(&alone, &["doctor"], 0).get("replica").is_none());
 }
+
+/// git carries no empty folder: a clone still has every P.A.R.A. folder, so a write into one
+/// that is empty on the remote works on the new device (the contention run found it).
+#[test]
+fn a_clone_has_every_para_folder_even_the_empty_ones() {
+    let site = Site::new();
+    let listed = git(&site.remote(), &["ls-tree", "--name-only", "refs/heads/main"]);
+    let b = site.clone("b");
+    for folder in ["00_Inbox", "01_Projects", "02_Areas", "03_Resources", "04_Archive", "06_Daily_Logs"] {
+        assert!(b.join(folder).is_dir(), "{folder} missing on the clone (the remote's tree: {listed})");
+    }
+    let empty_there = ["00_Inbox", "01_Projects", "02_Areas"].into_iter().find(|f| !listed.lines().any(|l| l == *f));
+    let folder = empty_there.expect("the site leaves at least one P.A.R.A. folder empty");
+    ingest(&b, &format!("{folder}/on-b.md"), "On B", "Written into a folder the remote has no file in.");
+    assert_eq!(pv(&b, &["replicate"], 0)["pushed"], true);
+}
