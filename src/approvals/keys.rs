@@ -323,11 +323,30 @@ pub fn read_registry(root: &Path) -> Result<Option<Registry>> {
     }
 }
 
+/// The registry `bytes` verified, remembered by their hash: a listing of N proposals reads the
+/// registry N times and verifies its signatures once (the same bytes verify the same way).
+fn verified(bytes: &[u8]) -> Result<ActiveKeys> {
+    static LAST: std::sync::Mutex<Option<(blake3::Hash, ActiveKeys)>> = std::sync::Mutex::new(None);
+    let digest = blake3::hash(bytes);
+    if let Some((seen, active)) = LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref()
+        && *seen == digest
+    {
+        return Ok(active.clone());
+    }
+    let active = Registry::parse(bytes)?.verify()?;
+    *LAST.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some((digest, active.clone()));
+    Ok(active)
+}
+
 /// The keys the vault's registry holds active, verified and checked against this replica's pin
 /// of the root (pinned on first sight). `None` when the vault has no registry.
 pub fn active_keys(root: &Path) -> Result<Option<ActiveKeys>> {
-    let Some(registry) = read_registry(root)? else { return Ok(None) };
-    let active = registry.verify()?;
+    let bytes = match durable::read_engine_file(root, &layout::join(root, layout::APPROVER_KEYS)) {
+        Ok(bytes) => bytes,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(nofollow::io_error("reading", layout::APPROVER_KEYS, e)),
+    };
+    let active = verified(&bytes)?;
     let pin_path = layout::join(root, layout::APPROVER_KEYS_PIN);
     match durable::read_engine_file(root, &pin_path) {
         Ok(pinned) => {
