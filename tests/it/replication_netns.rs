@@ -14,185 +14,15 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Stdio};
+
+use crate::netns::{Net, must};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_paravault");
 const REPLICAS: usize = 3;
-
-fn run(program: &str, args: &[&str]) -> Output {
-    Command::new(program)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("`{program}` cannot be run ({e}): this test needs iproute2 and git"))
-}
-
-fn must(program: &str, args: &[&str]) {
-    let out = run(program, args);
-    assert!(
-        out.status.success(),
-        "`{program} {}` failed: {}\nthis test needs root (CAP_NET_ADMIN) and iproute2 (`ip`, `tc`)",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// The namespaces, links and `git daemon` of one run; all removed when dropped.
-struct Net {
-    prefix: String,
-    daemon: Option<Child>,
-    cut: [bool; REPLICAS],
-}
-
-impl Net {
-    fn remote_ns(&self) -> String {
-        format!("{}g", self.prefix)
-    }
-
-    fn ns(&self, i: usize) -> String {
-        format!("{}r{i}", self.prefix)
-    }
-
-    /// The remote's side of replica `i`'s link, and the replica's side.
-    fn links(&self, i: usize) -> (String, String) {
-        (format!("{}a{i}", self.prefix), format!("{}b{i}", self.prefix))
-    }
-
-    fn start(base: &Path) -> Net {
-        let prefix = format!("pv{}", std::process::id() % 100_000);
-        let mut net = Net { prefix, daemon: None, cut: [false; REPLICAS] };
-        let remote = net.remote_ns();
-        must("ip", &["netns", "add", &remote]);
-        must("ip", &["-n", &remote, "link", "set", "lo", "up"]);
-        for i in 0..REPLICAS {
-            let (a, b) = net.links(i);
-            let ns = net.ns(i);
-            must("ip", &["netns", "add", &ns]);
-            must("ip", &["-n", &ns, "link", "set", "lo", "up"]);
-            must("ip", &["link", "add", &a, "type", "veth", "peer", "name", &b]);
-            must("ip", &["link", "set", &a, "netns", &remote]);
-            must("ip", &["link", "set", &b, "netns", &ns]);
-            must("ip", &["-n", &remote, "addr", "add", &format!("10.200.{i}.1/24"), "dev", &a]);
-            must("ip", &["-n", &remote, "link", "set", &a, "up"]);
-            must("ip", &["-n", &ns, "addr", "add", &format!("10.200.{i}.2/24"), "dev", &b]);
-            must("ip", &["-n", &ns, "link", "set", &b, "up"]);
-        }
-        let base_path = format!("--base-path={}", base.display());
-        let daemon = Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &remote,
-                "git",
-                "daemon",
-                "--reuseaddr",
-                "--export-all",
-                "--enable=receive-pack",
-                "--informative-errors",
-            ])
-            .arg(&base_path)
-            .arg(base)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("git daemon");
-        net.daemon = Some(daemon);
-        // Served once every replica can list the remote.
-        let deadline = Instant::now() + Duration::from_secs(20);
-        for i in 0..REPLICAS {
-            loop {
-                let listed = net.exec(i, "git").args(["ls-remote", &net.url(i)]).output().unwrap();
-                if listed.status.success() {
-                    break;
-                }
-                assert!(Instant::now() < deadline, "git daemon never answered: {}", String::from_utf8_lossy(&listed.stderr));
-                std::thread::sleep(Duration::from_millis(100));
-            }
-        }
-        net
-    }
-
-    /// The remote as replica `i` reaches it (its own link).
-    fn url(&self, i: usize) -> String {
-        format!("git://10.200.{i}.1/remote.git")
-    }
-
-    /// `program` run inside replica `i`'s namespace (`ip netns exec` execs it: its pid is the
-    /// program's, so a kill reaches it).
-    fn exec(&self, i: usize, program: &str) -> Command {
-        let mut command = Command::new("ip");
-        command.args(["netns", "exec", &self.ns(i), program]);
-        command
-    }
-
-    /// Cuts (or restores) replica `i`'s link on its own side: its calls fail at once.
-    fn set_link(&mut self, i: usize, up: bool) {
-        let (_, b) = self.links(i);
-        must("ip", &["-n", &self.ns(i), "link", "set", &b, if up { "up" } else { "down" }]);
-        if up {
-            // The route goes with the link; it comes back with the address.
-            let _ = run("ip", &["-n", &self.ns(i), "route", "replace", &format!("10.200.{i}.0/24"), "dev", &b]);
-        }
-        self.cut[i] = !up;
-    }
-
-    /// Cuts (or restores) the remote's side of replica `i`'s link: a connection in flight
-    /// hangs until git's timeout stops it.
-    fn set_remote_side(&self, i: usize, up: bool) {
-        let (a, _) = self.links(i);
-        must("ip", &["-n", &self.remote_ns(), "link", "set", &a, if up { "up" } else { "down" }]);
-        if up {
-            let _ = run("ip", &["-n", &self.remote_ns(), "route", "replace", &format!("10.200.{i}.0/24"), "dev", &a]);
-        }
-    }
-
-    /// Loss and delay on replica `i`'s link (`tc netem`), or none. A kernel built without
-    /// netem (this one's: "Specified qdisc kind is unknown") gets a slow, queueing link instead
-    /// (`tbf`: 256 kbit/s, packets past 200 ms of queue dropped), and the run says so.
-    fn netem(&self, i: usize, on: bool) -> &'static str {
-        let (_, b) = self.links(i);
-        if on {
-            let ns = self.ns(i);
-            let netem = ["netns", "exec", &ns, "tc", "qdisc", "replace", "dev", &b, "root", "netem", "delay", "40ms", "20ms", "loss", "5%"];
-            let out = run("ip", &netem);
-            if out.status.success() {
-                return "netem: 40±20 ms delay, 5% loss";
-            }
-            assert!(String::from_utf8_lossy(&out.stderr).contains("qdisc kind is unknown"), "tc: {}", String::from_utf8_lossy(&out.stderr));
-            must(
-                "ip",
-                &[
-                    "netns", "exec", &ns, "tc", "qdisc", "replace", "dev", &b, "root", "tbf", "rate", "256kbit", "burst", "16kbit",
-                    "latency", "200ms",
-                ],
-            );
-            return "tbf (this kernel has no netem): 256 kbit/s, drops past 200 ms of queue";
-        } else {
-            let _ = run("ip", &["netns", "exec", &self.ns(i), "tc", "qdisc", "del", "dev", &b, "root"]);
-        }
-        "none"
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        if let Some(mut daemon) = self.daemon.take() {
-            let _ = daemon.kill();
-            let _ = daemon.wait();
-        }
-        // git daemon forks a child per connection; the namespace's processes go with it.
-        let pids = String::from_utf8_lossy(&run("ip", &["netns", "pids", &self.remote_ns()]).stdout).into_owned();
-        for pid in pids.lines().map(str::trim).filter(|p| !p.is_empty()) {
-            let _ = run("kill", &["-9", pid]);
-        }
-        for i in 0..REPLICAS {
-            let _ = run("ip", &["netns", "del", &self.ns(i)]);
-        }
-        let _ = run("ip", &["netns", "del", &self.remote_ns()]);
-    }
-}
 
 /// A replica: its folder, its namespace index and its clock.
 struct Replica {
@@ -318,7 +148,7 @@ fn three_replicas_in_network_namespaces_converge_through_partitions_and_kills() 
     let base = dir.path().join("served");
     std::fs::create_dir_all(&base).unwrap();
     must("git", &["init", "-q", "--bare", base.join("remote.git").to_str().unwrap()]);
-    let mut net = Net::start(&base);
+    let mut net = Net::start(&base, REPLICAS);
     let mut rng = crate::support::Rng(seed | 1);
 
     // Replica 0 starts the vault; a short network timeout so a partition mid-run ends quickly.
@@ -482,4 +312,21 @@ fn three_replicas_in_network_namespaces_converge_through_partitions_and_kills() 
         started.elapsed().as_secs_f64(),
         faults.join("\n")
     );
+}
+
+/// Issue 49 scope 3: eight replicas, each in its own namespace, write and push at once to one
+/// gated remote; the remote's compare-and-swap orders them, refused pushes fetch, integrate and
+/// retry. Every acknowledged write lands exactly once (one commit, its text in one note), every
+/// replica ends with the remote's tree and the chains verify. The rates and latencies are
+/// `benches/contention.rs`'s (docs/replication.md "Many writers").
+#[test]
+fn eight_replicas_pushing_at_once_through_a_gated_remote_land_every_write_exactly_once() {
+    let team = crate::contention::Team::start(Path::new(BIN), 8);
+    // 4 writes per second across the team for 6 s: every replica has writes waiting at once.
+    let phase = team.phase(4.0, 6.0, Duration::from_secs(90), 0x49);
+    assert_eq!(phase.failed_writes, 0, "a write failed: {:?}", phase.first_failure);
+    assert!(phase.writes.len() >= 8, "too few writes to contend: {}", phase.writes.len());
+    eprintln!("{:?}\nfailed replicate runs: {:#?}", phase.summary(), phase.run_failures);
+    team.converge();
+    team.check_exactly_once(&phase.writes).unwrap();
 }
