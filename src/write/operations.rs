@@ -78,7 +78,7 @@ pub struct MemoryHistory {
 #[allow(dead_code)]
 enum HistoryEntry {
     /// A receipt of paravault's hash chain.
-    Paravault(Receipt),
+    Paravault(Box<Receipt>),
     /// A receipt P.O.W.E.R. wrote before the vault was handed over, as its line holds it.
     Power(BTreeMap<String, String>),
 }

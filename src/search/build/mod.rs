@@ -546,8 +546,12 @@ pub(crate) const OWED_PER_WRITE: usize = 32;
 /// The vault's model when a write to a vault without dense vectors should embed itself: the
 /// model is bound in this process, or its files lie in a configured source (never downloaded
 /// by a write) and it loads. `None` leaves the vault lexical (`warmup_status` says how to
-/// enable it).
+/// enable it), and so does a dense build in progress (or an interrupted one awaiting its
+/// resume): that `sync --dense` embeds the write's notes, as before.
 pub fn embeds_on_write(policy: &LoadedPolicy, root: &Path) -> Option<Arc<ModelHandle>> {
+    if arena::building_arena(root).is_some() {
+        return None;
+    }
     let handle = crate::embed::vault_handle(&policy.policy, root);
     let described = handle.describe();
     let present = described.bound.is_some() || described.sources.iter().any(|s| s.files_present);
