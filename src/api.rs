@@ -150,7 +150,7 @@ pub mod memory {
     }
     /// The embedding model's state (`warmup_status`).
     pub mod warmup {
-        pub use crate::memory::warmup::{WarmupReport, WarmupState};
+        pub use crate::memory::warmup::{HOW_TO_ENABLE, ServedMode, WarmupReport, WarmupState};
     }
     /// Episode requests (`write_episode`, `query_episodes`, `supersede_episode`, …), and the
     /// parts every memory answer shares.
@@ -164,9 +164,20 @@ pub mod memory {
     }
 
     /// `warmup_status` of `vault`: its embedding model not configured, loading, ready or
-    /// failed with the reason (never loads it).
+    /// failed with the reason, and the mode its queries are answered in (never waits for the
+    /// model).
     pub fn warmup_status(vault: &crate::vault::Vault) -> warmup::WarmupReport {
-        crate::memory::warmup::status(crate::embed::vault_handle(&vault.policy().policy, vault.root()))
+        let policy = &vault.policy().policy;
+        let handle = crate::embed::vault_handle(policy, vault.root());
+        // The active generation holds vectors of this model: `auto` runs the policy's dense mode.
+        let with_vectors = crate::search::generation::read_active(vault.root())
+            .ok()
+            .flatten()
+            .and_then(|id| crate::search::generation::read_manifest(vault.root(), &id).ok())
+            .and_then(|manifest| manifest.dense)
+            .filter(|dense| dense.model == *handle.id())
+            .map(|_| warmup::ServedMode::of_auto_dense(&policy.search.auto_dense_mode));
+        crate::memory::warmup::status(handle, with_vectors)
     }
 }
 

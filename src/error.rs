@@ -222,6 +222,9 @@ pub enum Error {
     #[error("task '{task_id}' does not exist")]
     TaskNotFound { task_id: String },
 
+    #[error("task '{task_id}' is P.O.W.E.R.'s ({file}); paravault does not read P.O.W.E.R.'s tasks, whose file layout is not specified")]
+    PowerTaskUnread { task_id: String, file: String },
+
     #[error("task '{task_id}' already exists")]
     TaskExists { task_id: String },
 
@@ -383,6 +386,12 @@ pub mod codes {
     pub(crate) const SEARCH_INDEX_ERROR: CodeRow =
         row("search_index_error", Io, true, "retry later; if it persists run sync_vault with force_rebuild=true");
     pub(crate) const TASK_NOT_FOUND: CodeRow = row("task_not_found", Usage, false, "check task_id with handoff_work action=list");
+    pub(crate) const POWER_TASK_UNREAD: CodeRow = row(
+        "power_task_unread",
+        Usage,
+        false,
+        "recreate the task with handoff_work action=create (its P.O.W.E.R. file is left as it is), or finish it with P.O.W.E.R.",
+    );
     pub(crate) const TASK_EXISTS: CodeRow =
         row("task_exists", Usage, false, "choose another task_id, or read the existing task with action=show");
     pub(crate) const REVISION_CONFLICT: CodeRow =
@@ -519,7 +528,7 @@ pub mod codes {
     pub(crate) const INTERNAL: CodeRow = row("internal", Io, true, "run get_server_info and lint_vault for details");
 
     /// Every row, for lookups by code.
-    pub const ALL: [CodeRow; 63] = [
+    pub const ALL: [CodeRow; 64] = [
         PATH_REFUSED,
         VAULT_UNUSABLE,
         VAULT_BOUNDARY,
@@ -549,6 +558,7 @@ pub mod codes {
         DENSE_LOSS_REFUSED,
         SEARCH_INDEX_ERROR,
         TASK_NOT_FOUND,
+        POWER_TASK_UNREAD,
         TASK_EXISTS,
         REVISION_CONFLICT,
         TRANSITION_REFUSED,
@@ -624,6 +634,7 @@ impl Error {
             Error::DenseLossRefused { .. } => codes::DENSE_LOSS_REFUSED,
             Error::SearchIndex { .. } => codes::SEARCH_INDEX_ERROR,
             Error::TaskNotFound { .. } => codes::TASK_NOT_FOUND,
+            Error::PowerTaskUnread { .. } => codes::POWER_TASK_UNREAD,
             Error::TaskExists { .. } => codes::TASK_EXISTS,
             Error::RevisionConflict { .. } => codes::REVISION_CONFLICT,
             Error::TransitionRefused { .. } => codes::TRANSITION_REFUSED,

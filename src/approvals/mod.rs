@@ -487,10 +487,15 @@ fn read_action(root: &Path, id: &str) -> Result<Option<ActionProposal>> {
     Ok(read_record(root, layout::ACTION_PROPOSALS_DIR, id, "an action proposal with this id", belongs)?.map(|(action, _)| action))
 }
 
+/// A single-note proposal: paravault's, else one P.O.W.E.R. left pending in the vault
+/// (`write::operations::stored_proposal`), so a person decides it like any other.
 fn read_apply_proposal(root: &Path, id: &str) -> Result<Option<Proposal>> {
     let rel = format!("{}/{id}.json", layout::PROPOSALS_DIR);
     let path = layout::join(root, &rel);
-    Ok(read_json::<Proposal>(root, &path, &rel)?.map(|(p, _)| p))
+    match read_json::<Proposal>(root, &path, &rel)? {
+        Some((p, _)) => Ok(Some(p)),
+        None => Ok(crate::write::operations::stored_proposal(root, id)),
+    }
 }
 
 fn load(root: &Path, id: &str) -> Result<Governed> {
@@ -1051,10 +1056,7 @@ impl Vault {
         let refuse = |reason: &str| Error::ProposalInvalid { reason: reason.to_string() };
         let CheckedProposal { path, note, content, before_sha256: before, after_sha256: after, proposal_id: id, idempotency_key } =
             check_proposal(proposal)?;
-        let stored_path = layout::join(self.root(), &format!("{}/{id}.json", layout::PROPOSALS_DIR));
-        let stored: Proposal = durable::read_engine_file(self.root(), &stored_path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
+        let stored: Proposal = crate::write::operations::stored_proposal(self.root(), &id)
             .ok_or_else(|| refuse("proposal is not durable; call propose_memory_change first"))?;
         if stored.path != path || stored.content != content || stored.before_sha256 != before || stored.after_sha256 != after {
             return Err(refuse("the durable proposal differs from the one supplied"));
@@ -1246,7 +1248,7 @@ impl Vault {
         let root = self.root();
         nofollow::refuse_symlinked_state(root)?;
         let mut out = Vec::new();
-        for dir in [layout::PROPOSALS_DIR, layout::BATCH_PROPOSALS_DIR, layout::ACTION_PROPOSALS_DIR] {
+        for dir in [layout::PROPOSALS_DIR, layout::BATCH_PROPOSALS_DIR, layout::ACTION_PROPOSALS_DIR, layout::POWER_PROPOSALS_DIR] {
             // Listed through the folder's handle (opened beneath the root, no link followed).
             let entries = match crate::store::beneath::Folder::open(root, dir, false).and_then(|f| f.entries()) {
                 Ok(entries) => entries,
@@ -1255,7 +1257,13 @@ impl Vault {
             };
             for (name, _) in entries {
                 let Some(id) = name.strip_suffix(".json").filter(|id| check_id(id).is_ok()) else { continue };
-                let governed = if dir == layout::PROPOSALS_DIR {
+                let governed = if dir == layout::POWER_PROPOSALS_DIR {
+                    // P.O.W.E.R.'s pending proposals, unless paravault holds the same id.
+                    if out.iter().any(|p: &ProposalStatus| p.proposal_id == id) {
+                        continue;
+                    }
+                    Ok(crate::write::operations::stored_proposal(root, id).map(Governed::Apply))
+                } else if dir == layout::PROPOSALS_DIR {
                     read_apply_proposal(root, id).map(|p| p.map(Governed::Apply))
                 } else if dir == layout::BATCH_PROPOSALS_DIR {
                     read_batch(root, id).map(|b| b.map(Governed::Batch))

@@ -247,6 +247,16 @@ pub fn is_owned(bytes: &[u8]) -> bool {
         && text.lines().take(10).any(|l| l.trim() == "title: Second Brain Index" || l.trim() == "title: \"Second Brain Index\""))
 }
 
+/// Whether existing page bytes were written by this engine (`x-generated-by: paravault`): only
+/// such a page is ever deleted. A page P.O.W.E.R. generated (`power`, or its v1 root index) may
+/// be overwritten in place by the page that replaces it, but is never deleted: a vault handed
+/// over keeps P.O.W.E.R.'s catalogs of folders without notes (issue 50).
+pub fn written_by_engine(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(4096)];
+    let Ok(text) = std::str::from_utf8(head).or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()])) else { return false };
+    text.lines().take(40).any(|l| l.strip_prefix("x-generated-by:").is_some_and(|v| v.trim().trim_matches('"') == render::MARKER))
+}
+
 /// Plans catalog updates for `dirs` (or every directory when `None`).
 ///
 /// `previous` is the remembered state; `read_page` reads current page bytes for verification.
@@ -329,7 +339,7 @@ pub fn plan(
         for n in pages.len() + 1.. {
             let Some(path) = page_path(n) else { break };
             match read_page(&path) {
-                Some(bytes) if is_owned(&bytes) => plan.deletes.push(path),
+                Some(bytes) if written_by_engine(&bytes) => plan.deletes.push(path),
                 Some(_) => {}
                 None if n > remembered_pages => break,
                 None => {}
@@ -343,7 +353,9 @@ pub fn plan(
             for n in 1.. {
                 let Ok(page) = VaultPath::parse_walked(&format!("{dir}/{}", layout::sub_index_page_name(n))) else { break };
                 match read_page(&page) {
-                    Some(bytes) if is_owned(&bytes) => plan.deletes.push(page),
+                    Some(bytes) if written_by_engine(&bytes) => plan.deletes.push(page),
+                    // P.O.W.E.R.'s page (or an empty file) stays, untouched.
+                    Some(bytes) if is_owned(&bytes) => {}
                     Some(_) => {
                         plan.conflicts.push(page);
                         break;
@@ -363,7 +375,10 @@ pub fn plan(
             let needed = all_dirs.contains(dir) && page_no <= pages;
             if !needed && !plan.deletes.contains(&record.path) && !plan.conflicts.contains(&record.path) {
                 if record.generated {
-                    plan.deletes.push(record.path.clone());
+                    // Only pages this engine wrote go; P.O.W.E.R.'s stay.
+                    if read_page(&record.path).is_some_and(|bytes| written_by_engine(&bytes)) {
+                        plan.deletes.push(record.path.clone());
+                    }
                 } else if !all_dirs.contains(dir) {
                     plan.conflicts.push(record.path.clone());
                 }

@@ -501,12 +501,25 @@ impl Vault {
         TaskJournal::load(self.root(), task_id)
     }
 
+    /// Why no task `task_id` exists: one P.O.W.E.R. left in the vault (a Task v2 snapshot or a
+    /// v1 work packet, whose file layouts neither the seed nor the reference specifies) is
+    /// `power_task_unread`, naming its file; anything else is `task_not_found`.
+    fn task_not_found(&self, task_id: &str) -> Error {
+        let power = [format!(".power/tasks/{task_id}.json"), format!(".power/work-packets/{task_id}.md")]
+            .into_iter()
+            .find(|rel| crate::store::beneath::read(self.root(), rel).ok().flatten().is_some());
+        match power {
+            Some(file) => Error::PowerTaskUnread { task_id: task_id.to_string(), file },
+            None => Error::TaskNotFound { task_id: task_id.to_string() },
+        }
+    }
+
     /// A task's current state read without the writer lock (`handoff_work`): a read that
     /// finds the journal and its snapshot out of step (a transition between its two writes)
     /// reads again after the writer is done with it.
     fn read_task(&self, task_id: &str) -> Result<Task> {
         let once = || -> Result<Task> {
-            let journal = self.load_task(task_id)?.ok_or_else(|| Error::TaskNotFound { task_id: task_id.to_string() })?;
+            let journal = self.load_task(task_id)?.ok_or_else(|| self.task_not_found(task_id))?;
             journal.check_snapshot(self.root(), task_id)?;
             current_task(&journal, task_id)
         };
@@ -651,7 +664,7 @@ impl Vault {
         let task_id = request.task_id.as_deref().ok_or_else(|| invalid("task_id", format!("{} needs task_id", action.name())))?;
         // Without a key the transition is simply not replayable (an empty key never matches).
         let key = request.idempotency_key.clone().filter(|k| !k.trim().is_empty()).unwrap_or_default();
-        let mut journal = self.load_task(task_id)?.ok_or_else(|| Error::TaskNotFound { task_id: task_id.to_string() })?;
+        let mut journal = self.load_task(task_id)?.ok_or_else(|| self.task_not_found(task_id))?;
         let stale_snapshot = journal.check_snapshot(self.root(), task_id)?;
         let fingerprint = Self::fingerprint(request);
         if let Some(event) = journal.by_key(&key) {

@@ -227,11 +227,21 @@ pub struct ReceiptSummary {
     /// The named agent that wrote (`--agent`), as the receipt records it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub agent: Option<String>,
+    /// How the write was indexed: `semantic` when its notes were embedded (searchable by the
+    /// dense path at once), `fts` when by keyword only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub search_mode: Option<String>,
 }
 
 impl ReceiptSummary {
     fn of(receipt: &crate::write::receipts::Receipt) -> Self {
-        ReceiptSummary { seq: receipt.seq, operation: receipt.operation.clone(), at: receipt.at.clone(), agent: receipt.agent.clone() }
+        ReceiptSummary {
+            seq: receipt.seq,
+            operation: receipt.operation.clone(),
+            at: receipt.at.clone(),
+            agent: receipt.agent.clone(),
+            search_mode: receipt.search_mode.clone(),
+        }
     }
 }
 

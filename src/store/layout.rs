@@ -53,6 +53,12 @@ pub const WRITER_LOCK: &str = ".paravault/writer.lock";
 pub const GOALS_LOCK: &str = ".paravault/goals.lock";
 /// Durable proposals.
 pub const PROPOSALS_DIR: &str = ".paravault/proposals";
+/// P.O.W.E.R.'s durable proposals (`<proposal_id>.json`, reference §5) in a vault it served:
+/// read where they lie, never written.
+pub const POWER_PROPOSALS_DIR: &str = ".power/proposals";
+/// P.O.W.E.R.'s content-free receipts (`power.receipt.v1`, one JSON object a line, reference
+/// §4.4) in a vault it served: read where they lie, never written.
+pub const POWER_HISTORY: &str = ".power/memory-history.jsonl";
 /// Human approval state (src/approvals): never a note, so no write transaction or MCP tool can
 /// create or change anything in it.
 pub const APPROVALS_DIR: &str = ".paravault/approvals";

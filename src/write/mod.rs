@@ -865,7 +865,9 @@ fn search_route(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<SearchRou
             facts
         }
     };
-    if !facts.servable {
+    // A lexical vault whose model loads publishes this write with its vectors (issue 50): the
+    // write starts the dense index instead of joining the tail.
+    if !facts.servable || crate::search::embeds_on_write(vault.policy(), root).is_some() {
         return Ok(SearchRoute::Publish);
     }
     // The tail includes this intent, so `tail_writes_max: 1` folds every write.
@@ -965,11 +967,20 @@ pub(crate) fn publish(vault: &Vault, intent: &Intent, records: &[StoredRecord]) 
             })
         })?;
     }
+    let embeds = crate::search::embeds_on_write(policy, root).is_some();
     vault.with_inventory(|inventory| -> Result<Published> {
         {
-            // The first generation of a vault is built (durably) from all its notes.
+            // The first generation of a vault is built (durably) from all its notes, by keyword.
             let options = crate::search::SyncOptions { allow_partial: true, covers_seq: Some(intent.seq), ..Default::default() };
             let report = crate::search::sync(root, policy, inventory, options)?;
+            if embeds {
+                // With the model, the write's own notes are embedded on top of it at once (the
+                // other notes are owed), as every later write would.
+                let changed: Vec<VaultPath> = intent.search_changed.iter().filter_map(|p| VaultPath::parse_walked(p).ok()).collect();
+                return Published::deferred(|written| {
+                    crate::search::publish_changes(root, policy, inventory, &changed, &[], Some(written), Some(intent.seq))
+                });
+            }
             Ok(Published {
                 generation_id: report.generation_id,
                 scanned: report.counts.scanned,

@@ -65,9 +65,22 @@ fn daily_log() -> String {
 /// What `read_memory_history` returns: the newest receipts, oldest first.
 #[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
 pub struct MemoryHistory {
-    /// The receipts, each exactly as its line of the log holds it (content-free).
-    #[schemars(with = "Vec<Receipt>")]
+    /// The receipts, each exactly as its line of the log holds it (content-free): in a vault
+    /// P.O.W.E.R. served, its receipts first (`power.receipt.v1`, every value a string, no
+    /// `seq`), then paravault's.
+    #[schemars(with = "Vec<HistoryEntry>")]
     pub receipts: Vec<Value>,
+}
+
+/// One receipt of `read_memory_history` (schema only).
+#[derive(schemars::JsonSchema)]
+#[serde(untagged)]
+#[allow(dead_code)]
+enum HistoryEntry {
+    /// A receipt of paravault's hash chain.
+    Paravault(Box<Receipt>),
+    /// A receipt P.O.W.E.R. wrote before the vault was handed over, as its line holds it.
+    Power(BTreeMap<String, String>),
 }
 
 /// A stored, content-addressed proposal: `propose_memory_change`'s result, handed back
@@ -381,17 +394,25 @@ impl Vault {
         if proposal_id.len() != 64 || !proposal_id.bytes().all(|b| b.is_ascii_hexdigit()) {
             return Err(Error::InvalidArgument { name: "proposal_id", reason: "must be 64 hex characters".into() });
         }
-        let stored_path = layout::join(self.root(), &format!("{}/{proposal_id}.json", layout::PROPOSALS_DIR));
-        let stored: BTreeMap<String, Value> = durable::read_engine_file(self.root(), &stored_path)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
+        let stored = stored_proposal(self.root(), proposal_id)
+            .and_then(|p| serde_json::to_value(p).ok())
+            .and_then(|v| serde_json::from_value::<BTreeMap<String, Value>>(v).ok())
             .ok_or_else(|| Error::ProposalInvalid { reason: "proposal is not durable; call propose_memory_change first".into() })?;
         self.apply_memory_change(&stored, approved)
     }
 
     /// `read_memory_history`'s result: the newest `limit` receipts after `after_seq`.
+    /// In a vault P.O.W.E.R. served, its receipts (`.power/memory-history.jsonl`, read where
+    /// they lie) precede paravault's first one: the first page (`after_seq` 0) ends with the
+    /// newest of them when paravault's leave room under `limit`.
     pub fn memory_history(&self, limit: usize, after_seq: u64) -> Result<MemoryHistory> {
-        Ok(MemoryHistory { receipts: self.read_memory_history(limit, after_seq)? })
+        let mut receipts = self.read_memory_history(limit, after_seq)?;
+        if after_seq == 0 && receipts.len() < limit {
+            let power = super::receipts::ReceiptLog::power_history(self.root())?;
+            let skip = power.len().saturating_sub(limit - receipts.len());
+            receipts.splice(0..0, power.into_iter().skip(skip));
+        }
+        Ok(MemoryHistory { receipts })
     }
 
     /// The newest `limit` receipts after `after_seq` (content-free).
@@ -464,6 +485,26 @@ pub fn check_proposal(proposal: &BTreeMap<String, Value>) -> Result<CheckedPropo
     let note = VaultPath::parse(&path)?;
     let idempotency_key = proposal.get("idempotency_key").and_then(Value::as_str).map(str::to_string);
     Ok(CheckedProposal { path, note, content, before_sha256: before, after_sha256: after, proposal_id: id, idempotency_key })
+}
+
+/// The durable proposal stored under `id`: paravault's own (`.paravault/proposals/`), else one
+/// P.O.W.E.R. left in `.power/proposals/<id>.json` in a vault it served (issue 50), read where
+/// it lies (never copied or changed) and taken only when it hashes to its id: its content to
+/// `after_sha256` and its payload to `id`. Such a proposal is what an agent could propose
+/// itself; it carries no approval, and applying it passes the same gate as any proposal.
+pub(crate) fn stored_proposal(root: &std::path::Path, id: &str) -> Option<Proposal> {
+    let read = |dir: &str| {
+        durable::read_engine_file(root, &layout::join(root, &format!("{dir}/{id}.json")))
+            .ok()
+            .and_then(|bytes| serde_json::from_slice::<Proposal>(&bytes).ok())
+    };
+    read(layout::PROPOSALS_DIR).or_else(|| {
+        read(layout::POWER_PROPOSALS_DIR).filter(|p| {
+            p.proposal_id == id
+                && sha256_hex(p.content.as_bytes()) == p.after_sha256
+                && proposal_id(&p.path, &p.before_sha256, &p.after_sha256, &p.content) == id
+        })
+    })
 }
 
 /// sha256 of the canonical JSON (sorted keys, compact, UTF-8 unescaped) of the payload, as

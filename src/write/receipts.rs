@@ -391,6 +391,18 @@ impl ReceiptLog {
         Ok(out)
     }
 
+    /// The receipts P.O.W.E.R. left in a vault it served (`.power/memory-history.jsonl`,
+    /// reference §4.4), oldest first, each as its line holds it; only lines that are objects
+    /// of strings (its contract: content-free, every value a string) are taken. Never written.
+    pub(crate) fn power_history(root: &Path) -> Result<Vec<Value>> {
+        let Some(bytes) = crate::store::beneath::read(root, layout::POWER_HISTORY)? else { return Ok(Vec::new()) };
+        Ok(String::from_utf8_lossy(&bytes)
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|v| v.as_object().is_some_and(|o| !o.is_empty() && o.values().all(Value::is_string)))
+            .collect())
+    }
+
     /// Checks the whole chain: every line parses, `seq` is +1, `prev` hashes the line before.
     pub(crate) fn verify(root: &Path) -> Result<ChainReport> {
         Ok(verify_chain(&read_log(root)?))

@@ -151,3 +151,24 @@ fn vaultspec_find_log_and_argument_errors_speak_the_agents_words() {
 fn the_first_search_on_a_never_synced_vault_answers() {
     scenario("first_search");
 }
+
+/// ctxvault item 6: documents written to a vault whose policy names the model are embedded by
+/// the write itself (no `sync --dense`): a paraphrase sharing no word finds them through the
+/// dense path; `warmup_status` becomes `ready: true` with the mode it serves (`lexical`, then
+/// `hybrid`), and on a vault without the model it is ready in lexical mode and says how a
+/// person enables it, never "wait".
+#[test]
+fn ctxvault_writes_embed_themselves_and_warmup_says_the_mode() {
+    crate::support::run_sdk_script_with("agent_habits.py", &[Path::new("ctxvault_dense"), crate::model::model_dir()]);
+}
+
+/// Item 16: a vault P.O.W.E.R. was serving, handed over unchanged (a hand-built fixture in its
+/// layout: reference §1.3, §1.5, §4.4, §5): `read_memory_history` shows its receipts, its
+/// pending proposals (`.power/proposals/<id>.json`) apply with `approved=true` or wait for a
+/// person under a `human` rule and bind the person's rejection, a forged one is refused,
+/// `generate_index` keeps its catalog page of an empty folder, and no byte under `.power/`
+/// changes.
+#[test]
+fn a_vault_power_served_is_handed_over_unchanged() {
+    scenario("power_handover");
+}

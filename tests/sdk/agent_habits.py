@@ -13,10 +13,18 @@ Scenarios:
   non_object P.O.W.E.R. tools whose contract result is not an object render as the SDK renders
              them: the text is the bare value, a list is one text block per item, and
              structuredContent is {"result": X} (item 11)
+  power_handover  a vault P.O.W.E.R. served, handed over: its receipts in the history, its
+             empty folder's catalog page kept by generate_index, its pending proposals applied
+             or decided under paravault's governance, not a byte under .power/ changed (item 16)
+  ctxvault_dense MODEL_DIR  a semantic vault whose policy names the model: warmup_status becomes
+             ready with the mode it serves, write_doc embeds its document, and a paraphrase
+             finds it by the dense path without `sync --dense`; a vault without the model is
+             ready (lexical) and says how to enable it (item 6)
 
 Each scenario gets fresh vaults (`paravault --vault V init`) and its own servers. Prints PASS/FAIL
 per check and closes with 'N passed, N failed'; exits 1 on any failure.
 """
+import hashlib
 import json
 import os
 import subprocess
@@ -324,6 +332,71 @@ async def ctxvault_query():
         await session_on(params, body)
 
 
+# ---- ctxvault item 6 ----
+
+RUNBOOK = "# Failover\n\nPromote the standby replica if the primary database stops responding, then repoint the application pool.\n"
+GARDEN = "# Tomatoes\n\nWater tomato seedlings every morning and stake them once they flower.\n"
+# No word of it is in either document: only the dense path can find the runbook.
+PARAPHRASE = "what should I do after our main DB server crashed"
+
+
+async def poll_ready(session, vault_name):
+    """warmup_status until `ready` (a load takes seconds; 90 s at most), the answers seen."""
+    seen = []
+    with anyio.fail_after(90):
+        while True:
+            warm = (await session.call_tool("warmup_status", {"vault_name": vault_name})).structured_content or {}
+            seen.append(warm)
+            if warm.get("ready") is True:
+                return seen
+            await anyio.sleep(0.5)
+
+
+async def ctxvault_dense():
+    model_dir = sys.argv[3]
+    with tempfile.TemporaryDirectory() as tmp:
+        env = clean_env(tmp)
+        main, notes, bare = new_vault(tmp, "main"), new_vault(tmp, "notes"), new_vault(tmp, "bare")
+        for name, vault in (("notes", notes), ("bare", bare)):
+            added = subprocess.run([BIN, "vaults", "add", name, vault], env=env, capture_output=True, text=True)
+            rule(f"register {name}", added.returncode == 0, added.stderr)
+        # The notes vault's policy names the model's folder; nobody runs `sync --dense`.
+        with open(os.path.join(notes, ".paravault", "policy.yaml"), "a", encoding="utf-8") as f:
+            f.write(f"\nembedding:\n  local_dir: {model_dir}\n")
+        no_model = dict(env, HF_HUB_CACHE=os.path.join(tmp, "hf"), HF_ENDPOINT="http://127.0.0.1:9")
+        no_model.pop("PARAVAULT_MODEL_DIR", None)
+        params = StdioServerParameters(command=BIN, args=["--vault", main, "mcp", "--surface", "ctxvault"], env=no_model)
+
+        async def body(session, init):
+            await session.list_tools()
+            # ctxvault's advice: wait for ready. It comes, with the mode queries are answered in.
+            seen = await poll_ready(session, "notes")
+            warm = seen[-1]
+            rule("warmup_status becomes ready: true with the model bound", warm.get("status") == "ready", seen)
+            rule("before anything is embedded it says queries are lexical", warm.get("mode") == "lexical" and warm.get("message"), warm)
+            for doc, content in (("ops/failover.md", RUNBOOK), ("garden/tomatoes.md", GARDEN)):
+                written = await session.call_tool("write_doc", {"vault_name": "notes", "file_path": doc, "content": content, "generated_by": "agent"})
+                rule(f"write_doc {doc} succeeds", not written.is_error, wire(written))
+                receipt = (written.structured_content or {}).get("receipt") or {}
+                rule(f"the write of {doc} embedded it (its receipt's search_mode is semantic)", receipt.get("search_mode") == "semantic", receipt)
+            found = (await session.call_tool("query", {"vault_name": "notes", "query": PARAPHRASE})).structured_content or {}
+            hits = found.get("results") or []
+            rule("query runs the dense path without `sync --dense` (actual_mode hybrid)", found.get("actual_mode") == "hybrid", found)
+            rule("a paraphrase sharing no word with the document finds it first", hits and hits[0].get("source") == "ops/failover.md", hits)
+            warm = (await session.call_tool("warmup_status", {"vault_name": "notes"})).structured_content or {}
+            rule("warmup_status now says ready with the mode it serves (hybrid)", warm.get("ready") is True and warm.get("mode") == "hybrid", warm)
+            # A vault whose model cannot be loaded: ready (lexical), never "wait", and how to enable it.
+            warm = (await session.call_tool("warmup_status", {"vault_name": "bare"})).structured_content or {}
+            rule("without the model warmup_status is ready: true in lexical mode", warm.get("status") == "not_configured" and warm.get("ready") is True and warm.get("mode") == "lexical", warm)
+            enable = warm.get("enable") or ""
+            rule("and says how a person enables it", all(w in enable for w in ["PARAVAULT_MODEL_DIR", "embedding.local_dir", "HF_HUB_CACHE", "allow-public", "sync --dense"]), warm)
+            written = await session.call_tool("write_doc", {"vault_name": "bare", "file_path": "ops/failover.md", "content": RUNBOOK, "generated_by": "agent"})
+            receipt = (written.structured_content or {}).get("receipt") or {}
+            rule("a write there still lands, by keyword (search_mode fts)", not written.is_error and receipt.get("search_mode") == "fts", wire(written))
+
+        await session_on(params, body)
+
+
 # ---- ctxvault items 4, 5 ----
 
 
@@ -487,7 +560,147 @@ async def first_search():
             await session_on(params, body)
 
 
-SCENARIOS = {"first_search": first_search, "vaultspec": vaultspec_habits, "ctxvault_memory": ctxvault_memory, "ctxvault_query": ctxvault_query, "lists": lists, "no_vault": no_vault, "non_object": non_object, "handoff": handoff_postcondition, "server_info": server_info}
+# ---- item 16 ----
+
+POWER_NOTE = """---
+type: Resource
+title: Failover runbook
+description: How to fail the database over
+timestamp: 2026-11-30T10:00:00Z
+---
+
+# Failover
+
+Promote the replica when the primary stops answering.
+"""
+POWER_EDIT = POWER_NOTE.replace("stops answering.", "stops answering, then repoint the pool.")
+POWER_PLAN = POWER_NOTE.replace("title: Failover runbook", "title: Failover plan").replace("Failover runbook", "Failover plan")
+
+
+def power_catalog(folder):
+    """An empty folder's catalog page as P.O.W.E.R. renders it (reference §1.3)."""
+    return (f"---\ntype: System Guide\ntitle: {folder} Index\ndescription: Catalog of {folder}\ntimestamp: 2026-11-30T10:00:00Z\n"
+            f"x-generated-by: power\nx-index-renderer: 2\nx-index-directory: \"{folder}\"\nx-index-page: 1\nx-index-pages: 1\n---\n\n# {folder}\n\nNo notes yet.\n")
+
+
+def sha256_text(text):
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def power_proposal(path, before, content, created_at):
+    """A proposal as P.O.W.E.R. stores it in .power/proposals/<id>.json (reference §5)."""
+    payload = {"path": path, "before_sha256": sha256_text(before), "after_sha256": sha256_text(content), "content": content}
+    pid = hashlib.sha256(json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode("utf-8")).hexdigest()
+    return dict(payload, proposal_id=pid, idempotency_key=pid, schema_version=1, created_at=created_at)
+
+
+def power_vault(tmp, name):
+    """A vault P.O.W.E.R. was serving, as it leaves it: notes, its catalogs (00_Inbox has no
+    notes, only its catalog page), two receipts and two pending proposals under .power/."""
+    root = os.path.join(tmp, name)
+    for folder in ("00_Inbox", "01_Projects", "02_Areas", "03_Resources"):
+        os.makedirs(os.path.join(root, folder))
+    files = {"03_Resources/runbook.md": POWER_NOTE, "00_Inbox/_index.md": power_catalog("00_Inbox")}
+    receipts = []
+    for n, (path, before, after) in enumerate([("03_Resources/runbook.md", "", POWER_NOTE), ("03_Resources/runbook.md", POWER_NOTE, POWER_NOTE)]):
+        receipts.append({"receipt_schema": "power.receipt.v1", "operation": "mcp.ingest_note" if n == 0 else "memory.apply", "path": path,
+                         "before_sha256": sha256_text(before), "after_sha256": sha256_text(after), "at": f"2026-11-30T10:0{n}:00+00:00",
+                         "trace_id": f"{n:032x}", "span_id": f"{n:016x}", "status": "ok", "index_summary": "indexed 1 note",
+                         "search_mode": "fts", "search_generation": f"0000000{n}-0000-4000-8000-000000000000", "notes_scanned": "1",
+                         "notes_indexed": "1", "notes_excluded": "0", "lint_orphans": "0", "duration_ms": "12.345"})
+    files[".power/memory-history.jsonl"] = "".join(json.dumps(r, sort_keys=True) + "\n" for r in receipts)
+    proposals = [power_proposal("03_Resources/runbook.md", POWER_NOTE, POWER_EDIT, "2026-11-30T11:00:00+00:00"),
+                 power_proposal("01_Projects/plan.md", "", POWER_PLAN, "2026-11-30T11:01:00+00:00")]
+    for proposal in proposals:
+        files[f".power/proposals/{proposal['proposal_id']}.json"] = json.dumps(proposal, sort_keys=True, indent=2)
+    # A Task v2 snapshot (reference §9.1 names states and a few fields, not the file's layout).
+    files[".power/tasks/migrate-db.json"] = json.dumps({"task_id": "migrate-db", "revision": 2, "state": "working", "objective": "Migrate the database"})
+    files[".power/vault.json"] = json.dumps({"vault_id": "8c1f6a8e-0000-4000-8000-000000000000", "schema_version": 1, "created_at": "2026-11-30T09:00:00+00:00"})
+    for rel, text in files.items():
+        os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+        with open(os.path.join(root, rel), "w", encoding="utf-8") as f:
+            f.write(text)
+    return root, receipts, proposals
+
+
+def power_bytes(root):
+    """Every file under .power/, by path: its bytes."""
+    out = {}
+    for folder, _, names in os.walk(os.path.join(root, ".power")):
+        for name in names:
+            with open(os.path.join(folder, name), "rb") as f:
+                out[os.path.relpath(os.path.join(folder, name), root)] = f.read()
+    return out
+
+
+async def power_handover():
+    with tempfile.TemporaryDirectory() as tmp:
+        env = clean_env(tmp)
+        vault, receipts, (edit, plan) = power_vault(tmp, "handed-over")
+        before = power_bytes(vault)
+        with open(os.path.join(vault, "00_Inbox", "_index.md"), "rb") as f:
+            inbox_catalog = f.read()
+        params = StdioServerParameters(command=BIN, args=["--vault", vault, "mcp"], env=env)
+        # A rule that gives applying plans to a person.
+        os.makedirs(os.path.join(vault, ".paravault"), exist_ok=True)
+        with open(os.path.join(vault, ".paravault", "policy.yaml"), "w", encoding="utf-8") as f:
+            f.write("approvals:\n  rules:\n    - { operations: [apply], paths: [\"01_Projects/**\"], approver: human }\n")
+
+        async def body(session, init):
+            await session.list_tools()
+            history = (await session.call_tool("read_memory_history", {})).structured_content or {}
+            got = history.get("receipts") or []
+            rule("history shows P.O.W.E.R.'s receipts first, as its lines hold them", got[:2] == receipts, got)
+            indexed = await session.call_tool("generate_index", {})
+            rule("generate_index succeeds", not indexed.is_error, wire(indexed))
+            path = os.path.join(vault, "00_Inbox", "_index.md")
+            kept = os.path.exists(path) and open(path, "rb").read() == inbox_catalog
+            rule("P.O.W.E.R.'s catalog page of a folder without notes survives generate_index, byte for byte", kept, (indexed.structured_content, os.listdir(os.path.join(vault, "00_Inbox"))))
+            # Its pending proposal, handed back as an agent holds it.
+            held = {k: v for k, v in edit.items() if k != "schema_version"}
+            unapproved = await session.call_tool("apply_memory_change", {"proposal": held, "approved": False})
+            rule("applying P.O.W.E.R.'s proposal still needs approved=true", unapproved.is_error and "approval_required" in json.dumps(unapproved.structured_content), wire(unapproved))
+            forged = dict(held, content=held["content"] + "and a forged line\n")
+            refused = await session.call_tool("apply_memory_change", {"proposal": forged, "approved": True})
+            rule("a proposal that does not hash to P.O.W.E.R.'s stored one is refused", refused.is_error and "proposal_invalid" in json.dumps(refused.structured_content), wire(refused))
+            applied = await session.call_tool("apply_memory_change", {"proposal": held, "approved": True})
+            data = applied.structured_content or {}
+            rule("P.O.W.E.R.'s pending proposal applies (no proposal_invalid)", not applied.is_error and data.get("proposal_id") == edit["proposal_id"], wire(applied))
+            with open(os.path.join(vault, "03_Resources", "runbook.md"), encoding="utf-8") as f:
+                rule("the note holds the proposed text", f.read() == POWER_EDIT)
+            # Under a `human` rule a person decides it, never the agent.
+            waiting = await session.call_tool("apply_memory_change", {"proposal": {k: v for k, v in plan.items() if k != "schema_version"}, "approved": True})
+            rule("under a human rule P.O.W.E.R.'s proposal waits for a person", waiting.is_error and "human_approval_required" in json.dumps(waiting.structured_content), wire(waiting))
+            status = (await session.call_tool("get_proposal_status", {"proposal_id": plan["proposal_id"]})).structured_content or {}
+            rule("and get_proposal_status finds it pending", status.get("state") == "pending" and status.get("paths") == ["01_Projects/plan.md"], status)
+            task = await session.call_tool("handoff_work", {"action": "show", "task_id": "migrate-db"})
+            code = ((task.structured_content or {}).get("error") or {}).get("code")
+            rule("P.O.W.E.R.'s task is a typed power_task_unread naming its file, not a bare task_not_found",
+                 task.is_error and code == "power_task_unread" and ".power/tasks/migrate-db.json" in json.dumps(task.structured_content), wire(task))
+            history = (await session.call_tool("read_memory_history", {})).structured_content or {}
+            got = history.get("receipts") or []
+            rule("the apply's receipt follows P.O.W.E.R.'s", got[:2] == receipts and got[-1].get("proposal_id") == edit["proposal_id"], got)
+
+        await session_on(params, body)
+        # A person rejects the plan with paravault's CLI; the agent's next apply is refused.
+        config = env["PARAVAULT_CONFIG_DIR"]
+        secret = "correct horse battery staple\n"
+        subprocess.run([BIN, "--vault", vault, "approver", "add", "alice"], input=secret, env=env, capture_output=True, text=True, check=True)
+        rejected = subprocess.run([BIN, "--vault", vault, "reject", plan["proposal_id"], "--approver", "alice"], input=secret, env=env, capture_output=True, text=True)
+        rule("a person rejects P.O.W.E.R.'s pending proposal with `paravault reject`", rejected.returncode == 0, rejected.stderr + rejected.stdout)
+
+        async def after(session, init):
+            refused = await session.call_tool("apply_memory_change", {"proposal": {k: v for k, v in plan.items() if k != "schema_version"}, "approved": True})
+            rule("then applying it is proposal_rejected", refused.is_error and "proposal_rejected" in json.dumps(refused.structured_content), wire(refused))
+
+        await session_on(params, after)
+        rule("not a byte of P.O.W.E.R.'s files under .power/ changed or went missing", power_bytes(vault) == before,
+             sorted(set(before) ^ set(power_bytes(vault))) or [k for k in before if power_bytes(vault).get(k) != before[k]])
+        rule("the plan was never written", not os.path.exists(os.path.join(vault, "01_Projects", "plan.md")))
+        del config
+
+
+SCENARIOS = {"power_handover": power_handover, "first_search": first_search, "ctxvault_dense": ctxvault_dense, "vaultspec": vaultspec_habits, "ctxvault_memory": ctxvault_memory, "ctxvault_query": ctxvault_query, "lists": lists, "no_vault": no_vault, "non_object": non_object, "handoff": handoff_postcondition, "server_info": server_info}
 
 
 def main():

@@ -539,10 +539,30 @@ fn dense_report(d: Option<&DenseManifest>, embedded: usize) -> Option<serde_json
     })
 }
 
+/// How many notes an earlier write left without vectors one write embeds besides its own (the
+/// rest stay owed for the next writes or `sync --dense`), so a write stays O(change).
+pub(crate) const OWED_PER_WRITE: usize = 32;
+
+/// The vault's model when a write to a vault without dense vectors should embed itself: the
+/// model is bound in this process, or its files lie in a configured source (never downloaded
+/// by a write) and it loads. `None` leaves the vault lexical (`warmup_status` says how to
+/// enable it), and so does a dense build in progress (or an interrupted one awaiting its
+/// resume): that `sync --dense` embeds the write's notes, as before.
+pub fn embeds_on_write(policy: &LoadedPolicy, root: &Path) -> Option<Arc<ModelHandle>> {
+    if arena::building_arena(root).is_some() {
+        return None;
+    }
+    let handle = crate::embed::vault_handle(&policy.policy, root);
+    let described = handle.describe();
+    let present = described.bound.is_some() || described.sources.iter().any(|s| s.files_present);
+    (present && handle.model().is_ok()).then_some(handle)
+}
+
 /// Publishes a new generation applying only `changed` and `removed` (the write transaction's
 /// O(change) path). `inventory` must already reflect the change. Fails closed on invalid notes.
 /// When the active generation has a dense index, the changed notes' chunks are embedded here
-/// (unchanged chunks reuse their rows), so dense search stays current after every write.
+/// (unchanged chunks reuse their rows), so dense search stays current after every write; when
+/// it has none and the vault's model loads (`embeds_on_write`), this write starts one.
 pub fn publish_changes(
     root: &Path,
     policy: &LoadedPolicy,
@@ -593,7 +613,33 @@ pub fn publish_changes(
     lap("documents");
     let mut owed_now = Vec::new();
     let dense = match &active.manifest.dense {
-        None => None,
+        None => match embeds_on_write(policy, root) {
+            None => None,
+            Some(handle) => {
+                // The first write that has the model starts the dense index: its own notes and
+                // up to OWED_PER_WRITE others are embedded now, every other note is owed (the
+                // next writes and `sync --dense` embed them), so the write stays O(change).
+                let max_tokens = policy.policy.embedding.max_tokens;
+                let mut writer = ArenaWriter::create(root, handle.id().dimension, deferred_sync.clone())?;
+                let touched: BTreeSet<String> = upserts.iter().map(|n| n.path.clone()).chain(removes.iter().cloned()).collect();
+                let mut still_owed = Vec::new();
+                let others = inventory.records.values().filter(|r| r.is_note() && r.valid && !touched.contains(r.path.as_str()));
+                for (n, record) in others.enumerate() {
+                    if n < OWED_PER_WRITE {
+                        upserts.push(docs_of(&mut cursor, policy, &fields, record)?);
+                    } else {
+                        still_owed.push(record.path.as_str().to_string());
+                    }
+                }
+                let (mut manifest, _) =
+                    attach_vectors(&mut writer, &handle, max_tokens, &fields, &mut upserts, 0, WithoutModel::Owe, &|_, _, _| {})?;
+                owed_now.clone_from(&manifest.owed);
+                manifest.owed.extend(still_owed);
+                manifest.owed.sort();
+                manifest.owed.dedup();
+                Some(manifest)
+            }
+        },
         Some(d) => {
             let max_tokens = policy.policy.embedding.max_tokens;
             let handle = crate::embed::vault_handle(&policy.policy, root);
@@ -608,10 +654,15 @@ pub fn publish_changes(
             let touched: BTreeSet<String> = upserts.iter().map(|n| n.path.clone()).chain(removes.iter().cloned()).collect();
             let mut still_owed = Vec::new();
             let model_ready = !d.owed.is_empty() && handle.model().is_ok();
+            let mut taken = 0;
             for owed in d.owed.iter().filter(|p| !touched.contains(*p)) {
                 let record = VaultPath::parse_walked(owed).ok().and_then(|p| inventory.records.get(&p)).filter(|r| r.is_note() && r.valid);
                 match record {
-                    Some(record) if model_ready => upserts.push(docs_of(&mut cursor, policy, &fields, record)?),
+                    // At most OWED_PER_WRITE owed notes ride along, so a write stays O(change).
+                    Some(record) if model_ready && taken < OWED_PER_WRITE => {
+                        taken += 1;
+                        upserts.push(docs_of(&mut cursor, policy, &fields, record)?);
+                    }
                     Some(_) => still_owed.push(owed.clone()),
                     // Gone from the index's sources: nothing is owed for it.
                     None => {}

@@ -42,8 +42,9 @@ pub struct DenseManifest {
     /// Chunk documents with a vector.
     pub chunks: u64,
     /// Notes whose chunks (some or all) have no vector yet, sorted: written while the embedding
-    /// model was unavailable. The next `sync --dense`, or the next write that has the model,
-    /// embeds them; until then semantic results cannot include them.
+    /// model was unavailable, or already there when a write started the dense index. The next
+    /// `sync --dense` embeds them, and each write that has the model up to `OWED_PER_WRITE` of
+    /// them; until then semantic results cannot include them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub owed: Vec<String>,
 }
