@@ -29,8 +29,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// The model state a summary was computed from: the inventory's identity and revision (and,
-/// for the health summary, the day its ages were counted on).
+/// The model state a summary was computed from: the inventory's identity and revision.
 type ModelKey = (u64, u64);
 
 /// The vault-wide lint summary: whether findings block writes and how many of each rule.
@@ -42,8 +41,13 @@ pub struct HealthSummary {
     pub computed_from: ComputedFrom,
 }
 
+/// The health summary's key: the model state, the number of files links resolve against
+/// (adding or removing an attachment moves no revision but may break or mend an embed), and
+/// the day ages were counted on.
+type HealthKey = (ModelKey, usize, NaiveDate);
+
 struct HealthMemo {
-    key: (ModelKey, NaiveDate),
+    key: HealthKey,
     summary: HealthSummary,
 }
 
@@ -149,23 +153,27 @@ impl LinkIndex {
     }
 }
 
+fn health_key(inv: &Inventory, today: NaiveDate) -> HealthKey {
+    ((inv.origin, inv.revision), inv.files.len(), today)
+}
+
 impl Vault {
     /// The vault-wide health summary for the model now: the kept one when the model has not
     /// moved since it was computed (and the day is the same), else the whole lint run again.
     pub fn health_summary(&self) -> Result<HealthSummary> {
         let today = self.today();
-        let key = self.with_inventory(|inv| (inv.origin, inv.revision))?;
-        if let Some(memo) = lock(&self.summaries.health).as_ref().filter(|m| m.key == (key, today)) {
+        let key = self.with_inventory(|inv| health_key(inv, today))?;
+        if let Some(memo) = lock(&self.summaries.health).as_ref().filter(|m| m.key == key) {
             return Ok(memo.summary.clone());
         }
         // Computed outside the memo's lock: a page reading the latest summary never waits for it.
-        let (key, report) =
-            self.with_inventory(|inv| ((inv.origin, inv.revision), crate::lint::health_report(inv, &self.policy, today)))?;
+        let (key, report) = self.with_inventory(|inv| (health_key(inv, today), crate::lint::health_report(inv, &self.policy, today)))?;
         let summary = HealthSummary { blocking: report.blocking, counts: report.counts, computed_from: self.computed_from()? };
         let mut memo = lock(&self.summaries.health);
-        let newer = memo.as_ref().is_none_or(|m| m.key.0.0 != key.0 || m.key.0.1 <= key.1);
+        // A slower computation for an older state never replaces a newer one.
+        let newer = memo.as_ref().is_none_or(|m| m.key.0.0 != key.0.0 || m.key.0.1 <= key.0.1);
         if newer {
-            *memo = Some(HealthMemo { key: (key, today), summary: summary.clone() });
+            *memo = Some(HealthMemo { key, summary: summary.clone() });
         }
         Ok(summary)
     }
@@ -174,7 +182,8 @@ impl Vault {
     /// whether that is the model now (`false`: older; `health_summary` refreshes it). `None`
     /// when none was computed yet.
     pub fn health_summary_latest(&self) -> Result<Option<(HealthSummary, bool)>> {
-        let key = (self.with_inventory(|inv| (inv.origin, inv.revision))?, self.today());
+        let today = self.today();
+        let key = self.with_inventory(|inv| health_key(inv, today))?;
         Ok(lock(&self.summaries.health).as_ref().map(|m| (m.summary.clone(), m.key == key)))
     }
 
