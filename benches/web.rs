@@ -1,4 +1,5 @@
-//! Web UI benchmark (`paravault web`, docs/web.md): the dashboard, a note page and a search page
+//! Web UI benchmark (`paravault web`, docs/web.md): the dashboard, a note page, a search page,
+//! browse (the root and a folder) and the link graph (whole vault and a note's neighbourhood)
 //! (p50/p99, in-process through the Router without a socket) next to the floor measured in the
 //! same run — `/healthz`, a no-op handler behind the same layers (headers, limits, timeout) —
 //! and a bounded loopback load test: 64 concurrent HTTP/1 clients (hyper) for a fixed time
@@ -363,13 +364,26 @@ fn main() {
         let floor = measure(&app, "floor: /healthz (no-op handler, same layers)", "/healthz", &cookie, runs * 5, None).await;
         measure(&app, "note page /note/<path>", &format!("/note/{}", paths[notes.min(5000) / 2]), &cookie, runs, Some(floor)).await;
         measure(&app, "search page /search?q=…&mode=fts", "/search?q=garden+river&mode=fts", &cookie, runs, Some(floor)).await;
-        measure(&app, "dashboard / (doctor, approvals, receipts, tasks)", "/", &cookie, runs.clamp(3, 10), Some(floor)).await;
+        measure(&app, "dashboard / (doctor, approvals, receipts, tasks)", "/", &cookie, runs, Some(floor)).await;
+        measure(&app, "browse root /browse", "/browse", &cookie, runs, Some(floor)).await;
+        let folder = paths[0].rsplit_once('/').map_or("", |(dir, _)| dir);
+        measure(&app, "browse folder /browse/<dir>", &format!("/browse/{folder}"), &cookie, runs, Some(floor)).await;
+        measure(&app, "graph /graph (whole vault, bounded)", "/graph", &cookie, runs, Some(floor)).await;
+        measure(
+            &app,
+            "graph /graph?note=<path> (neighbourhood)",
+            &format!("/graph?note={}", paths[notes.min(5000) / 2]),
+            &cookie,
+            runs,
+            Some(floor),
+        )
+        .await;
         // The same pages while another holder has the writer lock (a long `sync --dense`): they
         // answer from the published state and never wait (issue 46).
         let held = support::hold_writer_lock(&held_root);
         measure(&app, "note page, writer lock held", &format!("/note/{}", paths[notes.min(5000) / 2]), &cookie, runs, Some(floor)).await;
         measure(&app, "search page, writer lock held", "/search?q=garden+river&mode=fts", &cookie, runs, Some(floor)).await;
-        measure(&app, "dashboard, writer lock held", "/", &cookie, runs.clamp(3, 10), Some(floor)).await;
+        measure(&app, "dashboard, writer lock held", "/", &cookie, runs, Some(floor)).await;
         drop(held);
         load_test(app, options, cookie, paths, clients, seconds).await;
     });

@@ -397,11 +397,28 @@ impl Vault {
     }
 
     /// The doctor report with the whole-vault check: every note read (through the inventory)
-    /// and linted. The manifest-based `notes_excluded` issue is replaced by the check's own count
+    /// and linted (the lint summary is kept while the model does not move,
+    /// `Vault::health_summary`). The manifest-based `notes_excluded` issue is replaced by the check's own count
     /// (the disk now, not the last generation).
     pub fn doctor(&self) -> Result<DoctorReport> {
+        let lint = self.health_summary()?;
+        self.doctor_with(lint)
+    }
+
+    /// The doctor report for a page that must not wait for a whole lint: the lint part is the
+    /// latest health summary computed (`Vault::health_summary_latest`), computed now only when
+    /// there is none yet. `true` when it is for the model now; `false`: it is older (its
+    /// `computed_from` says what it was computed from) and the caller refreshes it
+    /// (`health_summary`).
+    pub fn doctor_latest(&self) -> Result<(DoctorReport, bool)> {
+        match self.health_summary_latest()? {
+            Some((lint, current)) => Ok((self.doctor_with(lint)?, current)),
+            None => Ok((self.doctor()?, true)),
+        }
+    }
+
+    fn doctor_with(&self, lint: crate::vault::HealthSummary) -> Result<DoctorReport> {
         let mut report = self.server_info_with(false)?;
-        let lint = self.lint()?;
         let check = self.with_inventory(|inv| {
             let notes: Vec<_> = inv.notes().collect();
             VaultCheck {
@@ -422,7 +439,7 @@ impl Vault {
                 lint: LintSummary { blocking: lint.blocking, counts: lint.counts.clone() },
                 embedding_configured: crate::embed::vault_handle(&self.policy().policy, self.root()).describe(),
                 freshness: self.freshness(),
-                computed_from: lint.computed_from.clone().unwrap_or_default(),
+                computed_from: lint.computed_from.clone(),
                 folder_journal_running: crate::folder_journal::ask(self.root(), None).is_some(),
             }
         })?;

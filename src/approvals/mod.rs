@@ -23,8 +23,8 @@ pub use crate::policy::approvals::{Operation, approver_for};
 use crate::policy::approvals::{RuledChange, approver_of, governed_operations};
 use crate::store::{durable, layout, nofollow};
 use crate::vault::{Channel, Vault};
-use crate::write::operations::{CheckedProposal, Proposal, check_proposal, proposal_id, validate_note_text};
-use crate::write::receipts::Receipt;
+use crate::write::operations::{CheckedProposal, Proposal, ProposalRecord, check_proposal, proposal_id, validate_note_text};
+use crate::write::receipts::{Receipt, ReceiptLog};
 use crate::write::{Cleared, Mutation, NoteChange, execute, sha256_hex};
 
 /// The receipt operations of the ctxvault memory tools: a `memory_change` proposal names the
@@ -301,6 +301,28 @@ pub struct ReviewedChange {
     pub diff: String,
 }
 
+/// The ok receipt that applied proposal `id` (made at `created_at`), if any.
+fn applying_receipt(root: &Path, id: &str, created_at: &str) -> Result<Option<Receipt>> {
+    ReceiptLog::applying(root, id, created_at)
+}
+
+/// The text applied proposal `p` replaced, when its record kept it and it is the proposal's
+/// pre-image: its sha256 is `before_sha256`, which is the applying receipt's `before_sha256`
+/// (none for a new note: the empty text) when that receipt is found.
+pub(super) fn replaced_text(root: &Path, p: &Proposal) -> Result<Option<String>> {
+    let Some(text) = read_apply_record(root, &p.proposal_id)?.and_then(|r| r.before_content) else { return Ok(None) };
+    if sha256_hex(text.as_bytes()) != p.before_sha256 {
+        return Ok(None);
+    }
+    if let Some(receipt) = applying_receipt(root, &p.proposal_id, &p.created_at)? {
+        let pre_image = receipt.before_sha256.unwrap_or_else(|| sha256_hex(b""));
+        if pre_image != p.before_sha256 {
+            return Ok(None);
+        }
+    }
+    Ok(Some(text))
+}
+
 /// The lint gate's verdict on a proposal's after-images.
 #[derive(Debug, Clone, Serialize)]
 pub struct GateVerdict {
@@ -496,6 +518,13 @@ fn read_apply_proposal(root: &Path, id: &str) -> Result<Option<Proposal>> {
         Some((p, _)) => Ok(Some(p)),
         None => Ok(crate::write::operations::stored_proposal(root, id)),
     }
+}
+
+/// An `apply_memory_change` proposal's whole record: who proposed it and the text it replaces.
+fn read_apply_record(root: &Path, id: &str) -> Result<Option<ProposalRecord>> {
+    let rel = format!("{}/{id}.json", layout::PROPOSALS_DIR);
+    let path = layout::join(root, &rel);
+    Ok(read_json::<ProposalRecord>(root, &path, &rel)?.map(|(p, _)| p))
 }
 
 fn load(root: &Path, id: &str) -> Result<Governed> {
@@ -1180,12 +1209,21 @@ impl Vault {
     fn status_of(&self, governed: &Governed) -> Result<ProposalStatus> {
         let root = self.root();
         let (id, proposed_by, created_at) = match governed {
-            Governed::Apply(p) => (p.proposal_id.clone(), "agent or person (see the receipt)".to_string(), p.created_at.clone()),
+            Governed::Apply(p) => {
+                let proposer = read_apply_record(root, &p.proposal_id)?.and_then(|r| r.proposed_by);
+                let by =
+                    proposer.map_or_else(|| "not recorded (a proposal stored before proposers were kept)".to_string(), |p| p.describe());
+                (p.proposal_id.clone(), by, p.created_at.clone())
+            }
             Governed::Batch(b) => (b.proposal_id.clone(), b.proposed_by.clone(), b.created_at.clone()),
             Governed::Action(a) => (a.proposal_id.clone(), a.proposed_by.clone(), a.created_at.clone()),
         };
         let decision = read_decision(root, &id)?;
         let (current, applied) = currency(root, governed)?;
+        // A proposal whose notes moved on since it was applied is still applied (its receipt
+        // says so), never stale: the receipt log is read back only for such a proposal.
+        let applied =
+            applied || (!current && !matches!(governed, Governed::Action(_)) && applying_receipt(root, &id, &created_at)?.is_some());
         let state = match &decision {
             Some((record, _)) if record.decision == Decision::Rejected => ProposalState::Rejected,
             _ if applied => ProposalState::Applied,

@@ -19,8 +19,13 @@ pub enum BeforeImage {
     Absent,
     /// The note on disk still holds the version the proposal was based on.
     Current,
-    /// The note changed since (or the proposal already applied): the engine keeps no copy of
-    /// the version it was based on, so no before-image can be shown.
+    /// The note changed since (or the proposal already applied), and the proposal's record
+    /// holds the version it was based on (kept when it was proposed; its sha256 checked
+    /// against the proposal's and the applying receipt's pre-image).
+    Kept,
+    /// The note changed since (or the proposal already applied) and the proposal's record
+    /// keeps no copy of the version it was based on (stored before such copies were kept), so
+    /// no before-image can be shown.
     Unavailable,
 }
 
@@ -74,14 +79,18 @@ fn read_current(vault: &Vault, path: &str) -> Result<Option<Vec<u8>>> {
     crate::store::beneath::read(vault.root(), note.as_str())
 }
 
-fn reviewed(vault: &Vault, path: &str, based_on: Option<&str>, after_text: Option<String>) -> Result<ReviewedChange> {
+/// `kept`: the version the change was based on, when its proposal's record holds it.
+fn reviewed(vault: &Vault, path: &str, based_on: Option<&str>, kept: Option<String>, after_text: Option<String>) -> Result<ReviewedChange> {
     let current = read_current(vault, path)?;
     let (before, before_text) = match (based_on, current) {
         (None, _) => (BeforeImage::Absent, None),
         (Some(expected), Some(bytes)) if sha256_hex(&bytes) == expected => {
             (BeforeImage::Current, Some(String::from_utf8_lossy(&bytes).into_owned()))
         }
-        (Some(_), _) => (BeforeImage::Unavailable, None),
+        (Some(_), _) => match kept {
+            Some(text) => (BeforeImage::Kept, Some(text)),
+            None => (BeforeImage::Unavailable, None),
+        },
     };
     let diff = match (before, &before_text) {
         (BeforeImage::Unavailable, _) => Vec::new(),
@@ -100,14 +109,15 @@ impl Vault {
         let changes = match load(self.root(), proposal_id)? {
             Governed::Apply(p) => {
                 let based_on = (p.before_sha256 != empty).then_some(p.before_sha256.as_str());
-                vec![reviewed(self, &p.path, based_on, Some(p.content.clone()))?]
+                let kept = super::replaced_text(self.root(), &p)?;
+                vec![reviewed(self, &p.path, based_on, kept, Some(p.content.clone()))?]
             }
             Governed::Batch(b) => b
                 .changes
                 .iter()
                 .map(|c| {
                     let based_on = if c.require_absent { None } else { c.expected_sha256.as_deref() };
-                    reviewed(self, &c.path, based_on, c.content.clone())
+                    reviewed(self, &c.path, based_on, None, c.content.clone())
                 })
                 .collect::<Result<_>>()?,
             // An action (link-rot egress, replication) changes no note: nothing to diff.

@@ -4,7 +4,9 @@
 //! catalog renderer state. Every write it makes goes through `store::durable`. Its concerns
 //! are one file each: `root` (where the vault is), `reports` (what its operations report),
 //! `model` (the inventory kept equal to the disk), `catalogs` (the catalog cache and
-//! regeneration), `reads` (lint, Markdown check, note slices) and `writer_lock` (the write
+//! regeneration), `reads` (lint, Markdown check, note slices), `views` and `summaries` (what
+//! the people's surface reads: link resolution, tags, the link graph, the kept health summary)
+//! and `writer_lock` (the write
 //! path it hosts, through a trait: `vault` sits below `write` and never names it).
 
 mod catalogs;
@@ -12,6 +14,7 @@ mod model;
 mod reads;
 mod reports;
 mod root;
+mod summaries;
 mod views;
 mod writer_lock;
 
@@ -30,6 +33,7 @@ use crate::store::{durable, layout};
 use model::SavedInventory;
 pub use reports::{Freshness, IndexReport, InitReport, MarkdownReport, NoteSlice};
 pub(crate) use root::{RootSource, looks_like_a_vault, resolve_root};
+pub use summaries::HealthSummary;
 pub use views::{ATTACHMENT_BYTES_MAX, GraphNode, LinkGraph, LinkTarget, TagCount, tag_key};
 pub(crate) use writer_lock::{HeldLock, WritePath};
 
@@ -54,6 +58,8 @@ pub struct Vault {
     catalog_state: Mutex<Option<CatalogState>>,
     /// Rendered catalog rows, reused while their notes do not change.
     catalog_rows: catalog::render::RowMemo,
+    /// The health summary and the link index, kept between requests (`summaries`).
+    summaries: summaries::Summaries,
     /// The write path this vault hosts (`write::writer::Writer`, handed in by `Vault::open`):
     /// its lock, recovery and deferred checkpoint, its state opaque here.
     writer: Box<dyn WritePath>,
@@ -80,7 +86,7 @@ pub struct Vault {
 /// in a browser, MCP is an agent),
 /// never taken from a request or a note's text. The engine derives provenance from it: the
 /// receipt's `operation` and `actor`, and the `memory.write_policy` of notes it renders.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Channel {
     /// An agent (MCP, or a library caller that did not say otherwise).
@@ -143,6 +149,7 @@ impl Vault {
             inventory: Mutex::new(None),
             catalog_state: Mutex::new(None),
             catalog_rows: Default::default(),
+            summaries: Default::default(),
             writer,
             watch: std::sync::OnceLock::new(),
             freshness: Mutex::new(Freshness {

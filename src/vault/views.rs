@@ -66,6 +66,34 @@ fn resolved_targets(inv: &Inventory, vault: &Vault, path: &VaultPath, links: &[L
         .collect()
 }
 
+/// The graph of notes `chosen` (in order) and the links among them.
+fn bounded_graph<'a>(
+    inv: &Inventory,
+    chosen: &[VaultPath],
+    left_out: usize,
+    links_out: impl Fn(&VaultPath) -> Option<&'a BTreeSet<VaultPath>>,
+    degree: impl Fn(&VaultPath) -> usize,
+) -> LinkGraph {
+    let index: BTreeMap<&VaultPath, usize> = chosen.iter().enumerate().map(|(i, p)| (p, i)).collect();
+    let mut edges = Vec::new();
+    for (i, path) in chosen.iter().enumerate() {
+        for target in links_out(path).into_iter().flatten() {
+            if let Some(&j) = index.get(target) {
+                edges.push((i, j));
+            }
+        }
+    }
+    let nodes = chosen
+        .iter()
+        .map(|p| GraphNode {
+            path: p.to_string(),
+            title: inv.records.get(p).and_then(|r| r.meta.title.clone()).unwrap_or_default(),
+            degree: degree(p),
+        })
+        .collect();
+    LinkGraph { nodes, edges, left_out }
+}
+
 /// A tag as the vault compares it: without a leading `#`, lower-cased.
 pub fn tag_key(tag: &str) -> String {
     tag.trim().trim_start_matches('#').to_lowercase()
@@ -141,12 +169,20 @@ impl Vault {
 
     /// The link graph around note `center` (its resolved links out and the notes linking to it,
     /// then their links among each other), or, without a centre, the `max_nodes` most linked
-    /// notes of the vault and the links among them. At most `max_nodes` nodes.
+    /// notes of the vault and the links among them (from the kept link index, `summaries`:
+    /// O(change) since the last ask, never every note per request). At most `max_nodes` nodes.
     pub fn link_graph(&self, center: Option<&str>, max_nodes: usize) -> Result<LinkGraph> {
-        let center = center.map(VaultPath::parse).transpose()?;
+        let Some(center) = center.map(VaultPath::parse).transpose()? else {
+            return self.with_link_index(|inv, index| {
+                let (chosen, left_out) = index.most_linked(max_nodes);
+                bounded_graph(inv, &chosen, left_out, |p| index.links_out(p), |p| index.degree(p))
+            });
+        };
         self.with_inventory(|inv| {
+            if !inv.records.get(&center).is_some_and(|r| r.is_note()) {
+                return Err(Error::NoteUnreadable { path: center.to_string(), reason: "no such note".into() });
+            }
             let mut out_links: BTreeMap<VaultPath, BTreeSet<VaultPath>> = BTreeMap::new();
-            let mut degree: BTreeMap<VaultPath, usize> = BTreeMap::new();
             let add_record = |path: &VaultPath, out_links: &mut BTreeMap<VaultPath, BTreeSet<VaultPath>>| {
                 if out_links.contains_key(path) {
                     return;
@@ -154,70 +190,33 @@ impl Vault {
                 let targets = inv.records.get(path).map(|r| resolved_targets(inv, self, path, &r.links)).unwrap_or_default();
                 out_links.insert(path.clone(), targets);
             };
-            let chosen: Vec<VaultPath> = match &center {
-                Some(center) => {
-                    if !inv.records.get(center).is_some_and(|r| r.is_note()) {
-                        return Err(Error::NoteUnreadable { path: center.to_string(), reason: "no such note".into() });
-                    }
-                    add_record(center, &mut out_links);
-                    let mut around: BTreeSet<VaultPath> = out_links[center].clone();
-                    for source in inv.linkers_of(center) {
-                        if source == *center || !inv.records.get(&source).is_some_and(|r| r.is_note()) {
-                            continue;
-                        }
-                        add_record(&source, &mut out_links);
-                        if out_links[&source].contains(center) {
-                            around.insert(source);
-                        }
-                    }
-                    for path in &around {
-                        add_record(path, &mut out_links);
-                    }
-                    for (source, targets) in &out_links {
-                        for target in targets {
-                            *degree.entry(source.clone()).or_default() += 1;
-                            *degree.entry(target.clone()).or_default() += 1;
-                        }
-                    }
-                    let mut ranked: Vec<VaultPath> = around.into_iter().collect();
-                    ranked.sort_by(|a, b| degree.get(b).cmp(&degree.get(a)).then_with(|| a.cmp(b)));
-                    std::iter::once(center.clone()).chain(ranked).collect()
+            add_record(&center, &mut out_links);
+            let mut around: BTreeSet<VaultPath> = out_links[&center].clone();
+            for source in inv.linkers_of(&center) {
+                if source == center || !inv.records.get(&source).is_some_and(|r| r.is_note()) {
+                    continue;
                 }
-                None => {
-                    for record in inv.notes() {
-                        add_record(&record.path, &mut out_links);
-                    }
-                    for (source, targets) in &out_links {
-                        for target in targets {
-                            *degree.entry(source.clone()).or_default() += 1;
-                            *degree.entry(target.clone()).or_default() += 1;
-                        }
-                    }
-                    let mut ranked: Vec<VaultPath> = degree.keys().cloned().collect();
-                    ranked.sort_by(|a, b| degree.get(b).cmp(&degree.get(a)).then_with(|| a.cmp(b)));
-                    ranked
-                }
-            };
-            let left_out = chosen.len().saturating_sub(max_nodes);
-            let chosen: Vec<VaultPath> = chosen.into_iter().take(max_nodes).collect();
-            let index: BTreeMap<&VaultPath, usize> = chosen.iter().enumerate().map(|(i, p)| (p, i)).collect();
-            let mut edges = Vec::new();
-            for (i, path) in chosen.iter().enumerate() {
-                for target in out_links.get(path).into_iter().flatten() {
-                    if let Some(&j) = index.get(target) {
-                        edges.push((i, j));
-                    }
+                add_record(&source, &mut out_links);
+                if out_links[&source].contains(&center) {
+                    around.insert(source);
                 }
             }
-            let nodes = chosen
-                .iter()
-                .map(|p| GraphNode {
-                    path: p.to_string(),
-                    title: inv.records.get(p).and_then(|r| r.meta.title.clone()).unwrap_or_default(),
-                    degree: degree.get(p).copied().unwrap_or(0),
-                })
-                .collect();
-            Ok(LinkGraph { nodes, edges, left_out })
+            for path in &around {
+                add_record(path, &mut out_links);
+            }
+            let mut degree: BTreeMap<VaultPath, usize> = BTreeMap::new();
+            for (source, targets) in &out_links {
+                for target in targets {
+                    *degree.entry(source.clone()).or_default() += 1;
+                    *degree.entry(target.clone()).or_default() += 1;
+                }
+            }
+            let mut ranked: Vec<VaultPath> = around.into_iter().collect();
+            ranked.sort_by(|a, b| degree.get(b).cmp(&degree.get(a)).then_with(|| a.cmp(b)));
+            let chosen: Vec<VaultPath> = std::iter::once(center.clone()).chain(ranked).collect();
+            let left_out = chosen.len().saturating_sub(max_nodes);
+            let chosen: Vec<VaultPath> = chosen.into_iter().take(max_nodes).collect();
+            Ok(bounded_graph(inv, &chosen, left_out, |p| out_links.get(p), |p| degree.get(p).copied().unwrap_or(0)))
         })?
     }
 

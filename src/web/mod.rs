@@ -118,6 +118,8 @@ pub(crate) struct WebState {
     secure_cookies: bool,
     sessions: auth::Sessions,
     login_limiter: auth::LoginLimiter,
+    /// Set while a health summary is being recomputed for the dashboard (one at a time).
+    health_refresh: std::sync::atomic::AtomicBool,
 }
 
 impl WebState {
@@ -127,11 +129,12 @@ impl WebState {
     }
 }
 
-/// The largest request body: a note edit (the policy's `note_bytes_max`, form-encoded at up to
-/// three bytes per byte) plus the other fields.
+/// The largest request body: a note edit (the edited text and the text it started from, each
+/// at most the policy's `note_bytes_max`, form-encoded at up to three bytes per byte) plus the
+/// other fields.
 fn body_limit(vault: &Vault) -> usize {
-    let note = usize::try_from(vault.policy().policy.limits.note_bytes_max).unwrap_or(usize::MAX / 4);
-    note.saturating_mul(3).saturating_add(16 * 1024)
+    let note = usize::try_from(vault.policy().policy.limits.note_bytes_max).unwrap_or(usize::MAX / 8);
+    note.saturating_mul(6).saturating_add(16 * 1024)
 }
 
 /// The application: every page, the security headers and the request limits. Tests drive it
@@ -148,6 +151,7 @@ pub fn router(vault: Vault, options: &WebOptions) -> Router {
         secure_cookies: !options.bind.ip().is_loopback(),
         sessions: auth::Sessions::default(),
         login_limiter: auth::LoginLimiter::new(options.login_attempts_per_minute),
+        health_refresh: std::sync::atomic::AtomicBool::new(false),
     });
     let mut app = Router::new()
         .route("/", get(pages::dashboard))

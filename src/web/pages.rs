@@ -288,7 +288,7 @@ fn list_tasks(vault: &Vault) -> crate::Result<Vec<Value>> {
 /// `GET /`: the doctor report, pending approvals, latest receipts, active work packets.
 pub async fn dashboard(State(state): State<Arc<WebState>>, viewer: Viewer, WebQuery(live): WebQuery<LiveQuery>) -> Response {
     let loaded = engine(&state, |vault| {
-        let doctor = vault.doctor()?;
+        let doctor = vault.doctor_latest()?;
         let pending: Vec<_> =
             vault.proposals()?.into_iter().filter(|p| p.state == ProposalState::Pending && p.approver == Approver::Human).collect();
         let receipts = vault.read_memory_history(DASHBOARD_RECEIPTS, 0)?;
@@ -296,10 +296,13 @@ pub async fn dashboard(State(state): State<Arc<WebState>>, viewer: Viewer, WebQu
         Ok((doctor, pending, receipts, tasks))
     })
     .await;
-    let (doctor, pending, receipts, tasks) = match loaded {
+    let ((doctor, lint_current), pending, receipts, tasks) = match loaded {
         Ok(loaded) => loaded,
         Err(response) => return response,
     };
+    if !lint_current {
+        refresh_health_summary(&state);
+    }
     let active: Vec<Value> = tasks
         .into_iter()
         .filter(|t| !matches!(t.get("state").and_then(Value::as_str), Some("completed" | "failed" | "canceled" | "rejected")))
@@ -320,6 +323,12 @@ pub async fn dashboard(State(state): State<Arc<WebState>>, viewer: Viewer, WebQu
             @if let Some(check) = doctor.vault_check.as_ref().filter(|c| !c.lint.counts.is_empty()) {
                 p { "Lint findings: " @for (rule, count) in &check.lint.counts { (rule) " " (count) "; " } }
             }
+            @if let Some(check) = doctor.vault_check.as_ref().filter(|_| !lint_current) {
+                p.note #lint-older { "The lint figures are from an earlier state of the vault ("
+                    (check.computed_from.notes) " notes"
+                    @if let Some(at) = &check.computed_from.observed_at { ", observed " (human_time(at)) }
+                    "); they are being brought up to date — reload in a moment." }
+            }
         }
         section { h2 { "Waiting for a person" } (proposals_table(&pending)) }
         section { h2 { "Latest receipts" } (receipts_table(&receipts)) p { a href="/receipts" { "All receipts" } } }
@@ -329,6 +338,21 @@ pub async fn dashboard(State(state): State<Arc<WebState>>, viewer: Viewer, WebQu
     let body = html! { (live_switch("/", "", live)) (body) };
     page_with("Dashboard", Some(&viewer), &Chrome { crumbs: Vec::new(), refresh_seconds: live.then_some(REFRESH_SECONDS) }, body)
         .into_response()
+}
+
+/// Recomputes the health summary on a blocking thread after the dashboard showed an older one,
+/// at most one at a time (a burst of visits after a write costs one whole lint).
+fn refresh_health_summary(state: &Arc<WebState>) {
+    if state.health_refresh.swap(true, std::sync::atomic::Ordering::AcqRel) {
+        return;
+    }
+    let state = Arc::clone(state);
+    tokio::task::spawn_blocking(move || {
+        if let Err(error) = state.vault.health_summary() {
+            tracing::warn!(%error, "refreshing the health summary failed");
+        }
+        state.health_refresh.store(false, std::sync::atomic::Ordering::Release);
+    });
 }
 
 /// `GET /browse`: the catalogued P.A.R.A. folders with their valid-note counts.
@@ -841,7 +865,10 @@ pub async fn proposal(State(state): State<Arc<WebState>>, viewer: Viewer, Path(i
                 @match change.before {
                     crate::api::approvals::BeforeImage::Absent => p { "A new note." },
                     crate::api::approvals::BeforeImage::Current => p { "Before: the note as it is now." },
-                    crate::api::approvals::BeforeImage::Unavailable => p.notice { "The note no longer holds the version this proposal was based on; no before-image is kept." },
+                    crate::api::approvals::BeforeImage::Kept => p #before-kept { @if status.state == ProposalState::Applied {
+                            "Before: the text this proposal replaced when it was applied (kept with the proposal)." } @else {
+                            "Before: the version this proposal was based on (kept with the proposal); the note has changed since." } },
+                    crate::api::approvals::BeforeImage::Unavailable => p.notice { "The note no longer holds the version this proposal was based on, and this proposal was stored before such copies were kept." },
                 }
                 @if change.after_text.is_none() { p.notice { "This change removes the note." } }
                 pre.diff { @for line in &change.diff {
@@ -1160,6 +1187,8 @@ pub(crate) async fn edit_form(State(state): State<Arc<WebState>>, viewer: Viewer
         form #edit-form method="post" action=(note_url("/edit", &slice.path)) {
             input type="hidden" name="csrf" value=(viewer.csrf().unwrap_or_default());
             input type="hidden" name="expected_sha256" value=(slice.sha256);
+            // The text the person starts from: after a conflict it is the base of the three-way view.
+            input type="hidden" name="base" value=(slice.content);
             label for="content" { "Note text" }
             textarea #content name="content" { (slice.content) }
             button #propose type="submit" { "Propose this change" }
@@ -1176,6 +1205,9 @@ pub(crate) struct EditForm {
     content: Option<String>,
     #[serde(default)]
     expected_sha256: Option<String>,
+    /// The text the form showed (`expected_sha256` is its sha256).
+    #[serde(default)]
+    base: Option<String>,
 }
 
 /// `POST /edit/<path>`: `propose_memory_change` with the edited text, based on the version the
@@ -1196,6 +1228,12 @@ pub async fn edit(
     let Some(content) = form.content else { return bad_request("content is missing") };
     // Browsers submit textareas with CRLF line ends; notes keep LF.
     let content = content.replace("\r\n", "\n");
+    // The base of a three-way view after a conflict: the form's text, when its sha256 is the
+    // version the edit was based on (with the browser's CRLF line ends, or as the note had them).
+    let base = form.base.and_then(|base| {
+        let expected = form.expected_sha256.as_deref()?;
+        [base.replace("\r\n", "\n"), base].into_iter().find(|b| crate::api::engine::sha256_hex(b.as_bytes()).eq_ignore_ascii_case(expected))
+    });
     let expected = form.expected_sha256;
     let typed = content.clone();
     let proposed = engine(&state, move |vault| match vault.propose_memory_change(path.as_str(), &content, None, expected.as_deref()) {
@@ -1210,21 +1248,16 @@ pub async fn edit(
     .await;
     match proposed {
         Ok(Ok(proposal)) => Redirect::to(&format!("/proposals/{}", proposal.proposal_id)).into_response(),
-        Ok(Err(now)) => (StatusCode::CONFLICT, edit_conflict(&viewer, &now, &typed)).into_response(),
+        Ok(Err(now)) => (StatusCode::CONFLICT, edit_conflict(&viewer, &now, base.as_deref(), &typed)).into_response(),
         Err(response) => response,
     }
 }
 
-/// The edit form again after a conflict (409): the person's text kept, the note as it is now,
-/// and how their text differs from it; submitting proposes their text against the current
-/// version.
-fn edit_conflict(viewer: &Viewer, now: &crate::vault::NoteSlice, typed: &str) -> Markup {
-    let diff = similar::TextDiff::from_lines(now.content.as_str(), typed);
-    let body = html! {
-        p.error #error { "[precondition_failed] This note changed since you opened it. Your text is kept below." }
-        p { "The diff shows how your text differs from the note as it is now (" code { (&now.sha256[..16]) "…" } "): "
-            span.del { "− only in the note now" } ", " span.add { "+ only in your text" } ". Submitting again proposes your text in place of the current version." }
-        pre.diff #conflict-diff { @for change in diff.iter_all_changes() {
+/// A line diff as `<pre class="diff">` (`-` only in `from`, `+` only in `to`).
+fn diff_block(id: &str, from: &str, to: &str) -> Markup {
+    let diff = similar::TextDiff::from_lines(from, to);
+    html! {
+        pre.diff id=(id) { @for change in diff.iter_all_changes() {
             @let line = change.value().trim_end_matches('\n');
             @match change.tag() {
                 similar::ChangeTag::Insert => span.add { "+ " (Shown(line)) },
@@ -1232,9 +1265,36 @@ fn edit_conflict(viewer: &Viewer, now: &crate::vault::NoteSlice, typed: &str) ->
                 similar::ChangeTag::Equal => span.same { "  " (Shown(line)) },
             }
         } }
+    }
+}
+
+/// The edit form again after a conflict (409): the person's text kept, the note as it is now,
+/// and a three-way view when the version they started from is known (`base`): what changed
+/// in the note since, what they changed, and how their text differs from the note now.
+/// Submitting proposes their text against the current version.
+fn edit_conflict(viewer: &Viewer, now: &crate::vault::NoteSlice, base: Option<&str>, typed: &str) -> Markup {
+    let body = html! {
+        p.error #error { "[precondition_failed] This note changed since you opened it. Your text is kept below." }
+        @if let Some(base) = base {
+            section #three-way {
+                h2 { "Three ways" }
+                p { "Base: the note as you opened it. Theirs: the note as it is now (" code { (&now.sha256[..16]) "…" } "). Yours: your text below." }
+                h3 { "Theirs: what changed in the note since you opened it" }
+                (diff_block("conflict-theirs", base, &now.content))
+                h3 { "Yours: what you changed" }
+                (diff_block("conflict-yours", base, typed))
+                details { summary { "Base: the note as you opened it" } pre #base { (Shown(base)) } }
+            }
+        } @else {
+            p.notice { "The version you started from is not known here (the form did not carry it), so only your text against the note now is shown." }
+        }
+        h2 { "Your text against the note now" }
+        p { span.del { "− only in the note now" } ", " span.add { "+ only in your text" } ". Submitting again proposes your text in place of the current version." }
+        (diff_block("conflict-diff", &now.content, typed))
         form #edit-form method="post" action=(note_url("/edit", &now.path)) {
             input type="hidden" name="csrf" value=(viewer.csrf().unwrap_or_default());
             input type="hidden" name="expected_sha256" value=(now.sha256);
+            input type="hidden" name="base" value=(now.content);
             label for="content" { "Your text" }
             textarea #content name="content" { (typed) }
             button #propose type="submit" { "Propose my text against the current version" }

@@ -104,6 +104,56 @@ pub struct Proposal {
     pub created_at: String,
 }
 
+/// Who made a proposal: taken from the handle's channel and named agent (never from the
+/// request), as receipts take theirs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Proposer {
+    /// The receipt actor: `agent` or `human`.
+    pub actor: String,
+    /// The surface it came through: `agent` (MCP or a library caller), `person` (the CLI) or
+    /// `web` (the web UI).
+    pub channel: Channel,
+    /// The named agent (`paravault mcp --agent NAME`), when the server names one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+}
+
+impl Proposer {
+    /// The proposer of a proposal made through `vault` now.
+    pub fn of(vault: &Vault) -> Self {
+        Proposer { actor: vault.channel().actor().into(), channel: vault.channel(), agent: vault.agent().map(str::to_string) }
+    }
+
+    /// In words: `agent "NAME" via MCP`, `human via the CLI`, `human via the web UI`.
+    pub fn describe(&self) -> String {
+        let surface = match self.channel {
+            Channel::Agent => "MCP",
+            Channel::Person => "the CLI",
+            Channel::Web => "the web UI",
+        };
+        match &self.agent {
+            Some(agent) => format!("{} \"{agent}\" via {surface}", self.actor),
+            None => format!("{} via {surface}", self.actor),
+        }
+    }
+}
+
+/// A proposal as its record under `.paravault/proposals/` holds it: the proposal (exactly what
+/// `propose_memory_change` returned), who made it, and the note's text it was made against.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ProposalRecord {
+    #[serde(flatten)]
+    pub proposal: Proposal,
+    /// Who proposed it (absent on records stored before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proposed_by: Option<Proposer>,
+    /// The note's text when it was proposed (its sha256 is `before_sha256`; empty for a new
+    /// note): what applying it replaces, kept so that an applied proposal still shows its diff.
+    /// Absent on records stored before it was kept, and when the note's bytes are not UTF-8.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before_content: Option<String>,
+}
+
 /// The provenance the engine writes for a note it renders: set from the channel, never from
 /// the request.
 struct Provenance {
@@ -380,8 +430,13 @@ impl Vault {
             proposal_id,
             created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
         };
+        let record = ProposalRecord {
+            proposal: proposal.clone(),
+            proposed_by: Some(Proposer::of(self)),
+            before_content: String::from_utf8(before).ok(),
+        };
         durable::create_dir_all(self.root(), &layout::join(self.root(), layout::PROPOSALS_DIR))?;
-        let json = serde_json::to_vec_pretty(&proposal).map_err(|e| Error::io("encoding", "proposal", std::io::Error::other(e)))?;
+        let json = serde_json::to_vec_pretty(&record).map_err(|e| Error::io("encoding", "proposal", std::io::Error::other(e)))?;
         durable::replace(self.root(), &stored_path, &json)?;
         let rel = format!("{}/{}.json", layout::PROPOSALS_DIR, proposal.proposal_id);
         let at = self.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);

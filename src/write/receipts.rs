@@ -408,6 +408,26 @@ impl ReceiptLog {
         Ok(verify_chain(&read_log(root)?))
     }
 
+    /// The ok receipt of the transaction that applied proposal `proposal_id`, read back from the
+    /// log's end and stopping at receipts written before `since` (the proposal's creation; a
+    /// minute's slack for clocks): O(receipts since the proposal was made).
+    pub(crate) fn applying(root: &Path, proposal_id: &str, since: &str) -> Result<Option<Receipt>> {
+        let since = chrono::DateTime::parse_from_rfc3339(since).ok().map(|t| t - chrono::Duration::seconds(60));
+        let mut found = None;
+        let Some(mut file) = open_log(root)? else { return Ok(None) };
+        lines_newest_first(&mut file, |line| {
+            let Ok(receipt) = serde_json::from_slice::<Receipt>(line) else { return true };
+            if receipt.status == "ok" && receipt.proposal_id.as_deref() == Some(proposal_id) {
+                found = Some(receipt);
+                return false;
+            }
+            let older = chrono::DateTime::parse_from_rfc3339(&receipt.at).ok().zip(since).is_some_and(|(at, since)| at < since);
+            !older
+        })
+        .map_err(|e| Error::io("reading", layout::RECEIPTS, e))?;
+        Ok(found)
+    }
+
     /// The raw lines (without their newline) of the receipts with `seq > after_seq`, oldest
     /// first: read back from the log's end, O(lines returned).
     pub(crate) fn lines_after(root: &Path, after_seq: u64) -> Result<Vec<(u64, Vec<u8>)>> {

@@ -177,6 +177,12 @@ async def flow(base, vault, env, driver):
             check("alice" in driver.find_element(By.TAG_NAME, "table").text, "the receipts page names the approver")
             check("verified" in by_id("chain").text, "the receipt chain verifies")
             step("agent applies; the receipt names approver alice and channel web")
+            driver.get(review_url)
+            check(by_id("state").text.lower() == "applied", "the applied proposal says applied")
+            check(driver.find_elements(By.ID, "before-kept"), "the applied proposal shows the text it replaced")
+            check("+ The plan body mentions zebras and lions." in driver.find_element(By.CSS_SELECTOR, "pre.diff").text, "the kept diff")
+            check("via MCP" in by_id("proposal-status").text, f"proposed by the agent via MCP: {by_id('proposal-status').text}")
+            step("the applied proposal keeps its diff and names who proposed it")
 
             # 7. A rejection.
             is_error, second = await call(session, "propose_memory_change", path="01_Projects/plan.md",
@@ -210,6 +216,25 @@ async def flow(base, vault, env, driver):
             is_error, status = await call(session, "get_proposal_status", proposal_id=third_id)
             check(status["state"] == "pending", f"the forged approval decided nothing: {status}")
             step("forged POST without the CSRF token refused (403); nothing decided")
+
+    # 8b. An edit conflict: the person types while the note changes on disk; the 409 keeps the
+    # typed text and shows theirs and yours against the version the person opened.
+    driver.get(base + "/edit/03_Resources/linker.md")
+    linker = os.path.join(vault, "03_Resources/linker.md")
+    with open(linker, encoding="utf-8") as f:
+        opened = f.read()
+    with open(linker, "w", encoding="utf-8") as f:
+        f.write(opened.replace("See [the plan]", "Their line.\n\nSee [the plan]"))
+    box = by_id("content")
+    box.clear()
+    box.send_keys(opened.replace("See [the plan]", "My line. See [the plan]"))
+    by_id("propose").click()
+    wait_for(lambda: driver.find_elements(By.ID, "three-way"), "the three-way view")
+    check("+ Their line." in by_id("conflict-theirs").text, "theirs: the line added on disk")
+    check("+ My line." in by_id("conflict-yours").text and "Their line" not in by_id("conflict-yours").text, "yours: the typed change")
+    check("My line." in by_id("content").get_attribute("value"), "the typed text is kept")
+    driver.save_screenshot(os.path.join(SHOTS, "edit-conflict.png"))
+    step("edit conflict: typed text kept, three-way view (theirs, yours)")
 
     # 9. A hostile note runs nothing.
     driver.get(base + "/note/03_Resources/hostile.md")

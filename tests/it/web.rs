@@ -222,8 +222,8 @@ async fn every_page_answers_with_its_status_code_and_the_security_headers() {
     let delete = send(app, Request::delete("/").header(header::COOKIE, &cookie).body(Body::empty()).unwrap()).await;
     assert_eq!(delete.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(post(app, "/search", c, &[]).await.status, StatusCode::METHOD_NOT_ALLOWED);
-    // Over 3 x note_bytes_max (1 MiB by default) + 16 KiB.
-    let huge = "x".repeat(4 * 1024 * 1024);
+    // Over 6 x note_bytes_max (1 MiB by default) + 16 KiB: an edit and its base, form-encoded.
+    let huge = "x".repeat(7 * 1024 * 1024);
     let too_large = post(app, "/edit/01_Projects/plan.md", c, &[("content", &huge)]).await;
     assert_eq!(too_large.status, StatusCode::PAYLOAD_TOO_LARGE);
     let malformed = send(
@@ -346,6 +346,7 @@ async fn a_person_approves_in_the_browser_and_the_receipt_names_them_a_rejection
     assert!(review.body.contains("+ The plan body mentions zebras and lions."), "the diff shows the after-image: {}", review.body);
     assert!(review.body.contains("- The plan body mentions zebras."), "the diff shows the before-image");
     assert!(review.body.contains("id=\"gate-verdict\">passes<"), "the lint gate's verdict is shown");
+    assert!(review.body.contains("<td>agent via MCP</td>"), "the proposer is the one stored with the proposal: {}", review.body);
     assert!(review.body.contains("id=\"approve\""));
     let approved = post(
         app,
@@ -365,6 +366,23 @@ async fn a_person_approves_in_the_browser_and_the_receipt_names_them_a_rejection
     let receipt = agent.apply_memory_change(&as_map(&proposal), true).unwrap().to_value();
     assert_eq!((receipt["approval"]["approver"].as_str(), receipt["approval"]["channel"].as_str()), (Some("alice"), Some("web")));
     assert_eq!(std::fs::read_to_string(site.dir.path().join("01_Projects/plan.md")).unwrap(), wanted);
+    // Applied, and later after the note moved on (an edit outside the engine), the proposal is
+    // still applied (never stale) and still shows its diff, from the text it replaced.
+    for moment in ["just applied", "after the note moved on"] {
+        if moment == "after the note moved on" {
+            std::fs::write(site.dir.path().join("01_Projects/plan.md"), note("Project", "Plan", "Moved on.\n")).unwrap();
+        }
+        let shown = get(app, &format!("/proposals/{}", proposal.proposal_id), Some(&cookie)).await;
+        assert!(shown.body.contains("id=\"state\">applied<"), "{moment}: {}", shown.body);
+        assert!(shown.body.contains("id=\"before-kept\""), "{moment}: {}", shown.body);
+        assert!(
+            shown.body.contains("- The plan body mentions zebras.") && shown.body.contains("+ The plan body mentions zebras and lions."),
+            "{moment}: the diff is kept: {}",
+            shown.body
+        );
+        assert_eq!(agent.proposal_status(&proposal.proposal_id).unwrap().state, ProposalState::Applied, "{moment}");
+    }
+    std::fs::write(site.dir.path().join("01_Projects/plan.md"), &wanted).unwrap();
     let receipts = get(app, "/receipts", Some(&cookie)).await;
     assert!(receipts.body.contains("<td>alice</td><td>web</td>"), "the receipts page names the approver: {}", receipts.body);
     assert!(receipts.body.contains("verified"));
@@ -425,6 +443,7 @@ async fn an_edit_becomes_a_proposal_that_the_person_approves_and_applies_from_th
     assert_eq!(proposed.status, StatusCode::SEE_OTHER, "{}", proposed.body);
     let id = proposed.location().strip_prefix("/proposals/").unwrap().to_string();
     assert!(!std::fs::read_to_string(site.dir.path().join("01_Projects/plan.md")).unwrap().contains("Edited"), "proposing writes nothing");
+    assert!(get(app, &format!("/proposals/{id}"), Some(&cookie)).await.body.contains("<td>human via the web UI</td>"));
     // Applying before the decision is refused; after approval it writes, naming the approver.
     let early = post(app, &format!("/proposals/{id}/apply"), Some(&cookie), &[("csrf", &csrf)]).await;
     assert_eq!(early.status, StatusCode::CONFLICT);
@@ -662,4 +681,101 @@ fn site_vault(site: &Site) -> Vault {
 
 fn task_request() -> paravault::api::handoff::HandoffRequest {
     serde_json::from_value(serde_json::json!({"action": "create", "task_id": "water-1", "objective": "Water the garden", "owner": "agent-1", "scope": ["01_Projects"]})).unwrap()
+}
+
+#[tokio::test]
+async fn the_whole_vault_graph_and_the_dashboards_lint_figures_follow_writes_without_a_whole_recount_per_request() {
+    let site = site("", false, false);
+    let app = &site.app;
+    let long_lived = site_vault(&site);
+    long_lived.watch_disk();
+    let before = long_lived.link_graph(None, 100).unwrap();
+    assert_eq!(before.nodes.len(), 2, "plan and its linker: {before:?}");
+    // Writes and an outside edit: the kept link index catches up from the change log.
+    let writer = site_vault(&site);
+    writer.ingest_note(&crate::support::ingest("01_Projects/hub", "Links to [[plan]] and [[linker]].\n")).unwrap();
+    std::fs::write(site.dir.path().join("03_Resources/linker.md"), note("Resource", "Linker", "No links now.\n")).unwrap();
+    long_lived.observe_disk().unwrap();
+    let caught_up = long_lived.link_graph(None, 100).unwrap();
+    let fresh = site_vault(&site).link_graph(None, 100).unwrap();
+    let shape = |g: &paravault::vault::LinkGraph| {
+        let mut edges: Vec<(String, String)> = g.edges.iter().map(|&(a, b)| (g.nodes[a].path.clone(), g.nodes[b].path.clone())).collect();
+        edges.sort();
+        (g.nodes.iter().map(|n| (n.path.clone(), n.degree)).collect::<Vec<_>>(), edges)
+    };
+    assert_eq!(shape(&caught_up), shape(&fresh), "caught up equals a whole rebuild");
+    assert_eq!(
+        shape(&caught_up).1,
+        vec![
+            ("01_Projects/hub.md".to_string(), "01_Projects/plan.md".to_string()),
+            ("01_Projects/hub.md".to_string(), "03_Resources/linker.md".to_string())
+        ]
+    );
+    let bounded = long_lived.link_graph(None, 1).unwrap();
+    assert_eq!((bounded.nodes.len(), bounded.nodes[0].path.as_str(), bounded.left_out), (1, "01_Projects/hub.md", 2));
+
+    // The dashboard's lint figures: computed once for a model state, named as older after a
+    // write until recomputed, never presented as current for a state they were not computed for.
+    let (_, current) = long_lived.doctor_latest().unwrap();
+    assert!(current, "the first ask computes them");
+    writer.ingest_note(&crate::support::ingest("01_Projects/orphan", "Nobody links here.\n")).unwrap();
+    long_lived.observe_disk().unwrap();
+    let (older, current) = long_lived.doctor_latest().unwrap();
+    assert!(!current, "a write moved the model on");
+    let summary = long_lived.health_summary().unwrap();
+    assert!(long_lived.doctor_latest().unwrap().1, "recomputed for the model now");
+    assert_eq!(summary.counts, long_lived.lint().unwrap().counts, "the kept summary is the lint's");
+    assert!(summary.computed_from.notes > older.vault_check.unwrap().computed_from.notes);
+    let dashboard = get(app, "/", None).await;
+    assert_eq!(dashboard.status, StatusCode::OK);
+    assert!(dashboard.body.contains("Lint findings: "), "{}", dashboard.body);
+}
+
+#[tokio::test]
+async fn an_edit_conflict_keeps_the_typed_text_and_shows_base_theirs_and_yours() {
+    let site = site("", false, true);
+    let app = &site.app;
+    let (cookie, csrf) = log_in(app).await;
+    let file = site.dir.path().join("01_Projects/plan.md");
+    let base = std::fs::read_to_string(&file).unwrap();
+    let edit = get(app, "/edit/01_Projects/plan.md", Some(&cookie)).await;
+    assert!(edit.body.contains("name=\"base\""), "the form carries the text it shows: {}", edit.body);
+    let sha = paravault::api::engine::sha256_hex(base.as_bytes());
+    // Someone else changes the note while the person types.
+    let theirs = base.replace("The plan body mentions zebras.", "The plan body mentions zebras.\nTheir new line.");
+    std::fs::write(&file, &theirs).unwrap();
+    let yours = base.replace("The plan body mentions zebras.", "The plan body mentions okapis.");
+    let conflict = post(
+        app,
+        "/edit/01_Projects/plan.md",
+        Some(&cookie),
+        &[("csrf", &csrf), ("content", &yours.replace('\n', "\r\n")), ("expected_sha256", &sha), ("base", &base.replace('\n', "\r\n"))],
+    )
+    .await;
+    assert_eq!(conflict.status, StatusCode::CONFLICT, "{}", conflict.body);
+    let section = |id: &str| {
+        let at = conflict.body.find(&format!("id=\"{id}\"")).unwrap_or_else(|| panic!("{id}: {}", conflict.body));
+        conflict.body[at..at + conflict.body[at..].find("</pre>").unwrap()].to_string()
+    };
+    let their_part = section("conflict-theirs");
+    assert!(their_part.contains("<span class=\"add\">+ Their new line.</span>") && !their_part.contains("okapis"), "{their_part}");
+    let your_part = section("conflict-yours");
+    assert!(
+        your_part.contains("<span class=\"del\">- The plan body mentions zebras.</span>")
+            && your_part.contains("<span class=\"add\">+ The plan body mentions okapis.</span>")
+            && !your_part.contains("Their new line"),
+        "{your_part}"
+    );
+    assert!(conflict.body.contains("The plan body mentions okapis.\n</textarea>"), "the typed text is kept: {}", conflict.body);
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), theirs, "nothing was written");
+    // A base that is not the version named is not shown as one.
+    let forged = post(
+        app,
+        "/edit/01_Projects/plan.md",
+        Some(&cookie),
+        &[("csrf", &csrf), ("content", &yours), ("expected_sha256", &sha), ("base", "made up")],
+    )
+    .await;
+    assert_eq!(forged.status, StatusCode::CONFLICT);
+    assert!(!forged.body.contains("id=\"conflict-theirs\"") && forged.body.contains("id=\"conflict-diff\""), "{}", forged.body);
 }
