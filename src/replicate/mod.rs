@@ -267,6 +267,9 @@ impl Vault {
         } else {
             git.run("remote", ["remote", "add", name, url])?;
         }
+        // A vault made by hand (an Obsidian folder the engine never wrote to) has no state
+        // folder yet.
+        durable::create_dir_all(root, &layout::join(root, layout::STATE_DIR))?;
         durable::replace(root, &layout::join(root, layout::GIT_IGNORE), GIT_IGNORE_RULES.as_bytes())?;
         let config = ReplicaConfig {
             schema: replica::CONFIG_SCHEMA.into(),

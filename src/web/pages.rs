@@ -769,6 +769,16 @@ pub async fn search(State(state): State<Arc<WebState>>, viewer: Viewer, WebQuery
             @if let Some(reason) = &envelope.fallback_reason { " (fallback: " (reason) ")" }
             " · generation " code #generation { (envelope.index_provenance.generation_id) }
             " · index age " (envelope.index_age_seconds) " s · " (envelope.result_count) " results" }
+        @if let Some(replica) = &envelope.replica {
+            p #replica-freshness {
+                "Replica of " (replica.remote) ": team commit " code { (short_commit(replica.team_commit.as_deref())) }
+                @match &replica.looked_at {
+                    Some(at) => { " · " (replica.behind_when_looked) " behind the remote when it last looked (" (human_time(at)) ")" }
+                    None => { " · it has not reached the remote yet" }
+                }
+                @if let Some(error) = &replica.last_error { " · the last replicate failed: " (error) }
+            }
+        }
         @if envelope.results.is_empty() { p.empty { "No note matches." } }
         ol #results.results {
             @for result in &envelope.results {
@@ -786,6 +796,11 @@ pub async fn search(State(state): State<Arc<WebState>>, viewer: Viewer, WebQuery
         }
     };
     page("Search", Some(&viewer), body).into_response()
+}
+
+/// A commit id shortened to 12 hex digits ("none yet" when there is none).
+fn short_commit(commit: Option<&str>) -> String {
+    commit.map_or_else(|| "none yet".to_string(), |c| c[..12.min(c.len())].to_string())
 }
 
 #[derive(Debug, Deserialize)]

@@ -779,3 +779,33 @@ async fn an_edit_conflict_keeps_the_typed_text_and_shows_base_theirs_and_yours()
     assert_eq!(forged.status, StatusCode::CONFLICT);
     assert!(!forged.body.contains("id=\"conflict-theirs\"") && forged.body.contains("id=\"conflict-diff\""), "{}", forged.body);
 }
+
+/// On a replica the search page says which team commit the answer reflects and how far behind
+/// the remote the replica was when it last looked (issue 49); elsewhere it says nothing of it.
+/// The replica is a hand-made vault (no `.paravault/` yet): `remote add` creates the folder.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_search_page_of_a_replica_says_how_fresh_the_answer_is() {
+    let plain = site("", true, false);
+    let alone = get(&plain.app, "/search?q=zebras&mode=fts", None).await;
+    assert_eq!(alone.status, StatusCode::OK);
+    assert!(!alone.body.contains("replica-freshness"), "{}", alone.body);
+
+    let (dir, vault) = vault(&format!("-- 01_Projects/plan.md --\n{}", note("Project", "Plan", "The plan mentions zebras.\n")));
+    let bare = dir.path().with_extension("remote.git");
+    let out = std::process::Command::new("git").args(["init", "-q", "--bare", "-b", "main"]).arg(&bare).output().unwrap();
+    assert!(out.status.success());
+    vault.remote_add("origin", bare.to_str().unwrap()).unwrap();
+    assert!(vault.replicate().unwrap().pushed);
+    let head = String::from_utf8(
+        std::process::Command::new("git").arg("-C").arg(&bare).args(["rev-parse", "refs/heads/main"]).output().unwrap().stdout,
+    )
+    .unwrap();
+    let config = tempfile::tempdir().unwrap();
+    let app = web::router(vault, &web_options(config.path(), true));
+    let page = get(&app, "/search?q=zebras&mode=fts", None).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("id=\"replica-freshness\""), "{}", page.body);
+    assert!(page.body.contains(&head.trim()[..12]), "the team commit: {}", page.body);
+    assert!(page.body.contains("0 behind the remote when it last looked"), "{}", page.body);
+    let _ = std::fs::remove_dir_all(&bare);
+}
