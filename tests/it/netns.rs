@@ -51,7 +51,11 @@ impl Net {
     /// `git daemon --enable=receive-pack` serving `base` in the remote's.
     pub fn start(base: &Path, replicas: usize) -> Net {
         assert!(replicas <= 250, "at most 250 replicas (one /24 each)");
-        let prefix = format!("pv{}", std::process::id() % 100_000);
+        // Unique per run, so two runs in one test process (tests run in parallel) never share a
+        // namespace or link name (interface names stay within 15 bytes: `pv12345n0a19`).
+        static RUNS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+        let run = RUNS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let prefix = format!("pv{}n{run}", std::process::id() % 100_000);
         let mut net = Net { prefix, daemon: None, cut: vec![false; replicas] };
         let remote = net.remote_ns();
         must("ip", &["netns", "add", &remote]);
