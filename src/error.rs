@@ -222,8 +222,8 @@ pub enum Error {
     #[error("task '{task_id}' does not exist")]
     TaskNotFound { task_id: String },
 
-    #[error("task '{task_id}' is P.O.W.E.R.'s ({file}); paravault does not read P.O.W.E.R.'s tasks, whose file layout is not specified")]
-    PowerTaskUnread { task_id: String, file: String },
+    #[error("task '{task_id}' is P.O.W.E.R.'s ({file}) and cannot be read as a task: {reason}; the file is left as it is")]
+    PowerTaskUnread { task_id: String, file: String, reason: String },
 
     #[error("task '{task_id}' already exists")]
     TaskExists { task_id: String },
@@ -390,7 +390,7 @@ pub mod codes {
         "power_task_unread",
         Usage,
         false,
-        "recreate the task with handoff_work action=create (its P.O.W.E.R. file is left as it is), or finish it with P.O.W.E.R.",
+        "fix the named field of P.O.W.E.R.'s file, or finish the task with P.O.W.E.R.; paravault never rewrites it",
     );
     pub(crate) const TASK_EXISTS: CodeRow =
         row("task_exists", Usage, false, "choose another task_id, or read the existing task with action=show");

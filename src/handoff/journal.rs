@@ -1,7 +1,8 @@
 //! The per-task event journal: append-only, hash-chained JSON lines, validated on every load.
 //!
 //! `.paravault/tasks/events/<task_id>.jsonl` holds one event per change. `sequence` is strictly
-//! +1 from 1 and equals the revision of the snapshot the event carries in `result`;
+//! +1 from 1 and equals the revision of the snapshot the event carries in `result` (offset by
+//! P.O.W.E.R.'s revision when the first event imported the task: `IMPORT_ACTION`);
 //! `payload_digest` is the sha256 of the canonical JSON of the event without that field;
 //! `prev_event_digest` is the previous event's `payload_digest` (the genesis digest for the
 //! first). Any deviation is a typed `task_journal_integrity` error and nothing is written.
@@ -18,6 +19,9 @@ use crate::write::sha256_hex;
 pub(crate) const GENESIS_DIGEST: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 /// Schema tag of every event.
 pub(crate) const EVENT_SCHEMA: &str = "paravault.task-event.v1";
+/// The action of a journal's first event when the task was imported from P.O.W.E.R.: its
+/// result keeps P.O.W.E.R.'s revision `r`, and event `n` then carries revision `r + n - 1`.
+pub(crate) const IMPORT_ACTION: &str = "import";
 
 /// Canonical JSON: object keys sorted at every level, no whitespace.
 pub fn canonical_json(value: &Value) -> String {
@@ -99,6 +103,8 @@ impl TaskJournal {
         }
         let mut events = Vec::new();
         let mut prev = GENESIS_DIGEST.to_string();
+        // Revision = sequence + base; base is 0 unless the first event imported a task.
+        let mut base = 0;
         for (i, line) in bytes[..bytes.len() - 1].split(|&b| b == b'\n').enumerate() {
             let n = i + 1;
             let value: Value = serde_json::from_slice(line).map_err(|_| integrity(task_id, format!("line {n} is not valid JSON")))?;
@@ -129,9 +135,11 @@ impl TaskJournal {
             let Value::Object(map) = payload else { unreachable!("payload was built from an object") };
             let result = map.get("result").cloned().unwrap_or(Value::Null);
             let task = &result;
-            if task.get("revision").and_then(Value::as_u64) != Some(sequence)
-                || task.get("task_id").and_then(Value::as_str) != Some(task_id)
-            {
+            let revision = task.get("revision").and_then(Value::as_u64);
+            if n == 1 && map.get("action").and_then(Value::as_str) == Some(IMPORT_ACTION) {
+                base = revision.unwrap_or(1).saturating_sub(1);
+            }
+            if revision != Some(sequence + base) || task.get("task_id").and_then(Value::as_str) != Some(task_id) {
                 return Err(integrity(task_id, format!("line {n}: the result snapshot does not match the event")));
             }
             events.push(Event {

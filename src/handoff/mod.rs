@@ -27,6 +27,7 @@
 //!   the vault's writer lock; all writes go through `store::durable`.
 
 pub mod journal;
+mod power;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -300,6 +301,20 @@ pub struct Task {
     pub created_at: String,
     /// When the task last changed (RFC 3339, UTC).
     pub updated_at: String,
+    /// The P.O.W.E.R. file this task was read from (absent for a task paravault created): shown
+    /// as is until its first change, which imports it once into paravault's journal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imported_from: Option<ImportedFrom>,
+}
+
+/// The P.O.W.E.R. file a task came from (`.power/tasks/<id>.json` or
+/// `.power/work-packets/<id>.md`), never written by paravault.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ImportedFrom {
+    /// Vault-relative path of P.O.W.E.R.'s file.
+    pub file: String,
+    /// sha256 of its bytes when it was read.
+    pub sha256: String,
 }
 
 /// Schema tag of a task-completion receipt (P.O.W.E.R.'s name).
@@ -501,17 +516,19 @@ impl Vault {
         TaskJournal::load(self.root(), task_id)
     }
 
-    /// Why no task `task_id` exists: one P.O.W.E.R. left in the vault (a Task v2 snapshot or a
-    /// v1 work packet, whose file layouts neither the seed nor the reference specifies) is
-    /// `power_task_unread`, naming its file; anything else is `task_not_found`.
-    fn task_not_found(&self, task_id: &str) -> Error {
-        let power = [format!(".power/tasks/{task_id}.json"), format!(".power/work-packets/{task_id}.md")]
-            .into_iter()
-            .find(|rel| crate::store::beneath::read(self.root(), rel).ok().flatten().is_some());
-        match power {
-            Some(file) => Error::PowerTaskUnread { task_id: task_id.to_string(), file },
-            None => Error::TaskNotFound { task_id: task_id.to_string() },
-        }
+    /// The task `task_id` when paravault has no journal for it: P.O.W.E.R.'s, read where it lies
+    /// (`power`), else `task_not_found`.
+    fn power_task(&self, task_id: &str) -> Result<Task> {
+        power::read(self.root(), task_id)?.ok_or_else(|| Error::TaskNotFound { task_id: task_id.to_string() })
+    }
+
+    /// Imports P.O.W.E.R.'s task into an empty journal: the first event (`import`) carries
+    /// P.O.W.E.R.'s snapshot at P.O.W.E.R.'s revision. Called under the writer lock, only when
+    /// the change that follows has passed every check (a refused change imports nothing).
+    fn import_power_task(&self, journal: &mut TaskJournal, task: &Task) -> Result<()> {
+        let result = serde_json::to_value(task).map_err(|e| invalid("task", e.to_string()))?;
+        let fingerprint = journal::digest(&json!({"action": journal::IMPORT_ACTION, "imported_from": task.imported_from}));
+        journal.append(self.root(), &task.task_id, journal::IMPORT_ACTION, "", &fingerprint, result)
     }
 
     /// A task's current state read without the writer lock (`handoff_work`): a read that
@@ -519,7 +536,7 @@ impl Vault {
     /// reads again after the writer is done with it.
     fn read_task(&self, task_id: &str) -> Result<Task> {
         let once = || -> Result<Task> {
-            let journal = self.load_task(task_id)?.ok_or_else(|| self.task_not_found(task_id))?;
+            let Some(journal) = self.load_task(task_id)? else { return self.power_task(task_id) };
             journal.check_snapshot(self.root(), task_id)?;
             current_task(&journal, task_id)
         };
@@ -546,7 +563,10 @@ impl Vault {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(crate::store::nofollow::io_error("reading", layout::TASKS_DIR, e)),
         };
+        // P.O.W.E.R.'s tasks not imported yet are listed beside paravault's own.
+        ids.extend(power::task_ids(self.root())?);
         ids.sort();
+        ids.dedup();
         let max = self.policy().policy.handoff.list_tasks_max;
         let truncated = ids.len() > max;
         ids.truncate(max);
@@ -595,6 +615,10 @@ impl Vault {
                 }
                 return Err(Error::IdempotencyConflict { key });
             }
+            return Err(Error::TaskExists { task_id: task_id.to_string() });
+        }
+        if power::read(self.root(), task_id).map_or(true, |task| task.is_some()) {
+            // P.O.W.E.R.'s task of that id (readable or not) is that task: never shadowed.
             return Err(Error::TaskExists { task_id: task_id.to_string() });
         }
         if request.expected_revision.is_some_and(|r| r != 0) {
@@ -652,6 +676,7 @@ impl Vault {
             content_capture: "disabled".into(),
             created_at: at.clone(),
             updated_at: at,
+            imported_from: None,
         };
         let result = serde_json::to_value(&task).map_err(|e| invalid("task", e.to_string()))?;
         let mut journal = TaskJournal::default();
@@ -664,8 +689,12 @@ impl Vault {
         let task_id = request.task_id.as_deref().ok_or_else(|| invalid("task_id", format!("{} needs task_id", action.name())))?;
         // Without a key the transition is simply not replayable (an empty key never matches).
         let key = request.idempotency_key.clone().filter(|k| !k.trim().is_empty()).unwrap_or_default();
-        let mut journal = self.load_task(task_id)?.ok_or_else(|| self.task_not_found(task_id))?;
-        let stale_snapshot = journal.check_snapshot(self.root(), task_id)?;
+        // A task paravault has no journal for may be P.O.W.E.R.'s: imported once, below.
+        let (mut journal, import) = match self.load_task(task_id)? {
+            Some(journal) => (journal, None),
+            None => (TaskJournal::default(), Some(self.power_task(task_id)?)),
+        };
+        let stale_snapshot = import.is_none() && journal.check_snapshot(self.root(), task_id)?;
         let fingerprint = Self::fingerprint(request);
         if let Some(event) = journal.by_key(&key) {
             if event.fingerprint == fingerprint {
@@ -673,7 +702,10 @@ impl Vault {
             }
             return Err(Error::IdempotencyConflict { key });
         }
-        let mut task = current_task(&journal, task_id)?;
+        let mut task = match &import {
+            Some(task) => task.clone(),
+            None => current_task(&journal, task_id)?,
+        };
         // Without expected_revision the transition acts on the current revision.
         if let Some(expected) = request.expected_revision
             && task.revision != expected
@@ -824,6 +856,9 @@ impl Vault {
         task.last_idempotency_key = key.clone();
         task.updated_at = now();
         let result = serde_json::to_value(&task).map_err(|e| invalid("task", e.to_string()))?;
+        if let Some(imported) = &import {
+            self.import_power_task(&mut journal, imported)?;
+        }
         journal.append(self.root(), task_id, action.name(), &key, &fingerprint, result)?;
         Ok(task)
     }

@@ -15,7 +15,9 @@ Scenarios:
              structuredContent is {"result": X} (item 11)
   power_handover  a vault P.O.W.E.R. served, handed over: its receipts in the history, its
              empty folder's catalog page kept by generate_index, its pending proposals applied
-             or decided under paravault's governance, not a byte under .power/ changed (item 16)
+             or decided under paravault's governance, its tasks (a Task v2 snapshot and a v1
+             work packet) shown, listed and advanced at P.O.W.E.R.'s revision, not a byte
+             under .power/ changed (item 16)
   ctxvault_dense MODEL_DIR  a semantic vault whose policy names the model: warmup_status becomes
              ready with the mode it serves, write_doc embeds its document, and a paraphrase
              finds it by the dense path without `sync --dense`; a vault without the model is
@@ -613,8 +615,19 @@ def power_vault(tmp, name):
                  power_proposal("01_Projects/plan.md", "", POWER_PLAN, "2026-11-30T11:01:00+00:00")]
     for proposal in proposals:
         files[f".power/proposals/{proposal['proposal_id']}.json"] = json.dumps(proposal, sort_keys=True, indent=2)
-    # A Task v2 snapshot (reference §9.1 names states and a few fields, not the file's layout).
-    files[".power/tasks/migrate-db.json"] = json.dumps({"task_id": "migrate-db", "revision": 2, "state": "working", "objective": "Migrate the database"})
+    # A Task v2 snapshot (reference §9.1 names its states and fields; P.O.W.E.R.'s own extras
+    # such as priority and execution_state have no place in paravault and are ignored) and a
+    # legacy v1 work packet (Markdown with YAML frontmatter, every field of §9.1).
+    files[".power/tasks/migrate-db.json"] = json.dumps({"task_id": "migrate-db", "revision": 2, "state": "working", "objective": "Migrate the database",
+                                                        "owner": "ops", "kind": "agent", "priority": 2, "execution_state": "running",
+                                                        "changed_artifacts": ["03_Resources/runbook.md"], "created_at": "2026-11-30T09:30:00+00:00"})
+    files[".power/work-packets/rotate-keys.md"] = (
+        "---\ncontrol_plane: power-work-packet\nschema_version: 1\ntask_id: rotate-keys\nobjective: Rotate the signing keys\nowner: sec\n"
+        "actor: agent\nscope: [02_Areas/security]\nauthority: propose\nstate: input-required\nprofile: standard\nmaintenance_phase: null\n"
+        "source_revision: unknown\nchanged_artifacts: []\nreceipt_ids: []\nopen_gates: []\nnext_action: ask which HSM\n"
+        "blocker: the HSM is offline\nrequired_approval: caller\nhuman_interventions: 1\nidempotency_key: k1\ncheckpoint: 1\n"
+        "last_action: input-required\nlast_idempotency_key: k1\ncontent_capture: disabled\ncreated_at: '2026-11-30T09:00:00+00:00'\n"
+        "updated_at: '2026-11-30T09:05:00+00:00'\n---\n\n# Rotate the signing keys\n")
     files[".power/vault.json"] = json.dumps({"vault_id": "8c1f6a8e-0000-4000-8000-000000000000", "schema_version": 1, "created_at": "2026-11-30T09:00:00+00:00"})
     for rel, text in files.items():
         os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
@@ -673,10 +686,33 @@ async def power_handover():
             rule("under a human rule P.O.W.E.R.'s proposal waits for a person", waiting.is_error and "human_approval_required" in json.dumps(waiting.structured_content), wire(waiting))
             status = (await session.call_tool("get_proposal_status", {"proposal_id": plan["proposal_id"]})).structured_content or {}
             rule("and get_proposal_status finds it pending", status.get("state") == "pending" and status.get("paths") == ["01_Projects/plan.md"], status)
+            # P.O.W.E.R.'s tasks, read where they lie: shown and listed without a write, then
+            # advanced (imported once, at P.O.W.E.R.'s revision) by an agent that holds that revision.
             task = await session.call_tool("handoff_work", {"action": "show", "task_id": "migrate-db"})
-            code = ((task.structured_content or {}).get("error") or {}).get("code")
-            rule("P.O.W.E.R.'s task is a typed power_task_unread naming its file, not a bare task_not_found",
-                 task.is_error and code == "power_task_unread" and ".power/tasks/migrate-db.json" in json.dumps(task.structured_content), wire(task))
+            shown = task.structured_content or {}
+            rule("P.O.W.E.R.'s Task v2 snapshot shows as the task, at its revision, naming its file",
+                 not task.is_error and shown.get("state") == "working" and shown.get("revision") == 2 and shown.get("owner") == "ops"
+                 and (shown.get("imported_from") or {}).get("file") == ".power/tasks/migrate-db.json", wire(task))
+            listed = (await session.call_tool("handoff_work", {"action": "list"})).structured_content or {}
+            ids = [row.get("task_id") for row in listed.get("tasks") or []]
+            rule("list shows both of P.O.W.E.R.'s tasks (v2 snapshot and v1 work packet)", ids == ["migrate-db", "rotate-keys"], listed)
+            stepped = await session.call_tool("handoff_work", {"action": "checkpoint", "task_id": "migrate-db", "idempotency_key": "k-7",
+                                                               "expected_revision": 2, "next_action": "switch the readers"})
+            data = stepped.structured_content or {}
+            rule("a checkpoint with P.O.W.E.R.'s expected_revision advances the task to revision 3",
+                 not stepped.is_error and data.get("revision") == 3 and data.get("next_action") == "switch the readers", wire(stepped))
+            again = await session.call_tool("handoff_work", {"action": "checkpoint", "task_id": "migrate-db", "idempotency_key": "k-7",
+                                                             "expected_revision": 2, "next_action": "switch the readers"})
+            rule("the same call again replays revision 3 (idempotent)", (again.structured_content or {}).get("revision") == 3, wire(again))
+            packet = await session.call_tool("handoff_work", {"action": "show", "task_id": "rotate-keys"})
+            p = packet.structured_content or {}
+            rule("the v1 work packet shows as an input-required task with its blocker",
+                 p.get("state") == "input-required" and (p.get("required_input") or {}).get("blocker") == "the HSM is offline", wire(packet))
+            unapproved = await session.call_tool("handoff_work", {"action": "resume", "task_id": "rotate-keys"})
+            rule("resuming P.O.W.E.R.'s input-required task still needs approved=true",
+                 unapproved.is_error and "approval_required" in json.dumps(unapproved.structured_content), wire(unapproved))
+            shadow = await session.call_tool("handoff_work", {"action": "create", "task_id": "rotate-keys", "objective": "x", "owner": "y"})
+            rule("create never shadows P.O.W.E.R.'s task of the same id", shadow.is_error and "task_exists" in json.dumps(shadow.structured_content), wire(shadow))
             history = (await session.call_tool("read_memory_history", {})).structured_content or {}
             got = history.get("receipts") or []
             rule("the apply's receipt follows P.O.W.E.R.'s", got[:2] == receipts and got[-1].get("proposal_id") == edit["proposal_id"], got)
