@@ -837,12 +837,24 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Lint => open(&cli).and_then(|v| v.lint_vault()).map(|r| out.lint(&r)),
         Command::Watch => open(&cli)
             .and_then(|v| {
-                // One line, flushed at once: whoever started it reads it to know it watches.
-                v.keep_folder_journal(|ready| {
-                    use std::io::Write as _;
-                    let mut stdout = std::io::stdout().lock();
-                    let _ = writeln!(stdout, "{}", serde_json::to_string(ready).unwrap_or_default());
-                    let _ = stdout.flush();
+                let stop = std::sync::atomic::AtomicBool::new(false);
+                std::thread::scope(|scope| {
+                    // A replica replicates on the policy's interval while it is watched.
+                    let (watched_vault, stopping) = (&v, &stop);
+                    let replicating =
+                        v.replication_interval().map(|every| scope.spawn(move || watched_vault.replicate_every(every, stopping)));
+                    // One line, flushed at once: whoever started it reads it to know it watches.
+                    let watched = v.keep_folder_journal(|ready| {
+                        use std::io::Write as _;
+                        let mut stdout = std::io::stdout().lock();
+                        let _ = writeln!(stdout, "{}", serde_json::to_string(ready).unwrap_or_default());
+                        let _ = stdout.flush();
+                    });
+                    stop.store(true, std::sync::atomic::Ordering::Release);
+                    if let Some(replicating) = replicating {
+                        replicating.thread().unpark();
+                    }
+                    watched
                 })
             })
             .map(|()| exit::OK),

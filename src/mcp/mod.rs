@@ -731,6 +731,23 @@ pub(crate) fn serve_stdio(vault: Vault, options: McpOptions) -> Result<(), Strin
             }
         }
     });
+    // A replica's server replicates on the policy's interval (off by default); a read-only
+    // server never writes, so never integrates.
+    if !options.read_only
+        && let Some(every) = server.inner.ctx.vault.replication_interval()
+    {
+        let ctx = server.inner.ctx.clone();
+        runtime.spawn(async move {
+            let mut tick = tokio::time::interval(every);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                let ctx = ctx.clone();
+                // Each round logs its outcome and records it in the replica state.
+                let _ = tokio::task::spawn_blocking(move || ctx.vault.replicate_round()).await;
+            }
+        });
+    }
     let signal_ctx = server.inner.ctx.clone();
     runtime.spawn(async move {
         // Hosts stop servers with signals: make acknowledged writes durable and marked done

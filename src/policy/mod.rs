@@ -291,6 +291,9 @@ pub struct ReplicationPolicy {
     /// The longest a git fetch, ls-remote or push may run before it is stopped and the run fails
     /// with `replication_failed` (a partition never hangs `replicate`).
     pub network_timeout_s: u64,
+    /// Long-running processes (`paravault mcp`, `paravault watch`) of a replica run
+    /// `replicate` every this many seconds (at least 5); null (the default) = only when asked.
+    pub interval_s: Option<u64>,
 }
 
 /// The INFRA-1 broker client (`infra_action`).
@@ -808,6 +811,9 @@ fn validate(policy: &Policy, file: &str, text: &str) -> Result<()> {
     let relative = !worklist.is_absolute() && worklist.components().all(|c| matches!(c, std::path::Component::Normal(_)));
     if !relative || !g.worklist_path.ends_with(".md") {
         return Err(invalid("worklist_path", "goals.worklist_path must be a vault-relative Markdown path".into()));
+    }
+    if policy.replication.interval_s.is_some_and(|s| !(5..=86_400).contains(&s)) {
+        return Err(invalid("interval_s", "replication.interval_s must be null (off) or between 5 and 86400 seconds".into()));
     }
     if policy.infra.timeout_ms == 0 || policy.infra.timeout_ms > 600_000 {
         return Err(invalid("timeout_ms", "infra.timeout_ms must be between 1 and 600000".into()));

@@ -214,6 +214,20 @@ fn behind(git: &Git, config: &ReplicaConfig, theirs: Option<&str>) -> Result<usi
     Ok(git.run("rev-list", ["rev-list", "--count", &range])?.text().trim().parse().unwrap_or(0))
 }
 
+/// Logs what one round of replication on the interval did.
+fn log_round(round: &Result<Option<ReplicateReport>>) {
+    match round {
+        Ok(Some(report)) => tracing::info!(
+            notes_changed = report.notes_changed.len(),
+            pushed = report.pushed,
+            conflicts_waiting = report.conflicts_waiting,
+            "replicated on the policy's interval"
+        ),
+        Ok(None) => tracing::debug!("another replicate of this vault is running; this round is skipped"),
+        Err(error) => tracing::warn!(code = error.code(), %error, "replication round failed; the next round goes on"),
+    }
+}
+
 /// Holds `.paravault/replicate.lock` (one `replicate` per vault at a time).
 fn replicate_lock(root: &Path) -> Result<std::fs::File> {
     let path = layout::join(root, REPLICATE_LOCK);
@@ -318,11 +332,62 @@ impl Vault {
     pub fn replicate_with_progress(&self, progress: crate::search::Progress<'_>) -> Result<ReplicateReport> {
         Git::version()?;
         let config = config_of(self)?;
+        let lock = replicate_lock(self.root())?;
+        self.replicate_holding(&config, lock, progress)
+    }
+
+    /// How often this process replicates by itself: the policy's `replication.interval_s`,
+    /// when it is set and the vault is a replica (None otherwise).
+    pub fn replication_interval(&self) -> Option<std::time::Duration> {
+        let seconds = self.policy().policy.replication.interval_s?;
+        ReplicaConfig::load(self.root()).ok().flatten()?;
+        Some(std::time::Duration::from_secs(seconds))
+    }
+
+    /// One round of replication on the policy's interval (`paravault mcp`, `paravault watch`):
+    /// `replicate`, unless another `replicate` of this vault is running (then the round is
+    /// skipped: `Ok(None)`). The outcome is recorded in the replica state like any run's
+    /// (`replicate --status`, `doctor`), logged and returned; a failed round is the next
+    /// round's to retry.
+    pub fn replicate_round(&self) -> Result<Option<ReplicateReport>> {
+        let round = (|| {
+            Git::version()?;
+            let config = config_of(self)?;
+            let Some(lock) = try_replicate_lock(self.root()) else { return Ok(None) };
+            self.replicate_holding(&config, lock, &|_, _, _| {}).map(Some)
+        })();
+        log_round(&round);
+        round
+    }
+
+    /// Replicates every `every` until `stop` is set (`paravault watch`; the MCP server runs
+    /// [`Vault::replicate_round`] on its own runtime): a round right away, then one per interval.
+    /// Each round's outcome is logged; a failure never ends the loop. Wake the calling thread
+    /// (`Thread::unpark`) after setting `stop` to end it without waiting out the interval.
+    pub fn replicate_every(&self, every: std::time::Duration, stop: &std::sync::atomic::AtomicBool) {
+        use std::sync::atomic::Ordering;
+        while !stop.load(Ordering::Acquire) {
+            let _ = self.replicate_round();
+            let until = std::time::Instant::now() + every;
+            while !stop.load(Ordering::Acquire) {
+                let Some(left) = until.checked_duration_since(std::time::Instant::now()) else { break };
+                std::thread::park_timeout(left);
+            }
+        }
+    }
+
+    /// Runs `replicate` holding `.paravault/replicate.lock` (`_lock`), recording the attempt
+    /// and its outcome in the replica state.
+    fn replicate_holding(
+        &self,
+        config: &ReplicaConfig,
+        _lock: std::fs::File,
+        progress: crate::search::Progress<'_>,
+    ) -> Result<ReplicateReport> {
         let root = self.root();
-        let _lock = replicate_lock(root)?;
         let mut state = ReplicaState::load(root);
         state.last_attempt_at = Some(now_text(self));
-        let result = self.replicate_locked(&config, &mut state, progress);
+        let result = self.replicate_locked(config, &mut state, progress);
         match &result {
             Ok(_) => {
                 state.last_success_at = state.last_attempt_at.clone();

@@ -355,6 +355,95 @@ impl Team {
         (trip, push)
     }
 
+    /// A partition and its healing (benches/replication.rs): replica `cut`'s link is down for
+    /// `seconds` while every replica writes a note every `gap` and replicates after each one
+    /// (the cut replica's runs fail; its writes stay committed here). Then the link comes back
+    /// and every replica replicates again and again; the time from the link's return until
+    /// every replica holds the remote's head is the convergence time.
+    #[allow(dead_code)] // benches/replication.rs
+    pub fn partition(&mut self, cut: usize, seconds: f64, gap: Duration) -> Partitioned {
+        self.net.set_link(cut, false);
+        let deadline = Instant::now() + Duration::from_secs_f64(seconds);
+        let writes: Mutex<Vec<Write>> = Mutex::new(Vec::new());
+        let failed_runs = Mutex::new(0usize);
+        let team = &*self;
+        std::thread::scope(|scope| {
+            for member in &team.members {
+                let (writes, failed_runs) = (&writes, &failed_runs);
+                scope.spawn(move || {
+                    let mut k = 0u64;
+                    while Instant::now() < deadline {
+                        k += 1;
+                        let token = format!("part{cut}r{}k{k}end", member.index);
+                        let path = format!("03_Resources/p{cut}-{}-{k}.md", member.index);
+                        let body = format!("Written by replica {} during the partition: {token}.", member.index);
+                        let title = format!("P {} {k}", member.index);
+                        let out = team.pv(
+                            member.index,
+                            &member.root,
+                            &["ingest", &path, "--title", &title, "--description", "partition write", "--content", &body],
+                        );
+                        let receipt: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+                        let seq = receipt["seq"].as_u64().filter(|_| out.status.success());
+                        let seq = seq.unwrap_or_else(|| {
+                            panic!("a write on replica {} failed: {}", member.index, String::from_utf8_lossy(&out.stderr))
+                        });
+                        writes.lock().unwrap().push(Write {
+                            replica: member.index,
+                            seq,
+                            path,
+                            token,
+                            acked: Instant::now(),
+                            integrated: None,
+                        });
+                        if !team.pv(member.index, &member.root, &["replicate"]).status.success() {
+                            *failed_runs.lock().unwrap() += 1;
+                        }
+                        std::thread::sleep(gap);
+                    }
+                });
+            }
+        });
+        self.net.set_link(cut, true);
+        let healed = Instant::now();
+        let converged: Mutex<Option<Instant>> = Mutex::new(None);
+        let runs = Mutex::new(0usize);
+        let team = &*self;
+        std::thread::scope(|scope| {
+            for member in &team.members {
+                let (converged, runs) = (&converged, &runs);
+                scope.spawn(move || {
+                    while converged.lock().unwrap().is_none() && healed.elapsed() < Duration::from_secs(600) {
+                        let _ = team.pv(member.index, &member.root, &["replicate"]);
+                        *runs.lock().unwrap() += 1;
+                    }
+                });
+            }
+            scope.spawn(|| {
+                while healed.elapsed() < Duration::from_secs(600) {
+                    let remote = git(&team.remote, &["rev-parse", "refs/heads/main"]);
+                    if team.members.iter().all(|m| git(&m.root, &["rev-parse", "HEAD"]) == remote) {
+                        *converged.lock().unwrap() = Some(Instant::now());
+                        return;
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+                *converged.lock().unwrap() = Some(Instant::now());
+            });
+        });
+        let writes = writes.into_inner().unwrap();
+        let at = converged.into_inner().unwrap().expect("the monitor always ends");
+        let remote = git(&self.remote, &["rev-parse", "refs/heads/main"]);
+        let all_equal = self.members.iter().all(|m| git(&m.root, &["rev-parse", "HEAD"]) == remote);
+        Partitioned {
+            writes_on_cut: writes.iter().filter(|w| w.replica == cut).count(),
+            writes,
+            failed_runs: failed_runs.into_inner().unwrap(),
+            converged_after: all_equal.then(|| at.duration_since(healed)),
+            runs_to_converge: runs.into_inner().unwrap(),
+        }
+    }
+
     /// Replicates every replica in turn until each holds the remote's head (at most 6 rounds).
     pub fn converge(&self) {
         for _ in 0..6 {
@@ -409,6 +498,22 @@ impl Team {
         }
         if problems.is_empty() { Ok(()) } else { Err(problems.join("\n")) }
     }
+}
+
+/// What a partition and its healing did (`Team::partition`).
+#[allow(dead_code)] // benches/replication.rs
+pub struct Partitioned {
+    /// Every acknowledged write, on every replica, during the partition.
+    pub writes: Vec<Write>,
+    /// Of them, the cut replica's (committed there, pushed only after the link returned).
+    pub writes_on_cut: usize,
+    /// `replicate` runs that failed during the partition (the cut replica's, and any other).
+    pub failed_runs: usize,
+    /// From the link's return until every replica held the remote's head (None: not within
+    /// 10 minutes).
+    pub converged_after: Option<Duration>,
+    /// `replicate` runs (all replicas) until then.
+    pub runs_to_converge: usize,
 }
 
 /// The rounds a `replicate` made before giving up ("the remote moved during each of N attempts").

@@ -551,3 +551,83 @@ fn a_clone_has_every_para_folder_even_the_empty_ones() {
     ingest(&b, &format!("{folder}/on-b.md"), "On B", "Written into a folder the remote has no file in.");
     assert_eq!(pv(&b, &["replicate"], 0)["pushed"], true);
 }
+
+/// Waits up to 60 s for `ready`; false when it never held.
+fn eventually(mut ready: impl FnMut() -> bool) -> bool {
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while std::time::Instant::now() < until {
+        if ready() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(250));
+    }
+    ready()
+}
+
+/// A long-running `paravault ARGS` on `vault` (stdin held open), killed when dropped.
+struct Running(std::process::Child);
+
+impl Running {
+    fn start(vault: &Path, args: &[&str]) -> Running {
+        let child = Command::new(env!("CARGO_BIN_EXE_paravault"))
+            .arg("--vault")
+            .arg(vault)
+            .args(args)
+            .env("PARAVAULT_TODAY", "2026-06-01")
+            .env_remove("PARAVAULT_VAULT_DIR")
+            .env_remove("POWER_VAULT_DIR")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        Running(child)
+    }
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn watch_and_the_mcp_server_replicate_on_the_policys_interval() {
+    let site = Site::new();
+    let b = site.clone("b");
+    let c = site.clone("c");
+    // Off by default: the replica's own policy turns it on (and the override travels as an
+    // outside edit, like any file a person changed).
+    for replica in [&b, &c] {
+        std::fs::write(replica.join(".paravault/policy.yaml"), "replication:\n  interval_s: 5\n").unwrap();
+    }
+    let on_remote = |path: &str| {
+        let listed = git(&site.remote(), &["ls-tree", "-r", "--name-only", "refs/heads/main"]);
+        listed.lines().any(|l| l == path)
+    };
+    {
+        let _watch = Running::start(&b, &["watch"]);
+        let _server = Running::start(&c, &["mcp"]);
+        // A write on `a`, pushed: both long-running replicas pull it by themselves.
+        ingest(&site.path("a"), "03_Resources/from-a.md", "From A", "Written on a while b watches.");
+        assert_eq!(pv(&site.path("a"), &["replicate"], 0)["pushed"], true);
+        for replica in [&b, &c] {
+            assert!(
+                eventually(|| replica.join("03_Resources/from-a.md").is_file()),
+                "{} never pulled a's note on its own (replica state: {:?})",
+                replica.display(),
+                std::fs::read_to_string(replica.join(".paravault/replica-state.json")).ok()
+            );
+        }
+        // A write on each, through the CLI beside the running process: pushed by itself.
+        ingest(&b, "03_Resources/from-b.md", "From B", "Written on b, pushed by its watch.");
+        ingest(&c, "03_Resources/from-c.md", "From C", "Written on c, pushed by its MCP server.");
+        assert!(eventually(|| on_remote("03_Resources/from-b.md")), "b's watch never pushed its write");
+        assert!(eventually(|| on_remote("03_Resources/from-c.md")), "c's MCP server never pushed its write");
+    }
+    // Without the setting nothing moves by itself: `a` has not replicated since.
+    assert!(!site.path("a").join("03_Resources/from-b.md").exists());
+    let status = pv(&b, &["replicate", "--status"], 0);
+    assert!(status["last_success_at"].is_string(), "{status}");
+}
