@@ -74,8 +74,11 @@ fn p50(samples: &[Duration]) -> Duration {
 }
 
 /// One ingest on `vault`: (wall time, the receipt's own duration).
-fn ingest(vault: &Vault, tag: &str, i: usize) -> (Duration, Duration, usize) {
-    let content = format!("Replication bench note {tag}-{i}: the cost of one transaction as one commit. See [[note-{i}]].");
+fn ingest(vault: &Vault, notes: usize, tag: &str, i: usize) -> (Duration, Duration, usize) {
+    let content = format!(
+        "Replication bench note {tag}-{i}: the cost of one transaction as one commit. See [[{}]].",
+        support::note_basename(i % notes)
+    );
     let request = IngestRequest {
         name: format!("01_Projects/repl-{tag}-{i}"),
         note_type: "Project".into(),
@@ -87,7 +90,8 @@ fn ingest(vault: &Vault, tag: &str, i: usize) -> (Duration, Duration, usize) {
     let start = Instant::now();
     let receipt = vault.ingest_note(&request).expect("ingest").to_value();
     let wall = start.elapsed();
-    let own = receipt.get("duration_ms").and_then(serde_json::Value::as_f64).unwrap_or(0.0);
+    // P.O.W.E.R.'s receipt shape carries the duration as a decimal string.
+    let own = receipt.get("duration_ms").and_then(|d| d.as_f64().or_else(|| d.as_str()?.parse().ok())).expect("the receipt's duration_ms");
     (wall, Duration::from_secs_f64(own / 1e3), content.len())
 }
 
@@ -143,7 +147,7 @@ fn cost_per_transaction(notes: usize, k: usize, growth: Option<usize>) {
     let (mut floors, mut walls, mut owns) = (Vec::new(), Vec::new(), Vec::new());
     for i in 0..k {
         floors.push(floor_sample(floor_dir.path(), i));
-        let (wall, own, _) = ingest(&a, "tx", i);
+        let (wall, own, _) = ingest(&a, notes, "tx", i);
         walls.push(wall);
         owns.push(own);
     }
@@ -180,12 +184,14 @@ fn cost_per_transaction(notes: usize, k: usize, growth: Option<usize>) {
     );
 
     if let Some(g) = growth {
+        // From a packed start, so the growth is the transactions' alone.
+        git(&a_root, &["gc", "-q"]);
         let (loose0, packed0) = objects(&a_root);
         let (rloose0, rpacked0) = objects(&remote);
         let mut text = 0usize;
         let began = Instant::now();
         for i in 0..g {
-            text += ingest(&a, "growth", i).2;
+            text += ingest(&a, notes, "growth", i).2;
         }
         let wrote = began.elapsed();
         assert!(a.replicate().unwrap().pushed);
@@ -195,7 +201,7 @@ fn cost_per_transaction(notes: usize, k: usize, growth: Option<usize>) {
         let (loose2, packed2) = objects(&a_root);
         let per = |kib: u64| kib as f64 * 1000.0 / g as f64;
         println!(
-            "   growth per 1,000 transactions ({g} ingests in {:.1} s, {:.0} KiB of note text): replica loose {:.0} KiB; after git gc {:.0} KiB packed; the remote {:.0} KiB",
+            "   growth per 1,000 transactions ({g} ingests in {:.1} s, {:.0} KiB of note text): the replica after its replicate (git gc --auto) {:.0} KiB; after a full git gc {:.0} KiB; the remote {:.0} KiB",
             wrote.as_secs_f64(),
             text as f64 / 1024.0 * 1000.0 / g as f64,
             per((loose1 + packed1).saturating_sub(loose0 + packed0)),

@@ -228,6 +228,19 @@ fn log_round(round: &Result<Option<ReplicateReport>>) {
     }
 }
 
+/// Packs the replica's loose objects once there are many (`git gc --auto`, in the foreground,
+/// after the run's push). The engine commits through plumbing, which never triggers git's own
+/// automatic gc, and fetches with `--no-auto-maintenance` (git's detached gc would race the
+/// engine's own ref updates): without this every transaction's blobs (the receipt mirror's
+/// growing shard above all) stay loose and zlib-only, tens of KiB per transaction
+/// (docs/replication.md, "What it costs"). A failure is logged, never fails the run: the
+/// objects are safe loose.
+fn pack_loose_objects(git: &Git) {
+    if let Err(error) = git.run("gc", ["-c", "gc.autoDetach=false", "gc", "--auto", "--quiet"]) {
+        tracing::warn!(%error, "git gc --auto failed; the replica's objects stay loose until the next run");
+    }
+}
+
 /// Holds `.paravault/replicate.lock` (one `replicate` per vault at a time).
 fn replicate_lock(root: &Path) -> Result<std::fs::File> {
     let path = layout::join(root, REPLICATE_LOCK);
@@ -473,6 +486,7 @@ impl Vault {
             }
         }
         report.conflicts_waiting = conflicts_waiting(self)?;
+        pack_loose_objects(&git);
         Ok(report)
     }
 
@@ -961,7 +975,15 @@ fn fetch(git: &Git, config: &ReplicaConfig, timeout: std::time::Duration) -> Res
     }
     let fetched = git.network_output(
         "fetch",
-        ["fetch", "-q", "--no-tags", "--no-write-fetch-head", &config.remote, &format!("+refs/heads/{}:{scratch}", config.branch)],
+        [
+            "fetch",
+            "-q",
+            "--no-tags",
+            "--no-write-fetch-head",
+            "--no-auto-maintenance",
+            &config.remote,
+            &format!("+refs/heads/{}:{scratch}", config.branch),
+        ],
         timeout,
     )?;
     if !fetched.status.success() {
