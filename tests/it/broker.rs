@@ -199,6 +199,7 @@ fn an_agent_replicates_through_the_broker_under_a_persons_approval() {
     assert!(dry["counts"]["paths_to_push"].as_u64().unwrap() >= 1, "{dry}");
     assert_eq!(dry["counts"]["commits_to_pull"], 0, "{dry}");
     assert_eq!(remote_head(dir), before, "a dry run pushes nothing");
+    assert_eq!(dry["digests"]["head"], json!(git(&a, &["rev-parse", "HEAD"])), "and integrates nothing: {dry}");
     assert!(!remote_has(dir, "03_Resources/beta.md"));
 
     // Explicit approval: the broker holds the request for a person; the agent cannot approve.
@@ -275,6 +276,11 @@ fn an_agent_replicates_through_the_broker_under_a_persons_approval() {
         for secret in [remote.as_str(), "remote.git", "moved.git", &dir.display().to_string(), "stderr", "argv"] {
             assert!(!text.contains(secret), "answer {answer} names {secret:?}: {text}");
         }
+    }
+    // The broker's records are engine state: on disk, never committed, never pushed.
+    assert!(a.join(".paravault/broker/keys").is_dir() && a.join(".paravault/broker/runs").is_dir());
+    for tree in [git(&a, &["ls-files"]), git(&dir.join("remote.git"), &["ls-tree", "-r", "--name-only", "main"])] {
+        assert!(!tree.contains(".paravault/broker"), "{tree}");
     }
     assert!(broker.stop().success());
     assert!(!socket.exists(), "the broker removes its socket when it stops");
