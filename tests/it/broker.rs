@@ -41,11 +41,11 @@ fn uid() -> u32 {
 }
 
 /// A replica `a` of a bare remote, in sync, whose agent waits long enough for a replicate.
-fn replica(dir: &Path) -> PathBuf {
+fn replica(dir: &Path, policy: &str) -> PathBuf {
     git(dir, &["init", "-q", "--bare", "remote.git"]);
     let a = dir.join("a");
     pv(&a, &["init"], 0);
-    std::fs::write(a.join(".paravault/policy.yaml"), "infra:\n  timeout_ms: 120000\n").unwrap();
+    std::fs::write(a.join(".paravault/policy.yaml"), format!("infra:\n  timeout_ms: 120000\n{policy}")).unwrap();
     pv(&a, &["remote", "add", "origin", dir.join("remote.git").to_str().unwrap()], 0);
     ingest(&a, "03_Resources/alpha.md", "Alpha");
     assert_eq!(pv(&a, &["replicate"], 0)["pushed"], true);
@@ -55,7 +55,7 @@ fn replica(dir: &Path) -> PathBuf {
 fn config(me: u32) -> String {
     format!(
         "schema: paravault.broker.v1\ntargets:\n  backup-1:\n    remote: origin\n    approval: explicit\n    dry_run_policy: required\n    \
-         principals: ['uid:{me}']\n    profiles:\n      nightly: {{ approval: standing, dry_run_policy: standing }}\n  others:\n    \
+         principals: ['uid:{me}']\n    profiles:\n      nightly: {{ approval: standing, dry_run_policy: standing }}\n      careful: {{ dry_run_policy: standing }}\n  others:\n    \
          remote: origin\n    approval: standing\n    dry_run_policy: standing\n    principals: ['uid:{}']\n",
         me.wrapping_add(4242)
     )
@@ -160,7 +160,7 @@ fn remote_has(dir: &Path, path: &str) -> bool {
 fn an_agent_replicates_through_the_broker_under_a_persons_approval() {
     let site = tempfile::tempdir().unwrap();
     let dir = site.path();
-    let a = replica(dir);
+    let a = replica(dir, "");
     let config_file = dir.join("broker.yaml");
     std::fs::write(&config_file, config(uid())).unwrap();
     let socket = dir.join("broker.sock");
@@ -316,4 +316,49 @@ fn a_live_broker_is_never_displaced_and_a_stale_socket_is_replaced() {
     assert_ne!(refused.status.code(), Some(0));
     assert!(String::from_utf8_lossy(&refused.stderr).contains("writable"), "{}", String::from_utf8_lossy(&refused.stderr));
     assert!(!socket.exists());
+}
+
+/// A person approves, with their approver secret, in `vault`.
+fn approve(vault: &Path, people: &Path, proposal_id: &str) {
+    let approved = paravault_with_input(vault, people, &["approve", proposal_id, "--approver", "alice"], &format!("{SECRET}\n"));
+    assert!(approved.status.success(), "{}", String::from_utf8_lossy(&approved.stderr));
+}
+
+#[test]
+fn one_decision_serves_the_vaults_human_rule_and_the_brokers_explicit_approval() {
+    let site = tempfile::tempdir().unwrap();
+    let dir = site.path();
+    let a = replica(dir, "approvals:\n  rules:\n    - { operations: [infra_replicate], approver: human }\n");
+    let people = tempfile::tempdir().unwrap();
+    for step in [vec!["approver", "add", "alice"], vec!["approver", "register", "alice"]] {
+        let out = paravault_with_input(&a, people.path(), &step, &format!("{SECRET}\n"));
+        assert!(out.status.success(), "{step:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let config_file = dir.join("broker.yaml");
+    std::fs::write(&config_file, config(uid())).unwrap();
+    let socket = dir.join("broker.sock");
+    let (broker, _) = Broker::start(&a, &socket, &config_file);
+    let mut agent = Agent::start(&a, &socket);
+    ingest(&a, "03_Resources/delta.md", "Delta");
+    let request = json!({"operation": "replicate", "target": "backup-1", "profile": "careful", "idempotency_key": "k-h"});
+    // The vault's own gate holds the request first; the broker is not asked yet.
+    let held = agent.server.call("infra_action", request.clone());
+    assert_eq!(held["isError"], true, "{held}");
+    assert_eq!(held["structuredContent"]["error"]["code"], "human_approval_required", "{held}");
+    let proposal_id = held["structuredContent"]["error"]["details"]["proposal_id"].as_str().unwrap().to_string();
+    approve(&a, people.path(), &proposal_id);
+    // Approved, the client's gate lets it through; the broker wants the same approval named.
+    let needed = agent.blocked(request.clone(), "APPROVAL_REQUIRED");
+    assert_eq!(needed["proposal_id"], proposal_id.as_str(), "the broker names the same proposal: {needed}");
+    let mut named = request.clone();
+    named["approval_ref"] = json!(proposal_id);
+    let receipt = agent.ok(named.clone());
+    assert_eq!(receipt["approval"]["approval_ref"], proposal_id.as_str(), "one decision, both gates: {receipt}");
+    assert!(remote_has(dir, "03_Resources/delta.md"));
+    // A second request reusing that approval is refused by the broker.
+    let mut reused = named;
+    reused["idempotency_key"] = json!("k-h2");
+    let second = agent.server.call("infra_action", reused);
+    assert_eq!(second["structuredContent"]["error"]["code"], "human_approval_required", "the vault's gate holds it first: {second}");
+    assert!(broker.stop().success());
 }
