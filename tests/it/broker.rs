@@ -304,6 +304,28 @@ fn a_live_broker_is_never_displaced_and_a_stale_socket_is_replaced() {
     let second = paravault(&vault, &["broker", "--socket", socket.to_str().unwrap(), "--config", config_file.to_str().unwrap()]);
     assert_eq!(second.status.code(), Some(2), "{}", String::from_utf8_lossy(&second.stderr));
     assert!(String::from_utf8_lossy(&second.stderr).contains("already answers"), "{}", String::from_utf8_lossy(&second.stderr));
+    // The wire: a digest that does not match its fields, or a field that is not an identifier
+    // of the schema, is a PROTOCOL_ERROR that echoes the nonce.
+    let raw = |fields: Value, digest: Option<&str>| -> Value {
+        use std::io::Write as _;
+        let mut line = fields.clone();
+        line["request_digest"] = json!(digest.map_or_else(|| paravault::handoff::journal::digest(&fields), str::to_string));
+        line["nonce"] = json!("n-1");
+        let mut stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
+        writeln!(stream, "{line}").unwrap();
+        let mut answer = String::new();
+        BufReader::new(&stream).read_line(&mut answer).unwrap();
+        serde_json::from_str(&answer).unwrap()
+    };
+    let status = json!({"schema": "power.infra-request.v1", "operation": "status", "target": "backup-1"});
+    let forged = raw(status.clone(), Some(&"0".repeat(64)));
+    assert_eq!((forged["nonce"].clone(), forged["block"]["reason_code"].clone()), (json!("n-1"), json!("PROTOCOL_ERROR")), "{forged}");
+    let mut widened = status.clone();
+    widened["host"] = json!("example.org");
+    assert_eq!(raw(widened, None)["block"]["reason_code"], "PROTOCOL_ERROR");
+    let well_formed = raw(status, None);
+    assert_eq!(well_formed["schema"], "power.infra-response.v1");
+    assert_eq!(well_formed["block"]["reason_code"], "CAPABILITY_DISABLED", "{well_formed}");
     // The vault is not a replica: an agent's request is blocked, typed.
     let mut agent = Agent::start(&vault, &socket);
     agent.blocked(json!({"operation": "status", "target": "backup-1"}), "CAPABILITY_DISABLED");
