@@ -266,6 +266,18 @@ fn an_agent_replicates_through_the_broker_under_a_persons_approval() {
     agent.blocked(nightly("k-4"), "NETWORK_UNAVAILABLE");
     std::fs::rename(dir.join("moved.git"), dir.join("remote.git")).unwrap();
 
+    // A broker stopped in the middle of a keyed run (its record still says running): the
+    // outcome is unknown, and the key is never run again.
+    let crashed = nightly("k-crash");
+    let subject = paravault::infra::approval_subject(&serde_json::from_value(crashed.clone()).unwrap());
+    let record = json!({"schema": "paravault.broker-key.v1", "idempotency_key": "k-crash",
+        "subject_digest": paravault::handoff::journal::digest(&subject), "state": "running", "started_at": "2026-12-06T00:00:00.000Z"});
+    let keys = a.join(".paravault/broker/keys");
+    std::fs::write(keys.join(format!("{}.json", paravault::hex::sha256_hex(b"k-crash"))), record.to_string()).unwrap();
+    ingest(&a, "03_Resources/epsilon.md", "Epsilon");
+    agent.blocked(crashed, "UNKNOWN_COMPLETION");
+    assert!(!remote_has(dir, "03_Resources/epsilon.md"), "an unknown outcome is never run again");
+
     // A configuration that no longer loads blocks every request.
     std::fs::write(&config_file, "schema: paravault.broker.v1\ntargets: [oops\n").unwrap();
     agent.blocked(json!({"operation": "status", "target": "backup-1"}), "POLICY_INVALID");
