@@ -83,6 +83,7 @@ pub mod approvals {
 /// Task hand-off and the infrastructure broker.
 pub mod handoff {
     pub use crate::handoff::{HandoffAction, HandoffReport, HandoffRequest, Task, TaskList};
+    pub use crate::infra::broker::{BrokerOptions, BrokerReady};
     pub use crate::infra::{InfraRequest, InfraResult, InfraStatus};
 }
 

@@ -912,43 +912,96 @@ pub(crate) fn gate_apply(vault: &Vault, proposal: &Proposal) -> Result<Option<Va
 /// approval covers that request and nothing else. A rejection binds under every rule.
 pub(crate) fn gate_action(vault: &Vault, operation: Operation, paths: &[String], request: &Value) -> Result<Option<Value>> {
     let root = vault.root();
-    let id = sha256_hex(json!({"operation": operation.name(), "paths": paths, "request": request}).to_string().as_bytes());
+    let id = action_id(operation, paths, request);
     let approver = approver_for(&vault.policy().policy.approvals, operation, paths.iter().map(String::as_str));
-    let decision = read_decision(root, &id)?;
-    match decision {
+    match read_decision(root, &id)? {
         Some((record, _)) if record.decision == Decision::Rejected => Err(rejected(&record)),
-        Some((record, record_sha)) => {
-            let action = read_action(root, &id)?.ok_or_else(|| Error::ProposalNotFound { proposal_id: id.clone() })?;
-            if action.operation != operation || action.paths != paths || action.request != *request {
-                return Err(Error::ApprovalStale { proposal_id: id, reason: "the stored proposal is not this request".into() });
-            }
-            check_approved(root, &Governed::Action(action), &record)?;
-            Ok(Some(stamp(&record, &record_sha)))
-        }
+        Some((record, record_sha)) => approved_action(root, &id, operation, paths, request, &record, &record_sha).map(Some),
         None if approver == Approver::Human => {
-            let action = ActionProposal {
-                schema: ACTION_SCHEMA.into(),
-                proposal_id: id.clone(),
-                operation,
-                proposed_by: vault.channel().actor().into(),
-                created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
-                paths: paths.to_vec(),
-                request: request.clone(),
-            };
-            nofollow::refuse_symlinked_state(root)?;
-            durable::create_dir_all(root, &layout::join(root, layout::ACTION_PROPOSALS_DIR))?;
-            // The first stored request is the one a person reviews; a later identical call keeps it.
-            if durable::create_new(root, &action_path(root, &id), &encode(&action, "action proposal")?)? {
-                crate::write::replica::commit_records(
-                    vault,
-                    &[format!("{}/{id}.json", layout::ACTION_PROPOSALS_DIR)],
-                    &format!("proposal {id}"),
-                );
-            }
+            hold_action(vault, &id, operation, paths, request)?;
             Err(Error::HumanApprovalRequired { operation: operation.tool(), proposal_id: id })
         }
         None => Ok(None),
     }
+}
+
+/// The proposal id of a governed action: the sha256 of its operation, paths and request.
+fn action_id(operation: Operation, paths: &[String], request: &Value) -> String {
+    sha256_hex(json!({"operation": operation.name(), "paths": paths, "request": request}).to_string().as_bytes())
+}
+
+/// The receipt stamp of an approved action, once its stored proposal is exactly this request
+/// and still what the person approved.
+fn approved_action(
+    root: &Path,
+    id: &str,
+    operation: Operation,
+    paths: &[String],
+    request: &Value,
+    record: &DecisionRecord,
+    record_sha: &str,
+) -> Result<Value> {
+    let action = read_action(root, id)?.ok_or_else(|| Error::ProposalNotFound { proposal_id: id.to_string() })?;
+    if action.operation != operation || action.paths != paths || action.request != *request {
+        return Err(Error::ApprovalStale { proposal_id: id.to_string(), reason: "the stored proposal is not this request".into() });
+    }
+    check_approved(root, &Governed::Action(action), record)?;
+    Ok(stamp(record, record_sha))
+}
+
+/// Stores `request` as the action proposal `id` a person reviews (the first stored request is
+/// kept; a later identical call changes nothing).
+fn hold_action(vault: &Vault, id: &str, operation: Operation, paths: &[String], request: &Value) -> Result<()> {
+    let root = vault.root();
+    let action = ActionProposal {
+        schema: ACTION_SCHEMA.into(),
+        proposal_id: id.to_string(),
+        operation,
+        proposed_by: vault.channel().actor().into(),
+        created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        paths: paths.to_vec(),
+        request: request.clone(),
+    };
+    nofollow::refuse_symlinked_state(root)?;
+    durable::create_dir_all(root, &layout::join(root, layout::ACTION_PROPOSALS_DIR))?;
+    if durable::create_new(root, &action_path(root, id), &encode(&action, "action proposal")?)? {
+        crate::write::replica::commit_records(vault, &[format!("{}/{id}.json", layout::ACTION_PROPOSALS_DIR)], &format!("proposal {id}"));
+    }
+    Ok(())
+}
+
+/// Where a person stands on an `infra_replicate` request that the INFRA-1 broker's target
+/// wants explicitly approved (`approval: explicit`), whatever the vault's `approvals:` rules
+/// say.
+#[derive(Debug, Clone)]
+pub(crate) enum ActionApproval {
+    /// A person approved exactly this request: the stamp (approver, channel, decided_at,
+    /// decision_sha256).
+    Approved(Value),
+    /// No decision yet: the request is held as the action proposal, for a person.
+    Pending,
+    /// A person rejected it.
+    Rejected { approver: String },
+}
+
+/// The broker's side of the approval of an `infra_replicate` `request` (its fields, without
+/// `approval_ref`): `(proposal_id, where a person stands)`. The id is `gate_action`'s for the
+/// same request, so the proposal the client's gate holds under a `human` rule and the one the
+/// broker holds are one proposal, decided once. A request no person decided yet is stored as
+/// that proposal. Nothing here decides: only `decide` (a person, with their secret) does.
+pub(crate) fn action_approval(vault: &Vault, request: &Value) -> Result<(String, ActionApproval)> {
+    let root = vault.root();
+    let operation = Operation::InfraReplicate;
+    let id = action_id(operation, &[], request);
+    let state = match read_decision(root, &id)? {
+        Some((record, _)) if record.decision == Decision::Rejected => ActionApproval::Rejected { approver: record.approver },
+        Some((record, record_sha)) => ActionApproval::Approved(approved_action(root, &id, operation, &[], request, &record, &record_sha)?),
+        None => {
+            hold_action(vault, &id, operation, &[], request)?;
+            ActionApproval::Pending
+        }
+    };
+    Ok((id, state))
 }
 
 /// Holds a fully resolved memory change (a ctxvault tool called by an agent with `propose`

@@ -467,6 +467,18 @@ pub enum Command {
         #[arg(long)]
         request: String,
     },
+    /// Serve this vault's INFRA-1 broker on a Unix socket until stopped: agents' `infra_action`
+    /// asks it for status, probe, rsync-dry-run, replicate and verify of the targets its
+    /// configuration allows, over git. Prints one JSON line once it listens.
+    Broker {
+        /// The socket to listen on (default: .paravault/broker.sock in the vault).
+        #[arg(long, value_name = "PATH")]
+        socket: Option<PathBuf>,
+        /// The broker's configuration: targets, approval, dry-run policy, principals (default:
+        /// .paravault/broker.yaml in the vault).
+        #[arg(long, value_name = "PATH")]
+        config: Option<PathBuf>,
+    },
 }
 
 /// Stable exit codes.
@@ -855,6 +867,18 @@ pub fn run(cli: Cli) -> ExitCode {
                         replicating.thread().unpark();
                     }
                     watched
+                })
+            })
+            .map(|()| exit::OK),
+        Command::Broker { socket, config } => open_as(&cli, vault::Channel::Agent)
+            .and_then(|v| {
+                let options = crate::api::handoff::BrokerOptions { socket: socket.clone(), config: config.clone() };
+                // One line, flushed at once: whoever started it reads it to know it listens.
+                v.serve_broker(&options, |ready| {
+                    use std::io::Write as _;
+                    let mut stdout = std::io::stdout().lock();
+                    let _ = writeln!(stdout, "{}", serde_json::to_string(ready).unwrap_or_default());
+                    let _ = stdout.flush();
                 })
             })
             .map(|()| exit::OK),

@@ -169,6 +169,60 @@ pub struct ReplicaStatus {
     pub last_error: Option<String>,
 }
 
+/// What `replicate` would do now (the INFRA-1 broker's dry run, `Vault::replicate_plan`): the
+/// remote's branch fetched, nothing integrated, committed, pushed or written in the work tree.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplicatePlan {
+    pub remote: String,
+    pub branch: String,
+    /// This replica's branch head.
+    pub head: Option<String>,
+    /// The remote's head as fetched now (none: the remote has no such branch yet).
+    pub remote_head: Option<String>,
+    /// Commits here the remote lacks: a replicate pushes them.
+    pub commits_to_push: usize,
+    /// Commits there not integrated here: a replicate pulls them.
+    pub commits_to_pull: usize,
+    /// Files the commits to push change (since the common ancestor).
+    pub paths_to_push: usize,
+    /// Files the commits to pull change (since the common ancestor).
+    pub paths_to_pull: usize,
+    /// Files both sides changed that do not merge as text (a replicate holds notes among them
+    /// for a person; log.md and catalog pages always merge).
+    pub conflicts_expected: usize,
+    /// Files changed outside the engine, which a replicate commits first.
+    pub uncommitted: usize,
+}
+
+/// Whether the remote answers (`Vault::probe_remote`: one `git ls-remote`, nothing fetched).
+#[derive(Debug, Clone, Serialize)]
+pub struct RemoteProbe {
+    pub remote: String,
+    pub branch: String,
+    /// The remote answered within `replication.network_timeout_s`.
+    pub reachable: bool,
+    /// The remote's head of this replica's branch (none: unreachable, or no such branch yet).
+    pub remote_head: Option<String>,
+}
+
+/// Whether the remote's branch holds a commit (`Vault::remote_holds`).
+#[derive(Debug, Clone, Serialize)]
+pub struct RemoteHolds {
+    /// The remote's head as fetched now.
+    pub remote_head: Option<String>,
+    /// The commit is the remote's head or one of its ancestors.
+    pub holds: bool,
+}
+
+/// This replica's branch head and the remote's head as last fetched (no network).
+#[derive(Debug, Clone, Serialize)]
+pub struct ReplicaHeads {
+    pub remote: String,
+    pub branch: String,
+    pub head: Option<String>,
+    pub remote_head: Option<String>,
+}
+
 /// What a clone did.
 #[derive(Debug, Clone, Serialize)]
 pub struct CloneReport {
@@ -363,12 +417,7 @@ impl Vault {
     /// (`replicate --status`, `doctor`), logged and returned; a failed round is the next
     /// round's to retry.
     pub fn replicate_round(&self) -> Result<Option<ReplicateReport>> {
-        let round = (|| {
-            Git::version()?;
-            let config = config_of(self)?;
-            let Some(lock) = try_replicate_lock(self.root()) else { return Ok(None) };
-            self.replicate_holding(&config, lock, &|_, _, _| {}).map(Some)
-        })();
+        let round = self.replicate_if_idle();
         log_round(&round);
         round
     }
@@ -804,16 +853,7 @@ impl Vault {
             Err(_) => (git.resolve(&tracking_ref(&config))?, false),
         };
         let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
-        let (ahead, behind) = match (&head, &remote_head) {
-            (Some(h), Some(r)) => {
-                let counts = git.run("rev-list", ["rev-list", "--left-right", "--count", &format!("{h}...{r}")])?.text();
-                let mut parts = counts.split_whitespace().map(|n| n.parse::<usize>().unwrap_or(0));
-                (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
-            }
-            (Some(h), None) => (git.run("rev-list", ["rev-list", "--count", h])?.text().parse().unwrap_or(0), 0),
-            (None, Some(r)) => (0, git.run("rev-list", ["rev-list", "--count", r])?.text().parse().unwrap_or(0)),
-            (None, None) => (0, 0),
-        };
+        let (ahead, behind) = left_right(&git, head.as_deref(), remote_head.as_deref())?;
         let uncommitted = git.dirty_paths(&[])?.iter().filter(|p| !p.starts_with(".paravault/") && !is_scratch(p)).count();
         // What it saw is recorded for answers' freshness, unless a `replicate` is running (it
         // records its own look when it ends).
@@ -838,6 +878,145 @@ impl Vault {
             last_error: state.last_error,
         })
     }
+}
+
+impl Vault {
+    /// `replicate` unless one is running (`.paravault/replicate.lock` held by a person's
+    /// `paravault replicate` or another broker run): `Ok(None)` then, and nothing is done.
+    pub fn replicate_if_idle(&self) -> Result<Option<ReplicateReport>> {
+        Git::version()?;
+        let config = config_of(self)?;
+        let Some(lock) = try_replicate_lock(self.root()) else { return Ok(None) };
+        self.replicate_holding(&config, lock, &|_, _, _| {}).map(Some)
+    }
+
+    /// What `replicate` would do now: fetches the remote's branch (as `replicate --status`
+    /// does) and compares, integrating, committing and pushing nothing. An unreachable remote
+    /// is the fetch's `replication_failed`; a rewritten one `remote_history_rewritten`.
+    pub fn replicate_plan(&self) -> Result<ReplicatePlan> {
+        Git::version()?;
+        let config = config_of(self)?;
+        let root = self.root();
+        let git = Git::at(root);
+        let remote_head = fetch(&git, &config, network_timeout(self))?;
+        let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
+        let (commits_to_push, commits_to_pull) = left_right(&git, head.as_deref(), remote_head.as_deref())?;
+        let files = |revision: &str| -> Result<usize> {
+            Ok(git.run("ls-tree", ["ls-tree", "-r", "--name-only", revision])?.text().lines().filter(|l| !l.is_empty()).count())
+        };
+        let (mut paths_to_push, mut paths_to_pull, mut conflicts_expected) = (0, 0, 0);
+        match (&head, &remote_head) {
+            (Some(h), Some(r)) => match merge_base(&git, h, r)? {
+                Some(base) => {
+                    paths_to_push = git.changed_paths(&base, h)?.len();
+                    paths_to_pull = git.changed_paths(&base, r)?.len();
+                    if base != *h && base != *r {
+                        let (_, conflicted) = merge_tree(&git, h, r)?;
+                        conflicts_expected = conflicted
+                            .keys()
+                            .filter(|p| {
+                                let name = p.rsplit('/').next().unwrap_or(p);
+                                p.as_str() != layout::LOG && p.as_str() != layout::ROOT_INDEX && !layout::is_sub_index_name(name)
+                            })
+                            .count();
+                    }
+                }
+                None => {
+                    paths_to_push = files(h)?;
+                    paths_to_pull = files(r)?;
+                }
+            },
+            (Some(h), None) => paths_to_push = files(h)?,
+            (None, Some(r)) => paths_to_pull = files(r)?,
+            (None, None) => {}
+        }
+        let uncommitted = git.dirty_paths(&[])?.iter().filter(|p| !p.starts_with(".paravault/") && !is_scratch(p)).count();
+        Ok(ReplicatePlan {
+            remote: config.remote.clone(),
+            branch: config.branch.clone(),
+            head,
+            remote_head,
+            commits_to_push,
+            commits_to_pull,
+            paths_to_push,
+            paths_to_pull,
+            conflicts_expected,
+            uncommitted,
+        })
+    }
+
+    /// Whether the remote answers: one `git ls-remote` of this replica's branch, bounded by
+    /// `replication.network_timeout_s`; nothing is fetched or changed.
+    pub fn probe_remote(&self) -> Result<RemoteProbe> {
+        Git::version()?;
+        let config = config_of(self)?;
+        let git = Git::at(self.root());
+        let listed = git.network_output(
+            "probe",
+            ["ls-remote", "--heads", &config.remote, &format!("refs/heads/{}", config.branch)],
+            network_timeout(self),
+        );
+        let (reachable, remote_head) = match listed {
+            Ok(output) if output.status.success() => {
+                (true, output.text().split_whitespace().next().filter(|h| !h.is_empty()).map(str::to_string))
+            }
+            Ok(_) | Err(Error::Replication { .. }) => (false, None),
+            Err(other) => return Err(other),
+        };
+        Ok(RemoteProbe { remote: config.remote.clone(), branch: config.branch.clone(), reachable, remote_head })
+    }
+
+    /// Whether the remote's branch still holds `commit` (its head or an ancestor of it):
+    /// fetches the branch as `replicate` does (an unreachable remote is `replication_failed`).
+    pub fn remote_holds(&self, commit: &str) -> Result<RemoteHolds> {
+        Git::version()?;
+        let config = config_of(self)?;
+        let git = Git::at(self.root());
+        let remote_head = fetch(&git, &config, network_timeout(self))?;
+        let holds = match &remote_head {
+            Some(head) if head == commit => true,
+            Some(head) => git.resolve(&format!("{commit}^{{commit}}"))?.is_some() && git.is_ancestor(commit, head)?,
+            None => false,
+        };
+        Ok(RemoteHolds { remote_head, holds })
+    }
+
+    /// This replica's branch head and the remote's head as last fetched; no network.
+    pub fn replica_heads(&self) -> Result<ReplicaHeads> {
+        Git::version()?;
+        let config = config_of(self)?;
+        let git = Git::at(self.root());
+        Ok(ReplicaHeads {
+            head: git.resolve(&format!("refs/heads/{}", config.branch))?,
+            remote_head: git.resolve(&tracking_ref(&config))?,
+            remote: config.remote,
+            branch: config.branch,
+        })
+    }
+
+    /// The commits reachable from `to` and not from `from` (all of `to`'s history when `from`
+    /// is none).
+    pub fn commits_between(&self, from: Option<&str>, to: &str) -> Result<usize> {
+        let range = match from {
+            Some(from) => format!("{from}..{to}"),
+            None => to.to_string(),
+        };
+        Ok(Git::at(self.root()).run("rev-list", ["rev-list", "--count", &range])?.text().trim().parse().unwrap_or(0))
+    }
+}
+
+/// (commits on `head` the remote lacks, commits on `remote` that `head` lacks).
+fn left_right(git: &Git, head: Option<&str>, remote: Option<&str>) -> Result<(usize, usize)> {
+    Ok(match (head, remote) {
+        (Some(h), Some(r)) => {
+            let counts = git.run("rev-list", ["rev-list", "--left-right", "--count", &format!("{h}...{r}")])?.text();
+            let mut parts = counts.split_whitespace().map(|n| n.parse::<usize>().unwrap_or(0));
+            (parts.next().unwrap_or(0), parts.next().unwrap_or(0))
+        }
+        (Some(h), None) => (git.run("rev-list", ["rev-list", "--count", h])?.text().parse().unwrap_or(0), 0),
+        (None, Some(r)) => (0, git.run("rev-list", ["rev-list", "--count", r])?.text().parse().unwrap_or(0)),
+        (None, None) => (0, 0),
+    })
 }
 
 /// `paravault clone <url> <folder>`: a working replica of the vault at `url` — the files, a new

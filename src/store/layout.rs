@@ -90,6 +90,13 @@ pub const INVENTORY_INDEX: &str = ".paravault/inventory.redb";
 pub const FOLDER_JOURNAL_SOCKET: &str = ".paravault/folders.sock";
 /// The lock a running folder journal holds (one journal per vault).
 pub const FOLDER_JOURNAL_LOCK: &str = ".paravault/folders.lock";
+/// The INFRA-1 broker's configuration (`paravault broker`, `infra::broker`): the targets a
+/// person allows. Engine state: per machine, never committed.
+pub const BROKER_CONFIG: &str = ".paravault/broker.yaml";
+/// The INFRA-1 broker's default socket.
+pub const BROKER_SOCKET: &str = ".paravault/broker.sock";
+/// The INFRA-1 broker's records: idempotency keys, runs, claimed approvals, dry runs.
+pub const BROKER_DIR: &str = ".paravault/broker";
 /// Incremental catalog renderer state.
 pub const CATALOG_STATE: &str = ".paravault/catalog-state.json";
 /// Root catalog.

@@ -238,6 +238,12 @@ impl Vault {
         journal.run(None)
     }
 
+    /// A fresh handle on the same vault with the same options and channel: a long-lived
+    /// process that must see the disk anew for each request (the INFRA-1 broker) opens one.
+    pub fn reopened(&self) -> Result<Vault> {
+        Vault::open(&self.root, self.options.clone()).map(|vault| vault.acting_for(self.channel))
+    }
+
     /// This handle, writing for `channel` (adapters call it once, right after opening).
     pub fn acting_for(mut self, channel: Channel) -> Self {
         self.channel = channel;

@@ -39,6 +39,7 @@
 //! - `path_battery` — hostile caller paths, each refused for its reason; a property test.
 //! - `handoff`  — `handoff_work`: transitions, revisions, idempotency, phases, journal integrity.
 //! - `infra`    — `infra_action` against a real broker on a temporary Unix socket.
+//! - `broker`   — `paravault broker` over git, driven through the MCP server's `infra_action`.
 //! - `fuzz_corpus` — replays the fuzz seed corpora through the fuzz targets' assertions.
 //! - `bm25_parity` — fts against bm25s (the reference BM25) on 500 random queries per dev corpus.
 //! - `eval_beir` — the BEIR retrieval eval (SciFact, Cranfield; minutes): select it with
@@ -54,6 +55,7 @@
 mod agent_habits;
 mod approvals;
 mod bm25_parity;
+mod broker;
 mod catalogs;
 mod cli;
 mod contention;

@@ -27,7 +27,7 @@ fn new_vault() -> tempfile::TempDir {
     dir
 }
 
-struct Server {
+pub(crate) struct Server {
     child: Child,
     stdin: Option<ChildStdin>,
     lines: Receiver<String>,
@@ -41,7 +41,7 @@ impl Server {
     }
 
     /// Starts the server with extra environment variables (an empty value removes the variable).
-    fn start_with_env(vault: &Path, extra: &[&str], env: &[(&str, &Path)]) -> Server {
+    pub(crate) fn start_with_env(vault: &Path, extra: &[&str], env: &[(&str, &Path)]) -> Server {
         let mut command = Command::new(BIN);
         command.arg("--vault").arg(vault).arg("mcp").args(extra).env("PARAVAULT_LOG", "info");
         for (name, value) in env {
@@ -96,7 +96,7 @@ impl Server {
         }
     }
 
-    fn initialize(&mut self) -> Value {
+    pub(crate) fn initialize(&mut self) -> Value {
         let response = self.request(
             "initialize",
             json!({"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "paravault-tests", "version": "1"}}),
@@ -112,7 +112,7 @@ impl Server {
     }
 
     /// Calls a tool and returns the CallToolResult (panics on a JSON-RPC error).
-    fn call(&mut self, tool: &str, args: Value) -> Value {
+    pub(crate) fn call(&mut self, tool: &str, args: Value) -> Value {
         let response = self.request("tools/call", json!({"name": tool, "arguments": args}));
         let result = response["result"].clone();
         assert!(result.is_object(), "tools/call {tool} gave a JSON-RPC error: {response}");
@@ -136,7 +136,7 @@ impl Server {
         result
     }
 
-    fn ok(&mut self, tool: &str, args: Value) -> Value {
+    pub(crate) fn ok(&mut self, tool: &str, args: Value) -> Value {
         let result = self.call(tool, args.clone());
         assert_eq!(result["isError"], false, "{tool}({args}) failed: {result}");
         assert!(result["structuredContent"].is_object());

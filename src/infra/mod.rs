@@ -30,6 +30,8 @@ use crate::error::{Error, Result};
 use crate::handoff::journal::{canonical_json, digest};
 use crate::vault::Vault;
 
+pub mod broker;
+
 pub const REQUEST_SCHEMA: &str = "power.infra-request.v1";
 pub const RESPONSE_SCHEMA: &str = "power.infra-response.v1";
 pub const RECEIPT_SCHEMA: &str = "power.infra-receipt.v1";
@@ -217,6 +219,16 @@ pub fn request_fields(request: &InfraRequest) -> Value {
     })
 }
 
+/// What a person approves for a `replicate`: the request fields with `approval_ref` null (the
+/// reference names the approval; it is not part of what runs). The client's gate under a
+/// `human` rule and the broker's `approval: explicit` bind the same fields, so one decision
+/// covers both.
+pub fn approval_subject(request: &InfraRequest) -> Value {
+    let mut fields = request_fields(request);
+    fields["approval_ref"] = Value::Null;
+    fields
+}
+
 fn nonce() -> String {
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
@@ -309,7 +321,7 @@ impl Vault {
         validate(&request)?;
         let fields = request_fields(&request);
         let approval = if request.operation == InfraOperation::Replicate && request.dry_run != Some(true) {
-            crate::approvals::gate_action(self, crate::approvals::Operation::InfraReplicate, &[], &fields)?
+            crate::approvals::gate_action(self, crate::approvals::Operation::InfraReplicate, &[], &approval_subject(&request))?
         } else {
             None
         };
