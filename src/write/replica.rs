@@ -380,12 +380,17 @@ pub(crate) fn commit_outside_edits(vault: &Vault, writer: &mut WriterGuard<'_>, 
     let root = vault.root();
     let git = Git::at(root);
     sync_git_index(root, config)?;
-    // Engine state never travels as an outside edit; the vault's policy override does.
-    let dirty: Vec<String> = git
-        .dirty_paths(&crate::store::git::literal_pathspecs(paths))?
-        .into_iter()
-        .filter(|p| !p.starts_with(&format!("{}/", layout::STATE_DIR)) || p == layout::POLICY_OVERRIDE)
-        .collect();
+    // Engine state never travels as an outside edit; the vault's policy override does. A
+    // write's own paths are compared with the branch's tree without reading git's index
+    // (O(paths) at any vault size); `replicate` asks git for the whole work tree.
+    let found = if paths.is_empty() {
+        git.dirty_paths(&[])?
+    } else {
+        let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
+        git.changed_against(root, head.as_deref(), paths)?
+    };
+    let dirty: Vec<String> =
+        found.into_iter().filter(|p| !p.starts_with(&format!("{}/", layout::STATE_DIR)) || p == layout::POLICY_OVERRIDE).collect();
     if dirty.is_empty() {
         return Ok(0);
     }
