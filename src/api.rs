@@ -20,7 +20,7 @@ use crate::vault::Vault;
 /// propose/apply pair, the receipt chain).
 pub mod write {
     pub use crate::write::operations::{IngestRequest, MemoryHistory, Proposal, SynthesizeRequest};
-    pub use crate::write::receipts::{ChainReport, NoteHashes, Receipt};
+    pub use crate::write::receipts::{ChainReport, NoteHashes, Receipt, ReceiptDay};
 }
 
 /// Search and sync (the retrieval envelope, the sync report, the modes a caller may name).
