@@ -379,8 +379,7 @@ fn shown_title(record: &crate::inventory::NoteRecord) -> String {
 
 impl TitleIndex {
     fn whole(inv: &Inventory) -> Self {
-        let mut index =
-            TitleIndex { key: (inv.origin, inv.revision), starts: BTreeMap::new(), words: BTreeMap::new(), of: HashMap::new() };
+        let mut index = TitleIndex { key: (inv.origin, inv.revision), starts: BTreeMap::new(), words: BTreeMap::new(), of: HashMap::new() };
         for record in inv.notes() {
             index.refresh(inv, &record.path);
         }

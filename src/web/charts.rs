@@ -6,21 +6,21 @@
 use chrono::NaiveDate;
 use maud::{Markup, html};
 
-/// The drawing area of the per-day charts (viewBox units; the SVG is as wide as its box).
-const DAY_WIDTH: f64 = 480.0;
-const DAY_HEIGHT: f64 = 150.0;
-const DAY_LEFT: f64 = 34.0;
-const DAY_RIGHT: f64 = 474.0;
+/// The drawing area of the per-day charts (viewBox units; the SVG is as wide as its box, which
+/// is at most 36rem: about one unit per pixel in a 390 px window, text still readable there).
+const DAY_WIDTH: f64 = 360.0;
+const DAY_HEIGHT: f64 = 130.0;
+const DAY_LEFT: f64 = 28.0;
+const DAY_RIGHT: f64 = 354.0;
 const DAY_TOP: f64 = 12.0;
-const DAY_BOTTOM: f64 = 122.0;
+const DAY_BOTTOM: f64 = 104.0;
 
-/// Folder rows: the label column, the bar's track, the value after it.
-const ROW_HEIGHT: f64 = 24.0;
-const LABEL_WIDTH: f64 = 176.0;
-const BAR_LEFT: f64 = LABEL_WIDTH + 6.0;
-const BAR_WIDTH: f64 = 180.0;
+/// Folder rows: the label on a line of its own, then the bar's track and the value after it.
+const ROW_HEIGHT: f64 = 34.0;
+const BAR_LEFT: f64 = 0.0;
+const BAR_WIDTH: f64 = 240.0;
 /// Characters of a folder name drawn (the whole name is the row's tooltip and in the table).
-const LABEL_CHARS: usize = 26;
+const LABEL_CHARS: usize = 48;
 
 fn number(value: f64) -> String {
     format!("{value:.1}")
@@ -103,15 +103,9 @@ pub(crate) fn day_points(id: &str, title: &str, unit: &str, class: &str, days: &
     let known: Vec<(usize, NaiveDate, u64)> = days.iter().enumerate().filter_map(|(i, (date, v))| v.map(|v| (i, *date, v))).collect();
     let line: Vec<String> = known.iter().map(|(i, _, v)| format!("{},{}", number(day_x(*i, n)), number(day_y(*v, max)))).collect();
     let description = match (known.first(), known.last()) {
-        (Some(first), Some(last)) => format!(
-            "Recorded on {} of {} days: {} {unit} on {}, {} on {}.",
-            known.len(),
-            n,
-            first.2,
-            first.1,
-            last.2,
-            last.1
-        ),
+        (Some(first), Some(last)) => {
+            format!("Recorded on {} of {} days: {} {unit} on {}, {} on {}.", known.len(), n, first.2, first.1, last.2, last.1)
+        }
         _ => format!("No receipt of these {n} days recorded {unit}."),
     };
     html! {
@@ -130,38 +124,42 @@ pub(crate) fn day_points(id: &str, title: &str, unit: &str, class: &str, days: &
     }
 }
 
-/// One folder's bar: its label, the link to it, the share drawn (0 to 1) and the value text.
+/// One folder's bar: its label, the share drawn (0 to 1) and the value text.
 pub(crate) struct FolderBar {
     pub label: String,
-    pub href: String,
     pub share: f64,
     pub value: String,
 }
 
 /// `text` cut to `LABEL_CHARS` characters with "…".
 fn cut(text: &str) -> String {
-    if text.chars().count() <= LABEL_CHARS { text.to_string() } else { format!("{}…", text.chars().take(LABEL_CHARS - 1).collect::<String>()) }
+    if text.chars().count() <= LABEL_CHARS {
+        text.to_string()
+    } else {
+        format!("{}…", text.chars().take(LABEL_CHARS - 1).collect::<String>())
+    }
 }
 
-/// Horizontal bars, one row per folder, each label a link to the folder.
+/// Horizontal bars, one row per folder. The drawing is one image (`role="img"`), so it holds no
+/// links (axe's `nested-interactive`): the table below it links each folder.
 pub(crate) fn folder_bars(id: &str, title: &str, description: &str, rows: &[FolderBar]) -> Markup {
-    let height = ROW_HEIGHT * rows.len().max(1) as f64 + 6.0;
+    let height = ROW_HEIGHT * rows.len().max(1) as f64 + 4.0;
     html! {
         svg.chart.rows #(id) xmlns="http://www.w3.org/2000/svg" viewBox=(format!("0 0 {DAY_WIDTH} {}", number(height))) role="img"
             aria-labelledby=(format!("{id}-title {id}-desc")) {
             title #(format!("{id}-title")) { (title) }
             desc #(format!("{id}-desc")) { (description) }
             @for (i, row) in rows.iter().enumerate() {
-                @let y = 4.0 + ROW_HEIGHT * i as f64;
+                @let y = 2.0 + ROW_HEIGHT * i as f64;
                 @let share = if row.share.is_finite() { row.share.clamp(0.0, 1.0) } else { 0.0 };
                 g {
                     title { (row.label) ": " (row.value) }
-                    a href=(row.href) { text.label x="0" y=(number(y + 15.0)) { (cut(&row.label)) } }
-                    rect.track x=(number(BAR_LEFT)) y=(number(y + 4.0)) width=(number(BAR_WIDTH)) height="14" {}
+                    text.label x="0" y=(number(y + 11.0)) { (cut(&row.label)) }
+                    rect.track x=(number(BAR_LEFT)) y=(number(y + 16.0)) width=(number(BAR_WIDTH)) height="12" {}
                     @if share > 0.0 {
-                        rect.bar.rot x=(number(BAR_LEFT)) y=(number(y + 4.0)) width=(number((BAR_WIDTH * share).max(1.0))) height="14" {}
+                        rect.bar.rot x=(number(BAR_LEFT)) y=(number(y + 16.0)) width=(number((BAR_WIDTH * share).max(1.0))) height="12" {}
                     }
-                    text.value x=(number(BAR_LEFT + BAR_WIDTH + 6.0)) y=(number(y + 15.0)) { (row.value) }
+                    text.value x=(number(BAR_LEFT + BAR_WIDTH + 5.0)) y=(number(y + 26.0)) { (row.value) }
                 }
             }
         }
@@ -216,11 +214,7 @@ mod tests {
             .into_string();
         assert_eq!(svg.matches("<circle").count(), 2, "{svg}");
         assert!(svg.contains("Recorded on 2 of 3 days: 3 invalid notes on 2026-12-01, 6 on 2026-12-03."), "{svg}");
-        let ys: Vec<f64> = svg
-            .split(" cy=\"")
-            .skip(1)
-            .map(|rest| rest.split('"').next().unwrap().parse().unwrap())
-            .collect();
+        let ys: Vec<f64> = svg.split(" cy=\"").skip(1).map(|rest| rest.split('"').next().unwrap().parse().unwrap()).collect();
         assert!((ys[1] - DAY_TOP).abs() < 0.05 && ((DAY_BOTTOM - ys[0]) * 2.0 - (DAY_BOTTOM - DAY_TOP)).abs() < 0.2, "{ys:?}");
         let none = day_points("q", "Invalid notes", "invalid notes", "invalid", &[(day(1), None)]).into_string();
         assert!(!none.contains("<circle") && none.contains("No receipt of these 1 days recorded invalid notes."), "{none}");
@@ -229,9 +223,9 @@ mod tests {
     #[test]
     fn folder_bars_are_proportional_and_hostile_names_are_escaped() {
         let rows = vec![
-            FolderBar { label: "<script>alert(1)</script>".into(), href: "/browse/%3Cscript%3E".into(), share: 0.5, value: "1 of 2".into() },
-            FolderBar { label: "01_Projects".into(), href: "/browse/01_Projects".into(), share: 0.25, value: "1 of 4".into() },
-            FolderBar { label: "empty".into(), href: "/browse/empty".into(), share: 0.0, value: "0 of 3".into() },
+            FolderBar { label: "<script>alert(1)</script>".into(), share: 0.5, value: "1 of 2".into() },
+            FolderBar { label: "01_Projects".into(), share: 0.25, value: "1 of 4".into() },
+            FolderBar { label: "empty".into(), share: 0.0, value: "0 of 3".into() },
         ];
         let svg = folder_bars("f", "Stale by folder", "d", &rows).into_string();
         assert!(!svg.contains("<script>"), "{svg}");
@@ -243,8 +237,7 @@ mod tests {
             .collect();
         assert_eq!(widths.len(), 2, "a folder with no stale note draws no bar: {svg}");
         assert!((widths[0] - BAR_WIDTH / 2.0).abs() < 0.05 && (widths[1] - BAR_WIDTH / 4.0).abs() < 0.05, "{widths:?}");
-        let long = folder_bars("g", "t", "d", &[FolderBar { label: "x".repeat(60), href: "/".into(), share: 2.0, value: "v".into() }])
-            .into_string();
+        let long = folder_bars("g", "t", "d", &[FolderBar { label: "x".repeat(60), share: 2.0, value: "v".into() }]).into_string();
         assert!(long.contains(&format!("{}…</text>", "x".repeat(LABEL_CHARS - 1))), "long names are cut: {long}");
         let full: Vec<f64> = long
             .split("<rect class=\"bar rot\"")

@@ -99,9 +99,8 @@ pub async fn charts(State(state): State<Arc<WebState>>, viewer: Viewer) -> Respo
         .iter()
         .map(|f| FolderBar {
             label: folder_label(&f.folder).to_string(),
-            href: if f.folder.is_empty() { "/browse".into() } else { note_url("/browse", &f.folder) },
             share: if f.notes == 0 { 0.0 } else { f.stale as f64 / f.notes as f64 },
-            value: format!("{} of {} stale ({})", f.stale, f.notes, percent(f.stale, f.notes)),
+            value: format!("{} of {} · {}", f.stale, f.notes, percent(f.stale, f.notes)),
         })
         .collect();
     let left_out = health.folders.iter().filter(|f| f.notes > 0).count().saturating_sub(ranked.len());

@@ -869,7 +869,11 @@ async fn the_charts_page_draws_the_receipts_and_the_folders_rot_and_a_hostile_fo
     let decided = post(app, &format!("/proposals/{id}/decide"), c, &[("csrf", &csrf), ("decision", "approve")]).await;
     assert_eq!(decided.status, StatusCode::SEE_OTHER, "{}", decided.body);
     let review = get(app, &format!("/proposals/{id}"), c).await;
-    assert!(review.body.contains("id=\"apply\" type=\"submit\" accesskey=\"p\" aria-keyshortcuts=\"Alt+P\""), "Apply has its key: {}", review.body);
+    assert!(
+        review.body.contains("id=\"apply\" type=\"submit\" accesskey=\"p\" aria-keyshortcuts=\"Alt+P\""),
+        "Apply has its key: {}",
+        review.body
+    );
     let applied = post(app, &format!("/proposals/{id}/apply"), c, &[("csrf", &csrf)]).await;
     assert_eq!(applied.status, StatusCode::SEE_OTHER, "{}", applied.body);
 
@@ -913,7 +917,7 @@ async fn the_charts_page_draws_the_receipts_and_the_folders_rot_and_a_hostile_fo
     assert!(page.body.contains("id=\"now-broken\">1<") && page.body.contains("id=\"now-stale\">1<"), "{}", page.body);
     // Rot by folder: the hostile folder's name is text, its share drawn and tabled.
     assert!(!page.body.contains("<script>alert"), "the folder name is escaped: {}", page.body);
-    assert!(page.body.contains("03_Resources/&lt;script&gt;alert(1): 1 of 2 stale (50.0%)"), "{}", page.body);
+    assert!(page.body.contains("03_Resources/&lt;script&gt;alert(1): 1 of 2 · 50.0%"), "{}", page.body);
     assert!(page.body.contains("href=\"/browse/03_Resources/%3Cscript%3Ealert%281%29\""), "{}", page.body);
     assert_eq!(scripts_of(&page.body), vec![APP_SCRIPT], "no script but the app's own");
     let rot = &page.body[page.body.find("id=\"chart-rot\"").unwrap()..];

@@ -209,7 +209,15 @@ fn receipt_days_count_each_day_of_the_window_and_catch_up_from_the_logs_length()
     let first = &counts.days[&date("2026-12-01")];
     // 10:00+02:00 is 08:00 UTC, the same UTC day; the counts are the last write's (by seq).
     assert_eq!(
-        (first.receipts, first.aborted, first.notes_written, first.approved_writes, first.notes, first.invalid_notes, first.orphans_written),
+        (
+            first.receipts,
+            first.aborted,
+            first.notes_written,
+            first.approved_writes,
+            first.notes,
+            first.invalid_notes,
+            first.orphans_written
+        ),
         (3, 1, 4, 1, Some(15), Some(3), Some(3))
     );
     let third = &counts.days[&date("2026-12-03")];
