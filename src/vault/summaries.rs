@@ -261,12 +261,14 @@ impl Vault {
 
 /// Receipts read back at most when the receipt days are first counted (the window is then
 /// `cut` and says so).
-const RECEIPTS_COUNTED_MAX: usize = 500_000;
+pub(crate) const RECEIPTS_COUNTED_MAX: usize = 500_000;
 
-struct ActivityMemo {
+/// The receipt days kept between requests (`Vault::receipt_days`, in the write layer that reads
+/// the log).
+pub(crate) struct ActivityMemo {
     /// The first day counted.
-    from: NaiveDate,
-    counts: crate::write::receipts::DayCounts,
+    pub from: NaiveDate,
+    pub counts: DayCounts,
 }
 
 /// The receipt log per day over a window (`Vault::receipt_days`).
@@ -275,41 +277,128 @@ pub struct ReceiptActivity {
     pub from: NaiveDate,
     pub to: NaiveDate,
     /// Every day from `from` to `to`, oldest first (a day without receipts counts zero).
-    pub days: Vec<crate::write::receipts::ReceiptDay>,
+    pub days: Vec<ReceiptDay>,
     /// The log held more receipts in the window than are counted (`RECEIPTS_COUNTED_MAX`);
     /// the oldest days are missing some.
     pub cut: bool,
 }
 
 impl Vault {
-    /// The receipt log counted per UTC day over the last `days` days (today included): receipts,
-    /// aborted ones, notes written, approved writes, and the note, invalid-note and orphan
-    /// counts the writes recorded. Counted once by reading the log back to the window's first
-    /// day, then caught up from the log's length: O(new receipts + days) per call.
-    pub fn receipt_days(&self, days: usize) -> Result<ReceiptActivity> {
-        use crate::write::receipts::{ReceiptDay, ReceiptLog};
-        // Receipts are stamped by the clock (never the configured day), so the window ends on
-        // the clock's day.
-        let to = chrono::Utc::now().date_naive();
-        let back = u64::try_from(days.max(1) - 1).unwrap_or(0);
-        let from = to.checked_sub_days(chrono::Days::new(back)).unwrap_or(to);
-        let mut memo = lock(&self.summaries.activity);
-        let fresh = match memo.as_mut() {
-            Some(kept) if kept.from <= from => !ReceiptLog::days_catch_up(self.root(), &mut kept.counts, kept.from)?,
-            _ => true,
-        };
-        if fresh {
-            *memo = Some(ActivityMemo { from, counts: ReceiptLog::days(self.root(), from, RECEIPTS_COUNTED_MAX)? });
+    /// The kept receipt days (held while the caller counts or catches them up).
+    pub(crate) fn receipt_days_memo(&self) -> MutexGuard<'_, Option<ActivityMemo>> {
+        lock(&self.summaries.activity)
+    }
+}
+
+/// One UTC day of the receipt log, counted (`ReceiptLog::days`): what the charts of activity
+/// and health over time draw. Only what receipts carry: the vault-wide note and invalid-note
+/// counts are those of the day's last ok write that recorded them (`notes_scanned`,
+/// `notes_excluded`, counted as the write left the model); broken links are recorded by no
+/// receipt.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize)]
+pub struct ReceiptDay {
+    pub date: chrono::NaiveDate,
+    /// Receipts of the day, ok and aborted.
+    pub receipts: usize,
+    /// Aborted receipts (a write refused or failed before its commit point).
+    pub aborted: usize,
+    /// Notes the day's ok receipts wrote (a multi-note receipt counts each of its notes).
+    pub notes_written: usize,
+    /// Ok receipts that carry an approval record: writes a person's (or a signed) decision let
+    /// through.
+    pub approved_writes: usize,
+    /// Notes in the vault as the day's last ok write that recorded it left them.
+    pub notes: Option<u64>,
+    /// Invalid notes (excluded from search and catalogs) as that write left them.
+    pub invalid_notes: Option<u64>,
+    /// Of the notes the day's ok writes wrote, those no other note links to (`lint_orphans`,
+    /// summed); `None` when no receipt of the day recorded it.
+    pub orphans_written: Option<u64>,
+    /// The seq of the receipt `notes` and `invalid_notes` come from.
+    #[serde(skip)]
+    counts_seq: u64,
+}
+
+/// The fields of a receipt line the day counts read (the rest is skipped, not parsed).
+#[derive(serde::Deserialize)]
+pub struct DayFields {
+    #[serde(default)]
+    at: String,
+    #[serde(default)]
+    status: String,
+    #[serde(default)]
+    seq: u64,
+    #[serde(default)]
+    notes: Option<Vec<serde::de::IgnoredAny>>,
+    #[serde(default)]
+    approval: Option<serde_json::Value>,
+    #[serde(default)]
+    notes_scanned: Option<String>,
+    #[serde(default)]
+    notes_excluded: Option<String>,
+    #[serde(default)]
+    lint_orphans: Option<String>,
+}
+
+impl DayFields {
+    pub(crate) fn date(&self) -> Option<chrono::NaiveDate> {
+        chrono::DateTime::parse_from_rfc3339(&self.at).ok().map(|at| at.with_timezone(&chrono::Utc).date_naive())
+    }
+}
+
+impl ReceiptDay {
+    /// A day without receipts.
+    pub(crate) fn empty(date: chrono::NaiveDate) -> Self {
+        ReceiptDay { date, ..ReceiptDay::default() }
+    }
+
+    /// Adds one receipt of this day (in any order: the counts come from the highest seq).
+    fn add(&mut self, line: &DayFields) {
+        self.receipts += 1;
+        if line.status != "ok" {
+            self.aborted += usize::from(line.status == "aborted");
+            return;
         }
-        let kept = memo.as_mut().expect("BUG: the memo was just filled");
-        // Days that left the window are dropped: the memo stays O(days).
-        kept.counts.days.retain(|date, _| *date >= from);
-        let out: Vec<ReceiptDay> = from
-            .iter_days()
-            .take_while(|d| *d <= to)
-            .map(|date| kept.counts.days.get(&date).cloned().unwrap_or_else(|| ReceiptDay::empty(date)))
-            .collect();
-        Ok(ReceiptActivity { from, to, days: out, cut: kept.counts.cut })
+        self.notes_written += line.notes.as_ref().map_or(1, Vec::len);
+        self.approved_writes += usize::from(line.approval.as_ref().is_some_and(serde_json::Value::is_object));
+        if let Some(orphans) = line.lint_orphans.as_deref().and_then(|n| n.parse::<u64>().ok()) {
+            *self.orphans_written.get_or_insert(0) += orphans;
+        }
+        let scanned = line.notes_scanned.as_deref().and_then(|n| n.parse::<u64>().ok());
+        let excluded = line.notes_excluded.as_deref().and_then(|n| n.parse::<u64>().ok());
+        if let (Some(scanned), Some(excluded)) = (scanned, excluded)
+            && (self.notes.is_none() || line.seq >= self.counts_seq)
+        {
+            self.notes = Some(scanned);
+            self.invalid_notes = Some(excluded);
+            self.counts_seq = line.seq;
+        }
+    }
+}
+
+/// Receipt days counted from the log (`ReceiptLog::days`), and how far the count read.
+#[derive(Debug, Clone, Default)]
+pub struct DayCounts {
+    pub days: std::collections::BTreeMap<chrono::NaiveDate, ReceiptDay>,
+    /// The log's length in bytes the counts reach (complete lines only).
+    pub len: u64,
+    /// The newest receipts read back stopped at the cap before reaching the window's first day.
+    pub cut: bool,
+}
+
+impl DayCounts {
+    /// Counts a parsed line dated `date` when it falls in the window starting `from`.
+    pub(crate) fn add(&mut self, fields: &DayFields, date: chrono::NaiveDate, from: chrono::NaiveDate) {
+        if date >= from {
+            self.days.entry(date).or_insert_with(|| ReceiptDay::empty(date)).add(fields);
+        }
+    }
+
+    pub(crate) fn add_line(&mut self, line: &[u8], from: chrono::NaiveDate) {
+        let Ok(fields) = serde_json::from_slice::<DayFields>(line) else { return };
+        if let Some(date) = fields.date() {
+            self.add(&fields, date, from);
+        }
     }
 }
 

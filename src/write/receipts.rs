@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::store::{durable, layout, nofollow};
+use crate::vault::{DayCounts, DayFields};
 
 /// `prev` of the first receipt.
 pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -456,118 +457,6 @@ impl ReceiptLog {
         .map_err(|e| Error::io("reading", layout::RECEIPTS, e))?;
         out.reverse();
         Ok(out)
-    }
-}
-
-/// One UTC day of the receipt log, counted (`ReceiptLog::days`): what the charts of activity
-/// and health over time draw. Only what receipts carry: the vault-wide note and invalid-note
-/// counts are those of the day's last ok write that recorded them (`notes_scanned`,
-/// `notes_excluded`, counted as the write left the model); broken links are recorded by no
-/// receipt.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct ReceiptDay {
-    pub date: chrono::NaiveDate,
-    /// Receipts of the day, ok and aborted.
-    pub receipts: usize,
-    /// Aborted receipts (a write refused or failed before its commit point).
-    pub aborted: usize,
-    /// Notes the day's ok receipts wrote (a multi-note receipt counts each of its notes).
-    pub notes_written: usize,
-    /// Ok receipts that carry an approval record: writes a person's (or a signed) decision let
-    /// through.
-    pub approved_writes: usize,
-    /// Notes in the vault as the day's last ok write that recorded it left them.
-    pub notes: Option<u64>,
-    /// Invalid notes (excluded from search and catalogs) as that write left them.
-    pub invalid_notes: Option<u64>,
-    /// Of the notes the day's ok writes wrote, those no other note links to (`lint_orphans`,
-    /// summed); `None` when no receipt of the day recorded it.
-    pub orphans_written: Option<u64>,
-    /// The seq of the receipt `notes` and `invalid_notes` come from.
-    #[serde(skip)]
-    counts_seq: u64,
-}
-
-/// The fields of a receipt line the day counts read (the rest is skipped, not parsed).
-#[derive(Deserialize)]
-struct DayFields {
-    #[serde(default)]
-    at: String,
-    #[serde(default)]
-    status: String,
-    #[serde(default)]
-    seq: u64,
-    #[serde(default)]
-    notes: Option<Vec<serde::de::IgnoredAny>>,
-    #[serde(default)]
-    approval: Option<Value>,
-    #[serde(default)]
-    notes_scanned: Option<String>,
-    #[serde(default)]
-    notes_excluded: Option<String>,
-    #[serde(default)]
-    lint_orphans: Option<String>,
-}
-
-impl DayFields {
-    fn date(&self) -> Option<chrono::NaiveDate> {
-        chrono::DateTime::parse_from_rfc3339(&self.at).ok().map(|at| at.with_timezone(&chrono::Utc).date_naive())
-    }
-}
-
-impl ReceiptDay {
-    /// A day without receipts.
-    pub(crate) fn empty(date: chrono::NaiveDate) -> Self {
-        ReceiptDay { date, ..ReceiptDay::default() }
-    }
-
-    /// Adds one receipt of this day (in any order: the counts come from the highest seq).
-    fn add(&mut self, line: &DayFields) {
-        self.receipts += 1;
-        if line.status != "ok" {
-            self.aborted += usize::from(line.status == "aborted");
-            return;
-        }
-        self.notes_written += line.notes.as_ref().map_or(1, Vec::len);
-        self.approved_writes += usize::from(line.approval.as_ref().is_some_and(Value::is_object));
-        if let Some(orphans) = line.lint_orphans.as_deref().and_then(|n| n.parse::<u64>().ok()) {
-            *self.orphans_written.get_or_insert(0) += orphans;
-        }
-        let scanned = line.notes_scanned.as_deref().and_then(|n| n.parse::<u64>().ok());
-        let excluded = line.notes_excluded.as_deref().and_then(|n| n.parse::<u64>().ok());
-        if let (Some(scanned), Some(excluded)) = (scanned, excluded)
-            && (self.notes.is_none() || line.seq >= self.counts_seq)
-        {
-            self.notes = Some(scanned);
-            self.invalid_notes = Some(excluded);
-            self.counts_seq = line.seq;
-        }
-    }
-}
-
-/// Receipt days counted from the log, and how far the count read.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct DayCounts {
-    pub days: std::collections::BTreeMap<chrono::NaiveDate, ReceiptDay>,
-    /// The log's length in bytes the counts reach (complete lines only).
-    pub len: u64,
-    /// The newest receipts read back stopped at the cap before reaching the window's first day.
-    pub cut: bool,
-}
-
-impl DayCounts {
-    /// Counts a parsed line dated `date` when it falls in the window starting `from`.
-    fn add(&mut self, fields: &DayFields, date: chrono::NaiveDate, from: chrono::NaiveDate) {
-        if date >= from {
-            self.days.entry(date).or_insert_with(|| ReceiptDay::empty(date)).add(fields);
-        }
-    }
-
-    fn add_line(&mut self, line: &[u8], from: chrono::NaiveDate) {
-        let Ok(fields) = serde_json::from_slice::<DayFields>(line) else { return };
-        if let Some(date) = fields.date() {
-            self.add(&fields, date, from);
-        }
     }
 }
 
