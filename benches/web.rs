@@ -106,6 +106,7 @@ fn write_receipt_history(root: &std::path::Path, count: usize, days: i64) {
     let now = chrono::Utc::now();
     let span = chrono::Duration::days(days).num_seconds();
     let mut prev = "0".repeat(64);
+    std::fs::create_dir_all(root.join(".paravault")).unwrap();
     let mut out = std::io::BufWriter::new(std::fs::File::create(root.join(".paravault").join("receipts.jsonl")).unwrap());
     for i in 0..count {
         let at = now - chrono::Duration::seconds(span - span * i as i64 / count as i64);
