@@ -455,8 +455,9 @@ pub(crate) struct TitleIndex {
     starts: BTreeMap<Box<str>, Vec<VaultPath>>,
     /// The same from every later word start.
     words: BTreeMap<Box<str>, Vec<VaultPath>>,
-    /// Each note's keys (to take them out when it changes).
-    of: HashMap<VaultPath, Vec<(bool, Box<str>)>>,
+    /// Each note's title as indexed (its keys are made again from it to take them out when the
+    /// note changes: kept once per note, not once per key).
+    of: HashMap<VaultPath, Box<str>>,
 }
 
 fn shown_title(record: &crate::inventory::NoteRecord) -> String {
@@ -493,7 +494,9 @@ impl TitleIndex {
     }
 
     fn refresh(&mut self, inv: &Inventory, path: &VaultPath) {
-        for (start, key) in self.of.remove(path).unwrap_or_default() {
+        let stem = path.file_name().trim_end_matches(".md");
+        let old = self.of.remove(path).map(|title| title_keys(&title, stem)).unwrap_or_default();
+        for (start, key) in old {
             let map = if start { &mut self.starts } else { &mut self.words };
             if let Some(paths) = map.get_mut(&key) {
                 paths.retain(|p| p != path);
@@ -503,12 +506,12 @@ impl TitleIndex {
             }
         }
         let Some(record) = inv.records.get(path).filter(|r| r.is_note()) else { return };
-        let keys = title_keys(&shown_title(record), path.file_name().trim_end_matches(".md"));
-        for (start, key) in &keys {
-            let map = if *start { &mut self.starts } else { &mut self.words };
-            map.entry(key.clone()).or_default().push(path.clone());
+        let title = shown_title(record);
+        for (start, key) in title_keys(&title, stem) {
+            let map = if start { &mut self.starts } else { &mut self.words };
+            map.entry(key).or_default().push(path.clone());
         }
-        self.of.insert(path.clone(), keys);
+        self.of.insert(path.clone(), title.into_boxed_str());
     }
 
     /// The notes whose title or name starts with `query` (whole-text starts first, then word
