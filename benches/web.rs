@@ -12,6 +12,8 @@
 //! (p50/p99), once with the default caps and once with the per-client cap lifted (the total cap
 //! binds); then, 31 s after the flood began, how many are still open (the 30 s header deadline)
 //! and whether a new connection is answered.
+//! The generated vault gets `PARAVAULT_BENCH_WEB_RECEIPTS` (20,000) receipts over 120 days for
+//! the charts page.
 //! Run: `cargo bench --locked --profile dev --bench web` (`PARAVAULT_BENCH_WEB_NOTES=100000`,
 //! `PARAVAULT_BENCH_RUNS=40`, `PARAVAULT_BENCH_WEB_LOAD_SECS=30`, `PARAVAULT_BENCH_WEB_CLIENTS=64`,
 //! `PARAVAULT_BENCH_WEB_FLOOD=1000`; `PARAVAULT_BENCH_WEB_FLOOD_ONLY=1` runs only the flood;
@@ -91,6 +93,38 @@ async fn measure(app: &Router, label: &str, uri: &str, cookie: &str, runs: usize
         samples.push(took);
     }
     support::stats::report(label, samples, floor)
+}
+
+/// A receipt history for the charts: `count` chained, content-free ok receipts (every tenth an
+/// approved write of three notes) spread evenly over the last `days` days, written as the
+/// receipt log before the vault opens (the generated vault has none).
+fn write_receipt_history(root: &std::path::Path, count: usize, days: i64) {
+    use std::io::Write;
+    if count == 0 {
+        return;
+    }
+    let now = chrono::Utc::now();
+    let span = chrono::Duration::days(days).num_seconds();
+    let mut prev = "0".repeat(64);
+    std::fs::create_dir_all(root.join(".paravault")).unwrap();
+    let mut out = std::io::BufWriter::new(std::fs::File::create(root.join(".paravault").join("receipts.jsonl")).unwrap());
+    for i in 0..count {
+        let at = now - chrono::Duration::seconds(span - span * i as i64 / count as i64);
+        let mut receipt = serde_json::json!({
+            "at": at.to_rfc3339_opts(chrono::SecondsFormat::Micros, true), "lint_orphans": (i % 3).to_string(),
+            "notes_excluded": (i % 17).to_string(), "notes_scanned": (1000 + i).to_string(), "operation": "ingest_note",
+            "path": format!("03_Resources/r-{i}.md"), "prev": prev, "receipt_schema": "power.receipt.v1", "seq": i + 1, "status": "ok",
+        });
+        if i % 10 == 0 {
+            receipt["approval"] = serde_json::json!({"approver": "alice", "channel": "web"});
+            receipt["notes"] = serde_json::json!([{"path": "a.md", "before_sha256": "", "after_sha256": ""}, {"path": "b.md", "before_sha256": "", "after_sha256": ""}, {"path": "c.md", "before_sha256": "", "after_sha256": ""}]);
+        }
+        let line = serde_json::to_vec(&receipt).unwrap();
+        prev = blake3::hash(&line).to_hex().to_string();
+        out.write_all(&line).unwrap();
+        out.write_all(b"\n").unwrap();
+    }
+    out.flush().unwrap();
 }
 
 /// `clients` HTTP/1 keep-alive connections, each requesting note pages in turn for `seconds`.
@@ -326,6 +360,8 @@ fn main() {
     println!("web bench: {notes} notes, {runs} runs per page, load test {clients} clients x {seconds} s");
     let started = Instant::now();
     let root = support::fresh_generated_vault(notes);
+    let receipts = env_usize("PARAVAULT_BENCH_WEB_RECEIPTS", 20_000);
+    write_receipt_history(&root, receipts, 120);
     let vault = Vault::open(&root, VaultOptions::default()).expect("open the generated vault");
     vault.sync_vault(&SyncParams::default()).expect("sync");
     println!("generated, opened and synced in {:.1} s", started.elapsed().as_secs_f64());
@@ -369,6 +405,9 @@ fn main() {
         let folder = paths[0].rsplit_once('/').map_or("", |(dir, _)| dir);
         measure(&app, "browse folder /browse/<dir>", &format!("/browse/{folder}"), &cookie, runs, Some(floor)).await;
         measure(&app, "graph /graph (whole vault, bounded)", "/graph", &cookie, runs, Some(floor)).await;
+        measure(&app, "charts /charts (90 days of receipts, 30 folders)", "/charts", &cookie, runs, Some(floor)).await;
+        measure(&app, "switcher /switch/titles?q=a (JSON, 20 of many)", "/switch/titles?q=a", &cookie, runs, Some(floor)).await;
+        measure(&app, "switcher page /switch?q=ga", "/switch?q=ga", &cookie, runs, Some(floor)).await;
         measure(
             &app,
             "graph /graph?note=<path> (neighbourhood)",

@@ -19,6 +19,7 @@ use crate::vault::Vault;
 /// Requests and reports of the write operations (`ingest_note`, `synthesize_session`, the
 /// propose/apply pair, the receipt chain).
 pub mod write {
+    pub use crate::vault::ReceiptDay;
     pub use crate::write::operations::{IngestRequest, MemoryHistory, Proposal, SynthesizeRequest};
     pub use crate::write::receipts::{ChainReport, NoteHashes, Receipt};
 }

@@ -33,7 +33,8 @@ use crate::store::{durable, layout};
 use model::SavedInventory;
 pub use reports::{Freshness, IndexReport, InitReport, MarkdownReport, NoteSlice};
 pub(crate) use root::{RootSource, looks_like_a_vault, resolve_root};
-pub use summaries::HealthSummary;
+pub(crate) use summaries::{ActivityMemo, DayCounts, DayFields, RECEIPTS_COUNTED_MAX};
+pub use summaries::{FolderHealth, HealthSummary, ReceiptActivity, ReceiptDay, TitleMatch, TitleMatches};
 pub use views::{ATTACHMENT_BYTES_MAX, GraphNode, LinkGraph, LinkTarget, TagCount, tag_key};
 pub(crate) use writer_lock::{HeldLock, WritePath};
 

@@ -4,10 +4,12 @@
 //! headers and limits docs/web.md lists. No engine logic lives here.
 
 mod auth;
+mod charts;
 mod conn;
 mod graph;
 mod host;
 mod markdown;
+mod overview;
 mod pages;
 mod render;
 #[cfg(test)]
@@ -32,8 +34,8 @@ use crate::vault::{Channel, Vault};
 
 pub use conn::serve_connections;
 
-/// The Content-Security-Policy every response carries: same-origin resources only, no inline
-/// script or style, no plugins, no framing, forms post only to this server.
+/// The Content-Security-Policy every response carries: same-origin resources only (the one
+/// script, `/static/app.js`, is this origin's), no inline script or style, no plugins, no framing, forms post only to this server.
 pub const CONTENT_SECURITY_POLICY: &str =
     "default-src 'self'; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
@@ -157,11 +159,15 @@ pub fn router(vault: Vault, options: &WebOptions) -> Router {
         .route("/", get(pages::dashboard))
         .route("/healthz", get(pages::healthz))
         .route("/static/style.css", get(render::stylesheet))
+        .route("/static/app.js", get(render::script))
         .route("/favicon.svg", get(render::favicon))
         .route("/file/{*path}", get(pages::file))
         .route("/tags", get(pages::tags_index))
         .route("/tags/{*tag}", get(pages::tag))
         .route("/graph", get(pages::graph))
+        .route("/charts", get(overview::charts))
+        .route("/switch", get(overview::switch))
+        .route("/switch/titles", get(overview::switch_titles))
         .route("/browse", get(pages::browse_root))
         .route("/browse/{*dir}", get(pages::browse))
         .route("/note/{*path}", get(pages::note))

@@ -112,7 +112,7 @@ pub(crate) fn engine_error(error: &Error) -> Response {
 
 /// Runs an application-API call on a blocking thread, after bringing the model up to the disk
 /// (as every MCP call does).
-async fn engine<T: Send + 'static>(
+pub(super) async fn engine<T: Send + 'static>(
     state: &Arc<WebState>,
     job: impl FnOnce(&Vault) -> crate::Result<T> + Send + 'static,
 ) -> Result<T, Response> {
@@ -162,7 +162,7 @@ impl<T: DeserializeOwned, S: Send + Sync> FromRequestParts<S> for WebQuery<T> {
     }
 }
 
-fn bad_request(message: &str) -> Response {
+pub(super) fn bad_request(message: &str) -> Response {
     error_page(StatusCode::BAD_REQUEST, "Bad request", message)
 }
 
@@ -172,7 +172,7 @@ fn vault_path(raw: &str) -> Result<VaultPath, Box<Response>> {
 }
 
 /// The URL of a vault path (each component percent-encoded).
-fn note_url(prefix: &str, path: &str) -> String {
+pub(super) fn note_url(prefix: &str, path: &str) -> String {
     super::markdown::path_url(prefix, path)
 }
 
@@ -342,7 +342,7 @@ pub async fn dashboard(State(state): State<Arc<WebState>>, viewer: Viewer, WebQu
 
 /// Recomputes the health summary on a blocking thread after the dashboard showed an older one,
 /// at most one at a time (a burst of visits after a write costs one whole lint).
-fn refresh_health_summary(state: &Arc<WebState>) {
+pub(super) fn refresh_health_summary(state: &Arc<WebState>) {
     if state.health_refresh.swap(true, std::sync::atomic::Ordering::AcqRel) {
         return;
     }
@@ -899,25 +899,27 @@ pub async fn proposal(State(state): State<Arc<WebState>>, viewer: Viewer, Path(i
                     label for="comment" { "Comment" }
                     input #comment type="text" name="comment" maxlength="2000";
                     @if review.gate_blocking.is_empty() {
-                        button #approve type="submit" name="decision" value="approve" accesskey="a" { "Approve" }
+                        button #approve type="submit" name="decision" value="approve" accesskey="a" aria-keyshortcuts="Alt+A" { "Approve" }
                     } @else {
                         button #approve type="submit" name="decision" value="approve" disabled aria-describedby="approve-why" { "Approve" }
                     }
                     " "
-                    button #reject type="submit" name="decision" value="reject" accesskey="r" { "Reject" }
+                    button #reject type="submit" name="decision" value="reject" accesskey="r" aria-keyshortcuts="Alt+R" { "Reject" }
                     @if !review.gate_blocking.is_empty() {
                         p.error #approve-why { "Approve is off: the lint gate would refuse this change ("
                             @for (i, f) in review.gate_blocking.iter().enumerate() { @if i > 0 { "; " } "[" (f.rule) "] " (Shown(&f.path)) ": " (Shown(&f.message)) }
                             "), so applying it would fail. Reject it, or have the proposal fixed." }
                     }
-                    p.meta { "Keys: Alt+A approves, Alt+R rejects (the browser's access keys)." }
+                    p.meta #decide-keys { @if review.gate_blocking.is_empty() { "Keys: Alt+A approves, Alt+R rejects" } @else { "Keys: Alt+R rejects (Approve is off, and so is its key)" }
+                        " — the browser's access keys; " kbd { "?" } " lists every shortcut." }
                 }
             }
         }
         @if can_act && (status.state == ProposalState::Approved || (status.state == ProposalState::Pending && status.approver == Approver::Caller)) {
             form #apply-form method="post" action=(format!("/proposals/{id}/apply")) {
                 input type="hidden" name="csrf" value=(csrf);
-                button #apply type="submit" { "Apply" }
+                button #apply type="submit" accesskey="p" aria-keyshortcuts="Alt+P" { "Apply" }
+                p.meta #apply-keys { "Key: Alt+P applies (the browser's access key)." }
             }
         }
     };

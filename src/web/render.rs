@@ -42,6 +42,26 @@ pub(crate) async fn stylesheet() -> Response {
     ([(header::CONTENT_TYPE, "text/css; charset=utf-8")], STYLESHEET).into_response()
 }
 
+/// The one script (the quick switcher and the shortcuts): served from this origin, so the CSP
+/// (`default-src 'self'`) admits it and no inline script; pages work without it.
+const SCRIPT: &str = include_str!("app.js");
+
+/// `GET /static/app.js`.
+pub(crate) async fn script() -> Response {
+    ([(header::CONTENT_TYPE, "text/javascript; charset=utf-8")], SCRIPT).into_response()
+}
+
+/// The keyboard shortcuts, as every page's legend lists them (`?` opens it): keys, what they do.
+pub(crate) const SHORTCUTS: [(&str, &str); 7] = [
+    ("Ctrl+K or /", "go to the search box, which lists notes by title as you type (the quick switcher)"),
+    ("↑ ↓, Enter, Esc", "choose a listed note, open it, close the list (without a choice Enter searches)"),
+    ("Alt+K", "the search box (the browser's access key: works without scripts)"),
+    ("Alt+A", "approve, on a proposal's page (not while Approve is off)"),
+    ("Alt+R", "reject, on a proposal's page"),
+    ("Alt+P", "apply, on the page of a proposal that may be applied"),
+    ("?", "show or hide this list"),
+];
+
 /// The favicon: a small SVG served from this origin (`GET /favicon.svg`).
 const FAVICON: &str = "<svg xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 32 32\"><rect width=\"32\" height=\"32\" rx=\"6\" fill=\"#243447\"/><path d=\"M9 7h9a7 7 0 0 1 0 14h-4v5H9z M14 11v6h4a3 3 0 0 0 0-6z\" fill=\"#fff\" fill-rule=\"evenodd\"/></svg>";
 
@@ -77,6 +97,7 @@ pub fn page_with(title: &str, viewer: Option<&Viewer>, chrome: &Chrome, body: Ma
                 title { (title) " · paravault" }
                 link rel="icon" href="/favicon.svg" type="image/svg+xml";
                 link rel="stylesheet" href="/static/style.css";
+                script src="/static/app.js" defer {}
             }
             body {
                 header {
@@ -85,6 +106,7 @@ pub fn page_with(title: &str, viewer: Option<&Viewer>, chrome: &Chrome, body: Ma
                         a href="/browse" { "Notes" }
                         a href="/tags" { "Tags" }
                         a href="/graph" { "Graph" }
+                        a href="/charts" { "Charts" }
                         a href="/search" { "Search" }
                         a href="/proposals" { "Proposals" }
                         a href="/receipts" { "Receipts" }
@@ -92,7 +114,7 @@ pub fn page_with(title: &str, viewer: Option<&Viewer>, chrome: &Chrome, body: Ma
                         a href="/maintenance" { "Maintenance" }
                     }
                     form.quick role="search" method="get" action="/search" {
-                        input #quick-q type="search" name="q" placeholder="Search notes" aria-label="Search notes" accesskey="k";
+                        input #quick-q type="search" name="q" placeholder="Search notes" aria-label="Search notes" accesskey="k" data-switcher;
                     }
                     @if let Some(viewer) = viewer {
                         @if let (Some(approver), Some(csrf)) = (viewer.approver(), viewer.csrf()) {
@@ -118,6 +140,14 @@ pub fn page_with(title: &str, viewer: Option<&Viewer>, chrome: &Chrome, body: Ma
                     }
                     h1 { (title) }
                     (body)
+                }
+                footer {
+                    details #shortcuts {
+                        summary { "Keyboard shortcuts" }
+                        table.shortcuts { tbody { @for (keys, what) in SHORTCUTS { tr { th scope="row" { kbd { (keys) } } td { (what) } } } } }
+                        p.meta { "Access keys are Alt+key in Chromium and on Windows, Alt+Shift+key in Firefox, Ctrl+Option+key on a Mac. "
+                            a href="/switch" { "Open a note by title" } " works without scripts." }
+                    }
                 }
             }
         }

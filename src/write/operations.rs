@@ -456,6 +456,38 @@ impl Vault {
         self.apply_memory_change(&stored, approved)
     }
 
+    /// The receipt log counted per UTC day over the last `days` days (today included): receipts,
+    /// aborted ones, notes written, approved writes, and the note, invalid-note and orphan
+    /// counts the writes recorded. Counted once by reading the log back to the window's first
+    /// day (kept with the vault's summaries), then caught up from the log's length: O(new
+    /// receipts + days) per call.
+    pub fn receipt_days(&self, days: usize) -> Result<crate::vault::ReceiptActivity> {
+        use super::receipts::ReceiptLog;
+        use crate::vault::{ActivityMemo, RECEIPTS_COUNTED_MAX, ReceiptDay};
+        // Receipts are stamped by the clock (never the configured day), so the window ends on
+        // the clock's day.
+        let to = chrono::Utc::now().date_naive();
+        let back = u64::try_from(days.max(1) - 1).unwrap_or(0);
+        let from = to.checked_sub_days(chrono::Days::new(back)).unwrap_or(to);
+        let mut memo = self.receipt_days_memo();
+        let fresh = match memo.as_mut() {
+            Some(kept) if kept.from <= from => !ReceiptLog::days_catch_up(self.root(), &mut kept.counts, kept.from)?,
+            _ => true,
+        };
+        if fresh {
+            *memo = Some(ActivityMemo { from, counts: ReceiptLog::days(self.root(), from, RECEIPTS_COUNTED_MAX)? });
+        }
+        let kept = memo.as_mut().expect("BUG: the memo was just filled");
+        // Days that left the window are dropped: the memo stays O(days).
+        kept.counts.days.retain(|date, _| *date >= from);
+        let out: Vec<ReceiptDay> = from
+            .iter_days()
+            .take_while(|d| *d <= to)
+            .map(|date| kept.counts.days.get(&date).cloned().unwrap_or_else(|| ReceiptDay::empty(date)))
+            .collect();
+        Ok(crate::vault::ReceiptActivity { from, to, days: out, cut: kept.counts.cut })
+    }
+
     /// `read_memory_history`'s result: the newest `limit` receipts after `after_seq`.
     /// In a vault P.O.W.E.R. served, its receipts (`.power/memory-history.jsonl`, read where
     /// they lie) precede paravault's first one: the first page (`after_seq` 0) ends with the

@@ -11,6 +11,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::store::{durable, layout, nofollow};
+use crate::vault::{DayCounts, DayFields};
 
 /// `prev` of the first receipt.
 pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
@@ -190,10 +191,19 @@ pub struct ReplicaChain {
 /// Calls `visit` with each line of `file`, newest first, a block read back at a time, until
 /// `visit` returns false. The first call gets what follows the last newline (empty, or a line
 /// a killed append tore); empty lines are passed on too.
-fn lines_newest_first(file: &mut (impl std::io::Read + std::io::Seek), mut visit: impl FnMut(&[u8]) -> bool) -> std::io::Result<()> {
+fn lines_newest_first(file: &mut (impl std::io::Read + std::io::Seek), visit: impl FnMut(&[u8]) -> bool) -> std::io::Result<()> {
+    let end = file.seek(std::io::SeekFrom::End(0))?;
+    lines_newest_first_before(file, end, visit)
+}
+
+/// `lines_newest_first` over the file's first `end` bytes.
+fn lines_newest_first_before(
+    file: &mut (impl std::io::Read + std::io::Seek),
+    mut end: u64,
+    mut visit: impl FnMut(&[u8]) -> bool,
+) -> std::io::Result<()> {
     use std::io::SeekFrom;
     const BLOCK: u64 = 16 << 10;
-    let mut end = file.seek(SeekFrom::End(0))?;
     // The start of a line that a block boundary cut: the bytes just after the block read next.
     let mut cut: Vec<u8> = Vec::new();
     while end > 0 {
@@ -447,6 +457,70 @@ impl ReceiptLog {
         .map_err(|e| Error::io("reading", layout::RECEIPTS, e))?;
         out.reverse();
         Ok(out)
+    }
+}
+
+impl ReceiptLog {
+    /// The receipts dated `from` or later, counted per UTC day: the log read back from its end
+    /// until a receipt a day older than `from` (a day's slack for clocks) or `cap` receipts
+    /// (`cut`): O(receipts in the window), never the whole history.
+    pub(crate) fn days(root: &Path, from: chrono::NaiveDate, cap: usize) -> Result<DayCounts> {
+        let mut counts = DayCounts::default();
+        let Some(mut file) = open_log(root)? else { return Ok(counts) };
+        let io = |e| Error::io("reading", layout::RECEIPTS, e);
+        let size = file.metadata().map_err(io)?.len();
+        let slack = from.pred_opt().unwrap_or(from);
+        let (mut seen, mut torn) = (0usize, None::<usize>);
+        lines_newest_first_before(&mut file, size, |line| {
+            if torn.is_none() {
+                torn = Some(line.len());
+                return true;
+            }
+            if line.is_empty() {
+                return true;
+            }
+            if seen == cap {
+                counts.cut = true;
+                return false;
+            }
+            seen += 1;
+            let Ok(fields) = serde_json::from_slice::<DayFields>(line) else { return true };
+            match fields.date() {
+                Some(date) if date < slack => false,
+                Some(date) => {
+                    counts.add(&fields, date, from);
+                    true
+                }
+                None => true,
+            }
+        })
+        .map_err(io)?;
+        counts.len = size - torn.unwrap_or(0) as u64;
+        Ok(counts)
+    }
+
+    /// Brings `counts` up to the log: the receipts appended since `counts.len`, read forward
+    /// (O(new receipts)); `false` when the log is shorter than the counts reach (rewritten or
+    /// restored: the caller counts it again).
+    pub(crate) fn days_catch_up(root: &Path, counts: &mut DayCounts, from: chrono::NaiveDate) -> Result<bool> {
+        use std::io::{Read, Seek, SeekFrom};
+        let Some(mut file) = open_log(root)? else { return Ok(counts.len == 0) };
+        let io = |e| Error::io("reading", layout::RECEIPTS, e);
+        let size = file.metadata().map_err(io)?.len();
+        if size < counts.len {
+            return Ok(false);
+        }
+        if size == counts.len {
+            return Ok(true);
+        }
+        let mut tail = Vec::with_capacity((size - counts.len) as usize);
+        file.seek(SeekFrom::Start(counts.len)).and_then(|_| Read::take(&mut file, size - counts.len).read_to_end(&mut tail)).map_err(io)?;
+        let complete = tail.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        for line in tail[..complete].split(|&b| b == b'\n').filter(|l| !l.is_empty()) {
+            counts.add_line(line, from);
+        }
+        counts.len += complete as u64;
+        Ok(true)
     }
 }
 

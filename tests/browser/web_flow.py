@@ -29,7 +29,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
 
 BINARY = os.path.abspath(sys.argv[1])
 SHOTS = os.path.abspath(sys.argv[2])
@@ -49,6 +51,11 @@ HOSTILE = note(
     "[click me](javascript:window.pwned=3) <a href=\"javascript:window.pwned=4\" onclick=\"window.pwned=5\">raw link</a>\n\n"
     "<svg onload=\"window.pwned=6\"></svg> Plain text after the hostile markup.\n",
 )
+
+
+def chord(driver, modifier, key):
+    """Presses modifier+key on the page, as a person would on the keyboard."""
+    ActionChains(driver).key_down(modifier).send_keys(key).key_up(modifier).perform()
 
 
 def step(name):
@@ -217,6 +224,23 @@ async def flow(base, vault, env, driver):
             check(status["state"] == "pending", f"the forged approval decided nothing: {status}")
             step("forged POST without the CSRF token refused (403); nothing decided")
 
+            # 8a. The review keys: Alt+A approves the pending proposal, Alt+P applies it (the
+            # browser's access keys, named in aria-keyshortcuts and the page's key line).
+            driver.get(f"{base}/proposals/{third_id}")
+            check(by_id("approve").get_attribute("aria-keyshortcuts") == "Alt+A", "Approve names its key")
+            chord(driver, Keys.ALT, "a")
+            wait_for(lambda: by_id("state").text.lower() == "approved", "Alt+A approves")
+            check(by_id("apply").get_attribute("aria-keyshortcuts") == "Alt+P", "Apply names its key")
+            chord(driver, Keys.ALT, "p")
+            wait_for(lambda: by_id("state").text.lower() == "applied", "Alt+P applies")
+            with open(os.path.join(vault, "01_Projects/plan.md"), encoding="utf-8") as f:
+                check("A forged approval target." in f.read(), "the note holds the text applied by keyboard")
+            # A proposal left pending for the tour's proposal page.
+            is_error, fourth = await call(session, "propose_memory_change", path="01_Projects/plan.md",
+                                          content=note("Project", "Plan", "A proposal left for the tour.\n"))
+            check(not is_error, f"fourth propose: {fourth}")
+            step("keys: Alt+A approves, Alt+P applies")
+
     # 8b. An edit conflict: the person types while the note changes on disk; the 409 keeps the
     # typed text and shows theirs and yours against the version the person opened.
     driver.get(base + "/edit/03_Resources/linker.md")
@@ -283,6 +307,8 @@ PAGES = [
     ("tags", "/tags", "#tags"),
     ("tag", "/tags/gardening", "#tagged"),
     ("graph", "/graph", "svg.graph"),
+    ("charts", "/charts", "svg.chart"),
+    ("switch", "/switch?q=gar", "#switch-results"),
     ("neighbourhood", "/graph?note=03_Resources/daily.md", "svg.graph"),
     ("search", "/search?q=garden+beds&mode=fts", "#results"),
     ("proposals", "/proposals", "#proposals"),
@@ -291,7 +317,7 @@ PAGES = [
     ("maintenance", "/maintenance", "#rot"),
 ]
 # The pages whose screenshots are kept in docs/screenshots/.
-SHOWN = ["dashboard", "note", "graph", "search", "proposal"]
+SHOWN = ["dashboard", "note", "graph", "charts", "search", "proposal"]
 
 
 def axe_violations(driver):
@@ -341,6 +367,11 @@ def tour(base, driver):
                         check(not violations, f"{name} at {width} px: axe-core serious/critical violations: {violations}")
                 if name in SHOWN:
                     driver.save_screenshot(os.path.join(SHOTS, f"{name}-{width}-{'dark' if dark else 'light'}.png"))
+                if name == "charts":
+                    # The activity charts and the rot by folder, further down the page.
+                    for part in ("activity", "rot-by-folder"):
+                        driver.execute_script("document.getElementById(arguments[0]).scrollIntoView()", part)
+                        driver.save_screenshot(os.path.join(SHOTS, f"charts-{part}-{width}-{'dark' if dark else 'light'}.png"))
     look(driver, 1280, False)
     driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     step(f"tour: {len(pages)} pages at 1280 and 390 px, light and dark, no overflow"
@@ -359,6 +390,43 @@ def tour(base, driver):
     wait_for(lambda: driver.find_elements(By.ID, "results"), "the header search's results")
     check(driver.find_elements(By.CSS_SELECTOR, "#results mark"), "the query's words are marked")
     step("Obsidian note: wikilinks, tasks, broken link, embed, tag page, header search with marked terms")
+
+    # The quick switcher by keyboard only: "/" reaches the box, typing lists notes by title,
+    # ArrowDown chooses, Enter opens; Ctrl+K reaches the box too; "?" opens the shortcut list.
+    driver.get(base + "/receipts")
+    ActionChains(driver).send_keys("/").perform()
+    wait_for(lambda: driver.switch_to.active_element.get_attribute("id") == "quick-q", "/ focusing the search box")
+    ActionChains(driver).send_keys("gard").perform()
+    options = lambda: driver.find_elements(By.CSS_SELECTOR, "#quick-q-list [role=option]")
+    wait_for(lambda: by_id("quick-q-list").is_displayed() and options(), "the switcher's list")
+    check(by_id("quick-q").get_attribute("aria-expanded") == "true", "the combobox says it is expanded")
+    check("Garden" in options()[0].text and "03_Resources/garden.md" in options()[0].text, f"the match: {options()[0].text}")
+    look(driver, 390, False)
+    overflow = driver.execute_script("return document.documentElement.scrollWidth - window.innerWidth")
+    check(overflow <= 0, f"the open list at 390 px is {overflow} px wider than the window")
+    driver.save_screenshot(os.path.join(SHOTS, "switcher-390-light.png"))
+    look(driver, 1280, False)
+    driver.save_screenshot(os.path.join(SHOTS, "switcher-1280-light.png"))
+    ActionChains(driver).send_keys(Keys.ARROW_DOWN).perform()
+    first = options()[0]
+    check(first.get_attribute("aria-selected") == "true", "ArrowDown chooses the first match")
+    check(by_id("quick-q").get_attribute("aria-activedescendant") == first.get_attribute("id"), "the box names the chosen match")
+    ActionChains(driver).send_keys(Keys.ENTER).perform()
+    wait_for(lambda: driver.current_url.endswith("/note/03_Resources/garden.md"), "Enter opening the chosen note")
+    check("three raised beds" in by_id("note-body").text, "the note opened")
+    chord(driver, Keys.CONTROL, "k")
+    wait_for(lambda: driver.switch_to.active_element.get_attribute("id") == "quick-q", "Ctrl+K focusing the search box")
+    ActionChains(driver).send_keys(Keys.ESCAPE).perform()
+    driver.find_element(By.TAG_NAME, "h1").click()
+    check(not by_id("shortcuts").get_attribute("open"), "the shortcut list starts closed")
+    ActionChains(driver).send_keys("?").perform()
+    wait_for(lambda: by_id("shortcuts").get_attribute("open") is not None, "? opening the shortcut list")
+    check("Alt+P" in by_id("shortcuts").text, "the list names Apply's key")
+    # Without a choice, Enter still searches the text.
+    by_id("quick-q").send_keys("compost")
+    by_id("quick-q").send_keys(Keys.ENTER)
+    wait_for(lambda: driver.find_elements(By.ID, "results"), "Enter without a choice searching")
+    step("quick switcher by keyboard: / then type, ArrowDown, Enter opens the note; Ctrl+K; ? lists the shortcuts")
 
 
 def main():
@@ -379,6 +447,9 @@ def main():
         "03_Resources/hostile.md": HOSTILE,
         "03_Resources/garden.md": GARDEN,
         "03_Resources/daily.md": DAILY,
+        # Past its expiry: stale, so the charts' rot by folder has a bar to draw.
+        "02_Areas/fence.md": note("Area", "Fence", "Replace the fence before spring.\n").replace(
+            "timestamp:", "expiry: 2026-01-15\ntimestamp:"),
     }
     for path, text in files.items():
         with open(os.path.join(vault, path), "w", encoding="utf-8") as f:

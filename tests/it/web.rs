@@ -143,6 +143,14 @@ async fn every_page_answers_with_its_status_code_and_the_security_headers() {
     // Without a login every page sends the visitor to /login; a POST is refused.
     let anonymous = get(app, "/", None).await;
     assert_eq!((anonymous.status, anonymous.location()), (StatusCode::FOUND, "/login"));
+    for uri in ["/charts", "/switch?q=pl", "/switch/titles?q=pl"] {
+        assert_eq!(get(app, uri, None).await.location(), "/login", "{uri} needs a login");
+    }
+    // The one script holds no vault data: it is served like the stylesheet, with its type.
+    let script = get(app, "/static/app.js", None).await;
+    assert_eq!(script.status, StatusCode::OK);
+    assert_eq!(script.headers.get(header::CONTENT_TYPE).unwrap(), "text/javascript; charset=utf-8");
+    assert!(script.body.contains("/switch/titles?q="), "{}", script.body);
     assert_eq!(get(app, "/note/01_Projects/plan.md", None).await.status, StatusCode::FOUND);
     assert_eq!(post(app, "/logout", None, &[]).await.status, StatusCode::FORBIDDEN);
     let refused = post(app, "/login", None, &[("approver", "alice"), ("secret", SECRET)]).await;
@@ -153,6 +161,11 @@ async fn every_page_answers_with_its_status_code_and_the_security_headers() {
     for (uri, status) in [
         ("/", StatusCode::OK),
         ("/static/style.css", StatusCode::OK),
+        ("/static/app.js", StatusCode::OK),
+        ("/charts", StatusCode::OK),
+        ("/switch", StatusCode::OK),
+        ("/switch?q=pl", StatusCode::OK),
+        ("/switch/titles?q=pl", StatusCode::OK),
         ("/browse", StatusCode::OK),
         ("/browse/01_Projects", StatusCode::OK),
         ("/browse/01_Projects?page=1", StatusCode::OK),
@@ -323,7 +336,7 @@ async fn a_hostile_note_renders_inert() {
     assert!(rendered.contains("&lt;script&gt;"), "raw HTML is shown as text: {rendered}");
     assert!(rendered.contains("href=\"https://example.com/ok\""), "ordinary links keep working: {rendered}");
     assert!(rendered.contains("<h1>Title</h1>"), "Markdown is rendered: {rendered}");
-    assert!(!page.body.to_lowercase().contains("<script"), "no page carries a script");
+    assert_eq!(scripts_of(&page.body), vec![APP_SCRIPT], "no page carries a script but the app's own file");
 }
 
 #[tokio::test]
@@ -599,7 +612,7 @@ async fn a_note_renders_as_obsidian_users_write_it_and_the_tag_graph_and_file_vi
     let whole = get(&site.app, "/graph", c).await;
     assert!(whole.body.contains("03_Resources/daily.md") && whole.body.contains("03_Resources/garden.md"), "{}", whole.body);
     assert!(!whole.body.contains("_index.md"), "catalog pages are not in the graph");
-    assert!(!whole.body.to_lowercase().contains("<script"), "the graph needs no script");
+    assert_eq!(scripts_of(&whole.body), vec![APP_SCRIPT], "the graph needs no script of its own");
 }
 
 #[tokio::test]
@@ -642,7 +655,7 @@ async fn payloads_inside_wikilinks_callouts_tags_and_embeds_render_inert() {
         }
     }
     assert!(rendered.contains("&lt;script&gt;"), "payloads are shown as text: {rendered}");
-    assert!(!page.body.to_lowercase().contains("<script"), "no page carries a script");
+    assert_eq!(scripts_of(&page.body), vec![APP_SCRIPT], "no page carries a script but the app's own file");
 }
 
 #[tokio::test]
@@ -660,6 +673,9 @@ async fn approve_is_off_with_the_gates_reason_when_the_gate_would_refuse_and_tas
     let shown = get(app, proposed.location(), c).await;
     assert!(shown.body.contains("id=\"gate-verdict\">would refuse<"), "{}", shown.body);
     assert!(shown.body.contains("value=\"approve\" disabled"), "Approve is off: {}", shown.body);
+    assert!(!shown.body.contains("accesskey=\"a\""), "a disabled Approve keeps no access key: {}", shown.body);
+    assert!(shown.body.contains("accesskey=\"r\" aria-keyshortcuts=\"Alt+R\""), "Reject keeps its key");
+    assert!(shown.body.contains("Approve is off, and so is its key"), "the key line says so: {}", shown.body);
     assert!(shown.body.contains("id=\"approve-why\"") && shown.body.contains("nowhere-at-all"), "with the gate's reason: {}", shown.body);
     assert!(shown.body.contains("id=\"reject\""), "Reject stays on");
     // Tasks: the list links each task to its page.
@@ -808,4 +824,154 @@ async fn the_search_page_of_a_replica_says_how_fresh_the_answer_is() {
     assert!(page.body.contains(&head.trim()[..12]), "the team commit: {}", page.body);
     assert!(page.body.contains("0 behind the remote when it last looked"), "{}", page.body);
     let _ = std::fs::remove_dir_all(&bare);
+}
+
+/// Every `<script` tag of a page, up to its `>`: pages carry only the app's own file, never an
+/// inline script.
+fn scripts_of(body: &str) -> Vec<String> {
+    let lower = body.to_lowercase();
+    lower.match_indices("<script").map(|(i, _)| lower[i..].split('>').next().unwrap_or("").to_string()).collect()
+}
+
+const APP_SCRIPT: &str = "<script src=\"/static/app.js\" defer";
+
+/// The row of table `#days` for `day`, as its cells' text.
+fn day_row(body: &str, day: &str) -> Vec<String> {
+    let table = &body[body.find("id=\"days\"").expect("the days table")..];
+    let at = table.find(&format!("<tr><td>{day}</td>")).unwrap_or_else(|| panic!("no row for {day}: {table}"));
+    let row = &table[at..at + table[at..].find("</tr>").unwrap()];
+    row.split("<td>").skip(1).map(|cell| cell.split("</td>").next().unwrap().to_string()).collect()
+}
+
+#[tokio::test]
+async fn the_charts_page_draws_the_receipts_and_the_folders_rot_and_a_hostile_folder_name_stays_text() {
+    // Two notes in a folder whose name is markup: one past its expiry (stale on the test day,
+    // 2026-06-01) with a broken link, one fresh.
+    let stale = "---\ntype: Resource\ntitle: Old\ndescription: d\nexpiry: 2026-02-01\ntimestamp: 2026-01-01T00:00:00Z\n---\nSee [[nowhere-at-all]].\n";
+    let fixture = format!(
+        "{HUMAN_PROJECTS}-- 03_Resources/<script>alert(1)/old.md --\n{stale}-- 03_Resources/<script>alert(1)/fresh.md --\n{}",
+        note("Resource", "Fresh", "Fresh.\n")
+    );
+    let site = site(&fixture, false, true);
+    let app = &site.app;
+    let (cookie, csrf) = log_in(app).await;
+    let c = Some(cookie.as_str());
+    // Real receipts: two ingests, and an edit proposed, approved and applied in the web UI.
+    let writer = site_vault(&site);
+    writer.ingest_note(&crate::support::ingest("02_Areas/one", "Links to [[plan]].\n")).unwrap();
+    writer.ingest_note(&crate::support::ingest("02_Areas/two", "Nobody links here.\n")).unwrap();
+    let edit = get(app, "/edit/01_Projects/plan.md", c).await;
+    let sha_at = edit.body.find("name=\"expected_sha256\" value=\"").unwrap() + "name=\"expected_sha256\" value=\"".len();
+    let sha = edit.body[sha_at..sha_at + 64].to_string();
+    let text = note("Project", "Plan", "The plan, edited in the browser.\n");
+    let proposed = post(app, "/edit/01_Projects/plan.md", c, &[("csrf", &csrf), ("content", &text), ("expected_sha256", &sha)]).await;
+    let id = proposed.location().trim_start_matches("/proposals/").to_string();
+    let decided = post(app, &format!("/proposals/{id}/decide"), c, &[("csrf", &csrf), ("decision", "approve")]).await;
+    assert_eq!(decided.status, StatusCode::SEE_OTHER, "{}", decided.body);
+    let review = get(app, &format!("/proposals/{id}"), c).await;
+    assert!(
+        review.body.contains("id=\"apply\" type=\"submit\" accesskey=\"p\" aria-keyshortcuts=\"Alt+P\""),
+        "Apply has its key: {}",
+        review.body
+    );
+    let applied = post(app, &format!("/proposals/{id}/apply"), c, &[("csrf", &csrf)]).await;
+    assert_eq!(applied.status, StatusCode::SEE_OTHER, "{}", applied.body);
+
+    // What the receipts say about today, counted here from the history itself.
+    let today = chrono::Utc::now().date_naive().to_string();
+    let history = writer.read_memory_history(1000, 0).unwrap();
+    let todays: Vec<&serde_json::Value> = history.iter().filter(|r| r["at"].as_str().is_some_and(|at| at.starts_with(&today))).collect();
+    let ok: Vec<&&serde_json::Value> = todays.iter().filter(|r| r["status"] == "ok").collect();
+    let written: usize = ok.iter().map(|r| r["notes"].as_array().map_or(1, Vec::len)).sum();
+    let approved = ok.iter().filter(|r| r["approval"].is_object()).count();
+    let last = ok.iter().rev().find(|r| r["notes_scanned"].is_string()).expect("a write that recorded its counts");
+    let orphans: u64 = ok.iter().filter_map(|r| r["lint_orphans"].as_str()).map(|n| n.parse::<u64>().unwrap()).sum();
+    assert_eq!((written, approved), (3, 1), "two ingests and one approved apply: {todays:?}");
+    assert!(orphans >= 1, "02_Areas/two is an orphan when written: {todays:?}");
+
+    let page = get(app, "/charts", c).await;
+    assert_eq!(page.status, StatusCode::OK, "{}", page.body);
+    let row = day_row(&page.body, &today);
+    let expected: Vec<String> = [
+        todays.len().to_string(),
+        todays.iter().filter(|r| r["status"] == "aborted").count().to_string(),
+        written.to_string(),
+        approved.to_string(),
+        last["notes_scanned"].as_str().unwrap().to_string(),
+        last["notes_excluded"].as_str().unwrap().to_string(),
+        orphans.to_string(),
+    ]
+    .to_vec();
+    assert_eq!(row[1..], expected[..], "today's row: {row:?}");
+    for chart in ["chart-invalid", "chart-orphans", "chart-notes", "chart-written", "chart-receipts", "chart-approved", "chart-rot"] {
+        let at = page.body.find(&format!("id=\"{chart}\"")).unwrap_or_else(|| panic!("{chart} is drawn"));
+        let svg = &page.body[page.body[..at].rfind("<svg").unwrap()..];
+        let svg = &svg[..svg.find("</svg>").unwrap()];
+        assert!(svg.contains("role=\"img\"") && svg.contains(&format!("aria-labelledby=\"{chart}-title {chart}-desc\"")), "{svg}");
+        assert!(svg.contains(&format!("<title id=\"{chart}-title\">")) && svg.contains(&format!("<desc id=\"{chart}-desc\">")), "{svg}");
+    }
+    assert!(page.body.contains(&format!("{today}: {written} notes written")), "today's column has its count: {}", page.body);
+    assert!(page.body.contains(&format!("{today}: 1 approved writes")), "{}", page.body);
+    // What receipts do not record is said, with the figure now.
+    assert!(page.body.contains("Receipts record no count of broken links"), "{}", page.body);
+    assert!(page.body.contains("id=\"now-broken\">1<") && page.body.contains("id=\"now-stale\">1<"), "{}", page.body);
+    // Rot by folder: the hostile folder's name is text, its share drawn and tabled.
+    assert!(!page.body.contains("<script>alert"), "the folder name is escaped: {}", page.body);
+    assert!(page.body.contains("03_Resources/&lt;script&gt;alert(1): 1 of 2 · 50.0%"), "{}", page.body);
+    assert!(page.body.contains("href=\"/browse/03_Resources/%3Cscript%3Ealert%281%29\""), "{}", page.body);
+    assert_eq!(scripts_of(&page.body), vec![APP_SCRIPT], "no script but the app's own");
+    let rot = &page.body[page.body.find("id=\"chart-rot\"").unwrap()..];
+    assert!(rot.find("&lt;script&gt;alert(1)").unwrap() < rot.find("01_Projects").unwrap(), "the most rotten folder first");
+    // The navigation links the page; the legend lists the shortcuts.
+    assert!(page.body.contains("<a href=\"/charts\">Charts</a>"));
+    assert!(page.body.contains("id=\"shortcuts\"") && page.body.contains("<kbd>Alt+P</kbd>"), "{}", page.body);
+}
+
+#[tokio::test]
+async fn the_quick_switcher_finds_notes_by_title_from_the_kept_index_and_follows_writes() {
+    let hostile = note("Resource", "<img src=x onerror=alert(1)> Garden River", "x\n");
+    let site = site(&format!("-- 03_Resources/river.md --\n{hostile}"), false, false);
+    let app = &site.app;
+    // Without a script: a form whose answer lists the matches as links.
+    let page = get(app, "/switch?q=pla", None).await;
+    assert_eq!(page.status, StatusCode::OK);
+    assert!(page.body.contains("<a href=\"/note/01_Projects/plan.md\">Plan</a>"), "{}", page.body);
+    assert!(!page.body.contains("linker.md"), "{}", page.body);
+    // A word inside the title, any case; the hostile title stays text.
+    let word = get(app, "/switch?q=RIVER", None).await;
+    assert!(word.body.contains("03_Resources/river.md"), "{}", word.body);
+    assert!(word.body.contains("&lt;img src=x onerror=alert(1)&gt; Garden River") && !word.body.contains("<img src=x"), "{}", word.body);
+    assert!(get(app, "/switch?q=zzz", None).await.body.contains("id=\"switch-none\""));
+    // The script's endpoint: JSON with each note's URL.
+    let json = get(app, "/switch/titles?q=garden%20ri", None).await;
+    assert_eq!(json.status, StatusCode::OK);
+    let found: serde_json::Value = serde_json::from_str(&json.body).unwrap();
+    assert_eq!(found["matches"][0]["url"], "/note/03_Resources/river.md", "{found}");
+    assert_eq!(found["more"], false);
+    assert_eq!(get(app, "/switch/titles?q=%01", None).await.status, StatusCode::BAD_REQUEST);
+    assert_eq!(get(app, &format!("/switch?q={}", "a".repeat(201)), None).await.status, StatusCode::BAD_REQUEST);
+
+    // The engine's answer: whole-title starts first, the bound, and writes followed (the kept
+    // index caught up from the change log equals a fresh one).
+    let long_lived = site_vault(&site);
+    long_lived.watch_disk();
+    let titles = |v: &Vault, q: &str, n: usize| {
+        let found = v.find_titles(q, n).unwrap();
+        (found.matches.into_iter().map(|m| m.path).collect::<Vec<_>>(), found.more)
+    };
+    assert_eq!(titles(&long_lived, "l", 10).0, vec!["03_Resources/linker.md"]);
+    let writer = site_vault(&site);
+    for name in ["alpha", "beta", "gamma"] {
+        writer.ingest_note(&crate::support::ingest(&format!("02_Areas/{name}"), "x\n")).unwrap();
+    }
+    std::fs::remove_file(site.dir.path().join("03_Resources/linker.md")).unwrap();
+    long_lived.observe_disk().unwrap();
+    // ingest titles are "Title of 02_Areas/<name>": "title" starts them all; "of" is a word.
+    let caught_up = titles(&long_lived, "title of", 10);
+    assert_eq!(caught_up, titles(&site_vault(&site), "title of", 10), "caught up equals a fresh index");
+    assert_eq!(caught_up.0, vec!["02_Areas/alpha.md", "02_Areas/beta.md", "02_Areas/gamma.md"], "{caught_up:?}");
+    assert_eq!(titles(&long_lived, "of 02", 2), (vec!["02_Areas/alpha.md".to_string(), "02_Areas/beta.md".to_string()], true));
+    assert!(titles(&long_lived, "linker", 10).0.is_empty(), "a removed note is gone");
+    assert!(titles(&long_lived, "   ", 10).0.is_empty());
+    assert_eq!(titles(&long_lived, "GAMMA", 10).0, vec!["02_Areas/gamma.md"], "the file name, any case");
 }

@@ -44,7 +44,8 @@ fn the_review_flow_in_headless_chromium() {
     assert!(stdout.contains("ALL PASS"), "{stdout}");
     assert!(stdout.contains("axe-core: no serious or critical violation"), "the accessibility check ran: {stdout}");
     let mut expected: Vec<String> = ["dashboard.png", "proposal.png", "search.png", "hostile_note.png"].map(String::from).to_vec();
-    for page in ["dashboard", "note", "graph", "search", "proposal"] {
+    expected.extend(["switcher-390-light.png", "switcher-1280-light.png"].map(String::from));
+    for page in ["dashboard", "note", "graph", "charts", "search", "proposal"] {
         for width in [1280, 390] {
             for scheme in ["light", "dark"] {
                 expected.push(format!("{page}-{width}-{scheme}.png"));

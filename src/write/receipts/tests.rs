@@ -156,3 +156,91 @@ fn the_history_read_back_from_the_end_is_the_history_read_whole() {
     let empty = tempfile::tempdir().unwrap();
     assert!(ReceiptLog::history(empty.path(), 10, 0).unwrap().is_empty());
 }
+
+/// A receipt at `at` (RFC 3339) with the counts a write records.
+fn dated(at: &str, status: &str, notes: usize, approved: bool, counts: Option<(u64, u64, u64)>) -> Receipt {
+    let mut r = receipt(1);
+    r.at = at.into();
+    r.status = status.into();
+    if notes > 1 {
+        r.notes = Some((0..notes).map(|i| NoteHashes { path: format!("n{i}.md"), ..Default::default() }).collect());
+    }
+    if approved {
+        r.approval = Some(serde_json::json!({"approver": "alice", "channel": "web"}));
+    }
+    if let Some((scanned, excluded, orphans)) = counts {
+        r.notes_scanned = Some(scanned.to_string());
+        r.notes_excluded = Some(excluded.to_string());
+        r.lint_orphans = Some(orphans.to_string());
+    }
+    r
+}
+
+fn append_all(root: &Path, receipts: Vec<Receipt>) {
+    let mut log = ReceiptLog::load(root).unwrap();
+    for mut next in receipts {
+        next.seq = log.last_seq + 1;
+        log.append(root, next, false).unwrap();
+    }
+}
+
+fn date(text: &str) -> chrono::NaiveDate {
+    text.parse().unwrap()
+}
+
+#[test]
+fn receipt_days_count_each_day_of_the_window_and_catch_up_from_the_logs_length() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(layout::STATE_DIR)).unwrap();
+    let root = dir.path();
+    append_all(
+        root,
+        vec![
+            dated("2026-11-01T10:00:00Z", "ok", 1, false, Some((10, 1, 1))),
+            dated("2026-11-30T23:59:00Z", "ok", 1, false, Some((11, 1, 0))),
+            dated("2026-12-01T08:00:00Z", "ok", 3, true, Some((14, 2, 2))),
+            dated("2026-12-01T09:00:00Z", "aborted", 1, false, None),
+            dated("2026-12-01T10:00:00+02:00", "ok", 1, false, Some((15, 3, 1))),
+            dated("2026-12-03T12:00:00Z", "ok", 1, true, None),
+        ],
+    );
+    let counts = ReceiptLog::days(root, date("2026-12-01"), 100).unwrap();
+    assert!(!counts.cut);
+    let first = &counts.days[&date("2026-12-01")];
+    // 10:00+02:00 is 08:00 UTC, the same UTC day; the counts are the last write's (by seq).
+    assert_eq!(
+        (
+            first.receipts,
+            first.aborted,
+            first.notes_written,
+            first.approved_writes,
+            first.notes,
+            first.invalid_notes,
+            first.orphans_written
+        ),
+        (3, 1, 4, 1, Some(15), Some(3), Some(3))
+    );
+    let third = &counts.days[&date("2026-12-03")];
+    assert_eq!((third.receipts, third.notes_written, third.approved_writes, third.notes, third.orphans_written), (1, 1, 1, None, None));
+    assert_eq!(counts.days.keys().copied().collect::<Vec<_>>(), vec![date("2026-12-01"), date("2026-12-03")], "only the window's days");
+    assert_eq!(counts.len, std::fs::metadata(root.join(layout::RECEIPTS)).unwrap().len());
+
+    // Caught up with what was appended since: equal to counting again.
+    let mut kept = counts.clone();
+    append_all(root, vec![dated("2026-12-03T13:00:00Z", "ok", 2, false, Some((16, 0, 0)))]);
+    assert!(ReceiptLog::days_catch_up(root, &mut kept, date("2026-12-01")).unwrap());
+    let again = ReceiptLog::days(root, date("2026-12-01"), 100).unwrap();
+    assert_eq!(kept.days, again.days);
+    assert_eq!(kept.len, again.len);
+    assert_eq!(again.days[&date("2026-12-03")].notes_written, 3);
+    assert_eq!(again.days[&date("2026-12-03")].invalid_notes, Some(0));
+
+    // The cap: the newest receipts only, and `cut` says so.
+    let capped = ReceiptLog::days(root, date("2026-12-01"), 2).unwrap();
+    assert!(capped.cut);
+    assert_eq!(capped.days.values().map(|d| d.receipts).sum::<usize>(), 2);
+    // A log shorter than the counts reach is counted again by the caller.
+    let mut ahead = again.clone();
+    ahead.len += 10;
+    assert!(!ReceiptLog::days_catch_up(root, &mut ahead, date("2026-12-01")).unwrap());
+}
