@@ -46,7 +46,7 @@ use std::time::{Duration, Instant};
 use paravault::Vault;
 use paravault::vault::VaultOptions;
 use paravault::write::operations::IngestRequest;
-use support::stats::{ms, pct};
+use support::stats::{floor_sample, ms, p50};
 
 fn env<T: std::str::FromStr>(name: &str, default: T) -> T {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)
@@ -56,21 +56,6 @@ fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git").arg("-C").arg(dir).args(args).output().unwrap();
     assert!(out.status.success(), "git {args:?} in {}: {}", dir.display(), String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).trim_end().to_string()
-}
-
-/// One durable 4 KiB atomic replace (the physical floor of a write).
-fn floor_sample(dir: &Path, i: usize) -> Duration {
-    let bytes = vec![b'x'; 4096];
-    let path = dir.join(format!("floor-{}.md", i % 4));
-    let start = Instant::now();
-    paravault::store::durable::replace(dir, &path, &bytes).expect("floor write");
-    start.elapsed()
-}
-
-fn p50(samples: &[Duration]) -> Duration {
-    let mut sorted = samples.to_vec();
-    sorted.sort();
-    pct(&sorted, 0.5)
 }
 
 /// One ingest on `vault`: (wall time, the receipt's own duration).

@@ -12,9 +12,13 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+#[path = "support/mod.rs"]
+mod support;
+
 use paravault::Vault;
 use paravault::write::operations::IngestRequest;
 use serde_json::Value;
+use support::stats::{floor_sample, p50};
 
 fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
@@ -34,21 +38,6 @@ fn summary(label: &str, mut samples: Vec<Duration>, floor: Duration) -> Duration
         p50.as_secs_f64() / floor.as_secs_f64()
     );
     p50
-}
-
-/// One durable 4 KiB atomic replace (the physical floor), in a folder beside the vault.
-fn floor_sample(dir: &Path, i: usize) -> Duration {
-    let bytes = vec![b'x'; 4096];
-    let path = dir.join(format!("floor-{}.md", i % 4));
-    let start = Instant::now();
-    paravault::store::durable::replace(dir, &path, &bytes).expect("floor write");
-    start.elapsed()
-}
-
-fn p50(samples: &[Duration]) -> Duration {
-    let mut sorted = samples.to_vec();
-    sorted.sort();
-    percentile(&sorted, 0.5)
 }
 
 fn generate(root: &Path, notes: usize) {

@@ -13,6 +13,24 @@ pub fn pct(sorted: &[Duration], p: f64) -> Duration {
     sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
 }
 
+/// The median of unsorted samples (nearest rank).
+pub fn p50(samples: &[Duration]) -> Duration {
+    let mut sorted = samples.to_vec();
+    sorted.sort();
+    pct(&sorted, 0.5)
+}
+
+/// One durable 4 KiB atomic replace in `dir` (write, fsync, rename, fsync the folder): the
+/// physical floor of a write, sampled beside the measured writes (this machine's fsync latency
+/// drifts by 3x within minutes, so a floor measured apart is not comparable).
+pub fn floor_sample(dir: &std::path::Path, i: usize) -> Duration {
+    let bytes = vec![b'x'; 4096];
+    let path = dir.join(format!("floor-{}.md", i % 4));
+    let start = std::time::Instant::now();
+    paravault::store::durable::replace(dir, &path, &bytes).expect("floor write");
+    start.elapsed()
+}
+
 /// Prints one line with p50/p90/p99 of `samples` (and p50 over `floor`) and returns p50.
 pub fn report(label: &str, mut samples: Vec<Duration>, floor: Option<Duration>) -> Duration {
     samples.sort();
