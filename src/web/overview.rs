@@ -106,7 +106,7 @@ pub async fn charts(State(state): State<Arc<WebState>>, viewer: Viewer) -> Respo
     let left_out = health.folders.iter().filter(|f| f.notes > 0).count().saturating_sub(ranked.len());
     let recorded = days.iter().filter(|d| d.receipts > 0).count();
     let body = html! {
-        p #charts-intro { "Per day from " (span) " (UTC), from the receipt log (" (recorded) " of these days have receipts; at most the last "
+        p #charts-intro { "Per day from " (span) " (UTC), from the receipt log (" (recorded) (if recorded == 1 { " of these days has receipts" } else { " of these days have receipts" }) "; at most the last "
             (CHART_DAYS) " days are drawn); by folder from the kept health summary. Each chart has its numbers in a table below it." }
         @if activity.cut { p.notice #charts-cut { "The receipt log holds more receipts in these days than are counted here; the oldest days miss some." } }
         section #health-over-time {
