@@ -204,6 +204,11 @@ pub mod note {
     }
 }
 
+/// Long-running processes (the MCP server, the broker): how they learn to stop.
+pub mod process {
+    pub use crate::infra::broker::stop_signal;
+}
+
 /// Engine-owned names and digests an adapter reports.
 pub mod engine {
     pub use crate::hex::{encode as hex_encode, sha256_hex};

@@ -702,6 +702,23 @@ pub(crate) fn read_all(root: &Path, policy: &LoadedPolicy, items: &[(VaultPath, 
 }
 
 impl Inventory {
+    /// This model's identity and version, `(origin, revision)`: what a kept derivative (an
+    /// index, a summary) records to catch up later with [`Inventory::changed_since`].
+    pub fn key(&self) -> (u64, u64) {
+        (self.origin, self.revision)
+    }
+
+    /// The paths changed since a derivative was brought up to `seen` (an earlier `key()`),
+    /// sorted and once each (empty when nothing changed); `None` when only a whole rebuild
+    /// can tell: `seen` is of another model (a reload), or the change log no longer reaches
+    /// back to it.
+    pub fn changed_since(&self, seen: (u64, u64)) -> Option<Vec<&VaultPath>> {
+        if seen.0 != self.origin {
+            return None;
+        }
+        self.changes.since(seen.1)
+    }
+
     /// Scans and reads the whole vault.
     pub fn load(root: &Path, policy: &LoadedPolicy) -> Result<Self> {
         Ok(Self::load_finding_temps(root, policy)?.0)

@@ -677,23 +677,6 @@ impl ServerHandler for ParavaultServer {
     }
 }
 
-/// Waits for SIGTERM, SIGINT or SIGHUP and returns its number (waits forever where they
-/// cannot be watched).
-async fn stop_signal() -> i32 {
-    use tokio::signal::unix::{SignalKind, signal};
-    let (Ok(mut term), Ok(mut int), Ok(mut hup)) =
-        (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::hangup()))
-    else {
-        tracing::warn!("cannot watch stop signals");
-        return std::future::pending().await;
-    };
-    tokio::select! {
-        _ = term.recv() => 15,
-        _ = int.recv() => 2,
-        _ = hup.recv() => 1,
-    }
-}
-
 /// How long the end of a session waits for rmcp's last frames to reach stdout.
 const FRAMING_DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
 
@@ -752,7 +735,7 @@ pub(crate) fn serve_stdio(vault: Vault, options: McpOptions) -> Result<(), Strin
     runtime.spawn(async move {
         // Hosts stop servers with signals: make acknowledged writes durable and marked done
         // first, so no later process has to finish them.
-        let stopped = stop_signal().await;
+        let stopped = crate::api::process::stop_signal().await;
         let ctx = signal_ctx.clone();
         let done = tokio::task::spawn_blocking(move || {
             if let Some(memory) = ctx.memory.get() {

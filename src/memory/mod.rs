@@ -459,11 +459,11 @@ impl MemoryVault {
         let mut cache = lock(&self.episodes);
         let seen = cache.seen;
         let (key, listing) = self.vault.with_inventory(|inv| {
-            let key = (inv.origin, inv.revision);
+            let key = inv.key();
             let listing = if seen == Some(key) {
                 Listing::Unchanged
             } else {
-                let changed = seen.filter(|(origin, _)| *origin == inv.origin).and_then(|(_, revision)| inv.changes.since(revision));
+                let changed = seen.and_then(|seen| inv.changed_since(seen));
                 match changed {
                     Some(paths) => Listing::Changed(
                         paths

@@ -114,7 +114,7 @@ pub(crate) struct LinkIndex {
 
 impl LinkIndex {
     fn whole(inv: &Inventory, vault: &Vault) -> Self {
-        let mut index = LinkIndex { key: (inv.origin, inv.revision), out: HashMap::new(), degree: HashMap::new() };
+        let mut index = LinkIndex { key: inv.key(), out: HashMap::new(), degree: HashMap::new() };
         for record in inv.notes() {
             index.refresh(inv, vault, &record.path);
         }
@@ -125,11 +125,11 @@ impl LinkIndex {
     /// may resolve differently because of them (`Inventory::linkers_of`), are resolved again;
     /// a whole rebuild when the log does not reach back far enough or the model was reloaded.
     fn catch_up(slot: &mut Option<LinkIndex>, inv: &Inventory, vault: &Vault) {
-        let key = (inv.origin, inv.revision);
+        let key = inv.key();
         let changed = match slot.as_ref() {
             Some(index) if index.key == key => return,
-            Some(index) if index.key.0 == inv.origin => inv.changes.since(index.key.1),
-            _ => None,
+            Some(index) => inv.changed_since(index.key),
+            None => None,
         };
         let (Some(index), Some(changed)) = (slot.as_mut(), changed) else {
             *slot = Some(LinkIndex::whole(inv, vault));
@@ -207,7 +207,7 @@ impl LinkIndex {
 }
 
 fn health_key(inv: &Inventory, today: NaiveDate) -> HealthKey {
-    ((inv.origin, inv.revision), inv.files.len(), today)
+    (inv.key(), inv.files.len(), today)
 }
 
 impl Vault {
@@ -469,7 +469,7 @@ fn shown_title(record: &crate::inventory::NoteRecord) -> String {
 
 impl TitleIndex {
     fn whole(inv: &Inventory) -> Self {
-        let mut index = TitleIndex { key: (inv.origin, inv.revision), starts: BTreeMap::new(), words: BTreeMap::new(), of: HashMap::new() };
+        let mut index = TitleIndex { key: inv.key(), starts: BTreeMap::new(), words: BTreeMap::new(), of: HashMap::new() };
         for record in inv.notes() {
             index.refresh(inv, &record.path);
         }
@@ -477,11 +477,11 @@ impl TitleIndex {
     }
 
     fn catch_up(slot: &mut Option<TitleIndex>, inv: &Inventory) {
-        let key = (inv.origin, inv.revision);
+        let key = inv.key();
         let changed = match slot.as_ref() {
             Some(index) if index.key == key => return,
-            Some(index) if index.key.0 == inv.origin => inv.changes.since(index.key.1),
-            _ => None,
+            Some(index) => inv.changed_since(index.key),
+            None => None,
         };
         let (Some(index), Some(changed)) = (slot.as_mut(), changed) else {
             *slot = Some(TitleIndex::whole(inv));

@@ -75,20 +75,28 @@ pub(crate) fn day_columns(id: &str, title: &str, unit: &str, class: &str, days: 
         Some((date, count)) => format!("{total} {unit} in all from {span}; the most on {date}: {count}."),
         None => format!("No {unit} from {span}."),
     };
+    let marks = html! {
+        @for (i, (date, value)) in days.iter().enumerate() {
+            @if *value > 0 {
+                rect class=(format!("bar {class}")) x=(number(day_x(i, n) - width / 2.0)) y=(number(day_y(*value, max)))
+                    width=(number(width)) height=(number(DAY_BOTTOM - day_y(*value, max))) {
+                    title { (date) ": " (value) " " (unit) }
+                }
+            }
+        }
+    };
+    day_chart(id, title, &description, &dates, max, marks)
+}
+
+/// The frame every per-day chart shares: the labelled SVG, its axes, then `marks`.
+fn day_chart(id: &str, title: &str, description: &str, dates: &[NaiveDate], max: u64, marks: Markup) -> Markup {
     html! {
         svg.chart #(id) xmlns="http://www.w3.org/2000/svg" viewBox=(format!("0 0 {DAY_WIDTH} {DAY_HEIGHT}")) role="img"
             aria-labelledby=(format!("{id}-title {id}-desc")) {
             title #(format!("{id}-title")) { (title) }
             desc #(format!("{id}-desc")) { (description) }
-            (day_axes(&dates, max))
-            @for (i, (date, value)) in days.iter().enumerate() {
-                @if *value > 0 {
-                    rect class=(format!("bar {class}")) x=(number(day_x(i, n) - width / 2.0)) y=(number(day_y(*value, max)))
-                        width=(number(width)) height=(number(DAY_BOTTOM - day_y(*value, max))) {
-                        title { (date) ": " (value) " " (unit) }
-                    }
-                }
-            }
+            (day_axes(dates, max))
+            (marks)
         }
     }
 }
@@ -108,20 +116,15 @@ pub(crate) fn day_points(id: &str, title: &str, unit: &str, class: &str, days: &
         }
         _ => format!("No receipt of these {n} days recorded {unit}."),
     };
-    html! {
-        svg.chart #(id) xmlns="http://www.w3.org/2000/svg" viewBox=(format!("0 0 {DAY_WIDTH} {DAY_HEIGHT}")) role="img"
-            aria-labelledby=(format!("{id}-title {id}-desc")) {
-            title #(format!("{id}-title")) { (title) }
-            desc #(format!("{id}-desc")) { (description) }
-            (day_axes(&dates, max))
-            @if line.len() > 1 { polyline class=(format!("trend {class}")) points=(line.join(" ")) {} }
-            @for (i, date, value) in &known {
-                circle class=(format!("point {class}")) cx=(number(day_x(*i, n))) cy=(number(day_y(*value, max))) r="3" {
-                    title { (date) ": " (value) " " (unit) }
-                }
+    let marks = html! {
+        @if line.len() > 1 { polyline class=(format!("trend {class}")) points=(line.join(" ")) {} }
+        @for (i, date, value) in &known {
+            circle class=(format!("point {class}")) cx=(number(day_x(*i, n))) cy=(number(day_y(*value, max))) r="3" {
+                title { (date) ": " (value) " " (unit) }
             }
         }
-    }
+    };
+    day_chart(id, title, &description, &dates, max, marks)
 }
 
 /// One folder's bar: its label, the share drawn (0 to 1) and the value text.

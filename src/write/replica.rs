@@ -337,20 +337,19 @@ pub(crate) fn commit_paths(root: &Path, config: &ReplicaConfig, paths: &[String]
 /// a kill came before the index was told (`git status` would then show the commit's paths as
 /// changed): the paths between the commit the index last learnt and the head are staged from
 /// the work tree, which holds them. O(those paths).
-pub(crate) fn sync_git_index(root: &Path, config: &ReplicaConfig) -> Result<()> {
-    let git = Git::at(root);
-    let Some(head) = git.resolve(&format!("refs/heads/{}", config.branch))? else { return Ok(()) };
+fn sync_git_index(git: &Git, root: &Path, head: Option<&str>) -> Result<()> {
+    let Some(head) = head else { return Ok(()) };
     let marker = layout::join(root, layout::GIT_INDEX_SYNCED);
     let known = durable::read_engine_file(root, &marker).ok().map(|b| String::from_utf8_lossy(&b).trim().to_string());
     match known {
         Some(known) if known == head => return Ok(()),
         Some(known) if git.resolve(&known)?.is_some() => {
-            let changed: Vec<String> = git.changed_paths(&known, &head)?.into_iter().map(|(_, p)| p).collect();
+            let changed: Vec<String> = git.changed_paths(&known, head)?.into_iter().map(|(_, p)| p).collect();
             git.stage(None, &changed)?;
         }
         _ => {}
     }
-    record_git_index(root, &head)
+    record_git_index(root, head)
 }
 
 /// Notes that git's own index knows the tree of `commit`.
@@ -379,22 +378,18 @@ pub(crate) fn commit_outside_edits_before(vault: &Vault, writer: &mut WriterGuar
 pub(crate) fn commit_outside_edits(vault: &Vault, writer: &mut WriterGuard<'_>, config: &ReplicaConfig, paths: &[String]) -> Result<usize> {
     let root = vault.root();
     let git = Git::at(root);
-    sync_git_index(root, config)?;
+    // The branch does not move under the writer lock the caller holds: resolved once.
+    let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
+    sync_git_index(&git, root, head.as_deref())?;
     // Engine state never travels as an outside edit; the vault's policy override does. A
     // write's own paths are compared with the branch's tree without reading git's index
     // (O(paths) at any vault size); `replicate` asks git for the whole work tree.
-    let found = if paths.is_empty() {
-        git.dirty_paths(&[])?
-    } else {
-        let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
-        git.changed_against(root, head.as_deref(), paths)?
-    };
+    let found = if paths.is_empty() { git.dirty_paths(&[])? } else { git.changed_against(root, head.as_deref(), paths)? };
     let dirty: Vec<String> =
         found.into_iter().filter(|p| !p.starts_with(&format!("{}/", layout::STATE_DIR)) || p == layout::POLICY_OVERRIDE).collect();
     if dirty.is_empty() {
         return Ok(0);
     }
-    let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
     let notes = dirty
         .iter()
         .map(|path| {

@@ -117,8 +117,9 @@ impl Vault {
     }
 }
 
-/// Waits for SIGTERM, SIGINT or SIGHUP and returns its number.
-async fn stop_signal() -> i32 {
+/// Waits for SIGTERM, SIGINT or SIGHUP and returns its number (waits forever where they
+/// cannot be watched). The broker and the MCP server stop on it.
+pub async fn stop_signal() -> i32 {
     use tokio::signal::unix::{SignalKind, signal};
     let (Ok(mut term), Ok(mut int), Ok(mut hup)) =
         (signal(SignalKind::terminate()), signal(SignalKind::interrupt()), signal(SignalKind::hangup()))
