@@ -750,31 +750,35 @@ fn a_committed_write_that_cannot_be_finished_at_open_leaves_reads_working_and_fi
     assert!(vault.verify_history_with(true).unwrap().ok);
 }
 
-/// A tmpfs of a few MiB mounted for one test (unmounted on drop), or `None` — said loudly —
-/// where this machine forbids mounting.
+/// A tmpfs of a few MiB mounted for one test (unmounted on drop). Mounting needs root (CI and
+/// the development machine have it): where it is refused the test fails, unless the person
+/// running the tests deselected it explicitly with `PARAVAULT_TESTS_WITHOUT_MOUNT=1`.
 struct SmallFileSystem {
     dir: tempfile::TempDir,
 }
 
+/// The variable that deselects the tests needing `mount`, on a machine that forbids it.
+const WITHOUT_MOUNT: &str = "PARAVAULT_TESTS_WITHOUT_MOUNT";
+
 impl SmallFileSystem {
+    /// The mounted file system; `None` only when the tests needing `mount` were deselected.
     fn mount(bytes: u64) -> Option<SmallFileSystem> {
+        if std::env::var_os(WITHOUT_MOUNT).is_some_and(|v| v == "1") {
+            eprintln!("DESELECTED by {WITHOUT_MOUNT}=1: this test needs to mount a tmpfs");
+            return None;
+        }
         let dir = tempfile::tempdir().unwrap();
         let mounted = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={bytes},mode=0700"), "tmpfs"])
             .arg(dir.path())
             .stderr(std::process::Stdio::piped())
             .output();
-        match mounted {
-            Ok(out) if out.status.success() => Some(SmallFileSystem { dir }),
-            Ok(out) => {
-                eprintln!("SKIPPED: this machine forbids mounting a tmpfs: {}", String::from_utf8_lossy(&out.stderr).trim());
-                None
-            }
-            Err(error) => {
-                eprintln!("SKIPPED: cannot run mount: {error}");
-                None
-            }
-        }
+        let refusal = match mounted {
+            Ok(out) if out.status.success() => return Some(SmallFileSystem { dir }),
+            Ok(out) => String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            Err(error) => format!("cannot run mount: {error}"),
+        };
+        panic!("this test mounts a tmpfs and this machine refused ({refusal}); run it as root, or deselect it with {WITHOUT_MOUNT}=1");
     }
 
     fn fill(&self) -> PathBuf {

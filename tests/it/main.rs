@@ -52,6 +52,11 @@
 // Tests build fixtures and plant hostile files with std::fs (clippy.toml names this exception).
 #![allow(clippy::disallowed_methods)]
 
+// The crash and fault tests stop the write path at named points; those exist only with the
+// `faults` feature, which Cargo.toml's dev-dependency on this crate turns on for every test build.
+#[cfg(not(feature = "faults"))]
+compile_error!("tests/it needs paravault's `faults` feature (Cargo.toml's dev-dependency on paravault enables it)");
+
 mod agent_habits;
 mod approvals;
 mod bm25_parity;
