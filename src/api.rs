@@ -28,7 +28,7 @@ pub mod write {
 pub mod search {
     pub use crate::policy::SearchMode;
     pub use crate::retrieval::{MemoryContext, RelatedReport, SearchParams, SyncParams};
-    pub use crate::search::{Envelope, HANDLING_INSTRUCTION, Progress, ReplicaFreshness, SyncReport};
+    pub use crate::search::{Envelope, HANDLING_INSTRUCTION, Progress, ReplicaFreshness, SyncReport, rank_texts};
 }
 
 /// The one doctor report (`get_server_info`'s cheap form, `paravault doctor`'s checked form).

@@ -37,6 +37,30 @@ pub fn is_lower_hex(s: &str, digits: usize) -> bool {
     s.len() == digits && s.bytes().all(|b| DIGITS.contains(&b))
 }
 
+/// `N` unpredictable bytes from the operating system's random source. Should that source fail
+/// (it does not on Linux ≥ 3.17), the bytes come from hashing this machine's clock, the process
+/// id and a counter, which is still unique per call within a machine.
+pub fn random_bytes<const N: usize>() -> [u8; N] {
+    let mut out = [0u8; N];
+    if getrandom::fill(&mut out).is_err() {
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static COUNTER: AtomicU64 = AtomicU64::new(0);
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(&crate::clock::machine_nanos().to_le_bytes());
+        hasher.update(&std::process::id().to_le_bytes());
+        hasher.update(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
+        hasher.finalize_xof().fill(&mut out);
+    }
+    out
+}
+
+/// A random identifier of `bytes` bytes (at most 32) as `2 × bytes` lower-case hex digits: the
+/// one generator of temporary names, nonces and record ids.
+pub fn random(bytes: usize) -> String {
+    let drawn = random_bytes::<32>();
+    encode(&drawn[..bytes.min(32)])
+}
+
 /// The sha256 of `bytes` as 64 lower-case hex digits.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     encode(&Sha256::digest(bytes))

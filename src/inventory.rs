@@ -40,7 +40,7 @@ pub struct FileStamp {
 
 /// Nanoseconds since the epoch, now.
 pub fn now_ns() -> i128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128)
+    crate::clock::machine_nanos() as i128
 }
 
 impl FileStamp {

@@ -1,14 +1,17 @@
 //! paravault: a governed knowledge-vault engine.
 //!
-//! Reading order, which is also the layering: each module uses only those above it
-//! (`tests/it/tidy.rs` enforces it; its one known exception, `vault` → `write`, is named there).
-//! - `hex`       — lower-case hex and sha256 (leaf).
+//! Reading order, which is also the layering: each module uses only those above it, with no
+//! exception (`tests/it/tidy.rs` checks every `crate::` path against this order).
+//! - `clock`     — the one clock: stamps (`Clock`, a vault's `VaultOptions::now`/`today`) and
+//!   this machine's wall clock for file ages and unique names (leaf).
+//! - `hex`       — lower-case hex, sha256 and random identifiers.
 //! - `finding`   — a named lint finding and its severity (leaf).
 //! - `error`     — the one error type, with stable codes.
 //! - `user_config` — the per-user folder outside every vault (registry, approver secrets).
-//! - `store`     — the only door to the disk for mutations (durable replace, fault injection).
+//! - `store`     — the only door to the disk for mutations (durable replace, folder handles,
+//!   the journal, the git binary's plumbing, fault injection in test builds).
 //! - `policy`    — governance as data (`policy/default.yaml` + vault override), search modes.
-//! - `note`      — pure note model: paths, frontmatter, OKF metadata, Markdown facts.
+//! - `note`      — pure note model: paths, frontmatter, OKF metadata, Markdown facts (no I/O).
 //! - `scan`      — which files are in scope.
 //! - `inventory` — the in-memory vault model, kept current one note at a time, and its source
 //!   snapshot digest.
@@ -19,17 +22,18 @@
 //! - `catalog`   — `index.md` and paged `_index.md` rendering (pure) and publishing.
 //! - `search`    — immutable search generations: sync, publish, query, modes.
 //! - `watch`     — change detection for long-lived processes (file watcher + barrier).
+//! - `folder_journal` — the folder journal `paravault watch` keeps, which a write consults.
 //! - `starter`   — the starter notes of a new vault.
 //! - `vault`     — the application API every adapter calls.
 //! - `write`     — the one write transaction and its operations.
-//! - `retrieval`, `maintenance`, `doctor` — read, maintenance and discovery operations.
-//! - `replicate` — one vault on several devices over git: remote add, clone, replicate.
-//! - `handoff`   — `handoff_work`: durable work packets (Task v2) with a hash-chained journal.
-//! - `goals`     — stepstone's project goals: a worklist note, its graph, the goal service.
-//! - `infra`     — `infra_action`: the INFRA-1 broker client (identifiers only, Unix socket).
 //! - `approvals` — human approval: policy rules, immutable decisions, approver secrets.
-//! - `memory`    — agent memory (ctxvault): episodes, skills, documents, the vault registry.
+//! - `retrieval`, `replicate`, `maintenance`, `doctor` — read operations; one vault on several
+//!   devices over git; maintenance; the doctor report.
+//! - `handoff`   — `handoff_work`: durable work packets (Task v2) with a hash-chained journal.
+//! - `infra`     — `infra_action`: the INFRA-1 broker client and `paravault broker`.
+//! - `goals`     — stepstone's project goals: a worklist note, its graph, the goal service.
 //! - `specdocs`  — vaultspec decision documents, plans with canonical step IDs, ledgers.
+//! - `memory`    — agent memory (ctxvault): episodes, skills, documents, the vault registry.
 //! - `api`       — the request and report types the adapters speak (re-exported from the
 //!   engine), with their derived JSON Schemas: adapters import only `api`, `vault` and `error`.
 //! - `mcp`       — the MCP stdio adapter (tools, annotations and limits from policy), one
@@ -68,6 +72,7 @@ pub use error::{Error, Result};
 
 pub mod catalog;
 pub mod cli;
+pub mod clock;
 pub mod goals;
 pub mod handoff;
 pub mod infra;

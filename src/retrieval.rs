@@ -155,11 +155,9 @@ impl Vault {
             return Err(Error::InvalidArgument { name: "max_results", reason: format!("must be between 1 and {cap}") });
         }
         let as_of = match params.as_of.as_deref().filter(|s| !s.trim().is_empty()) {
-            Some(text) => Some(
-                NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
-                    .map_err(|_| Error::InvalidArgument { name: "as_of", reason: format!("'{text}' is not an ISO date (YYYY-MM-DD)") })?,
-            ),
-            None => Some(self.today()),
+            Some(text) => NaiveDate::parse_from_str(text.trim(), "%Y-%m-%d")
+                .map_err(|_| Error::InvalidArgument { name: "as_of", reason: format!("'{text}' is not an ISO date (YYYY-MM-DD)") })?,
+            None => self.today(),
         };
         let search_mode = SearchMode::parse(&params.search_mode)?;
         let (domain, auto_priority) = match params.domain.as_deref().filter(|d| !d.trim().is_empty()) {
@@ -253,7 +251,7 @@ impl Vault {
     /// Paths and titles of the top hits (no bodies); a vault never synced first gets its first
     /// generation (`on_a_generation`).
     pub fn memory_context(&self, query: &str) -> Result<MemoryContext> {
-        let (notes, fallback_reason) = self.on_a_generation(|| search::memory_context(self.root(), self.policy(), query))?;
+        let (notes, fallback_reason) = self.on_a_generation(|| search::memory_context(self.root(), self.policy(), query, self.today()))?;
         Ok(MemoryContext { result: notes.iter().map(|n| n.path.clone()).collect(), notes, fallback_reason })
     }
 

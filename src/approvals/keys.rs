@@ -489,7 +489,7 @@ impl crate::vault::Vault {
             // The registry on disk must verify (and match this replica's pin) before it grows.
             active_keys(root)?;
         }
-        let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let at = self.clock().stamp(chrono::SecondsFormat::Secs);
         registry.append(action, approver, &public_key, signer, key, at)?;
         let active = registry.verify()?;
         write_registry(root, &registry)?;
@@ -542,7 +542,7 @@ impl crate::vault::Vault {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
             Err(e) => return Err(nofollow::io_error("reading", layout::POLICY_OVERRIDE, e)),
         };
-        let at = chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
+        let at = self.clock().stamp(chrono::SecondsFormat::Secs);
         let signature = PolicySignature::new(&policy, approver, key, at)?;
         let mut bytes =
             serde_json::to_vec_pretty(&signature).map_err(|e| Error::io("encoding", layout::POLICY_SIGNATURE, std::io::Error::other(e)))?;

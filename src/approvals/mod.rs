@@ -17,11 +17,11 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 use crate::note::path::VaultPath;
-use crate::note::path::resolve_note_path;
 use crate::policy::Approver;
 pub use crate::policy::approvals::{Operation, approver_for};
 use crate::policy::approvals::{RuledChange, approver_of, governed_operations};
 use crate::store::{durable, layout, nofollow};
+use crate::vault::resolve_note_path;
 use crate::vault::{Channel, Vault};
 use crate::write::operations::{CheckedProposal, Proposal, ProposalRecord, check_proposal, proposal_id, validate_note_text};
 use crate::write::receipts::{Receipt, ReceiptLog};
@@ -185,7 +185,7 @@ impl BatchProposal {
             proposal_id,
             operation,
             proposed_by: vault.channel().actor().into(),
-            created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            created_at: vault.clock().stamp(chrono::SecondsFormat::Secs),
             changes: mutation
                 .notes
                 .iter()
@@ -958,7 +958,7 @@ fn hold_action(vault: &Vault, id: &str, operation: Operation, paths: &[String], 
         proposal_id: id.to_string(),
         operation,
         proposed_by: vault.channel().actor().into(),
-        created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+        created_at: vault.clock().stamp(chrono::SecondsFormat::Secs),
         paths: paths.to_vec(),
         request: request.clone(),
     };
@@ -1475,7 +1475,7 @@ impl Vault {
             decision: request.decision,
             approver: request.approver.clone(),
             channel: request.channel,
-            decided_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            decided_at: self.clock().stamp(chrono::SecondsFormat::Micros),
             comment: request.comment.clone(),
             signature: None,
         };

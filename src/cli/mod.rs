@@ -699,7 +699,7 @@ fn change_key(
 fn gate_check(out: &render::Output, repository: &std::path::Path) -> Result<u8, Error> {
     let mut updates = String::new();
     std::io::Read::read_to_string(&mut std::io::stdin(), &mut updates).map_err(|e| Error::io("reading", "the ref updates", e))?;
-    let report = crate::api::replicate::gate::check(repository, &updates)?;
+    let report = crate::api::replicate::gate::check(repository, &updates, options().clock().today())?;
     if report.refusals.is_empty() {
         return Ok(
             out.serialized(&report, &format!("gate: {} update(s), {} path(s) checked, accepted", report.updates, report.paths_checked))

@@ -163,10 +163,7 @@ fn refuse_remote(path: &Path, what: &str) -> Result<()> {
 }
 
 fn fresh_epoch() -> u64 {
-    getrandom::u64().unwrap_or_else(|_| {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        (nanos as u64) ^ (u64::from(std::process::id()) << 32)
-    })
+    u64::from_le_bytes(crate::hex::random_bytes())
 }
 
 impl FolderJournal {

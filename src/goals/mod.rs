@@ -42,10 +42,6 @@ const WRITE_ATTEMPTS: usize = 3;
 pub(crate) use crate::note::worklist::parse_timestamp;
 pub use crate::note::worklist::{Goal, GoalStatus, Worklist};
 
-fn now() -> String {
-    Utc::now().to_rfc3339_opts(SecondsFormat::Millis, true)
-}
-
 /// A revision later than `previous`: `now`, or `previous` plus one millisecond when the clock
 /// has not moved past it (revisions advance on every change, even within one millisecond).
 fn later(previous: &str, now: &str) -> String {
@@ -518,7 +514,7 @@ fn note_type(vault: &Vault, path: &VaultPath) -> String {
 
 fn load(vault: &Vault) -> Result<Stored, GoalError> {
     let path = worklist_path(vault)?;
-    crate::note::path::resolve_safe(vault.root(), &path).map_err(|e| GoalError::from_engine(&e))?;
+    crate::store::nofollow::resolve_safe(vault.root(), path.as_str()).map_err(|e| GoalError::from_engine(&e))?;
     // Read through folder handles: a folder swapped for a link after the check is never read.
     let bytes = match crate::store::beneath::read(vault.root(), path.as_str()) {
         Ok(Some(bytes)) => bytes,
@@ -792,21 +788,13 @@ fn check_expected(goal: &Goal, expected: &Option<String>) -> Result<(), GoalErro
     Ok(())
 }
 
-fn new_id(worklist: &Worklist, salt: &str, taken: &BTreeSet<String>) -> String {
-    let mut counter = 0u64;
+fn new_id(worklist: &Worklist, taken: &BTreeSet<String>) -> String {
     loop {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(&nanos.to_le_bytes());
-        hasher.update(&std::process::id().to_le_bytes());
-        hasher.update(&counter.to_le_bytes());
-        hasher.update(salt.as_bytes());
-        let id: String = hasher.finalize().to_hex()[..10].to_string();
+        let id = crate::hex::random(5);
         let clashes = worklist.goals.iter().any(|g| g.id.starts_with(&id) || id.starts_with(&g.id)) || taken.contains(&id);
         if !clashes && id.bytes().next().is_some_and(|b| b.is_ascii_alphabetic()) {
             return id;
         }
-        counter += 1;
     }
 }
 
@@ -993,7 +981,7 @@ fn mutate(vault: &Vault, request: GoalRequest) -> Result<Done, Failure> {
         last_revision = Some(stored.worklist.revision);
         let before = stored.worklist.clone();
         let mut after = stored.worklist.clone();
-        let stamp = now();
+        let stamp = vault.clock().stamp(SecondsFormat::Millis);
         let applied = apply(&mut after, &request, &limits, &stamp).map_err(|e| (e, last_revision))?;
         let mut changed_fields = diff(&before, &after);
         changed_fields.extend(applied.extra_fields.iter().cloned());
@@ -1197,8 +1185,8 @@ fn apply(worklist: &mut Worklist, request: &GoalRequest, limits: &Limits, stamp:
             let mut taken = BTreeSet::new();
             let ids: Vec<String> = entries
                 .iter()
-                .map(|e| {
-                    let id = new_id(worklist, &format!("{}:{}", e.index, e.title), &taken);
+                .map(|_| {
+                    let id = new_id(worklist, &taken);
                     taken.insert(id.clone());
                     id
                 })
@@ -1390,7 +1378,7 @@ fn new_goal(
     let group = group.map(|g| one_line("group", g, limits.group, true)).transpose()?.filter(|g| !g.is_empty());
     let depends_on = dependencies(worklist, depends_on, None, limits)?;
     let links = links(link_list, limits)?;
-    let id = new_id(worklist, &title, taken);
+    let id = new_id(worklist, taken);
     Ok(Goal {
         id,
         title,

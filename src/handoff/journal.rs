@@ -189,8 +189,18 @@ impl TaskJournal {
         self.events.iter().find(|e| !key.is_empty() && e.idempotency_key == key)
     }
 
-    /// Appends the next event (durably: the commit point), then replaces the snapshot.
-    pub fn append(&mut self, root: &Path, task_id: &str, action: &str, key: &str, fingerprint: &str, result: Value) -> Result<()> {
+    /// Appends the next event of `vault`'s task (durably: the commit point, stamped by the
+    /// vault's clock), then replaces the snapshot.
+    pub fn append(
+        &mut self,
+        vault: &crate::vault::Vault,
+        task_id: &str,
+        action: &str,
+        key: &str,
+        fingerprint: &str,
+        result: Value,
+    ) -> Result<()> {
+        let (root, at) = (vault.root(), vault.clock().stamp(chrono::SecondsFormat::Micros));
         let sequence = self.events.len() as u64 + 1;
         let prev = self.events.last().map_or(GENESIS_DIGEST.to_string(), |e| e.payload_digest.clone());
         let mut event = json!({
@@ -200,7 +210,7 @@ impl TaskJournal {
             "action": action,
             "idempotency_key": key,
             "fingerprint": fingerprint,
-            "at": chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
+            "at": at,
             "prev_event_digest": prev,
             "result": result,
         });

@@ -417,10 +417,6 @@ pub struct TaskError {
     pub message: String,
 }
 
-fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
-}
-
 fn invalid(name: &'static str, reason: impl Into<String>) -> Error {
     Error::InvalidArgument { name, reason: reason.into() }
 }
@@ -528,7 +524,7 @@ impl Vault {
     fn import_power_task(&self, journal: &mut TaskJournal, task: &Task) -> Result<()> {
         let result = serde_json::to_value(task).map_err(|e| invalid("task", e.to_string()))?;
         let fingerprint = journal::digest(&json!({"action": journal::IMPORT_ACTION, "imported_from": task.imported_from}));
-        journal.append(self.root(), &task.task_id, journal::IMPORT_ACTION, "", &fingerprint, result)
+        journal.append(self, &task.task_id, journal::IMPORT_ACTION, "", &fingerprint, result)
     }
 
     /// A task's current state read without the writer lock (`handoff_work`): a read that
@@ -648,7 +644,7 @@ impl Vault {
                 return Err(invalid(name, "not accepted by create"));
             }
         }
-        let at = now();
+        let at = self.clock().stamp(chrono::SecondsFormat::Micros);
         let task = Task {
             schema: TASK_SCHEMA.to_string(),
             task_id: task_id.to_string(),
@@ -680,7 +676,7 @@ impl Vault {
         };
         let result = serde_json::to_value(&task).map_err(|e| invalid("task", e.to_string()))?;
         let mut journal = TaskJournal::default();
-        journal.append(self.root(), task_id, "create", &key, &fingerprint, result)?;
+        journal.append(self, task_id, "create", &key, &fingerprint, result)?;
         Ok(task)
     }
 
@@ -854,12 +850,12 @@ impl Vault {
         task.human_interventions += interventions;
         task.last_action = action.name().to_string();
         task.last_idempotency_key = key.clone();
-        task.updated_at = now();
+        task.updated_at = self.clock().stamp(chrono::SecondsFormat::Micros);
         let result = serde_json::to_value(&task).map_err(|e| invalid("task", e.to_string()))?;
         if let Some(imported) = &import {
             self.import_power_task(&mut journal, imported)?;
         }
-        journal.append(self.root(), task_id, action.name(), &key, &fingerprint, result)?;
+        journal.append(self, task_id, action.name(), &key, &fingerprint, result)?;
         Ok(task)
     }
 }
@@ -879,7 +875,7 @@ impl Vault {
         for raw in &task.changed_artifacts {
             let unreadable = |why: &str| invalid("changed_artifacts", format!("{raw}: {why} (a vault-relative file path)"));
             let path = crate::note::path::VaultPath::parse(raw).map_err(|e| unreadable(&e.to_string()))?;
-            crate::note::path::resolve_safe(self.root(), &path).map_err(|e| unreadable(&e.to_string()))?;
+            crate::store::nofollow::resolve_safe(self.root(), path.as_str()).map_err(|e| unreadable(&e.to_string()))?;
             let bytes = crate::store::beneath::read(self.root(), path.as_str())
                 .map_err(|e| unreadable(&e.to_string()))?
                 .ok_or_else(|| unreadable("no such file in the vault"))?;
@@ -896,7 +892,7 @@ impl Vault {
             revision,
             postcondition,
             artifacts,
-            completed_at: now(),
+            completed_at: self.clock().stamp(chrono::SecondsFormat::Micros),
         })
     }
 }

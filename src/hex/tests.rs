@@ -37,3 +37,12 @@ fn decode_inverts_encode_and_refuses_anything_else() {
         assert_eq!(decode(bad), None, "{bad}");
     }
 }
+
+#[test]
+fn random_identifiers_have_their_length_and_differ() {
+    let (a, b) = (random(16), random(16));
+    assert!(is_lower_hex(&a, 32) && is_lower_hex(&b, 32), "{a} {b}");
+    assert_ne!(a, b);
+    assert_eq!(random(6).len(), 12);
+    assert_ne!(random_bytes::<8>(), random_bytes::<8>());
+}

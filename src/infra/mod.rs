@@ -230,13 +230,7 @@ pub fn approval_subject(request: &InfraRequest) -> Value {
 }
 
 fn nonce() -> String {
-    static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(&nanos.to_le_bytes());
-    hasher.update(&std::process::id().to_le_bytes());
-    hasher.update(&COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed).to_le_bytes());
-    crate::hex::encode(&hasher.finalize().as_bytes()[..16])
+    crate::hex::random(16)
 }
 
 /// Whether any object at any depth has a forbidden key (compared case-insensitively).

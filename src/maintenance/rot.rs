@@ -378,7 +378,7 @@ pub(crate) fn audit_with_vectors(
     let notes: Vec<&NoteRecord> = inventory.notes().filter(|r| r.valid).collect();
     let titles: Vec<(String, Vec<String>)> =
         notes.iter().map(|r| (r.path.to_string(), title_tokens(r.meta.title.as_deref().unwrap_or("")))).collect();
-    let now = today.and_hms_opt(0, 0, 0).map_or_else(Utc::now, |d| d.and_utc());
+    let now = today.and_time(chrono::NaiveTime::MIN).and_utc();
     let mut report = RotReport {
         schema_version: 1,
         date: today.to_string(),

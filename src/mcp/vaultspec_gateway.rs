@@ -1,6 +1,6 @@
 //! vaultspec's gateway over paravault's own CLI verbs: `discover` walks the clap definition into
-//! verb schemas (flags, arguments, `--json`) ranked by BM25 (tantivy, in memory) over each verb's
-//! path, help and flag help; `invoke` runs one verb of the running binary against the served
+//! verb schemas (flags, arguments, `--json`) ranked by the engine's in-memory BM25
+//! (`search::rank_texts`) over each verb's path, help and flag help; `invoke` runs one verb of the running binary against the served
 //! vault with `--json`, in a fixed non-interactive environment, under a timeout. Verbs on the
 //! policy's `specdocs.gateway_denylist` (those that install, serve, approve, change the server's
 //! configuration or run commands) are never listed and never run (docs/specdocs.md).
@@ -15,10 +15,6 @@ use std::time::{Duration, Instant};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
-use tantivy::collector::TopDocs;
-use tantivy::query::QueryParser;
-use tantivy::schema::{STORED, Schema, TEXT, Value as _};
-use tantivy::{Index, TantivyDocument, doc};
 
 use crate::api::specdocs::SpecdocsPolicy;
 use crate::error::{Error, Result};
@@ -192,10 +188,6 @@ pub(crate) fn verb_catalog(cli: &clap::Command, policy: &SpecdocsPolicy) -> Vec<
     out
 }
 
-fn engine_error(reason: impl std::fmt::Display) -> Error {
-    Error::SearchIndex { action: "ranking the verb catalog", reason: reason.to_string() }
-}
-
 /// `discover`: the catalog ranked against `query`, best first.
 pub fn discover(cli: &clap::Command, query: &str, limit: usize, policy: &SpecdocsPolicy) -> Result<DiscoverReport> {
     if query.trim().is_empty() {
@@ -205,27 +197,17 @@ pub fn discover(cli: &clap::Command, query: &str, limit: usize, policy: &Specdoc
         return Err(Error::InvalidArgument { name: "limit", reason: "must be at least 1".into() });
     }
     let verbs = verb_catalog(cli, policy);
-    let mut builder = Schema::builder();
-    let position = builder.add_u64_field("position", STORED);
-    let text = builder.add_text_field("text", TEXT);
-    let index = Index::create_in_ram(builder.build());
-    let mut writer = index.writer_with_num_threads(1, 15_000_000).map_err(engine_error)?;
-    for (i, verb) in verbs.iter().enumerate() {
-        let flags: Vec<String> = verb.flags.iter().map(|f| format!("{} {}", f.name, f.help)).collect();
-        let body = format!("{} {} {}", verb.verb.replace('-', " "), verb.description, flags.join(" "));
-        writer.add_document(doc!(position => i as u64, text => body)).map_err(engine_error)?;
-    }
-    writer.commit().map_err(engine_error)?;
-    let searcher = index.reader().map_err(engine_error)?.searcher();
-    let (parsed, _) = QueryParser::for_index(&index, vec![text])
-        .parse_query_lenient(&query.replace(['"', ':', '(', ')', '[', ']', '{', '}', '^', '~', '+', '-'], " "));
-    let top = searcher.search(&parsed, &TopDocs::with_limit(limit).order_by_score()).map_err(engine_error)?;
-    let mut ranked = Vec::new();
-    for (score, address) in top {
-        let document: TantivyDocument = searcher.doc(address).map_err(engine_error)?;
-        let Some(i) = document.get_first(position).and_then(|v| v.as_u64()) else { continue };
-        ranked.push(RankedVerb { schema: verbs[i as usize].clone(), score: (f64::from(score) * 1000.0).round() / 1000.0 });
-    }
+    let texts: Vec<String> = verbs
+        .iter()
+        .map(|verb| {
+            let flags: Vec<String> = verb.flags.iter().map(|f| format!("{} {}", f.name, f.help)).collect();
+            format!("{} {} {}", verb.verb.replace('-', " "), verb.description, flags.join(" "))
+        })
+        .collect();
+    let ranked: Vec<RankedVerb> = crate::api::search::rank_texts(&texts, query, limit, "ranking the verb catalog")?
+        .into_iter()
+        .map(|(i, score)| RankedVerb { schema: verbs[i].clone(), score: (f64::from(score) * 1000.0).round() / 1000.0 })
+        .collect();
     Ok(DiscoverReport { query: query.to_string(), count: ranked.len(), verbs: ranked })
 }
 

@@ -295,7 +295,7 @@ impl MemoryVault {
             max_results: policy.policy.search.max_results_cap.min(10),
             search_mode: crate::search::SearchMode::Auto,
             temporal_view: crate::search::TemporalView::Current,
-            as_of: None,
+            as_of: self.vault.today(),
             domain: Some(self.documents_folder()),
             auto_priority: Vec::new(),
         };

@@ -393,14 +393,7 @@ pub(crate) fn frontmatter_block(key: &str, record: &impl serde::Serialize, what:
 
 /// A fresh random identifier (hex).
 pub(crate) fn fresh_id(bytes: usize) -> String {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(&nanos.to_le_bytes());
-    hasher.update(&std::process::id().to_le_bytes());
-    hasher.update(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-    hasher.finalize().as_bytes()[..bytes].iter().map(|b| format!("{b:02x}")).collect()
+    crate::hex::random(bytes)
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -606,7 +599,7 @@ impl MemoryVault {
     }
 
     fn stored(&self, id: &str, receipt: &crate::write::receipts::Receipt) -> Result<EpisodeChanged> {
-        let lens = Lens { known_at: None, now: Utc::now() };
+        let lens = Lens { known_at: None, now: self.vault.now() };
         self.vault.observe_disk()?;
         self.with_episodes(|index, times, _| {
             let seen = index.get(id).and_then(|e| lens.see(e, times));
@@ -631,7 +624,7 @@ impl MemoryVault {
             request.occurred_at.as_deref().filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("occurred_at", t)).transpose()?;
         let valid_from =
             request.valid_from.as_deref().filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("valid_from", t)).transpose()?;
-        let valid_from = valid_from.or(occurred).unwrap_or_else(Utc::now);
+        let valid_from = valid_from.or(occurred).unwrap_or_else(|| self.vault.now());
         let _writing = lock(&self.writing);
         let (id, op) = (fresh_id(16), fresh_id(16));
         let record = EpisodeRecord {
@@ -654,7 +647,8 @@ impl MemoryVault {
 
     /// `confirm_episode`: one more attestation of an open statement.
     pub fn confirm_episode(&self, id: &str, at: Option<&str>, source: Option<&str>) -> Result<EpisodeChanged> {
-        let at = at.filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("at", t)).transpose()?.unwrap_or_else(Utc::now);
+        let at =
+            at.filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("at", t)).transpose()?.unwrap_or_else(|| self.vault.now());
         let _writing = lock(&self.writing);
         let (mut episode, sha) = self.load(id)?;
         Self::require_open(&episode)?;
@@ -681,7 +675,7 @@ impl MemoryVault {
         let (mut old, old_sha) = self.load(&request.episode_id)?;
         Self::require_open(&old)?;
         let (new_id, op) = (fresh_id(16), fresh_id(16));
-        let now = Utc::now();
+        let now = self.vault.now();
         let old_from = episodes::parse_time("valid_from", &old.record.valid_from)?;
         let mut new = EpisodeRecord {
             id: new_id.clone(),
@@ -732,7 +726,7 @@ impl MemoryVault {
         let (mut episode, sha) = self.load(id)?;
         Self::require_open(&episode)?;
         let from = episodes::parse_time("valid_from", &episode.record.valid_from)?;
-        let to = valid_to.unwrap_or_else(Utc::now);
+        let to = valid_to.unwrap_or_else(|| self.vault.now());
         if to < from {
             return Err(Error::InvalidArgument {
                 name: "valid_to",
@@ -790,7 +784,7 @@ impl MemoryVault {
         if !plain_id(id) {
             return Err(not_found(id));
         }
-        let lens = Lens { known_at: None, now: Utc::now() };
+        let lens = Lens { known_at: None, now: self.vault.now() };
         self.with_episodes(|index, times, _| {
             if index.get(id).is_none() {
                 return Err(not_found(id));
@@ -835,7 +829,7 @@ impl MemoryVault {
         // Ranking by the vault's search (before the cache lock: search reads the index).
         let ranking = if query.is_empty() { None } else { Some(self.rank(&query)) };
         let order = order.map_or(if ranking.is_some() { "relevance" } else { "newest" }, canonical_order);
-        let lens = Lens { known_at, now: Utc::now() };
+        let lens = Lens { known_at, now: self.vault.now() };
         // The common question (no knowledge time, no query text, newest first) is answered
         // from the index: counted in O(log n) (or over the named entities' versions), and
         // only the returned versions are viewed.
@@ -969,7 +963,7 @@ impl MemoryVault {
             max_results: policy.policy.search.max_results_cap,
             search_mode: crate::search::SearchMode::Auto,
             temporal_view: crate::search::TemporalView::All,
-            as_of: None,
+            as_of: self.vault.today(),
             domain: Some(folder),
             auto_priority: Vec::new(),
         };
@@ -991,7 +985,7 @@ impl MemoryVault {
             return Err(Error::InvalidArgument { name: "min_episodes", reason: "must be at least 1".into() });
         }
         let valid_at = valid_at.filter(|t| !t.trim().is_empty()).map(|t| episodes::parse_time("valid_at", t)).transpose()?;
-        let lens = Lens { known_at: None, now: Utc::now() };
+        let lens = Lens { known_at: None, now: self.vault.now() };
         let filter = match (include_closed, valid_at) {
             (true, _) => episodes::TimeFilter::All,
             (false, Some(t)) => episodes::TimeFilter::CurrentAt(t),

@@ -1,6 +1,6 @@
 //! The pure domain model of a note: paths, frontmatter, OKF metadata, Markdown body facts.
-//! Nothing in `note/` performs I/O except `path::resolve_safe`, which inspects (never writes)
-//! the filesystem to refuse symbolic links.
+//! Nothing in `note/` performs I/O (`tests/it/tidy.rs`): the disk's check of a path is
+//! `store::nofollow::resolve_safe`.
 
 pub mod body;
 pub mod frontmatter;

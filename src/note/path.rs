@@ -1,12 +1,13 @@
 //! Caller-supplied paths: parsed once into `VaultPath`, which can never leave the vault root.
 //!
 //! Lexical checks run on the raw text and again after percent-decoding, so `%2e%2e` is as
-//! refused as `..`. `resolve_existing_safe` then walks the components on disk and refuses any
-//! symbolic link, so a validated path cannot be redirected outside the root.
+//! refused as `..`. `store::nofollow::resolve_safe` then walks the components on disk and
+//! refuses any symbolic link, so a validated path cannot be redirected outside the root (this
+//! module does no I/O).
 //!
 //! Caller text is also normalised to Unicode NFC (so the NFC and NFD spellings of a name are one
 //! note), refused when it carries bidirectional text controls (a name that displays as another)
-//! or a component longer than a file system accepts, and `resolve_note_path` refuses the names
+//! or a component longer than a file system accepts, and `parse_note_path` refuses the names
 //! the engine owns or never reads as notes (`refuse_reserved`).
 
 use std::path::{Path, PathBuf};
@@ -171,29 +172,6 @@ fn check_lexical(text: &str) -> Result<(), PathRefusal> {
     Ok(())
 }
 
-/// Checks that no existing component of `path` under `root` is a symbolic link and that the
-/// canonical location stays inside the canonical root. Components that do not exist yet are
-/// fine (a new note). Returns the absolute path.
-pub(crate) fn resolve_safe(root: &Path, path: &VaultPath) -> Result<PathBuf, Error> {
-    let refuse = |reason| Error::PathRefused { path: path.to_string(), reason };
-    let mut current = root.to_path_buf();
-    for component in path.as_str().split('/') {
-        current.push(component);
-        match std::fs::symlink_metadata(&current) {
-            Ok(meta) if meta.file_type().is_symlink() => return Err(refuse(PathRefusal::Symlink)),
-            Ok(_) => {}
-            Err(_) => break,
-        }
-    }
-    let absolute = path.under(root);
-    if let (Ok(canon_root), Ok(canon)) = (root.canonicalize(), absolute.canonicalize())
-        && !canon.starts_with(&canon_root)
-    {
-        return Err(refuse(PathRefusal::OutsideVault));
-    }
-    Ok(absolute)
-}
-
 /// Refuses a note path the engine owns or never reads as a note: catalog pages (`_index*.md` in
 /// any folder), `index.md` and `log.md` at the root (compared without case, as a
 /// case-insensitive file system would), any folder starting with `.` (engine state, `.git`,
@@ -227,8 +205,8 @@ pub(crate) fn refuse_engine_owned(path: &VaultPath) -> Result<(), Error> {
 }
 
 /// Parses and checks a note path: `.md`, not a name the engine owns (`refuse_reserved`), inside
-/// one of the P.A.R.A. folders, no symlinks on disk.
-pub fn resolve_note_path(root: &Path, raw: &str, layout: &Layout) -> Result<(VaultPath, PathBuf), Error> {
+/// one of the P.A.R.A. folders. `vault::resolve_note_path` adds the disk's check (no symlinks).
+pub fn parse_note_path(raw: &str, layout: &Layout) -> Result<VaultPath, Error> {
     let path = VaultPath::parse(raw)?;
     let refuse = |reason| Error::PathRefused { path: path.to_string(), reason };
     if !path.has_md_extension() {
@@ -238,8 +216,7 @@ pub fn resolve_note_path(root: &Path, raw: &str, layout: &Layout) -> Result<(Vau
         return Err(refuse(PathRefusal::NotInParaFolder));
     }
     refuse_reserved(&path, &layout.excluded_dirs)?;
-    let absolute = resolve_safe(root, &path)?;
-    Ok((path, absolute))
+    Ok(path)
 }
 
 #[cfg(test)]

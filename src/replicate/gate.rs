@@ -112,13 +112,13 @@ fn hook_script(binary: &Path) -> String {
 
 /// `paravault gate check`: judges the ref updates git passes a `pre-receive` hook
 /// (`<old> <new> <ref>` per line) against the repository at `repository`. Refusals are
-/// returned in the report (the hook then exits non-zero and git changes nothing).
-pub fn check(repository: &Path, updates: &str) -> Result<GateCheckReport> {
+/// returned in the report (the hook then exits non-zero and git changes nothing). `today` judges
+/// the pushed notes' freshness, as a write on a replica would.
+pub fn check(repository: &Path, updates: &str, today: chrono::NaiveDate) -> Result<GateCheckReport> {
     let git = Git::in_hook(repository);
     let branch = git.output(["config", "--get", BRANCH_KEY], &[], None)?;
     let branch = if branch.status.success() { branch.text() } else { crate::replicate::DEFAULT_BRANCH.to_string() };
     let protected = format!("refs/heads/{branch}");
-    let today = chrono::Utc::now().date_naive();
     let mut report = GateCheckReport::default();
     for line in updates.lines().filter(|l| !l.trim().is_empty()) {
         let mut parts = line.split_whitespace();

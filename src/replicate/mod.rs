@@ -1349,7 +1349,7 @@ fn committed(git: &Git, rel: &str) -> bool {
 fn note_path(vault: &Vault, path: &str) -> Option<VaultPath> {
     let note = VaultPath::parse(path).ok()?;
     crate::note::path::refuse_reserved(&note, &vault.policy().policy.layout.excluded_dirs).ok()?;
-    crate::note::path::resolve_note_path(vault.root(), note.as_str(), &vault.policy().policy.layout).ok().map(|(n, _)| n)
+    crate::vault::resolve_note_path(vault.root(), note.as_str(), &vault.policy().policy.layout).ok().map(|(n, _)| n)
 }
 
 /// A file that is not a note, put in place (or removed) as the remote has it.

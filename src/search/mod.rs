@@ -36,6 +36,7 @@ pub use read::related::{memory_context, suggest_related};
 pub use read::search;
 pub(crate) use read::search_with_chunks;
 pub use read::temporal::TemporalStatus;
+pub use read::texts::rank_texts;
 pub use read::{bm25, query};
 
 /// Search generations as the rest of the crate names them: reading (`read::generation`) and

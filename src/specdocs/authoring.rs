@@ -16,7 +16,8 @@ use super::{
 use crate::approvals::execute_checked as execute;
 use crate::error::{Error, Result};
 use crate::note::frontmatter;
-use crate::note::path::{VaultPath, resolve_safe};
+use crate::note::path::VaultPath;
+use crate::store::nofollow::resolve_safe;
 use crate::vault::Vault;
 use crate::write::Mutation;
 
@@ -385,7 +386,7 @@ pub fn create(vault: &Vault, specs: &[CreateSpec]) -> Result<BatchReport<Documen
 fn template(vault: &Vault, policy: &SpecdocsPolicy, doc_type: &str) -> std::result::Result<String, String> {
     let in_vault = format!("{}/{doc_type}.md", policy.templates_folder.trim_end_matches('/'));
     if let Ok(path) = VaultPath::parse(&in_vault)
-        && resolve_safe(vault.root(), &path).is_ok()
+        && resolve_safe(vault.root(), path.as_str()).is_ok()
     {
         // Read through folder handles: a folder swapped for a link is never read through.
         match crate::store::beneath::read(vault.root(), path.as_str()) {
@@ -518,7 +519,8 @@ fn create_one(
     // Looked up through folder handles (a folder swapped for a link is never asked); the write
     // itself requires the note to be absent.
     if docs.iter().any(|d| d.path == path)
-        || (resolve_safe(vault.root(), &path).is_ok() && crate::store::beneath::exists(vault.root(), path.as_str()).is_ok_and(|e| e))
+        || (resolve_safe(vault.root(), path.as_str()).is_ok()
+            && crate::store::beneath::exists(vault.root(), path.as_str()).is_ok_and(|e| e))
     {
         return Err(format!("{} already exists", path.as_str()));
     }

@@ -17,7 +17,8 @@ use regex::Regex;
 use sha1::{Digest, Sha1};
 
 use crate::error::{Error, Result};
-use crate::note::path::{VaultPath, resolve_safe};
+use crate::note::path::VaultPath;
+use crate::store::nofollow::resolve_safe;
 use crate::vault::Vault;
 use crate::write::{Mutation, NoteChange, sha256_hex};
 
@@ -140,7 +141,7 @@ pub(crate) fn index_path_of(policy: &SpecdocsPolicy, feature: &str) -> Result<Va
 /// Reads a note's bytes (`None` when it cannot be read), through folder handles: a folder
 /// swapped for a link after the check is never read through.
 pub(crate) fn read_bytes(vault: &Vault, path: &VaultPath) -> Option<Vec<u8>> {
-    resolve_safe(vault.root(), path).ok()?;
+    resolve_safe(vault.root(), path.as_str()).ok()?;
     crate::store::beneath::read(vault.root(), path.as_str()).ok().flatten()
 }
 

@@ -16,7 +16,6 @@ use std::fs::File;
 use std::io::{self, Read};
 use std::os::fd::OwnedFd;
 use std::path::Path;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use rustix::fs::{AtFlags, CWD, Mode, OFlags};
 use rustix::io::Errno;
@@ -77,15 +76,9 @@ pub(super) fn create_temp(dir: &OwnedFd) -> io::Result<(String, File)> {
 
 /// A fresh temporary file as `create_temp`, open with `access` (`RDWR` for a database).
 pub(super) fn create_temp_with(dir: &OwnedFd, access: OFlags) -> io::Result<(String, File)> {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
     let flags = access | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC;
     for _ in 0..16 {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(&nanos.to_le_bytes());
-        hasher.update(&std::process::id().to_le_bytes());
-        hasher.update(&COUNTER.fetch_add(1, Ordering::Relaxed).to_le_bytes());
-        let name = format!("{}{}", layout::TEMP_PREFIX, &hasher.finalize().to_hex()[..12]);
+        let name = format!("{}{}", layout::TEMP_PREFIX, crate::hex::random(6));
         match rustix::fs::openat(dir, name.as_str(), flags, Mode::from_raw_mode(0o600)) {
             Ok(fd) => return Ok((name, File::from(fd))),
             Err(Errno::EXIST) => continue,

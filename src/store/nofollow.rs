@@ -13,10 +13,10 @@
 use std::fs::{File, OpenOptions};
 use std::io::{self, Read};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use super::layout;
-use crate::error::{Error, Result};
+use crate::error::{Error, PathRefusal, Result};
 
 /// Engine folders, parents before children.
 const STATE_FOLDERS: [&str; 11] = [
@@ -137,3 +137,26 @@ pub fn refuse_symlinked_state(root: &Path) -> Result<()> {
 
 #[cfg(test)]
 mod tests;
+
+/// Checks that no existing component of the vault path `rel` under `root` is a symbolic link
+/// and that the canonical location stays inside the canonical root. Components that do not
+/// exist yet are fine (a new note). Returns the absolute path.
+pub fn resolve_safe(root: &Path, rel: &str) -> Result<PathBuf> {
+    let refuse = |reason| Error::PathRefused { path: rel.to_string(), reason };
+    let mut current = root.to_path_buf();
+    for component in rel.split('/') {
+        current.push(component);
+        match std::fs::symlink_metadata(&current) {
+            Ok(meta) if meta.file_type().is_symlink() => return Err(refuse(PathRefusal::Symlink)),
+            Ok(_) => {}
+            Err(_) => break,
+        }
+    }
+    let absolute = layout::join(root, rel);
+    if let (Ok(canon_root), Ok(canon)) = (root.canonicalize(), absolute.canonicalize())
+        && !canon.starts_with(&canon_root)
+    {
+        return Err(refuse(PathRefusal::OutsideVault));
+    }
+    Ok(absolute)
+}

@@ -50,6 +50,22 @@ pub struct VaultOptions {
     pub now: Option<chrono::DateTime<chrono::Utc>>,
 }
 
+/// Parses and checks a note path (`note::path::parse_note_path`: `.md`, inside a P.A.R.A.
+/// folder, not a name the engine owns) and refuses a symbolic link on disk anywhere along it
+/// (`store::nofollow::resolve_safe`). Returns the path and its absolute location under `root`.
+pub fn resolve_note_path(root: &Path, raw: &str, layout: &crate::policy::Layout) -> Result<(crate::note::path::VaultPath, PathBuf)> {
+    let path = crate::note::path::parse_note_path(raw, layout)?;
+    let absolute = crate::store::nofollow::resolve_safe(root, path.as_str())?;
+    Ok((path, absolute))
+}
+
+impl VaultOptions {
+    /// The clock these options set: `now` and `today` where given, else the system's.
+    pub fn clock(&self) -> crate::clock::Clock {
+        crate::clock::Clock::fixed(self.now, self.today)
+    }
+}
+
 /// An open vault.
 pub struct Vault {
     root: PathBuf,
@@ -281,9 +297,14 @@ impl Vault {
         &self.policy
     }
 
-    /// Today's date in UTC (or the configured override).
+    /// Today's date in UTC (or the configured override): [`Vault::clock`]'s day.
     pub fn today(&self) -> NaiveDate {
-        self.options.today.unwrap_or_else(|| chrono::Utc::now().date_naive())
+        self.clock().today()
+    }
+
+    /// The vault's clock: every stamp the engine writes for this vault, and its "today".
+    pub fn clock(&self) -> crate::clock::Clock {
+        self.options.clock()
     }
 
     /// The options the vault was opened with (a vault opened on its behalf takes the same).
@@ -293,7 +314,7 @@ impl Vault {
 
     /// The instant the engine stamps a note it renders with: now in UTC (or the configured one).
     pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        self.options.now.unwrap_or_else(chrono::Utc::now)
+        self.clock().now()
     }
 }
 

@@ -19,11 +19,6 @@ use crate::note::path::VaultPath;
 use crate::scan::PageKind;
 use crate::store::{durable, layout};
 
-/// Now, as RFC 3339 with microseconds (UTC).
-fn now_rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
-}
-
 /// The persisted inventory as this process last read or wrote it.
 #[derive(Debug, Default)]
 pub(super) struct SavedInventory {
@@ -128,7 +123,7 @@ impl Vault {
             **guard = Some(inventory);
             let removed = self.remove_leftover_temps(&leftovers)?;
             let mut freshness = self.lock_freshness();
-            freshness.observed_at = Some(now_rfc3339());
+            freshness.observed_at = Some(self.clock().stamp(chrono::SecondsFormat::Micros));
             freshness.leftover_temps_removed += removed;
             freshness.inventory_cache = cache_state;
             freshness.load = load;
@@ -143,7 +138,7 @@ impl Vault {
             freshness.paths_refreshed += reread as u64;
             freshness.stat_walks += 1;
             freshness.last_stat_walk_reason = Some("a whole-vault read after a load by folder checks".into());
-            freshness.observed_at = Some(now_rfc3339());
+            freshness.observed_at = Some(self.clock().stamp(chrono::SecondsFormat::Micros));
         }
         Ok(())
     }
@@ -241,7 +236,7 @@ impl Vault {
                 **guard = Some(load.inventory);
                 let removed = self.remove_leftover_temps(&load.leftover_temps)?;
                 let mut freshness = self.lock_freshness();
-                freshness.observed_at = Some(now_rfc3339());
+                freshness.observed_at = Some(self.clock().stamp(chrono::SecondsFormat::Micros));
                 freshness.leftover_temps_removed += removed;
                 freshness.inventory_cache = "keyed".into();
                 freshness.load = load.counts;
@@ -341,7 +336,7 @@ impl Vault {
     /// a later open, while another process holds it). Only files older than
     /// `TEMP_LEFTOVER_AGE` are leftovers.
     fn remove_leftover_temps(&self, found: &[PathBuf]) -> Result<usize> {
-        let cutoff = std::time::SystemTime::now().checked_sub(TEMP_LEFTOVER_AGE);
+        let cutoff = crate::clock::machine_time().checked_sub(TEMP_LEFTOVER_AGE);
         let old: Vec<PathBuf> = found
             .iter()
             .filter(|p| {
@@ -426,7 +421,7 @@ impl Vault {
             self.invalidate_catalog_state();
         }
         let mut freshness = self.lock_freshness();
-        freshness.observed_at = Some(now_rfc3339());
+        freshness.observed_at = Some(self.clock().stamp(chrono::SecondsFormat::Micros));
         freshness.paths_refreshed += refreshed;
         if let Some(reason) = rescan {
             freshness.stat_walks += 1;

@@ -97,7 +97,7 @@ impl Vault {
         if crate::scan::classify(&self.policy, &path).is_none() {
             return Err(Error::NoteUnreadable { path: path.to_string(), reason: "not an in-scope Markdown page of the vault".into() });
         }
-        crate::note::path::resolve_safe(&self.root, &path)?;
+        crate::store::nofollow::resolve_safe(&self.root, path.as_str())?;
         // Read through folder handles: a folder swapped for a link after the check is never followed.
         let bytes = crate::store::beneath::read(&self.root, path.as_str())?
             .ok_or_else(|| Error::NoteUnreadable { path: path.to_string(), reason: "no such note".into() })?;

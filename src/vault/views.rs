@@ -233,7 +233,7 @@ impl Vault {
         if !self.with_inventory(|inv| inv.files.contains(&path))? {
             return Err(unreadable("no such file"));
         }
-        crate::note::path::resolve_safe(&self.root, &path)?;
+        crate::store::nofollow::resolve_safe(&self.root, path.as_str())?;
         let bytes = crate::store::beneath::read(&self.root, path.as_str())?.ok_or_else(|| unreadable("no such file"))?;
         if bytes.len() > ATTACHMENT_BYTES_MAX {
             return Err(unreadable("larger than an embedded attachment may be"));

@@ -143,15 +143,6 @@ impl Identity {
 /// Lower-case hex sha256 (re-exported from the leaf `hex` for the modules that name it here).
 pub use crate::hex::sha256_hex;
 
-fn random_hex(bytes: usize, salt: u64) -> String {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos());
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(&nanos.to_le_bytes());
-    hasher.update(&std::process::id().to_le_bytes());
-    hasher.update(&salt.to_le_bytes());
-    crate::hex::encode(&hasher.finalize().as_bytes()[..bytes])
-}
-
 /// Per-phase timings, in milliseconds.
 #[derive(Debug)]
 struct Phases {
@@ -371,7 +362,7 @@ impl<'v> Planned<'v> {
     fn commit(self, vault: &'v Vault, writer: &mut WriterGuard<'_>, approval: Option<Value>, phases: &mut Phases) -> Result<Committed> {
         let Planned { mutation, fingerprint, plan } = self;
         let seq = writer.receipts.last_seq + 1;
-        let mut receipt = planned_receipt(&mutation, fingerprint, &plan, seq);
+        let mut receipt = planned_receipt(&mutation, fingerprint, &plan, seq, vault.clock().stamp(chrono::SecondsFormat::Micros));
         receipt.actor = Some(vault.channel().actor().to_string());
         receipt.agent = vault.agent().map(str::to_string);
         receipt.approval = approval;
@@ -470,7 +461,7 @@ struct Current {
 }
 
 fn read_current(vault: &Vault, path: &VaultPath) -> Result<Current> {
-    let absolute = crate::note::path::resolve_safe(vault.root(), path)?;
+    let absolute = crate::store::nofollow::resolve_safe(vault.root(), path.as_str())?;
     let seen_at = inventory::now_ns();
     // The stamp first: a change between it and the read makes the later re-check compare bytes.
     let stamp = std::fs::symlink_metadata(&absolute).ok().map(|m| FileStamp::of(&m));
@@ -712,7 +703,7 @@ fn put_back(inventory: &mut Inventory, previous: Vec<(VaultPath, Option<NoteReco
 
 /// The receipt the intent carries: everything known at the commit point (the publish step
 /// adds the generation, the timings and any conflicts).
-fn planned_receipt(mutation: &Mutation, fingerprint: String, plan: &Plan<'_>, seq: u64) -> Receipt {
+fn planned_receipt(mutation: &Mutation, fingerprint: String, plan: &Plan<'_>, seq: u64, at: String) -> Receipt {
     let first = plan.hashes.first();
     let catalog_pages = plan
         .changes
@@ -728,9 +719,9 @@ fn planned_receipt(mutation: &Mutation, fingerprint: String, plan: &Plan<'_>, se
         after_sha256: Some(first.map_or_else(String::new, |h| h.after_sha256.clone())),
         notes: (plan.hashes.len() > 1).then(|| plan.hashes.clone()),
         mutation_sha256: Some(fingerprint),
-        at: now_rfc3339(),
-        trace_id: Some(random_hex(16, seq)),
-        span_id: Some(random_hex(8, seq.wrapping_mul(31))),
+        at,
+        trace_id: Some(crate::hex::random(16)),
+        span_id: Some(crate::hex::random(8)),
         status: "ok".to_string(),
         proposal_id: Some(mutation.proposal_id.clone().unwrap_or_default()),
         idempotency_key: Some(mutation.idempotency_key.clone().unwrap_or_default()),
@@ -745,10 +736,6 @@ fn planned_receipt(mutation: &Mutation, fingerprint: String, plan: &Plan<'_>, se
     }
 }
 
-fn now_rfc3339() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
-}
-
 /// Records a content-free aborted receipt for a failure before the commit point.
 fn abort(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, phase: &str, error: Error) -> Error {
     let receipt = Receipt {
@@ -756,7 +743,7 @@ fn abort(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, phase
         seq: writer.receipts.last_seq + 1,
         operation: mutation.operation.to_string(),
         path: mutation.primary_path().to_string(),
-        at: now_rfc3339(),
+        at: vault.clock().stamp(chrono::SecondsFormat::Micros),
         status: "aborted".to_string(),
         actor: Some(vault.channel().actor().to_string()),
         agent: vault.agent().map(str::to_string),

@@ -14,9 +14,10 @@ use super::{Cleared, Mutation, NoteChange, execute_rendered, sha256_hex};
 use crate::error::{Error, Result};
 use crate::note::frontmatter;
 use crate::note::metadata;
-use crate::note::path::{VaultPath, resolve_note_path};
+use crate::note::path::VaultPath;
 use crate::note::yaml_edit::quoted as quote;
 use crate::store::{durable, layout};
+use crate::vault::resolve_note_path;
 use crate::vault::{Channel, Vault};
 
 /// `ingest_note` parameters.
@@ -254,12 +255,8 @@ fn require_text(name: &'static str, value: &str) -> Result<()> {
     Ok(())
 }
 
-fn log_entry(action: &str, verb: &str, title: &str, path: &VaultPath, extra: &[(&str, String)]) -> String {
-    let mut entry = format!(
-        "\n## [{}] {action} | {verb} {}\n- Action: {action}\n- Result: {path}\n",
-        chrono::Utc::now().date_naive(),
-        title.trim().replace('\n', " ")
-    );
+fn log_entry(day: chrono::NaiveDate, action: &str, verb: &str, title: &str, path: &VaultPath, extra: &[(&str, String)]) -> String {
+    let mut entry = format!("\n## [{}] {action} | {verb} {}\n- Action: {action}\n- Result: {path}\n", day, title.trim().replace('\n', " "));
     for (k, v) in extra {
         entry.push_str(&format!("- {k}: {v}\n"));
     }
@@ -348,7 +345,7 @@ impl Vault {
             stamped_at: self.now(),
         });
         validate_note_text(self, &path, &content)?;
-        let log = log_entry("ingest", "Created", &request.title, &path, &[]);
+        let log = log_entry(self.now().date_naive(), "ingest", "Created", &request.title, &path, &[]);
         let mutation = new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log);
         let cleared = Cleared::new_notes(self, &mutation)?;
         execute_rendered(self, mutation, &request_identity(request), cleared)
@@ -383,7 +380,7 @@ impl Vault {
         if let Some(owner) = &request.owner {
             extra.push(("Owner", owner.clone()));
         }
-        let log = log_entry("synthesize", "Synthesized", &request.title, &path, &extra);
+        let log = log_entry(self.now().date_naive(), "synthesize", "Synthesized", &request.title, &path, &extra);
         let mutation = new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log);
         let cleared = Cleared::new_notes(self, &mutation)?;
         execute_rendered(self, mutation, &request_identity(request), cleared)
@@ -428,7 +425,7 @@ impl Vault {
             content: content.to_string(),
             idempotency_key: idempotency_key.map_or_else(|| proposal_id.clone(), str::to_string),
             proposal_id,
-            created_at: chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true),
+            created_at: self.clock().stamp(chrono::SecondsFormat::Secs),
         };
         let record = ProposalRecord {
             proposal: proposal.clone(),
@@ -464,9 +461,9 @@ impl Vault {
     pub fn receipt_days(&self, days: usize) -> Result<crate::vault::ReceiptActivity> {
         use super::receipts::ReceiptLog;
         use crate::vault::{ActivityMemo, RECEIPTS_COUNTED_MAX, ReceiptDay};
-        // Receipts are stamped by the clock (never the configured day), so the window ends on
-        // the clock's day.
-        let to = chrono::Utc::now().date_naive();
+        // Receipts are stamped with the clock's instant (never the configured day), so the
+        // window ends on that instant's day.
+        let to = self.now().date_naive();
         let back = u64::try_from(days.max(1) - 1).unwrap_or(0);
         let from = to.checked_sub_days(chrono::Days::new(back)).unwrap_or(to);
         let mut memo = self.receipt_days_memo();

@@ -622,7 +622,7 @@ impl ReceiptLog {
         for (note, (line, after)) in &newest {
             let found = match crate::note::path::VaultPath::parse_walked(note) {
                 Err(_) => Err("the receipt's path is not a vault path".to_string()),
-                Ok(vault_path) => match crate::note::path::resolve_safe(root, &vault_path) {
+                Ok(vault_path) => match crate::store::nofollow::resolve_safe(root, vault_path.as_str()) {
                     Err(e) => Err(e.to_string()),
                     Ok(_) => match crate::store::beneath::read(root, vault_path.as_str()) {
                         Ok(bytes) => Ok(bytes.map(|bytes| crate::write::sha256_hex(&bytes))),

@@ -188,7 +188,8 @@ fn parity(name: &str, seed: u64) -> (usize, usize, usize, usize, f64) {
     let paths: HashMap<&str, ()> = docs.iter().map(|(p, _)| (p.as_str(), ())).collect();
     let mut ours: Vec<Vec<(String, f64)>> = Vec::with_capacity(queries.len());
     for q in &queries {
-        let env = search::search(vault.path(), &policy, SearchRequest::fts(q, DEPTH)).expect("search");
+        let env = search::search(vault.path(), &policy, SearchRequest::fts(q, DEPTH, chrono::NaiveDate::from_ymd_opt(2026, 1, 1).unwrap()))
+            .expect("search");
         ours.push(env.results.iter().map(|r| (r.source.path.clone(), r.score)).collect());
     }
     // The constant factor: the median ratio over the documents both rank (1 for Lucene's formula).

@@ -157,7 +157,7 @@ fn evaluate_ranked(c: &Collection, mode: SearchMode) -> (f64, usize, Vec<f64>, B
     let mut ranked = BTreeMap::new();
     for (qid, relevant) in &c.qrels {
         let Some(text) = c.queries.get(qid) else { continue };
-        let mut request = SearchRequest::fts(text, 10);
+        let mut request = SearchRequest::fts(text, 10, chrono::NaiveDate::from_ymd_opt(2026, 1, 1).unwrap());
         request.search_mode = mode;
         let t = Instant::now();
         let envelope = search::search(c.vault.path(), &c.policy, request).expect("search");

@@ -6,8 +6,9 @@ use std::path::{Component, Path};
 
 use paravault::Error;
 use paravault::error::PathRefusal::{self, *};
-use paravault::note::path::{VaultPath, resolve_note_path};
+use paravault::note::path::VaultPath;
 use paravault::policy::LoadedPolicy;
+use paravault::vault::resolve_note_path;
 use proptest::prelude::*;
 use tempfile::TempDir;
 

@@ -176,7 +176,7 @@ fn reranked_search_orders_bm25_candidates_by_the_cross_encoder_and_degrades_on_b
     let inventory = Inventory::load(v.path(), &policy).expect("inventory");
     search::sync(v.path(), &policy, &inventory, SyncOptions::default()).expect("sync");
 
-    let mut request = SearchRequest::fts("memory safe borrow", 5);
+    let mut request = SearchRequest::fts("memory safe borrow", 5, chrono::NaiveDate::from_ymd_opt(2026, 1, 1).unwrap());
     let fts = search::search(v.path(), &policy, request.clone()).expect("fts");
     assert_eq!(fts.result_count, 5);
     request.search_mode = SearchMode::parse("hybrid_reranked").expect("alias");
@@ -222,7 +222,7 @@ fn reranked_search_over_a_dense_vault_reorders_hybrid_candidates() {
     let inventory = Inventory::load(v.path(), &policy).expect("inventory");
     search::sync(v.path(), &policy, &inventory, SyncOptions { fts_only: false, ..Default::default() }).expect("dense sync");
 
-    let mut request = SearchRequest::fts("memory safe borrow", 3);
+    let mut request = SearchRequest::fts("memory safe borrow", 3, chrono::NaiveDate::from_ymd_opt(2026, 1, 1).unwrap());
     request.search_mode = SearchMode::Hybrid;
     let mut wide = request.clone();
     wide.max_results = 4;

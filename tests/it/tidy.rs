@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 /// The top-level modules of `src/`, lowest first: a module may use only those before it.
 /// docs/ARCHITECTURE.md ("Layers") states the same order.
 pub const LAYERS: &[&str] = &[
+    "clock",
     "hex",
     "finding",
     "error",
@@ -422,5 +423,181 @@ fn only_the_approval_gate_mints_a_write_clearance() {
         2,
         "planted mints outside the gate are reported: {:?}",
         clearance_violations(&planted)
+    );
+}
+
+/// A rule over the source text: where its tokens may appear, and why.
+struct Confinement {
+    /// What the rule keeps (the assertion message).
+    rule: &'static str,
+    /// Any of these in a file's code (comments and strings blanked) is a use.
+    tokens: &'static [&'static str],
+    /// Files or folders (`src/…`, a trailing `/` for a folder) where a use is allowed.
+    allowed: &'static [&'static str],
+}
+
+/// The invariants docs/ARCHITECTURE.md states about where things happen, each as a
+/// [`Confinement`] over `src/` (unit-test files excepted).
+const CONFINEMENTS: &[Confinement] = &[
+    Confinement {
+        rule: "one clock: only src/clock.rs reads the time of day (stamps come from a vault's `Clock`)",
+        tokens: &["Utc::now", "SystemTime::now", "Local::now"],
+        allowed: &["src/clock.rs"],
+    },
+    Confinement {
+        rule: "the machine's wall clock (never a stamp) only for file ages, generation ages and unique names",
+        tokens: &["machine_time(", "machine_nanos(", "machine_utc("],
+        allowed: &[
+            "src/clock.rs",
+            "src/hex.rs",                  // the random source's fallback
+            "src/inventory.rs",            // a file is settled once its mtime is older than the walk
+            "src/search/build/publish.rs", // a generation's created_at (per-machine state)
+            "src/search/read/mod.rs",      // a generation's age; a file's mtime settled
+            "src/vault/model.rs",          // leftover temporary files older than a bound
+        ],
+    },
+    Confinement {
+        rule: "subprocesses only in the gateways: git (store/git.rs) and vaultspec's verbs",
+        tokens: &["process::Command", "process::{", "CommandExt", "tokio::process"],
+        allowed: &["src/store/git.rs", "src/mcp/vaultspec_gateway.rs"],
+    },
+    Confinement {
+        rule: "async only in the adapters (MCP, web, CLI) and the INFRA-1 socket server",
+        tokens: &["async fn", "async move", ".await", "tokio::"],
+        allowed: &["src/mcp/", "src/web/", "src/cli/", "src/infra/broker/"],
+    },
+    Confinement {
+        rule: "search is the one engine of ranking: tantivy only in search/ (and the store's directory for it)",
+        tokens: &["tantivy::"],
+        allowed: &["src/search/", "src/store/tantivy_dir.rs"],
+    },
+    Confinement {
+        rule: "the pure modules (note/, lint/, catalog rendering, findings, hex) do no IO",
+        tokens: &[
+            "std::fs",
+            "fs::",
+            "File::",
+            "OpenOptions",
+            "canonicalize",
+            "read_dir",
+            "symlink_metadata",
+            "std::io::std",
+            "std::net",
+            "process::Command",
+            "durable::",
+            "beneath::",
+            "nofollow::",
+            "journal::",
+        ],
+        allowed: &[
+            "src/clock.rs",
+            "src/store/",
+            "src/scan.rs",
+            "src/inventory",
+            "src/embed/",
+            "src/search/",
+            "src/watch.rs",
+            "src/folder_journal/",
+            "src/starter.rs",
+            "src/vault/",
+            "src/write/",
+            "src/approvals/",
+            "src/retrieval.rs",
+            "src/replicate/",
+            "src/maintenance/",
+            "src/doctor.rs",
+            "src/handoff/",
+            "src/infra/",
+            "src/goals/",
+            "src/specdocs/",
+            "src/memory/",
+            "src/api.rs",
+            "src/mcp/",
+            "src/web/",
+            "src/cli/",
+            "src/user_config",
+            "src/policy/",
+            "src/error",
+            "src/catalog/mod.rs",
+            "src/main.rs",
+            "src/lib.rs",
+        ],
+    },
+];
+
+/// The pure modules the last confinement protects: what `allowed` leaves out must be exactly
+/// these, so a new module is classified on purpose.
+const PURE: &[&str] = &["src/note/", "src/lint/", "src/catalog/render.rs", "src/finding.rs", "src/hex.rs"];
+
+/// `file:line: token` of every use of a confinement's token outside its allowed places.
+fn confinement_violations(files: &[(String, String)], rule: &Confinement) -> Vec<String> {
+    let mut out = Vec::new();
+    for (rel, code) in files {
+        if rel.ends_with("tests.rs") || rule.allowed.iter().any(|place| rel.starts_with(place)) {
+            continue;
+        }
+        for token in rule.tokens {
+            for (at, _) in code.match_indices(token) {
+                out.push(format!("{rel}:{}: `{token}`", code[..at].matches('\n').count() + 1));
+            }
+        }
+    }
+    out
+}
+
+fn src_code() -> Vec<(String, String)> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut paths = Vec::new();
+    source_files(&src_dir(), &mut paths);
+    paths.iter().map(|f| (f.strip_prefix(root).unwrap().display().to_string(), code_only(&std::fs::read_to_string(f).unwrap()))).collect()
+}
+
+#[test]
+fn clocks_subprocesses_async_and_io_stay_where_the_architecture_puts_them() {
+    let files = src_code();
+    let mut problems = Vec::new();
+    for rule in CONFINEMENTS {
+        let found = confinement_violations(&files, rule);
+        if !found.is_empty() {
+            problems.push(format!("{}:\n  {}", rule.rule, found.join("\n  ")));
+        }
+        // Each rule still sees what it confines: its tokens occur in an allowed place.
+        let seen = files.iter().any(|(rel, code)| {
+            !rel.ends_with("tests.rs") && rule.allowed.iter().any(|p| rel.starts_with(p)) && rule.tokens.iter().any(|t| code.contains(t))
+        });
+        assert!(seen, "the rule '{}' no longer finds its tokens anywhere: it no longer reads the source", rule.rule);
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    // Every source file is either allowed IO or named pure: a new module is classified on purpose.
+    let io = CONFINEMENTS.last().unwrap();
+    let unclassified: Vec<&String> = files
+        .iter()
+        .map(|(rel, _)| rel)
+        .filter(|rel| !rel.ends_with("tests.rs") && !io.allowed.iter().chain(PURE).any(|p| rel.starts_with(p)))
+        .collect();
+    assert!(unclassified.is_empty(), "files neither pure nor allowed IO (tidy.rs CONFINEMENTS / PURE): {unclassified:?}");
+}
+
+#[test]
+fn a_confinement_reports_planted_uses() {
+    let planted = vec![
+        ("src/memory/mod.rs".to_string(), "fn f() { let t = chrono::Utc::now(); }".to_string()),
+        ("src/write/mod.rs".to_string(), "use std::process::Command;\nasync fn g() { x.await }".to_string()),
+        ("src/note/body.rs".to_string(), "fn h() { std::fs::read(p) }".to_string()),
+        ("src/clock.rs".to_string(), "fn now() { Utc::now() }".to_string()),
+        ("src/write/tests.rs".to_string(), "fn t() { Utc::now() }".to_string()),
+    ];
+    let found: Vec<String> = CONFINEMENTS.iter().flat_map(|rule| confinement_violations(&planted, rule)).collect();
+    assert_eq!(
+        found,
+        [
+            "src/memory/mod.rs:1: `Utc::now`",
+            "src/write/mod.rs:1: `process::Command`",
+            "src/write/mod.rs:2: `async fn`",
+            "src/write/mod.rs:2: `.await`",
+            "src/note/body.rs:1: `std::fs`",
+            "src/note/body.rs:1: `fs::`",
+        ],
+        "{found:?}"
     );
 }

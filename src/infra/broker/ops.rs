@@ -86,7 +86,7 @@ pub(crate) struct Broker {
 
 impl Broker {
     pub(crate) fn new(vault: Vault, config_path: PathBuf) -> Broker {
-        let records = Records::new(vault.root());
+        let records = Records::new(vault.root(), vault.clock());
         Broker { vault, config_path, records, running: Mutex::new(BTreeSet::new()), replicating: Mutex::new(()) }
     }
 

@@ -84,10 +84,8 @@ pub struct DryRunRecord {
 /// The broker's records of one vault.
 pub struct Records {
     root: PathBuf,
-}
-
-fn now() -> String {
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Millis, true)
+    /// The vault's clock, which stamps every record.
+    clock: crate::clock::Clock,
 }
 
 fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
@@ -95,8 +93,8 @@ fn encode<T: Serialize>(value: &T) -> Result<Vec<u8>> {
 }
 
 impl Records {
-    pub fn new(root: &Path) -> Records {
-        Records { root: root.to_path_buf() }
+    pub fn new(root: &Path, clock: crate::clock::Clock) -> Records {
+        Records { root: root.to_path_buf(), clock }
     }
 
     /// `.paravault/broker/<kind>/<sha256 of name>.json`: names are hashed, so no caller text
@@ -151,7 +149,7 @@ impl Records {
             idempotency_key: key.into(),
             subject_digest: subject_digest.into(),
             state: KeyState::Running,
-            started_at: now(),
+            started_at: self.clock.stamp(chrono::SecondsFormat::Millis),
             answer: None,
         };
         self.create("keys", key, &record)
@@ -193,8 +191,12 @@ impl Records {
 
     /// Claims an approval for the run of `key`, atomically; `Ok(false)` when it was used.
     pub fn claim_approval(&self, approval_ref: &str, key: &str) -> Result<bool> {
-        let record =
-            ClaimRecord { schema: CLAIM_SCHEMA.into(), approval_ref: approval_ref.into(), idempotency_key: key.into(), claimed_at: now() };
+        let record = ClaimRecord {
+            schema: CLAIM_SCHEMA.into(),
+            approval_ref: approval_ref.into(),
+            idempotency_key: key.into(),
+            claimed_at: self.clock.stamp(chrono::SecondsFormat::Millis),
+        };
         self.create("approvals", approval_ref, &record)
     }
 
@@ -214,7 +216,7 @@ impl Records {
             idempotency_key: key.map(str::to_string),
             head: head.map(str::to_string),
             remote_head: remote_head.map(str::to_string),
-            at: now(),
+            at: self.clock.stamp(chrono::SecondsFormat::Millis),
         };
         self.replace("dry-runs", target, &record)
     }

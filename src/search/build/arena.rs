@@ -39,8 +39,7 @@ impl ArenaWriter {
     pub fn create(root: &Path, dimension: usize, deferred: Option<Arc<Mutex<Vec<PathBuf>>>>) -> Result<Self> {
         let dir = dense_dir(root);
         durable::create_dir_all(root, &dir)?;
-        let nonce = format!("{:?}{}", std::time::SystemTime::now(), std::process::id());
-        let arena = crate::search::schema::hex(&blake3::hash(nonce.as_bytes()).as_bytes()[..12]);
+        let arena = crate::hex::random(12);
         let writer = ArenaWriter { root: root.to_path_buf(), arena, dimension, rows: 0, keys: HashMap::new(), deferred };
         durable::truncate_and_append_unsynced(root, &writer.vec_path(), 0, &[])?;
         durable::truncate_and_append_unsynced(root, &writer.keys_path(), 0, &[])?;

@@ -29,7 +29,8 @@ static PUBLISH: LazyLock<Mutex<()>> = LazyLock::new(|| Mutex::new(()));
 
 fn new_generation_id(parent: Option<&str>, snapshot: &str) -> (String, String) {
     static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-    let now = chrono::Utc::now();
+    // Derived, per-machine state: its stamp is this machine's, compared with this machine's.
+    let now = crate::clock::machine_utc();
     let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let mut h = blake3::Hasher::new();
     h.update(parent.unwrap_or("").as_bytes());

@@ -36,7 +36,8 @@ pub struct SearchRequest {
     pub max_results: usize,
     pub search_mode: SearchMode,
     pub temporal_view: TemporalView,
-    pub as_of: Option<NaiveDate>,
+    /// The day the temporal statuses are judged at (the caller's clock: a vault's `today`).
+    pub as_of: NaiveDate,
     /// Vault-relative path prefix that scopes results.
     pub domain: Option<String>,
     /// What `auto` tries, in order (a domain's `search_priority`); empty: the policy's
@@ -45,13 +46,14 @@ pub struct SearchRequest {
 }
 
 impl SearchRequest {
-    pub fn fts(query: &str, max_results: usize) -> Self {
+    /// An fts search for `query`, notes current at `as_of`.
+    pub fn fts(query: &str, max_results: usize, as_of: NaiveDate) -> Self {
         SearchRequest {
             query: query.to_string(),
             max_results,
             search_mode: SearchMode::Fts,
             temporal_view: TemporalView::Current,
-            as_of: None,
+            as_of,
             domain: None,
             auto_priority: Vec::new(),
         }

@@ -19,6 +19,7 @@ pub mod query;
 pub(crate) mod related;
 pub(crate) mod tail;
 pub(crate) mod temporal;
+pub(crate) mod texts;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -145,7 +146,7 @@ fn load_temporal(g: &OpenGeneration) -> TemporalTable {
 
 fn index_age_seconds(g: &OpenGeneration) -> i64 {
     chrono::DateTime::parse_from_rfc3339(&g.manifest.created_at)
-        .map_or(0, |t| (chrono::Utc::now() - t.with_timezone(&chrono::Utc)).num_seconds().max(0))
+        .map_or(0, |t| (crate::clock::machine_utc() - t.with_timezone(&chrono::Utc)).num_seconds().max(0))
 }
 
 /// A note hit: best chunk and how many chunks matched.
@@ -288,7 +289,7 @@ fn on_disk_sha256(cursor: &mut FolderCursor<'_>, root: &Path, path: &str) -> Opt
     let mut bytes = Vec::new();
     opened.read_to_end(&mut bytes).ok()?;
     let hash = schema::sha256_hex(&bytes);
-    let settled = chrono::Utc::now().timestamp() - stamp.1 > 2;
+    let settled = crate::clock::machine_utc().timestamp() - stamp.1 > 2;
     let mut seen = generation::lock(&SEEN);
     if seen.len() >= 65_536 {
         seen.clear();
@@ -364,7 +365,7 @@ pub(crate) fn search_with_chunks(root: &Path, policy: &LoadedPolicy, request: Se
         });
     }
     let g = acquired.generation;
-    let as_of = request.as_of.unwrap_or_else(|| chrono::Utc::now().date_naive());
+    let as_of = request.as_of;
     let table = g.temporal.get_or_init(|| load_temporal(&g));
     let statuses = table.statuses(as_of);
     let status_of = |p: &str| statuses.get(p).copied().unwrap_or(TemporalStatus::Current);

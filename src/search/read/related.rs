@@ -16,9 +16,9 @@ use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
 use crate::search::schema;
 
-/// The five most relevant current notes for a query (paths and titles only).
-pub fn memory_context(root: &Path, policy: &LoadedPolicy, query_text: &str) -> Result<Vec<NoteRef>> {
-    let envelope = search(root, policy, SearchRequest::fts(query_text, 5.min(policy.policy.search.max_results_cap)))?;
+/// The five most relevant notes current at `as_of` for a query (paths and titles only).
+pub fn memory_context(root: &Path, policy: &LoadedPolicy, query_text: &str, as_of: chrono::NaiveDate) -> Result<Vec<NoteRef>> {
+    let envelope = search(root, policy, SearchRequest::fts(query_text, 5.min(policy.policy.search.max_results_cap), as_of))?;
     Ok(envelope.results.into_iter().map(|r| NoteRef { path: r.source.path, title: r.metadata.title }).collect())
 }
 
