@@ -259,8 +259,9 @@ fn paired(baseline: &Path, root: &Path, rounds: usize) {
     clients.into_iter().for_each(Client::close);
 }
 
-/// Read after write (issue 52), `rounds` rounds (after 10 unmeasured): each client an MCP ping
-/// (the floor) and a search with no write since its last one (quiet); then each client an
+/// Read after write (issue 52), `rounds` rounds (after 10 unmeasured): each client a search
+/// (untimed), an MCP ping (the floor) and the search again, with no write since the last one
+/// (quiet); then each client an
 /// `ingest_note` of a new note naming the query's words (not timed) and the same search again
 /// (right after the write; with two clients on one vault the second also sees the first's
 /// write, so their order alternates by round). Returns [floor, quiet, after], a list per client.
@@ -271,6 +272,8 @@ fn read_after_write(clients: &mut [&mut Client], rounds: usize, tag: &str) -> [V
         let search = json!({"query": query, "search_mode": "fts", "max_results": 10});
         let mut samples = vec![[Duration::ZERO; 3]; clients.len()];
         for (slot, client) in clients.iter_mut().enumerate() {
+            // Untimed: the other client's write of the last round reaches this one here.
+            drop(client.call("search_vault_tool", search.clone()));
             let start = Instant::now();
             drop(client.request("ping", json!({})));
             samples[slot][0] = start.elapsed();
