@@ -8,7 +8,10 @@
 //! `PARAVAULT_BENCH_ROUNDS=200` (round trips per figure), `PARAVAULT_BENCH_BASELINE_BIN=<an older
 //! paravault binary>`: also the paired figures, old and new binary interleaved call by call on
 //! the same vault (cold start, get_server_info, validate_memory_state, ensure_sub_index, search,
-//! and ingest_note writes next to a durable 4 KiB replace).
+//! search right after a write, and ingest_note writes next to a durable 4 KiB replace).
+//! Read after write (issue 52): each round an MCP ping (the floor), the search with no write
+//! since the last one (quiet), an `ingest_note` (not timed) and the same search again; the
+//! ratio of the two search medians is printed.
 
 // Bench fixtures are written with std::fs (clippy.toml names this exception).
 #![allow(clippy::disallowed_methods)]
@@ -186,12 +189,7 @@ fn paired(baseline: &Path, root: &Path, rounds: usize) {
         ("ensure_sub_index", json!({"category": "03_Resources"})),
         ("search_vault_tool", json!({"query": "vault search", "search_mode": "fts", "max_results": 10})),
     ];
-    // The paired writes below go past the default ingest rate limit: lift it for this vault.
-    let policy = root.join(".paravault/policy.yaml");
-    if !policy.exists() {
-        std::fs::create_dir_all(root.join(".paravault")).unwrap();
-        std::fs::write(&policy, "rate_limits: {ingest_note: 1000000}\n").unwrap();
-    }
+    lift_ingest_rate_limit(root);
     let mut clients: Vec<Client> = binaries.iter().map(|(_, binary)| Client::ready_binary(binary, root)).collect();
     for (tool, args) in calls {
         let mut samples: [Vec<Duration>; 2] = Default::default();
@@ -210,6 +208,17 @@ fn paired(baseline: &Path, root: &Path, rounds: usize) {
         }
         for (slot, (name, _)) in binaries.iter().enumerate() {
             report(&format!("paired {name}: {tool}"), std::mem::take(&mut samples[slot]), None);
+        }
+    }
+    // Read after write: each server writes, then searches; old and new interleaved.
+    {
+        let [old_client, new_client] = &mut clients[..] else { unreachable!("two binaries") };
+        let [floor, quiet, after] = read_after_write(&mut [old_client, new_client], rounds, "paired-raw");
+        for (slot, (name, _)) in binaries.iter().enumerate() {
+            let floor = report(&format!("paired {name}: floor: MCP ping (same rounds)"), floor[slot].clone(), None);
+            let quiet = report(&format!("paired {name}: search_vault_tool, quiet"), quiet[slot].clone(), Some(floor));
+            let after = report(&format!("paired {name}: search_vault_tool right after a write"), after[slot].clone(), Some(floor));
+            println!("{:<46} read-after-write / quiet at p50: {:.2}x", "", after.as_secs_f64() / quiet.as_secs_f64().max(1e-9));
         }
     }
     // Writes: a new note per call through the whole transaction, old and new interleaved on
@@ -250,6 +259,62 @@ fn paired(baseline: &Path, root: &Path, rounds: usize) {
     clients.into_iter().for_each(Client::close);
 }
 
+/// Read after write (issue 52), `rounds` rounds (after 10 unmeasured): each client a search
+/// (untimed), an MCP ping (the floor) and the search again, with no write since the last one
+/// (quiet); then each client an
+/// `ingest_note` of a new note naming the query's words (not timed) and the same search again
+/// (right after the write; with two clients on one vault the second also sees the first's
+/// write, so their order alternates by round). Returns [floor, quiet, after], a list per client.
+fn read_after_write(clients: &mut [&mut Client], rounds: usize, tag: &str) -> [Vec<Vec<Duration>>; 3] {
+    let mut out: [Vec<Vec<Duration>>; 3] = std::array::from_fn(|_| vec![Vec::new(); clients.len()]);
+    for round in 0..rounds + 10 {
+        let query = QUERIES[round % QUERIES.len()];
+        let search = json!({"query": query, "search_mode": "fts", "max_results": 10});
+        let mut samples = vec![[Duration::ZERO; 3]; clients.len()];
+        for (slot, client) in clients.iter_mut().enumerate() {
+            // Untimed: the other client's write of the last round reaches this one here.
+            drop(client.call("search_vault_tool", search.clone()));
+            let start = Instant::now();
+            drop(client.request("ping", json!({})));
+            samples[slot][0] = start.elapsed();
+            let start = Instant::now();
+            drop(client.call("search_vault_tool", search.clone()));
+            samples[slot][1] = start.elapsed();
+        }
+        let order: Vec<usize> = if round % 2 == 1 { (0..clients.len()).rev().collect() } else { (0..clients.len()).collect() };
+        for slot in order {
+            let client = &mut clients[slot];
+            let args = json!({"name": format!("03_Resources/{tag}-{slot}-{round}"), "note_type": "Resource",
+                              "title": format!("Read after write {round}"), "description": "A write before a search",
+                              "content": format!("{} after write {round}\n", query.trim_matches('"'))});
+            let receipt = client.call("ingest_note", args);
+            assert_eq!(receipt["status"], "ok", "{receipt}");
+            let start = Instant::now();
+            let envelope = client.call("search_vault_tool", search.clone());
+            samples[slot][2] = start.elapsed();
+            assert_eq!(envelope["trust"], "untrusted");
+        }
+        if round >= 10 {
+            for (slot, three) in samples.into_iter().enumerate() {
+                for (list, sample) in out.iter_mut().zip(three) {
+                    list[slot].push(sample);
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The benches' writes go past the default ingest rate limit: lift it for this vault (before
+/// a server that writes starts).
+fn lift_ingest_rate_limit(root: &Path) {
+    let policy = root.join(".paravault/policy.yaml");
+    if !policy.exists() {
+        std::fs::create_dir_all(root.join(".paravault")).unwrap();
+        std::fs::write(&policy, "rate_limits: {ingest_note: 1000000}\n").unwrap();
+    }
+}
+
 fn in_process_search(vault: &Vault, query: &str) {
     std::hint::black_box(vault.search(&SearchParams::fts(query, 10)).expect("search"));
 }
@@ -277,6 +342,7 @@ fn main() {
         let synced = vault.sync_vault(&SyncParams { allow_partial: true, ..Default::default() }).expect("sync");
         println!("--- generated {n} notes ({} indexed)", synced.counts.indexed);
         cold_start(&format!("{n} notes"), &root, 30);
+        lift_ingest_rate_limit(&root);
 
         let mut client = Client::ready(&root);
         let ping = report("floor: MCP ping round trip", round_trips(&mut client, rounds, |c, _| drop(c.request("ping", json!({})))), None);
@@ -314,6 +380,13 @@ fn main() {
         let p50 = report(&format!("{n} notes: search_vault_tool (fts, top 10, {search_bytes} B)"), remote, Some(ping));
         println!("{:<46} MCP overhead over in-process search at p50: {:.3} ms", "", ms(p50.saturating_sub(in_process)));
         report(&format!("{n} notes: text block (envelope → JSON string)"), serialize, None);
+        // Read after write (issue 52): an ingest_note, then the same search, timed on the search
+        // only, beside the same search with no write since the last one (quiet), pair by pair.
+        let [floor, quiet, after] = read_after_write(&mut [&mut client], rounds, "raw").map(|mut s| s.remove(0));
+        let floor = report("floor: MCP ping round trip (same rounds)", floor, None);
+        let quiet = report(&format!("{n} notes: search_vault_tool, quiet"), quiet, Some(floor));
+        let after = report(&format!("{n} notes: search_vault_tool right after a write"), after, Some(floor));
+        println!("{:<46} read-after-write / quiet at p50: {:.2}x", "", after.as_secs_f64() / quiet.as_secs_f64().max(1e-9));
         // The same reads while another process holds the writer lock (a long `sync --dense`):
         // they answer from the published generation and never wait (issue 46).
         {
@@ -334,7 +407,8 @@ fn main() {
         let start = Instant::now();
         let audit = client.call("rot_audit", json!({}));
         let first = start.elapsed();
-        assert_eq!(audit["notes_audited"].as_u64(), Some(synced.counts.indexed as u64));
+        // The read-after-write rounds above each wrote one note.
+        assert_eq!(audit["notes_audited"].as_u64(), Some((synced.counts.indexed + rounds + 10) as u64));
         println!(
             "{:<46} first call {:>8.1} ms  ({} B: {} redundant pairs, {} stale)",
             format!("{n} notes: rot_audit"),

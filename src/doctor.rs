@@ -252,7 +252,7 @@ impl Vault {
     pub(crate) fn server_info_with(&self, probe_provider: bool) -> Result<DoctorReport> {
         let mut issues = Vec::new();
         let (index_state, manifest) = match generation::read_active(self.root()) {
-            Ok(Some(id)) => match generation::read_manifest(self.root(), &id) {
+            Ok(Some(id)) => match seen_manifest(self.root(), &id) {
                 Ok(m) => ("active_generation", Some(m)),
                 Err(e) => {
                     issues.push(Issue {
@@ -380,9 +380,7 @@ impl Vault {
                 source_snapshot_hash: manifest.as_ref().map(|m| m.source_snapshot_hash.clone()),
                 scanned_notes: manifest.as_ref().map_or(0, |m| m.counts.scanned),
                 indexed_notes: manifest.as_ref().map_or(0, |m| m.counts.indexed),
-                indexed_chunks: manifest
-                    .as_ref()
-                    .and_then(|m| live_docs(&m.tantivy_meta).map(|docs| docs.saturating_sub(m.counts.indexed as u64))),
+                indexed_chunks: manifest.as_ref().and_then(|m| m.live_docs.map(|docs| docs.saturating_sub(m.counts.indexed as u64))),
                 excluded_notes: manifest.as_ref().map(|m| m.exclusions.clone()).unwrap_or_default(),
                 last_receipt_seq: last_receipt_seq(self),
                 pending_approvals: self.pending_approvals().ok(),
@@ -519,12 +517,84 @@ fn status_of(issues: &[Issue]) -> &'static str {
 }
 
 /// Committed intents after `manifest`'s generation (0 when the journal cannot be read: the
-/// doctor report never fails on it).
+/// doctor report never fails on it). The journal is read again only when its stamp moved.
 fn tail_writes(root: &std::path::Path, manifest: &generation::Manifest) -> usize {
+    if !crate::search::tail::servable(manifest) {
+        return 0;
+    }
+    let stamp = crate::store::journal::JournalStamp::read(root).ok().flatten();
+    if let Some((known, covers_seq, count)) = lock_seen(&SEEN).get(root).and_then(|s| s.tail)
+        && Some(known) == stamp
+        && covers_seq == manifest.covers_seq
+    {
+        return count;
+    }
     match crate::store::journal::read_committed(root) {
-        Ok(Some((_, records))) if crate::search::tail::servable(manifest) => {
-            crate::search::tail::count_after(&records, manifest.covers_seq)
+        Ok(Some((stamp, records))) => {
+            let count = crate::search::tail::count_after(&records, manifest.covers_seq);
+            lock_seen(&SEEN).entry(root.to_path_buf()).or_default().tail = Some((stamp, manifest.covers_seq, count));
+            count
         }
         _ => 0,
     }
+}
+
+/// What the cheap report read of a vault's state files, kept per vault root with the identity
+/// of what it was read from: `get_server_info` is asked often, and the active manifest (its
+/// exclusions and tantivy commit, parsed) and the journal (up to `search.tail_writes_max`
+/// intents, each with the texts of the catalog pages it rewrote) change only with a publish
+/// or a write.
+#[derive(Default)]
+struct Seen {
+    /// (generation id, the manifest file's stamp, the manifest with its live document count).
+    manifest: Option<(String, FileStamp, std::sync::Arc<SeenManifest>)>,
+    /// (journal stamp, the generation's covers_seq, the intents after it).
+    tail: Option<(crate::store::journal::JournalStamp, u64, usize)>,
+}
+
+/// A manifest as the report reads it: the manifest, and the live documents of its commit.
+struct SeenManifest {
+    manifest: generation::Manifest,
+    live_docs: Option<u64>,
+}
+
+impl std::ops::Deref for SeenManifest {
+    type Target = generation::Manifest;
+    fn deref(&self) -> &generation::Manifest {
+        &self.manifest
+    }
+}
+
+/// (length, modification time in ns, inode) of a file.
+type FileStamp = (u64, i128, u64);
+
+static SEEN: std::sync::LazyLock<std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, Seen>>> =
+    std::sync::LazyLock::new(Default::default);
+
+fn lock_seen<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn file_stamp(path: &std::path::Path) -> Option<FileStamp> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::symlink_metadata(path).ok()?;
+    Some((meta.len(), i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()), meta.ino()))
+}
+
+/// The manifest of generation `id`, read again only when its file changed.
+fn seen_manifest(root: &std::path::Path, id: &str) -> Result<std::sync::Arc<SeenManifest>> {
+    let stamp = file_stamp(&generation::manifest_path(root, id));
+    if let Some((known_id, known, manifest)) = lock_seen(&SEEN).get(root).and_then(|s| s.manifest.clone())
+        && known_id == id
+        && Some(known) == stamp
+    {
+        return Ok(manifest);
+    }
+    let manifest = generation::read_manifest(root, id)?;
+    let live_docs = live_docs(&manifest.tantivy_meta);
+    let seen = std::sync::Arc::new(SeenManifest { manifest, live_docs });
+    if let Some(stamp) = stamp {
+        lock_seen(&SEEN).entry(root.to_path_buf()).or_default().manifest = Some((id.to_string(), stamp, seen.clone()));
+    }
+    Ok(seen)
 }

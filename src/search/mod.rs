@@ -43,6 +43,7 @@ pub use read::{bm25, query};
 /// the result of a publish.
 pub mod generation {
     pub use super::build::publish::GenerationInfo;
+    pub(crate) use super::read::generation::manifest_path;
     pub use super::read::generation::{Acquired, Counts, Exclusion, Manifest, OpenGeneration, acquire, read_active, read_manifest};
 }
 

@@ -286,7 +286,7 @@ pub(crate) fn keywords(text: &str) -> Vec<String> {
 }
 
 /// A note's documents, with the text each chunk document is embedded from.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct NoteDocuments {
     pub path: String,
     pub docs: Vec<TantivyDocument>,

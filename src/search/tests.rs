@@ -751,3 +751,121 @@ fn bm25_sees_chunk_documents_only_and_the_policy_parameters() {
 fn day() -> chrono::NaiveDate {
     chrono::NaiveDate::from_ymd_opt(2026, 1, 1).unwrap()
 }
+
+/// Everything a tail generation answers from, in its own order: its manifest's summary, every
+/// live document in segment order (doc addresses included), and each query's BM25 top hits
+/// as (score bits, doc address, path).
+type TailAnswers = ((String, Counts, Vec<Exclusion>, String), Vec<(u32, u32, String)>, Vec<Vec<(u32, u32, u32, String)>>);
+
+fn tail_answers(g: &generation::OpenGeneration, p: &LoadedPolicy, queries: &[&str]) -> TailAnswers {
+    let m = &g.manifest;
+    let summary = (m.generation_id.clone(), m.counts.clone(), m.exclusions.clone(), m.source_snapshot_hash.clone());
+    let searcher = g.reader.searcher();
+    let mut docs = Vec::new();
+    for (ord, reader) in searcher.segment_readers().iter().enumerate() {
+        let store = reader.get_store_reader(1).expect("store");
+        for doc in reader.doc_ids_alive() {
+            let d: tantivy::TantivyDocument = store.get(doc).expect("doc");
+            docs.push((ord as u32, doc, tantivy::Document::to_json(&d, &g.index.schema())));
+        }
+    }
+    let stats = query::Bm25Statistics::new(&searcher, &g.fields).expect("stats");
+    let hits = queries
+        .iter()
+        .map(|q| {
+            let Some(built) = query::build(&g.fields, &p.policy.search, &query::analyse(q)) else { return Vec::new() };
+            let top = searcher
+                .search_with_statistics_provider(&built, &tantivy::collector::TopDocs::with_limit(50).order_by_score(), &stats)
+                .expect("search");
+            top.into_iter()
+                .map(|(score, addr)| {
+                    let d: tantivy::TantivyDocument = searcher.doc(addr).expect("doc");
+                    let path = d.get_first(g.fields.path).and_then(|v| tantivy::schema::Value::as_str(&v)).unwrap_or_default().to_string();
+                    (score.to_bits(), addr.segment_ord, addr.doc_id, path)
+                })
+                .collect()
+        })
+        .collect();
+    (summary, docs, hits)
+}
+
+#[test]
+fn a_tail_built_on_the_previous_one_is_the_one_built_from_scratch() {
+    use crate::store::journal::{FileChange, Intent, Journal, PreImage, Record, SearchSnapshot};
+    let v = vault();
+    let p = policy(None);
+    sync_all(v.path(), &p);
+    let base = generation::acquire(v.path(), &p).expect("acquire").generation;
+    let note = |title: &str, body: &str| {
+        format!("---\ntype: Resource\ntitle: \"{title}\"\ndescription: \"About {title}\"\ntimestamp: 2024-01-01T00:00:00Z\n---\n{body}\n")
+    };
+    // Each step is one intent: (path, Some(text) written | None removed).
+    let comet = note("Comet", "A comet orbit with a dusty tail.");
+    let steps: Vec<Vec<(&str, Option<String>)>> = vec![
+        vec![("01_Projects/comet.md", Some(comet.clone()))],
+        vec![("02_Areas/garden.md", Some(note("Garden", "Tomatoes and a comet over the garden.")))],
+        // The same note again, and a note of the base updated in the same intent.
+        vec![
+            ("01_Projects/comet.md", Some(note("Comet", "The comet tail is ion and dust."))),
+            ("03_Resources/rust.md", Some(note("Rust", "Borrowing a comet."))),
+        ],
+        vec![("03_Resources/tantivy.md", None)],
+        // A rename: the old path removed, the same text at a new one.
+        vec![("01_Projects/comet.md", None), ("01_Projects/renamed-comet.md", Some(comet))],
+        // A note whose metadata is invalid: excluded, its earlier documents gone.
+        vec![("02_Areas/garden.md", Some("---\ntype: [unclosed\n---\nbroken comet\n".to_string()))],
+        vec![
+            ("02_Areas/orbit.md", Some(note("Orbit", "Identical orbit."))),
+            ("02_Areas/orbit-2.md", Some(note("Orbit", "Identical orbit."))),
+        ],
+        vec![("01_Projects/renamed-comet.md", None), ("02_Areas/garden.md", Some(note("Garden", "Back to tomatoes.")))],
+    ];
+    let queries = ["comet", "tail dust", "tomatoes", "borrowing", "tantivy", "orbit identical", "garden"];
+    let (mut journal, _) = Journal::open(v.path()).expect("journal");
+    let mut memo: Option<super::read::tail::Memo> = None;
+    for (i, step) in steps.iter().enumerate() {
+        let seq = base.manifest.covers_seq + i as u64 + 1;
+        let intent = Intent {
+            seq,
+            changes: step
+                .iter()
+                .map(|(path, text)| match text {
+                    Some(text) => FileChange::Write { path: (*path).to_string(), text: text.clone(), before: Some(PreImage::Absent) },
+                    None => FileChange::Delete { path: (*path).to_string(), before: None },
+                })
+                .collect(),
+            search_changed: step.iter().filter(|(_, t)| t.is_some()).map(|(path, _)| (*path).to_string()).collect(),
+            search_removed: step.iter().filter(|(_, t)| t.is_none()).map(|(path, _)| (*path).to_string()).collect(),
+            receipt: serde_json::json!({"seq": seq, "at": format!("2026-01-01T00:00:0{i}Z")}),
+            search_snapshot: Some(SearchSnapshot { source_snapshot_hash: format!("{i:064}"), scanned: 9, indexed: 8, excluded: 1 }),
+        };
+        journal.append(&Record::Intent(intent), true).expect("append");
+        let (_, records) = crate::store::journal::read_committed(v.path()).expect("read").expect("journal");
+        let built = |previous: Option<&super::read::tail::Memo>| {
+            super::read::tail::serve(v.path(), &p, base.clone(), &records, previous).expect("serve").expect("a tail")
+        };
+        let scratch = built(None);
+        let incremental = built(memo.as_ref());
+        assert_eq!(scratch.decoded, i + 1, "from scratch every intent is decoded");
+        assert_eq!(incremental.decoded, 1, "step {i}: only the new intent is decoded");
+        assert!(!Arc::ptr_eq(&scratch.generation, &incremental.generation));
+        assert_eq!(incremental.generation.id(), format!("{}+{seq}", base.id()));
+        assert_eq!(incremental.generation.manifest.created_at, format!("2026-01-01T00:00:0{i}Z"));
+        let expected = tail_answers(&scratch.generation, &p, &queries);
+        assert_eq!(tail_answers(&incremental.generation, &p, &queries), expected, "step {i}");
+        assert!(expected.2[0].iter().any(|h| h.3.contains("comet")) || i == 7, "step {i}: the queries find the tail's notes");
+        // The journal changing without a new intent (a checkpoint's done record) serves the same
+        // generation again.
+        journal.append(&Record::Done { seq, abandoned: false }, true).expect("done");
+        let (_, records) = crate::store::journal::read_committed(v.path()).expect("read").expect("journal");
+        let again = super::read::tail::serve(v.path(), &p, base.clone(), &records, Some(&incremental)).expect("serve").expect("a tail");
+        assert!(Arc::ptr_eq(&again.generation, &incremental.generation), "step {i}");
+        assert_eq!(again.decoded, 0);
+        memo = Some(incremental);
+    }
+    // A memo of another policy is not built on.
+    let other = policy(Some("search:\n  chunk_min_words: 3\n"));
+    let (_, records) = crate::store::journal::read_committed(v.path()).expect("read").expect("journal");
+    let fresh = super::read::tail::serve(v.path(), &other, base.clone(), &records, memo.as_ref()).expect("serve").expect("a tail");
+    assert_eq!(fresh.decoded, steps.len());
+}

@@ -181,6 +181,8 @@ struct Current {
     active_id: String,
     journal: Option<JournalStamp>,
     acquired: Acquired,
+    /// What the tail generation served (if any) was built from: the next one builds on it.
+    tail: Option<tail::Memo>,
 }
 
 /// (vault root, generation id, reader handle) of every generation opened in this process.
@@ -346,13 +348,16 @@ pub fn acquire(root: &Path, policy: &LoadedPolicy) -> Result<Acquired> {
             continue;
         }
         let (journal_stamp, records) = journal.map_or((stamp, Vec::new()), |(s, r)| (Some(s), r));
-        let intents = tail::intents_after(&records, base.generation.manifest.covers_seq)?;
-        let acquired = if intents.is_empty() {
-            base
-        } else {
-            Acquired { generation: tail::open(root, policy, base.generation, &intents)?, fallback_reason: base.fallback_reason }
+        let previous = lock(&CURRENT).get(&key).and_then(|c| c.tail.clone());
+        let memo = tail::serve(root, policy, base.generation.clone(), &records, previous.as_ref())?;
+        let acquired = match &memo {
+            Some(memo) => {
+                tracing::debug!(generation = memo.generation.id(), intents_decoded = memo.decoded, "search tail generation");
+                Acquired { generation: memo.generation.clone(), fallback_reason: base.fallback_reason }
+            }
+            None => base,
         };
-        lock(&CURRENT).insert(key, Current { active_id: active, journal: journal_stamp, acquired: acquired.clone() });
+        lock(&CURRENT).insert(key, Current { active_id: active, journal: journal_stamp, acquired: acquired.clone(), tail: memo });
         return Ok(acquired);
     }
     Err(Error::SearchIndex { action: "opening the active generation", reason: "ACTIVE kept moving while it was read; retry".into() })
