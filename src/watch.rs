@@ -119,7 +119,12 @@ impl DiskWatch {
     /// Makes the next `settle` ask for a stat walk, exactly as a queue overflow does (tests
     /// drive the fallback path through it).
     pub fn simulate_overflow(&self) {
-        self.shared.lock().changes.rescan.get_or_insert_with(|| "the watcher's event queue overflowed (simulated)".into());
+        self.rescan_next("the watcher's event queue overflowed (simulated)");
+    }
+
+    /// Makes the next `settle` ask for a stat walk, for `reason`.
+    pub fn rescan_next(&self, reason: &str) {
+        self.shared.lock().changes.rescan.get_or_insert_with(|| reason.into());
     }
 }
 

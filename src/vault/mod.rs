@@ -82,6 +82,9 @@ pub struct Vault {
     writer: Box<dyn WritePath>,
     /// Keeps the inventory equal to the disk in a long-lived process (`watch_disk`).
     watch: std::sync::OnceLock<crate::watch::DiskWatch>,
+    /// The watcher being started on a thread of its own (`watch_disk`), until the first
+    /// operation that needs it takes it (`watch_started`).
+    watch_starting: Mutex<Option<std::thread::JoinHandle<Result<crate::watch::DiskWatch>>>>,
     freshness: Mutex<Freshness>,
     saved_inventory: Mutex<Option<SavedInventory>>,
     /// Set when the keyed inventory could not serve a write: the next persist rewrites both
@@ -169,6 +172,7 @@ impl Vault {
             summaries: Default::default(),
             writer,
             watch: std::sync::OnceLock::new(),
+            watch_starting: Mutex::new(None),
             freshness: Mutex::new(Freshness {
                 mode: "loaded",
                 observed_at: None,
