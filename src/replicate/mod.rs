@@ -1375,8 +1375,6 @@ fn write_file(root: &Path, path: &str, bytes: Option<&[u8]>) -> Result<()> {
     }
 }
 
-/// Temporary files of an atomic replace (never committed).
-
 /// Files changed outside the engine and not yet committed (`git status`), engine state left
 /// out. git's own index first learns the engine's commits, when no writer is busy (a large
 /// index is not told per commit, docs/replication.md "What it costs").
@@ -1388,6 +1386,8 @@ fn uncommitted_count(vault: &Vault, config: &ReplicaConfig, git: &Git) -> Result
     }
     Ok(git.dirty_paths(&[])?.iter().filter(|p| !p.starts_with(".paravault/") && !is_scratch(p)).count())
 }
+
+/// Temporary files of an atomic replace (never committed).
 fn is_scratch(path: &str) -> bool {
     path.rsplit('/').next().is_some_and(|name| name.starts_with(layout::TEMP_PREFIX))
 }

@@ -154,12 +154,20 @@ impl Git {
         command.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child =
             command.spawn().map_err(|e| Error::GitUnavailable { reason: format!("the `git` program could not be run ({e})") })?;
-        if let Some(bytes) = stdin {
-            let mut pipe = child.stdin.take().expect("piped");
-            // A git that exits early closes the pipe; its status says why.
-            let _ = pipe.write_all(bytes);
-        }
-        let output = child.wait_with_output().map_err(|e| Error::Replication { step: "git", reason: e.to_string() })?;
+        let pipe = stdin.map(|bytes| (child.stdin.take().expect("piped"), bytes));
+        // The input is written while the output is read: a git that answers as it reads
+        // (`hash-object --stdin-paths` over a whole vault) would otherwise fill its output pipe
+        // and wait for us while we wait for it.
+        let output = std::thread::scope(|scope| {
+            if let Some((mut pipe, bytes)) = pipe {
+                // A git that exits early closes the pipe; its status says why.
+                scope.spawn(move || {
+                    let _ = pipe.write_all(bytes);
+                });
+            }
+            child.wait_with_output()
+        })
+        .map_err(|e| Error::Replication { step: "git", reason: e.to_string() })?;
         Ok(Output { status: output.status, stdout: output.stdout, stderr: String::from_utf8_lossy(&output.stderr).trim().to_string() })
     }
 
@@ -558,7 +566,6 @@ impl Git {
                 }
             }
         }
-        drop(write);
         drop(stdin);
         let output = child.wait_with_output().map_err(|e| Error::Replication { step: "mktree", reason: e.to_string() })?;
         if !output.status.success() || failure.is_some() {
@@ -844,6 +851,20 @@ mod tests {
         for bad in ["", "/abs", "a//b", "a/../b", ".git/config", "a\nb"] {
             assert!(git.work_tree_entries(root, &[bad.to_string()]).is_err(), "{bad:?}");
         }
+    }
+
+    #[test]
+    fn a_whole_vault_is_hashed_in_one_call_whose_answer_outgrows_a_pipe() {
+        // 4,000 ids (164 KB) answered while the paths are still being read: written and read
+        // at once, never each waiting on the other.
+        let (dir, git, _) = repository(&[]);
+        let paths: Vec<String> = (0..4000).map(|i| format!("f/{:02}/note-{i:05}.md", i % 40)).collect();
+        for path in &paths {
+            put(dir.path(), path, path);
+        }
+        let entries = git.work_tree_entries(dir.path(), &paths).unwrap();
+        assert_eq!(entries.values().filter(|e| e.is_some()).count(), 4000);
+        assert_eq!(git.tree_with(None, &entries).unwrap(), full_index_tree(dir.path()));
     }
 
     #[test]

@@ -311,7 +311,15 @@ pub(crate) fn commit_paths(root: &Path, config: &ReplicaConfig, paths: &[String]
     // git's own index learns the committed paths (now while it is small), so `git status`
     // shows nothing for them.
     if git_index_is_small(root) {
-        sync_git_index(&git, root, Some(&commit))?;
+        let marker = layout::join(root, layout::GIT_INDEX_SYNCED);
+        let known = durable::read_engine_file(root, &marker).ok().map(|b| String::from_utf8_lossy(&b).trim().to_string());
+        if head.is_some() && known == head {
+            // It knew the parent: the commit's own paths are all it lacks.
+            git.stage(None, paths)?;
+            record_git_index(root, &commit)?;
+        } else {
+            sync_git_index(&git, root, Some(&commit))?;
+        }
     }
     Ok(commit)
 }
