@@ -346,7 +346,8 @@ impl Git {
     }
 
     /// Stages exactly `paths` from the work tree into `index` (the repository's own index when
-    /// `None`): present files are hashed and added, missing ones removed. O(paths).
+    /// `None`): present files are hashed and added, missing ones removed. O(paths) hashed, but
+    /// git reads and rewrites the whole index file.
     pub fn stage(&self, index: Option<&Path>, paths: &[String]) -> Result<()> {
         if paths.is_empty() {
             return Ok(());
