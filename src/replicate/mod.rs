@@ -363,6 +363,7 @@ impl Vault {
         // Decisions made before the vault was a replica are unsigned: they stop counting now,
         // and are kept aside rather than pushed (docs/governance.md, "A shared vault").
         crate::approvals::set_aside_unhonoured_decisions(root, |rel| committed(&git, rel))?;
+        replica::catch_up_git_index(root, &config)?;
         let mut paths = git.dirty_paths(&[])?;
         paths.extend(replica::update_mirror(root, &config)?);
         paths.retain(|p| !is_scratch(p));
@@ -570,6 +571,12 @@ impl Vault {
             let author = replica::committer(&config.replica_id, &at);
             replica::commit_paths(root, config, &paths, &format!("receipts and conflicts of replica {}\n", config.replica_id), &author)?;
             commits += 1;
+        }
+        // git's own index learns this run's commits (a large one is not told per commit), and
+        // the private index an older engine kept is removed.
+        replica::catch_up_git_index(root, config)?;
+        for leftover in [layout::GIT_PRIVATE_INDEX, layout::GIT_PRIVATE_INDEX_HEAD] {
+            durable::remove_unsynced(root, &layout::join(root, leftover))?;
         }
         Ok(commits)
     }
@@ -804,7 +811,9 @@ impl Vault {
                 paths.insert(path.clone());
             }
         }
-        // The catalog pages the transaction rendered, in the written notes' folders and above.
+        // The catalog pages the transaction rendered, in the written notes' folders and above
+        // (`git status`: git's index first learns the engine's commits).
+        replica::catch_up_git_index(root, config)?;
         paths.extend(git.dirty_paths(&catalog_pathspecs(&paths))?.into_iter().filter(|p| !p.starts_with(".paravault/")));
         paths.extend(replica::update_mirror(root, config)?);
         let paths: Vec<String> = paths.into_iter().collect();
@@ -854,7 +863,7 @@ impl Vault {
         };
         let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
         let (ahead, behind) = left_right(&git, head.as_deref(), remote_head.as_deref())?;
-        let uncommitted = git.dirty_paths(&[])?.iter().filter(|p| !p.starts_with(".paravault/") && !is_scratch(p)).count();
+        let uncommitted = uncommitted_count(self, &config, &git)?;
         // What it saw is recorded for answers' freshness, unless a `replicate` is running (it
         // records its own look when it ends).
         if reachable && let Some(_running) = try_replicate_lock(root) {
@@ -930,7 +939,7 @@ impl Vault {
             (None, Some(r)) => paths_to_pull = files(r)?,
             (None, None) => {}
         }
-        let uncommitted = git.dirty_paths(&[])?.iter().filter(|p| !p.starts_with(".paravault/") && !is_scratch(p)).count();
+        let uncommitted = uncommitted_count(self, &config, &git)?;
         Ok(ReplicatePlan {
             remote: config.remote.clone(),
             branch: config.branch.clone(),
@@ -1364,6 +1373,18 @@ fn write_file(root: &Path, path: &str, bytes: Option<&[u8]>) -> Result<()> {
             other => other,
         },
     }
+}
+
+/// Files changed outside the engine and not yet committed (`git status`), engine state left
+/// out. git's own index first learns the engine's commits, when no writer is busy (a large
+/// index is not told per commit, docs/replication.md "What it costs").
+fn uncommitted_count(vault: &Vault, config: &ReplicaConfig, git: &Git) -> Result<usize> {
+    if let Some(_writer) = vault.try_hold_writer_lock()?
+        && let Err(error) = replica::catch_up_git_index(vault.root(), config)
+    {
+        tracing::warn!(%error, "git's index could not learn the engine's commits; the count may include them");
+    }
+    Ok(git.dirty_paths(&[])?.iter().filter(|p| !p.starts_with(".paravault/") && !is_scratch(p)).count())
 }
 
 /// Temporary files of an atomic replace (never committed).

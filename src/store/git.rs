@@ -154,12 +154,20 @@ impl Git {
         command.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped());
         let mut child =
             command.spawn().map_err(|e| Error::GitUnavailable { reason: format!("the `git` program could not be run ({e})") })?;
-        if let Some(bytes) = stdin {
-            let mut pipe = child.stdin.take().expect("piped");
-            // A git that exits early closes the pipe; its status says why.
-            let _ = pipe.write_all(bytes);
-        }
-        let output = child.wait_with_output().map_err(|e| Error::Replication { step: "git", reason: e.to_string() })?;
+        let pipe = stdin.map(|bytes| (child.stdin.take().expect("piped"), bytes));
+        // The input is written while the output is read: a git that answers as it reads
+        // (`hash-object --stdin-paths` over a whole vault) would otherwise fill its output pipe
+        // and wait for us while we wait for it.
+        let output = std::thread::scope(|scope| {
+            if let Some((mut pipe, bytes)) = pipe {
+                // A git that exits early closes the pipe; its status says why.
+                scope.spawn(move || {
+                    let _ = pipe.write_all(bytes);
+                });
+            }
+            child.wait_with_output()
+        })
+        .map_err(|e| Error::Replication { step: "git", reason: e.to_string() })?;
         Ok(Output { status: output.status, stdout: output.stdout, stderr: String::from_utf8_lossy(&output.stderr).trim().to_string() })
     }
 
@@ -338,7 +346,8 @@ impl Git {
     }
 
     /// Stages exactly `paths` from the work tree into `index` (the repository's own index when
-    /// `None`): present files are hashed and added, missing ones removed. O(paths).
+    /// `None`): present files are hashed and added, missing ones removed. O(paths) hashed, but
+    /// git reads and rewrites the whole index file.
     pub fn stage(&self, index: Option<&Path>, paths: &[String]) -> Result<()> {
         if paths.is_empty() {
             return Ok(());
@@ -352,6 +361,228 @@ impl Git {
         let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (*k, v.as_str())).collect();
         self.run_with("update-index", ["update-index", "--add", "--remove", "-z", "--stdin"], &env, Some(&input))?;
         Ok(())
+    }
+
+    /// The entries `paths` (plain vault-relative file paths) would have in a commit of the work
+    /// tree as it is now, their blobs written to the object store: a regular file is hashed as
+    /// `git add` hashes it (clean filters applied; `100755` when executable and git trusts the
+    /// executable bit), a symbolic link as its target (`120000`); anything else — gone, a
+    /// folder, beyond a symbolic link — is `None`, a removal. One `hash-object` for all the
+    /// files. O(paths).
+    pub fn work_tree_entries(&self, root: &Path, paths: &[String]) -> Result<std::collections::BTreeMap<String, Option<(String, String)>>> {
+        let mut out = std::collections::BTreeMap::new();
+        let mut files: Vec<(String, &'static str)> = Vec::new();
+        let mut links: Vec<(String, Vec<u8>)> = Vec::new();
+        let mut plain_dirs: std::collections::BTreeMap<String, bool> = std::collections::BTreeMap::new();
+        let trust_executable = self.trusts_executable_bit()?;
+        for path in paths {
+            check_tree_path(path)?;
+            // A path beneath a symbolic link (or a file) is not in the work tree, as git sees it.
+            let mut beneath_plain_dirs = true;
+            let mut at = 0;
+            while let Some(slash) = path[at..].find('/') {
+                let dir = &path[..at + slash];
+                let plain = *plain_dirs
+                    .entry(dir.to_string())
+                    .or_insert_with(|| std::fs::symlink_metadata(root.join(dir)).is_ok_and(|m| m.is_dir()));
+                if !plain {
+                    beneath_plain_dirs = false;
+                    break;
+                }
+                at += slash + 1;
+            }
+            let meta = if beneath_plain_dirs { std::fs::symlink_metadata(root.join(path)).ok() } else { None };
+            match meta {
+                Some(meta) if meta.is_file() => {
+                    use std::os::unix::fs::PermissionsExt as _;
+                    let executable = trust_executable && meta.permissions().mode() & 0o100 != 0;
+                    files.push((path.clone(), if executable { "100755" } else { "100644" }));
+                }
+                Some(meta) if meta.file_type().is_symlink() => {
+                    use std::os::unix::ffi::OsStrExt as _;
+                    let target = std::fs::read_link(root.join(path)).map_err(|e| Error::io("reading the link", path.clone(), e))?;
+                    links.push((path.clone(), target.as_os_str().as_bytes().to_vec()));
+                }
+                _ => {
+                    out.insert(path.clone(), None);
+                }
+            }
+        }
+        if !files.is_empty() {
+            let input: Vec<u8> = files.iter().flat_map(|(p, _)| p.bytes().chain(std::iter::once(b'\n'))).collect();
+            let hashed = self.run_with("hash-object", ["hash-object", "-w", "--stdin-paths"], &[], Some(&input))?;
+            let ids: Vec<String> = hashed.text().lines().map(str::to_string).collect();
+            if ids.len() != files.len() {
+                return Err(Error::Replication { step: "hash-object", reason: "git hashed a different number of files".into() });
+            }
+            for ((path, mode), id) in files.into_iter().zip(ids) {
+                out.insert(path, Some((mode.to_string(), id)));
+            }
+        }
+        for (path, target) in links {
+            let id = self.run_with("hash-object", ["hash-object", "-w", "--no-filters", "--stdin"], &[], Some(&target))?.text();
+            out.insert(path, Some(("120000".to_string(), id)));
+        }
+        Ok(out)
+    }
+
+    /// Whether git records the executable bit (`core.fileMode`, true unless set false), asked
+    /// once per repository per process.
+    fn trusts_executable_bit(&self) -> Result<bool> {
+        static KNOWN: std::sync::Mutex<Vec<(PathBuf, bool)>> = std::sync::Mutex::new(Vec::new());
+        let mut known = KNOWN.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some((_, trusted)) = known.iter().find(|(root, _)| root == &self.root) {
+            return Ok(*trusted);
+        }
+        // Exit 1: not set (git's default, true).
+        let output = self.output(["config", "--type=bool", "--get", "core.fileMode"], &[], None)?;
+        let trusted = output.text() != "false";
+        known.push((self.root.clone(), trusted));
+        Ok(trusted)
+    }
+
+    /// Writes the tree of `base` (a commit or tree; `None`: the empty tree) with `changes`
+    /// applied — each path's new (mode, object), or `None` to remove it — and returns its id.
+    /// Only the trees on the changed paths' folder chains are read (one `cat-file --batch`)
+    /// and written (one `mktree --batch`, bottom-up): O(change) at any repository size, never
+    /// an index. A folder left empty disappears; a file may become a folder and back.
+    pub fn tree_with(&self, base: Option<&str>, changes: &std::collections::BTreeMap<String, Option<(String, String)>>) -> Result<String> {
+        use std::collections::{BTreeMap, BTreeSet};
+        type Entries = BTreeMap<Vec<u8>, (String, String)>;
+        // Every folder on a changed path's chain ("" is the root).
+        let mut dirs: BTreeSet<String> = BTreeSet::from([String::new()]);
+        for path in changes.keys() {
+            check_tree_path(path)?;
+            let mut at = 0;
+            while let Some(slash) = path[at..].find('/') {
+                dirs.insert(path[..at + slash].to_string());
+                at += slash + 1;
+            }
+        }
+        // Their entries in `base`, read raw.
+        let mut trees: BTreeMap<String, Entries> = dirs.iter().map(|d| (d.clone(), Entries::new())).collect();
+        if let Some(base) = base {
+            let input: Vec<u8> = dirs.iter().flat_map(|d| format!("{base}:{d}\n").into_bytes()).collect();
+            let output = self.run_with("cat-file", ["cat-file", "--batch"], &[], Some(&input))?;
+            let mut rest: &[u8] = &output.stdout;
+            for dir in &dirs {
+                let line_end = rest.iter().position(|&b| b == b'\n').ok_or_else(|| truncated("cat-file"))?;
+                let header = String::from_utf8_lossy(&rest[..line_end]).into_owned();
+                rest = &rest[line_end + 1..];
+                let fields: Vec<&str> = header.split(' ').collect();
+                let [id, kind, size] = fields[..] else { continue }; // "<name> missing": not in base
+                let size: usize = size.parse().map_err(|_| truncated("cat-file"))?;
+                if rest.len() < size + 1 {
+                    return Err(truncated("cat-file"));
+                }
+                let (body, after) = rest.split_at(size);
+                rest = &after[1..];
+                if kind == "tree" {
+                    trees.insert(dir.clone(), parse_tree(body, id.len() / 2)?);
+                }
+                // A blob where a folder is now: the folder starts empty.
+            }
+        }
+        // The files' changes, in their folders.
+        let mut set_by_change: BTreeSet<(String, Vec<u8>)> = BTreeSet::new();
+        for (path, entry) in changes {
+            let (dir, name) = path.rsplit_once('/').unwrap_or(("", path));
+            let entries = trees.get_mut(dir).expect("every changed path's folder is read");
+            match entry {
+                Some((mode, id)) => {
+                    entries.insert(name.as_bytes().to_vec(), (mode.clone(), id.clone()));
+                    set_by_change.insert((dir.to_string(), name.as_bytes().to_vec()));
+                }
+                None => {
+                    // Only a file is removed here; a folder of that name goes when it empties.
+                    if entries.get(name.as_bytes()).is_some_and(|(mode, _)| mode != "040000") {
+                        entries.remove(name.as_bytes());
+                    }
+                }
+            }
+        }
+        // Bottom-up: the deepest folders first, each written and placed in its parent.
+        let mut order: Vec<String> = dirs.into_iter().collect();
+        order.sort_by_key(|d| std::cmp::Reverse(if d.is_empty() { 0 } else { d.matches('/').count() + 1 }));
+        let mut child = self.command();
+        child.args(["mktree", "--batch", "-z"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = child.spawn().map_err(|e| Error::GitUnavailable { reason: format!("the `git` program could not be run ({e})") })?;
+        let mut stdin = child.stdin.take().expect("piped");
+        let mut stdout = std::io::BufReader::new(child.stdout.take().expect("piped"));
+        let mut write = |entries: &Entries| -> std::io::Result<String> {
+            use std::io::BufRead as _;
+            let mut record = Vec::new();
+            for (name, (mode, id)) in entries {
+                let kind = match mode.as_str() {
+                    "040000" => "tree",
+                    "160000" => "commit",
+                    _ => "blob",
+                };
+                record.extend_from_slice(format!("{mode} {kind} {id}\t").as_bytes());
+                record.extend_from_slice(name);
+                record.push(0);
+            }
+            record.push(0);
+            stdin.write_all(&record)?;
+            stdin.flush()?;
+            let mut line = String::new();
+            stdout.read_line(&mut line)?;
+            Ok(line.trim_end().to_string())
+        };
+        let mut root_tree = None;
+        let mut failure = None;
+        for dir in &order {
+            let entries = trees.remove(dir).unwrap_or_default();
+            if dir.is_empty() {
+                match write(&entries) {
+                    Ok(id) => root_tree = Some(id),
+                    Err(e) => failure = Some(e.to_string()),
+                }
+                break;
+            }
+            let (parent, name) = dir.rsplit_once('/').unwrap_or(("", dir));
+            let name = name.as_bytes().to_vec();
+            let parent_entries = trees.get_mut(parent).expect("a folder's parent is on the chain");
+            if entries.is_empty() {
+                if parent_entries.get(&name).is_some_and(|(mode, _)| mode == "040000") {
+                    parent_entries.remove(&name);
+                }
+                continue;
+            }
+            if set_by_change.contains(&(parent.to_string(), name.clone())) {
+                failure = Some(format!("{dir} is both a file and a folder among the paths to commit"));
+                break;
+            }
+            match write(&entries) {
+                Ok(id) if !id.is_empty() => {
+                    parent_entries.insert(name, ("040000".to_string(), id));
+                }
+                Ok(_) => {
+                    failure = Some("git mktree stopped".to_string());
+                    break;
+                }
+                Err(e) => {
+                    failure = Some(e.to_string());
+                    break;
+                }
+            }
+        }
+        drop(stdin);
+        let output = child.wait_with_output().map_err(|e| Error::Replication { step: "mktree", reason: e.to_string() })?;
+        if !output.status.success() || failure.is_some() {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let reason = match failure {
+                Some(failure) if stderr.trim().is_empty() => failure,
+                _ => first_lines(&stderr),
+            };
+            return Err(Error::Replication { step: "mktree", reason });
+        }
+        root_tree.filter(|id| !id.is_empty()).ok_or_else(|| truncated("mktree"))
+    }
+
+    /// The empty tree's id in this repository's object format.
+    pub fn empty_tree(&self) -> Result<String> {
+        Ok(self.run_with("hash-object", ["hash-object", "-w", "-t", "tree", "--stdin"], &[], Some(b""))?.text())
     }
 
     /// Writes `index` as a tree and returns its id.
@@ -420,6 +651,42 @@ impl Git {
     }
 }
 
+/// A path a tree can hold: relative, `/`-separated, no empty, `.` or `..` part, never `.git`,
+/// no newline (`cat-file --batch` reads names a line each).
+fn check_tree_path(path: &str) -> Result<()> {
+    let bad = path.is_empty()
+        || path.contains('\n')
+        || path.contains('\0')
+        || path.split('/').any(|part| part.is_empty() || part == "." || part == ".." || part.eq_ignore_ascii_case(".git"));
+    if bad {
+        return Err(Error::Replication { step: "mktree", reason: format!("'{}' is not a path a commit can hold", path.escape_debug()) });
+    }
+    Ok(())
+}
+
+fn truncated(step: &'static str) -> Error {
+    Error::Replication { step, reason: "git's answer ended early".into() }
+}
+
+/// A raw tree object's entries: name → (mode, with trees as `040000`; hex id).
+fn parse_tree(mut body: &[u8], id_len: usize) -> Result<std::collections::BTreeMap<Vec<u8>, (String, String)>> {
+    let mut out = std::collections::BTreeMap::new();
+    while !body.is_empty() {
+        let space = body.iter().position(|&b| b == b' ').ok_or_else(|| truncated("cat-file"))?;
+        let nul = body.iter().position(|&b| b == 0).ok_or_else(|| truncated("cat-file"))?;
+        if nul < space || body.len() < nul + 1 + id_len {
+            return Err(truncated("cat-file"));
+        }
+        let mode = String::from_utf8_lossy(&body[..space]).into_owned();
+        let mode = if mode.len() < 6 { format!("{mode:0>6}") } else { mode };
+        let name = body[space + 1..nul].to_vec();
+        let id = crate::hex::encode(&body[nul + 1..nul + 1 + id_len]);
+        out.insert(name, (mode, id));
+        body = &body[nul + 1 + id_len..];
+    }
+    Ok(out)
+}
+
 /// Plain paths as pathspecs that match exactly them (no glob, no magic).
 pub fn literal_pathspecs(paths: &[String]) -> Vec<String> {
     paths.iter().map(|p| format!(":(literal){p}")).collect()
@@ -448,6 +715,158 @@ fn parse_version(text: &str) -> Option<(u32, u32, u32)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `git` in `dir` for a test's fixture; its stdout.
+    fn sh(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> String {
+        let mut command = Command::new("git");
+        command.current_dir(dir).args(args).env("LC_ALL", "C");
+        for name in CLEARED_ENV {
+            command.env_remove(name);
+        }
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let out = command.output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+    }
+
+    fn put(root: &Path, path: &str, text: &str) {
+        let file = root.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+
+    /// A repository whose branch holds `files`, committed the ordinary way.
+    fn repository(files: &[&str]) -> (tempfile::TempDir, Git, String) {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        sh(root, &["init", "-q", "-b", "main"], &[]);
+        for file in files {
+            put(root, file, &format!("{file}\n"));
+        }
+        sh(root, &["add", "-A"], &[]);
+        let who = [
+            ("GIT_AUTHOR_NAME", "t"),
+            ("GIT_AUTHOR_EMAIL", "t@t.invalid"),
+            ("GIT_COMMITTER_NAME", "t"),
+            ("GIT_COMMITTER_EMAIL", "t@t.invalid"),
+        ];
+        sh(root, &["commit", "-q", "--allow-empty", "-m", "base"], &who);
+        let head = sh(root, &["rev-parse", "HEAD"], &[]);
+        let git = Git::at(root);
+        (dir, git, head)
+    }
+
+    /// The tree of the whole work tree through a full index (`git add -A` + `write-tree` in a
+    /// scratch index): what a commit of the work tree must hold.
+    fn full_index_tree(root: &Path) -> String {
+        let index = root.join(".git").join("scratch-index");
+        let index = index.to_str().unwrap();
+        sh(root, &["add", "-A"], &[("GIT_INDEX_FILE", index)]);
+        let tree = sh(root, &["write-tree"], &[("GIT_INDEX_FILE", index)]);
+        std::fs::remove_file(index).unwrap();
+        tree
+    }
+
+    fn tree_of_paths(git: &Git, base: Option<&str>, paths: &[&str]) -> String {
+        let paths: Vec<String> = paths.iter().map(|p| (*p).to_string()).collect();
+        let changes = git.work_tree_entries(git.root(), &paths).unwrap();
+        git.tree_with(base, &changes).unwrap()
+    }
+
+    #[test]
+    fn a_tree_built_by_path_is_the_tree_a_full_index_writes() {
+        let (dir, git, head) = repository(&["top.md", "a/e.md", "a/b/c/x.md", "a/b/c/y.md", "a/b/d/z.md", "sib/one.md", "sib/deep/two.md"]);
+        let root = dir.path();
+        // A change at depth, a new folder, a removal, and a path listed that did not change.
+        put(root, "a/b/c/x.md", "x, changed\n");
+        put(root, "a/b/new/n.md", "new\n");
+        std::fs::remove_file(root.join("a/e.md")).unwrap();
+        let tree = tree_of_paths(&git, Some(&head), &["a/b/c/x.md", "a/b/new/n.md", "a/e.md", "top.md"]);
+        assert_eq!(tree, full_index_tree(root));
+        // Untouched siblings keep their very trees.
+        for folder in ["sib", "a/b/d"] {
+            assert_eq!(
+                sh(root, &["rev-parse", &format!("{tree}:{folder}")], &[]),
+                sh(root, &["rev-parse", &format!("{head}:{folder}")], &[])
+            );
+        }
+        // Nothing to change: the head's own tree.
+        assert_eq!(tree_of_paths(&git, Some(&head), &[]), sh(root, &["rev-parse", &format!("{head}^{{tree}}")], &[]));
+    }
+
+    #[test]
+    fn removals_that_empty_a_folder_remove_it_up_the_chain() {
+        let (dir, git, head) = repository(&["keep.md", "a/b/c/only.md", "a/other.md"]);
+        let root = dir.path();
+        std::fs::remove_dir_all(root.join("a/b")).unwrap();
+        let tree = tree_of_paths(&git, Some(&head), &["a/b/c/only.md"]);
+        assert_eq!(tree, full_index_tree(root));
+        assert_eq!(sh(root, &["ls-tree", "--name-only", &tree, "a/"], &[]), "a/other.md");
+        // Every file gone: the empty tree.
+        std::fs::remove_dir_all(root.join("a")).unwrap();
+        std::fs::remove_file(root.join("keep.md")).unwrap();
+        let tree = tree_of_paths(&git, Some(&head), &["keep.md", "a/other.md", "a/b/c/only.md"]);
+        assert_eq!(tree, git.empty_tree().unwrap());
+    }
+
+    #[test]
+    fn a_file_may_become_a_folder_and_a_folder_a_file() {
+        let (dir, git, head) = repository(&["p.md", "q/inner.md", "r.md"]);
+        let root = dir.path();
+        std::fs::remove_file(root.join("p.md")).unwrap();
+        put(root, "p.md/child.md", "child\n");
+        std::fs::remove_dir_all(root.join("q")).unwrap();
+        put(root, "q", "q is a file now\n");
+        let tree = tree_of_paths(&git, Some(&head), &["p.md", "p.md/child.md", "q", "q/inner.md"]);
+        assert_eq!(tree, full_index_tree(root));
+        // Both a file and a folder of one name among the changes is refused, never guessed.
+        let both = std::collections::BTreeMap::from([
+            ("s".to_string(), Some(("100644".to_string(), sh(root, &["rev-parse", &format!("{head}:r.md")], &[])))),
+            ("s/t.md".to_string(), Some(("100644".to_string(), sh(root, &["rev-parse", &format!("{head}:r.md")], &[])))),
+        ]);
+        assert!(git.tree_with(Some(&head), &both).is_err());
+    }
+
+    #[test]
+    fn modes_links_and_an_unborn_branch_are_as_git_add_makes_them() {
+        use std::os::unix::fs::PermissionsExt as _;
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        sh(root, &["init", "-q", "-b", "main"], &[]);
+        let git = Git::at(root);
+        put(root, "n/plain.md", "plain\n");
+        put(root, "n/tool.sh", "#!/bin/sh\n");
+        std::fs::set_permissions(root.join("n/tool.sh"), std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::os::unix::fs::symlink("plain.md", root.join("n/link.md")).unwrap();
+        let tree = tree_of_paths(&git, None, &["n/plain.md", "n/tool.sh", "n/link.md", "n/absent.md"]);
+        assert_eq!(tree, full_index_tree(root));
+        let listed = sh(root, &["ls-tree", "-r", &tree], &[]);
+        assert!(listed.contains("100755 blob") && listed.contains("120000 blob"), "{listed}");
+        // A path beyond a symbolic link is not in the work tree.
+        std::os::unix::fs::symlink("n", root.join("via")).unwrap();
+        let changes = git.work_tree_entries(root, &["via/plain.md".to_string()]).unwrap();
+        assert_eq!(changes.get("via/plain.md"), Some(&None));
+        // Paths a tree cannot hold are refused.
+        for bad in ["", "/abs", "a//b", "a/../b", ".git/config", "a\nb"] {
+            assert!(git.work_tree_entries(root, &[bad.to_string()]).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_whole_vault_is_hashed_in_one_call_whose_answer_outgrows_a_pipe() {
+        // 4,000 ids (164 KB) answered while the paths are still being read: written and read
+        // at once, never each waiting on the other.
+        let (dir, git, _) = repository(&[]);
+        let paths: Vec<String> = (0..4000).map(|i| format!("f/{:02}/note-{i:05}.md", i % 40)).collect();
+        for path in &paths {
+            put(dir.path(), path, path);
+        }
+        let entries = git.work_tree_entries(dir.path(), &paths).unwrap();
+        assert_eq!(entries.values().filter(|e| e.is_some()).count(), 4000);
+        assert_eq!(git.tree_with(None, &entries).unwrap(), full_index_tree(dir.path()));
+    }
 
     #[test]
     fn versions_are_read_from_what_git_prints() {

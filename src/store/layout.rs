@@ -41,11 +41,12 @@ pub const UNVERIFIED_DECISIONS_DIR: &str = ".paravault/approvals/unverified";
 /// The ignore rules paravault owns: everything in `.paravault/` but the receipt mirrors and
 /// the policy override stays out of git.
 pub const GIT_IGNORE: &str = ".paravault/.gitignore";
-/// The index engine commits are built in (the branch's tree, never what a person staged).
+/// The private index an older engine built its commits in; `replicate` removes it (commits are
+/// now built from the branch's tree by path, `store::git::Git::tree_with`).
 pub const GIT_PRIVATE_INDEX: &str = ".paravault/git.index";
 /// The commit whose tree git's own index was last told about (`write::replica::sync_git_index`).
 pub const GIT_INDEX_SYNCED: &str = ".paravault/git.index.synced";
-/// The commit whose tree `GIT_PRIVATE_INDEX` holds.
+/// The commit whose tree `GIT_PRIVATE_INDEX` held (an older engine's; removed with it).
 pub const GIT_PRIVATE_INDEX_HEAD: &str = ".paravault/git.index.head";
 /// Cross-process writer lock file.
 pub const WRITER_LOCK: &str = ".paravault/writer.lock";

@@ -15,11 +15,16 @@
 //!   a thousand lines a file, so a commit stages at most a file or two of receipts (O(change)),
 //!   two replicas never write the same file, and every chain verifies on every replica.
 //!
-//! Commits are built with plumbing against a private index (`.paravault/git.index`) that holds
-//! exactly the branch's tree: whatever a person staged in git's own index is never swept into
-//! an engine commit. The repository's index is then told about the committed paths, so `git
-//! status` stays clean. Git failures here never fail a write that is already receipted: they
-//! are logged and the next `replicate` commits what is left.
+//! Commits are built with plumbing from the branch's head tree, by path: the changed files'
+//! blobs are written, and only the trees on their folder chains are read and rewritten
+//! (`Git::tree_with`), so a commit costs O(change) at any vault size and never takes what a
+//! person staged in git's own index. git's own index (what `git status` compares with) learns
+//! the committed paths at once while it is small ([`EAGER_INDEX_MAX_BYTES`]); past that,
+//! rewriting it is the whole of a commit's cost at 100,000 notes, so it learns them once per
+//! `replicate` run (or `replicate status`): until then `git status` lists the engine's newest
+//! commits as staged changes. The engine itself never reads git's index without first
+//! bringing it up to the branch ([`catch_up_git_index`]). Git failures here never fail a write
+//! that is already receipted: they are logged and the next `replicate` commits what is left.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -250,40 +255,15 @@ pub fn message(subject: &str, replica_id: &str, receipt: &Receipt, hash: &str) -
     format!("{subject}\n\nParavault-Receipt: {replica_id}:{} blake3:{hash}\n", receipt.seq)
 }
 
-/// The private index that holds exactly the branch's tree (engine commits never take what a
-/// person staged in git's own index). Re-read from the branch when the branch moved without
-/// us (a person committed with git).
-fn private_index(git: &Git, root: &Path, head: Option<&str>) -> Result<std::path::PathBuf> {
-    // Absolute: git runs in the root and would read a relative GIT_INDEX_FILE from there.
-    let index = std::path::absolute(layout::join(root, layout::GIT_PRIVATE_INDEX))
-        .map_err(|e| Error::io("resolving", layout::GIT_PRIVATE_INDEX, e))?;
-    let marker = layout::join(root, layout::GIT_PRIVATE_INDEX_HEAD);
-    let recorded = durable::read_engine_file(root, &marker).ok().map(|b| String::from_utf8_lossy(&b).trim().to_string());
-    let wanted = head.unwrap_or("");
-    if recorded.as_deref() != Some(wanted) || !index.exists() {
-        match head {
-            Some(head) => {
-                git.run_with("read-tree", ["read-tree", head], &[("GIT_INDEX_FILE", &index.to_string_lossy())], None)?;
-            }
-            None => {
-                git.run_with("read-tree", ["read-tree", "--empty"], &[("GIT_INDEX_FILE", &index.to_string_lossy())], None)?;
-            }
-        }
-    }
-    Ok(index)
-}
+/// The size of git's own index up to which an engine commit updates it at once (about 8,000
+/// files); a larger one learns engine commits once per `replicate` run. The environment
+/// variable `PARAVAULT_GIT_INDEX_EAGER_MAX_BYTES` overrides it (tests, benches).
+pub const EAGER_INDEX_MAX_BYTES: u64 = 1 << 20;
 
-/// The branch's head and the tree of that head with `paths` as the work tree holds them,
-/// staged in the private index.
-fn staged_tree(git: &Git, root: &Path, config: &ReplicaConfig, paths: &[String]) -> Result<(Option<String>, String)> {
-    let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
-    let index = private_index(git, root, head.as_deref())?;
-    // Until the commit is made the private index holds more than a commit's tree: a kill
-    // in between makes the next commit read it afresh.
-    record_private_head(root, "")?;
-    git.stage(Some(&index), paths)?;
-    let tree = git.write_tree(Some(&index))?;
-    Ok((head, tree))
+/// The tree of `head` (none: the empty tree) with `paths` as the work tree holds them.
+fn tree_with_paths(git: &Git, root: &Path, head: Option<&str>, paths: &[String]) -> Result<String> {
+    let changes = git.work_tree_entries(root, paths)?;
+    git.tree_with(head, &changes)
 }
 
 /// Commits exactly `paths` (their work-tree state) on the replica's branch with one parent,
@@ -322,27 +302,71 @@ pub(crate) fn commit_records(vault: &crate::vault::Vault, paths: &[String], subj
 
 pub(crate) fn commit_paths(root: &Path, config: &ReplicaConfig, paths: &[String], message: &str, author: &Person) -> Result<String> {
     let git = Git::at(root);
-    let (head, tree) = staged_tree(&git, root, config, paths)?;
+    let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
+    let tree = tree_with_paths(&git, root, head.as_deref(), paths)?;
     let parents: Vec<&str> = head.iter().map(String::as_str).collect();
     let commit = git.commit_tree(&tree, &parents, message, author, &committer(&config.replica_id, &author.date))?;
+    note_index_base(root, head.as_deref())?;
     git.move_branch(&config.branch, &commit, head.as_deref(), "paravault: commit")?;
-    record_private_head(root, &commit)?;
-    // git's own index learns the committed paths, so `git status` shows nothing for them.
-    git.stage(None, paths)?;
-    record_git_index(root, &commit)?;
+    // git's own index learns the committed paths (now while it is small), so `git status`
+    // shows nothing for them.
+    if git_index_is_small(root) {
+        let marker = layout::join(root, layout::GIT_INDEX_SYNCED);
+        let known = durable::read_engine_file(root, &marker).ok().map(|b| String::from_utf8_lossy(&b).trim().to_string());
+        if head.is_some() && known == head {
+            // It knew the parent: the commit's own paths are all it lacks.
+            git.stage(None, paths)?;
+            record_git_index(root, &commit)?;
+        } else {
+            sync_git_index(&git, root, Some(&commit))?;
+        }
+    }
     Ok(commit)
 }
 
-/// Brings git's own index up to the branch's head when an engine commit moved the branch but
-/// a kill came before the index was told (`git status` would then show the commit's paths as
-/// changed): the paths between the commit the index last learnt and the head are staged from
-/// the work tree, which holds them. O(those paths).
+/// Whether git's own index is small enough to be rewritten with every engine commit.
+fn git_index_is_small(root: &Path) -> bool {
+    let limit = std::env::var("PARAVAULT_GIT_INDEX_EAGER_MAX_BYTES").ok().and_then(|v| v.parse().ok()).unwrap_or(EAGER_INDEX_MAX_BYTES);
+    // A `.git` file (a linked work tree) names its index elsewhere: treated as small.
+    std::fs::symlink_metadata(root.join(".git").join("index")).map_or(true, |m| m.len() <= limit)
+}
+
+/// Before the first engine commit moves the branch, notes what git's own index knows: the
+/// branch's head as it is (a clone's, or a person's repository's index is at it), or the
+/// empty tree on an unborn branch. Later engine commits leave the note as it is until git's
+/// index learns them ([`sync_git_index`]).
+fn note_index_base(root: &Path, head: Option<&str>) -> Result<()> {
+    let marker = layout::join(root, layout::GIT_INDEX_SYNCED);
+    if durable::read_engine_file(root, &marker).is_ok() {
+        return Ok(());
+    }
+    record_git_index(root, head.unwrap_or(""))
+}
+
+/// Brings git's own index up to the branch's head before anything reads it (`git status`),
+/// under the writer lock: the engine commits it has not learnt are staged (O(their paths);
+/// git rewrites its index file once).
+pub(crate) fn catch_up_git_index(root: &Path, config: &ReplicaConfig) -> Result<()> {
+    let git = Git::at(root);
+    let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
+    sync_git_index(&git, root, head.as_deref())
+}
+
+/// Brings git's own index up to the branch's head when engine commits moved the branch
+/// without telling it (a large index learns them once per `replicate`; or a kill came between
+/// the commit and the index): the paths between the commit the index last learnt (`""`: the
+/// empty tree) and the head are staged from the work tree, which holds them. O(those paths).
 fn sync_git_index(git: &Git, root: &Path, head: Option<&str>) -> Result<()> {
     let Some(head) = head else { return Ok(()) };
     let marker = layout::join(root, layout::GIT_INDEX_SYNCED);
     let known = durable::read_engine_file(root, &marker).ok().map(|b| String::from_utf8_lossy(&b).trim().to_string());
     match known {
         Some(known) if known == head => return Ok(()),
+        Some(known) if known.is_empty() => {
+            let empty = git.empty_tree()?;
+            let changed: Vec<String> = git.changed_paths(&empty, head)?.into_iter().map(|(_, p)| p).collect();
+            git.stage(None, &changed)?;
+        }
         Some(known) if git.resolve(&known)?.is_some() => {
             let changed: Vec<String> = git.changed_paths(&known, head)?.into_iter().map(|(_, p)| p).collect();
             git.stage(None, &changed)?;
@@ -355,11 +379,6 @@ fn sync_git_index(git: &Git, root: &Path, head: Option<&str>) -> Result<()> {
 /// Notes that git's own index knows the tree of `commit`.
 fn record_git_index(root: &Path, commit: &str) -> Result<()> {
     durable::replace_unsynced(root, &layout::join(root, layout::GIT_INDEX_SYNCED), commit.as_bytes())
-}
-
-/// Notes that the private index holds the tree of `commit` (the branch's new head).
-pub(crate) fn record_private_head(root: &Path, commit: &str) -> Result<()> {
-    durable::replace_unsynced(root, &layout::join(root, layout::GIT_PRIVATE_INDEX_HEAD), commit.as_bytes())
 }
 
 /// Step 2b, under the writer lock before the plan: files among `paths` that changed outside
@@ -380,7 +399,10 @@ pub(crate) fn commit_outside_edits(vault: &Vault, writer: &mut WriterGuard<'_>, 
     let git = Git::at(root);
     // The branch does not move under the writer lock the caller holds: resolved once.
     let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
-    sync_git_index(&git, root, head.as_deref())?;
+    if paths.is_empty() {
+        // `git status` reads git's own index: it learns the engine's commits first.
+        sync_git_index(&git, root, head.as_deref())?;
+    }
     // Engine state never travels as an outside edit; the vault's policy override does. A
     // write's own paths are compared with the branch's tree without reading git's index
     // (O(paths) at any vault size); `replicate` asks git for the whole work tree.
@@ -440,7 +462,8 @@ pub(crate) fn commit_integration(
     fast_forward: bool,
 ) -> Result<String> {
     let git = Git::at(root);
-    let (head, tree) = staged_tree(&git, root, config, paths)?;
+    let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
+    let tree = tree_with_paths(&git, root, head.as_deref(), paths)?;
     let their_tree = git.run("rev-parse", ["rev-parse", &format!("{theirs}^{{tree}}")])?.text();
     let head_is_ancestor = match &head {
         Some(h) => git.is_ancestor(h, theirs)?,
@@ -459,17 +482,10 @@ pub(crate) fn commit_integration(
         }
         git.commit_tree(&tree, &parents, message, author, &committer(&config.replica_id, &author.date))?
     };
+    note_index_base(root, head.as_deref())?;
     git.move_branch(&config.branch, &commit, head.as_deref(), "paravault: replicate")?;
-    // The private index holds `tree`; when the branch moved to theirs it holds theirs' tree.
-    record_private_head(root, &commit)?;
-    // git's own index learns every path that changed.
-    if let Some(head) = &head {
-        let changed: Vec<String> = git.changed_paths(head, &commit)?.into_iter().map(|(_, p)| p).collect();
-        git.stage(None, &changed)?;
-    } else {
-        git.run("read-tree", ["read-tree", &commit])?;
-    }
-    record_git_index(root, &commit)?;
+    // git's own index learns every path that changed (once per run, whatever its size).
+    sync_git_index(&git, root, Some(&commit))?;
     Ok(commit)
 }
 

@@ -631,3 +631,79 @@ fn watch_and_the_mcp_server_replicate_on_the_policys_interval() {
     let status = pv(&b, &["replicate", "--status"], 0);
     assert!(status["last_success_at"].is_string(), "{status}");
 }
+
+/// `paravault --json …` as on a large vault: git's own index is not told per commit
+/// (`PARAVAULT_GIT_INDEX_EAGER_MAX_BYTES=0`); its JSON.
+fn pv_large(vault: &Path, args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_paravault"))
+        .arg("--vault")
+        .arg(vault)
+        .arg("--json")
+        .args(args)
+        .env("PARAVAULT_TODAY", "2026-06-01")
+        .env("PARAVAULT_GIT_INDEX_EAGER_MAX_BYTES", "0")
+        .env_remove("PARAVAULT_VAULT_DIR")
+        .env_remove("POWER_VAULT_DIR")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "paravault {args:?}: {}\n{}", text(&out), String::from_utf8_lossy(&out.stderr));
+    serde_json::from_slice(&out.stdout).unwrap_or(Value::Null)
+}
+
+/// The tree of the whole work tree through a scratch index (`git add -A`): what HEAD must hold.
+fn work_tree_tree(vault: &Path) -> String {
+    let index = vault.join(".git/scratch-index");
+    let run = |args: &[&str]| {
+        let out = Command::new("git").arg("-C").arg(vault).args(args).env("GIT_INDEX_FILE", &index).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).trim_end().to_string()
+    };
+    run(&["read-tree", "HEAD"]);
+    run(&["add", "-A"]);
+    let tree = run(&["write-tree"]);
+    std::fs::remove_file(&index).unwrap();
+    tree
+}
+
+#[test]
+fn a_large_vaults_git_index_learns_engine_commits_at_replicate_and_nothing_is_misattributed() {
+    let site = Site::new();
+    let a = site.path("a");
+    let before = git(&a, &["rev-parse", "HEAD"]);
+    // Writes whose commits do not tell git's index: each is one commit of exactly its files.
+    pv_large(&a, &["ingest", "03_Resources/beta.md", "--title", "Beta", "--description", "Beta note", "--content", "Beta body."]);
+    pv_large(&a, &["ingest", "02_Areas/gamma.md", "--title", "Gamma", "--description", "Gamma note", "--content", "Gamma body."]);
+    let log = git(&a, &["log", "--format=%an|%s", &format!("{before}..HEAD")]);
+    assert_eq!(log.lines().count(), 2, "{log}");
+    assert!(!log.contains("outside edit"), "a stale git index is never taken for a person's edit: {log}");
+    assert_eq!(git(&a, &["rev-parse", "HEAD^{tree}"]), work_tree_tree(&a), "HEAD holds the work tree exactly");
+    assert!(git(&a, &["diff-tree", "--name-only", "-r", "HEAD"]).contains("02_Areas/gamma.md"));
+    assert!(!git(&a, &["status", "--porcelain"]).is_empty(), "git's index has not learnt the commits yet (the deferral)");
+    // A person's edit meanwhile is committed as itself before the agent's write of that note.
+    edit(&a, "03_Resources/beta.md", "Beta body.", "Beta body, a person's words.");
+    let current = read(&a, "03_Resources/beta.md");
+    let sha = paravault::hex::sha256_hex(current.as_bytes());
+    let file = site.path("next.md");
+    std::fs::write(&file, current.replace("a person's words.", "a person's words.\n\nAn agent's addition.")).unwrap();
+    let mark = git(&a, &["rev-parse", "HEAD"]);
+    let proposal = pv_large(&a, &["propose", "03_Resources/beta.md", "--content-file", file.to_str().unwrap(), "--expected-sha256", &sha]);
+    pv_large(&a, &["apply", proposal["proposal_id"].as_str().unwrap(), "--approve"]);
+    let log = git(&a, &["log", "--format=%H|%an|%s", &format!("{mark}..HEAD")]);
+    let lines: Vec<&str> = log.lines().collect();
+    assert_eq!(lines.len(), 3, "{log}");
+    assert!(lines[1].contains("|outside editor|outside edit: 1 file(s), 03_Resources/beta.md"), "{log}");
+    let person = lines[1].split('|').next().unwrap();
+    let theirs = git(&a, &["show", &format!("{person}:03_Resources/beta.md")]);
+    assert!(theirs.contains("a person's words.") && !theirs.contains("An agent's addition"), "{theirs}");
+    assert!(lines[0].contains("cli.apply 03_Resources/beta.md"), "{log}");
+    // `replicate` brings git's index up to the branch first: no engine commit becomes an
+    // outside edit, and afterwards git sees nothing uncommitted.
+    let mark = git(&a, &["rev-parse", "HEAD"]);
+    let report = pv_large(&a, &["replicate"]);
+    assert_eq!(report["pushed"], true, "{report}");
+    let log = git(&a, &["log", "--format=%an|%s", &format!("{mark}..HEAD")]);
+    assert!(!log.contains("outside edit"), "{log}");
+    assert_clean(&a);
+    assert_eq!(git(&a, &["rev-parse", "HEAD^{tree}"]), work_tree_tree(&a));
+    assert!(!a.join(".paravault/git.index").exists(), "no private index is kept");
+}
