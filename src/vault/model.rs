@@ -365,7 +365,10 @@ impl Vault {
     /// operation that observes the disk waits for it (`watch_started`).
     pub fn watch_disk(&self) {
         let root = self.root.clone();
-        let mode = match std::thread::Builder::new().name("paravault-watch-start".into()).spawn(move || crate::watch::DiskWatch::start(&root)) {
+        let mode = match std::thread::Builder::new()
+            .name("paravault-watch-start".into())
+            .spawn(move || crate::watch::DiskWatch::start(&root))
+        {
             Ok(handle) => {
                 *self.watch_starting.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(handle);
                 "watch"
@@ -386,7 +389,11 @@ impl Vault {
         let mut starting = self.watch_starting.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let Some(handle) = starting.take() else { return };
         let started = handle.join().unwrap_or_else(|_| {
-            Err(crate::error::Error::io("watching", self.root.display().to_string(), std::io::Error::other("the watcher's starting thread panicked")))
+            Err(crate::error::Error::io(
+                "watching",
+                self.root.display().to_string(),
+                std::io::Error::other("the watcher's starting thread panicked"),
+            ))
         });
         match started {
             Ok(watch) => {

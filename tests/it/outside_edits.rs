@@ -151,18 +151,24 @@ fn a_heal_preview_equals_its_live_run_after_outside_edits() {
 fn the_fallback_stat_walk_finds_what_the_watcher_missed() {
     let (dir, vault) = vault(BASE);
     vault.lint().unwrap();
-    // Written before the watcher starts: no event will ever name it.
+    // Written after the model was read and before the watcher is placed: no event will ever
+    // name it, so the first operation after the watcher is placed walks the vault.
     std::fs::write(dir.path().join("03_Resources/unseen.md"), "no frontmatter\n").unwrap();
     vault.watch_disk();
-    assert!(
-        !lint_rules(&vault).iter().any(|(_, p)| p == "03_Resources/unseen.md"),
-        "the watcher cannot know of it yet: {:?}",
-        vault.freshness()
-    );
-    vault.disk_watch().unwrap().simulate_overflow();
     assert!(lint_rules(&vault).contains(&("metadata-missing".into(), "03_Resources/unseen.md".into())));
     let freshness = vault.freshness();
     assert_eq!(freshness.stat_walks, 1, "{freshness:?}");
+    assert!(freshness.last_stat_walk_reason.unwrap().contains("before the file watcher was placed"));
+    // Settled: the next operation trusts the watcher (no walk).
+    vault.lint().unwrap();
+    assert_eq!(vault.freshness().stat_walks, 1);
+    // A watcher that cannot vouch for the disk (its queue overflowed) costs a walk, never a
+    // stale answer.
+    vault.disk_watch().unwrap().simulate_overflow();
+    std::fs::remove_file(dir.path().join("03_Resources/unseen.md")).unwrap();
+    assert!(!lint_rules(&vault).iter().any(|(_, p)| p == "03_Resources/unseen.md"));
+    let freshness = vault.freshness();
+    assert_eq!(freshness.stat_walks, 2, "{freshness:?}");
     assert!(freshness.last_stat_walk_reason.unwrap().contains("overflow"));
 }
 
