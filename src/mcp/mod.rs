@@ -712,6 +712,14 @@ pub(crate) fn serve_stdio(vault: Vault, options: McpOptions) -> Result<(), Strin
                     tracing::warn!(error = %error, "idle checkpoint failed; the next write or open retries");
                 }
             }
+            // A replica's large git index learns this server's commits once it is idle.
+            if ctx.vault.git_index_owed() {
+                let ctx = ctx.clone();
+                let done = tokio::task::spawn_blocking(move || ctx.vault.settle_git_index()).await;
+                if let Ok(Err(error)) = done {
+                    tracing::warn!(error = %error, "git's index could not learn the engine's commits; the next tick or replicate retries");
+                }
+            }
         }
     });
     // A replica's server replicates on the policy's interval (off by default); a read-only

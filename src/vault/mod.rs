@@ -90,6 +90,10 @@ pub struct Vault {
     /// Set when the keyed inventory could not serve a write: the next persist rewrites both
     /// copies even if the whole file's bytes did not change.
     keyed_refused: std::sync::atomic::AtomicBool,
+    /// Set when this process moved the replica's branch by an engine commit that git's own
+    /// index has not learnt yet (a large index: `write::replica`); a long-lived process
+    /// teaches it when idle (`Vault::settle_git_index`).
+    git_index_owed: std::sync::atomic::AtomicBool,
     /// Set when a folder moved while a write's checks of it were deferred: the keyed copy's
     /// folder rows are stale beyond what the journal names, so this write folds its model back.
     keyed_fold_due: std::sync::atomic::AtomicBool,
@@ -185,6 +189,7 @@ impl Vault {
             }),
             saved_inventory: Mutex::new(None),
             keyed_refused: std::sync::atomic::AtomicBool::new(false),
+            git_index_owed: std::sync::atomic::AtomicBool::new(false),
             keyed_fold_due: std::sync::atomic::AtomicBool::new(false),
             channel: Channel::Agent,
             agent: None,
@@ -309,6 +314,16 @@ impl Vault {
     /// The vault's clock: every stamp the engine writes for this vault, and its "today".
     pub fn clock(&self) -> crate::clock::Clock {
         self.options.clock()
+    }
+
+    /// Whether git's own index may lag an engine commit this process made (`settle_git_index`).
+    pub fn git_index_owed(&self) -> bool {
+        self.git_index_owed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Notes that git's own index lags (`true`) or caught up with (`false`) this process's engine commits.
+    pub(crate) fn set_git_index_owed(&self, owed: bool) {
+        self.git_index_owed.store(owed, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The options the vault was opened with (a vault opened on its behalf takes the same).

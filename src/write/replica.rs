@@ -511,8 +511,30 @@ pub(crate) fn commit_transaction_after(vault: &Vault, writer: &WriterGuard<'_>, 
             &author_of(receipt, &config.replica_id),
         )
     })();
-    if let Err(error) = result {
-        tracing::warn!(seq = receipt.seq, %error, "the write is done but its git commit failed; `paravault replicate` commits it");
+    match result {
+        Ok(_) if !git_index_is_small(root) => vault.set_git_index_owed(true),
+        Ok(_) => {}
+        Err(error) => {
+            tracing::warn!(seq = receipt.seq, %error, "the write is done but its git commit failed; `paravault replicate` commits it")
+        }
+    }
+}
+
+impl Vault {
+    /// Teaches git's own index the engine commits this process made since it last did (a
+    /// large index is not told per commit), so `git status` stops listing them as staged
+    /// changes: long-lived processes call it when idle (the MCP server within a second of its
+    /// last write). Skipped, and owed still, while another writer holds the lock.
+    pub fn settle_git_index(&self) -> Result<()> {
+        if !self.git_index_owed() {
+            return Ok(());
+        }
+        let Some(_writer) = self.try_hold_writer_lock()? else { return Ok(()) };
+        if let Some(config) = ReplicaConfig::load(self.root())? {
+            catch_up_git_index(self.root(), &config)?;
+        }
+        self.set_git_index_owed(false);
+        Ok(())
     }
 }
 

@@ -707,3 +707,33 @@ fn a_large_vaults_git_index_learns_engine_commits_at_replicate_and_nothing_is_mi
     assert_eq!(git(&a, &["rev-parse", "HEAD^{tree}"]), work_tree_tree(&a));
     assert!(!a.join(".paravault/git.index").exists(), "no private index is kept");
 }
+
+#[test]
+fn a_servers_commits_reach_a_large_git_index_once_it_is_idle() {
+    let site = Site::new();
+    let a = site.path("a");
+    let mut server = crate::mcp::Server::start_with_env(
+        &a,
+        &[],
+        &[("PARAVAULT_GIT_INDEX_EAGER_MAX_BYTES", Path::new("0")), ("PARAVAULT_TODAY", Path::new("2026-06-01"))],
+    );
+    server.initialize();
+    let before = git(&a, &["rev-parse", "HEAD"]);
+    server.ok(
+        "ingest_note",
+        serde_json::json!({"name": "03_Resources/served", "note_type": "Resource", "title": "Served", "description": "A served note", "content": "Served body."}),
+    );
+    assert_eq!(git(&a, &["rev-list", "--count", &format!("{before}..HEAD")]), "1", "the write is one commit");
+    // The commit did not tell git's large index; the server's idle tick (every second) does.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !git(&a, &["status", "--porcelain", "--untracked-files=all"]).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "git's index never learnt the server's commit: {}",
+            git(&a, &["status", "--porcelain"])
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert_clean(&a);
+    assert_eq!(git(&a, &["rev-parse", "HEAD^{tree}"]), work_tree_tree(&a), "HEAD holds the work tree exactly");
+}
