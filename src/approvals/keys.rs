@@ -495,9 +495,8 @@ impl crate::vault::Vault {
         write_registry(root, &registry)?;
         // The root is pinned at once: this replica set it.
         active_keys(root)?;
-        let at = self.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let subject = format!("approver key: {} {approver}, signed by {signer}", word(action));
-        crate::write::replica::commit_records_locked(root, &[layout::APPROVER_KEYS.to_string()], &subject, &at);
+        crate::write::replica::commit_records_locked(self, &[layout::APPROVER_KEYS.to_string()], &subject);
         Ok(KeyChange {
             approver: approver.to_string(),
             public_key,
@@ -548,9 +547,8 @@ impl crate::vault::Vault {
             serde_json::to_vec_pretty(&signature).map_err(|e| Error::io("encoding", layout::POLICY_SIGNATURE, std::io::Error::other(e)))?;
         bytes.push(b'\n');
         durable::replace(root, &layout::join(root, layout::POLICY_SIGNATURE), &bytes)?;
-        let at = self.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
         let paths = [layout::POLICY_OVERRIDE.to_string(), layout::POLICY_SIGNATURE.to_string()];
-        crate::write::replica::commit_records_locked(root, &paths, &format!("policy signed by {approver}"), &at);
+        crate::write::replica::commit_records_locked(self, &paths, &format!("policy signed by {approver}"));
         Ok(signature)
     }
 }

@@ -436,8 +436,7 @@ impl Vault {
         let json = serde_json::to_vec_pretty(&record).map_err(|e| Error::io("encoding", "proposal", std::io::Error::other(e)))?;
         durable::replace(self.root(), &stored_path, &json)?;
         let rel = format!("{}/{}.json", layout::PROPOSALS_DIR, proposal.proposal_id);
-        let at = self.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-        crate::write::replica::commit_records_locked(self.root(), &[rel], &format!("proposal {}", proposal.proposal_id), &at);
+        crate::write::replica::commit_records_locked(self, &[rel], &format!("proposal {}", proposal.proposal_id));
         Ok(proposal)
     }
 

@@ -270,9 +270,12 @@ fn tree_with_paths(git: &Git, root: &Path, head: Option<&str>, paths: &[String])
 /// the branch's head (none for the first commit); returns the new commit.
 /// Commits engine records that travel (a proposal, a decision, an approver-key change, a
 /// policy signature) as soon as they are written on a replica, so `git status` stays clean
-/// and the next `replicate` pushes them. The caller holds the writer lock. Best effort, as a
-/// transaction's own commit: a git failure is logged, and `replicate` commits what is left.
-pub(crate) fn commit_records_locked(root: &Path, paths: &[String], subject: &str, at: &str) {
+/// and the next `replicate` pushes them, stamped by `vault`'s clock. The caller holds the writer
+/// lock. Best effort, as a transaction's own commit: a git failure is logged, and `replicate`
+/// commits what is left.
+pub(crate) fn commit_records_locked(vault: &Vault, paths: &[String], subject: &str) {
+    let root = vault.root();
+    let at = vault.clock().stamp(chrono::SecondsFormat::Secs);
     let config = match ReplicaConfig::load(root) {
         Ok(Some(config)) => config,
         Ok(None) => return,
@@ -281,8 +284,10 @@ pub(crate) fn commit_records_locked(root: &Path, paths: &[String], subject: &str
             return;
         }
     };
-    if let Err(error) = commit_paths(root, &config, paths, &format!("{subject}\n"), &committer(&config.replica_id, at)) {
-        tracing::warn!(%error, "could not commit {subject}; the next replicate commits it");
+    match commit_paths(root, &config, paths, &format!("{subject}\n"), &committer(&config.replica_id, &at)) {
+        Ok(_) if !git_index_is_small(root) => vault.set_git_index_owed(true),
+        Ok(_) => {}
+        Err(error) => tracing::warn!(%error, "could not commit {subject}; the next replicate commits it"),
     }
 }
 
@@ -292,10 +297,7 @@ pub(crate) fn commit_records(vault: &crate::vault::Vault, paths: &[String], subj
         return;
     }
     match vault.lock_writer() {
-        Ok(_writer) => {
-            let at = vault.now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true);
-            commit_records_locked(vault.root(), paths, subject, &at);
-        }
+        Ok(_writer) => commit_records_locked(vault, paths, subject),
         Err(error) => tracing::warn!(%error, "could not commit {subject}; the next replicate commits it"),
     }
 }
