@@ -24,8 +24,10 @@
 //! - `watch`     — change detection for long-lived processes (file watcher + barrier).
 //! - `folder_journal` — the folder journal `paravault watch` keeps, which a write consults.
 //! - `starter`   — the starter notes of a new vault.
-//! - `vault`     — the application API every adapter calls.
-//! - `write`     — the one write transaction and its operations.
+//! - `state`     — what an open vault holds in memory (policy, model, catalogs, summaries)
+//!   and every operation that needs no writer lock.
+//! - `write`     — the one write transaction and its operations, run on a `VaultState`.
+//! - `vault`     — the application API every adapter calls: `Vault`, a state and its writer.
 //! - `approvals` — human approval: policy rules, immutable decisions, approver secrets.
 //! - `retrieval`, `replicate`, `maintenance`, `doctor` — read operations; one vault on several
 //!   devices over git; maintenance; the doctor report.
@@ -79,6 +81,7 @@ pub mod infra;
 pub mod mcp;
 pub mod specdocs;
 pub mod starter;
+pub mod state;
 pub mod vault;
 pub mod watch;
 pub mod web;

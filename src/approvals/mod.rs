@@ -25,7 +25,7 @@ use crate::vault::resolve_note_path;
 use crate::vault::{Channel, Vault};
 use crate::write::operations::{CheckedProposal, Proposal, ProposalRecord, check_proposal, proposal_id, validate_note_text};
 use crate::write::receipts::{Receipt, ReceiptLog};
-use crate::write::{Cleared, Mutation, NoteChange, execute, sha256_hex};
+use crate::write::{Cleared, Mutation, NoteChange, sha256_hex};
 
 /// The receipt operations of the ctxvault memory tools: a `memory_change` proposal names the
 /// one its transaction records (`BatchProposal::receipt_operation`).
@@ -777,7 +777,7 @@ pub fn execute_checked(vault: &Vault, mutation: Mutation) -> Result<Receipt> {
     let (approver, governing) = gate(vault, None, &mutation.notes)?;
     match governing {
         Some(operation) if approver == Approver::Human => hold(vault, operation, mutation),
-        _ => execute(vault, mutation, Cleared::by_the_approval_gate(None)),
+        _ => vault.execute(mutation, Cleared::by_the_approval_gate(None)),
     }
 }
 
@@ -800,6 +800,7 @@ fn hold(vault: &Vault, operation: Operation, mutation: Mutation) -> Result<Recei
             if durable::create_new(root, &batch_path(root, &id), &encode(&batch, "batch proposal")?)? {
                 crate::write::replica::commit_records(
                     vault,
+                    vault.writer(),
                     &[format!("{}/{id}.json", layout::BATCH_PROPOSALS_DIR)],
                     &format!("proposal {id}"),
                 );
@@ -822,7 +823,7 @@ pub(crate) fn commit_memory(vault: &Vault, mutation: Mutation, proposes: bool) -
     if proposes || needs_person(vault, &mutation)? {
         return propose_memory_change(vault, &mutation).map(|status| MemoryOutcome::Proposed(Box::new(status)));
     }
-    execute(vault, mutation, Cleared::by_the_approval_gate(None)).map(|receipt| MemoryOutcome::Written(Box::new(receipt)))
+    vault.execute(mutation, Cleared::by_the_approval_gate(None)).map(|receipt| MemoryOutcome::Written(Box::new(receipt)))
 }
 
 /// Runs a multi-note maintenance mutation under the `approvals:` policy: with no `human` rule
@@ -846,7 +847,7 @@ pub(crate) fn execute_governed_request(
     let root = vault.root();
     let (approver, _) = gate(vault, Some(operation), &mutation.notes)?;
     if approver == Approver::Caller {
-        return execute(vault, mutation, Cleared::by_the_approval_gate(None));
+        return vault.execute(mutation, Cleared::by_the_approval_gate(None));
     }
     let id = plan_id_for(operation, &mutation.notes, request);
     match read_decision(root, &id)? {
@@ -858,6 +859,7 @@ pub(crate) fn execute_governed_request(
             if durable::create_new(root, &batch_path(root, &id), &encode(&batch, "batch proposal")?)? {
                 crate::write::replica::commit_records(
                     vault,
+                    vault.writer(),
                     &[format!("{}/{id}.json", layout::BATCH_PROPOSALS_DIR)],
                     &format!("proposal {id}"),
                 );
@@ -874,7 +876,7 @@ pub(crate) fn execute_governed_request(
             mutation.log_entry = batch.log_entry;
             mutation.create_folders = batch.create_folders;
             mutation.proposal_id = Some(id);
-            execute(vault, mutation, Cleared::by_the_approval_gate(Some(stamp(&record, &record_sha))))
+            vault.execute(mutation, Cleared::by_the_approval_gate(Some(stamp(&record, &record_sha))))
         }
     }
 }
@@ -965,7 +967,12 @@ fn hold_action(vault: &Vault, id: &str, operation: Operation, paths: &[String], 
     nofollow::refuse_symlinked_state(root)?;
     durable::create_dir_all(root, &layout::join(root, layout::ACTION_PROPOSALS_DIR))?;
     if durable::create_new(root, &action_path(root, id), &encode(&action, "action proposal")?)? {
-        crate::write::replica::commit_records(vault, &[format!("{}/{id}.json", layout::ACTION_PROPOSALS_DIR)], &format!("proposal {id}"));
+        crate::write::replica::commit_records(
+            vault,
+            vault.writer(),
+            &[format!("{}/{id}.json", layout::ACTION_PROPOSALS_DIR)],
+            &format!("proposal {id}"),
+        );
     }
     Ok(())
 }
@@ -1029,7 +1036,12 @@ pub fn propose_memory_change(vault: &Vault, mutation: &Mutation) -> Result<Propo
         // The id covers a fresh op id: another file under it is not this proposal.
         return Err(Error::ProposalInvalid { reason: format!("a different proposal is already stored as {id}") });
     }
-    crate::write::replica::commit_records(vault, &[format!("{}/{id}.json", layout::BATCH_PROPOSALS_DIR)], &format!("proposal {id}"));
+    crate::write::replica::commit_records(
+        vault,
+        vault.writer(),
+        &[format!("{}/{id}.json", layout::BATCH_PROPOSALS_DIR)],
+        &format!("proposal {id}"),
+    );
     vault.status_of(&Governed::Batch(batch))
 }
 
@@ -1123,7 +1135,7 @@ pub(crate) fn import_conflict(vault: &Vault, bytes: &[u8]) -> Result<Option<Stri
 /// governed where they were made (the approval rules asked there); here they pass the lint gate
 /// of this replica's transaction like any write. What fails it is held as a conflict instead.
 pub(crate) fn execute_integration(vault: &Vault, mutation: Mutation) -> Result<Receipt> {
-    execute(vault, mutation, Cleared::by_the_approval_gate(None))
+    vault.execute(mutation, Cleared::by_the_approval_gate(None))
 }
 
 impl Vault {
@@ -1165,7 +1177,19 @@ impl Vault {
             log_entry: None,
             create_folders: false,
         };
-        execute(self, mutation, Cleared::by_the_approval_gate(approval))
+        self.execute(mutation, Cleared::by_the_approval_gate(approval))
+    }
+
+    /// Applies a proposal stored under `proposal_id` (the CLI's `apply`).
+    pub fn apply_stored_proposal(&self, proposal_id: &str, approved: bool) -> Result<Receipt> {
+        if proposal_id.len() != 64 || !proposal_id.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(Error::InvalidArgument { name: "proposal_id", reason: "must be 64 hex characters".into() });
+        }
+        let stored = crate::write::operations::stored_proposal(self.root(), proposal_id)
+            .and_then(|p| serde_json::to_value(p).ok())
+            .and_then(|v| serde_json::from_value::<BTreeMap<String, Value>>(v).ok())
+            .ok_or_else(|| Error::ProposalInvalid { reason: "proposal is not durable; call propose_memory_change first".into() })?;
+        self.apply_memory_change(&stored, approved)
     }
 }
 
@@ -1234,7 +1258,7 @@ impl Vault {
             log_entry: batch.log_entry.clone(),
             create_folders: batch.create_folders,
         };
-        execute(self, mutation, Cleared::by_the_approval_gate(stamp))
+        self.execute(mutation, Cleared::by_the_approval_gate(stamp))
     }
 
     /// Applies a stored proposal by id, whichever kind holds its own plan: an
@@ -1488,6 +1512,7 @@ impl Vault {
             let rel = format!("{}/{}.json", layout::APPROVAL_DECISIONS_DIR, request.proposal_id);
             crate::write::replica::commit_records(
                 self,
+                self.writer(),
                 &[rel],
                 &format!("{} {} by {}", record.decision.name(), request.proposal_id, record.approver),
             );

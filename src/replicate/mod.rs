@@ -1379,7 +1379,7 @@ fn write_file(root: &Path, path: &str, bytes: Option<&[u8]>) -> Result<()> {
 /// out. git's own index first learns the engine's commits, when no writer is busy (a large
 /// index is not told per commit, docs/replication.md "What it costs").
 fn uncommitted_count(vault: &Vault, config: &ReplicaConfig, git: &Git) -> Result<usize> {
-    if let Some(_writer) = vault.try_hold_writer_lock()?
+    if let Some(_writer) = vault.try_lock_writer()?
         && let Err(error) = replica::catch_up_git_index(vault.root(), config)
     {
         tracing::warn!(%error, "git's index could not learn the engine's commits; the count may include them");

@@ -1,207 +1,68 @@
-//! The application API: one `Vault` per root, the only entry point adapters (CLI, MCP) use.
-//!
-//! `Vault` owns the policy, the in-memory inventory (loaded lazily, then kept current) and the
-//! catalog renderer state. Every write it makes goes through `store::durable`. Its concerns
-//! are one file each: `root` (where the vault is), `reports` (what its operations report),
-//! `model` (the inventory kept equal to the disk), `catalogs` (the catalog cache and
-//! regeneration), `reads` (lint, Markdown check, note slices), `views` and `summaries` (what
-//! the people's surface reads: link resolution, tags, the link graph, the kept health summary)
-//! and `writer_lock` (the write
-//! path it hosts, through a trait: `vault` sits below `write` and never names it).
+//! The application API: one `Vault` per root, the only entry point adapters (CLI, MCP, web)
+//! use. A `Vault` is the façade over what an open vault holds in memory (`state::VaultState`:
+//! policy, the model kept equal to the disk, catalog state, summaries, and every operation
+//! that needs no writer lock, reached through `Deref`) and its single writer
+//! (`write::Writer`: the lock, the journal, the receipt log), owned here directly. Every
+//! operation that takes the writer lock is a method of `Vault`: the core writes in `writes`,
+//! each feature's in its own module (`approvals`, `replicate`, `maintenance`, …), which pass
+//! the state and the writer to the one transaction (`write::execute`).
+//! *Invariant: `state` and `write` never name `Vault`; the writer is reached only through it.*
 
-mod catalogs;
-mod model;
-mod reads;
-mod reports;
-mod root;
-mod summaries;
-mod views;
-mod writer_lock;
+mod writes;
 
-use std::path::{Path, PathBuf};
-use std::sync::Mutex;
+use std::path::Path;
 
-use chrono::NaiveDate;
-use serde::Serialize;
+use crate::error::Result;
+use crate::state::VaultState;
+use crate::store::layout;
+use crate::write::Writer;
+use crate::write::receipts::Receipt;
 
-use crate::catalog::{self, CatalogState};
-use crate::error::{Error, Result};
-use crate::inventory::{self, Inventory};
-use crate::policy::LoadedPolicy;
-use crate::store::{durable, layout};
+pub use crate::state::{
+    ATTACHMENT_BYTES_MAX, Channel, FolderHealth, Freshness, GraphNode, HealthSummary, IndexReport, InitReport, LinkGraph, LinkTarget,
+    MarkdownReport, NoteSlice, ReceiptActivity, ReceiptDay, TagCount, TitleMatch, TitleMatches, VaultOptions, resolve_note_path, tag_key,
+};
+pub(crate) use crate::state::{RootSource, looks_like_a_vault, resolve_root};
 
-use model::SavedInventory;
-pub use reports::{Freshness, IndexReport, InitReport, MarkdownReport, NoteSlice};
-pub(crate) use root::{RootSource, looks_like_a_vault, resolve_root};
-pub(crate) use summaries::{ActivityMemo, DayCounts, DayFields, RECEIPTS_COUNTED_MAX};
-pub use summaries::{FolderHealth, HealthSummary, ReceiptActivity, ReceiptDay, TitleMatch, TitleMatches};
-pub use views::{ATTACHMENT_BYTES_MAX, GraphNode, LinkGraph, LinkTarget, TagCount, tag_key};
-pub(crate) use writer_lock::{HeldLock, WritePath};
-
-/// Options for opening a vault.
-#[derive(Debug, Clone, Default)]
-pub struct VaultOptions {
-    /// "Today" for freshness checks; defaults to the current UTC date.
-    pub today: Option<NaiveDate>,
-    /// The instant the engine stamps the notes it renders with (the `timestamp` of
-    /// `ingest_note`, `synthesize_session`, memory notes, vaultspec documents, healed notes);
-    /// defaults to the current UTC time. Tests and reproducible runs set it (the CLI and the MCP
-    /// server read `PARAVAULT_NOW`; the ctxvault surface opens its registered vaults with it).
-    pub now: Option<chrono::DateTime<chrono::Utc>>,
-}
-
-/// Parses and checks a note path (`note::path::parse_note_path`: `.md`, inside a P.A.R.A.
-/// folder, not a name the engine owns) and refuses a symbolic link on disk anywhere along it
-/// (`store::nofollow::resolve_safe`). Returns the path and its absolute location under `root`.
-pub fn resolve_note_path(root: &Path, raw: &str, layout: &crate::policy::Layout) -> Result<(crate::note::path::VaultPath, PathBuf)> {
-    let path = crate::note::path::parse_note_path(raw, layout)?;
-    let absolute = crate::store::nofollow::resolve_safe(root, path.as_str())?;
-    Ok((path, absolute))
-}
-
-impl VaultOptions {
-    /// The clock these options set: `now` and `today` where given, else the system's.
-    pub fn clock(&self) -> crate::clock::Clock {
-        crate::clock::Clock::fixed(self.now, self.today)
-    }
-}
-
-/// An open vault.
+/// An open vault: its state and its writer.
 pub struct Vault {
-    root: PathBuf,
-    policy: LoadedPolicy,
-    options: VaultOptions,
-    inventory: Mutex<Option<Inventory>>,
-    catalog_state: Mutex<Option<CatalogState>>,
-    /// Rendered catalog rows, reused while their notes do not change.
-    catalog_rows: catalog::render::RowMemo,
-    /// The health summary and the link index, kept between requests (`summaries`).
-    summaries: summaries::Summaries,
-    /// The write path this vault hosts (`write::writer::Writer`, handed in by `Vault::open`):
-    /// its lock, recovery and deferred checkpoint, its state opaque here.
-    writer: Box<dyn WritePath>,
-    /// Keeps the inventory equal to the disk in a long-lived process (`watch_disk`).
-    watch: std::sync::OnceLock<crate::watch::DiskWatch>,
-    /// The watcher being started on a thread of its own (`watch_disk`), until the first
-    /// operation that needs it takes it (`watch_started`).
-    watch_starting: Mutex<Option<std::thread::JoinHandle<Result<crate::watch::DiskWatch>>>>,
-    freshness: Mutex<Freshness>,
-    saved_inventory: Mutex<Option<SavedInventory>>,
-    /// Set when the keyed inventory could not serve a write: the next persist rewrites both
-    /// copies even if the whole file's bytes did not change.
-    keyed_refused: std::sync::atomic::AtomicBool,
-    /// Set when this process moved the replica's branch by an engine commit that git's own
-    /// index has not learnt yet (a large index: `write::replica`); a long-lived process
-    /// teaches it when idle (`Vault::settle_git_index`).
-    git_index_owed: std::sync::atomic::AtomicBool,
-    /// Set when a folder moved while a write's checks of it were deferred: the keyed copy's
-    /// folder rows are stale beyond what the journal names, so this write folds its model back.
-    keyed_fold_due: std::sync::atomic::AtomicBool,
-    /// Whom writes through this handle are made for; provenance comes from it (never content).
-    channel: Channel,
-    /// The named agent this handle writes for (`paravault mcp --agent NAME`), recorded in every
-    /// receipt as `agent`; none when the adapter names none.
-    agent: Option<String>,
-    /// The process ends right after this handle is dropped (`ending_the_process`).
-    ends_the_process: bool,
+    state: VaultState,
+    writer: Writer,
 }
 
-/// Who is writing: set by the adapter (the CLI is a person at a terminal, the web UI a person
-/// in a browser, MCP is an agent),
-/// never taken from a request or a note's text. The engine derives provenance from it: the
-/// receipt's `operation` and `actor`, and the `memory.write_policy` of notes it renders.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, serde::Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Channel {
-    /// An agent (MCP, or a library caller that did not say otherwise).
-    #[default]
-    Agent,
-    /// A person at the CLI.
-    Person,
-    /// A person in the web UI (`paravault web`): receipts name operations `web.*`.
-    Web,
-}
-
-impl Channel {
-    /// The receipt's `actor`.
-    pub fn actor(self) -> &'static str {
-        match self {
-            Channel::Agent => "agent",
-            Channel::Person | Channel::Web => "human",
-        }
+/// Reads and the model are the state's; a `Vault` adds what takes the writer lock.
+impl std::ops::Deref for Vault {
+    type Target = VaultState;
+    fn deref(&self) -> &VaultState {
+        &self.state
     }
 }
 
 impl Drop for Vault {
+    /// Checkpoints this process's deferred writes; the state then persists what it must of the
+    /// model (`VaultState`'s own drop, after this one).
     fn drop(&mut self) {
         if self.has_deferred_writes()
             && let Err(error) = self.checkpoint_pending()
         {
             tracing::warn!(error = %error, "could not checkpoint deferred writes; the next open finishes them from the journal");
         }
-        // Records this process re-read from disk after its first load (a watcher's refreshes)
-        // are worth keeping. Records of its own writes are not: they were built from the bytes
-        // written, carry no stamp, and the next process reads those few files anyway.
-        if self.freshness().paths_refreshed > 0
-            && let Some(inventory) = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref()
-        {
-            self.persist_inventory(inventory);
-        }
-        if self.ends_the_process
-            && let Some(inventory) = self.inventory.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take()
-        {
-            self.fold_into_keyed_copy(&inventory);
-            std::mem::forget(inventory);
-        }
     }
 }
 
 impl Vault {
-    /// Opens an existing vault directory with `writer` as its write path and loads its policy
-    /// (an invalid policy is refused); a committed write that waits is finished first
-    /// (`Vault::open`, in write/, hands in the writer).
-    pub(crate) fn open_with(root: &Path, options: VaultOptions, writer: Box<dyn WritePath>) -> Result<Self> {
-        if !root.is_dir() {
-            return Err(Error::VaultUnusable(root.display().to_string()));
-        }
-        crate::store::nofollow::refuse_symlinked_state(root)?;
-        let policy = LoadedPolicy::load(root)?;
-        let vault = Vault {
-            root: root.to_path_buf(),
-            policy,
-            options,
-            inventory: Mutex::new(None),
-            catalog_state: Mutex::new(None),
-            catalog_rows: Default::default(),
-            summaries: Default::default(),
-            writer,
-            watch: std::sync::OnceLock::new(),
-            watch_starting: Mutex::new(None),
-            freshness: Mutex::new(Freshness {
-                mode: "loaded",
-                observed_at: None,
-                paths_refreshed: 0,
-                stat_walks: 0,
-                last_stat_walk_reason: None,
-                leftover_temps_removed: 0,
-                inventory_cache: String::new(),
-                load: inventory::LoadCounts::default(),
-            }),
-            saved_inventory: Mutex::new(None),
-            keyed_refused: std::sync::atomic::AtomicBool::new(false),
-            git_index_owed: std::sync::atomic::AtomicBool::new(false),
-            keyed_fold_due: std::sync::atomic::AtomicBool::new(false),
-            channel: Channel::Agent,
-            agent: None,
-            ends_the_process: false,
-        };
+    /// Opens an existing vault directory and loads its policy (an invalid policy is refused);
+    /// a committed write that waits in the journal is finished first (crash recovery at open,
+    /// under the writer lock).
+    pub fn open(root: &Path, options: VaultOptions) -> Result<Self> {
+        let vault = Vault { state: VaultState::load(root, options)?, writer: Writer::default() };
         if layout::join(root, layout::JOURNAL).exists() {
             // Crash recovery at open, under the writer lock, before any other write — unless
             // another writer holds the lock now: readers never wait for a writer (they answer
             // from the published state), and the holder, or the next writer, finishes any
             // pending intent. A retryable failure (a full disk) does not stop reads either:
             // the pending intent stays in the journal and the next write (or open) finishes it.
-            match vault.try_hold_writer_lock() {
+            match vault.writer.try_lock(&vault.state) {
                 Ok(Some(writer)) => drop(writer),
                 Ok(None) => tracing::debug!("another writer holds the lock; recovery at open left to it"),
                 Err(error) if error.retryable() => {
@@ -214,65 +75,32 @@ impl Vault {
     }
 
     /// Creates the P.A.R.A. layout and the starter notes where missing, then opens the vault
-    /// with `writer` (`Vault::init`, in write/). Never overwrites an existing file.
-    pub(crate) fn init_with(root: &Path, options: VaultOptions, writer: Box<dyn WritePath>) -> Result<(Self, InitReport)> {
-        durable::create_dir_all(root, root)?;
-        let policy = LoadedPolicy::load(root)?;
-        let mut report = InitReport {
-            root: root.display().to_string(),
-            created_dirs: Vec::new(),
-            created_notes: Vec::new(),
-            kept_existing: Vec::new(),
-            catalog_pages_written: Vec::new(),
-            catalog_conflicts: Vec::new(),
-        };
-        report.created_dirs = create_layout_folders(root, &policy)?;
-        let fresh = report.created_dirs.len() > 1;
-        for (rel, text) in crate::starter::STARTER_NOTES {
-            let path = layout::join(root, rel);
-            if path.exists() || !fresh {
-                report.kept_existing.push((*rel).to_string());
-                continue;
-            }
-            durable::replace(root, &path, text.as_bytes())?;
-            report.created_notes.push((*rel).to_string());
-        }
-        let vault = Vault::open_with(root, options, writer)?;
+    /// and renders its catalogs. Never overwrites an existing file.
+    pub fn init(root: &Path, options: VaultOptions) -> Result<(Self, InitReport)> {
+        let mut report = VaultState::lay_out(root)?;
+        let vault = Vault::open(root, options)?;
         let index = vault.generate_index()?;
         report.catalog_pages_written = index.pages_written;
         report.catalog_conflicts = index.conflicts;
         Ok((vault, report))
     }
 
-    pub fn root(&self) -> &Path {
-        &self.root
-    }
-
-    /// Creates the policy's P.A.R.A. folders (and the engine's state folder) where missing, as
-    /// `init` does, and nothing else; returns those it created. A clone needs it: git carries no
-    /// empty folder, and a write refuses a target folder that does not exist.
-    pub(crate) fn create_layout_folders(&self) -> Result<Vec<String>> {
-        create_layout_folders(&self.root, self.policy())
-    }
-
-    /// Keeps this vault's folder journal (`paravault watch`, `folder_journal`) until the process
-    /// is stopped: one-shot writes then ask it which folders changed instead of a stat of each.
-    /// `ready` is told once every folder is watched.
-    pub fn keep_folder_journal(&self, ready: impl FnOnce(&crate::folder_journal::FolderJournalReady)) -> Result<()> {
-        let mut journal = crate::folder_journal::FolderJournal::start(&self.root)?;
-        ready(&journal.ready());
-        journal.run(None)
-    }
-
     /// A fresh handle on the same vault with the same options and channel: a long-lived
     /// process that must see the disk anew for each request (the INFRA-1 broker) opens one.
     pub fn reopened(&self) -> Result<Vault> {
-        Vault::open(&self.root, self.options.clone()).map(|vault| vault.acting_for(self.channel))
+        Vault::open(self.root(), self.options().clone()).map(|vault| vault.acting_for(self.channel()))
     }
 
     /// This handle, writing for `channel` (adapters call it once, right after opening).
     pub fn acting_for(mut self, channel: Channel) -> Self {
-        self.channel = channel;
+        self.state.set_channel(channel);
+        self
+    }
+
+    /// This handle, writing for the named `agent` (adapters call it once, right after
+    /// opening, with the name the server was started for): receipts record it.
+    pub fn writing_for_agent(mut self, agent: Option<String>) -> Self {
+        self.state.set_agent(agent);
         self
     }
 
@@ -281,73 +109,71 @@ impl Vault {
     /// memory to the process's exit instead of freeing it map by map. Freeing a 20,000-note
     /// model was 24% of a one-note CLI write's profile.
     pub(crate) fn ending_the_process(mut self) -> Self {
-        self.ends_the_process = true;
+        self.state.set_ends_the_process();
         self
     }
 
-    /// Whom writes through this handle are made for.
-    pub fn channel(&self) -> Channel {
-        self.channel
+    /// This vault's writer, for the write path's functions that take the lock themselves.
+    pub(crate) fn writer(&self) -> &Writer {
+        &self.writer
     }
 
-    /// This handle, writing for the named `agent` (adapters call it once, right after
-    /// opening, with the name the server was started for): receipts record it.
-    pub fn writing_for_agent(mut self, agent: Option<String>) -> Self {
-        self.agent = agent;
-        self
+    /// Takes the writer lock (in-process mutex, then the cross-process file lock), finishes any
+    /// committed-but-pending transaction, and catches up with receipts other processes wrote.
+    pub fn lock_writer(&self) -> Result<crate::write::WriterGuard<'_>> {
+        self.writer.lock(&self.state)
     }
 
-    /// The named agent writes through this handle are made for, if any.
-    pub fn agent(&self) -> Option<&str> {
-        self.agent.as_deref()
+    /// `lock_writer` if no other holder has the lock now; `None` at once otherwise.
+    pub(crate) fn try_lock_writer(&self) -> Result<Option<crate::write::WriterGuard<'_>>> {
+        self.writer.try_lock(&self.state)
     }
 
-    pub fn policy(&self) -> &LoadedPolicy {
-        &self.policy
+    /// Runs one write transaction the approval gate cleared (`write::execute`).
+    pub(crate) fn execute(&self, mutation: crate::write::Mutation, cleared: crate::write::Cleared) -> Result<Receipt> {
+        crate::write::execute(&self.state, &self.writer, mutation, cleared)
     }
 
-    /// Today's date in UTC (or the configured override): [`Vault::clock`]'s day.
-    pub fn today(&self) -> NaiveDate {
-        self.clock().today()
+    /// Whether this process holds writes whose checkpoint is deferred.
+    pub fn has_deferred_writes(&self) -> bool {
+        self.writer.has_deferred_writes()
     }
 
-    /// The vault's clock: every stamp the engine writes for this vault, and its "today".
-    pub fn clock(&self) -> crate::clock::Clock {
-        self.options.clock()
+    /// Whether a write this process committed waits to be finished (putting it in place failed
+    /// past the commit point, e.g. on a full disk). `checkpoint_pending` finishes it.
+    pub fn has_unfinished_writes(&self) -> bool {
+        self.writer.has_unfinished_writes()
     }
 
-    /// Whether git's own index may lag an engine commit this process made (`settle_git_index`).
-    pub fn git_index_owed(&self) -> bool {
-        self.git_index_owed.load(std::sync::atomic::Ordering::Relaxed)
+    /// Makes this process's deferred writes durable (fsyncs their files in parallel and marks
+    /// their intents done), first finishing any committed write that waits (taking the writer
+    /// lock runs recovery). Long-running adapters call it when idle, so a write that met a full
+    /// disk completes once space returns without another write; dropping the vault calls it.
+    pub fn checkpoint_pending(&self) -> Result<()> {
+        self.writer.checkpoint_pending(&self.state)
     }
 
-    /// Notes that git's own index lags (`true`) or caught up with (`false`) this process's engine commits.
-    pub(crate) fn set_git_index_owed(&self, owed: bool) {
-        self.git_index_owed.store(owed, std::sync::atomic::Ordering::Relaxed);
+    /// Teaches git's own index the engine commits this process made since it last did
+    /// (`write::replica::settle_git_index`): long-lived processes call it when idle.
+    pub fn settle_git_index(&self) -> Result<()> {
+        crate::write::replica::settle_git_index(&self.state, &self.writer)
     }
 
-    /// The options the vault was opened with (a vault opened on its behalf takes the same).
-    pub fn options(&self) -> &VaultOptions {
-        &self.options
+    /// Regenerates `index.md` and every directory catalog that changed.
+    pub fn generate_index(&self) -> Result<IndexReport> {
+        self.regenerate_catalogs(None)
     }
 
-    /// The instant the engine stamps a note it renders with: now in UTC (or the configured one).
-    pub fn now(&self) -> chrono::DateTime<chrono::Utc> {
-        self.clock().now()
+    /// Regenerates the catalogs of `dirs` only (plus the root index), under the writer lock.
+    pub fn regenerate_catalogs(&self, only_dirs: Option<&std::collections::BTreeSet<String>>) -> Result<IndexReport> {
+        let _writer = self.lock_writer()?;
+        self.state.regenerate_catalogs_locked(only_dirs)
     }
-}
 
-/// The folders `init` creates where missing (the policy's scope folders, less those it says
-/// not to create, and the state folder).
-fn create_layout_folders(root: &Path, policy: &LoadedPolicy) -> Result<Vec<String>> {
-    let skipped = &policy.policy.layout.not_created_at_init;
-    let mut created = Vec::new();
-    for folder in policy.scope_folders().filter(|f| !skipped.contains(f)).map(String::as_str).chain([layout::STATE_DIR]) {
-        let dir = layout::join(root, folder);
-        if !dir.is_dir() {
-            durable::create_dir_all(root, &dir)?;
-            created.push(folder.to_string());
-        }
+    /// Renders a category's catalog if needed, then returns the requested page.
+    pub fn ensure_sub_index(&self, category: &str, page: usize) -> Result<String> {
+        let dirs = self.state.sub_index_dirs(category)?;
+        self.regenerate_catalogs(Some(&dirs))?;
+        self.read_sub_index(category, page)
     }
-    Ok(created)
 }

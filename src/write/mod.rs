@@ -45,11 +45,12 @@ use crate::lint;
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
 use crate::scan::PageKind;
+use crate::state::VaultState;
 use crate::store::journal::{FileChange, Intent, PreImage, Record, SearchSnapshot, StoredRecord};
 use crate::store::{faults, layout};
-use crate::vault::Vault;
 use receipts::{NoteHashes, RECEIPT_SCHEMA, Receipt};
-use writer::WriterGuard;
+pub(crate) use writer::Writer;
+pub(crate) use writer::WriterGuard;
 
 /// One note a transaction puts in place (`content`) or removes (`None`).
 #[derive(Debug, Clone)]
@@ -183,7 +184,7 @@ struct Seen {
 /// before the write is confirmed (a refusal, a failed commit, an abandoned intent), it puts the
 /// model back as it was: the disk was never touched. `keep` makes the after-images stay.
 struct ModelChange<'v> {
-    vault: &'v Vault,
+    vault: &'v VaultState,
     previous: Vec<(VaultPath, Option<NoteRecord>)>,
 }
 
@@ -244,7 +245,7 @@ impl Cleared {
     /// taken as every goal lifecycle operation (the gate above compares goals; this cannot).
     /// A change a person must approve is refused with `proposal_required`,
     /// which names `propose_memory_change` (a proposal a person reviews) as the way.
-    pub(crate) fn new_notes(vault: &Vault, mutation: &Mutation) -> Result<Self> {
+    pub(crate) fn new_notes(vault: &VaultState, mutation: &Mutation) -> Result<Self> {
         let policy = &vault.policy().policy;
         let changes: Vec<crate::policy::approvals::RuledChange<'_>> = mutation
             .notes
@@ -274,25 +275,31 @@ impl Cleared {
 
 /// Runs one write transaction the approval gate cleared and returns its receipt (with the
 /// person's `approval` in the chain when one decided).
-pub fn execute(vault: &Vault, mutation: Mutation, cleared: Cleared) -> Result<Receipt> {
+pub(crate) fn execute(vault: &VaultState, writer: &Writer, mutation: Mutation, cleared: Cleared) -> Result<Receipt> {
     let identity = Identity::of_text(&mutation);
-    execute_with(vault, mutation, identity, cleared.approval)
+    execute_with(vault, writer, mutation, identity, cleared.approval)
 }
 
 /// Runs one write transaction whose note text the engine rendered from `request` (the
 /// caller's fields, without the idempotency key) and stamped with its clock: a retry under the
 /// same key is compared by its request, not by the stamped text, so the same request a second
 /// later replays the original receipt and a different one is `idempotency_conflict`.
-pub(crate) fn execute_rendered(vault: &Vault, mutation: Mutation, request: &Value, cleared: Cleared) -> Result<Receipt> {
+pub(crate) fn execute_rendered(
+    vault: &VaultState,
+    writer: &Writer,
+    mutation: Mutation,
+    request: &Value,
+    cleared: Cleared,
+) -> Result<Receipt> {
     let identity = Identity::of_request(&mutation, request);
-    execute_with(vault, mutation, identity, cleared.approval)
+    execute_with(vault, writer, mutation, identity, cleared.approval)
 }
 
 /// The spine: each step takes the previous step's type, so none can be skipped or reordered.
 /// A failure before the commit point records an aborted receipt (inside the step that failed).
-fn execute_with(vault: &Vault, mutation: Mutation, identity: Identity, approval: Option<Value>) -> Result<Receipt> {
+fn execute_with(vault: &VaultState, writer: &Writer, mutation: Mutation, identity: Identity, approval: Option<Value>) -> Result<Receipt> {
     let mut phases = Phases::start();
-    let mut writer = vault.lock_writer()?; // 2. lock (and recovery)
+    let mut writer = writer.lock(vault)?; // 2. lock (and recovery)
     phases.mark("lock");
     faults::crash_point("after_lock");
     let checked = match Checked::check(vault, &mut writer, mutation, identity)? {
@@ -329,7 +336,7 @@ struct Checked {
 
 impl Checked {
     /// Step 3: idempotency replay or conflict (a conflict is refused with an aborted receipt).
-    fn check(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: Mutation, identity: Identity) -> Result<Check> {
+    fn check(vault: &VaultState, writer: &mut WriterGuard<'_>, mutation: Mutation, identity: Identity) -> Result<Check> {
         match check_idempotency(vault, writer, &mutation, &identity) {
             Ok(Some(replayed)) => Ok(Check::Replay(Box::new(replayed))),
             Ok(None) => Ok(Check::New(Checked { mutation, fingerprint: identity.sha256 })),
@@ -338,7 +345,7 @@ impl Checked {
     }
 
     /// Step 4: preconditions, after-images in the model, the lint gate, the catalog pages.
-    fn plan<'v>(self, vault: &'v Vault, writer: &mut WriterGuard<'_>) -> Result<Planned<'v>> {
+    fn plan<'v>(self, vault: &'v VaultState, writer: &mut WriterGuard<'_>) -> Result<Planned<'v>> {
         let planned = check_and_plan(vault, &self.mutation, || journal_folders(writer));
         match planned {
             Ok(plan) => Ok(Planned { mutation: self.mutation, fingerprint: self.fingerprint, plan }),
@@ -359,7 +366,13 @@ impl<'v> Planned<'v> {
     /// Step 5: the intent (every post-image and the receipt) appended to the journal and
     /// fdatasynced: the commit point. Then the planned files' identities are re-checked: one
     /// changed outside the engine abandons the intent and refuses the write.
-    fn commit(self, vault: &'v Vault, writer: &mut WriterGuard<'_>, approval: Option<Value>, phases: &mut Phases) -> Result<Committed> {
+    fn commit(
+        self,
+        vault: &'v VaultState,
+        writer: &mut WriterGuard<'_>,
+        approval: Option<Value>,
+        phases: &mut Phases,
+    ) -> Result<Committed> {
         let Planned { mutation, fingerprint, plan } = self;
         let seq = writer.receipts.last_seq + 1;
         let mut receipt = planned_receipt(&mutation, fingerprint, &plan, seq, vault.clock().stamp(chrono::SecondsFormat::Micros));
@@ -412,7 +425,7 @@ struct Committed {
 
 impl Committed {
     /// Steps 6-9: apply, publish, receipt, checkpoint; on a failure, recovery at once.
-    fn finish(self, vault: &Vault, writer: &mut WriterGuard<'_>, phases: &mut Phases) -> Result<Receipt> {
+    fn finish(self, vault: &VaultState, writer: &mut WriterGuard<'_>, phases: &mut Phases) -> Result<Receipt> {
         let Committed { seq, intent, receipt, confirmed, catalog_state, catalog_dirs } = self;
         match finish(vault, writer, &intent, receipt, &confirmed, phases) {
             Ok(receipt) => {
@@ -445,7 +458,12 @@ impl Committed {
     }
 }
 
-fn check_idempotency(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, identity: &Identity) -> Result<Option<Receipt>> {
+fn check_idempotency(
+    vault: &VaultState,
+    writer: &mut WriterGuard<'_>,
+    mutation: &Mutation,
+    identity: &Identity,
+) -> Result<Option<Receipt>> {
     let Some(key) = &mutation.idempotency_key else { return Ok(None) };
     let Some(receipt) = writer.receipts.first_with_key(vault.root(), key)? else { return Ok(None) };
     let same = receipt.operation == mutation.operation && identity.matches(receipt.mutation_sha256.as_deref());
@@ -460,7 +478,7 @@ struct Current {
     seen_at: i128,
 }
 
-fn read_current(vault: &Vault, path: &VaultPath) -> Result<Current> {
+fn read_current(vault: &VaultState, path: &VaultPath) -> Result<Current> {
     let absolute = crate::store::nofollow::resolve_safe(vault.root(), path.as_str())?;
     let seen_at = inventory::now_ns();
     // The stamp first: a change between it and the read makes the later re-check compare bytes.
@@ -471,7 +489,7 @@ fn read_current(vault: &Vault, path: &VaultPath) -> Result<Current> {
 }
 
 /// What `path` holds now, as the plan records it.
-fn seen(vault: &Vault, path: &VaultPath) -> Result<Seen> {
+fn seen(vault: &VaultState, path: &VaultPath) -> Result<Seen> {
     let current = read_current(vault, path)?;
     Ok(Seen { path: path.clone(), pre_image: PreImage::of(current.bytes.as_deref()), stamp: current.stamp, seen_at: current.seen_at })
 }
@@ -481,7 +499,7 @@ fn seen(vault: &Vault, path: &VaultPath) -> Result<Seen> {
 /// when the stat identity moved (a touch that kept the bytes is not a conflict).
 /// Returns the files whose settled stat identity it confirmed unchanged (the apply then need
 /// not read them again unless that identity moves).
-fn changed_since_planned(vault: &Vault, seen: &[Seen]) -> std::result::Result<Confirmed, Error> {
+fn changed_since_planned(vault: &VaultState, seen: &[Seen]) -> std::result::Result<Confirmed, Error> {
     let mut confirmed = Confirmed::new();
     for entry in seen {
         let absolute = entry.path.under(vault.root());
@@ -508,7 +526,7 @@ fn changed_since_planned(vault: &Vault, seen: &[Seen]) -> std::result::Result<Co
 pub(crate) type Confirmed = std::collections::HashMap<String, FileStamp>;
 
 /// Preconditions of one note change; returns its (before, after) hashes and what it saw.
-fn check_note(vault: &Vault, note: &NoteChange, create_folders: bool) -> Result<(NoteHashes, Seen)> {
+fn check_note(vault: &VaultState, note: &NoteChange, create_folders: bool) -> Result<(NoteHashes, Seen)> {
     let policy = vault.policy();
     let path = &note.path;
     // One path rule for every writer of every surface: no engine-owned name, no hidden folder
@@ -551,7 +569,7 @@ fn journal_folders(writer: &WriterGuard<'_>) -> BTreeSet<String> {
     folders
 }
 
-fn check_and_plan<'v>(vault: &'v Vault, mutation: &Mutation, expected_moved: impl FnOnce() -> BTreeSet<String>) -> Result<Plan<'v>> {
+fn check_and_plan<'v>(vault: &'v VaultState, mutation: &Mutation, expected_moved: impl FnOnce() -> BTreeSet<String>) -> Result<Plan<'v>> {
     let policy = vault.policy();
     if mutation.notes.is_empty() {
         return Err(Error::InvalidArgument { name: "changes", reason: "a transaction needs at least one note change".into() });
@@ -623,7 +641,7 @@ fn check_and_plan<'v>(vault: &'v Vault, mutation: &Mutation, expected_moved: imp
 /// (`Inventory::load_checking_folders`, or a walk, or the watcher). Nothing is stat'ed when
 /// the model was loaded for this very write and the folder journal proved all of it then (an
 /// in-place edit is an entry the journal names, and the load looked at it).
-fn recheck_consulted(vault: &Vault, inventory: &mut crate::inventory::Inventory, touched: &[VaultPath]) {
+fn recheck_consulted(vault: &VaultState, inventory: &mut crate::inventory::Inventory, touched: &[VaultPath]) {
     if inventory.proven_by_journal {
         // Loaded just now, each of its folders proven by the folder journal's account: every
         // edit finished before the load asked it is in the model already.
@@ -648,7 +666,7 @@ fn recheck_consulted(vault: &Vault, inventory: &mut crate::inventory::Inventory,
 /// exactly as `check_and_plan` judges a write, and the previous records put back, all inside one
 /// exclusive borrow of the inventory, so no reader ever sees them. What a person reviewing a
 /// proposal is shown (`approvals::Vault::proposal_review`, the web's proposal page).
-pub(crate) fn gate_preview(vault: &Vault, changes: &[(VaultPath, Option<&str>)]) -> Result<lint::GateReport> {
+pub(crate) fn gate_preview(vault: &VaultState, changes: &[(VaultPath, Option<&str>)]) -> Result<lint::GateReport> {
     let policy = vault.policy();
     let today = vault.today();
     let touched: Vec<VaultPath> = changes.iter().map(|(path, _)| path.clone()).collect();
@@ -737,7 +755,7 @@ fn planned_receipt(mutation: &Mutation, fingerprint: String, plan: &Plan<'_>, se
 }
 
 /// Records a content-free aborted receipt for a failure before the commit point.
-fn abort(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, phase: &str, error: Error) -> Error {
+fn abort(vault: &VaultState, writer: &mut WriterGuard<'_>, mutation: &Mutation, phase: &str, error: Error) -> Error {
     let receipt = Receipt {
         receipt_schema: RECEIPT_SCHEMA.to_string(),
         seq: writer.receipts.last_seq + 1,
@@ -761,7 +779,7 @@ fn abort(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, phase
 /// Refuses a committed write whose files changed outside the engine after the plan: marks the
 /// intent abandoned (durably: recovery never finishes it, readers never serve it) and records
 /// an aborted receipt (the caller dropped the plan, which put the in-memory model back). Nothing was put in place.
-fn abandon(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, seq: u64, conflict: Error) -> Error {
+fn abandon(vault: &VaultState, writer: &mut WriterGuard<'_>, mutation: &Mutation, seq: u64, conflict: Error) -> Error {
     tracing::warn!(seq, error = %conflict, "a file changed outside the engine while the write was planned; the write is refused");
     let record = Record::Done { seq, abandoned: true };
     match writer.journal.append(&record, true) {
@@ -778,7 +796,7 @@ fn abandon(vault: &Vault, writer: &mut WriterGuard<'_>, mutation: &Mutation, seq
 
 /// Steps 6–9 for a committed intent: apply, publish, receipt, checkpoint.
 fn finish(
-    vault: &Vault,
+    vault: &VaultState,
     writer: &mut WriterGuard<'_>,
     intent: &Intent,
     mut receipt: Receipt,
@@ -838,7 +856,7 @@ pub(crate) struct ActiveGeneration {
     pub(crate) servable: bool,
 }
 
-fn search_route(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<SearchRoute> {
+fn search_route(vault: &VaultState, writer: &mut WriterGuard<'_>) -> Result<SearchRoute> {
     let root = vault.root();
     let Some(active) = crate::search::generation::read_active(root)? else { return Ok(SearchRoute::Publish) };
     let known = writer.active_generation.as_ref().filter(|g| g.id == active).cloned();
@@ -922,7 +940,7 @@ pub(crate) fn search_mode_of(dense: bool) -> &'static str {
 }
 
 /// Folds the journal's tail (this intent included) into an on-disk generation.
-fn fold(vault: &Vault, writer: &WriterGuard<'_>) -> Result<Published> {
+fn fold(vault: &VaultState, writer: &WriterGuard<'_>) -> Result<Published> {
     Published::deferred(|written| crate::search::tail::fold(vault.root(), vault.policy(), &writer.records, Some(written)))
 }
 
@@ -935,7 +953,7 @@ fn fold(vault: &Vault, writer: &WriterGuard<'_>) -> Result<Published> {
 /// it: every path the tail and the intent touched, as the disk holds it now. Publishing only
 /// the intent's own paths would hide the tail's notes from search (the tail is no longer
 /// served once a generation covers it).
-pub(crate) fn publish(vault: &Vault, intent: &Intent, records: &[StoredRecord]) -> Result<Published> {
+pub(crate) fn publish(vault: &VaultState, intent: &Intent, records: &[StoredRecord]) -> Result<Published> {
     let root = vault.root();
     let policy = vault.policy();
     if let Some(active) = crate::search::generation::read_active(root)? {
@@ -1001,7 +1019,12 @@ pub(crate) fn record_generation(receipt: &mut Receipt, generation: &Published) {
 ///
 /// `confirmed` names files whose pre-image the caller just confirmed by stat identity: while
 /// that identity holds, they are replaced without being read again.
-pub(crate) fn apply_changes(vault: &Vault, changes: &[FileChange], skip: &BTreeSet<String>, confirmed: &Confirmed) -> Result<Vec<String>> {
+pub(crate) fn apply_changes(
+    vault: &VaultState,
+    changes: &[FileChange],
+    skip: &BTreeSet<String>,
+    confirmed: &Confirmed,
+) -> Result<Vec<String>> {
     let root = vault.root();
     let mut conflicts = Vec::new();
     for change in changes.iter().filter(|c| !skip.contains(c.path())) {
@@ -1085,7 +1108,7 @@ fn append_state(current: &[u8], before_len: u64, text: &str) -> AppendState {
 }
 
 /// Checkpoints this process's deferred intents (and `generation_files`): see `checkpoint`.
-pub(crate) fn checkpoint_unsynced(vault: &Vault, writer: &mut WriterGuard<'_>, generation_files: &[PathBuf]) -> Result<()> {
+pub(crate) fn checkpoint_unsynced(vault: &VaultState, writer: &mut WriterGuard<'_>, generation_files: &[PathBuf]) -> Result<()> {
     let intents = std::mem::take(&mut writer.unsynced);
     if let Err(error) = checkpoint(vault, writer, &intents, generation_files) {
         writer.unsynced = intents;
@@ -1098,7 +1121,7 @@ pub(crate) fn checkpoint_unsynced(vault: &Vault, writer: &mut WriterGuard<'_>, g
 /// Makes the intents' files durable (every touched file and directory, the generation files
 /// and the receipt log, fsynced in parallel), marks them done, and empties the journal once
 /// every intent in it is done and in the active generation.
-pub(crate) fn checkpoint(vault: &Vault, writer: &mut WriterGuard<'_>, intents: &[Intent], generation_files: &[PathBuf]) -> Result<()> {
+pub(crate) fn checkpoint(vault: &VaultState, writer: &mut WriterGuard<'_>, intents: &[Intent], generation_files: &[PathBuf]) -> Result<()> {
     let root = vault.root();
     let mut files: BTreeSet<PathBuf> = generation_files.iter().cloned().collect();
     let mut dirs: BTreeSet<PathBuf> = generation_files.iter().filter_map(|f| f.parent().map(std::path::Path::to_path_buf)).collect();
@@ -1129,7 +1152,7 @@ const JOURNAL_RESET_BYTES: u64 = 1 << 20;
 
 /// Empties the journal when every intent in it is done and included in the active generation
 /// (right after a fold or a publish; otherwise once it passes `JOURNAL_RESET_BYTES`).
-fn reset_journal_when_folded(vault: &Vault, writer: &mut WriterGuard<'_>, published: bool) -> Result<()> {
+fn reset_journal_when_folded(vault: &VaultState, writer: &mut WriterGuard<'_>, published: bool) -> Result<()> {
     if !published && writer.journal.len_bytes() <= JOURNAL_RESET_BYTES {
         return Ok(());
     }

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::Writer;
 use super::receipts::Receipt;
 use super::{Cleared, Mutation, NoteChange, execute_rendered, sha256_hex};
 use crate::error::{Error, Result};
@@ -16,9 +17,9 @@ use crate::note::frontmatter;
 use crate::note::metadata;
 use crate::note::path::VaultPath;
 use crate::note::yaml_edit::quoted as quote;
+use crate::state::resolve_note_path;
+use crate::state::{Channel, VaultState};
 use crate::store::{durable, layout};
-use crate::vault::resolve_note_path;
-use crate::vault::{Channel, Vault};
 
 /// `ingest_note` parameters.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -121,7 +122,7 @@ pub struct Proposer {
 
 impl Proposer {
     /// The proposer of a proposal made through `vault` now.
-    pub fn of(vault: &Vault) -> Self {
+    pub fn of(vault: &VaultState) -> Self {
         Proposer { actor: vault.channel().actor().into(), channel: vault.channel(), agent: vault.agent().map(str::to_string) }
     }
 
@@ -242,7 +243,7 @@ fn request_identity(request: &impl Serialize) -> Value {
     value
 }
 
-fn note_path(vault: &Vault, name: &str) -> Result<VaultPath> {
+fn note_path(vault: &VaultState, name: &str) -> Result<VaultPath> {
     let name = if name.ends_with(".md") { name.to_string() } else { format!("{name}.md") };
     let (path, _) = resolve_note_path(vault.root(), &name, &vault.policy().policy.layout)?;
     Ok(path)
@@ -284,7 +285,7 @@ fn new_note(
 }
 
 /// Checks that text is a note with valid OKF metadata (before anything is stored or written).
-pub(crate) fn validate_note_text(vault: &Vault, path: &VaultPath, text: &str) -> Result<()> {
+pub(crate) fn validate_note_text(vault: &VaultState, path: &VaultPath, text: &str) -> Result<()> {
     let invalid = |reason: String| Error::InvalidContent { path: path.to_string(), reason };
     // Sized before anything parses it: an oversized text costs no parser work.
     let limit = vault.policy().policy.limits.note_bytes_max;
@@ -301,7 +302,7 @@ pub(crate) fn validate_note_text(vault: &Vault, path: &VaultPath, text: &str) ->
     }
 }
 
-impl Vault {
+impl VaultState {
     /// Refuses note text whose `memory.write_policy` is one the policy reserves for a person
     /// (`metadata.person_only_write_policies`, e.g. `human`) unless this handle writes for a
     /// person: an agent cannot claim a person wrote its text.
@@ -324,142 +325,133 @@ impl Vault {
             _ => Ok(()),
         }
     }
+}
 
-    /// Creates one new note (the target must not exist) through the write transaction.
-    pub fn ingest_note(&self, request: &IngestRequest) -> Result<Receipt> {
-        require_text("title", &request.title)?;
-        require_text("description", &request.description)?;
-        let path = note_path(self, &request.name)?;
-        let provenance = provenance(self.channel(), "ingest");
-        let content = render_note(&NoteFields {
-            note_type: &request.note_type,
-            title: &request.title,
-            description: &request.description,
-            resource: request.resource.as_deref(),
-            tags: &request.tags,
-            owner: None,
-            related: &[],
-            content: &request.content,
-            memory_kind: "semantic",
-            provenance: &provenance,
-            stamped_at: self.now(),
-        });
-        validate_note_text(self, &path, &content)?;
-        let log = log_entry(self.now().date_naive(), "ingest", "Created", &request.title, &path, &[]);
-        let mutation = new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log);
-        let cleared = Cleared::new_notes(self, &mutation)?;
-        execute_rendered(self, mutation, &request_identity(request), cleared)
+/// Creates one new note (the target must not exist) through the write transaction.
+pub(crate) fn ingest_note(vault: &VaultState, writer: &Writer, request: &IngestRequest) -> Result<Receipt> {
+    require_text("title", &request.title)?;
+    require_text("description", &request.description)?;
+    let path = note_path(vault, &request.name)?;
+    let provenance = provenance(vault.channel(), "ingest");
+    let content = render_note(&NoteFields {
+        note_type: &request.note_type,
+        title: &request.title,
+        description: &request.description,
+        resource: request.resource.as_deref(),
+        tags: &request.tags,
+        owner: None,
+        related: &[],
+        content: &request.content,
+        memory_kind: "semantic",
+        provenance: &provenance,
+        stamped_at: vault.now(),
+    });
+    validate_note_text(vault, &path, &content)?;
+    let log = log_entry(vault.now().date_naive(), "ingest", "Created", &request.title, &path, &[]);
+    let mutation = new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log);
+    let cleared = Cleared::new_notes(vault, &mutation)?;
+    execute_rendered(vault, writer, mutation, &request_identity(request), cleared)
+}
+
+/// Creates one synthesis note (Daily Log by default, episodic memory) through the transaction.
+pub(crate) fn synthesize_session(vault: &VaultState, writer: &Writer, request: &SynthesizeRequest) -> Result<Receipt> {
+    require_text("title", &request.title)?;
+    require_text("description", &request.description)?;
+    let path = note_path(vault, &request.name)?;
+    // `related` names vault paths: each is parsed like any caller path (and stored normalised).
+    let related = request.related.iter().map(|r| VaultPath::parse(r).map(|p| p.to_string())).collect::<Result<Vec<_>>>()?;
+    let provenance = provenance(vault.channel(), "synthesize");
+    let content = render_note(&NoteFields {
+        note_type: &request.note_type,
+        title: &request.title,
+        description: &request.description,
+        resource: None,
+        tags: &request.tags,
+        owner: request.owner.as_deref(),
+        related: &related,
+        content: &request.content,
+        memory_kind: "episodic",
+        provenance: &provenance,
+        stamped_at: vault.now(),
+    });
+    validate_note_text(vault, &path, &content)?;
+    let mut extra = Vec::new();
+    if !related.is_empty() {
+        extra.push(("Related", related.join(", ")));
     }
-
-    /// Creates one synthesis note (Daily Log by default, episodic memory) through the transaction.
-    pub fn synthesize_session(&self, request: &SynthesizeRequest) -> Result<Receipt> {
-        require_text("title", &request.title)?;
-        require_text("description", &request.description)?;
-        let path = note_path(self, &request.name)?;
-        // `related` names vault paths: each is parsed like any caller path (and stored normalised).
-        let related = request.related.iter().map(|r| VaultPath::parse(r).map(|p| p.to_string())).collect::<Result<Vec<_>>>()?;
-        let provenance = provenance(self.channel(), "synthesize");
-        let content = render_note(&NoteFields {
-            note_type: &request.note_type,
-            title: &request.title,
-            description: &request.description,
-            resource: None,
-            tags: &request.tags,
-            owner: request.owner.as_deref(),
-            related: &related,
-            content: &request.content,
-            memory_kind: "episodic",
-            provenance: &provenance,
-            stamped_at: self.now(),
-        });
-        validate_note_text(self, &path, &content)?;
-        let mut extra = Vec::new();
-        if !related.is_empty() {
-            extra.push(("Related", related.join(", ")));
-        }
-        if let Some(owner) = &request.owner {
-            extra.push(("Owner", owner.clone()));
-        }
-        let log = log_entry(self.now().date_naive(), "synthesize", "Synthesized", &request.title, &path, &extra);
-        let mutation = new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log);
-        let cleared = Cleared::new_notes(self, &mutation)?;
-        execute_rendered(self, mutation, &request_identity(request), cleared)
+    if let Some(owner) = &request.owner {
+        extra.push(("Owner", owner.clone()));
     }
+    let log = log_entry(vault.now().date_naive(), "synthesize", "Synthesized", &request.title, &path, &extra);
+    let mutation = new_note(provenance.operation, path, content, request.expected_sha256.clone(), request.idempotency_key.clone(), log);
+    let cleared = Cleared::new_notes(vault, &mutation)?;
+    execute_rendered(vault, writer, mutation, &request_identity(request), cleared)
+}
 
-    /// Validates and stores a content-addressed proposal; never writes the note.
-    /// `expected_sha256` names the version the edit was based on; a different current version is
-    /// a typed conflict (optimistic concurrency).
-    pub fn propose_memory_change(
-        &self,
-        path: &str,
-        content: &str,
-        idempotency_key: Option<&str>,
-        expected_sha256: Option<&str>,
-    ) -> Result<Proposal> {
-        let (path, _) = resolve_note_path(self.root(), path, &self.policy().policy.layout)?;
-        validate_note_text(self, &path, content)?;
-        self.refuse_claimed_provenance(&path, content)?;
-        let _writer = self.lock_writer()?;
-        let before = crate::store::beneath::read(self.root(), path.as_str())?.unwrap_or_default();
-        let before_sha256 = sha256_hex(&before);
-        if let Some(expected) = expected_sha256
-            && !expected.eq_ignore_ascii_case(&before_sha256)
-        {
-            return Err(Error::PreconditionFailed { path: path.to_string(), expected: expected.to_string(), found: before_sha256 });
-        }
-        let after_sha256 = sha256_hex(content.as_bytes());
-        let proposal_id = proposal_id(path.as_str(), &before_sha256, &after_sha256, content);
-        let stored_path = layout::join(self.root(), &format!("{}/{proposal_id}.json", layout::PROPOSALS_DIR));
-        if let Ok(bytes) = durable::read_engine_file(self.root(), &stored_path) {
-            let stored: Proposal =
-                serde_json::from_slice(&bytes).map_err(|_| Error::ProposalInvalid { reason: "stored proposal is unreadable".into() })?;
-            if stored.path != path.as_str() || stored.content != content || stored.before_sha256 != before_sha256 {
-                return Err(Error::ProposalInvalid { reason: "content-addressed proposal collision".into() });
-            }
-            return Ok(stored);
-        }
-        let proposal = Proposal {
-            path: path.to_string(),
-            before_sha256,
-            after_sha256,
-            content: content.to_string(),
-            idempotency_key: idempotency_key.map_or_else(|| proposal_id.clone(), str::to_string),
-            proposal_id,
-            created_at: self.clock().stamp(chrono::SecondsFormat::Secs),
-        };
-        let record = ProposalRecord {
-            proposal: proposal.clone(),
-            proposed_by: Some(Proposer::of(self)),
-            before_content: String::from_utf8(before).ok(),
-        };
-        durable::create_dir_all(self.root(), &layout::join(self.root(), layout::PROPOSALS_DIR))?;
-        let json = serde_json::to_vec_pretty(&record).map_err(|e| Error::io("encoding", "proposal", std::io::Error::other(e)))?;
-        durable::replace(self.root(), &stored_path, &json)?;
-        let rel = format!("{}/{}.json", layout::PROPOSALS_DIR, proposal.proposal_id);
-        crate::write::replica::commit_records_locked(self, &[rel], &format!("proposal {}", proposal.proposal_id));
-        Ok(proposal)
+/// Validates and stores a content-addressed proposal; never writes the note.
+/// `expected_sha256` names the version the edit was based on; a different current version is
+/// a typed conflict (optimistic concurrency).
+pub(crate) fn propose_memory_change(
+    vault: &VaultState,
+    writer: &Writer,
+    path: &str,
+    content: &str,
+    idempotency_key: Option<&str>,
+    expected_sha256: Option<&str>,
+) -> Result<Proposal> {
+    let (path, _) = resolve_note_path(vault.root(), path, &vault.policy().policy.layout)?;
+    validate_note_text(vault, &path, content)?;
+    vault.refuse_claimed_provenance(&path, content)?;
+    let _writer = writer.lock(vault)?;
+    let before = crate::store::beneath::read(vault.root(), path.as_str())?.unwrap_or_default();
+    let before_sha256 = sha256_hex(&before);
+    if let Some(expected) = expected_sha256
+        && !expected.eq_ignore_ascii_case(&before_sha256)
+    {
+        return Err(Error::PreconditionFailed { path: path.to_string(), expected: expected.to_string(), found: before_sha256 });
     }
-
-    /// Applies a proposal stored under `proposal_id` (the CLI's `apply`).
-    pub fn apply_stored_proposal(&self, proposal_id: &str, approved: bool) -> Result<Receipt> {
-        if proposal_id.len() != 64 || !proposal_id.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return Err(Error::InvalidArgument { name: "proposal_id", reason: "must be 64 hex characters".into() });
+    let after_sha256 = sha256_hex(content.as_bytes());
+    let proposal_id = proposal_id(path.as_str(), &before_sha256, &after_sha256, content);
+    let stored_path = layout::join(vault.root(), &format!("{}/{proposal_id}.json", layout::PROPOSALS_DIR));
+    if let Ok(bytes) = durable::read_engine_file(vault.root(), &stored_path) {
+        let stored: Proposal =
+            serde_json::from_slice(&bytes).map_err(|_| Error::ProposalInvalid { reason: "stored proposal is unreadable".into() })?;
+        if stored.path != path.as_str() || stored.content != content || stored.before_sha256 != before_sha256 {
+            return Err(Error::ProposalInvalid { reason: "content-addressed proposal collision".into() });
         }
-        let stored = stored_proposal(self.root(), proposal_id)
-            .and_then(|p| serde_json::to_value(p).ok())
-            .and_then(|v| serde_json::from_value::<BTreeMap<String, Value>>(v).ok())
-            .ok_or_else(|| Error::ProposalInvalid { reason: "proposal is not durable; call propose_memory_change first".into() })?;
-        self.apply_memory_change(&stored, approved)
+        return Ok(stored);
     }
+    let proposal = Proposal {
+        path: path.to_string(),
+        before_sha256,
+        after_sha256,
+        content: content.to_string(),
+        idempotency_key: idempotency_key.map_or_else(|| proposal_id.clone(), str::to_string),
+        proposal_id,
+        created_at: vault.clock().stamp(chrono::SecondsFormat::Secs),
+    };
+    let record = ProposalRecord {
+        proposal: proposal.clone(),
+        proposed_by: Some(Proposer::of(vault)),
+        before_content: String::from_utf8(before).ok(),
+    };
+    durable::create_dir_all(vault.root(), &layout::join(vault.root(), layout::PROPOSALS_DIR))?;
+    let json = serde_json::to_vec_pretty(&record).map_err(|e| Error::io("encoding", "proposal", std::io::Error::other(e)))?;
+    durable::replace(vault.root(), &stored_path, &json)?;
+    let rel = format!("{}/{}.json", layout::PROPOSALS_DIR, proposal.proposal_id);
+    crate::write::replica::commit_records_locked(vault, &[rel], &format!("proposal {}", proposal.proposal_id));
+    Ok(proposal)
+}
 
+impl VaultState {
     /// The receipt log counted per UTC day over the last `days` days (today included): receipts,
     /// aborted ones, notes written, approved writes, and the note, invalid-note and orphan
     /// counts the writes recorded. Counted once by reading the log back to the window's first
     /// day (kept with the vault's summaries), then caught up from the log's length: O(new
     /// receipts + days) per call.
-    pub fn receipt_days(&self, days: usize) -> Result<crate::vault::ReceiptActivity> {
+    pub fn receipt_days(&self, days: usize) -> Result<crate::state::ReceiptActivity> {
         use super::receipts::ReceiptLog;
-        use crate::vault::{ActivityMemo, RECEIPTS_COUNTED_MAX, ReceiptDay};
+        use crate::state::{ActivityMemo, RECEIPTS_COUNTED_MAX, ReceiptDay};
         // Receipts are stamped with the clock's instant (never the configured day), so the
         // window ends on that instant's day.
         let to = self.now().date_naive();
@@ -481,7 +473,7 @@ impl Vault {
             .take_while(|d| *d <= to)
             .map(|date| kept.counts.days.get(&date).cloned().unwrap_or_else(|| ReceiptDay::empty(date)))
             .collect();
-        Ok(crate::vault::ReceiptActivity { from, to, days: out, cut: kept.counts.cut })
+        Ok(crate::state::ReceiptActivity { from, to, days: out, cut: kept.counts.cut })
     }
 
     /// `read_memory_history`'s result: the newest `limit` receipts after `after_seq`.

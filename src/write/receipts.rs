@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::state::{DayCounts, DayFields};
 use crate::store::{durable, layout, nofollow};
-use crate::vault::{DayCounts, DayFields};
 
 /// `prev` of the first receipt.
 pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";

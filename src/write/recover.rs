@@ -11,8 +11,8 @@ use super::receipts::Receipt;
 use super::writer::WriterGuard;
 use crate::error::Result;
 use crate::note::path::VaultPath;
+use crate::state::VaultState;
 use crate::store::journal::{Intent, StoredRecord};
-use crate::vault::Vault;
 
 /// Intents in `records` that have no `Done` record, except `mine` (this process's own deferred
 /// intents, which are in place), in sequence order, each decoded whole: what recovery finishes.
@@ -37,7 +37,7 @@ fn pending_records<'r, 'm>(records: &'r [StoredRecord], mine: &'m BTreeSet<u64>)
 
 /// Finishes pending intents (except this process's own deferred ones, which are in place);
 /// returns their sequence numbers.
-pub(crate) fn recover_pending(vault: &Vault, writer: &mut WriterGuard<'_>) -> Result<Vec<u64>> {
+pub(crate) fn recover_pending(vault: &VaultState, writer: &mut WriterGuard<'_>) -> Result<Vec<u64>> {
     let mine: BTreeSet<u64> = writer.unsynced.iter().map(|i| i.seq).collect();
     let todo: Vec<Intent> = pending_except(&writer.records, &mine)?.into_iter().cloned().collect();
     let mut generation_files = Vec::new();
@@ -89,7 +89,7 @@ pub(crate) fn recover_pending(vault: &Vault, writer: &mut WriterGuard<'_>) -> Re
 /// The search generation that includes a recovered intent: the active one if it covers the
 /// intent, the active one plus the journal's tail if it can be served that way, else a new
 /// one published from the notes now on disk (dense vaults, a vault never synced).
-fn generation_of(vault: &Vault, intent: &Intent, records: &[StoredRecord]) -> Result<super::Published> {
+fn generation_of(vault: &VaultState, intent: &Intent, records: &[StoredRecord]) -> Result<super::Published> {
     let root = vault.root();
     if let Some(active) = crate::search::generation::read_active(root)?
         && let Ok(manifest) = crate::search::generation::read_manifest(root, &active)

@@ -35,9 +35,9 @@ use serde_json::Value;
 use super::receipts::{NoteHashes, RECEIPT_SCHEMA, Receipt, ReceiptLog};
 use super::writer::WriterGuard;
 use crate::error::{Error, Result};
+use crate::state::VaultState;
 use crate::store::git::{Git, Person};
 use crate::store::{durable, layout};
-use crate::vault::Vault;
 
 /// The receipt operation of an integration (`replicate`): its commit is the merge commit.
 pub const MERGE_OPERATION: &str = "replicate.merge";
@@ -273,7 +273,7 @@ fn tree_with_paths(git: &Git, root: &Path, head: Option<&str>, paths: &[String])
 /// and the next `replicate` pushes them, stamped by `vault`'s clock. The caller holds the writer
 /// lock. Best effort, as a transaction's own commit: a git failure is logged, and `replicate`
 /// commits what is left.
-pub(crate) fn commit_records_locked(vault: &Vault, paths: &[String], subject: &str) {
+pub(crate) fn commit_records_locked(vault: &VaultState, paths: &[String], subject: &str) {
     let root = vault.root();
     let at = vault.clock().stamp(chrono::SecondsFormat::Secs);
     let config = match ReplicaConfig::load(root) {
@@ -292,11 +292,11 @@ pub(crate) fn commit_records_locked(vault: &Vault, paths: &[String], subject: &s
 }
 
 /// [`commit_records_locked`], taking the writer lock.
-pub(crate) fn commit_records(vault: &crate::vault::Vault, paths: &[String], subject: &str) {
+pub(crate) fn commit_records(vault: &VaultState, writer: &super::Writer, paths: &[String], subject: &str) {
     if std::fs::symlink_metadata(layout::join(vault.root(), layout::REPLICA_CONFIG)).is_err() {
         return;
     }
-    match vault.lock_writer() {
+    match writer.lock(vault) {
         Ok(_writer) => commit_records_locked(vault, paths, subject),
         Err(error) => tracing::warn!(%error, "could not commit {subject}; the next replicate commits it"),
     }
@@ -386,7 +386,7 @@ fn record_git_index(root: &Path, commit: &str) -> Result<()> {
 /// Step 2b, under the writer lock before the plan: files among `paths` that changed outside
 /// the engine since the last commit are committed as an outside edit first (with their own
 /// receipt). A git failure is logged, never refuses the write.
-pub(crate) fn commit_outside_edits_before(vault: &Vault, writer: &mut WriterGuard<'_>, paths: &[String]) {
+pub(crate) fn commit_outside_edits_before(vault: &VaultState, writer: &mut WriterGuard<'_>, paths: &[String]) {
     let root = vault.root();
     let Ok(Some(config)) = ReplicaConfig::load(root) else { return };
     if let Err(error) = commit_outside_edits(vault, writer, &config, paths) {
@@ -396,7 +396,12 @@ pub(crate) fn commit_outside_edits_before(vault: &Vault, writer: &mut WriterGuar
 
 /// Commits the files among `paths` (all of the work tree when empty) that git sees changed
 /// since the last commit, as one `outside_edit` commit with its receipt. Returns how many.
-pub(crate) fn commit_outside_edits(vault: &Vault, writer: &mut WriterGuard<'_>, config: &ReplicaConfig, paths: &[String]) -> Result<usize> {
+pub(crate) fn commit_outside_edits(
+    vault: &VaultState,
+    writer: &mut WriterGuard<'_>,
+    config: &ReplicaConfig,
+    paths: &[String],
+) -> Result<usize> {
     let root = vault.root();
     let git = Git::at(root);
     // The branch does not move under the writer lock the caller holds: resolved once.
@@ -494,7 +499,7 @@ pub(crate) fn commit_integration(
 /// Step 10, after the receipt: the transaction's files and the receipt mirror become one
 /// commit. A git failure is logged (the write is done and receipted); `replicate` commits
 /// what is left.
-pub(crate) fn commit_transaction_after(vault: &Vault, writer: &WriterGuard<'_>, receipt: &Receipt, paths: &[String]) {
+pub(crate) fn commit_transaction_after(vault: &VaultState, writer: &WriterGuard<'_>, receipt: &Receipt, paths: &[String]) {
     if receipt.operation == MERGE_OPERATION {
         return; // `replicate` makes the merge commit itself.
     }
@@ -522,22 +527,20 @@ pub(crate) fn commit_transaction_after(vault: &Vault, writer: &WriterGuard<'_>, 
     }
 }
 
-impl Vault {
-    /// Teaches git's own index the engine commits this process made since it last did (a
-    /// large index is not told per commit), so `git status` stops listing them as staged
-    /// changes: long-lived processes call it when idle (the MCP server within a second of its
-    /// last write). Skipped, and owed still, while another writer holds the lock.
-    pub fn settle_git_index(&self) -> Result<()> {
-        if !self.git_index_owed() {
-            return Ok(());
-        }
-        let Some(_writer) = self.try_hold_writer_lock()? else { return Ok(()) };
-        if let Some(config) = ReplicaConfig::load(self.root())? {
-            catch_up_git_index(self.root(), &config)?;
-        }
-        self.set_git_index_owed(false);
-        Ok(())
+/// Teaches git's own index the engine commits this process made since it last did (a large
+/// index is not told per commit), so `git status` stops listing them as staged changes:
+/// long-lived processes call it when idle (`vault::Vault::settle_git_index`). Skipped, and
+/// owed still, while another writer holds the lock.
+pub(crate) fn settle_git_index(vault: &VaultState, writer: &super::Writer) -> Result<()> {
+    if !vault.git_index_owed() {
+        return Ok(());
     }
+    let Some(_writer) = writer.try_lock(vault)? else { return Ok(()) };
+    if let Some(config) = ReplicaConfig::load(vault.root())? {
+        catch_up_git_index(vault.root(), &config)?;
+    }
+    vault.set_git_index_owed(false);
+    Ok(())
 }
 
 /// A fresh replica id: 16 hex digits.

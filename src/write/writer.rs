@@ -1,18 +1,17 @@
 //! The single writer of a vault: the cross-process lock file, the intent journal and its
 //! records, the receipt log, this process's deferred intents and the active generation's facts,
-//! as private state behind one in-process mutex. `Vault::open` and `Vault::init` (here) create
-//! it and hand it to the vault as an opaque `vault::WritePath`, through which the vault takes
-//! the lock and checkpoints; only the write path (this module and its siblings) reads or
-//! changes that state, through a `WriterGuard`.
+//! as private state behind one in-process mutex. `vault::Vault` owns one beside its
+//! `state::VaultState`; only the write path (this module and its siblings) reads or changes
+//! the writer's state, through a `WriterGuard`.
 
 use std::collections::BTreeSet;
 use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
 use crate::note::path::VaultPath;
+use crate::state::VaultState;
 use crate::store::journal::{Intent, Journal, StoredRecord};
 use crate::store::{durable, layout};
-use crate::vault::{HeldLock, InitReport, Vault, VaultOptions, WritePath};
 
 use super::receipts::ReceiptLog;
 
@@ -76,7 +75,7 @@ impl WriterGuard<'_> {
     }
 
     /// Makes this process's deferred writes durable now (see `Vault::checkpoint_pending`).
-    pub(crate) fn checkpoint_deferred(&mut self, vault: &Vault) -> Result<()> {
+    pub(crate) fn checkpoint_deferred(&mut self, vault: &VaultState) -> Result<()> {
         if self.unsynced.is_empty() {
             return Ok(());
         }
@@ -148,17 +147,17 @@ impl Writer {
     /// Takes the writer lock (in-process mutex, then the cross-process file lock), finishes any
     /// committed-but-pending transaction, and catches up with receipts other processes wrote.
     /// A writer that has to wait says so once (a warning naming the holder).
-    pub(crate) fn lock<'v>(&'v self, vault: &Vault) -> Result<WriterGuard<'v>> {
+    pub(crate) fn lock<'v>(&'v self, vault: &VaultState) -> Result<WriterGuard<'v>> {
         Ok(self.lock_with(vault, Wait::Yes)?.expect("BUG: a waiting lock always ends held"))
     }
 
     /// `lock`, unless another holder (a process, or another thread of this one) has it now:
     /// then `None`, at once.
-    pub(crate) fn try_lock<'v>(&'v self, vault: &Vault) -> Result<Option<WriterGuard<'v>>> {
+    pub(crate) fn try_lock<'v>(&'v self, vault: &VaultState) -> Result<Option<WriterGuard<'v>>> {
         self.lock_with(vault, Wait::No)
     }
 
-    fn lock_with<'v>(&'v self, vault: &Vault, wait: Wait) -> Result<Option<WriterGuard<'v>>> {
+    fn lock_with<'v>(&'v self, vault: &VaultState, wait: Wait) -> Result<Option<WriterGuard<'v>>> {
         let root = vault.root();
         let mut state = match wait {
             Wait::Yes => self.state.lock().unwrap_or_else(std::sync::PoisonError::into_inner),
@@ -216,62 +215,26 @@ impl Writer {
     }
 }
 
-/// The vault's view of its writer (src/vault/writer_lock.rs): the vault holds it opaquely.
-impl WritePath for Writer {
-    fn hold<'v>(&'v self, vault: &'v Vault) -> Result<Box<dyn HeldLock + 'v>> {
-        Ok(Box::new(self.lock(vault)?))
-    }
-
-    fn try_hold<'v>(&'v self, vault: &'v Vault) -> Result<Option<Box<dyn HeldLock + 'v>>> {
-        Ok(self.try_lock(vault)?.map(|guard| Box::new(guard) as Box<dyn HeldLock + 'v>))
-    }
-
-    fn checkpoint_pending(&self, vault: &Vault) -> Result<()> {
+impl Writer {
+    /// Makes this process's deferred writes durable, under the lock (recovery first).
+    pub(crate) fn checkpoint_pending(&self, vault: &VaultState) -> Result<()> {
         self.lock(vault)?.checkpoint_deferred(vault)
     }
 
-    fn has_deferred_writes(&self) -> bool {
+    /// Whether this process holds writes whose checkpoint is deferred.
+    pub(crate) fn has_deferred_writes(&self) -> bool {
         self.state.lock().map(|state| state.as_ref().is_some_and(|s| !s.unsynced.is_empty())).unwrap_or(false)
     }
 
-    fn has_unfinished_writes(&self) -> bool {
+    /// Whether a write this process committed waits to be finished.
+    pub(crate) fn has_unfinished_writes(&self) -> bool {
         self.state.lock().map(|state| state.as_ref().is_some_and(|s| s.needs_recovery)).unwrap_or(false)
-    }
-
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-}
-
-impl Vault {
-    /// Opens an existing vault directory with its writer and loads its policy (an invalid
-    /// policy is refused); a committed write that waits in the journal is finished first
-    /// (crash recovery at open, under the writer lock).
-    pub fn open(root: &std::path::Path, options: VaultOptions) -> Result<Self> {
-        Vault::open_with(root, options, Box::new(Writer::default()))
-    }
-
-    /// Creates the P.A.R.A. layout and the starter notes where missing, then opens the vault
-    /// with its writer. Never overwrites an existing file.
-    pub fn init(root: &std::path::Path, options: VaultOptions) -> Result<(Self, InitReport)> {
-        Vault::init_with(root, options, Box::new(Writer::default()))
-    }
-
-    /// Takes the writer lock (in-process mutex, then the cross-process file lock), finishes any
-    /// committed-but-pending transaction, and catches up with receipts other processes wrote.
-    pub fn lock_writer(&self) -> Result<WriterGuard<'_>> {
-        self.writer().lock(self)
-    }
-
-    /// This vault's writer (`Vault::open` hands every vault a `Writer`).
-    fn writer(&self) -> &Writer {
-        self.write_path().as_any().downcast_ref::<Writer>().expect("BUG: Vault::open hands every vault a write::writer::Writer")
     }
 }
 
 /// Brings a kept writer state up to what other processes did since this one last held the
 /// lock: their receipts (and the notes and catalog pages they touched) and the journal.
-fn catch_up(vault: &Vault, state: &mut WriterState) -> Result<()> {
+fn catch_up(vault: &VaultState, state: &mut WriterState) -> Result<()> {
     let root = vault.root();
     let touched = state.receipts.catch_up(root)?;
     if !touched.is_empty() || !state.journal.unchanged_since_seen(root)? {

@@ -31,8 +31,9 @@ pub const LAYERS: &[&str] = &[
     "watch",
     "folder_journal",
     "starter",
-    "vault",
+    "state",
     "write",
+    "vault",
     "approvals",
     "retrieval",
     "replicate",
@@ -453,7 +454,7 @@ const CONFINEMENTS: &[Confinement] = &[
             "src/inventory.rs",            // a file is settled once its mtime is older than the walk
             "src/search/build/publish.rs", // a generation's created_at (per-machine state)
             "src/search/read/mod.rs",      // a generation's age; a file's mtime settled
-            "src/vault/model.rs",          // leftover temporary files older than a bound
+            "src/state/model.rs",          // leftover temporary files older than a bound
         ],
     },
     Confinement {
@@ -499,6 +500,7 @@ const CONFINEMENTS: &[Confinement] = &[
             "src/watch.rs",
             "src/folder_journal/",
             "src/starter.rs",
+            "src/state/",
             "src/vault/",
             "src/write/",
             "src/approvals/",

@@ -3,14 +3,14 @@
 //! (`read_note`). *Invariant: read-only; a note is read through folder handles, never through
 //! a link, and never past the policy's size limits.*
 
-use super::{MarkdownReport, NoteSlice, Vault};
+use super::{MarkdownReport, NoteSlice, VaultState};
 use crate::error::{Error, Result};
 use crate::inventory;
 use crate::lint::{self, LintReport};
 use crate::note::frontmatter;
 use crate::note::path::VaultPath;
 
-impl Vault {
+impl VaultState {
     /// The vault-wide health report.
     pub fn lint(&self) -> Result<LintReport> {
         let today = self.today();

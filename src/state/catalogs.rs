@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use super::{IndexReport, Vault};
+use super::{IndexReport, VaultState};
 use crate::catalog::{self, CatalogState};
 use crate::error::{Error, Result};
 use crate::inventory::{self, Inventory};
@@ -16,7 +16,7 @@ use crate::note::path::VaultPath;
 use crate::scan::PageKind;
 use crate::store::{durable, layout};
 
-impl Vault {
+impl VaultState {
     /// Re-reads the catalog pages of `path`'s directories (another process rewrote them).
     pub(crate) fn refresh_catalog_pages(&self, path: &VaultPath) -> Result<()> {
         for dir in catalog::affected_dirs(path) {
@@ -115,14 +115,9 @@ impl Vault {
         }
     }
 
-    /// Regenerates `index.md` and every directory catalog that changed.
-    pub fn generate_index(&self) -> Result<IndexReport> {
-        self.regenerate_catalogs(None)
-    }
-
-    /// Regenerates the catalogs of `dirs` only (plus the root index).
-    pub fn regenerate_catalogs(&self, only_dirs: Option<&BTreeSet<String>>) -> Result<IndexReport> {
-        let _writer = self.hold_writer_lock()?;
+    /// Regenerates the catalogs of `dirs` only (plus the root index), or of every folder that
+    /// changed; the caller holds the writer lock (`vault::Vault::regenerate_catalogs`).
+    pub(crate) fn regenerate_catalogs_locked(&self, only_dirs: Option<&BTreeSet<String>>) -> Result<IndexReport> {
         let mut guard = self.lock_inventory()?;
         let inventory = guard.as_mut().expect("BUG: lock_inventory loads the inventory");
         let mut state_guard = self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -202,8 +197,8 @@ impl Vault {
         String::from_utf8(bytes).map_err(|_| missing(format!("page {page} is not UTF-8")))
     }
 
-    /// Renders a category's catalog if needed, then returns the requested page.
-    pub fn ensure_sub_index(&self, category: &str, page: usize) -> Result<String> {
+    /// The folders of `category`'s catalog (`vault::Vault::ensure_sub_index` renders them).
+    pub(crate) fn sub_index_dirs(&self, category: &str) -> Result<BTreeSet<String>> {
         self.category(category)?;
         let dirs: BTreeSet<String> = self.with_inventory(|inv| {
             catalog::tree(inv, &self.policy)
@@ -215,12 +210,11 @@ impl Vault {
         if dirs.is_empty() {
             return Err(Error::CatalogMissing { category: category.to_string(), reason: "the folder has no catalogued notes".into() });
         }
-        self.regenerate_catalogs(Some(&dirs))?;
-        self.read_sub_index(category, page)
+        Ok(dirs)
     }
 }
 
-/// What a catalog page's name holds on disk (`Vault::page_on_disk`).
+/// What a catalog page's name holds on disk (`VaultState::page_on_disk`).
 enum PageOnDisk {
     Missing,
     Page(Vec<u8>),

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 
-use super::Vault;
+use super::VaultState;
 use crate::error::{Error, Result};
 use crate::inventory::{Inventory, Resolution};
 use crate::note::body::{Link, LinkKind};
@@ -56,7 +56,7 @@ pub struct TagCount {
 pub const ATTACHMENT_BYTES_MAX: usize = 16 * 1024 * 1024;
 
 /// The resolved outgoing wikilinks and embeds of a record, each once, catalog pages excluded.
-fn resolved_targets(inv: &Inventory, vault: &Vault, path: &VaultPath, links: &[Link]) -> BTreeSet<VaultPath> {
+fn resolved_targets(inv: &Inventory, vault: &VaultState, path: &VaultPath, links: &[Link]) -> BTreeSet<VaultPath> {
     links
         .iter()
         .filter_map(|link| match inv.resolve(path, link, &vault.policy) {
@@ -99,7 +99,7 @@ pub fn tag_key(tag: &str) -> String {
     tag.trim().trim_start_matches('#').to_lowercase()
 }
 
-impl Vault {
+impl VaultState {
     /// How each of `targets` (a wikilink's or an embed's target, alias and heading stripped;
     /// `true` for an embed) resolves from note `source`, in order.
     pub fn resolve_wikilinks(&self, source: &str, targets: &[(String, bool)]) -> Result<Vec<LinkTarget>> {

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use chrono::NaiveDate;
 
-use super::Vault;
+use super::VaultState;
 use crate::error::Result;
 use crate::inventory::{ComputedFrom, Inventory, Resolution};
 use crate::note::path::VaultPath;
@@ -113,7 +113,7 @@ pub(crate) struct LinkIndex {
 }
 
 impl LinkIndex {
-    fn whole(inv: &Inventory, vault: &Vault) -> Self {
+    fn whole(inv: &Inventory, vault: &VaultState) -> Self {
         let mut index = LinkIndex { key: inv.key(), out: HashMap::new(), degree: HashMap::new() };
         for record in inv.notes() {
             index.refresh(inv, vault, &record.path);
@@ -124,7 +124,7 @@ impl LinkIndex {
     /// Brings the index up to `inv`: the notes the change log names, and the notes whose links
     /// may resolve differently because of them (`Inventory::linkers_of`), are resolved again;
     /// a whole rebuild when the log does not reach back far enough or the model was reloaded.
-    fn catch_up(slot: &mut Option<LinkIndex>, inv: &Inventory, vault: &Vault) {
+    fn catch_up(slot: &mut Option<LinkIndex>, inv: &Inventory, vault: &VaultState) {
         let key = inv.key();
         let changed = match slot.as_ref() {
             Some(index) if index.key == key => return,
@@ -147,7 +147,7 @@ impl LinkIndex {
     }
 
     /// Resolves `path`'s links again (none when it is no note now) and moves the degrees.
-    fn refresh(&mut self, inv: &Inventory, vault: &Vault, path: &VaultPath) {
+    fn refresh(&mut self, inv: &Inventory, vault: &VaultState, path: &VaultPath) {
         if let Some(old) = self.out.remove(path) {
             for target in &old {
                 self.bump(path, -1);
@@ -210,7 +210,7 @@ fn health_key(inv: &Inventory, today: NaiveDate) -> HealthKey {
     (inv.key(), inv.files.len(), today)
 }
 
-impl Vault {
+impl VaultState {
     /// The vault-wide health summary for the model now: the kept one when the model has not
     /// moved since it was computed (and the day is the same), else the whole lint run again.
     pub fn health_summary(&self) -> Result<HealthSummary> {
@@ -283,7 +283,7 @@ pub struct ReceiptActivity {
     pub cut: bool,
 }
 
-impl Vault {
+impl VaultState {
     /// The kept receipt days (held while the caller counts or catches them up).
     pub(crate) fn receipt_days_memo(&self) -> MutexGuard<'_, Option<ActivityMemo>> {
         lock(&self.summaries.activity)
@@ -555,7 +555,7 @@ impl TitleIndex {
     }
 }
 
-impl Vault {
+impl VaultState {
     /// The notes whose title or file name starts with `query`, or has a word starting with it
     /// (no case, whitespace folded): the quick switcher's answer, at most `limit` (`more` when
     /// there were others). From the kept title index, caught up in O(change) from the

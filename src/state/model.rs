@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::PathBuf;
 use std::sync::MutexGuard;
 
-use super::{Freshness, Vault};
+use super::{Freshness, VaultState};
 use crate::catalog;
 use crate::error::Result;
 use crate::inventory::{self, FileStamp, Inventory};
@@ -70,7 +70,7 @@ enum Refreshed {
 /// leftovers of killed writes.
 pub(crate) const TEMP_LEFTOVER_AGE: std::time::Duration = std::time::Duration::from_secs(5);
 
-impl Vault {
+impl VaultState {
     /// The inventory for a whole-vault reader: every record checked against the disk.
     pub(super) fn lock_inventory(&self) -> Result<MutexGuard<'_, Option<Inventory>>> {
         self.lock_inventory_for(Scope::WholeVault)
