@@ -5,6 +5,7 @@
 //! Reading never rewrites a file. Every problem a file has is recorded on its record as a named
 //! finding; nothing is dropped silently.
 
+mod apply;
 pub mod changes;
 pub mod snapshot;
 
@@ -18,6 +19,8 @@ use crate::note::metadata::{self, NoteMeta};
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
 use crate::scan::{self, PageKind};
+pub use apply::Applied;
+use changes::ChangeSet;
 use snapshot::SourceSnapshot;
 
 /// A problem that belongs to one file (as opposed to a link between files).
@@ -701,6 +704,32 @@ pub(crate) fn read_all(root: &Path, policy: &LoadedPolicy, items: &[(VaultPath, 
     })
 }
 
+/// The folder-stamp evidence source: each known folder's identity now (one stat each, in
+/// parallel) against the one its listing was taken with. Returns the folders whose listing
+/// still holds (their identity kept; the others `None`, to be listed again) and the
+/// `ChangeSet` naming, whole, each folder that moved, is racy or vanished.
+pub fn folder_stamp_changes(
+    root: &Path,
+    dirs: Vec<(String, Option<(FileStamp, i128)>)>,
+) -> (BTreeMap<String, Option<(FileStamp, i128)>>, ChangeSet) {
+    let stamps = dir_stamps(root, &dirs.iter().map(|(dir, _)| dir.as_str()).collect::<Vec<_>>());
+    let mut proven = BTreeMap::new();
+    let mut moved = Vec::new();
+    for ((dir, seen), stamp) in dirs.into_iter().zip(stamps) {
+        match (stamp, seen) {
+            (Some(now), Some((old, at))) if now == old && !old.is_racy(at) => {
+                proven.insert(dir, Some((old, at)));
+            }
+            (None, _) if !dir.is_empty() => moved.push(dir),
+            _ => {
+                proven.insert(dir.clone(), None);
+                moved.push(dir);
+            }
+        }
+    }
+    (proven, ChangeSet::of_folders(moved.iter().map(String::as_str)))
+}
+
 impl Inventory {
     /// This model's identity and version, `(origin, revision)`: what a kept derivative (an
     /// index, a summary) records to catch up later with [`Inventory::changed_since`].
@@ -802,96 +831,24 @@ impl Inventory {
         }
         .assemble(known.records, files);
         tracing::debug!(built = ?started.elapsed(), "persisted inventory built");
-        // Which listings still hold.
-        let mut relist = std::collections::VecDeque::new();
-        let mut gone = Vec::new();
-        let mut dirs = BTreeMap::new();
-        let stamps = dir_stamps(root, &known.dirs.iter().map(|(dir, _)| dir.as_str()).collect::<Vec<_>>());
-        for ((dir, seen), stamp) in known.dirs.into_iter().zip(stamps) {
-            match (stamp, seen) {
-                (None, _) if !dir.is_empty() => gone.push(dir),
-                (Some(now), Some((old, at))) if now == old && !old.is_racy(at) => {
-                    dirs.insert(dir, Some((old, at)));
-                }
-                _ => {
-                    relist.push_back(dir.clone());
-                    dirs.insert(dir, None);
-                }
-            }
-        }
-        inventory.dirs = dirs;
-        tracing::debug!(checked = ?started.elapsed(), folders = inventory.dirs.len(), relist = relist.len(), gone = gone.len(), "folders checked");
-        for dir in gone {
-            counts.forgotten += inventory.forget_subtree(&dir);
-            let parent = parent_dir(&dir).to_string();
-            if inventory.dirs.get(&parent).is_some_and(Option::is_some) {
-                inventory.dirs.insert(parent.clone(), None);
-                relist.push_back(parent);
-            }
-        }
+        // The evidence: each folder's identity now against the one its listing was taken with.
+        let (proven, changes) = folder_stamp_changes(root, known.dirs);
+        inventory.dirs = proven;
+        tracing::debug!(checked = ?started.elapsed(), folders = inventory.dirs.len(), ?changes, "folders checked");
         for (path, kind) in unread {
             if inventory.dirs.get(path.parent()).is_some_and(Option::is_some) {
                 to_read.push((path, kind));
             }
         }
-        let mut leftover_temps = Vec::new();
-        let mut relisted = 0;
-        let mut listed_already = BTreeSet::new();
-        while let Some(dir) = relist.pop_front() {
-            if !listed_already.insert(dir.clone()) {
-                continue;
-            }
-            relisted += 1;
-            let seen_at = now_ns();
-            let Some(stamp) = dir_stamp(root, &dir) else {
-                counts.forgotten += inventory.forget_subtree(&dir);
-                continue;
-            };
-            let Ok(listing) = list_folder(root, policy, &dir) else { return Ok(Err(inventory.into_records())) };
-            for sub in &listing.subfolders {
-                if !inventory.dirs.contains_key(sub) {
-                    inventory.dirs.insert(sub.clone(), None);
-                    relist.push_back(sub.clone());
-                }
-            }
-            let listed_dirs: BTreeSet<String> = listing.subfolders.into_iter().collect();
-            leftover_temps.extend(listing.temps);
-            let symlinks = listing.symlinked_pages;
-            let mut listed_files = BTreeSet::new();
-            for (path, kind) in listing.files {
-                match kind {
-                    Some(kind) => {
-                        if !inventory.records.get(&path).is_some_and(|r| r.is_current(kind, stamp_now(root, &path))) {
-                            to_read.push((path.clone(), kind));
-                        }
-                    }
-                    None => {
-                        if inventory.records.contains_key(&path) {
-                            inventory.remove(&path);
-                            counts.forgotten += 1;
-                        }
-                    }
-                }
-                inventory.add_file(path.clone());
-                listed_files.insert(path);
-            }
-            for path in inventory.direct_files(&dir) {
-                if !listed_files.contains(&path) {
-                    inventory.remove(&path);
-                    counts.forgotten += 1;
-                }
-            }
-            let vanished: Vec<String> =
-                inventory.dirs.keys().filter(|d| !d.is_empty() && parent_dir(d) == dir && !listed_dirs.contains(*d)).cloned().collect();
-            for sub in vanished {
-                counts.forgotten += inventory.forget_subtree(&sub);
-            }
-            inventory.symlinked_notes.retain(|p| p.parent() != dir);
-            inventory.symlinked_notes.extend(symlinks);
-            inventory.symlinked_notes.sort();
-            inventory.set_unusable_names_of(&dir, listing.unusable);
-            inventory.dirs.insert(dir, Some((stamp, seen_at)));
+        let ChangeSet::Known(changes) = changes else { return Ok(Err(inventory.into_records())) };
+        let mut relisting = apply::Relisting::default();
+        if inventory.relist(root, policy, changes.whole_folders().map(str::to_string).collect(), &mut relisting).is_err() {
+            return Ok(Err(inventory.into_records()));
         }
+        to_read.extend(relisting.to_read);
+        counts.forgotten += relisting.forgotten;
+        let relisted = relisting.listed;
+        let mut leftover_temps = relisting.temps;
         if inventory.dirs.values().any(Option::is_none) {
             return Ok(Err(inventory.into_records()));
         }
@@ -1034,35 +991,6 @@ impl Inventory {
         self.symlinked_notes.retain(|p| !p.as_str().starts_with(&prefix));
         self.unusable_names.retain(|u| u.folder != dir && !u.folder.starts_with(&prefix));
         pages
-    }
-
-    /// Brings the records of `paths` (files a write consults) up to the disk: a stat each, and
-    /// a read only of those whose identity moved or is racy. Returns how many it re-read or
-    /// forgot. O(paths), whatever the vault's size.
-    pub fn recheck(&mut self, root: &Path, policy: &LoadedPolicy, paths: &[VaultPath]) -> usize {
-        let mut changed = 0;
-        for path in paths {
-            let meta = std::fs::symlink_metadata(path.under(root)).ok();
-            let kind = scan::classify(policy, path).filter(|_| meta.as_ref().is_some_and(scan::listed_as_file));
-            match kind {
-                Some(kind) => {
-                    if !self.records.get(path).is_some_and(|r| r.is_current(kind, meta.as_ref().map(FileStamp::of))) {
-                        self.upsert(read_record(root, path, kind, policy));
-                        changed += 1;
-                    }
-                }
-                None => {
-                    if self.records.contains_key(path) {
-                        self.remove(path);
-                        if meta.as_ref().is_some_and(scan::listed_as_file) {
-                            self.add_file(path.clone());
-                        }
-                        changed += 1;
-                    }
-                }
-            }
-        }
-        changed
     }
 
     /// Whether this partial model was asked about something it does not hold (always false

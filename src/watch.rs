@@ -23,15 +23,27 @@ use std::time::Duration;
 use notify::{EventKind, RecursiveMode, Watcher};
 
 use crate::error::{Error, Result};
+use crate::inventory::changes::ChangeSet;
 use crate::store::layout;
 
-/// What changed on disk since the last `settle`.
+/// What the watcher saw change since the last `settle` (told to the model as a `ChangeSet`).
 #[derive(Debug, Default)]
-pub struct DiskChanges {
+struct DiskChanges {
     /// Vault-relative paths of files that were created, modified or removed.
-    pub paths: BTreeSet<String>,
+    paths: BTreeSet<String>,
     /// Why the watcher cannot name the changes (a full stat walk is needed), if it cannot.
-    pub rescan: Option<String>,
+    rescan: Option<String>,
+}
+
+impl DiskChanges {
+    /// The watcher's evidence as the model's `ChangeSet`: every path an entry of its folder,
+    /// or `Unknown` when the watcher cannot name the changes.
+    fn into_change_set(self) -> ChangeSet {
+        match self.rescan {
+            Some(reason) => ChangeSet::Unknown(reason),
+            None => ChangeSet::of_paths(self.paths.iter().map(String::as_str)),
+        }
+    }
 }
 
 #[derive(Default)]
@@ -94,13 +106,13 @@ impl DiskWatch {
     /// Waits until the watcher has delivered every event up to now (the barrier), then takes
     /// the pending changes. A barrier that cannot be written or does not come back in time
     /// turns into a request for a stat walk.
-    pub fn settle(&self) -> DiskChanges {
+    pub fn settle(&self) -> ChangeSet {
         let token = self.next_token.fetch_add(1, Ordering::Relaxed);
         let barrier = self.state_dir.join(format!("{}{token}", barrier_prefix()));
         if let Err(error) = crate::store::durable::create_scratch(&self.root, &barrier) {
             let mut pending = self.shared.lock();
             pending.changes.rescan.get_or_insert_with(|| format!("the watch barrier could not be written: {error}"));
-            return std::mem::take(&mut pending.changes);
+            return std::mem::take(&mut pending.changes).into_change_set();
         }
         let pending = self.shared.lock();
         let (mut pending, waited) =
@@ -113,7 +125,7 @@ impl DiskWatch {
         if let Err(error) = crate::store::durable::remove_scratch(&self.root, &barrier) {
             tracing::debug!(error = %error, "could not remove a watch barrier file");
         }
-        changes
+        changes.into_change_set()
     }
 
     /// Makes the next `settle` ask for a stat walk, exactly as a queue overflow does (tests
@@ -188,5 +200,22 @@ fn deliver(shared: &Shared, root: &Path, event: notify::Result<notify::Event>) {
             continue;
         }
         pending.changes.paths.insert(rel.to_string());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The watcher's evidence source: its paths are entries of their folders; a watcher that
+    /// cannot name the changes says why, and only a walk can tell.
+    #[test]
+    fn the_watchers_paths_are_entries_and_its_rescan_is_unknown() {
+        let paths: BTreeSet<String> = ["01_Projects/a.md", "01_Projects/b.md", "index.md"].map(String::from).into();
+        let named = DiskChanges { paths: paths.clone(), rescan: None };
+        assert_eq!(named.into_change_set(), ChangeSet::of_paths(["01_Projects/a.md", "01_Projects/b.md", "index.md"]));
+        let overflowed = DiskChanges { paths, rescan: Some("the event queue overflowed".into()) };
+        assert_eq!(overflowed.into_change_set(), ChangeSet::unknown("the event queue overflowed"));
+        assert!(DiskChanges::default().into_change_set().is_empty());
     }
 }

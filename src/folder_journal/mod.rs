@@ -38,7 +38,8 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::inventory::JournalToken;
-use crate::inventory_cache::keyed::{FolderChange, JournalAnswer};
+use crate::inventory::changes::FolderChange;
+use crate::inventory_cache::keyed::JournalAnswer;
 use crate::store::layout;
 
 pub use service::{FolderJournal, Stop};
@@ -172,7 +173,7 @@ fn parse_answer(text: &str) -> Option<JournalAnswer> {
         ("unknown", None) if lines.next().is_none() => None,
         _ => return None,
     };
-    Some(JournalAnswer { now, changed })
+    Some(JournalAnswer::new(now, changed))
 }
 
 #[cfg(test)]

@@ -8,7 +8,8 @@ use crate::error::Error;
 
 /// An answer's changes as the lines the protocol gives them (`d <folder>`, `e <path>`).
 fn told(answer: Option<JournalAnswer>) -> Option<BTreeSet<String>> {
-    let changed = answer.expect("the journal answers").changed?;
+    let answer = answer.expect("the journal answers");
+    let changed = answer.changed()?;
     let entry = |dir: &str, name: &str| if dir.is_empty() { format!("e {name}") } else { format!("e {dir}/{name}") };
     Some(
         changed
@@ -39,8 +40,8 @@ fn answers_read_back_exactly_and_anything_else_is_no_answer() {
         text.contains("\ne _index.md\n") && text.contains("\nd 02_Areas/home\n") && text.contains("\ne 03_Resources/a b.md\n"),
         "{text}"
     );
-    assert_eq!(parse_answer(&text), Some(JournalAnswer { now, changed: Some(changed) }));
-    assert_eq!(parse_answer(&render_answer(now, None)), Some(JournalAnswer { now, changed: None }));
+    assert_eq!(parse_answer(&text), Some(JournalAnswer::new(now, Some(changed))));
+    assert_eq!(parse_answer(&render_answer(now, None)), Some(JournalAnswer::new(now, None)));
     assert_eq!(parse_question(&question(Some(now))), Some(Some(now)));
     assert_eq!(parse_question(&question(None)), Some(None));
     // Truncated, another version, a stray line, a folder both whole and by entries, an empty
@@ -81,7 +82,7 @@ fn a_live_journal_names_every_folder_changed_since_a_position_and_voids_a_run_th
 
     // No position yet: the journal cannot say, but gives its position now.
     let first = ask(root, None).expect("the journal answers");
-    assert_eq!(first.changed, None);
+    assert_eq!(first.changed(), None);
     // Nothing changed since.
     assert_eq!(told(ask(root, Some(first.now))), lines(&[]));
 
@@ -125,7 +126,7 @@ fn a_live_journal_names_every_folder_changed_since_a_position_and_voids_a_run_th
     // a file made inside it later is seen.
     std::fs::create_dir_all(root.join("02_Areas/home/deep")).unwrap();
     let fourth = ask(root, Some(before_scratch)).unwrap();
-    let named = fourth.changed.clone().unwrap();
+    let named = fourth.changed().cloned().unwrap();
     let root_tells_it = match named.get("") {
         Some(FolderChange::Entries(names)) => names.contains("02_Areas"),
         other => other == Some(&FolderChange::Whole),
@@ -138,13 +139,13 @@ fn a_live_journal_names_every_folder_changed_since_a_position_and_voids_a_run_th
     let before = ask(root, Some(fourth.now)).unwrap().now;
     std::fs::rename(root.join("02_Areas/home"), root.join("02_Areas/house")).unwrap();
     let after = ask(root, Some(before)).unwrap();
-    assert_eq!(after.changed, None);
+    assert_eq!(after.changed(), None);
     assert_ne!(after.now.epoch, before.epoch);
     // The new run watches the moved folder under its new name.
     std::fs::write(root.join("02_Areas/house/deep/y.md"), "y").unwrap();
     assert_eq!(told(ask(root, Some(after.now))), lines(&["e 02_Areas/house/deep/y.md"]));
     std::fs::remove_dir_all(root.join("02_Areas/house")).unwrap();
-    assert_eq!(ask(root, Some(after.now)).unwrap().changed, None);
+    assert_eq!(ask(root, Some(after.now)).unwrap().changed(), None);
 
     // One journal per vault.
     assert!(matches!(FolderJournal::start(root), Err(Error::NotConfigured { .. })));

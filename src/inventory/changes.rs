@@ -1,15 +1,114 @@
-//! The inventory's recent changes: which paths the latest `upsert`s and `remove`s touched, by
-//! revision, so a reader that derived something from an older revision (agent memory's episode
-//! index) catches up in O(change) instead of comparing the whole vault again.
+//! Changes, both ways: `ChangeSet`, what changed on disk as one evidence source tells it (the one
+//! currency every source pays the model in: a walk, folder stamps, the folder journal, the
+//! watcher, other processes' receipts, a write's re-check), and `ChangeLog`, which paths the
+//! model's latest `upsert`s and `remove`s touched, by revision, so a reader that derived
+//! something from an older revision (agent memory's episode index) catches up in O(change)
+//! instead of comparing the whole vault again.
 //!
 //! The log keeps the last `CHANGES_KEPT` entries; a reader keyed to a revision older than what
 //! the log still holds is told so (`None`) and must recompute from the whole inventory, so a
 //! lost entry can cost time but never give a stale answer.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use super::JournalToken;
 use crate::note::path::VaultPath;
+
+/// What changed on disk since a point, as one evidence source tells it
+/// (`Inventory::apply` brings the model up to it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ChangeSet {
+    /// The source cannot say what changed (why): only a walk of the vault can.
+    Unknown(String),
+    /// These folders and entries changed, and nothing else did.
+    Known(Changes),
+}
+
+/// The folders and entries a `ChangeSet::Known` names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Per folder (`""` is the root): the folder as a whole, or these entries of it.
+    pub folders: BTreeMap<String, FolderChange>,
+    /// The folder journal's position these changes bring the model to, when the source is
+    /// the journal.
+    pub position: Option<JournalToken>,
+}
+
+/// What changed in one folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FolderChange {
+    /// The folder as a whole (its own attributes, an entry nobody named, or more entries than
+    /// the source keeps by name; or it vanished): it is listed again.
+    Whole,
+    /// Only these entries (names in it, never empty): each is looked at alone.
+    Entries(BTreeSet<String>),
+}
+
+impl ChangeSet {
+    /// Nothing changed.
+    pub fn none() -> ChangeSet {
+        ChangeSet::Known(Changes::default())
+    }
+
+    /// Only a walk can say what changed.
+    pub fn unknown(reason: impl Into<String>) -> ChangeSet {
+        ChangeSet::Unknown(reason.into())
+    }
+
+    /// The files (or folders) at these vault-relative paths were created, written to or
+    /// removed: each an entry of its folder.
+    pub fn of_paths<'p>(paths: impl IntoIterator<Item = &'p str>) -> ChangeSet {
+        let mut changes = Changes::default();
+        for path in paths {
+            changes.entry(path);
+        }
+        ChangeSet::Known(changes)
+    }
+
+    /// These folders are listed again whole.
+    pub fn of_folders<'f>(folders: impl IntoIterator<Item = &'f str>) -> ChangeSet {
+        let mut changes = Changes::default();
+        for folder in folders {
+            changes.folders.insert(folder.to_string(), FolderChange::Whole);
+        }
+        ChangeSet::Known(changes)
+    }
+
+    /// Whether it names no change at all.
+    pub fn is_empty(&self) -> bool {
+        matches!(self, ChangeSet::Known(changes) if changes.folders.is_empty())
+    }
+}
+
+impl Changes {
+    /// Adds the entry at vault-relative `path` (a folder already changed whole keeps that).
+    pub fn entry(&mut self, path: &str) {
+        let (folder, name) = path.rsplit_once('/').unwrap_or(("", path));
+        if name.is_empty() {
+            return;
+        }
+        match self.folders.entry(folder.to_string()).or_insert_with(|| FolderChange::Entries(BTreeSet::new())) {
+            FolderChange::Whole => {}
+            FolderChange::Entries(names) => {
+                names.insert(name.to_string());
+            }
+        }
+    }
+
+    /// The folders changed as a whole, in path order.
+    pub fn whole_folders(&self) -> impl Iterator<Item = &str> {
+        self.folders.iter().filter(|(_, change)| **change == FolderChange::Whole).map(|(folder, _)| folder.as_str())
+    }
+
+    /// The entries named one by one, as vault-relative paths, in folder order.
+    pub fn entries(&self) -> impl Iterator<Item = String> + '_ {
+        self.folders.iter().flat_map(|(folder, change)| match change {
+            FolderChange::Whole => Vec::new(),
+            FolderChange::Entries(names) => names.iter().map(|name| crate::note::path::child(folder, name)).collect(),
+        })
+    }
+}
 
 /// Entries kept (a burst of more changes than this between two reads costs one full compare).
 pub const CHANGES_KEPT: usize = 4096;

@@ -36,6 +36,8 @@ use redb::{MultimapTableDefinition, ReadableDatabase, ReadableTable, ReadableTab
 use serde::{Deserialize, Serialize};
 
 use super::{PersistedRecord, persisted_record, record_of, settled};
+pub use crate::inventory::changes::FolderChange;
+use crate::inventory::changes::{ChangeSet, Changes};
 use crate::inventory::snapshot::SourceSnapshot;
 use crate::inventory::{
     self, Counts, FileStamp, FolderEntry, Inventory, JournalToken, LoadCounts, NoteRecord, Partial, Unlistable, dir_stamp, link_key,
@@ -85,24 +87,34 @@ struct Header {
 }
 
 /// A folder journal's answer to "what changed since this token": its position now (taken
-/// after every event of an edit finished before the question was delivered to it), and the
-/// folders that had an entry created, removed or renamed, or their own attributes changed,
-/// since the token, each with what changed in it (`None`: the journal cannot say, e.g. the
-/// token is from another run).
+/// after every event of an edit finished before the question was delivered to it), and what
+/// changed since the token, as the model's `ChangeSet` (`Unknown` when the journal cannot say,
+/// e.g. the token is from another run; `Known` names the folders that had an entry created,
+/// removed or renamed, or their own attributes changed, each with what changed in it).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JournalAnswer {
     pub now: JournalToken,
-    pub changed: Option<BTreeMap<String, FolderChange>>,
+    pub changes: ChangeSet,
 }
 
-/// What a folder journal says changed in one folder.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum FolderChange {
-    /// The folder as a whole (its own attributes, or more entries than the journal keeps by
-    /// name): a write lists it again.
-    Whole,
-    /// Only these entries (names in it, never empty): a write looks at each alone.
-    Entries(BTreeSet<String>),
+impl JournalAnswer {
+    /// The answer at position `now`: `changed` per folder, or `None` when the journal cannot say.
+    pub fn new(now: JournalToken, changed: Option<BTreeMap<String, FolderChange>>) -> JournalAnswer {
+        let changes = match changed {
+            Some(folders) => ChangeSet::Known(Changes { folders, position: Some(now) }),
+            None => ChangeSet::unknown("the folder journal cannot say what changed since that position"),
+        };
+        JournalAnswer { now, changes }
+    }
+
+    /// The folders changed since the token, each with what changed in it; `None` when the
+    /// journal cannot say.
+    pub fn changed(&self) -> Option<&BTreeMap<String, FolderChange>> {
+        match &self.changes {
+            ChangeSet::Known(changes) => Some(&changes.folders),
+            ChangeSet::Unknown(_) => None,
+        }
+    }
 }
 
 /// How a keyed load asks the vault's folder journal, if one runs (`None` from the call: no
@@ -596,7 +608,7 @@ pub fn load_for_write(
     let journal_asked = started.elapsed();
     let folders_table = transaction.open_table(FOLDERS).map_err(table)?;
     let stored_rows = folders_table.len().map_err(storage)? as usize;
-    let changed = answer.as_ref().and_then(|a| a.changed.as_ref());
+    let changed = answer.as_ref().and_then(JournalAnswer::changed);
     let at_once: Option<BTreeSet<String>> = match checks {
         FolderChecks::Deferred { expected_moved, from } if changed.is_some() || stored_rows >= from => Some(
             loaded
@@ -1045,7 +1057,7 @@ pub fn load_for_write(
     // A journal that could not say what changed since the copy's token (a new run): the
     // copy's rows are proven at its position now once the checks are confirmed, and the fold
     // records it, so the next write asks it.
-    let journal_behind = answer.is_some_and(|a| a.changed.is_none());
+    let journal_behind = answer.is_some_and(|a| a.changed().is_none());
     Ok(WriteLoad { inventory: model, leftover_temps, counts, pending, journal_behind })
 }
 

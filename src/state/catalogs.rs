@@ -17,22 +17,22 @@ use crate::scan::PageKind;
 use crate::store::{durable, layout};
 
 impl VaultState {
-    /// Re-reads the catalog pages of `path`'s directories (another process rewrote them).
-    pub(crate) fn refresh_catalog_pages(&self, path: &VaultPath) -> Result<()> {
+    /// The catalog pages of `path`'s folders (each folder's pages up to the first missing one)
+    /// and the root index: what a change of `path` by another process may have rewritten.
+    pub(crate) fn catalog_pages_of(&self, path: &VaultPath) -> Vec<String> {
+        let mut pages = Vec::new();
         for dir in catalog::affected_dirs(path) {
             for n in 1.. {
                 let Ok(page) = VaultPath::parse_walked(&format!("{dir}/{}", layout::sub_index_page_name(n))) else { break };
                 let exists = page.under(&self.root).is_file();
-                self.refresh_path(&page)?;
+                pages.push(page.to_string());
                 if !exists {
                     break;
                 }
             }
         }
-        if let Ok(index) = VaultPath::parse_walked(layout::ROOT_INDEX) {
-            self.refresh_path(&index)?;
-        }
-        Ok(())
+        pages.push(layout::ROOT_INDEX.to_string());
+        pages
     }
 
     /// Plans catalog updates for `dirs` against the remembered renderer state.

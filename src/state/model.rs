@@ -13,10 +13,10 @@ use std::sync::MutexGuard;
 use super::{Freshness, VaultState};
 use crate::catalog;
 use crate::error::Result;
-use crate::inventory::{self, FileStamp, Inventory};
+use crate::inventory::changes::ChangeSet;
+use crate::inventory::{self, Inventory};
 use crate::inventory_cache::keyed::{FolderChecks, PendingFolderChecks};
 use crate::note::path::VaultPath;
-use crate::scan::PageKind;
 use crate::store::{durable, layout};
 
 /// The persisted inventory as this process last read or wrote it.
@@ -53,16 +53,6 @@ pub(crate) enum Scope {
     Write,
     /// A whole-vault reader (lint, doctor, search, heal preview…): every file checked.
     WholeVault,
-}
-
-/// What re-reading one changed path did.
-enum Refreshed {
-    /// Its stat identity had not moved: nothing was read.
-    Unchanged,
-    /// It was read again (or forgotten); `catalog_changed`: a catalog page's bytes changed.
-    Reread { catalog_changed: bool },
-    /// Only a walk of the vault can say what changed (the reason).
-    Walk(String),
 }
 
 /// A temporary file younger than this may belong to a write in flight in another process
@@ -132,12 +122,13 @@ impl VaultState {
             && let Some(inventory) = guard.as_mut().filter(|inventory| !inventory.files_checked)
         {
             let started = std::time::Instant::now();
-            let reread = self.rescan(inventory)?;
-            tracing::debug!(reread, walk = ?started.elapsed(), "whole-vault reader: every file checked");
+            let applied =
+                inventory.apply(&self.root, &self.policy, &ChangeSet::unknown("a whole-vault read after a load by folder checks"))?;
+            tracing::debug!(reread = applied.reread, walk = ?started.elapsed(), "whole-vault reader: every file checked");
             let mut freshness = self.lock_freshness();
-            freshness.paths_refreshed += reread as u64;
+            freshness.paths_refreshed += applied.reread as u64;
             freshness.stat_walks += 1;
-            freshness.last_stat_walk_reason = Some("a whole-vault read after a load by folder checks".into());
+            freshness.last_stat_walk_reason = applied.walked;
             freshness.observed_at = Some(self.clock().stamp(chrono::SecondsFormat::Micros));
         }
         Ok(())
@@ -424,130 +415,45 @@ impl VaultState {
         let mode = self.lock_freshness().mode;
         let changes = match (mode, self.watch.get()) {
             ("watch", Some(watch)) => watch.settle(),
-            ("stat_walk", _) => crate::watch::DiskChanges { rescan: Some("no file watcher".into()), ..Default::default() },
+            ("stat_walk", _) => ChangeSet::unknown("no file watcher"),
             _ => return Ok(()),
         };
+        self.apply_changes(&changes)
+    }
+
+    /// Brings the model this process holds up to `changes` (`Inventory::apply`): none loaded,
+    /// nothing to do (the first use reads the disk); a write's partial model is dropped (it
+    /// answered its write). A catalog page someone else changed (another process, a person)
+    /// makes the remembered renderer state suspect; a note changed outside the engine needs
+    /// nothing more: the next write's catalog plan compares its folder's digest with the model.
+    pub(crate) fn apply_changes(&self, changes: &ChangeSet) -> Result<()> {
+        if changes.is_empty() {
+            return Ok(());
+        }
         let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if guard.as_ref().is_some_and(|inventory| inventory.partial.is_some()) {
+            *guard = None;
+        }
         let Some(inventory) = guard.as_mut() else { return Ok(()) };
-        let mut rescan = changes.rescan;
-        let mut refreshed = 0u64;
-        let mut catalogs_changed = false;
-        if rescan.is_none() {
-            for rel in &changes.paths {
-                match self.refresh_changed(inventory, rel) {
-                    Refreshed::Reread { catalog_changed } => {
-                        refreshed += 1;
-                        catalogs_changed |= catalog_changed;
-                    }
-                    Refreshed::Unchanged => {}
-                    Refreshed::Walk(reason) => {
-                        rescan = Some(reason);
-                        break;
-                    }
-                }
-            }
-        }
-        if let Some(reason) = &rescan {
+        if let Some(reason) = match changes {
+            ChangeSet::Unknown(reason) => Some(reason),
+            ChangeSet::Known(_) => None,
+        } {
             tracing::debug!(%reason, "walking the vault to find what changed on disk");
-            refreshed += self.rescan(inventory)? as u64;
         }
+        let applied = inventory.apply(&self.root, &self.policy, changes)?;
         drop(guard);
-        // A note changed outside the engine needs nothing here: the next write's catalog plan
-        // compares its directory's digest with the model. A catalog page someone else changed
-        // (another process, a person) makes the remembered renderer state suspect.
-        if catalogs_changed || rescan.is_some() {
+        if applied.catalog_changed {
             self.invalidate_catalog_state();
         }
         let mut freshness = self.lock_freshness();
         freshness.observed_at = Some(self.clock().stamp(chrono::SecondsFormat::Micros));
-        freshness.paths_refreshed += refreshed;
-        if let Some(reason) = rescan {
+        freshness.paths_refreshed += applied.reread as u64;
+        if let Some(reason) = applied.walked {
             freshness.stat_walks += 1;
             freshness.last_stat_walk_reason = Some(reason);
         }
         Ok(())
-    }
-
-    /// Re-reads one changed path into the inventory when its stat identity moved. Returns
-    /// whether it re-read it, or `Walk` when only a walk can tell: the path was a folder
-    /// holding known files (moved or removed), or a name no vault path may hold (the walk
-    /// judges where it is and what it hides; lint names it).
-    fn refresh_changed(&self, inventory: &mut Inventory, rel: &str) -> Refreshed {
-        let Ok(path) = VaultPath::parse_walked(rel) else { return Refreshed::Walk(format!("{rel:?} is a name no vault path may hold")) };
-        let absolute = path.under(&self.root);
-        let meta = std::fs::symlink_metadata(&absolute).ok();
-        if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) || (meta.is_none() && inventory.has_under(rel)) {
-            return Refreshed::Walk(format!("{rel} held a folder of the vault"));
-        }
-        // Whatever the walk lists as a file is a file here too: a FIFO, socket or device that
-        // replaced a note stays a page (read as `note-unreadable`, as a fresh walk reports it)
-        // instead of vanishing from the model.
-        let walked = meta.as_ref().is_some_and(crate::scan::listed_as_file) && crate::scan::walked(&self.root, &self.policy, &path);
-        let kind = crate::scan::classify(&self.policy, &path).filter(|_| walked);
-        let symlink = meta.as_ref().is_some_and(|m| m.file_type().is_symlink());
-        inventory.set_symlinked(&path, symlink && crate::scan::classify(&self.policy, &path).is_some());
-        match kind {
-            Some(kind) => {
-                if inventory.records.get(&path).is_some_and(|r| r.is_current(kind, meta.as_ref().map(FileStamp::of))) {
-                    return Refreshed::Unchanged;
-                }
-                let record = inventory::read_record(&self.root, &path, kind, &self.policy);
-                let hash = record.content_hash;
-                let previous = inventory.upsert(record);
-                let catalog_page = matches!(kind, PageKind::Catalog | PageKind::RootIndex);
-                return Refreshed::Reread { catalog_changed: catalog_page && previous.is_none_or(|p| p.content_hash != hash) };
-            }
-            None if walked => {
-                inventory.remove(&path);
-                inventory.add_attachment(path);
-            }
-            None => {
-                let previous = inventory.remove(&path);
-                let catalog_page = previous.as_ref().is_some_and(|p| matches!(p.kind, PageKind::Catalog | PageKind::RootIndex));
-                return Refreshed::Reread { catalog_changed: catalog_page };
-            }
-        }
-        Refreshed::Reread { catalog_changed: false }
-    }
-
-    /// A full stat walk: re-reads every page whose stat identity moved (or is racy), adds and
-    /// forgets files, and refreshes the symlink list. Returns how many pages it re-read.
-    fn rescan(&self, inventory: &mut Inventory) -> Result<usize> {
-        let walk_started = inventory::now_ns();
-        let scan = crate::scan::scan(&self.root, &self.policy)?;
-        let pages: std::collections::BTreeMap<&VaultPath, PageKind> = scan.pages.iter().map(|(p, k)| (p, *k)).collect();
-        let files: BTreeSet<&VaultPath> = scan.files.iter().collect();
-        let gone: Vec<VaultPath> = inventory
-            .files
-            .iter()
-            .filter(|p| !files.contains(p))
-            .chain(inventory.records.keys().filter(|p| !pages.contains_key(p)))
-            .cloned()
-            .collect();
-        for path in &gone {
-            inventory.remove(path);
-        }
-        let mut changed = Vec::new();
-        for (path, kind) in &scan.pages {
-            if !inventory.records.get(path).is_some_and(|r| r.is_current(*kind, inventory::stamp_now(&self.root, path))) {
-                changed.push((path.clone(), *kind));
-            }
-        }
-        for path in &scan.files {
-            if !pages.contains_key(path) && !inventory.files.contains(path) {
-                inventory.add_attachment(path.clone());
-            }
-        }
-        let reread = changed.len();
-        for record in inventory::read_all(&self.root, &self.policy, &changed) {
-            inventory.upsert(record);
-        }
-        inventory.symlinked_notes = scan.symlinked_notes;
-        inventory.unusable_names = scan.unusable_names;
-        inventory.set_listed_dirs(&self.root, &scan.dirs, walk_started);
-        inventory.files_checked = true;
-        inventory.ignore_files = scan.ignore_files;
-        Ok(reread)
     }
 
     /// Runs `f` with mutable access to the inventory (writer-side model updates).
@@ -582,16 +488,15 @@ impl VaultState {
     /// Re-reads one file into the inventory (after a change made by the engine or outside it)
     /// and returns the catalog directories the change affects.
     pub fn refresh_path(&self, path: &VaultPath) -> Result<BTreeSet<String>> {
-        let mut guard = self.lock_inventory_for(Scope::Write)?;
-        let inventory = guard.as_mut().expect("BUG: lock_inventory loads the inventory");
-        match crate::scan::classify(&self.policy, path) {
-            Some(kind) if path.under(&self.root).is_file() => {
-                inventory.upsert(inventory::read_record(&self.root, path, kind, &self.policy));
-            }
-            _ => {
-                inventory.remove(path);
-            }
-        }
+        self.refresh_paths(&ChangeSet::of_paths([path.as_str()]))?;
         Ok(catalog::affected_dirs(path))
+    }
+
+    /// Brings the model up to `changes` the engine itself knows of (files another process's
+    /// receipts name, files recovery or a write's apply put in place or left alone), loading
+    /// it first when this process has none (`apply_changes` leaves an unloaded model alone).
+    pub(crate) fn refresh_paths(&self, changes: &ChangeSet) -> Result<()> {
+        drop(self.lock_inventory_for(Scope::Write)?);
+        self.apply_changes(changes)
     }
 }

@@ -656,9 +656,14 @@ fn recheck_consulted(vault: &VaultState, inventory: &mut crate::inventory::Inven
         }
     }
     paths.extend(inventory.counts.root_notes.iter().cloned());
-    let paths: Vec<VaultPath> = paths.into_iter().collect();
-    let reread = inventory.recheck(vault.root(), vault.policy(), &paths);
-    tracing::debug!(consulted = paths.len(), reread, "consulted files re-checked");
+    // The write's re-check, told to the model as any evidence is: each consulted file an entry.
+    let changes = crate::inventory::changes::ChangeSet::of_paths(paths.iter().map(VaultPath::as_str));
+    match inventory.apply(vault.root(), vault.policy(), &changes) {
+        Ok(applied) => tracing::debug!(consulted = paths.len(), reread = applied.reread, "consulted files re-checked"),
+        // Only a walk fails (the vault's root unreadable): the commit's own re-check of every
+        // planned file still refuses a write over anything it did not see.
+        Err(error) => tracing::warn!(%error, "the consulted files could not be re-checked"),
+    }
 }
 
 /// The lint gate's verdict on `changes` (path, new text or removal) as if they were written
@@ -810,9 +815,7 @@ fn finish(
     // rename was left as it is: the generation is then built from the files on disk.
     let route = if conflicts.is_empty() { search_route(vault, writer)? } else { SearchRoute::Publish };
     if !conflicts.is_empty() {
-        for path in conflicts.iter().filter_map(|p| VaultPath::parse_walked(p).ok()) {
-            vault.refresh_path(&path)?;
-        }
+        vault.refresh_paths(&crate::inventory::changes::ChangeSet::of_paths(conflicts.iter().map(String::as_str)))?;
         receipt.conflicts = Some(conflicts);
     }
     let generation = match &route {

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use super::receipts::Receipt;
 use super::writer::WriterGuard;
 use crate::error::Result;
-use crate::note::path::VaultPath;
+use crate::inventory::changes::ChangeSet;
 use crate::state::VaultState;
 use crate::store::journal::{Intent, StoredRecord};
 
@@ -49,11 +49,8 @@ pub(crate) fn recover_pending(vault: &VaultState, writer: &mut WriterGuard<'_>) 
         if !conflicts.is_empty() {
             tracing::warn!(seq = intent.seq, ?conflicts, "recovery: left files that changed outside the engine as they are");
         }
-        for change in &intent.changes {
-            if let Ok(path) = VaultPath::parse_walked(change.path()) {
-                vault.refresh_path(&path)?;
-            }
-        }
+        // What recovery put in place (or left alone), told to the model as entries.
+        vault.refresh_paths(&ChangeSet::of_paths(intent.changes.iter().map(|change| change.path())))?;
         vault.invalidate_catalog_state();
         // Files left as someone else wrote them are not what the intent holds: the generation
         // is then built from the files on disk, never served from the journal's tail.

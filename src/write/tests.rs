@@ -19,3 +19,33 @@ fn an_append_lands_at_the_planned_end_or_after_what_others_wrote_never_over_it()
     // A person rewrote the file and our entry ended up last: nothing to do.
     assert_eq!(append_state(b"rewritten\n- entry\n", 6, text), AppendState::Done);
 }
+
+/// The receipts' evidence source: a note another process wrote is an entry of its folder, with
+/// the catalog pages of each of its folders up to the first missing one, and the root index.
+#[test]
+fn other_processes_receipts_name_their_notes_and_the_catalog_pages_above_them() {
+    use crate::inventory::changes::ChangeSet;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (vault, _) = crate::vault::Vault::init(dir.path(), Default::default()).expect("init");
+    std::fs::create_dir_all(dir.path().join("01_Projects/alpha")).expect("folder");
+    let request = crate::write::operations::IngestRequest {
+        name: "01_Projects/alpha/x.md".into(),
+        note_type: "Project".into(),
+        title: "X".into(),
+        description: "d".into(),
+        content: "x\n".into(),
+        ..Default::default()
+    };
+    vault.ingest_note(&request).expect("ingest");
+    let told = super::writer::receipt_changes(&vault, &["01_Projects/alpha/x.md".to_string()]);
+    let expected = ChangeSet::of_paths([
+        "01_Projects/alpha/x.md",
+        "01_Projects/alpha/_index.md",
+        "01_Projects/alpha/_index-2.md",
+        "01_Projects/_index.md",
+        "01_Projects/_index-2.md",
+        "index.md",
+    ]);
+    assert_eq!(told, expected);
+    assert!(dir.path().join("01_Projects/alpha/_index.md").is_file(), "the write rendered its folder's catalog");
+}

@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::{Mutex, MutexGuard};
 
 use crate::error::{Error, Result};
+use crate::inventory::changes::{ChangeSet, Changes};
 use crate::note::path::VaultPath;
 use crate::state::VaultState;
 use crate::store::journal::{Intent, Journal, StoredRecord};
@@ -243,11 +244,21 @@ fn catch_up(vault: &VaultState, state: &mut WriterState) -> Result<()> {
         state.records = records;
     }
     if !touched.is_empty() {
-        for path in touched.iter().filter_map(|p| VaultPath::parse_walked(p).ok()) {
-            vault.refresh_catalog_pages(&path)?;
-            vault.refresh_path(&path)?;
-        }
+        vault.refresh_paths(&receipt_changes(vault, &touched))?;
         vault.invalidate_catalog_state();
     }
     Ok(())
+}
+
+/// The receipts' evidence source: each note other processes' receipts name, and the catalog
+/// pages of its folders (up to the first missing page) and the root index, as entries.
+pub(super) fn receipt_changes(vault: &VaultState, touched: &[String]) -> ChangeSet {
+    let mut changes = Changes::default();
+    for path in touched.iter().filter_map(|p| VaultPath::parse_walked(p).ok()) {
+        changes.entry(path.as_str());
+        for page in vault.catalog_pages_of(&path) {
+            changes.entry(&page);
+        }
+    }
+    ChangeSet::Known(changes)
 }

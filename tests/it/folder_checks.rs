@@ -207,7 +207,8 @@ fn a_folder_checked_model_equals_a_walk_after_outside_changes() {
     assert!(load.by_folders && load.folders_relisted >= 4, "{load:?}");
     assert!(!checked.files_checked);
     let hub = VaultPath::parse("01_Projects/hub.md").unwrap();
-    assert_eq!(checked.recheck(root, policy, std::slice::from_ref(&hub)), 1, "the edit in place is found by the re-check");
+    let rechecked = checked.apply(root, policy, &paravault::inventory::changes::ChangeSet::of_paths([hub.as_str()])).expect("re-check");
+    assert_eq!(rechecked.reread, 1, "the edit in place is found by the re-check");
     let walked = Inventory::load(root, policy).unwrap();
     assert_eq!(summary(&checked), summary(&walked));
     assert_eq!(summary(&walked).3, ["00_Inbox/x/tab\\tdir/", "02_Areas/line\\nbreak.md"]);

@@ -140,7 +140,8 @@ fn a_folded_partial_model_leaves_the_keyed_copy_exactly_as_a_whole_fill_of_the_d
     // As the write's plan does (`write::recheck_consulted`): the written folder's records
     // stat'ed, and those that moved read again (an edit in place leaves the folder as it was).
     let consulted = model.direct_records("02_Areas");
-    assert_eq!(model.recheck(root, &policy, &consulted), 1, "the note edited in place is read again");
+    let told = crate::inventory::changes::ChangeSet::of_paths(consulted.iter().map(VaultPath::as_str));
+    assert_eq!(model.apply(root, &policy, &told).expect("re-check").reread, 1, "the note edited in place is read again");
     put(root, written.as_str(), &text);
     let mut record = NoteRecord::empty(written.clone(), PageKind::Note);
     inventory::analyse_bytes(&mut record, text.as_bytes(), &policy);
@@ -368,7 +369,7 @@ fn a_folder_journal_spares_the_stat_of_every_folder_it_vouches_for_and_names_the
 
     // A copy filled whole records no position: the journal cannot say what changed since, so
     // every folder is checked, and the load asks for a fold that records the journal's position.
-    let cannot_say = |_since: Option<JournalToken>| Some(JournalAnswer { now: position(3), changed: None });
+    let cannot_say = |_since: Option<JournalToken>| Some(JournalAnswer::new(position(3), None));
     let first = load(&cannot_say);
     assert!(first.journal_behind);
     assert_eq!(first.counts.folders_by_journal, 0, "{:?}", first.counts);
@@ -384,7 +385,7 @@ fn a_folder_journal_spares_the_stat_of_every_folder_it_vouches_for_and_names_the
     let asked = std::cell::Cell::new(None);
     let names_nothing = |since: Option<JournalToken>| {
         asked.set(Some(since));
-        Some(JournalAnswer { now: position(5), changed: Some(BTreeMap::new()) })
+        Some(JournalAnswer::new(position(5), Some(BTreeMap::new())))
     };
     let trusting = load(&names_nothing);
     assert_eq!(asked.get(), Some(Some(position(3))), "asked since the copy's position");
@@ -397,7 +398,7 @@ fn a_folder_journal_spares_the_stat_of_every_folder_it_vouches_for_and_names_the
     // Named as a whole by the journal, the folder is stat'ed at once, listed again and its new
     // note read.
     let names_refs = |_since: Option<JournalToken>| {
-        Some(JournalAnswer { now: position(6), changed: Some(BTreeMap::from([("03_Resources/refs".to_string(), FolderChange::Whole)])) })
+        Some(JournalAnswer::new(position(6), Some(BTreeMap::from([("03_Resources/refs".to_string(), FolderChange::Whole)]))))
     };
     let named = load(&names_refs);
     assert!(named.pending.is_none());
@@ -425,7 +426,7 @@ fn a_folder_journal_that_names_entries_spares_their_folder_a_listing_and_loads_w
     let load = |journal: AskJournal<'_>| load_asking(root, &policy, &index, &changes, journal);
     let position = |seq| JournalToken { epoch: 9, seq };
     let fold_into_copy = |model: &Inventory| durable::update_keyed_cache(root, &index, |t| fold(model, t)).expect("fold");
-    let first = load(&|_since: Option<JournalToken>| Some(JournalAnswer { now: position(1), changed: None }));
+    let first = load(&|_since: Option<JournalToken>| Some(JournalAnswer::new(position(1), None)));
     assert_eq!(first.pending.expect("checked").confirm(), Ok(()));
     fold_into_copy(&first.inventory);
 
@@ -438,7 +439,7 @@ fn a_folder_journal_that_names_entries_spares_their_folder_a_listing_and_loads_w
     settle();
     let entries = |names: &[&str]| FolderChange::Entries(names.iter().map(|n| n.to_string()).collect());
     let named = entries(&["t.md", ".r.md.swp", "r.md", "gone.md", ".pv-tmp-0000"]);
-    let answer = Some(JournalAnswer { now: position(2), changed: Some(BTreeMap::from([("03_Resources/refs".to_string(), named)])) });
+    let answer = Some(JournalAnswer::new(position(2), Some(BTreeMap::from([("03_Resources/refs".to_string(), named)]))));
     let by_entries = load(&|since| {
         assert_eq!(since, Some(position(1)));
         answer.clone()
@@ -448,7 +449,7 @@ fn a_folder_journal_that_names_entries_spares_their_folder_a_listing_and_loads_w
     assert_eq!((counts.folders_relisted, counts.folders_by_entries, counts.read, counts.forgotten), (0, 1, 2, 1), "{counts:?}");
     // What the plan sees is what a listing of the folder gives (the journal naming it whole).
     let whole = load(&|_since| {
-        Some(JournalAnswer { now: position(2), changed: Some(BTreeMap::from([("03_Resources/refs".to_string(), FolderChange::Whole)])) })
+        Some(JournalAnswer::new(position(2), Some(BTreeMap::from([("03_Resources/refs".to_string(), FolderChange::Whole)]))))
     });
     assert_eq!(whole.counts.folders_relisted, 1, "{:?}", whole.counts);
     assert_eq!(seen_by_the_plan(&by_entries.inventory), seen_by_the_plan(&whole.inventory));
@@ -468,7 +469,7 @@ fn a_folder_journal_that_names_entries_spares_their_folder_a_listing_and_loads_w
     // holds no identity (its entries changed since its last listing), so nothing is listed or
     // read.
     settle();
-    let trusted = load(&|_since| Some(JournalAnswer { now: position(3), changed: Some(BTreeMap::new()) }));
+    let trusted = load(&|_since| Some(JournalAnswer::new(position(3), Some(BTreeMap::new()))));
     assert_eq!((trusted.counts.folders_relisted, trusted.counts.read), (0, 0), "{:?}", trusted.counts);
     // Without a journal, the folder's identity decides: it has none, so it is listed again
     // (checked at once).
@@ -485,7 +486,7 @@ fn a_folder_journal_that_names_entries_spares_their_folder_a_listing_and_loads_w
     std::fs::write(root.join("03_Resources/refs/r.md"), note("Resource", "R", "r, edited in place\n")).expect("edit");
     settle();
     let in_place = load(&|_since| {
-        Some(JournalAnswer { now: position(4), changed: Some(BTreeMap::from([("03_Resources/refs".to_string(), entries(&["r.md"]))])) })
+        Some(JournalAnswer::new(position(4), Some(BTreeMap::from([("03_Resources/refs".to_string(), entries(&["r.md"]))]))))
     });
     assert_eq!(
         (in_place.counts.folders_relisted, in_place.counts.folders_by_entries, in_place.counts.read),
@@ -500,16 +501,15 @@ fn a_folder_journal_that_names_entries_spares_their_folder_a_listing_and_loads_w
     std::os::unix::fs::symlink("r.md", root.join("03_Resources/refs/t.md")).expect("link");
     settle();
     let linked = load(&|_since| {
-        Some(JournalAnswer { now: position(4), changed: Some(BTreeMap::from([("03_Resources/refs".to_string(), entries(&["t.md"]))])) })
+        Some(JournalAnswer::new(position(4), Some(BTreeMap::from([("03_Resources/refs".to_string(), entries(&["t.md"]))]))))
     });
     assert_eq!((linked.counts.folders_relisted, linked.counts.folders_by_entries), (1, 0), "{:?}", linked.counts);
     assert!(linked.inventory.symlinked_notes.iter().any(|p| p.as_str() == "03_Resources/refs/t.md"));
     // A new folder named as an entry of its parent is listed whole.
     put(root, "03_Resources/refs/new/n.md", &note("Resource", "N", "n\n"));
     settle();
-    let made = load(&|_since| {
-        Some(JournalAnswer { now: position(5), changed: Some(BTreeMap::from([("03_Resources/refs".to_string(), entries(&["new"]))])) })
-    });
+    let made =
+        load(&|_since| Some(JournalAnswer::new(position(5), Some(BTreeMap::from([("03_Resources/refs".to_string(), entries(&["new"]))])))));
     assert_eq!((made.counts.folders_relisted, made.counts.folders_by_entries, made.counts.read), (1, 1, 1), "{:?}", made.counts);
     assert!(made.inventory.records.keys().any(|p| p.as_str() == "03_Resources/refs/new/n.md"));
 }

@@ -1,0 +1,291 @@
+//! The one way the model learns what changed on disk: `Inventory::apply` brings it up to a
+//! `ChangeSet`, whichever evidence source told it (a walk's `Unknown`, folders whose stamps
+//! moved, the watcher's paths, other processes' receipts, a write's re-check).
+//!
+//! A whole folder is listed again (its files added, forgotten or read again when their stat
+//! identity moved, a new subfolder listed whole, a vanished one forgotten with its parent
+//! listed again); an entry is looked at alone (a stat, a read only when it moved); anything an
+//! entry cannot settle (a folder that held notes, a name no vault path may hold, an ignore file)
+//! and `Unknown` are a walk of the vault. A write's partial model never walks nor lists: asked
+//! to, it is overrun, and the write loads the model whole.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::path::{Path, PathBuf};
+
+use super::changes::ChangeSet;
+use super::{FileStamp, Inventory, list_folder, now_ns, parent_dir, read_all, read_record, stamp_now};
+use crate::error::Result;
+use crate::note::path::VaultPath;
+use crate::policy::LoadedPolicy;
+use crate::scan::{self, PageKind};
+use crate::store::layout;
+
+/// What `Inventory::apply` did.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// Pages read again or forgotten.
+    pub reread: usize,
+    /// Folders listed again.
+    pub relisted: usize,
+    /// A catalog page (or the root index) changed, appeared or vanished, or a walk ran.
+    pub catalog_changed: bool,
+    /// Why the vault was walked, when the changes asked for it.
+    pub walked: Option<String>,
+}
+
+/// What looking at one entry found.
+enum Looked {
+    /// Its stat identity had not moved: nothing was read.
+    Unchanged,
+    /// It was read again (or forgotten); `catalog_changed`: a catalog page changed.
+    Reread { catalog_changed: bool },
+    /// Only a walk of the vault can say what changed (why).
+    Walk(String),
+}
+
+/// What listing folders again found, for the caller to finish (pages are read in bulk).
+#[derive(Debug, Default)]
+pub(super) struct Relisting {
+    /// Pages whose identity moved, new or racy: read by the caller.
+    pub to_read: Vec<(VaultPath, PageKind)>,
+    /// Temporary files the listings found.
+    pub temps: Vec<PathBuf>,
+    /// Pages forgotten (their files gone, out of scope, or in a vanished folder).
+    pub forgotten: usize,
+    /// Folders listed.
+    pub listed: usize,
+}
+
+impl Inventory {
+    /// Brings this model up to `changes`. A whole model walks the vault for `Unknown` (and for
+    /// an entry only a walk can settle), lists each whole folder again and looks at each entry;
+    /// a write's partial model only looks at entries, and is overrun by anything more.
+    pub fn apply(&mut self, root: &Path, policy: &LoadedPolicy, changes: &ChangeSet) -> Result<Applied> {
+        let changes = match changes {
+            ChangeSet::Unknown(reason) => return self.walk_for(root, policy, reason.clone()),
+            ChangeSet::Known(changes) => changes,
+        };
+        let mut applied = Applied::default();
+        let whole: Vec<String> = changes.whole_folders().map(str::to_string).collect();
+        if !whole.is_empty() {
+            if let Some(partial) = &self.partial {
+                partial.overran();
+                return Ok(applied);
+            }
+            let mut relisting = Relisting::default();
+            if self.relist(root, policy, whole, &mut relisting).is_err() {
+                return self.walk_for(root, policy, "a folder could not be listed".into());
+            }
+            applied.relisted = relisting.listed;
+            applied.reread = relisting.forgotten + relisting.to_read.len();
+            applied.catalog_changed = true;
+            for record in read_all(root, policy, &relisting.to_read) {
+                self.upsert(record);
+            }
+        }
+        for rel in changes.entries() {
+            match self.look_at(root, policy, &rel) {
+                Looked::Unchanged => {}
+                Looked::Reread { catalog_changed } => {
+                    applied.reread += 1;
+                    applied.catalog_changed |= catalog_changed;
+                }
+                Looked::Walk(reason) => {
+                    if let Some(partial) = &self.partial {
+                        partial.overran();
+                        return Ok(applied);
+                    }
+                    let walked = self.walk_for(root, policy, reason)?;
+                    applied.reread += walked.reread;
+                    applied.catalog_changed = true;
+                    applied.walked = walked.walked;
+                    return Ok(applied);
+                }
+            }
+        }
+        Ok(applied)
+    }
+
+    /// `apply` of `Unknown(reason)`: a stat walk (a partial model is overrun instead).
+    fn walk_for(&mut self, root: &Path, policy: &LoadedPolicy, reason: String) -> Result<Applied> {
+        if let Some(partial) = &self.partial {
+            partial.overran();
+            return Ok(Applied::default());
+        }
+        let reread = self.walk_again(root, policy)?;
+        Ok(Applied { reread, relisted: 0, catalog_changed: true, walked: Some(reason) })
+    }
+
+    /// Re-reads one entry (vault-relative `rel`) when its stat identity moved. `Walk` when only
+    /// a walk can tell: the entry was a folder holding known files (moved or removed) or is
+    /// one, a name no vault path may hold (the walk judges where it is and what it hides; lint
+    /// names it), or an ignore file (what it hides changed). Whatever the walk lists as a file
+    /// is a file here too: a FIFO, socket or device that replaced a note stays a page (read as
+    /// `note-unreadable`, as a fresh walk reports it) instead of vanishing from the model.
+    fn look_at(&mut self, root: &Path, policy: &LoadedPolicy, rel: &str) -> Looked {
+        let Ok(path) = VaultPath::parse_walked(rel) else { return Looked::Walk(format!("{rel:?} is a name no vault path may hold")) };
+        if layout::IGNORE_FILES.contains(&path.file_name()) {
+            return Looked::Walk(format!("{rel} is an ignore file"));
+        }
+        let meta = std::fs::symlink_metadata(path.under(root)).ok();
+        if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) || (meta.is_none() && self.has_under(rel)) {
+            return Looked::Walk(format!("{rel} held a folder of the vault"));
+        }
+        // A file the model holds was walked when it came (its folder is not excluded, nothing
+        // ignores it: an ignore file's change is a walk); only a new one is asked.
+        let known = self.files.contains(&path) || self.records.contains_key(&path);
+        let walked = meta.as_ref().is_some_and(scan::listed_as_file) && (known || scan::walked(root, policy, &path));
+        let kind = scan::classify(policy, &path).filter(|_| walked);
+        let symlink = meta.as_ref().is_some_and(|m| m.file_type().is_symlink());
+        self.set_symlinked(&path, symlink && scan::classify(policy, &path).is_some());
+        match kind {
+            Some(kind) => {
+                if self.records.get(&path).is_some_and(|r| r.is_current(kind, meta.as_ref().map(FileStamp::of))) {
+                    return Looked::Unchanged;
+                }
+                let record = read_record(root, &path, kind, policy);
+                let hash = record.content_hash;
+                let previous = self.upsert(record);
+                let catalog_page = matches!(kind, PageKind::Catalog | PageKind::RootIndex);
+                Looked::Reread { catalog_changed: catalog_page && previous.is_none_or(|p| p.content_hash != hash) }
+            }
+            None if walked => {
+                let previous = self.remove(&path);
+                self.add_attachment(path);
+                Looked::Reread { catalog_changed: previous.is_some_and(|p| matches!(p.kind, PageKind::Catalog | PageKind::RootIndex)) }
+            }
+            None => {
+                let previous = self.remove(&path);
+                if previous.is_none() && !known {
+                    return Looked::Unchanged;
+                }
+                let catalog_page = previous.as_ref().is_some_and(|p| matches!(p.kind, PageKind::Catalog | PageKind::RootIndex));
+                Looked::Reread { catalog_changed: catalog_page }
+            }
+        }
+    }
+
+    /// A full stat walk: re-reads every page whose stat identity moved (or is racy), adds and
+    /// forgets files, and refreshes the symlink list. Returns how many pages it re-read.
+    fn walk_again(&mut self, root: &Path, policy: &LoadedPolicy) -> Result<usize> {
+        let walk_started = now_ns();
+        let scan = scan::scan(root, policy)?;
+        let pages: std::collections::BTreeMap<&VaultPath, PageKind> = scan.pages.iter().map(|(p, k)| (p, *k)).collect();
+        let files: BTreeSet<&VaultPath> = scan.files.iter().collect();
+        let gone: Vec<VaultPath> = self
+            .files
+            .iter()
+            .filter(|p| !files.contains(p))
+            .chain(self.records.keys().filter(|p| !pages.contains_key(p)))
+            .cloned()
+            .collect();
+        for path in &gone {
+            self.remove(path);
+        }
+        let mut changed = Vec::new();
+        for (path, kind) in &scan.pages {
+            if !self.records.get(path).is_some_and(|r| r.is_current(*kind, stamp_now(root, path))) {
+                changed.push((path.clone(), *kind));
+            }
+        }
+        for path in &scan.files {
+            if !pages.contains_key(path) && !self.files.contains(path) {
+                self.add_attachment(path.clone());
+            }
+        }
+        let reread = changed.len();
+        for record in read_all(root, policy, &changed) {
+            self.upsert(record);
+        }
+        self.symlinked_notes = scan.symlinked_notes;
+        self.unusable_names = scan.unusable_names;
+        self.set_listed_dirs(root, &scan.dirs, walk_started);
+        self.files_checked = true;
+        self.ignore_files = scan.ignore_files;
+        Ok(reread)
+    }
+
+    /// Lists `folders` again (and every new subfolder they hold, whole): their files added or
+    /// forgotten, the pages whose identity moved left in `out.to_read`, a vanished folder
+    /// forgotten with its parent listed again, each listed folder's identity recorded. `Err`
+    /// when a folder cannot be listed (an ignore file, an unreadable folder): only a walk can
+    /// then say what the disk holds.
+    pub(super) fn relist(
+        &mut self,
+        root: &Path,
+        policy: &LoadedPolicy,
+        folders: Vec<String>,
+        out: &mut Relisting,
+    ) -> std::result::Result<(), ()> {
+        let mut queue: VecDeque<String> = folders.into();
+        let mut listed_already = BTreeSet::new();
+        while let Some(dir) = queue.pop_front() {
+            if !listed_already.insert(dir.clone()) {
+                continue;
+            }
+            let seen_at = now_ns();
+            let Some(stamp) = super::dir_stamp(root, &dir) else {
+                if dir.is_empty() {
+                    return Err(());
+                }
+                // Vanished: its subtree is forgotten, and its parent's listing moved with it.
+                out.forgotten += self.forget_subtree(&dir);
+                let parent = parent_dir(&dir).to_string();
+                if !listed_already.contains(&parent) {
+                    self.dirs.insert(parent.clone(), None);
+                    queue.push_back(parent);
+                }
+                continue;
+            };
+            out.listed += 1;
+            let Ok(listing) = list_folder(root, policy, &dir) else { return Err(()) };
+            for sub in &listing.subfolders {
+                if !self.dirs.contains_key(sub) {
+                    self.dirs.insert(sub.clone(), None);
+                    queue.push_back(sub.clone());
+                }
+            }
+            let listed_dirs: BTreeSet<String> = listing.subfolders.into_iter().collect();
+            out.temps.extend(listing.temps);
+            let symlinks = listing.symlinked_pages;
+            let mut listed_files = BTreeSet::new();
+            for (path, kind) in listing.files {
+                match kind {
+                    Some(kind) => {
+                        if !self.records.get(&path).is_some_and(|r| r.is_current(kind, stamp_now(root, &path))) {
+                            out.to_read.push((path.clone(), kind));
+                        }
+                    }
+                    None => {
+                        if self.records.contains_key(&path) {
+                            self.remove(&path);
+                            out.forgotten += 1;
+                        }
+                    }
+                }
+                self.add_file(path.clone());
+                listed_files.insert(path);
+            }
+            for path in self.direct_files(&dir) {
+                if !listed_files.contains(&path) {
+                    self.remove(&path);
+                    out.forgotten += 1;
+                }
+            }
+            let vanished: Vec<String> =
+                self.dirs.keys().filter(|d| !d.is_empty() && parent_dir(d) == dir && !listed_dirs.contains(*d)).cloned().collect();
+            for sub in vanished {
+                out.forgotten += self.forget_subtree(&sub);
+            }
+            self.symlinked_notes.retain(|p| p.parent() != dir);
+            self.symlinked_notes.extend(symlinks);
+            self.symlinked_notes.sort();
+            self.set_unusable_names_of(&dir, listing.unusable);
+            self.dirs.insert(dir, Some((stamp, seen_at)));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,177 @@
+//! The change protocol: each evidence source's account, in → the `ChangeSet` it yields, out;
+//! and `Inventory::apply` of a `ChangeSet` leaves the model a fresh walk gives.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use crate::inventory::changes::{ChangeSet, Changes, FolderChange};
+use crate::inventory::{Inventory, JournalToken, NoteRecord, folder_stamp_changes, now_ns};
+use crate::inventory_cache::keyed::JournalAnswer;
+use crate::policy::LoadedPolicy;
+
+fn put(root: &Path, rel: &str, text: &str) {
+    let path = root.join(rel);
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("folder");
+    std::fs::write(path, text).expect("write");
+}
+
+/// Past the racy window, so every file written so far reads as settled.
+fn settle() {
+    std::thread::sleep(std::time::Duration::from_millis(40));
+}
+
+fn note(title: &str) -> String {
+    format!("---\ntype: Resource\ntitle: {title}\ndescription: d\n---\nBody of {title}.\n")
+}
+
+fn entries(pairs: &[(&str, &[&str])]) -> BTreeMap<String, FolderChange> {
+    pairs.iter().map(|(folder, names)| (folder.to_string(), FolderChange::Entries(names.iter().map(|n| n.to_string()).collect()))).collect()
+}
+
+/// What a model says is on disk: every file, each page's content hash, the links, the names no
+/// vault path may hold, the folder counts.
+fn summary(inventory: &Inventory) -> (Vec<String>, Vec<(String, [u8; 32])>, Vec<String>, BTreeMap<String, usize>) {
+    (
+        inventory.files.iter().map(ToString::to_string).collect(),
+        inventory.records.values().map(|r: &NoteRecord| (r.path.to_string(), r.content_hash)).collect(),
+        inventory.symlinked_notes.iter().map(ToString::to_string).collect(),
+        inventory.counts.valid_per_dir.iter().map(|(dir, n)| (dir.clone(), *n)).collect(),
+    )
+}
+
+fn vault(files: &[(&str, String)]) -> (tempfile::TempDir, LoadedPolicy) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let policy = LoadedPolicy::from_texts(None).expect("policy");
+    for (path, text) in files {
+        put(dir.path(), path, text);
+    }
+    settle();
+    (dir, policy)
+}
+
+#[test]
+fn paths_become_entries_of_their_folders_and_a_whole_folder_stays_whole() {
+    let set = ChangeSet::of_paths(["index.md", "01_Projects/a.md", "01_Projects/b.md", "03_Resources/x/y.md"]);
+    let expected = entries(&[("", &["index.md"]), ("01_Projects", &["a.md", "b.md"]), ("03_Resources/x", &["y.md"])]);
+    assert_eq!(set, ChangeSet::Known(Changes { folders: expected, position: None }));
+    let ChangeSet::Known(changes) = &set else { unreachable!() };
+    assert_eq!(changes.entries().collect::<Vec<_>>(), ["index.md", "01_Projects/a.md", "01_Projects/b.md", "03_Resources/x/y.md"]);
+
+    let mut changes = Changes::default();
+    changes.folders.insert("01_Projects".into(), FolderChange::Whole);
+    changes.entry("01_Projects/a.md");
+    assert_eq!(changes.whole_folders().collect::<Vec<_>>(), ["01_Projects"], "a folder listed whole needs no entry of it");
+    assert_eq!(changes.entries().count(), 0);
+    assert!(ChangeSet::of_paths([]).is_empty());
+    assert!(!ChangeSet::unknown("why").is_empty());
+}
+
+#[test]
+fn the_folder_journal_source_is_known_at_its_position_or_unknown() {
+    let now = JournalToken { epoch: 7, seq: 42 };
+    let told = entries(&[("02_Areas", &["n.md"])]);
+    let mut whole = told.clone();
+    whole.insert("03_Resources".into(), FolderChange::Whole);
+    let cases: [(Option<BTreeMap<String, FolderChange>>, ChangeSet); 3] = [
+        (None, ChangeSet::unknown("the folder journal cannot say what changed since that position")),
+        (Some(BTreeMap::new()), ChangeSet::Known(Changes { folders: BTreeMap::new(), position: Some(now) })),
+        (Some(whole.clone()), ChangeSet::Known(Changes { folders: whole, position: Some(now) })),
+    ];
+    for (changed, expected) in cases {
+        let answer = JournalAnswer::new(now, changed.clone());
+        assert_eq!(answer.changes, expected);
+        assert_eq!(answer.changed(), changed.as_ref());
+    }
+}
+
+#[test]
+fn the_folder_stamp_source_names_each_moved_racy_or_vanished_folder_whole() {
+    let (dir, policy) = vault(&[
+        ("01_Projects/still/a.md", note("A")),
+        ("01_Projects/moved/b.md", note("B")),
+        ("01_Projects/gone/c.md", note("C")),
+        ("02_Areas/racy/d.md", note("D")),
+    ]);
+    let root = dir.path();
+    let known = Inventory::load(root, &policy).expect("load");
+    let mut dirs: Vec<(String, Option<(crate::inventory::FileStamp, i128)>)> = known.dirs.clone().into_iter().collect();
+    // A folder whose identity was taken just now is racy: its listing is not trusted.
+    for (dir, seen) in &mut dirs {
+        if dir == "02_Areas/racy" {
+            *seen = seen.map(|(stamp, _)| (stamp, now_ns()));
+        }
+    }
+    put(root, "01_Projects/moved/new.md", &note("New"));
+    std::fs::remove_dir_all(root.join("01_Projects/gone")).expect("remove");
+    let (proven, changes) = folder_stamp_changes(root, dirs);
+    assert_eq!(changes, ChangeSet::of_folders(["01_Projects/gone", "01_Projects/moved", "02_Areas/racy"]));
+    assert_eq!(proven.get("01_Projects/still").map(Option::is_some), Some(true), "an unchanged folder keeps its identity");
+    assert_eq!(proven.get("01_Projects/moved"), Some(&None), "a moved folder is listed again");
+    assert_eq!(proven.get("02_Areas/racy"), Some(&None));
+    assert!(!proven.contains_key("01_Projects/gone"), "a vanished folder is no longer one of the model's");
+    assert_eq!(proven.get("").map(Option::is_some), Some(true));
+}
+
+#[test]
+fn applying_entries_leaves_the_model_a_walk_gives() {
+    let (dir, policy) = vault(&[
+        ("01_Projects/a.md", note("A")),
+        ("01_Projects/b.md", note("B")),
+        ("02_Areas/c.md", note("C")),
+        ("02_Areas/img.png", "png".into()),
+    ]);
+    let root = dir.path();
+    let mut model = Inventory::load(root, &policy).expect("load");
+    put(root, "01_Projects/a.md", &note("A, edited"));
+    std::fs::remove_file(root.join("01_Projects/b.md")).expect("remove");
+    put(root, "02_Areas/new.md", &note("New"));
+    std::fs::remove_file(root.join("02_Areas/img.png")).expect("remove");
+    put(root, "02_Areas/doc.pdf", "pdf");
+    let told = ChangeSet::of_paths(["01_Projects/a.md", "01_Projects/b.md", "02_Areas/new.md", "02_Areas/img.png", "02_Areas/doc.pdf"]);
+    let applied = model.apply(root, &policy, &told).expect("apply");
+    assert_eq!(applied.walked, None, "entries alone need no walk");
+    assert_eq!(applied.reread, 5);
+    let walked = Inventory::load(root, &policy).expect("walk");
+    assert_eq!(summary(&model), summary(&walked));
+    assert_eq!(model.snapshot.hash(), walked.snapshot.hash());
+
+    // Nothing moved: looking again reads nothing.
+    assert_eq!(model.apply(root, &policy, &told).expect("again").reread, 0);
+}
+
+#[test]
+fn an_entry_only_a_walk_settles_walks_and_unknown_walks() {
+    let (dir, policy) = vault(&[("01_Projects/sub/a.md", note("A")), ("02_Areas/c.md", note("C"))]);
+    let root = dir.path();
+    let mut model = Inventory::load(root, &policy).expect("load");
+    std::fs::rename(root.join("01_Projects/sub"), root.join("01_Projects/moved")).expect("rename");
+    let cases = [
+        (ChangeSet::of_paths(["01_Projects/sub"]), "01_Projects/sub held a folder of the vault"),
+        (ChangeSet::of_paths(["02_Areas/.paravaultignore"]), "02_Areas/.paravaultignore is an ignore file"),
+        (ChangeSet::unknown("the watcher overflowed"), "the watcher overflowed"),
+    ];
+    for (told, reason) in cases {
+        let applied = model.apply(root, &policy, &told).expect("apply");
+        assert_eq!(applied.walked.as_deref(), Some(reason));
+        assert!(applied.catalog_changed, "a walk makes the remembered catalog state suspect");
+        assert_eq!(summary(&model), summary(&Inventory::load(root, &policy).expect("walk")));
+    }
+}
+
+#[test]
+fn applying_whole_folders_lists_them_again_new_subfolders_whole_and_forgets_vanished_ones() {
+    let (dir, policy) = vault(&[("01_Projects/a.md", note("A")), ("01_Projects/old/b.md", note("B")), ("02_Areas/c.md", note("C"))]);
+    let root = dir.path();
+    let mut model = Inventory::load(root, &policy).expect("load");
+    put(root, "01_Projects/fresh/deep/d.md", &note("D"));
+    std::fs::remove_dir_all(root.join("01_Projects/old")).expect("remove");
+    std::fs::remove_file(root.join("01_Projects/a.md")).expect("remove");
+    let applied = model.apply(root, &policy, &ChangeSet::of_folders(["01_Projects", "01_Projects/old"])).expect("apply");
+    assert_eq!(applied.walked, None);
+    assert_eq!(applied.relisted, 3, "01_Projects, then the new fresh/ and fresh/deep/ whole: {applied:?}");
+    let walked = Inventory::load(root, &policy).expect("walk");
+    assert_eq!(summary(&model), summary(&walked));
+    let folders: BTreeSet<&String> = model.dirs.keys().collect();
+    assert_eq!(folders, walked.dirs.keys().collect::<BTreeSet<_>>());
+    assert!(model.dirs.values().all(Option::is_some), "every folder listed is proven: {:?}", model.dirs);
+}
