@@ -5,8 +5,10 @@ run (a durable 4 KiB replace: write, fsync, rename, fsync the folder, in the vau
 
 Usage: concurrent_writers.py <paravault binary> <writes per server> [servers=4]
 Makes a fresh vault (`paravault init`, the ingest rate limit lifted) in a temporary folder.
-Each server writes new notes in 03_Resources; each call waits for its response (raw JSON-RPC
-over stdio), so a server has one write in flight."""
+Each phase (one server alone, all at once, one alone again) writes new notes into new folders
+of its own under 03_Resources, as many folders as servers, so that the folders grow alike in
+every phase; each call waits for its response (raw JSON-RPC over stdio), so a server has one
+write in flight."""
 import json, os, subprocess, sys, tempfile, threading, time
 
 
@@ -60,11 +62,16 @@ def floor(folder, n):
     return samples[len(samples) // 2]
 
 
-def run(servers, writes, tag):
+def run(vault, servers, writes, tag, folders):
+    """Each phase writes into `folders` new folders of its own, note i into folder i % folders
+    (alone or together, the folders grow alike: a folder's catalog page grows with its notes)."""
+    for f in range(folders):
+        os.mkdir(os.path.join(vault, "03_Resources", f"{tag}-{f}"))
     threads = []
     start = time.perf_counter()
     for s, server in enumerate(servers):
-        t = threading.Thread(target=lambda s=s, server=server: [server.ingest(f"{tag}-{s}-{i}") for i in range(writes)])
+        names = [f"{tag}-{(s * writes + i) % folders}/{tag}-{s}-{i}" for i in range(writes)]
+        t = threading.Thread(target=lambda server=server, names=names: [server.ingest(n) for n in names])
         t.start()
         threads.append(t)
     for t in threads:
@@ -85,9 +92,9 @@ def main():
         servers = [Server(binary, vault) for _ in range(count)]
         servers[0].ingest("warm-0")
         floor_before = floor(floor_dir, 50)
-        alone = run(servers[:1], writes * count, "alone")
-        together = run(servers, writes, "together")
-        alone_again = run(servers[:1], writes * count, "again")
+        alone = run(vault, servers[:1], writes * count, "alone", count)
+        together = run(vault, servers, writes, "together", count)
+        alone_again = run(vault, servers[:1], writes * count, "again", count)
         floor_after = floor(floor_dir, 50)
         for s in servers:
             s.close()
