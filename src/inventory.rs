@@ -1129,6 +1129,13 @@ impl Inventory {
         }
     }
 
+    /// Folder `dir` was created, empty (the watcher saw it): neither it nor its parent has a
+    /// listing that proves the model's entries any more.
+    pub(crate) fn folder_created(&mut self, dir: &str) {
+        self.listing_changed(dir);
+        self.listing_changed(parent_dir(dir));
+    }
+
     /// The model's entries of folder `dir` changed without a listing of it: its remembered
     /// identity no longer proves them (and folders above it the model never listed are listed
     /// next time too).

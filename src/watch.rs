@@ -32,6 +32,15 @@ pub struct DiskChanges {
     pub paths: BTreeSet<String>,
     /// Why the watcher cannot name the changes (a full stat walk is needed), if it cannot.
     pub rescan: Option<String>,
+    /// Vault-relative folders created since the last `settle`. The watcher watches a created
+    /// folder from the moment it delivers its creation (before any later barrier), so a folder
+    /// still empty when the barrier came back holds nothing the events missed; only one that
+    /// is not needs a walk (`Vault::observe_disk` looks).
+    pub created_dirs: BTreeSet<String>,
+    /// Folders an earlier `settle` found created and empty, listed once more: the watcher adds
+    /// a created folder's watch after it delivered the batch of events that named it, so what
+    /// was made in it in between is named by no event and only a listing finds it.
+    pub look_again: BTreeSet<String>,
 }
 
 #[derive(Default)]
@@ -122,6 +131,11 @@ impl DiskWatch {
         self.rescan_next("the watcher's event queue overflowed (simulated)");
     }
 
+    /// Makes the next `settle` list these created folders once more (`DiskChanges::look_again`).
+    pub fn look_again(&self, dirs: BTreeSet<String>) {
+        self.shared.lock().changes.look_again.extend(dirs);
+    }
+
     /// Makes the next `settle` ask for a stat walk, for `reason`.
     pub fn rescan_next(&self, reason: &str) {
         self.shared.lock().changes.rescan.get_or_insert_with(|| reason.into());
@@ -181,9 +195,11 @@ fn deliver(shared: &Shared, root: &Path, event: notify::Result<notify::Event>) {
         if name.starts_with(layout::TEMP_PREFIX) {
             continue;
         }
-        if matches!(event.kind, EventKind::Create(notify::event::CreateKind::Folder) | EventKind::Remove(notify::event::RemoveKind::Folder))
-            || path.is_dir()
-        {
+        if matches!(event.kind, EventKind::Create(notify::event::CreateKind::Folder)) {
+            pending.changes.created_dirs.insert(rel.to_string());
+            continue;
+        }
+        if matches!(event.kind, EventKind::Remove(notify::event::RemoveKind::Folder)) || path.is_dir() {
             pending.changes.rescan.get_or_insert_with(|| format!("directory {rel} was created, moved or removed"));
             continue;
         }

@@ -447,6 +447,31 @@ impl VaultState {
                 }
             }
         }
+        let mut look_again = BTreeSet::new();
+        if rescan.is_none() {
+            for rel in &changes.look_again {
+                if let Some(reason) = self.created_dir_unexplained(inventory, rel) {
+                    rescan = Some(reason);
+                    break;
+                }
+            }
+        }
+        if rescan.is_none() {
+            for rel in &changes.created_dirs {
+                if let Some(reason) = self.created_dir_needs_walk(inventory, rel) {
+                    rescan = Some(reason);
+                    break;
+                }
+                inventory.folder_created(rel);
+                look_again.insert(rel.clone());
+            }
+        }
+        if rescan.is_none()
+            && !look_again.is_empty()
+            && let Some(watch) = self.watch.get()
+        {
+            watch.look_again(look_again);
+        }
         if let Some(reason) = &rescan {
             tracing::debug!(%reason, "walking the vault to find what changed on disk");
             refreshed += self.rescan(inventory)? as u64;
@@ -466,6 +491,54 @@ impl VaultState {
             freshness.last_stat_walk_reason = Some(reason);
         }
         Ok(())
+    }
+
+    /// Whether a folder created since the last settle needs a walk of the vault (why, if so).
+    /// None when it is an empty folder now (or gone again) and the model holds nothing under
+    /// it: the watcher placed its watch on it before delivering the creation, so what is made
+    /// in it from then on is an event, and what was made in it before is still in it now. A
+    /// new folder in a folder of 2,500 siblings cost a stat walk of 100,000 notes (issue 52).
+    fn created_dir_needs_walk(&self, inventory: &Inventory, rel: &str) -> Option<String> {
+        let walk = || Some(format!("directory {rel} was created, moved or removed"));
+        let Ok(path) = VaultPath::parse_walked(rel) else { return walk() };
+        if inventory.has_under(rel) {
+            return walk();
+        }
+        let absolute = path.under(&self.root);
+        match std::fs::symlink_metadata(&absolute) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Ok(meta) if meta.is_dir() => match std::fs::read_dir(&absolute).map(|mut entries| entries.next().is_none()) {
+                Ok(true) => None,
+                _ => walk(),
+            },
+            _ => walk(),
+        }
+    }
+
+    /// The second look at a folder an earlier settle found created and empty: why a walk is
+    /// needed, if it holds a folder or a file the model does not know (made before the
+    /// watcher watched it, so no event named it).
+    fn created_dir_unexplained(&self, inventory: &Inventory, rel: &str) -> Option<String> {
+        let walk = || Some(format!("directory {rel} was created, moved or removed"));
+        let Ok(path) = VaultPath::parse_walked(rel) else { return walk() };
+        let entries = match std::fs::read_dir(path.under(&self.root)) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(_) => return walk(),
+        };
+        for entry in entries {
+            let Ok(entry) = entry else { return walk() };
+            let Some(name) = entry.file_name().to_str().map(str::to_string) else { return walk() };
+            if name.starts_with(crate::store::layout::TEMP_PREFIX) && entry.file_type().is_ok_and(|t| t.is_file()) {
+                continue;
+            }
+            let known = entry.file_type().is_ok_and(|t| t.is_file())
+                && VaultPath::parse_walked(&format!("{rel}/{name}")).is_ok_and(|p| inventory.files.contains(&p));
+            if !known {
+                return walk();
+            }
+        }
+        None
     }
 
     /// Re-reads one changed path into the inventory when its stat identity moved. Returns
