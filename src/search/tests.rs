@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use proptest::prelude::*;
 use tantivy::collector::Count;
+use tantivy::directory::Directory;
 use tantivy::query::AllQuery;
 
 use chrono::NaiveDate;
@@ -853,6 +854,15 @@ fn a_tail_built_on_the_previous_one_is_the_one_built_from_scratch() {
         assert_eq!(incremental.generation.manifest.created_at, format!("2026-01-01T00:00:0{i}Z"));
         let expected = tail_answers(&scratch.generation, &p, &queries);
         assert_eq!(tail_answers(&incremental.generation, &p, &queries), expected, "step {i}");
+        // Both read the base's segment files through the base's mappings, never mapped again.
+        for file in base.manifest.segments.iter().flat_map(|s| &s.files) {
+            let name = Path::new(&file.name);
+            let mapped = base.directory.get_file_handle(name).expect("base file");
+            for tail in [&scratch, &incremental] {
+                let handle = tail.generation.directory.get_file_handle(name).expect("tail file");
+                assert!(Arc::ptr_eq(&mapped, &handle), "step {i}: {} mapped again", file.name);
+            }
+        }
         assert!(expected.2[0].iter().any(|h| h.3.contains("comet")) || i == 7, "step {i}: the queries find the tail's notes");
         // The journal changing without a new intent (a checkpoint's done record) serves the same
         // generation again.

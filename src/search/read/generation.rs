@@ -114,6 +114,9 @@ pub struct OpenGeneration {
     pub reader: IndexReader,
     pub fields: Fields,
     pub manifest_modified: Option<SystemTime>,
+    /// The tantivy directory the index reads (an overlay on it serves a tail generation with
+    /// this one's files as already mapped).
+    pub(crate) directory: RetainingDirectory,
     pub(crate) temporal: OnceLock<TemporalTable>,
     /// Note entries already read from this (immutable) generation, by path.
     pub(crate) note_entries: Mutex<HashMap<String, Option<Arc<schema::NoteEntry>>>>,
@@ -130,6 +133,7 @@ impl std::fmt::Debug for OpenGeneration {
 }
 
 impl OpenGeneration {
+    #[allow(clippy::too_many_arguments)] // each is one part of what a generation is opened from
     pub(crate) fn new(
         root: PathBuf,
         manifest: Manifest,
@@ -137,6 +141,7 @@ impl OpenGeneration {
         reader: IndexReader,
         fields: Fields,
         manifest_modified: Option<SystemTime>,
+        directory: RetainingDirectory,
         base: Option<Arc<OpenGeneration>>,
     ) -> Self {
         OpenGeneration {
@@ -146,6 +151,7 @@ impl OpenGeneration {
             reader,
             fields,
             manifest_modified,
+            directory,
             temporal: OnceLock::new(),
             note_entries: Mutex::new(HashMap::new()),
             dense_view: OnceLock::new(),
@@ -307,7 +313,7 @@ pub(crate) fn open_generation(root: &Path, id: &str) -> Result<Arc<OpenGeneratio
             }
         }
     }
-    let index = Index::open(directory).map_err(|e| corrupt(id, format!("tantivy cannot open the commit: {e}")))?;
+    let index = Index::open(directory.clone()).map_err(|e| corrupt(id, format!("tantivy cannot open the commit: {e}")))?;
     schema::register(&index);
     let fields = Fields::of(&index.schema()).map_err(|e| corrupt(id, format!("schema mismatch: {e}")))?;
     let reader = index
@@ -316,7 +322,7 @@ pub(crate) fn open_generation(root: &Path, id: &str) -> Result<Arc<OpenGeneratio
         .try_into()
         .map_err(|e| corrupt(id, format!("tantivy cannot read the commit: {e}")))?;
     let manifest_modified = std::fs::metadata(manifest_path(root, id)).and_then(|m| m.modified()).ok();
-    let generation = Arc::new(OpenGeneration::new(key.clone(), manifest, index, reader, fields, manifest_modified, None));
+    let generation = Arc::new(OpenGeneration::new(key.clone(), manifest, index, reader, fields, manifest_modified, directory, None));
     lock(&LIVE).push((key, id.to_string(), Arc::downgrade(&generation)));
     Ok(generation)
 }
