@@ -121,9 +121,17 @@ pub struct OpenGeneration {
     /// Note entries already read from this (immutable) generation, by path.
     pub(crate) note_entries: Mutex<HashMap<String, Option<Arc<schema::NoteEntry>>>>,
     dense_view: OnceLock<std::result::Result<Arc<DenseView>, String>>,
-    /// For a generation served from the journal's tail: the on-disk generation under it, only
-    /// held (never read), so that GC keeps its files while this one is in use.
-    _base: Option<Arc<OpenGeneration>>,
+    /// For a generation served from the journal's tail: the on-disk generation under it (held so
+    /// that GC keeps its files while this one is in use) and what the tail changed.
+    pub(crate) tail_of: Option<TailOf>,
+}
+
+/// What a tail generation is built on: the on-disk generation under it, and the paths of every
+/// note the tail touches (written, removed, or made invalid). Whatever a generation derives
+/// only from notes (the temporal table) is the base's with these notes' changes.
+pub(crate) struct TailOf {
+    pub(crate) base: Arc<OpenGeneration>,
+    pub(crate) touched: Arc<BTreeSet<String>>,
 }
 
 impl std::fmt::Debug for OpenGeneration {
@@ -142,7 +150,7 @@ impl OpenGeneration {
         fields: Fields,
         manifest_modified: Option<SystemTime>,
         directory: RetainingDirectory,
-        base: Option<Arc<OpenGeneration>>,
+        tail_of: Option<TailOf>,
     ) -> Self {
         OpenGeneration {
             root,
@@ -155,7 +163,7 @@ impl OpenGeneration {
             temporal: OnceLock::new(),
             note_entries: Mutex::new(HashMap::new()),
             dense_view: OnceLock::new(),
-            _base: base,
+            tail_of,
         }
     }
 

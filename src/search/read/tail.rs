@@ -33,7 +33,7 @@ use std::sync::Arc;
 use tantivy::directory::Directory;
 use tantivy::{Index, ReloadPolicy};
 
-use super::generation::{Counts, Exclusion, Manifest, OpenGeneration, exclusion_of, tantivy_err};
+use super::generation::{Counts, Exclusion, Manifest, OpenGeneration, TailOf, exclusion_of, tantivy_err};
 use crate::error::{Error, Result};
 use crate::inventory::{self, NoteRecord};
 use crate::note::path::VaultPath;
@@ -259,6 +259,7 @@ fn open(
     let id = generation_id(base.id(), last);
     let corrupt = |reason: String| Error::GenerationCorrupt { generation_id: id.clone(), reason };
     let (source_snapshot_hash, counts, exclusions) = summary_of(&base.manifest, snapshot, &delta);
+    let touched = Arc::new(delta.touched.clone());
     let directory =
         base.directory.overlay(base.manifest.tantivy_meta.as_bytes()).map_err(|e| corrupt(format!("index directory unusable: {e}")))?;
     let index = Index::open(directory.clone()).map_err(|e| corrupt(format!("tantivy cannot open the base commit: {e}")))?;
@@ -284,5 +285,7 @@ fn open(
         ..base.manifest.clone()
     };
     let modified = std::fs::metadata(crate::store::layout::join(root, crate::store::layout::JOURNAL)).and_then(|m| m.modified()).ok();
-    Ok(Arc::new(OpenGeneration::new(base.root.clone(), manifest, index, reader, base.fields, modified, directory, Some(base))))
+    let fields = base.fields;
+    let tail_of = TailOf { base: base.clone(), touched };
+    Ok(Arc::new(OpenGeneration::new(base.root.clone(), manifest, index, reader, fields, modified, directory, Some(tail_of))))
 }
