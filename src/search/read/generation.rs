@@ -197,6 +197,9 @@ struct Current {
     acquired: Acquired,
     /// What the tail generation served (if any) was built from: the next one builds on it.
     tail: Option<tail::Memo>,
+    /// Where the last read of the journal ended, and every record it held: the next read
+    /// starts there (`journal::read_committed_since`).
+    journal_read: Option<(journal::JournalCursor, Vec<journal::StoredRecord>)>,
 }
 
 /// (vault root, generation id, reader handle) of every generation opened in this process.
@@ -353,7 +356,10 @@ pub fn acquire(root: &Path, policy: &LoadedPolicy) -> Result<Acquired> {
         }
         let base = acquire_published(root, &active)?;
         let journal = match stamp {
-            Some(_) if tail::servable(&base.generation.manifest) => journal::read_committed(root)?,
+            Some(_) if tail::servable(&base.generation.manifest) => {
+                let known = lock(&CURRENT).get_mut(&key).and_then(|c| c.journal_read.take());
+                read_journal(root, known)?
+            }
             _ => None,
         };
         // `ACTIVE` moves before a fold empties the journal: if it did not move, the journal
@@ -361,7 +367,7 @@ pub fn acquire(root: &Path, policy: &LoadedPolicy) -> Result<Acquired> {
         if read_active(root)?.as_deref() != Some(active.as_str()) {
             continue;
         }
-        let (journal_stamp, records) = journal.map_or((stamp, Vec::new()), |(s, r)| (Some(s), r));
+        let (journal_stamp, cursor, records) = journal.map_or((stamp, None, Vec::new()), |(s, c, r)| (Some(s), Some(c), r));
         let previous = lock(&CURRENT).get(&key).and_then(|c| c.tail.clone());
         let memo = tail::serve(root, policy, base.generation.clone(), &records, previous.as_ref())?;
         let acquired = match &memo {
@@ -371,10 +377,28 @@ pub fn acquire(root: &Path, policy: &LoadedPolicy) -> Result<Acquired> {
             }
             None => base,
         };
-        lock(&CURRENT).insert(key, Current { active_id: active, journal: journal_stamp, acquired: acquired.clone(), tail: memo });
+        let journal_read = cursor.map(|c| (c, records));
+        lock(&CURRENT)
+            .insert(key, Current { active_id: active, journal: journal_stamp, acquired: acquired.clone(), tail: memo, journal_read });
         return Ok(acquired);
     }
     Err(Error::SearchIndex { action: "opening the active generation", reason: "ACTIVE kept moving while it was read; retry".into() })
+}
+
+/// The journal's intact records and the stamp and cursor of the read, read from where the last
+/// read (`known`: its cursor and records) ended: the same records a whole read gives
+/// (`journal::read_committed_since`). `None`: no journal.
+fn read_journal(
+    root: &Path,
+    known: Option<(journal::JournalCursor, Vec<journal::StoredRecord>)>,
+) -> Result<Option<(JournalStamp, journal::JournalCursor, Vec<journal::StoredRecord>)>> {
+    let (cursor, mut records) = known.map_or((None, Vec::new()), |(c, r)| (Some(c), r));
+    let Some(read) = journal::read_committed_since(root, cursor.as_ref())? else { return Ok(None) };
+    if read.whole {
+        records.clear();
+    }
+    records.extend(read.records);
+    Ok(Some((read.stamp, read.cursor, records)))
 }
 
 /// The on-disk generation `active` names, or the newest verifiable older one.
