@@ -18,8 +18,10 @@
 //! journal that changed without a new intent (a checkpoint's `Done` records) serves the same
 //! generation again, and a tail that grew decodes and analyses only the new intents. The
 //! segment is still built whole from the same documents in the same order, so the generation
-//! is the one a from-scratch build gives (same segment layout, scores and order); what stays
-//! per new generation is tantivy's fixed cost of building and opening a segment.
+//! is the one a from-scratch build gives (same segment layout, scores and order); the base's
+//! segment files are read through the base's own mappings, the temporal table is derived from
+//! the base's, and the journal is read from where the last read ended. What stays per new
+//! generation is tantivy's fixed cost of building and opening a segment.
 //!
 //! Dense vaults keep publishing on every write (their chunks need embedding vectors, which a
 //! reader does not compute), so a dense base is never served with a tail.
