@@ -898,7 +898,8 @@ fn a_tail_temporal_table_is_the_one_built_from_scratch() {
         )
     };
     // Each step is one intent: (path, Some(text) written | None removed); the edges expected after it.
-    let steps: Vec<(Vec<(&str, Option<String>)>, Vec<(&str, &str)>)> = vec![
+    type Step<'a> = (Vec<(&'a str, Option<String>)>, Vec<(&'a str, &'a str)>);
+    let steps: Vec<Step> = vec![
         (
             vec![("01_Projects/newer-rule.md", Some(note("Newer", &memory("  supersedes: [\"[[new-rule]]\"]\n"))))],
             vec![

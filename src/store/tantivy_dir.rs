@@ -62,8 +62,11 @@ pub struct RetainingDirectory {
     /// so each is mapped once however many tail generations read it (a mapping made afresh
     /// costs its system calls and a page fault per page touched again). `None`: the writer's
     /// views, which map afresh.
-    mapped: Option<Arc<Mutex<HashMap<String, Arc<dyn FileHandle>>>>>,
+    mapped: Option<Arc<Mutex<Mapped>>>,
 }
+
+/// Mapped segment files by name.
+type Mapped = HashMap<String, Arc<dyn FileHandle>>;
 
 impl std::fmt::Debug for RetainingDirectory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

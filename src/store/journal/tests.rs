@@ -226,8 +226,11 @@ fn a_frame_index_that_does_not_describe_the_journal_as_it_is_is_never_trusted() 
     assert!(error.contains("no longer match their checksum"), "{error}");
 }
 
+/// A record's head and decoded intent.
+type ReadRecord = (u64, bool, Option<bool>, Vec<String>, Option<Intent>);
+
 /// Every record's head and decoded intent: what a reader makes of a read.
-fn read_as(records: &[StoredRecord]) -> Vec<(u64, bool, Option<bool>, Vec<String>, Option<Intent>)> {
+fn read_as(records: &[StoredRecord]) -> Vec<ReadRecord> {
     records.iter().map(|r| (r.seq(), r.is_intent(), r.done(), r.paths().to_vec(), r.intent().unwrap().cloned())).collect()
 }
 
