@@ -12,6 +12,9 @@
 //! Read after write (issue 52): each round an MCP ping (the floor), the search with no write
 //! since the last one (quiet), an `ingest_note` (not timed) and the same search again; the
 //! ratio of the two search medians is printed.
+//! `PARAVAULT_BENCH_LAYOUT=wide`: only issue 52's wide-folder rows (40 notes per folder, all
+//! under `03_Resources/topicN/`; each write a new note in a new folder there), see `wide`;
+//! `PARAVAULT_BENCH_KEEP=1` keeps the generated vault (`target/bench-data/work/wide-<n>`).
 
 // Bench fixtures are written with std::fs (clippy.toml names this exception).
 #![allow(clippy::disallowed_methods)]
@@ -319,6 +322,95 @@ fn in_process_search(vault: &Vault, query: &str) {
     std::hint::black_box(vault.search(&SearchParams::fts(query, 10)).expect("search"));
 }
 
+/// Issue 52's wide layout (`PARAVAULT_BENCH_LAYOUT=wide`): `n` notes, 40 per folder, all under
+/// `03_Resources/topicN/`, after a full FTS sync. Each round, per server (old and new interleaved
+/// when a baseline binary is given, their order alternating): a search (untimed, so the other
+/// server's write reaches this one), an MCP ping, the same search with no write since (quiet),
+/// `get_server_info`, an `ingest_note` of a new note in a new folder `03_Resources/topicM/` (the
+/// folder made untimed before the call, M continuing the vault's numbering) and the same search
+/// right after that write; then the floor, one durable 4 KiB replace.
+fn wide(n: usize, rounds: usize, baseline: Option<&Path>) {
+    let root = support::fresh_wide_vault(n);
+    let vault = Vault::open(&root, Default::default()).expect("open");
+    let synced = vault.sync_vault(&SyncParams { allow_partial: true, ..Default::default() }).expect("sync");
+    drop(vault);
+    println!(
+        "--- wide layout: {n} notes, {} per folder under 03_Resources ({} indexed)",
+        support::WIDE_NOTES_PER_FOLDER,
+        synced.counts.indexed
+    );
+    lift_ingest_rate_limit(&root);
+    let mut binaries: Vec<(&str, &Path)> = Vec::new();
+    if let Some(old) = baseline {
+        binaries.push(("old", old));
+    }
+    binaries.push(("new", Path::new(BIN)));
+    let mut clients: Vec<Client> = binaries.iter().map(|(_, binary)| Client::ready_binary(binary, &root)).collect();
+    // [ping, quiet search, get_server_info, ingest_note, search after the write] per client.
+    let mut samples: Vec<[Vec<Duration>; 5]> = binaries.iter().map(|_| Default::default()).collect();
+    let mut floor = Vec::new();
+    let floor_dir = root.parent().unwrap_or(&root).join(format!("wide-floor-{}", std::process::id()));
+    std::fs::create_dir_all(&floor_dir).unwrap();
+    let mut next_topic = n.div_ceil(support::WIDE_NOTES_PER_FOLDER);
+    for round in 0..rounds + 10 {
+        let query = QUERIES[round % QUERIES.len()];
+        let search = json!({"query": query, "search_mode": "fts", "max_results": 10});
+        let order: Vec<usize> = if round % 2 == 1 { (0..clients.len()).rev().collect() } else { (0..clients.len()).collect() };
+        for slot in order {
+            let client = &mut clients[slot];
+            drop(client.call("search_vault_tool", search.clone()));
+            let mut took = [Duration::ZERO; 5];
+            let start = Instant::now();
+            drop(client.request("ping", json!({})));
+            took[0] = start.elapsed();
+            let start = Instant::now();
+            drop(client.call("search_vault_tool", search.clone()));
+            took[1] = start.elapsed();
+            let start = Instant::now();
+            drop(client.call("get_server_info", json!({})));
+            took[2] = start.elapsed();
+            let folder = format!("03_Resources/topic{next_topic}");
+            next_topic += 1;
+            std::fs::create_dir(root.join(&folder)).expect("make the new folder");
+            let args = json!({"name": format!("{folder}/wide-{round}"), "note_type": "Resource",
+                              "title": format!("Wide write {round}"), "description": "A write in a new folder of a wide one",
+                              "content": format!("{} after write {round}\n", query.trim_matches('"'))});
+            let start = Instant::now();
+            let receipt = client.call("ingest_note", args);
+            took[3] = start.elapsed();
+            assert_eq!(receipt["status"], "ok", "{receipt}");
+            let start = Instant::now();
+            let envelope = client.call("search_vault_tool", search.clone());
+            took[4] = start.elapsed();
+            assert_eq!(envelope["trust"], "untrusted");
+            if round >= 10 {
+                for (list, sample) in samples[slot].iter_mut().zip(took) {
+                    list.push(sample);
+                }
+            }
+        }
+        let sample = support::stats::floor_sample(&floor_dir, round);
+        if round >= 10 {
+            floor.push(sample);
+        }
+    }
+    let floor = report("floor: durable 4 KiB replace (same rounds)", floor, None);
+    for (slot, (name, _)) in binaries.iter().enumerate() {
+        let [ping, quiet, info, ingest, after] = std::mem::take(&mut samples[slot]);
+        let ping = report(&format!("wide {n} {name}: floor: MCP ping"), ping, None);
+        report(&format!("wide {n} {name}: ingest_note, new folder"), ingest, Some(floor));
+        let quiet = report(&format!("wide {n} {name}: search_vault_tool, quiet"), quiet, Some(ping));
+        let after = report(&format!("wide {n} {name}: search_vault_tool after a write"), after, Some(ping));
+        println!("{:<52} read-after-write / quiet at p50: {:.2}x", "", after.as_secs_f64() / quiet.as_secs_f64().max(1e-9));
+        report(&format!("wide {n} {name}: get_server_info"), info, Some(ping));
+    }
+    let _ = std::fs::remove_dir_all(&floor_dir);
+    clients.into_iter().for_each(Client::close);
+    if std::env::var_os("PARAVAULT_BENCH_KEEP").is_none() {
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
+
 fn main() {
     if std::env::args().any(|a| a == "--list") {
         return;
@@ -330,6 +422,13 @@ fn main() {
         .collect();
     let rounds: usize = std::env::var("PARAVAULT_BENCH_ROUNDS").ok().and_then(|s| s.parse().ok()).unwrap_or(200);
     println!("paravault mcp: {BIN}");
+    if std::env::var("PARAVAULT_BENCH_LAYOUT").is_ok_and(|l| l == "wide") {
+        let baseline = std::env::var_os("PARAVAULT_BENCH_BASELINE_BIN").map(std::path::PathBuf::from);
+        for n in sizes {
+            wide(n, rounds, baseline.as_deref());
+        }
+        return;
+    }
 
     let empty = tempfile::tempdir().expect("tempdir");
     let status = Command::new(BIN).arg("--vault").arg(empty.path()).arg("init").stdout(Stdio::null()).status().expect("init");

@@ -23,7 +23,7 @@ use std::time::Duration;
 use notify::{EventKind, RecursiveMode, Watcher};
 
 use crate::error::{Error, Result};
-use crate::inventory::changes::ChangeSet;
+use crate::inventory::changes::{ChangeSet, FolderChange};
 use crate::store::layout;
 
 /// What the watcher saw change since the last `settle` (told to the model as a `ChangeSet`).
@@ -33,16 +33,29 @@ struct DiskChanges {
     paths: BTreeSet<String>,
     /// Why the watcher cannot name the changes (a full stat walk is needed), if it cannot.
     rescan: Option<String>,
+    /// Vault-relative folders created since the last `settle`: each is listed whole (the
+    /// watcher watches a created folder from the moment it delivers its creation), never a walk
+    /// of the vault.
+    created_dirs: BTreeSet<String>,
+    /// Folders the last `settle` told as created, listed once more: the watcher adds a created
+    /// folder's watch after it delivered the batch of events that named it, so what was made in
+    /// it in between is named by no event and only a listing finds it.
+    look_again: BTreeSet<String>,
 }
 
 impl DiskChanges {
     /// The watcher's evidence as the model's `ChangeSet`: every path an entry of its folder,
-    /// or `Unknown` when the watcher cannot name the changes.
+    /// every created folder (and each one told last time) whole, or `Unknown` when the watcher
+    /// cannot name the changes.
     fn into_change_set(self) -> ChangeSet {
-        match self.rescan {
-            Some(reason) => ChangeSet::Unknown(reason),
-            None => ChangeSet::of_paths(self.paths.iter().map(String::as_str)),
+        if let Some(reason) = self.rescan {
+            return ChangeSet::Unknown(reason);
         }
+        let ChangeSet::Known(mut changes) = ChangeSet::of_paths(self.paths.iter().map(String::as_str)) else { unreachable!() };
+        for folder in self.created_dirs.iter().chain(&self.look_again) {
+            changes.folders.insert(folder.clone(), FolderChange::Whole);
+        }
+        ChangeSet::Known(changes)
     }
 }
 
@@ -121,6 +134,8 @@ impl DiskWatch {
             pending.changes.rescan.get_or_insert_with(|| "the watcher did not deliver its barrier in time".into());
         }
         let changes = std::mem::take(&mut pending.changes);
+        // Each folder told as created now is listed once more at the next settle.
+        pending.changes.look_again = changes.created_dirs.clone();
         drop(pending);
         if let Err(error) = crate::store::durable::remove_scratch(&self.root, &barrier) {
             tracing::debug!(error = %error, "could not remove a watch barrier file");
@@ -133,6 +148,7 @@ impl DiskWatch {
     pub fn simulate_overflow(&self) {
         self.rescan_next("the watcher's event queue overflowed (simulated)");
     }
+
 
     /// Makes the next `settle` ask for a stat walk, for `reason`.
     pub fn rescan_next(&self, reason: &str) {
@@ -193,9 +209,11 @@ fn deliver(shared: &Shared, root: &Path, event: notify::Result<notify::Event>) {
         if name.starts_with(layout::TEMP_PREFIX) {
             continue;
         }
-        if matches!(event.kind, EventKind::Create(notify::event::CreateKind::Folder) | EventKind::Remove(notify::event::RemoveKind::Folder))
-            || path.is_dir()
-        {
+        if matches!(event.kind, EventKind::Create(notify::event::CreateKind::Folder)) {
+            pending.changes.created_dirs.insert(rel.to_string());
+            continue;
+        }
+        if matches!(event.kind, EventKind::Remove(notify::event::RemoveKind::Folder)) || path.is_dir() {
             pending.changes.rescan.get_or_insert_with(|| format!("directory {rel} was created, moved or removed"));
             continue;
         }
@@ -212,9 +230,20 @@ mod tests {
     #[test]
     fn the_watchers_paths_are_entries_and_its_rescan_is_unknown() {
         let paths: BTreeSet<String> = ["01_Projects/a.md", "01_Projects/b.md", "index.md"].map(String::from).into();
-        let named = DiskChanges { paths: paths.clone(), rescan: None };
+        let named = DiskChanges { paths: paths.clone(), ..Default::default() };
         assert_eq!(named.into_change_set(), ChangeSet::of_paths(["01_Projects/a.md", "01_Projects/b.md", "index.md"]));
-        let overflowed = DiskChanges { paths, rescan: Some("the event queue overflowed".into()) };
+        // A created folder, and one told as created last time, are listed whole.
+        let created = DiskChanges {
+            paths: paths.clone(),
+            created_dirs: ["03_Resources/new".to_string()].into(),
+            look_again: ["03_Resources/older".to_string()].into(),
+            ..Default::default()
+        };
+        let ChangeSet::Known(mut expected) = ChangeSet::of_paths(["01_Projects/a.md", "01_Projects/b.md", "index.md"]) else { unreachable!() };
+        expected.folders.insert("03_Resources/new".into(), FolderChange::Whole);
+        expected.folders.insert("03_Resources/older".into(), FolderChange::Whole);
+        assert_eq!(created.into_change_set(), ChangeSet::Known(expected));
+        let overflowed = DiskChanges { paths, rescan: Some("the event queue overflowed".into()), ..Default::default() };
         assert_eq!(overflowed.into_change_set(), ChangeSet::unknown("the event queue overflowed"));
         assert!(DiskChanges::default().into_change_set().is_empty());
     }

@@ -97,9 +97,41 @@ pub fn note_rel_path(n: usize, i: usize) -> String {
 
 /// The full text of note `i` in a vault of `n` notes; `title_suffix` lets benches change it.
 pub fn note_text(n: usize, i: usize, title_suffix: &str) -> String {
-    let mut rng = Rng::new(0x5eed_0000 + i as u64);
     let (folder, note_type) = FOLDERS[i % FOLDERS.len()];
-    let topic = (i / FOLDERS.len()) % topics_for(n);
+    note_text_in(n, i, title_suffix, folder, note_type, (i / FOLDERS.len()) % topics_for(n))
+}
+
+/// Notes per folder of the wide layout (issue 52's "flat at 100,000 notes" measurement).
+pub const WIDE_NOTES_PER_FOLDER: usize = 40;
+
+/// Vault-relative path of note `i` in the wide layout: every note under `03_Resources/topicN/`,
+/// [`WIDE_NOTES_PER_FOLDER`] per folder (2,500 sibling folders at 100,000 notes).
+pub fn wide_note_rel_path(i: usize) -> String {
+    format!("03_Resources/topic{}/{}.md", i / WIDE_NOTES_PER_FOLDER, note_basename(i))
+}
+
+/// Writes a synthetic vault of `n` notes in the wide layout at `root`.
+pub fn generate_wide_vault(root: &Path, n: usize) {
+    for i in 0..n {
+        let path = root.join(wide_note_rel_path(i));
+        std::fs::create_dir_all(path.parent().expect("note has a parent")).expect("create note dir");
+        std::fs::write(&path, note_text_in(n, i, "", "03_Resources", "Resource", i / WIDE_NOTES_PER_FOLDER)).expect("write note");
+    }
+}
+
+/// A freshly generated wide-layout vault of `n` notes under `target/bench-data/work/`.
+pub fn fresh_wide_vault(n: usize) -> PathBuf {
+    let root = bench_data_dir().join("work").join(format!("wide-{n}"));
+    if root.exists() {
+        std::fs::remove_dir_all(&root).expect("remove old generated vault");
+    }
+    generate_wide_vault(&root, n);
+    root
+}
+
+/// Note `i`'s text in `folder` with OKF `note_type`, tagged with `topic`.
+fn note_text_in(n: usize, i: usize, title_suffix: &str, folder: &str, note_type: &str, topic: usize) -> String {
+    let mut rng = Rng::new(0x5eed_0000 + i as u64);
     let title = format!("{} {} {} {i}{title_suffix}", capitalise(rng.word()), rng.word(), rng.word());
     let description = format!("Notes on {} and {} for topic {topic} in {folder}.", rng.word(), rng.word());
     let mut text = String::with_capacity(3000);

@@ -5,9 +5,10 @@
 #       sentence-transformers alone: median of 10 encode calls per configuration.
 #   python benches/support/sentence_transformers_embed.py target/models/all-MiniLM-L6-v2 --paired BINARY
 #       alternates sentence-transformers and BINARY (the embed_iterations bench executable, as
-#       `cargo bench --no-run --bench embed_iterations` prints it) in short runs, 7 pairs per
-#       configuration, and prints the median of the per-pair ratios: this machine's speed drifts
-#       too much within minutes for two separate runs to compare.
+#       `cargo bench --no-run --bench embed_iterations` prints it) at each embedding.precision
+#       (f32, int8) in short runs, 7 rounds per configuration, and prints the median of the
+#       per-round ratios: this machine's speed drifts too much within minutes for separate runs
+#       to compare.
 import re, statistics, subprocess, sys, time
 import torch
 from sentence_transformers import SentenceTransformer
@@ -31,14 +32,17 @@ for threads, tokens, iterations in [(2, 40, 12), (2, 200, 3), (1, 40, 8)]:
         m = statistics.median(times)
         print(f"sentence-transformers {tokens} tokens, {threads} threads: {32/m:.1f} chunks/s (median of 10, {m*1000:.0f} ms per 32)")
         continue
-    theirs, ours = [], []
+    theirs, ours = [], {"f32": [], "int8": []}
     for _ in range(7):
         t = time.perf_counter()
         for _ in range(iterations):
             model.encode(texts, batch_size=32, normalize_embeddings=True)
         theirs.append(32 * iterations / (time.perf_counter() - t))
-        out = subprocess.run([paired, str(tokens), str(threads), str(iterations)], capture_output=True, text=True, check=True).stdout
-        ours.append(float(re.search(r"([\d.]+) chunks/s", out)[1]))
-    ratios = [o / s for o, s in zip(ours, theirs)]
-    print(f"{tokens} tokens, {threads} threads: paravault {statistics.median(ours):.1f} chunks/s, sentence-transformers "
-          f"{statistics.median(theirs):.1f}; median ratio {statistics.median(ratios):.3f} ({', '.join(f'{r:.2f}' for r in ratios)})")
+        for precision, runs in ours.items():
+            out = subprocess.run([paired, str(tokens), str(threads), str(iterations), precision], capture_output=True, text=True, check=True).stdout
+            runs.append(float(re.search(r"([\d.]+) chunks/s", out)[1]))
+    print(f"{tokens} tokens, {threads} threads: sentence-transformers {statistics.median(theirs):.1f} chunks/s")
+    for precision, runs in ours.items():
+        ratios = [o / s for o, s in zip(runs, theirs)]
+        print(f"  paravault {precision}: {statistics.median(runs):.1f} chunks/s; median ratio {statistics.median(ratios):.3f} "
+              f"({', '.join(f'{r:.2f}' for r in ratios)})")

@@ -11,13 +11,15 @@
 //! `exp` are polynomial approximations accurate to a few units in the last place of f32 (the
 //! parity test against sentence-transformers' vectors holds them to it).
 
-use candle_core::{DType, Device, Tensor};
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+use candle_core::{DType, Device, Module, Tensor};
 use candle_transformers::models::bert::{Config, HiddenAct};
 use rayon::prelude::*;
 use std::collections::HashMap;
+use std::sync::Arc;
 use tokenizers::{Tokenizer, TruncationParams, TruncationStrategy};
 
-use super::{ModelConfig, VerifiedModel};
+use super::{EmbeddingPrecision, ModelConfig, VerifiedModel};
 
 /// The BERT config and the tokenizer of verified model files, checked against the policy's cut
 /// (`max_tokens` within the model's positions) and set to cut there without padding.
@@ -68,11 +70,50 @@ struct Norm {
     bias: Vec<f32>,
 }
 
-/// A linear layer: the weight transposed (in × out, contiguous: gemm runs 20–30 % faster on it
-/// than on a transposed view), and the bias.
+/// A linear layer: its weight (see [`Weight`]) and bias.
 struct Dense {
-    weight_t: Tensor,
+    weight: Weight,
     bias: Vec<f32>,
+}
+
+/// A linear layer's weight, at the precision the policy names.
+enum Weight {
+    /// Transposed (in × out, contiguous: gemm runs 20–30 % faster on it than on a transposed
+    /// view).
+    F32(Tensor),
+    /// GGML Q8_0 (blocks of 32 weights with one f16 scale) of the out × in weight, zero-padded
+    /// to `columns` inputs. candle's quantised matmul quantises each input row on the fly and
+    /// accumulates in integers. Where the CPU has VNNI, candle runs a repacked kernel (one
+    /// `vpdpbusd` for 16 outputs × 4 inputs) only when the inputs are a whole number of
+    /// 256-value blocks, so 384 inputs are padded to 512 there: a third more work at several
+    /// times the speed of its generic kernel (docs/embedding.md has the measurement).
+    Int8 { matmul: QMatMul, columns: usize },
+}
+
+impl Dense {
+    /// `weight` is out × in, as stored.
+    fn new(weight: Tensor, bias: Vec<f32>, precision: EmbeddingPrecision) -> candle_core::Result<Self> {
+        let weight = match precision {
+            EmbeddingPrecision::F32 => Weight::F32(weight.t()?.contiguous()?),
+            EmbeddingPrecision::Int8 => {
+                let (_, input) = weight.dims2()?;
+                let columns = quantised_columns(input);
+                let padded = if columns > input { weight.pad_with_zeros(1, 0, columns - input)? } else { weight };
+                Weight::Int8 { matmul: QMatMul::QTensor(Arc::new(QTensor::quantize(&padded, GgmlDType::Q8_0)?)), columns }
+            }
+        };
+        Ok(Dense { weight, bias })
+    }
+}
+
+/// The inputs an int8 product of `input` inputs runs with: a whole number of 256-value blocks
+/// where candle's VNNI kernel can take them (see [`Weight::Int8`]), else `input` itself.
+fn quantised_columns(input: usize) -> usize {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx512f") && std::arch::is_x86_feature_detected!("avx512vnni") {
+        return input.next_multiple_of(256);
+    }
+    input
 }
 
 struct Layer {
@@ -89,8 +130,9 @@ struct Layer {
 const ROWS_PER_TASK: usize = 8;
 
 impl BertEncoder {
-    /// Reads the weights from safetensors bytes. The error names what does not fit.
-    pub fn load(safetensors: &[u8], config: &Config) -> std::result::Result<Self, String> {
+    /// Reads the weights from safetensors bytes, the dense layers' at `precision`. The error
+    /// names what does not fit.
+    pub fn load(safetensors: &[u8], config: &Config, precision: EmbeddingPrecision) -> std::result::Result<Self, String> {
         if !matches!(config.hidden_act, HiddenAct::Gelu) {
             return Err(format!("hidden_act {:?} is not supported (this engine runs exact-GELU BERT models)", config.hidden_act));
         }
@@ -100,10 +142,10 @@ impl BertEncoder {
         if !matches!(config.hidden_size / config.num_attention_heads, 32 | 64) {
             return Err(format!("attention heads {} wide are not supported (32 or 64)", config.hidden_size / config.num_attention_heads));
         }
-        Self::from_weights(&Weights::read(safetensors)?, config)
+        Self::from_weights(&Weights::read(safetensors)?, config, precision)
     }
 
-    fn from_weights(weights: &Weights, config: &Config) -> std::result::Result<Self, String> {
+    fn from_weights(weights: &Weights, config: &Config, precision: EmbeddingPrecision) -> std::result::Result<Self, String> {
         let hidden = config.hidden_size;
         let embedding = |name: &str, rows: usize| weights.matrix(&format!("embeddings.{name}.weight"), rows, hidden);
         let mut layers = Vec::with_capacity(config.num_hidden_layers);
@@ -122,11 +164,11 @@ impl BertEncoder {
             qkv_bias.extend(weights.vector(&format!("{p}.attention.self.key.bias"), hidden)?);
             qkv_bias.extend(weights.vector(&format!("{p}.attention.self.value.bias"), hidden)?);
             layers.push(Layer {
-                qkv: Dense { weight_t: qkv_weight.t().and_then(|t| t.contiguous()).map_err(|e| e.to_string())?, bias: qkv_bias },
-                attention_out: weights.dense(&format!("{p}.attention.output.dense"), hidden, hidden)?,
+                qkv: Dense::new(qkv_weight, qkv_bias, precision).map_err(|e| e.to_string())?,
+                attention_out: weights.dense(&format!("{p}.attention.output.dense"), hidden, hidden, precision)?,
                 attention_norm: weights.norm(&format!("{p}.attention.output.LayerNorm"), hidden)?,
-                intermediate: weights.dense(&format!("{p}.intermediate.dense"), config.intermediate_size, hidden)?,
-                output: weights.dense(&format!("{p}.output.dense"), hidden, config.intermediate_size)?,
+                intermediate: weights.dense(&format!("{p}.intermediate.dense"), config.intermediate_size, hidden, precision)?,
+                output: weights.dense(&format!("{p}.output.dense"), hidden, config.intermediate_size, precision)?,
                 output_norm: weights.norm(&format!("{p}.output.LayerNorm"), hidden)?,
             });
         }
@@ -255,7 +297,8 @@ impl BertClassifier {
     /// Reads the weights (`bert.*`, `bert.pooler.dense.*`, `classifier.*`) from safetensors bytes.
     pub fn load(safetensors: &[u8], config: &Config) -> std::result::Result<Self, String> {
         let weights = Weights::read(safetensors)?;
-        let encoder = BertEncoder::from_weights(&weights, config)?;
+        // The reranker keeps the model's own arithmetic (its scores were not measured in int8).
+        let encoder = BertEncoder::from_weights(&weights, config, EmbeddingPrecision::F32)?;
         let h = config.hidden_size;
         let labels = weights.exact("classifier.weight").map(|t| t.dims().first().copied().unwrap_or(0)).unwrap_or(0);
         if labels == 0 {
@@ -296,7 +339,14 @@ impl BertClassifier {
 fn product(input: &[f32], rows: usize, dense: &Dense, epilogue: Epilogue<'_>, dst: &mut [f32]) -> std::result::Result<(), String> {
     let run = |dst: &mut [f32]| -> candle_core::Result<()> {
         let columns = input.len() / rows;
-        let out = Tensor::from_slice(input, (rows, columns), &Device::Cpu)?.matmul(&dense.weight_t)?;
+        let input = Tensor::from_slice(input, (rows, columns), &Device::Cpu)?;
+        let out = match &dense.weight {
+            Weight::F32(weight_t) => input.matmul(weight_t)?,
+            Weight::Int8 { matmul, columns: padded } if *padded > columns => {
+                matmul.forward(&input.pad_with_zeros(1, 0, padded - columns)?)?
+            }
+            Weight::Int8 { matmul, .. } => matmul.forward(&input)?,
+        };
         let (storage, layout) = out.storage_and_layout();
         let candle_core::Storage::Cpu(cpu) = &*storage else { candle_core::bail!("the product did not land in CPU memory") };
         let Some((from, to)) = layout.contiguous_offsets() else { candle_core::bail!("the product is not contiguous") };
@@ -670,11 +720,9 @@ impl Weights {
         self.tensor(name, &[rows, columns])?.flatten_all().and_then(|t| t.to_vec1::<f32>()).map_err(|e| e.to_string())
     }
 
-    fn dense(&self, name: &str, out: usize, input: usize) -> std::result::Result<Dense, String> {
-        Ok(Dense {
-            weight_t: self.tensor(&format!("{name}.weight"), &[out, input])?.t().and_then(|t| t.contiguous()).map_err(|e| e.to_string())?,
-            bias: self.vector(&format!("{name}.bias"), out)?,
-        })
+    fn dense(&self, name: &str, out: usize, input: usize, precision: EmbeddingPrecision) -> std::result::Result<Dense, String> {
+        let weight = self.tensor(&format!("{name}.weight"), &[out, input])?;
+        Dense::new(weight, self.vector(&format!("{name}.bias"), out)?, precision).map_err(|e| e.to_string())
     }
 
     fn norm(&self, name: &str, len: usize) -> std::result::Result<Norm, String> {

@@ -9,7 +9,7 @@ use std::time::Instant;
 use tokenizers::{Tokenizer, TruncationStrategy};
 
 use super::bert::{BertClassifier, Sequence, config_and_tokenizer};
-use super::{ModelConfig, ModelEnv, ModelId, ModelSection, resolve};
+use super::{EmbeddingPrecision, ModelConfig, ModelEnv, ModelId, ModelSection, resolve};
 use crate::error::{Error, Result};
 use crate::policy::Policy;
 
@@ -23,7 +23,7 @@ pub fn config(policy: &Policy, vault_root: Option<&Path>, env: &ModelEnv) -> Mod
     let section = ModelSection {
         name: "reranker",
         // A reranker outputs one logit per pair.
-        id: ModelId { repo: r.repo.clone(), revision: r.revision.clone(), dimension: 1 },
+        id: ModelId { repo: r.repo.clone(), revision: r.revision.clone(), dimension: 1, precision: EmbeddingPrecision::F32 },
         max_tokens: r.max_tokens,
         batch_size: r.batch_size,
         threads: r.threads,

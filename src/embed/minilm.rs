@@ -3,7 +3,8 @@
 //! Matches sentence-transformers' `encode(normalize_embeddings=True)`: the tokenizer's shipped
 //! truncation (128) is replaced by the policy's `max_tokens` (256) and its padding is turned
 //! off (the encoder packs a batch's sequences unpadded). Inference runs on a private rayon pool
-//! of the configured thread count, on the CPU in f32.
+//! of the configured thread count, on the CPU, in f32 or with int8 dense layers
+//! (`embedding.precision`).
 
 use tokenizers::Tokenizer;
 
@@ -47,8 +48,8 @@ impl MiniLm {
         }
         // Read from the bytes already in memory (they were hashed), not memory-mapped: this
         // keeps the crate free of `unsafe`.
-        let model =
-            BertEncoder::load(&files.weights, &bert_config).map_err(|e| unavailable(format!("the BERT weights do not load: {e}")))?;
+        let model = BertEncoder::load(&files.weights, &bert_config, config.id.precision)
+            .map_err(|e| unavailable(format!("the BERT weights do not load: {e}")))?;
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(config.threads.max(1))
             .thread_name(|i| format!("paravault-embed-{i}"))

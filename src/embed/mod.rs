@@ -27,6 +27,7 @@ pub use minilm::MiniLm;
 pub use resolve::{ModelSource, VerifiedModel, resolve};
 
 use crate::error::Result;
+pub use crate::policy::EmbeddingPrecision;
 use crate::policy::{EgressPolicy, ModelFileHashes, Policy};
 
 /// The width of every vector this engine produces (all-MiniLM-L6-v2's hidden size); policy
@@ -45,11 +46,19 @@ pub struct ModelId {
     pub revision: String,
     /// The length of its vectors.
     pub dimension: usize,
+    /// The arithmetic of its dense layers (`embedding.precision`). Absent from a manifest (one
+    /// written before the key existed, or any f32 one) means f32.
+    #[serde(default, skip_serializing_if = "EmbeddingPrecision::is_f32")]
+    pub precision: EmbeddingPrecision,
 }
 
 impl std::fmt::Display for ModelId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}@{}", self.repo, &self.revision[..self.revision.len().min(12)])
+        write!(f, "{}@{}", self.repo, &self.revision[..self.revision.len().min(12)])?;
+        if !self.precision.is_f32() {
+            write!(f, " ({})", self.precision.as_str())?;
+        }
+        Ok(())
     }
 }
 
@@ -131,7 +140,7 @@ impl ModelConfig {
         let e = &policy.embedding;
         let section = ModelSection {
             name: "embedding",
-            id: ModelId { repo: e.repo.clone(), revision: e.revision.clone(), dimension: e.dimension },
+            id: ModelId { repo: e.repo.clone(), revision: e.revision.clone(), dimension: e.dimension, precision: e.precision },
             max_tokens: e.max_tokens,
             batch_size: e.batch_size,
             threads: e.threads,

@@ -72,13 +72,18 @@ impl Inventory {
                 partial.overran();
                 return Ok(applied);
             }
+            // A folder new to the model changes its parent's listing too.
+            for folder in whole.iter().filter(|folder| !folder.is_empty() && !self.dirs.contains_key(*folder)) {
+                self.listing_changed(parent_dir(folder));
+            }
             let mut relisting = Relisting::default();
             if self.relist(root, policy, whole, &mut relisting).is_err() {
                 return self.walk_for(root, policy, "a folder could not be listed".into());
             }
             applied.relisted = relisting.listed;
             applied.reread = relisting.forgotten + relisting.to_read.len();
-            applied.catalog_changed = true;
+            applied.catalog_changed = relisting.forgotten > 0
+                || relisting.to_read.iter().any(|(_, kind)| matches!(kind, PageKind::Catalog | PageKind::RootIndex));
             for record in read_all(root, policy, &relisting.to_read) {
                 self.upsert(record);
             }

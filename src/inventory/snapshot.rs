@@ -70,10 +70,41 @@ pub struct SourceSnapshot {
 struct TopLines {
     current: bool,
     lines: Vec<u8>,
-    /// Directory → offset of its digest's hex in `lines`.
-    digest_at: std::collections::HashMap<String, usize>,
-    /// Directories whose digest changed since the lines were written.
+    /// Directory → offset of its digest's hex in `lines` (ordered: a directory that comes or
+    /// goes shifts the offsets after its line).
+    digest_at: BTreeMap<String, usize>,
+    /// Directories whose digest changed, or that came or went, since the lines were written.
     dirty: std::collections::BTreeSet<String>,
+    /// How many times the lines were built whole (once; tests hold it to that).
+    builds: usize,
+}
+
+impl TopLines {
+    /// Puts `dir`'s line in place, in directory order (it has none yet).
+    fn splice_in(&mut self, dir: &str, digest: &[u8; 32]) {
+        let start = self
+            .digest_at
+            .range::<str, _>((std::ops::Bound::Unbounded, std::ops::Bound::Excluded(dir)))
+            .next_back()
+            .map_or(0, |(_, at)| at + 65);
+        let mut line = Vec::with_capacity(dir.len() + 66);
+        push_line(&mut line, dir, digest);
+        for at in self.digest_at.range_mut::<str, _>((std::ops::Bound::Excluded(dir), std::ops::Bound::Unbounded)).map(|(_, at)| at) {
+            *at += line.len();
+        }
+        self.digest_at.insert(dir.to_string(), start + dir.len() + 1);
+        self.lines.splice(start..start, line);
+    }
+
+    /// Takes `dir`'s line out (it has one).
+    fn splice_out(&mut self, dir: &str) {
+        let Some(at) = self.digest_at.remove(dir) else { return };
+        let (start, len) = (at - dir.len() - 1, dir.len() + 66);
+        self.lines.drain(start..start + len);
+        for at in self.digest_at.range_mut::<str, _>((std::ops::Bound::Excluded(dir), std::ops::Bound::Unbounded)).map(|(_, at)| at) {
+            *at -= len;
+        }
+    }
 }
 
 /// The top-level lines as persisted (`SourceSnapshot::lines`) under a partial snapshot, and
@@ -184,9 +215,6 @@ impl SourceSnapshot {
         let Some((dir, name)) = self.held_entry(record) else { return };
         self.hashed = OnceLock::new();
         let top = self.top.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if !self.dirs.contains_key(dir) {
-            top.current = false;
-        }
         if !top.dirty.contains(dir) {
             top.dirty.insert(dir.to_string());
         }
@@ -212,7 +240,6 @@ impl SourceSnapshot {
             top.dirty.insert(dir.to_string());
             if entry.notes.is_empty() {
                 self.dirs.remove(dir);
-                top.current = false;
             }
         }
     }
@@ -279,13 +306,17 @@ impl SourceSnapshot {
             .clone()
     }
 
-    /// A whole snapshot's top-level lines, brought up to date: patched in place where only
-    /// digests changed, rebuilt when directories came or went.
+    /// A whole snapshot's top-level lines, brought up to date in place: a changed digest
+    /// patched, a directory that came or went spliced in or out (a write in a new folder among
+    /// 2,500 rebuilt every line, issue 52), built whole only the first time.
     fn current_lines<'t>(&self, top: &'t mut TopLines) -> &'t [u8] {
         if top.current {
             for dir in std::mem::take(&mut top.dirty) {
-                if let (Some(entry), Some(&at)) = (self.dirs.get(&dir), top.digest_at.get(&dir)) {
-                    crate::hex::encode_into(&mut top.lines[at..at + 64], &entry.digest());
+                match (self.dirs.get(&dir), top.digest_at.get(&dir).copied()) {
+                    (Some(entry), Some(at)) => crate::hex::encode_into(&mut top.lines[at..at + 64], &entry.digest()),
+                    (Some(entry), None) => top.splice_in(&dir, &entry.digest()),
+                    (None, Some(_)) => top.splice_out(&dir),
+                    (None, None) => {}
                 }
             }
         } else {
@@ -298,6 +329,7 @@ impl SourceSnapshot {
             }
             top.dirty.clear();
             top.current = true;
+            top.builds += 1;
         }
         &top.lines
     }

@@ -208,9 +208,38 @@ pub struct EmbeddingPolicy {
     pub max_tokens: usize,
     pub batch_size: usize,
     pub threads: usize,
+    /// The arithmetic of the dense layers' products: `f32`, or `int8` weights and activations
+    /// (docs/embedding.md). Part of the model's identity: a dense index is never shared by
+    /// vectors of two precisions.
+    pub precision: EmbeddingPrecision,
     /// Explicit model folder; empty means none.
     pub local_dir: String,
     pub sha256: ModelFileHashes,
+}
+
+/// `embedding.precision`: how the encoder's dense layers multiply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum EmbeddingPrecision {
+    /// f32 weights and activations: the model's own arithmetic.
+    #[default]
+    F32,
+    /// The dense layers' weights quantised to 8 bits in blocks of 32 (GGML Q8_0), their inputs
+    /// quantised on the fly, products accumulated in integers (candle's quantised matmul).
+    Int8,
+}
+
+impl EmbeddingPrecision {
+    pub fn is_f32(&self) -> bool {
+        *self == EmbeddingPrecision::F32
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EmbeddingPrecision::F32 => "f32",
+            EmbeddingPrecision::Int8 => "int8",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]

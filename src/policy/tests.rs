@@ -107,6 +107,9 @@ fn embedding_section_is_pinned_and_validated() {
     refused("embedding:\n  batch_size: 0\n", "batch_size");
     refused("embedding:\n  threads: 0\n", "threads");
     refused("embedding:\n  sha256:\n    config.json: abc\n", "config.json");
+    // A precision this engine does not run is refused by name, never read as f32.
+    refused("embedding:\n  precision: int4\n", "unknown variant `int4`, expected `f32` or `int8`");
+    refused("embedding:\n  precision: F32\n", "unknown variant `F32`");
     // The reranker is pinned by the same rules, and its errors name its own section.
     refused("reranker:\n  revision: main\n", "reranker.revision 'main' must be a commit hash");
     refused("reranker:\n  repo: a/../b\n", "reranker.repo 'a/../b' must be");
@@ -117,6 +120,9 @@ fn embedding_section_is_pinned_and_validated() {
     assert_eq!(ok.policy.embedding.local_dir, "models/minilm");
     assert_eq!(ok.policy.embedding.threads, 1);
     assert_eq!(ok.policy.egress, EgressPolicy::AllowPublic);
+    assert_eq!(e.precision, EmbeddingPrecision::F32, "the shipped default");
+    let int8 = LoadedPolicy::from_texts(Some("embedding:\n  precision: int8\n")).unwrap();
+    assert_eq!(int8.policy.embedding.precision, EmbeddingPrecision::Int8);
 }
 
 #[test]

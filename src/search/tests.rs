@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use proptest::prelude::*;
 use tantivy::collector::Count;
+use tantivy::directory::Directory;
 use tantivy::query::AllQuery;
 
 use chrono::NaiveDate;
@@ -853,6 +854,15 @@ fn a_tail_built_on_the_previous_one_is_the_one_built_from_scratch() {
         assert_eq!(incremental.generation.manifest.created_at, format!("2026-01-01T00:00:0{i}Z"));
         let expected = tail_answers(&scratch.generation, &p, &queries);
         assert_eq!(tail_answers(&incremental.generation, &p, &queries), expected, "step {i}");
+        // Both read the base's segment files through the base's mappings, never mapped again.
+        for file in base.manifest.segments.iter().flat_map(|s| &s.files) {
+            let name = Path::new(&file.name);
+            let mapped = base.directory.get_file_handle(name).expect("base file");
+            for tail in [&scratch, &incremental] {
+                let handle = tail.generation.directory.get_file_handle(name).expect("tail file");
+                assert!(Arc::ptr_eq(&mapped, &handle), "step {i}: {} mapped again", file.name);
+            }
+        }
         assert!(expected.2[0].iter().any(|h| h.3.contains("comet")) || i == 7, "step {i}: the queries find the tail's notes");
         // The journal changing without a new intent (a checkpoint's done record) serves the same
         // generation again.
@@ -868,4 +878,114 @@ fn a_tail_built_on_the_previous_one_is_the_one_built_from_scratch() {
     let (_, records) = crate::store::journal::read_committed(v.path()).expect("read").expect("journal");
     let fresh = super::read::tail::serve(v.path(), &other, base.clone(), &records, memo.as_ref()).expect("serve").expect("a tail");
     assert_eq!(fresh.decoded, steps.len());
+}
+
+#[test]
+fn a_tail_temporal_table_is_the_one_built_from_scratch() {
+    use crate::store::journal::{FileChange, Intent, Journal, PreImage, Record};
+    let v = vault();
+    let memory = |extra: &str| format!("memory:\n  kind: semantic\n{extra}");
+    write(v.path(), "02_Areas/old-rule.md", "Old rule", "Deploy on Fridays.", &memory("  valid_from: \"2020-01-01\"\n"));
+    write(v.path(), "02_Areas/new-rule.md", "New rule", "Deploy on Tuesdays.", &memory("  supersedes: [\"[[old-rule]]\"]\n"));
+    write(v.path(), "02_Areas/expired.md", "Expired", "Deploy by fax.", &memory("  valid_until: \"2021-01-01\"\n"));
+    write(v.path(), "02_Areas/weeds.md", "Weeds", "Pull them.", &memory("  supersedes: [\"[[garden]]\", \"03_Resources/rust\"]\n"));
+    let p = policy(None);
+    sync_all(v.path(), &p);
+    let base = generation::acquire(v.path(), &p).expect("acquire").generation;
+    let note = |title: &str, extra: &str| {
+        format!(
+            "---\ntype: Resource\ntitle: \"{title}\"\ndescription: \"About {title}\"\ntimestamp: 2024-01-01T00:00:00Z\n{extra}---\nBody of {title}.\n"
+        )
+    };
+    // Each step is one intent: (path, Some(text) written | None removed); the edges expected after it.
+    type Step<'a> = (Vec<(&'a str, Option<String>)>, Vec<(&'a str, &'a str)>);
+    let steps: Vec<Step> = vec![
+        (
+            vec![("01_Projects/newer-rule.md", Some(note("Newer", &memory("  supersedes: [\"[[new-rule]]\"]\n"))))],
+            vec![
+                ("01_Projects/newer-rule.md", "02_Areas/new-rule.md"),
+                ("02_Areas/new-rule.md", "02_Areas/old-rule.md"),
+                ("02_Areas/weeds.md", "02_Areas/garden.md"),
+                ("02_Areas/weeds.md", "03_Resources/rust.md"),
+            ],
+        ),
+        // A second note with the link key `garden`: the untouched weeds' target becomes ambiguous.
+        (
+            vec![("03_Resources/garden.md", Some(note("Garden too", "")))],
+            vec![
+                ("01_Projects/newer-rule.md", "02_Areas/new-rule.md"),
+                ("02_Areas/new-rule.md", "02_Areas/old-rule.md"),
+                ("02_Areas/weeds.md", "03_Resources/rust.md"),
+            ],
+        ),
+        // A superseded note removed, an exact target rewritten, a memory note made invalid.
+        (
+            vec![
+                ("02_Areas/old-rule.md", None),
+                ("03_Resources/rust.md", Some(note("Rust", ""))),
+                ("02_Areas/expired.md", Some("---\ntype: [unclosed\n---\nbroken\n".to_string())),
+            ],
+            vec![("01_Projects/newer-rule.md", "02_Areas/new-rule.md"), ("02_Areas/weeds.md", "03_Resources/rust.md")],
+        ),
+        // A memory note loses its memory fields; the second garden goes; old-rule comes back elsewhere.
+        (
+            vec![
+                ("02_Areas/new-rule.md", Some(note("New rule", ""))),
+                ("03_Resources/garden.md", None),
+                ("04_Archives/old-rule.md", Some(note("Old rule", &memory("  valid_until: \"2022-01-01\"\n")))),
+            ],
+            vec![
+                ("01_Projects/newer-rule.md", "02_Areas/new-rule.md"),
+                ("02_Areas/weeds.md", "02_Areas/garden.md"),
+                ("02_Areas/weeds.md", "03_Resources/rust.md"),
+            ],
+        ),
+        (
+            vec![("02_Areas/new-rule.md", Some(note("New rule", &memory("  supersedes: [\"[[old-rule]]\"]\n"))))],
+            vec![
+                ("01_Projects/newer-rule.md", "02_Areas/new-rule.md"),
+                ("02_Areas/new-rule.md", "04_Archives/old-rule.md"),
+                ("02_Areas/weeds.md", "02_Areas/garden.md"),
+                ("02_Areas/weeds.md", "03_Resources/rust.md"),
+            ],
+        ),
+    ];
+    let sorted = |table: &super::read::temporal::TemporalTable| {
+        let (mut edges, mut pending) = (table.edges.clone(), table.pending.clone());
+        edges.sort();
+        pending.sort();
+        (table.notes.clone(), edges, pending, table.resolved.clone())
+    };
+    let (mut journal, _) = Journal::open(v.path()).expect("journal");
+    for (i, (step, expected_edges)) in steps.iter().enumerate() {
+        let seq = base.manifest.covers_seq + i as u64 + 1;
+        let intent = Intent {
+            seq,
+            changes: step
+                .iter()
+                .map(|(path, text)| match text {
+                    Some(text) => FileChange::Write { path: (*path).to_string(), text: text.clone(), before: Some(PreImage::Absent) },
+                    None => FileChange::Delete { path: (*path).to_string(), before: None },
+                })
+                .collect(),
+            search_changed: step.iter().filter(|(_, t)| t.is_some()).map(|(path, _)| (*path).to_string()).collect(),
+            search_removed: step.iter().filter(|(_, t)| t.is_none()).map(|(path, _)| (*path).to_string()).collect(),
+            receipt: serde_json::json!({"seq": seq}),
+            search_snapshot: None,
+        };
+        journal.append(&Record::Intent(intent), true).expect("append");
+        let (_, records) = crate::store::journal::read_committed(v.path()).expect("read").expect("journal");
+        let tail = super::read::tail::serve(v.path(), &p, base.clone(), &records, None).expect("serve").expect("a tail");
+        let g = &tail.generation;
+        assert!(g.tail_of.is_some(), "step {i}: a tail generation");
+        let derived = super::read::load_temporal(g);
+        let scratch = super::read::build_temporal(g);
+        assert_eq!(sorted(&derived), sorted(&scratch), "step {i}");
+        let expected: Vec<(String, String)> = expected_edges.iter().map(|(a, b)| ((*a).to_string(), (*b).to_string())).collect();
+        assert_eq!(sorted(&derived).1, expected, "step {i}");
+        for day in ["2019-06-01", "2021-06-01", "2026-01-01"] {
+            let day = NaiveDate::parse_from_str(day, "%Y-%m-%d").expect("date");
+            assert_eq!(derived.statuses(day), scratch.statuses(day), "step {i}, {day}");
+        }
+    }
 }

@@ -458,7 +458,7 @@ impl VaultState {
 
     /// Runs `f` with mutable access to the inventory (writer-side model updates).
     /// Its folder listings are proven; the caller re-checks the files it consults
-    /// (`Inventory::recheck`).
+    /// (`Inventory::apply`).
     pub(crate) fn with_inventory_mut<T>(&self, f: impl FnOnce(&mut Inventory) -> T) -> Result<T> {
         let mut guard = self.lock_inventory_for(Scope::Write)?;
         Ok(f(guard.as_mut().expect("BUG: lock_inventory loads the inventory")))

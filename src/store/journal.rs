@@ -261,6 +261,65 @@ pub fn read_committed(root: &Path) -> Result<Option<(JournalStamp, Vec<StoredRec
     Ok(Some((JournalStamp::of(&meta), records)))
 }
 
+/// Where a read of the journal (`read_committed_since`) ended: the file it read and the end of
+/// the last whole frame, with that frame's header, so the next read can start there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JournalCursor {
+    inode: u64,
+    end: u64,
+    /// (offset, header) of the last whole frame read.
+    last: Option<(u64, [u8; 12])>,
+}
+
+/// What `read_committed_since` read.
+#[derive(Debug)]
+pub struct JournalRead {
+    pub stamp: JournalStamp,
+    /// The intact records from the cursor on (`whole`: from the journal's start).
+    pub records: Vec<StoredRecord>,
+    pub whole: bool,
+    pub cursor: JournalCursor,
+}
+
+/// `read_committed` from where the read that gave `since` ended: only the records appended
+/// since, while the journal is still the file it read, grown and with its last frame read still
+/// in place; otherwise (replaced, emptied by a fold, rewritten: the journal is only ever
+/// appended to, truncated past its last whole frame, or emptied) every record, as
+/// `read_committed` reads them. `None` when there is no journal.
+pub fn read_committed_since(root: &Path, since: Option<&JournalCursor>) -> Result<Option<JournalRead>> {
+    let path = layout::join(root, layout::JOURNAL);
+    let mut file = match super::durable::open_engine_read(root, &path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(io("opening", e)),
+    };
+    let meta = file.metadata().map_err(|e| io("reading", e))?;
+    let stamp = JournalStamp::of(&meta);
+    let still_in_place = |cursor: &JournalCursor| {
+        cursor.inode == stamp.inode
+            && cursor.end <= stamp.len
+            && cursor.last.is_none_or(|(offset, header)| {
+                let mut now = [0u8; 12];
+                file.read_exact_at(&mut now, offset).is_ok() && now == header
+            })
+    };
+    let start = match since {
+        Some(cursor) if still_in_place(cursor) => cursor.end,
+        _ => 0,
+    };
+    file.seek(SeekFrom::Start(start)).map_err(|e| io("reading", e))?;
+    let mut bytes = Vec::with_capacity(meta.len().saturating_sub(start) as usize);
+    file.read_to_end(&mut bytes).map_err(|e| io("reading", e))?;
+    let (records, frames, consumed) = parse_records(&bytes);
+    let last = match frames.last() {
+        Some(frame) => Some((start + frame.offset, frame_header(frame.len, &frame.checksum))),
+        None if start > 0 => since.and_then(|c| c.last),
+        None => None,
+    };
+    let cursor = JournalCursor { inode: stamp.inode, end: start + consumed as u64, last };
+    Ok(Some(JournalRead { stamp, records, whole: start == 0, cursor }))
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Record {

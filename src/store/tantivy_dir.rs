@@ -18,6 +18,7 @@
 //! the vault: the handle still names the real folder (tantivy's own `MmapDirectory` opens every
 //! file by path and follows links).
 
+use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
@@ -56,7 +57,16 @@ pub struct RetainingDirectory {
     /// Watchers of `meta.json`, told when this process commits through this directory (the
     /// engine's readers are pinned or reload manually, so nobody polls the file).
     watchers: Arc<WatchCallbackList>,
+    /// A reader's segment files as mapped, by name, shared with every overlay opened on it
+    /// (`overlay`): the files a pinned commit names never change while its generation is held,
+    /// so each is mapped once however many tail generations read it (a mapping made afresh
+    /// costs its system calls and a page fault per page touched again). `None`: the writer's
+    /// views, which map afresh.
+    mapped: Option<Arc<Mutex<Mapped>>>,
 }
+
+/// Mapped segment files by name.
+type Mapped = HashMap<String, Arc<dyn FileHandle>>;
 
 impl std::fmt::Debug for RetainingDirectory {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -109,6 +119,7 @@ impl RetainingDirectory {
             deferred_sync,
             overlay: None,
             watchers: Arc::new(WatchCallbackList::default()),
+            mapped: None,
         })
     }
 
@@ -124,17 +135,30 @@ impl RetainingDirectory {
 
     /// A reader's view pinned at one recorded commit.
     pub fn open_pinned(root: &Path, meta_json: Vec<u8>) -> io::Result<Self> {
-        Self::at(root, Some(Arc::new(meta_json)), None)
+        let mut directory = Self::at(root, Some(Arc::new(meta_json)), None)?;
+        directory.mapped = Some(Arc::default());
+        Ok(directory)
     }
 
-    /// An in-memory overlay on the committed files, starting at the commit `meta_json`: tantivy
-    /// writes new segments and commits into memory; nothing on disk changes.
-    pub fn open_overlay(root: &Path, meta_json: &[u8]) -> io::Result<Self> {
+    /// An in-memory overlay on this pinned view's files, starting at the commit `meta_json`
+    /// (this view's, or one on it): tantivy writes new segments and commits into memory;
+    /// nothing on disk changes. It reads the files on disk through this view's handle and
+    /// mappings, so the overlay must read no file this view's commit does not name.
+    pub fn overlay(&self, meta_json: &[u8]) -> io::Result<Self> {
+        if self.pinned_meta.is_none() || self.overlay.is_some() {
+            return Err(io::Error::other("an overlay is opened on a pinned view"));
+        }
         let overlay = RamDirectory::create();
         overlay.atomic_write(Path::new(META_FILE), meta_json)?;
-        let mut directory = Self::at(root, None, None)?;
-        directory.overlay = Some(overlay);
-        Ok(directory)
+        Ok(RetainingDirectory {
+            folder: self.folder.clone(),
+            path: self.path.clone(),
+            pinned_meta: None,
+            deferred_sync: None,
+            overlay: Some(overlay),
+            watchers: Arc::new(WatchCallbackList::default()),
+            mapped: self.mapped.clone(),
+        })
     }
 
     /// The index folder's handle (what every file operation of this directory goes through).
@@ -198,6 +222,18 @@ fn open_read_error(path: &Path, error: io::Error) -> OpenReadError {
 }
 
 impl RetainingDirectory {
+    /// `path` mapped, once per reader (`mapped`).
+    fn mapped(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
+        let Some(mapped) = &self.mapped else { return self.map_no_follow(path) };
+        let name = file_name(path).map_err(|e| open_read_error(path, e))?;
+        if let Some(handle) = mapped.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(name) {
+            return Ok(handle.clone());
+        }
+        let handle = self.map_no_follow(path)?;
+        mapped.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(name.to_string(), handle.clone());
+        Ok(handle)
+    }
+
     /// Maps `path` from a descriptor opened through the folder's handle with `O_NOFOLLOW`.
     fn map_no_follow(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
         let file = file_name(path).and_then(|name| self.folder.open_read(name)).map_err(|e| open_read_error(path, e))?;
@@ -221,7 +257,7 @@ impl Directory for RetainingDirectory {
     fn get_file_handle(&self, path: &Path) -> Result<Arc<dyn FileHandle>, OpenReadError> {
         match self.overlay_holds(path) {
             Some(ram) => ram.get_file_handle(path),
-            None => self.map_no_follow(path),
+            None => self.mapped(path),
         }
     }
 

@@ -2,6 +2,7 @@
 //! that keep the dense index current (embedding only what changed), fail-closed refusals,
 //! corruption detection, and semantic related notes.
 
+use paravault::embed::EmbeddingPrecision;
 use paravault::retrieval::{SearchParams, SyncParams};
 use paravault::search::dense::DenseManifest;
 use paravault::search::generation;
@@ -199,6 +200,31 @@ fn a_policy_with_another_model_cut_is_refused_not_mixed() {
     let rebuilt = vault.sync_vault(&SyncParams { fts_only: false, ..Default::default() }).unwrap();
     assert!(rebuilt.full_rebuild, "{:?}", rebuilt.rebuild_reason);
     assert_eq!(active_dense(&vault).max_tokens, 128);
+}
+
+#[test]
+fn switching_precision_re_embeds_never_mixes_vectors() {
+    let (dir, vault) = dense_vault();
+    assert_eq!(active_dense(&vault).model.precision, EmbeddingPrecision::F32);
+    let mut vault = vault;
+    for (precision, expected) in [("int8", EmbeddingPrecision::Int8), ("f32", EmbeddingPrecision::F32)] {
+        drop(vault);
+        std::fs::write(
+            dir.path().join(".paravault/policy.yaml"),
+            format!("embedding:\n  local_dir: {}\n  precision: {precision}\n", model_dir().display()),
+        )
+        .unwrap();
+        vault = Vault::open(dir.path(), VaultOptions { today: Some(today()), ..Default::default() }).unwrap();
+        // The index holds the other precision's vectors: refused, not scored against them.
+        let err = vault.search(&params("meat", "semantic", 3)).unwrap_err();
+        assert_eq!(err.code(), "dense_index_unavailable", "{err}");
+        let rebuilt = vault.sync_vault(&SyncParams { fts_only: false, ..Default::default() }).unwrap();
+        assert!(rebuilt.full_rebuild, "{:?}", rebuilt.rebuild_reason);
+        let dense = rebuilt.dense.expect("a dense index");
+        assert_eq!((dense["embedded_now"].as_u64(), dense["precision"].as_str()), (Some(4), Some(precision)), "{dense}");
+        assert_eq!(active_dense(&vault).model.precision, expected);
+        assert_eq!(paths(&search(&vault, "stewing meat slowly in a pot", "semantic"))[0], "03_Resources/cooking.md");
+    }
 }
 
 #[test]

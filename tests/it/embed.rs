@@ -9,7 +9,7 @@ use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use paravault::Error;
-use paravault::embed::{DIMENSION, ModelConfig, ModelEnv, ModelHandle, ModelSource, ThreadsSource, cosine, resolve};
+use paravault::embed::{DIMENSION, EmbeddingPrecision, ModelConfig, ModelEnv, ModelHandle, ModelSource, ThreadsSource, cosine, resolve};
 use paravault::policy::{LoadedPolicy, Policy};
 
 use crate::model::{MODEL_FILES, model_dir};
@@ -73,6 +73,48 @@ fn parity_with_sentence_transformers_reference() {
     // The long sentence is cut at 256 tokens, not at the tokenizer's shipped 128.
     let counts = shared().model().unwrap().token_counts(&sentences).unwrap();
     assert_eq!(counts.iter().max(), Some(&256), "{counts:?}");
+}
+
+/// The lowest cosine between an int8 vector (`embedding.precision: int8`) and the f32 vector of
+/// the same text that this test accepts; the lowest measured is printed.
+const INT8_COSINE_MIN: f64 = 0.99;
+
+#[test]
+fn int8_vectors_stay_close_to_f32_on_real_texts() {
+    use std::io::BufRead;
+    // The reference sentences (accents, emoji, CJK, empty, a 256-token cut) and the first 64
+    // SciFact abstracts (title and text, most cut at 256 tokens).
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/eval/minilm_reference.json");
+    let reference: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut texts: Vec<String> = reference["sentences"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect();
+    let corpus = std::fs::File::open(Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/eval/scifact/corpus.jsonl.gz")).unwrap();
+    for line in std::io::BufReader::new(flate2::read::GzDecoder::new(corpus)).lines().take(64) {
+        let doc: serde_json::Value = serde_json::from_str(&line.unwrap()).unwrap();
+        texts.push(format!("{}\n{}", doc["title"].as_str().unwrap_or(""), doc["text"].as_str().unwrap_or("")));
+    }
+    let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+
+    let env = ModelEnv { model_dir: Some(model_dir().to_path_buf()), ..bare_env() };
+    let int8 = ModelHandle::new(ModelConfig::from_policy(&policy(Some("embedding:\n  precision: int8\n")), None, &env));
+    assert_eq!(int8.id().precision, EmbeddingPrecision::Int8);
+    assert_ne!(int8.id(), shared().id(), "the precision is part of the model's identity");
+    let quantised = int8.model().unwrap().embed(&refs).unwrap();
+    let exact = embed(&refs);
+    let (mut lowest, mut sum, mut max_abs) = (1.0f64, 0.0f64, 0.0f32);
+    for (i, (q, e)) in quantised.iter().zip(&exact).enumerate() {
+        let cos = cosine(q, e);
+        assert!(cos >= INT8_COSINE_MIN, "text {i} {:?}: int8 against f32 cosine {cos}", &texts[i][..texts[i].len().min(60)]);
+        lowest = lowest.min(cos);
+        sum += cos;
+        max_abs = q.iter().zip(e).map(|(x, y)| (x - y).abs()).fold(max_abs, f32::max);
+    }
+    // Equal vectors would mean the quantised products never ran.
+    assert!(max_abs > 1e-4, "int8 vectors equal the f32 ones (max abs difference {max_abs})");
+    eprintln!(
+        "int8 against f32 over {} texts: lowest cosine {lowest:.5}, mean {:.5}, max abs difference {max_abs:.3e}",
+        texts.len(),
+        sum / texts.len() as f64
+    );
 }
 
 #[test]

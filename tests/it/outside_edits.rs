@@ -70,6 +70,56 @@ fn a_watched_vault_sees_outside_creates_edits_deletes_and_renames_without_waitin
     assert!(freshness.stat_walks >= 1, "a moved folder needs a stat walk: {freshness:?}");
 }
 
+/// A folder made outside and still empty at the next call (as a client makes one before
+/// writing a note into it) costs no stat walk of the vault: the watcher watches it from its
+/// creation (issue 52: a new folder among 2,500 siblings cost a walk of 100,000 notes). What
+/// is made in it later is seen all the same (an event, or the second look the next call takes
+/// at a folder created empty); a folder made with a note already in it is walked.
+#[test]
+fn a_new_empty_folder_costs_no_walk_and_what_is_made_in_it_is_seen() {
+    let (dir, vault) = watched(BASE);
+    let root = dir.path();
+    vault.observe_disk().unwrap();
+    let walks = vault.freshness().stat_walks;
+    let notes = |vault: &Vault| -> Vec<String> { vault.with_inventory(|inv| inv.notes().map(|r| r.path.to_string()).collect()).unwrap() };
+
+    std::fs::create_dir(root.join("03_Resources/fresh")).unwrap();
+    vault.observe_disk().unwrap();
+    assert_eq!(vault.freshness().stat_walks, walks, "an empty new folder needs no walk: {:?}", vault.freshness());
+    // The engine writes into it: the note and the folder's catalog page, no walk either.
+    let receipt = vault.ingest_note(&ingest("03_Resources/fresh/by-engine", "Written by the engine.\n")).unwrap();
+    assert_eq!(receipt.status, "ok");
+    assert!(root.join("03_Resources/fresh/_index.md").is_file());
+    vault.observe_disk().unwrap();
+    assert_eq!(vault.freshness().stat_walks, walks, "{:?}", vault.freshness());
+
+    // A note a shell writes into a new folder right after making it is seen by the next call.
+    std::fs::create_dir(root.join("03_Resources/shell")).unwrap();
+    vault.observe_disk().unwrap();
+    std::fs::write(root.join("03_Resources/shell/by-shell.md"), note("Resource", "By shell", "x\n")).unwrap();
+    vault.observe_disk().unwrap();
+    assert!(notes(&vault).contains(&"03_Resources/shell/by-shell.md".to_string()), "{:?}", vault.freshness());
+
+    // A folder moved in whole with a note in it is walked, and the note is seen.
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::create_dir(outside.path().join("moved")).unwrap();
+    std::fs::write(outside.path().join("moved/inner.md"), note("Resource", "Inner", "x\n")).unwrap();
+    let before = vault.freshness().stat_walks;
+    if std::fs::rename(outside.path().join("moved"), root.join("03_Resources/moved")).is_ok() {
+        vault.observe_disk().unwrap();
+        assert!(notes(&vault).contains(&"03_Resources/moved/inner.md".to_string()));
+        assert_eq!(vault.freshness().stat_walks, before + 1, "{:?}", vault.freshness());
+    }
+    // A folder made with a note in it before the next call: the note is seen.
+    std::fs::create_dir(root.join("03_Resources/filled")).unwrap();
+    std::fs::write(root.join("03_Resources/filled/first.md"), note("Resource", "First", "x\n")).unwrap();
+    vault.observe_disk().unwrap();
+    assert!(notes(&vault).contains(&"03_Resources/filled/first.md".to_string()));
+    // Lint agrees with a fresh read of the vault.
+    let fresh = Vault::open(root, Default::default()).unwrap();
+    assert_eq!(crate::support::rules(&vault.lint().unwrap()), crate::support::rules(&fresh.lint().unwrap()));
+}
+
 /// Markdown files and folders whose names no vault path may hold (not UTF-8, a control
 /// character, a backslash) are never read, and never hidden without a word either: lint names
 /// each, escaped, in a watched process, in a fresh one and after CLI writes planned on the

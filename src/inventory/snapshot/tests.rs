@@ -63,6 +63,33 @@ fn a_snapshot_known_by_its_lines_outside_its_held_folders_hashes_as_the_whole_on
     assert!(partial.overrun(), "a change beyond the held folders is an overrun");
 }
 
+/// A whole snapshot whose lines were built keeps them in place as folders come and go (a
+/// line spliced in or out, never every line rebuilt): the hash is the one a snapshot built
+/// from scratch gives, after every change, a folder first, last, in the middle and emptied.
+#[test]
+fn folders_that_come_and_go_are_spliced_into_the_lines_as_built_from_scratch() {
+    let mut records: Vec<NoteRecord> = (0..40).map(|i| note(&format!("03_Resources/topic{i}/n.md"), i as u8)).collect();
+    let mut snapshot = SourceSnapshot::of(&records);
+    assert_eq!(snapshot.hash(), SourceSnapshot::of(&records).hash());
+    for (i, path) in ["03_Resources/topic25/m.md", "00_Inbox/first.md", "06_Daily_Logs/last.md", "03_Resources/topic4/a/b.md", "root.md"]
+        .iter()
+        .enumerate()
+    {
+        let added = note(path, 100 + i as u8);
+        snapshot.insert(&added);
+        records.push(added);
+        assert_eq!(snapshot.hash(), SourceSnapshot::of(&records).hash(), "after {path}");
+        assert_eq!(snapshot.lines(), SourceSnapshot::of(&records).lines(), "after {path}");
+    }
+    for gone in [0, 17, 39, 41] {
+        let record = records.remove(gone);
+        snapshot.remove(&record);
+        assert_eq!(snapshot.hash(), SourceSnapshot::of(&records).hash(), "after removing {}", record.path);
+        assert_eq!(snapshot.lines(), SourceSnapshot::of(&records).lines(), "after removing {}", record.path);
+    }
+    assert_eq!(snapshot.top.lock().unwrap().builds, 1, "the lines are kept in place, never built whole again");
+}
+
 #[test]
 fn persisted_lines_that_are_not_well_formed_are_refused() {
     let whole = SourceSnapshot::of(&[note("a/x.md", 1), note("b/y.md", 2)]);

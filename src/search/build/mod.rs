@@ -530,6 +530,7 @@ fn dense_report(d: Option<&DenseManifest>, embedded: usize) -> Option<serde_json
             "repo": d.model.repo,
             "revision": d.model.revision,
             "dimension": d.model.dimension,
+            "precision": d.model.precision.as_str(),
             "max_tokens": d.max_tokens,
             "chunks": d.chunks,
             "arena_rows": d.rows,

@@ -65,12 +65,18 @@ pub(crate) fn valid_arena_id(id: &str) -> bool {
     id.len() == 24 && id.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// The content key of a text embedded by `model` with a `max_tokens` cut.
+/// The content key of a text embedded by `model` with a `max_tokens` cut. A precision other
+/// than f32 is part of it (f32 keys are those made before precisions existed), so no row made
+/// at one precision is ever found for another.
 pub fn content_key(model: &ModelId, max_tokens: usize, text: &str) -> [u8; 32] {
     let mut h = blake3::Hasher::new();
     h.update(model.repo.as_bytes());
     h.update(b"@");
     h.update(model.revision.as_bytes());
+    if !model.precision.is_f32() {
+        h.update(b"#");
+        h.update(model.precision.as_str().as_bytes());
+    }
     h.update(&(max_tokens as u64).to_le_bytes());
     h.update(b"\0");
     h.update(text.as_bytes());

@@ -114,13 +114,24 @@ pub struct OpenGeneration {
     pub reader: IndexReader,
     pub fields: Fields,
     pub manifest_modified: Option<SystemTime>,
+    /// The tantivy directory the index reads (an overlay on it serves a tail generation with
+    /// this one's files as already mapped).
+    pub(crate) directory: RetainingDirectory,
     pub(crate) temporal: OnceLock<TemporalTable>,
     /// Note entries already read from this (immutable) generation, by path.
     pub(crate) note_entries: Mutex<HashMap<String, Option<Arc<schema::NoteEntry>>>>,
     dense_view: OnceLock<std::result::Result<Arc<DenseView>, String>>,
-    /// For a generation served from the journal's tail: the on-disk generation under it, only
-    /// held (never read), so that GC keeps its files while this one is in use.
-    _base: Option<Arc<OpenGeneration>>,
+    /// For a generation served from the journal's tail: the on-disk generation under it (held so
+    /// that GC keeps its files while this one is in use) and what the tail changed.
+    pub(crate) tail_of: Option<TailOf>,
+}
+
+/// What a tail generation is built on: the on-disk generation under it, and the paths of every
+/// note the tail touches (written, removed, or made invalid). Whatever a generation derives
+/// only from notes (the temporal table) is the base's with these notes' changes.
+pub(crate) struct TailOf {
+    pub(crate) base: Arc<OpenGeneration>,
+    pub(crate) touched: Arc<BTreeSet<String>>,
 }
 
 impl std::fmt::Debug for OpenGeneration {
@@ -130,6 +141,7 @@ impl std::fmt::Debug for OpenGeneration {
 }
 
 impl OpenGeneration {
+    #[allow(clippy::too_many_arguments)] // each is one part of what a generation is opened from
     pub(crate) fn new(
         root: PathBuf,
         manifest: Manifest,
@@ -137,7 +149,8 @@ impl OpenGeneration {
         reader: IndexReader,
         fields: Fields,
         manifest_modified: Option<SystemTime>,
-        base: Option<Arc<OpenGeneration>>,
+        directory: RetainingDirectory,
+        tail_of: Option<TailOf>,
     ) -> Self {
         OpenGeneration {
             root,
@@ -146,10 +159,11 @@ impl OpenGeneration {
             reader,
             fields,
             manifest_modified,
+            directory,
             temporal: OnceLock::new(),
             note_entries: Mutex::new(HashMap::new()),
             dense_view: OnceLock::new(),
-            _base: base,
+            tail_of,
         }
     }
 
@@ -183,6 +197,9 @@ struct Current {
     acquired: Acquired,
     /// What the tail generation served (if any) was built from: the next one builds on it.
     tail: Option<tail::Memo>,
+    /// Where the last read of the journal ended, and every record it held: the next read
+    /// starts there (`journal::read_committed_since`).
+    journal_read: Option<(journal::JournalCursor, Vec<journal::StoredRecord>)>,
 }
 
 /// (vault root, generation id, reader handle) of every generation opened in this process.
@@ -307,7 +324,7 @@ pub(crate) fn open_generation(root: &Path, id: &str) -> Result<Arc<OpenGeneratio
             }
         }
     }
-    let index = Index::open(directory).map_err(|e| corrupt(id, format!("tantivy cannot open the commit: {e}")))?;
+    let index = Index::open(directory.clone()).map_err(|e| corrupt(id, format!("tantivy cannot open the commit: {e}")))?;
     schema::register(&index);
     let fields = Fields::of(&index.schema()).map_err(|e| corrupt(id, format!("schema mismatch: {e}")))?;
     let reader = index
@@ -316,7 +333,7 @@ pub(crate) fn open_generation(root: &Path, id: &str) -> Result<Arc<OpenGeneratio
         .try_into()
         .map_err(|e| corrupt(id, format!("tantivy cannot read the commit: {e}")))?;
     let manifest_modified = std::fs::metadata(manifest_path(root, id)).and_then(|m| m.modified()).ok();
-    let generation = Arc::new(OpenGeneration::new(key.clone(), manifest, index, reader, fields, manifest_modified, None));
+    let generation = Arc::new(OpenGeneration::new(key.clone(), manifest, index, reader, fields, manifest_modified, directory, None));
     lock(&LIVE).push((key, id.to_string(), Arc::downgrade(&generation)));
     Ok(generation)
 }
@@ -339,7 +356,10 @@ pub fn acquire(root: &Path, policy: &LoadedPolicy) -> Result<Acquired> {
         }
         let base = acquire_published(root, &active)?;
         let journal = match stamp {
-            Some(_) if tail::servable(&base.generation.manifest) => journal::read_committed(root)?,
+            Some(_) if tail::servable(&base.generation.manifest) => {
+                let known = lock(&CURRENT).get_mut(&key).and_then(|c| c.journal_read.take());
+                read_journal(root, known)?
+            }
             _ => None,
         };
         // `ACTIVE` moves before a fold empties the journal: if it did not move, the journal
@@ -347,7 +367,7 @@ pub fn acquire(root: &Path, policy: &LoadedPolicy) -> Result<Acquired> {
         if read_active(root)?.as_deref() != Some(active.as_str()) {
             continue;
         }
-        let (journal_stamp, records) = journal.map_or((stamp, Vec::new()), |(s, r)| (Some(s), r));
+        let (journal_stamp, cursor, records) = journal.map_or((stamp, None, Vec::new()), |(s, c, r)| (Some(s), Some(c), r));
         let previous = lock(&CURRENT).get(&key).and_then(|c| c.tail.clone());
         let memo = tail::serve(root, policy, base.generation.clone(), &records, previous.as_ref())?;
         let acquired = match &memo {
@@ -357,10 +377,28 @@ pub fn acquire(root: &Path, policy: &LoadedPolicy) -> Result<Acquired> {
             }
             None => base,
         };
-        lock(&CURRENT).insert(key, Current { active_id: active, journal: journal_stamp, acquired: acquired.clone(), tail: memo });
+        let journal_read = cursor.map(|c| (c, records));
+        lock(&CURRENT)
+            .insert(key, Current { active_id: active, journal: journal_stamp, acquired: acquired.clone(), tail: memo, journal_read });
         return Ok(acquired);
     }
     Err(Error::SearchIndex { action: "opening the active generation", reason: "ACTIVE kept moving while it was read; retry".into() })
+}
+
+/// The journal's intact records and the stamp and cursor of the read, read from where the last
+/// read (`known`: its cursor and records) ended: the same records a whole read gives
+/// (`journal::read_committed_since`). `None`: no journal.
+fn read_journal(
+    root: &Path,
+    known: Option<(journal::JournalCursor, Vec<journal::StoredRecord>)>,
+) -> Result<Option<(JournalStamp, journal::JournalCursor, Vec<journal::StoredRecord>)>> {
+    let (cursor, mut records) = known.map_or((None, Vec::new()), |(c, r)| (Some(c), r));
+    let Some(read) = journal::read_committed_since(root, cursor.as_ref())? else { return Ok(None) };
+    if read.whole {
+        records.clear();
+    }
+    records.extend(read.records);
+    Ok(Some((read.stamp, read.cursor, records)))
 }
 
 /// The on-disk generation `active` names, or the newest verifiable older one.

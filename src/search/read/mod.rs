@@ -102,46 +102,95 @@ fn normalise_target(target: &str) -> String {
     t.trim_start_matches('/').to_string()
 }
 
-fn load_temporal(g: &OpenGeneration) -> TemporalTable {
+/// The temporal table of `g`: derived from its base's for a tail generation, read from its
+/// note documents otherwise.
+pub(super) fn load_temporal(g: &OpenGeneration) -> TemporalTable {
+    match &g.tail_of {
+        Some(tail) => derive_temporal(g, tail.base.temporal.get_or_init(|| load_temporal(&tail.base)), &tail.touched),
+        None => build_temporal(g),
+    }
+}
+
+/// The temporal table of `g` from its note documents: every memory note, every `supersedes`
+/// entry resolved.
+pub(super) fn build_temporal(g: &OpenGeneration) -> TemporalTable {
     let mut table = TemporalTable::default();
     let searcher = g.reader.searcher();
     let q = TermQuery::new(Term::from_field_text(g.fields.has_memory, "1"), IndexRecordOption::Basic);
     let Ok(docs) = searcher.search(&q, &DocSetCollector) else { return table };
-    let mut pending = Vec::new();
     for addr in docs {
         let Ok(doc) = searcher.doc::<TantivyDocument>(addr) else { continue };
         let Ok(entry) = serde_json::from_str::<NoteEntry>(&stored_text(&doc, g.fields.note_json)) else { continue };
         let memory: TemporalFields = entry.memory.clone().unwrap_or_default();
         for target in &memory.supersedes {
-            pending.push((entry.path.clone(), normalise_target(target)));
+            table.pending.push((entry.path.clone(), normalise_target(target)));
         }
         table.notes.insert(entry.path, memory);
     }
-    for (from, target) in pending {
-        let exact = [target.clone(), format!("{target}.md")];
-        let mut found: Vec<String> = Vec::new();
-        for candidate in &exact {
-            if let Ok(Some(_)) = note_entry(g, &searcher, candidate) {
-                found = vec![candidate.clone()];
-                break;
-            }
+    resolve_edges(g, &searcher, &mut table, |_| None);
+    table
+}
+
+/// The temporal table of tail generation `g` from its base's (`base`) and the notes the tail
+/// touches: theirs replace the base's, and a target keeps the base's resolution unless a
+/// touched note is at its exact path or `<target>.md` or shares its link key (a note's link key
+/// is its path's, so no other note can change how the target resolves).
+/// Equal to `build_temporal(g)` (`search::tests::a_tail_temporal_table_is_the_one_built_from_scratch`).
+fn derive_temporal(g: &OpenGeneration, base: &TemporalTable, touched: &std::collections::BTreeSet<String>) -> TemporalTable {
+    let searcher = g.reader.searcher();
+    let mut table = TemporalTable {
+        notes: base.notes.iter().filter(|(path, _)| !touched.contains(*path)).map(|(p, f)| (p.clone(), f.clone())).collect(),
+        pending: base.pending.iter().filter(|(from, _)| !touched.contains(from)).cloned().collect(),
+        ..TemporalTable::default()
+    };
+    for path in touched {
+        let Ok(Some(entry)) = note_entry(g, &searcher, path) else { continue };
+        let Some(memory) = entry.memory.clone() else { continue };
+        for target in &memory.supersedes {
+            table.pending.push((path.clone(), normalise_target(target)));
         }
-        if found.is_empty() {
-            let q =
-                TermQuery::new(Term::from_field_text(g.fields.link_key, &crate::inventory::link_key(&target)), IndexRecordOption::Basic);
-            if let Ok(docs) = searcher.search(&q, &DocSetCollector) {
-                for addr in docs {
-                    if let Ok(doc) = searcher.doc::<TantivyDocument>(addr) {
-                        found.push(stored_text(&doc, g.fields.path));
-                    }
-                }
-            }
+        table.notes.insert(path.clone(), memory);
+    }
+    let keys: std::collections::BTreeSet<String> = touched.iter().map(|p| crate::inventory::link_key(p)).collect();
+    let may_change = |target: &str| {
+        touched.contains(target) || touched.contains(&format!("{target}.md")) || keys.contains(&crate::inventory::link_key(target))
+    };
+    resolve_edges(g, &searcher, &mut table, |target| if may_change(target) { None } else { base.resolved.get(target).cloned() });
+    table
+}
+
+/// Resolves every `pending` target of `table` into `resolved` and `edges`: `known` gives a
+/// resolution already known to hold in `g`, the others are looked up.
+fn resolve_edges(g: &OpenGeneration, searcher: &Searcher, table: &mut TemporalTable, known: impl Fn(&str) -> Option<Option<String>>) {
+    for (from, target) in &table.pending {
+        if !table.resolved.contains_key(target) {
+            let resolution = known(target).unwrap_or_else(|| resolve_target(g, searcher, target));
+            table.resolved.insert(target.clone(), resolution);
         }
-        if found.len() == 1 {
-            table.edges.push((from, found.remove(0)));
+        if let Some(Some(to)) = table.resolved.get(target) {
+            table.edges.push((from.clone(), to.clone()));
         }
     }
-    table
+}
+
+/// The one note `target` names in `g` (its exact path, `<target>.md`, else the only note with
+/// its link key), or `None`.
+fn resolve_target(g: &OpenGeneration, searcher: &Searcher, target: &str) -> Option<String> {
+    for candidate in [target.to_string(), format!("{target}.md")] {
+        if let Ok(Some(_)) = note_entry(g, searcher, &candidate) {
+            return Some(candidate);
+        }
+    }
+    let mut found: Vec<String> = Vec::new();
+    let q = TermQuery::new(Term::from_field_text(g.fields.link_key, &crate::inventory::link_key(target)), IndexRecordOption::Basic);
+    if let Ok(docs) = searcher.search(&q, &DocSetCollector) {
+        for addr in docs {
+            if let Ok(doc) = searcher.doc::<TantivyDocument>(addr) {
+                found.push(stored_text(&doc, g.fields.path));
+            }
+        }
+    }
+    if found.len() == 1 { found.pop() } else { None }
 }
 
 fn index_age_seconds(g: &OpenGeneration) -> i64 {

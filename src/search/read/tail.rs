@@ -7,7 +7,7 @@
 //! *derivable* from (active generation, intents after its `covers_seq`). A write therefore
 //! publishes generation `<active>+<seq>` by committing its intent, and pays no tantivy segment
 //! serialisation and no extra fsync; the first reader to search it builds the tail's documents
-//! as one segment in memory (`RetainingDirectory::open_overlay`, through the same
+//! as one segment in memory (an overlay on the base's `RetainingDirectory`, through the same
 //! `segment_commit` an on-disk publish uses), with the active generation's segments read from
 //! disk. The generation is immutable: a later write is a later id. A fold publishes the same
 //! documents as an ordinary generation (`covers_seq` = the last intent it includes), and only
@@ -18,8 +18,10 @@
 //! journal that changed without a new intent (a checkpoint's `Done` records) serves the same
 //! generation again, and a tail that grew decodes and analyses only the new intents. The
 //! segment is still built whole from the same documents in the same order, so the generation
-//! is the one a from-scratch build gives (same segment layout, scores and order); what stays
-//! per new generation is tantivy's fixed cost of building and opening a segment.
+//! is the one a from-scratch build gives (same segment layout, scores and order); the base's
+//! segment files are read through the base's own mappings, the temporal table is derived from
+//! the base's, and the journal is read from where the last read ended. What stays per new
+//! generation is tantivy's fixed cost of building and opening a segment.
 //!
 //! Dense vaults keep publishing on every write (their chunks need embedding vectors, which a
 //! reader does not compute), so a dense base is never served with a tail.
@@ -33,7 +35,7 @@ use std::sync::Arc;
 use tantivy::directory::Directory;
 use tantivy::{Index, ReloadPolicy};
 
-use super::generation::{Counts, Exclusion, Manifest, OpenGeneration, exclusion_of, tantivy_err};
+use super::generation::{Counts, Exclusion, Manifest, OpenGeneration, TailOf, exclusion_of, tantivy_err};
 use crate::error::{Error, Result};
 use crate::inventory::{self, NoteRecord};
 use crate::note::path::VaultPath;
@@ -42,7 +44,6 @@ use crate::scan::PageKind;
 use crate::search::schema::{self, Fields, NoteDocuments};
 use crate::search::segment_commit;
 use crate::store::journal::{Intent, SearchSnapshot, StoredRecord};
-use crate::store::tantivy_dir::RetainingDirectory;
 
 /// Whether a reader may serve `base` with the journal's tail on top: an FTS-only generation of
 /// the current index format (anything else is republished by every write).
@@ -260,9 +261,10 @@ fn open(
     let id = generation_id(base.id(), last);
     let corrupt = |reason: String| Error::GenerationCorrupt { generation_id: id.clone(), reason };
     let (source_snapshot_hash, counts, exclusions) = summary_of(&base.manifest, snapshot, &delta);
-    let directory = RetainingDirectory::open_overlay(root, base.manifest.tantivy_meta.as_bytes())
-        .map_err(|e| corrupt(format!("index directory unusable: {e}")))?;
-    let index = Index::open(directory).map_err(|e| corrupt(format!("tantivy cannot open the base commit: {e}")))?;
+    let touched = Arc::new(delta.touched.clone());
+    let directory =
+        base.directory.overlay(base.manifest.tantivy_meta.as_bytes()).map_err(|e| corrupt(format!("index directory unusable: {e}")))?;
+    let index = Index::open(directory.clone()).map_err(|e| corrupt(format!("tantivy cannot open the base commit: {e}")))?;
     schema::register(&index);
     let upserts = delta.upserts.into_iter().map(|n| (n.path, n.docs)).collect();
     segment_commit::commit(&index, &base.fields, &base, upserts, &delta.removes, &id)?;
@@ -285,5 +287,7 @@ fn open(
         ..base.manifest.clone()
     };
     let modified = std::fs::metadata(crate::store::layout::join(root, crate::store::layout::JOURNAL)).and_then(|m| m.modified()).ok();
-    Ok(Arc::new(OpenGeneration::new(base.root.clone(), manifest, index, reader, base.fields, modified, Some(base))))
+    let fields = base.fields;
+    let tail_of = TailOf { base: base.clone(), touched };
+    Ok(Arc::new(OpenGeneration::new(base.root.clone(), manifest, index, reader, fields, modified, directory, Some(tail_of))))
 }

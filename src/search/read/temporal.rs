@@ -1,6 +1,8 @@
 //! Temporal status of notes at an `as_of` date (reference §6.6): `memory.valid_from/valid_until`
 //! (inclusive) and `memory.supersedes` edges among notes active at `as_of`. Loaded once per
-//! opened generation from its `note` documents; never from the vault.
+//! opened generation from its `note` documents; never from the vault. A tail generation's
+//! table is derived from its base's: the tail's notes replace theirs, and only the edges whose
+//! target one of them could resolve to are resolved again (`search::read::load_temporal`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,6 +28,10 @@ pub enum TemporalStatus {
 pub(crate) struct TemporalTable {
     pub notes: BTreeMap<String, TemporalFields>,
     pub edges: Vec<(String, String)>,
+    /// Every `supersedes` entry as (superseder, normalised target), resolved or not.
+    pub pending: Vec<(String, String)>,
+    /// The note each target of `pending` names in this generation (`None`: none, or several).
+    pub resolved: BTreeMap<String, Option<String>>,
 }
 
 fn date(text: &Option<String>) -> Option<NaiveDate> {

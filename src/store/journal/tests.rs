@@ -225,3 +225,84 @@ fn a_frame_index_that_does_not_describe_the_journal_as_it_is_is_never_trusted() 
     let error = records[0].intent().unwrap_err().to_string();
     assert!(error.contains("no longer match their checksum"), "{error}");
 }
+
+/// A record's head and decoded intent.
+type ReadRecord = (u64, bool, Option<bool>, Vec<String>, Option<Intent>);
+
+/// Every record's head and decoded intent: what a reader makes of a read.
+fn read_as(records: &[StoredRecord]) -> Vec<ReadRecord> {
+    records.iter().map(|r| (r.seq(), r.is_intent(), r.done(), r.paths().to_vec(), r.intent().unwrap().cloned())).collect()
+}
+
+#[test]
+fn a_read_from_where_the_last_one_ended_gives_what_a_whole_read_gives() {
+    let root = journal_root();
+    let path = layout::join(root.path(), layout::JOURNAL);
+    let (mut journal, _) = Journal::open(root.path()).unwrap();
+    let mut seq = 0;
+    let mut append = |journal: &mut Journal, intents: usize| {
+        for _ in 0..intents {
+            seq += 1;
+            journal.append(&Record::Intent(intent(seq, &["03_Resources/a.md", "index.md"])), true).unwrap();
+            journal.append(&Record::Done { seq, abandoned: seq % 3 == 0 }, false).unwrap();
+        }
+    };
+    let (mut seen, mut cursor) = (Vec::new(), None);
+    // What each step does to the journal, and whether the read after it must start over.
+    for step in 0..9 {
+        let whole = match step {
+            0 | 1 => {
+                append(&mut journal, 2);
+                step == 0
+            }
+            // Unchanged: nothing new.
+            2 => false,
+            // Emptied by a fold and grown past where the last read ended: never read from there.
+            3 => {
+                journal.reset().unwrap();
+                append(&mut journal, 9);
+                true
+            }
+            4 => {
+                append(&mut journal, 1);
+                false
+            }
+            // A torn frame at the end: neither read takes it; the next read starts before it.
+            5 => {
+                let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+                file.write_all(&frame(br#"{"kind":"done","seq":99}"#)[..20]).unwrap();
+                false
+            }
+            // The writer cuts the torn frame away and appends.
+            6 => {
+                drop(std::mem::replace(&mut journal, Journal::open(root.path()).unwrap().0));
+                append(&mut journal, 1);
+                false
+            }
+            // Replaced by another file holding more: read whole.
+            7 => {
+                let other = journal_root();
+                let (mut replacement, _) = Journal::open(other.path()).unwrap();
+                append(&mut replacement, 16);
+                std::fs::rename(layout::join(other.path(), layout::JOURNAL), &path).unwrap();
+                journal = Journal::open(root.path()).unwrap().0;
+                true
+            }
+            _ => {
+                append(&mut journal, 1);
+                false
+            }
+        };
+        let read = read_committed_since(root.path(), cursor.as_ref()).unwrap().unwrap();
+        assert_eq!(read.whole, whole, "step {step}");
+        if read.whole {
+            seen.clear();
+        }
+        seen.extend(read_as(&read.records));
+        let (stamp, records) = read_committed(root.path()).unwrap().unwrap();
+        assert_eq!(seen, read_as(&records), "step {step}");
+        assert_eq!(read.stamp, stamp, "step {step}");
+        assert!(!seen.is_empty());
+        cursor = Some(read.cursor);
+    }
+}
