@@ -146,7 +146,7 @@ fn measure(label: &str, vault: &Path, notes: usize, runs: usize) {
             "--content",
             "b",
         ])
-        .env("PARAVAULT_LOG", "paravault::vault::model=debug")
+        .env("PARAVAULT_LOG", "paravault::state::model=debug")
         .env("PARAVAULT_STDIO_WATCHDOG", "0")
         .output()
         .expect("spawn paravault");

@@ -97,7 +97,7 @@ fn cli_write_folding(root: &Path, args: &[&str]) -> (std::process::Output, bool,
         .args(args)
         .env("PARAVAULT_TODAY", "2026-06-01")
         .env("PARAVAULT_NOW", "2026-06-01T10:00:00Z")
-        .env("PARAVAULT_LOG", "paravault::vault::model=debug,paravault::write=debug")
+        .env("PARAVAULT_LOG", "paravault::state::model=debug,paravault::write=debug")
         .env_remove("PARAVAULT_VAULT_DIR")
         .env_remove("POWER_VAULT_DIR")
         .output()

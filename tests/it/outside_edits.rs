@@ -155,7 +155,7 @@ fn names_no_vault_path_may_hold_are_named_by_lint_and_left_as_they_are() {
             .arg("--vault")
             .arg(root)
             .args(["ingest", &format!("03_Resources/w{i}"), "--title", "W", "--description", "d", "--content", "b"])
-            .env("PARAVAULT_LOG", "paravault::vault::model=debug")
+            .env("PARAVAULT_LOG", "paravault::state::model=debug")
             .output()
             .unwrap();
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
