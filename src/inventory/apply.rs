@@ -73,7 +73,8 @@ impl Inventory {
                 return Ok(applied);
             }
             // A folder new to the model changes its parent's listing too.
-            for folder in whole.iter().filter(|folder| !folder.is_empty() && !self.dirs.contains_key(*folder)) {
+            let new: Vec<String> = whole.iter().filter(|folder| !folder.is_empty() && !self.dirs.contains_key(*folder)).cloned().collect();
+            for folder in &new {
                 self.listing_changed(parent_dir(folder));
             }
             let mut relisting = Relisting::default();
