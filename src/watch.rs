@@ -149,7 +149,6 @@ impl DiskWatch {
         self.rescan_next("the watcher's event queue overflowed (simulated)");
     }
 
-
     /// Makes the next `settle` ask for a stat walk, for `reason`.
     pub fn rescan_next(&self, reason: &str) {
         self.shared.lock().changes.rescan.get_or_insert_with(|| reason.into());
@@ -239,7 +238,9 @@ mod tests {
             look_again: ["03_Resources/older".to_string()].into(),
             ..Default::default()
         };
-        let ChangeSet::Known(mut expected) = ChangeSet::of_paths(["01_Projects/a.md", "01_Projects/b.md", "index.md"]) else { unreachable!() };
+        let ChangeSet::Known(mut expected) = ChangeSet::of_paths(["01_Projects/a.md", "01_Projects/b.md", "index.md"]) else {
+            unreachable!()
+        };
         expected.folders.insert("03_Resources/new".into(), FolderChange::Whole);
         expected.folders.insert("03_Resources/older".into(), FolderChange::Whole);
         assert_eq!(created.into_change_set(), ChangeSet::Known(expected));

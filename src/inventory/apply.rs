@@ -156,6 +156,10 @@ impl Inventory {
                 Looked::Reread { catalog_changed: catalog_page && previous.is_none_or(|p| p.content_hash != hash) }
             }
             None if walked => {
+                if self.files.contains(&path) && !self.records.contains_key(&path) {
+                    // An attachment the model holds as one: nothing of it is read.
+                    return Looked::Unchanged;
+                }
                 let previous = self.remove(&path);
                 self.add_attachment(path);
                 Looked::Reread { catalog_changed: previous.is_some_and(|p| matches!(p.kind, PageKind::Catalog | PageKind::RootIndex)) }
