@@ -30,7 +30,9 @@ fn entries(pairs: &[(&str, &[&str])]) -> BTreeMap<String, FolderChange> {
 
 /// What a model says is on disk: every file, each page's content hash, the links, the names no
 /// vault path may hold, the folder counts.
-fn summary(inventory: &Inventory) -> (Vec<String>, Vec<(String, [u8; 32])>, Vec<String>, BTreeMap<String, usize>) {
+type Summary = (Vec<String>, Vec<(String, [u8; 32])>, Vec<String>, BTreeMap<String, usize>);
+
+fn summary(inventory: &Inventory) -> Summary {
     (
         inventory.files.iter().map(ToString::to_string).collect(),
         inventory.records.values().map(|r: &NoteRecord| (r.path.to_string(), r.content_hash)).collect(),
