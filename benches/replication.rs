@@ -8,7 +8,9 @@
 //!    `replicate` pushes the `k` commits and one `replicate` on the clone integrates them. Paired
 //!    in the same run with the floors: one durable 4 KiB replace before each ingest, and a
 //!    `git ls-remote` (one round trip to the remote, nothing moved) before each `replicate`;
-//!    and a `replicate` with nothing to do (the fixed cost of a run at that size).
+//!    and a `replicate` with nothing to do (the fixed cost of a run at that size); last, the
+//!    same and a `replicate` after 10 outside edits by where it looks for outside edits (git
+//!    over the whole work tree, the folder journal, a long-lived process's watcher).
 //! 2. **Growth per 1,000 transactions** (the first size): `git count-objects` of the replica
 //!    before and after `g` ingests and a `replicate` (loose objects), after `git gc` (packed),
 //!    and the bare remote's pack; against the bytes of note text written.
@@ -169,19 +171,83 @@ fn cost_per_transaction(notes: usize, k: usize, growth: Option<usize>) {
     );
 
     if let Some(g) = growth {
+        growth_per_transactions(&a, &a_root, &remote, notes, g);
+    }
+    outside_edit_evidence(&a_root, notes, trip_p50);
+}
+
+/// A `replicate` with nothing to do and one after 10 outside edits, by where it looks for
+/// outside edits: `git status` of the whole work tree (no evidence), the folder journal
+/// (`paravault watch`, here on a thread of this process) since the last check, and a
+/// long-lived process's own file watcher. Last in the run: the journal, once running, also
+/// serves the writes of everything after it.
+fn outside_edit_evidence(root: &Path, notes: usize, trip: Duration) {
+    let edit = |round: usize| {
+        for i in 0..10 {
+            let path = root.join(format!("01_Projects/repl-tx-{i}.md"));
+            let text = std::fs::read_to_string(&path).unwrap();
+            std::fs::write(&path, format!("{text}\nEdited by a person, round {round}.\n")).unwrap();
+        }
+    };
+    let measure = |vault: &Vault, from: &str| {
+        let (mut idle, mut edited) = (Vec::new(), Vec::new());
+        for round in 0..5 {
+            let began = Instant::now();
+            let report = vault.replicate().unwrap();
+            idle.push(began.elapsed());
+            assert!(report.in_sync && report.committed_before == 0, "{report:?}");
+            assert_eq!(report.outside_edits_from, from, "{report:?}");
+            edit(round);
+            let began = Instant::now();
+            let report = vault.replicate().unwrap();
+            edited.push(began.elapsed());
+            assert_eq!((report.committed_before, report.outside_edits_from), (1, from), "{report:?}");
+        }
+        (p50(&idle), p50(&edited))
+    };
+    let plain = Vault::open(root, VaultOptions::default()).unwrap();
+    let whole = measure(&plain, "work tree");
+    let watched = Vault::open(root, VaultOptions::default()).unwrap();
+    watched.watch_disk();
+    assert_eq!(watched.replicate().unwrap().outside_edits_from, "work tree", "a first check has no evidence");
+    let watcher = measure(&watched, "watcher");
+    drop(watched);
+    let (started, ready) = std::sync::mpsc::channel();
+    let journal_root = root.to_path_buf();
+    std::thread::spawn(move || {
+        let mut journal = paravault::folder_journal::FolderJournal::start(&journal_root).unwrap();
+        started.send(()).unwrap();
+        journal.run(None)
+    });
+    ready.recv().unwrap();
+    assert_eq!(plain.replicate().unwrap().outside_edits_from, "work tree", "a first check has no recorded position");
+    let journal = measure(&plain, "folder journal");
+    for (name, (idle, edited)) in [("git status of the work tree", whole), ("the folder journal", journal), ("the process's watcher", watcher)] {
+        println!(
+            "   outside edits from {name}: replicate with nothing to do p50 {:.1} ms ({:.1}x the round trip); after 10 outside edits p50 {:.1} ms ({notes} notes)",
+            ms(idle),
+            idle.as_secs_f64() / trip.as_secs_f64(),
+            ms(edited)
+        );
+    }
+}
+
+/// Repository growth per `g` transactions, from a packed start.
+fn growth_per_transactions(a: &Vault, a_root: &Path, remote: &Path, notes: usize, g: usize) {
+    {
         // From a packed start, so the growth is the transactions' alone.
         git(&a_root, &["gc", "-q"]);
         let (loose0, packed0) = objects(&a_root);
-        let (rloose0, rpacked0) = objects(&remote);
+        let (rloose0, rpacked0) = objects(remote);
         let mut text = 0usize;
         let began = Instant::now();
         for i in 0..g {
-            text += ingest(&a, notes, "growth", i).2;
+            text += ingest(a, notes, "growth", i).2;
         }
         let wrote = began.elapsed();
         assert!(a.replicate().unwrap().pushed);
         let (loose1, packed1) = objects(&a_root);
-        let (rloose1, rpacked1) = objects(&remote);
+        let (rloose1, rpacked1) = objects(remote);
         git(&a_root, &["gc", "-q"]);
         let (loose2, packed2) = objects(&a_root);
         let per = |kib: u64| kib as f64 * 1000.0 / g as f64;

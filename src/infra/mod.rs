@@ -7,6 +7,10 @@
 //!
 //! - The socket is `infra.broker_socket` from policy, else `PARAVAULT_INFRA_SOCKET`. None
 //!   configured, or not reachable → a block `MISSING_EXECUTION_CAPABILITY`; never a fallback.
+//! - The broker must run as `infra.broker_uid` (null: the uid this process runs as): its uid
+//!   is read from the socket's peer credentials (`SO_PEERCRED`, taken by the kernel when the
+//!   broker listened) before a byte is sent; any other process answering on the socket gets
+//!   nothing and the result is a `PROTOCOL_ERROR` block.
 //! - The request is validated before any connection (typed `invalid_argument`): identifiers
 //!   match `^[A-Za-z0-9._:-]{1,128}$`; `replicate` needs `idempotency_key`; `verify` needs
 //!   `run_id`; `approval_ref` only with `replicate`; `task_id` needs `idempotency_key` and
@@ -348,6 +352,19 @@ impl Vault {
         };
         if stream.set_read_timeout(Some(timeout)).is_err() || stream.set_write_timeout(Some(timeout)).is_err() {
             return Outcome::Block(client_block("PROTOCOL_ERROR", "the broker connection cannot be configured"));
+        }
+        // Reference §9.2: the client checks the broker's uid, before the request leaves.
+        let expected = infra.broker_uid.unwrap_or_else(|| rustix::process::geteuid().as_raw());
+        match rustix::net::sockopt::socket_peercred(&stream) {
+            Ok(peer) if peer.uid.as_raw() == expected => {}
+            Ok(peer) => {
+                let detail = format!(
+                    "the process on the broker socket runs as uid {}, not uid {expected} (infra.broker_uid); nothing was sent",
+                    peer.uid.as_raw()
+                );
+                return Outcome::Block(client_block("PROTOCOL_ERROR", &detail));
+            }
+            Err(_) => return Outcome::Block(client_block("PROTOCOL_ERROR", "the broker's uid cannot be read from the socket")),
         }
         let nonce = nonce();
         let mut wire = fields;

@@ -79,6 +79,46 @@ impl ChangeSet {
     pub fn is_empty(&self) -> bool {
         matches!(self, ChangeSet::Known(changes) if changes.folders.is_empty())
     }
+
+    /// Adds what `later` names, so this names everything both did: `Unknown` absorbs the rest, a
+    /// folder changed whole keeps that, entries of one folder are joined, and the position is
+    /// `later`'s (a reader that kept the evidence of several calls, e.g. a replica's check for
+    /// outside edits since its last one).
+    pub fn merge(&mut self, later: &ChangeSet) {
+        let (ChangeSet::Known(mine), ChangeSet::Known(theirs)) = (&mut *self, later) else {
+            if let ChangeSet::Unknown(why) = later
+                && !matches!(self, ChangeSet::Unknown(_))
+            {
+                *self = ChangeSet::Unknown(why.clone());
+            }
+            return;
+        };
+        for (folder, change) in &theirs.folders {
+            match (mine.folders.entry(folder.clone()).or_insert_with(|| FolderChange::Entries(BTreeSet::new())), change) {
+                (FolderChange::Whole, _) => {}
+                (held, FolderChange::Whole) => *held = FolderChange::Whole,
+                (FolderChange::Entries(held), FolderChange::Entries(names)) => held.extend(names.iter().cloned()),
+            }
+        }
+        if theirs.position.is_some() {
+            mine.position = theirs.position;
+        }
+    }
+
+    /// How many folders and entries it names (0 for `Unknown`): what keeping it costs.
+    pub fn size(&self) -> usize {
+        match self {
+            ChangeSet::Unknown(_) => 0,
+            ChangeSet::Known(changes) => changes
+                .folders
+                .values()
+                .map(|change| match change {
+                    FolderChange::Whole => 1,
+                    FolderChange::Entries(names) => names.len(),
+                })
+                .sum(),
+        }
+    }
 }
 
 impl Changes {
@@ -179,6 +219,34 @@ mod tests {
         assert_eq!(names(log.since(0)), ["00_Inbox/a.md", "00_Inbox/b.md"]);
         assert_eq!(names(log.since(2)), ["00_Inbox/a.md"]);
         assert!(log.since(3).expect("in range").is_empty());
+    }
+
+    /// Evidence kept over several calls names everything each call named: entries join,
+    /// a whole folder stays whole, `Unknown` absorbs the rest, the position is the latest.
+    #[test]
+    fn merged_change_sets_name_everything_each_named() {
+        let mut kept = ChangeSet::of_paths(["01_Projects/a.md", "03_Resources/x/b.md"]);
+        kept.merge(&ChangeSet::of_paths(["01_Projects/c.md"]));
+        kept.merge(&ChangeSet::of_folders(["03_Resources/x"]));
+        kept.merge(&ChangeSet::of_paths(["03_Resources/x/d.md", "index.md"]));
+        let mut later = ChangeSet::none();
+        let token = JournalToken { epoch: 7, seq: 42 };
+        if let ChangeSet::Known(changes) = &mut later {
+            changes.position = Some(token);
+        }
+        kept.merge(&later);
+        let ChangeSet::Known(changes) = &kept else { panic!("{kept:?}") };
+        assert_eq!(changes.entries().collect::<Vec<_>>(), ["01_Projects/a.md", "01_Projects/c.md", "index.md"]);
+        assert_eq!(changes.whole_folders().collect::<Vec<_>>(), ["03_Resources/x"]);
+        assert_eq!(changes.position, Some(token));
+        assert_eq!(kept.size(), 4);
+        kept.merge(&ChangeSet::unknown("the queue overflowed"));
+        assert_eq!(kept, ChangeSet::unknown("the queue overflowed"));
+        kept.merge(&ChangeSet::of_paths(["01_Projects/e.md"]));
+        assert_eq!(kept, ChangeSet::unknown("the queue overflowed"), "nothing known is added to an unknown");
+        let mut empty = ChangeSet::none();
+        empty.merge(&ChangeSet::none());
+        assert!(empty.is_empty());
     }
 
     #[test]

@@ -331,6 +331,10 @@ pub struct ReplicationPolicy {
 pub struct InfraPolicy {
     /// Unix-domain socket of the local broker; null = use `PARAVAULT_INFRA_SOCKET`, else absent.
     pub broker_socket: Option<String>,
+    /// The uid the broker must run as (the socket's peer credentials, checked before the
+    /// request is sent); null = the uid this process runs as (`paravault broker` runs as the
+    /// vault's owner).
+    pub broker_uid: Option<u32>,
     pub timeout_ms: u64,
     pub response_bytes_max: usize,
 }

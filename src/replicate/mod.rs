@@ -24,6 +24,7 @@
 //! One `replicate` runs at a time per vault (`.paravault/replicate.lock`); the writer lock is
 //! taken only for each commit and for the transaction, never across the network.
 
+mod evidence;
 pub mod gate;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -61,6 +62,11 @@ const TRAVELLING_STATE: [&str; 8] = [
     layout::POLICY_OVERRIDE,
     layout::POLICY_SIGNATURE,
 ];
+
+/// [`TRAVELLING_STATE`] as pathspecs that match exactly those files and folders.
+fn travelling_pathspecs() -> Vec<String> {
+    TRAVELLING_STATE.iter().map(|p| format!(":(literal){p}")).collect()
+}
 
 /// The ignore rules paravault owns (`.paravault/.gitignore`).
 const GIT_IGNORE_RULES: &str = "\
@@ -116,6 +122,9 @@ pub struct ReplicateReport {
     pub replica_id: String,
     /// Commits made before integrating: outside edits and receipts left uncommitted.
     pub committed_before: usize,
+    /// Where this run looked for outside edits: `watcher` or `folder journal` (the files they
+    /// saw change since the last check, O(change)), or `work tree` (git compared every file).
+    pub outside_edits_from: &'static str,
     /// The remote's head that was integrated (none: the remote branch did not exist).
     pub remote_head: Option<String>,
     /// Notes the integration put in place (written or removed).
@@ -363,6 +372,9 @@ impl Vault {
         // Decisions made before the vault was a replica are unsigned: they stop counting now,
         // and are kept aside rather than pushed (docs/governance.md, "A shared vault").
         crate::approvals::set_aside_unhonoured_decisions(root, |rel| committed(&git, rel))?;
+        // The folder journal's position before the whole work tree is compared: the first
+        // `replicate` asks it what changed since (`evidence`).
+        let journal_at = crate::folder_journal::ask(root, None).map(|answer| answer.now);
         replica::catch_up_git_index(root, &config)?;
         let mut paths = git.dirty_paths(&[])?;
         paths.extend(replica::update_mirror(root, &config)?);
@@ -378,6 +390,11 @@ impl Vault {
             Some(replica::commit_paths(root, &config, &paths, &message, &author)?)
         };
         drop(writer);
+        if let Some(at) = journal_at {
+            let mut state = ReplicaState::load(root);
+            state.edits_checked_at = Some(at);
+            state.save(root);
+        }
         Ok(RemoteAddReport {
             vault: root.display().to_string(),
             remote: name.to_string(),
@@ -470,13 +487,14 @@ impl Vault {
     ) -> Result<ReplicateReport> {
         let root = self.root();
         let git = Git::at(root);
-        let committed_before = self.commit_leftovers(config)?;
+        let (committed_before, outside_edits_from) = self.commit_leftovers(config, state)?;
         let mut report = ReplicateReport {
             vault: root.display().to_string(),
             remote: config.remote.clone(),
             branch: config.branch.clone(),
             replica_id: config.replica_id.clone(),
             committed_before,
+            outside_edits_from,
             remote_head: None,
             notes_changed: Vec::new(),
             files_changed: 0,
@@ -542,13 +560,34 @@ impl Vault {
 
     /// Step 1: commits files changed outside the engine (as an outside edit, with its receipt)
     /// and receipts the mirror lacks (an aborted write's, a sync's). Returns the commits made.
-    fn commit_leftovers(&self, config: &ReplicaConfig) -> Result<usize> {
+    /// Outside edits are looked for where the evidence of this process says files changed
+    /// since the last check (`evidence`), or in the whole work tree when it cannot say.
+    fn commit_leftovers(&self, config: &ReplicaConfig, state: &mut ReplicaState) -> Result<(usize, &'static str)> {
         let root = self.root();
+        let evidence = evidence::Evidence::take(self, state)?;
         let mut writer = self.lock_writer()?;
         let mut commits = 0;
-        if replica::commit_outside_edits(self, &mut writer, config, &[])? > 0 {
-            commits += 1;
-        }
+        let git = Git::at(root);
+        let outside = (|| {
+            let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
+            let suspects = evidence.suspects(self, &git, head.as_deref())?;
+            let from = if suspects.is_some() { evidence.source() } else { "work tree" };
+            let suspects = suspects.as_deref().map_or(replica::Suspects::All, replica::Suspects::Only);
+            Ok((replica::commit_outside_edits(self, &mut writer, config, suspects)?, from))
+        })();
+        let from = match outside {
+            Ok((found, from)) => {
+                evidence.checked(state);
+                if found > 0 {
+                    commits += 1;
+                }
+                from
+            }
+            Err(error) => {
+                evidence.give_back(self);
+                return Err(error);
+            }
+        };
         // The engine files that travel and a killed run left uncommitted (other replicas'
         // mirrors, conflicts held), with the receipts the mirror lacks.
         // An engine that learnt to carry more (issue 49: proposals, decisions, keys) says so
@@ -557,9 +596,9 @@ impl Vault {
         if durable::read_engine_file(root, &ignore).ok().as_deref() != Some(GIT_IGNORE_RULES.as_bytes()) {
             durable::replace(root, &ignore, GIT_IGNORE_RULES.as_bytes())?;
         }
-        let travelling: Vec<String> = TRAVELLING_STATE.iter().map(|p| format!(":(literal){p}")).collect();
-        crate::approvals::set_aside_unhonoured_decisions(root, |rel| committed(&Git::at(root), rel))?;
-        let mut paths = Git::at(root).dirty_paths(&travelling)?;
+        crate::approvals::set_aside_unhonoured_decisions(root, |rel| committed(&git, rel))?;
+        let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
+        let mut paths = replica::travelling_changes(root, head.as_deref(), &travelling_pathspecs())?;
         // A record the branch holds that stopped counting (its key revoked) is not committed
         // again; one a person changed by hand is not either (decisions are immutable).
         paths.retain(|p| crate::approvals::decision_travels(root, p));
@@ -578,7 +617,7 @@ impl Vault {
         for leftover in [layout::GIT_PRIVATE_INDEX, layout::GIT_PRIVATE_INDEX_HEAD] {
             durable::remove_unsynced(root, &layout::join(root, leftover))?;
         }
-        Ok(commits)
+        Ok((commits, from))
     }
 
     /// Step 3: integrates `theirs` into the branch (module docs).
@@ -811,10 +850,12 @@ impl Vault {
                 paths.insert(path.clone());
             }
         }
-        // The catalog pages the transaction rendered, in the written notes' folders and above
-        // (`git status`: git's index first learns the engine's commits).
-        replica::catch_up_git_index(root, config)?;
-        paths.extend(git.dirty_paths(&catalog_pathspecs(&paths))?.into_iter().filter(|p| !p.starts_with(".paravault/")));
+        // The catalog pages the transaction rendered, in the written notes' folders and above:
+        // those folders' pages, on disk or in the branch, compared with the branch (O(folders),
+        // git's own index never read).
+        let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
+        let pages = catalog_pages_of(root, &git, head.as_deref(), &paths)?;
+        paths.extend(git.changed_against(root, head.as_deref(), &pages)?);
         paths.extend(replica::update_mirror(root, config)?);
         let paths: Vec<String> = paths.into_iter().collect();
         let at = now_text(self);
@@ -1375,10 +1416,17 @@ fn write_file(root: &Path, path: &str, bytes: Option<&[u8]>) -> Result<()> {
     }
 }
 
-/// Files changed outside the engine and not yet committed (`git status`), engine state left
-/// out. git's own index first learns the engine's commits, when no writer is busy (a large
-/// index is not told per commit, docs/replication.md "What it costs").
+/// Files changed outside the engine and not yet committed, engine state left out: among what
+/// this process's evidence names since the last check (`evidence`, O(change)); else `git
+/// status` of the whole work tree, git's own index first learning the engine's commits when no
+/// writer is busy (a large index is not told per commit, docs/replication.md "What it costs").
 fn uncommitted_count(vault: &Vault, config: &ReplicaConfig, git: &Git) -> Result<usize> {
+    let evidence = evidence::Evidence::peek(vault, &ReplicaState::load(vault.root()))?;
+    let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
+    if let Some(suspects) = evidence.suspects(vault, git, head.as_deref())? {
+        let changed = git.changed_against(vault.root(), head.as_deref(), &suspects)?;
+        return Ok(changed.iter().filter(|p| !p.starts_with(".paravault/") && !is_scratch(p)).count());
+    }
     if let Some(_writer) = vault.try_lock_writer()?
         && let Err(error) = replica::catch_up_git_index(vault.root(), config)
     {
@@ -1392,8 +1440,9 @@ fn is_scratch(path: &str) -> bool {
     path.rsplit('/').next().is_some_and(|name| name.starts_with(layout::TEMP_PREFIX))
 }
 
-/// Pathspecs of the catalog pages of the folders of `paths` and their ancestors.
-fn catalog_pathspecs(paths: &BTreeSet<String>) -> Vec<String> {
+/// The catalog pages of the folders of `paths` and their ancestors (the root's `index.md`
+/// among them), as the work tree or `head`'s tree holds them.
+fn catalog_pages_of(root: &Path, git: &Git, head: Option<&str>, paths: &BTreeSet<String>) -> Result<Vec<String>> {
     let mut folders: BTreeSet<String> = BTreeSet::new();
     for path in paths {
         let mut folder = path.as_str();
@@ -1402,21 +1451,24 @@ fn catalog_pathspecs(paths: &BTreeSet<String>) -> Vec<String> {
             folder = parent;
         }
     }
-    let mut specs = vec![format!(":(literal){}", layout::ROOT_INDEX)];
-    specs.extend(folders.into_iter().filter(|f| !f.starts_with('.')).map(|f| format!(":(glob){}/_index*.md", glob_escape(&f))));
-    specs
-}
-
-/// A folder name with glob's special characters escaped.
-fn glob_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        if "*?[]\\".contains(c) {
-            out.push('\\');
+    folders.retain(|f| !f.starts_with('.'));
+    let folders: Vec<String> = folders.into_iter().collect();
+    let is_page = |path: &str| layout::is_sub_index_name(path.rsplit('/').next().unwrap_or(path));
+    let mut pages: BTreeSet<String> = BTreeSet::from([layout::ROOT_INDEX.to_string()]);
+    for folder in &folders {
+        let Ok(listing) = std::fs::read_dir(root.join(folder)) else { continue };
+        for entry in listing.flatten() {
+            if let Some(name) = entry.file_name().to_str()
+                && layout::is_sub_index_name(name)
+            {
+                pages.insert(format!("{folder}/{name}"));
+            }
         }
-        out.push(c);
     }
-    out
+    if let Some(head) = head {
+        pages.extend(git.tree_listing(head, &folders, false)?.into_iter().filter(|(p, folder)| !folder && is_page(p)).map(|(p, _)| p));
+    }
+    Ok(pages.into_iter().collect())
 }
 
 /// `replication_conflict` proposals still pending.

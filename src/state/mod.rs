@@ -10,6 +10,7 @@
 mod catalogs;
 mod model;
 mod reads;
+mod replica_evidence;
 mod reports;
 mod root;
 mod summaries;
@@ -90,6 +91,10 @@ pub struct VaultState {
     /// Set when a folder moved while a write's checks of it were deferred: the keyed copy's
     /// folder rows are stale beyond what the journal names, so this write folds its model back.
     keyed_fold_due: std::sync::atomic::AtomicBool,
+    /// What this process's watcher saw change since the replica last checked for outside edits
+    /// (`replica_evidence`); `Unknown` until a check takes it, so a vault that never
+    /// replicates keeps nothing.
+    replica_evidence: Mutex<inventory::changes::ChangeSet>,
     /// Whom writes through this handle are made for; provenance comes from it (never content).
     channel: Channel,
     /// The named agent this handle writes for (`paravault mcp --agent NAME`), recorded in every
@@ -177,6 +182,7 @@ impl VaultState {
             keyed_refused: std::sync::atomic::AtomicBool::new(false),
             git_index_owed: std::sync::atomic::AtomicBool::new(false),
             keyed_fold_due: std::sync::atomic::AtomicBool::new(false),
+            replica_evidence: Mutex::new(inventory::changes::ChangeSet::unknown("no evidence is kept before the first check")),
             channel: Channel::Agent,
             agent: None,
             ends_the_process: false,

@@ -314,7 +314,7 @@ impl VaultState {
         }
     }
 
-    fn lock_freshness(&self) -> MutexGuard<'_, Freshness> {
+    pub(super) fn lock_freshness(&self) -> MutexGuard<'_, Freshness> {
         self.freshness.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
@@ -418,6 +418,7 @@ impl VaultState {
             ("stat_walk", _) => ChangeSet::unknown("no file watcher"),
             _ => return Ok(()),
         };
+        self.keep_for_replica(&changes);
         self.apply_changes(&changes)
     }
 

@@ -294,6 +294,40 @@ impl Git {
         Ok(out)
     }
 
+    /// What `revision`'s tree holds below each of `folders` (`""` is the root): its direct
+    /// entries, each with whether it is a folder (a tree), or with `recursive` every file in
+    /// it at any depth (none a folder). A folder the tree does not hold lists nothing.
+    /// O(the entries listed).
+    pub fn tree_listing(&self, revision: &str, folders: &[String], recursive: bool) -> Result<std::collections::BTreeMap<String, bool>> {
+        let mut out = std::collections::BTreeMap::new();
+        let (root, below): (Vec<&String>, Vec<&String>) = folders.iter().partition(|f| f.is_empty());
+        let mut runs: Vec<Vec<String>> = Vec::new();
+        if !root.is_empty() {
+            runs.push(Vec::new());
+        }
+        if !below.is_empty() {
+            runs.push(below.iter().map(|f| format!("{f}/")).collect());
+        }
+        for paths in runs {
+            let mut args: Vec<String> = vec!["--literal-pathspecs".into(), "ls-tree".into(), "-z".into(), "--full-tree".into()];
+            if recursive {
+                args.push("-r".into());
+            }
+            args.push(revision.into());
+            if !paths.is_empty() {
+                args.push("--".into());
+                args.extend(paths);
+            }
+            let output = self.run("ls-tree", &args)?;
+            for record in output.stdout.split(|&b| b == 0).filter(|r| !r.is_empty()) {
+                let record = String::from_utf8_lossy(record);
+                let Some((head, path)) = record.split_once('\t') else { continue };
+                out.insert(path.to_string(), head.split(' ').nth(1) == Some("tree"));
+            }
+        }
+        Ok(out)
+    }
+
     /// Among `paths` (plain vault-relative file paths), those whose work-tree state differs
     /// from `commit`'s tree (`None`: an unborn branch, where every present file differs):
     /// content (hashed as `git add` would, clean filters applied), a file present on one side

@@ -38,6 +38,8 @@ pub const APPROVER_KEYS_PIN: &str = ".paravault/approver-keys.pin";
 pub const POLICY_SIGNATURE: &str = ".paravault/policy.sig";
 /// Decision records that did not verify, moved aside when a person decides (kept, never deleted).
 pub const UNVERIFIED_DECISIONS_DIR: &str = ".paravault/approvals/unverified";
+/// git's own folder at the root of a replica's work tree.
+pub const GIT_DIR: &str = ".git";
 /// The ignore rules paravault owns: everything in `.paravault/` but the receipt mirrors and
 /// the policy override stays out of git.
 pub const GIT_IGNORE: &str = ".paravault/.gitignore";
@@ -48,6 +50,11 @@ pub const GIT_PRIVATE_INDEX: &str = ".paravault/git.index";
 pub const GIT_INDEX_SYNCED: &str = ".paravault/git.index.synced";
 /// The commit whose tree `GIT_PRIVATE_INDEX` held (an older engine's; removed with it).
 pub const GIT_PRIVATE_INDEX_HEAD: &str = ".paravault/git.index.head";
+/// A small git index of the engine files that travel, as the branch's head holds them, so
+/// finding the ones left uncommitted never reads git's own index (`write::replica::travelling_changes`).
+pub const GIT_TRAVELLING_INDEX: &str = ".paravault/git-travelling.index";
+/// The commit `GIT_TRAVELLING_INDEX` was last brought up to.
+pub const GIT_TRAVELLING_INDEX_HEAD: &str = ".paravault/git-travelling.index.head";
 /// Cross-process writer lock file.
 pub const WRITER_LOCK: &str = ".paravault/writer.lock";
 /// Serialises the read-modify-write of the goals worklist across processes (`goals::mutate`).

@@ -111,6 +111,10 @@ pub struct ReplicaState {
     /// The remote's head this replica last integrated (or pushed: then the remote is at it).
     #[serde(default)]
     pub team_commit: Option<String>,
+    /// The folder journal's position when `replicate` last committed every outside edit: the
+    /// next run asks the journal what changed since, instead of git about the whole work tree.
+    #[serde(default)]
+    pub edits_checked_at: Option<crate::inventory::JournalToken>,
 }
 
 impl ReplicaState {
@@ -389,31 +393,45 @@ fn record_git_index(root: &Path, commit: &str) -> Result<()> {
 pub(crate) fn commit_outside_edits_before(vault: &VaultState, writer: &mut WriterGuard<'_>, paths: &[String]) {
     let root = vault.root();
     let Ok(Some(config)) = ReplicaConfig::load(root) else { return };
-    if let Err(error) = commit_outside_edits(vault, writer, &config, paths) {
+    if let Err(error) = commit_outside_edits(vault, writer, &config, Suspects::Only(paths)) {
         tracing::warn!(%error, "could not commit outside edits before the write; `paravault replicate` commits them");
     }
 }
 
-/// Commits the files among `paths` (all of the work tree when empty) that git sees changed
-/// since the last commit, as one `outside_edit` commit with its receipt. Returns how many.
+/// The work-tree files a check for outside edits compares with the branch.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Suspects<'p> {
+    /// Every file: git's own `status`, which reads git's index and stats the whole work tree
+    /// (O(vault)); for when no evidence says what changed.
+    All,
+    /// Only these vault-relative paths (none: nothing to compare): the branch's trees along
+    /// them and a hash of each file, O(paths) at any vault size.
+    Only(&'p [String]),
+}
+
+/// Commits the files among the `suspects` that differ from the branch (changed outside the
+/// engine since the last commit), as one `outside_edit` commit with its receipt. Returns how
+/// many.
 pub(crate) fn commit_outside_edits(
     vault: &VaultState,
     writer: &mut WriterGuard<'_>,
     config: &ReplicaConfig,
-    paths: &[String],
+    suspects: Suspects<'_>,
 ) -> Result<usize> {
     let root = vault.root();
     let git = Git::at(root);
     // The branch does not move under the writer lock the caller holds: resolved once.
     let head = git.resolve(&format!("refs/heads/{}", config.branch))?;
-    if paths.is_empty() {
-        // `git status` reads git's own index: it learns the engine's commits first.
-        sync_git_index(&git, root, head.as_deref())?;
-    }
-    // Engine state never travels as an outside edit; the vault's policy override does. A
-    // write's own paths are compared with the branch's tree without reading git's index
-    // (O(paths) at any vault size); `replicate` asks git for the whole work tree.
-    let found = if paths.is_empty() { git.dirty_paths(&[])? } else { git.changed_against(root, head.as_deref(), paths)? };
+    // Engine state never travels as an outside edit; the vault's policy override does.
+    let found = match suspects {
+        Suspects::Only([]) => return Ok(0),
+        Suspects::Only(paths) => git.changed_against(root, head.as_deref(), paths)?,
+        Suspects::All => {
+            // `git status` reads git's own index: it learns the engine's commits first.
+            sync_git_index(&git, root, head.as_deref())?;
+            git.dirty_paths(&[])?
+        }
+    };
     let dirty: Vec<String> =
         found.into_iter().filter(|p| !p.starts_with(&format!("{}/", layout::STATE_DIR)) || p == layout::POLICY_OVERRIDE).collect();
     if dirty.is_empty() {
@@ -454,6 +472,197 @@ pub(crate) fn commit_outside_edits(
     };
     commit_paths(root, config, &staged, &message(&subject, &config.replica_id, &receipt, &hash), &author)?;
     Ok(dirty.len())
+}
+
+/// The work-tree files that may differ from `head`'s tree after the changes a `Known`
+/// change set names (the watcher's or the folder journal's evidence): each named file; every
+/// file of a folder named whole, on disk or in the tree; all of a folder only one side holds,
+/// or that was named as an entry (created, removed or replaced whole); the policy override
+/// (engine state, which no evidence source watches). `None` when only git can say: an ignore
+/// file changed, so what git leaves out may have too. O(what the evidence names).
+pub(crate) fn suspects_of(
+    root: &Path,
+    git: &Git,
+    head: Option<&str>,
+    changes: &crate::inventory::changes::Changes,
+) -> Result<Option<Vec<String>>> {
+    use crate::inventory::changes::FolderChange;
+    use crate::note::path::child;
+    let mut files: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    let mut whole: Vec<String> = Vec::new();
+    let mut entries: Vec<String> = Vec::new();
+    for (folder, change) in &changes.folders {
+        if !in_work_tree(folder) {
+            continue;
+        }
+        match change {
+            FolderChange::Whole => whole.push(folder.clone()),
+            FolderChange::Entries(names) => {
+                for name in names {
+                    if name == GITIGNORE {
+                        return Ok(None);
+                    }
+                    let path = child(folder, name);
+                    if in_work_tree(&path) {
+                        entries.push(path);
+                    }
+                }
+            }
+        }
+    }
+    // Folders whose whole content, at any depth, is suspect.
+    let mut expand: std::collections::BTreeSet<String> = std::collections::BTreeSet::new();
+    if !whole.is_empty() {
+        let committed = match head {
+            Some(head) => git.tree_listing(head, &whole, false)?,
+            None => BTreeMap::new(),
+        };
+        for folder in &whole {
+            let Ok(listing) = std::fs::read_dir(root.join(folder)) else { continue };
+            for entry in listing.flatten() {
+                let Some(name) = entry.file_name().to_str().map(str::to_string) else { return Ok(None) };
+                if name == GITIGNORE {
+                    return Ok(None);
+                }
+                let path = child(folder, &name);
+                if !in_work_tree(&path) {
+                    continue;
+                }
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    if committed.get(&path) != Some(&true) {
+                        expand.insert(path);
+                    }
+                } else {
+                    files.insert(path);
+                }
+            }
+        }
+        for (path, is_folder) in committed {
+            if !is_folder {
+                files.insert(path);
+            } else if !is_plain_dir(root, &path) {
+                expand.insert(path);
+            }
+        }
+    }
+    if !entries.is_empty() {
+        let committed = match head {
+            Some(head) => git.tree_entries(head, &entries)?,
+            None => BTreeMap::new(),
+        };
+        for path in entries {
+            let folder_in_tree = committed.get(&path).is_some_and(|(mode, _)| mode == "040000");
+            if folder_in_tree || is_plain_dir(root, &path) {
+                expand.insert(path.clone());
+            }
+            files.insert(path);
+        }
+    }
+    if !expand.is_empty() {
+        let expand: Vec<String> = expand.into_iter().collect();
+        for folder in &expand {
+            if !walk_files(root, folder, &mut files) {
+                return Ok(None);
+            }
+        }
+        if let Some(head) = head {
+            files.extend(git.tree_listing(head, &expand, true)?.into_keys());
+        }
+        // The folders themselves are not files.
+        for folder in &expand {
+            if is_plain_dir(root, folder) {
+                files.remove(folder);
+            }
+        }
+    }
+    files.insert(layout::POLICY_OVERRIDE.to_string());
+    Ok(Some(files.into_iter().collect()))
+}
+
+/// An ignore file's name: a change to one may change what git leaves out anywhere below it.
+const GITIGNORE: &str = ".gitignore";
+
+/// Whether a vault-relative path is in git's work tree as the engine commits it: not git's
+/// own folder, not the engine's (which no evidence source watches; what of it travels is
+/// checked by [`travelling_changes`]).
+fn in_work_tree(path: &str) -> bool {
+    let first = path.split('/').next().unwrap_or(path);
+    first != layout::GIT_DIR && first != layout::STATE_DIR
+}
+
+fn is_plain_dir(root: &Path, path: &str) -> bool {
+    std::fs::symlink_metadata(root.join(path)).is_ok_and(|m| m.is_dir())
+}
+
+/// Adds every file below `folder` (at any depth; links as files, never followed) to `files`;
+/// false when a name is not UTF-8 (only git can compare it).
+fn walk_files(root: &Path, folder: &str, files: &mut std::collections::BTreeSet<String>) -> bool {
+    let Ok(listing) = std::fs::read_dir(root.join(folder)) else { return true };
+    for entry in listing.flatten() {
+        let Some(name) = entry.file_name().to_str().map(str::to_string) else { return false };
+        let path = crate::note::path::child(folder, &name);
+        if entry.file_type().is_ok_and(|t| t.is_dir()) {
+            if !walk_files(root, &path, files) {
+                return false;
+            }
+        } else {
+            files.insert(path);
+        }
+    }
+    true
+}
+
+/// The engine files that travel (`pathspecs`, under `.paravault/`) whose work-tree state
+/// differs from the branch's head: left uncommitted by a killed or failed run. git answers
+/// from a small index of those files alone (`layout::GIT_TRAVELLING_INDEX`), kept at the
+/// branch's head by staging only the paths that changed since the commit it last learnt, so
+/// the answer costs O(the engine files that travel), never a read of git's own index (O(vault)).
+pub(crate) fn travelling_changes(root: &Path, head: Option<&str>, pathspecs: &[String]) -> Result<Vec<String>> {
+    let git = Git::at(root);
+    // git runs in the vault's root: the index is named from there.
+    let index = Path::new(layout::GIT_TRAVELLING_INDEX);
+    let env = [("GIT_INDEX_FILE", layout::GIT_TRAVELLING_INDEX)];
+    let marker = layout::join(root, layout::GIT_TRAVELLING_INDEX_HEAD);
+    let known = durable::read_engine_file(root, &marker).ok().map(|b| String::from_utf8_lossy(&b).trim().to_string());
+    let head_text = head.unwrap_or("");
+    if known.as_deref() != Some(head_text) {
+        let in_engine_folder = |p: &String| p.starts_with(&format!("{}/", layout::STATE_DIR));
+        let learnt = match (&known, head) {
+            (Some(known), Some(head))
+                if !known.is_empty() && layout::join(root, layout::GIT_TRAVELLING_INDEX).exists() && git.resolve(known)?.is_some() =>
+            {
+                let changed: Vec<String> = git.changed_paths(known, head)?.into_iter().map(|(_, p)| p).filter(in_engine_folder).collect();
+                git.stage(Some(index), &changed)?;
+                true
+            }
+            _ => false,
+        };
+        if !learnt {
+            // Built again from the head's tree of the engine's folder, then told the files'
+            // stat data (so the next comparisons hash only what changed).
+            durable::remove_unsynced(root, &layout::join(root, layout::GIT_TRAVELLING_INDEX))?;
+            let folder = match head {
+                Some(head) => git.tree_entries(head, &[layout::STATE_DIR.to_string()])?.remove(layout::STATE_DIR),
+                None => None,
+            };
+            if let Some((_, tree)) = folder {
+                let prefix = format!("--prefix={}/", layout::STATE_DIR);
+                git.run_with("read-tree", ["read-tree", prefix.as_str(), tree.as_str()], &env, None)?;
+                // Exit 1 when a file differs: that one is left for the comparison below.
+                git.output(["update-index", "-q", "--refresh"], &env, None)?;
+            }
+        }
+        durable::replace_unsynced(root, &marker, head_text.as_bytes())?;
+    }
+    let mut args: Vec<String> =
+        vec!["status".into(), "--porcelain=v1".into(), "-z".into(), "--untracked-files=all".into(), "--no-renames".into(), "--".into()];
+    args.extend(pathspecs.iter().cloned());
+    let output = git.run_with("status", &args, &env, None)?;
+    let mut out: Vec<String> =
+        output.stdout.split(|&b| b == 0).filter(|r| r.len() > 3).map(|r| String::from_utf8_lossy(&r[3..]).into_owned()).collect();
+    out.sort();
+    out.dedup();
+    Ok(out)
 }
 
 /// The integration's commit (`replicate`): `paths` as the work tree holds them now, on the

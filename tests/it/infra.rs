@@ -202,6 +202,46 @@ fn a_silent_broker_times_out() {
     holder.join().unwrap();
 }
 
+/// Reference §9.2: the client checks the broker's uid. A process on the socket that runs as
+/// another uid than `infra.broker_uid` is sent nothing, and the result says why; the same
+/// listener passes when the policy names the uid it runs as.
+#[test]
+fn a_broker_running_as_another_uid_is_sent_nothing() {
+    let sockdir = tempfile::tempdir().unwrap();
+    let path = sockdir.path().join("impostor.sock");
+    let listener = UnixListener::bind(&path).unwrap();
+    let listening = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut received = Vec::new();
+        std::io::Read::read_to_end(&mut stream, &mut received).unwrap();
+        received
+    });
+    let me = rustix::process::geteuid().as_raw();
+    let other = if me == 4242 { 4243 } else { 4242 };
+    let (dir, _) = vault_with_socket(Some(&path), 2000);
+    let policy = dir.path().join(".paravault/policy.yaml");
+    let text = std::fs::read_to_string(&policy).unwrap();
+    std::fs::write(&policy, format!("{text}  broker_uid: {other}\n")).unwrap();
+    let vault = Vault::open(dir.path(), VaultOptions::default()).unwrap();
+    let result = infra(&vault, req(json!({"operation": "replicate", "target": "nas-1", "idempotency_key": "k-1"}))).unwrap();
+    assert_eq!(reason(&result), "PROTOCOL_ERROR");
+    let detail = result["block"]["detail"].as_str().unwrap();
+    assert!(detail.contains(&format!("uid {me}")) && detail.contains(&format!("uid {other}")), "{detail}");
+    assert_eq!(result["block"]["source"], "client");
+    assert!(listening.join().unwrap().is_empty(), "the request reached a process running as the wrong uid");
+
+    // Named explicitly, this process's own uid is the broker's.
+    let (socket, broker) = broker(sockdir.path(), 1, |r| response(r, receipt()));
+    let (dir, _) = vault_with_socket(Some(&socket), 2000);
+    let policy = dir.path().join(".paravault/policy.yaml");
+    let text = std::fs::read_to_string(&policy).unwrap();
+    std::fs::write(&policy, format!("{text}  broker_uid: {me}\n")).unwrap();
+    let vault = Vault::open(dir.path(), VaultOptions::default()).unwrap();
+    let result = infra(&vault, req(json!({"operation": "status"}))).unwrap();
+    assert_eq!(result["status"], "ok", "{result}");
+    assert_eq!(broker.join().unwrap().len(), 1);
+}
+
 #[test]
 fn invalid_requests_are_refused_before_any_connection() {
     let sockdir = tempfile::tempdir().unwrap();

@@ -152,11 +152,11 @@ fn outside_edit(root: &Path, step: usize, pick: usize) {
 }
 
 /// `paravault watch` on a vault, killed when dropped.
-struct FolderJournalProcess(std::process::Child);
+pub(crate) struct FolderJournalProcess(std::process::Child);
 
 impl FolderJournalProcess {
     /// Starts it and waits for the line it prints once every folder is watched.
-    fn start(root: &Path) -> Self {
+    pub(crate) fn start(root: &Path) -> Self {
         use std::io::BufRead;
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_paravault"))
             .arg("--vault")

@@ -737,3 +737,133 @@ fn a_servers_commits_reach_a_large_git_index_once_it_is_idle() {
     assert_clean(&a);
     assert_eq!(git(&a, &["rev-parse", "HEAD^{tree}"]), work_tree_tree(&a), "HEAD holds the work tree exactly");
 }
+
+/// Outside edits of every kind a person makes on `vault` (in place, created, removed, renamed,
+/// a new folder tree, an attachment, a file in a folder the engine leaves out, the policy
+/// override), and an engine file that travels left uncommitted as a killed run leaves it.
+/// Returns the paths git must see changed.
+fn outside_edits_of_every_kind(vault: &Path, tag: &str) -> Vec<String> {
+    use std::io::Write as _;
+    let mut changed = Vec::new();
+    let mut append = std::fs::OpenOptions::new().append(true).open(vault.join("03_Resources/alpha.md")).unwrap();
+    writeln!(append, "\nA person adds {tag} in place.").unwrap();
+    changed.push("03_Resources/alpha.md".to_string());
+    let note = |title: &str| format!("---\ntype: Resource\ntitle: {title}\ndescription: d\n---\nBody {tag}.\n");
+    std::fs::write(vault.join(format!("03_Resources/new-{tag}.md")), note("New")).unwrap();
+    changed.push(format!("03_Resources/new-{tag}.md"));
+    std::fs::create_dir_all(vault.join(format!("01_Projects/tree-{tag}/deep/deeper"))).unwrap();
+    for file in ["a.md", "deep/b.md", "deep/deeper/c.md"] {
+        std::fs::write(vault.join(format!("01_Projects/tree-{tag}/{file}")), note(file)).unwrap();
+        changed.push(format!("01_Projects/tree-{tag}/{file}"));
+    }
+    std::fs::write(vault.join(format!("03_Resources/picture-{tag}.png")), [0x89, b'P', b'N', b'G']).unwrap();
+    changed.push(format!("03_Resources/picture-{tag}.png"));
+    std::fs::create_dir_all(vault.join(".obsidian")).unwrap();
+    std::fs::write(vault.join(".obsidian/workspace.json"), format!("{{\"tag\": \"{tag}\"}}")).unwrap();
+    changed.push(".obsidian/workspace.json".to_string());
+    let policy = vault.join(".paravault/policy.yaml");
+    let text = std::fs::read_to_string(&policy).unwrap_or_else(|_| "replication:\n  network_timeout_s: 30\n".to_string());
+    std::fs::write(&policy, format!("{text}# {tag}\n")).unwrap();
+    changed.push(".paravault/policy.yaml".to_string());
+    std::fs::create_dir_all(vault.join(".paravault/proposals")).unwrap();
+    std::fs::write(vault.join(format!(".paravault/proposals/left-{tag}.json")), "{}").unwrap();
+    changed.push(format!(".paravault/proposals/left-{tag}.json"));
+    changed.sort();
+    changed
+}
+
+/// Removes one note and renames another (notes committed by an earlier run).
+fn remove_and_rename(vault: &Path, tag: &str) -> Vec<String> {
+    std::fs::remove_file(vault.join(format!("03_Resources/new-{tag}.md"))).unwrap();
+    std::fs::rename(vault.join(format!("01_Projects/tree-{tag}/a.md")), vault.join(format!("01_Projects/tree-{tag}/renamed.md"))).unwrap();
+    vec![format!("01_Projects/tree-{tag}/a.md"), format!("01_Projects/tree-{tag}/renamed.md"), format!("03_Resources/new-{tag}.md")]
+}
+
+/// The paths the last commit before HEAD's integration changed that are not engine-made
+/// (the outside edit's and the travelling leftovers' commits), sorted.
+fn committed_since(vault: &Path, before: &str) -> Vec<String> {
+    let listed = git(vault, &["diff", "--name-only", "--no-renames", before, "HEAD"]);
+    let mut paths: Vec<String> = listed
+        .lines()
+        .filter(|p| !p.starts_with(".paravault/replicas/") && !p.ends_with("_index.md") && *p != "index.md" && *p != "log.md")
+        .map(str::to_string)
+        .collect();
+    paths.sort();
+    paths
+}
+
+/// Issue 48 rule 6: with the folder journal running (`paravault watch`), `replicate` asks it what
+/// changed since its last check instead of comparing the whole work tree, and commits every kind
+/// of outside edit the whole-tree check commits: afterwards `git status` finds nothing left. Where
+/// the journal cannot say (a folder removed, an ignore file changed), git compares every file,
+/// and the next run asks the journal again.
+#[test]
+fn replicate_takes_outside_edits_from_the_folder_journal_and_leaves_nothing_uncommitted() {
+    let site = Site::new();
+    let a = site.path("a");
+    let _journal = crate::keyed_inventory::FolderJournalProcess::start(&a);
+    // No position recorded yet: every file is compared once, and the position is kept.
+    assert_eq!(pv(&a, &["replicate"], 0)["outside_edits_from"], "work tree");
+    assert_clean(&a);
+    for (round, tag) in ["one", "two"].iter().enumerate() {
+        let before = git(&a, &["rev-parse", "HEAD"]);
+        let changed = if round == 0 { outside_edits_of_every_kind(&a, tag) } else { remove_and_rename(&a, "one") };
+        let report = pv(&a, &["replicate"], 0);
+        assert_eq!(report["outside_edits_from"], "folder journal", "{report}");
+        assert_eq!(committed_since(&a, &before), changed, "round {tag}: {report}");
+        assert_clean(&a);
+    }
+    // A folder removed whole: the journal cannot say what it held; git compares every file.
+    std::fs::remove_dir_all(a.join("01_Projects/tree-one/deep")).unwrap();
+    pv(&a, &["replicate"], 0);
+    assert_clean(&a);
+    assert!(!git(&a, &["ls-tree", "-r", "--name-only", "HEAD"]).contains("tree-one/deep/"));
+    // The journal answers again from the position that run recorded.
+    edit(&a, "03_Resources/alpha.md", "Alpha body line one.", "Alpha body, edited again.");
+    assert_eq!(pv(&a, &["replicate"], 0)["outside_edits_from"], "folder journal");
+    assert_clean(&a);
+    // An ignore file changed: what git leaves out may have too, so git compares every file.
+    std::fs::write(a.join("03_Resources/.gitignore"), "*.tmp\n").unwrap();
+    std::fs::write(a.join("03_Resources/scratch.tmp"), "ignored").unwrap();
+    assert_eq!(pv(&a, &["replicate"], 0)["outside_edits_from"], "work tree");
+    assert_clean(&a);
+    assert!(git(&a, &["ls-tree", "-r", "--name-only", "HEAD"]).contains("03_Resources/.gitignore"));
+    // With nothing changed, nothing is committed, and the other replica receives every edit.
+    let head = git(&a, &["rev-parse", "HEAD"]);
+    let idle = pv(&a, &["replicate"], 0);
+    assert_eq!(idle["committed_before"], 0, "{idle}\n{}", git(&a, &["log", "--stat", "-3", "--format=%s"]));
+    assert_eq!(git(&a, &["rev-parse", "HEAD"]), head);
+    let b = site.clone("b");
+    assert_eq!(tree(&a), tree(&b));
+}
+
+/// The same for a long-lived process with a file watcher (the MCP server's replication on an
+/// interval): `replicate` takes what its watcher saw since the last check.
+#[test]
+fn a_process_with_a_watcher_takes_outside_edits_from_it_and_leaves_nothing_uncommitted() {
+    let site = Site::new();
+    let a = site.path("a");
+    let vault = paravault::vault::Vault::open(&a, paravault::vault::VaultOptions::default()).unwrap();
+    vault.watch_disk();
+    assert_eq!(vault.replicate().unwrap().outside_edits_from, "work tree");
+    for (round, tag) in ["one", "two"].iter().enumerate() {
+        let before = git(&a, &["rev-parse", "HEAD"]);
+        let changed = if round == 0 { outside_edits_of_every_kind(&a, tag) } else { remove_and_rename(&a, "one") };
+        let report = vault.replicate().unwrap();
+        assert_eq!(report.outside_edits_from, "watcher", "{report:?}");
+        assert_eq!(committed_since(&a, &before), changed, "round {tag}: {report:?}");
+        assert_clean(&a);
+    }
+    // A run that fails (the remote gone) loses nothing the watcher saw: the edit it committed
+    // before it failed is pushed by the run after the remote is back.
+    edit(&a, "03_Resources/alpha.md", "Alpha body line one.", "Alpha body, edited while the remote was away.");
+    let remote = site.remote();
+    let away = site.path("remote-away.git");
+    std::fs::rename(&remote, &away).unwrap();
+    assert!(vault.replicate().is_err());
+    std::fs::rename(&away, &remote).unwrap();
+    let report = vault.replicate().unwrap();
+    assert!(report.in_sync, "{report:?}");
+    assert_clean(&a);
+    assert!(git(&site.remote(), &["show", "refs/heads/main:03_Resources/alpha.md"]).contains("edited while the remote was away"));
+}

@@ -1,8 +1,8 @@
 //! Replication across a real network (issue 48): three replicas, each in its own network
 //! namespace joined to the remote's namespace by a veth pair, the bare remote served there by
 //! `git daemon --enable=receive-pack`, under a seeded random workload with faults from the same
-//! seed: agents writing through MCP (ingest, propose + apply), people appending to and renaming
-//! notes (into the archive too), links cut between runs and in the middle of one, `tc netem`
+//! seed: agents writing through MCP (ingest, propose + apply, `archive_notes`), people appending
+//! to and renaming notes (into the archive too), links cut between runs and in the middle of one, `tc netem`
 //! loss and delay, `replicate` killed by SIGKILL, one replica's clock days ahead. At quiescence:
 //! 0 silent losses (every acknowledged word on disk or in a conflict a person sees), identical
 //! trees and receipt mirrors, clean `git status`, every chain verified, every agent's note found
@@ -114,6 +114,16 @@ impl Replica {
     }
 }
 
+/// The note's text with `status: archived` in its frontmatter (set, or added), so
+/// `archive_notes` moves it.
+fn marked_archived(text: &str) -> String {
+    let Some(rest) = text.strip_prefix("---\n") else { return text.to_string() };
+    let Some(end) = rest.find("\n---\n") else { return text.to_string() };
+    let mut lines: Vec<String> = rest[..end].lines().filter(|l| !l.starts_with("status:")).map(str::to_string).collect();
+    lines.push("status: archived".to_string());
+    format!("---\n{}{}", lines.join("\n"), &rest[end..])
+}
+
 fn walk(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else { return out };
@@ -187,13 +197,23 @@ fn three_replicas_in_network_namespaces_converge_through_partitions_and_kills() 
                 ingested.push(word);
             }
             2 if !existing.is_empty() => {
-                // An agent proposes an edit and applies it (policy: the caller approves).
+                // An agent proposes an edit and applies it (policy: the caller approves); now
+                // and then the edit marks the note archived and the agent archives it with
+                // `archive_notes`, which moves it under 04_Archive/ in one transaction.
                 let path = &existing[rng.below(existing.len() as u64) as usize];
                 let text = std::fs::read_to_string(replica.root.join(path)).unwrap();
-                let proposal =
-                    replica.mcp("propose_memory_change", json!({"path": path, "content": format!("{text}\nAn agent adds {word}.\n")}));
+                let archive = rng.below(3) == 0;
+                let edited = format!("{}\nAn agent adds {word}.\n", if archive { marked_archived(&text) } else { text });
+                let proposal = replica.mcp("propose_memory_change", json!({"path": path, "content": edited}));
                 replica.mcp("apply_memory_change", json!({"proposal": proposal, "approved": true}));
-                actions.push(format!("step {step}: replica {r}: agent edits {path} with {word}"));
+                if archive {
+                    let report = replica.mcp("archive_notes", json!({"dry_run": false, "approved": true}));
+                    let moved: Vec<String> = report["moves"].as_array().unwrap().iter().map(|m| m["to"].to_string()).collect();
+                    assert!(!moved.is_empty(), "archive_notes on replica {r} moved nothing: {report}");
+                    actions.push(format!("step {step}: replica {r}: agent archives {path} with {word}: {}", moved.join(", ")));
+                } else {
+                    actions.push(format!("step {step}: replica {r}: agent edits {path} with {word}"));
+                }
                 written.push(word);
             }
             3..=4 if !existing.is_empty() => {
