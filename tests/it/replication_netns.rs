@@ -98,6 +98,20 @@ impl Replica {
         result["structuredContent"].clone()
     }
 
+    /// An agent marks the note at `path` archived with `word` in its text (propose + apply),
+    /// then runs `archive_notes`, which moves it under 04_Archive/ in one transaction. What it
+    /// did, for the run's record.
+    fn archive(&self, path: &str, word: &str) -> String {
+        let text = std::fs::read_to_string(self.root.join(path)).unwrap();
+        let content = format!("{}\nAn agent adds {word}.\n", marked_archived(&text));
+        let proposal = self.mcp("propose_memory_change", json!({"path": path, "content": content}));
+        self.mcp("apply_memory_change", json!({"proposal": proposal, "approved": true}));
+        let report = self.mcp("archive_notes", json!({"dry_run": false, "approved": true}));
+        let moved: Vec<String> = report["moves"].as_array().unwrap().iter().map(|m| m["to"].to_string()).collect();
+        assert!(!moved.is_empty(), "archive_notes on replica {} moved nothing: {report}", self.index);
+        format!("agent archives {path} with {word}: {}", moved.join(", "))
+    }
+
     /// The notes on this replica (vault-relative path → text), engine pages left out.
     fn notes(&self) -> Vec<(String, String)> {
         let mut out = Vec::new();
@@ -181,6 +195,7 @@ fn three_replicas_in_network_namespaces_converge_through_partitions_and_kills() 
     let mut ingested: Vec<String> = Vec::new(); // the words agents' new notes hold
     let mut faults: Vec<String> = Vec::new();
     let mut actions: Vec<String> = Vec::new(); // what each step did, for a failure's report
+    let mut archived = 0; // archive_notes runs
     for step in 0..steps {
         let r = rng.below(REPLICAS as u64) as usize;
         let replica = &replicas[r];
@@ -201,17 +216,14 @@ fn three_replicas_in_network_namespaces_converge_through_partitions_and_kills() 
                 // and then the edit marks the note archived and the agent archives it with
                 // `archive_notes`, which moves it under 04_Archive/ in one transaction.
                 let path = &existing[rng.below(existing.len() as u64) as usize];
-                let text = std::fs::read_to_string(replica.root.join(path)).unwrap();
-                let archive = rng.below(3) == 0;
-                let edited = format!("{}\nAn agent adds {word}.\n", if archive { marked_archived(&text) } else { text });
-                let proposal = replica.mcp("propose_memory_change", json!({"path": path, "content": edited}));
-                replica.mcp("apply_memory_change", json!({"proposal": proposal, "approved": true}));
-                if archive {
-                    let report = replica.mcp("archive_notes", json!({"dry_run": false, "approved": true}));
-                    let moved: Vec<String> = report["moves"].as_array().unwrap().iter().map(|m| m["to"].to_string()).collect();
-                    assert!(!moved.is_empty(), "archive_notes on replica {r} moved nothing: {report}");
-                    actions.push(format!("step {step}: replica {r}: agent archives {path} with {word}: {}", moved.join(", ")));
+                if rng.below(3) == 0 {
+                    actions.push(format!("step {step}: replica {r}: {}", replica.archive(path, &word)));
+                    archived += 1;
                 } else {
+                    let text = std::fs::read_to_string(replica.root.join(path)).unwrap();
+                    let proposal =
+                        replica.mcp("propose_memory_change", json!({"path": path, "content": format!("{text}\nAn agent adds {word}.\n")}));
+                    replica.mcp("apply_memory_change", json!({"proposal": proposal, "approved": true}));
                     actions.push(format!("step {step}: replica {r}: agent edits {path} with {word}"));
                 }
                 written.push(word);
@@ -270,6 +282,13 @@ fn three_replicas_in_network_namespaces_converge_through_partitions_and_kills() 
         net.set_link(i, true);
         let _ = net.netem(i, false);
     }
+    if archived == 0 {
+        // Every seed archives at least once: the first replica's agent archives a note now.
+        let path = replicas[0].notes().into_iter().map(|(p, _)| p).find(|p| p.starts_with("03_Resources/")).expect("a note to archive");
+        let word = format!("zn{seed:x}archive");
+        actions.push(format!("after the steps: replica 0: {}", replicas[0].archive(&path, &word)));
+        written.push(word);
+    }
     let mut settled = false;
     let mut last = Vec::new();
     for _ in 0..8 {
@@ -326,7 +345,7 @@ fn three_replicas_in_network_namespaces_converge_through_partitions_and_kills() 
         }
     }
     eprintln!(
-        "seed {seed}: {steps} steps, {} acknowledged writes, {} faults, converged and checked in {:.1} s\n{}",
+        "seed {seed}: {steps} steps, {} acknowledged writes ({archived} archive_notes runs), {} faults, converged and checked in {:.1} s\n{}",
         written.len(),
         faults.len(),
         started.elapsed().as_secs_f64(),
