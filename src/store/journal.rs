@@ -248,17 +248,7 @@ fn kept_heads(root: &Path, file: &File, stamp: JournalStamp) -> Option<Vec<Frame
 /// Reads the journal's intact records without changing the file (readers: a torn tail is left
 /// to the writer). Returns the stamp the records were read at; `None` when there is no journal.
 pub fn read_committed(root: &Path) -> Result<Option<(JournalStamp, Vec<StoredRecord>)>> {
-    let path = layout::join(root, layout::JOURNAL);
-    let mut file = match super::durable::open_engine_read(root, &path) {
-        Ok(file) => file,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(io("opening", e)),
-    };
-    let meta = file.metadata().map_err(|e| io("reading", e))?;
-    let mut bytes = Vec::with_capacity(meta.len() as usize);
-    file.read_to_end(&mut bytes).map_err(|e| io("reading", e))?;
-    let (records, _, _) = parse_records(&bytes);
-    Ok(Some((JournalStamp::of(&meta), records)))
+    Ok(read_committed_since(root, None)?.map(|read| (read.stamp, read.records)))
 }
 
 /// Where a read of the journal (`read_committed_since`) ended: the file it read and the end of

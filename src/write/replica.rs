@@ -614,52 +614,74 @@ fn walk_files(root: &Path, folder: &str, files: &mut std::collections::BTreeSet<
 
 /// The engine files that travel (`pathspecs`, under `.paravault/`) whose work-tree state
 /// differs from the branch's head: left uncommitted by a killed or failed run. git answers
-/// from a small index of those files alone (`layout::GIT_TRAVELLING_INDEX`), kept at the
-/// branch's head by staging only the paths that changed since the commit it last learnt, so
-/// the answer costs O(the engine files that travel), never a read of git's own index (O(vault)).
+/// from a small index of those files alone (`layout::GIT_TRAVELLING_INDEX`), kept equal to the
+/// head's tree of the engine's folder by setting only the entries that changed since the
+/// commit it last learnt: `diff-files` (its entries against the work tree) and `ls-files
+/// --others` (untracked files below the pathspecs, git's ignore rules applied) never read git's
+/// own index or walk the vault, so the answer costs O(the engine files that travel).
 pub(crate) fn travelling_changes(root: &Path, head: Option<&str>, pathspecs: &[String]) -> Result<Vec<String>> {
     let git = Git::at(root);
     // git runs in the vault's root: the index is named from there.
-    let index = Path::new(layout::GIT_TRAVELLING_INDEX);
     let env = [("GIT_INDEX_FILE", layout::GIT_TRAVELLING_INDEX)];
     let marker = layout::join(root, layout::GIT_TRAVELLING_INDEX_HEAD);
     let known = durable::read_engine_file(root, &marker).ok().map(|b| String::from_utf8_lossy(&b).trim().to_string());
     let head_text = head.unwrap_or("");
     if known.as_deref() != Some(head_text) {
         let in_engine_folder = |p: &String| p.starts_with(&format!("{}/", layout::STATE_DIR));
-        let learnt = match (&known, head) {
-            (Some(known), Some(head))
-                if !known.is_empty() && layout::join(root, layout::GIT_TRAVELLING_INDEX).exists() && git.resolve(known)?.is_some() =>
-            {
-                let changed: Vec<String> = git.changed_paths(known, head)?.into_iter().map(|(_, p)| p).filter(in_engine_folder).collect();
-                git.stage(Some(index), &changed)?;
-                true
+        let index_kept = layout::join(root, layout::GIT_TRAVELLING_INDEX).exists();
+        let changed: Option<Vec<String>> = match (&known, head) {
+            (Some(known), Some(head)) if !known.is_empty() && index_kept && git.resolve(known)?.is_some() => {
+                Some(git.changed_paths(known, head)?.into_iter().map(|(_, p)| p).filter(in_engine_folder).collect())
             }
-            _ => false,
+            _ => None,
         };
-        if !learnt {
-            // Built again from the head's tree of the engine's folder, then told the files'
-            // stat data (so the next comparisons hash only what changed).
-            durable::remove_unsynced(root, &layout::join(root, layout::GIT_TRAVELLING_INDEX))?;
-            let folder = match head {
-                Some(head) => git.tree_entries(head, &[layout::STATE_DIR.to_string()])?.remove(layout::STATE_DIR),
-                None => None,
-            };
-            if let Some((_, tree)) = folder {
-                let prefix = format!("--prefix={}/", layout::STATE_DIR);
-                git.run_with("read-tree", ["read-tree", prefix.as_str(), tree.as_str()], &env, None)?;
-                // Exit 1 when a file differs: that one is left for the comparison below.
-                git.output(["update-index", "-q", "--refresh"], &env, None)?;
+        match changed {
+            Some(changed) => {
+                // The head's entries for the paths that changed (a removal where it holds none).
+                let entries = match head {
+                    Some(head) => git.tree_entries(head, &changed)?,
+                    None => BTreeMap::new(),
+                };
+                let mut info = Vec::new();
+                for path in &changed {
+                    match entries.get(path) {
+                        Some((mode, id)) => info.extend_from_slice(format!("{mode} {id}\t{path}").as_bytes()),
+                        None => info.extend_from_slice(format!("0 {}\t{path}", "0".repeat(40)).as_bytes()),
+                    }
+                    info.push(0);
+                }
+                if !info.is_empty() {
+                    git.run_with("update-index", ["update-index", "-z", "--index-info"], &env, Some(&info))?;
+                }
+            }
+            None => {
+                // Built again from the head's tree of the engine's folder.
+                durable::remove_unsynced(root, &layout::join(root, layout::GIT_TRAVELLING_INDEX))?;
+                let folder = match head {
+                    Some(head) => git.tree_entries(head, &[layout::STATE_DIR.to_string()])?.remove(layout::STATE_DIR),
+                    None => None,
+                };
+                if let Some((_, tree)) = folder {
+                    let prefix = format!("--prefix={}/", layout::STATE_DIR);
+                    git.run_with("read-tree", ["read-tree", prefix.as_str(), tree.as_str()], &env, None)?;
+                }
             }
         }
         durable::replace_unsynced(root, &marker, head_text.as_bytes())?;
     }
-    let mut args: Vec<String> =
-        vec!["status".into(), "--porcelain=v1".into(), "-z".into(), "--untracked-files=all".into(), "--no-renames".into(), "--".into()];
-    args.extend(pathspecs.iter().cloned());
-    let output = git.run_with("status", &args, &env, None)?;
-    let mut out: Vec<String> =
-        output.stdout.split(|&b| b == 0).filter(|r| r.len() > 3).map(|r| String::from_utf8_lossy(&r[3..]).into_owned()).collect();
+    // Entries whose file was touched but holds the same bytes, or that were just set, get the
+    // file's stat data (a hash of those files only), so `diff-files` names only real changes
+    // (exit 1: some file differs, which it then names).
+    git.output(["update-index", "-q", "--refresh"], &env, None)?;
+    let mut out = Vec::new();
+    let mut differ = vec!["diff-files".to_string(), "--name-only".into(), "-z".into(), "--".into()];
+    differ.extend(pathspecs.iter().cloned());
+    let mut untracked = vec!["ls-files".to_string(), "--others".into(), "--exclude-standard".into(), "-z".into(), "--".into()];
+    untracked.extend(pathspecs.iter().cloned());
+    for args in [differ, untracked] {
+        let output = git.run_with("status", &args, &env, None)?;
+        out.extend(output.stdout.split(|&b| b == 0).filter(|r| !r.is_empty()).map(|r| String::from_utf8_lossy(r).into_owned()));
+    }
     out.sort();
     out.dedup();
     Ok(out)
