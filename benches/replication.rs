@@ -222,7 +222,9 @@ fn outside_edit_evidence(root: &Path, notes: usize, trip: Duration) {
     ready.recv().unwrap();
     assert_eq!(plain.replicate().unwrap().outside_edits_from, "work tree", "a first check has no recorded position");
     let journal = measure(&plain, "folder journal");
-    for (name, (idle, edited)) in [("git status of the work tree", whole), ("the folder journal", journal), ("the process's watcher", watcher)] {
+    for (name, (idle, edited)) in
+        [("git status of the work tree", whole), ("the folder journal", journal), ("the process's watcher", watcher)]
+    {
         println!(
             "   outside edits from {name}: replicate with nothing to do p50 {:.1} ms ({:.1}x the round trip); after 10 outside edits p50 {:.1} ms ({notes} notes)",
             ms(idle),
@@ -236,8 +238,8 @@ fn outside_edit_evidence(root: &Path, notes: usize, trip: Duration) {
 fn growth_per_transactions(a: &Vault, a_root: &Path, remote: &Path, notes: usize, g: usize) {
     {
         // From a packed start, so the growth is the transactions' alone.
-        git(&a_root, &["gc", "-q"]);
-        let (loose0, packed0) = objects(&a_root);
+        git(a_root, &["gc", "-q"]);
+        let (loose0, packed0) = objects(a_root);
         let (rloose0, rpacked0) = objects(remote);
         let mut text = 0usize;
         let began = Instant::now();
@@ -246,10 +248,10 @@ fn growth_per_transactions(a: &Vault, a_root: &Path, remote: &Path, notes: usize
         }
         let wrote = began.elapsed();
         assert!(a.replicate().unwrap().pushed);
-        let (loose1, packed1) = objects(&a_root);
+        let (loose1, packed1) = objects(a_root);
         let (rloose1, rpacked1) = objects(remote);
-        git(&a_root, &["gc", "-q"]);
-        let (loose2, packed2) = objects(&a_root);
+        git(a_root, &["gc", "-q"]);
+        let (loose2, packed2) = objects(a_root);
         let per = |kib: u64| kib as f64 * 1000.0 / g as f64;
         println!(
             "   growth per 1,000 transactions ({g} ingests in {:.1} s, {:.0} KiB of note text): the replica after its replicate (git gc --auto) {:.0} KiB; after a full git gc {:.0} KiB; the remote {:.0} KiB",
