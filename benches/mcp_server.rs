@@ -14,7 +14,9 @@
 //! ratio of the two search medians is printed.
 //! `PARAVAULT_BENCH_LAYOUT=wide`: only issue 52's wide-folder rows (40 notes per folder, all
 //! under `03_Resources/topicN/`; each write a new note in a new folder there), see `wide`;
-//! `PARAVAULT_BENCH_KEEP=1` keeps the generated vault (`target/bench-data/work/wide-<n>`).
+//! `PARAVAULT_BENCH_KEEP=1` keeps the generated vault (`target/bench-data/work/wide-<n>`);
+//! `PARAVAULT_BENCH_VAULT_PER_BINARY=1` gives the old and the new binary a copy each (for a
+//! baseline whose catalog layout differs, issue 52).
 
 // Bench fixtures are written with std::fs (clippy.toml names this exception).
 #![allow(clippy::disallowed_methods)]
@@ -345,7 +347,23 @@ fn wide(n: usize, rounds: usize, baseline: Option<&Path>) {
         binaries.push(("old", old));
     }
     binaries.push(("new", Path::new(BIN)));
-    let mut clients: Vec<Client> = binaries.iter().map(|(_, binary)| Client::ready_binary(binary, &root)).collect();
+    // `PARAVAULT_BENCH_VAULT_PER_BINARY=1`: each binary serves its own copy of the vault, for a
+    // baseline whose catalog layout differs (on one vault each would rewrite the other's pages).
+    let roots: Vec<std::path::PathBuf> = if std::env::var_os("PARAVAULT_BENCH_VAULT_PER_BINARY").is_some() && binaries.len() > 1 {
+        binaries
+            .iter()
+            .map(|(name, _)| {
+                let copy = root.with_file_name(format!("{}-{name}", root.file_name().unwrap().to_string_lossy()));
+                let _ = std::fs::remove_dir_all(&copy);
+                let status = Command::new("cp").arg("-a").arg(&root).arg(&copy).status().expect("cp");
+                assert!(status.success(), "copying the vault for {name}");
+                copy
+            })
+            .collect()
+    } else {
+        binaries.iter().map(|_| root.clone()).collect()
+    };
+    let mut clients: Vec<Client> = binaries.iter().zip(&roots).map(|((_, binary), root)| Client::ready_binary(binary, root)).collect();
     // [ping, quiet search, get_server_info, ingest_note, search after the write] per client.
     let mut samples: Vec<[Vec<Duration>; 5]> = binaries.iter().map(|_| Default::default()).collect();
     let mut floor = Vec::new();
@@ -371,7 +389,7 @@ fn wide(n: usize, rounds: usize, baseline: Option<&Path>) {
             took[2] = start.elapsed();
             let folder = format!("03_Resources/topic{next_topic}");
             next_topic += 1;
-            std::fs::create_dir(root.join(&folder)).expect("make the new folder");
+            std::fs::create_dir(roots[slot].join(&folder)).expect("make the new folder");
             let args = json!({"name": format!("{folder}/wide-{round}"), "note_type": "Resource",
                               "title": format!("Wide write {round}"), "description": "A write in a new folder of a wide one",
                               "content": format!("{} after write {round}\n", query.trim_matches('"'))});
@@ -408,6 +426,9 @@ fn wide(n: usize, rounds: usize, baseline: Option<&Path>) {
     clients.into_iter().for_each(Client::close);
     if std::env::var_os("PARAVAULT_BENCH_KEEP").is_none() {
         let _ = std::fs::remove_dir_all(&root);
+        for copy in roots.iter().filter(|r| **r != root) {
+            let _ = std::fs::remove_dir_all(copy);
+        }
     }
 }
 

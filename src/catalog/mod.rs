@@ -25,6 +25,7 @@ use render::{CategoryRow, ChildDir, DirInput};
 /// What the catalog renderer remembers between runs (persisted as `.paravault/catalog-state.json`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CatalogState {
+    /// The page layout version that rendered it (`render::LAYOUT_VERSION`); another drops it.
     pub renderer: u32,
     /// Directory → (input digest, blake3 of each rendered page).
     pub dirs: BTreeMap<String, DirState>,
@@ -218,6 +219,7 @@ impl<'a> CatalogTree<'a> {
 fn input_digest(input: &DirInput<'_>) -> String {
     let mut hasher = blake3::Hasher::new();
     hasher.update(&render::RENDERER_VERSION.to_le_bytes());
+    hasher.update(&render::LAYOUT_VERSION.to_le_bytes());
     hasher.update(input.dir.as_bytes());
     for child in &input.children {
         // Same bytes as `format!("\0d{name}\0{notes}")`, without the allocation.
@@ -296,8 +298,8 @@ pub fn plan(
         },
     };
     let mut plan = CatalogPlan { dirs_total: all_dirs.len(), state, ..Default::default() };
-    if plan.state.renderer != render::RENDERER_VERSION {
-        plan.state = CatalogState { renderer: render::RENDERER_VERSION, ..Default::default() };
+    if plan.state.renderer != render::LAYOUT_VERSION {
+        plan.state = CatalogState { renderer: render::LAYOUT_VERSION, ..Default::default() };
     }
     let targets: Vec<&str> = match only_dirs {
         Some(only) => all_dirs.iter().copied().filter(|d| only.contains(*d)).collect(),

@@ -8,8 +8,17 @@ use crate::inventory::NoteRecord;
 use crate::note::yaml_edit::quoted;
 use crate::store::layout;
 
-/// The renderer version written into every page; bump when the layout changes.
+/// The renderer version written into every page (`x-index-renderer`). It stays 1 while a
+/// one-page catalog renders byte for byte as it always has: bumping it would rewrite every
+/// catalog of every vault for no reader's benefit (no reader of either engine compares it with
+/// its own; ownership is `x-generated-by`).
 pub(crate) const RENDERER_VERSION: u32 = 1;
+/// The version of the page layout as a whole, in the remembered renderer state and in every
+/// directory's input digest (never in a page): bump it whenever any page's bytes may change for
+/// the same input, so that a remembered state of the older layout is dropped and every
+/// directory is rendered again (only pages whose bytes differ are written). 2: page boundaries
+/// cut by key hash (`page_starts`) instead of greedy filling; multi-page catalogs changed.
+pub(crate) const LAYOUT_VERSION: u32 = 2;
 /// Ownership marker value.
 pub(crate) const MARKER: &str = "paravault";
 
@@ -178,40 +187,117 @@ fn page_header(dir: &str, page: usize, pages: usize) -> String {
     out
 }
 
-/// Renders a directory's catalog pages, each at most `page_bytes_max` bytes.
+/// Where a directory's pages start: a pure function of its entries (so two replicas with the
+/// same notes cut the same pages) that moves no boundary but the one an entry brings or takes.
+///
+/// Each entry has a *key score*: the first 8 bytes of blake3 of its vault path (the child
+/// folder's or the note's), never of its rendered text, so editing a note's description or tags
+/// moves no boundary. A page starts at every entry (but the first) whose score is below a
+/// threshold `t` times the entry's nominal weight (a note row is about four folder rows, so a
+/// boundary falls about once per as many bytes in either section). The threshold is the
+/// sparsest rung of a fixed ladder (`threshold`: 2^64 at rung 0, each rung 2^-1/4 of the one
+/// below) at which every page fits the budget; a directory that fits one page is one page (as
+/// greedy filling made it, byte for byte). Feasibility only grows as the threshold does (denser
+/// boundaries cut every page into pieces), so the rung is found by bisection, and the densest
+/// rung (a page per entry) always fits once each entry does.
+///
+/// Inserting or removing an entry at the same rung changes only the page it falls in, or adds
+/// or removes the one boundary it carries (the page count changes, and with it every page's
+/// `x-index-pages`). The rung itself moves only when a page would overflow (denser: more pages)
+/// or when the change lets a sparser rung fit (fewer pages; or, after an insertion that itself
+/// carries a sparser boundary, rarely as many, with two boundaries moved). Greedy filling instead
+/// shifted every later page's first entry, so one row among 2,500 rewrote every page after it.
+pub(super) fn page_starts(sizes: &[usize], scores: &[(u64, u32)], budget: usize) -> Vec<usize> {
+    match page_rung(sizes, scores, budget) {
+        None => vec![0],
+        Some(rung) => {
+            let t = threshold(rung);
+            (0..sizes.len()).filter(|&i| i == 0 || is_page_start(scores, i, t)).collect()
+        }
+    }
+}
+
+fn is_page_start(scores: &[(u64, u32)], i: usize, t: u128) -> bool {
+    i > 0 && u128::from(scores[i].0) < t * u128::from(scores[i].1)
+}
+
+/// The rung `page_starts` cuts at: `None` when everything fits one page.
+pub(super) fn page_rung(sizes: &[usize], scores: &[(u64, u32)], budget: usize) -> Option<u32> {
+    if sizes.iter().sum::<usize>() <= budget {
+        return None;
+    }
+    let is_start = |i: usize, t: u128| is_page_start(scores, i, t);
+    let fits = |t: u128| {
+        let mut used = 0;
+        sizes.iter().enumerate().all(|(i, size)| {
+            used = if is_start(i, t) { *size } else { used + size };
+            used <= budget
+        })
+    };
+    // Rung `r` fits for every `r` at or below the answer: find the highest that does.
+    let (mut fitting, mut failing) = (0u32, THRESHOLD_RUNGS + 1);
+    while failing - fitting > 1 {
+        let mid = fitting + (failing - fitting) / 2;
+        if fits(threshold(mid)) { fitting = mid } else { failing = mid }
+    }
+    Some(fitting)
+}
+
+/// Rungs of the boundary threshold ladder below rung 0 (2^64, a page per entry); rung 256 is 1.
+const THRESHOLD_RUNGS: u32 = 256;
+
+/// The boundary threshold at `rung`: 2^(64 - rung/4), in integers (no floating point, so every
+/// platform cuts the same pages).
+fn threshold(rung: u32) -> u128 {
+    // 2^-k/4 for k = 0..3, in 1/65536ths.
+    const QUARTERS: [u128; 4] = [65_536, 55_109, 46_341, 38_968];
+    ((1u128 << 64) >> (rung / 4)) * QUARTERS[(rung % 4) as usize] / 65_536
+}
+
+/// The key score and nominal weight of an entry (see `page_starts`).
+pub(super) fn key_score(path: &str, weight: u32) -> (u64, u32) {
+    let hash = blake3::hash(path.as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&hash.as_bytes()[..8]);
+    (u64::from_le_bytes(first), weight)
+}
+
+/// Nominal weights of a folder row (~70 bytes) and a note row (~300 bytes).
+pub(super) const FOLDER_WEIGHT: u32 = 1;
+pub(super) const NOTE_WEIGHT: u32 = 4;
+
+/// Renders a directory's catalog pages, each at most `page_bytes_max` bytes, cut where
+/// `page_starts` says.
 pub fn render_dir(input: &DirInput<'_>, page_bytes_max: usize, description_chars: usize, rows: &RowMemo) -> Result<Vec<String>> {
     let mut entries: Vec<(std::sync::Arc<str>, &str)> = Vec::new();
+    let mut scores = Vec::with_capacity(input.children.len() + input.notes.len());
+    let mut child_path = String::new();
     for child in &input.children {
         entries.push((dir_entry(child).into(), input.dir));
+        child_path.clear();
+        let _ = write!(child_path, "{}/{}", input.dir, child.name);
+        scores.push(key_score(&child_path, FOLDER_WEIGHT));
     }
     for record in &input.notes {
         entries.push((rows.note_entry(record, description_chars), record.path.as_str()));
+        scores.push(key_score(record.path.as_str(), NOTE_WEIGHT));
     }
     // Reserve room for the largest possible header (6-digit page numbers).
     let reserve = page_header(input.dir, 999_999, 999_999).len() + "\n## Notes\n\n## Folders\n\n".len();
     let budget = page_bytes_max.saturating_sub(reserve);
-    let mut pages: Vec<Vec<usize>> = vec![Vec::new()];
-    let mut used = 0;
-    for (i, (text, owner)) in entries.iter().enumerate() {
-        if text.len() > budget {
-            return Err(Error::CatalogEntryTooLarge { path: owner.to_string(), limit: page_bytes_max });
-        }
-        if used + text.len() > budget && !pages.last().is_some_and(Vec::is_empty) {
-            pages.push(Vec::new());
-            used = 0;
-        }
-        used += text.len();
-        if let Some(page) = pages.last_mut() {
-            page.push(i);
-        }
+    if let Some((_, owner)) = entries.iter().find(|(text, _)| text.len() > budget) {
+        return Err(Error::CatalogEntryTooLarge { path: owner.to_string(), limit: page_bytes_max });
     }
-    let total = pages.len();
+    let sizes: Vec<usize> = entries.iter().map(|(text, _)| text.len()).collect();
+    let starts = page_starts(&sizes, &scores, budget);
+    let total = starts.len();
     let children = input.children.len();
     let mut out = Vec::with_capacity(total);
-    for (n, indices) in pages.iter().enumerate() {
+    for (n, &start) in starts.iter().enumerate() {
+        let end = starts.get(n + 1).copied().unwrap_or(entries.len());
         let mut page = page_header(input.dir, n + 1, total);
         let mut section: Option<bool> = None;
-        for &i in indices {
+        for (i, (text, _)) in entries.iter().enumerate().take(end).skip(start) {
             let is_dir = i < children;
             if section != Some(is_dir) {
                 if section.is_some() {
@@ -220,9 +306,9 @@ pub fn render_dir(input: &DirInput<'_>, page_bytes_max: usize, description_chars
                 page.push_str(if is_dir { "## Folders\n\n" } else { "## Notes\n\n" });
                 section = Some(is_dir);
             }
-            page.push_str(&entries[i].0);
+            page.push_str(text);
         }
-        if indices.is_empty() {
+        if start == end {
             page.push_str("_This folder has no catalogued notes._\n");
         }
         debug_assert!(page.len() <= page_bytes_max, "BUG: page over budget");

@@ -64,7 +64,7 @@ proptest! {
 #[test]
 fn a_partial_state_merges_into_the_whole() {
     let state = |dirs: &[(&str, &str)], root: &str| CatalogState {
-        renderer: super::render::RENDERER_VERSION,
+        renderer: super::render::LAYOUT_VERSION,
         dirs: dirs
             .iter()
             .map(|(d, digest)| (d.to_string(), DirState { input_digest: digest.to_string(), page_hashes: vec![digest.to_string()] }))
@@ -80,4 +80,256 @@ fn a_partial_state_merges_into_the_whole() {
     newer.renderer += 1;
     whole.merge(newer.clone(), &BTreeSet::from(["x".to_string()]));
     assert_eq!(whole, newer);
+}
+
+// ---- Page boundaries (issue 52): stable, deterministic, every page within the budget ----
+
+use super::render::{self, ChildDir, DirInput, RowMemo};
+
+const PAGE_MAX: usize = 32 * 1024;
+
+/// splitmix64: a seeded generator, so every run tries the same positions.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// A folder name of 6 to 30 characters.
+    fn name(&mut self) -> String {
+        let len = 6 + self.below(25);
+        (0..len).map(|_| (b'a' + self.below(26) as u8) as char).collect()
+    }
+}
+
+fn children(names: &[String]) -> Vec<ChildDir> {
+    names.iter().map(|name| ChildDir { name: name.clone(), notes: 1 + name.len() * 7 % 97 }).collect()
+}
+
+fn note(dir: &str, name: &str, description: &str) -> NoteRecord {
+    let mut record = record(&format!("{dir}/{name}.md"), true);
+    record.meta.title = Some(name.to_string());
+    record.meta.note_type = Some("Resource".into());
+    record.meta.description = Some(description.to_string());
+    record.meta.tags = vec!["alpha".into(), "beta".into()];
+    record
+}
+
+fn render(dir: &str, names: &[String], notes: &[&NoteRecord]) -> Vec<String> {
+    let input = DirInput { dir, children: children(names), notes: notes.to_vec() };
+    render::render_dir(&input, PAGE_MAX, 150, &RowMemo::default()).unwrap()
+}
+
+/// The rows of a page in order (folder rows and note headings), without its header.
+fn rows(page: &str) -> Vec<&str> {
+    page.lines().filter(|l| l.starts_with("- [") || l.starts_with("### ")).collect()
+}
+
+fn sorted_names(rng: &mut Rng, n: usize) -> Vec<String> {
+    let names: BTreeSet<String> = (0..n).map(|_| rng.name()).collect();
+    names.into_iter().collect()
+}
+
+/// Two renders of the same entries give the same bytes; every page is within the budget, the
+/// pages hold every entry once and in order, and say which page of how many they are.
+#[test]
+fn pages_are_deterministic_within_the_budget_and_hold_every_entry_in_order() {
+    let mut rng = Rng(52);
+    let names = sorted_names(&mut rng, 2_500);
+    let dir = "03_Resources";
+    let descriptions: Vec<String> = (0..300).map(|i| format!("Note {i} {}", "x".repeat(rng.below(150)))).collect();
+    let records: Vec<NoteRecord> = (0..300).map(|i| note(dir, &format!("n{i:04}"), &descriptions[i])).collect();
+    let refs: Vec<&NoteRecord> = records.iter().collect();
+    let pages = render(dir, &names, &refs);
+    assert_eq!(pages, render(dir, &names, &refs), "the same entries render the same bytes");
+    assert!(pages.len() > 2, "{} pages", pages.len());
+    for (n, page) in pages.iter().enumerate() {
+        assert!(page.len() <= PAGE_MAX, "page {} is {} bytes", n + 1, page.len());
+        assert!(page.contains(&format!("x-index-page: {}\nx-index-pages: {}\n", n + 1, pages.len())), "{page}");
+    }
+    let all: Vec<&str> = pages.iter().flat_map(|p| rows(p)).collect();
+    let input = DirInput { dir, children: children(&names), notes: refs.clone() };
+    let memo = RowMemo::default();
+    let one_page = render::render_dir(&input, usize::MAX / 2, 150, &memo).unwrap();
+    assert_eq!(one_page.len(), 1);
+    assert_eq!(all, rows(&one_page[0]), "every entry once, in order");
+}
+
+/// A directory that fits one page is one page (as greedy filling made it); one row more than
+/// fits makes two or more pages; an empty directory is one page that says so.
+#[test]
+fn a_directory_that_fits_is_one_page() {
+    let mut rng = Rng(7);
+    let names = sorted_names(&mut rng, 2_000);
+    let dir = "03_Resources";
+    // The largest prefix of the names that fits one page.
+    let fits = |n: usize| render(dir, &names[..n], &[]).len() == 1;
+    let (mut lo, mut hi) = (1, names.len());
+    while hi - lo > 1 {
+        let mid = (lo + hi) / 2;
+        if fits(mid) { lo = mid } else { hi = mid }
+    }
+    let page = &render(dir, &names[..lo], &[])[0];
+    assert!(page.contains("x-index-pages: 1\n") && !page.contains("Next:"), "{page}");
+    assert_eq!(rows(page).len(), lo);
+    // Nearly full: the one page holds close to the budget (no early cut).
+    assert!(page.len() > PAGE_MAX - 200, "{} bytes", page.len());
+    assert!(render(dir, &names[..lo + 1], &[]).len() >= 2);
+    let empty = render(dir, &[], &[]);
+    assert_eq!(empty.len(), 1);
+    assert!(empty[0].contains("_This folder has no catalogued notes._\n"));
+}
+
+/// The pages of `before` and `after` with the same page count: how many differ.
+fn changed_pages(before: &[String], after: &[String]) -> Option<usize> {
+    (before.len() == after.len()).then(|| before.iter().zip(after).filter(|(a, b)| a != b).count())
+}
+
+/// Issue 52: a folder row inserted into or removed from a folder of 2,500 folders changes
+/// exactly one page's bytes whenever the page count stays (greedy filling rewrote every page
+/// after the row), at many positions from a seeded generator.
+#[test]
+fn one_folder_in_or_out_of_2500_changes_one_page() {
+    let mut rng = Rng(2_500);
+    let names = sorted_names(&mut rng, 2_500);
+    let dir = "03_Resources";
+    let base = render(dir, &names, &[]);
+    assert!(base.len() >= 6, "{} pages", base.len());
+    let (mut same_count, mut recounted) = (0, 0);
+    for trial in 0..400 {
+        let mut changed = names.clone();
+        if trial % 2 == 0 {
+            let name = rng.name();
+            let at = changed.binary_search(&name).unwrap_or_else(|i| i);
+            changed.insert(at, name);
+        } else {
+            changed.remove(rng.below(changed.len()));
+        }
+        let after = render(dir, &changed, &[]);
+        assert!(after.iter().all(|p| p.len() <= PAGE_MAX));
+        match changed_pages(&base, &after) {
+            Some(n) => {
+                assert_eq!(n, 1, "trial {trial}: {n} pages changed");
+                same_count += 1;
+            }
+            None => recounted += 1,
+        }
+    }
+    // The page count rarely moves (then every page's x-index-pages does).
+    assert!(recounted * 20 < same_count, "{recounted} of 400 changes moved the page count");
+}
+
+/// The same for notes: a note in or out of a folder of 2,500 notes, and an edited description
+/// (a row's bytes change, its key does not) changes only its own page.
+#[test]
+fn one_note_in_or_out_or_edited_changes_one_page() {
+    let mut rng = Rng(4);
+    let dir = "02_Areas/big";
+    let make = |rng: &mut Rng, i: usize| note(dir, &format!("{}-{i}", rng.name()), &"d".repeat(rng.below(150)));
+    let mut records: Vec<NoteRecord> = (0..2_500).map(|i| make(&mut rng, i)).collect();
+    records.sort_by(|a, b| a.path.cmp(&b.path));
+    let refs: Vec<&NoteRecord> = records.iter().collect();
+    let base = render(dir, &[], &refs);
+    assert!(base.len() > 10, "{} pages", base.len());
+    let (mut same_count, mut recounted) = (0, 0);
+    for trial in 0..150 {
+        let extra = make(&mut rng, 10_000 + trial);
+        let mut edited = records[rng.below(records.len())].clone();
+        edited.meta.description = Some("e".repeat(rng.below(150)));
+        let mut changed = refs.clone();
+        match trial % 3 {
+            0 => {
+                let at = changed.binary_search_by(|r| r.path.cmp(&extra.path)).unwrap_or_else(|i| i);
+                changed.insert(at, &extra);
+            }
+            1 => {
+                changed.remove(rng.below(changed.len()));
+            }
+            _ => {
+                let at = changed.binary_search_by(|r| r.path.cmp(&edited.path)).unwrap();
+                changed[at] = &edited;
+            }
+        }
+        let after = render(dir, &[], &changed);
+        assert!(after.iter().all(|p| p.len() <= PAGE_MAX));
+        match changed_pages(&base, &after) {
+            Some(n) => {
+                assert!(n == 1 || (trial % 3 == 2 && n == 0), "trial {trial}: {n} pages changed");
+                same_count += 1;
+            }
+            None => recounted += 1,
+        }
+    }
+    assert!(recounted * 10 < same_count, "{recounted} of 150 changes moved the page count");
+}
+
+proptest! {
+    /// Over random row sizes and key scores: the pages partition the entries in order, each
+    /// within the budget; one page exactly when everything fits; and a change that keeps the
+    /// rung keeps every page but the one it touches (removing a row, or changing a row's size:
+    /// the boundaries are the rung's, and only the touched row's own can come or go).
+    #[test]
+    fn page_starts_partition_within_the_budget_and_move_locally(
+        rows in proptest::collection::vec((1usize..4_000, any::<u64>(), any::<bool>()), 0..400),
+        budget in 4_000usize..40_000,
+        touched in any::<prop::sample::Index>(),
+        new_size in 1usize..4_000,
+    ) {
+        let sizes: Vec<usize> = rows.iter().map(|r| r.0).collect();
+        let scores: Vec<(u64, u32)> = rows.iter().map(|r| (r.1, if r.2 { render::NOTE_WEIGHT } else { render::FOLDER_WEIGHT })).collect();
+        let pages = |sizes: &[usize], scores: &[(u64, u32)]| -> Vec<std::ops::Range<usize>> {
+            let starts = render::page_starts(sizes, scores, budget);
+            starts.iter().enumerate().map(|(n, &s)| s..starts.get(n + 1).copied().unwrap_or(sizes.len())).collect()
+        };
+        let base = pages(&sizes, &scores);
+        prop_assert_eq!(base[0].start, 0);
+        prop_assert_eq!(base.last().unwrap().end, sizes.len());
+        for pair in base.windows(2) {
+            prop_assert!(pair[0].end == pair[1].start && pair[0].start < pair[0].end);
+        }
+        for page in &base {
+            prop_assert!(sizes[page.clone()].iter().sum::<usize>() <= budget || page.len() == 1);
+        }
+        let total: usize = sizes.iter().sum();
+        prop_assert_eq!(base.len() == 1, total <= budget || sizes.len() <= 1);
+        if sizes.is_empty() {
+            return Ok(());
+        }
+        let rung = render::page_rung(&sizes, &scores, budget);
+        let i = touched.index(sizes.len());
+        // The entries of each page, by original index.
+        let key = |ranges: &[std::ops::Range<usize>], map: &dyn Fn(usize) -> usize| -> Vec<Vec<usize>> {
+            ranges.iter().map(|r| r.clone().map(map).collect()).collect()
+        };
+        let before = key(&base, &|j| j);
+        // Removing row i.
+        let (mut s2, mut c2) = (sizes.clone(), scores.clone());
+        s2.remove(i);
+        c2.remove(i);
+        if s2.iter().all(|s| *s <= budget) {
+            let after = key(&pages(&s2, &c2), &|j| if j >= i { j + 1 } else { j });
+            if after.len() == before.len() && render::page_rung(&s2, &c2, budget) == rung && !s2.is_empty() {
+                let differ = before.iter().zip(&after).filter(|(a, b)| a != b).count();
+                prop_assert_eq!(differ, 1);
+            }
+        }
+        // Changing row i's size (its text), never its key.
+        if new_size <= budget {
+            let mut s3 = sizes.clone();
+            s3[i] = new_size;
+            let after3 = pages(&s3, &scores);
+            if after3.len() == base.len() {
+                prop_assert_eq!(after3, base);
+            }
+        }
+    }
 }
