@@ -19,7 +19,7 @@ use crate::note::metadata::{self, NoteMeta};
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
 use crate::scan::{self, PageKind};
-pub use apply::Applied;
+pub use apply::{Applied, ListingChanges, compare_listing};
 use changes::ChangeSet;
 use snapshot::SourceSnapshot;
 
