@@ -7,7 +7,8 @@
 //! listed again); an entry is looked at alone (a stat, a read only when it moved); anything an
 //! entry cannot settle (a folder that held notes, a name no vault path may hold, an ignore file)
 //! and `Unknown` are a walk of the vault. A write's partial model never walks nor lists: asked
-//! to, it is overrun, and the write loads the model whole.
+//! to, it keeps that as past its view (`Partial::past_view`), and `apply_in_view` answers it
+//! as `Err(Overrun)`: the write plans again on the whole model.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -104,8 +105,8 @@ impl Inventory {
         let mut applied = Applied::default();
         let whole: Vec<String> = changes.whole_folders().map(str::to_string).collect();
         if !whole.is_empty() {
-            if let Some(partial) = &self.partial {
-                partial.overran();
+            if let Some(partial) = &mut self.partial {
+                partial.went_past(|| format!("the listings of folders {whole:?}"));
                 return Ok(applied);
             }
             // A folder new to the model changes its parent's listing too.
@@ -133,8 +134,8 @@ impl Inventory {
                     applied.catalog_changed |= catalog_changed;
                 }
                 Looked::Walk(reason) => {
-                    if let Some(partial) = &self.partial {
-                        partial.overran();
+                    if let Some(partial) = &mut self.partial {
+                        partial.went_past(|| format!("a walk of the vault ({reason})"));
                         return Ok(applied);
                     }
                     let walked = self.walk_for(root, policy, reason)?;
@@ -148,10 +149,23 @@ impl Inventory {
         Ok(applied)
     }
 
+    /// `apply` as a write's plan asks it of the model it plans on: on a partial model, a change
+    /// past what it holds is `Err(Overrun)` (the disk's errors are the inner result's).
+    pub fn apply_in_view(
+        &mut self,
+        root: &Path,
+        policy: &LoadedPolicy,
+        changes: &ChangeSet,
+    ) -> std::result::Result<Result<Applied>, super::Overrun> {
+        let applied = self.apply(root, policy, changes);
+        self.in_view()?;
+        Ok(applied)
+    }
+
     /// `apply` of `Unknown(reason)`: a stat walk (a partial model is overrun instead).
     fn walk_for(&mut self, root: &Path, policy: &LoadedPolicy, reason: String) -> Result<Applied> {
-        if let Some(partial) = &self.partial {
-            partial.overran();
+        if let Some(partial) = &mut self.partial {
+            partial.went_past(|| format!("a walk of the vault ({reason})"));
             return Ok(Applied::default());
         }
         let reread = self.walk_again(root, policy)?;

@@ -21,8 +21,8 @@
 //! every folder's identity is compared with the disk; a folder that moved is listed again
 //! and its changed entries read. What the write consults besides (the notes linking to the
 //! touched names, the root notes) is stat'ed; one that changed, a folder that vanished, or
-//! anything the model turns out not to hold (`Partial::overrun`) sends the write to the whole
-//! load instead. Never trusted when foreign (format, engine, policy) or unreadable.
+//! anything the model turns out not to hold (`inventory::Overrun`) sends the write to the
+//! whole load instead. Never trusted when foreign (format, engine, policy) or unreadable.
 //!
 //! With a folder journal that can answer since the position the copy records, the journal's
 //! account replaces the folders' identities: a folder it does not name is as the copy holds it,
@@ -1332,7 +1332,7 @@ pub fn load_for_write(
     model.proven_by_journal = plan.by_journal;
     phases.mark("names, model");
     tracing::trace!(phases = ?phases.ended, "keyed load phases");
-    if model.overrun() {
+    if model.in_view().is_err() {
         return Err(NotKeyed::from("the changes on disk reach beyond the loaded folders".to_string()));
     }
     let mut leftover_temps = found.temps;
