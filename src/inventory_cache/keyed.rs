@@ -573,6 +573,9 @@ impl Phases {
     }
 }
 
+/// The folders a write loads whole whatever the disk says, and the pages not settled.
+type FoldersWritten = (BTreeSet<String>, Vec<(VaultPath, PageKind)>);
+
 /// The keyed copy as one read transaction sees it: a header this engine may trust, and the
 /// tables a write's load reads.
 struct Copy {
@@ -627,7 +630,7 @@ impl Copy {
     /// The folders a write loads whole whatever the disk says: the root, each touched note's
     /// folder and every ancestor (whose catalogs it regenerates, `catalog::affected_dirs`),
     /// and those holding pages not settled; with those pages (read again at load).
-    fn folders_written(&self, changes: &[(VaultPath, Option<&str>)]) -> Result<(BTreeSet<String>, Vec<(VaultPath, PageKind)>), String> {
+    fn folders_written(&self, changes: &[(VaultPath, Option<&str>)]) -> Result<FoldersWritten, String> {
         let mut loaded: BTreeSet<String> = BTreeSet::from([String::new()]);
         for (path, _) in changes {
             loaded.extend(path.folders().map(str::to_string));
