@@ -19,7 +19,7 @@ use crate::note::metadata::{self, NoteMeta};
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
 use crate::scan::{self, PageKind};
-pub use apply::Applied;
+pub use apply::{Applied, ListingChanges, compare_listing};
 use changes::ChangeSet;
 use snapshot::SourceSnapshot;
 
@@ -325,7 +325,9 @@ pub struct Inventory {
 }
 
 /// What a write's partial model holds (`inventory_cache::keyed`); nothing else is loaded.
-/// Asking it anything else sets `overrun`, and the write reloads the model whole.
+/// A lookup past it is `Err(Overrun)`; a change past it is kept in `past_view` (`in_view`
+/// answers it): either way the write plans again on the whole model
+/// (`VaultState::with_write_model`).
 #[derive(Debug, Default)]
 pub struct Partial {
     /// Folders whose direct files and records are all in the model.
@@ -334,8 +336,31 @@ pub struct Partial {
     pub names: std::collections::HashSet<String>,
     /// Link keys whose every linker is in `linkers`.
     pub link_keys: std::collections::HashSet<String>,
-    /// Set when the model was asked about (or to change) something it does not hold.
-    pub overrun: std::sync::atomic::AtomicBool,
+    /// The first change the model was asked to make past what it holds (a file added to or
+    /// removed from a folder it does not hold, a folder to list, a walk): its answers since
+    /// are not the disk's.
+    pub past_view: Option<Overrun>,
+}
+
+/// What a write's partial model cannot answer: a lookup (or a change) past what it holds. The
+/// one place that meets it (`VaultState::with_write_model`) loads the whole model and plans
+/// the write again on it; a whole model never gives one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overrun {
+    /// What was asked, for the log.
+    pub asked: String,
+}
+
+impl std::fmt::Display for Overrun {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the partial model does not hold {}", self.asked)
+    }
+}
+
+/// The answer of a lookup asked of a whole model, which answers every one: only a write's plan
+/// is given a partial model (`VaultState::with_write_model`); any other caller gets the whole.
+pub fn of_whole<T>(answer: std::result::Result<T, Overrun>) -> T {
+    answer.unwrap_or_else(|overrun| panic!("BUG: a lookup past a partial model outside a write's plan: {overrun}"))
 }
 
 /// A position in a folder journal (`paravault watch`, `folder_journal`): the journal's run
@@ -348,8 +373,14 @@ pub struct JournalToken {
 }
 
 impl Partial {
-    fn overran(&self) {
-        self.overrun.store(true, std::sync::atomic::Ordering::Relaxed);
+    /// `Err(Overrun)` unless the model holds what is asked (`asked` names it).
+    fn answers(&self, holds: bool, asked: impl FnOnce() -> String) -> std::result::Result<(), Overrun> {
+        if holds { Ok(()) } else { Err(Overrun { asked: asked() }) }
+    }
+
+    /// Keeps the first change asked past what the model holds.
+    fn went_past(&mut self, asked: impl FnOnce() -> String) {
+        self.past_view.get_or_insert_with(|| Overrun { asked: asked() });
     }
 }
 
@@ -968,12 +999,13 @@ impl Inventory {
         direct_in(|range| self.files.range(range).next(), dir)
     }
 
-    /// Records directly in folder `dir`, in path order (as `direct_files`).
-    pub fn direct_records(&self, dir: &str) -> Vec<VaultPath> {
-        if let Some(partial) = self.partial.as_ref().filter(|p| !p.folders.contains(dir)) {
-            partial.overran();
+    /// Records directly in folder `dir`, in path order (as `direct_files`); `Err` from a
+    /// partial model that does not hold the folder.
+    pub fn direct_records(&self, dir: &str) -> std::result::Result<Vec<VaultPath>, Overrun> {
+        if let Some(partial) = &self.partial {
+            partial.answers(partial.folders.contains(dir), || format!("the records of folder {dir:?}"))?;
         }
-        direct_in(|range| self.records.range(range).next().map(|(path, _)| path), dir)
+        Ok(direct_in(|range| self.records.range(range).next().map(|(path, _)| path), dir))
     }
 
     /// Forgets everything under folder `dir` and the folder itself (it vanished). Returns how
@@ -993,10 +1025,17 @@ impl Inventory {
         pages
     }
 
-    /// Whether this partial model was asked about something it does not hold (always false
-    /// for a whole model): its answers cannot be trusted, the write reloads the model whole.
-    pub fn overrun(&self) -> bool {
-        self.snapshot.overrun() || self.partial.as_ref().is_some_and(|p| p.overrun.load(std::sync::atomic::Ordering::Relaxed))
+    /// `Err` when this partial model was asked to change something past what it holds (never
+    /// for a whole model): its answers since are not the disk's, and the write plans again on
+    /// the whole model.
+    pub fn in_view(&self) -> std::result::Result<(), Overrun> {
+        if let Some(overrun) = self.partial.as_ref().and_then(|p| p.past_view.clone()) {
+            return Err(overrun);
+        }
+        if self.snapshot.overrun() {
+            return Err(Overrun { asked: "a snapshot line of a folder it does not hold".into() });
+        }
+        Ok(())
     }
 
     /// Records a file that is not a page (an attachment links may point at).
@@ -1024,12 +1063,12 @@ impl Inventory {
     }
 
     fn add_file(&mut self, path: VaultPath) {
-        if let Some(partial) = &self.partial
+        if let Some(partial) = &mut self.partial
             && !partial.folders.contains(path.parent())
         {
             // A file set this partial model does not hold cannot change in it.
             if !self.files.contains(&path) {
-                partial.overran();
+                partial.went_past(|| format!("the files of folder {:?}, to add {path}", path.parent()));
             }
             return;
         }
@@ -1043,10 +1082,10 @@ impl Inventory {
     }
 
     fn remove_file(&mut self, path: &VaultPath) {
-        if let Some(partial) = &self.partial
+        if let Some(partial) = &mut self.partial
             && !partial.folders.contains(path.parent())
         {
-            partial.overran();
+            partial.went_past(|| format!("the files of folder {:?}, to remove {path}", path.parent()));
             return;
         }
         if self.files.remove(path) {
@@ -1127,20 +1166,26 @@ impl Inventory {
     }
 
     /// Notes holding a link that may resolve by name to `path` (candidates for re-resolution
-    /// when `path` appears or disappears).
-    pub fn linkers_of(&self, path: &VaultPath) -> Vec<VaultPath> {
+    /// when `path` appears or disappears); `Err` from a partial model that does not hold every
+    /// such note.
+    pub fn try_linkers_of(&self, path: &VaultPath) -> std::result::Result<Vec<VaultPath>, Overrun> {
         let mut keys = vec![link_key(path.as_str())];
         keys.push(path.file_name().to_lowercase());
         let mut out: BTreeSet<VaultPath> = BTreeSet::new();
         for key in keys {
-            if let Some(partial) = self.partial.as_ref().filter(|p| !p.link_keys.contains(&key)) {
-                partial.overran();
+            if let Some(partial) = &self.partial {
+                partial.answers(partial.link_keys.contains(&key), || format!("the notes linking under {key:?}"))?;
             }
             if let Some(set) = self.linkers.get(&key) {
                 out.extend(set.iter().cloned());
             }
         }
-        out.into_iter().collect()
+        Ok(out.into_iter().collect())
+    }
+
+    /// `try_linkers_of` on a whole model (`of_whole`).
+    pub fn linkers_of(&self, path: &VaultPath) -> Vec<VaultPath> {
+        of_whole(self.try_linkers_of(path))
     }
 
     /// Records under directory `dir` (its whole subtree), in path order: one range of the map.
@@ -1155,38 +1200,44 @@ impl Inventory {
         self.records.values().filter(|r| r.is_note())
     }
 
-    /// Resolves a link from `source`.
-    pub fn resolve(&self, source: &VaultPath, link: &Link, policy: &LoadedPolicy) -> Resolution {
+    /// Resolves a link from `source`; `Err` from a partial model that does not hold every
+    /// file the link may resolve to.
+    pub fn try_resolve(&self, source: &VaultPath, link: &Link, policy: &LoadedPolicy) -> std::result::Result<Resolution, Overrun> {
         for candidate in candidates(link, policy) {
-            if let Some(found) = self.resolve_one(source, &candidate, link.kind) {
-                return found;
+            if let Some(found) = self.resolve_one(source, &candidate, link.kind)? {
+                return Ok(found);
             }
         }
-        Resolution::Broken
+        Ok(Resolution::Broken)
     }
 
-    fn resolve_one(&self, source: &VaultPath, target: &str, kind: LinkKind) -> Option<Resolution> {
+    /// `try_resolve` on a whole model (`of_whole`).
+    pub fn resolve(&self, source: &VaultPath, link: &Link, policy: &LoadedPolicy) -> Resolution {
+        of_whole(self.try_resolve(source, link, policy))
+    }
+
+    fn resolve_one(&self, source: &VaultPath, target: &str, kind: LinkKind) -> std::result::Result<Option<Resolution>, Overrun> {
         let target = target.trim_start_matches('/');
         if let Some(partial) = &self.partial {
             // Exact paths are answered from `files`, complete for every loaded name.
             let exact = [join_lexical(source.parent(), target), VaultPath::parse_walked(target).ok()];
-            let names = exact.iter().flatten().map(lower_name).chain([resolved_name(target)]);
-            if names.into_iter().any(|name| !partial.names.contains(&name)) {
-                partial.overran();
+            let mut names = exact.iter().flatten().map(lower_name).chain([resolved_name(target)]);
+            if let Some(name) = names.find(|name| !partial.names.contains(name)) {
+                return Err(Overrun { asked: format!("every file named {name:?}") });
             }
         }
         if let Some(path) = join_lexical(source.parent(), target)
             && self.files.contains(&path)
         {
-            return Some(Resolution::Resolved(path));
+            return Ok(Some(Resolution::Resolved(path)));
         }
         if let Ok(path) = VaultPath::parse_walked(target)
             && self.files.contains(&path)
         {
-            return Some(Resolution::Resolved(path));
+            return Ok(Some(Resolution::Resolved(path)));
         }
         if kind == LinkKind::Markdown {
-            return None;
+            return Ok(None);
         }
         let name = resolved_name(target);
         let suffix = format!("/{}", target.to_lowercase());
@@ -1200,11 +1251,11 @@ impl Inventory {
                     .collect()
             })
             .unwrap_or_default();
-        match matches.len() {
+        Ok(match matches.len() {
             0 => None,
-            1 => Some(Resolution::Resolved(matches.into_iter().next()?)),
+            1 => matches.into_iter().next().map(Resolution::Resolved),
             _ => Some(Resolution::Ambiguous(matches)),
-        }
+        })
     }
 }
 

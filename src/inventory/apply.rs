@@ -7,13 +7,14 @@
 //! listed again); an entry is looked at alone (a stat, a read only when it moved); anything an
 //! entry cannot settle (a folder that held notes, a name no vault path may hold, an ignore file)
 //! and `Unknown` are a walk of the vault. A write's partial model never walks nor lists: asked
-//! to, it is overrun, and the write loads the model whole.
+//! to, it keeps that as past its view (`Partial::past_view`), and `apply_in_view` answers it
+//! as `Err(Overrun)`: the write plans again on the whole model.
 
 use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use super::changes::ChangeSet;
-use super::{FileStamp, Inventory, list_folder, now_ns, parent_dir, read_all, read_record, stamp_now};
+use super::{FileStamp, Inventory, NoteRecord, list_folder, now_ns, parent_dir, read_all, read_record, stamp_now};
 use crate::error::Result;
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
@@ -56,6 +57,42 @@ pub(super) struct Relisting {
     pub listed: usize,
 }
 
+/// One folder's listing against what a model held of that folder: the listing step
+/// `Inventory::relist` and a write's keyed load (`inventory_cache::keyed`) share.
+#[derive(Debug, Default)]
+pub struct ListingChanges {
+    /// Pages new to the model, or whose stat identity moved (or is racy), in listing order.
+    pub to_read: Vec<(VaultPath, PageKind)>,
+    /// Files the model held that the listing lacks, in path order.
+    pub gone: Vec<VaultPath>,
+    /// Listed files the model did not hold, in path order.
+    pub new: Vec<VaultPath>,
+}
+
+/// Compares the files of one folder's listing (`list_folder`) with `held`, the files a model
+/// holds directly in that folder, whose records `record` gives: a stat of each listed page the
+/// model holds a record of, and nothing else read.
+pub fn compare_listing<'r>(
+    root: &Path,
+    files: &[(VaultPath, Option<PageKind>)],
+    held: &BTreeSet<VaultPath>,
+    record: impl Fn(&VaultPath) -> Option<&'r NoteRecord>,
+) -> ListingChanges {
+    let mut changes = ListingChanges::default();
+    let mut listed: BTreeSet<&VaultPath> = BTreeSet::new();
+    for (path, kind) in files {
+        if let Some(kind) = *kind
+            && !record(path).is_some_and(|r| r.is_current(kind, stamp_now(root, path)))
+        {
+            changes.to_read.push((path.clone(), kind));
+        }
+        listed.insert(path);
+    }
+    changes.gone = held.iter().filter(|path| !listed.contains(path)).cloned().collect();
+    changes.new = listed.into_iter().filter(|path| !held.contains(*path)).cloned().collect();
+    changes
+}
+
 impl Inventory {
     /// Brings this model up to `changes`. A whole model walks the vault for `Unknown` (and for
     /// an entry only a walk can settle), lists each whole folder again and looks at each entry;
@@ -68,8 +105,8 @@ impl Inventory {
         let mut applied = Applied::default();
         let whole: Vec<String> = changes.whole_folders().map(str::to_string).collect();
         if !whole.is_empty() {
-            if let Some(partial) = &self.partial {
-                partial.overran();
+            if let Some(partial) = &mut self.partial {
+                partial.went_past(|| format!("the listings of folders {whole:?}"));
                 return Ok(applied);
             }
             // A folder new to the model changes its parent's listing too.
@@ -97,8 +134,8 @@ impl Inventory {
                     applied.catalog_changed |= catalog_changed;
                 }
                 Looked::Walk(reason) => {
-                    if let Some(partial) = &self.partial {
-                        partial.overran();
+                    if let Some(partial) = &mut self.partial {
+                        partial.went_past(|| format!("a walk of the vault ({reason})"));
                         return Ok(applied);
                     }
                     let walked = self.walk_for(root, policy, reason)?;
@@ -112,10 +149,23 @@ impl Inventory {
         Ok(applied)
     }
 
+    /// `apply` as a write's plan asks it of the model it plans on: on a partial model, a change
+    /// past what it holds is `Err(Overrun)` (the disk's errors are the inner result's).
+    pub fn apply_in_view(
+        &mut self,
+        root: &Path,
+        policy: &LoadedPolicy,
+        changes: &ChangeSet,
+    ) -> std::result::Result<Result<Applied>, super::Overrun> {
+        let applied = self.apply(root, policy, changes);
+        self.in_view()?;
+        Ok(applied)
+    }
+
     /// `apply` of `Unknown(reason)`: a stat walk (a partial model is overrun instead).
     fn walk_for(&mut self, root: &Path, policy: &LoadedPolicy, reason: String) -> Result<Applied> {
-        if let Some(partial) = &self.partial {
-            partial.overran();
+        if let Some(partial) = &mut self.partial {
+            partial.went_past(|| format!("a walk of the vault ({reason})"));
             return Ok(Applied::default());
         }
         let reread = self.walk_again(root, policy)?;
@@ -258,29 +308,19 @@ impl Inventory {
             let listed_dirs: BTreeSet<String> = listing.subfolders.into_iter().collect();
             out.temps.extend(listing.temps);
             let symlinks = listing.symlinked_pages;
-            let mut listed_files = BTreeSet::new();
+            let held: BTreeSet<VaultPath> = self.direct_files(&dir).into_iter().collect();
+            let found = compare_listing(root, &listing.files, &held, |path| self.records.get(path));
+            out.to_read.extend(found.to_read);
             for (path, kind) in listing.files {
-                match kind {
-                    Some(kind) => {
-                        if !self.records.get(&path).is_some_and(|r| r.is_current(kind, stamp_now(root, &path))) {
-                            out.to_read.push((path.clone(), kind));
-                        }
-                    }
-                    None => {
-                        if self.records.contains_key(&path) {
-                            self.remove(&path);
-                            out.forgotten += 1;
-                        }
-                    }
-                }
-                self.add_file(path.clone());
-                listed_files.insert(path);
-            }
-            for path in self.direct_files(&dir) {
-                if !listed_files.contains(&path) {
+                if kind.is_none() && self.records.contains_key(&path) {
                     self.remove(&path);
                     out.forgotten += 1;
                 }
+                self.add_file(path);
+            }
+            for path in found.gone {
+                self.remove(&path);
+                out.forgotten += 1;
             }
             let vanished: Vec<String> =
                 self.dirs.keys().filter(|d| !d.is_empty() && parent_dir(d) == dir && !listed_dirs.contains(*d)).cloned().collect();

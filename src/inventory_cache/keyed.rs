@@ -21,18 +21,21 @@
 //! every folder's identity is compared with the disk; a folder that moved is listed again
 //! and its changed entries read. What the write consults besides (the notes linking to the
 //! touched names, the root notes) is stat'ed; one that changed, a folder that vanished, or
-//! anything the model turns out not to hold (`Partial::overrun`) sends the write to the whole
-//! load instead. Never trusted when foreign (format, engine, policy) or unreadable.
+//! anything the model turns out not to hold (`inventory::Overrun`) sends the write to the
+//! whole load instead. Never trusted when foreign (format, engine, policy) or unreadable.
 //!
 //! With a folder journal that can answer since the position the copy records, the journal's
 //! account replaces the folders' identities: a folder it does not name is as the copy holds it,
 //! one it names as a whole is listed again, and one it names by entries has each of those
 //! entries looked at alone (`inventory::look_at_entry`), as a listing would classify it.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::path::PathBuf;
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
-use redb::{MultimapTableDefinition, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition};
+use redb::{
+    MultimapTableDefinition, ReadOnlyMultimapTable, ReadOnlyTable, ReadableDatabase, ReadableTable, ReadableTableMetadata, TableDefinition,
+};
 use serde::{Deserialize, Serialize};
 
 use super::{PersistedRecord, persisted_record, record_of, settled};
@@ -525,7 +528,7 @@ fn held_file_named(files: Option<&BTreeSet<VaultPath>>, rel: &str) -> bool {
 /// settled), and compares it with the identity its row holds. A row not settled among them
 /// (the header's list was not the rows') fails the checks as well: the write then checks every
 /// folder first.
-fn check_folders_later(root: &std::path::Path, rows: Vec<(String, FolderRow)>, at_once: &BTreeSet<String>) -> Result<(), String> {
+fn check_folders_later(root: &Path, rows: Vec<(String, FolderRow)>, at_once: &BTreeSet<String>) -> Result<(), String> {
     let mut deferred: Vec<(String, Option<FileStamp>)> = Vec::new();
     for (dir, row) in rows {
         if at_once.contains(&dir) {
@@ -545,153 +548,343 @@ fn check_folders_later(root: &std::path::Path, rows: Vec<(String, FolderRow)>, a
     Ok(())
 }
 
-/// Loads the partial model one write consults (see the module doc): `changes` are the
-/// write's notes (path, new text or removal). `stale_limit`: past this many pages read or
-/// folders listed again, the keyed copy is too stale to be worth it (the whole load rewrites
-/// it). `checks`: when the folders it does not load are proven.
-pub fn load_for_write(
-    root: &std::path::Path,
-    policy: &LoadedPolicy,
-    database: &std::sync::Arc<redb::ReadOnlyDatabase>,
-    changes: &[(VaultPath, Option<&str>)],
-    stale_limit: usize,
-    checks: FolderChecks<'_>,
-    journal: Option<AskJournal<'_>>,
-) -> Result<WriteLoad, NotKeyed> {
-    let started = std::time::Instant::now();
-    let read = |e: redb::TransactionError| format!("read transaction: {e}");
-    let transaction = database.begin_read().map_err(read)?;
-    let meta = transaction.open_table(META).map_err(|e| fail("meta")(e.into()))?;
-    let header = meta.get(HEADER_KEY).map_err(|e| fail("meta")(e.into()))?.ok_or_else(|| "no header".to_string())?;
-    let header: Header = postcard::from_bytes(header.value()).map_err(|e| format!("undecodable header: {e}"))?;
-    if header.format != FORMAT_VERSION {
-        return Err(NotKeyed::from(format!("format version {}, this engine reads {FORMAT_VERSION}", header.format)));
-    }
-    if header.engine_version != env!("CARGO_PKG_VERSION") {
-        return Err(NotKeyed::from(format!("written by engine {}", header.engine_version)));
-    }
-    if header.policy_digest != policy.digest {
-        return Err(NotKeyed::from("computed under another policy".to_string()));
-    }
-    if header.ignore_files {
-        return Err(NotKeyed { reason: "the vault has an ignore file".into(), rebuild: false });
-    }
-    let header_read = started.elapsed();
-    let table = |e: redb::TableError| fail("table")(e.into());
-    let storage = |e: redb::StorageError| fail("storage")(e.into());
-    let records_table = transaction.open_table(RECORDS).map_err(table)?;
-    let files_table = transaction.open_table(FILES).map_err(table)?;
-    let linkers_table = transaction.open_multimap_table(LINKERS).map_err(table)?;
-    let names_table = transaction.open_multimap_table(NAMES).map_err(table)?;
+fn storage(e: redb::StorageError) -> String {
+    fail("storage")(e.into())
+}
 
-    // The folders loaded whole: the root, those whose catalogs the write regenerates, those
-    // holding pages not settled, and (below) those listed again.
-    let mut loaded: BTreeSet<String> = BTreeSet::from([String::new()]);
-    for (path, _) in changes {
-        // The touched note's folder and every ancestor (`catalog::affected_dirs`).
-        loaded.extend(path.folders().map(str::to_string));
-    }
-    let unread: Vec<(VaultPath, PageKind)> =
-        header.unread_pages.iter().map(|(p, kind)| Ok((parse(p)?, *kind))).collect::<Result<_, String>>()?;
-    loaded.extend(unread.iter().map(|(p, _)| p.parent().to_string()));
+/// The vault has an ignore file: scope follows its rules, which only a whole walk applies.
+fn ignore_file() -> NotKeyed {
+    NotKeyed { reason: "the vault has an ignore file".into(), rebuild: false }
+}
 
-    // Every folder's identity, as a whole load by folder checks compares it: all stat'ed
-    // before this returns, or (deferred checks, many folders) those this write loads, those
-    // the engine's recent writes moved and those whose identity is not settled, the others
-    // on a helper thread, begun at once with every stored row, and taken as persisted until
-    // `pending` confirms them.
-    //
-    // With a folder journal that can say what changed since the copy's rows were proven,
-    // only the folders it names are stat'ed besides those: the others are the disk without a
-    // stat (and without a helper). Its position now is what the fold records.
-    let answer = journal.and_then(|ask| ask(header.journal_token));
-    let journal_asked = started.elapsed();
-    let folders_table = transaction.open_table(FOLDERS).map_err(table)?;
-    let stored_rows = folders_table.len().map_err(storage)? as usize;
-    let changed = answer.as_ref().and_then(JournalAnswer::changed);
-    let at_once: Option<BTreeSet<String>> = match checks {
-        FolderChecks::Deferred { expected_moved, from } if changed.is_some() || stored_rows >= from => Some(
-            loaded
-                .iter()
-                .chain(expected_moved)
-                .chain(&header.unsettled_folders)
-                .chain(changed.into_iter().flat_map(BTreeMap::keys))
-                .cloned()
-                .collect(),
-        ),
-        _ => None,
-    };
-    let by_journal = at_once.is_some() && changed.is_some();
-    // The rows stat'ed on this thread: every one, or (deferred checks, a journal) those
-    // checked at once, each looked up by key.
-    let checked: Vec<(String, FolderRow)> = match &at_once {
-        None => every_row(&folders_table)?,
-        Some(at_once) => {
-            let mut rows = Vec::with_capacity(at_once.len());
-            for dir in at_once {
-                rows.extend(folder_row(&folders_table, dir)?.map(|row| (dir.clone(), row)));
-            }
-            rows
-        }
-    };
-    let pending = match &at_once {
-        Some(at_once) if !by_journal => {
-            // The helper reads every row in a read transaction of its own: no commit can come
-            // between it and this one (a fold commits only under the writer lock this write
-            // holds, a rewrite replaces the file this handle keeps open).
-            let (root, database, at_once) = (root.to_path_buf(), std::sync::Arc::clone(database), at_once.clone());
-            Some(PendingFolderChecks {
-                helper: std::thread::spawn(move || {
-                    let transaction = database.begin_read().map_err(|e| format!("read transaction: {e}"))?;
-                    let rows = every_row(&transaction.open_table(FOLDERS).map_err(|e| format!("folder rows: {e}"))?)?;
-                    check_folders_later(&root, rows, &at_once)
-                }),
-            })
-        }
-        _ => None,
-    };
-    let mut phases = vec![("header", header_read), ("folder journal", journal_asked), ("folder rows", started.elapsed())];
-    // The others are stat'ed here (a helper thread begins while this one sets up the counters
-    // and the snapshot as persisted: every folder not loaded is known by its top-level line,
-    // the loaded ones are filled from their records below).
-    let lines = meta.get(SNAPSHOT_KEY).map_err(storage)?.ok_or_else(|| "no snapshot lines".to_string())?;
-    let names: Vec<&str> = checked.iter().map(|(dir, _)| dir.as_str()).collect();
-    let folders_by_journal = if by_journal { stored_rows.saturating_sub(names.len()) } else { 0 };
-    let checked_rows: HashMap<&str, &FolderRow> = checked.iter().map(|(dir, row)| (dir.as_str(), row)).collect();
-    // The root is always checked (every write loads it): without its row the copy is not one.
-    if !checked_rows.contains_key("") {
-        return Err(NotKeyed::from("no root folder".to_string()));
+/// When each phase of a keyed load ended (traced at its end).
+struct Phases {
+    started: std::time::Instant,
+    ended: Vec<(&'static str, std::time::Duration)>,
+}
+
+impl Phases {
+    fn start() -> Phases {
+        Phases { started: std::time::Instant::now(), ended: Vec::new() }
     }
-    let (stamps, counted) = inventory::dir_stamps_while(root, &names, || -> Result<(Counts, SourceSnapshot), NotKeyed> {
-        // The subtree counts are filled below, once the loaded folders are known.
-        let counts = Counts {
-            notes: header.notes,
-            valid: header.valid,
-            valid_per_dir: Default::default(),
-            root_notes: header.root_notes.iter().map(|p| parse(p)).collect::<Result<_, _>>()?,
-            invalid: header.invalid.iter().map(|p| parse(p)).collect::<Result<_, _>>()?,
+
+    fn mark(&mut self, phase: &'static str) {
+        self.ended.push((phase, self.started.elapsed()));
+    }
+}
+
+/// The folders a write loads whole whatever the disk says, and the pages not settled.
+type FoldersWritten = (BTreeSet<String>, Vec<(VaultPath, PageKind)>);
+
+/// The keyed copy as one read transaction sees it: a header this engine may trust, and the
+/// tables a write's load reads.
+struct Copy {
+    header: Header,
+    meta: ReadOnlyTable<&'static str, &'static [u8]>,
+    folders: ReadOnlyTable<&'static str, &'static [u8]>,
+    records: ReadOnlyTable<&'static str, &'static [u8]>,
+    files: ReadOnlyTable<&'static str, ()>,
+    linkers: ReadOnlyMultimapTable<&'static str, &'static str>,
+    names: ReadOnlyMultimapTable<&'static str, &'static str>,
+}
+
+impl Copy {
+    /// Opens the copy's tables in one read transaction, refusing a copy of another format,
+    /// engine or policy, or of a vault with an ignore file.
+    fn open(database: &redb::ReadOnlyDatabase, policy: &LoadedPolicy) -> Result<Copy, NotKeyed> {
+        let transaction = database.begin_read().map_err(|e| format!("read transaction: {e}"))?;
+        let meta = transaction.open_table(META).map_err(|e| fail("meta")(e.into()))?;
+        let header: Header = {
+            let bytes = meta.get(HEADER_KEY).map_err(|e| fail("meta")(e.into()))?.ok_or_else(|| "no header".to_string())?;
+            postcard::from_bytes(bytes.value()).map_err(|e| format!("undecodable header: {e}"))?
         };
-        let lines = inventory::snapshot::check_lines(lines.value()).map_err(|e| format!("snapshot lines: {e}"))?;
-        // The persisted lines count the settled valid notes, as the header does.
-        let mut snapshot = SourceSnapshot::partial(lines.to_string(), header.valid);
-        for dir in &loaded {
-            // Every loaded folder is checked at once, its row at hand.
-            snapshot.hold(dir, checked_rows.get(dir.as_str()).map_or(0, |row| row.direct_valid));
+        if header.format != FORMAT_VERSION {
+            return Err(NotKeyed::from(format!("format version {}, this engine reads {FORMAT_VERSION}", header.format)));
         }
-        Ok((counts, snapshot))
-    });
-    let (mut counts, mut snapshot) = counted?;
-    phases.push(("folder stats", started.elapsed()));
-    // Each stat'ed row's identity now (the others, checks deferred, are taken as persisted:
-    // none of them is loaded).
+        if header.engine_version != env!("CARGO_PKG_VERSION") {
+            return Err(NotKeyed::from(format!("written by engine {}", header.engine_version)));
+        }
+        if header.policy_digest != policy.digest {
+            return Err(NotKeyed::from("computed under another policy".to_string()));
+        }
+        if header.ignore_files {
+            return Err(ignore_file());
+        }
+        let table = |e: redb::TableError| fail("table")(e.into());
+        Ok(Copy {
+            records: transaction.open_table(RECORDS).map_err(table)?,
+            files: transaction.open_table(FILES).map_err(table)?,
+            linkers: transaction.open_multimap_table(LINKERS).map_err(table)?,
+            names: transaction.open_multimap_table(NAMES).map_err(table)?,
+            folders: transaction.open_table(FOLDERS).map_err(table)?,
+            header,
+            meta,
+        })
+    }
+
+    /// The record of `path` as persisted (`None`: the copy holds none).
+    fn record(&self, path: &VaultPath) -> Result<Option<NoteRecord>, String> {
+        self.records.get(entry_key(path.as_str()).as_str()).map_err(storage)?.map(|value| decode_record(value.value())).transpose()
+    }
+
+    /// The folders a write loads whole whatever the disk says: the root, each touched note's
+    /// folder and every ancestor (whose catalogs it regenerates, `catalog::affected_dirs`),
+    /// and those holding pages not settled; with those pages (read again at load).
+    fn folders_written(&self, changes: &[(VaultPath, Option<&str>)]) -> Result<FoldersWritten, String> {
+        let mut loaded: BTreeSet<String> = BTreeSet::from([String::new()]);
+        for (path, _) in changes {
+            loaded.extend(path.folders().map(str::to_string));
+        }
+        let unread: Vec<(VaultPath, PageKind)> =
+            self.header.unread_pages.iter().map(|(p, kind)| Ok((parse(p)?, *kind))).collect::<Result<_, String>>()?;
+        loaded.extend(unread.iter().map(|(p, _)| p.parent().to_string()));
+        Ok((loaded, unread))
+    }
+
+    /// The rows stat'ed on this thread: every one, or (`at_once`) those it names, each by key.
+    fn rows_checked_now(&self, at_once: Option<&BTreeSet<String>>) -> Result<Vec<(String, FolderRow)>, String> {
+        let Some(at_once) = at_once else { return every_row(&self.folders) };
+        let mut rows = Vec::with_capacity(at_once.len());
+        for dir in at_once {
+            rows.extend(folder_row(&self.folders, dir)?.map(|row| (dir.clone(), row)));
+        }
+        Ok(rows)
+    }
+
+    /// Stats each checked row's folder (`names`) while this thread sets up the counters and the
+    /// snapshot as persisted: every folder not loaded is known by its top-level line, the
+    /// loaded ones are filled from their records later. Returns them with each folder's stamp.
+    fn stat_checked(
+        &self,
+        root: &Path,
+        names: &[&str],
+        checked: &HashMap<&str, &FolderRow>,
+        loaded: BTreeSet<String>,
+    ) -> Result<(Loading, Vec<Option<FileStamp>>), NotKeyed> {
+        let lines = self.meta.get(SNAPSHOT_KEY).map_err(storage)?.ok_or_else(|| "no snapshot lines".to_string())?;
+        // The root is always checked (every write loads it): without its row the copy is not one.
+        if !checked.contains_key("") {
+            return Err(NotKeyed::from("no root folder".to_string()));
+        }
+        let header = &self.header;
+        let (stamps, counted) = inventory::dir_stamps_while(root, names, || -> Result<(Counts, SourceSnapshot), NotKeyed> {
+            // The subtree counts are filled once the loaded folders are known.
+            let counts = Counts {
+                notes: header.notes,
+                valid: header.valid,
+                valid_per_dir: Default::default(),
+                root_notes: header.root_notes.iter().map(|p| parse(p)).collect::<Result<_, _>>()?,
+                invalid: header.invalid.iter().map(|p| parse(p)).collect::<Result<_, _>>()?,
+            };
+            let lines = inventory::snapshot::check_lines(lines.value()).map_err(|e| format!("snapshot lines: {e}"))?;
+            // The persisted lines count the settled valid notes, as the header does.
+            let mut snapshot = SourceSnapshot::partial(lines.to_string(), header.valid);
+            for dir in &loaded {
+                // Every loaded folder is checked at once, its row at hand.
+                snapshot.hold(dir, checked.get(dir.as_str()).map_or(0, |row| row.direct_valid));
+            }
+            Ok((counts, snapshot))
+        });
+        let (counts, snapshot) = counted?;
+        Ok((Loading { loaded, dirs: BTreeMap::new(), counts, snapshot }, stamps))
+    }
+
+    /// The loaded folders' records (each put into the snapshot) and files, as persisted.
+    fn read_loaded(&self, loading: &mut Loading) -> Result<Held, String> {
+        let mut held = Held::default();
+        for dir in &loading.loaded {
+            let (from, to) = direct_range(dir);
+            for entry in self.records.range(from.as_str()..to.as_str()).map_err(storage)? {
+                let (_, value) = entry.map_err(storage)?;
+                let record = decode_record(value.value())?;
+                loading.snapshot.insert(&record);
+                held.records.push(record);
+            }
+            let files = held.files.entry(dir.clone()).or_default();
+            for entry in self.files.range(from.as_str()..to.as_str()).map_err(storage)? {
+                let (key, _) = entry.map_err(storage)?;
+                files.insert(parse(&path_of_key(key.value()))?);
+            }
+        }
+        Ok(held)
+    }
+
+    /// The notes linking under each of `keys` outside the loaded folders (a loaded folder's
+    /// records speak for themselves: they may have changed), per key.
+    fn linkers_outside(&self, keys: &HashSet<String>, loaded: &BTreeSet<String>) -> Result<Vec<(String, Vec<VaultPath>)>, String> {
+        let mut by_key = Vec::with_capacity(keys.len());
+        for key in keys {
+            let mut paths = Vec::new();
+            for value in self.linkers.get(key.as_str()).map_err(storage)? {
+                let path = parse(value.map_err(storage)?.value())?;
+                if !loaded.contains(path.parent()) {
+                    paths.push(path);
+                }
+            }
+            by_key.push((key.clone(), paths));
+        }
+        Ok(by_key)
+    }
+
+    /// The subtree counts the plan and the fold consult: each loaded folder's, its ancestors'
+    /// and its direct subfolders' (a catalog page's child rows, the root's category rows).
+    /// `checked` and `children_read`: rows read already.
+    fn subtree_counts(
+        &self,
+        loaded: &BTreeSet<String>,
+        checked: &HashMap<&str, &FolderRow>,
+        mut children_read: HashMap<String, Vec<(String, FolderRow)>>,
+    ) -> Result<BTreeMap<String, usize>, String> {
+        let mut counted: BTreeMap<String, usize> = BTreeMap::new();
+        for dir in loaded {
+            for ancestor in crate::note::path::folder_and_ancestors(dir).filter(|dir| !dir.is_empty()) {
+                if !counted.contains_key(ancestor) {
+                    let row = match checked.get(ancestor) {
+                        Some(row) => Some(row.valid_subtree),
+                        None => folder_row(&self.folders, ancestor)?.map(|row| row.valid_subtree),
+                    };
+                    counted.insert(ancestor.to_string(), row.unwrap_or(0));
+                }
+            }
+            let children = match children_read.remove(dir) {
+                Some(children) => children,
+                None => child_rows(&self.folders, dir)?,
+            };
+            counted.extend(children.into_iter().map(|(child, row)| (child, row.valid_subtree)));
+        }
+        Ok(counted)
+    }
+
+    /// Every file named each of `names`: as persisted outside the loaded folders, as listed
+    /// (or persisted and not gone) inside.
+    fn files_named(
+        &self,
+        names: &HashSet<String>,
+        loaded: &BTreeSet<String>,
+        held: &Held,
+        found: &DiskChanges,
+    ) -> Result<Vec<(String, Vec<VaultPath>)>, String> {
+        let mut loaded_by_name: HashMap<String, Vec<&VaultPath>> = HashMap::new();
+        for path in held.files.values().flatten().filter(|p| !found.gone.contains(*p)).chain(found.new_files.iter()) {
+            loaded_by_name.entry(lower_name(path)).or_default().push(path);
+        }
+        let mut by_name: Vec<(String, Vec<VaultPath>)> = Vec::with_capacity(names.len());
+        for name in names {
+            let mut paths: BTreeSet<VaultPath> = BTreeSet::new();
+            for value in self.names.get(name.as_str()).map_err(storage)? {
+                let path = parse(value.map_err(storage)?.value())?;
+                if !loaded.contains(path.parent()) {
+                    paths.insert(path);
+                }
+            }
+            paths.extend(loaded_by_name.get(name).into_iter().flatten().map(|p| (*p).clone()));
+            by_name.push((name.clone(), paths.into_iter().collect()));
+        }
+        Ok(by_name)
+    }
+}
+
+/// Which folders a keyed load stats on this thread before it returns, and how the others are
+/// proven.
+struct CheckPlan {
+    /// `None`: every folder. Otherwise those the write loads, those the engine's recent writes
+    /// moved, those whose identity is not settled and those the journal names.
+    at_once: Option<BTreeSet<String>>,
+    /// The folder journal's account proves every folder it does not name (no stat, no helper).
+    by_journal: bool,
+    /// How many folder rows the copy holds.
+    stored_rows: usize,
+}
+
+impl CheckPlan {
+    /// Every folder's identity is compared as a whole load by folder checks compares it: all
+    /// stat'ed before the load returns, or (deferred checks, many folders, or a journal that
+    /// answered since the copy's position) only those `at_once` names.
+    fn new(
+        copy: &Copy,
+        checks: FolderChecks<'_>,
+        changed: Option<&BTreeMap<String, FolderChange>>,
+        loaded: &BTreeSet<String>,
+    ) -> Result<CheckPlan, String> {
+        let stored_rows = copy.folders.len().map_err(storage)? as usize;
+        let at_once: Option<BTreeSet<String>> = match checks {
+            FolderChecks::Deferred { expected_moved, from } if changed.is_some() || stored_rows >= from => Some(
+                loaded
+                    .iter()
+                    .chain(expected_moved)
+                    .chain(&copy.header.unsettled_folders)
+                    .chain(changed.into_iter().flat_map(BTreeMap::keys))
+                    .cloned()
+                    .collect(),
+            ),
+            _ => None,
+        };
+        let by_journal = at_once.is_some() && changed.is_some();
+        Ok(CheckPlan { at_once, by_journal, stored_rows })
+    }
+
+    /// Deferred checks without the journal's account: the folders not stat'ed now are, on a
+    /// helper thread begun at once with every stored row, and taken as persisted until
+    /// `pending` confirms them.
+    fn defer(&self, root: &Path, database: &Arc<redb::ReadOnlyDatabase>) -> Option<PendingFolderChecks> {
+        let at_once = self.at_once.as_ref().filter(|_| !self.by_journal)?;
+        // The helper reads every row in a read transaction of its own: no commit can come
+        // between it and this one (a fold commits only under the writer lock this write
+        // holds, a rewrite replaces the file this handle keeps open).
+        let (root, database, at_once) = (root.to_path_buf(), Arc::clone(database), at_once.clone());
+        Some(PendingFolderChecks {
+            helper: std::thread::spawn(move || {
+                let transaction = database.begin_read().map_err(|e| format!("read transaction: {e}"))?;
+                let rows = every_row(&transaction.open_table(FOLDERS).map_err(|e| format!("folder rows: {e}"))?)?;
+                check_folders_later(&root, rows, &at_once)
+            }),
+        })
+    }
+}
+
+/// The partial model as a keyed load builds it up: the folders it loads whole, their
+/// identities (the fold writes them back; no other folder's is consulted), the counters and
+/// the snapshot.
+struct Loading {
+    loaded: BTreeSet<String>,
+    dirs: BTreeMap<String, Option<(FileStamp, i128)>>,
+    counts: Counts,
+    snapshot: SourceSnapshot,
+}
+
+impl Loading {
+    /// Loads folder `dir` whole from here on: its notes, not its persisted line (which counted
+    /// `direct_valid` notes), make its line of the snapshot.
+    fn load(&mut self, dir: &str, direct_valid: usize) {
+        self.snapshot.hold(dir, direct_valid);
+        self.loaded.insert(dir.to_string());
+    }
+
+    /// A folder the copy does not know: listed whole, all of it new.
+    fn new_folder(&mut self, dir: &str) {
+        self.dirs.insert(dir.to_string(), None);
+        self.load(dir, 0);
+    }
+}
+
+/// The folders to list again, and those the journal named by entries (each with them).
+type Judged<'a> = (Vec<String>, Vec<(String, &'a BTreeSet<String>)>);
+
+/// What each checked folder's stamp now, and the journal's `account` (when it proves the
+/// folders it does not name), say of it: the loaded folders' identities are recorded; a
+/// folder named by entries is loaded, its entries to be looked at; one that moved (or was
+/// named whole) is loaded, to be listed again. A folder gone voids the load.
+fn judge_folders<'a>(
+    checked: &[(String, FolderRow)],
+    stamps: Vec<Option<FileStamp>>,
+    account: Option<&'a BTreeMap<String, FolderChange>>,
+    loading: &mut Loading,
+) -> Result<Judged<'a>, NotKeyed> {
     let mut relist: Vec<String> = Vec::new();
-    // The folders whose changed entries the journal named, each looked at alone below.
     let mut by_entries: Vec<(String, &BTreeSet<String>)> = Vec::new();
-    // The identities of the loaded folders (the fold writes theirs back; no other folder's
-    // is consulted).
-    let mut proven: Vec<(String, Option<(FileStamp, i128)>)> = Vec::with_capacity(loaded.len());
+    let mut proven: Vec<(String, Option<(FileStamp, i128)>)> = Vec::with_capacity(loading.loaded.len());
     for ((dir, row), stamp) in checked.iter().zip(stamps) {
-        let named = changed.filter(|_| by_journal).and_then(|changed| changed.get(dir));
+        let named = account.and_then(|changed| changed.get(dir));
         match (stamp, row.seen) {
             (None, _) => return Err(NotKeyed::from(format!("folder {dir:?} vanished"))),
             // The journal's account since the copy's position, whatever the row's identity: a
@@ -702,18 +895,17 @@ pub fn load_for_write(
             // of its last whole listing (or none, its entries changed since), which only a later
             // write without a journal compares: the folder having moved since, that write lists
             // it again.
-            (Some(_), seen) if by_journal && named != Some(&FolderChange::Whole) => {
+            (Some(_), seen) if account.is_some() && named != Some(&FolderChange::Whole) => {
                 if let Some(FolderChange::Entries(names)) = named {
                     by_entries.push((dir.to_string(), names));
-                    snapshot.hold(dir, row.direct_valid);
-                    loaded.insert(dir.to_string());
+                    loading.load(dir, row.direct_valid);
                 }
-                if loaded.contains(dir) {
+                if loading.loaded.contains(dir) {
                     proven.push((dir.to_string(), seen));
                 }
             }
             (Some(now), Some(seen)) if row.settled() && now == seen.0 => {
-                if loaded.contains(dir) {
+                if loading.loaded.contains(dir) {
                     proven.push((dir.to_string(), Some(seen)));
                 }
             }
@@ -721,239 +913,252 @@ pub fn load_for_write(
                 relist.push(dir.to_string());
                 proven.push((dir.to_string(), None));
                 // Listed again, so loaded: its notes, not its persisted line, make its line.
-                snapshot.hold(dir, row.direct_valid);
-                loaded.insert(dir.to_string());
+                loading.load(dir, row.direct_valid);
             }
         }
     }
     // In key order, so the map is built in one pass.
-    let mut dirs: BTreeMap<String, Option<(FileStamp, i128)>> = proven.into_iter().collect();
+    loading.dirs = proven.into_iter().collect();
+    Ok((relist, by_entries))
+}
 
-    let record_at = |key: &str| -> Result<Option<NoteRecord>, String> {
-        records_table.get(key).map_err(storage)?.map(|value| decode_record(value.value())).transpose()
-    };
+/// The loaded folders as persisted: their records and, per folder, their files.
+#[derive(Default)]
+struct Held {
+    records: Vec<NoteRecord>,
+    files: BTreeMap<String, BTreeSet<VaultPath>>,
+}
 
-    let mut held: Vec<NoteRecord> = Vec::new();
-    // Each loaded folder's files as persisted.
-    let mut held_files: BTreeMap<String, BTreeSet<VaultPath>> = BTreeMap::new();
-    for dir in &loaded {
-        let (from, to) = direct_range(dir);
-        for entry in records_table.range(from.as_str()..to.as_str()).map_err(storage)? {
-            let (_, value) = entry.map_err(storage)?;
-            let record = decode_record(value.value())?;
-            snapshot.insert(&record);
-            held.push(record);
-        }
-        let files = held_files.entry(dir.clone()).or_default();
-        for entry in files_table.range(from.as_str()..to.as_str()).map_err(storage)? {
-            let (key, _) = entry.map_err(storage)?;
-            files.insert(parse(&path_of_key(key.value()))?);
-        }
-    }
+/// What a write consults outside the loaded folders, looked up one by one.
+struct Outside {
+    /// The link keys of the touched names (whose every linker the model holds).
+    link_keys: HashSet<String>,
+    /// The notes outside the loaded folders linking under each key.
+    linkers_by_key: Vec<(String, Vec<VaultPath>)>,
+    /// Those notes and the root notes (the plan reads them), each as the disk holds it.
+    consulted: Vec<NoteRecord>,
+    /// The invalid notes the publish reads.
+    invalid: Vec<NoteRecord>,
+}
 
-    phases.push(("loaded folders", started.elapsed()));
-    // The notes linking to the touched names, and the root notes and invalid notes the plan
-    // and the publish read: records outside the loaded folders, looked up one by one.
-    let held_paths: HashSet<VaultPath> = held.iter().map(|r| r.path.clone()).collect();
-    let in_loaded = |loaded: &BTreeSet<String>, path: &VaultPath| loaded.contains(path.parent());
+/// Looks up what the write consults outside the loaded folders (see `Outside`); a consulted
+/// record whose file changed since it was persisted voids the load.
+fn consulted_outside(
+    root: &Path,
+    policy: &LoadedPolicy,
+    copy: &Copy,
+    changes: &[(VaultPath, Option<&str>)],
+    loading: &Loading,
+    held: &Held,
+) -> Result<Outside, NotKeyed> {
+    let loaded = &loading.loaded;
     let mut link_keys: HashSet<String> = HashSet::new();
     for (path, _) in changes {
         link_keys.insert(link_key(path.as_str()));
         link_keys.insert(path.file_name().to_lowercase());
     }
-    let mut outside: BTreeSet<VaultPath> = BTreeSet::new();
-    let mut linkers_by_key: Vec<(String, Vec<VaultPath>)> = Vec::new();
-    for key in &link_keys {
-        let mut paths = Vec::new();
-        for value in linkers_table.get(key.as_str()).map_err(storage)? {
-            let path = parse(value.map_err(storage)?.value())?;
-            // A loaded folder's records speak for themselves (they may have changed).
-            if !in_loaded(&loaded, &path) {
-                outside.insert(path.clone());
-                paths.push(path);
-            }
-        }
-        linkers_by_key.push((key.clone(), paths));
-    }
-    outside.extend(counts.root_notes.iter().filter(|p| !in_loaded(&loaded, p)).cloned());
-    let invalid_outside: Vec<VaultPath> =
-        counts.invalid.iter().filter(|p| !in_loaded(&loaded, p) && !held_paths.contains(*p)).cloned().collect();
-    let mut consulted_outside = Vec::new();
-    for path in &outside {
-        let Some(record) = record_at(&entry_key(path.as_str()))? else { return Err(NotKeyed::from(format!("no record of {path}"))) };
+    let linkers_by_key = copy.linkers_outside(&link_keys, loaded)?;
+    let mut outside: BTreeSet<&VaultPath> = linkers_by_key.iter().flat_map(|(_, paths)| paths).collect();
+    outside.extend(loading.counts.root_notes.iter().filter(|p| !loaded.contains(p.parent())));
+    let mut consulted = Vec::with_capacity(outside.len());
+    for path in outside {
+        let Some(record) = copy.record(path)? else { return Err(NotKeyed::from(format!("no record of {path}"))) };
         // What the plan consults outside the loaded folders must still be what was persisted.
         let kind = scan::classify(policy, path);
         if !kind.is_some_and(|kind| record.is_current(kind, stamp_now(root, path))) {
             return Err(NotKeyed::from(format!("{path} changed on disk")));
         }
-        consulted_outside.push(record);
+        consulted.push(record);
     }
-    let mut invalid_records = Vec::new();
-    for path in &invalid_outside {
-        if let Some(record) = record_at(&entry_key(path.as_str()))? {
-            invalid_records.push(record);
-        }
+    let held_paths: HashSet<&VaultPath> = held.records.iter().map(|r| &r.path).collect();
+    let mut invalid = Vec::new();
+    for path in loading.counts.invalid.iter().filter(|p| !loaded.contains(p.parent()) && !held_paths.contains(p)) {
+        invalid.extend(copy.record(path)?);
+    }
+    Ok(Outside { link_keys, linkers_by_key, consulted, invalid })
+}
+
+/// What the disk holds now in the loaded folders the journal named or that moved, against
+/// those folders as persisted.
+#[derive(Default)]
+struct DiskChanges {
+    /// Pages new, or whose stat identity moved (or is racy): read again.
+    to_read: Vec<(VaultPath, PageKind)>,
+    gone: BTreeSet<VaultPath>,
+    new_files: Vec<VaultPath>,
+    temps: Vec<PathBuf>,
+    /// Each folder listed again's links to pages and unusable names.
+    symlinks: BTreeMap<String, Vec<VaultPath>>,
+    unusable: BTreeMap<String, Vec<UnusableName>>,
+    listed: BTreeSet<String>,
+    /// Folders brought up to the disk by their named entries alone.
+    folders_by_entries: usize,
+    /// The persisted subfolders' rows of each folder listed again.
+    children_read: HashMap<String, Vec<(String, FolderRow)>>,
+}
+
+impl DiskChanges {
+    /// The pages the copy lists as not settled are read again too (unless read already, or gone).
+    fn read_unsettled(&mut self, unread: Vec<(VaultPath, PageKind)>) {
+        let reading: HashSet<VaultPath> = self.to_read.iter().map(|(path, _)| path.clone()).collect();
+        self.to_read.extend(unread.into_iter().filter(|(path, _)| !reading.contains(path) && !self.gone.contains(path)));
+    }
+}
+
+/// What a keyed load brings up to the disk: the journal's `ChangeSet`, by entries and whole
+/// folders, and the folders whose identity moved, against the held rows.
+struct Disk<'a> {
+    root: &'a Path,
+    policy: &'a LoadedPolicy,
+    copy: &'a Copy,
+    held: &'a Held,
+    held_by_path: BTreeMap<&'a VaultPath, &'a NoteRecord>,
+    symlinked: HashSet<&'a str>,
+}
+
+impl<'a> Disk<'a> {
+    fn new(root: &'a Path, policy: &'a LoadedPolicy, copy: &'a Copy, held: &'a Held) -> Disk<'a> {
+        let held_by_path = held.records.iter().map(|r| (&r.path, r)).collect();
+        let symlinked = copy.header.symlinked_notes.iter().map(String::as_str).collect();
+        Disk { root, policy, copy, held, held_by_path, symlinked }
     }
 
-    phases.push(("consulted outside", started.elapsed()));
-    // The folders listed again: their entries now, against the loaded ones.
-    let mut leftover_temps = Vec::new();
-    let mut to_read: Vec<(VaultPath, PageKind)> = Vec::new();
-    let mut gone: BTreeSet<VaultPath> = BTreeSet::new();
-    let mut found_symlinks: BTreeMap<String, Vec<VaultPath>> = BTreeMap::new();
-    let mut found_unusable: BTreeMap<String, Vec<UnusableName>> = BTreeMap::new();
-    let held_by_path: BTreeMap<&VaultPath, &NoteRecord> = held.iter().map(|r| (&r.path, r)).collect();
-    let mut queue: std::collections::VecDeque<String> = relist.iter().cloned().collect();
-    let mut listed: BTreeSet<String> = BTreeSet::new();
-    let mut new_files: Vec<VaultPath> = Vec::new();
-    // The entries the journal named, each looked at alone, as a listing would see it; one
-    // whose folder's bookkeeping only a listing redoes (a link, a name no vault path may hold,
-    // a subfolder gone or turned into a file) sends its folder to be listed again.
-    let symlinked: HashSet<&str> = header.symlinked_notes.iter().map(String::as_str).collect();
-    let mut folders_by_entries = 0;
-    for (dir, names) in by_entries {
-        let persisted_files = held_files.get(&dir);
+    /// Whether `rel` is a folder of the copy's, or one this load already knows.
+    fn known_folder(&self, dirs: &BTreeMap<String, Option<(FileStamp, i128)>>, rel: &str) -> Result<bool, String> {
+        Ok(dirs.contains_key(rel) || folder_row(&self.copy.folders, rel)?.is_some())
+    }
+
+    /// Brings each folder the journal named by entries up to the disk by a look at each entry
+    /// (`look_at_entries`); returns those that must be listed again instead, and the new
+    /// subfolders found (to be listed whole).
+    fn apply_entries(
+        &self,
+        by_entries: Vec<(String, &BTreeSet<String>)>,
+        loading: &mut Loading,
+        out: &mut DiskChanges,
+    ) -> Result<Vec<String>, NotKeyed> {
+        let mut queue = Vec::new();
+        for (dir, names) in by_entries {
+            let Some(found) = self.look_at_entries(&dir, names, &loading.dirs)? else {
+                queue.push(dir);
+                continue;
+            };
+            out.folders_by_entries += 1;
+            for sub in found.new_folders {
+                loading.new_folder(&sub);
+                queue.push(sub);
+            }
+            out.gone.extend(found.gone);
+            out.new_files.extend(found.new_files);
+            out.to_read.extend(found.to_read);
+            out.temps.extend(found.temps);
+        }
+        Ok(queue)
+    }
+
+    /// Looks at each entry `names` of folder `dir` alone, as a listing would see it
+    /// (`inventory::look_at_entry`). `None` when one of them needs the folder listed again: its
+    /// folder's bookkeeping only a listing redoes (a link, a name no vault path may hold, a
+    /// subfolder gone or turned into a file).
+    fn look_at_entries(
+        &self,
+        dir: &str,
+        names: &BTreeSet<String>,
+        dirs: &BTreeMap<String, Option<(FileStamp, i128)>>,
+    ) -> Result<Option<EntriesFound>, NotKeyed> {
+        let persisted_files = self.held.files.get(dir);
         let held_file = |path: &VaultPath| persisted_files.is_some_and(|files| files.contains(path));
-        // A folder of the copy's, or one this load already knows.
-        let known_folder = |rel: &str| -> Result<bool, String> { Ok(dirs.contains_key(rel) || folder_row(&folders_table, rel)?.is_some()) };
         let mut found = EntriesFound::default();
-        let mut needs_listing = false;
         for name in names {
-            let entry = match inventory::look_at_entry(root, policy, &dir, name) {
+            let entry = match inventory::look_at_entry(self.root, self.policy, dir, name) {
                 Ok(entry) => entry,
-                Err(Unlistable::IgnoreFile) => return Err(NotKeyed { reason: "the vault has an ignore file".into(), rebuild: false }),
+                Err(Unlistable::IgnoreFile) => return Err(ignore_file()),
                 Err(Unlistable::Unreadable(e)) => return Err(NotKeyed::from(format!("looking at {name:?} in {dir:?}: {e}"))),
             };
-            let rel = crate::note::path::child(&dir, name);
-            let was_symlinked = symlinked.contains(rel.as_str());
+            let rel = crate::note::path::child(dir, name);
+            let was_symlinked = self.symlinked.contains(rel.as_str());
             match entry {
                 None => match VaultPath::parse_walked(&rel) {
                     Ok(path) if held_file(&path) => found.gone.push(path),
                     // Never a file of the copy's, nor a link or a subfolder of it: a temporary
                     // file that came and went, or an entry made and removed since.
-                    Ok(_) if !was_symlinked && !known_folder(&rel)? => {}
-                    _ => needs_listing = true,
+                    Ok(_) if !was_symlinked && !self.known_folder(dirs, &rel)? => {}
+                    _ => return Ok(None),
                 },
                 Some(FolderEntry::File(path, kind)) if !was_symlinked => {
                     if held_file(&path) {
                         if let Some(kind) = kind
-                            && !held_by_path.get(&path).is_some_and(|r| r.is_current(kind, stamp_now(root, &path)))
+                            && !self.held_by_path.get(&path).is_some_and(|r| r.is_current(kind, stamp_now(self.root, &path)))
                         {
                             found.to_read.push((path, kind));
                         }
-                    } else if known_folder(&rel)? {
+                    } else if self.known_folder(dirs, &rel)? {
                         // A subfolder of the copy's, now a file.
-                        needs_listing = true;
+                        return Ok(None);
                     } else {
                         found.new_files.push(path.clone());
                         found.to_read.extend(kind.map(|kind| (path, kind)));
                     }
                 }
                 Some(FolderEntry::Subfolder(sub)) if !held_file_named(persisted_files, &sub) => {
-                    if !known_folder(&sub)? {
+                    if !self.known_folder(dirs, &sub)? {
                         found.new_folders.push(sub);
                     }
                 }
                 Some(FolderEntry::Temp(path)) if !was_symlinked => found.temps.push(path),
                 Some(FolderEntry::Excluded | FolderEntry::Ignored) if !was_symlinked && !held_file_named(persisted_files, &rel) => {}
-                _ => needs_listing = true,
+                _ => return Ok(None),
             }
         }
-        if needs_listing {
-            queue.push_back(dir);
-            continue;
-        }
-        folders_by_entries += 1;
-        for sub in found.new_folders {
-            // A new folder: listed whole, all of it new.
-            dirs.insert(sub.clone(), None);
-            snapshot.hold(&sub, 0);
-            loaded.insert(sub.clone());
-            queue.push_back(sub);
-        }
-        gone.extend(found.gone);
-        new_files.extend(found.new_files);
-        to_read.extend(found.to_read);
-        leftover_temps.extend(found.temps);
+        Ok(Some(found))
     }
-    // The persisted subfolders' rows of each folder listed again.
-    let mut children_read: HashMap<String, Vec<(String, FolderRow)>> = HashMap::new();
-    while let Some(dir) = queue.pop_front() {
-        if !listed.insert(dir.clone()) {
-            continue;
-        }
-        let seen_at = now_ns();
-        let Some(stamp) = dir_stamp(root, &dir) else { return Err(NotKeyed::from(format!("folder {dir:?} vanished"))) };
-        let listing = match inventory::list_folder(root, policy, &dir) {
-            Ok(listing) => listing,
-            Err(Unlistable::IgnoreFile) => return Err(NotKeyed { reason: "the vault has an ignore file".into(), rebuild: false }),
-            Err(Unlistable::Unreadable(e)) => return Err(NotKeyed::from(format!("listing {dir:?}: {e}"))),
-        };
-        // Its subfolders as persisted (kept for the subtree counts below).
-        let persisted = child_rows(&folders_table, &dir)?;
-        for sub in &listing.subfolders {
-            if !persisted.iter().any(|(known, _)| known == sub) && !dirs.contains_key(sub) {
-                // A new folder: listed whole, all of it new.
-                dirs.insert(sub.clone(), None);
-                snapshot.hold(sub, 0);
-                loaded.insert(sub.clone());
-                queue.push_back(sub.clone());
-            }
-        }
-        let subfolders: BTreeSet<String> = listing.subfolders.into_iter().collect();
-        leftover_temps.extend(listing.temps);
-        let symlinks = listing.symlinked_pages;
-        let mut here: BTreeSet<VaultPath> = BTreeSet::new();
-        for (path, kind) in listing.files {
-            if let Some(kind) = kind
-                && !held_by_path.get(&path).is_some_and(|r| r.is_current(kind, stamp_now(root, &path)))
-            {
-                to_read.push((path.clone(), kind));
-            }
-            here.insert(path);
-        }
-        let before = held_files.get(&dir);
-        gone.extend(before.into_iter().flatten().filter(|path| !here.contains(*path)).cloned());
-        new_files.extend(here.iter().filter(|path| !before.is_some_and(|b| b.contains(*path))).cloned());
-        if let Some((sub, _)) = persisted.iter().find(|(sub, _)| !subfolders.contains(sub)) {
-            return Err(NotKeyed::from(format!("folder {sub:?} vanished")));
-        }
-        children_read.insert(dir.clone(), persisted);
-        found_symlinks.insert(dir.clone(), symlinks);
-        found_unusable.insert(dir.clone(), listing.unusable);
-        dirs.insert(dir, Some((stamp, seen_at)));
-    }
-    let read_or_forgotten = to_read.len() + gone.len();
-    if read_or_forgotten + listed.len() > stale_limit {
-        return Err(NotKeyed::from(format!("{} pages changed and {} folders moved since it was written", read_or_forgotten, listed.len())));
-    }
-    // The subtree counts the plan and the fold consult: each loaded folder's, its ancestors'
-    // and its direct subfolders' (a catalog page's child rows, the root's category rows).
-    let mut counted: BTreeMap<String, usize> = BTreeMap::new();
-    for dir in &loaded {
-        for ancestor in crate::note::path::folder_and_ancestors(dir).filter(|dir| !dir.is_empty()) {
-            if !counted.contains_key(ancestor) {
-                let row = match checked_rows.get(ancestor) {
-                    Some(row) => Some(row.valid_subtree),
-                    None => folder_row(&folders_table, ancestor)?.map(|row| row.valid_subtree),
-                };
-                counted.insert(ancestor.to_string(), row.unwrap_or(0));
-            }
-        }
-        let children = match children_read.remove(dir) {
-            Some(children) => children,
-            None => child_rows(&folders_table, dir)?,
-        };
-        counted.extend(children.into_iter().map(|(child, row)| (child, row.valid_subtree)));
-    }
-    counts.valid_per_dir.extend(counted.into_iter().filter(|(_, valid)| *valid > 0));
-    let reading: HashSet<VaultPath> = to_read.iter().map(|(path, _)| path.clone()).collect();
-    to_read.extend(unread.iter().filter(|(path, _)| !reading.contains(path) && !gone.contains(path)).cloned());
 
-    // The names whose resolution the write asks about: every link of the notes it judges
-    // (the touched notes before and after, their linkers) and the touched names themselves.
-    let mut names: HashSet<String> = changes.iter().map(|(path, _)| lower_name(path)).collect();
-    let mut judged: Vec<NoteRecord> = Vec::new();
+    /// Lists each queued folder again, and each new subfolder found (whole): its files against
+    /// those held (`inventory::compare_listing`, the listing step `Inventory::apply` takes),
+    /// its temporary files, links to pages and unusable names. A folder or a persisted
+    /// subfolder gone voids the load.
+    fn relist(&self, mut queue: VecDeque<String>, loading: &mut Loading, out: &mut DiskChanges) -> Result<(), NotKeyed> {
+        let no_files = BTreeSet::new();
+        while let Some(dir) = queue.pop_front() {
+            if !out.listed.insert(dir.clone()) {
+                continue;
+            }
+            let seen_at = now_ns();
+            let Some(stamp) = dir_stamp(self.root, &dir) else { return Err(NotKeyed::from(format!("folder {dir:?} vanished"))) };
+            let listing = match inventory::list_folder(self.root, self.policy, &dir) {
+                Ok(listing) => listing,
+                Err(Unlistable::IgnoreFile) => return Err(ignore_file()),
+                Err(Unlistable::Unreadable(e)) => return Err(NotKeyed::from(format!("listing {dir:?}: {e}"))),
+            };
+            // Its subfolders as persisted (kept for the subtree counts).
+            let persisted = child_rows(&self.copy.folders, &dir)?;
+            for sub in &listing.subfolders {
+                if !persisted.iter().any(|(known, _)| known == sub) && !loading.dirs.contains_key(sub) {
+                    loading.new_folder(sub);
+                    queue.push_back(sub.clone());
+                }
+            }
+            out.temps.extend(listing.temps);
+            let held = self.held.files.get(&dir).unwrap_or(&no_files);
+            let found = inventory::compare_listing(self.root, &listing.files, held, |path| self.held_by_path.get(path).copied());
+            out.to_read.extend(found.to_read);
+            out.gone.extend(found.gone);
+            out.new_files.extend(found.new);
+            if let Some((sub, _)) = persisted.iter().find(|(sub, _)| !listing.subfolders.contains(sub)) {
+                return Err(NotKeyed::from(format!("folder {sub:?} vanished")));
+            }
+            out.children_read.insert(dir.clone(), persisted);
+            out.symlinks.insert(dir.clone(), listing.symlinked_pages);
+            out.unusable.insert(dir.clone(), listing.unusable);
+            loading.dirs.insert(dir, Some((stamp, seen_at)));
+        }
+        Ok(())
+    }
+}
+
+/// The write's notes as it will write them (their after-images), analysed.
+fn after_images(policy: &LoadedPolicy, changes: &[(VaultPath, Option<&str>)]) -> Vec<NoteRecord> {
+    let mut judged = Vec::new();
     for (path, text) in changes {
         if let Some(text) = text {
             let mut record = NoteRecord::empty(path.clone(), PageKind::Note);
@@ -961,99 +1166,180 @@ pub fn load_for_write(
             judged.push(record);
         }
     }
-    phases.push(("relisted", started.elapsed()));
-    let fresh = inventory::read_all(root, policy, &to_read);
+    judged
+}
+
+/// The names whose resolution the write asks about: every link of the notes it judges (the
+/// touched notes before and after, their linkers) and the touched names themselves.
+fn names_asked(
+    policy: &LoadedPolicy,
+    changes: &[(VaultPath, Option<&str>)],
+    judged: &[NoteRecord],
+    held: &[NoteRecord],
+    fresh: &[NoteRecord],
+    outside: &Outside,
+) -> HashSet<String> {
+    let mut names: HashSet<String> = changes.iter().map(|(path, _)| lower_name(path)).collect();
     let touched: HashSet<&VaultPath> = changes.iter().map(|(p, _)| p).collect();
-    let linker_paths: HashSet<&VaultPath> = linkers_by_key.iter().flat_map(|(_, paths)| paths.iter()).collect();
+    let linker_paths: HashSet<&VaultPath> = outside.linkers_by_key.iter().flat_map(|(_, paths)| paths.iter()).collect();
+    let consulted = |r: &&NoteRecord| touched.contains(&r.path) || r.links.iter().any(|l| outside.link_keys.contains(&link_key(&l.target)));
     let judged_records = judged
         .iter()
-        .chain(held.iter().filter(|r| touched.contains(&r.path) || r.links.iter().any(|l| link_keys.contains(&link_key(&l.target)))))
-        .chain(fresh.iter().filter(|r| touched.contains(&r.path) || r.links.iter().any(|l| link_keys.contains(&link_key(&l.target)))))
-        .chain(consulted_outside.iter().filter(|r| linker_paths.contains(&r.path)));
+        .chain(held.iter().filter(consulted))
+        .chain(fresh.iter().filter(consulted))
+        .chain(outside.consulted.iter().filter(|r| linker_paths.contains(&r.path)));
     for record in judged_records {
         for link in &record.links {
             names.extend(inventory::candidate_names(link, policy));
         }
     }
-    phases.push(("pages read", started.elapsed()));
-    // Every file of each name: as persisted outside the loaded folders, as listed inside.
-    let mut loaded_by_name: HashMap<String, Vec<&VaultPath>> = HashMap::new();
-    for path in held_files.values().flatten().filter(|p| !gone.contains(*p)).chain(new_files.iter()) {
-        loaded_by_name.entry(lower_name(path)).or_default().push(path);
-    }
-    let mut by_name: Vec<(String, Vec<VaultPath>)> = Vec::new();
-    for name in &names {
-        let mut paths: BTreeSet<VaultPath> = BTreeSet::new();
-        for value in names_table.get(name.as_str()).map_err(storage)? {
-            let path = parse(value.map_err(storage)?.value())?;
-            if !in_loaded(&loaded, &path) {
-                paths.insert(path);
-            }
-        }
-        paths.extend(loaded_by_name.get(name).into_iter().flatten().map(|p| (*p).clone()));
-        by_name.push((name.clone(), paths.into_iter().collect()));
-    }
+    names
+}
 
-    let symlinked_notes = {
-        let mut all: Vec<VaultPath> = header
-            .symlinked_notes
-            .iter()
-            .map(|p| parse(p))
-            .collect::<Result<Vec<_>, _>>()?
-            .into_iter()
-            .filter(|p| !found_symlinks.contains_key(p.parent()))
-            .collect();
-        all.extend(found_symlinks.into_values().flatten());
-        all.sort();
-        all
-    };
-    let partial = Partial { folders: loaded, names, link_keys, ..Default::default() };
-    let reused = held.len() + consulted_outside.len() + invalid_records.len();
-    // As persisted, but for the folders listed again (their listings say what they hold now).
-    let mut unusable_names: Vec<UnusableName> =
-        header.unusable_names.iter().filter(|u| !found_unusable.contains_key(&u.folder)).cloned().collect();
-    unusable_names.extend(found_unusable.into_values().flatten());
-    unusable_names.sort();
-    let mut model = Inventory::partial_from(partial, counts, snapshot, dirs, symlinked_notes, unusable_names);
-    model.journal_token = answer.as_ref().map(|a| a.now);
-    model.proven_by_journal = by_journal;
-    for record in held.into_iter().chain(consulted_outside).chain(invalid_records) {
+/// The symbolic links to pages: as persisted, but for the folders listed again (their
+/// listings say what they hold now).
+fn symlinked_notes(header: &Header, found: BTreeMap<String, Vec<VaultPath>>) -> Result<Vec<VaultPath>, String> {
+    let mut all: Vec<VaultPath> = Vec::with_capacity(header.symlinked_notes.len());
+    for path in &header.symlinked_notes {
+        let path = parse(path)?;
+        if !found.contains_key(path.parent()) {
+            all.push(path);
+        }
+    }
+    all.extend(found.into_values().flatten());
+    all.sort();
+    Ok(all)
+}
+
+/// The names no vault path may hold: as persisted, but for the folders listed again.
+fn unusable_names(header: &Header, found: BTreeMap<String, Vec<UnusableName>>) -> Vec<UnusableName> {
+    let mut unusable: Vec<UnusableName> = header.unusable_names.iter().filter(|u| !found.contains_key(&u.folder)).cloned().collect();
+    unusable.extend(found.into_values().flatten());
+    unusable.sort();
+    unusable
+}
+
+/// The partial model: the counters, snapshot and identities the load built, the rows it read
+/// held as persisted, then the disk's changes through the model's own bookkeeping.
+fn assemble(
+    policy: &LoadedPolicy,
+    loading: Loading,
+    partial: Partial,
+    (symlinked, unusable): (Vec<VaultPath>, Vec<UnusableName>),
+    (held, outside, by_name): (Held, Outside, Vec<(String, Vec<VaultPath>)>),
+    found: &DiskChanges,
+    fresh: Vec<NoteRecord>,
+) -> Inventory {
+    let mut model = Inventory::partial_from(partial, loading.counts, loading.snapshot, loading.dirs, symlinked, unusable);
+    for record in held.records.into_iter().chain(outside.consulted).chain(outside.invalid) {
         model.hold_record(record);
     }
-    for path in held_files.into_values().flatten() {
+    for path in held.files.into_values().flatten() {
         model.hold_file(path);
     }
     for (name, paths) in by_name {
         model.hold_name(name, paths);
     }
-    for (key, paths) in linkers_by_key {
+    for (key, paths) in outside.linkers_by_key {
         model.hold_linkers(key, paths);
     }
-    // Now the disk's changes, through the model's own bookkeeping.
-    for path in &gone {
+    for path in &found.gone {
         model.remove(path);
     }
-    for path in new_files.iter().filter(|p| scan::classify(policy, p).is_none()) {
+    for path in found.new_files.iter().filter(|p| scan::classify(policy, p).is_none()) {
         model.add_attachment(path.clone());
     }
     for record in fresh {
         model.upsert(record);
     }
-    phases.push(("names, model", started.elapsed()));
-    tracing::trace!(?phases, "keyed load phases");
-    if model.overrun() {
+    model
+}
+
+/// Loads the partial model one write consults (see the module doc): `changes` are the
+/// write's notes (path, new text or removal). `stale_limit`: past this many pages read or
+/// folders listed again, the keyed copy is too stale to be worth it (the whole load rewrites
+/// it). `checks`: when the folders it does not load are proven.
+pub fn load_for_write(
+    root: &Path,
+    policy: &LoadedPolicy,
+    database: &Arc<redb::ReadOnlyDatabase>,
+    changes: &[(VaultPath, Option<&str>)],
+    stale_limit: usize,
+    checks: FolderChecks<'_>,
+    journal: Option<AskJournal<'_>>,
+) -> Result<WriteLoad, NotKeyed> {
+    let mut phases = Phases::start();
+    let copy = Copy::open(database, policy)?;
+    phases.mark("header");
+    let (loaded, unread) = copy.folders_written(changes)?;
+    // With a folder journal that can say what changed since the copy's rows were proven, only
+    // the folders it names are stat'ed besides those checked at once: the others are the disk
+    // without a stat (and without a helper). Its position now is what the fold records.
+    let answer = journal.and_then(|ask| ask(copy.header.journal_token));
+    phases.mark("folder journal");
+    let changed = answer.as_ref().and_then(JournalAnswer::changed);
+    let plan = CheckPlan::new(&copy, checks, changed, &loaded)?;
+    let checked = copy.rows_checked_now(plan.at_once.as_ref())?;
+    let pending = plan.defer(root, database);
+    phases.mark("folder rows");
+    let names: Vec<&str> = checked.iter().map(|(dir, _)| dir.as_str()).collect();
+    let checked_rows: HashMap<&str, &FolderRow> = checked.iter().map(|(dir, row)| (dir.as_str(), row)).collect();
+    let (mut loading, stamps) = copy.stat_checked(root, &names, &checked_rows, loaded)?;
+    phases.mark("folder stats");
+    let (relist, by_entries) = judge_folders(&checked, stamps, changed.filter(|_| plan.by_journal), &mut loading)?;
+    let held = copy.read_loaded(&mut loading)?;
+    phases.mark("loaded folders");
+    let mut outside = consulted_outside(root, policy, &copy, changes, &loading, &held)?;
+    phases.mark("consulted outside");
+    // The journal's ChangeSet and the folders that moved, applied to the rows held.
+    let mut found = DiskChanges::default();
+    {
+        let disk = Disk::new(root, policy, &copy, &held);
+        let queue = disk.apply_entries(by_entries, &mut loading, &mut found)?;
+        disk.relist(relist.into_iter().chain(queue).collect(), &mut loading, &mut found)?;
+    }
+    let read_or_forgotten = found.to_read.len() + found.gone.len();
+    if read_or_forgotten + found.listed.len() > stale_limit {
+        return Err(NotKeyed::from(format!(
+            "{} pages changed and {} folders moved since it was written",
+            read_or_forgotten,
+            found.listed.len()
+        )));
+    }
+    let counted = copy.subtree_counts(&loading.loaded, &checked_rows, std::mem::take(&mut found.children_read))?;
+    loading.counts.valid_per_dir.extend(counted.into_iter().filter(|(_, valid)| *valid > 0));
+    found.read_unsettled(unread);
+    let judged = after_images(policy, changes);
+    phases.mark("relisted");
+    let fresh = inventory::read_all(root, policy, &found.to_read);
+    let names = names_asked(policy, changes, &judged, &held.records, &fresh, &outside);
+    phases.mark("pages read");
+    let by_name = copy.files_named(&names, &loading.loaded, &held, &found)?;
+    let counts = LoadCounts {
+        reused: (held.records.len() + outside.consulted.len() + outside.invalid.len()).saturating_sub(read_or_forgotten),
+        read: found.to_read.len(),
+        forgotten: found.gone.len(),
+        by_folders: true,
+        folders_relisted: found.listed.len(),
+        folders_by_journal: if plan.by_journal { plan.stored_rows.saturating_sub(checked.len()) } else { 0 },
+        folders_by_entries: found.folders_by_entries,
+    };
+    let shape = (
+        symlinked_notes(&copy.header, std::mem::take(&mut found.symlinks))?,
+        unusable_names(&copy.header, std::mem::take(&mut found.unusable)),
+    );
+    let link_keys = std::mem::take(&mut outside.link_keys);
+    let partial = Partial { folders: std::mem::take(&mut loading.loaded), names, link_keys, ..Default::default() };
+    let mut model = assemble(policy, loading, partial, shape, (held, outside, by_name), &found, fresh);
+    model.journal_token = answer.as_ref().map(|a| a.now);
+    model.proven_by_journal = plan.by_journal;
+    phases.mark("names, model");
+    tracing::trace!(phases = ?phases.ended, "keyed load phases");
+    if model.in_view().is_err() {
         return Err(NotKeyed::from("the changes on disk reach beyond the loaded folders".to_string()));
     }
+    let mut leftover_temps = found.temps;
     leftover_temps.extend(scan::engine_temps(root));
-    let counts = LoadCounts {
-        reused: reused.saturating_sub(read_or_forgotten),
-        read: to_read.len(),
-        forgotten: gone.len(),
-        by_folders: true,
-        folders_relisted: listed.len(),
-        folders_by_journal,
-        folders_by_entries,
-    };
     // A journal that could not say what changed since the copy's token (a new run): the
     // copy's rows are proven at its position now once the checks are confirmed, and the fold
     // records it, so the next write asks it.

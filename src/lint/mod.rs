@@ -10,7 +10,7 @@ use chrono::NaiveDate;
 use serde::Serialize;
 
 pub use crate::finding::Finding;
-use crate::inventory::{Inventory, NoteRecord, Resolution};
+use crate::inventory::{Inventory, NoteRecord, Overrun, Resolution};
 use crate::note::body::Link;
 use crate::note::path::VaultPath;
 use crate::policy::{LoadedPolicy, Severity};
@@ -148,23 +148,23 @@ pub fn health_report(inventory: &Inventory, policy: &LoadedPolicy, today: NaiveD
 /// `health_report`): notes not exempt that no other note's counted link resolves to. Orphans
 /// are a health warning, never a gate finding; the write path counts them among the notes a
 /// write leaves in place (the receipt's `lint_orphans`). Reads only the notes that may link
-/// to each path (`Inventory::linkers_of`).
-pub fn orphans_among(inventory: &Inventory, policy: &LoadedPolicy, paths: &[VaultPath]) -> usize {
-    paths
-        .iter()
-        .filter_map(|path| inventory.records.get(path))
-        .filter(|record| !orphan_exempt(policy, record))
-        .filter(|record| {
-            let linked = inventory.linkers_of(&record.path).iter().filter(|source| **source != record.path).any(|source| {
-                inventory.records.get(source).filter(|r| links_count(r)).is_some_and(|r| {
-                    r.links.iter().any(
-                        |link| matches!(inventory.resolve(source, link, policy), Resolution::Resolved(target) if target == record.path),
-                    )
-                })
-            });
-            !linked
-        })
-        .count()
+/// to each path (`Inventory::try_linkers_of`); `Err` when a partial model does not hold them.
+pub fn orphans_among(inventory: &Inventory, policy: &LoadedPolicy, paths: &[VaultPath]) -> Result<usize, Overrun> {
+    let mut orphans = 0;
+    for record in paths.iter().filter_map(|path| inventory.records.get(path)).filter(|record| !orphan_exempt(policy, record)) {
+        let mut linked = false;
+        'sources: for source in inventory.try_linkers_of(&record.path)?.iter().filter(|source| **source != record.path) {
+            let Some(r) = inventory.records.get(source).filter(|r| links_count(r)) else { continue };
+            for link in &r.links {
+                if matches!(inventory.try_resolve(source, link, policy)?, Resolution::Resolved(target) if target == record.path) {
+                    linked = true;
+                    break 'sources;
+                }
+            }
+        }
+        orphans += usize::from(!linked);
+    }
+    Ok(orphans)
 }
 
 /// State captured before a write, for the gate to compare against: how links that may be
@@ -178,8 +178,9 @@ pub struct LinkBaseline {
     own_stale: std::collections::HashSet<VaultPath>,
 }
 
-/// Captures how the links that may be affected by writing `touched` resolve now.
-pub fn baseline(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPath], today: NaiveDate) -> LinkBaseline {
+/// Captures how the links that may be affected by writing `touched` resolve now; `Err` when
+/// a partial model does not hold what that asks.
+pub fn baseline(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPath], today: NaiveDate) -> Result<LinkBaseline, Overrun> {
     let mut resolutions = Vec::new();
     let mut own_link_problems: HashMap<VaultPath, std::collections::HashSet<(&'static str, String)>> = HashMap::new();
     let mut own_stale = std::collections::HashSet::new();
@@ -187,7 +188,7 @@ pub fn baseline(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPa
         if let Some(record) = inventory.records.get(path) {
             let problems = own_link_problems.entry(path.clone()).or_default();
             for link in &record.links {
-                if !matches!(inventory.resolve(path, link, policy), Resolution::Resolved(_)) {
+                if !matches!(inventory.try_resolve(path, link, policy)?, Resolution::Resolved(_)) {
                     problems.insert((link.kind.as_str(), link.target.clone()));
                 }
             }
@@ -197,17 +198,17 @@ pub fn baseline(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPa
         }
     }
     for path in touched {
-        for source in inventory.linkers_of(path) {
+        for source in inventory.try_linkers_of(path)? {
             if touched.contains(&source) {
                 continue;
             }
             let Some(record) = inventory.records.get(&source).filter(|r| links_count(r)) else { continue };
             for link in &record.links {
-                resolutions.push((source.clone(), link.clone(), inventory.resolve(&source, link, policy)));
+                resolutions.push((source.clone(), link.clone(), inventory.try_resolve(&source, link, policy)?));
             }
         }
     }
-    LinkBaseline { resolutions, own_link_problems, own_stale }
+    Ok(LinkBaseline { resolutions, own_link_problems, own_stale })
 }
 
 /// The write gate's verdict.
@@ -227,7 +228,14 @@ impl GateReport {
 /// they introduce and staleness they introduce, plus links elsewhere that resolved before and
 /// no longer do. Problems a touched note already had are reported as warnings, not blocks, so a
 /// repair (heal, archive) of an imperfect note is never refused for what it did not cause.
-pub fn gate(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPath], before: &LinkBaseline, today: NaiveDate) -> GateReport {
+/// `Err` when a partial model does not hold what that asks.
+pub fn gate(
+    inventory: &Inventory,
+    policy: &LoadedPolicy,
+    touched: &[VaultPath],
+    before: &LinkBaseline,
+    today: NaiveDate,
+) -> Result<GateReport, Overrun> {
     let mut findings = Vec::new();
     let mut inherited = Vec::new();
     for path in touched {
@@ -238,7 +246,7 @@ pub fn gate(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPath],
         }
         let old = before.own_link_problems.get(path);
         for link in &record.links {
-            let resolution = inventory.resolve(path, link, policy);
+            let resolution = inventory.try_resolve(path, link, policy)?;
             if let Some(f) = link_finding(policy, path, link, &resolution) {
                 if old.is_some_and(|o| o.contains(&(link.kind.as_str(), link.target.clone()))) {
                     inherited.push(f)
@@ -252,7 +260,7 @@ pub fn gate(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPath],
         if !matches!(was, Resolution::Resolved(_)) {
             continue;
         }
-        let now = inventory.resolve(source, link, policy);
+        let now = inventory.try_resolve(source, link, policy)?;
         findings.extend(link_finding(policy, source, link, &now));
     }
     let (blocking, mut warnings): (Vec<Finding>, Vec<Finding>) = findings.into_iter().partition(|f| f.severity == Severity::Blocking);
@@ -261,7 +269,7 @@ pub fn gate(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPath],
         f.message = format!("{} (already present before this write)", f.message);
         warnings.push(f);
     }
-    GateReport { blocking, warnings }
+    Ok(GateReport { blocking, warnings })
 }
 
 /// The blocking findings the gate can judge from one note's own bytes, with no vault around

@@ -14,7 +14,7 @@ use super::{Freshness, VaultState};
 use crate::catalog;
 use crate::error::Result;
 use crate::inventory::changes::ChangeSet;
-use crate::inventory::{self, Inventory};
+use crate::inventory::{self, Inventory, Overrun};
 use crate::inventory_cache::keyed::{FolderChecks, PendingFolderChecks};
 use crate::note::path::VaultPath;
 use crate::store::{durable, layout};
@@ -140,15 +140,16 @@ impl VaultState {
     /// (`inventory_cache::keyed`: O(change), not O(vault)), the folders it does not load
     /// checked on a helper thread while `f` runs and confirmed before this returns (a folder
     /// that moved there: loaded again with every folder checked first, and `f` runs again);
-    /// otherwise, and whenever the partial model turns out not to hold something `f` asked
-    /// about (`Inventory::overrun`), the whole model, and `f` runs again on it. `changes`: the
+    /// otherwise, and whenever `f` meets a lookup the partial model cannot answer (`f` returns
+    /// its `Err(Overrun)`, or asked a change past what it holds, `Inventory::in_view`), the
+    /// whole model, and `f` runs again on it: the one place an overrun is answered. `changes`: the
     /// write's notes (path, new text or removal); `expected_moved`: the folders the engine's
     /// own recent writes changed (the journal's), checked at once, asked only for a keyed load.
     pub(crate) fn with_write_model<T>(
         &self,
         changes: &[(VaultPath, Option<&str>)],
         expected_moved: impl FnOnce() -> BTreeSet<String>,
-        mut f: impl FnMut(&mut Inventory) -> T,
+        mut f: impl FnMut(&mut Inventory) -> std::result::Result<T, Overrun>,
     ) -> Result<T> {
         let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let expected_moved = if guard.is_none() && self.ends_the_process { expected_moved() } else { BTreeSet::new() };
@@ -159,13 +160,14 @@ impl VaultState {
                 pending = self.load_keyed_into(&mut guard, changes, checks)?;
             }
             let Some(inventory) = guard.as_mut().filter(|inventory| inventory.partial.is_some()) else { break };
-            let out = f(inventory);
+            let out = f(inventory).and_then(|out| inventory.in_view().map(|()| out));
             // What the journal proved holds for this first use only.
             inventory.proven_by_journal = false;
             let moved = pending.and_then(|pending| pending.confirm().err());
-            if moved.is_none() && !inventory.overrun() {
-                return Ok(out);
-            }
+            let overrun = match (moved.is_none(), out) {
+                (true, Ok(out)) => return Ok(out),
+                (_, out) => out.err(),
+            };
             *guard = None;
             match moved {
                 Some(moved) if matches!(checks, FolderChecks::Deferred { .. }) => {
@@ -174,14 +176,15 @@ impl VaultState {
                     checks = FolderChecks::Now;
                 }
                 _ => {
-                    tracing::debug!(?moved, "the partial model did not hold what the write consults; loading it whole");
+                    let overrun = overrun.map(|overrun| overrun.to_string());
+                    tracing::debug!(?moved, ?overrun, "the partial model did not hold what the write consults; loading it whole");
                     self.lock_freshness().inventory_cache = "keyed, then whole: the write consulted more than it held".into();
                     break;
                 }
             }
         }
         self.load_whole_into(&mut guard, Scope::Write)?;
-        Ok(f(guard.as_mut().expect("BUG: load_whole_into loads the inventory")))
+        Ok(inventory::of_whole(f(guard.as_mut().expect("BUG: load_whole_into loads the inventory"))))
     }
 
     /// Loads a write's partial model from the keyed copy into an empty `guard`, or leaves it
@@ -302,7 +305,7 @@ impl VaultState {
     pub(super) fn fold_into_keyed_copy(&self, inventory: &Inventory) {
         let load = self.freshness().load;
         let due = self.keyed_fold_due.load(std::sync::atomic::Ordering::Relaxed);
-        if inventory.partial.is_none() || inventory.overrun() || (load.read + load.forgotten < KEYED_FOLD_AFTER && !due) {
+        if inventory.partial.is_none() || inventory.in_view().is_err() || (load.read + load.forgotten < KEYED_FOLD_AFTER && !due) {
             return;
         }
         let Ok(Some(_writer)) = self.try_lock_writer_file() else { return };
@@ -501,3 +504,6 @@ impl VaultState {
         self.apply_changes(changes)
     }
 }
+
+#[cfg(test)]
+mod tests;

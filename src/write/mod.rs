@@ -40,7 +40,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::inventory::FileStamp;
-use crate::inventory::{self, Inventory, NoteRecord};
+use crate::inventory::{self, Inventory, NoteRecord, Overrun};
 use crate::lint;
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
@@ -586,18 +586,20 @@ fn check_and_plan<'v>(vault: &'v VaultState, mutation: &Mutation, expected_moved
     let changes: Vec<(VaultPath, Option<&str>)> = mutation.notes.iter().map(|n| (n.path.clone(), n.content.as_deref())).collect();
     let (gate, previous, orphans, catalog_plan, counts, search_snapshot) =
         vault.with_write_model(&changes, expected_moved, |inventory| {
-            recheck_consulted(vault, inventory, &touched);
-            let baseline = lint::baseline(inventory, policy, &touched, today);
+            recheck_consulted(vault, inventory, &touched)?;
+            let baseline = lint::baseline(inventory, policy, &touched, today)?;
             let previous = put_after_images(inventory, policy, mutation.notes.iter().map(|n| (&n.path, n.content.as_deref())));
             let live: Vec<VaultPath> = mutation.notes.iter().filter(|n| n.content.is_some()).map(|n| n.path.clone()).collect();
-            let gate = lint::gate(inventory, policy, &live, &baseline, today);
-            let orphans = lint::orphans_among(inventory, policy, &live);
+            // On an overrun the plan runs again on the whole model: this partial one, with the
+            // after-images in it, is dropped.
+            let gate = lint::gate(inventory, policy, &live, &baseline, today)?;
+            let orphans = lint::orphans_among(inventory, policy, &live)?;
             let dirs: BTreeSet<String> = touched.iter().flat_map(crate::catalog::affected_dirs).collect();
             let plan = vault.plan_catalogs(inventory, &dirs).map(|plan| (plan, dirs));
             let (notes, valid) = (inventory.counts.notes, inventory.counts.valid);
             let snapshot =
                 SearchSnapshot { source_snapshot_hash: inventory.snapshot.hash(), scanned: notes, indexed: valid, excluded: notes - valid };
-            (gate, previous, orphans, plan, (notes, valid, notes - valid), snapshot)
+            Ok((gate, previous, orphans, plan, (notes, valid, notes - valid), snapshot))
         })?;
     // From here every refusal drops `model`, which puts the previous records back.
     let model = ModelChange { vault, previous };
@@ -640,30 +642,32 @@ fn check_and_plan<'v>(vault: &'v VaultState, mutation: &Mutation, expected_moved
 /// file set links resolve against needs nothing here: the model's folder listings are proven
 /// (`Inventory::load_checking_folders`, or a walk, or the watcher). Nothing is stat'ed when
 /// the model was loaded for this very write and the folder journal proved all of it then (an
-/// in-place edit is an entry the journal names, and the load looked at it).
-fn recheck_consulted(vault: &VaultState, inventory: &mut crate::inventory::Inventory, touched: &[VaultPath]) {
+/// in-place edit is an entry the journal names, and the load looked at it). `Err` when a
+/// partial model does not hold what the re-check asks or changes.
+fn recheck_consulted(vault: &VaultState, inventory: &mut Inventory, touched: &[VaultPath]) -> std::result::Result<(), Overrun> {
     if inventory.proven_by_journal {
         // Loaded just now, each of its folders proven by the folder journal's account: every
         // edit finished before the load asked it is in the model already.
         tracing::debug!("consulted files proven by the folder journal");
-        return;
+        return Ok(());
     }
     let mut paths: BTreeSet<VaultPath> = touched.iter().cloned().collect();
     for path in touched {
-        paths.extend(inventory.linkers_of(path));
+        paths.extend(inventory.try_linkers_of(path)?);
         for dir in crate::catalog::affected_dirs(path) {
-            paths.extend(inventory.direct_records(&dir));
+            paths.extend(inventory.direct_records(&dir)?);
         }
     }
     paths.extend(inventory.counts.root_notes.iter().cloned());
     // The write's re-check, told to the model as any evidence is: each consulted file an entry.
     let changes = crate::inventory::changes::ChangeSet::of_paths(paths.iter().map(VaultPath::as_str));
-    match inventory.apply(vault.root(), vault.policy(), &changes) {
+    match inventory.apply_in_view(vault.root(), vault.policy(), &changes)? {
         Ok(applied) => tracing::debug!(consulted = paths.len(), reread = applied.reread, "consulted files re-checked"),
         // Only a walk fails (the vault's root unreadable): the commit's own re-check of every
         // planned file still refuses a write over anything it did not see.
         Err(error) => tracing::warn!(%error, "the consulted files could not be re-checked"),
     }
+    Ok(())
 }
 
 /// The lint gate's verdict on `changes` (path, new text or removal) as if they were written
@@ -676,10 +680,10 @@ pub(crate) fn gate_preview(vault: &VaultState, changes: &[(VaultPath, Option<&st
     let today = vault.today();
     let touched: Vec<VaultPath> = changes.iter().map(|(path, _)| path.clone()).collect();
     vault.with_inventory_mut(|inventory| {
-        let baseline = lint::baseline(inventory, policy, &touched, today);
+        let baseline = inventory::of_whole(lint::baseline(inventory, policy, &touched, today));
         let previous = put_after_images(inventory, policy, changes.iter().map(|(path, content)| (path, *content)));
         let live: Vec<VaultPath> = changes.iter().filter(|(_, c)| c.is_some()).map(|(p, _)| p.clone()).collect();
-        let gate = lint::gate(inventory, policy, &live, &baseline, today);
+        let gate = inventory::of_whole(lint::gate(inventory, policy, &live, &baseline, today));
         put_back(inventory, previous);
         gate
     })

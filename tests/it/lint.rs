@@ -3,6 +3,7 @@
 
 use std::collections::BTreeSet;
 
+use paravault::inventory::of_whole;
 use paravault::lint;
 use paravault::note::path::VaultPath;
 
@@ -121,25 +122,26 @@ fn the_gate_judges_only_the_touched_note_and_links_it_changes() {
     // Writing a good new note passes even though another note has a broken link.
     std::fs::write(dir.path().join("01_Projects/new.md"), note("Project", "New", "[[target]]\n")).unwrap();
     let new = VaultPath::parse("01_Projects/new.md").unwrap();
-    let baseline = vault.with_inventory(|inv| lint::baseline(inv, &policy, std::slice::from_ref(&new), today())).unwrap();
+    let baseline = vault.with_inventory(|inv| of_whole(lint::baseline(inv, &policy, std::slice::from_ref(&new), today()))).unwrap();
     vault.refresh_path(&new).unwrap();
-    let verdict = vault.with_inventory(|inv| lint::gate(inv, &policy, std::slice::from_ref(&new), &baseline, today())).unwrap();
+    let verdict = vault.with_inventory(|inv| of_whole(lint::gate(inv, &policy, std::slice::from_ref(&new), &baseline, today()))).unwrap();
     assert!(verdict.passed(), "{verdict:?}");
     // A second note with the same basename makes linker's [[target]] (resolved by name) ambiguous:
     // blocked. new.md's [[target]] still resolves relative to its own folder.
     std::fs::create_dir_all(dir.path().join("02_Areas")).unwrap();
     std::fs::write(dir.path().join("02_Areas/target.md"), note("Area", "Other target", "x\n")).unwrap();
     let dup = VaultPath::parse("02_Areas/target.md").unwrap();
-    let baseline = vault.with_inventory(|inv| lint::baseline(inv, &policy, std::slice::from_ref(&dup), today())).unwrap();
+    let baseline = vault.with_inventory(|inv| of_whole(lint::baseline(inv, &policy, std::slice::from_ref(&dup), today()))).unwrap();
     vault.refresh_path(&dup).unwrap();
-    let verdict = vault.with_inventory(|inv| lint::gate(inv, &policy, std::slice::from_ref(&dup), &baseline, today())).unwrap();
+    let verdict = vault.with_inventory(|inv| of_whole(lint::gate(inv, &policy, std::slice::from_ref(&dup), &baseline, today()))).unwrap();
     let blocked: BTreeSet<_> = verdict.blocking.iter().map(|f| (f.rule, f.path.as_str())).collect();
     assert_eq!(blocked, [("ambiguous-link", "03_Resources/linker.md")].into_iter().collect());
     // An invalid touched note blocks on its own metadata.
     std::fs::write(dir.path().join("01_Projects/new.md"), "---\ntype: Project\n---\n").unwrap();
     vault.refresh_path(&new).unwrap();
-    let verdict =
-        vault.with_inventory(|inv| lint::gate(inv, &policy, std::slice::from_ref(&new), &lint::LinkBaseline::default(), today())).unwrap();
+    let verdict = vault
+        .with_inventory(|inv| of_whole(lint::gate(inv, &policy, std::slice::from_ref(&new), &lint::LinkBaseline::default(), today())))
+        .unwrap();
     assert_eq!(verdict.blocking.iter().filter(|f| f.rule == "metadata-invalid" || f.rule == "metadata-missing").count(), 3);
 }
 
