@@ -236,7 +236,8 @@ mod tests {
         }
         kept.merge(&later);
         let ChangeSet::Known(changes) = &kept else { panic!("{kept:?}") };
-        assert_eq!(changes.entries().collect::<Vec<_>>(), ["01_Projects/a.md", "01_Projects/c.md", "index.md"]);
+        // In folder order: the root's entries first.
+        assert_eq!(changes.entries().collect::<Vec<_>>(), ["index.md", "01_Projects/a.md", "01_Projects/c.md"]);
         assert_eq!(changes.whole_folders().collect::<Vec<_>>(), ["03_Resources/x"]);
         assert_eq!(changes.position, Some(token));
         assert_eq!(kept.size(), 4);
