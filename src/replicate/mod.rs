@@ -1202,6 +1202,14 @@ fn fetch(git: &Git, config: &ReplicaConfig, timeout: std::time::Duration) -> Res
         }
         return Ok(None);
     }
+    // The remote's branch where this replica last fetched it: nothing to fetch (its objects
+    // are here, and a head equal to the one seen contains it), so no second round trip.
+    let listed_head = listed.text().split_whitespace().next().map(str::to_string);
+    if let (Some(listed_head), Some(seen)) = (&listed_head, &last_seen)
+        && listed_head == seen
+    {
+        return Ok(Some(seen.clone()));
+    }
     let fetched = git.network_output(
         "fetch",
         [
