@@ -118,8 +118,10 @@ impl Vault {
         &self.writer
     }
 
-    /// Takes the writer lock (in-process mutex, then the cross-process file lock), finishes any
-    /// committed-but-pending transaction, and catches up with receipts other processes wrote.
+    /// Takes the writer lock (in-process mutex, then the cross-process file lock), catches up
+    /// with receipts other processes wrote, and finishes any committed transaction left
+    /// unfinished (one another live process applied is left to its own checkpoint for a while:
+    /// `write::writer::LEFT_TO_OWNER_FOR`).
     pub fn lock_writer(&self) -> Result<crate::write::WriterGuard<'_>> {
         self.writer.lock(&self.state)
     }

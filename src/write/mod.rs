@@ -1,8 +1,9 @@
 //! The write transaction: every change to a vault's notes goes through `execute`, in order:
 //!
 //! 1. validate   — the request became a `Mutation` (typed path, full new text) before we got here.
-//! 2. lock       — in-process mutex + cross-process file lock; finish any pending intent
-//!    (crash recovery) and catch up with other processes' receipts.
+//! 2. lock       — in-process mutex + cross-process file lock; catch up with other
+//!    processes' receipts and finish any pending intent (crash recovery; another
+//!    live process's applied intent is left to its own checkpoint for a while).
 //! 3. check      — idempotency key replay/conflict, `require_absent`, `expected_sha256`.
 //! 4. plan       — new note record, catalog pages, log.md entry, and the **lint gate** over the
 //!    touched note and the links it changes, all on the in-memory model: a refusal
@@ -31,6 +32,7 @@ pub mod receipts;
 pub(crate) mod recover;
 pub mod replica;
 pub(crate) mod writer;
+pub use writer::LEFT_TO_OWNER_FOR;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;

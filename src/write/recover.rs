@@ -30,6 +30,11 @@ pub(crate) fn any_pending_except(records: &[StoredRecord], mine: &BTreeSet<u64>)
     pending_records(records, mine).next().is_some()
 }
 
+/// The sequence numbers of the intents `pending_except` would finish (nothing decoded).
+pub(crate) fn pending_seqs(records: &[StoredRecord], mine: &BTreeSet<u64>) -> BTreeSet<u64> {
+    pending_records(records, mine).map(StoredRecord::seq).collect()
+}
+
 fn pending_records<'r, 'm>(records: &'r [StoredRecord], mine: &'m BTreeSet<u64>) -> impl Iterator<Item = &'r StoredRecord> + use<'r, 'm> {
     let done: BTreeSet<u64> = records.iter().filter(|r| r.done().is_some()).map(StoredRecord::seq).collect();
     records.iter().filter(move |r| r.is_intent() && !done.contains(&r.seq()) && !mine.contains(&r.seq()))

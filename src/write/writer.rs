@@ -4,8 +4,9 @@
 //! `state::VaultState`; only the write path (this module and its siblings) reads or changes
 //! the writer's state, through a `WriterGuard`.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, Result};
 use crate::inventory::changes::{ChangeSet, Changes};
@@ -37,6 +38,10 @@ pub struct WriterState {
     pub(in crate::write) unsynced: Vec<Intent>,
     /// What the write path needs of the active generation's manifest, by generation id.
     pub(in crate::write) active_generation: Option<super::ActiveGeneration>,
+    /// Other processes' intents this process found applied but not yet done (their receipts
+    /// are in the log: their owner put them in place and deferred their checkpoint), with when
+    /// this process first found each: `left_to_their_owners`.
+    foreign_applied: BTreeMap<u64, Instant>,
     /// The cross-process lock file, flocked while a `WriterGuard` lives.
     lock_file: std::fs::File,
 }
@@ -68,7 +73,35 @@ impl std::ops::DerefMut for WriterGuard<'_> {
     }
 }
 
+/// How long a process that holds the writer lock again leaves another process's applied
+/// intent to that process's own deferred checkpoint. The MCP server checkpoints its deferred
+/// writes every second (`mcp::CHECKPOINT_INTERVAL`), waiting for the lock like any write; an
+/// intent still not done after this long is taken for one whose owner died, and finished.
+pub const LEFT_TO_OWNER_FOR: Duration = Duration::from_secs(5);
+
 impl WriterGuard<'_> {
+    /// Other processes' intents that are applied but not done, and that this lock leaves to
+    /// their owners: those whose receipt is in the log (their owner put every file in place and
+    /// appended the receipt before releasing the lock; this process's catch-up has read both
+    /// into its model) and which this process first found less than `LEFT_TO_OWNER_FOR` before
+    /// `now`. Their files are in place but not yet fsynced; the journal's intent is durable, so
+    /// a machine crash finishes them at the next open as it always did. Without this, four
+    /// servers writing at once each finished the others' deferred writes (fsyncs and a done
+    /// record under the lock) on almost every write: 198 "recovery" runs for 200 writes.
+    fn left_to_their_owners(&mut self, mine: &BTreeSet<u64>, now: Instant) -> BTreeSet<u64> {
+        let state = &mut **self;
+        let pending = super::recover::pending_seqs(&state.records, mine);
+        state.foreign_applied.retain(|seq, _| pending.contains(seq));
+        let mut left = BTreeSet::new();
+        for seq in pending.into_iter().filter(|seq| state.receipts.contains_seq(*seq)) {
+            let first_found = *state.foreign_applied.entry(seq).or_insert(now);
+            if now.duration_since(first_found) < LEFT_TO_OWNER_FOR {
+                left.insert(seq);
+            }
+        }
+        left
+    }
+
     /// The sequence number of the newest receipt (every committed write up to it is on disk
     /// once the lock is held: recovery ran).
     pub(crate) fn last_seq(&self) -> u64 {
@@ -169,6 +202,9 @@ impl Writer {
             },
         };
         crate::store::nofollow::refuse_symlinked_state(root)?;
+        // A process's first lock finishes every pending intent; later ones leave other
+        // processes' applied intents to their owners for a while (`left_to_their_owners`).
+        let held_before = state.is_some();
         match state.as_mut() {
             None => {
                 durable::create_dir_all(root, &layout::join(root, layout::STATE_DIR))?;
@@ -188,6 +224,7 @@ impl Writer {
                             needs_recovery: false,
                             unsynced: Vec::new(),
                             active_generation: None,
+                            foreign_applied: BTreeMap::new(),
                             lock_file: file,
                         })
                     }
@@ -208,7 +245,10 @@ impl Writer {
             }
         }
         let mut guard = WriterGuard { state };
-        let mine: BTreeSet<u64> = guard.unsynced.iter().map(|i| i.seq).collect();
+        let mut mine: BTreeSet<u64> = guard.unsynced.iter().map(|i| i.seq).collect();
+        if held_before {
+            mine.extend(guard.left_to_their_owners(&mine, Instant::now()));
+        }
         if guard.needs_recovery || super::recover::any_pending_except(&guard.records, &mine) {
             super::recover::recover_pending(vault, &mut guard)?;
         }

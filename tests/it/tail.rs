@@ -151,3 +151,48 @@ fn a_sync_after_an_outside_edit_wins_over_the_tail() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), edited);
     assert_eq!(answers(&vault, "quokka").1.len(), 1);
 }
+
+/// The sequence numbers of the journal's intents without a `Done` record.
+fn not_done(root: &std::path::Path) -> Vec<u64> {
+    let records = paravault::store::journal::read_committed_since(root, None).unwrap().map(|read| read.records).unwrap_or_default();
+    let done: Vec<u64> = records.iter().filter(|r| r.done().is_some()).map(|r| r.seq()).collect();
+    records.iter().filter(|r| r.is_intent() && !done.contains(&r.seq())).map(|r| r.seq()).collect()
+}
+
+#[test]
+fn another_live_process_leaves_a_deferred_write_to_its_owner_and_finishes_it_once_the_owner_is_gone() {
+    let (dir, a) = synced(&format!("-- 01_Projects/hub.md --\n{}", note("Project", "Hub", "x\n")));
+    let b = a.reopened().unwrap();
+    // b's first lock finishes whatever is pending; from its second on it may leave some.
+    b.ingest_note(&ingest("01_Projects/first", "first of b [[hub]]")).unwrap();
+    b.checkpoint_pending().unwrap();
+    assert!(not_done(dir.path()).is_empty());
+
+    let of_a = a.ingest_note(&ingest("01_Projects/alpha", "zebracorn grazing [[hub]]")).unwrap().to_value();
+    let seq_a = of_a["seq"].as_u64().unwrap();
+    assert!(a.has_deferred_writes());
+    let of_b = b.ingest_note(&ingest("01_Projects/beta", "quokka [[alpha]]")).unwrap().to_value();
+    let seq_b = of_b["seq"].as_u64().unwrap();
+    assert!(seq_b > seq_a);
+    // b caught up with a's note (its search finds it) and left a's intent to a.
+    assert_eq!(not_done(dir.path()), [seq_a, seq_b], "b did not finish a's deferred write");
+    assert_eq!(answers(&b, "zebracorn").1.iter().map(|h| h.0.as_str()).collect::<Vec<_>>(), ["01_Projects/alpha.md"]);
+    a.checkpoint_pending().unwrap();
+    b.checkpoint_pending().unwrap();
+    assert!(not_done(dir.path()).is_empty(), "each owner finished its own");
+
+    // An owner that is gone without its checkpoint (killed: here, never dropped).
+    let c = a.reopened().unwrap();
+    let of_c = c.ingest_note(&ingest("01_Projects/gamma", "wombat [[hub]]")).unwrap().to_value();
+    let seq_c = of_c["seq"].as_u64().unwrap();
+    std::mem::forget(c);
+    b.ingest_note(&ingest("01_Projects/delta", "first look")).unwrap();
+    b.checkpoint_pending().unwrap();
+    assert_eq!(not_done(dir.path()), [seq_c], "left to its owner at first");
+    std::thread::sleep(paravault::write::LEFT_TO_OWNER_FOR + std::time::Duration::from_millis(200));
+    b.ingest_note(&ingest("01_Projects/epsilon", "second look")).unwrap();
+    b.checkpoint_pending().unwrap();
+    assert!(not_done(dir.path()).is_empty(), "finished once its owner had had its time");
+    assert!(std::fs::read_to_string(dir.path().join("01_Projects/gamma.md")).unwrap().contains("wombat"));
+    drop(a);
+}
