@@ -494,11 +494,13 @@ fn exit_code_of(error: &Error) -> u8 {
     error.row().exit as u8
 }
 
-fn options() -> VaultOptions {
+/// The options every command opens its vault with: the clock, and the process's lifetime
+/// (`Lifetime::OneShot` for one command; the servers say `Resident`).
+fn options(lifetime: vault::Lifetime) -> VaultOptions {
     let today = std::env::var("PARAVAULT_TODAY").ok().and_then(|t| chrono::NaiveDate::parse_from_str(&t, "%Y-%m-%d").ok());
     // The instant notes the engine renders are stamped with (tests, reproducible runs).
     let now = std::env::var("PARAVAULT_NOW").ok().and_then(|t| chrono::DateTime::parse_from_rfc3339(&t).ok()).map(|t| t.to_utc());
-    VaultOptions { today, now }
+    VaultOptions { today, now, lifetime }
 }
 
 /// This binary's absolute path (what an MCP client configuration must name).
@@ -517,7 +519,12 @@ fn run_by_gateway() -> bool {
 /// MCP gateway ran this process; the default vault (and only it) is initialised on first use,
 /// with its first search generation.
 fn open(cli: &Cli) -> Result<Vault, Error> {
-    open_as(cli, if run_by_gateway() { vault::Channel::Agent } else { vault::Channel::Person })
+    open_as(cli, if run_by_gateway() { vault::Channel::Agent } else { vault::Channel::Person }, vault::Lifetime::OneShot)
+}
+
+/// `open` for a command that serves until stopped (`paravault web`, `paravault watch`).
+fn open_resident(cli: &Cli) -> Result<Vault, Error> {
+    open_as(cli, if run_by_gateway() { vault::Channel::Agent } else { vault::Channel::Person }, vault::Lifetime::Resident)
 }
 
 /// Serves MCP on stdio; on a terminal it first says that it waits for a client there.
@@ -576,24 +583,24 @@ fn mcp_vault_named(cli: &Cli, default_vault: bool) -> Result<(std::path::PathBuf
     }
 }
 
-/// Opens the vault, writing for `channel`.
-fn open_as(cli: &Cli, channel: vault::Channel) -> Result<Vault, Error> {
+/// Opens the vault, writing for `channel`, for a process of `lifetime`.
+fn open_as(cli: &Cli, channel: vault::Channel, lifetime: vault::Lifetime) -> Result<Vault, Error> {
     let (root, source) = vault_root(cli)?;
-    open_at(&root, source, channel)
+    open_at(&root, source, channel, lifetime)
 }
 
 /// Opens the vault at `root`, writing for `channel`; the default vault is initialised on first
 /// use.
-fn open_at(root: &std::path::Path, source: vault::RootSource, channel: vault::Channel) -> Result<Vault, Error> {
+fn open_at(root: &std::path::Path, source: vault::RootSource, channel: vault::Channel, lifetime: vault::Lifetime) -> Result<Vault, Error> {
     if source == vault::RootSource::Default && !root.exists() {
-        let (vault, report) = Vault::init(root, options())?;
+        let (vault, report) = Vault::init(root, options(lifetime))?;
         // A new default vault is searchable at once (its first generation, FTS, offline): the
         // first-run screen and the first `search` find the starter notes.
         vault.sync_vault(&SyncParams::default())?;
         tracing::info!(created = report.created_notes.len(), "initialised the default vault and published its first search generation");
-        return Ok(vault.acting_for(channel).ending_the_process());
+        return Ok(vault.acting_for(channel));
     }
-    Vault::open(root, options()).map(|vault| vault.acting_for(channel).ending_the_process())
+    Vault::open(root, options(lifetime)).map(|vault| vault.acting_for(channel))
 }
 
 /// Reads an approver secret: prompted without echo on a terminal (twice when `confirm`), else
@@ -699,7 +706,7 @@ fn change_key(
 fn gate_check(out: &render::Output, repository: &std::path::Path) -> Result<u8, Error> {
     let mut updates = String::new();
     std::io::Read::read_to_string(&mut std::io::stdin(), &mut updates).map_err(|e| Error::io("reading", "the ref updates", e))?;
-    let report = crate::api::replicate::gate::check(repository, &updates, options().clock().today())?;
+    let report = crate::api::replicate::gate::check(repository, &updates, options(vault::Lifetime::OneShot).clock().today())?;
     if report.refusals.is_empty() {
         return Ok(
             out.serialized(&report, &format!("gate: {} update(s), {} path(s) checked, accepted", report.updates, report.paths_checked))
@@ -802,7 +809,7 @@ pub fn run(cli: Cli) -> ExitCode {
         let options =
             crate::mcp::McpOptions { read_only: *read_only, parent_pid: *parent_pid, surfaces, agent: agent.clone(), cli: Cli::command() };
         // The MCP server writes for the agent on the other end of stdio.
-        return match open_at(&root, source, vault::Channel::Agent)
+        return match open_at(&root, source, vault::Channel::Agent, vault::Lifetime::Resident)
             .map(|vault| vault.writing_for_agent(agent.clone().filter(|a| !a.trim().is_empty())))
         {
             Ok(vault) => match serve_stdio_saying_so(vault, options) {
@@ -828,7 +835,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 max_connections_per_client: max_connections_per_client.unwrap_or(options.max_connections_per_client),
                 ..options
             })
-            .and_then(|options| open(&cli).map(|vault| (vault, options)));
+            .and_then(|options| open_resident(&cli).map(|vault| (vault, options)));
         return match served {
             Ok((vault, options)) => match crate::web::serve(vault, options) {
                 Ok(()) => ExitCode::SUCCESS,
@@ -845,9 +852,11 @@ pub fn run(cli: Cli) -> ExitCode {
     }
     let out = render::Output { json: cli.json, color: std::io::stdout().is_terminal() };
     let result = match command {
-        Command::Init => vault_root(&cli).and_then(|(root, _)| Vault::init(&root, options())).map(|(_, report)| out.init(&report)),
+        Command::Init => vault_root(&cli)
+            .and_then(|(root, _)| Vault::init(&root, options(vault::Lifetime::OneShot)))
+            .map(|(_, report)| out.init(&report)),
         Command::Lint => open(&cli).and_then(|v| v.lint_vault()).map(|r| out.lint(&r)),
-        Command::Watch => open(&cli)
+        Command::Watch => open_resident(&cli)
             .and_then(|v| {
                 let stop = std::sync::atomic::AtomicBool::new(false);
                 std::thread::scope(|scope| {
@@ -870,7 +879,7 @@ pub fn run(cli: Cli) -> ExitCode {
                 })
             })
             .map(|()| exit::OK),
-        Command::Broker { socket, config } => open_as(&cli, vault::Channel::Agent)
+        Command::Broker { socket, config } => open_as(&cli, vault::Channel::Agent, vault::Lifetime::Resident)
             .and_then(|v| {
                 let options = crate::api::handoff::BrokerOptions { socket: socket.clone(), config: config.clone() };
                 // One line, flushed at once: whoever started it reads it to know it listens.
@@ -953,7 +962,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Replicate { status: false } => {
             open(&cli).and_then(|v| progress::with_bar(cli.json, |progress| v.replicate_with_progress(progress))).map(|r| out.replicate(&r))
         }
-        Command::Clone { url, folder } => crate::api::replicate::clone_vault(url, folder, options()).map(|r| {
+        Command::Clone { url, folder } => crate::api::replicate::clone_vault(url, folder, options(vault::Lifetime::OneShot)).map(|r| {
             out.detailed(&r, &format!("cloned {} into {} (replica {}, {} notes searchable)", r.url, r.vault, r.replica_id, r.notes_indexed))
         }),
         Command::Ingest { name, note_type, text, tags, resource, idempotency_key } => text

@@ -135,7 +135,7 @@ impl VaultState {
     }
 
     /// Runs a write transaction's planning step `f` on a model that holds what the write
-    /// consults. In a one-shot process (`ending_the_process`) that has not loaded the model
+    /// consults. In a one-shot process (`Lifetime::OneShot`) that has not loaded the model
     /// yet, that is a partial model looked up by key in the persisted inventory's keyed copy
     /// (`inventory_cache::keyed`: O(change), not O(vault)), the folders it does not load
     /// checked on a helper thread while `f` runs and confirmed before this returns (a folder
@@ -152,11 +152,12 @@ impl VaultState {
         mut f: impl FnMut(&mut Inventory) -> std::result::Result<T, Overrun>,
     ) -> Result<T> {
         let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let expected_moved = if guard.is_none() && self.ends_the_process { expected_moved() } else { BTreeSet::new() };
+        let expected_moved =
+            if guard.is_none() && self.options.lifetime == super::Lifetime::OneShot { expected_moved() } else { BTreeSet::new() };
         let mut checks = FolderChecks::Deferred { expected_moved: &expected_moved, from: DEFER_FOLDER_CHECKS_FROM };
         loop {
             let mut pending = None;
-            if guard.is_none() && self.ends_the_process {
+            if guard.is_none() && self.options.lifetime == super::Lifetime::OneShot {
                 pending = self.load_keyed_into(&mut guard, changes, checks)?;
             }
             let Some(inventory) = guard.as_mut().filter(|inventory| inventory.partial.is_some()) else { break };

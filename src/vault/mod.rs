@@ -19,8 +19,9 @@ use crate::write::Writer;
 use crate::write::receipts::Receipt;
 
 pub use crate::state::{
-    ATTACHMENT_BYTES_MAX, Channel, FolderHealth, Freshness, GraphNode, HealthSummary, IndexReport, InitReport, LinkGraph, LinkTarget,
-    MarkdownReport, NoteSlice, ReceiptActivity, ReceiptDay, TagCount, TitleMatch, TitleMatches, VaultOptions, resolve_note_path, tag_key,
+    ATTACHMENT_BYTES_MAX, Channel, FolderHealth, Freshness, GraphNode, HealthSummary, IndexReport, InitReport, Lifetime, LinkGraph,
+    LinkTarget, MarkdownReport, NoteSlice, ReceiptActivity, ReceiptDay, TagCount, TitleMatch, TitleMatches, VaultOptions,
+    resolve_note_path, tag_key,
 };
 pub(crate) use crate::state::{RootSource, looks_like_a_vault, resolve_root};
 
@@ -101,15 +102,6 @@ impl Vault {
     /// opening, with the name the server was started for): receipts record it.
     pub fn writing_for_agent(mut self, agent: Option<String>) -> Self {
         self.state.set_agent(agent);
-        self
-    }
-
-    /// Marks this handle as the last thing its process holds (one CLI command): dropping it
-    /// still checkpoints and persists what it must, but leaves the in-memory vault model's
-    /// memory to the process's exit instead of freeing it map by map. Freeing a 20,000-note
-    /// model was 24% of a one-note CLI write's profile.
-    pub(crate) fn ending_the_process(mut self) -> Self {
-        self.state.set_ends_the_process();
         self
     }
 

@@ -945,7 +945,7 @@ fn engine_stamped_notes_take_the_vaults_clock() {
         std::fs::create_dir_all(dir.path().join(folder)).unwrap();
     }
     let now: chrono::DateTime<chrono::Utc> = "2031-02-03T04:05:06Z".parse().unwrap();
-    let vault = Vault::open(dir.path(), VaultOptions { today: None, now: Some(now) }).unwrap();
+    let vault = Vault::open(dir.path(), VaultOptions { today: None, now: Some(now), ..Default::default() }).unwrap();
     let spec = paravault::specdocs::authoring::CreateSpec {
         feature: "clock".into(),
         doc_type: Some("research".into()),

@@ -372,7 +372,7 @@ fn a_write_reports_the_orphans_it_leaves() {
 /// 2026-06-01T12:00:00Z.
 fn clock_at(seconds: i64) -> paravault::vault::VaultOptions {
     let noon: chrono::DateTime<chrono::Utc> = "2026-06-01T12:00:00Z".parse().unwrap();
-    paravault::vault::VaultOptions { today: Some(today()), now: Some(noon + chrono::Duration::seconds(seconds)) }
+    paravault::vault::VaultOptions { today: Some(today()), now: Some(noon + chrono::Duration::seconds(seconds)), ..Default::default() }
 }
 
 /// An engine-rendered write (`ingest_note`, `synthesize_session`) stamps its note with the

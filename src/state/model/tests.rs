@@ -36,7 +36,8 @@ fn a_lookup_past_the_partial_model_is_an_overrun_and_the_write_plans_again_on_th
     drop(vault);
 
     // A one-shot write into 01_Projects: its partial model does not hold 02_Areas.
-    let vault = Vault::open(root, Default::default()).expect("open").ending_the_process();
+    let one_shot = crate::state::VaultOptions { lifetime: crate::state::Lifetime::OneShot, ..Default::default() };
+    let vault = Vault::open(root, one_shot).expect("open");
     let touched = VaultPath::parse("01_Projects/x.md").expect("path");
     let mut asked: Vec<(bool, Result<Vec<VaultPath>, Overrun>)> = Vec::new();
     let planned = vault
