@@ -4,6 +4,11 @@
 //!
 //! Reading never rewrites a file. Every problem a file has is recorded on its record as a named
 //! finding; nothing is dropped silently.
+//!
+//! Two types share the model's data and the code that keeps it (`Model<V>`): the whole model,
+//! `Inventory`, and a write's partial model, `PartialModel` (`inventory_cache::keyed`). A
+//! whole-model reader takes an `Inventory`; a write's plan asks either through `ModelView`,
+//! which a partial model answers with `Err(Overrun)` past what it holds.
 
 mod apply;
 pub mod changes;
@@ -268,9 +273,14 @@ pub enum Resolution {
 /// process, instead of SipHash, which was a measured share of building the model at load.
 pub type NameMap<V> = HashMap<String, V, foldhash::fast::RandomState>;
 
-/// The whole vault model.
+/// The vault model, in one of two types that share this data and the code that keeps it:
+/// [`Inventory`], the whole model, and [`PartialModel`], what a one-shot write loads by key
+/// (`inventory_cache::keyed`). `V` says how far it reaches ([`Whole`] or [`Partial`]): a
+/// lookup past a partial model is `Err(Overrun)`, and the whole model's lookups cannot fail
+/// (`V::Miss` is `Infallible`). A write's plan asks either through [`ModelView`]; a
+/// whole-model reader takes an `Inventory`, which a partial model can never be.
 #[derive(Debug, Default)]
-pub struct Inventory {
+pub struct Model<V: Reach> {
     pub records: BTreeMap<VaultPath, NoteRecord>,
     /// Every regular file (notes and attachments), for link resolution.
     pub files: BTreeSet<VaultPath>,
@@ -307,21 +317,103 @@ pub struct Inventory {
     pub origin: u64,
     /// The paths the latest revisions changed, for readers that catch up in O(change).
     pub changes: changes::ChangeLog,
-    /// `Some`: a write's partial model (`inventory_cache::keyed`), holding only what that write
-    /// consults; never persisted, never given to any other caller.
-    pub partial: Option<Partial>,
     /// The vault's folder journal's position (`folder_journal`) taken before this model's load
     /// proved its folders against the disk (a walk, folder checks, or a keyed load trusting
     /// the journal): every folder the journal reports unchanged since then is as the model
     /// found it. The keyed copy records it, so the next write asks the journal what changed
     /// since instead of a stat of every folder. `None`: no journal answered.
     pub journal_token: Option<JournalToken>,
-    /// Set by a write's keyed load when the folder journal's account proved every folder at
-    /// that instant (`keyed::load_for_write`), and cleared as soon as the write's first use
-    /// of the model returns (`Vault::with_write_model`): until then every record it holds is
-    /// the disk as of an instant after the write began, and a consulted file needs no stat of
-    /// its own (`write::recheck_consulted`).
-    pub proven_by_journal: bool,
+    /// How far the model reaches: nothing for the whole model; for a partial one, what it
+    /// holds.
+    pub view: V,
+}
+
+/// The whole vault model: every lookup answered; what whole-model readers (lint's health
+/// report, search, catalogs of the whole vault, persistence) take.
+pub type Inventory = Model<Whole>;
+
+/// A write's partial model (`inventory_cache::keyed`), holding only what that write consults:
+/// planned on through [`ModelView`], never persisted, never given to any other caller.
+pub type PartialModel = Model<Partial>;
+
+/// The whole model's reach: everything.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Whole;
+
+/// What a lookup asks a model to hold (`Reach::answers`).
+#[derive(Debug, Clone, Copy)]
+pub enum Ask<'a> {
+    /// Folder `dir`'s direct records.
+    Folder(&'a str),
+    /// Every note linking under `key`.
+    LinkKey(&'a str),
+    /// Every file link `target` from `source` may resolve to.
+    Link { source: &'a VaultPath, target: &'a str },
+}
+
+/// How far a model reaches: the one difference between the whole model and a partial one,
+/// asked by the code both share.
+pub trait Reach: Default + std::fmt::Debug {
+    /// A lookup past the model: none for the whole model (`Infallible`), `Overrun` for a
+    /// partial one.
+    type Miss: std::fmt::Debug;
+    /// `Ok` when the model holds what `ask` names.
+    fn answers(&self, ask: Ask<'_>) -> std::result::Result<(), Self::Miss>;
+    /// Whether the model holds folder `dir`'s files and records.
+    fn holds_folder(&self, dir: &str) -> bool;
+    /// Whether the model holds every file named `name` (lower-cased).
+    fn holds_name(&self, name: &str) -> bool;
+    /// Keeps the first change asked past what the model holds (only after `holds_folder`
+    /// said no, which the whole model never says).
+    fn went_past(&mut self, asked: impl FnOnce() -> String);
+    /// The first change asked past what the model holds.
+    fn past_view(&self) -> Option<&Overrun>;
+}
+
+impl Reach for Whole {
+    type Miss = std::convert::Infallible;
+    fn answers(&self, _: Ask<'_>) -> std::result::Result<(), Self::Miss> {
+        Ok(())
+    }
+    fn holds_folder(&self, _: &str) -> bool {
+        true
+    }
+    fn holds_name(&self, _: &str) -> bool {
+        true
+    }
+    fn went_past(&mut self, _: impl FnOnce() -> String) {}
+    fn past_view(&self) -> Option<&Overrun> {
+        None
+    }
+}
+
+impl Reach for Partial {
+    type Miss = Overrun;
+    fn answers(&self, ask: Ask<'_>) -> std::result::Result<(), Overrun> {
+        let missing = match ask {
+            Ask::Folder(dir) => (!self.folders.contains(dir)).then(|| format!("the records of folder {dir:?}")),
+            Ask::LinkKey(key) => (!self.link_keys.contains(key)).then(|| format!("the notes linking under {key:?}")),
+            Ask::Link { source, target } => {
+                // Exact paths are answered from `files`, complete for every loaded name.
+                let exact = [join_lexical(source.parent(), target), VaultPath::parse_walked(target).ok()];
+                let mut names = exact.iter().flatten().map(lower_name).chain([resolved_name(target)]);
+                names.find(|name| !self.names.contains(name)).map(|name| format!("every file named {name:?}"))
+            }
+        };
+        missing.map_or(Ok(()), |asked| Err(Overrun { asked }))
+    }
+    fn holds_folder(&self, dir: &str) -> bool {
+        self.folders.contains(dir)
+    }
+    fn holds_name(&self, name: &str) -> bool {
+        self.names.contains(name)
+    }
+    fn went_past(&mut self, asked: impl FnOnce() -> String) {
+        self.past_view.get_or_insert_with(|| Overrun { asked: asked() });
+    }
+    fn past_view(&self) -> Option<&Overrun> {
+        self.past_view.as_ref()
+    }
 }
 
 /// What a write's partial model holds (`inventory_cache::keyed`); nothing else is loaded.
@@ -340,6 +432,12 @@ pub struct Partial {
     /// removed from a folder it does not hold, a folder to list, a walk): its answers since
     /// are not the disk's.
     pub past_view: Option<Overrun>,
+    /// Set by the keyed load when the folder journal's account proved every folder at that
+    /// instant (`keyed::load_for_write`), and cleared as soon as the write's first use of the
+    /// model returns (`Vault::with_write_model`): until then every record it holds is the
+    /// disk as of an instant after the write began, and a consulted file needs no stat of
+    /// its own (`write::recheck_consulted`).
+    pub proven_by_journal: bool,
 }
 
 /// What a write's partial model cannot answer: a lookup (or a change) past what it holds. The
@@ -357,10 +455,126 @@ impl std::fmt::Display for Overrun {
     }
 }
 
-/// The answer of a lookup asked of a whole model, which answers every one: only a write's plan
-/// is given a partial model (`VaultState::with_write_model`); any other caller gets the whole.
+/// The answer of a write-plan step (over [`ModelView`]) run on the whole model, which answers
+/// every lookup: `Inventory`'s `ModelView` answers are all `Ok`.
 pub fn of_whole<T>(answer: std::result::Result<T, Overrun>) -> T {
-    answer.unwrap_or_else(|overrun| panic!("BUG: a lookup past a partial model outside a write's plan: {overrun}"))
+    answer.unwrap_or_else(|overrun| panic!("BUG: the whole model answered a lookup with an overrun: {overrun}"))
+}
+
+/// What lint's write gate, catalog planning and a write's plan ask of the model they plan on,
+/// and the changes a write makes to it: answered by the whole model ([`Inventory`], every
+/// lookup `Ok`) and by a write's partial one ([`PartialModel`], `Err(Overrun)` past what it
+/// holds), so `VaultState::with_write_model` runs one plan over either.
+pub trait ModelView {
+    /// The pages the model holds.
+    fn records(&self) -> &BTreeMap<VaultPath, NoteRecord>;
+    /// The whole vault's counters (a partial model's come from the keyed copy).
+    fn counts(&self) -> &Counts;
+    /// The whole vault's source snapshot (a partial model's from the keyed copy's lines).
+    fn snapshot(&self) -> &SourceSnapshot;
+    /// `Inventory::try_resolve`.
+    fn try_resolve(&self, source: &VaultPath, link: &Link, policy: &LoadedPolicy) -> std::result::Result<Resolution, Overrun>;
+    /// `Inventory::try_linkers_of`.
+    fn try_linkers_of(&self, path: &VaultPath) -> std::result::Result<Vec<VaultPath>, Overrun>;
+    /// `Inventory::direct_records`.
+    fn direct_records(&self, dir: &str) -> std::result::Result<Vec<VaultPath>, Overrun>;
+    /// `Err` once the model was asked to change something past what it holds.
+    fn in_view(&self) -> std::result::Result<(), Overrun>;
+    /// Whether the folder journal proved every record the model holds when it was loaded for
+    /// this write (`Partial::proven_by_journal`; never the whole model).
+    fn proven_by_journal(&self) -> bool;
+    /// The whole model, when this is it: for a step that needs every note.
+    fn as_whole(&self) -> Option<&Inventory>;
+    /// Puts a fresh record in place (`Inventory::upsert`). Returns the previous record.
+    fn upsert(&mut self, record: NoteRecord) -> Option<NoteRecord>;
+    /// Forgets a file (`Inventory::remove`).
+    fn remove(&mut self, path: &VaultPath) -> Option<NoteRecord>;
+    /// Brings the model up to `changes`; `Err` when that went past what a partial model holds
+    /// (the disk's errors are the inner result's).
+    fn apply_in_view(&mut self, root: &Path, policy: &LoadedPolicy, changes: &ChangeSet) -> std::result::Result<Result<Applied>, Overrun>;
+}
+
+impl ModelView for Inventory {
+    fn records(&self) -> &BTreeMap<VaultPath, NoteRecord> {
+        &self.records
+    }
+    fn counts(&self) -> &Counts {
+        &self.counts
+    }
+    fn snapshot(&self) -> &SourceSnapshot {
+        &self.snapshot
+    }
+    fn try_resolve(&self, source: &VaultPath, link: &Link, policy: &LoadedPolicy) -> std::result::Result<Resolution, Overrun> {
+        Ok(self.resolve(source, link, policy))
+    }
+    fn try_linkers_of(&self, path: &VaultPath) -> std::result::Result<Vec<VaultPath>, Overrun> {
+        Ok(self.linkers_of(path))
+    }
+    fn direct_records(&self, dir: &str) -> std::result::Result<Vec<VaultPath>, Overrun> {
+        let Ok(paths) = Model::direct_records(self, dir);
+        Ok(paths)
+    }
+    fn in_view(&self) -> std::result::Result<(), Overrun> {
+        Model::in_view(self)
+    }
+    fn proven_by_journal(&self) -> bool {
+        false
+    }
+    fn as_whole(&self) -> Option<&Inventory> {
+        Some(self)
+    }
+    fn upsert(&mut self, record: NoteRecord) -> Option<NoteRecord> {
+        Model::upsert(self, record)
+    }
+    fn remove(&mut self, path: &VaultPath) -> Option<NoteRecord> {
+        Model::remove(self, path)
+    }
+    fn apply_in_view(&mut self, root: &Path, policy: &LoadedPolicy, changes: &ChangeSet) -> std::result::Result<Result<Applied>, Overrun> {
+        let applied = self.apply(root, policy, changes);
+        Model::in_view(self)?;
+        Ok(applied)
+    }
+}
+
+impl ModelView for PartialModel {
+    fn records(&self) -> &BTreeMap<VaultPath, NoteRecord> {
+        &self.records
+    }
+    fn counts(&self) -> &Counts {
+        &self.counts
+    }
+    fn snapshot(&self) -> &SourceSnapshot {
+        &self.snapshot
+    }
+    fn try_resolve(&self, source: &VaultPath, link: &Link, policy: &LoadedPolicy) -> std::result::Result<Resolution, Overrun> {
+        Model::try_resolve(self, source, link, policy)
+    }
+    fn try_linkers_of(&self, path: &VaultPath) -> std::result::Result<Vec<VaultPath>, Overrun> {
+        Model::try_linkers_of(self, path)
+    }
+    fn direct_records(&self, dir: &str) -> std::result::Result<Vec<VaultPath>, Overrun> {
+        Model::direct_records(self, dir)
+    }
+    fn in_view(&self) -> std::result::Result<(), Overrun> {
+        Model::in_view(self)
+    }
+    fn proven_by_journal(&self) -> bool {
+        self.view.proven_by_journal
+    }
+    fn as_whole(&self) -> Option<&Inventory> {
+        None
+    }
+    fn upsert(&mut self, record: NoteRecord) -> Option<NoteRecord> {
+        Model::upsert(self, record)
+    }
+    fn remove(&mut self, path: &VaultPath) -> Option<NoteRecord> {
+        Model::remove(self, path)
+    }
+    fn apply_in_view(&mut self, root: &Path, policy: &LoadedPolicy, changes: &ChangeSet) -> std::result::Result<Result<Applied>, Overrun> {
+        let applied = self.apply(root, policy, changes);
+        Model::in_view(self)?;
+        Ok(Ok(applied))
+    }
 }
 
 /// A position in a folder journal (`paravault watch`, `folder_journal`): the journal's run
@@ -370,18 +584,6 @@ pub fn of_whole<T>(answer: std::result::Result<T, Overrun>) -> T {
 pub struct JournalToken {
     pub epoch: u64,
     pub seq: u64,
-}
-
-impl Partial {
-    /// `Err(Overrun)` unless the model holds what is asked (`asked` names it).
-    fn answers(&self, holds: bool, asked: impl FnOnce() -> String) -> std::result::Result<(), Overrun> {
-        if holds { Ok(()) } else { Err(Overrun { asked: asked() }) }
-    }
-
-    /// Keeps the first change asked past what the model holds.
-    fn went_past(&mut self, asked: impl FnOnce() -> String) {
-        self.past_view.get_or_insert_with(|| Overrun { asked: asked() });
-    }
 }
 
 /// What `Inventory::load_checking_folders` gives: the model, the temporary files found, and
@@ -761,7 +963,7 @@ pub fn folder_stamp_changes(
     (proven, ChangeSet::of_folders(moved.iter().map(String::as_str)))
 }
 
-impl Inventory {
+impl<V: Reach> Model<V> {
     /// This model's identity and version, `(origin, revision)`: what a kept derivative (an
     /// index, a summary) records to catch up later with [`Inventory::changed_since`].
     pub fn key(&self) -> (u64, u64) {
@@ -779,6 +981,238 @@ impl Inventory {
         self.changes.since(seen.1)
     }
 
+    /// Replaces what folder `dir` holds of `unusable_names` with `found` (its new listing's).
+    pub fn set_unusable_names_of(&mut self, dir: &str, found: Vec<scan::UnusableName>) {
+        self.unusable_names.retain(|u| u.folder != dir);
+        self.unusable_names.extend(found);
+        self.unusable_names.sort();
+    }
+
+    /// Files directly in folder `dir` (not in its subfolders), in path order: range scans that
+    /// skip each subfolder's files with one seek.
+    pub fn direct_files(&self, dir: &str) -> Vec<VaultPath> {
+        direct_in(|range| self.files.range(range).next(), dir)
+    }
+
+    /// Records directly in folder `dir`, in path order (as `direct_files`); `Err` from a
+    /// partial model that does not hold the folder.
+    pub fn direct_records(&self, dir: &str) -> std::result::Result<Vec<VaultPath>, V::Miss> {
+        self.view.answers(Ask::Folder(dir))?;
+        Ok(direct_in(|range| self.records.range(range).next().map(|(path, _)| path), dir))
+    }
+
+    /// `Err` when this partial model was asked to change something past what it holds (never
+    /// for a whole model): its answers since are not the disk's, and the write plans again on
+    /// the whole model.
+    pub fn in_view(&self) -> std::result::Result<(), Overrun> {
+        if let Some(overrun) = self.view.past_view() {
+            return Err(overrun.clone());
+        }
+        if self.snapshot.overrun() {
+            return Err(Overrun { asked: "a snapshot line of a folder it does not hold".into() });
+        }
+        Ok(())
+    }
+
+    /// Records a file that is not a page (an attachment links may point at).
+    pub fn add_attachment(&mut self, path: VaultPath) {
+        self.add_file(path);
+    }
+
+    /// Whether any known file lies under folder `rel` (a folder that moved or vanished).
+    pub fn has_under(&self, rel: &str) -> bool {
+        let start = VaultPath::bound(format!("{rel}/"));
+        let end = VaultPath::bound(format!("{rel}0"));
+        self.files.range(start..end).next().is_some() || self.subtree(rel).next().is_some()
+    }
+
+    /// Notes or forgets that an in-scope Markdown name is a symbolic link.
+    pub fn set_symlinked(&mut self, path: &VaultPath, symlinked: bool) {
+        if self.symlinked_notes.contains(path) != symlinked {
+            self.listing_changed(path.parent());
+        }
+        self.symlinked_notes.retain(|p| p != path);
+        if symlinked {
+            self.symlinked_notes.push(path.clone());
+            self.symlinked_notes.sort();
+        }
+    }
+
+    fn add_file(&mut self, path: VaultPath) {
+        if !self.view.holds_folder(path.parent()) {
+            // A file set this partial model does not hold cannot change in it.
+            if !self.files.contains(&path) {
+                self.view.went_past(|| format!("the files of folder {:?}, to add {path}", path.parent()));
+            }
+            return;
+        }
+        if self.files.insert(path.clone()) {
+            self.listing_changed(path.parent());
+            let name = lower_name(&path);
+            if self.view.holds_name(&name) {
+                self.by_name.entry(name).or_default().push(path);
+            }
+        }
+    }
+
+    fn remove_file(&mut self, path: &VaultPath) {
+        if !self.view.holds_folder(path.parent()) {
+            self.view.went_past(|| format!("the files of folder {:?}, to remove {path}", path.parent()));
+            return;
+        }
+        if self.files.remove(path) {
+            self.listing_changed(path.parent());
+            if let Some(list) = self.by_name.get_mut(&lower_name(path)) {
+                list.retain(|p| p != path);
+            }
+        }
+    }
+
+    /// The model's entries of folder `dir` changed without a listing of it: its remembered
+    /// identity no longer proves them (and folders above it the model never listed are listed
+    /// next time too).
+    fn listing_changed(&mut self, dir: &str) {
+        match self.dirs.get_mut(dir) {
+            Some(slot) => *slot = None,
+            None => {
+                self.dirs.insert(dir.to_string(), None);
+            }
+        }
+        let mut current = dir;
+        while !current.is_empty() {
+            current = parent_dir(current);
+            if self.dirs.contains_key(current) {
+                break;
+            }
+            self.dirs.insert(current.to_string(), None);
+        }
+    }
+
+    /// Puts a fresh record in place (a note was written). Returns the previous record.
+    pub fn upsert(&mut self, record: NoteRecord) -> Option<NoteRecord> {
+        self.revision += 1;
+        self.changes.record(self.revision, &record.path);
+        self.add_file(record.path.clone());
+        for link in &record.links {
+            self.linkers.entry(link_key(&link.target)).or_default().insert(record.path.clone());
+        }
+        let previous = self.records.remove(&record.path);
+        if let Some(old) = &previous {
+            self.counts.add(old, -1);
+            self.snapshot.remove(old);
+        }
+        self.counts.add(&record, 1);
+        self.snapshot.insert(&record);
+        self.records.insert(record.path.clone(), record);
+        if let Some(old) = &previous {
+            self.forget_links(old);
+            // Re-add the current record's keys that the old record shared.
+            let current = &self.records[&old.path];
+            for link in &current.links {
+                self.linkers.entry(link_key(&link.target)).or_default().insert(current.path.clone());
+            }
+        }
+        previous
+    }
+
+    fn forget_links(&mut self, record: &NoteRecord) {
+        for link in &record.links {
+            if let Some(set) = self.linkers.get_mut(&link_key(&link.target)) {
+                set.remove(&record.path);
+            }
+        }
+    }
+
+    /// Forgets a file (a note was removed or moved away).
+    pub fn remove(&mut self, path: &VaultPath) -> Option<NoteRecord> {
+        self.revision += 1;
+        self.changes.record(self.revision, path);
+        self.remove_file(path);
+        let old = self.records.remove(path);
+        if let Some(old) = &old {
+            self.counts.add(old, -1);
+            self.snapshot.remove(old);
+            self.forget_links(old);
+        }
+        old
+    }
+
+    /// Notes holding a link that may resolve by name to `path` (candidates for re-resolution
+    /// when `path` appears or disappears); `Err` from a partial model that does not hold every
+    /// such note.
+    pub fn try_linkers_of(&self, path: &VaultPath) -> std::result::Result<Vec<VaultPath>, V::Miss> {
+        let mut keys = vec![link_key(path.as_str())];
+        keys.push(path.file_name().to_lowercase());
+        let mut out: BTreeSet<VaultPath> = BTreeSet::new();
+        for key in keys {
+            self.view.answers(Ask::LinkKey(&key))?;
+            if let Some(set) = self.linkers.get(&key) {
+                out.extend(set.iter().cloned());
+            }
+        }
+        Ok(out.into_iter().collect())
+    }
+
+    /// Records under directory `dir` (its whole subtree), in path order: one range of the map.
+    pub fn subtree(&self, dir: &str) -> impl Iterator<Item = &NoteRecord> {
+        let start = VaultPath::bound(format!("{dir}/"));
+        let end = VaultPath::bound(format!("{dir}0"));
+        self.records.range(start..end).map(|(_, r)| r)
+    }
+
+    /// Ordinary notes (not system pages).
+    pub fn notes(&self) -> impl Iterator<Item = &NoteRecord> {
+        self.records.values().filter(|r| r.is_note())
+    }
+
+    /// Resolves a link from `source`; `Err` from a partial model that does not hold every
+    /// file the link may resolve to.
+    pub fn try_resolve(&self, source: &VaultPath, link: &Link, policy: &LoadedPolicy) -> std::result::Result<Resolution, V::Miss> {
+        for candidate in candidates(link, policy) {
+            if let Some(found) = self.resolve_one(source, &candidate, link.kind)? {
+                return Ok(found);
+            }
+        }
+        Ok(Resolution::Broken)
+    }
+
+    fn resolve_one(&self, source: &VaultPath, target: &str, kind: LinkKind) -> std::result::Result<Option<Resolution>, V::Miss> {
+        let target = target.trim_start_matches('/');
+        self.view.answers(Ask::Link { source, target })?;
+        if let Some(path) = join_lexical(source.parent(), target)
+            && self.files.contains(&path)
+        {
+            return Ok(Some(Resolution::Resolved(path)));
+        }
+        if let Ok(path) = VaultPath::parse_walked(target)
+            && self.files.contains(&path)
+        {
+            return Ok(Some(Resolution::Resolved(path)));
+        }
+        if kind == LinkKind::Markdown {
+            return Ok(None);
+        }
+        let name = resolved_name(target);
+        let suffix = format!("/{}", target.to_lowercase());
+        let matches: Vec<VaultPath> = self
+            .by_name
+            .get(&name)
+            .map(|list| {
+                list.iter()
+                    .filter(|p| !target.contains('/') || format!("/{}", p.as_str().to_lowercase()).ends_with(&suffix))
+                    .cloned()
+                    .collect()
+            })
+            .unwrap_or_default();
+        Ok(match matches.len() {
+            0 => None,
+            1 => matches.into_iter().next().map(Resolution::Resolved),
+            _ => Some(Resolution::Ambiguous(matches)),
+        })
+    }
+}
+
+impl Inventory {
     /// Scans and reads the whole vault.
     pub fn load(root: &Path, policy: &LoadedPolicy) -> Result<Self> {
         Ok(Self::load_finding_temps(root, policy)?.0)
@@ -934,6 +1368,42 @@ impl Inventory {
         self
     }
 
+    fn into_records(self) -> Vec<NoteRecord> {
+        self.records.into_values().collect()
+    }
+
+    /// Forgets everything under folder `dir` and the folder itself (it vanished). Returns how
+    /// many pages it forgot.
+    fn forget_subtree(&mut self, dir: &str) -> usize {
+        let start = VaultPath::bound(format!("{dir}/"));
+        let end = VaultPath::bound(format!("{dir}0"));
+        let paths: Vec<VaultPath> = self.files.range(start.clone()..end.clone()).cloned().collect();
+        let pages = self.records.range(start..end).count();
+        for path in paths {
+            self.remove(&path);
+        }
+        let prefix = format!("{dir}/");
+        self.dirs.retain(|d, _| d != dir && !d.starts_with(&prefix));
+        self.symlinked_notes.retain(|p| !p.as_str().starts_with(&prefix));
+        self.unusable_names.retain(|u| u.folder != dir && !u.folder.starts_with(&prefix));
+        pages
+    }
+
+    /// Notes holding a link that may resolve by name to `path` (`try_linkers_of`, which the
+    /// whole model always answers).
+    pub fn linkers_of(&self, path: &VaultPath) -> Vec<VaultPath> {
+        let Ok(linkers) = self.try_linkers_of(path);
+        linkers
+    }
+
+    /// Resolves a link from `source` (`try_resolve`, which the whole model always answers).
+    pub fn resolve(&self, source: &VaultPath, link: &Link, policy: &LoadedPolicy) -> Resolution {
+        let Ok(resolution) = self.try_resolve(source, link, policy);
+        resolution
+    }
+}
+
+impl PartialModel {
     /// A write's partial model (`inventory_cache::keyed`), before any record is held: the
     /// counters, the folders' identities and the snapshot (full for `partial.folders`, digests
     /// elsewhere) come from the keyed copy of the persisted inventory.
@@ -944,24 +1414,17 @@ impl Inventory {
         dirs: BTreeMap<String, Option<(FileStamp, i128)>>,
         symlinked_notes: Vec<VaultPath>,
         unusable_names: Vec<scan::UnusableName>,
-    ) -> Inventory {
-        Inventory {
+    ) -> PartialModel {
+        PartialModel {
             counts,
             snapshot,
             dirs,
             symlinked_notes,
             unusable_names,
             origin: changes::next_origin(),
-            partial: Some(partial),
+            view: partial,
             ..Default::default()
         }
-    }
-
-    /// Replaces what folder `dir` holds of `unusable_names` with `found` (its new listing's).
-    pub fn set_unusable_names_of(&mut self, dir: &str, found: Vec<scan::UnusableName>) {
-        self.unusable_names.retain(|u| u.folder != dir);
-        self.unusable_names.extend(found);
-        self.unusable_names.sort();
     }
 
     /// Holds a record of a partial model as loaded (already in its counters and snapshot).
@@ -987,275 +1450,6 @@ impl Inventory {
     /// Holds the notes linking under `key` that are not among the held records.
     pub fn hold_linkers(&mut self, key: String, paths: impl IntoIterator<Item = VaultPath>) {
         self.linkers.entry(key).or_default().extend(paths);
-    }
-
-    fn into_records(self) -> Vec<NoteRecord> {
-        self.records.into_values().collect()
-    }
-
-    /// Files directly in folder `dir` (not in its subfolders), in path order: range scans that
-    /// skip each subfolder's files with one seek.
-    pub fn direct_files(&self, dir: &str) -> Vec<VaultPath> {
-        direct_in(|range| self.files.range(range).next(), dir)
-    }
-
-    /// Records directly in folder `dir`, in path order (as `direct_files`); `Err` from a
-    /// partial model that does not hold the folder.
-    pub fn direct_records(&self, dir: &str) -> std::result::Result<Vec<VaultPath>, Overrun> {
-        if let Some(partial) = &self.partial {
-            partial.answers(partial.folders.contains(dir), || format!("the records of folder {dir:?}"))?;
-        }
-        Ok(direct_in(|range| self.records.range(range).next().map(|(path, _)| path), dir))
-    }
-
-    /// Forgets everything under folder `dir` and the folder itself (it vanished). Returns how
-    /// many pages it forgot.
-    fn forget_subtree(&mut self, dir: &str) -> usize {
-        let start = VaultPath::bound(format!("{dir}/"));
-        let end = VaultPath::bound(format!("{dir}0"));
-        let paths: Vec<VaultPath> = self.files.range(start.clone()..end.clone()).cloned().collect();
-        let pages = self.records.range(start..end).count();
-        for path in paths {
-            self.remove(&path);
-        }
-        let prefix = format!("{dir}/");
-        self.dirs.retain(|d, _| d != dir && !d.starts_with(&prefix));
-        self.symlinked_notes.retain(|p| !p.as_str().starts_with(&prefix));
-        self.unusable_names.retain(|u| u.folder != dir && !u.folder.starts_with(&prefix));
-        pages
-    }
-
-    /// `Err` when this partial model was asked to change something past what it holds (never
-    /// for a whole model): its answers since are not the disk's, and the write plans again on
-    /// the whole model.
-    pub fn in_view(&self) -> std::result::Result<(), Overrun> {
-        if let Some(overrun) = self.partial.as_ref().and_then(|p| p.past_view.clone()) {
-            return Err(overrun);
-        }
-        if self.snapshot.overrun() {
-            return Err(Overrun { asked: "a snapshot line of a folder it does not hold".into() });
-        }
-        Ok(())
-    }
-
-    /// Records a file that is not a page (an attachment links may point at).
-    pub fn add_attachment(&mut self, path: VaultPath) {
-        self.add_file(path);
-    }
-
-    /// Whether any known file lies under folder `rel` (a folder that moved or vanished).
-    pub fn has_under(&self, rel: &str) -> bool {
-        let start = VaultPath::bound(format!("{rel}/"));
-        let end = VaultPath::bound(format!("{rel}0"));
-        self.files.range(start..end).next().is_some() || self.subtree(rel).next().is_some()
-    }
-
-    /// Notes or forgets that an in-scope Markdown name is a symbolic link.
-    pub fn set_symlinked(&mut self, path: &VaultPath, symlinked: bool) {
-        if self.symlinked_notes.contains(path) != symlinked {
-            self.listing_changed(path.parent());
-        }
-        self.symlinked_notes.retain(|p| p != path);
-        if symlinked {
-            self.symlinked_notes.push(path.clone());
-            self.symlinked_notes.sort();
-        }
-    }
-
-    fn add_file(&mut self, path: VaultPath) {
-        if let Some(partial) = &mut self.partial
-            && !partial.folders.contains(path.parent())
-        {
-            // A file set this partial model does not hold cannot change in it.
-            if !self.files.contains(&path) {
-                partial.went_past(|| format!("the files of folder {:?}, to add {path}", path.parent()));
-            }
-            return;
-        }
-        if self.files.insert(path.clone()) {
-            self.listing_changed(path.parent());
-            let name = lower_name(&path);
-            if self.partial.as_ref().is_none_or(|p| p.names.contains(&name)) {
-                self.by_name.entry(name).or_default().push(path);
-            }
-        }
-    }
-
-    fn remove_file(&mut self, path: &VaultPath) {
-        if let Some(partial) = &mut self.partial
-            && !partial.folders.contains(path.parent())
-        {
-            partial.went_past(|| format!("the files of folder {:?}, to remove {path}", path.parent()));
-            return;
-        }
-        if self.files.remove(path) {
-            self.listing_changed(path.parent());
-            if let Some(list) = self.by_name.get_mut(&lower_name(path)) {
-                list.retain(|p| p != path);
-            }
-        }
-    }
-
-    /// The model's entries of folder `dir` changed without a listing of it: its remembered
-    /// identity no longer proves them (and folders above it the model never listed are listed
-    /// next time too).
-    fn listing_changed(&mut self, dir: &str) {
-        match self.dirs.get_mut(dir) {
-            Some(slot) => *slot = None,
-            None => {
-                self.dirs.insert(dir.to_string(), None);
-            }
-        }
-        let mut current = dir;
-        while !current.is_empty() {
-            current = parent_dir(current);
-            if self.dirs.contains_key(current) {
-                break;
-            }
-            self.dirs.insert(current.to_string(), None);
-        }
-    }
-
-    /// Puts a fresh record in place (a note was written). Returns the previous record.
-    pub fn upsert(&mut self, record: NoteRecord) -> Option<NoteRecord> {
-        self.revision += 1;
-        self.changes.record(self.revision, &record.path);
-        self.add_file(record.path.clone());
-        for link in &record.links {
-            self.linkers.entry(link_key(&link.target)).or_default().insert(record.path.clone());
-        }
-        let previous = self.records.remove(&record.path);
-        if let Some(old) = &previous {
-            self.counts.add(old, -1);
-            self.snapshot.remove(old);
-        }
-        self.counts.add(&record, 1);
-        self.snapshot.insert(&record);
-        self.records.insert(record.path.clone(), record);
-        if let Some(old) = &previous {
-            self.forget_links(old);
-            // Re-add the current record's keys that the old record shared.
-            let current = &self.records[&old.path];
-            for link in &current.links {
-                self.linkers.entry(link_key(&link.target)).or_default().insert(current.path.clone());
-            }
-        }
-        previous
-    }
-
-    fn forget_links(&mut self, record: &NoteRecord) {
-        for link in &record.links {
-            if let Some(set) = self.linkers.get_mut(&link_key(&link.target)) {
-                set.remove(&record.path);
-            }
-        }
-    }
-
-    /// Forgets a file (a note was removed or moved away).
-    pub fn remove(&mut self, path: &VaultPath) -> Option<NoteRecord> {
-        self.revision += 1;
-        self.changes.record(self.revision, path);
-        self.remove_file(path);
-        let old = self.records.remove(path);
-        if let Some(old) = &old {
-            self.counts.add(old, -1);
-            self.snapshot.remove(old);
-            self.forget_links(old);
-        }
-        old
-    }
-
-    /// Notes holding a link that may resolve by name to `path` (candidates for re-resolution
-    /// when `path` appears or disappears); `Err` from a partial model that does not hold every
-    /// such note.
-    pub fn try_linkers_of(&self, path: &VaultPath) -> std::result::Result<Vec<VaultPath>, Overrun> {
-        let mut keys = vec![link_key(path.as_str())];
-        keys.push(path.file_name().to_lowercase());
-        let mut out: BTreeSet<VaultPath> = BTreeSet::new();
-        for key in keys {
-            if let Some(partial) = &self.partial {
-                partial.answers(partial.link_keys.contains(&key), || format!("the notes linking under {key:?}"))?;
-            }
-            if let Some(set) = self.linkers.get(&key) {
-                out.extend(set.iter().cloned());
-            }
-        }
-        Ok(out.into_iter().collect())
-    }
-
-    /// `try_linkers_of` on a whole model (`of_whole`).
-    pub fn linkers_of(&self, path: &VaultPath) -> Vec<VaultPath> {
-        of_whole(self.try_linkers_of(path))
-    }
-
-    /// Records under directory `dir` (its whole subtree), in path order: one range of the map.
-    pub fn subtree(&self, dir: &str) -> impl Iterator<Item = &NoteRecord> {
-        let start = VaultPath::bound(format!("{dir}/"));
-        let end = VaultPath::bound(format!("{dir}0"));
-        self.records.range(start..end).map(|(_, r)| r)
-    }
-
-    /// Ordinary notes (not system pages).
-    pub fn notes(&self) -> impl Iterator<Item = &NoteRecord> {
-        self.records.values().filter(|r| r.is_note())
-    }
-
-    /// Resolves a link from `source`; `Err` from a partial model that does not hold every
-    /// file the link may resolve to.
-    pub fn try_resolve(&self, source: &VaultPath, link: &Link, policy: &LoadedPolicy) -> std::result::Result<Resolution, Overrun> {
-        for candidate in candidates(link, policy) {
-            if let Some(found) = self.resolve_one(source, &candidate, link.kind)? {
-                return Ok(found);
-            }
-        }
-        Ok(Resolution::Broken)
-    }
-
-    /// `try_resolve` on a whole model (`of_whole`).
-    pub fn resolve(&self, source: &VaultPath, link: &Link, policy: &LoadedPolicy) -> Resolution {
-        of_whole(self.try_resolve(source, link, policy))
-    }
-
-    fn resolve_one(&self, source: &VaultPath, target: &str, kind: LinkKind) -> std::result::Result<Option<Resolution>, Overrun> {
-        let target = target.trim_start_matches('/');
-        if let Some(partial) = &self.partial {
-            // Exact paths are answered from `files`, complete for every loaded name.
-            let exact = [join_lexical(source.parent(), target), VaultPath::parse_walked(target).ok()];
-            let mut names = exact.iter().flatten().map(lower_name).chain([resolved_name(target)]);
-            if let Some(name) = names.find(|name| !partial.names.contains(name)) {
-                return Err(Overrun { asked: format!("every file named {name:?}") });
-            }
-        }
-        if let Some(path) = join_lexical(source.parent(), target)
-            && self.files.contains(&path)
-        {
-            return Ok(Some(Resolution::Resolved(path)));
-        }
-        if let Ok(path) = VaultPath::parse_walked(target)
-            && self.files.contains(&path)
-        {
-            return Ok(Some(Resolution::Resolved(path)));
-        }
-        if kind == LinkKind::Markdown {
-            return Ok(None);
-        }
-        let name = resolved_name(target);
-        let suffix = format!("/{}", target.to_lowercase());
-        let matches: Vec<VaultPath> = self
-            .by_name
-            .get(&name)
-            .map(|list| {
-                list.iter()
-                    .filter(|p| !target.contains('/') || format!("/{}", p.as_str().to_lowercase()).ends_with(&suffix))
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default();
-        Ok(match matches.len() {
-            0 => None,
-            1 => matches.into_iter().next().map(Resolution::Resolved),
-            _ => Some(Resolution::Ambiguous(matches)),
-        })
     }
 }
 

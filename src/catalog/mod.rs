@@ -1,7 +1,8 @@
 //! Catalogs: which directories get `_index.md` pages, what they contain, and the plan of page
 //! writes and deletions that brings the vault's catalogs up to date.
 //!
-//! Planning is pure over the `Inventory`; `vault` applies plans through `store::durable`.
+//! Planning is pure over the model (`inventory::ModelView`: the whole model, or a write's
+//! partial one for the folders it plans); `vault` applies plans through `store::durable`.
 //! A hand-written catalog (no ownership marker) is never overwritten or deleted: it is reported
 //! as a conflict. Unchanged directories are not rendered again where their input digests are
 //! remembered (a full regeneration, a long-lived process), and pages whose bytes are unchanged
@@ -15,7 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::inventory::{Inventory, NoteRecord};
+use crate::inventory::{ModelView, NoteRecord};
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
 use crate::scan::PageKind;
@@ -90,12 +91,12 @@ fn is_catalogued(record: &NoteRecord) -> bool {
 ///
 /// Records come in path order, so notes of one directory arrive in runs; each run is added to
 /// its directory and ancestors once.
-pub fn tree<'a>(inventory: &'a Inventory, policy: &LoadedPolicy) -> CatalogTree<'a> {
+pub fn tree<'a>(inventory: &'a dyn ModelView, policy: &LoadedPolicy) -> CatalogTree<'a> {
     let folders: Vec<&str> = policy.catalog_folders().map(String::as_str).collect();
     let mut tree = CatalogTree { notes: BTreeMap::new(), children: BTreeMap::new(), counts: BTreeMap::new(), root_daily_logs: Vec::new() };
     let mut run_dir: &'a str = "";
     let mut run: Vec<&'a NoteRecord> = Vec::new();
-    for record in inventory.records.values().filter(|r| is_catalogued(r)) {
+    for record in inventory.records().values().filter(|r| is_catalogued(r)) {
         let dir = record.path.parent();
         if dir.is_empty() {
             tree.root_daily_logs.push(record);
@@ -142,13 +143,13 @@ impl<'a> CatalogTree<'a> {
 /// counts, from the inventory's subtree counters. O(notes directly in the directories +
 /// folders), never O(subtree) or O(notes); no record below a child is consulted (a write's
 /// partial model holds none). Root rows come from the inventory's counters.
-pub(crate) fn partial_tree<'a>(inventory: &'a Inventory, dirs: &BTreeSet<String>) -> CatalogTree<'a> {
+pub(crate) fn partial_tree<'a>(inventory: &'a dyn ModelView, dirs: &BTreeSet<String>) -> CatalogTree<'a> {
     use std::ops::Bound;
     let mut tree = CatalogTree { notes: BTreeMap::new(), children: BTreeMap::new(), counts: BTreeMap::new(), root_daily_logs: Vec::new() };
     // Child rows come from the subtree counters (a folder with a valid note below it has a
     // row), so a write's partial model needs no record of any child's subtree.
     let mut children_of: BTreeMap<&str, Vec<(&'a str, usize)>> = BTreeMap::new();
-    for (child, notes) in &inventory.counts.valid_per_dir {
+    for (child, notes) in &inventory.counts().valid_per_dir {
         if let Some((parent, _)) = child.rsplit_once('/')
             && dirs.contains(parent)
         {
@@ -156,7 +157,7 @@ pub(crate) fn partial_tree<'a>(inventory: &'a Inventory, dirs: &BTreeSet<String>
         }
     }
     for dir in dirs {
-        let Some((key, total)) = inventory.counts.valid_per_dir.get_key_value(dir.as_str()) else { continue };
+        let Some((key, total)) = inventory.counts().valid_per_dir.get_key_value(dir.as_str()) else { continue };
         let key: &'a str = key.as_str();
         let children = children_of.remove(dir.as_str()).unwrap_or_default();
         // Valid notes directly in the directory: its subtree's less its children's. With none
@@ -167,7 +168,7 @@ pub(crate) fn partial_tree<'a>(inventory: &'a Inventory, dirs: &BTreeSet<String>
         let end = VaultPath::bound(format!("{dir}0"));
         let mut from = Bound::Included(VaultPath::bound(format!("{dir}/")));
         while *total > below
-            && let Some((path, record)) = inventory.records.range((from.clone(), Bound::Excluded(end.clone()))).next()
+            && let Some((path, record)) = inventory.records().range((from.clone(), Bound::Excluded(end.clone()))).next()
         {
             match path.as_str()[prefix_len..].split_once('/') {
                 None => {
@@ -186,7 +187,7 @@ pub(crate) fn partial_tree<'a>(inventory: &'a Inventory, dirs: &BTreeSet<String>
         }
         tree.counts.insert(key, *total);
     }
-    tree.root_daily_logs = inventory.counts.root_notes.iter().filter_map(|p| inventory.records.get(p)).collect();
+    tree.root_daily_logs = inventory.counts().root_notes.iter().filter_map(|p| inventory.records().get(p)).collect();
     tree
 }
 
@@ -270,7 +271,7 @@ pub fn written_by_engine(bytes: &[u8]) -> bool {
 ///
 /// `previous` is the remembered state; `read_page` reads current page bytes for verification.
 pub fn plan(
-    inventory: &Inventory,
+    inventory: &dyn ModelView,
     policy: &LoadedPolicy,
     previous: &CatalogState,
     only_dirs: Option<&BTreeSet<String>>,
@@ -377,7 +378,7 @@ pub fn plan(
     }
     // Owned catalog pages that no current directory needs, found on disk via the inventory.
     if only_dirs.is_none() {
-        for record in inventory.records.values().filter(|r| r.kind == PageKind::Catalog) {
+        for record in inventory.records().values().filter(|r| r.kind == PageKind::Catalog) {
             let dir = record.path.parent();
             let pages = plan.state.dirs.get(dir).map_or(0, |s| s.page_hashes.len());
             let page_no = page_number(record.path.file_name());
@@ -395,7 +396,7 @@ pub fn plan(
         }
         plan.state.dirs.retain(|d, _| all_dirs.contains(d.as_str()));
     }
-    plan_root(&tree, &inventory.counts, policy, &mut plan, read_page);
+    plan_root(&tree, inventory.counts(), policy, &mut plan, read_page);
     plan.conflicts.sort();
     plan.conflicts.dedup();
     Ok(plan)

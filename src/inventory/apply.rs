@@ -6,15 +6,18 @@
 //! identity moved, a new subfolder listed whole, a vanished one forgotten with its parent
 //! listed again); an entry is looked at alone (a stat, a read only when it moved); anything an
 //! entry cannot settle (a folder that held notes, a name no vault path may hold, an ignore file)
-//! and `Unknown` are a walk of the vault. A write's partial model never walks nor lists: asked
-//! to, it keeps that as past its view (`Partial::past_view`), and `apply_in_view` answers it
-//! as `Err(Overrun)`: the write plans again on the whole model.
+//! and `Unknown` are a walk of the vault. A write's partial model (`PartialModel::apply`) only
+//! looks at entries and never walks nor lists: asked to, it keeps that as past its view
+//! (`Partial::past_view`), and `ModelView::apply_in_view` answers it as `Err(Overrun)`: the
+//! write plans again on the whole model. Both share the look at an entry (`look_at`).
 
 use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
-use super::changes::ChangeSet;
-use super::{FileStamp, Inventory, NoteRecord, list_folder, now_ns, parent_dir, read_all, read_record, stamp_now};
+use super::changes::{ChangeSet, Changes};
+use super::{
+    FileStamp, Inventory, Model, NoteRecord, PartialModel, Reach, list_folder, now_ns, parent_dir, read_all, read_record, stamp_now,
+};
 use crate::error::Result;
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
@@ -94,9 +97,8 @@ pub fn compare_listing<'r>(
 }
 
 impl Inventory {
-    /// Brings this model up to `changes`. A whole model walks the vault for `Unknown` (and for
-    /// an entry only a walk can settle), lists each whole folder again and looks at each entry;
-    /// a write's partial model only looks at entries, and is overrun by anything more.
+    /// Brings the whole model up to `changes`: a walk of the vault for `Unknown` (and for an
+    /// entry only a walk can settle), each whole folder listed again, each entry looked at.
     pub fn apply(&mut self, root: &Path, policy: &LoadedPolicy, changes: &ChangeSet) -> Result<Applied> {
         let changes = match changes {
             ChangeSet::Unknown(reason) => return self.walk_for(root, policy, reason.clone()),
@@ -105,10 +107,6 @@ impl Inventory {
         let mut applied = Applied::default();
         let whole: Vec<String> = changes.whole_folders().map(str::to_string).collect();
         if !whole.is_empty() {
-            if let Some(partial) = &mut self.partial {
-                partial.went_past(|| format!("the listings of folders {whole:?}"));
-                return Ok(applied);
-            }
             // A folder new to the model changes its parent's listing too.
             let new: Vec<String> = whole.iter().filter(|folder| !folder.is_empty() && !self.dirs.contains_key(*folder)).cloned().collect();
             for folder in &new {
@@ -126,103 +124,19 @@ impl Inventory {
                 self.upsert(record);
             }
         }
-        for rel in changes.entries() {
-            match self.look_at(root, policy, &rel) {
-                Looked::Unchanged => {}
-                Looked::Reread { catalog_changed } => {
-                    applied.reread += 1;
-                    applied.catalog_changed |= catalog_changed;
-                }
-                Looked::Walk(reason) => {
-                    if let Some(partial) = &mut self.partial {
-                        partial.went_past(|| format!("a walk of the vault ({reason})"));
-                        return Ok(applied);
-                    }
-                    let walked = self.walk_for(root, policy, reason)?;
-                    applied.reread += walked.reread;
-                    applied.catalog_changed = true;
-                    applied.walked = walked.walked;
-                    return Ok(applied);
-                }
-            }
+        if let Some(reason) = self.look_at_entries(root, policy, changes, &mut applied) {
+            let walked = self.walk_for(root, policy, reason)?;
+            applied.reread += walked.reread;
+            applied.catalog_changed = true;
+            applied.walked = walked.walked;
         }
         Ok(applied)
     }
 
-    /// `apply` as a write's plan asks it of the model it plans on: on a partial model, a change
-    /// past what it holds is `Err(Overrun)` (the disk's errors are the inner result's).
-    pub fn apply_in_view(
-        &mut self,
-        root: &Path,
-        policy: &LoadedPolicy,
-        changes: &ChangeSet,
-    ) -> std::result::Result<Result<Applied>, super::Overrun> {
-        let applied = self.apply(root, policy, changes);
-        self.in_view()?;
-        Ok(applied)
-    }
-
-    /// `apply` of `Unknown(reason)`: a stat walk (a partial model is overrun instead).
+    /// `apply` of `Unknown(reason)`: a stat walk.
     fn walk_for(&mut self, root: &Path, policy: &LoadedPolicy, reason: String) -> Result<Applied> {
-        if let Some(partial) = &mut self.partial {
-            partial.went_past(|| format!("a walk of the vault ({reason})"));
-            return Ok(Applied::default());
-        }
         let reread = self.walk_again(root, policy)?;
         Ok(Applied { reread, relisted: 0, catalog_changed: true, walked: Some(reason) })
-    }
-
-    /// Re-reads one entry (vault-relative `rel`) when its stat identity moved. `Walk` when only
-    /// a walk can tell: the entry was a folder holding known files (moved or removed) or is
-    /// one, a name no vault path may hold (the walk judges where it is and what it hides; lint
-    /// names it), or an ignore file (what it hides changed). Whatever the walk lists as a file
-    /// is a file here too: a FIFO, socket or device that replaced a note stays a page (read as
-    /// `note-unreadable`, as a fresh walk reports it) instead of vanishing from the model.
-    fn look_at(&mut self, root: &Path, policy: &LoadedPolicy, rel: &str) -> Looked {
-        let Ok(path) = VaultPath::parse_walked(rel) else { return Looked::Walk(format!("{rel:?} is a name no vault path may hold")) };
-        if layout::IGNORE_FILES.contains(&path.file_name()) {
-            return Looked::Walk(format!("{rel} is an ignore file"));
-        }
-        let meta = std::fs::symlink_metadata(path.under(root)).ok();
-        if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) || (meta.is_none() && self.has_under(rel)) {
-            return Looked::Walk(format!("{rel} held a folder of the vault"));
-        }
-        // A file the model holds was walked when it came (its folder is not excluded, nothing
-        // ignores it: an ignore file's change is a walk); only a new one is asked.
-        let known = self.files.contains(&path) || self.records.contains_key(&path);
-        let walked = meta.as_ref().is_some_and(scan::listed_as_file) && (known || scan::walked(root, policy, &path));
-        let kind = scan::classify(policy, &path).filter(|_| walked);
-        let symlink = meta.as_ref().is_some_and(|m| m.file_type().is_symlink());
-        self.set_symlinked(&path, symlink && scan::classify(policy, &path).is_some());
-        match kind {
-            Some(kind) => {
-                if self.records.get(&path).is_some_and(|r| r.is_current(kind, meta.as_ref().map(FileStamp::of))) {
-                    return Looked::Unchanged;
-                }
-                let record = read_record(root, &path, kind, policy);
-                let hash = record.content_hash;
-                let previous = self.upsert(record);
-                let catalog_page = matches!(kind, PageKind::Catalog | PageKind::RootIndex);
-                Looked::Reread { catalog_changed: catalog_page && previous.is_none_or(|p| p.content_hash != hash) }
-            }
-            None if walked => {
-                if self.files.contains(&path) && !self.records.contains_key(&path) {
-                    // An attachment the model holds as one: nothing of it is read.
-                    return Looked::Unchanged;
-                }
-                let previous = self.remove(&path);
-                self.add_attachment(path);
-                Looked::Reread { catalog_changed: previous.is_some_and(|p| matches!(p.kind, PageKind::Catalog | PageKind::RootIndex)) }
-            }
-            None => {
-                let previous = self.remove(&path);
-                if previous.is_none() && !known {
-                    return Looked::Unchanged;
-                }
-                let catalog_page = previous.as_ref().is_some_and(|p| matches!(p.kind, PageKind::Catalog | PageKind::RootIndex));
-                Looked::Reread { catalog_changed: catalog_page }
-            }
-        }
     }
 
     /// A full stat walk: re-reads every page whose stat identity moved (or is racy), adds and
@@ -334,6 +248,102 @@ impl Inventory {
             self.dirs.insert(dir, Some((stamp, seen_at)));
         }
         Ok(())
+    }
+}
+
+impl PartialModel {
+    /// Brings a write's partial model up to `changes`: it only looks at entries. Anything more
+    /// (a walk, a folder to list again) is past its view, kept for `in_view` to answer.
+    pub fn apply(&mut self, root: &Path, policy: &LoadedPolicy, changes: &ChangeSet) -> Applied {
+        let changes = match changes {
+            ChangeSet::Unknown(reason) => {
+                self.view.went_past(|| format!("a walk of the vault ({reason})"));
+                return Applied::default();
+            }
+            ChangeSet::Known(changes) => changes,
+        };
+        let mut applied = Applied::default();
+        let whole: Vec<String> = changes.whole_folders().map(str::to_string).collect();
+        if !whole.is_empty() {
+            self.view.went_past(|| format!("the listings of folders {whole:?}"));
+            return applied;
+        }
+        if let Some(reason) = self.look_at_entries(root, policy, changes, &mut applied) {
+            self.view.went_past(|| format!("a walk of the vault ({reason})"));
+        }
+        applied
+    }
+}
+
+impl<V: Reach> Model<V> {
+    /// Looks at each entry `changes` names (`look_at`), counting what it read into `applied`;
+    /// at the first entry only a walk can settle, stops with the reason (the walk settles the
+    /// rest).
+    fn look_at_entries(&mut self, root: &Path, policy: &LoadedPolicy, changes: &Changes, applied: &mut Applied) -> Option<String> {
+        for rel in changes.entries() {
+            match self.look_at(root, policy, &rel) {
+                Looked::Unchanged => {}
+                Looked::Reread { catalog_changed } => {
+                    applied.reread += 1;
+                    applied.catalog_changed |= catalog_changed;
+                }
+                Looked::Walk(reason) => return Some(reason),
+            }
+        }
+        None
+    }
+
+    /// Re-reads one entry (vault-relative `rel`) when its stat identity moved. `Walk` when only
+    /// a walk can tell: the entry was a folder holding known files (moved or removed) or is
+    /// one, a name no vault path may hold (the walk judges where it is and what it hides; lint
+    /// names it), or an ignore file (what it hides changed). Whatever the walk lists as a file
+    /// is a file here too: a FIFO, socket or device that replaced a note stays a page (read as
+    /// `note-unreadable`, as a fresh walk reports it) instead of vanishing from the model.
+    fn look_at(&mut self, root: &Path, policy: &LoadedPolicy, rel: &str) -> Looked {
+        let Ok(path) = VaultPath::parse_walked(rel) else { return Looked::Walk(format!("{rel:?} is a name no vault path may hold")) };
+        if layout::IGNORE_FILES.contains(&path.file_name()) {
+            return Looked::Walk(format!("{rel} is an ignore file"));
+        }
+        let meta = std::fs::symlink_metadata(path.under(root)).ok();
+        if meta.as_ref().is_some_and(std::fs::Metadata::is_dir) || (meta.is_none() && self.has_under(rel)) {
+            return Looked::Walk(format!("{rel} held a folder of the vault"));
+        }
+        // A file the model holds was walked when it came (its folder is not excluded, nothing
+        // ignores it: an ignore file's change is a walk); only a new one is asked.
+        let known = self.files.contains(&path) || self.records.contains_key(&path);
+        let walked = meta.as_ref().is_some_and(scan::listed_as_file) && (known || scan::walked(root, policy, &path));
+        let kind = scan::classify(policy, &path).filter(|_| walked);
+        let symlink = meta.as_ref().is_some_and(|m| m.file_type().is_symlink());
+        self.set_symlinked(&path, symlink && scan::classify(policy, &path).is_some());
+        match kind {
+            Some(kind) => {
+                if self.records.get(&path).is_some_and(|r| r.is_current(kind, meta.as_ref().map(FileStamp::of))) {
+                    return Looked::Unchanged;
+                }
+                let record = read_record(root, &path, kind, policy);
+                let hash = record.content_hash;
+                let previous = self.upsert(record);
+                let catalog_page = matches!(kind, PageKind::Catalog | PageKind::RootIndex);
+                Looked::Reread { catalog_changed: catalog_page && previous.is_none_or(|p| p.content_hash != hash) }
+            }
+            None if walked => {
+                if self.files.contains(&path) && !self.records.contains_key(&path) {
+                    // An attachment the model holds as one: nothing of it is read.
+                    return Looked::Unchanged;
+                }
+                let previous = self.remove(&path);
+                self.add_attachment(path);
+                Looked::Reread { catalog_changed: previous.is_some_and(|p| matches!(p.kind, PageKind::Catalog | PageKind::RootIndex)) }
+            }
+            None => {
+                let previous = self.remove(&path);
+                if previous.is_none() && !known {
+                    return Looked::Unchanged;
+                }
+                let catalog_page = previous.as_ref().is_some_and(|p| matches!(p.kind, PageKind::Catalog | PageKind::RootIndex));
+                Looked::Reread { catalog_changed: catalog_page }
+            }
+        }
     }
 }
 

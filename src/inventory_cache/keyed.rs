@@ -43,8 +43,8 @@ pub use crate::inventory::changes::FolderChange;
 use crate::inventory::changes::{ChangeSet, Changes};
 use crate::inventory::snapshot::SourceSnapshot;
 use crate::inventory::{
-    self, Counts, FileStamp, FolderEntry, Inventory, JournalToken, LoadCounts, NoteRecord, Partial, Unlistable, dir_stamp, link_key,
-    lower_name, now_ns, stamp_now,
+    self, Counts, FileStamp, FolderEntry, Inventory, JournalToken, LoadCounts, NoteRecord, Partial, PartialModel, Unlistable, dir_stamp,
+    link_key, lower_name, now_ns, stamp_now,
 };
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
@@ -300,9 +300,8 @@ pub fn fill(inventory: &Inventory, policy_digest: &[u8; 32], transaction: &redb:
 /// write them for the whole vault — settled records only, the others listed as not settled.
 /// Everything outside the loaded folders is as persisted (the load proved it and the write
 /// changed nothing there). Returns how many records the folded folders hold.
-pub fn fold(model: &Inventory, transaction: &redb::WriteTransaction) -> Result<usize, redb::Error> {
-    let Some(partial) = &model.partial else { return Ok(0) };
-    let folded = &partial.folders;
+pub fn fold(model: &PartialModel, transaction: &redb::WriteTransaction) -> Result<usize, redb::Error> {
+    let folded = &model.view.folders;
     let in_folded = |path: &VaultPath| folded.contains(path.parent());
     let records: Vec<&NoteRecord> = model.records.values().filter(|r| in_folded(&r.path)).collect();
     // The model counts every record it holds; the copy counts settled ones only.
@@ -443,7 +442,7 @@ pub fn fold(model: &Inventory, transaction: &redb::WriteTransaction) -> Result<u
 /// What `load_for_write` gives: the partial model, the temporary files found, what it did,
 /// and the folder checks still running (deferred checks).
 pub struct WriteLoad {
-    pub inventory: Inventory,
+    pub inventory: PartialModel,
     pub leftover_temps: Vec<PathBuf>,
     pub counts: LoadCounts,
     pub pending: Option<PendingFolderChecks>,
@@ -1229,8 +1228,8 @@ fn assemble(
     (held, outside, by_name): (Held, Outside, Vec<(String, Vec<VaultPath>)>),
     found: &DiskChanges,
     fresh: Vec<NoteRecord>,
-) -> Inventory {
-    let mut model = Inventory::partial_from(partial, loading.counts, loading.snapshot, loading.dirs, symlinked, unusable);
+) -> PartialModel {
+    let mut model = PartialModel::partial_from(partial, loading.counts, loading.snapshot, loading.dirs, symlinked, unusable);
     for record in held.records.into_iter().chain(outside.consulted).chain(outside.invalid) {
         model.hold_record(record);
     }
@@ -1332,7 +1331,7 @@ pub fn load_for_write(
     let partial = Partial { folders: std::mem::take(&mut loading.loaded), names, link_keys, ..Default::default() };
     let mut model = assemble(policy, loading, partial, shape, (held, outside, by_name), &found, fresh);
     model.journal_token = answer.as_ref().map(|a| a.now);
-    model.proven_by_journal = plan.by_journal;
+    model.view.proven_by_journal = plan.by_journal;
     phases.mark("names, model");
     tracing::trace!(phases = ?phases.ended, "keyed load phases");
     if model.in_view().is_err() {

@@ -2,7 +2,9 @@
 //!
 //! The health report judges every in-scope file. The write gate judges only the notes a write
 //! touches and the links whose resolution the write changes, so one bad note elsewhere never
-//! locks out all writes. Severities come from policy. Pure over an `Inventory`: no I/O.
+//! locks out all writes. Severities come from policy. Pure over the model: no I/O. The health
+//! report takes the whole model (`Inventory`); the gate, its baseline and the orphan count take
+//! either model a write plans on (`ModelView`), and answer `Err(Overrun)` past a partial one.
 
 use std::collections::HashMap;
 
@@ -10,7 +12,7 @@ use chrono::NaiveDate;
 use serde::Serialize;
 
 pub use crate::finding::Finding;
-use crate::inventory::{Inventory, NoteRecord, Overrun, Resolution};
+use crate::inventory::{Inventory, ModelView, NoteRecord, Overrun, Resolution};
 use crate::note::body::Link;
 use crate::note::path::VaultPath;
 use crate::policy::{LoadedPolicy, Severity};
@@ -148,13 +150,13 @@ pub fn health_report(inventory: &Inventory, policy: &LoadedPolicy, today: NaiveD
 /// `health_report`): notes not exempt that no other note's counted link resolves to. Orphans
 /// are a health warning, never a gate finding; the write path counts them among the notes a
 /// write leaves in place (the receipt's `lint_orphans`). Reads only the notes that may link
-/// to each path (`Inventory::try_linkers_of`); `Err` when a partial model does not hold them.
-pub fn orphans_among(inventory: &Inventory, policy: &LoadedPolicy, paths: &[VaultPath]) -> Result<usize, Overrun> {
+/// to each path (`ModelView::try_linkers_of`); `Err` when a partial model does not hold them.
+pub fn orphans_among(inventory: &dyn ModelView, policy: &LoadedPolicy, paths: &[VaultPath]) -> Result<usize, Overrun> {
     let mut orphans = 0;
-    for record in paths.iter().filter_map(|path| inventory.records.get(path)).filter(|record| !orphan_exempt(policy, record)) {
+    for record in paths.iter().filter_map(|path| inventory.records().get(path)).filter(|record| !orphan_exempt(policy, record)) {
         let mut linked = false;
         'sources: for source in inventory.try_linkers_of(&record.path)?.iter().filter(|source| **source != record.path) {
-            let Some(r) = inventory.records.get(source).filter(|r| links_count(r)) else { continue };
+            let Some(r) = inventory.records().get(source).filter(|r| links_count(r)) else { continue };
             for link in &r.links {
                 if matches!(inventory.try_resolve(source, link, policy)?, Resolution::Resolved(target) if target == record.path) {
                     linked = true;
@@ -180,12 +182,17 @@ pub struct LinkBaseline {
 
 /// Captures how the links that may be affected by writing `touched` resolve now; `Err` when
 /// a partial model does not hold what that asks.
-pub fn baseline(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPath], today: NaiveDate) -> Result<LinkBaseline, Overrun> {
+pub fn baseline(
+    inventory: &dyn ModelView,
+    policy: &LoadedPolicy,
+    touched: &[VaultPath],
+    today: NaiveDate,
+) -> Result<LinkBaseline, Overrun> {
     let mut resolutions = Vec::new();
     let mut own_link_problems: HashMap<VaultPath, std::collections::HashSet<(&'static str, String)>> = HashMap::new();
     let mut own_stale = std::collections::HashSet::new();
     for path in touched {
-        if let Some(record) = inventory.records.get(path) {
+        if let Some(record) = inventory.records().get(path) {
             let problems = own_link_problems.entry(path.clone()).or_default();
             for link in &record.links {
                 if !matches!(inventory.try_resolve(path, link, policy)?, Resolution::Resolved(_)) {
@@ -202,7 +209,7 @@ pub fn baseline(inventory: &Inventory, policy: &LoadedPolicy, touched: &[VaultPa
             if touched.contains(&source) {
                 continue;
             }
-            let Some(record) = inventory.records.get(&source).filter(|r| links_count(r)) else { continue };
+            let Some(record) = inventory.records().get(&source).filter(|r| links_count(r)) else { continue };
             for link in &record.links {
                 resolutions.push((source.clone(), link.clone(), inventory.try_resolve(&source, link, policy)?));
             }
@@ -230,7 +237,7 @@ impl GateReport {
 /// repair (heal, archive) of an imperfect note is never refused for what it did not cause.
 /// `Err` when a partial model does not hold what that asks.
 pub fn gate(
-    inventory: &Inventory,
+    inventory: &dyn ModelView,
     policy: &LoadedPolicy,
     touched: &[VaultPath],
     before: &LinkBaseline,
@@ -239,7 +246,7 @@ pub fn gate(
     let mut findings = Vec::new();
     let mut inherited = Vec::new();
     for path in touched {
-        let Some(record) = inventory.records.get(path) else { continue };
+        let Some(record) = inventory.records().get(path) else { continue };
         file_findings(policy, record, &mut findings);
         if let Some(f) = stale_finding(policy, record, today) {
             if before.own_stale.contains(path) { inherited.push(f) } else { findings.push(f) }

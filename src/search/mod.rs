@@ -26,7 +26,9 @@ pub(crate) mod words;
 pub use crate::policy::SearchMode;
 pub use build::publish::GenerationInfo;
 pub use build::stage::{Staging, UnderLock};
-pub use build::{Progress, SyncOptions, SyncReport, embeds_on_write, publish_changes, snapshot_hash, sync, sync_with_progress};
+pub use build::{
+    Progress, SyncOptions, SyncReport, embeds_on_write, publish_changes, publish_changes_in_view, snapshot_hash, sync, sync_with_progress,
+};
 pub use read::envelope::{
     ENVELOPE_SCHEMA, Envelope, HANDLING_INSTRUCTION, MAX_RESULTS_LIMIT, NoteRef, Provenance, Related, RelatedHits, RelatedMethod,
     ReplicaFreshness, ResultMetadata, ResultSource, SearchRequest, SearchResult, TemporalView,

@@ -11,7 +11,7 @@ use std::collections::BTreeSet;
 use super::{IndexReport, VaultState};
 use crate::catalog::{self, CatalogState};
 use crate::error::{Error, Result};
-use crate::inventory::{self, Inventory};
+use crate::inventory::{self, ModelView};
 use crate::note::path::VaultPath;
 use crate::scan::PageKind;
 use crate::store::{durable, layout};
@@ -36,9 +36,9 @@ impl VaultState {
     }
 
     /// Plans catalog updates for `dirs` against the remembered renderer state.
-    pub(crate) fn plan_catalogs(&self, inventory: &Inventory, dirs: &BTreeSet<String>) -> Result<catalog::CatalogPlan> {
+    pub(crate) fn plan_catalogs(&self, inventory: &dyn ModelView, dirs: &BTreeSet<String>) -> Result<catalog::CatalogPlan> {
         let mut state = self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if state.is_none() && inventory.partial.is_some() {
+        if state.is_none() && inventory.as_whole().is_none() {
             // A write's partial model (a one-shot process) plans without the remembered state:
             // it renders its folders and writes only the pages whose bytes differ. The
             // persisted state is only a hint for skipping renders, and one-shot writes never
@@ -119,7 +119,7 @@ impl VaultState {
     /// changed; the caller holds the writer lock (`vault::Vault::regenerate_catalogs`).
     pub(crate) fn regenerate_catalogs_locked(&self, only_dirs: Option<&BTreeSet<String>>) -> Result<IndexReport> {
         let mut guard = self.lock_inventory()?;
-        let inventory = guard.as_mut().expect("BUG: lock_inventory loads the inventory");
+        let inventory = guard.whole_mut().expect("BUG: lock_inventory loads the inventory");
         let mut state_guard = self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let previous = state_guard.take().unwrap_or_else(|| self.load_catalog_state());
         let mut plan = catalog::plan(inventory, &self.policy, &previous, only_dirs, &|p| self.read_page(p), &self.catalog_rows)?;

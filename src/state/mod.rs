@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use crate::catalog::{self, CatalogState};
 use crate::error::{Error, Result};
-use crate::inventory::{self, Inventory};
+use crate::inventory;
 use crate::policy::LoadedPolicy;
 use crate::store::{durable, layout};
 
@@ -86,7 +86,7 @@ pub struct VaultState {
     root: PathBuf,
     policy: LoadedPolicy,
     options: VaultOptions,
-    inventory: Mutex<Option<Inventory>>,
+    inventory: Mutex<model::Held>,
     catalog_state: Mutex<Option<CatalogState>>,
     /// Rendered catalog rows, reused while their notes do not change.
     catalog_rows: catalog::render::RowMemo,
@@ -152,15 +152,16 @@ impl Drop for VaultState {
         // are worth keeping. Records of its own writes are not: they were built from the bytes
         // written, carry no stamp, and the next process reads those few files anyway.
         if self.freshness().paths_refreshed > 0
-            && let Some(inventory) = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).as_ref()
+            && let Some(inventory) = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).whole()
         {
             self.persist_inventory(inventory);
         }
-        if self.options.lifetime == Lifetime::OneShot
-            && let Some(inventory) = self.inventory.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner).take()
-        {
-            self.fold_into_keyed_copy(&inventory);
-            std::mem::forget(inventory);
+        if self.options.lifetime == Lifetime::OneShot {
+            let held = std::mem::take(self.inventory.get_mut().unwrap_or_else(std::sync::PoisonError::into_inner));
+            if let model::Held::Partial(model) = &held {
+                self.fold_into_keyed_copy(model);
+            }
+            std::mem::forget(held);
         }
     }
 }
@@ -178,7 +179,7 @@ impl VaultState {
             root: root.to_path_buf(),
             policy,
             options,
-            inventory: Mutex::new(None),
+            inventory: Mutex::new(model::Held::Nothing),
             catalog_state: Mutex::new(None),
             catalog_rows: Default::default(),
             summaries: Default::default(),

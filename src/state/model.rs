@@ -14,10 +14,40 @@ use super::{Freshness, VaultState};
 use crate::catalog;
 use crate::error::Result;
 use crate::inventory::changes::ChangeSet;
-use crate::inventory::{self, Inventory, Overrun};
+use crate::inventory::{self, Inventory, ModelView, Overrun, PartialModel};
 use crate::inventory_cache::keyed::{FolderChecks, PendingFolderChecks};
 use crate::note::path::VaultPath;
 use crate::store::{durable, layout};
+
+/// The model this process holds: none yet, the whole one, or a write's partial one (which
+/// answers that write only: any other caller gets the whole model).
+#[derive(Debug, Default)]
+pub(super) enum Held {
+    #[default]
+    Nothing,
+    Whole(Inventory),
+    Partial(PartialModel),
+}
+
+impl Held {
+    fn is_nothing(&self) -> bool {
+        matches!(self, Held::Nothing)
+    }
+
+    pub(super) fn whole(&self) -> Option<&Inventory> {
+        match self {
+            Held::Whole(inventory) => Some(inventory),
+            _ => None,
+        }
+    }
+
+    pub(super) fn whole_mut(&mut self) -> Option<&mut Inventory> {
+        match self {
+            Held::Whole(inventory) => Some(inventory),
+            _ => None,
+        }
+    }
+}
 
 /// The persisted inventory as this process last read or wrote it.
 #[derive(Debug, Default)]
@@ -62,7 +92,7 @@ pub(crate) const TEMP_LEFTOVER_AGE: std::time::Duration = std::time::Duration::f
 
 impl VaultState {
     /// The inventory for a whole-vault reader: every record checked against the disk.
-    pub(super) fn lock_inventory(&self) -> Result<MutexGuard<'_, Option<Inventory>>> {
+    pub(super) fn lock_inventory(&self) -> Result<MutexGuard<'_, Held>> {
         self.lock_inventory_for(Scope::WholeVault)
     }
 
@@ -70,19 +100,20 @@ impl VaultState {
     /// a write transaction takes a model whose folder listings are proven (it re-checks the
     /// files it consults itself); a whole-vault reader gets every record's stat identity
     /// compared (a walk, once, if the model was loaded by folder checks).
-    fn lock_inventory_for(&self, scope: Scope) -> Result<MutexGuard<'_, Option<Inventory>>> {
+    fn lock_inventory_for(&self, scope: Scope) -> Result<MutexGuard<'_, Held>> {
         let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if guard.as_ref().is_some_and(|inventory| inventory.partial.is_some()) {
+        if matches!(*guard, Held::Partial(_)) {
             // A write's partial model answers that write only: anyone else gets the whole one.
-            *guard = None;
+            *guard = Held::Nothing;
         }
         self.load_whole_into(&mut guard, scope)?;
         Ok(guard)
     }
 
-    /// Loads the whole model into an empty `guard` and brings it up to the disk as `scope` needs.
-    fn load_whole_into(&self, guard: &mut MutexGuard<'_, Option<Inventory>>, scope: Scope) -> Result<()> {
-        if guard.is_none() {
+    /// Loads the whole model into an empty `guard` and brings the whole model it holds up to
+    /// the disk as `scope` needs.
+    fn load_whole_into(&self, guard: &mut MutexGuard<'_, Held>, scope: Scope) -> Result<()> {
+        if guard.is_nothing() {
             let started = std::time::Instant::now();
             // The folder journal's position before the load proves the folders (a walk or a
             // stat of each), for the keyed copy this model fills.
@@ -110,7 +141,7 @@ impl VaultState {
                 self.persist_inventory(&inventory);
             }
             tracing::debug!(?decoded, ?loaded, persisted = ?started.elapsed(), ?load, "inventory loaded");
-            **guard = Some(inventory);
+            **guard = Held::Whole(inventory);
             let removed = self.remove_leftover_temps(&leftovers)?;
             let mut freshness = self.lock_freshness();
             freshness.observed_at = Some(self.clock().stamp(chrono::SecondsFormat::Micros));
@@ -119,7 +150,7 @@ impl VaultState {
             freshness.load = load;
         }
         if scope == Scope::WholeVault
-            && let Some(inventory) = guard.as_mut().filter(|inventory| !inventory.files_checked)
+            && let Some(inventory) = guard.whole_mut().filter(|inventory| !inventory.files_checked)
         {
             let started = std::time::Instant::now();
             let applied =
@@ -141,35 +172,36 @@ impl VaultState {
     /// checked on a helper thread while `f` runs and confirmed before this returns (a folder
     /// that moved there: loaded again with every folder checked first, and `f` runs again);
     /// otherwise, and whenever `f` meets a lookup the partial model cannot answer (`f` returns
-    /// its `Err(Overrun)`, or asked a change past what it holds, `Inventory::in_view`), the
-    /// whole model, and `f` runs again on it: the one place an overrun is answered. `changes`: the
+    /// its `Err(Overrun)`, or asked a change past what it holds, `ModelView::in_view`), the
+    /// whole model, and `f` runs again on it: the one place an overrun is answered. `f` plans
+    /// over either through `ModelView`. `changes`: the
     /// write's notes (path, new text or removal); `expected_moved`: the folders the engine's
     /// own recent writes changed (the journal's), checked at once, asked only for a keyed load.
     pub(crate) fn with_write_model<T>(
         &self,
         changes: &[(VaultPath, Option<&str>)],
         expected_moved: impl FnOnce() -> BTreeSet<String>,
-        mut f: impl FnMut(&mut Inventory) -> std::result::Result<T, Overrun>,
+        mut f: impl FnMut(&mut dyn ModelView) -> std::result::Result<T, Overrun>,
     ) -> Result<T> {
         let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let expected_moved =
-            if guard.is_none() && self.options.lifetime == super::Lifetime::OneShot { expected_moved() } else { BTreeSet::new() };
+            if guard.is_nothing() && self.options.lifetime == super::Lifetime::OneShot { expected_moved() } else { BTreeSet::new() };
         let mut checks = FolderChecks::Deferred { expected_moved: &expected_moved, from: DEFER_FOLDER_CHECKS_FROM };
         loop {
             let mut pending = None;
-            if guard.is_none() && self.options.lifetime == super::Lifetime::OneShot {
+            if guard.is_nothing() && self.options.lifetime == super::Lifetime::OneShot {
                 pending = self.load_keyed_into(&mut guard, changes, checks)?;
             }
-            let Some(inventory) = guard.as_mut().filter(|inventory| inventory.partial.is_some()) else { break };
-            let out = f(inventory).and_then(|out| inventory.in_view().map(|()| out));
+            let Held::Partial(model) = &mut *guard else { break };
+            let out = f(model).and_then(|out| model.in_view().map(|()| out));
             // What the journal proved holds for this first use only.
-            inventory.proven_by_journal = false;
+            model.view.proven_by_journal = false;
             let moved = pending.and_then(|pending| pending.confirm().err());
             let overrun = match (moved.is_none(), out) {
                 (true, Ok(out)) => return Ok(out),
                 (_, out) => out.err(),
             };
-            *guard = None;
+            *guard = Held::Nothing;
             match moved {
                 Some(moved) if matches!(checks, FolderChecks::Deferred { .. }) => {
                     tracing::debug!(%moved, "loading the partial model again with every folder checked first");
@@ -185,7 +217,7 @@ impl VaultState {
             }
         }
         self.load_whole_into(&mut guard, Scope::Write)?;
-        Ok(inventory::of_whole(f(guard.as_mut().expect("BUG: load_whole_into loads the inventory"))))
+        Ok(inventory::of_whole(f(guard.whole_mut().expect("BUG: load_whole_into loads the inventory"))))
     }
 
     /// Loads a write's partial model from the keyed copy into an empty `guard`, or leaves it
@@ -193,7 +225,7 @@ impl VaultState {
     /// Returns the folder checks the load left running (`checks` deferred).
     fn load_keyed_into(
         &self,
-        guard: &mut MutexGuard<'_, Option<Inventory>>,
+        guard: &mut MutexGuard<'_, Held>,
         changes: &[(VaultPath, Option<&str>)],
         checks: FolderChecks<'_>,
     ) -> Result<Option<PendingFolderChecks>> {
@@ -228,7 +260,7 @@ impl VaultState {
                     // Fold at the end, so the keyed copy records the journal's position.
                     self.keyed_fold_due.store(true, std::sync::atomic::Ordering::Relaxed);
                 }
-                **guard = Some(load.inventory);
+                **guard = Held::Partial(load.inventory);
                 let removed = self.remove_leftover_temps(&load.leftover_temps)?;
                 let mut freshness = self.lock_freshness();
                 freshness.observed_at = Some(self.clock().stamp(chrono::SecondsFormat::Micros));
@@ -271,9 +303,6 @@ impl VaultState {
     /// Writes the persisted inventory when the model changed since it was read or written and
     /// its bytes differ (atomically; a failure only costs the next process a fuller read).
     pub(super) fn persist_inventory(&self, inventory: &Inventory) {
-        if inventory.partial.is_some() {
-            return;
-        }
         let mut saved = self.saved_inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if saved.as_ref().is_some_and(|s| s.revision == inventory.revision) {
             return;
@@ -303,10 +332,10 @@ impl VaultState {
     /// enough (`KEYED_FOLD_AFTER`), or a folder it had not expected to move had (deferred
     /// checks), under the writer lock (skipped while another process holds it). A failure only
     /// leaves the copy as stale as it was.
-    pub(super) fn fold_into_keyed_copy(&self, inventory: &Inventory) {
+    pub(super) fn fold_into_keyed_copy(&self, inventory: &PartialModel) {
         let load = self.freshness().load;
         let due = self.keyed_fold_due.load(std::sync::atomic::Ordering::Relaxed);
-        if inventory.partial.is_none() || inventory.in_view().is_err() || (load.read + load.forgotten < KEYED_FOLD_AFTER && !due) {
+        if inventory.in_view().is_err() || (load.read + load.forgotten < KEYED_FOLD_AFTER && !due) {
             return;
         }
         let Ok(Some(_writer)) = self.try_lock_writer_file() else { return };
@@ -392,7 +421,7 @@ impl VaultState {
         });
         match started {
             Ok(watch) => {
-                if self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_some() {
+                if !self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner).is_nothing() {
                     watch.rescan_next("the model was read before the file watcher was placed");
                 }
                 let _ = self.watch.set(watch);
@@ -436,10 +465,10 @@ impl VaultState {
             return Ok(());
         }
         let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if guard.as_ref().is_some_and(|inventory| inventory.partial.is_some()) {
-            *guard = None;
+        if matches!(*guard, Held::Partial(_)) {
+            *guard = Held::Nothing;
         }
-        let Some(inventory) = guard.as_mut() else { return Ok(()) };
+        let Some(inventory) = guard.whole_mut() else { return Ok(()) };
         if let Some(reason) = match changes {
             ChangeSet::Unknown(reason) => Some(reason),
             ChangeSet::Known(_) => None,
@@ -466,28 +495,41 @@ impl VaultState {
     /// (`Inventory::apply`).
     pub(crate) fn with_inventory_mut<T>(&self, f: impl FnOnce(&mut Inventory) -> T) -> Result<T> {
         let mut guard = self.lock_inventory_for(Scope::Write)?;
-        Ok(f(guard.as_mut().expect("BUG: lock_inventory loads the inventory")))
+        Ok(f(guard.whole_mut().expect("BUG: lock_inventory loads the inventory")))
     }
 
     /// Runs `f` with mutable access to the model the current write planned on, partial or
     /// whole (`with_write_model`): the write's own later steps (publish, putting records back
-    /// after a refusal) stay on it. Loads the whole model when there is none.
-    pub(crate) fn with_write_inventory_mut<T>(&self, f: impl FnOnce(&mut Inventory) -> T) -> Result<T> {
+    /// after a refusal) stay on it. Loads the whole model when there is none, and when `f`
+    /// needs more than a partial model holds (its `Err(Overrun)`): `f` then runs again on it.
+    pub(crate) fn with_write_inventory_mut<T>(
+        &self,
+        mut f: impl FnMut(&mut dyn ModelView) -> std::result::Result<T, Overrun>,
+    ) -> Result<T> {
         let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Held::Partial(model) = &mut *guard {
+            match f(model) {
+                Ok(out) => return Ok(out),
+                Err(overrun) => {
+                    tracing::debug!(%overrun, "the partial model did not hold what the write's step needs; loading it whole");
+                    *guard = Held::Nothing;
+                }
+            }
+        }
         self.load_whole_into(&mut guard, Scope::Write)?;
-        Ok(f(guard.as_mut().expect("BUG: load_whole_into loads the inventory")))
+        Ok(inventory::of_whole(f(guard.whole_mut().expect("BUG: load_whole_into loads the inventory"))))
     }
 
     /// Runs `f` over the current inventory (loading it on first use).
     pub fn with_inventory<T>(&self, f: impl FnOnce(&Inventory) -> T) -> Result<T> {
         let guard = self.lock_inventory()?;
-        Ok(f(guard.as_ref().expect("BUG: lock_inventory loads the inventory")))
+        Ok(f(guard.whole().expect("BUG: lock_inventory loads the inventory")))
     }
 
     /// Forgets the in-memory inventory so the next call re-reads the vault (for edits made
     /// outside the engine).
     pub fn reload(&self) {
-        *self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;
+        *self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Held::Nothing;
     }
 
     /// Re-reads one file into the inventory (after a change made by the engine or outside it)

@@ -42,7 +42,7 @@ use serde_json::Value;
 
 use crate::error::{Error, Result};
 use crate::inventory::FileStamp;
-use crate::inventory::{self, Inventory, NoteRecord, Overrun};
+use crate::inventory::{self, ModelView, NoteRecord, Overrun};
 use crate::lint;
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
@@ -200,8 +200,11 @@ impl ModelChange<'_> {
 impl Drop for ModelChange<'_> {
     fn drop(&mut self) {
         if !self.previous.is_empty() {
-            let previous = std::mem::take(&mut self.previous);
-            let _ = self.vault.with_write_inventory_mut(|inventory| put_back(inventory, previous));
+            let mut previous = Some(std::mem::take(&mut self.previous));
+            let _ = self.vault.with_write_inventory_mut(|model| {
+                put_back(model, previous.take().unwrap_or_default());
+                Ok(())
+            });
         }
     }
 }
@@ -598,9 +601,13 @@ fn check_and_plan<'v>(vault: &'v VaultState, mutation: &Mutation, expected_moved
             let orphans = lint::orphans_among(inventory, policy, &live)?;
             let dirs: BTreeSet<String> = touched.iter().flat_map(crate::catalog::affected_dirs).collect();
             let plan = vault.plan_catalogs(inventory, &dirs).map(|plan| (plan, dirs));
-            let (notes, valid) = (inventory.counts.notes, inventory.counts.valid);
-            let snapshot =
-                SearchSnapshot { source_snapshot_hash: inventory.snapshot.hash(), scanned: notes, indexed: valid, excluded: notes - valid };
+            let (notes, valid) = (inventory.counts().notes, inventory.counts().valid);
+            let snapshot = SearchSnapshot {
+                source_snapshot_hash: inventory.snapshot().hash(),
+                scanned: notes,
+                indexed: valid,
+                excluded: notes - valid,
+            };
             Ok((gate, previous, orphans, plan, (notes, valid, notes - valid), snapshot))
         })?;
     // From here every refusal drops `model`, which puts the previous records back.
@@ -646,8 +653,8 @@ fn check_and_plan<'v>(vault: &'v VaultState, mutation: &Mutation, expected_moved
 /// the model was loaded for this very write and the folder journal proved all of it then (an
 /// in-place edit is an entry the journal names, and the load looked at it). `Err` when a
 /// partial model does not hold what the re-check asks or changes.
-fn recheck_consulted(vault: &VaultState, inventory: &mut Inventory, touched: &[VaultPath]) -> std::result::Result<(), Overrun> {
-    if inventory.proven_by_journal {
+fn recheck_consulted(vault: &VaultState, inventory: &mut dyn ModelView, touched: &[VaultPath]) -> std::result::Result<(), Overrun> {
+    if inventory.proven_by_journal() {
         // Loaded just now, each of its folders proven by the folder journal's account: every
         // edit finished before the load asked it is in the model already.
         tracing::debug!("consulted files proven by the folder journal");
@@ -660,7 +667,7 @@ fn recheck_consulted(vault: &VaultState, inventory: &mut Inventory, touched: &[V
             paths.extend(inventory.direct_records(&dir)?);
         }
     }
-    paths.extend(inventory.counts.root_notes.iter().cloned());
+    paths.extend(inventory.counts().root_notes.iter().cloned());
     // The write's re-check, told to the model as any evidence is: each consulted file an entry.
     let changes = crate::inventory::changes::ChangeSet::of_paths(paths.iter().map(VaultPath::as_str));
     match inventory.apply_in_view(vault.root(), vault.policy(), &changes)? {
@@ -694,7 +701,7 @@ pub(crate) fn gate_preview(vault: &VaultState, changes: &[(VaultPath, Option<&st
 /// Puts after-images (new text, or `None` for a removal) into the in-memory model, analysed as
 /// a read from disk would be; returns the records they replaced, for `put_back`.
 fn put_after_images<'a>(
-    inventory: &mut Inventory,
+    inventory: &mut dyn ModelView,
     policy: &LoadedPolicy,
     changes: impl Iterator<Item = (&'a VaultPath, Option<&'a str>)>,
 ) -> Vec<(VaultPath, Option<NoteRecord>)> {
@@ -717,7 +724,7 @@ fn put_after_images<'a>(
 }
 
 /// Puts the records `put_after_images` replaced back, newest change first.
-fn put_back(inventory: &mut Inventory, previous: Vec<(VaultPath, Option<NoteRecord>)>) {
+fn put_back(inventory: &mut dyn ModelView, previous: Vec<(VaultPath, Option<NoteRecord>)>) {
     for (path, record) in previous.into_iter().rev() {
         match record {
             Some(record) => {
@@ -914,8 +921,13 @@ impl Published {
     ) -> Result<Self> {
         let written = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
         let info = publish(written.clone())?;
+        Ok(Self::of(info, &written))
+    }
+
+    /// What a publish gave, with the files it wrote without fsync (`written`).
+    fn of(info: crate::search::generation::GenerationInfo, written: &std::sync::Mutex<Vec<PathBuf>>) -> Self {
         let deferred_files = std::mem::take(&mut *written.lock().unwrap_or_else(std::sync::PoisonError::into_inner));
-        Ok(Published {
+        Published {
             generation_id: info.generation_id,
             scanned: info.counts.scanned,
             indexed: info.counts.indexed,
@@ -924,7 +936,7 @@ impl Published {
             search_mode: search_mode_of(info.dense && info.vectors_owed.is_empty()),
             deferred_files,
             vectors_owed: info.vectors_owed,
-        })
+        }
     }
 
     /// Generation `<active>+<seq>`: the active generation plus the journal's tail up to `intent`.
@@ -975,10 +987,15 @@ pub(crate) fn publish(vault: &VaultState, intent: &Intent, records: &[StoredReco
         // A path the inventory no longer holds as a valid note is removed from the index.
         let changed: Vec<VaultPath> = paths.into_iter().filter_map(|p| VaultPath::parse_walked(p).ok()).collect();
         // O(change) on the write's model (folder listings proven, consulted files re-checked).
-        return vault.with_write_inventory_mut(|inventory| {
-            Published::deferred(|written| {
-                crate::search::publish_changes(root, policy, inventory, &changed, &[], Some(written), Some(intent.seq))
-            })
+        return vault.with_write_inventory_mut(|model| {
+            let written = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+            match crate::search::publish_changes_in_view(root, policy, model, &changed, &[], Some(written.clone()), Some(intent.seq)) {
+                Ok(Ok(info)) => Ok(Ok(Published::of(info, &written))),
+                // A publish that needs every note (a rebuild, a dense index started) wrote
+                // nothing, and runs again on the whole model.
+                Ok(Err(overrun)) => Err(overrun),
+                Err(error) => Ok(Err(error)),
+            }
         })?;
     }
     let embeds = crate::search::embeds_on_write(policy, root).is_some();

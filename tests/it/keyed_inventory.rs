@@ -350,6 +350,39 @@ fn edits_in_place_of_notes_a_write_consults_are_in_its_answer_with_and_without_t
     }
 }
 
+/// A write on the keyed partial model whose publish needs every note (the active index is an
+/// older engine's: the write rebuilds it) publishes from the whole model, as a sync of the
+/// vault does: never an index of only the notes the partial model holds.
+#[test]
+fn a_publish_that_needs_every_note_is_made_from_the_whole_model() {
+    let dir = para_dir();
+    let root = dir.path();
+    write_fixture(root, &fixture());
+    std::thread::sleep(Duration::from_millis(60));
+    assert!(paravault(root, &["lint"]).status.code().is_some_and(|c| c <= 1));
+    let ingest = |name: &str| {
+        cli_write_logging(root, &["ingest", name, "--title", "K", "--description", "A keyed test note", "--content", "body\n"])
+    };
+    for name in ["03_Resources/k0", "03_Resources/k1"] {
+        let (output, log) = ingest(name);
+        assert!(output.status.success(), "{log}");
+    }
+    // The active generation as an older engine left it.
+    let active = std::fs::read_to_string(root.join(".paravault/search/ACTIVE")).unwrap();
+    let manifest_path = root.join(".paravault/search/generations").join(format!("{}.json", active.trim()));
+    let mut manifest: serde_json::Value = serde_json::from_slice(&std::fs::read(&manifest_path).unwrap()).unwrap();
+    manifest["index_schema_version"] = 0.into();
+    std::fs::write(&manifest_path, serde_json::to_vec(&manifest).unwrap()).unwrap();
+    let (output, log) = ingest("03_Resources/k2");
+    assert!(output.status.success(), "{log}");
+    assert!(log.contains("partial model loaded by key"), "{log}");
+    assert!(log.contains("the partial model did not hold what the write's step needs"), "{log}");
+    let rebuilt = published(root);
+    let sync = paravault(root, &["sync", "--allow-partial", "--force-rebuild"]);
+    assert!(sync.status.success(), "{}", String::from_utf8_lossy(&sync.stderr));
+    assert_eq!(rebuilt, published(root), "the write's rebuild is not what a sync of every note publishes:\n{log}");
+}
+
 #[test]
 fn a_link_planted_as_the_keyed_inventory_is_never_followed() {
     let dir = para_dir();

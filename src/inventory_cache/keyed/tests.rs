@@ -141,7 +141,7 @@ fn a_folded_partial_model_leaves_the_keyed_copy_exactly_as_a_whole_fill_of_the_d
     // stat'ed, and those that moved read again (an edit in place leaves the folder as it was).
     let consulted = model.direct_records("02_Areas").expect("the written folder is held");
     let told = crate::inventory::changes::ChangeSet::of_paths(consulted.iter().map(VaultPath::as_str));
-    assert_eq!(model.apply(root, &policy, &told).expect("re-check").reread, 1, "the note edited in place is read again");
+    assert_eq!(model.apply(root, &policy, &told).reread, 1, "the note edited in place is read again");
     put(root, written.as_str(), &text);
     let mut record = NoteRecord::empty(written.clone(), PageKind::Note);
     inventory::analyse_bytes(&mut record, text.as_bytes(), &policy);
@@ -204,7 +204,7 @@ fn a_keyed_copy_left_mid_fold_by_a_killed_process_is_refused_never_trusted() {
 
 /// What a write's plan can see of a partial model, comparable between two loads (when a
 /// record was read aside).
-fn seen_by_the_plan(model: &Inventory) -> Vec<String> {
+fn seen_by_the_plan(model: &PartialModel) -> Vec<String> {
     let mut out: Vec<String> = model.records.values().map(|r| format!("record {} {:?} {}", r.path, r.content_hash, r.valid)).collect();
     out.extend(model.files.iter().map(|p| format!("file {p}")));
     let mut names: Vec<String> = model.by_name.iter().map(|(name, paths)| format!("name {name} {paths:?}")).collect();
@@ -425,7 +425,7 @@ fn a_folder_journal_that_names_entries_spares_their_folder_a_listing_and_loads_w
     let changes = [(VaultPath::parse("03_Resources/refs/w.md").expect("path"), Some(text.as_str()))];
     let load = |journal: AskJournal<'_>| load_asking(root, &policy, &index, &changes, journal);
     let position = |seq| JournalToken { epoch: 9, seq };
-    let fold_into_copy = |model: &Inventory| durable::update_keyed_cache(root, &index, |t| fold(model, t)).expect("fold");
+    let fold_into_copy = |model: &PartialModel| durable::update_keyed_cache(root, &index, |t| fold(model, t)).expect("fold");
     let first = load(&|_since: Option<JournalToken>| Some(JournalAnswer::new(position(1), None)));
     assert_eq!(first.pending.expect("checked").confirm(), Ok(()));
     fold_into_copy(&first.inventory);

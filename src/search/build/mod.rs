@@ -24,7 +24,7 @@ use publish::{Changes, GenerationInfo, PublishInput};
 use crate::embed::ModelHandle;
 use crate::error::{Error, Result};
 use crate::inventory::snapshot;
-use crate::inventory::{Inventory, NoteRecord};
+use crate::inventory::{self, Inventory, ModelView, NoteRecord, Overrun};
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
 use crate::search::read::dense::{self, DenseManifest, model_mismatch};
@@ -573,22 +573,43 @@ pub fn publish_changes(
     deferred_sync: Option<Arc<Mutex<Vec<PathBuf>>>>,
     covers_seq: Option<u64>,
 ) -> Result<GenerationInfo> {
+    publish_changes_in_view(root, policy, inventory, changed, removed, deferred_sync, covers_seq).map(inventory::of_whole)
+}
+
+/// `publish_changes` on the model a write planned on, whole or partial: `Err(Overrun)`, with
+/// nothing written, when the publish needs every note and the model is a write's partial one
+/// (an index of an older engine rebuilt, a dense index started): the caller runs it again on
+/// the whole model.
+pub fn publish_changes_in_view(
+    root: &Path,
+    policy: &LoadedPolicy,
+    inventory: &dyn ModelView,
+    changed: &[VaultPath],
+    removed: &[VaultPath],
+    deferred_sync: Option<Arc<Mutex<Vec<PathBuf>>>>,
+    covers_seq: Option<u64>,
+) -> Result<std::result::Result<GenerationInfo, Overrun>> {
     // The write path records exclusions instead of refusing: one invalid note elsewhere must
     // never lock out writes. They are named in the manifest (and the lint gate has already
     // refused any invalid note this write touches).
     let clock = std::time::Instant::now();
     let lap = |what: &str| tracing::debug!(phase = what, elapsed_ms = clock.elapsed().as_secs_f64() * 1e3, "publish_changes");
-    let exclusions: Vec<Exclusion> = inventory.counts.invalid.iter().filter_map(|p| inventory.records.get(p)).map(exclusion_of).collect();
+    let exclusions: Vec<Exclusion> =
+        inventory.counts().invalid.iter().filter_map(|p| inventory.records().get(p)).map(exclusion_of).collect();
     let active_id =
         generation::read_active(root)?.ok_or_else(|| Error::NoActiveGeneration { reason: "run sync before publishing changes".into() })?;
     let active = generation::open_generation(root, &active_id)?;
     lap("exclusions + open active");
     if active.manifest.index_schema_version != schema::INDEX_SCHEMA_VERSION || active.manifest.chunker != schema::CHUNKER {
-        // An index from an older engine: this write rebuilds it once (keeping a dense index).
+        // An index from an older engine: this write rebuilds it once (keeping a dense index),
+        // from every note.
+        let Some(whole) = inventory.as_whole() else {
+            return Ok(Err(Overrun { asked: "every note, to rebuild an index of an older engine".into() }));
+        };
         let options = SyncOptions { fts_only: active.manifest.dense.is_none(), allow_partial: true, covers_seq, ..Default::default() };
         drop(active);
-        let report = sync(root, policy, inventory, options)?;
-        return Ok(GenerationInfo {
+        let report = sync(root, policy, whole, options)?;
+        return Ok(Ok(GenerationInfo {
             generation_id: report.generation_id,
             parent: Some(active_id),
             source_snapshot_hash: report.source_snapshot_hash,
@@ -598,14 +619,14 @@ pub fn publish_changes(
             gc_removed_files: report.gc_removed_files,
             dense: report.dense.is_some(),
             vectors_owed: Vec::new(),
-        });
+        }));
     }
     let fields = schema::Fields::of(&schema::build_schema()).map_err(search_err)?;
     let mut upserts = Vec::new();
     let mut removes = Vec::new();
     let mut cursor = FolderCursor::new(root);
     for path in changed {
-        match inventory.records.get(path) {
+        match inventory.records().get(path) {
             Some(record) if record.is_note() && record.valid => upserts.push(docs_of(&mut cursor, policy, &fields, record)?),
             _ => removes.push(path.as_str().to_string()),
         }
@@ -620,11 +641,14 @@ pub fn publish_changes(
                 // The first write that has the model starts the dense index: its own notes and
                 // up to OWED_PER_WRITE others are embedded now, every other note is owed (the
                 // next writes and `sync --dense` embed them), so the write stays O(change).
+                let Some(whole) = inventory.as_whole() else {
+                    return Ok(Err(Overrun { asked: "every note, to start the dense index".into() }));
+                };
                 let max_tokens = policy.policy.embedding.max_tokens;
                 let mut writer = ArenaWriter::create(root, handle.id().dimension, deferred_sync.clone())?;
                 let touched: BTreeSet<String> = upserts.iter().map(|n| n.path.clone()).chain(removes.iter().cloned()).collect();
                 let mut still_owed = Vec::new();
-                let others = inventory.records.values().filter(|r| r.is_note() && r.valid && !touched.contains(r.path.as_str()));
+                let others = whole.records.values().filter(|r| r.is_note() && r.valid && !touched.contains(r.path.as_str()));
                 for (n, record) in others.enumerate() {
                     if n < OWED_PER_WRITE {
                         upserts.push(docs_of(&mut cursor, policy, &fields, record)?);
@@ -657,7 +681,8 @@ pub fn publish_changes(
             let model_ready = !d.owed.is_empty() && handle.model().is_ok();
             let mut taken = 0;
             for owed in d.owed.iter().filter(|p| !touched.contains(*p)) {
-                let record = VaultPath::parse_walked(owed).ok().and_then(|p| inventory.records.get(&p)).filter(|r| r.is_note() && r.valid);
+                let record =
+                    VaultPath::parse_walked(owed).ok().and_then(|p| inventory.records().get(&p)).filter(|r| r.is_note() && r.valid);
                 match record {
                     // At most OWED_PER_WRITE owed notes ride along, so a write stays O(change).
                     Some(record) if model_ready && taken < OWED_PER_WRITE => {
@@ -686,10 +711,10 @@ pub fn publish_changes(
             Some(manifest)
         }
     };
-    let indexed = inventory.counts.valid;
+    let indexed = inventory.counts().valid;
     let counts = Counts { scanned: indexed + exclusions.len(), indexed, excluded: exclusions.len() };
-    let source_snapshot_hash = inventory.snapshot.hash();
-    debug_assert_eq!(indexed, inventory.snapshot.len());
+    let source_snapshot_hash = inventory.snapshot().hash();
+    debug_assert_eq!(indexed, inventory.snapshot().len());
     lap("dense + snapshot");
     let mut info = publish::publish(
         root,
@@ -707,5 +732,5 @@ pub fn publish_changes(
         },
     )?;
     info.vectors_owed = owed_now;
-    Ok(info)
+    Ok(Ok(info))
 }

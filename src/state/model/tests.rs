@@ -43,7 +43,7 @@ fn a_lookup_past_the_partial_model_is_an_overrun_and_the_write_plans_again_on_th
     let planned = vault
         .with_write_model(&[(touched, Some("x"))], BTreeSet::new, |inventory| {
             let answer = inventory.direct_records("02_Areas");
-            asked.push((inventory.partial.is_some(), answer.clone()));
+            asked.push((inventory.as_whole().is_none(), answer.clone()));
             answer
         })
         .expect("planned");
