@@ -690,6 +690,9 @@ pub fn publish_changes_in_view(
                         upserts.push(docs_of(&mut cursor, policy, &fields, record)?);
                     }
                     Some(_) => still_owed.push(owed.clone()),
+                    // Past a one-shot write's partial model (a folder it did not load): still
+                    // owed, whatever it holds; a later write or sync on the whole model decides.
+                    None if inventory.as_whole().is_none() => still_owed.push(owed.clone()),
                     // Gone from the index's sources: nothing is owed for it.
                     None => {}
                 }
