@@ -15,9 +15,7 @@ use std::collections::{BTreeSet, VecDeque};
 use std::path::{Path, PathBuf};
 
 use super::changes::{ChangeSet, Changes};
-use super::{
-    FileStamp, Inventory, Model, NoteRecord, PartialModel, Reach, list_folder, now_ns, parent_dir, read_all, read_record, stamp_now,
-};
+use super::{FileStamp, Inventory, Model, NoteRecord, PartialModel, Reach, Reread, list_folder, now_ns, parent_dir, read_all, stamp_now};
 use crate::error::Result;
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
@@ -29,6 +27,9 @@ use crate::store::layout;
 pub struct Applied {
     /// Pages read again or forgotten.
     pub reread: usize,
+    /// Pages read again whose bytes were those their records were analysed from (the engine's
+    /// own writes): not parsed again.
+    pub confirmed: usize,
     /// Folders listed again.
     pub relisted: usize,
     /// A catalog page (or the root index) changed, appeared or vanished, or a walk ran.
@@ -41,6 +42,9 @@ pub struct Applied {
 enum Looked {
     /// Its stat identity had not moved: nothing was read.
     Unchanged,
+    /// It was read and held the very bytes its record was analysed from: only the record's
+    /// stat identity was taken, nothing parsed.
+    Confirmed,
     /// It was read again (or forgotten); `catalog_changed`: a catalog page changed.
     Reread { catalog_changed: bool },
     /// Only a walk of the vault can say what changed (why).
@@ -96,6 +100,11 @@ pub fn compare_listing<'r>(
     changes
 }
 
+/// Whether a page of this kind is a catalog page (the root index or a folder's).
+fn is_page(kind: PageKind) -> bool {
+    matches!(kind, PageKind::Catalog | PageKind::RootIndex)
+}
+
 impl Inventory {
     /// Brings the whole model up to `changes`: a walk of the vault for `Unknown` (and for an
     /// entry only a walk can settle), each whole folder listed again, each entry looked at.
@@ -117,10 +126,25 @@ impl Inventory {
                 return self.walk_for(root, policy, "a folder could not be listed".into());
             }
             applied.relisted = relisting.listed;
-            applied.reread = relisting.forgotten + relisting.to_read.len();
-            applied.catalog_changed = relisting.forgotten > 0
-                || relisting.to_read.iter().any(|(_, kind)| matches!(kind, PageKind::Catalog | PageKind::RootIndex));
-            for record in read_all(root, policy, &relisting.to_read) {
+            applied.reread = relisting.forgotten;
+            applied.catalog_changed = relisting.forgotten > 0;
+            // Catalog pages the model holds (the engine's own, written into a new folder) are
+            // compared by their bytes first, as an entry is; the rest are read in bulk.
+            let (held, to_read): (Vec<_>, Vec<_>) =
+                relisting.to_read.into_iter().partition(|(path, kind)| is_page(*kind) && self.records.contains_key(path));
+            for (path, kind) in held {
+                match self.reread_held(root, policy, &path, kind) {
+                    Looked::Confirmed => applied.confirmed += 1,
+                    Looked::Reread { catalog_changed } => {
+                        applied.reread += 1;
+                        applied.catalog_changed |= catalog_changed;
+                    }
+                    Looked::Unchanged | Looked::Walk(_) => {}
+                }
+            }
+            applied.reread += to_read.len();
+            applied.catalog_changed |= to_read.iter().any(|(_, kind)| is_page(*kind));
+            for record in read_all(root, policy, &to_read) {
                 self.upsert(record);
             }
         }
@@ -136,7 +160,7 @@ impl Inventory {
     /// `apply` of `Unknown(reason)`: a stat walk.
     fn walk_for(&mut self, root: &Path, policy: &LoadedPolicy, reason: String) -> Result<Applied> {
         let reread = self.walk_again(root, policy)?;
-        Ok(Applied { reread, relisted: 0, catalog_changed: true, walked: Some(reason) })
+        Ok(Applied { reread, relisted: 0, catalog_changed: true, walked: Some(reason), ..Applied::default() })
     }
 
     /// A full stat walk: re-reads every page whose stat identity moved (or is racy), adds and
@@ -236,8 +260,14 @@ impl Inventory {
                 self.remove(&path);
                 out.forgotten += 1;
             }
+            // Only the folders under `dir` can be its subfolders: a range, not every folder.
+            let under: Box<dyn Iterator<Item = &String>> = if dir.is_empty() {
+                Box::new(self.dirs.keys())
+            } else {
+                Box::new(self.dirs.range(format!("{dir}/")..format!("{dir}0")).map(|(d, _)| d))
+            };
             let vanished: Vec<String> =
-                self.dirs.keys().filter(|d| !d.is_empty() && parent_dir(d) == dir && !listed_dirs.contains(*d)).cloned().collect();
+                under.filter(|d| !d.is_empty() && parent_dir(d) == dir && !listed_dirs.contains(*d)).cloned().collect();
             for sub in vanished {
                 out.forgotten += self.forget_subtree(&sub);
             }
@@ -283,6 +313,7 @@ impl<V: Reach> Model<V> {
         for rel in changes.entries() {
             match self.look_at(root, policy, &rel) {
                 Looked::Unchanged => {}
+                Looked::Confirmed => applied.confirmed += 1,
                 Looked::Reread { catalog_changed } => {
                     applied.reread += 1;
                     applied.catalog_changed |= catalog_changed;
@@ -320,11 +351,7 @@ impl<V: Reach> Model<V> {
                 if self.records.get(&path).is_some_and(|r| r.is_current(kind, meta.as_ref().map(FileStamp::of))) {
                     return Looked::Unchanged;
                 }
-                let record = read_record(root, &path, kind, policy);
-                let hash = record.content_hash;
-                let previous = self.upsert(record);
-                let catalog_page = matches!(kind, PageKind::Catalog | PageKind::RootIndex);
-                Looked::Reread { catalog_changed: catalog_page && previous.is_none_or(|p| p.content_hash != hash) }
+                self.reread_held(root, policy, &path, kind)
             }
             None if walked => {
                 if self.files.contains(&path) && !self.records.contains_key(&path) {
@@ -342,6 +369,25 @@ impl<V: Reach> Model<V> {
                 }
                 let catalog_page = previous.as_ref().is_some_and(|p| matches!(p.kind, PageKind::Catalog | PageKind::RootIndex));
                 Looked::Reread { catalog_changed: catalog_page }
+            }
+        }
+    }
+
+    /// Reads `path` again against the record the model holds of it, if any: `Confirmed` when
+    /// its bytes are those the record was analysed from (the engine's own page after a write:
+    /// its stamp alone is new, nothing is parsed), else the record replaced by a full read.
+    fn reread_held(&mut self, root: &Path, policy: &LoadedPolicy, path: &VaultPath, kind: PageKind) -> Looked {
+        match super::reread_record(root, path, kind, policy, self.records.get(path)) {
+            Reread::Same(stamp) => {
+                if let Some(held) = self.records.get_mut(path) {
+                    held.stamp = Some(stamp);
+                }
+                Looked::Confirmed
+            }
+            Reread::Read(record) => {
+                let hash = record.content_hash;
+                let previous = self.upsert(*record);
+                Looked::Reread { catalog_changed: is_page(kind) && previous.is_none_or(|p| p.content_hash != hash) }
             }
         }
     }

@@ -67,6 +67,44 @@ impl VaultState {
         }
     }
 
+    /// After a write put `changes` in place: the whole model holds its catalog pages as the
+    /// engine wrote them (records analysed from those bytes, with no stamp, so the next look
+    /// at the disk reads each file again), and the pages it removed are forgotten. When the
+    /// watcher then reports them, a page whose bytes are still these is not parsed again
+    /// (`inventory::reread_record`), and the remembered renderer state, which the write merged,
+    /// stays trusted; a page someone changed since differs in a byte and is read as any
+    /// outside edit. A write's partial model is left alone: it is dropped at the next look.
+    pub(crate) fn hold_written_pages(&self, changes: &[crate::store::journal::FileChange]) {
+        use crate::store::journal::FileChange;
+        let mut guard = self.inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Where an ignore file decides scope, only a walk says whether a page is in it.
+        let super::model::Held::Whole(inventory) = &mut *guard else { return };
+        if inventory.ignore_files {
+            return;
+        }
+        for change in changes {
+            let Ok(path) = VaultPath::parse_walked(change.path()) else { continue };
+            let Some(kind) = crate::scan::classify(&self.policy, &path).filter(|k| matches!(k, PageKind::Catalog | PageKind::RootIndex))
+            else {
+                continue;
+            };
+            match change {
+                FileChange::Write { text, .. } => {
+                    let bytes = text.as_bytes();
+                    let mut record = inventory::NoteRecord::empty(path, kind);
+                    record.size_bytes = bytes.len() as u64;
+                    record.content_hash = *blake3::hash(bytes).as_bytes();
+                    inventory::analyse_bytes(&mut record, bytes, &self.policy);
+                    inventory.upsert(record);
+                }
+                FileChange::Delete { .. } => {
+                    inventory.remove(&path);
+                }
+                FileChange::Append { .. } => {}
+            }
+        }
+    }
+
     /// Forgets the remembered catalog state; the next plan reloads it and re-verifies pages.
     pub(crate) fn invalidate_catalog_state(&self) {
         *self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = None;

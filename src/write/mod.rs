@@ -435,6 +435,7 @@ impl Committed {
         match finish(vault, writer, &intent, receipt, &confirmed, phases) {
             Ok(receipt) => {
                 vault.merge_catalog_state(catalog_state, &catalog_dirs);
+                vault.hold_written_pages(&intent.changes);
                 Ok(receipt)
             }
             Err(error) => {

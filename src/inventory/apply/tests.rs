@@ -180,3 +180,50 @@ fn applying_whole_folders_lists_them_again_new_subfolders_whole_and_forgets_vani
     assert_eq!(folders, walked.dirs.keys().collect::<BTreeSet<_>>());
     assert!(model.dirs.values().all(Option::is_some), "every folder listed is proven: {:?}", model.dirs);
 }
+
+/// A page whose bytes hash equal to those its record was analysed from (the engine's own page
+/// after a write: its stamp is racy, so only its bytes can tell) is not parsed again, only its
+/// stat identity taken; a byte that differs, even written within the same clock tick and at
+/// the same length, is read and parsed as any outside edit.
+#[test]
+fn a_page_holding_the_bytes_its_record_was_analysed_from_is_not_parsed_again() {
+    use crate::inventory::{FileProblem, analyse_bytes, read_record};
+    use crate::note::path::VaultPath;
+    use crate::scan::PageKind;
+    let page_text = |target: &str| format!("---\nx-generated-by: paravault\n---\n# Projects\n\n- [[a]] and [[{target}]]\n");
+    let (dir, policy) = vault(&[("01_Projects/a.md", note("A")), ("01_Projects/_index.md", page_text("x"))]);
+    let root = dir.path();
+    let mut model = Inventory::load(root, &policy).expect("load");
+    let page = VaultPath::parse_walked("01_Projects/_index.md").expect("path");
+    let told = ChangeSet::of_paths([page.as_str()]);
+
+    // The engine writes the page and holds the record of the bytes it wrote, with no stamp; a
+    // marker no parse of the file yields shows whether the analysis was kept.
+    let written = page_text("b");
+    put(root, page.as_str(), &written);
+    let mut held = NoteRecord::empty(page.clone(), PageKind::Catalog);
+    held.size_bytes = written.len() as u64;
+    held.content_hash = *blake3::hash(written.as_bytes()).as_bytes();
+    analyse_bytes(&mut held, written.as_bytes(), &policy);
+    held.problems.push(FileProblem { rule: "marker", line: None, message: "the held analysis".into() });
+    model.upsert(held);
+    let applied = model.apply(root, &policy, &told).expect("apply");
+    assert_eq!((applied.confirmed, applied.reread, applied.catalog_changed), (1, 0, false), "{applied:?}");
+    let record = &model.records[&page];
+    assert!(record.problems.iter().any(|p| p.rule == "marker"), "not parsed again: {record:?}");
+    let fresh = read_record(root, &page, PageKind::Catalog, &policy);
+    assert_eq!(record.stamp.map(|(stamp, _)| stamp), fresh.stamp.map(|(stamp, _)| stamp), "its stat identity is taken");
+
+    // A person's edit right after, the same length: read and parsed, the marker gone.
+    let edited = page_text("c");
+    assert_eq!(edited.len(), written.len());
+    put(root, page.as_str(), &edited);
+    let applied = model.apply(root, &policy, &told).expect("apply the edit");
+    assert_eq!((applied.confirmed, applied.reread, applied.catalog_changed), (0, 1, true), "{applied:?}");
+    let record = &model.records[&page];
+    let fresh = read_record(root, &page, PageKind::Catalog, &policy);
+    assert_eq!(record.content_hash, fresh.content_hash);
+    assert!(record.links.iter().any(|l| l.target == "c") && !record.problems.iter().any(|p| p.rule == "marker"), "{record:?}");
+    let walked = Inventory::load(root, &policy).expect("walk");
+    assert_eq!(summary(&model), summary(&walked));
+}

@@ -1,0 +1,66 @@
+//! The folder index (`Inventory::by_folder`) against the range scans it replaced.
+
+use super::*;
+use proptest::prelude::*;
+
+/// Folders whose names sort around one another (`a` before `a-b` before `a/…` before `a0`),
+/// so a range scan's seeks past subfolders are exercised, and files of each kind.
+const FOLDERS: [&str; 7] = ["", "a", "a-b", "a/b", "a/b/c", "a0", "b"];
+const NAMES: [&str; 4] = ["x.md", "y.md", "_index.md", "z.png"];
+
+#[derive(Debug, Clone)]
+enum Op {
+    Upsert(usize, usize),
+    Remove(usize, usize),
+    Attach(usize, usize),
+}
+
+fn path(folder: usize, name: usize) -> VaultPath {
+    let folder = FOLDERS[folder];
+    let rel = if folder.is_empty() { NAMES[name].to_string() } else { format!("{folder}/{}", NAMES[name]) };
+    VaultPath::parse_walked(&rel).expect("a vault path")
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let at = (0..FOLDERS.len(), 0..NAMES.len());
+    prop_oneof![
+        at.clone().prop_map(|(f, n)| Op::Upsert(f, n)),
+        at.clone().prop_map(|(f, n)| Op::Remove(f, n)),
+        at.prop_map(|(f, n)| Op::Attach(f, n)),
+    ]
+}
+
+/// `direct_files` and `direct_records` of every folder (and of ones the model never held)
+/// equal the range scans over `files` and `records` that skip each subfolder.
+fn assert_folders_answer_as_range_scans(inventory: &Inventory) {
+    for dir in FOLDERS.iter().chain(&["a/b/c/d", "c"]) {
+        let files = direct_in(|range| inventory.files.range(range).next(), dir);
+        assert_eq!(inventory.direct_files(dir), files, "files of {dir:?}");
+        let records = direct_in(|range| inventory.records.range(range).next().map(|(path, _)| path), dir);
+        assert_eq!(inventory.direct_records(dir).expect("a whole model answers"), records, "records of {dir:?}");
+    }
+}
+
+proptest! {
+    #[test]
+    fn a_folders_own_entries_are_what_the_range_scans_found(ops in proptest::collection::vec(op(), 1..60)) {
+        let mut inventory = Inventory::default();
+        for op in ops {
+            match op {
+                Op::Upsert(f, n) => {
+                    inventory.upsert(NoteRecord::empty(path(f, n), PageKind::Note));
+                }
+                Op::Remove(f, n) => {
+                    inventory.remove(&path(f, n));
+                }
+                Op::Attach(f, n) => inventory.add_attachment(path(f, n)),
+            }
+            assert_folders_answer_as_range_scans(&inventory);
+        }
+        // A model assembled from the same records and files answers alike.
+        let files: Vec<VaultPath> = inventory.files.iter().cloned().collect();
+        let records: Vec<NoteRecord> = inventory.records.values().cloned().collect();
+        let assembled = Inventory::default().assemble(records, files);
+        assert_folders_answer_as_range_scans(&assembled);
+    }
+}
