@@ -84,7 +84,7 @@ pub(crate) fn commit(
     let paths: BTreeSet<&str> = removes.iter().map(String::as_str).chain(upserts.iter().map(|(p, _)| p.as_str())).collect();
 
     // Deletes: the parent's open segment readers answer which documents each path holds.
-    let searcher = parent.reader.searcher();
+    let searcher = parent.searcher()?;
     let readers: HashMap<SegmentId, &SegmentReader> = searcher.segment_readers().iter().map(|r| (r.segment_id(), r)).collect();
     let mut deletes: Vec<(usize, BitSet, u32)> = Vec::new();
     for (position, segment) in meta.segments.iter().enumerate() {

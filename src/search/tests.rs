@@ -245,7 +245,7 @@ fn gc_never_removes_a_held_generation() {
     let p = policy(Some("search:\n  generations_kept: 1\n"));
     let first = sync_all(v.path(), &p);
     let held = generation::open_generation(v.path(), &first.generation_id).expect("open");
-    let before = held.reader.searcher().search(&AllQuery, &Count).expect("count");
+    let before = held.searcher().expect("searcher").search(&AllQuery, &Count).expect("count");
     for i in 0..4 {
         write(v.path(), "02_Areas/garden.md", "Garden", &format!("Version {i} of the garden."), "");
         let inv = Inventory::load(v.path(), &p).expect("inv");
@@ -257,7 +257,7 @@ fn gc_never_removes_a_held_generation() {
             assert!(generation::index_dir(v.path()).join(&f.name).exists(), "held file {} kept", f.name);
         }
     }
-    assert_eq!(held.reader.searcher().search(&AllQuery, &Count).expect("count"), before);
+    assert_eq!(held.searcher().expect("searcher").search(&AllQuery, &Count).expect("count"), before);
     let first_id = held.id().to_string();
     drop(held);
     generation::forget_cached(v.path());
@@ -418,14 +418,14 @@ fn publish_rolls_the_writer_back_to_the_active_generation() {
 /// Live documents of the active generation as (path, chunk id), and the paths `query` finds.
 fn index_state(root: &Path, p: &LoadedPolicy, queries: &[&str]) -> (Vec<(String, String)>, Vec<Vec<String>>) {
     let g = generation::acquire(root, p).expect("acquire").generation;
-    let searcher = g.reader.searcher();
+    let searcher = g.searcher().expect("searcher");
     let mut docs = Vec::new();
     for reader in searcher.segment_readers() {
         let store = reader.get_store_reader(1).expect("store");
         for doc in reader.doc_ids_alive() {
             let d: tantivy::TantivyDocument = store.get(doc).expect("doc");
             let path = d.get_first(g.fields.path).and_then(|v| tantivy::schema::Value::as_str(&v)).unwrap_or_default().to_string();
-            docs.push((path, tantivy::Document::to_json(&d, &g.index.schema())));
+            docs.push((path, tantivy::Document::to_json(&d, &g.index().expect("index").schema())));
         }
     }
     docs.sort();
@@ -495,8 +495,8 @@ fn keywords_from_stored_chunks_equal_keywords_of_the_note_text() {
     write(v.path(), "03_Resources/comets.md", "Comet facts", &body, "");
     sync_all(v.path(), &p);
     let g = generation::acquire(v.path(), &p).expect("acquire").generation;
-    let searcher = g.reader.searcher();
-    let entry = note_entry(&g, &searcher, "03_Resources/comets.md").expect("entry").expect("indexed");
+    let searcher = g.searcher().expect("searcher");
+    let entry = note_entry(&g, "03_Resources/comets.md").expect("entry").expect("indexed");
     let text = std::fs::read_to_string(v.path().join("03_Resources/comets.md")).expect("read");
     let body_text = crate::note::frontmatter::split(&text).expect("split").body.to_string();
     let expected = schema::keywords(&format!("{}\n{}\n{body_text}", entry.title, entry.description));
@@ -726,7 +726,7 @@ fn bm25_sees_chunk_documents_only_and_the_policy_parameters() {
     let p = policy(None);
     sync_all(v.path(), &p);
     let g = generation::acquire(v.path(), &p).expect("acquire").generation;
-    let searcher = g.reader.searcher();
+    let searcher = g.searcher().expect("searcher");
     let stats = query::Bm25Statistics::new(&searcher, &g.fields).expect("stats");
     use tantivy::query::Bm25StatisticsProvider;
     // Three notes: three note documents and three chunks; N is the chunks alone.
@@ -761,13 +761,13 @@ type TailAnswers = ((String, Counts, Vec<Exclusion>, String), Vec<(u32, u32, Str
 fn tail_answers(g: &generation::OpenGeneration, p: &LoadedPolicy, queries: &[&str]) -> TailAnswers {
     let m = &g.manifest;
     let summary = (m.generation_id.clone(), m.counts.clone(), m.exclusions.clone(), m.source_snapshot_hash.clone());
-    let searcher = g.reader.searcher();
+    let searcher = g.searcher().expect("searcher");
     let mut docs = Vec::new();
     for (ord, reader) in searcher.segment_readers().iter().enumerate() {
         let store = reader.get_store_reader(1).expect("store");
         for doc in reader.doc_ids_alive() {
             let d: tantivy::TantivyDocument = store.get(doc).expect("doc");
-            docs.push((ord as u32, doc, tantivy::Document::to_json(&d, &g.index.schema())));
+            docs.push((ord as u32, doc, tantivy::Document::to_json(&d, &g.index().expect("index").schema())));
         }
     }
     let stats = query::Bm25Statistics::new(&searcher, &g.fields).expect("stats");
@@ -986,6 +986,254 @@ fn a_tail_temporal_table_is_the_one_built_from_scratch() {
         for day in ["2019-06-01", "2021-06-01", "2026-01-01"] {
             let day = NaiveDate::parse_from_str(day, "%Y-%m-%d").expect("date");
             assert_eq!(derived.statuses(day), scratch.statuses(day), "step {i}, {day}");
+        }
+    }
+}
+
+/// A small deterministic generator (splitmix64) for the seeded overlay comparison.
+struct Seeded(u64);
+
+impl Seeded {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a>(&mut self, from: &[&'a str]) -> &'a str {
+        from[self.below(from.len())]
+    }
+}
+
+/// Words of the generated notes: shared ones, stop words, words only the base or only the
+/// tail writes, and a word every note holds (long posting lists).
+const SHARED_WORDS: [&str; 10] = ["comet", "orbit", "dust", "garden", "tomato", "borrow", "ion", "star", "river", "stone"];
+const STOP_WORDS: [&str; 4] = ["the", "and", "of", "a"];
+const BASE_WORDS: [&str; 2] = ["nebula", "basalt"];
+const TAIL_WORDS: [&str; 2] = ["quasar", "zephyr"];
+
+/// A note text of random words (`own`: the words only its side writes), with 0–2 sections
+/// beyond the first chunk and sometimes tags.
+fn seeded_note(r: &mut Seeded, title: &str, own: &[&str]) -> String {
+    let words = |r: &mut Seeded, n: usize| -> String {
+        let mut out = vec!["everywhere"];
+        for _ in 0..n {
+            out.push(match r.below(10) {
+                0..=5 => r.pick(&SHARED_WORDS),
+                6 | 7 => r.pick(&STOP_WORDS),
+                _ => r.pick(own),
+            });
+        }
+        out.join(" ")
+    };
+    let tags = if r.below(2) == 0 { format!("tags: [{}]\n", r.pick(&SHARED_WORDS)) } else { String::new() };
+    let n = 3 + r.below(40);
+    let mut body = words(r, n);
+    for s in 0..r.below(3) {
+        let (heading, n) = (r.pick(&SHARED_WORDS), 3 + r.below(30));
+        body.push_str(&format!("\n\n## Part {s} {heading}\n\n{}", words(r, n)));
+    }
+    format!("---\ntype: Resource\ntitle: \"{title}\"\ndescription: \"About {title}\"\ntimestamp: 2024-01-01T00:00:00Z\n{tags}---\n{body}\n")
+}
+
+/// Over random vaults (a base of several on-disk segments, some with deleted documents) and
+/// random write sequences (new notes, edits, removals and moves of the base's notes, a note
+/// made invalid), a tail generation's overlay (`tail_top`, `ranked_notes_via` with the
+/// overlay, `note_entry`) answers every random query exactly as its tantivy segment does:
+/// the same documents, doc addresses, order and score bits, under exact and quantised lengths,
+/// one field or several, and small pruning blocks (so the tail's lists have several).
+#[test]
+fn a_tail_overlay_answers_as_its_tantivy_segment() {
+    use crate::store::journal::{FileChange, Intent, Journal, PreImage, Record};
+    use tantivy::collector::TopDocs;
+    let policies = [
+        None,
+        Some("search:\n  bm25_lengths: quantised\n"),
+        Some("search:\n  boosts:\n    title: 2.0\n    tags: 1.5\n    description: 0.5\n    section: 1.0\n    body: 1.0\n"),
+        Some(
+            "search:\n  bm25_lengths: quantised\n  boosts:\n    title: 3.0\n    tags: 0.0\n    description: 0.0\n    section: 2.0\n    body: 1.0\n",
+        ),
+    ];
+    for seed in 0..12u64 {
+        let mut r = Seeded(seed);
+        let p = policy(policies[seed as usize % policies.len()]);
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path();
+        let put = |rel: &str, text: &str| {
+            let path = layout::join(root, rel);
+            std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+            std::fs::write(path, text).expect("write");
+        };
+        // The base: a first sync, then a few small publishes (each its own segment, deleting
+        // documents in the earlier ones).
+        let mut base_paths: Vec<String> = Vec::new();
+        for i in 0..4 + r.below(10) {
+            let path = format!("0{}_Notes/n{i}.md", 1 + r.below(3));
+            put(&path, &seeded_note(&mut r, &format!("Note {i}"), &BASE_WORDS));
+            base_paths.push(path);
+        }
+        base_paths.sort();
+        base_paths.dedup();
+        sync_all(root, &p);
+        for round in 0..r.below(4) {
+            for _ in 0..1 + r.below(3) {
+                let path = base_paths[r.below(base_paths.len())].clone();
+                put(&path, &seeded_note(&mut r, &format!("Edited {round}"), &BASE_WORDS));
+            }
+            if r.below(3) == 0 {
+                let path = format!("04_Archives/a{round}.md");
+                put(&path, &seeded_note(&mut r, "Archived", &BASE_WORDS));
+                base_paths.push(path);
+            }
+            sync_all(root, &p);
+        }
+        let base = generation::acquire(root, &p).expect("acquire").generation;
+        assert!(base.tail_of.is_none());
+        let (mut journal, _) = Journal::open(root).expect("journal");
+        let mut live: Vec<String> = base_paths.clone();
+        let steps = 1 + r.below(5);
+        for step in 0..steps {
+            let seq = base.manifest.covers_seq + step as u64 + 1;
+            let mut changes: Vec<(String, Option<String>)> = Vec::new();
+            for c in 0..1 + r.below(3) {
+                match r.below(6) {
+                    // A new note (sometimes a copy of a live one: equal scores, ties by address).
+                    0 | 1 => {
+                        let text = if r.below(3) == 0 && !live.is_empty() {
+                            std::fs::read_to_string(layout::join(root, &live[r.below(live.len())])).unwrap_or_default()
+                        } else {
+                            seeded_note(&mut r, &format!("Tail {step} {c}"), &TAIL_WORDS)
+                        };
+                        let text = if text.is_empty() { seeded_note(&mut r, "Tail", &TAIL_WORDS) } else { text };
+                        changes.push((format!("01_Notes/t{step}-{c}.md"), Some(text)));
+                    }
+                    // An edit of a live note.
+                    2 | 3 if !live.is_empty() => {
+                        let path = live[r.below(live.len())].clone();
+                        changes.push((path, Some(seeded_note(&mut r, &format!("Rewritten {step}"), &TAIL_WORDS))));
+                    }
+                    // A removal, or a move (removed, its text at a new path).
+                    4 if !live.is_empty() => {
+                        let path = live[r.below(live.len())].clone();
+                        let text = std::fs::read_to_string(layout::join(root, &path)).unwrap_or_default();
+                        changes.push((path.clone(), None));
+                        if r.below(2) == 0 && !text.is_empty() {
+                            changes.push((format!("03_Moved/m{step}-{c}.md"), Some(text)));
+                        }
+                    }
+                    // A note made invalid: excluded, its documents gone.
+                    _ if !live.is_empty() => {
+                        let path = live[r.below(live.len())].clone();
+                        changes.push((path, Some("---\ntype: [unclosed\n---\nbroken comet\n".to_string())));
+                    }
+                    _ => changes.push((format!("01_Notes/t{step}-{c}.md"), Some(seeded_note(&mut r, "Tail", &TAIL_WORDS)))),
+                }
+            }
+            // One change per path in an intent (the last one wins, as a write leaves it).
+            let mut last: std::collections::BTreeMap<String, Option<String>> = std::collections::BTreeMap::new();
+            for (path, text) in changes {
+                last.insert(path, text);
+            }
+            for (path, text) in &last {
+                match text {
+                    Some(text) => {
+                        put(path, text);
+                        if !live.contains(path) {
+                            live.push(path.clone());
+                        }
+                    }
+                    None => {
+                        let _ = std::fs::remove_file(layout::join(root, path));
+                        live.retain(|p| p != path);
+                    }
+                }
+            }
+            let intent = Intent {
+                seq,
+                changes: last
+                    .iter()
+                    .map(|(path, text)| match text {
+                        Some(text) => FileChange::Write { path: path.clone(), text: text.clone(), before: Some(PreImage::Absent) },
+                        None => FileChange::Delete { path: path.clone(), before: None },
+                    })
+                    .collect(),
+                search_changed: last.iter().filter(|(_, t)| t.is_some()).map(|(path, _)| path.clone()).collect(),
+                search_removed: last.iter().filter(|(_, t)| t.is_none()).map(|(path, _)| path.clone()).collect(),
+                receipt: serde_json::json!({"seq": seq}),
+                search_snapshot: None,
+            };
+            journal.append(&Record::Intent(intent), true).expect("append");
+            let (_, records) = crate::store::journal::read_committed(root).expect("read").expect("journal");
+            let served = super::read::tail::serve(root, &p, base.clone(), &records, None).expect("serve").expect("a tail");
+            let g = &served.generation;
+            let tail = g.tail_of.as_ref().expect("a tail generation");
+            let base_searcher = base.searcher().expect("base searcher");
+            // Note entries: every path the vault ever had, touched or not.
+            let segment = g.searcher().expect("the tail's segment");
+            let mut paths: Vec<String> = base_paths.iter().chain(live.iter()).chain(tail.touched.iter()).cloned().collect();
+            paths.sort();
+            paths.dedup();
+            for path in &paths {
+                let scratch =
+                    super::read::note_doc(g, &segment, path).expect("note doc").map(|d| super::read::stored_text(&d, g.fields.note_json));
+                let overlay = note_entry(g, path).expect("entry").map(|e| serde_json::to_string(&*e).expect("json"));
+                let scratch = scratch
+                    .map(|json| serde_json::to_string(&serde_json::from_str::<schema::NoteEntry>(&json).expect("entry")).expect("json"));
+                assert_eq!(overlay, scratch, "seed {seed} step {step}: {path}");
+            }
+            assert_eq!(tail.overlay.num_docs, segment.num_docs(), "seed {seed} step {step}");
+            let stats = query::Bm25Statistics::new(&segment, &g.fields).expect("stats");
+            for _ in 0..8 {
+                let mut text: Vec<&str> = Vec::new();
+                for _ in 0..1 + r.below(4) {
+                    text.push(match r.below(5) {
+                        0 | 1 => r.pick(&SHARED_WORDS),
+                        2 => r.pick(&STOP_WORDS),
+                        3 => r.pick(&BASE_WORDS),
+                        _ => r.pick(&TAIL_WORDS),
+                    });
+                }
+                if r.below(4) == 0 {
+                    text.push(text[0]);
+                }
+                let text = text.join(" ");
+                let analysed = query::analyse(&text);
+                let Some(q) = query::bm25(&g.fields, &p.policy.search, &analysed) else { continue };
+                for block in [2, 128] {
+                    let q = q.clone().with_block(block);
+                    for k in [1, 3, 10, 1000] {
+                        let expected: Vec<(u32, u32, u32)> = segment
+                            .search_with_statistics_provider(&q, &TopDocs::with_limit(k).order_by_score(), &stats)
+                            .expect("search")
+                            .into_iter()
+                            .map(|(s, a)| (s.to_bits(), a.segment_ord, a.doc_id))
+                            .collect();
+                        let got: Vec<(u32, u32, u32)> = super::read::tail_top(tail, &base_searcher, &q, k)
+                            .expect("overlay")
+                            .into_iter()
+                            .map(|(s, a)| (s.to_bits(), a.segment_ord, a.doc_id))
+                            .collect();
+                        assert_eq!(got, expected, "seed {seed} step {step} query {text:?} block {block} k {k}");
+                    }
+                }
+                let some = |path: &str| !path.starts_with("02");
+                for (n, keep) in [(3, &(|_: &str| true) as &dyn Fn(&str) -> bool), (5, &some)] {
+                    let hits = |overlay: bool| {
+                        super::read::ranked_notes_via(g, &p.policy.search, &analysed, n, keep, overlay)
+                            .expect("ranked")
+                            .into_iter()
+                            .map(|h| (h.path, h.score.to_bits(), h.body, h.matches))
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(hits(true), hits(false), "seed {seed} step {step} query {text:?} n {n}");
+                }
+            }
         }
     }
 }

@@ -84,7 +84,7 @@ fn check_invariants(vault_dir: &Path, context: &str) {
             "{context}: the served generation {} does not match the notes on disk",
             served.id()
         );
-        let searcher = served.reader.searcher();
+        let searcher = served.searcher().unwrap();
         for path in latest.keys() {
             let term = tantivy::Term::from_field_text(served.fields.path, path);
             let query = tantivy::query::TermQuery::new(term, tantivy::schema::IndexRecordOption::Basic);

@@ -205,7 +205,7 @@ fn served_holds(root: &std::path::Path, vault: &paravault::Vault, path: &str) ->
     let served = paravault::search::generation::acquire(root, vault.policy()).unwrap().generation;
     let term = tantivy::Term::from_field_text(served.fields.path, path);
     let query = tantivy::query::TermQuery::new(term, tantivy::schema::IndexRecordOption::Basic);
-    served.reader.searcher().search(&query, &tantivy::collector::Count).unwrap() > 0
+    served.searcher().unwrap().search(&query, &tantivy::collector::Count).unwrap() > 0
 }
 
 fn fault_sweep(scenario: SweepScenario) {

@@ -302,7 +302,7 @@ pub(super) fn into_upserts(notes: Vec<NoteDocuments>) -> Vec<(String, Vec<Tantiv
 /// The vector rows of every chunk document in `g` that this change replaces or removes (one
 /// entry per chunk; `None` when it has no vector).
 fn replaced_chunk_rows(g: &OpenGeneration, upserts: &[NoteDocuments], removes: &[String]) -> Result<Vec<Option<u64>>> {
-    let searcher = g.reader.searcher();
+    let searcher = g.searcher()?;
     let touched: BTreeSet<&str> = upserts.iter().map(|n| n.path.as_str()).chain(removes.iter().map(String::as_str)).collect();
     let mut out = Vec::new();
     for path in touched {
@@ -317,7 +317,7 @@ fn replaced_chunk_rows(g: &OpenGeneration, upserts: &[NoteDocuments], removes: &
 
 /// path → blake3 hex of every note a generation indexed.
 fn indexed_hashes(g: &OpenGeneration) -> Result<BTreeMap<String, String>> {
-    let searcher = g.reader.searcher();
+    let searcher = g.searcher()?;
     let docs = searcher.search(&kind_query(g, schema::KIND_NOTE), &DocSetCollector).map_err(search_err)?;
     let mut out = BTreeMap::new();
     for addr in docs {

@@ -20,6 +20,8 @@
 //! block-max WAND needs its own `Bm25Weight` (fixed k1, b) for its per-block bounds and is not
 //! reachable from outside the crate; docs/retrieval.md measures the difference.
 
+use std::cmp::{Ordering as CmpOrdering, Reverse};
+use std::collections::BinaryHeap;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -131,21 +133,17 @@ struct Bm25Weight {
     segment_best: AtomicU32,
 }
 
-impl Query for Bm25Query {
-    fn weight(&self, enable_scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
-        let Some(searcher) = enable_scoring.searcher() else {
-            return Err(tantivy::TantivyError::InvalidArgument("BM25 needs a searcher for its statistics".into()));
-        };
-        let docs = searcher.doc_freq(&self.population)?.max(1);
+impl Bm25Query {
+    /// The weight under the collection statistics `counts` gives: N (the population term's
+    /// document frequency), each field's total tokens, each term's document frequency.
+    fn weight_with(&self, counts: &dyn Counts) -> tantivy::Result<Bm25Weight> {
+        let docs = counts.doc_freq(&self.population)?.max(1);
         let k1 = f64::from(self.params.k1);
         let b = f64::from(self.params.b);
         let mut fields = Vec::with_capacity(self.fields.len());
         let mut quantised = Vec::with_capacity(self.fields.len());
         for f in &self.fields {
-            let mut tokens = 0u64;
-            for reader in searcher.segment_readers() {
-                tokens += reader.inverted_index(f.field)?.total_num_tokens();
-            }
+            let tokens = counts.total_num_tokens(f.field)?;
             let avgdl = (tokens as f64 / docs as f64).max(f64::MIN_POSITIVE);
             let norm = FieldNorm {
                 a: k1 * (1.0 - b),
@@ -163,7 +161,7 @@ impl Query for Bm25Query {
         for (field_ix, f) in self.fields.iter().enumerate() {
             for (text, count) in &self.terms {
                 let term = Term::from_field_text(f.field, text);
-                let df = searcher.doc_freq(&term)?;
+                let df = counts.doc_freq(&term)?;
                 if df == 0 {
                     continue;
                 }
@@ -171,7 +169,189 @@ impl Query for Bm25Query {
                 clauses.push(Clause { term, field_ix, weight });
             }
         }
-        Ok(Box::new(Bm25Weight { clauses, fields, quantised, block: self.block, segment_best: AtomicU32::new(0) }))
+        Ok(Bm25Weight { clauses, fields, quantised, block: self.block, segment_best: AtomicU32::new(0) })
+    }
+
+    /// The top `k` documents of `parts` taken as one collection, in the order and with the
+    /// score bits tantivy's `TopDocs::with_limit(k).order_by_score()` gives over a searcher
+    /// whose segments are `parts` in that order (each `Part::Base`'s dead documents deleted):
+    /// (score, part, document), best first, ties by (part, document).
+    ///
+    /// Same weight (the statistics summed over the parts), same per-segment pruning with the
+    /// same thresholds in the same segment order (so every reported score is summed in the
+    /// same order), same per-segment top-k heap and the same merge.
+    pub(crate) fn top_k(&self, parts: &[Part<'_>], k: usize) -> tantivy::Result<Vec<(Score, u32, DocId)>> {
+        let weight = self.weight_with(&PartCounts(parts))?;
+        let mut all: Vec<(Score, u32, DocId)> = Vec::new();
+        for (ord, part) in parts.iter().enumerate() {
+            let mut top = TopHeap::new(k);
+            match part {
+                Part::Base { reader, dead } => {
+                    let mut callback = |doc: DocId, score: Score| {
+                        if !dead(doc) {
+                            top.push(score, doc);
+                        }
+                        top.threshold.unwrap_or(Score::MIN)
+                    };
+                    let (scoring, mut cursors) = weight.segment(reader)?;
+                    weight.block_bounds(reader, &scoring, &mut cursors)?;
+                    weight.prune(&scoring, &mut cursors, Score::MIN, &mut callback);
+                }
+                Part::Memory(segment) => {
+                    let (scoring, mut cursors) = weight.memory_segment(segment);
+                    weight.memory_block_bounds(&scoring, &mut cursors);
+                    weight.prune(&scoring, &mut cursors, Score::MIN, &mut |doc, score| {
+                        top.push(score, doc);
+                        top.threshold.unwrap_or(Score::MIN)
+                    });
+                }
+            }
+            all.extend(top.heap.into_iter().map(|Reverse(e)| (e.score, ord as u32, e.doc)));
+        }
+        all.sort_by(|x, y| y.0.partial_cmp(&x.0).unwrap_or(CmpOrdering::Equal).then((x.1, x.2).cmp(&(y.1, y.2))));
+        all.truncate(k);
+        Ok(all)
+    }
+}
+
+/// The collection statistics a weight is computed from.
+trait Counts {
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64>;
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64>;
+}
+
+/// A searcher's: every segment, deleted documents included (as tantivy's `Searcher::doc_freq`).
+struct SearcherCounts<'a>(&'a tantivy::Searcher);
+
+impl Counts for SearcherCounts<'_> {
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        self.0.doc_freq(term)
+    }
+
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        let mut tokens = 0u64;
+        for reader in self.0.segment_readers() {
+            tokens += reader.inverted_index(field)?.total_num_tokens();
+        }
+        Ok(tokens)
+    }
+}
+
+/// The parts', counted as a searcher over them counts (dead documents included).
+struct PartCounts<'a, 'b>(&'a [Part<'b>]);
+
+impl Counts for PartCounts<'_, '_> {
+    fn doc_freq(&self, term: &Term) -> tantivy::Result<u64> {
+        let mut total = 0u64;
+        for part in self.0 {
+            total += match part {
+                Part::Base { reader, .. } => u64::from(reader.inverted_index(term.field())?.doc_freq(term)?),
+                Part::Memory(segment) => segment.postings.get(term).map_or(0, |p| p.len() as u64),
+            };
+        }
+        Ok(total)
+    }
+
+    fn total_num_tokens(&self, field: Field) -> tantivy::Result<u64> {
+        let mut total = 0u64;
+        for part in self.0 {
+            total += match part {
+                Part::Base { reader, .. } => reader.inverted_index(field)?.total_num_tokens(),
+                Part::Memory(segment) => segment.tokens.get(&field).copied().unwrap_or(0),
+            };
+        }
+        Ok(total)
+    }
+}
+
+/// One segment of a collection `Bm25Query::top_k` searches.
+pub(crate) enum Part<'a> {
+    /// A tantivy segment, and which of its live documents count as deleted too.
+    Base { reader: &'a SegmentReader, dead: &'a dyn Fn(DocId) -> bool },
+    /// Documents held in memory, indexed as tantivy would index them into a segment.
+    Memory(&'a MemorySegment),
+}
+
+/// What BM25 reads of a segment, for documents held in memory: what a tantivy segment built
+/// from them (in the same order) would hold. Built by the caller, which knows the analysis.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct MemorySegment {
+    /// Documents in the segment.
+    pub(crate) max_doc: u32,
+    /// Per (field, term): (document, term frequency) by document.
+    pub(crate) postings: std::collections::HashMap<Term, Vec<(DocId, u32)>>,
+    /// Per field: the tokens of every document (tantivy's `total_num_tokens`).
+    pub(crate) tokens: std::collections::HashMap<Field, u64>,
+    /// Per indexed text field: every document's field-norm id (0 where it has no value).
+    pub(crate) norms: std::collections::HashMap<Field, Arc<Vec<u8>>>,
+    /// Per u64 fast field: every document's first value (`None`: no document has one).
+    pub(crate) fast: std::collections::HashMap<&'static str, Arc<Vec<Option<u64>>>>,
+}
+
+/// Min-heap entry of the per-segment top k: a higher score is greater, a lower document wins
+/// ties (tantivy's `ScoreHeapEntry`).
+struct HeapEntry {
+    score: Score,
+    doc: DocId,
+}
+
+impl PartialEq for HeapEntry {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == CmpOrdering::Equal
+    }
+}
+
+impl Eq for HeapEntry {}
+
+impl PartialOrd for HeapEntry {
+    fn partial_cmp(&self, other: &Self) -> Option<CmpOrdering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for HeapEntry {
+    fn cmp(&self, other: &Self) -> CmpOrdering {
+        self.score.partial_cmp(&other.score).unwrap_or(CmpOrdering::Equal).then_with(|| other.doc.cmp(&self.doc))
+    }
+}
+
+/// tantivy's `TopNHeap` (the top-k by score of `TopDocs::order_by_score`, per segment): the
+/// threshold is always the k-th best score, and an equal score is refused (the lower document
+/// wins).
+struct TopHeap {
+    heap: BinaryHeap<Reverse<HeapEntry>>,
+    k: usize,
+    threshold: Option<Score>,
+}
+
+impl TopHeap {
+    fn new(k: usize) -> TopHeap {
+        TopHeap { heap: BinaryHeap::with_capacity(k), k, threshold: None }
+    }
+
+    fn push(&mut self, score: Score, doc: DocId) {
+        if self.heap.len() < self.k {
+            self.heap.push(Reverse(HeapEntry { score, doc }));
+            if self.heap.len() == self.k {
+                self.threshold = self.heap.peek().map(|Reverse(e)| e.score);
+            }
+        } else if let Some(threshold) = self.threshold
+            && score > threshold
+        {
+            if let Some(mut min) = self.heap.peek_mut() {
+                *min = Reverse(HeapEntry { score, doc });
+            }
+            self.threshold = self.heap.peek().map(|Reverse(e)| e.score);
+        }
+    }
+}
+
+impl Query for Bm25Query {
+    fn weight(&self, enable_scoring: EnableScoring<'_>) -> tantivy::Result<Box<dyn Weight>> {
+        let Some(searcher) = enable_scoring.searcher() else {
+            return Err(tantivy::TantivyError::InvalidArgument("BM25 needs a searcher for its statistics".into()));
+        };
+        Ok(Box::new(self.weight_with(&SearcherCounts(searcher))?))
     }
 
     fn query_terms<'a>(&'a self, visitor: &mut dyn FnMut(&'a Term, bool)) {
@@ -187,11 +367,15 @@ enum Lengths {
     /// The same exact lengths, one array per segment (`blocks::dense_lengths`).
     Dense(Arc<Vec<u32>>),
     Quantised(FieldNormReader),
+    /// Exact lengths of documents held in memory (`MemorySegment::fast`).
+    Memory(Arc<Vec<Option<u64>>>),
+    /// Field-norm ids of documents held in memory (`MemorySegment::norms`).
+    Ids(Arc<Vec<u8>>),
 }
 
 /// A clause's postings in one segment, with its per-block bounds when pruning.
-struct Cursor {
-    postings: SegmentPostings,
+struct Cursor<P = SegmentPostings> {
+    postings: P,
     weight: f64,
     field_ix: usize,
     /// Its index in `Bm25Weight::clauses`.
@@ -205,7 +389,7 @@ struct Cursor {
     at: usize,
 }
 
-impl Cursor {
+impl<P> Cursor<P> {
     fn last_doc(&self, block: usize) -> DocId {
         self.blocks.as_ref().map_or(TERMINATED - 1, |b| b.last_doc[block])
     }
@@ -259,6 +443,12 @@ impl SegmentScoring<'_> {
                 f.a + f.c * dl
             }
             Lengths::Quantised(reader) => self.weight.quantised[field_ix][reader.fieldnorm_id(doc) as usize],
+            Lengths::Memory(lengths) => {
+                let dl = lengths.get(doc as usize).copied().flatten().unwrap_or(0) as f64;
+                let f = &self.weight.fields[field_ix];
+                f.a + f.c * dl
+            }
+            Lengths::Ids(ids) => self.weight.quantised[field_ix][ids.get(doc as usize).copied().unwrap_or(0) as usize],
         }
     }
 
@@ -268,13 +458,15 @@ impl SegmentScoring<'_> {
             Lengths::Exact(column) => column.first(doc).unwrap_or(0),
             Lengths::Dense(lengths) => u64::from(lengths.get(doc as usize).copied().unwrap_or(0)),
             Lengths::Quantised(reader) => u64::from(FieldNormReader::id_to_fieldnorm(reader.fieldnorm_id(doc))),
+            Lengths::Memory(lengths) => lengths.get(doc as usize).copied().flatten().unwrap_or(0),
+            Lengths::Ids(ids) => u64::from(FieldNormReader::id_to_fieldnorm(ids.get(doc as usize).copied().unwrap_or(0))),
         }
     }
 
     /// The clause's contribution for the document its postings are on.
     #[inline]
-    fn contribution(&self, cursor: &Cursor, doc: DocId) -> f64 {
-        let tf = f64::from(cursor.postings.term_freq());
+    fn contribution<P: TermPostings>(&self, cursor: &Cursor<P>, doc: DocId) -> f64 {
+        let tf = f64::from(cursor.postings.tf());
         cursor.weight * tf / (tf + self.k(cursor.field_ix, doc))
     }
 }
@@ -318,13 +510,13 @@ impl Bm25Weight {
     /// from the segment on first use and cached, `blocks`).
     fn block_bounds(&self, reader: &SegmentReader, scoring: &SegmentScoring<'_>, cursors: &mut [Cursor]) -> tantivy::Result<()> {
         for cursor in cursors.iter_mut() {
-            if cursor.postings.doc_freq() as usize <= self.block {
+            if cursor.postings.df() as usize <= self.block {
                 continue;
             }
             let term = &self.clauses[cursor.clause].term;
             let source = match &scoring.lengths[cursor.field_ix] {
                 Lengths::Exact(_) | Lengths::Dense(_) => self.fields[cursor.field_ix].exact.unwrap_or(""),
-                Lengths::Quantised(_) => "",
+                Lengths::Quantised(_) | Lengths::Memory(_) | Lengths::Ids(_) => "",
             };
             let key = (reader.segment_id(), term.clone(), source, self.block);
             let inverted = reader.inverted_index(term.field())?;
@@ -336,6 +528,133 @@ impl Bm25Weight {
         }
         Ok(())
     }
+    /// One segment's pruned top-k pass (`Weight::for_each_pruning`), its cursors made.
+    fn prune<P: TermPostings>(
+        &self,
+        scoring: &SegmentScoring<'_>,
+        cursors: &mut [Cursor<P>],
+        threshold: Score,
+        callback: &mut dyn FnMut(DocId, Score) -> Score,
+    ) {
+        // A segment done before this one (tantivy's `Searcher::search` makes one weight per
+        // search, whose top-k collector merges its segments' lists) holds k documents scoring at
+        // least its final threshold: a document here scoring strictly less cannot make the
+        // merged top k. Starting just below it (so that ties are still offered, whatever the
+        // merge's tie order) spares the warm-up of every segment after the first.
+        let before = f32::from_bits(self.segment_best.load(Ordering::Relaxed));
+        let start = if before > 0.0 { threshold.max(f32::from_bits(before.to_bits() - 1)) } else { threshold };
+        let reached = max_score(scoring, cursors, start, callback);
+        if reached > before {
+            self.segment_best.fetch_max(reached.to_bits(), Ordering::Relaxed);
+        }
+    }
+
+    /// `segment` for documents held in memory: the lengths and cursors a tantivy segment of
+    /// the same documents gives.
+    fn memory_segment<'w, 's>(&'w self, segment: &'s MemorySegment) -> (SegmentScoring<'w>, Vec<Cursor<MemoryPostings<'s>>>) {
+        let mut lengths = Vec::with_capacity(self.fields.len());
+        for (ix, f) in self.fields.iter().enumerate() {
+            let field = self.clauses.iter().find(|c| c.field_ix == ix).map(|c| c.term.field());
+            let exact = f.exact.and_then(|name| segment.fast.get(name).filter(|v| v.iter().any(Option::is_some)));
+            lengths.push(match (exact, field) {
+                (Some(column), _) => Lengths::Memory(column.clone()),
+                (None, Some(field)) => Lengths::Ids(segment.norms.get(&field).cloned().unwrap_or_default()),
+                (None, None) => Lengths::Quantised(FieldNormReader::constant(segment.max_doc, 1)),
+            });
+        }
+        let mut cursors = Vec::with_capacity(self.clauses.len());
+        for (clause_ix, clause) in self.clauses.iter().enumerate() {
+            if let Some(list) = segment.postings.get(&clause.term).filter(|l| !l.is_empty()) {
+                cursors.push(Cursor {
+                    postings: MemoryPostings { list, at: 0 },
+                    weight: clause.weight,
+                    field_ix: clause.field_ix,
+                    clause: clause_ix,
+                    blocks: None,
+                    bounds: vec![clause.weight * BOUND_MARGIN],
+                    at: 0,
+                });
+            }
+        }
+        (SegmentScoring { weight: self, lengths }, cursors)
+    }
+
+    /// `block_bounds` for documents held in memory (the blocks are built for this search).
+    fn memory_block_bounds(&self, scoring: &SegmentScoring<'_>, cursors: &mut [Cursor<MemoryPostings<'_>>]) {
+        for cursor in cursors.iter_mut() {
+            if cursor.postings.df() as usize <= self.block {
+                continue;
+            }
+            let field_ix = cursor.field_ix;
+            let blocks = Blocks::build(MemoryPostings { list: cursor.postings.list, at: 0 }, self.block, |doc| scoring.dl(field_ix, doc));
+            cursor.bounds = vec![f64::NAN; blocks.len()];
+            cursor.blocks = Some(Arc::new(blocks));
+        }
+    }
+}
+
+/// What the pruning reads of one term's postings: tantivy's, or a `MemorySegment`'s.
+trait TermPostings {
+    /// The current document (`TERMINATED` past the end).
+    fn at(&self) -> DocId;
+    fn next_doc(&mut self) -> DocId;
+    /// The first document at or after `target` (`target` after the current document).
+    fn skip_to(&mut self, target: DocId) -> DocId;
+    fn tf(&self) -> u32;
+    /// Documents in the list.
+    fn df(&self) -> u32;
+}
+
+impl TermPostings for SegmentPostings {
+    fn at(&self) -> DocId {
+        DocSet::doc(self)
+    }
+
+    fn next_doc(&mut self) -> DocId {
+        DocSet::advance(self)
+    }
+
+    fn skip_to(&mut self, target: DocId) -> DocId {
+        DocSet::seek(self, target)
+    }
+
+    fn tf(&self) -> u32 {
+        Postings::term_freq(self)
+    }
+
+    fn df(&self) -> u32 {
+        self.doc_freq()
+    }
+}
+
+/// A `MemorySegment` posting list being read.
+struct MemoryPostings<'s> {
+    list: &'s [(DocId, u32)],
+    at: usize,
+}
+
+impl TermPostings for MemoryPostings<'_> {
+    fn at(&self) -> DocId {
+        self.list.get(self.at).map_or(TERMINATED, |p| p.0)
+    }
+
+    fn next_doc(&mut self) -> DocId {
+        self.at = (self.at + 1).min(self.list.len());
+        self.at()
+    }
+
+    fn skip_to(&mut self, target: DocId) -> DocId {
+        self.at += self.list[self.at.min(self.list.len())..].partition_point(|p| p.0 < target);
+        self.at()
+    }
+
+    fn tf(&self) -> u32 {
+        self.list.get(self.at).map_or(0, |p| p.1)
+    }
+
+    fn df(&self) -> u32 {
+        self.list.len() as u32
+    }
 }
 
 impl Weight for Bm25Weight {
@@ -346,11 +665,11 @@ impl Weight for Bm25Weight {
         let mut scores = vec![0f64; reader.max_doc() as usize];
         let mut hit = vec![false; reader.max_doc() as usize];
         for cursor in &mut cursors {
-            let mut doc = cursor.postings.doc();
+            let mut doc = cursor.postings.at();
             while doc != TERMINATED {
                 scores[doc as usize] += scoring.contribution(cursor, doc);
                 hit[doc as usize] = true;
-                doc = cursor.postings.advance();
+                doc = cursor.postings.next_doc();
             }
         }
         let docs: Vec<(DocId, Score)> =
@@ -363,7 +682,7 @@ impl Weight for Bm25Weight {
         let mut total = 0f64;
         let mut details = Vec::new();
         for cursor in &mut cursors {
-            if cursor.postings.seek(doc) == doc {
+            if cursor.postings.skip_to(doc) == doc {
                 let s = scoring.contribution(cursor, doc);
                 total += s;
                 details.push(Explanation::new("w · tf / (tf + k1 (1 - b + b dl / avgdl))", s as Score));
@@ -387,17 +706,7 @@ impl Weight for Bm25Weight {
     ) -> tantivy::Result<()> {
         let (scoring, mut cursors) = self.segment(reader)?;
         self.block_bounds(reader, &scoring, &mut cursors)?;
-        // A segment done before this one (tantivy's `Searcher::search` makes one weight per
-        // search, whose top-k collector merges its segments' lists) holds k documents scoring at
-        // least its final threshold: a document here scoring strictly less cannot make the
-        // merged top k. Starting just below it (so that ties are still offered, whatever the
-        // merge's tie order) spares the warm-up of every segment after the first.
-        let before = f32::from_bits(self.segment_best.load(Ordering::Relaxed));
-        let start = if before > 0.0 { threshold.max(f32::from_bits(before.to_bits() - 1)) } else { threshold };
-        let reached = max_score(&scoring, &mut cursors, start, callback);
-        if reached > before {
-            self.segment_best.fetch_max(reached.to_bits(), Ordering::Relaxed);
-        }
+        self.prune(&scoring, &mut cursors, threshold, callback);
         Ok(())
     }
 }
@@ -430,9 +739,9 @@ const WINDOW_PER_CLAUSE: DocId = 32;
 /// of its blocks' exact maxima there. A window whose bounds sum to θ or less is skipped without
 /// decoding anything; in the others, the clauses whose window bounds together cannot exceed θ
 /// are only looked up (seek) for the documents the others bring, while the sum can still win.
-fn max_score(
+fn max_score<P: TermPostings>(
     scoring: &SegmentScoring<'_>,
-    cursors: &mut [Cursor],
+    cursors: &mut [Cursor<P>],
     threshold: Score,
     callback: &mut dyn FnMut(DocId, Score) -> Score,
 ) -> Score {
@@ -462,7 +771,7 @@ fn max_score(
         // WINDOW_PER_CLAUSE documents per leading clause.
         let mut end = TERMINATED;
         for c in cursors[leading..].iter_mut() {
-            let from = c.postings.doc().max(start);
+            let from = c.postings.at().max(start);
             if from != TERMINATED && c.shallow(from) {
                 end = end.min(c.last_doc(c.at));
             }
@@ -474,7 +783,7 @@ fn max_score(
         end = end.max(floor.min(u64::from(TERMINATED - 1)) as DocId);
         for (i, c) in cursors.iter_mut().enumerate() {
             // A clause's next posting is at or after its cursor: nothing before it is left.
-            let from = c.postings.doc().max(start);
+            let from = c.postings.at().max(start);
             let norm = &scoring.weight.fields[c.field_ix];
             local[i] = if from <= end && c.shallow(from) { c.bound_upto(end, norm) } else { 0.0 };
         }
@@ -487,13 +796,13 @@ fn max_score(
         if essential < n {
             for &i in &order[essential..] {
                 let c = &mut cursors[i];
-                if c.postings.doc() < start {
-                    c.postings.seek(start);
+                if c.postings.at() < start {
+                    c.postings.skip_to(start);
                 }
             }
         }
         while essential < n {
-            let Some(doc) = order[essential..].iter().map(|&i| cursors[i].postings.doc()).min() else { break };
+            let Some(doc) = order[essential..].iter().map(|&i| cursors[i].postings.at()).min() else { break };
             if doc > end {
                 break;
             }
@@ -501,9 +810,9 @@ fn max_score(
             let mut score = 0f64;
             for &i in &order[essential..] {
                 let cursor = &mut cursors[i];
-                if cursor.postings.doc() == doc {
+                if cursor.postings.at() == doc {
                     score += scoring.contribution(cursor, doc);
-                    cursor.postings.advance();
+                    cursor.postings.next_doc();
                 }
             }
             let mut possible = true;
@@ -513,10 +822,10 @@ fn max_score(
                     break;
                 }
                 let cursor = &mut cursors[order[k]];
-                if cursor.postings.doc() < doc {
-                    cursor.postings.seek(doc);
+                if cursor.postings.at() < doc {
+                    cursor.postings.skip_to(doc);
                 }
-                if cursor.postings.doc() == doc {
+                if cursor.postings.at() == doc {
                     score += scoring.contribution(cursor, doc);
                 }
             }

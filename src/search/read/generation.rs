@@ -110,8 +110,9 @@ pub struct Manifest {
 pub struct OpenGeneration {
     pub root: PathBuf,
     pub manifest: Manifest,
-    pub index: Index,
-    pub reader: IndexReader,
+    /// The tantivy index and reader: opened with the generation, or for a tail generation
+    /// built in memory on first use (`search::read::tail`: the common searches do without).
+    tantivy: OnceLock<std::result::Result<(Index, IndexReader), String>>,
     pub fields: Fields,
     pub manifest_modified: Option<SystemTime>,
     /// The tantivy directory the index reads (an overlay on it serves a tail generation with
@@ -132,6 +133,8 @@ pub struct OpenGeneration {
 pub(crate) struct TailOf {
     pub(crate) base: Arc<OpenGeneration>,
     pub(crate) touched: Arc<BTreeSet<String>>,
+    /// The tail's documents as a segment over the base's (`search::read::tail::Overlay`).
+    pub(crate) overlay: tail::Overlay,
 }
 
 impl std::fmt::Debug for OpenGeneration {
@@ -145,18 +148,20 @@ impl OpenGeneration {
     pub(crate) fn new(
         root: PathBuf,
         manifest: Manifest,
-        index: Index,
-        reader: IndexReader,
+        tantivy: Option<(Index, IndexReader)>,
         fields: Fields,
         manifest_modified: Option<SystemTime>,
         directory: RetainingDirectory,
         tail_of: Option<TailOf>,
     ) -> Self {
+        let opened = OnceLock::new();
+        if let Some(tantivy) = tantivy {
+            let _ = opened.set(Ok(tantivy));
+        }
         OpenGeneration {
             root,
             manifest,
-            index,
-            reader,
+            tantivy: opened,
             fields,
             manifest_modified,
             directory,
@@ -171,12 +176,31 @@ impl OpenGeneration {
         &self.manifest.generation_id
     }
 
+    /// The generation's tantivy index and reader (a tail generation's are built on first use).
+    fn tantivy(&self) -> Result<&(Index, IndexReader)> {
+        let opened = self.tantivy.get_or_init(|| match &self.tail_of {
+            Some(tail) => tail.segment(self).map_err(|e| e.to_string()),
+            None => Err("the generation has no tantivy index".to_string()),
+        });
+        opened.as_ref().map_err(|reason| corrupt(self.id(), reason.clone()))
+    }
+
+    /// The generation's tantivy index.
+    pub fn index(&self) -> Result<&Index> {
+        self.tantivy().map(|(index, _)| index)
+    }
+
+    /// A searcher over the generation's tantivy index.
+    pub fn searcher(&self) -> Result<tantivy::Searcher> {
+        self.tantivy().map(|(_, reader)| reader.searcher())
+    }
+
     /// The generation's dense index, loaded and verified on first use (`None`: it has none).
     pub(crate) fn dense(&self) -> Result<Option<Arc<DenseView>>> {
         let Some(manifest) = &self.manifest.dense else { return Ok(None) };
-        let view = self
-            .dense_view
-            .get_or_init(|| DenseView::build(&self.root, manifest, &self.reader.searcher()).map(Arc::new).map_err(|e| e.to_string()));
+        let view = self.dense_view.get_or_init(|| {
+            self.searcher().and_then(|s| DenseView::build(&self.root, manifest, &s)).map(Arc::new).map_err(|e| e.to_string())
+        });
         match view {
             Ok(view) => Ok(Some(view.clone())),
             Err(reason) => Err(corrupt(self.id(), format!("dense index unusable: {reason}"))),
@@ -333,7 +357,8 @@ pub(crate) fn open_generation(root: &Path, id: &str) -> Result<Arc<OpenGeneratio
         .try_into()
         .map_err(|e| corrupt(id, format!("tantivy cannot read the commit: {e}")))?;
     let manifest_modified = std::fs::metadata(manifest_path(root, id)).and_then(|m| m.modified()).ok();
-    let generation = Arc::new(OpenGeneration::new(key.clone(), manifest, index, reader, fields, manifest_modified, directory, None));
+    let generation =
+        Arc::new(OpenGeneration::new(key.clone(), manifest, Some((index, reader)), fields, manifest_modified, directory, None));
     lock(&LIVE).push((key, id.to_string(), Arc::downgrade(&generation)));
     Ok(generation)
 }

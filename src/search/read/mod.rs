@@ -63,7 +63,7 @@ pub(crate) fn kind_and_term(g: &OpenGeneration, kind: &str, field: tantivy::sche
 }
 
 /// The note document a generation stored for `path`.
-fn note_doc(g: &OpenGeneration, searcher: &Searcher, path: &str) -> Result<Option<TantivyDocument>> {
+pub(in crate::search) fn note_doc(g: &OpenGeneration, searcher: &Searcher, path: &str) -> Result<Option<TantivyDocument>> {
     let q = kind_and_term(g, schema::KIND_NOTE, g.fields.path, path);
     let top = searcher.search(&q, &TopDocs::with_limit(1).order_by_score()).map_err(search_err)?;
     match top.first() {
@@ -77,14 +77,24 @@ pub(crate) fn search_err(e: tantivy::TantivyError) -> Error {
 }
 
 /// The note entry a generation stored for `path` (read once per generation and process: a
-/// generation never changes).
-pub(super) fn note_entry(g: &OpenGeneration, searcher: &Searcher, path: &str) -> Result<Option<Arc<NoteEntry>>> {
+/// generation never changes). A tail generation answers a note the tail touched from its own
+/// documents, any other from its base (whose documents of that note it keeps), without its
+/// tantivy segment.
+pub(super) fn note_entry(g: &OpenGeneration, path: &str) -> Result<Option<Arc<NoteEntry>>> {
     if let Some(known) = generation::lock(&g.note_entries).get(path) {
         return Ok(known.clone());
     }
-    let entry = note_doc(g, searcher, path)?
-        .and_then(|doc| serde_json::from_str::<NoteEntry>(&stored_text(&doc, g.fields.note_json)).ok())
-        .map(Arc::new);
+    let doc = match &g.tail_of {
+        Some(tail) if !tail.touched.contains(path) => return note_entry(&tail.base, path),
+        Some(tail) => tail
+            .overlay
+            .docs
+            .iter()
+            .find(|d| stored_text(d, g.fields.doc_kind) == schema::KIND_NOTE && stored_text(d, g.fields.path) == path)
+            .cloned(),
+        None => note_doc(g, &g.searcher()?, path)?,
+    };
+    let entry = doc.and_then(|doc| serde_json::from_str::<NoteEntry>(&stored_text(&doc, g.fields.note_json)).ok()).map(Arc::new);
     let mut memo = generation::lock(&g.note_entries);
     if memo.len() >= NOTE_ENTRY_MEMO_MAX {
         memo.clear();
@@ -106,7 +116,7 @@ fn normalise_target(target: &str) -> String {
 /// note documents otherwise.
 pub(super) fn load_temporal(g: &OpenGeneration) -> TemporalTable {
     match &g.tail_of {
-        Some(tail) => derive_temporal(g, tail.base.temporal.get_or_init(|| load_temporal(&tail.base)), &tail.touched),
+        Some(tail) => derive_temporal(g, tail.base.temporal.get_or_init(|| load_temporal(&tail.base)), tail),
         None => build_temporal(g),
     }
 }
@@ -115,7 +125,7 @@ pub(super) fn load_temporal(g: &OpenGeneration) -> TemporalTable {
 /// entry resolved.
 pub(super) fn build_temporal(g: &OpenGeneration) -> TemporalTable {
     let mut table = TemporalTable::default();
-    let searcher = g.reader.searcher();
+    let Ok(searcher) = g.searcher() else { return table };
     let q = TermQuery::new(Term::from_field_text(g.fields.has_memory, "1"), IndexRecordOption::Basic);
     let Ok(docs) = searcher.search(&q, &DocSetCollector) else { return table };
     for addr in docs {
@@ -127,24 +137,26 @@ pub(super) fn build_temporal(g: &OpenGeneration) -> TemporalTable {
         }
         table.notes.insert(entry.path, memory);
     }
-    resolve_edges(g, &searcher, &mut table, |_| None);
+    resolve_edges(&mut table, |_| None, |target| resolve_target(g, &searcher, target));
     table
 }
 
 /// The temporal table of tail generation `g` from its base's (`base`) and the notes the tail
 /// touches: theirs replace the base's, and a target keeps the base's resolution unless a
 /// touched note is at its exact path or `<target>.md` or shares its link key (a note's link key
-/// is its path's, so no other note can change how the target resolves).
+/// is its path's, so no other note can change how the target resolves). Reads no tantivy
+/// segment of the tail: the touched notes' entries come from the tail's documents, a target is
+/// resolved over the base's notes the tail keeps and the tail's own.
 /// Equal to `build_temporal(g)` (`search::tests::a_tail_temporal_table_is_the_one_built_from_scratch`).
-fn derive_temporal(g: &OpenGeneration, base: &TemporalTable, touched: &std::collections::BTreeSet<String>) -> TemporalTable {
-    let searcher = g.reader.searcher();
+fn derive_temporal(g: &OpenGeneration, base: &TemporalTable, tail: &generation::TailOf) -> TemporalTable {
+    let touched = &tail.touched;
     let mut table = TemporalTable {
         notes: base.notes.iter().filter(|(path, _)| !touched.contains(*path)).map(|(p, f)| (p.clone(), f.clone())).collect(),
         pending: base.pending.iter().filter(|(from, _)| !touched.contains(from)).cloned().collect(),
         ..TemporalTable::default()
     };
-    for path in touched {
-        let Ok(Some(entry)) = note_entry(g, &searcher, path) else { continue };
+    for path in touched.iter() {
+        let Ok(Some(entry)) = note_entry(g, path) else { continue };
         let Some(memory) = entry.memory.clone() else { continue };
         for target in &memory.supersedes {
             table.pending.push((path.clone(), normalise_target(target)));
@@ -155,16 +167,21 @@ fn derive_temporal(g: &OpenGeneration, base: &TemporalTable, touched: &std::coll
     let may_change = |target: &str| {
         touched.contains(target) || touched.contains(&format!("{target}.md")) || keys.contains(&crate::inventory::link_key(target))
     };
-    resolve_edges(g, &searcher, &mut table, |target| if may_change(target) { None } else { base.resolved.get(target).cloned() });
+    let base_searcher = tail.base.searcher().ok();
+    resolve_edges(
+        &mut table,
+        |target| if may_change(target) { None } else { base.resolved.get(target).cloned() },
+        |target| resolve_in_tail(g, tail, base_searcher.as_ref(), target),
+    );
     table
 }
 
 /// Resolves every `pending` target of `table` into `resolved` and `edges`: `known` gives a
-/// resolution already known to hold in `g`, the others are looked up.
-fn resolve_edges(g: &OpenGeneration, searcher: &Searcher, table: &mut TemporalTable, known: impl Fn(&str) -> Option<Option<String>>) {
+/// resolution already known to hold, `resolve` looks the others up.
+fn resolve_edges(table: &mut TemporalTable, known: impl Fn(&str) -> Option<Option<String>>, resolve: impl Fn(&str) -> Option<String>) {
     for (from, target) in &table.pending {
         if !table.resolved.contains_key(target) {
-            let resolution = known(target).unwrap_or_else(|| resolve_target(g, searcher, target));
+            let resolution = known(target).unwrap_or_else(|| resolve(target));
             table.resolved.insert(target.clone(), resolution);
         }
         if let Some(Some(to)) = table.resolved.get(target) {
@@ -177,7 +194,9 @@ fn resolve_edges(g: &OpenGeneration, searcher: &Searcher, table: &mut TemporalTa
 /// its link key), or `None`.
 fn resolve_target(g: &OpenGeneration, searcher: &Searcher, target: &str) -> Option<String> {
     for candidate in [target.to_string(), format!("{target}.md")] {
-        if let Ok(Some(_)) = note_entry(g, searcher, &candidate) {
+        if let Ok(Some(doc)) = note_doc(g, searcher, &candidate)
+            && serde_json::from_str::<NoteEntry>(&stored_text(&doc, g.fields.note_json)).is_ok()
+        {
             return Some(candidate);
         }
     }
@@ -193,13 +212,44 @@ fn resolve_target(g: &OpenGeneration, searcher: &Searcher, target: &str) -> Opti
     if found.len() == 1 { found.pop() } else { None }
 }
 
+/// `resolve_target` in tail generation `g`: the base's documents of notes the tail does not
+/// touch (read with the base's searcher), and the tail's documents.
+fn resolve_in_tail(g: &OpenGeneration, tail: &generation::TailOf, base: Option<&Searcher>, target: &str) -> Option<String> {
+    for candidate in [target.to_string(), format!("{target}.md")] {
+        if let Ok(Some(_)) = note_entry(g, &candidate) {
+            return Some(candidate);
+        }
+    }
+    let key = crate::inventory::link_key(target);
+    let mut found: Vec<String> = Vec::new();
+    let q = TermQuery::new(Term::from_field_text(g.fields.link_key, &key), IndexRecordOption::Basic);
+    if let Some(searcher) = base
+        && let Ok(docs) = searcher.search(&q, &DocSetCollector)
+    {
+        for addr in docs {
+            if let Ok(doc) = searcher.doc::<TantivyDocument>(addr) {
+                let path = stored_text(&doc, g.fields.path);
+                if !tail.touched.contains(&path) {
+                    found.push(path);
+                }
+            }
+        }
+    }
+    for doc in &tail.overlay.docs {
+        if doc.get_all(g.fields.link_key).any(|v| v.as_str() == Some(key.as_str())) {
+            found.push(stored_text(doc, g.fields.path));
+        }
+    }
+    if found.len() == 1 { found.pop() } else { None }
+}
+
 fn index_age_seconds(g: &OpenGeneration) -> i64 {
     chrono::DateTime::parse_from_rfc3339(&g.manifest.created_at)
         .map_or(0, |t| (crate::clock::machine_utc() - t.with_timezone(&chrono::Utc)).num_seconds().max(0))
 }
 
 /// A note hit: best chunk and how many chunks matched.
-struct NoteHit {
+pub(in crate::search) struct NoteHit {
     pub(crate) path: String,
     pub(crate) score: f32,
     pub(crate) body: String,
@@ -224,27 +274,135 @@ fn ranked_notes(
     n: usize,
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<NoteHit>> {
+    ranked_notes_via(g, search_policy, analysed, n, keep, true)
+}
+
+/// `ranked_notes`; `overlay` false: a tail generation's through its tantivy segment (tests
+/// compare the two).
+pub(in crate::search) fn ranked_notes_via(
+    g: &OpenGeneration,
+    search_policy: &crate::policy::SearchPolicy,
+    analysed: &query::Analysed,
+    n: usize,
+    keep: &dyn Fn(&str) -> bool,
+    overlay: bool,
+) -> Result<Vec<NoteHit>> {
+    // A tail generation answers a query of words alone without its tantivy segment (a phrase
+    // needs positions: tantivy's `PhraseQuery` reads them from the segment).
+    if let Some(tail) = &g.tail_of
+        && overlay
+        && analysed.phrases.is_empty()
+    {
+        let Some(q) = query::bm25(&g.fields, search_policy, analysed) else { return Ok(Vec::new()) };
+        return ranked_in_tail(g, tail, &q, n, keep);
+    }
     let Some(q) = query::build(&g.fields, search_policy, analysed) else { return Ok(Vec::new()) };
-    let searcher = g.reader.searcher();
+    let searcher = g.searcher()?;
     let stats = query::Bm25Statistics::new(&searcher, &g.fields).map_err(search_err)?;
-    let total = searcher.num_docs() as usize;
     // Chunks aggregate to notes by the `note_key` fast field (nanoseconds per hit); stored
     // documents are read only for the notes that are returned (or filtered out on the way).
     let mut columns: Vec<Option<tantivy::columnar::Column<u64>>> = Vec::new();
     for reader in searcher.segment_readers() {
         columns.push(reader.fast_fields().u64("note_key").ok());
     }
+    let top = |limit: usize| -> Result<Vec<(f32, tantivy::DocAddress)>> {
+        searcher.search_with_statistics_provider(&q, &TopDocs::with_limit(limit).order_by_score(), &stats).map_err(search_err)
+    };
+    let key =
+        |addr: tantivy::DocAddress| columns.get(addr.segment_ord as usize).and_then(Option::as_ref).and_then(|c| c.first(addr.doc_id));
+    let doc = |addr: tantivy::DocAddress| -> Result<(String, String)> {
+        let doc: TantivyDocument = searcher.doc(addr).map_err(search_err)?;
+        Ok((stored_text(&doc, g.fields.path), stored_text(&doc, g.fields.body)))
+    };
+    collect_notes(searcher.num_docs() as usize, n, keep, &top, &key, &doc)
+}
+
+/// `ranked_notes` of the words-only query `q` in tail generation `g`: the base's segments and
+/// the tail's documents scored as `tail.overlay` lays them out (`Bm25Query::top_k`), with the
+/// doc addresses the tail's tantivy commit gives.
+fn ranked_in_tail(
+    g: &OpenGeneration,
+    tail: &generation::TailOf,
+    q: &bm25::Bm25Query,
+    n: usize,
+    keep: &dyn Fn(&str) -> bool,
+) -> Result<Vec<NoteHit>> {
+    let overlay = &tail.overlay;
+    let searcher = tail.base.searcher()?;
+    let readers = searcher.segment_readers();
+    let columns: Vec<Option<tantivy::columnar::Column<u64>>> = readers.iter().map(|r| r.fast_fields().u64("note_key").ok()).collect();
+    let tail_keys = overlay.memory.fast.get("note_key");
+    let top = |limit: usize| tail_top(tail, &searcher, q, limit);
+    let key = |addr: tantivy::DocAddress| match overlay.layout.get(addr.segment_ord as usize).copied().flatten() {
+        Some(ord) => columns.get(ord as usize).and_then(Option::as_ref).and_then(|c| c.first(addr.doc_id)),
+        None => tail_keys.and_then(|k| k.get(addr.doc_id as usize).copied().flatten()),
+    };
+    let doc = |addr: tantivy::DocAddress| -> Result<(String, String)> {
+        match overlay.layout.get(addr.segment_ord as usize).copied().flatten() {
+            Some(ord) => {
+                let doc: TantivyDocument = searcher.doc(tantivy::DocAddress::new(ord, addr.doc_id)).map_err(search_err)?;
+                Ok((stored_text(&doc, g.fields.path), stored_text(&doc, g.fields.body)))
+            }
+            None => {
+                let doc = overlay
+                    .docs
+                    .get(addr.doc_id as usize)
+                    .ok_or_else(|| search_err(tantivy::TantivyError::InvalidArgument("no such tail document".into())))?;
+                Ok((stored_text(doc, g.fields.path), stored_text(doc, g.fields.body)))
+            }
+        }
+    };
+    collect_notes(overlay.num_docs as usize, n, keep, &top, &key, &doc)
+}
+
+/// The best `limit` documents for `q` in tail generation `tail` (`searcher`: its base's), with
+/// the doc addresses the tail's tantivy commit gives: what
+/// `TopDocs::with_limit(limit).order_by_score()` finds in the generation's tantivy index.
+pub(in crate::search) fn tail_top(
+    tail: &generation::TailOf,
+    searcher: &Searcher,
+    q: &bm25::Bm25Query,
+    limit: usize,
+) -> Result<Vec<(f32, tantivy::DocAddress)>> {
+    let overlay = &tail.overlay;
+    let readers = searcher.segment_readers();
+    let dead: Vec<Box<dyn Fn(tantivy::DocId) -> bool + '_>> = overlay
+        .doomed
+        .iter()
+        .zip(readers)
+        .map(|(doomed, reader)| Box::new(move |doc| reader.is_deleted(doc) || doomed.contains(&doc)) as Box<dyn Fn(tantivy::DocId) -> bool>)
+        .collect();
+    let mut parts = Vec::with_capacity(overlay.layout.len());
+    for slot in &overlay.layout {
+        parts.push(match slot {
+            Some(ord) => bm25::Part::Base { reader: &readers[*ord as usize], dead: dead[*ord as usize].as_ref() },
+            None => bm25::Part::Memory(&overlay.memory),
+        });
+    }
+    let top = q.top_k(&parts, limit).map_err(search_err)?;
+    Ok(top.into_iter().map(|(score, part, doc)| (score, tantivy::DocAddress::new(part, doc))).collect())
+}
+
+/// Note hits from a ranked chunk list: `top(limit)` gives the best `limit` chunks, `key` a
+/// chunk's note, `doc` its (path, body); `total` is the collection's live documents.
+fn collect_notes(
+    total: usize,
+    n: usize,
+    keep: &dyn Fn(&str) -> bool,
+    top: &dyn Fn(usize) -> Result<Vec<(f32, tantivy::DocAddress)>>,
+    key: &dyn Fn(tantivy::DocAddress) -> Option<u64>,
+    doc: &dyn Fn(tantivy::DocAddress) -> Result<(String, String)>,
+) -> Result<Vec<NoteHit>> {
     // A short first list keeps the block-max WAND threshold high; notes with many matching
     // chunks (or filtered out) grow it 4x per round.
     let mut limit = (n * 2).max(20);
     loop {
-        let top = searcher.search_with_statistics_provider(&q, &TopDocs::with_limit(limit).order_by_score(), &stats).map_err(search_err)?;
+        let top = top(limit)?;
         // (score, best chunk, matching chunks) per note, best first.
         let mut order: Vec<(f32, tantivy::DocAddress, usize)> = Vec::new();
         let mut at: HashMap<u64, usize> = HashMap::new();
         for (score, addr) in &top {
-            let key = columns.get(addr.segment_ord as usize).and_then(Option::as_ref).and_then(|c| c.first(addr.doc_id));
-            let slot = match key {
+            let slot = match key(*addr) {
                 Some(key) => at.get(&key).copied().or_else(|| {
                     at.insert(key, order.len());
                     None
@@ -259,10 +417,9 @@ fn ranked_notes(
         let exhausted = top.len() < limit || limit >= total;
         let mut kept: Vec<NoteHit> = Vec::new();
         for (score, addr, matches) in order {
-            let doc: TantivyDocument = searcher.doc(addr).map_err(search_err)?;
-            let path = stored_text(&doc, g.fields.path);
+            let (path, body) = doc(addr)?;
             if keep(&path) {
-                kept.push(NoteHit { path, score, body: stored_text(&doc, g.fields.body), matches });
+                kept.push(NoteHit { path, score, body, matches });
                 if kept.len() == n {
                     return Ok(kept);
                 }
@@ -589,12 +746,11 @@ pub(crate) fn search_with_chunks(root: &Path, policy: &LoadedPolicy, request: Se
         _ => (ranked_notes(&g, search_policy, &analysed, n, &keep)?, "fts"),
     };
     let age = index_age_seconds(&g);
-    let searcher = g.reader.searcher();
     let mut results = Vec::new();
     let mut chunks = Vec::new();
     let mut cursor = FolderCursor::new(root);
     for hit in hits {
-        let entry = note_entry(&g, &searcher, &hit.path)?.unwrap_or_default();
+        let entry = note_entry(&g, &hit.path)?.unwrap_or_default();
         let stale = on_disk_sha256(&mut cursor, root, &hit.path).as_deref() != Some(entry.content_sha256.as_str());
         let (snippet, matched_text) = snippets(&hit.body, &analysed);
         chunks.push(hit.body.clone());

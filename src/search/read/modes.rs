@@ -65,7 +65,7 @@ pub(super) fn dense_notes(
     n: usize,
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<NoteHit>> {
-    let searcher = g.reader.searcher();
+    let searcher = g.searcher()?;
     let mut paths: HashMap<u64, (String, bool)> = HashMap::new();
     let mut failure = None;
     let top = view.top_notes(query, n, &mut |entry| {
@@ -112,7 +112,7 @@ pub(super) struct Candidate {
 /// The BM25 list, `depth` notes deep, aggregated by the `note_key` fast field (no stored
 /// document is read).
 pub(super) fn fts_candidates(g: &OpenGeneration, q: &dyn Query, depth: usize) -> Result<Vec<Candidate>> {
-    let searcher = g.reader.searcher();
+    let searcher = g.searcher()?;
     let stats = super::query::Bm25Statistics::new(&searcher, &g.fields).map_err(search_err)?;
     let columns: Vec<Option<tantivy::columnar::Column<u64>>> =
         searcher.segment_readers().iter().map(|r| r.fast_fields().u64("note_key").ok()).collect();
@@ -179,7 +179,7 @@ pub(super) fn fuse_candidates(lists: Vec<Vec<Candidate>>, k: f32) -> Vec<Candida
 
 /// Reads the stored documents of candidates, best first, until `n` pass `keep`.
 pub(super) fn materialize(g: &OpenGeneration, candidates: &[Candidate], n: usize, keep: &dyn Fn(&str) -> bool) -> Result<Vec<NoteHit>> {
-    let searcher = g.reader.searcher();
+    let searcher = g.searcher()?;
     let mut out = Vec::new();
     for c in candidates {
         let doc: TantivyDocument = searcher.doc(c.doc).map_err(search_err)?;
@@ -255,7 +255,7 @@ pub(super) fn graph_expand(
     keep: &dyn Fn(&str) -> bool,
 ) -> Result<Vec<NoteHit>> {
     const NEIGHBOURS_PER_NOTE: usize = 32;
-    let searcher = g.reader.searcher();
+    let searcher = g.searcher()?;
     // (hit, order first reached): anchors keep the fused order on equal scores.
     let mut best: HashMap<String, (NoteHit, usize)> = HashMap::new();
     let mut frontier: Vec<(String, f32)> = Vec::new();

@@ -140,19 +140,8 @@ pub fn build(fields: &Fields, search: &SearchPolicy, analysed: &Analysed) -> Opt
     if analysed.is_empty() {
         return None;
     }
-    let boosts = &search.boosts;
-    let weighted = weighted_fields(fields, boosts);
-    let scored: Vec<ScoredField> = weighted
-        .iter()
-        .map(|(field, boost)| ScoredField {
-            field: *field,
-            boost: *boost,
-            exact_lengths: (*field == fields.body).then_some(schema::BODY_LEN),
-        })
-        .collect();
-    let terms: Vec<(String, u32)> = analysed.terms.iter().map(|(t, n)| (t.clone(), *n)).collect();
-    let population = Term::from_field_text(fields.doc_kind, schema::KIND_CHUNK);
-    let bm25: Box<dyn Query> = Box::new(Bm25Query::new(scored, terms, population, params(search)));
+    let weighted = weighted_fields(fields, &search.boosts);
+    let bm25: Box<dyn Query> = Box::new(bm25(fields, search, analysed)?);
     if analysed.phrases.is_empty() {
         return Some(bm25);
     }
@@ -166,6 +155,26 @@ pub fn build(fields: &Fields, search: &SearchPolicy, analysed: &Analysed) -> Opt
         }
     }
     Some(Box::new(BooleanQuery::new(should)))
+}
+
+/// The terms' `Bm25Query` of `build` (the whole query when it has no phrase); `None` when
+/// nothing searchable remains.
+pub(crate) fn bm25(fields: &Fields, search: &SearchPolicy, analysed: &Analysed) -> Option<Bm25Query> {
+    if analysed.is_empty() {
+        return None;
+    }
+    let weighted = weighted_fields(fields, &search.boosts);
+    let scored: Vec<ScoredField> = weighted
+        .iter()
+        .map(|(field, boost)| ScoredField {
+            field: *field,
+            boost: *boost,
+            exact_lengths: (*field == fields.body).then_some(schema::BODY_LEN),
+        })
+        .collect();
+    let terms: Vec<(String, u32)> = analysed.terms.iter().map(|(t, n)| (t.clone(), *n)).collect();
+    let population = Term::from_field_text(fields.doc_kind, schema::KIND_CHUNK);
+    Some(Bm25Query::new(scored, terms, population, params(search)))
 }
 
 /// The BM25 statistics tantivy's own scorers (the phrase clauses) see: the collection is the

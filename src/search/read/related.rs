@@ -48,8 +48,7 @@ pub fn suggest_related(root: &Path, policy: &LoadedPolicy, target: &str, method:
     }
     let target = VaultPath::parse(target)?;
     let g: Arc<OpenGeneration> = generation::acquire(root, policy)?.generation;
-    let searcher = g.reader.searcher();
-    let entry = note_entry(&g, &searcher, target.as_str())?.ok_or_else(|| Error::InvalidArgument {
+    let entry = note_entry(&g, target.as_str())?.ok_or_else(|| Error::InvalidArgument {
         name: "target",
         reason: format!("'{}' is not in the published search generation", target.as_str()),
     })?;
@@ -69,7 +68,7 @@ pub fn suggest_related(root: &Path, policy: &LoadedPolicy, target: &str, method:
     let hits = match method {
         RelatedMethod::Keyword => {
             let mut analysed = query::analyse(&format!("{} {}", entry.title, entry.tags.join(" ")));
-            for keyword in stored_keywords(&g, &searcher, &entry)? {
+            for keyword in stored_keywords(&g, &g.searcher()?, &entry)? {
                 analysed.add_term(keyword);
             }
             // A related-notes query weighs each distinct keyword once.
@@ -88,7 +87,7 @@ pub fn suggest_related(root: &Path, policy: &LoadedPolicy, target: &str, method:
     };
     let mut out = Vec::new();
     for hit in hits {
-        let title = note_entry(&g, &searcher, &hit.path)?.map(|e| e.title.clone()).unwrap_or_default();
+        let title = note_entry(&g, &hit.path)?.map(|e| e.title.clone()).unwrap_or_default();
         out.push(Related { path: hit.path, title, score: f64::from(hit.score) });
     }
     Ok(RelatedHits { related: out, method, fallback_reason })

@@ -1,40 +1,55 @@
-//! The generation tail: committed write intents newer than the active generation, served as
-//! one in-memory segment on top of it, and folded into an on-disk generation every
+//! The generation tail: committed write intents newer than the active generation, served on
+//! top of it from memory, and folded into an on-disk generation every
 //! `search.tail_writes_max` writes.
 //!
 //! Why: an intent record (`store::journal`) holds every note a write puts in place and is
 //! durable before the write returns, so the search generation that includes the write is
 //! *derivable* from (active generation, intents after its `covers_seq`). A write therefore
 //! publishes generation `<active>+<seq>` by committing its intent, and pays no tantivy segment
-//! serialisation and no extra fsync; the first reader to search it builds the tail's documents
-//! as one segment in memory (an overlay on the base's `RetainingDirectory`, through the same
-//! `segment_commit` an on-disk publish uses), with the active generation's segments read from
-//! disk. The generation is immutable: a later write is a later id. A fold publishes the same
-//! documents as an ordinary generation (`covers_seq` = the last intent it includes), and only
-//! then may the writer empty the journal.
+//! serialisation and no extra fsync. The generation is immutable: a later write is a later id.
+//! A fold publishes the same documents as an ordinary generation (`covers_seq` = the last
+//! intent it includes), and only then may the writer empty the journal.
+//!
+//! How a reader serves it (`Overlay`): the base's tantivy segments through the base's own
+//! reader (opened once per base, whatever the number of tail generations on it), the
+//! documents of the notes the tail touches counted as deleted there, and the tail's documents
+//! as one segment held in memory (`bm25::MemorySegment`: postings, token totals, field norms
+//! and fast-field values, as tantivy's segment writer would make them), placed where tantivy's
+//! commit would place it. A words-only BM25 query (`search`'s fts mode, and the BM25 lists of
+//! the lexical fallbacks), the note entries and the temporal table are answered from these
+//! without a tantivy segment of the tail; `Bm25Query::top_k` reproduces tantivy's
+//! statistics (a deleted document still counts in N, document frequencies and token totals),
+//! per-segment pruning, heap and merge, so the hits, doc addresses, order and score bits are
+//! the segment's (`search::tests::a_tail_overlay_answers_as_its_tantivy_segment`). What needs
+//! the generation's tantivy index — a query with a quoted phrase (positions), graph expansion
+//! along stored links, `suggest_related`'s stored keywords, the building side — builds the
+//! tail's segment in memory on first use (`TailOf::segment`: an overlay on the base's
+//! `RetainingDirectory`, through the same `segment_commit` an on-disk publish uses), once per
+//! generation. A tail generation's manifest keeps its base's tantivy commit fields (the tail's
+//! commit exists only in memory, and only once built).
 //!
 //! A resident process (the MCP server) keeps what its last tail generation was built from (a
 //! `Memo`: the intents' sequence numbers and every touched note's analysed documents): a
 //! journal that changed without a new intent (a checkpoint's `Done` records) serves the same
 //! generation again, and a tail that grew decodes and analyses only the new intents. The
-//! segment is still built whole from the same documents in the same order, so the generation
-//! is the one a from-scratch build gives (same segment layout, scores and order); the base's
-//! segment files are read through the base's own mappings, the temporal table is derived from
-//! the base's, and the journal is read from where the last read ended. What stays per new
-//! generation is tantivy's fixed cost of building and opening a segment.
+//! temporal table is derived from the base's, and the journal is read from where the last
+//! read ended.
 //!
 //! Dense vaults keep publishing on every write (their chunks need embedding vectors, which a
 //! reader does not compute), so a dense base is never served with a tail.
 //!
 //! This is the reading half; the fold is `search::build::fold`.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 use std::path::Path;
 use std::sync::Arc;
 
-use tantivy::directory::Directory;
-use tantivy::{Index, ReloadPolicy};
+use tantivy::fieldnorm::FieldNormReader;
+use tantivy::schema::{Field, IndexRecordOption};
+use tantivy::tokenizer::TokenStream;
+use tantivy::{DocId, DocSet, Index, IndexReader, ReloadPolicy, TERMINATED, TantivyDocument, Term};
 
+use super::bm25::MemorySegment;
 use super::generation::{Counts, Exclusion, Manifest, OpenGeneration, TailOf, exclusion_of, tantivy_err};
 use crate::error::{Error, Result};
 use crate::inventory::{self, NoteRecord};
@@ -248,8 +263,9 @@ pub(crate) fn serve(
     }))
 }
 
-/// Builds generation `<base>+<last>`: the tail's documents (`delta`) as one in-memory segment
-/// (and in-memory delete files for the base segments that held their old documents) over `base`.
+/// Generation `<base>+<last>`: the tail's documents (`delta`) over `base`, served without a
+/// tantivy segment (`Overlay`); the segment is built in memory only when a reader asks for the
+/// generation's tantivy index (`TailOf::segment`).
 fn open(
     root: &Path,
     base: Arc<OpenGeneration>,
@@ -264,13 +280,9 @@ fn open(
     let touched = Arc::new(delta.touched.clone());
     let directory =
         base.directory.overlay(base.manifest.tantivy_meta.as_bytes()).map_err(|e| corrupt(format!("index directory unusable: {e}")))?;
-    let index = Index::open(directory.clone()).map_err(|e| corrupt(format!("tantivy cannot open the base commit: {e}")))?;
-    schema::register(&index);
-    let upserts = delta.upserts.into_iter().map(|n| (n.path, n.docs)).collect();
-    segment_commit::commit(&index, &base.fields, &base, upserts, &delta.removes, &id)?;
-    let meta = index.directory().atomic_read(Path::new("meta.json")).map_err(|e| corrupt(format!("tail commit unreadable: {e}")))?;
-    let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(tantivy_err("reading the tail"))?;
-    let tantivy_meta = String::from_utf8_lossy(&meta).into_owned();
+    let upserts: Vec<(String, Vec<TantivyDocument>)> = delta.upserts.into_iter().map(|n| (n.path, n.docs)).collect();
+    let overlay = Overlay::new(&base, upserts, delta.removes, &touched)?;
+    // The tantivy commit fields stay the base's: the tail's commit exists only once built.
     let manifest = Manifest {
         generation_id: id.clone(),
         parent: Some(base.id().to_string()),
@@ -279,15 +291,163 @@ fn open(
         counts,
         exclusions,
         dense: None,
-        tantivy_opstamp: index.load_metas().map_err(tantivy_err("reading the tail commit"))?.opstamp,
         segments: Vec::new(),
-        tantivy_meta_blake3: schema::hex(blake3::hash(tantivy_meta.as_bytes()).as_bytes()),
-        tantivy_meta,
         covers_seq: last,
         ..base.manifest.clone()
     };
     let modified = std::fs::metadata(crate::store::layout::join(root, crate::store::layout::JOURNAL)).and_then(|m| m.modified()).ok();
     let fields = base.fields;
-    let tail_of = TailOf { base: base.clone(), touched };
-    Ok(Arc::new(OpenGeneration::new(base.root.clone(), manifest, index, reader, fields, modified, directory, Some(tail_of))))
+    let tail_of = TailOf { base: base.clone(), touched, overlay };
+    Ok(Arc::new(OpenGeneration::new(base.root.clone(), manifest, None, fields, modified, directory, Some(tail_of))))
+}
+
+/// A tail generation as BM25 and the note lookups read it: the base's segments, open once per
+/// base (the base's own reader), with the documents of touched notes counted as deleted, and
+/// the tail's documents as one segment held in memory (`bm25::MemorySegment`), placed where
+/// tantivy's commit places the segment (`segment_commit`: segments by size, largest first, a
+/// base segment the tail empties dropped). BM25's statistics are a searcher's over that
+/// commit: the deleted documents still count in N, the document frequencies and the token
+/// totals, as tantivy counts them. Equal to the built segment's answers
+/// (`search::tests::a_tail_overlay_answers_as_its_tantivy_segment`).
+pub(crate) struct Overlay {
+    /// What the segment is built from when a reader needs it: (path, documents) per upserted
+    /// note, and the removed paths.
+    upserts: Vec<(String, Vec<TantivyDocument>)>,
+    removes: Vec<String>,
+    /// The tail's documents in segment order.
+    pub(crate) docs: Vec<TantivyDocument>,
+    pub(crate) memory: MemorySegment,
+    /// The generation's segments in tantivy's order: a base segment (its ordinal in the base's
+    /// searcher) or the tail's (`None`).
+    pub(crate) layout: Vec<Option<u32>>,
+    /// Per base segment ordinal: its live documents of touched notes.
+    pub(crate) doomed: Vec<HashSet<DocId>>,
+    /// Live documents in the generation (tantivy's `Searcher::num_docs`).
+    pub(crate) num_docs: u64,
+}
+
+impl Overlay {
+    fn new(
+        base: &OpenGeneration,
+        upserts: Vec<(String, Vec<TantivyDocument>)>,
+        removes: Vec<String>,
+        touched: &BTreeSet<String>,
+    ) -> Result<Overlay> {
+        let index = base.index()?;
+        let docs: Vec<TantivyDocument> = upserts.iter().flat_map(|(_, d)| d.iter().cloned()).collect();
+        let memory = memory_segment(index, &docs)?;
+        let searcher = base.searcher()?;
+        let mut doomed = Vec::new();
+        // (max_doc, slot) in the base's commit order, then the tail's segment.
+        let mut slots: Vec<(u32, Option<u32>)> = Vec::new();
+        let mut num_docs = 0u64;
+        for (ord, reader) in searcher.segment_readers().iter().enumerate() {
+            let inverted = reader.inverted_index(base.fields.path).map_err(tantivy_err("reading the path index"))?;
+            let mut dead = HashSet::new();
+            for path in touched {
+                let term = Term::from_field_text(base.fields.path, path);
+                let postings = inverted
+                    .read_postings(&term, IndexRecordOption::Basic)
+                    .map_err(|e| Error::SearchIndex { action: "reading postings", reason: e.to_string() })?;
+                let Some(mut postings) = postings else { continue };
+                let mut doc = postings.doc();
+                while doc != TERMINATED {
+                    if !reader.is_deleted(doc) {
+                        dead.insert(doc);
+                    }
+                    doc = postings.advance();
+                }
+            }
+            let live = u64::from(reader.num_docs()) - dead.len() as u64;
+            // A segment left with no live document is dropped from the commit.
+            if dead.is_empty() || live > 0 {
+                slots.push((reader.max_doc(), Some(ord as u32)));
+            }
+            num_docs += live;
+            doomed.push(dead);
+        }
+        if !docs.is_empty() {
+            slots.push((docs.len() as u32, None));
+            num_docs += docs.len() as u64;
+        }
+        slots.sort_by_key(|(max_doc, _)| std::cmp::Reverse(*max_doc));
+        Ok(Overlay { upserts, removes, docs, memory, layout: slots.into_iter().map(|(_, slot)| slot).collect(), doomed, num_docs })
+    }
+}
+
+/// What a tantivy segment of `docs` (in this order) holds for BM25: every indexed text
+/// field's postings, token totals and field norms, tokenised by the index's own analyzers as
+/// tantivy's segment writer tokenises them, and the u64 fast fields' first values.
+fn memory_segment(index: &Index, docs: &[TantivyDocument]) -> Result<MemorySegment> {
+    let schema = index.schema();
+    let mut out = MemorySegment { max_doc: docs.len() as u32, ..MemorySegment::default() };
+    let mut norms: HashMap<Field, Vec<u8>> = HashMap::new();
+    let mut fast: HashMap<&'static str, Vec<Option<u64>>> = HashMap::new();
+    let fast_names: Vec<(Field, &'static str)> =
+        [schema::BODY_LEN, "note_key"].into_iter().filter_map(|n| schema.get_field(n).ok().map(|f| (f, n))).collect();
+    let mut analyzers: HashMap<Field, tantivy::tokenizer::TextAnalyzer> = HashMap::new();
+    for (doc_id, doc) in docs.iter().enumerate() {
+        // Per field: tokens and term frequencies, every value of the field together.
+        let mut fields: BTreeMap<Field, (u32, BTreeMap<String, u32>)> = BTreeMap::new();
+        for (field, value) in doc.field_values() {
+            if let Some((_, name)) = fast_names.iter().find(|(f, _)| *f == field) {
+                let column = fast.entry(name).or_insert_with(|| vec![None; docs.len()]);
+                if column[doc_id].is_none() {
+                    column[doc_id] = tantivy::schema::Value::as_u64(&value);
+                }
+                continue;
+            }
+            let tantivy::schema::FieldType::Str(options) = schema.get_field_entry(field).field_type() else { continue };
+            let Some(indexing) = options.get_indexing_options() else { continue };
+            let Some(text) = tantivy::schema::Value::as_str(&value) else { continue };
+            let analyzer = match analyzers.entry(field) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    let Some(analyzer) = index.tokenizers().get(indexing.tokenizer()) else {
+                        return Err(Error::SearchIndex {
+                            action: "analysing the tail",
+                            reason: format!("no tokenizer {}", indexing.tokenizer()),
+                        });
+                    };
+                    v.insert(analyzer)
+                }
+            };
+            let (count, terms) = fields.entry(field).or_default();
+            let mut stream = analyzer.token_stream(text);
+            stream.process(&mut |token| {
+                // tantivy drops a token past its term length bound, uncounted.
+                if token.text.len() <= tantivy::tokenizer::MAX_TOKEN_LEN {
+                    *count += 1;
+                    *terms.entry(token.text.clone()).or_default() += 1;
+                }
+            });
+        }
+        for (field, (count, terms)) in fields {
+            *out.tokens.entry(field).or_default() += u64::from(count);
+            if schema.get_field_entry(field).has_fieldnorms() {
+                let ids = norms.entry(field).or_insert_with(|| vec![0; docs.len()]);
+                ids[doc_id] = FieldNormReader::fieldnorm_to_id(count);
+            }
+            for (text, tf) in terms {
+                out.postings.entry(Term::from_field_text(field, &text)).or_default().push((doc_id as DocId, tf));
+            }
+        }
+    }
+    out.norms = norms.into_iter().map(|(f, v)| (f, Arc::new(v))).collect();
+    out.fast = fast.into_iter().map(|(n, v)| (n, Arc::new(v))).collect();
+    Ok(out)
+}
+
+impl TailOf {
+    /// The tail's documents as one tantivy segment in memory (an overlay on the base's
+    /// `RetainingDirectory`, through the same `segment_commit` an on-disk publish uses), and a
+    /// reader of the commit: for the readers that need the generation's tantivy index.
+    pub(crate) fn segment(&self, g: &OpenGeneration) -> Result<(Index, IndexReader)> {
+        let corrupt = |reason: String| Error::GenerationCorrupt { generation_id: g.id().to_string(), reason };
+        let index = Index::open(g.directory.clone()).map_err(|e| corrupt(format!("tantivy cannot open the base commit: {e}")))?;
+        schema::register(&index);
+        segment_commit::commit(&index, &self.base.fields, &self.base, self.overlay.upserts.clone(), &self.overlay.removes, g.id())?;
+        let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(tantivy_err("reading the tail"))?;
+        Ok((index, reader))
+    }
 }

@@ -18,8 +18,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use tantivy::postings::{Postings, SegmentPostings};
-use tantivy::{DocId, DocSet, TERMINATED};
+use tantivy::{DocId, TERMINATED};
 
 /// Postings per block: tantivy's compression block.
 pub(super) const BLOCK: usize = 128;
@@ -36,14 +35,14 @@ pub(super) struct Blocks {
 
 impl Blocks {
     /// Walks `postings` from its start, reading each document's length with `dl`.
-    pub(super) fn build(mut postings: SegmentPostings, block: usize, dl: impl Fn(DocId) -> u64) -> Blocks {
+    pub(super) fn build(mut postings: impl super::TermPostings, block: usize, dl: impl Fn(DocId) -> u64) -> Blocks {
         let mut out = Blocks { last_doc: Vec::new(), start: vec![0], frontier: Vec::new() };
         let mut pairs: Vec<(u32, u32)> = Vec::with_capacity(block);
-        let mut doc = postings.doc();
+        let mut doc = postings.at();
         while doc != TERMINATED {
             // A length past u32 is clamped down: a shorter length only raises the bound.
-            pairs.push((postings.term_freq(), dl(doc).min(u64::from(u32::MAX)) as u32));
-            let next = postings.advance();
+            pairs.push((postings.tf(), dl(doc).min(u64::from(u32::MAX)) as u32));
+            let next = postings.next_doc();
             if pairs.len() == block || next == TERMINATED {
                 out.close_block(doc, &mut pairs);
             }
