@@ -208,7 +208,9 @@ fn a_folder_checked_model_equals_a_walk_after_outside_changes() {
     assert!(!checked.files_checked);
     let hub = VaultPath::parse("01_Projects/hub.md").unwrap();
     let rechecked = checked.apply(root, policy, &paravault::inventory::changes::ChangeSet::of_paths([hub.as_str()])).expect("re-check");
-    assert_eq!(rechecked.reread, 1, "the edit in place is found by the re-check");
+    // Read again either way; `confirmed` when the load's relisting had already read the edit
+    // (its stamp racy, so the re-check reads the bytes and finds the record's own).
+    assert_eq!(rechecked.reread + rechecked.confirmed, 1, "the edit in place is looked at by the re-check: {rechecked:?} {load:?}");
     let walked = Inventory::load(root, policy).unwrap();
     assert_eq!(summary(&checked), summary(&walked));
     assert_eq!(summary(&walked).3, ["00_Inbox/x/tab\\tdir/", "02_Areas/line\\nbreak.md"]);
