@@ -522,7 +522,7 @@ fn open(cli: &Cli) -> Result<Vault, Error> {
     open_as(cli, if run_by_gateway() { vault::Channel::Agent } else { vault::Channel::Person }, vault::Lifetime::OneShot)
 }
 
-/// `open` for a command that serves until stopped (`paravault web`, `paravault watch`).
+/// `open` for a command that serves until stopped with a file watcher (`paravault web`).
 fn open_resident(cli: &Cli) -> Result<Vault, Error> {
     open_as(cli, if run_by_gateway() { vault::Channel::Agent } else { vault::Channel::Person }, vault::Lifetime::Resident)
 }
@@ -856,7 +856,9 @@ pub fn run(cli: Cli) -> ExitCode {
             .and_then(|(root, _)| Vault::init(&root, options(vault::Lifetime::OneShot)))
             .map(|(_, report)| out.init(&report)),
         Command::Lint => open(&cli).and_then(|v| v.lint_vault()).map(|r| out.lint(&r)),
-        Command::Watch => open_resident(&cli)
+        // `watch` keeps no watcher-fed model: its replication rounds plan each write from the
+        // persisted copy, as one command does.
+        Command::Watch => open(&cli)
             .and_then(|v| {
                 let stop = std::sync::atomic::AtomicBool::new(false);
                 std::thread::scope(|scope| {

@@ -53,12 +53,13 @@ pub struct VaultOptions {
 /// and let go. The adapter says so at open (`VaultOptions::lifetime`); the engine never guesses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Lifetime {
-    /// A process that serves many operations (the MCP and web servers, `paravault watch`, the
-    /// broker, a library caller): the whole model, loaded at first use and kept current, and
-    /// freed with the handle.
+    /// A process that serves many operations (the MCP and web servers, whose file watcher keeps
+    /// the model current; the broker, whose operations each open a handle; a library caller):
+    /// the whole model, loaded at first use, and freed with the handle.
     #[default]
     Resident,
-    /// One CLI command: a write plans on a partial model looked up by key in the persisted
+    /// One CLI command (and `paravault watch`, whose replication rounds write as a command
+    /// does, with no watcher-fed model): a write plans on a partial model looked up by key in the persisted
     /// copy (`inventory_cache::keyed`) when the whole one is not loaded yet, and dropping the
     /// handle folds that partial model into the copy and leaves its memory to the process's
     /// exit (freeing a 20,000-note model was 24% of a one-note CLI write's profile).
