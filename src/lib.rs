@@ -15,7 +15,8 @@
 //! - `scan`      — which files are in scope.
 //! - `inventory` — the in-memory vault model, kept current one note at a time, and its source
 //!   snapshot digest.
-//! - `inventory_cache` — the persisted inventory (checksummed; reused after a stat walk).
+//! - `inventory_cache` — the persisted inventory, one `redb` copy read whole or by key (sealed;
+//!   reused after a stat walk).
 //! - `embed`     — dense embeddings (all-MiniLM-L6-v2 on candle), the model resolved offline
 //!   first and sha256-verified under policy.
 //! - `lint`      — health report and write gate over the inventory.

@@ -1,5 +1,5 @@
-//! The persisted inventory's keyed copy (`.paravault/inventory.redb`) and the partial model a
-//! one-shot write process loads from it: the records, names, link targets and folder
+//! The persisted inventory (`.paravault/inventory.redb`), read whole by a process that loads the
+//! whole model (`read_known`), and the partial model a one-shot write process loads from it: the records, names, link targets and folder
 //! aggregates that write consults, looked up by key, instead of the whole model decoded.
 //!
 //! Tables (values postcard): `meta` (format, engine, policy digest, vault-wide counters, root
@@ -17,7 +17,8 @@
 //! A write's partial model holds the subtree counts only of the folders it loads, their
 //! ancestors and their direct subfolders: what its catalog pages and the fold consult.
 //!
-//! Trust is the same as the whole file's under folder checks (`Inventory::load_checking_folders`):
+//! Every value is sealed with its key (`seal`). A partial load's trust is the same as a whole
+//! load's under folder checks (`Inventory::load_checking_folders`):
 //! every folder's identity is compared with the disk; a folder that moved is listed again
 //! and its changed entries read. What the write consults besides (the notes linking to the
 //! touched names, the root notes) is stat'ed; one that changed, a folder that vanished, or
@@ -43,22 +44,23 @@ pub use crate::inventory::changes::FolderChange;
 use crate::inventory::changes::{ChangeSet, Changes};
 use crate::inventory::snapshot::SourceSnapshot;
 use crate::inventory::{
-    self, Counts, FileStamp, FolderEntry, Inventory, JournalToken, LoadCounts, NoteRecord, Partial, PartialModel, Unlistable, dir_stamp,
-    link_key, lower_name, now_ns, stamp_now,
+    self, Counts, FileStamp, FolderEntry, Inventory, JournalToken, KnownVault, LoadCounts, NoteRecord, Partial, PartialModel, Unlistable,
+    dir_stamp, link_key, lower_name, now_ns, stamp_now,
 };
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
 use crate::scan::{self, PageKind, UnusableName};
 
 /// Bumped whenever a table's shape changes.
-pub const FORMAT_VERSION: u32 = 8;
+pub const FORMAT_VERSION: u32 = 9;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// Every folder's row (`FolderRow`), keyed by `folder_key`: a write reads the few it consults.
 const FOLDERS: TableDefinition<&str, &[u8]> = TableDefinition::new("folders");
 const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
-/// Every file (pages and attachments), for a folder's listing as persisted.
-const FILES: TableDefinition<&str, ()> = TableDefinition::new("files");
+/// Every file (pages and attachments), for a folder's listing as persisted; the value seals
+/// the key alone (`seal`).
+const FILES: TableDefinition<&str, &[u8]> = TableDefinition::new("files");
 const LINKERS: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::new("linkers");
 const NAMES: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::new("names");
 
@@ -149,7 +151,7 @@ fn folder_key(dir: &str) -> String {
 }
 
 fn decode_row(key: &str, bytes: &[u8]) -> Result<FolderRow, String> {
-    postcard::from_bytes(bytes).map_err(|e| format!("undecodable row of folder {:?}: {e}", path_of_key(key)))
+    unseal(key, bytes)
 }
 
 /// Folder `dir`'s row (`None`: no such folder was walked).
@@ -202,9 +204,42 @@ fn path_of_key(key: &str) -> String {
     }
 }
 
-/// A row's bytes (postcard).
-fn encode<T: Serialize>(value: &T) -> Vec<u8> {
-    postcard::to_stdvec(value).unwrap_or_default()
+/// How many bytes of the seal's blake3 a value starts with.
+const SEAL_LEN: usize = 16;
+
+/// The bytes of `body` stored under `key`, sealed: the first `SEAL_LEN` bytes of the blake3 of
+/// the key and the body, then the body. `redb` verifies its page checksums only when it repairs
+/// a file, never on a read, so a byte damaged at rest (a value's or its key's) would otherwise
+/// be trusted as the vault's model; every value is sealed with its key instead, as the whole
+/// file the keyed copy replaced was sealed (`store::checksummed`).
+fn seal_bytes(key: &str, body: &[u8]) -> Vec<u8> {
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&(key.len() as u64).to_le_bytes());
+    hasher.update(key.as_bytes());
+    hasher.update(body);
+    let mut out = Vec::with_capacity(SEAL_LEN + body.len());
+    out.extend_from_slice(&hasher.finalize().as_bytes()[..SEAL_LEN]);
+    out.extend_from_slice(body);
+    out
+}
+
+/// The body `seal_bytes` sealed under `key`; the error says why it cannot be trusted.
+fn unseal_bytes<'b>(key: &str, bytes: &'b [u8]) -> Result<&'b [u8], String> {
+    let body = bytes.get(SEAL_LEN..).ok_or_else(|| format!("checksum mismatch: {:?} is shorter than its seal", path_of_key(key)))?;
+    if seal_bytes(key, body)[..SEAL_LEN] != bytes[..SEAL_LEN] {
+        return Err(format!("checksum mismatch: {:?} (torn or corrupt)", path_of_key(key)));
+    }
+    Ok(body)
+}
+
+/// `value` in postcard, sealed under `key` (`seal_bytes`).
+fn seal<T: Serialize>(key: &str, value: &T) -> Vec<u8> {
+    seal_bytes(key, &postcard::to_stdvec(value).unwrap_or_default())
+}
+
+/// The value `seal` sealed under `key`.
+fn unseal<T: serde::de::DeserializeOwned>(key: &str, bytes: &[u8]) -> Result<T, String> {
+    postcard::from_bytes(unseal_bytes(key, bytes)?).map_err(|e| format!("undecodable value of {:?}: {e}", path_of_key(key)))
 }
 
 /// Fills a fresh database with `inventory` (see the module doc) for `policy_digest`.
@@ -246,9 +281,16 @@ pub fn fill(inventory: &Inventory, policy_digest: &[u8; 32], transaction: &redb:
             })
             .collect();
         header.unsettled_folders = rows.iter().filter(|(_, row)| !row.settled()).map(|(dir, _)| dir.to_string()).collect();
-        meta.insert(HEADER_KEY, encode(&header).as_slice())?;
-        meta.insert(SNAPSHOT_KEY, snapshot.lines().as_slice())?;
-        let mut keyed: Vec<(String, Vec<u8>)> = rows.iter().map(|(dir, row)| (folder_key(dir), encode(row))).collect();
+        meta.insert(HEADER_KEY, seal(HEADER_KEY, &header).as_slice())?;
+        meta.insert(SNAPSHOT_KEY, seal_bytes(SNAPSHOT_KEY, &snapshot.lines()).as_slice())?;
+        let mut keyed: Vec<(String, Vec<u8>)> = rows
+            .iter()
+            .map(|(dir, row)| {
+                let key = folder_key(dir);
+                let value = seal(&key, row);
+                (key, value)
+            })
+            .collect();
         keyed.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut folders = transaction.open_table(FOLDERS)?;
         for (key, value) in &keyed {
@@ -257,8 +299,14 @@ pub fn fill(inventory: &Inventory, policy_digest: &[u8; 32], transaction: &redb:
     }
     // Each table is filled in key order: pages are then written full, not split half empty.
     {
-        let mut rows: Vec<(String, Vec<u8>)> =
-            settled_records.iter().filter_map(|r| Some((entry_key(r.path.as_str()), encode(&persisted_record(r)?)))).collect();
+        let mut rows: Vec<(String, Vec<u8>)> = settled_records
+            .iter()
+            .filter_map(|r| {
+                let key = entry_key(r.path.as_str());
+                let value = seal(&key, &persisted_record(r)?);
+                Some((key, value))
+            })
+            .collect();
         rows.sort_unstable_by(|a, b| a.0.cmp(&b.0));
         let mut records = transaction.open_table(RECORDS)?;
         for (key, value) in &rows {
@@ -280,7 +328,7 @@ pub fn fill(inventory: &Inventory, policy_digest: &[u8; 32], transaction: &redb:
         keys.sort_unstable();
         let mut files = transaction.open_table(FILES)?;
         for key in &keys {
-            files.insert(key.as_str(), ())?;
+            files.insert(key.as_str(), seal_bytes(key, &[]).as_slice())?;
         }
     }
     {
@@ -310,7 +358,7 @@ pub fn fold(model: &PartialModel, transaction: &redb::WriteTransaction) -> Resul
         counts.add(record, -1);
     }
     let mut meta = transaction.open_table(META)?;
-    let header = meta.get(HEADER_KEY)?.map(|v| postcard::from_bytes::<Header>(v.value()));
+    let header = meta.get(HEADER_KEY)?.map(|v| unseal::<Header>(HEADER_KEY, v.value()));
     let Some(Ok(mut header)) = header else {
         return Err(redb::StorageError::Corrupted("keyed inventory without a readable header".into()).into());
     };
@@ -333,12 +381,13 @@ pub fn fold(model: &PartialModel, transaction: &redb::WriteTransaction) -> Resul
         // The folded folders' lines replaced by their settled notes' (a folder left without
         // one has none).
         let lines = meta.get(SNAPSHOT_KEY)?.map(|v| v.value().to_vec());
-        let Some(Ok(lines)) = lines.as_deref().map(inventory::snapshot::check_lines) else {
+        let lines = lines.as_deref().map(|bytes| unseal_bytes(SNAPSHOT_KEY, bytes).and_then(inventory::snapshot::check_lines));
+        let Some(Ok(lines)) = lines else {
             return Err(redb::StorageError::Corrupted("keyed inventory without readable snapshot lines".into()).into());
         };
         let merged =
             inventory::snapshot::merge_lines(lines, |dir| folded.contains(dir), snapshot.directory_digests().map(|(dir, d, _)| (dir, d)));
-        meta.insert(SNAPSHOT_KEY, merged.as_slice())?;
+        meta.insert(SNAPSHOT_KEY, seal_bytes(SNAPSHOT_KEY, &merged).as_slice())?;
     }
     {
         // The folded folders' rows written, and their ancestors' subtree counts; the list of
@@ -356,7 +405,8 @@ pub fn fold(model: &PartialModel, transaction: &redb::WriteTransaction) -> Resul
             if !row.settled() {
                 unsettled.insert(dir.clone());
             }
-            folders.insert(folder_key(dir).as_str(), encode(&row).as_slice())?;
+            let key = folder_key(dir);
+            folders.insert(key.as_str(), seal(&key, &row).as_slice())?;
         }
         let ancestors: BTreeSet<&str> = folded
             .iter()
@@ -366,12 +416,13 @@ pub fn fold(model: &PartialModel, transaction: &redb::WriteTransaction) -> Resul
         for dir in ancestors {
             if let Some(mut row) = folder_row(&folders, dir).map_err(corrupt)? {
                 row.valid_subtree = counts.valid_per_dir.get(dir).copied().unwrap_or(0);
-                folders.insert(folder_key(dir).as_str(), encode(&row).as_slice())?;
+                let key = folder_key(dir);
+                folders.insert(key.as_str(), seal(&key, &row).as_slice())?;
             }
         }
         header.unsettled_folders = unsettled.into_iter().collect();
     }
-    meta.insert(HEADER_KEY, encode(&header).as_slice())?;
+    meta.insert(HEADER_KEY, seal(HEADER_KEY, &header).as_slice())?;
     {
         // Each folded folder's records replaced, and the link pairs of the old and new ones.
         let mut table = transaction.open_table(RECORDS)?;
@@ -381,7 +432,7 @@ pub fn fold(model: &PartialModel, transaction: &redb::WriteTransaction) -> Resul
             let mut keys = Vec::new();
             for entry in table.range(from.as_str()..to.as_str())? {
                 let (key, value) = entry?;
-                if let Ok(record) = decode_record(value.value()) {
+                if let Ok(record) = decode_record(key.value(), value.value()) {
                     old_pairs.extend(record.links.iter().map(|l| (link_key(&l.target), record.path.to_string())));
                 }
                 keys.push(key.value().to_string());
@@ -392,7 +443,8 @@ pub fn fold(model: &PartialModel, transaction: &redb::WriteTransaction) -> Resul
         }
         for record in &settled_records {
             if let Some(persisted) = persisted_record(record) {
-                table.insert(entry_key(record.path.as_str()).as_str(), encode(&persisted).as_slice())?;
+                let key = entry_key(record.path.as_str());
+                table.insert(key.as_str(), seal(&key, &persisted).as_slice())?;
             }
         }
         let new_pairs: BTreeSet<(String, String)> =
@@ -432,7 +484,8 @@ pub fn fold(model: &PartialModel, transaction: &redb::WriteTransaction) -> Resul
             names.remove(lower_name(path).as_str(), path.as_str())?;
         }
         for path in new_files.into_iter().filter(|p| !old_files.contains(*p)) {
-            table.insert(entry_key(path.as_str()).as_str(), ())?;
+            let key = entry_key(path.as_str());
+            table.insert(key.as_str(), seal_bytes(&key, &[]).as_slice())?;
             names.insert(lower_name(path).as_str(), path.as_str())?;
         }
     }
@@ -469,9 +522,8 @@ fn fail(what: &str) -> impl Fn(redb::Error) -> String + '_ {
     move |e| format!("{what}: {e}")
 }
 
-fn decode_record(bytes: &[u8]) -> Result<NoteRecord, String> {
-    let persisted: PersistedRecord = postcard::from_bytes(bytes).map_err(|e| format!("undecodable record: {e}"))?;
-    record_of(persisted)
+fn decode_record(key: &str, bytes: &[u8]) -> Result<NoteRecord, String> {
+    record_of(unseal::<PersistedRecord>(key, bytes)?)
 }
 
 fn parse(path: &str) -> Result<VaultPath, String> {
@@ -575,6 +627,45 @@ impl Phases {
 /// The folders a write loads whole whatever the disk says, and the pages not settled.
 type FoldersWritten = (BTreeSet<String>, Vec<(VaultPath, PageKind)>);
 
+/// The whole model as the keyed copy holds it, for a process that loads the model whole
+/// (`Inventory::load_checking_folders`, `Inventory::load_reusing`): every settled record, the
+/// pages not settled, the attachments, the symbolic links, the names no vault path may hold
+/// and every folder's identity as of its last whole listing. The error says why the copy
+/// cannot be trusted (another format, engine or policy, or a damaged value): the caller then
+/// loads the model by a walk and rewrites the copy.
+pub fn read_known(database: &redb::ReadOnlyDatabase, policy: &LoadedPolicy) -> Result<KnownVault, String> {
+    let copy = Copy::open_trusted(database, policy).map_err(|refused| refused.reason)?;
+    let mut records = Vec::with_capacity(usize::try_from(copy.records.len().map_err(storage)?).unwrap_or(0));
+    for entry in copy.records.iter().map_err(storage)? {
+        let (key, value) = entry.map_err(storage)?;
+        records.push(decode_record(key.value(), value.value())?);
+    }
+    let header = &copy.header;
+    let unread_pages: Vec<(VaultPath, PageKind)> =
+        header.unread_pages.iter().map(|(p, kind)| Ok((parse(p)?, *kind))).collect::<Result<_, String>>()?;
+    let pages: HashSet<&str> = records.iter().map(|r| r.path.as_str()).chain(unread_pages.iter().map(|(p, _)| p.as_str())).collect();
+    let mut attachments = Vec::new();
+    for entry in copy.files.iter().map_err(storage)? {
+        let (key, seal) = entry.map_err(storage)?;
+        unseal_bytes(key.value(), seal.value())?;
+        let path = path_of_key(key.value());
+        if !pages.contains(path.as_str()) {
+            attachments.push(parse(&path)?);
+        }
+    }
+    drop(pages);
+    let dirs = every_row(&copy.folders)?.into_iter().map(|(dir, row)| (dir, row.seen)).collect();
+    Ok(KnownVault {
+        unread_pages,
+        attachments,
+        symlinked_notes: header.symlinked_notes.iter().map(|p| parse(p)).collect::<Result<_, String>>()?,
+        unusable_names: header.unusable_names.clone(),
+        dirs,
+        ignore_files: header.ignore_files,
+        records,
+    })
+}
+
 /// The keyed copy as one read transaction sees it: a header this engine may trust, and the
 /// tables a write's load reads.
 struct Copy {
@@ -582,20 +673,31 @@ struct Copy {
     meta: ReadOnlyTable<&'static str, &'static [u8]>,
     folders: ReadOnlyTable<&'static str, &'static [u8]>,
     records: ReadOnlyTable<&'static str, &'static [u8]>,
-    files: ReadOnlyTable<&'static str, ()>,
+    files: ReadOnlyTable<&'static str, &'static [u8]>,
     linkers: ReadOnlyMultimapTable<&'static str, &'static str>,
     names: ReadOnlyMultimapTable<&'static str, &'static str>,
 }
 
 impl Copy {
-    /// Opens the copy's tables in one read transaction, refusing a copy of another format,
-    /// engine or policy, or of a vault with an ignore file.
+    /// Opens the copy's tables in one read transaction for a write's partial load, refusing
+    /// what `open_trusted` refuses and a copy of a vault with an ignore file (scope then
+    /// depends on its rules, which a partial load does not read).
     fn open(database: &redb::ReadOnlyDatabase, policy: &LoadedPolicy) -> Result<Copy, NotKeyed> {
+        let copy = Copy::open_trusted(database, policy)?;
+        if copy.header.ignore_files {
+            return Err(ignore_file());
+        }
+        Ok(copy)
+    }
+
+    /// Opens the copy's tables in one read transaction, refusing a copy of another format,
+    /// engine or policy, or whose header is damaged.
+    fn open_trusted(database: &redb::ReadOnlyDatabase, policy: &LoadedPolicy) -> Result<Copy, NotKeyed> {
         let transaction = database.begin_read().map_err(|e| format!("read transaction: {e}"))?;
         let meta = transaction.open_table(META).map_err(|e| fail("meta")(e.into()))?;
         let header: Header = {
             let bytes = meta.get(HEADER_KEY).map_err(|e| fail("meta")(e.into()))?.ok_or_else(|| "no header".to_string())?;
-            postcard::from_bytes(bytes.value()).map_err(|e| format!("undecodable header: {e}"))?
+            unseal(HEADER_KEY, bytes.value())?
         };
         if header.format != FORMAT_VERSION {
             return Err(NotKeyed::from(format!("format version {}, this engine reads {FORMAT_VERSION}", header.format)));
@@ -605,9 +707,6 @@ impl Copy {
         }
         if header.policy_digest != policy.digest {
             return Err(NotKeyed::from("computed under another policy".to_string()));
-        }
-        if header.ignore_files {
-            return Err(ignore_file());
         }
         let table = |e: redb::TableError| fail("table")(e.into());
         Ok(Copy {
@@ -623,7 +722,8 @@ impl Copy {
 
     /// The record of `path` as persisted (`None`: the copy holds none).
     fn record(&self, path: &VaultPath) -> Result<Option<NoteRecord>, String> {
-        self.records.get(entry_key(path.as_str()).as_str()).map_err(storage)?.map(|value| decode_record(value.value())).transpose()
+        let key = entry_key(path.as_str());
+        self.records.get(key.as_str()).map_err(storage)?.map(|value| decode_record(&key, value.value())).transpose()
     }
 
     /// The folders a write loads whole whatever the disk says: the root, each touched note's
@@ -675,7 +775,8 @@ impl Copy {
                 root_notes: header.root_notes.iter().map(|p| parse(p)).collect::<Result<_, _>>()?,
                 invalid: header.invalid.iter().map(|p| parse(p)).collect::<Result<_, _>>()?,
             };
-            let lines = inventory::snapshot::check_lines(lines.value()).map_err(|e| format!("snapshot lines: {e}"))?;
+            let lines = unseal_bytes(SNAPSHOT_KEY, lines.value())?;
+            let lines = inventory::snapshot::check_lines(lines).map_err(|e| format!("snapshot lines: {e}"))?;
             // The persisted lines count the settled valid notes, as the header does.
             let mut snapshot = SourceSnapshot::partial(lines.to_string(), header.valid);
             for dir in &loaded {
@@ -694,14 +795,15 @@ impl Copy {
         for dir in &loading.loaded {
             let (from, to) = direct_range(dir);
             for entry in self.records.range(from.as_str()..to.as_str()).map_err(storage)? {
-                let (_, value) = entry.map_err(storage)?;
-                let record = decode_record(value.value())?;
+                let (key, value) = entry.map_err(storage)?;
+                let record = decode_record(key.value(), value.value())?;
                 loading.snapshot.insert(&record);
                 held.records.push(record);
             }
             let files = held.files.entry(dir.clone()).or_default();
             for entry in self.files.range(from.as_str()..to.as_str()).map_err(storage)? {
-                let (key, _) = entry.map_err(storage)?;
+                let (key, seal) = entry.map_err(storage)?;
+                unseal_bytes(key.value(), seal.value())?;
                 files.insert(parse(&path_of_key(key.value()))?);
             }
         }

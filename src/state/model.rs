@@ -52,10 +52,8 @@ impl Held {
 /// The persisted inventory as this process last read or wrote it.
 #[derive(Debug, Default)]
 pub(super) struct SavedInventory {
-    /// `Inventory::revision` it matches.
+    /// `Inventory::revision` it matches (rewritten only when the model moved past it).
     revision: u64,
-    /// blake3 of its bytes (rewritten only when they change).
-    digest: [u8; 32],
 }
 
 /// The persisted inventory is rewritten at load once at least this many of its records (or 1 %
@@ -71,6 +69,10 @@ const KEYED_STALE_LIMIT: usize = 64;
 /// since the copy was last written. Each write then reads a few pages again, never a growing
 /// number, and the copy never goes so stale that a write must load the whole model.
 const KEYED_FOLD_AFTER: usize = 16;
+
+/// How long a whole load waits for another process's fold into the persisted inventory to
+/// end before it loads the model by a walk instead.
+const KEYED_BUSY_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// A write's keyed load stats the folders it does not load on a helper thread, while the
 /// write plans, once there are at least this many of them (fewer cost less than the thread).
@@ -281,16 +283,24 @@ impl VaultState {
     /// The persisted inventory's records, and what became of it (`reused`, `absent`, or why it
     /// cannot be trusted: it is then rebuilt, never used).
     fn read_persisted_inventory(&self) -> (Option<inventory::KnownVault>, String) {
-        let path = layout::join(&self.root, layout::INVENTORY_CACHE);
-        let bytes = match crate::store::durable::read_engine_file(&self.root, &path) {
-            Ok(bytes) => bytes,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (None, "absent".into()),
-            Err(e) => return (None, format!("rebuilt: unreadable ({})", e.kind())),
+        let index = layout::join(&self.root, layout::INVENTORY_INDEX);
+        // A one-shot write folds into the copy in place under the writer lock, which a whole
+        // load does not take; its `redb` lock makes this open fail meanwhile, for milliseconds.
+        let deadline = std::time::Instant::now() + KEYED_BUSY_WAIT;
+        let database = loop {
+            match durable::open_keyed_cache(&self.root, &index) {
+                Ok(database) => break database,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return (None, "absent".into()),
+                Err(e) if durable::keyed_cache_busy(&e) && std::time::Instant::now() < deadline => {
+                    std::thread::sleep(std::time::Duration::from_millis(5));
+                }
+                Err(e) => return (None, format!("rebuilt: unreadable ({e})")),
+            }
         };
-        match crate::inventory_cache::decode(&bytes, &self.policy.digest) {
+        match crate::inventory_cache::keyed::read_known(&database, &self.policy) {
             Ok(known) => {
                 *self.saved_inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner) =
-                    Some(SavedInventory { revision: u64::MAX, digest: *blake3::hash(&bytes).as_bytes() });
+                    Some(SavedInventory { revision: u64::MAX });
                 (Some(known), "reused".into())
             }
             Err(reason) => {
@@ -300,30 +310,27 @@ impl VaultState {
         }
     }
 
-    /// Writes the persisted inventory when the model changed since it was read or written and
-    /// its bytes differ (atomically; a failure only costs the next process a fuller read).
+    /// Rewrites the persisted inventory whole from the model when the model changed since it
+    /// was read or written (a fresh copy renamed over the old one; a failure only costs the
+    /// next process a fuller read).
     pub(super) fn persist_inventory(&self, inventory: &Inventory) {
         let mut saved = self.saved_inventory.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        if saved.as_ref().is_some_and(|s| s.revision == inventory.revision) {
-            return;
-        }
-        let bytes = crate::inventory_cache::encode(inventory, &self.policy.digest);
-        let digest = *blake3::hash(&bytes).as_bytes();
         let keyed_refused = self.keyed_refused.swap(false, std::sync::atomic::Ordering::Relaxed);
-        if saved.as_ref().is_some_and(|s| s.digest == digest) && !keyed_refused {
-            *saved = Some(SavedInventory { revision: inventory.revision, digest });
+        if saved.as_ref().is_some_and(|s| s.revision == inventory.revision) && !keyed_refused {
             return;
         }
-        match durable::write_cache(&self.root, &layout::join(&self.root, layout::INVENTORY_CACHE), &bytes) {
-            Ok(()) => *saved = Some(SavedInventory { revision: inventory.revision, digest }),
-            Err(error) => tracing::debug!(error = %error, "could not write the persisted inventory"),
-        }
-        // The keyed copy follows the file it copies (a write process reads it by key).
         let started = std::time::Instant::now();
         let index = layout::join(&self.root, layout::INVENTORY_INDEX);
         match durable::write_keyed_cache(&self.root, &index, |t| crate::inventory_cache::keyed::fill(inventory, &self.policy.digest, t)) {
-            Ok(()) => tracing::debug!(elapsed = ?started.elapsed(), "keyed inventory written"),
-            Err(error) => tracing::debug!(error = %error, "could not write the keyed inventory"),
+            Ok(()) => {
+                *saved = Some(SavedInventory { revision: inventory.revision });
+                tracing::debug!(elapsed = ?started.elapsed(), "persisted inventory written");
+            }
+            Err(error) => tracing::debug!(error = %error, "could not write the persisted inventory"),
+        }
+        // The whole-file copy an engine before format 9 of the keyed copy kept beside it.
+        if let Err(error) = durable::remove_unsynced(&self.root, &layout::join(&self.root, layout::LEGACY_INVENTORY_FILE)) {
+            tracing::debug!(error = %error, "could not remove the persisted inventory an older engine kept");
         }
     }
 

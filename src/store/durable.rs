@@ -325,6 +325,15 @@ pub fn open_keyed_cache(root: &Path, path: &Path) -> io::Result<std::sync::Arc<r
     redb::ReadOnlyDatabase::open(own).map(std::sync::Arc::new).map_err(io::Error::other)
 }
 
+/// Whether `open_keyed_cache` failed only because another process has the cache open for
+/// writing (a fold in flight, `update_keyed_cache`): worth a retry in a moment.
+pub fn keyed_cache_busy(error: &io::Error) -> bool {
+    error
+        .get_ref()
+        .and_then(|inner| inner.downcast_ref::<redb::DatabaseError>())
+        .is_some_and(|e| matches!(e, redb::DatabaseError::DatabaseAlreadyOpen))
+}
+
 /// Creates an empty scratch file beneath `root`, without fsync: for engine files whose
 /// existence only signals something (a watch barrier) and never needs to survive a crash.
 /// Never follows or replaces an existing name.

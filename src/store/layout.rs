@@ -88,10 +88,12 @@ pub const WATCH_BARRIER_PREFIX: &str = "watch-barrier-";
 /// Name prefix of the temporary files an atomic replace writes beside its target; one left by
 /// a killed write is removed under the writer lock at the next open.
 pub const TEMP_PREFIX: &str = ".pv-tmp-";
-/// The persisted inventory (`inventory_cache`): a cache, checksummed, rebuilt when untrusted.
-pub const INVENTORY_CACHE: &str = ".paravault/inventory.bin";
-/// The persisted inventory's keyed copy (`inventory_cache::keyed`, a `redb` database): what a
-/// write process looks up by key instead of decoding the whole model. A cache, like the above.
+/// The whole-file persisted inventory engines before the keyed copy's format 9 kept beside it:
+/// removed when the persisted inventory is next written.
+pub const LEGACY_INVENTORY_FILE: &str = ".paravault/inventory.bin";
+/// The persisted inventory (`inventory_cache`, a `redb` database): the one persisted copy of
+/// the model, read whole by a whole load and by key by a write process. A cache, sealed
+/// value by value, rebuilt when untrusted.
 pub const INVENTORY_INDEX: &str = ".paravault/inventory.redb";
 /// The folder journal's socket (`paravault watch`, `folder_journal`): a one-shot write asks it
 /// which folders changed instead of a stat of each.

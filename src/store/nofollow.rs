@@ -37,7 +37,7 @@ const STATE_FOLDERS: [&str; 11] = [
 const STATE_FILES: [&str; 15] = [
     layout::POLICY_OVERRIDE,
     layout::POLICY_CACHE,
-    layout::INVENTORY_CACHE,
+    layout::LEGACY_INVENTORY_FILE,
     layout::INVENTORY_INDEX,
     layout::JOURNAL,
     layout::JOURNAL_HEADS,

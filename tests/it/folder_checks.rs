@@ -25,7 +25,7 @@ fn persisted(fixture: &str) -> tempfile::TempDir {
     let reader = open(dir.path());
     reader.lint().unwrap();
     drop(reader);
-    assert!(dir.path().join(".paravault/inventory.bin").is_file());
+    assert!(dir.path().join(".paravault/inventory.redb").is_file());
     dir
 }
 
@@ -143,11 +143,9 @@ fn a_write_rechecks_the_records_its_catalog_lists() {
 fn a_corrupt_or_foreign_persisted_inventory_is_rebuilt_by_a_write() {
     let dir = persisted(BASE);
     let root = dir.path();
-    let cache = root.join(".paravault/inventory.bin");
-    let mut bytes = std::fs::read(&cache).unwrap();
-    let last = bytes.len() - 1;
-    bytes[last] ^= 0xff;
-    std::fs::write(&cache, &bytes).unwrap();
+    // A byte damaged at rest inside one record (the title `Spoke` becomes `spoke`: still a
+    // record that decodes, so only its seal tells).
+    crate::support::damage_persisted_inventory(root, b"Spoke");
     std::fs::write(root.join("02_Areas/target.md"), note("Area", "Target", "x\n")).unwrap();
     let vault = open(root);
     vault.ingest_note(&ingest("01_Projects/first", "See [[target]].\n")).unwrap();
@@ -155,14 +153,28 @@ fn a_corrupt_or_foreign_persisted_inventory_is_rebuilt_by_a_write() {
     assert!(freshness.inventory_cache.starts_with("rebuilt: checksum"), "{freshness:?}");
     assert!(!freshness.load.by_folders, "an untrusted model is rebuilt by a walk: {freshness:?}");
     assert!(vault.ingest_note(&ingest("01_Projects/second", "See [[missing]].\n")).is_err());
+    let catalog = std::fs::read_to_string(root.join("01_Projects/_index.md")).unwrap();
+    assert!(catalog.contains("Spoke"), "the catalog row comes from the note, not the damaged copy: {catalog}");
     drop(vault);
-    // Another format version (format 1 had no folder identities) is never read as this one.
-    let mut bytes = std::fs::read(&cache).unwrap();
-    bytes[8..12].copy_from_slice(&1u32.to_le_bytes());
-    std::fs::write(&cache, &bytes).unwrap();
+    // A file that is not a copy at all (another engine's, or a torn one) is never read as one.
+    std::fs::write(root.join(".paravault/inventory.redb"), b"PVINVENT\x03\x00\x00\x00 not a redb database").unwrap();
     let vault = open(root);
     vault.ingest_note(&ingest("01_Projects/third", "See [[target]].\n")).unwrap();
-    assert!(vault.freshness().inventory_cache.starts_with("rebuilt: format version 1"), "{:?}", vault.freshness());
+    assert!(vault.freshness().inventory_cache.starts_with("rebuilt: unreadable"), "{:?}", vault.freshness());
+}
+
+/// Writes `inventory` as the persisted inventory of `root`, as a process does; returns its path.
+fn persist(root: &Path, inventory: &Inventory, policy: &paravault::policy::LoadedPolicy) -> std::path::PathBuf {
+    use paravault::store::{durable, layout};
+    let index = layout::join(root, layout::INVENTORY_INDEX);
+    durable::write_keyed_cache(root, &index, |t| paravault::inventory_cache::keyed::fill(inventory, &policy.digest, t)).unwrap();
+    index
+}
+
+/// The whole model as the persisted inventory at `index` holds it.
+fn read_known(root: &Path, index: &Path, policy: &paravault::policy::LoadedPolicy) -> paravault::inventory::KnownVault {
+    let database = paravault::store::durable::open_keyed_cache(root, index).unwrap();
+    paravault::inventory_cache::keyed::read_known(&database, policy).unwrap()
 }
 
 /// What a model says is on disk: every file, each page's content hash, the symbolic links,
@@ -187,7 +199,7 @@ fn a_folder_checked_model_equals_a_walk_after_outside_changes() {
     let policy = vault.policy();
     std::thread::sleep(Duration::from_millis(60));
     let known = Inventory::load(root, policy).unwrap();
-    let bytes = paravault::inventory_cache::encode(&known, &policy.digest);
+    let index = persist(root, &known, policy);
 
     std::fs::write(root.join("02_Areas/new.md"), note("Area", "New", "n\n")).unwrap();
     std::fs::remove_file(root.join("03_Resources/img.png")).unwrap();
@@ -202,7 +214,7 @@ fn a_folder_checked_model_equals_a_walk_after_outside_changes() {
     std::fs::create_dir_all(root.join("00_Inbox/x/tab\tdir")).unwrap();
     std::fs::write(root.join("00_Inbox/x/tab\tdir/hidden.md"), note("Resource", "H", "h\n")).unwrap();
 
-    let decoded = paravault::inventory_cache::decode(&bytes, &policy.digest).unwrap();
+    let decoded = read_known(root, &index, policy);
     let (mut checked, _, load) = Inventory::load_checking_folders(root, policy, decoded).unwrap().expect("checkable by folders");
     assert!(load.by_folders && load.folders_relisted >= 4, "{load:?}");
     assert!(!checked.files_checked);
@@ -218,8 +230,8 @@ fn a_folder_checked_model_equals_a_walk_after_outside_changes() {
     assert_eq!(checked.counts.valid_per_dir, walked.counts.valid_per_dir);
 
     // An ignore file makes scope depend on its rules: the folder check steps aside.
-    let encoded = paravault::inventory_cache::encode(&checked, &policy.digest);
+    persist(root, &checked, policy);
     std::fs::write(root.join("02_Areas/.paravaultignore"), "new.md\n").unwrap();
-    let decoded = paravault::inventory_cache::decode(&encoded, &policy.digest).unwrap();
+    let decoded = read_known(root, &index, policy);
     assert!(Inventory::load_checking_folders(root, policy, decoded).unwrap().is_err());
 }

@@ -517,7 +517,7 @@ fn the_persisted_inventory_is_reused_after_a_stat_walk_and_rebuilt_when_untruste
     first.lint().unwrap();
     assert_eq!(first.freshness().inventory_cache, "absent");
     drop(first);
-    assert!(root.join(".paravault/inventory.bin").is_file());
+    assert!(root.join(".paravault/inventory.redb").is_file());
 
     let second = open();
     second.lint().unwrap();
@@ -537,11 +537,8 @@ fn the_persisted_inventory_is_reused_after_a_stat_walk_and_rebuilt_when_untruste
     drop(third);
 
     // A corrupt file is never trusted: the inventory is rebuilt from the notes, then rewritten.
-    let cache = root.join(".paravault/inventory.bin");
-    let mut bytes = std::fs::read(&cache).unwrap();
-    let last = bytes.len() - 1;
-    bytes[last] ^= 0xff;
-    std::fs::write(&cache, &bytes).unwrap();
+    let cache = root.join(".paravault/inventory.redb");
+    crate::support::damage_persisted_inventory(&root, b"Spoke");
     std::thread::sleep(Duration::from_millis(60));
     let fourth = open();
     let rules = crate::support::rules(&fourth.lint().unwrap());

@@ -81,15 +81,26 @@ pub fn snapshot_tree(root: &Path) -> Vec<(String, Vec<u8>)> {
             let path = entry.path();
             if entry.file_type().unwrap().is_dir() {
                 stack.push(path);
-            } else if path != paravault::store::layout::join(root, paravault::store::layout::INVENTORY_CACHE)
-                && path != paravault::store::layout::join(root, paravault::store::layout::INVENTORY_INDEX)
-            {
+            } else if path != paravault::store::layout::join(root, paravault::store::layout::INVENTORY_INDEX) {
                 out.push((path.strip_prefix(root).unwrap().to_string_lossy().into_owned(), std::fs::read(&path).unwrap_or_default()));
             }
         }
     }
     out.sort();
     out
+}
+
+/// Damages the persisted inventory of `root` at rest: flips the case of the first byte of
+/// every occurrence of `needle` in its file (a note's title, held in its record's value).
+pub fn damage_persisted_inventory(root: &Path, needle: &[u8]) {
+    let path = root.join(paravault::store::layout::INVENTORY_INDEX);
+    let mut bytes = std::fs::read(&path).unwrap();
+    let at: Vec<usize> = bytes.windows(needle.len()).enumerate().filter(|(_, w)| *w == needle).map(|(i, _)| i).collect();
+    assert!(!at.is_empty(), "{} is not in the persisted inventory", String::from_utf8_lossy(needle));
+    for i in at {
+        bytes[i] ^= 0x20;
+    }
+    std::fs::write(&path, &bytes).unwrap();
 }
 
 /// Runs the `paravault` binary on `vault` with the test date as today and no vault variables.

@@ -44,7 +44,7 @@ struct Tables {
 
 fn tables(database: &redb::ReadOnlyDatabase) -> Tables {
     let t = database.begin_read().expect("read");
-    let header: Header = postcard::from_bytes(t.open_table(META).expect("meta").get(HEADER_KEY).expect("get").expect("header").value())
+    let header: Header = unseal(HEADER_KEY, t.open_table(META).expect("meta").get(HEADER_KEY).expect("get").expect("header").value())
         .expect("header decodes");
     let mut rows: Vec<(String, FolderRow)> = every_row(&t.open_table(FOLDERS).expect("folders")).expect("rows decode");
     rows.sort_by(|a, b| a.0.cmp(&b.0));
@@ -54,6 +54,7 @@ fn tables(database: &redb::ReadOnlyDatabase) -> Tables {
     assert_eq!(std::mem::take(&mut header.unsettled_folders), unsettled);
     let folders = rows.into_iter().map(|(dir, row)| (dir, FolderRow { seen: None, ..row })).collect();
     let lines = t.open_table(META).expect("meta").get(SNAPSHOT_KEY).expect("get").expect("snapshot lines").value().to_vec();
+    let lines = unseal_bytes(SNAPSHOT_KEY, &lines).expect("the seal holds").to_vec();
     let snapshot_lines = String::from_utf8(lines).expect("lines are text");
     let records = t
         .open_table(RECORDS)
@@ -63,12 +64,22 @@ fn tables(database: &redb::ReadOnlyDatabase) -> Tables {
         .map(|e| {
             let (k, v) = e.expect("row");
             // When a record was read differs between two loads; what it records must not.
-            let mut record: PersistedRecord = postcard::from_bytes(v.value()).expect("record decodes");
+            let mut record: PersistedRecord = unseal(k.value(), v.value()).expect("record decodes");
             record.read_at_ns = 0;
-            (k.value().to_string(), encode(&record))
+            (k.value().to_string(), seal(k.value(), &record))
         })
         .collect();
-    let files = t.open_table(FILES).expect("files").iter().expect("iter").map(|e| e.expect("row").0.value().to_string()).collect();
+    let files = t
+        .open_table(FILES)
+        .expect("files")
+        .iter()
+        .expect("iter")
+        .map(|e| {
+            let (key, seal) = e.expect("row");
+            unseal_bytes(key.value(), seal.value()).expect("the seal holds");
+            key.value().to_string()
+        })
+        .collect();
     let pairs = |table: MultimapTableDefinition<&str, &str>| -> Vec<(String, String)> {
         let mut out = Vec::new();
         for entry in t.open_multimap_table(table).expect("multimap").iter().expect("iter") {
@@ -297,13 +308,14 @@ fn deferred_folder_checks_load_what_checking_first_loads_and_catch_a_folder_that
 fn unsettle_projects(root: &Path, index: &Path, listed: Vec<String>) {
     durable::update_keyed_cache(root, index, |t| {
         let mut meta = t.open_table(META)?;
-        let mut header: Header = postcard::from_bytes(meta.get(HEADER_KEY)?.expect("header").value()).expect("decodes");
+        let mut header: Header = unseal(HEADER_KEY, meta.get(HEADER_KEY)?.expect("header").value()).expect("decodes");
         header.unsettled_folders = listed;
-        meta.insert(HEADER_KEY, encode(&header).as_slice())?;
+        meta.insert(HEADER_KEY, seal(HEADER_KEY, &header).as_slice())?;
         let mut folders = t.open_table(FOLDERS)?;
         let mut row = folder_row(&folders, "01_Projects").expect("row decodes").expect("a row of 01_Projects");
         row.seen = None;
-        folders.insert(folder_key("01_Projects").as_str(), encode(&row).as_slice())?;
+        let key = folder_key("01_Projects");
+        folders.insert(key.as_str(), seal(&key, &row).as_slice())?;
         Ok(())
     })
     .expect("copy rewritten");
@@ -512,4 +524,148 @@ fn a_folder_journal_that_names_entries_spares_their_folder_a_listing_and_loads_w
         load(&|_since| Some(JournalAnswer::new(position(5), Some(BTreeMap::from([("03_Resources/refs".to_string(), entries(&["new"]))])))));
     assert_eq!((made.counts.folders_relisted, made.counts.folders_by_entries, made.counts.read), (1, 1, 1), "{:?}", made.counts);
     assert!(made.inventory.records.keys().any(|p| p.as_str() == "03_Resources/refs/new/n.md"));
+}
+
+/// What the old whole-file copy held of `inventory`, and what a whole load must read back:
+/// the settled records (as persisted, by path), the pages not settled, the attachments, the
+/// symbolic links, the names no vault path may hold, every folder's identity, the ignore flag.
+type KnownSummary = (Vec<(String, Vec<u8>)>, Vec<(String, PageKind)>, Vec<String>, Vec<String>, Vec<String>, Vec<(String, String)>, bool);
+
+fn known_summary(known: &KnownVault) -> KnownSummary {
+    let mut records: Vec<(String, Vec<u8>)> = known
+        .records
+        .iter()
+        .map(|r| (r.path.to_string(), postcard::to_stdvec(&persisted_record(r).expect("settled")).expect("encodes")))
+        .collect();
+    records.sort();
+    let mut unread: Vec<(String, PageKind)> = known.unread_pages.iter().map(|(p, kind)| (p.to_string(), *kind)).collect();
+    unread.sort_by(|a, b| a.0.cmp(&b.0));
+    let sorted = |paths: &[VaultPath]| {
+        let mut out: Vec<String> = paths.iter().map(ToString::to_string).collect();
+        out.sort();
+        out
+    };
+    let mut unusable: Vec<String> = known.unusable_names.iter().map(UnusableName::shown).collect();
+    unusable.sort();
+    let mut dirs: Vec<(String, String)> = known.dirs.iter().map(|(dir, seen)| (dir.clone(), format!("{seen:?}"))).collect();
+    dirs.sort();
+    (records, unread, sorted(&known.attachments), sorted(&known.symlinked_notes), unusable, dirs, known.ignore_files)
+}
+
+fn expected_summary(inventory: &Inventory) -> KnownSummary {
+    let known = KnownVault {
+        records: inventory.records.values().filter(|r| settled(r)).cloned().collect(),
+        unread_pages: inventory.records.values().filter(|r| !settled(r)).map(|r| (r.path.clone(), r.kind)).collect(),
+        attachments: inventory.files.iter().filter(|p| !inventory.records.contains_key(*p)).cloned().collect(),
+        symlinked_notes: inventory.symlinked_notes.to_vec(),
+        unusable_names: inventory.unusable_names.clone(),
+        dirs: inventory.dirs.iter().map(|(dir, seen)| (dir.clone(), *seen)).collect(),
+        ignore_files: inventory.ignore_files,
+    };
+    known_summary(&known)
+}
+
+#[test]
+fn a_whole_load_reads_back_from_the_keyed_copy_everything_the_model_persisted() {
+    let (dir, policy, index) = keyed_vault(&[
+        ("01_Projects/alpha/a.md", note("Project", "A", "links [[b]]\n")),
+        ("01_Projects/alpha/deep/d.md", note("Project", "D", "deep [[a]]\n")),
+        ("02_Areas/b.md", note("Area", "B", "back to [[a]] and ![[pic.png]]\n")),
+        ("02_Areas/broken.md", "---\ntype: Area\ntitle: Broken\n---\nno description\n".to_string()),
+        ("03_Resources/refs/pic.png", "PNG\n".to_string()),
+        ("03_Resources/empty/.keep", String::new()),
+        ("02_Areas/line\nbreak.md", note("Area", "L", "l\n")),
+        ("2026-01-01_standup.md", note("Daily Log", "Root", "root [[a]]\n")),
+    ]);
+    let root = dir.path();
+    std::os::unix::fs::symlink("/etc/hostname", root.join("01_Projects/link.md")).expect("symlink");
+    settle();
+    // A page written just before the load is racy: listed as not settled, its record not kept.
+    put(root, "02_Areas/fresh.md", &note("Area", "Fresh", "new\n"));
+    let whole = Inventory::load(root, &policy).expect("whole load");
+    assert!(whole.records.values().any(|r| !settled(r)), "the fixture holds a page not settled");
+    assert!(!whole.symlinked_notes.is_empty() && !whole.unusable_names.is_empty());
+    durable::write_keyed_cache(root, &index, |t| fill(&whole, &policy.digest, t)).expect("fill");
+    let database = durable::open_keyed_cache(root, &index).expect("open");
+    let known = read_known(&database, &policy).expect("a copy this engine wrote is read");
+    assert_eq!(known_summary(&known), expected_summary(&whole));
+
+    // After a write's fold the copy is read back as a whole fill of the same disk would be.
+    settle();
+    put(root, "02_Areas/later.md", &note("Area", "Later", "later\n"));
+    settle();
+    let change = VaultPath::parse("02_Areas/next.md").expect("path");
+    let load = load_for_write(root, &policy, &database, &[(change, None)], 1000, FolderChecks::Now, None).expect("keyed load");
+    drop(database);
+    durable::update_keyed_cache(root, &index, |t| fold(&load.inventory, t)).expect("fold");
+    let folded = read_known(&durable::open_keyed_cache(root, &index).expect("open"), &policy).expect("read after the fold");
+    let whole = Inventory::load(root, &policy).expect("whole load");
+    let (mut got, mut want) = (known_summary(&folded), expected_summary(&whole));
+    // Folder identities: the fold keeps the ones its load proved, a fresh load takes new ones.
+    (got.5, want.5) =
+        (got.5.iter().map(|(d, _)| (d.clone(), String::new())).collect(), want.5.iter().map(|(d, _)| (d.clone(), String::new())).collect());
+    // When a record was read differs between two loads; what it records must not.
+    for (_, bytes) in got.0.iter_mut().chain(want.0.iter_mut()) {
+        let mut record: PersistedRecord = postcard::from_bytes(bytes).expect("decodes");
+        record.read_at_ns = 0;
+        *bytes = postcard::to_stdvec(&record).expect("encodes");
+    }
+    assert_eq!(got, want);
+}
+
+/// Rewrites one value of the copy at `index` raw, as damage at rest would leave it.
+fn damage(root: &Path, index: &Path, change: impl FnOnce(&redb::WriteTransaction) -> Result<(), redb::Error>) {
+    durable::update_keyed_cache(root, index, change).expect("copy damaged");
+}
+
+#[test]
+fn a_damaged_value_or_key_or_a_foreign_header_is_refused_never_trusted() {
+    let files = [("01_Projects/a.md", note("Project", "Alpha", "a\n")), ("01_Projects/pic.png", "PNG\n".to_string())];
+    let refused = |root: &Path, index: &Path, policy: &LoadedPolicy| -> (String, String) {
+        let database = durable::open_keyed_cache(root, index).expect("open");
+        let whole = read_known(&database, policy).expect_err("the whole load refuses it");
+        let change = VaultPath::parse("01_Projects/b.md").expect("path");
+        let partial = load_for_write(root, policy, &database, &[(change, Some("x"))], 1000, FolderChecks::Now, None);
+        (whole, partial.err().expect("the write's load refuses it").reason)
+    };
+
+    // A record whose bytes changed under its seal (the title `Alpha` became `alpha`).
+    let (dir, policy, index) = keyed_vault(&files);
+    let root = dir.path();
+    damage(root, &index, |t| {
+        let mut records = t.open_table(RECORDS)?;
+        let key = entry_key("01_Projects/a.md");
+        let mut bytes = records.get(key.as_str())?.expect("the record").value().to_vec();
+        let at = bytes.windows(5).position(|w| w == b"Alpha").expect("the title");
+        bytes[at] = b'a';
+        records.insert(key.as_str(), bytes.as_slice())?;
+        Ok(())
+    });
+    let (whole, partial) = refused(root, &index, &policy);
+    assert!(whole.starts_with("checksum mismatch") && partial.starts_with("checksum mismatch"), "{whole} / {partial}");
+
+    // A key changed under its value (an attachment's name, one byte off).
+    let (dir, policy, index) = keyed_vault(&files);
+    let root = dir.path();
+    damage(root, &index, |t| {
+        let mut table = t.open_table(FILES)?;
+        let seal = table.remove(entry_key("01_Projects/pic.png").as_str())?.expect("the file").value().to_vec();
+        table.insert(entry_key("01_Projects/pic.pnh").as_str(), seal.as_slice())?;
+        Ok(())
+    });
+    let (whole, partial) = refused(root, &index, &policy);
+    assert!(whole.starts_with("checksum mismatch") && partial.starts_with("checksum mismatch"), "{whole} / {partial}");
+
+    // Another format, sealed as this engine seals: never read as this one.
+    let (dir, policy, index) = keyed_vault(&files);
+    let root = dir.path();
+    damage(root, &index, |t| {
+        let mut meta = t.open_table(META)?;
+        let mut header: Header = unseal(HEADER_KEY, meta.get(HEADER_KEY)?.expect("header").value()).expect("decodes");
+        header.format = 8;
+        meta.insert(HEADER_KEY, seal(HEADER_KEY, &header).as_slice())?;
+        Ok(())
+    });
+    let (whole, partial) = refused(root, &index, &policy);
+    assert_eq!((whole.as_str(), partial.as_str()), ("format version 8, this engine reads 9", "format version 8, this engine reads 9"));
 }
