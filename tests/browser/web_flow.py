@@ -28,7 +28,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
-from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
+from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, WebDriverException
 from selenium.webdriver.common.action_chains import ActionChains
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
@@ -106,6 +106,11 @@ def wait_for(predicate, what, seconds=15):
                 return
         except (StaleElementReferenceException, NoSuchElementException):
             pass  # the page is being replaced by the one the click loads
+        except WebDriverException as e:
+            # chromedriver's other word for a stale element, when the document it was found
+            # in is replaced between the lookup and the read.
+            if "does not belong to the document" not in str(e):
+                raise
         time.sleep(0.1)
     raise AssertionError(f"timed out waiting for {what}")
 
