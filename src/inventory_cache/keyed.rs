@@ -635,25 +635,41 @@ type FoldersWritten = (BTreeSet<String>, Vec<(VaultPath, PageKind)>);
 /// loads the model by a walk and rewrites the copy.
 pub fn read_known(database: &redb::ReadOnlyDatabase, policy: &LoadedPolicy) -> Result<KnownVault, String> {
     let copy = Copy::open_trusted(database, policy).map_err(|refused| refused.reason)?;
-    let mut records = Vec::with_capacity(usize::try_from(copy.records.len().map_err(storage)?).unwrap_or(0));
-    for entry in copy.records.iter().map_err(storage)? {
-        let (key, value) = entry.map_err(storage)?;
-        records.push(decode_record(key.value(), value.value())?);
-    }
     let header = &copy.header;
     let unread_pages: Vec<(VaultPath, PageKind)> =
         header.unread_pages.iter().map(|(p, kind)| Ok((parse(p)?, *kind))).collect::<Result<_, String>>()?;
-    let pages: HashSet<&str> = records.iter().map(|r| r.path.as_str()).chain(unread_pages.iter().map(|(p, _)| p.as_str())).collect();
+    let unread: HashSet<&str> = unread_pages.iter().map(|(p, _)| p.as_str()).collect();
+    // `records` and `files` share one key order: one pass over both, in step. A file whose
+    // key is the next record's is that page (the record's seal covers the key); any other is
+    // an attachment or a page not settled.
+    let mut records = Vec::with_capacity(usize::try_from(copy.records.len().map_err(storage)?).unwrap_or(0));
     let mut attachments = Vec::new();
+    let mut rows = copy.records.iter().map_err(storage)?;
+    let mut next_record = rows.next().transpose().map_err(storage)?;
     for entry in copy.files.iter().map_err(storage)? {
         let (key, seal) = entry.map_err(storage)?;
+        let mut page = false;
+        while next_record.as_ref().is_some_and(|(record_key, _)| record_key.value() <= key.value()) {
+            let Some((record_key, value)) = next_record.take() else { break };
+            page |= record_key.value() == key.value();
+            records.push(decode_record(record_key.value(), value.value())?);
+            next_record = rows.next().transpose().map_err(storage)?;
+        }
+        if page {
+            continue;
+        }
         unseal_bytes(key.value(), seal.value())?;
         let path = path_of_key(key.value());
-        if !pages.contains(path.as_str()) {
+        if !unread.contains(path.as_str()) {
             attachments.push(parse(&path)?);
         }
     }
-    drop(pages);
+    // A record without a file (never written so) is still read, and trusted no less.
+    while let Some((record_key, value)) = next_record.take() {
+        records.push(decode_record(record_key.value(), value.value())?);
+        next_record = rows.next().transpose().map_err(storage)?;
+    }
+    drop(unread);
     let dirs = every_row(&copy.folders)?.into_iter().map(|(dir, row)| (dir, row.seen)).collect();
     Ok(KnownVault {
         unread_pages,
