@@ -214,7 +214,24 @@ fn vault_id(root: &std::path::Path) -> String {
     crate::write::sha256_hex(canonical.to_string_lossy().as_bytes())[..16].to_string()
 }
 
+/// The last receipt's sequence number, read again only when the receipt log's stamp moved
+/// (the log is only appended to: every receipt changes its length).
 fn last_receipt_seq(vault: &Vault) -> u64 {
+    let root = vault.root();
+    let stamp = file_stamp(&layout::join(root, layout::RECEIPTS));
+    if let Some((known, seq)) = lock_seen(&SEEN).get(root).and_then(|s| s.receipts)
+        && Some(known) == stamp
+    {
+        return seq;
+    }
+    let seq = read_last_receipt_seq(vault);
+    if let Some(stamp) = stamp {
+        lock_seen(&SEEN).entry(root.to_path_buf()).or_default().receipts = Some((stamp, seq));
+    }
+    seq
+}
+
+fn read_last_receipt_seq(vault: &Vault) -> u64 {
     use std::io::{Read, Seek, SeekFrom};
     let Ok(mut file) = crate::store::durable::open_engine_read(vault.root(), &layout::join(vault.root(), layout::RECEIPTS)) else {
         return 0;
@@ -251,7 +268,7 @@ impl Vault {
     /// downloaded) and reports the binding. O(1) in vault size either way.
     pub(crate) fn server_info_with(&self, probe_provider: bool) -> Result<DoctorReport> {
         let mut issues = Vec::new();
-        let (index_state, manifest) = match generation::read_active(self.root()) {
+        let (index_state, manifest) = match seen_active(self.root()) {
             Ok(Some(id)) => match seen_manifest(self.root(), &id) {
                 Ok(m) => ("active_generation", Some(m)),
                 Err(e) => {
@@ -550,6 +567,10 @@ struct Seen {
     manifest: Option<(String, FileStamp, std::sync::Arc<SeenManifest>)>,
     /// (journal stamp, the generation's covers_seq, the intents after it).
     tail: Option<(crate::store::journal::JournalStamp, u64, usize)>,
+    /// (the `ACTIVE` file's stamp, the id it names).
+    active: Option<(FileStamp, String)>,
+    /// (the receipt log's stamp, the last receipt's sequence number).
+    receipts: Option<(FileStamp, u64)>,
 }
 
 /// A manifest as the report reads it: the manifest, and the live documents of its commit.
@@ -579,6 +600,25 @@ fn file_stamp(path: &std::path::Path) -> Option<FileStamp> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::symlink_metadata(path).ok()?;
     Some((meta.len(), i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()), meta.ino()))
+}
+
+/// The id `ACTIVE` names, read again only when the file changed (a publish replaces it). A
+/// replacement may reuse a freed inode and keep the length, so a stamp is remembered only once
+/// its modification time is more than two seconds old (git's racy-clean rule): a later publish
+/// then has a later time.
+fn seen_active(root: &std::path::Path) -> Result<Option<String>> {
+    let stamp = file_stamp(&layout::join(root, layout::SEARCH_ACTIVE));
+    if let Some((known, id)) = lock_seen(&SEEN).get(root).and_then(|s| s.active.clone())
+        && Some(known) == stamp
+    {
+        return Ok(Some(id));
+    }
+    let id = generation::read_active(root)?;
+    let settled = |stamp: &FileStamp| i128::from(crate::clock::machine_utc().timestamp()) * 1_000_000_000 - stamp.1 > 2_000_000_000;
+    if let (Some(stamp), Some(id)) = (stamp.filter(settled), &id) {
+        lock_seen(&SEEN).entry(root.to_path_buf()).or_default().active = Some((stamp, id.clone()));
+    }
+    Ok(id)
 }
 
 /// The manifest of generation `id`, read again only when its file changed.

@@ -376,7 +376,7 @@ impl ParavaultServer {
             .collect();
         root_strings.sort_by_key(|s| std::cmp::Reverse(s.len()));
         let cli_commands: Vec<String> = options.cli.get_subcommands().map(|c| c.get_name().to_string()).collect();
-        let capabilities = capabilities(&vault, tools.bare(), &cli_commands);
+        let capabilities = std::sync::Arc::new(capabilities(&vault, tools.bare(), &cli_commands));
         // A server lives long: people edit the vault meanwhile (see `Vault::observe_disk`).
         vault.watch_disk();
         let ctx = ToolCtx {

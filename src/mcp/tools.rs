@@ -35,8 +35,9 @@ pub struct ToolCtx {
     pub tool_count: usize,
     /// The advertised tools (their output schemas and catalog hash derived on first need).
     pub tools: super::tool_list::ToolList,
-    /// The static capability manifest of this server (interfaces, search modes, OKF, models).
-    pub capabilities: Value,
+    /// The static capability manifest of this server (interfaces, search modes, OKF, models),
+    /// shared with every `get_server_info` answer rather than copied into it.
+    pub capabilities: std::sync::Arc<Value>,
     /// Names of the advertised tools that are read-only, and of the others.
     pub read_tools: Vec<String>,
     pub write_tools: Vec<String>,

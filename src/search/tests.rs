@@ -954,7 +954,8 @@ fn a_tail_temporal_table_is_the_one_built_from_scratch() {
         let (mut edges, mut pending) = (table.edges.clone(), table.pending.clone());
         edges.sort();
         pending.sort();
-        (table.notes.clone(), edges, pending, table.resolved.clone())
+        let notes: std::collections::BTreeMap<String, _> = table.notes().map(|(p, f)| (p.clone(), f.clone())).collect();
+        (notes, edges, pending, table.resolved.clone())
     };
     let (mut journal, _) = Journal::open(v.path()).expect("journal");
     for (i, (step, expected_edges)) in steps.iter().enumerate() {
@@ -980,6 +981,8 @@ fn a_tail_temporal_table_is_the_one_built_from_scratch() {
         assert!(g.tail_of.is_some(), "step {i}: a tail generation");
         let derived = super::read::load_temporal(g);
         let scratch = super::read::build_temporal(g);
+        let base_table = base.temporal.get().expect("the derived table read its base's");
+        assert!(std::sync::Arc::ptr_eq(&derived.base_notes, &base_table.base_notes), "step {i}: the base's notes are shared, not copied");
         assert_eq!(sorted(&derived), sorted(&scratch), "step {i}");
         let expected: Vec<(String, String)> = expected_edges.iter().map(|(a, b)| ((*a).to_string(), (*b).to_string())).collect();
         assert_eq!(sorted(&derived).1, expected, "step {i}");

@@ -274,6 +274,39 @@ fn incremental_catalogs_equal_a_full_regeneration() {
     assert!(report.pages_written.is_empty() && report.pages_deleted.is_empty(), "{report:?}");
 }
 
+/// The discovery report's receipt count is remembered between calls, and every write moves it.
+#[test]
+fn server_info_follows_every_receipt() {
+    let (_dir, vault) = vault("");
+    assert_eq!(vault.server_info().unwrap().vault.last_receipt_seq, 0);
+    for seq in 1..=3 {
+        vault.ingest_note(&ingest(&format!("01_Projects/n{seq}"), "hello")).unwrap();
+        assert_eq!(vault.server_info().unwrap().vault.last_receipt_seq, seq);
+        assert_eq!(vault.server_info().unwrap().vault.last_receipt_seq, seq, "asked again with no write since");
+    }
+}
+
+/// The discovery report remembers the generation `ACTIVE` names, and a publish moves it.
+#[test]
+fn server_info_follows_a_publish_after_remembering_the_active_generation() {
+    let (dir, vault) = vault("");
+    vault.ingest_note(&ingest("01_Projects/a", "hello")).unwrap();
+    let active = dir.path().join(".paravault/search/ACTIVE");
+    let named = || std::fs::read_to_string(&active).unwrap().trim().to_string();
+    let first = named();
+    // Settled (older than the racy window): the report remembers it from here on.
+    let past = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options().write(true).open(&active).unwrap().set_modified(past).unwrap();
+    for _ in 0..2 {
+        assert_eq!(vault.server_info().unwrap().vault.active_generation.as_deref(), Some(first.as_str()));
+    }
+    let params = paravault::retrieval::SyncParams { force_rebuild: true, allow_partial: true, ..Default::default() };
+    vault.sync_vault(&params).unwrap();
+    let second = named();
+    assert_ne!(second, first, "a forced rebuild publishes a new generation");
+    assert_eq!(vault.server_info().unwrap().vault.active_generation.as_deref(), Some(second.as_str()));
+}
+
 /// The discovery report comes from the active manifest and small state files, names every
 /// excluded note, and never needs the inventory.
 #[test]

@@ -30,11 +30,17 @@ pub(crate) struct ServerInfo {
     /// The static capability manifest of this server (interfaces, tool contracts, search modes,
     /// OKF fields, models, storage, environment).
     #[schemars(with = "serde_json::Map<String, Value>")]
-    pub capabilities: Value,
+    #[serde(serialize_with = "shared")]
+    pub capabilities: std::sync::Arc<Value>,
     /// The compact agent bootstrap (reference §8).
     pub bootstrap: Bootstrap,
     /// The MCP discovery block.
     pub mcp: McpBlock,
+}
+
+/// A shared value, serialised as the value itself.
+fn shared<S: serde::Serializer>(value: &std::sync::Arc<Value>, serializer: S) -> std::result::Result<S::Ok, S::Error> {
+    value.as_ref().serialize(serializer)
 }
 
 /// The compact agent bootstrap (reference §8 `bootstrap`), built from the report itself.

@@ -128,6 +128,7 @@ pub(super) fn build_temporal(g: &OpenGeneration) -> TemporalTable {
     let Ok(searcher) = g.searcher() else { return table };
     let q = TermQuery::new(Term::from_field_text(g.fields.has_memory, "1"), IndexRecordOption::Basic);
     let Ok(docs) = searcher.search(&q, &DocSetCollector) else { return table };
+    let mut notes = std::collections::BTreeMap::new();
     for addr in docs {
         let Ok(doc) = searcher.doc::<TantivyDocument>(addr) else { continue };
         let Ok(entry) = serde_json::from_str::<NoteEntry>(&stored_text(&doc, g.fields.note_json)) else { continue };
@@ -135,8 +136,9 @@ pub(super) fn build_temporal(g: &OpenGeneration) -> TemporalTable {
         for target in &memory.supersedes {
             table.pending.push((entry.path.clone(), normalise_target(target)));
         }
-        table.notes.insert(entry.path, memory);
+        notes.insert(entry.path, memory);
     }
+    table.base_notes = Arc::new(notes);
     resolve_edges(&mut table, |_| None, |target| resolve_target(g, &searcher, target));
     table
 }
@@ -150,18 +152,23 @@ pub(super) fn build_temporal(g: &OpenGeneration) -> TemporalTable {
 /// Equal to `build_temporal(g)` (`search::tests::a_tail_temporal_table_is_the_one_built_from_scratch`).
 fn derive_temporal(g: &OpenGeneration, base: &TemporalTable, tail: &generation::TailOf) -> TemporalTable {
     let touched = &tail.touched;
+    // The base's notes are shared, not copied: the touched notes' fields go in `changed` over
+    // them (a base that is itself derived brings its own changes along).
     let mut table = TemporalTable {
-        notes: base.notes.iter().filter(|(path, _)| !touched.contains(*path)).map(|(p, f)| (p.clone(), f.clone())).collect(),
+        base_notes: base.base_notes.clone(),
+        changed: base.changed.iter().filter(|(path, _)| !touched.contains(*path)).map(|(p, f)| (p.clone(), f.clone())).collect(),
         pending: base.pending.iter().filter(|(from, _)| !touched.contains(from)).cloned().collect(),
         ..TemporalTable::default()
     };
     for path in touched.iter() {
-        let Ok(Some(entry)) = note_entry(g, path) else { continue };
-        let Some(memory) = entry.memory.clone() else { continue };
-        for target in &memory.supersedes {
+        let memory = match note_entry(g, path) {
+            Ok(Some(entry)) => entry.memory.clone(),
+            _ => None,
+        };
+        for target in memory.iter().flat_map(|m| &m.supersedes) {
             table.pending.push((path.clone(), normalise_target(target)));
         }
-        table.notes.insert(path.clone(), memory);
+        table.changed.insert(path.clone(), memory);
     }
     let keys: std::collections::BTreeSet<String> = touched.iter().map(|p| crate::inventory::link_key(p)).collect();
     let may_change = |target: &str| {

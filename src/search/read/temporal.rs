@@ -5,6 +5,7 @@
 //! target one of them could resolve to are resolved again (`search::read::load_temporal`).
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use chrono::NaiveDate;
 use serde::Serialize;
@@ -26,7 +27,12 @@ pub enum TemporalStatus {
 /// Memory notes of a generation and their resolved `supersedes` edges (superseder → superseded).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TemporalTable {
-    pub notes: BTreeMap<String, TemporalFields>,
+    /// The memory notes of the on-disk generation the table was read from, shared by the tables
+    /// derived from it: a tail generation's table does not copy its base's notes (thousands of
+    /// them, on every write), it names the notes its tail changed in `changed`.
+    pub base_notes: Arc<BTreeMap<String, TemporalFields>>,
+    /// Notes whose fields replace `base_notes`' (`None`: not a memory note here).
+    pub changed: BTreeMap<String, Option<TemporalFields>>,
     pub edges: Vec<(String, String)>,
     /// Every `supersedes` entry as (superseder, normalised target), resolved or not.
     pub pending: Vec<(String, String)>,
@@ -38,19 +44,35 @@ fn date(text: &Option<String>) -> Option<NaiveDate> {
     text.as_deref().and_then(|t| NaiveDate::parse_from_str(t, "%Y-%m-%d").ok())
 }
 
+/// Whether a memory note with `f` is inside its validity window at `as_of`.
+fn valid_at(f: &TemporalFields, as_of: NaiveDate) -> bool {
+    date(&f.valid_from).is_none_or(|d| d <= as_of) && date(&f.valid_until).is_none_or(|d| as_of <= d)
+}
+
 impl TemporalTable {
-    fn active(&self, path: &str, as_of: NaiveDate) -> bool {
-        match self.notes.get(path) {
-            None => true,
-            Some(f) => date(&f.valid_from).is_none_or(|d| d <= as_of) && date(&f.valid_until).is_none_or(|d| as_of <= d),
+    /// The memory fields of the note at `path`, if it is a memory note.
+    pub(crate) fn note(&self, path: &str) -> Option<&TemporalFields> {
+        match self.changed.get(path) {
+            Some(changed) => changed.as_ref(),
+            None => self.base_notes.get(path),
         }
+    }
+
+    /// Every memory note, in no particular order.
+    pub(crate) fn notes(&self) -> impl Iterator<Item = (&String, &TemporalFields)> {
+        let base = self.base_notes.iter().filter(|(path, _)| !self.changed.contains_key(*path));
+        base.chain(self.changed.iter().filter_map(|(path, fields)| fields.as_ref().map(|f| (path, f))))
+    }
+
+    fn active(&self, path: &str, as_of: NaiveDate) -> bool {
+        self.note(path).is_none_or(|f| valid_at(f, as_of))
     }
 
     /// Status of every note the table knows about; notes not listed are current.
     pub(crate) fn statuses(&self, as_of: NaiveDate) -> BTreeMap<String, TemporalStatus> {
         let mut out = BTreeMap::new();
-        for path in self.notes.keys() {
-            if !self.active(path, as_of) {
+        for (path, fields) in self.notes() {
+            if !valid_at(fields, as_of) {
                 out.insert(path.clone(), TemporalStatus::Historical);
             }
         }
