@@ -614,7 +614,7 @@ fn seen_active(root: &std::path::Path) -> Result<Option<String>> {
         return Ok(Some(id));
     }
     let id = generation::read_active(root)?;
-    let settled = |stamp: &FileStamp| i128::from(crate::clock::machine_utc().timestamp()) * 1_000_000_000 - stamp.1 > 2_000_000_000;
+    let settled = |stamp: &FileStamp| crate::inventory::now_ns() - stamp.1 > 2_000_000_000;
     if let (Some(stamp), Some(id)) = (stamp.filter(settled), &id) {
         lock_seen(&SEEN).entry(root.to_path_buf()).or_default().active = Some((stamp, id.clone()));
     }
