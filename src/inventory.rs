@@ -668,6 +668,11 @@ pub struct Counts {
     /// Valid notes in each directory's subtree, for every directory holding one (the root
     /// catalog's rows, sub-catalog child rows).
     pub valid_per_dir: NameMap<usize>,
+    /// Folder → its subfolders that are keys of `valid_per_dir` (top-level folders, the root's,
+    /// are not indexed), kept with it by `add` and `extend_valid`: a catalog's folder rows
+    /// without a pass over every folder's counter (2,500 of them under one folder, issue 52).
+    /// Never written elsewhere, so it cannot drift from `valid_per_dir`.
+    valid_children: NameMap<BTreeSet<String>>,
     /// Valid notes at the vault root (root daily logs).
     pub root_notes: BTreeSet<VaultPath>,
     /// Notes that are not valid (excluded from search, each named with its reason).
@@ -700,6 +705,7 @@ impl Counts {
                             bump(count);
                             if *count == 0 {
                                 self.valid_per_dir.remove(dir);
+                                self.unindex_child(dir);
                             }
                         }
                         None => {
@@ -707,6 +713,7 @@ impl Counts {
                             bump(&mut count);
                             if count > 0 {
                                 self.valid_per_dir.insert(dir.to_string(), count);
+                                self.index_child(dir);
                             }
                         }
                     }
@@ -716,6 +723,59 @@ impl Counts {
                 self.root_notes.insert(record.path.clone());
             } else {
                 self.root_notes.remove(&record.path);
+            }
+        }
+    }
+}
+
+impl Counts {
+    /// Counters with these totals and no subtree count yet (`extend_valid` fills them).
+    pub(crate) fn of_totals(notes: usize, valid: usize, root_notes: BTreeSet<VaultPath>, invalid: BTreeSet<VaultPath>) -> Counts {
+        Counts { notes, valid, root_notes, invalid, ..Default::default() }
+    }
+
+    /// Takes in subtree counts found elsewhere (a partial model's, from the keyed copy): only
+    /// folders holding a valid note are kept, as `add` keeps them.
+    pub(crate) fn extend_valid(&mut self, counted: impl IntoIterator<Item = (String, usize)>) {
+        for (dir, valid) in counted {
+            if valid == 0 {
+                continue;
+            }
+            if self.valid_per_dir.insert(dir.clone(), valid).is_none() {
+                self.index_child(&dir);
+            }
+        }
+    }
+
+    /// The subfolders of `dir` holding a valid note, in name order, with their subtree counts.
+    pub fn valid_children<'a>(&'a self, dir: &str) -> impl Iterator<Item = (&'a str, usize)> + 'a {
+        self.valid_children
+            .get(dir)
+            .into_iter()
+            .flatten()
+            .map(|child| (child.as_str(), self.valid_per_dir.get(child.as_str()).copied().unwrap_or(0)))
+    }
+
+    fn index_child(&mut self, dir: &str) {
+        if let Some((parent, _)) = dir.rsplit_once('/') {
+            match self.valid_children.get_mut(parent) {
+                Some(children) => {
+                    children.insert(dir.to_string());
+                }
+                None => {
+                    self.valid_children.insert(parent.to_string(), BTreeSet::from([dir.to_string()]));
+                }
+            }
+        }
+    }
+
+    fn unindex_child(&mut self, dir: &str) {
+        if let Some((parent, _)) = dir.rsplit_once('/')
+            && let Some(children) = self.valid_children.get_mut(parent)
+        {
+            children.remove(dir);
+            if children.is_empty() {
+                self.valid_children.remove(parent);
             }
         }
     }

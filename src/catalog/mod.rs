@@ -52,6 +52,13 @@ impl CatalogState {
 pub struct DirState {
     pub input_digest: String,
     pub page_hashes: Vec<String>,
+    /// Each page's fingerprint (`render::Layout::page_fingerprint`) when this process rendered
+    /// it or found it on disk as rendered, beside `page_hashes`: a write's plan neither renders
+    /// nor reads a page whose fingerprint is unchanged. Never persisted: a state read back
+    /// (at start, or reloaded because a page changed outside) has none, so its pages are
+    /// rendered and compared with the disk.
+    #[serde(skip)]
+    pub page_fingerprints: Vec<[u8; 32]>,
 }
 
 /// The writes and deletions that make the catalogs current.
@@ -65,6 +72,9 @@ pub struct CatalogPlan {
     pub rendered_dirs: usize,
     /// Catalogued directories in total.
     pub dirs_total: usize,
+    /// Pages rendered (and compared with their files) in the rendered directories: a write's
+    /// plan skips those whose entries are unchanged.
+    pub pages_rendered: usize,
     /// The renderer state after the plan: whole for a full plan; for a partial one only the
     /// planned directories (see `CatalogState::merge`).
     pub state: CatalogState,
@@ -140,26 +150,20 @@ impl<'a> CatalogTree<'a> {
 
 /// The part of the tree that `dirs` need: each directory's own notes, found by range scans
 /// that skip every child subtree with one seek, and its child directories with their note
-/// counts, from the inventory's subtree counters. O(notes directly in the directories +
-/// folders), never O(subtree) or O(notes); no record below a child is consulted (a write's
+/// counts, from the inventory's subtree counters. O(entries directly in the directories),
+/// never O(subtree), O(folders) or O(notes); no record below a child is consulted (a write's
 /// partial model holds none). Root rows come from the inventory's counters.
 pub(crate) fn partial_tree<'a>(inventory: &'a dyn ModelView, dirs: &BTreeSet<String>) -> CatalogTree<'a> {
     use std::ops::Bound;
     let mut tree = CatalogTree { notes: BTreeMap::new(), children: BTreeMap::new(), counts: BTreeMap::new(), root_daily_logs: Vec::new() };
-    // Child rows come from the subtree counters (a folder with a valid note below it has a
-    // row), so a write's partial model needs no record of any child's subtree.
-    let mut children_of: BTreeMap<&str, Vec<(&'a str, usize)>> = BTreeMap::new();
-    for (child, notes) in &inventory.counts().valid_per_dir {
-        if let Some((parent, _)) = child.rsplit_once('/')
-            && dirs.contains(parent)
-        {
-            children_of.entry(parent).or_default().push((child.as_str(), *notes));
-        }
-    }
     for dir in dirs {
         let Some((key, total)) = inventory.counts().valid_per_dir.get_key_value(dir.as_str()) else { continue };
         let key: &'a str = key.as_str();
-        let children = children_of.remove(dir.as_str()).unwrap_or_default();
+        // Child rows come from the subtree counters (a folder with a valid note below it has a
+        // row), so a write's partial model needs no record of any child's subtree; the
+        // counters' index of each folder's subfolders finds them without a pass over every
+        // folder.
+        let children: Vec<(&'a str, usize)> = inventory.counts().valid_children(dir).collect();
         // Valid notes directly in the directory: its subtree's less its children's. With none
         // the scan is skipped: it would seek past every child subtree to find nothing (2,500
         // seeks for a folder of 2,500 folders, issue 52).
@@ -181,10 +185,13 @@ pub(crate) fn partial_tree<'a>(inventory: &'a dyn ModelView, dirs: &BTreeSet<Str
                 Some((child, _)) => from = Bound::Included(VaultPath::bound(format!("{}0", &path.as_str()[..prefix_len + child.len()]))),
             }
         }
-        for (child, notes) in children {
-            tree.counts.insert(child, notes);
-            tree.children.entry(key).or_default().insert(child);
+        // The rows come in name order: both maps are built in bulk (`collect` of sorted
+        // entries, `append`), not by an insert per row (2,500 under `03_Resources`, issue 52).
+        if !children.is_empty() {
+            tree.children.insert(key, children.iter().map(|(child, _)| *child).collect());
         }
+        let mut rows: BTreeMap<&'a str, usize> = children.into_iter().collect();
+        tree.counts.append(&mut rows);
         tree.counts.insert(key, *total);
     }
     tree.root_daily_logs = inventory.counts().root_notes.iter().filter_map(|p| inventory.records().get(p)).collect();
@@ -320,20 +327,44 @@ pub fn plan(
             continue;
         }
         plan.rendered_dirs += 1;
-        let pages = render::render_dir(&input, limits.catalog_page_bytes_max, limits.catalog_description_chars, rows)?;
-        let mut hashes = Vec::with_capacity(pages.len());
+        let layout = render::layout(&input, limits.catalog_page_bytes_max, limits.catalog_description_chars, rows)?;
+        // A write's plan in a long-lived process (`only_dirs`, fingerprints remembered) takes a
+        // page whose fingerprint is the one it rendered or verified last as it is on disk: its
+        // bytes would be the same, and a page changed outside since makes the remembered state
+        // suspect (reloaded without fingerprints) before any plan trusts it. So only the pages
+        // whose entries changed are rendered and compared (one of `03_Resources`'s pages per
+        // write, of ten, issue 52). A full plan renders and compares every page, and so does a
+        // regeneration asked for (`regenerate_catalogs_locked` drops the fingerprints).
+        let trusted = remembered
+            .as_ref()
+            .filter(|s| only_dirs.is_some() && s.page_fingerprints.len() == s.page_hashes.len())
+            .map_or(&[][..], |s| &s.page_fingerprints[..]);
+        let mut hashes = Vec::with_capacity(layout.pages());
+        let mut fingerprints = Vec::with_capacity(layout.pages());
         let mut dir_writes = Vec::new();
         let mut conflict = false;
-        for (i, page) in pages.iter().enumerate() {
+        for i in 0..layout.pages() {
             let Some(path) = page_path(i + 1) else { continue };
+            let fingerprint = layout.page_fingerprint(i);
+            if trusted.get(i) == Some(&fingerprint)
+                && let Some(hash) = remembered.as_ref().and_then(|s| s.page_hashes.get(i))
+            {
+                hashes.push(hash.clone());
+                fingerprints.push(fingerprint);
+                continue;
+            }
+            let page = layout.render_page(i);
+            plan.pages_rendered += 1;
+            debug_assert!(page.len() <= limits.catalog_page_bytes_max, "BUG: page over budget");
             hashes.push(crate::hex::encode(blake3::hash(page.as_bytes()).as_bytes()));
+            fingerprints.push(fingerprint);
             match read_page(&path) {
                 Some(existing) if existing == page.as_bytes() => {}
                 Some(existing) if !is_owned(&existing) => {
                     plan.conflicts.push(path);
                     conflict = true;
                 }
-                _ => dir_writes.push((path, page.clone().into_bytes())),
+                _ => dir_writes.push((path, page.into_bytes())),
             }
         }
         if conflict {
@@ -341,12 +372,16 @@ pub fn plan(
             continue;
         }
         plan.writes.extend(dir_writes);
+        if hashes.len() != layout.pages() {
+            // A page without a path (none so far) would shift the fingerprints' positions.
+            fingerprints.clear();
+        }
         // Owned pages past the new page count go away. They are found on disk, not taken from
         // the remembered count: the persisted state lags the pages a one-shot write rendered
         // (such a write never rewrites the whole state), and a page someone rewrote since is
         // theirs. Probing stops at the first missing page past the remembered count.
         let remembered_pages = remembered.as_ref().map_or(0, |s| s.page_hashes.len());
-        for n in pages.len() + 1.. {
+        for n in layout.pages() + 1.. {
             let Some(path) = page_path(n) else { break };
             match read_page(&path) {
                 Some(bytes) if written_by_engine(&bytes) => plan.deletes.push(path),
@@ -355,7 +390,7 @@ pub fn plan(
                 None => {}
             }
         }
-        plan.state.dirs.insert(dir.to_string(), DirState { input_digest: digest, page_hashes: hashes });
+        plan.state.dirs.insert(dir.to_string(), DirState { input_digest: digest, page_hashes: hashes, page_fingerprints: fingerprints });
     }
     // Target directories that no longer hold catalogued notes lose their owned pages.
     if let Some(dirs) = only_dirs {

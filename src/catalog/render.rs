@@ -266,10 +266,21 @@ pub(super) fn key_score(path: &str, weight: u32) -> (u64, u32) {
 pub(super) const FOLDER_WEIGHT: u32 = 1;
 pub(super) const NOTE_WEIGHT: u32 = 4;
 
-/// Renders a directory's catalog pages, each at most `page_bytes_max` bytes, cut where
-/// `page_starts` says.
-pub fn render_dir(input: &DirInput<'_>, page_bytes_max: usize, description_chars: usize, rows: &RowMemo) -> Result<Vec<String>> {
-    let mut entries: Vec<(std::sync::Arc<str>, &str)> = Vec::new();
+/// A directory's catalog entries and where its pages start: each page can be rendered, or
+/// fingerprinted, alone (a write renders only the pages whose entries changed).
+pub struct Layout<'i> {
+    dir: &'i str,
+    /// Each entry's rendered row and its owner's path (folder rows first, then note rows).
+    entries: Vec<(std::sync::Arc<str>, &'i str)>,
+    /// How many of `entries` are folder rows.
+    children: usize,
+    starts: Vec<usize>,
+}
+
+/// Lays out a directory's catalog: its rows, cut into pages of at most `page_bytes_max` bytes
+/// where `page_starts` says.
+pub fn layout<'i>(input: &DirInput<'i>, page_bytes_max: usize, description_chars: usize, rows: &RowMemo) -> Result<Layout<'i>> {
+    let mut entries: Vec<(std::sync::Arc<str>, &str)> = Vec::with_capacity(input.children.len() + input.notes.len());
     let mut scores = Vec::with_capacity(input.children.len() + input.notes.len());
     let mut child_path = String::new();
     for child in &input.children {
@@ -290,15 +301,51 @@ pub fn render_dir(input: &DirInput<'_>, page_bytes_max: usize, description_chars
     }
     let sizes: Vec<usize> = entries.iter().map(|(text, _)| text.len()).collect();
     let starts = page_starts(&sizes, &scores, budget);
-    let total = starts.len();
-    let children = input.children.len();
-    let mut out = Vec::with_capacity(total);
-    for (n, &start) in starts.iter().enumerate() {
-        let end = starts.get(n + 1).copied().unwrap_or(entries.len());
-        let mut page = page_header(input.dir, n + 1, total);
+    Ok(Layout { dir: input.dir, entries, children: input.children.len(), starts })
+}
+
+impl Layout<'_> {
+    /// How many pages the directory has (at least one).
+    pub fn pages(&self) -> usize {
+        self.starts.len()
+    }
+
+    /// The entries of page `index` (0-based).
+    fn range(&self, index: usize) -> std::ops::Range<usize> {
+        self.starts[index]..self.starts.get(index + 1).copied().unwrap_or(self.entries.len())
+    }
+
+    /// Everything page `index`'s bytes are made of (the directory, its number, the page count
+    /// and its rows, each marked folder or note), hashed: equal fingerprints, equal bytes. Far
+    /// less work than the page itself when its rows are memoised (no page built, no file read).
+    pub fn page_fingerprint(&self, index: usize) -> [u8; 32] {
+        let mut hasher = blake3::Hasher::new();
+        hasher.update(&RENDERER_VERSION.to_le_bytes());
+        hasher.update(&LAYOUT_VERSION.to_le_bytes());
+        hasher.update(&(self.dir.len() as u64).to_le_bytes());
+        hasher.update(self.dir.as_bytes());
+        hasher.update(&(index as u64).to_le_bytes());
+        hasher.update(&(self.pages() as u64).to_le_bytes());
+        for i in self.range(index) {
+            let text = self.entries[i].0.as_bytes();
+            hasher.update(&[u8::from(i < self.children)]);
+            hasher.update(&(text.len() as u64).to_le_bytes());
+            hasher.update(text);
+        }
+        *hasher.finalize().as_bytes()
+    }
+
+    /// Page `index` (0-based) as `render_dir` renders it.
+    pub fn render_page(&self, index: usize) -> String {
+        let range = self.range(index);
+        let mut page = page_header(self.dir, index + 1, self.pages());
+        if range.is_empty() {
+            page.push_str("_This folder has no catalogued notes._\n");
+            return page;
+        }
         let mut section: Option<bool> = None;
-        for (i, (text, _)) in entries.iter().enumerate().take(end).skip(start) {
-            let is_dir = i < children;
+        for i in range {
+            let is_dir = i < self.children;
             if section != Some(is_dir) {
                 if section.is_some() {
                     page.push('\n');
@@ -306,15 +353,20 @@ pub fn render_dir(input: &DirInput<'_>, page_bytes_max: usize, description_chars
                 page.push_str(if is_dir { "## Folders\n\n" } else { "## Notes\n\n" });
                 section = Some(is_dir);
             }
-            page.push_str(text);
+            page.push_str(&self.entries[i].0);
         }
-        if start == end {
-            page.push_str("_This folder has no catalogued notes._\n");
-        }
-        debug_assert!(page.len() <= page_bytes_max, "BUG: page over budget");
-        out.push(page);
+        page
     }
-    Ok(out)
+}
+
+/// Renders a directory's catalog pages, each at most `page_bytes_max` bytes, cut where
+/// `page_starts` says: every page of its `layout` (the reference a write's page-by-page plan
+/// is tested against).
+pub fn render_dir(input: &DirInput<'_>, page_bytes_max: usize, description_chars: usize, rows: &RowMemo) -> Result<Vec<String>> {
+    let layout = layout(input, page_bytes_max, description_chars, rows)?;
+    let pages: Vec<String> = (0..layout.pages()).map(|i| layout.render_page(i)).collect();
+    debug_assert!(pages.iter().all(|page| page.len() <= page_bytes_max), "BUG: page over budget");
+    Ok(pages)
 }
 
 /// One row of the root index.

@@ -67,7 +67,9 @@ fn a_partial_state_merges_into_the_whole() {
         renderer: super::render::LAYOUT_VERSION,
         dirs: dirs
             .iter()
-            .map(|(d, digest)| (d.to_string(), DirState { input_digest: digest.to_string(), page_hashes: vec![digest.to_string()] }))
+            .map(|(d, digest)| {
+                (d.to_string(), DirState { input_digest: digest.to_string(), page_hashes: vec![digest.to_string()], ..Default::default() })
+            })
             .collect(),
         root_digest: root.into(),
     };
@@ -332,4 +334,189 @@ proptest! {
             }
         }
     }
+}
+
+// ---- A write's plan renders only the pages whose entries changed (issue 52) ----
+
+/// A change to the model: a note added, removed, edited in place (its title and description,
+/// so its row's size changes and it may sort elsewhere) or moved.
+#[derive(Debug, Clone)]
+enum Change {
+    Add(Place, u8, u8),
+    Remove(prop::sample::Index),
+    Edit(prop::sample::Index, u8, u8),
+    Move(prop::sample::Index, Place),
+}
+
+/// Where a note lives: `03_Resources` itself, `03_Resources/t{k}` or `03_Resources/t{k}/u{m}`.
+#[derive(Debug, Clone)]
+struct Place(Option<(u8, Option<u8>)>, u16);
+
+impl Place {
+    fn path(&self) -> String {
+        let dir = match self.0 {
+            None => "03_Resources".to_string(),
+            Some((k, None)) => format!("03_Resources/t{k}"),
+            Some((k, Some(m))) => format!("03_Resources/t{k}/u{m}"),
+        };
+        format!("{dir}/n{}.md", self.1)
+    }
+}
+
+fn place() -> impl Strategy<Value = Place> {
+    (proptest::option::weighted(0.8, (0u8..90, proptest::option::weighted(0.2, 0u8..3))), 0u16..400).prop_map(|(at, name)| Place(at, name))
+}
+
+fn change() -> impl Strategy<Value = Change> {
+    prop_oneof![
+        3 => (place(), any::<u8>(), any::<u8>()).prop_map(|(p, t, d)| Change::Add(p, t, d)),
+        2 => any::<prop::sample::Index>().prop_map(Change::Remove),
+        2 => (any::<prop::sample::Index>(), any::<u8>(), any::<u8>()).prop_map(|(i, t, d)| Change::Edit(i, t, d)),
+        1 => (any::<prop::sample::Index>(), place()).prop_map(|(i, p)| Change::Move(i, p)),
+    ]
+}
+
+/// A valid note whose row shows title `t` and a description of `d` characters; its content
+/// hash follows both, as a real note's does.
+fn titled(path: &str, t: u8, d: u8) -> NoteRecord {
+    let mut record = record(path, true);
+    record.meta.title = Some(format!("Title {t}"));
+    record.meta.description = Some("d".repeat(usize::from(d) % 160));
+    record.content_hash = *blake3::hash(format!("{path}\0{t}\0{d}").as_bytes()).as_bytes();
+    record
+}
+
+type Disk = std::collections::BTreeMap<VaultPath, Vec<u8>>;
+
+fn apply(disk: &mut Disk, plan: &super::CatalogPlan) {
+    for (path, bytes) in &plan.writes {
+        disk.insert(path.clone(), bytes.clone());
+    }
+    for path in &plan.deletes {
+        disk.remove(path);
+    }
+}
+
+/// A plan's page writes (path and bytes, sorted), deletions and conflicts.
+type Effects = (Vec<(VaultPath, Vec<u8>)>, Vec<VaultPath>, Vec<VaultPath>);
+
+fn effects(plan: &super::CatalogPlan) -> Effects {
+    let mut writes = plan.writes.clone();
+    writes.sort();
+    let mut deletes = plan.deletes.clone();
+    deletes.sort();
+    (writes, deletes, plan.conflicts.clone())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    /// Over random folder trees and change sequences, a write's plan in a long-lived process
+    /// (the remembered state of its earlier plans merged in, so pages whose fingerprints are
+    /// unchanged are neither rendered nor read) makes exactly the page writes, deletions and
+    /// conflicts of a plan that renders every page of the folders and compares each with the
+    /// disk: also when a boundary moves or the page count changes. After each, a full
+    /// regeneration from nothing finds nothing to write: the disk holds the full render.
+    #[test]
+    fn a_plan_of_the_changed_pages_writes_what_the_full_render_writes(
+        initial in proptest::collection::vec((place(), any::<u8>(), any::<u8>()), 20..160),
+        changes in proptest::collection::vec(change(), 1..25),
+        page_max in 4_096usize..9_000,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut policy = LoadedPolicy::load(dir.path()).unwrap();
+        policy.policy.limits.catalog_page_bytes_max = page_max;
+        let memo = RowMemo::default();
+        let mut inventory = Inventory::default();
+        for (at, t, d) in &initial {
+            inventory.upsert(titled(&at.path(), *t, *d));
+        }
+        let mut disk = Disk::new();
+        let first = super::plan(&inventory, &policy, &CatalogState::default(), None, &|p| disk.get(p).cloned(), &memo).unwrap();
+        apply(&mut disk, &first);
+        let mut state = first.state;
+        let (mut rendered, mut rendered_full) = (0, 0);
+        for change in changes {
+            let notes: Vec<VaultPath> = inventory.records.keys().cloned().collect();
+            let mut touched = Vec::new();
+            match change.clone() {
+                Change::Add(at, t, d) => {
+                    let record = titled(&at.path(), t, d);
+                    touched.push(record.path.clone());
+                    inventory.upsert(record);
+                }
+                Change::Remove(i) if !notes.is_empty() => {
+                    let path = i.get(&notes).clone();
+                    inventory.remove(&path);
+                    touched.push(path);
+                }
+                Change::Edit(i, t, d) if !notes.is_empty() => {
+                    let path = i.get(&notes).clone();
+                    inventory.upsert(titled(path.as_str(), t, d));
+                    touched.push(path);
+                }
+                Change::Move(i, to) if !notes.is_empty() => {
+                    let mut moved = inventory.remove(i.get(&notes)).unwrap();
+                    touched.push(moved.path.clone());
+                    moved.path = VaultPath::parse_walked(&to.path()).unwrap();
+                    touched.push(moved.path.clone());
+                    inventory.upsert(moved);
+                }
+                _ => {}
+            }
+            let dirs: BTreeSet<String> = touched.iter().flat_map(super::affected_dirs).collect();
+            let incremental = super::plan(&inventory, &policy, &state, Some(&dirs), &|p| disk.get(p).cloned(), &memo).unwrap();
+            let full = super::plan(&inventory, &policy, &CatalogState::default(), Some(&dirs), &|p| disk.get(p).cloned(), &RowMemo::default()).unwrap();
+            prop_assert_eq!(effects(&incremental), effects(&full), "{:?} in {:?}", change, dirs);
+            rendered += incremental.pages_rendered;
+            rendered_full += full.pages_rendered;
+            apply(&mut disk, &incremental);
+            state.merge(incremental.state, &dirs);
+            let again = super::plan(&inventory, &policy, &CatalogState::default(), None, &|p| disk.get(p).cloned(), &RowMemo::default()).unwrap();
+            prop_assert!(again.writes.is_empty() && again.deletes.is_empty(), "{:?}: {:?} {:?}", change, again.writes.iter().map(|w| &w.0).collect::<Vec<_>>(), again.deletes);
+        }
+        prop_assert!(rendered <= rendered_full, "{} of {} pages rendered", rendered, rendered_full);
+    }
+}
+
+/// The plan above is not vacuous: a note in a new folder among 300 renders and compares only
+/// the page its row lands in (or every page, where the page count moved), and writes what the
+/// full render writes.
+#[test]
+fn a_new_folder_among_300_renders_only_its_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut policy = LoadedPolicy::load(dir.path()).unwrap();
+    policy.policy.limits.catalog_page_bytes_max = 4_096;
+    let memo = RowMemo::default();
+    let mut inventory = Inventory::default();
+    for k in 0..300 {
+        inventory.upsert(titled(&format!("03_Resources/t{k}/n0.md"), 1, 1));
+    }
+    let mut disk = Disk::new();
+    let first = super::plan(&inventory, &policy, &CatalogState::default(), None, &|p| disk.get(p).cloned(), &memo).unwrap();
+    apply(&mut disk, &first);
+    let mut state = first.state;
+    let pages = state.dirs["03_Resources"].page_hashes.len();
+    assert!(pages >= 4, "{pages} pages");
+    let (mut one_page, mut recounted) = (0, 0);
+    for k in 300..340 {
+        let record = titled(&format!("03_Resources/t{k}/n0.md"), 1, 1);
+        let dirs = super::affected_dirs(&record.path);
+        inventory.upsert(record);
+        let incremental = super::plan(&inventory, &policy, &state, Some(&dirs), &|p| disk.get(p).cloned(), &memo).unwrap();
+        let full = super::plan(&inventory, &policy, &CatalogState::default(), Some(&dirs), &|p| disk.get(p).cloned(), &RowMemo::default())
+            .unwrap();
+        assert_eq!(effects(&incremental), effects(&full), "t{k}");
+        let now = incremental.state.dirs["03_Resources"].page_hashes.len();
+        // The new folder's own page, and `03_Resources`'s: one, or all where the count moved.
+        if now == state.dirs["03_Resources"].page_hashes.len() {
+            assert_eq!(incremental.pages_rendered, 2, "t{k}");
+            one_page += 1;
+        } else {
+            assert_eq!(incremental.pages_rendered, 1 + now, "t{k}");
+            recounted += 1;
+        }
+        apply(&mut disk, &incremental);
+        state.merge(incremental.state, &dirs);
+    }
+    assert!(one_page > recounted * 3, "{one_page} writes kept the page count, {recounted} moved it");
 }

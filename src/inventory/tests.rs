@@ -1,4 +1,6 @@
-//! The folder index (`Inventory::by_folder`) against the range scans it replaced.
+//! The folder index (`Inventory::by_folder`) against the range scans it replaced, and the
+//! counters' subfolder index (`Counts::valid_children`) against the pass over every folder's
+//! counter it replaced.
 
 use super::*;
 use proptest::prelude::*;
@@ -11,6 +13,7 @@ const NAMES: [&str; 4] = ["x.md", "y.md", "_index.md", "z.png"];
 #[derive(Debug, Clone)]
 enum Op {
     Upsert(usize, usize),
+    UpsertValid(usize, usize),
     Remove(usize, usize),
     Attach(usize, usize),
 }
@@ -25,6 +28,7 @@ fn op() -> impl Strategy<Value = Op> {
     let at = (0..FOLDERS.len(), 0..NAMES.len());
     prop_oneof![
         at.clone().prop_map(|(f, n)| Op::Upsert(f, n)),
+        at.clone().prop_map(|(f, n)| Op::UpsertValid(f, n)),
         at.clone().prop_map(|(f, n)| Op::Remove(f, n)),
         at.prop_map(|(f, n)| Op::Attach(f, n)),
     ]
@@ -41,6 +45,40 @@ fn assert_folders_answer_as_range_scans(inventory: &Inventory) {
     }
 }
 
+/// Each folder's subfolders with a valid note, as `catalog::partial_tree` found them before
+/// the index: a pass over every folder's counter, keeping those whose parent is the folder.
+fn assert_valid_children_are_the_counters_pass(counts: &Counts) {
+    let mut pass: BTreeMap<&str, Vec<(&str, usize)>> = BTreeMap::new();
+    for (child, notes) in &counts.valid_per_dir {
+        if let Some((parent, _)) = child.rsplit_once('/') {
+            pass.entry(parent).or_default().push((child.as_str(), *notes));
+        }
+    }
+    for children in pass.values_mut() {
+        children.sort();
+    }
+    let asked: BTreeSet<&str> =
+        FOLDERS.iter().copied().chain(["a/b/c/d", "c"]).chain(counts.valid_per_dir.keys().map(String::as_str)).collect();
+    for dir in asked {
+        let indexed: Vec<(&str, usize)> = counts.valid_children(dir).collect();
+        assert_eq!(indexed, pass.get(dir).cloned().unwrap_or_default(), "subfolders of {dir:?}");
+    }
+    // No folder is indexed with no subfolder left.
+    assert_eq!(counts.valid_children.len(), pass.len());
+}
+
+/// Both indexes, and the subfolder index of counters taken in whole (a partial model's).
+fn assert_indexes(inventory: &Inventory) {
+    assert_folders_answer_as_range_scans(inventory);
+    assert_valid_children_are_the_counters_pass(&inventory.counts);
+    let mut taken = Counts::default();
+    let counted: Vec<(String, usize)> =
+        inventory.counts.valid_per_dir.iter().map(|(d, n)| (d.clone(), *n)).chain([("zero/folder".to_string(), 0)]).collect();
+    taken.extend_valid(counted);
+    assert_eq!(taken.valid_per_dir, inventory.counts.valid_per_dir);
+    assert_valid_children_are_the_counters_pass(&taken);
+}
+
 proptest! {
     #[test]
     fn a_folders_own_entries_are_what_the_range_scans_found(ops in proptest::collection::vec(op(), 1..60)) {
@@ -50,17 +88,22 @@ proptest! {
                 Op::Upsert(f, n) => {
                     inventory.upsert(NoteRecord::empty(path(f, n), PageKind::Note));
                 }
+                Op::UpsertValid(f, n) => {
+                    let mut record = NoteRecord::empty(path(f, n), PageKind::Note);
+                    record.valid = true;
+                    inventory.upsert(record);
+                }
                 Op::Remove(f, n) => {
                     inventory.remove(&path(f, n));
                 }
                 Op::Attach(f, n) => inventory.add_attachment(path(f, n)),
             }
-            assert_folders_answer_as_range_scans(&inventory);
+            assert_indexes(&inventory);
         }
         // A model assembled from the same records and files answers alike.
         let files: Vec<VaultPath> = inventory.files.iter().cloned().collect();
         let records: Vec<NoteRecord> = inventory.records.values().cloned().collect();
         let assembled = Inventory::default().assemble(records, files);
-        assert_folders_answer_as_range_scans(&assembled);
+        assert_indexes(&assembled);
     }
 }

@@ -784,13 +784,12 @@ impl Copy {
         let header = &self.header;
         let (stamps, counted) = inventory::dir_stamps_while(root, names, || -> Result<(Counts, SourceSnapshot), NotKeyed> {
             // The subtree counts are filled once the loaded folders are known.
-            let counts = Counts {
-                notes: header.notes,
-                valid: header.valid,
-                valid_per_dir: Default::default(),
-                root_notes: header.root_notes.iter().map(|p| parse(p)).collect::<Result<_, _>>()?,
-                invalid: header.invalid.iter().map(|p| parse(p)).collect::<Result<_, _>>()?,
-            };
+            let counts = Counts::of_totals(
+                header.notes,
+                header.valid,
+                header.root_notes.iter().map(|p| parse(p)).collect::<Result<_, _>>()?,
+                header.invalid.iter().map(|p| parse(p)).collect::<Result<_, _>>()?,
+            );
             let lines = unseal_bytes(SNAPSHOT_KEY, lines.value())?;
             let lines = inventory::snapshot::check_lines(lines).map_err(|e| format!("snapshot lines: {e}"))?;
             // The persisted lines count the settled valid notes, as the header does.
@@ -1424,7 +1423,7 @@ pub fn load_for_write(
         )));
     }
     let counted = copy.subtree_counts(&loading.loaded, &checked_rows, std::mem::take(&mut found.children_read))?;
-    loading.counts.valid_per_dir.extend(counted.into_iter().filter(|(_, valid)| *valid > 0));
+    loading.counts.extend_valid(counted);
     found.read_unsettled(unread);
     let judged = after_images(policy, changes);
     phases.mark("relisted");

@@ -159,7 +159,12 @@ impl VaultState {
         let mut guard = self.lock_inventory()?;
         let inventory = guard.whole_mut().expect("BUG: lock_inventory loads the inventory");
         let mut state_guard = self.catalog_state.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        let previous = state_guard.take().unwrap_or_else(|| self.load_catalog_state());
+        let mut previous = state_guard.take().unwrap_or_else(|| self.load_catalog_state());
+        // A regeneration asked for renders and compares every page of the folders it renders,
+        // trusting no remembered page fingerprint (a write's plan does).
+        for dir in previous.dirs.values_mut() {
+            dir.page_fingerprints.clear();
+        }
         let mut plan = catalog::plan(inventory, &self.policy, &previous, only_dirs, &|p| self.read_page(p), &self.catalog_rows)?;
         if let Some(dirs) = only_dirs {
             let mut whole = previous.clone();
