@@ -613,26 +613,24 @@ fn a_whole_load_reads_back_from_the_keyed_copy_everything_the_model_persisted() 
     assert_eq!(got, want);
 }
 
-/// Rewrites one value of the copy at `index` raw, as damage at rest would leave it.
-fn damage(root: &Path, index: &Path, change: impl FnOnce(&redb::WriteTransaction) -> Result<(), redb::Error>) {
-    durable::update_keyed_cache(root, index, change).expect("copy damaged");
+/// A fresh copy of a two-file vault with one value rewritten raw by `change`, as damage at rest
+/// would leave it; returns why the whole load and a write's load each refuse it.
+fn refusals_after(change: impl FnOnce(&redb::WriteTransaction) -> Result<(), redb::Error>) -> (String, String) {
+    let (dir, policy, index) =
+        keyed_vault(&[("01_Projects/a.md", note("Project", "Alpha", "a\n")), ("01_Projects/pic.png", "PNG\n".to_string())]);
+    let root = dir.path();
+    durable::update_keyed_cache(root, &index, change).expect("copy damaged");
+    let database = durable::open_keyed_cache(root, &index).expect("open");
+    let whole = read_known(&database, &policy).expect_err("the whole load refuses it");
+    let written = VaultPath::parse("01_Projects/b.md").expect("path");
+    let partial = load_for_write(root, &policy, &database, &[(written, Some("x"))], 1000, FolderChecks::Now, None);
+    (whole, partial.err().expect("the write's load refuses it").reason)
 }
 
 #[test]
 fn a_damaged_value_or_key_or_a_foreign_header_is_refused_never_trusted() {
-    let files = [("01_Projects/a.md", note("Project", "Alpha", "a\n")), ("01_Projects/pic.png", "PNG\n".to_string())];
-    let refused = |root: &Path, index: &Path, policy: &LoadedPolicy| -> (String, String) {
-        let database = durable::open_keyed_cache(root, index).expect("open");
-        let whole = read_known(&database, policy).expect_err("the whole load refuses it");
-        let change = VaultPath::parse("01_Projects/b.md").expect("path");
-        let partial = load_for_write(root, policy, &database, &[(change, Some("x"))], 1000, FolderChecks::Now, None);
-        (whole, partial.err().expect("the write's load refuses it").reason)
-    };
-
     // A record whose bytes changed under its seal (the title `Alpha` became `alpha`).
-    let (dir, policy, index) = keyed_vault(&files);
-    let root = dir.path();
-    damage(root, &index, |t| {
+    let (whole, partial) = refusals_after(|t| {
         let mut records = t.open_table(RECORDS)?;
         let key = entry_key("01_Projects/a.md");
         let mut bytes = records.get(key.as_str())?.expect("the record").value().to_vec();
@@ -641,31 +639,24 @@ fn a_damaged_value_or_key_or_a_foreign_header_is_refused_never_trusted() {
         records.insert(key.as_str(), bytes.as_slice())?;
         Ok(())
     });
-    let (whole, partial) = refused(root, &index, &policy);
     assert!(whole.starts_with("checksum mismatch") && partial.starts_with("checksum mismatch"), "{whole} / {partial}");
 
     // A key changed under its value (an attachment's name, one byte off).
-    let (dir, policy, index) = keyed_vault(&files);
-    let root = dir.path();
-    damage(root, &index, |t| {
+    let (whole, partial) = refusals_after(|t| {
         let mut table = t.open_table(FILES)?;
         let seal = table.remove(entry_key("01_Projects/pic.png").as_str())?.expect("the file").value().to_vec();
         table.insert(entry_key("01_Projects/pic.pnh").as_str(), seal.as_slice())?;
         Ok(())
     });
-    let (whole, partial) = refused(root, &index, &policy);
     assert!(whole.starts_with("checksum mismatch") && partial.starts_with("checksum mismatch"), "{whole} / {partial}");
 
     // Another format, sealed as this engine seals: never read as this one.
-    let (dir, policy, index) = keyed_vault(&files);
-    let root = dir.path();
-    damage(root, &index, |t| {
+    let (whole, partial) = refusals_after(|t| {
         let mut meta = t.open_table(META)?;
         let mut header: Header = unseal(HEADER_KEY, meta.get(HEADER_KEY)?.expect("header").value()).expect("decodes");
         header.format = 8;
         meta.insert(HEADER_KEY, seal(HEADER_KEY, &header).as_slice())?;
         Ok(())
     });
-    let (whole, partial) = refused(root, &index, &policy);
     assert_eq!((whole.as_str(), partial.as_str()), ("format version 8, this engine reads 9", "format version 8, this engine reads 9"));
 }
