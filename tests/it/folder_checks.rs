@@ -235,3 +235,40 @@ fn a_folder_checked_model_equals_a_walk_after_outside_changes() {
     let decoded = read_known(root, &index, policy);
     assert!(Inventory::load_checking_folders(root, policy, decoded).unwrap().is_err());
 }
+
+/// A whole load that meets another process's fold in flight (it holds the persisted copy open
+/// for writing, so `redb` refuses a reader) waits for it to end and reuses the copy; held past
+/// the wait, the load walks and rewrites the copy beside it, never blocked for good.
+#[test]
+fn a_whole_load_waits_for_a_fold_in_flight_then_walks() {
+    let dir = persisted(BASE);
+    let root = dir.path().to_path_buf();
+    let index = root.join(".paravault/inventory.redb");
+    let hold = |for_how_long: Duration| {
+        let file = std::fs::OpenOptions::new().read(true).write(true).open(&index).unwrap();
+        let database = redb::Builder::new().create_file(file).expect("opened for writing, as a fold does");
+        std::thread::spawn(move || {
+            std::thread::sleep(for_how_long);
+            drop(database);
+        })
+    };
+
+    let released = hold(Duration::from_millis(300));
+    let vault = open(&root);
+    vault.lint().unwrap();
+    assert_eq!(vault.freshness().inventory_cache, "reused", "{:?}", vault.freshness());
+    drop(vault);
+    released.join().unwrap();
+
+    let released = hold(Duration::from_secs(4));
+    let vault = open(&root);
+    vault.lint().unwrap();
+    let freshness = vault.freshness();
+    assert!(freshness.inventory_cache.starts_with("rebuilt: unreadable"), "{freshness:?}");
+    assert!(!released.is_finished(), "the load gave up before the writer let go");
+    drop(vault);
+    released.join().unwrap();
+    let vault = open(&root);
+    vault.lint().unwrap();
+    assert_eq!(vault.freshness().inventory_cache, "reused", "the copy written beside it is whole: {:?}", vault.freshness());
+}
