@@ -272,3 +272,26 @@ fn a_whole_load_waits_for_a_fold_in_flight_then_walks() {
     vault.lint().unwrap();
     assert_eq!(vault.freshness().inventory_cache, "reused", "the copy written beside it is whole: {:?}", vault.freshness());
 }
+
+/// The whole-file copy an older engine kept beside the keyed one (`inventory.bin`) is removed
+/// when the persisted inventory is next written; nothing reads it.
+#[test]
+fn an_older_engines_whole_file_copy_is_removed_when_the_copy_is_next_written() {
+    let dir = persisted(BASE);
+    let root = dir.path();
+    let legacy = root.join(".paravault/inventory.bin");
+    std::fs::write(&legacy, b"PVINVENT\x03\x00\x00\x00 an older engine's copy").unwrap();
+    // Still there while nothing is written: a reused copy is not rewritten.
+    let vault = open(root);
+    vault.lint().unwrap();
+    assert_eq!(vault.freshness().inventory_cache, "reused");
+    drop(vault);
+    assert!(legacy.is_file());
+    std::fs::remove_file(root.join(".paravault/inventory.redb")).unwrap();
+    let vault = open(root);
+    vault.lint().unwrap();
+    assert_eq!(vault.freshness().inventory_cache, "absent");
+    drop(vault);
+    assert!(!legacy.exists(), "the older engine's copy is gone once the copy is written");
+    assert!(root.join(".paravault/inventory.redb").is_file());
+}
