@@ -390,6 +390,20 @@ struct Cursor<P = SegmentPostings> {
 }
 
 impl<P> Cursor<P> {
+    /// A cursor at the start of clause `clause_ix`'s postings, one block whose bound is the
+    /// clause's weight until its blocks are known.
+    fn new(postings: P, clause_ix: usize, clause: &Clause) -> Cursor<P> {
+        Cursor {
+            postings,
+            weight: clause.weight,
+            field_ix: clause.field_ix,
+            clause: clause_ix,
+            blocks: None,
+            bounds: vec![clause.weight * BOUND_MARGIN],
+            at: 0,
+        }
+    }
+
     fn last_doc(&self, block: usize) -> DocId {
         self.blocks.as_ref().map_or(TERMINATED - 1, |b| b.last_doc[block])
     }
@@ -492,15 +506,7 @@ impl Bm25Weight {
             if let Some(postings) = inverted.read_postings(&clause.term, IndexRecordOption::WithFreqs)?
                 && postings.doc() != TERMINATED
             {
-                cursors.push(Cursor {
-                    postings,
-                    weight: clause.weight,
-                    field_ix: clause.field_ix,
-                    clause: clause_ix,
-                    blocks: None,
-                    bounds: vec![clause.weight * BOUND_MARGIN],
-                    at: 0,
-                });
+                cursors.push(Cursor::new(postings, clause_ix, clause));
             }
         }
         Ok((SegmentScoring { weight: self, lengths }, cursors))
@@ -565,15 +571,7 @@ impl Bm25Weight {
         let mut cursors = Vec::with_capacity(self.clauses.len());
         for (clause_ix, clause) in self.clauses.iter().enumerate() {
             if let Some(list) = segment.postings.get(&clause.term).filter(|l| !l.is_empty()) {
-                cursors.push(Cursor {
-                    postings: MemoryPostings { list, at: 0 },
-                    weight: clause.weight,
-                    field_ix: clause.field_ix,
-                    clause: clause_ix,
-                    blocks: None,
-                    bounds: vec![clause.weight * BOUND_MARGIN],
-                    at: 0,
-                });
+                cursors.push(Cursor::new(MemoryPostings { list, at: 0 }, clause_ix, clause));
             }
         }
         (SegmentScoring { weight: self, lengths }, cursors)
