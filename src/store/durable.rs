@@ -322,8 +322,21 @@ pub fn open_keyed_cache(root: &Path, path: &Path) -> io::Result<std::sync::Arc<r
     }
     let file = open_engine_read(root, path)?;
     let own = format!("/proc/self/fd/{}", file.as_raw_fd());
-    redb::ReadOnlyDatabase::open(own).map(std::sync::Arc::new).map_err(io::Error::other)
+    // A small read cache: every reader of the copy visits a page about once (a whole load
+    // walks the tables in key order; a write's load looks up a few keys), so redb's default
+    // 1 GiB cache only keeps every page read, each a fresh 4 KiB allocation the kernel must
+    // zero — most of a whole load's cost on a large vault. A bounded cache frees what it
+    // evicts and the allocator hands the same memory back for the next page.
+    redb::Builder::new()
+        .set_cache_size(KEYED_READ_CACHE_BYTES)
+        .open_read_only(own)
+        .map(std::sync::Arc::new)
+        .map_err(io::Error::other)
 }
+
+/// The read cache of a reader of the keyed copy (`open_keyed_cache`): room for the B-trees'
+/// branch pages and a window of leaves.
+const KEYED_READ_CACHE_BYTES: usize = 1 << 20;
 
 /// Whether `open_keyed_cache` failed only because another process has the cache open for
 /// writing (a fold in flight, `update_keyed_cache`): worth a retry in a moment.
