@@ -7,7 +7,8 @@
 //! check `vault_path` (`vault_boundary`), charge the per-tool rate limit (`rate_limited`;
 //! only calls that passed validation are charged; `policy.rate_limit_shared` charges a tool to
 //! another's limit, so propose → apply counts as an ingest), then run the sync engine call on a
-//! blocking thread after `Vault::observe_disk` (every call sees every edit finished before it).
+//! blocking thread after `Vault::observe_disk` (every call sees every edit finished before it;
+//! a tool that reads every part of its answer from disk itself skips it: `ToolParams::OBSERVES_DISK`).
 //! Arguments are read as LLM clients send them (`null` = absent, integers as digit strings).
 //! Results are JSON objects in `structuredContent` and, serialised, in the one text block
 //! (a P.O.W.E.R. tool whose contract result is not an object renders that `result` as the text
@@ -526,7 +527,8 @@ impl ParavaultServer {
         }
         let ctx = Arc::clone(&self.inner.ctx);
         let started = std::time::Instant::now();
-        // Every call answers from a model that includes every edit on disk finished before it.
+        // Every call answers from a model that includes every edit on disk finished before it
+        // (or, `OBSERVES_DISK` false, from the disk itself, read during the call).
         let (reporter, forwarder) = match progress {
             Some(channel) => {
                 let (reporter, forwarder) = channel.split();
@@ -534,8 +536,9 @@ impl ParavaultServer {
             }
             None => (None, None),
         };
+        let observes_disk = spec.observes_disk;
         let outcome = tokio::task::spawn_blocking(move || {
-            let run = || ctx.vault.observe_disk().and_then(|()| job(&ctx));
+            let run = || if observes_disk { ctx.vault.observe_disk() } else { Ok(()) }.and_then(|()| job(&ctx));
             match reporter {
                 Some(reporter) => reporter.run(run),
                 None => run(),

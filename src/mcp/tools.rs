@@ -74,6 +74,13 @@ pub(crate) trait ToolParams: DeserializeOwned + JsonSchema + Send + 'static {
     /// renders a non-object return (`super::sdk_text_content`); structuredContent keeps the
     /// whole answer (`result` plus the added fields).
     const BARE_RESULT: bool = false;
+    /// Whether the call answers from the process's model of the vault (the inventory, the
+    /// search generations it serves), so that it must first wait for the watcher's barrier
+    /// (`Vault::observe_disk`) to see every edit finished before it. `false` only for a tool
+    /// whose every part of its answer is read from disk by the call itself (`get_server_info`):
+    /// the barrier would buy it nothing, and the changes it leaves pending are taken by the
+    /// next call that needs them.
+    const OBSERVES_DISK: bool = true;
     /// Fills policy-driven parts of the input schema (enums, bounds).
     fn patch_input_schema(_schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {}
     /// Runs the engine call; its answer is serialised as the JSON object result.
@@ -93,6 +100,8 @@ pub struct ToolSpec {
     pub prepare: fn(serde_json::Map<String, Value>) -> Prepared,
     /// `ToolParams::BARE_RESULT`.
     pub bare_result: bool,
+    /// `ToolParams::OBSERVES_DISK`.
+    pub observes_disk: bool,
 }
 
 /// The input schema of tool `P`: its arguments alone.
@@ -447,6 +456,7 @@ pub(crate) fn spec_for<P: ToolParams>(surface: super::surface::Surface) -> ToolS
         output_schema: P::output_schema,
         prepare: prepare::<P>,
         bare_result: P::BARE_RESULT,
+        observes_disk: P::OBSERVES_DISK,
     }
 }
 

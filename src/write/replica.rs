@@ -75,6 +75,41 @@ impl ReplicaConfig {
         }
     }
 
+    /// `load`, remembered per vault by the file's stamp: `get_server_info` asks for it on every
+    /// call, and it changes only when `replicate init` (or a person) rewrites it. The file is read
+    /// again whenever its stamp (length, times, inode) moved, or was too recent to be trusted
+    /// (`FileStamp::is_racy`); a link in its place or in place of the state folder is never
+    /// taken for a remembered file (the stamps are taken without following links, and a state
+    /// folder that is not a plain folder always goes through `load`, which refuses it).
+    pub fn load_seen(root: &Path) -> Result<Option<Self>> {
+        use crate::inventory::FileStamp;
+        let lock = || SEEN_CONFIGS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let state_is_folder = std::fs::symlink_metadata(layout::join(root, layout::STATE_DIR)).is_ok_and(|m| m.file_type().is_dir());
+        let seen_at = crate::inventory::now_ns();
+        let stamp = match std::fs::symlink_metadata(layout::join(root, layout::REPLICA_CONFIG)) {
+            // No file beneath a plain state folder: exactly what `load` finds (it opens the
+            // folder without following a link and the file is not there).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && state_is_folder => {
+                lock().remove(root);
+                return Ok(None);
+            }
+            Ok(meta) if meta.file_type().is_file() && state_is_folder => Some(FileStamp::of(&meta)),
+            _ => None,
+        };
+        if let Some(stamp) = stamp
+            && let Some((known, config)) = lock().get(root)
+            && *known == stamp
+        {
+            return Ok(Some(config.clone()));
+        }
+        let loaded = Self::load(root)?;
+        match (stamp.filter(|s| !s.is_racy(seen_at)), &loaded) {
+            (Some(stamp), Some(config)) => lock().insert(root.to_path_buf(), (stamp, config.clone())),
+            _ => lock().remove(root),
+        };
+        Ok(loaded)
+    }
+
     /// Writes the configuration durably.
     pub fn save(&self, root: &Path) -> Result<()> {
         let bytes = serde_json::to_vec_pretty(self).map_err(|e| Error::io("encoding", layout::REPLICA_CONFIG, std::io::Error::other(e)))?;
@@ -86,6 +121,12 @@ impl ReplicaConfig {
         mirror_dir(&self.replica_id)
     }
 }
+
+/// The replica configurations `ReplicaConfig::load_seen` remembers: per vault root, the file's
+/// stamp when it was read and what it held.
+static SEEN_CONFIGS: std::sync::LazyLock<
+    std::sync::Mutex<std::collections::HashMap<std::path::PathBuf, (crate::inventory::FileStamp, ReplicaConfig)>>,
+> = std::sync::LazyLock::new(Default::default);
 
 /// `replica-state.json`'s schema.
 const STATE_SCHEMA: &str = "paravault.replica-state.v1";
@@ -163,7 +204,7 @@ impl ReplicaState {
 /// How fresh this vault's answers are when it is a replica (None when it is not): two small
 /// file reads, no git process.
 pub fn freshness(root: &Path) -> Option<crate::search::ReplicaFreshness> {
-    let config = ReplicaConfig::load(root).ok()??;
+    let config = ReplicaConfig::load_seen(root).ok()??;
     let state = ReplicaState::load(root);
     Some(crate::search::ReplicaFreshness {
         remote: config.remote,
@@ -820,3 +861,6 @@ pub(crate) fn verify_mirrors(root: &Path) -> Result<Vec<super::receipts::Replica
     }
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests;

@@ -394,6 +394,37 @@ fn an_agent_over_mcp_gets_human_approval_required_and_cannot_approve_itself() {
     assert_eq!(status["structuredContent"]["decision"]["approver"], "alice");
 }
 
+/// `get_server_info` runs without the watch barrier (`ToolParams::OBSERVES_DISK`): the one part
+/// of its answer that depends on the notes, the pending approvals, reads them from disk during
+/// the call, so a note a person edits between two calls counts at once, and the tools that
+/// read notes (with the barrier) agree with it.
+#[test]
+fn get_server_info_sees_an_outside_edit_without_the_barrier() {
+    let (dir, _vault) = vault(HUMAN_PROJECTS);
+    let config = approvers();
+    let mut agent = Agent::start(dir.path(), config.path());
+    let proposal = agent.call(
+        1,
+        "propose_memory_change",
+        serde_json::json!({"path": "01_Projects/plan.md", "content": note("Project", "Plan", "v1\n")}),
+    );
+    let id = proposal["structuredContent"]["proposal_id"].as_str().unwrap().to_string();
+    let info = agent.call(2, "get_server_info", serde_json::json!({}));
+    assert_eq!(info["structuredContent"]["vault"]["pending_approvals"], 1, "{info}");
+    // A person writes the note the proposal would create: the proposal is stale from now on.
+    std::fs::write(dir.path().join("01_Projects/plan.md"), note("Project", "Plan", "written by hand\n")).unwrap();
+    let info = agent.call(3, "get_server_info", serde_json::json!({}));
+    assert_eq!(info["structuredContent"]["vault"]["pending_approvals"], 0, "{info}");
+    let status = agent.call(4, "get_proposal_status", serde_json::json!({"proposal_id": id}));
+    assert_eq!(status["structuredContent"]["state"], "stale", "{status}");
+    let read = agent.call(5, "read_note", serde_json::json!({"path": "01_Projects/plan.md"}));
+    assert!(read["structuredContent"].to_string().contains("written by hand"), "{read}");
+    // The person removes it again: the proposal is pending once more.
+    std::fs::remove_file(dir.path().join("01_Projects/plan.md")).unwrap();
+    let info = agent.call(6, "get_server_info", serde_json::json!({}));
+    assert_eq!(info["structuredContent"]["vault"]["pending_approvals"], 1, "{info}");
+}
+
 #[test]
 fn an_unreadable_stored_proposal_does_not_hide_the_others_and_is_never_decided() {
     let (dir, vault) = vault(HUMAN_PROJECTS);

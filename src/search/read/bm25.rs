@@ -274,7 +274,7 @@ pub(crate) enum Part<'a> {
 
 /// What BM25 reads of a segment, for documents held in memory: what a tantivy segment built
 /// from them (in the same order) would hold. Built by the caller, which knows the analysis.
-#[derive(Debug, Default, Clone)]
+#[derive(Debug, Default, Clone, PartialEq)]
 pub(crate) struct MemorySegment {
     /// Documents in the segment.
     pub(crate) max_doc: u32,

@@ -88,8 +88,7 @@ pub(super) fn note_entry(g: &OpenGeneration, path: &str) -> Result<Option<Arc<No
         Some(tail) if !tail.touched.contains(path) => return note_entry(&tail.base, path),
         Some(tail) => tail
             .overlay
-            .docs
-            .iter()
+            .docs()
             .find(|d| stored_text(d, g.fields.doc_kind) == schema::KIND_NOTE && stored_text(d, g.fields.path) == path)
             .cloned(),
         None => note_doc(g, &g.searcher()?, path)?,
@@ -242,7 +241,7 @@ fn resolve_in_tail(g: &OpenGeneration, tail: &generation::TailOf, base: Option<&
             }
         }
     }
-    for doc in &tail.overlay.docs {
+    for doc in tail.overlay.docs() {
         if doc.get_all(g.fields.link_key).any(|v| v.as_str() == Some(key.as_str())) {
             found.push(stored_text(doc, g.fields.path));
         }
@@ -352,8 +351,7 @@ fn ranked_in_tail(
             }
             None => {
                 let doc = overlay
-                    .docs
-                    .get(addr.doc_id as usize)
+                    .doc(addr.doc_id)
                     .ok_or_else(|| search_err(tantivy::TantivyError::InvalidArgument("no such tail document".into())))?;
                 Ok((stored_text(doc, g.fields.path), stored_text(doc, g.fields.body)))
             }

@@ -29,9 +29,12 @@
 //! commit exists only in memory, and only once built).
 //!
 //! A resident process (the MCP server) keeps what its last tail generation was built from (a
-//! `Memo`: the intents' sequence numbers and every touched note's analysed documents): a
-//! journal that changed without a new intent (a checkpoint's `Done` records) serves the same
-//! generation again, and a tail that grew decodes and analyses only the new intents. The
+//! `Memo`: the intents' sequence numbers and every touched note's analysed documents, each
+//! document already tokenised as tantivy's segment writer tokenises it): a journal that changed
+//! without a new intent (a checkpoint's `Done` records) serves the same generation again, and a
+//! tail that grew decodes, analyses and tokenises only the notes the new intents touch; the
+//! in-memory segment is assembled from every note's tokenised documents (shared, `Arc`, with
+//! the previous generation), in the order a from-scratch build gives. The
 //! temporal table is derived from the base's, and the journal is read from where the last
 //! read ended.
 //!
@@ -109,12 +112,37 @@ pub(crate) struct Delta {
 }
 
 /// A touched note as the tail leaves it, analysed.
-#[derive(Clone)]
 enum Analysed {
     Documents(NoteDocuments),
     /// Not valid: removed from search, named as an exclusion.
     Invalid(Exclusion),
     Removed,
+}
+
+/// A touched note as a served tail leaves it: `Analysed` with a valid note's documents
+/// tokenised, shared by every later tail generation of the same base that does not touch the
+/// note again (a tail that grows tokenises only the notes its new intents touch).
+#[derive(Clone)]
+enum Served {
+    Documents(Arc<Tokenised>),
+    Invalid(Exclusion),
+    Removed,
+}
+
+/// A valid note's documents and, per document, what a tantivy segment holds of it for BM25.
+pub(crate) struct Tokenised {
+    path: String,
+    docs: Vec<TantivyDocument>,
+    terms: Vec<DocTerms>,
+}
+
+/// One document as tantivy's segment writer indexes it, for BM25 (`memory_segment`).
+struct DocTerms {
+    /// Per indexed text field with a text value, in field order: its tokens, its field-norm id
+    /// (`None`: the field keeps no norms) and its terms with their frequencies.
+    fields: Vec<(Field, u32, Option<u8>, Vec<(Term, u32)>)>,
+    /// Per u64 fast field the document has a value of: its first u64 value.
+    fast: Vec<(&'static str, Option<u64>)>,
 }
 
 /// The last text each intent of `tail` gives each note it touches (`None`: removed).
@@ -177,13 +205,19 @@ pub(crate) fn delta(policy: &LoadedPolicy, fields: &Fields, tail: &[&Intent]) ->
 /// (source snapshot hash, counts, exclusions) of `base` + `tail`: the counts and snapshot the
 /// writer recorded in the last intent, the base's exclusions with the touched notes' own.
 pub(crate) fn summary(base: &Manifest, tail: &[&Intent], delta: &Delta) -> (String, Counts, Vec<Exclusion>) {
-    summary_of(base, tail.iter().rev().find_map(|i| i.search_snapshot.as_ref()), delta)
+    summary_of(base, tail.iter().rev().find_map(|i| i.search_snapshot.as_ref()), &delta.touched, delta.invalid.iter())
 }
 
-/// `summary` with the snapshot of the tail's last intent that recorded one.
-fn summary_of(base: &Manifest, snapshot: Option<&SearchSnapshot>, delta: &Delta) -> (String, Counts, Vec<Exclusion>) {
-    let mut exclusions: Vec<Exclusion> = base.exclusions.iter().filter(|e| !delta.touched.contains(&e.path)).cloned().collect();
-    exclusions.extend(delta.invalid.iter().cloned());
+/// `summary` with the snapshot of the tail's last intent that recorded one, the touched notes
+/// and the exclusions of those that are not valid.
+fn summary_of<'a>(
+    base: &Manifest,
+    snapshot: Option<&SearchSnapshot>,
+    touched: &BTreeSet<String>,
+    invalid: impl Iterator<Item = &'a Exclusion>,
+) -> (String, Counts, Vec<Exclusion>) {
+    let mut exclusions: Vec<Exclusion> = base.exclusions.iter().filter(|e| !touched.contains(&e.path)).cloned().collect();
+    exclusions.extend(invalid.cloned());
     exclusions.sort_by(|a, b| a.path.cmp(&b.path));
     match snapshot {
         Some(s) => (s.source_snapshot_hash.clone(), Counts { scanned: s.scanned, indexed: s.indexed, excluded: s.excluded }, exclusions),
@@ -201,7 +235,7 @@ pub(crate) struct Memo {
     /// The tail's intents, in order.
     seqs: Vec<u64>,
     /// Every note the tail touches, as its last intent leaves it, by path.
-    notes: Arc<BTreeMap<String, Analysed>>,
+    notes: Arc<BTreeMap<String, Served>>,
     /// The snapshot of the last intent that recorded one.
     snapshot: Option<SearchSnapshot>,
     /// Intents decoded and analysed to build this generation (the new ones only, when it was
@@ -242,46 +276,59 @@ pub(crate) fn serve(
         intents.extend(record.intent()?);
     }
     intents.sort_by_key(|i| i.seq);
+    let index = base.index()?;
     for (path, text) in last_texts(&intents) {
-        notes.insert(path.to_string(), analyse(policy, &base.fields, path, text));
+        let served = match analyse(policy, &base.fields, path, text) {
+            Analysed::Documents(documents) => {
+                let terms = tokenise(index, &documents.docs)?;
+                Served::Documents(Arc::new(Tokenised { path: documents.path, docs: documents.docs, terms }))
+            }
+            Analysed::Invalid(exclusion) => Served::Invalid(exclusion),
+            Analysed::Removed => Served::Removed,
+        };
+        notes.insert(path.to_string(), served);
     }
     if let Some(last) = intents.iter().rev().find_map(|i| i.search_snapshot.as_ref()) {
         snapshot = Some(last.clone());
     }
     let created_at = intents.last().and_then(|i| i.receipt.get("at")).and_then(|v| v.as_str()).unwrap_or_default().to_string();
     let last = seqs.last().copied().unwrap_or(base.manifest.covers_seq);
-    let delta = delta_of(notes.iter().map(|(path, analysed)| (path.as_str(), analysed.clone())));
-    let generation = open(root, base.clone(), delta, snapshot.as_ref(), last, created_at)?;
-    Ok(Some(Memo {
-        base: base.id().to_string(),
-        policy: policy.digest,
-        seqs,
-        notes: Arc::new(notes),
-        snapshot,
-        decoded: intents.len(),
-        generation,
-    }))
+    let notes = Arc::new(notes);
+    let generation = open(root, base.clone(), &notes, snapshot.as_ref(), last, created_at)?;
+    Ok(Some(Memo { base: base.id().to_string(), policy: policy.digest, seqs, notes, snapshot, decoded: intents.len(), generation }))
 }
 
-/// Generation `<base>+<last>`: the tail's documents (`delta`) over `base`, served without a
-/// tantivy segment (`Overlay`); the segment is built in memory only when a reader asks for the
-/// generation's tantivy index (`TailOf::segment`).
+/// Generation `<base>+<last>`: the tail's touched notes (`notes`, by path) over `base`, served
+/// without a tantivy segment (`Overlay`); the segment is built in memory only when a reader
+/// asks for the generation's tantivy index (`TailOf::segment`).
 fn open(
     root: &Path,
     base: Arc<OpenGeneration>,
-    delta: Delta,
+    notes: &BTreeMap<String, Served>,
     snapshot: Option<&SearchSnapshot>,
     last: u64,
     created_at: String,
 ) -> Result<Arc<OpenGeneration>> {
     let id = generation_id(base.id(), last);
     let corrupt = |reason: String| Error::GenerationCorrupt { generation_id: id.clone(), reason };
-    let (source_snapshot_hash, counts, exclusions) = summary_of(&base.manifest, snapshot, &delta);
-    let touched = Arc::new(delta.touched.clone());
+    let touched: Arc<BTreeSet<String>> = Arc::new(notes.keys().cloned().collect());
+    let invalid = notes.values().filter_map(|n| match n {
+        Served::Invalid(exclusion) => Some(exclusion),
+        _ => None,
+    });
+    let (source_snapshot_hash, counts, exclusions) = summary_of(&base.manifest, snapshot, &touched, invalid);
     let directory =
         base.directory.overlay(base.manifest.tantivy_meta.as_bytes()).map_err(|e| corrupt(format!("index directory unusable: {e}")))?;
-    let upserts: Vec<(String, Vec<TantivyDocument>)> = delta.upserts.into_iter().map(|n| (n.path, n.docs)).collect();
-    let overlay = Overlay::new(&base, upserts, delta.removes, &touched)?;
+    // In path order, as `delta` gives them to a segment build.
+    let mut upserts = Vec::new();
+    let mut removes = Vec::new();
+    for (path, note) in notes {
+        match note {
+            Served::Documents(tokenised) => upserts.push(tokenised.clone()),
+            Served::Invalid(_) | Served::Removed => removes.push(path.clone()),
+        }
+    }
+    let overlay = Overlay::new(&base, upserts, removes, &touched)?;
     // The tantivy commit fields stay the base's: the tail's commit exists only once built.
     let manifest = Manifest {
         generation_id: id.clone(),
@@ -310,12 +357,13 @@ fn open(
 /// totals, as tantivy counts them. Equal to the built segment's answers
 /// (`search::tests::a_tail_overlay_answers_as_its_tantivy_segment`).
 pub(crate) struct Overlay {
-    /// What the segment is built from when a reader needs it: (path, documents) per upserted
-    /// note, and the removed paths.
-    upserts: Vec<(String, Vec<TantivyDocument>)>,
+    /// What the segment is built from when a reader needs it: the upserted notes (shared with
+    /// the process's memo and the other tail generations that hold them), and the removed
+    /// paths.
+    upserts: Vec<Arc<Tokenised>>,
     removes: Vec<String>,
-    /// The tail's documents in segment order.
-    pub(crate) docs: Vec<TantivyDocument>,
+    /// Per tail document in segment order: (index into `upserts`, index into its documents).
+    at: Vec<(u32, u32)>,
     pub(crate) memory: MemorySegment,
     /// The generation's segments in tantivy's order: a base segment (its ordinal in the base's
     /// searcher) or the tail's (`None`).
@@ -327,15 +375,10 @@ pub(crate) struct Overlay {
 }
 
 impl Overlay {
-    fn new(
-        base: &OpenGeneration,
-        upserts: Vec<(String, Vec<TantivyDocument>)>,
-        removes: Vec<String>,
-        touched: &BTreeSet<String>,
-    ) -> Result<Overlay> {
-        let index = base.index()?;
-        let docs: Vec<TantivyDocument> = upserts.iter().flat_map(|(_, d)| d.iter().cloned()).collect();
-        let memory = memory_segment(index, &docs)?;
+    fn new(base: &OpenGeneration, upserts: Vec<Arc<Tokenised>>, removes: Vec<String>, touched: &BTreeSet<String>) -> Result<Overlay> {
+        let at: Vec<(u32, u32)> =
+            upserts.iter().enumerate().flat_map(|(n, note)| (0..note.docs.len()).map(move |d| (n as u32, d as u32))).collect();
+        let memory = memory_segment(&upserts, at.len());
         let searcher = base.searcher()?;
         let mut doomed = Vec::new();
         // (max_doc, slot) in the base's commit order, then the tail's segment.
@@ -366,34 +409,51 @@ impl Overlay {
             num_docs += live;
             doomed.push(dead);
         }
-        if !docs.is_empty() {
-            slots.push((docs.len() as u32, None));
-            num_docs += docs.len() as u64;
+        if !at.is_empty() {
+            slots.push((at.len() as u32, None));
+            num_docs += at.len() as u64;
         }
         slots.sort_by_key(|(max_doc, _)| std::cmp::Reverse(*max_doc));
-        Ok(Overlay { upserts, removes, docs, memory, layout: slots.into_iter().map(|(_, slot)| slot).collect(), doomed, num_docs })
+        Ok(Overlay { upserts, removes, at, memory, layout: slots.into_iter().map(|(_, slot)| slot).collect(), doomed, num_docs })
+    }
+
+    /// The tail's document `doc` (its id in the tail's segment).
+    pub(crate) fn doc(&self, doc: DocId) -> Option<&TantivyDocument> {
+        let (note, at) = *self.at.get(doc as usize)?;
+        self.upserts.get(note as usize)?.docs.get(at as usize)
+    }
+
+    /// The upserted notes in segment order, by path.
+    #[cfg(test)]
+    pub(crate) fn notes(&self) -> impl Iterator<Item = (&str, &Arc<Tokenised>)> {
+        self.upserts.iter().map(|note| (note.path.as_str(), note))
+    }
+
+    /// The tail's documents in segment order.
+    pub(crate) fn docs(&self) -> impl Iterator<Item = &TantivyDocument> {
+        self.upserts.iter().flat_map(|note| note.docs.iter())
     }
 }
 
-/// What a tantivy segment of `docs` (in this order) holds for BM25: every indexed text
-/// field's postings, token totals and field norms, tokenised by the index's own analyzers as
-/// tantivy's segment writer tokenises them, and the u64 fast fields' first values.
-fn memory_segment(index: &Index, docs: &[TantivyDocument]) -> Result<MemorySegment> {
+/// Each of `docs` as tantivy's segment writer indexes it for BM25: every indexed text field's
+/// tokens (by the index's own analyzers, every value of the field together), field-norm id and
+/// term frequencies, and the u64 fast fields' first values.
+fn tokenise(index: &Index, docs: &[TantivyDocument]) -> Result<Vec<DocTerms>> {
     let schema = index.schema();
-    let mut out = MemorySegment { max_doc: docs.len() as u32, ..MemorySegment::default() };
-    let mut norms: HashMap<Field, Vec<u8>> = HashMap::new();
-    let mut fast: HashMap<&'static str, Vec<Option<u64>>> = HashMap::new();
     let fast_names: Vec<(Field, &'static str)> =
         [schema::BODY_LEN, "note_key"].into_iter().filter_map(|n| schema.get_field(n).ok().map(|f| (f, n))).collect();
     let mut analyzers: HashMap<Field, tantivy::tokenizer::TextAnalyzer> = HashMap::new();
-    for (doc_id, doc) in docs.iter().enumerate() {
+    let mut out = Vec::with_capacity(docs.len());
+    for doc in docs {
         // Per field: tokens and term frequencies, every value of the field together.
         let mut fields: BTreeMap<Field, (u32, BTreeMap<String, u32>)> = BTreeMap::new();
+        let mut fast: Vec<(&'static str, Option<u64>)> = Vec::new();
         for (field, value) in doc.field_values() {
             if let Some((_, name)) = fast_names.iter().find(|(f, _)| *f == field) {
-                let column = fast.entry(name).or_insert_with(|| vec![None; docs.len()]);
-                if column[doc_id].is_none() {
-                    column[doc_id] = tantivy::schema::Value::as_u64(&value);
+                let first = tantivy::schema::Value::as_u64(&value);
+                match fast.iter_mut().find(|(n, _)| n == name) {
+                    Some((_, v)) => *v = v.or(first),
+                    None => fast.push((name, first)),
                 }
                 continue;
             }
@@ -422,20 +482,48 @@ fn memory_segment(index: &Index, docs: &[TantivyDocument]) -> Result<MemorySegme
                 }
             });
         }
-        for (field, (count, terms)) in fields {
-            *out.tokens.entry(field).or_default() += u64::from(count);
-            if schema.get_field_entry(field).has_fieldnorms() {
-                let ids = norms.entry(field).or_insert_with(|| vec![0; docs.len()]);
-                ids[doc_id] = FieldNormReader::fieldnorm_to_id(count);
+        let fields = fields
+            .into_iter()
+            .map(|(field, (count, terms))| {
+                let norm = schema.get_field_entry(field).has_fieldnorms().then(|| FieldNormReader::fieldnorm_to_id(count));
+                (field, count, norm, terms.into_iter().map(|(text, tf)| (Term::from_field_text(field, &text), tf)).collect())
+            })
+            .collect();
+        out.push(DocTerms { fields, fast });
+    }
+    Ok(out)
+}
+
+/// What a tantivy segment of the documents of `notes` (in this order; `max_doc` of them) holds
+/// for BM25: postings, token totals, field norms and fast-field values, from each document's
+/// `DocTerms` (tokenised once, when its note's intent was first served). The same whether the
+/// notes were tokenised now or by an earlier tail generation
+/// (`search::tests::a_tail_overlay_answers_as_its_tantivy_segment` grows each tail on the last one's memo).
+fn memory_segment(notes: &[Arc<Tokenised>], max_doc: usize) -> MemorySegment {
+    let mut out = MemorySegment { max_doc: max_doc as u32, ..MemorySegment::default() };
+    let mut norms: HashMap<Field, Vec<u8>> = HashMap::new();
+    let mut fast: HashMap<&'static str, Vec<Option<u64>>> = HashMap::new();
+    let terms = notes.iter().flat_map(|note| note.terms.iter());
+    for (doc_id, doc) in terms.enumerate() {
+        for (name, value) in &doc.fast {
+            fast.entry(name).or_insert_with(|| vec![None; max_doc])[doc_id] = *value;
+        }
+        for (field, count, norm, terms) in &doc.fields {
+            *out.tokens.entry(*field).or_default() += u64::from(*count);
+            if let Some(norm) = norm {
+                norms.entry(*field).or_insert_with(|| vec![0; max_doc])[doc_id] = *norm;
             }
-            for (text, tf) in terms {
-                out.postings.entry(Term::from_field_text(field, &text)).or_default().push((doc_id as DocId, tf));
+            for (term, tf) in terms {
+                match out.postings.get_mut(term) {
+                    Some(postings) => postings.push((doc_id as DocId, *tf)),
+                    None => drop(out.postings.insert(term.clone(), vec![(doc_id as DocId, *tf)])),
+                }
             }
         }
     }
     out.norms = norms.into_iter().map(|(f, v)| (f, Arc::new(v))).collect();
     out.fast = fast.into_iter().map(|(n, v)| (n, Arc::new(v))).collect();
-    Ok(out)
+    out
 }
 
 impl TailOf {
@@ -446,7 +534,8 @@ impl TailOf {
         let corrupt = |reason: String| Error::GenerationCorrupt { generation_id: g.id().to_string(), reason };
         let index = Index::open(g.directory.clone()).map_err(|e| corrupt(format!("tantivy cannot open the base commit: {e}")))?;
         schema::register(&index);
-        segment_commit::commit(&index, &self.base.fields, &self.base, self.overlay.upserts.clone(), &self.overlay.removes, g.id())?;
+        let upserts = self.overlay.upserts.iter().map(|note| (note.path.clone(), note.docs.clone())).collect();
+        segment_commit::commit(&index, &self.base.fields, &self.base, upserts, &self.overlay.removes, g.id())?;
         let reader = index.reader_builder().reload_policy(ReloadPolicy::Manual).try_into().map_err(tantivy_err("reading the tail"))?;
         Ok((index, reader))
     }
