@@ -1,3 +1,6 @@
+//! Tests of `ReplicaConfig::load_seen`: a remembered configuration is read again whenever its
+//! file or folder moved, and never hides a link `load` refuses.
+
 use std::time::{Duration, SystemTime};
 
 use super::*;
