@@ -52,7 +52,7 @@ use crate::policy::LoadedPolicy;
 use crate::scan::{self, PageKind, UnusableName};
 
 /// Bumped whenever a table's shape changes.
-pub const FORMAT_VERSION: u32 = 9;
+pub const FORMAT_VERSION: u32 = 10;
 
 const META: TableDefinition<&str, &[u8]> = TableDefinition::new("meta");
 /// Every folder's row (`FolderRow`), keyed by `folder_key`: a write reads the few it consults.
@@ -61,8 +61,10 @@ const RECORDS: TableDefinition<&str, &[u8]> = TableDefinition::new("records");
 /// Every file (pages and attachments), for a folder's listing as persisted; the value seals
 /// the key alone (`seal`).
 const FILES: TableDefinition<&str, &[u8]> = TableDefinition::new("files");
-const LINKERS: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::new("linkers");
-const NAMES: MultimapTableDefinition<&str, &str> = MultimapTableDefinition::new("names");
+/// Link key → each note linking under it, and lower-cased file name → each file of that name:
+/// every value is the path sealed with its key (`seal_pair`).
+const LINKERS: MultimapTableDefinition<&str, &[u8]> = MultimapTableDefinition::new("linkers");
+const NAMES: MultimapTableDefinition<&str, &[u8]> = MultimapTableDefinition::new("names");
 
 const HEADER_KEY: &str = "header";
 /// The source snapshot's top-level lines (`SourceSnapshot::lines`), one value in `meta`: a
@@ -232,6 +234,18 @@ fn unseal_bytes<'b>(key: &str, bytes: &'b [u8]) -> Result<&'b [u8], String> {
     Ok(body)
 }
 
+/// A multimap value (`linkers`, `names`): `path` sealed under `key` (`seal_bytes`). The same
+/// pair always seals to the same bytes, so a pair is removed by its sealed value.
+fn seal_pair(key: &str, path: &str) -> Vec<u8> {
+    seal_bytes(key, path.as_bytes())
+}
+
+/// The path `seal_pair` sealed under `key`, parsed.
+fn unseal_pair(key: &str, bytes: &[u8]) -> Result<VaultPath, String> {
+    let body = unseal_bytes(key, bytes)?;
+    parse(std::str::from_utf8(body).map_err(|_| format!("checksum mismatch: a value of {key:?} is not text"))?)
+}
+
 /// `value` in postcard, sealed under `key` (`seal_bytes`).
 fn seal<T: Serialize>(key: &str, value: &T) -> Vec<u8> {
     seal_bytes(key, &postcard::to_stdvec(value).unwrap_or_default())
@@ -320,7 +334,7 @@ pub fn fill(inventory: &Inventory, policy_digest: &[u8; 32], transaction: &redb:
         pairs.dedup();
         let mut linkers = transaction.open_multimap_table(LINKERS)?;
         for (key, path) in &pairs {
-            linkers.insert(key.as_str(), *path)?;
+            linkers.insert(key.as_str(), seal_pair(key, path).as_slice())?;
         }
     }
     {
@@ -336,7 +350,7 @@ pub fn fill(inventory: &Inventory, policy_digest: &[u8; 32], transaction: &redb:
         pairs.sort_unstable();
         let mut names = transaction.open_multimap_table(NAMES)?;
         for (name, path) in &pairs {
-            names.insert(name.as_str(), *path)?;
+            names.insert(name.as_str(), seal_pair(name, path).as_slice())?;
         }
     }
     Ok(())
@@ -451,10 +465,10 @@ pub fn fold(model: &PartialModel, transaction: &redb::WriteTransaction) -> Resul
             settled_records.iter().flat_map(|r| r.links.iter().map(|l| (link_key(&l.target), r.path.to_string()))).collect();
         let mut linkers = transaction.open_multimap_table(LINKERS)?;
         for (key, path) in old_pairs.difference(&new_pairs) {
-            linkers.remove(key.as_str(), path.as_str())?;
+            linkers.remove(key.as_str(), seal_pair(key, path).as_slice())?;
         }
         for (key, path) in new_pairs.difference(&old_pairs) {
-            linkers.insert(key.as_str(), path.as_str())?;
+            linkers.insert(key.as_str(), seal_pair(key, path).as_slice())?;
         }
     }
     {
@@ -481,12 +495,14 @@ pub fn fold(model: &PartialModel, transaction: &redb::WriteTransaction) -> Resul
         let mut names = transaction.open_multimap_table(NAMES)?;
         for path in old_files.iter().filter(|p| !new_files.contains(p)) {
             table.remove(entry_key(path.as_str()).as_str())?;
-            names.remove(lower_name(path).as_str(), path.as_str())?;
+            let name = lower_name(path);
+            names.remove(name.as_str(), seal_pair(&name, path.as_str()).as_slice())?;
         }
         for path in new_files.into_iter().filter(|p| !old_files.contains(*p)) {
             let key = entry_key(path.as_str());
             table.insert(key.as_str(), seal_bytes(&key, &[]).as_slice())?;
-            names.insert(lower_name(path).as_str(), path.as_str())?;
+            let name = lower_name(path);
+            names.insert(name.as_str(), seal_pair(&name, path.as_str()).as_slice())?;
         }
     }
     Ok(settled_records.len())
@@ -690,8 +706,8 @@ struct Copy {
     folders: ReadOnlyTable<&'static str, &'static [u8]>,
     records: ReadOnlyTable<&'static str, &'static [u8]>,
     files: ReadOnlyTable<&'static str, &'static [u8]>,
-    linkers: ReadOnlyMultimapTable<&'static str, &'static str>,
-    names: ReadOnlyMultimapTable<&'static str, &'static str>,
+    linkers: ReadOnlyMultimapTable<&'static str, &'static [u8]>,
+    names: ReadOnlyMultimapTable<&'static str, &'static [u8]>,
 }
 
 impl Copy {
@@ -832,7 +848,7 @@ impl Copy {
         for key in keys {
             let mut paths = Vec::new();
             for value in self.linkers.get(key.as_str()).map_err(storage)? {
-                let path = parse(value.map_err(storage)?.value())?;
+                let path = unseal_pair(key, value.map_err(storage)?.value())?;
                 if !loaded.contains(path.parent()) {
                     paths.push(path);
                 }
@@ -888,7 +904,7 @@ impl Copy {
         for name in names {
             let mut paths: BTreeSet<VaultPath> = BTreeSet::new();
             for value in self.names.get(name.as_str()).map_err(storage)? {
-                let path = parse(value.map_err(storage)?.value())?;
+                let path = unseal_pair(name, value.map_err(storage)?.value())?;
                 if !loaded.contains(path.parent()) {
                     paths.insert(path);
                 }

@@ -80,14 +80,16 @@ fn tables(database: &redb::ReadOnlyDatabase) -> Tables {
             key.value().to_string()
         })
         .collect();
-    let pairs = |table: MultimapTableDefinition<&str, &str>| -> Vec<(String, String)> {
+    let pairs = |table: MultimapTableDefinition<&str, &[u8]>| -> Vec<(String, String)> {
         let mut out = Vec::new();
         for entry in t.open_multimap_table(table).expect("multimap").iter().expect("iter") {
             let (key, values) = entry.expect("row");
             for value in values {
-                out.push((key.value().to_string(), value.expect("value").value().to_string()));
+                let path = unseal_pair(key.value(), value.expect("value").value()).expect("the seal holds");
+                out.push((key.value().to_string(), path.to_string()));
             }
         }
+        out.sort();
         out
     };
     Tables { header, folders, snapshot_lines, records, files, linkers: pairs(LINKERS), names: pairs(NAMES) }
@@ -658,5 +660,37 @@ fn a_damaged_value_or_key_or_a_foreign_header_is_refused_never_trusted() {
         meta.insert(HEADER_KEY, seal(HEADER_KEY, &header).as_slice())?;
         Ok(())
     });
-    assert_eq!((whole.as_str(), partial.as_str()), ("format version 8, this engine reads 9", "format version 8, this engine reads 9"));
+    assert_eq!((whole.as_str(), partial.as_str()), ("format version 8, this engine reads 10", "format version 8, this engine reads 10"));
+}
+
+/// The link and name tables are sealed as every other value: a path damaged at rest under a
+/// link key or a file name is refused by the write's load that consults it, never taken as a
+/// note linking there or a file of that name.
+#[test]
+fn a_damaged_linker_or_name_is_refused_by_the_write_that_consults_it() {
+    let damaged = |table: MultimapTableDefinition<&'static str, &'static [u8]>, key: &'static str, from: &'static str| {
+        let (dir, policy, index) =
+            keyed_vault(&[("01_Projects/a.md", note("Project", "Alpha", "See [[b]].\n")), ("02_Areas/b.md", note("Area", "Beta", "b\n"))]);
+        let root = dir.path();
+        durable::update_keyed_cache(root, &index, |t| {
+            let mut pairs = t.open_multimap_table(table)?;
+            assert!(pairs.remove(key, seal_pair(key, from).as_slice())?, "the pair {key} → {from} is in the copy");
+            // The path's last byte changed under its seal, as damage at rest would leave it.
+            let mut bytes = seal_pair(key, from);
+            *bytes.last_mut().expect("a path") = b'x';
+            pairs.insert(key, bytes.as_slice())?;
+            Ok(())
+        })
+        .expect("copy damaged");
+        let database = durable::open_keyed_cache(root, &index).expect("open");
+        // A whole load does not read these tables (it derives them from the records).
+        read_known(&database, &policy).expect("the whole load derives links and names from the records");
+        let written = VaultPath::parse("02_Areas/b.md").expect("path");
+        let partial = load_for_write(root, &policy, &database, &[(written, Some("x"))], 1000, FolderChecks::Now, None);
+        partial.err().expect("the write's load refuses it").reason
+    };
+    let linker = damaged(LINKERS, "b", "01_Projects/a.md");
+    assert!(linker.starts_with("checksum mismatch"), "{linker}");
+    let name = damaged(NAMES, "b.md", "02_Areas/b.md");
+    assert!(name.starts_with("checksum mismatch"), "{name}");
 }
