@@ -138,11 +138,21 @@ pub(crate) struct Tokenised {
 
 /// One document as tantivy's segment writer indexes it, for BM25 (`memory_segment`).
 struct DocTerms {
-    /// Per indexed text field with a text value, in field order: its tokens, its field-norm id
-    /// (`None`: the field keeps no norms) and its terms with their frequencies.
-    fields: Vec<(Field, u32, Option<u8>, Vec<(Term, u32)>)>,
+    /// Per indexed text field with a text value, in field order.
+    fields: Vec<FieldTerms>,
     /// Per u64 fast field the document has a value of: its first u64 value.
     fast: Vec<(&'static str, Option<u64>)>,
+}
+
+/// One indexed text field of a document as tantivy's segment writer indexes it.
+struct FieldTerms {
+    field: Field,
+    /// Its tokens, every value of the field together.
+    tokens: u32,
+    /// Its field-norm id (`None`: the field keeps no norms).
+    norm: Option<u8>,
+    /// Its terms with their frequencies.
+    terms: Vec<(Term, u32)>,
 }
 
 /// The last text each intent of `tail` gives each note it touches (`None`: removed).
@@ -486,7 +496,8 @@ fn tokenise(index: &Index, docs: &[TantivyDocument]) -> Result<Vec<DocTerms>> {
             .into_iter()
             .map(|(field, (count, terms))| {
                 let norm = schema.get_field_entry(field).has_fieldnorms().then(|| FieldNormReader::fieldnorm_to_id(count));
-                (field, count, norm, terms.into_iter().map(|(text, tf)| (Term::from_field_text(field, &text), tf)).collect())
+                let terms = terms.into_iter().map(|(text, tf)| (Term::from_field_text(field, &text), tf)).collect();
+                FieldTerms { field, tokens: count, norm, terms }
             })
             .collect();
         out.push(DocTerms { fields, fast });
@@ -508,7 +519,7 @@ fn memory_segment(notes: &[Arc<Tokenised>], max_doc: usize) -> MemorySegment {
         for (name, value) in &doc.fast {
             fast.entry(name).or_insert_with(|| vec![None; max_doc])[doc_id] = *value;
         }
-        for (field, count, norm, terms) in &doc.fields {
+        for FieldTerms { field, tokens: count, norm, terms } in &doc.fields {
             *out.tokens.entry(*field).or_default() += u64::from(*count);
             if let Some(norm) = norm {
                 norms.entry(*field).or_insert_with(|| vec![0; max_doc])[doc_id] = *norm;
