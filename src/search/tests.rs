@@ -1241,18 +1241,15 @@ fn a_tail_overlay_answers_as_its_tantivy_segment() {
                             .into_iter()
                             .map(|(s, a)| (s.to_bits(), a.segment_ord, a.doc_id))
                             .collect();
-                        let got: Vec<(u32, u32, u32)> = super::read::tail_top(tail, &base_searcher, &q, k)
-                            .expect("overlay")
-                            .into_iter()
-                            .map(|(s, a)| (s.to_bits(), a.segment_ord, a.doc_id))
-                            .collect();
-                        assert_eq!(got, expected, "seed {seed} step {step} query {text:?} block {block} k {k}");
-                        let from_grown: Vec<(u32, u32, u32)> = super::read::tail_top(grown_tail, &base_searcher, &q, k)
-                            .expect("overlay")
-                            .into_iter()
-                            .map(|(s, a)| (s.to_bits(), a.segment_ord, a.doc_id))
-                            .collect();
-                        assert_eq!(from_grown, expected, "seed {seed} step {step} query {text:?} block {block} k {k}: grown");
+                        let top = |tail| -> Vec<(u32, u32, u32)> {
+                            super::read::tail_top(tail, &base_searcher, &q, k)
+                                .expect("overlay")
+                                .into_iter()
+                                .map(|(s, a)| (s.to_bits(), a.segment_ord, a.doc_id))
+                                .collect()
+                        };
+                        assert_eq!(top(tail), expected, "seed {seed} step {step} query {text:?} block {block} k {k}");
+                        assert_eq!(top(grown_tail), expected, "seed {seed} step {step} query {text:?} block {block} k {k}: grown");
                     }
                 }
                 let some = |path: &str| !path.starts_with("02");

@@ -354,9 +354,10 @@ impl Drop for Agent {
     }
 }
 
-#[test]
-fn an_agent_over_mcp_gets_human_approval_required_and_cannot_approve_itself() {
-    let (dir, _vault) = vault(HUMAN_PROJECTS);
+/// A vault whose projects need a person's approval, an agent on it over MCP (its approvers file
+/// beside it), and the agent's proposal to create `01_Projects/plan.md` (its `structuredContent`).
+fn an_agent_proposing_a_plan() -> (tempfile::TempDir, Vault, tempfile::TempDir, Agent, Value) {
+    let (dir, vault) = vault(HUMAN_PROJECTS);
     let config = approvers();
     let mut agent = Agent::start(dir.path(), config.path());
     let proposal = agent.call(
@@ -364,7 +365,12 @@ fn an_agent_over_mcp_gets_human_approval_required_and_cannot_approve_itself() {
         "propose_memory_change",
         serde_json::json!({"path": "01_Projects/plan.md", "content": note("Project", "Plan", "v1\n")}),
     );
-    let proposal = proposal["structuredContent"].clone();
+    (dir, vault, config, agent, proposal["structuredContent"].clone())
+}
+
+#[test]
+fn an_agent_over_mcp_gets_human_approval_required_and_cannot_approve_itself() {
+    let (dir, _vault, config, mut agent, proposal) = an_agent_proposing_a_plan();
     let id = proposal["proposal_id"].as_str().unwrap().to_string();
     let proposal_strings: BTreeMap<String, String> =
         proposal.as_object().unwrap().iter().filter_map(|(k, v)| v.as_str().map(|s| (k.clone(), s.to_string()))).collect();
@@ -400,15 +406,8 @@ fn an_agent_over_mcp_gets_human_approval_required_and_cannot_approve_itself() {
 /// read notes (with the barrier) agree with it.
 #[test]
 fn get_server_info_sees_an_outside_edit_without_the_barrier() {
-    let (dir, _vault) = vault(HUMAN_PROJECTS);
-    let config = approvers();
-    let mut agent = Agent::start(dir.path(), config.path());
-    let proposal = agent.call(
-        1,
-        "propose_memory_change",
-        serde_json::json!({"path": "01_Projects/plan.md", "content": note("Project", "Plan", "v1\n")}),
-    );
-    let id = proposal["structuredContent"]["proposal_id"].as_str().unwrap().to_string();
+    let (dir, _vault, _config, mut agent, proposal) = an_agent_proposing_a_plan();
+    let id = proposal["proposal_id"].as_str().unwrap().to_string();
     let info = agent.call(2, "get_server_info", serde_json::json!({}));
     assert_eq!(info["structuredContent"]["vault"]["pending_approvals"], 1, "{info}");
     // A person writes the note the proposal would create: the proposal is stale from now on.
