@@ -234,16 +234,26 @@ fn unseal_bytes<'b>(key: &str, bytes: &'b [u8]) -> Result<&'b [u8], String> {
     Ok(body)
 }
 
-/// A multimap value (`linkers`, `names`): `path` sealed under `key` (`seal_bytes`). The same
-/// pair always seals to the same bytes, so a pair is removed by its sealed value.
+/// A multimap value (`linkers`, `names`): `path`, then the first `SEAL_LEN` bytes of the blake3
+/// `seal_bytes` takes of the key and the path. The seal follows the path so that a key's values
+/// keep the paths' order (a fill inserts them in order, and redb packs them as it would the bare
+/// paths); the same pair always seals to the same bytes, so a pair is removed by its value.
 fn seal_pair(key: &str, path: &str) -> Vec<u8> {
-    seal_bytes(key, path.as_bytes())
+    let sealed = seal_bytes(key, path.as_bytes());
+    let mut out = Vec::with_capacity(sealed.len());
+    out.extend_from_slice(path.as_bytes());
+    out.extend_from_slice(&sealed[..SEAL_LEN]);
+    out
 }
 
-/// The path `seal_pair` sealed under `key`, parsed.
+/// The path `seal_pair` sealed under `key`, parsed; the error says why it cannot be trusted.
 fn unseal_pair(key: &str, bytes: &[u8]) -> Result<VaultPath, String> {
-    let body = unseal_bytes(key, bytes)?;
-    parse(std::str::from_utf8(body).map_err(|_| format!("checksum mismatch: a value of {key:?} is not text"))?)
+    let cut = bytes.len().checked_sub(SEAL_LEN).ok_or_else(|| format!("checksum mismatch: a value of {key:?} is shorter than its seal"))?;
+    let (path, seal) = bytes.split_at(cut);
+    if seal_bytes(key, path)[..SEAL_LEN] != *seal {
+        return Err(format!("checksum mismatch: a value of {key:?} (torn or corrupt)"));
+    }
+    parse(std::str::from_utf8(path).map_err(|_| format!("checksum mismatch: a value of {key:?} is not text"))?)
 }
 
 /// `value` in postcard, sealed under `key` (`seal_bytes`).
