@@ -534,26 +534,41 @@ fn status_of(issues: &[Issue]) -> &'static str {
 }
 
 /// Committed intents after `manifest`'s generation (0 when the journal cannot be read: the
-/// doctor report never fails on it). The journal is read again only when its stamp moved.
+/// doctor report never fails on it). The journal is read again only when its stamp moved, and
+/// then only from where the last read ended (`journal::read_committed_since`): a write appends
+/// an intent with the texts of every catalog page it rewrote, and the report needs only the
+/// records' heads.
 fn tail_writes(root: &std::path::Path, manifest: &generation::Manifest) -> usize {
     if !crate::search::tail::servable(manifest) {
         return 0;
     }
+    let known = lock_seen(&SEEN).get_mut(root).and_then(|s| s.tail.take());
     let stamp = crate::store::journal::JournalStamp::read(root).ok().flatten();
-    if let Some((known, covers_seq, count)) = lock_seen(&SEEN).get(root).and_then(|s| s.tail)
-        && Some(known) == stamp
-        && covers_seq == manifest.covers_seq
-    {
-        return count;
-    }
-    match crate::store::journal::read_committed(root) {
-        Ok(Some((stamp, records))) => {
-            let count = crate::search::tail::count_after(&records, manifest.covers_seq);
-            lock_seen(&SEEN).entry(root.to_path_buf()).or_default().tail = Some((stamp, manifest.covers_seq, count));
-            count
-        }
-        _ => 0,
-    }
+    let tail = match known {
+        Some(known) if Some(known.stamp) == stamp => known,
+        known => match crate::store::journal::read_committed_since(root, known.as_ref().map(|k| &k.cursor)) {
+            Ok(Some(read)) => {
+                let mut heads = match known {
+                    Some(known) if !read.whole => known.heads,
+                    _ => Vec::new(),
+                };
+                heads.extend(read.records.iter().map(|r| (r.seq(), r.done())));
+                SeenTail { stamp: read.stamp, cursor: read.cursor, heads }
+            }
+            _ => return 0,
+        },
+    };
+    let count = crate::search::tail::count_heads_after(tail.heads.iter().copied(), manifest.covers_seq);
+    lock_seen(&SEEN).entry(root.to_path_buf()).or_default().tail = Some(tail);
+    count
+}
+
+/// The journal as the report last read it: its stamp then, where the read ended, and each
+/// record's sequence number and `StoredRecord::done`.
+struct SeenTail {
+    stamp: crate::store::journal::JournalStamp,
+    cursor: crate::store::journal::JournalCursor,
+    heads: Vec<(u64, Option<bool>)>,
 }
 
 /// What the cheap report read of a vault's state files, kept per vault root with the identity
@@ -565,8 +580,8 @@ fn tail_writes(root: &std::path::Path, manifest: &generation::Manifest) -> usize
 struct Seen {
     /// (generation id, the manifest file's stamp, the manifest with its live document count).
     manifest: Option<(String, FileStamp, std::sync::Arc<SeenManifest>)>,
-    /// (journal stamp, the generation's covers_seq, the intents after it).
-    tail: Option<(crate::store::journal::JournalStamp, u64, usize)>,
+    /// The journal's records' heads, kept to be read on from where the last read ended.
+    tail: Option<SeenTail>,
     /// (the `ACTIVE` file's stamp, the id it names).
     active: Option<(FileStamp, String)>,
     /// (the receipt log's stamp, the last receipt's sequence number).

@@ -60,7 +60,7 @@ pub mod dense {
 /// folded on disk (`build::fold`).
 pub mod tail {
     pub(crate) use super::build::fold::fold;
-    pub(crate) use super::read::tail::{count_after, generation_id, intents_after, servable};
+    pub(crate) use super::read::tail::{count_after, count_heads_after, generation_id, intents_after, servable};
 }
 
 #[cfg(test)]

@@ -96,6 +96,9 @@ fn the_writer_folds_the_tail_every_tail_writes_max_writes() {
     for i in 0..7 {
         let receipt = vault.ingest_note(&ingest(&format!("01_Projects/w{i}"), &format!("word{i} [[hub]]"))).unwrap().to_value();
         generations.push(receipt["search_generation"].as_str().unwrap().to_string());
+        // The report reads the journal on from where it last ended, across the folds that
+        // empty it: the count is the writes since the last fold.
+        assert_eq!(vault.server_info().unwrap().vault.tail_writes, (i + 1) % 3, "after write {}", i + 1);
     }
     // Writes 1, 2 are tail generations of the first; write 3 folds; 4, 5 on the fold; 6 folds.
     let folds: Vec<usize> = generations.iter().enumerate().filter(|(_, g)| !g.contains('+')).map(|(i, _)| i + 1).collect();

@@ -89,12 +89,24 @@ fn seqs_after(records: &[StoredRecord], covers_seq: u64) -> Vec<u64> {
 
 /// How many intents `intents_after` gives, none of them decoded.
 pub(crate) fn count_after(records: &[StoredRecord], covers_seq: u64) -> usize {
-    tail_records(records, covers_seq).count()
+    count_heads_after(records.iter().map(|r| (r.seq(), r.done())), covers_seq)
+}
+
+/// `count_after` of the records whose heads are `heads`: each record's sequence number and
+/// `StoredRecord::done` (`None` for an intent, else whether the intent was abandoned).
+pub(crate) fn count_heads_after(heads: impl Iterator<Item = (u64, Option<bool>)> + Clone, covers_seq: u64) -> usize {
+    let abandoned: BTreeSet<u64> = heads.clone().filter(|&(_, done)| done == Some(true)).map(|(seq, _)| seq).collect();
+    heads.filter(|&(seq, done)| in_tail(done.is_none(), seq, covers_seq, &abandoned)).count()
 }
 
 fn tail_records(records: &[StoredRecord], covers_seq: u64) -> impl Iterator<Item = &StoredRecord> {
     let abandoned = crate::store::journal::abandoned_seqs(records);
-    records.iter().filter(move |r| r.is_intent() && r.seq() > covers_seq && !abandoned.contains(&r.seq()))
+    records.iter().filter(move |r| in_tail(r.is_intent(), r.seq(), covers_seq, &abandoned))
+}
+
+/// Whether a record is an intent of the tail after `covers_seq`: an intent after it, not abandoned.
+fn in_tail(is_intent: bool, seq: u64, covers_seq: u64, abandoned: &BTreeSet<u64>) -> bool {
+    is_intent && seq > covers_seq && !abandoned.contains(&seq)
 }
 
 /// The id of the generation `base` + intents up to `seq`.
