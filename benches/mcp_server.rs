@@ -363,6 +363,27 @@ fn wide(n: usize, rounds: usize, baseline: Option<&Path>) {
     } else {
         binaries.iter().map(|_| root.clone()).collect()
     };
+    if roots.len() > 1 {
+        // Each binary's copy starts from the engine state that binary writes (its persisted model,
+        // catalogs and search generation), as a person's vault would: the state above was written
+        // by this build, and an older binary may not read it (a foreign model copy is loaded whole
+        // again at every write).
+        for ((name, binary), copy) in binaries.iter().zip(&roots) {
+            for args in [&["index"][..], &["sync", "--allow-partial"], &["lint"]] {
+                let status = Command::new(binary)
+                    .arg("--vault")
+                    .arg(copy)
+                    .args(args)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .env("PARAVAULT_STDIO_WATCHDOG", "0")
+                    .status()
+                    .expect("spawn paravault");
+                // `lint` exits 1 when it has findings; anything else is a failure.
+                assert!(status.code().is_some_and(|c| c <= 1), "{name}: paravault {args:?} failed on its copy: {status}");
+            }
+        }
+    }
     let mut clients: Vec<Client> = binaries.iter().zip(&roots).map(|((_, binary), root)| Client::ready_binary(binary, root)).collect();
     // [ping, quiet search, get_server_info, ingest_note, search after the write] per client.
     let mut samples: Vec<[Vec<Duration>; 5]> = binaries.iter().map(|_| Default::default()).collect();

@@ -1363,9 +1363,11 @@ impl Vault {
         let root = self.root();
         nofollow::refuse_symlinked_state(root)?;
         let mut out = Vec::new();
+        // Each folder is listed through its handle, opened beneath one handle on the root (no
+        // link followed; the root's own path walked once).
+        let base = crate::store::beneath::Folder::open(root, "", false).map_err(|e| nofollow::io_error("listing", "", e))?;
         for dir in [layout::PROPOSALS_DIR, layout::BATCH_PROPOSALS_DIR, layout::ACTION_PROPOSALS_DIR, layout::POWER_PROPOSALS_DIR] {
-            // Listed through the folder's handle (opened beneath the root, no link followed).
-            let entries = match crate::store::beneath::Folder::open(root, dir, false).and_then(|f| f.entries()) {
+            let entries = match base.open_beneath(dir).and_then(|f| f.entries()) {
                 Ok(entries) => entries,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(e) => return Err(nofollow::io_error("listing", dir, e)),

@@ -40,27 +40,35 @@ fn split(rel: &str) -> io::Result<(&str, &str)> {
 /// link. With `create`, missing folders are made (and their parent fsynced, as
 /// `durable::create_dir_all` does).
 pub(super) fn open_dir(root: &Path, rel_dir: &str, create: bool) -> io::Result<OwnedFd> {
-    let mut fd = rustix::fs::openat(CWD, root, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    let fd = rustix::fs::openat(CWD, root, OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    Ok(open_dir_from(&fd, rel_dir, create)?.unwrap_or(fd))
+}
+
+/// `open_dir` from the folder `start` instead of the vault root (`None`: `rel_dir` names
+/// `start` itself).
+fn open_dir_from(start: &OwnedFd, rel_dir: &str, create: bool) -> io::Result<Option<OwnedFd>> {
+    let mut opened: Option<OwnedFd> = None;
     for component in rel_dir.split('/').filter(|c| !c.is_empty()) {
-        let next = match rustix::fs::openat(&fd, component, dir_flags(), Mode::empty()) {
+        let fd = opened.as_ref().unwrap_or(start);
+        let next = match rustix::fs::openat(fd, component, dir_flags(), Mode::empty()) {
             Ok(next) => next,
             Err(Errno::NOENT) if create => {
                 faults::check("create_dir")?;
-                match rustix::fs::mkdirat(&fd, component, Mode::from_raw_mode(0o777)) {
+                match rustix::fs::mkdirat(fd, component, Mode::from_raw_mode(0o777)) {
                     Ok(()) | Err(Errno::EXIST) => {}
                     Err(e) => return Err(e.into()),
                 }
                 faults::check("fsync_dir")?;
-                rustix::fs::fsync(&fd)?;
-                rustix::fs::openat(&fd, component, dir_flags(), Mode::empty())?
+                rustix::fs::fsync(fd)?;
+                rustix::fs::openat(fd, component, dir_flags(), Mode::empty())?
             }
             // `O_DIRECTORY | O_NOFOLLOW` on a link fails with ENOTDIR: say it was a link.
-            Err(Errno::NOTDIR) if is_link(&fd, component) => return Err(Errno::LOOP.into()),
+            Err(Errno::NOTDIR) if is_link(fd, component) => return Err(Errno::LOOP.into()),
             Err(e) => return Err(e.into()),
         };
-        fd = next;
+        opened = Some(next);
     }
-    Ok(fd)
+    Ok(opened)
 }
 
 /// Whether `name` in the folder `dir` is a symbolic link (not followed).
@@ -229,6 +237,17 @@ impl Folder {
     /// Opens the folder `rel_dir` beneath `root`; `create` makes missing folders.
     pub fn open(root: &Path, rel_dir: &str, create: bool) -> io::Result<Folder> {
         Ok(Folder { fd: std::sync::Arc::new(open_dir(root, rel_dir, create)?), rel: rel_dir.to_string() })
+    }
+
+    /// Opens the folder `rel_dir` beneath this one, as `open` does beneath the root (several
+    /// folders under one parent are opened without walking the root's path again for each).
+    pub fn open_beneath(&self, rel_dir: &str) -> io::Result<Folder> {
+        let rel = if self.rel.is_empty() { rel_dir.to_string() } else { format!("{}/{rel_dir}", self.rel) };
+        let fd = match open_dir_from(&self.fd, rel_dir, false)? {
+            Some(fd) => std::sync::Arc::new(fd),
+            None => std::sync::Arc::clone(&self.fd),
+        };
+        Ok(Folder { fd, rel })
     }
 
     /// The folder's handle.

@@ -121,15 +121,30 @@ pub fn io_error(action: &'static str, rel: &str, error: io::Error) -> Error {
 }
 
 /// Refuses a vault whose engine folders or files include a symbolic link (`vault_boundary`).
-/// Paths that do not exist are fine; a missing parent skips its children.
+/// Paths that do not exist are fine; a missing folder skips its children. Each path is looked
+/// at beneath one handle on the root (`fstatat`), so the root's own path is walked once, not
+/// once per engine path: this runs before every search, report and write.
 pub fn refuse_symlinked_state(root: &Path) -> Result<()> {
+    use rustix::fs::{AtFlags, FileType, Mode, OFlags};
+    // A root that cannot be opened holds no engine path to refuse (each look would fail).
+    let Ok(base) = rustix::fs::open(root, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty()) else { return Ok(()) };
+    let mut missing: Vec<&str> = Vec::new();
     for rel in STATE_FOLDERS.iter().chain(STATE_FILES.iter()) {
-        match std::fs::symlink_metadata(layout::join(root, rel)) {
-            Ok(meta) if meta.file_type().is_symlink() => return Err(boundary(rel)),
-            Ok(meta) if STATE_FOLDERS.contains(rel) && !meta.is_dir() => {
-                return Err(Error::VaultBoundary { path: rel.to_string(), reason: "it is not a directory".into() });
-            }
-            _ => {}
+        if missing.iter().any(|folder| rel.strip_prefix(folder).is_some_and(|rest| rest.starts_with('/'))) {
+            continue;
+        }
+        let is_folder = STATE_FOLDERS.contains(rel);
+        match rustix::fs::statat(&base, *rel, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => match FileType::from_raw_mode(st.st_mode) {
+                FileType::Symlink => return Err(boundary(rel)),
+                FileType::Directory => {}
+                _ if is_folder => {
+                    return Err(Error::VaultBoundary { path: rel.to_string(), reason: "it is not a directory".into() });
+                }
+                _ => {}
+            },
+            Err(rustix::io::Errno::NOENT) if is_folder => missing.push(rel),
+            Err(_) => {}
         }
     }
     Ok(())
