@@ -13,6 +13,8 @@
 mod apply;
 pub mod changes;
 pub mod snapshot;
+#[cfg(test)]
+pub(crate) mod testing;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
@@ -489,6 +491,18 @@ pub struct Partial {
     /// disk as of an instant after the write began, and a consulted file needs no stat of
     /// its own (`write::recheck_consulted`).
     pub proven_by_journal: bool,
+}
+
+/// How a derivative of the model catches up with it (`Inventory::catch_up_from`).
+#[derive(Debug, PartialEq, Eq)]
+pub enum CatchUp<'a> {
+    /// Nothing changed since.
+    Current,
+    /// These paths changed (sorted, once each): refresh them.
+    Changed(Vec<&'a VaultPath>),
+    /// Only a whole rebuild can tell (never built, another model, or the change log no longer
+    /// reaches back).
+    Whole,
 }
 
 /// What a write's partial model cannot answer: a lookup (or a change) past what it holds. The
@@ -1090,6 +1104,16 @@ impl<V: Reach> Model<V> {
             return None;
         }
         self.changes.since(seen.1)
+    }
+
+    /// How a derivative of this model (an index kept beside it) that was last brought up to
+    /// `seen` (an earlier `key()`; `None`: never built) reaches it now.
+    pub fn catch_up_from(&self, seen: Option<(u64, u64)>) -> CatchUp<'_> {
+        match seen {
+            Some(seen) if seen == self.key() => CatchUp::Current,
+            Some(seen) => self.changed_since(seen).map_or(CatchUp::Whole, CatchUp::Changed),
+            None => CatchUp::Whole,
+        }
     }
 
     /// Replaces what folder `dir` holds of `unusable_names` with `found` (its new listing's).

@@ -107,3 +107,22 @@ proptest! {
         assert_indexes(&assembled);
     }
 }
+
+/// A derivative kept at a key catches up by the paths changed since, is current at the same
+/// key, and is rebuilt whole when it was never built or was built from another model.
+#[test]
+fn a_derivative_catches_up_by_the_paths_changed_since_its_key() {
+    let mut inventory = Inventory { origin: changes::next_origin(), ..Default::default() };
+    inventory.upsert(NoteRecord::empty(path(1, 0), PageKind::Note));
+    let seen = inventory.key();
+    assert_eq!(inventory.catch_up_from(Some(seen)), CatchUp::Current);
+    assert_eq!(inventory.catch_up_from(None), CatchUp::Whole);
+    inventory.upsert(NoteRecord::empty(path(2, 1), PageKind::Note));
+    inventory.remove(&path(1, 0));
+    inventory.upsert(NoteRecord::empty(path(2, 1), PageKind::Note));
+    let mut changed = [path(1, 0), path(2, 1)];
+    changed.sort();
+    assert_eq!(inventory.catch_up_from(Some(seen)), CatchUp::Changed(changed.iter().collect()));
+    let other = Inventory { origin: changes::next_origin(), ..Default::default() };
+    assert_eq!(other.catch_up_from(Some(seen)), CatchUp::Whole, "another model's key");
+}

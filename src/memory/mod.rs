@@ -23,6 +23,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+use crate::inventory::CatchUp;
 use crate::note::path::VaultPath;
 use crate::vault::Vault;
 use crate::write::{Mutation, NoteChange};
@@ -453,21 +454,17 @@ impl MemoryVault {
         let seen = cache.seen;
         let (key, listing) = self.vault.with_inventory(|inv| {
             let key = inv.key();
-            let listing = if seen == Some(key) {
-                Listing::Unchanged
-            } else {
-                let changed = seen.and_then(|seen| inv.changed_since(seen));
-                match changed {
-                    Some(paths) => Listing::Changed(
-                        paths
-                            .into_iter()
-                            .filter(|p| p.as_str().starts_with(&prefix))
-                            .map(|p| (p.to_string(), inv.records.get(p).filter(|r| r.is_note()).map(|r| r.content_hash)))
-                            .collect(),
-                    ),
-                    None => {
-                        Listing::Whole(inv.subtree(&folder).filter(|r| r.is_note()).map(|r| (r.path.to_string(), r.content_hash)).collect())
-                    }
+            let listing = match inv.catch_up_from(seen) {
+                CatchUp::Current => Listing::Unchanged,
+                CatchUp::Changed(paths) => Listing::Changed(
+                    paths
+                        .into_iter()
+                        .filter(|p| p.as_str().starts_with(&prefix))
+                        .map(|p| (p.to_string(), inv.records.get(p).filter(|r| r.is_note()).map(|r| r.content_hash)))
+                        .collect(),
+                ),
+                CatchUp::Whole => {
+                    Listing::Whole(inv.subtree(&folder).filter(|r| r.is_note()).map(|r| (r.path.to_string(), r.content_hash)).collect())
                 }
             };
             (key, listing)

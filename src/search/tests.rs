@@ -792,7 +792,7 @@ fn tail_answers(g: &generation::OpenGeneration, p: &LoadedPolicy, queries: &[&st
 
 #[test]
 fn a_tail_built_on_the_previous_one_is_the_one_built_from_scratch() {
-    use crate::store::journal::{FileChange, Intent, Journal, PreImage, Record, SearchSnapshot};
+    use crate::store::journal::{Intent, Journal, Record, SearchSnapshot};
     let v = vault();
     let p = policy(None);
     sync_all(v.path(), &p);
@@ -827,18 +827,12 @@ fn a_tail_built_on_the_previous_one_is_the_one_built_from_scratch() {
     for (i, step) in steps.iter().enumerate() {
         let seq = base.manifest.covers_seq + i as u64 + 1;
         let intent = Intent {
-            seq,
-            changes: step
-                .iter()
-                .map(|(path, text)| match text {
-                    Some(text) => FileChange::Write { path: (*path).to_string(), text: text.clone(), before: Some(PreImage::Absent) },
-                    None => FileChange::Delete { path: (*path).to_string(), before: None },
-                })
-                .collect(),
-            search_changed: step.iter().filter(|(_, t)| t.is_some()).map(|(path, _)| (*path).to_string()).collect(),
-            search_removed: step.iter().filter(|(_, t)| t.is_none()).map(|(path, _)| (*path).to_string()).collect(),
-            receipt: serde_json::json!({"seq": seq, "at": format!("2026-01-01T00:00:0{i}Z")}),
             search_snapshot: Some(SearchSnapshot { source_snapshot_hash: format!("{i:064}"), scanned: 9, indexed: 8, excluded: 1 }),
+            ..intent_of(
+                seq,
+                step.iter().map(|(p, t)| (*p, t.as_ref())),
+                serde_json::json!({"seq": seq, "at": format!("2026-01-01T00:00:0{i}Z")}),
+            )
         };
         journal.append(&Record::Intent(intent), true).expect("append");
         let (_, records) = crate::store::journal::read_committed(v.path()).expect("read").expect("journal");
@@ -882,7 +876,7 @@ fn a_tail_built_on_the_previous_one_is_the_one_built_from_scratch() {
 
 #[test]
 fn a_tail_temporal_table_is_the_one_built_from_scratch() {
-    use crate::store::journal::{FileChange, Intent, Journal, PreImage, Record};
+    use crate::store::journal::{Journal, Record};
     let v = vault();
     let memory = |extra: &str| format!("memory:\n  kind: semantic\n{extra}");
     write(v.path(), "02_Areas/old-rule.md", "Old rule", "Deploy on Fridays.", &memory("  valid_from: \"2020-01-01\"\n"));
@@ -960,20 +954,7 @@ fn a_tail_temporal_table_is_the_one_built_from_scratch() {
     let (mut journal, _) = Journal::open(v.path()).expect("journal");
     for (i, (step, expected_edges)) in steps.iter().enumerate() {
         let seq = base.manifest.covers_seq + i as u64 + 1;
-        let intent = Intent {
-            seq,
-            changes: step
-                .iter()
-                .map(|(path, text)| match text {
-                    Some(text) => FileChange::Write { path: (*path).to_string(), text: text.clone(), before: Some(PreImage::Absent) },
-                    None => FileChange::Delete { path: (*path).to_string(), before: None },
-                })
-                .collect(),
-            search_changed: step.iter().filter(|(_, t)| t.is_some()).map(|(path, _)| (*path).to_string()).collect(),
-            search_removed: step.iter().filter(|(_, t)| t.is_none()).map(|(path, _)| (*path).to_string()).collect(),
-            receipt: serde_json::json!({"seq": seq}),
-            search_snapshot: None,
-        };
+        let intent = intent_of(seq, step.iter().map(|(p, t)| (*p, t.as_ref())), serde_json::json!({"seq": seq}));
         journal.append(&Record::Intent(intent), true).expect("append");
         let (_, records) = crate::store::journal::read_committed(v.path()).expect("read").expect("journal");
         let tail = super::read::tail::serve(v.path(), &p, base.clone(), &records, None).expect("serve").expect("a tail");
@@ -1054,7 +1035,7 @@ fn seeded_note(r: &mut Seeded, title: &str, own: &[&str]) -> String {
 /// tokenised) holds the same in-memory segment, documents and deletions, and answers the same.
 #[test]
 fn a_tail_overlay_answers_as_its_tantivy_segment() {
-    use crate::store::journal::{FileChange, Intent, Journal, PreImage, Record};
+    use crate::store::journal::{Journal, Record};
     use tantivy::collector::TopDocs;
     let policies = [
         None,
@@ -1159,20 +1140,7 @@ fn a_tail_overlay_answers_as_its_tantivy_segment() {
                     }
                 }
             }
-            let intent = Intent {
-                seq,
-                changes: last
-                    .iter()
-                    .map(|(path, text)| match text {
-                        Some(text) => FileChange::Write { path: path.clone(), text: text.clone(), before: Some(PreImage::Absent) },
-                        None => FileChange::Delete { path: path.clone(), before: None },
-                    })
-                    .collect(),
-                search_changed: last.iter().filter(|(_, t)| t.is_some()).map(|(path, _)| path.clone()).collect(),
-                search_removed: last.iter().filter(|(_, t)| t.is_none()).map(|(path, _)| path.clone()).collect(),
-                receipt: serde_json::json!({"seq": seq}),
-                search_snapshot: None,
-            };
+            let intent = intent_of(seq, last.iter().map(|(p, t)| (p.as_str(), t.as_ref())), serde_json::json!({"seq": seq}));
             journal.append(&Record::Intent(intent), true).expect("append");
             let (_, records) = crate::store::journal::read_committed(root).expect("read").expect("journal");
             let served = super::read::tail::serve(root, &p, base.clone(), &records, None).expect("serve").expect("a tail");
@@ -1266,5 +1234,31 @@ fn a_tail_overlay_answers_as_its_tantivy_segment() {
             }
             memo = Some(grown);
         }
+    }
+}
+
+/// The intent `seq` that writes (`Some(text)`, over an absent file) or deletes (`None`) each
+/// path of `step`, with `receipt` and no search snapshot.
+fn intent_of<'a>(
+    seq: u64,
+    step: impl IntoIterator<Item = (&'a str, Option<&'a String>)>,
+    receipt: serde_json::Value,
+) -> crate::store::journal::Intent {
+    use crate::store::journal::{FileChange, Intent, PreImage};
+    let step: Vec<(&str, Option<&String>)> = step.into_iter().collect();
+    let paths = |written: bool| step.iter().filter(move |(_, t)| t.is_some() == written).map(|(path, _)| path.to_string());
+    Intent {
+        seq,
+        changes: step
+            .iter()
+            .map(|(path, text)| match text {
+                Some(text) => FileChange::Write { path: path.to_string(), text: (*text).clone(), before: Some(PreImage::Absent) },
+                None => FileChange::Delete { path: path.to_string(), before: None },
+            })
+            .collect(),
+        search_changed: paths(true).collect(),
+        search_removed: paths(false).collect(),
+        receipt,
+        search_snapshot: None,
     }
 }

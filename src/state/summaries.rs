@@ -19,7 +19,7 @@ use chrono::NaiveDate;
 
 use super::VaultState;
 use crate::error::Result;
-use crate::inventory::{ComputedFrom, Inventory, Resolution};
+use crate::inventory::{CatchUp, ComputedFrom, Inventory, Resolution};
 use crate::note::path::VaultPath;
 
 /// The summaries of one `Vault` (empty until first asked for).
@@ -125,25 +125,22 @@ impl LinkIndex {
     /// may resolve differently because of them (`Inventory::linkers_of`), are resolved again;
     /// a whole rebuild when the log does not reach back far enough or the model was reloaded.
     fn catch_up(slot: &mut Option<LinkIndex>, inv: &Inventory, vault: &VaultState) {
-        let key = inv.key();
-        let changed = match slot.as_ref() {
-            Some(index) if index.key == key => return,
-            Some(index) => inv.changed_since(index.key),
-            None => None,
-        };
-        let (Some(index), Some(changed)) = (slot.as_mut(), changed) else {
-            *slot = Some(LinkIndex::whole(inv, vault));
-            return;
-        };
-        let mut again: BTreeSet<VaultPath> = BTreeSet::new();
-        for path in changed {
-            again.insert(path.clone());
-            again.extend(inv.linkers_of(path));
-        }
-        for path in &again {
-            index.refresh(inv, vault, path);
-        }
-        index.key = key;
+        bring_up(
+            slot,
+            inv,
+            |index| &mut index.key,
+            || LinkIndex::whole(inv, vault),
+            |index, changed| {
+                let mut again: BTreeSet<VaultPath> = BTreeSet::new();
+                for path in changed {
+                    again.insert(path.clone());
+                    again.extend(inv.linkers_of(path));
+                }
+                for path in &again {
+                    index.refresh(inv, vault, path);
+                }
+            },
+        );
     }
 
     /// Resolves `path`'s links again (none when it is no note now) and moves the degrees.
@@ -477,20 +474,17 @@ impl TitleIndex {
     }
 
     fn catch_up(slot: &mut Option<TitleIndex>, inv: &Inventory) {
-        let key = inv.key();
-        let changed = match slot.as_ref() {
-            Some(index) if index.key == key => return,
-            Some(index) => inv.changed_since(index.key),
-            None => None,
-        };
-        let (Some(index), Some(changed)) = (slot.as_mut(), changed) else {
-            *slot = Some(TitleIndex::whole(inv));
-            return;
-        };
-        for path in changed {
-            index.refresh(inv, path);
-        }
-        index.key = key;
+        bring_up(
+            slot,
+            inv,
+            |index| &mut index.key,
+            || TitleIndex::whole(inv),
+            |index, changed| {
+                for path in changed {
+                    index.refresh(inv, path);
+                }
+            },
+        );
     }
 
     fn refresh(&mut self, inv: &Inventory, path: &VaultPath) {
@@ -552,6 +546,29 @@ impl TitleIndex {
             }
         }
         TitleMatches { matches, more }
+    }
+}
+
+/// Brings an index kept beside the model (in `slot`, `key` its model key) up to `inv`:
+/// nothing when it is current, `refresh` with the paths changed since it was built, or a
+/// `whole` rebuild when only that can tell (`Inventory::catch_up_from`).
+fn bring_up<I>(
+    slot: &mut Option<I>,
+    inv: &Inventory,
+    key: impl Fn(&mut I) -> &mut ModelKey,
+    whole: impl FnOnce() -> I,
+    refresh: impl FnOnce(&mut I, Vec<&VaultPath>),
+) {
+    match inv.catch_up_from(slot.as_mut().map(|index| *key(index))) {
+        CatchUp::Current => {}
+        CatchUp::Whole => *slot = Some(whole()),
+        CatchUp::Changed(changed) => {
+            // `Changed` answers the key the index kept, so the index is there.
+            if let Some(index) = slot.as_mut() {
+                refresh(index, changed);
+                *key(index) = inv.key();
+            }
+        }
     }
 }
 

@@ -2,23 +2,12 @@
 //! and `Inventory::apply` of a `ChangeSet` leaves the model a fresh walk gives.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::Path;
 
 use crate::inventory::changes::{ChangeSet, Changes, FolderChange};
+use crate::inventory::testing::{put, settle};
 use crate::inventory::{Inventory, JournalToken, NoteRecord, folder_stamp_changes};
 use crate::inventory_cache::keyed::JournalAnswer;
 use crate::policy::LoadedPolicy;
-
-fn put(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("folder");
-    std::fs::write(path, text).expect("write");
-}
-
-/// Past the racy window, so every file written so far reads as settled.
-fn settle() {
-    std::thread::sleep(std::time::Duration::from_millis(40));
-}
 
 fn note(title: &str) -> String {
     format!("---\ntype: Resource\ntitle: {title}\ndescription: d\n---\nBody of {title}.\n")

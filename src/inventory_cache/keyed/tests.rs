@@ -11,21 +11,11 @@ use std::path::Path;
 use redb::ReadableMultimapTable;
 
 use super::*;
+use crate::inventory::testing::{put, settle};
 use crate::store::{durable, layout};
 
 fn note(note_type: &str, title: &str, body: &str) -> String {
     format!("---\ntype: {note_type}\ntitle: {title}\ndescription: About {title}\ntimestamp: 2026-01-01T00:00:00Z\n---\n{body}")
-}
-
-fn put(root: &Path, rel: &str, text: &str) {
-    let path = root.join(rel);
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("folder");
-    std::fs::write(path, text).expect("write");
-}
-
-/// Past the racy window, so every file written so far reads as settled.
-fn settle() {
-    std::thread::sleep(std::time::Duration::from_millis(40));
 }
 
 /// Everything a keyed copy holds, comparable: the header, each folder's subtree and direct
