@@ -215,34 +215,41 @@ const SEAL_LEN: usize = 16;
 /// be trusted as the vault's model; every value is sealed with its key instead, as the whole
 /// file the keyed copy replaced was sealed (`store::checksummed`).
 fn seal_bytes(key: &str, body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(SEAL_LEN + body.len());
+    out.extend_from_slice(&seal_of(key, body));
+    out.extend_from_slice(body);
+    out
+}
+
+/// The seal of `body` under `key`: the first `SEAL_LEN` bytes of the blake3 of the key's
+/// length, the key and the body.
+fn seal_of(key: &str, body: &[u8]) -> [u8; SEAL_LEN] {
     let mut hasher = blake3::Hasher::new();
     hasher.update(&(key.len() as u64).to_le_bytes());
     hasher.update(key.as_bytes());
     hasher.update(body);
-    let mut out = Vec::with_capacity(SEAL_LEN + body.len());
-    out.extend_from_slice(&hasher.finalize().as_bytes()[..SEAL_LEN]);
-    out.extend_from_slice(body);
-    out
+    let mut seal = [0u8; SEAL_LEN];
+    seal.copy_from_slice(&hasher.finalize().as_bytes()[..SEAL_LEN]);
+    seal
 }
 
 /// The body `seal_bytes` sealed under `key`; the error says why it cannot be trusted.
 fn unseal_bytes<'b>(key: &str, bytes: &'b [u8]) -> Result<&'b [u8], String> {
     let body = bytes.get(SEAL_LEN..).ok_or_else(|| format!("checksum mismatch: {:?} is shorter than its seal", path_of_key(key)))?;
-    if seal_bytes(key, body)[..SEAL_LEN] != bytes[..SEAL_LEN] {
+    if seal_of(key, body) != bytes[..SEAL_LEN] {
         return Err(format!("checksum mismatch: {:?} (torn or corrupt)", path_of_key(key)));
     }
     Ok(body)
 }
 
-/// A multimap value (`linkers`, `names`): `path`, then the first `SEAL_LEN` bytes of the blake3
-/// `seal_bytes` takes of the key and the path. The seal follows the path so that a key's values
-/// keep the paths' order (a fill inserts them in order, and redb packs them as it would the bare
-/// paths); the same pair always seals to the same bytes, so a pair is removed by its value.
+/// A multimap value (`linkers`, `names`): `path`, then its seal under `key` (`seal_of`). The
+/// seal follows the path so that a key's values keep the paths' order (a fill inserts them in
+/// order, and redb packs them as it would the bare paths); the same pair always seals to the
+/// same bytes, so a pair is removed by its value.
 fn seal_pair(key: &str, path: &str) -> Vec<u8> {
-    let sealed = seal_bytes(key, path.as_bytes());
-    let mut out = Vec::with_capacity(sealed.len());
+    let mut out = Vec::with_capacity(path.len() + SEAL_LEN);
     out.extend_from_slice(path.as_bytes());
-    out.extend_from_slice(&sealed[..SEAL_LEN]);
+    out.extend_from_slice(&seal_of(key, path.as_bytes()));
     out
 }
 
@@ -250,7 +257,7 @@ fn seal_pair(key: &str, path: &str) -> Vec<u8> {
 fn unseal_pair(key: &str, bytes: &[u8]) -> Result<VaultPath, String> {
     let cut = bytes.len().checked_sub(SEAL_LEN).ok_or_else(|| format!("checksum mismatch: a value of {key:?} is shorter than its seal"))?;
     let (path, seal) = bytes.split_at(cut);
-    if seal_bytes(key, path)[..SEAL_LEN] != *seal {
+    if seal_of(key, path) != *seal {
         return Err(format!("checksum mismatch: a value of {key:?} (torn or corrupt)"));
     }
     parse(std::str::from_utf8(path).map_err(|_| format!("checksum mismatch: a value of {key:?} is not text"))?)
