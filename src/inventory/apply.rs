@@ -128,10 +128,10 @@ impl Inventory {
             applied.relisted = relisting.listed;
             applied.reread = relisting.forgotten;
             applied.catalog_changed = relisting.forgotten > 0;
-            // Catalog pages the model holds (the engine's own, written into a new folder) are
-            // compared by their bytes first, as an entry is; the rest are read in bulk.
-            let (held, to_read): (Vec<_>, Vec<_>) =
-                relisting.to_read.into_iter().partition(|(path, kind)| is_page(*kind) && self.records.contains_key(path));
+            // Files the model holds a record of (the engine's own note and pages, written into
+            // a new folder) are compared by their bytes first, as an entry is; the rest are
+            // read in bulk.
+            let (held, to_read): (Vec<_>, Vec<_>) = relisting.to_read.into_iter().partition(|(path, _)| self.records.contains_key(path));
             for (path, kind) in held {
                 match self.reread_held(root, policy, &path, kind) {
                     Looked::Confirmed => applied.confirmed += 1,

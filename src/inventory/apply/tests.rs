@@ -216,3 +216,48 @@ fn a_page_holding_the_bytes_its_record_was_analysed_from_is_not_parsed_again() {
     let walked = Inventory::load(root, &policy).expect("walk");
     assert_eq!(summary(&model), summary(&walked));
 }
+
+/// A folder listed again (a new folder the engine wrote a note into) compares the files the
+/// model holds records of by their bytes, notes as pages: the engine's own note is not parsed
+/// again, and a person's same-length edit of it right after is read and parsed.
+#[test]
+fn a_relisted_folders_held_note_is_compared_by_its_bytes() {
+    use crate::inventory::{FileProblem, analyse_bytes, read_record};
+    use crate::note::path::VaultPath;
+    use crate::scan::PageKind;
+    let (dir, policy) = vault(&[("03_Resources/a.md", note("A"))]);
+    let root = dir.path();
+    let mut model = Inventory::load(root, &policy).expect("load");
+    std::fs::create_dir(root.join("03_Resources/new")).expect("mkdir");
+    let path = VaultPath::parse_walked("03_Resources/new/b.md").expect("path");
+    let told = ChangeSet::of_folders(["03_Resources/new"]);
+
+    // The engine writes the note and holds the record of the bytes it wrote, with no stamp; a
+    // marker no parse of the file yields shows whether the analysis was kept.
+    let written = note("B");
+    put(root, path.as_str(), &written);
+    let mut held = NoteRecord::empty(path.clone(), PageKind::Note);
+    held.size_bytes = written.len() as u64;
+    held.content_hash = *blake3::hash(written.as_bytes()).as_bytes();
+    analyse_bytes(&mut held, written.as_bytes(), &policy);
+    held.problems.push(FileProblem { rule: "marker", line: None, message: "the held analysis".into() });
+    model.upsert(held);
+    let applied = model.apply(root, &policy, &told).expect("apply");
+    assert_eq!((applied.confirmed, applied.reread), (1, 0), "{applied:?}");
+    let record = &model.records[&path];
+    assert!(record.problems.iter().any(|p| p.rule == "marker"), "not parsed again: {record:?}");
+    let fresh = read_record(root, &path, PageKind::Note, &policy);
+    assert_eq!(record.stamp.map(|(stamp, _)| stamp), fresh.stamp.map(|(stamp, _)| stamp), "its stat identity is taken");
+
+    // A person's edit right after, the same length: read and parsed, the marker gone.
+    let edited = note("C");
+    assert_eq!(edited.len(), written.len());
+    put(root, path.as_str(), &edited);
+    let applied = model.apply(root, &policy, &told).expect("apply the edit");
+    assert_eq!((applied.confirmed, applied.reread), (0, 1), "{applied:?}");
+    let record = &model.records[&path];
+    assert_eq!(record.content_hash, read_record(root, &path, PageKind::Note, &policy).content_hash);
+    assert!(!record.problems.iter().any(|p| p.rule == "marker"), "{record:?}");
+    let walked = Inventory::load(root, &policy).expect("walk");
+    assert_eq!(summary(&model), summary(&walked));
+}
