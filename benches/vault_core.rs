@@ -187,7 +187,7 @@ fn bench_catalog_full(c: &mut Criterion, fx: &Fixtures) {
         group.bench_function(format!("{label}/plan_only"), |b| {
             b.iter(|| {
                 black_box(
-                    catalog::plan(&inventory, &policy, &state, None, &|_| None, &catalog::render::RowMemo::default())
+                    catalog::plan(&inventory, &policy, &state, None, &|_| None, &catalog::CatalogMemo::default())
                         .expect("plan")
                         .writes
                         .len(),
@@ -249,9 +249,7 @@ fn bench_catalog_incremental(c: &mut Criterion, fx: &Fixtures) {
         let dirs: BTreeSet<String> = vault.refresh_path(&path).expect("refresh");
         let read_page = |p: &VaultPath| std::fs::read(p.under(&root)).ok();
         let planned = vault
-            .with_inventory(|inv| {
-                catalog::plan(inv, vault.policy(), &previous, Some(&dirs), &read_page, &catalog::render::RowMemo::default())
-            })
+            .with_inventory(|inv| catalog::plan(inv, vault.policy(), &previous, Some(&dirs), &read_page, &catalog::CatalogMemo::default()))
             .expect("inventory")
             .expect("plan");
         assert!(planned.rendered_dirs >= 1 && !planned.writes.is_empty(), "the plan re-renders the note's directory");
@@ -260,7 +258,7 @@ fn bench_catalog_incremental(c: &mut Criterion, fx: &Fixtures) {
                 vault
                     .with_inventory(|inv| {
                         black_box(
-                            catalog::plan(inv, vault.policy(), &previous, Some(&dirs), &read_page, &catalog::render::RowMemo::default())
+                            catalog::plan(inv, vault.policy(), &previous, Some(&dirs), &read_page, &catalog::CatalogMemo::default())
                                 .expect("plan")
                                 .writes
                                 .len(),

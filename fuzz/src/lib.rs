@@ -211,8 +211,8 @@ pub fn check_catalog(data: &[u8]) {
     }
     let page_bytes_max = 1024 + usize::from(knobs & 0x0F) * 1024;
     let description_chars = 8 + usize::from(knobs >> 4) * 16;
-    let input = render::DirInput { dir, children: Vec::new(), notes: records.iter().collect() };
-    let Ok(pages) = render::render_dir(&input, page_bytes_max, description_chars, &render::RowMemo::default()) else { return };
+    let entries = render::DirEntries::new(dir, [], records.iter(), description_chars, &render::RowMemo::default());
+    let Ok(pages) = render::render_dir(&render::DirInput { dir, entries: &entries }, page_bytes_max) else { return };
     assert!(!pages.is_empty());
     assert_eq!(catalog::declared_pages(pages[0].as_bytes()), Ok(pages.len()), "landing page count");
     let mut rows = 0;

@@ -9,6 +9,7 @@
 //! are never written, so regenerating an unchanged vault changes no byte. The remembered state
 //! is only a hint: the pages on disk decide what is written and deleted.
 
+pub mod entries;
 pub mod render;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -21,7 +22,8 @@ use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
 use crate::scan::PageKind;
 use crate::store::layout;
-use render::{CategoryRow, ChildDir, DirInput};
+pub use entries::CatalogMemo;
+use render::{CategoryRow, DirEntries, DirInput};
 
 /// What the catalog renderer remembers between runs (persisted as `.paravault/catalog-state.json`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -93,7 +95,7 @@ pub struct CatalogTree<'a> {
     pub root_daily_logs: Vec<&'a NoteRecord>,
 }
 
-fn is_catalogued(record: &NoteRecord) -> bool {
+pub(crate) fn is_catalogued(record: &NoteRecord) -> bool {
     record.kind == PageKind::Note && record.valid
 }
 
@@ -148,104 +150,43 @@ impl<'a> CatalogTree<'a> {
     }
 }
 
-/// The part of the tree that `dirs` need: each directory's own notes, found by range scans
-/// that skip every child subtree with one seek, and its child directories with their note
-/// counts, from the inventory's subtree counters. O(entries directly in the directories),
-/// never O(subtree), O(folders) or O(notes); no record below a child is consulted (a write's
-/// partial model holds none). Root rows come from the inventory's counters.
-pub(crate) fn partial_tree<'a>(inventory: &'a dyn ModelView, dirs: &BTreeSet<String>) -> CatalogTree<'a> {
-    use std::ops::Bound;
-    let mut tree = CatalogTree { notes: BTreeMap::new(), children: BTreeMap::new(), counts: BTreeMap::new(), root_daily_logs: Vec::new() };
-    for dir in dirs {
-        let Some((key, total)) = inventory.counts().valid_per_dir.get_key_value(dir.as_str()) else { continue };
-        let key: &'a str = key.as_str();
-        // Child rows come from the subtree counters (a folder with a valid note below it has a
-        // row), so a write's partial model needs no record of any child's subtree; the
-        // counters' index of each folder's subfolders finds them without a pass over every
-        // folder.
-        let children: Vec<(&'a str, usize)> = inventory.counts().valid_children(dir).collect();
-        // Valid notes directly in the directory: its subtree's less its children's. With none
-        // the scan is skipped: it would seek past every child subtree to find nothing (2,500
-        // seeks for a folder of 2,500 folders, issue 52).
-        let below: usize = children.iter().map(|(_, notes)| notes).sum();
-        let prefix_len = dir.len() + 1;
-        let end = VaultPath::bound(format!("{dir}0"));
-        let mut from = Bound::Included(VaultPath::bound(format!("{dir}/")));
-        while *total > below
-            && let Some((path, record)) = inventory.records().range((from.clone(), Bound::Excluded(end.clone()))).next()
-        {
-            match path.as_str()[prefix_len..].split_once('/') {
-                None => {
-                    if is_catalogued(record) {
-                        tree.notes.entry(key).or_default().push(record);
-                    }
-                    from = Bound::Excluded(record.path.clone());
-                }
-                // Skip the child's whole subtree: its next sibling key starts after `child/…`.
-                Some((child, _)) => from = Bound::Included(VaultPath::bound(format!("{}0", &path.as_str()[..prefix_len + child.len()]))),
-            }
-        }
-        // The rows come in name order: both maps are built in bulk (`collect` of sorted
-        // entries, `append`), not by an insert per row (2,500 under `03_Resources`, issue 52).
-        if !children.is_empty() {
-            tree.children.insert(key, children.iter().map(|(child, _)| *child).collect());
-        }
-        let mut rows: BTreeMap<&'a str, usize> = children.into_iter().collect();
-        tree.counts.append(&mut rows);
-        tree.counts.insert(key, *total);
-    }
-    tree.root_daily_logs = inventory.counts().root_notes.iter().filter_map(|p| inventory.records().get(p)).collect();
-    tree
-}
-
 impl<'a> CatalogTree<'a> {
     /// Every catalogued directory, sorted.
     pub fn dirs(&self) -> BTreeSet<String> {
         self.counts.keys().map(|d| (*d).to_string()).collect()
     }
 
-    fn input(&self, dir: &str) -> DirInput<'a> {
-        let children = self
-            .children
-            .get(dir)
-            .map(|set| {
-                set.iter()
-                    .map(|c| ChildDir {
-                        name: c.rsplit('/').next().unwrap_or(c).to_string(),
-                        notes: self.counts.get(c).copied().unwrap_or(0),
-                    })
-                    .collect()
-            })
-            .unwrap_or_default();
-        let mut notes = self.notes.get(dir).cloned().unwrap_or_default();
-        notes.sort_by_cached_key(|r| (r.meta.title.as_deref().unwrap_or("").to_lowercase(), r.path.clone()));
-        DirInput { dir: self.counts.get_key_value(dir).map_or("", |(k, _)| *k), children, notes }
+    /// The entries of `dir`.
+    fn entries(&self, dir: &str, description_chars: usize, rows: &render::RowMemo) -> DirEntries {
+        let prefix_len = dir.len() + 1;
+        let children = self.children.get(dir).into_iter().flatten().map(|c| (&c[prefix_len..], self.counts.get(c).copied().unwrap_or(0)));
+        DirEntries::new(dir, children, self.notes.get(dir).into_iter().flatten().copied(), description_chars, rows)
     }
 }
 
-/// Digest of everything a directory's pages depend on.
+/// Digest of everything a directory's pages depend on. The bytes are gathered into one
+/// buffer and hashed once: an update per field cost more than the hashing (2,500 folder rows
+/// under one folder, issue 52).
 fn input_digest(input: &DirInput<'_>) -> String {
-    let mut hasher = blake3::Hasher::new();
-    hasher.update(&render::RENDERER_VERSION.to_le_bytes());
-    hasher.update(&render::LAYOUT_VERSION.to_le_bytes());
-    hasher.update(input.dir.as_bytes());
-    for child in &input.children {
-        // Same bytes as `format!("\0d{name}\0{notes}")`, without the allocation.
-        hasher.update(b"\0d");
-        hasher.update(child.name.as_bytes());
-        hasher.update(b"\0");
-        let mut digits = [0u8; 20];
-        let mut cursor = &mut digits[..];
-        let _ = std::io::Write::write_fmt(&mut cursor, format_args!("{}", child.notes));
-        let written = 20 - cursor.len();
-        hasher.update(&digits[..written]);
+    let entries = input.entries;
+    let mut bytes = Vec::with_capacity(8 + input.dir.len() + entries.children.len() * 32 + entries.notes.len() * 80);
+    bytes.extend_from_slice(&render::RENDERER_VERSION.to_le_bytes());
+    bytes.extend_from_slice(&render::LAYOUT_VERSION.to_le_bytes());
+    bytes.extend_from_slice(input.dir.as_bytes());
+    let mut digits = itoa::Buffer::new();
+    for child in &entries.children {
+        // `\0d{name}\0{notes}`
+        bytes.extend_from_slice(b"\0d");
+        bytes.extend_from_slice(child.name.as_bytes());
+        bytes.push(0);
+        bytes.extend_from_slice(digits.format(child.notes).as_bytes());
     }
-    for record in &input.notes {
-        hasher.update(b"\0n");
-        hasher.update(record.path.as_str().as_bytes());
-        hasher.update(&record.content_hash);
+    for note in &entries.notes {
+        bytes.extend_from_slice(b"\0n");
+        bytes.extend_from_slice(note.path.as_str().as_bytes());
+        bytes.extend_from_slice(note.content_hash());
     }
-    crate::hex::encode(hasher.finalize().as_bytes())
+    crate::hex::encode(blake3::hash(&bytes).as_bytes())
 }
 
 /// Reads the bytes of an existing page, if any.
@@ -283,17 +224,25 @@ pub fn plan(
     previous: &CatalogState,
     only_dirs: Option<&BTreeSet<String>>,
     read_page: &PageReader<'_>,
-    rows: &render::RowMemo,
+    memo: &CatalogMemo,
 ) -> Result<CatalogPlan> {
-    let tree = match only_dirs {
-        Some(dirs) => partial_tree(inventory, dirs),
-        None => tree(inventory, policy),
-    };
     let limits = &policy.policy.limits;
-    // In a partial plan only the targets count; their children appear in `counts` for rows.
-    let all_dirs: BTreeSet<&str> = match only_dirs {
-        Some(dirs) => tree.counts.keys().copied().filter(|d| dirs.contains(*d)).collect(),
-        None => tree.counts.keys().copied().collect(),
+    let description_chars = limits.catalog_description_chars;
+    // A full plan walks the model once into a tree; a write's plan (`only_dirs`) reads only
+    // its directories' entries: kept beside the whole model in a long-lived process (caught up
+    // by the paths changed since, O(change)), read from a partial model by a scan each.
+    let full_tree = match only_dirs {
+        None => Some(tree(inventory, policy)),
+        Some(_) => None,
+    };
+    let mut kept = match (only_dirs, inventory.as_whole()) {
+        (Some(_), Some(whole)) => Some(memo.caught_up(whole, description_chars)),
+        _ => None,
+    };
+    let all_dirs: BTreeSet<&str> = match (&full_tree, only_dirs) {
+        (Some(tree), _) => tree.counts.keys().copied().collect(),
+        (None, Some(dirs)) => dirs.iter().map(String::as_str).filter(|d| inventory.counts().valid_per_dir.contains_key(*d)).collect(),
+        (None, None) => unreachable!("BUG: a plan without `only_dirs` builds the tree"),
     };
     // A partial plan starts from (and returns) only the planned directories' states: the write
     // path merges them back (`CatalogState::merge`) instead of copying the whole state.
@@ -309,12 +258,20 @@ pub fn plan(
     if plan.state.renderer != render::LAYOUT_VERSION {
         plan.state = CatalogState { renderer: render::LAYOUT_VERSION, ..Default::default() };
     }
-    let targets: Vec<&str> = match only_dirs {
-        Some(only) => all_dirs.iter().copied().filter(|d| only.contains(*d)).collect(),
-        None => all_dirs.iter().copied().collect(),
-    };
-    for dir in targets {
-        let input = tree.input(dir);
+    for &dir in &all_dirs {
+        let read;
+        let entries: &DirEntries = match (&full_tree, kept.as_mut(), inventory.as_whole()) {
+            (Some(tree), ..) => {
+                read = tree.entries(dir, description_chars, &memo.rows);
+                &read
+            }
+            (None, Some(kept), Some(whole)) => kept.entries(whole, dir),
+            (None, ..) => {
+                read = entries::scan(inventory, dir, description_chars, &memo.rows);
+                &read
+            }
+        };
+        let input = DirInput { dir, entries };
         let digest = input_digest(&input);
         let remembered = plan.state.dirs.get(dir).cloned();
         let page_path = |n: usize| VaultPath::parse_walked(&format!("{dir}/{}", layout::sub_index_page_name(n))).ok();
@@ -327,7 +284,7 @@ pub fn plan(
             continue;
         }
         plan.rendered_dirs += 1;
-        let layout = render::layout(&input, limits.catalog_page_bytes_max, limits.catalog_description_chars, rows)?;
+        let layout = render::layout(&input, limits.catalog_page_bytes_max)?;
         // A write's plan in a long-lived process (`only_dirs`, fingerprints remembered) takes a
         // page whose fingerprint is the one it rendered or verified last as it is on disk: its
         // bytes would be the same, and a page changed outside since makes the remembered state
@@ -431,7 +388,11 @@ pub fn plan(
         }
         plan.state.dirs.retain(|d, _| all_dirs.contains(d.as_str()));
     }
-    plan_root(&tree, inventory.counts(), policy, &mut plan, read_page);
+    let root_daily_logs: Vec<&NoteRecord> = match &full_tree {
+        Some(tree) => tree.root_daily_logs.clone(),
+        None => inventory.counts().root_notes.iter().filter_map(|p| inventory.records().get(p)).collect(),
+    };
+    plan_root(&root_daily_logs, inventory.counts(), policy, &mut plan, read_page);
     plan.conflicts.sort();
     plan.conflicts.dedup();
     Ok(plan)
@@ -442,7 +403,7 @@ fn page_number(name: &str) -> usize {
 }
 
 fn plan_root(
-    tree: &CatalogTree<'_>,
+    root_daily_logs: &[&NoteRecord],
     counts: &crate::inventory::Counts,
     policy: &LoadedPolicy,
     plan: &mut CatalogPlan,
@@ -455,7 +416,7 @@ fn plan_root(
             CategoryRow { folder: folder.clone(), notes, has_catalog: notes > 0 }
         })
         .collect();
-    let text = render::render_root(&rows, &tree.root_daily_logs);
+    let text = render::render_root(&rows, root_daily_logs);
     let digest = crate::hex::encode(blake3::hash(text.as_bytes()).as_bytes());
     let Ok(path) = VaultPath::parse_walked(layout::ROOT_INDEX) else { return };
     if plan.state.root_digest == digest && read_page(&path).is_some_and(|b| b == text.as_bytes()) {

@@ -5,6 +5,7 @@ use std::fmt::Write as _;
 
 use crate::error::{Error, Result};
 use crate::inventory::NoteRecord;
+use crate::note::path::VaultPath;
 use crate::note::yaml_edit::quoted;
 use crate::store::layout;
 
@@ -17,24 +18,123 @@ pub(crate) const RENDERER_VERSION: u32 = 1;
 /// directory's input digest (never in a page): bump it whenever any page's bytes may change for
 /// the same input, so that a remembered state of the older layout is dropped and every
 /// directory is rendered again (only pages whose bytes differ are written). 2: page boundaries
-/// cut by key hash (`page_starts`) instead of greedy filling; multi-page catalogs changed.
-pub(crate) const LAYOUT_VERSION: u32 = 2;
+/// cut by key hash (`page_starts`) instead of greedy filling; multi-page catalogs changed. 3: the
+/// budget reserves a middle page's header (both navigation links), so no page passes it.
+pub(crate) const LAYOUT_VERSION: u32 = 3;
 /// Ownership marker value.
 pub(crate) const MARKER: &str = "paravault";
 
-/// A child directory row.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct ChildDir {
+/// A folder row of a directory's catalog: the subfolder's name and the valid notes in its
+/// subtree, with its rendered row and key score (`page_starts`).
+#[derive(Debug, Clone)]
+pub struct ChildEntry {
     pub name: String,
     pub notes: usize,
+    row: std::sync::Arc<str>,
+    score: (u64, u32),
 }
 
-/// Everything one directory's catalog shows.
+impl ChildEntry {
+    /// The row of subfolder `name` of `dir`, holding `notes` valid notes.
+    pub fn new(dir: &str, name: &str, notes: usize) -> Self {
+        let row = dir_entry(name, notes).into();
+        let mut path = String::with_capacity(dir.len() + 1 + name.len());
+        let _ = write!(path, "{dir}/{name}");
+        ChildEntry { name: name.to_string(), notes, row, score: key_score(&path, FOLDER_WEIGHT) }
+    }
+}
+
+/// A note row of a directory's catalog: the note's path and content hash (what its row is
+/// rendered from, with the policy's description cut), the case-folded title it sorts by, its
+/// row and key score.
+#[derive(Debug, Clone)]
+pub struct NoteEntry {
+    pub path: VaultPath,
+    content_hash: [u8; 32],
+    folded_title: String,
+    row: std::sync::Arc<str>,
+    score: (u64, u32),
+}
+
+impl NoteEntry {
+    /// The row of `record` (rows memoised in `rows`).
+    pub fn new(record: &NoteRecord, description_chars: usize, rows: &RowMemo) -> Self {
+        NoteEntry {
+            path: record.path.clone(),
+            content_hash: record.content_hash,
+            folded_title: record.meta.title.as_deref().unwrap_or("").to_lowercase(),
+            row: rows.note_entry(record, description_chars),
+            score: key_score(record.path.as_str(), NOTE_WEIGHT),
+        }
+    }
+
+    /// The blake3 of the note's bytes.
+    pub(super) fn content_hash(&self) -> &[u8; 32] {
+        &self.content_hash
+    }
+
+    /// Notes are listed by (case-folded title, path).
+    pub(super) fn order(&self) -> (&str, &VaultPath) {
+        (&self.folded_title, &self.path)
+    }
+}
+
+/// Everything one directory's catalog shows: its folder rows in name order, then its note
+/// rows in (case-folded title, path) order.
+#[derive(Debug, Clone, Default)]
+pub struct DirEntries {
+    pub children: Vec<ChildEntry>,
+    pub notes: Vec<NoteEntry>,
+}
+
+impl DirEntries {
+    /// The entries of `dir`: its subfolders with their note counts (in name order) and its
+    /// notes (in any order: sorted here).
+    pub fn new<'r>(
+        dir: &str,
+        children: impl IntoIterator<Item = (&'r str, usize)>,
+        notes: impl IntoIterator<Item = &'r NoteRecord>,
+        description_chars: usize,
+        rows: &RowMemo,
+    ) -> Self {
+        let children: Vec<ChildEntry> = children.into_iter().map(|(name, notes)| ChildEntry::new(dir, name, notes)).collect();
+        debug_assert!(children.windows(2).all(|w| w[0].name < w[1].name), "BUG: folder rows out of name order");
+        let mut notes: Vec<NoteEntry> = notes.into_iter().map(|record| NoteEntry::new(record, description_chars, rows)).collect();
+        notes.sort_unstable_by(|a, b| a.order().cmp(&b.order()));
+        DirEntries { children, notes }
+    }
+
+    /// How many rows.
+    pub fn len(&self) -> usize {
+        self.children.len() + self.notes.len()
+    }
+
+    /// Whether there are no rows.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Entry `i`'s row, folder rows first.
+    fn row(&self, i: usize) -> &str {
+        match i.checked_sub(self.children.len()) {
+            None => &self.children[i].row,
+            Some(n) => &self.notes[n].row,
+        }
+    }
+
+    /// Entry `i`'s key score, folder rows first.
+    fn score(&self, i: usize) -> (u64, u32) {
+        match i.checked_sub(self.children.len()) {
+            None => self.children[i].score,
+            Some(n) => self.notes[n].score,
+        }
+    }
+}
+
+/// Everything one directory's catalog shows, with the directory.
 pub struct DirInput<'a> {
     pub dir: &'a str,
-    pub children: Vec<ChildDir>,
-    /// Notes directly in the directory, sorted by (case-folded title, path).
-    pub notes: Vec<&'a NoteRecord>,
+    pub entries: &'a DirEntries,
 }
 
 fn escape_inline(text: &str) -> String {
@@ -96,7 +196,7 @@ pub struct RowMemo(std::sync::Mutex<std::collections::HashMap<RowKey, std::sync:
 type RowKey = (String, [u8; 32], usize);
 
 /// Rows kept before the memo starts over (a row is ~300 bytes).
-const ROW_MEMO_MAX: usize = 100_000;
+pub(super) const ROW_MEMO_MAX: usize = 100_000;
 
 impl RowMemo {
     fn note_entry(&self, record: &NoteRecord, description_chars: usize) -> std::sync::Arc<str> {
@@ -155,8 +255,8 @@ fn note_entry(record: &NoteRecord, description_chars: usize) -> String {
     out
 }
 
-fn dir_entry(child: &ChildDir) -> String {
-    format!("- [{}/](<./{}/{}>) — {} notes\n", escape_inline(&child.name), escape_destination(&child.name), layout::SUB_INDEX, child.notes)
+fn dir_entry(name: &str, notes: usize) -> String {
+    format!("- [{}/](<./{}/{}>) — {} notes\n", escape_inline(name), escape_destination(name), layout::SUB_INDEX, notes)
 }
 
 fn parent_link(dir: &str) -> String {
@@ -270,38 +370,27 @@ pub(super) const NOTE_WEIGHT: u32 = 4;
 /// fingerprinted, alone (a write renders only the pages whose entries changed).
 pub struct Layout<'i> {
     dir: &'i str,
-    /// Each entry's rendered row and its owner's path (folder rows first, then note rows).
-    entries: Vec<(std::sync::Arc<str>, &'i str)>,
-    /// How many of `entries` are folder rows.
-    children: usize,
+    entries: &'i DirEntries,
     starts: Vec<usize>,
 }
 
 /// Lays out a directory's catalog: its rows, cut into pages of at most `page_bytes_max` bytes
 /// where `page_starts` says.
-pub fn layout<'i>(input: &DirInput<'i>, page_bytes_max: usize, description_chars: usize, rows: &RowMemo) -> Result<Layout<'i>> {
-    let mut entries: Vec<(std::sync::Arc<str>, &str)> = Vec::with_capacity(input.children.len() + input.notes.len());
-    let mut scores = Vec::with_capacity(input.children.len() + input.notes.len());
-    let mut child_path = String::new();
-    for child in &input.children {
-        entries.push((dir_entry(child).into(), input.dir));
-        child_path.clear();
-        let _ = write!(child_path, "{}/{}", input.dir, child.name);
-        scores.push(key_score(&child_path, FOLDER_WEIGHT));
-    }
-    for record in &input.notes {
-        entries.push((rows.note_entry(record, description_chars), record.path.as_str()));
-        scores.push(key_score(record.path.as_str(), NOTE_WEIGHT));
-    }
-    // Reserve room for the largest possible header (6-digit page numbers).
-    let reserve = page_header(input.dir, 999_999, 999_999).len() + "\n## Notes\n\n## Folders\n\n".len();
+pub fn layout<'i>(input: &DirInput<'i>, page_bytes_max: usize) -> Result<Layout<'i>> {
+    let entries = input.entries;
+    // Reserve room for the largest possible header: a middle page's (it links to the page
+    // before and the one after), with 6-digit page numbers. Layout 2 reserved a last page's,
+    // one link short, so a middle page could pass the budget by that link.
+    let reserve = page_header(input.dir, 999_998, 999_999).len() + "\n## Notes\n\n## Folders\n\n".len();
     let budget = page_bytes_max.saturating_sub(reserve);
-    if let Some((_, owner)) = entries.iter().find(|(text, _)| text.len() > budget) {
+    if let Some(i) = (0..entries.len()).find(|&i| entries.row(i).len() > budget) {
+        let owner = i.checked_sub(entries.children.len()).map_or(input.dir, |n| entries.notes[n].path.as_str());
         return Err(Error::CatalogEntryTooLarge { path: owner.to_string(), limit: page_bytes_max });
     }
-    let sizes: Vec<usize> = entries.iter().map(|(text, _)| text.len()).collect();
+    let sizes: Vec<usize> = (0..entries.len()).map(|i| entries.row(i).len()).collect();
+    let scores: Vec<(u64, u32)> = (0..entries.len()).map(|i| entries.score(i)).collect();
     let starts = page_starts(&sizes, &scores, budget);
-    Ok(Layout { dir: input.dir, entries, children: input.children.len(), starts })
+    Ok(Layout { dir: input.dir, entries, starts })
 }
 
 impl Layout<'_> {
@@ -319,20 +408,22 @@ impl Layout<'_> {
     /// and its rows, each marked folder or note), hashed: equal fingerprints, equal bytes. Far
     /// less work than the page itself when its rows are memoised (no page built, no file read).
     pub fn page_fingerprint(&self, index: usize) -> [u8; 32] {
-        let mut hasher = blake3::Hasher::new();
-        hasher.update(&RENDERER_VERSION.to_le_bytes());
-        hasher.update(&LAYOUT_VERSION.to_le_bytes());
-        hasher.update(&(self.dir.len() as u64).to_le_bytes());
-        hasher.update(self.dir.as_bytes());
-        hasher.update(&(index as u64).to_le_bytes());
-        hasher.update(&(self.pages() as u64).to_le_bytes());
-        for i in self.range(index) {
-            let text = self.entries[i].0.as_bytes();
-            hasher.update(&[u8::from(i < self.children)]);
-            hasher.update(&(text.len() as u64).to_le_bytes());
-            hasher.update(text);
+        // Gathered into one buffer and hashed once (an update per row cost more than hashing).
+        let range = self.range(index);
+        let mut bytes = Vec::with_capacity(40 + self.dir.len() + range.len() * 120);
+        bytes.extend_from_slice(&RENDERER_VERSION.to_le_bytes());
+        bytes.extend_from_slice(&LAYOUT_VERSION.to_le_bytes());
+        bytes.extend_from_slice(&(self.dir.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(self.dir.as_bytes());
+        bytes.extend_from_slice(&(index as u64).to_le_bytes());
+        bytes.extend_from_slice(&(self.pages() as u64).to_le_bytes());
+        for i in range {
+            let text = self.entries.row(i).as_bytes();
+            bytes.push(u8::from(i < self.entries.children.len()));
+            bytes.extend_from_slice(&(text.len() as u64).to_le_bytes());
+            bytes.extend_from_slice(text);
         }
-        *hasher.finalize().as_bytes()
+        *blake3::hash(&bytes).as_bytes()
     }
 
     /// Page `index` (0-based) as `render_dir` renders it.
@@ -345,7 +436,7 @@ impl Layout<'_> {
         }
         let mut section: Option<bool> = None;
         for i in range {
-            let is_dir = i < self.children;
+            let is_dir = i < self.entries.children.len();
             if section != Some(is_dir) {
                 if section.is_some() {
                     page.push('\n');
@@ -353,7 +444,7 @@ impl Layout<'_> {
                 page.push_str(if is_dir { "## Folders\n\n" } else { "## Notes\n\n" });
                 section = Some(is_dir);
             }
-            page.push_str(&self.entries[i].0);
+            page.push_str(self.entries.row(i));
         }
         page
     }
@@ -362,8 +453,8 @@ impl Layout<'_> {
 /// Renders a directory's catalog pages, each at most `page_bytes_max` bytes, cut where
 /// `page_starts` says: every page of its `layout` (the reference a write's page-by-page plan
 /// is tested against).
-pub fn render_dir(input: &DirInput<'_>, page_bytes_max: usize, description_chars: usize, rows: &RowMemo) -> Result<Vec<String>> {
-    let layout = layout(input, page_bytes_max, description_chars, rows)?;
+pub fn render_dir(input: &DirInput<'_>, page_bytes_max: usize) -> Result<Vec<String>> {
+    let layout = layout(input, page_bytes_max)?;
     let pages: Vec<String> = (0..layout.pages()).map(|i| layout.render_page(i)).collect();
     debug_assert!(pages.iter().all(|page| page.len() <= page_bytes_max), "BUG: page over budget");
     Ok(pages)

@@ -4,19 +4,17 @@ use std::collections::BTreeSet;
 
 use proptest::prelude::*;
 
-use super::{CatalogState, DirState, partial_tree, tree};
+use super::{CatalogState, DirState, tree};
 use crate::inventory::{Inventory, NoteRecord};
 use crate::note::path::VaultPath;
 use crate::policy::LoadedPolicy;
 use crate::scan::PageKind;
 
-/// (children as (name, notes), note paths) of `dir` in a tree.
-fn view(tree: &super::CatalogTree<'_>, dir: &str) -> (Vec<(String, usize)>, Vec<String>, Option<usize>) {
-    let input = tree.input(dir);
+/// A directory's entries as (children as (name, notes), note paths in order).
+fn view(entries: &render::DirEntries) -> (Vec<(String, usize)>, Vec<String>) {
     (
-        input.children.iter().map(|c| (c.name.clone(), c.notes)).collect(),
-        input.notes.iter().map(|r| r.path.as_str().to_string()).collect(),
-        tree.counts.get(dir).copied(),
+        entries.children.iter().map(|c| (c.name.clone(), c.notes)).collect(),
+        entries.notes.iter().map(|n| n.path.as_str().to_string()).collect(),
     )
 }
 
@@ -27,11 +25,11 @@ fn record(path: &str, valid: bool) -> NoteRecord {
 }
 
 proptest! {
-    /// The write path's partial tree (one seek per child subtree, counts kept by the
+    /// A write's scan of a directory's entries (one seek per child subtree, counts kept by the
     /// inventory) shows every directory exactly as the full tree does, after inserts and
     /// removals of valid and invalid notes at any depth.
     #[test]
-    fn partial_tree_equals_the_full_tree(
+    fn scanned_entries_equal_the_full_trees(
         notes in proptest::collection::vec((proptest::collection::vec(0u8..3, 0..4), 0u8..4, any::<bool>()), 1..40),
         removed in proptest::collection::vec(any::<prop::sample::Index>(), 0..8),
     ) {
@@ -54,9 +52,82 @@ proptest! {
         let full = tree(&inventory, &policy);
         let mut dirs: BTreeSet<String> = full.dirs();
         dirs.extend(["01_Projects/d0/d1".to_string(), "01_Projects/d2/d2/d2".to_string()]);
+        let rows = RowMemo::default();
         for d in &dirs {
-            let partial = partial_tree(&inventory, &BTreeSet::from([d.clone()]));
-            prop_assert_eq!(view(&partial, d), view(&full, d), "{}", d);
+            let scanned = super::entries::scan(&inventory, d, 150, &rows);
+            prop_assert_eq!(view(&scanned), view(&full.entries(d, 150, &rows)), "{}", d);
+            prop_assert_eq!(inventory.counts.valid_per_dir.get(d.as_str()), full.counts.get(d.as_str()), "{}", d);
+        }
+    }
+
+    /// The entries a long-lived process keeps beside the whole model, caught up by the paths
+    /// changed since its last plan, are the ones a scan of the model reads: every row, its
+    /// text and key score, in order, after random batches of notes added (valid or not, at
+    /// any depth, titled so that they sort anywhere), edited, removed and moved, catalog pages
+    /// written, and a reload of the model.
+    #[test]
+    fn kept_entries_are_the_scanned_ones(
+        batches in proptest::collection::vec(proptest::collection::vec((0u8..5, (proptest::collection::vec(0u8..3, 0..3), 0u8..6), any::<u8>(), any::<prop::sample::Index>()), 1..6), 1..14),
+        reload_at in 0usize..20,
+    ) {
+        let memo = super::CatalogMemo::default();
+        let mut inventory = Inventory::default();
+        let path_of = |(dirs, name): &(Vec<u8>, u8)| {
+            let mut path = String::from("03_Resources");
+            for d in dirs {
+                path.push_str(&format!("/d{d}"));
+            }
+            path.push_str(&format!("/n{name}.md"));
+            path
+        };
+        let titled = |path: &str, t: u8, valid: bool| {
+            let mut record = record(path, valid);
+            record.meta.title = Some(format!("{} {t}", if t.is_multiple_of(3) { "Alpha" } else { "beta" }));
+            record.meta.description = Some("d".repeat(usize::from(t)));
+            record.content_hash = *blake3::hash(format!("{path}\0{t}\0{valid}").as_bytes()).as_bytes();
+            record
+        };
+        let dirs = ["03_Resources", "03_Resources/d0", "03_Resources/d1", "03_Resources/d1/d2", "03_Resources/d2/d0", "03_Resources/d0/d0"];
+        for (round, batch) in batches.iter().enumerate() {
+            for (op, at, t, pick) in batch {
+                let path = path_of(at);
+                let known: Vec<VaultPath> = inventory.records.keys().cloned().collect();
+                match op {
+                    0 | 1 => {
+                        inventory.upsert(titled(&path, *t, *op == 0 || t % 5 != 0));
+                    }
+                    2 if !known.is_empty() => {
+                        inventory.remove(pick.get(&known));
+                    }
+                    3 if !known.is_empty() => {
+                        let mut moved = inventory.remove(pick.get(&known)).unwrap();
+                        moved.path = VaultPath::parse_walked(&path).unwrap();
+                        inventory.upsert(moved);
+                    }
+                    _ => {
+                        let page = VaultPath::parse_walked(&format!("{}/_index.md", VaultPath::parse_walked(&path).unwrap().parent())).unwrap();
+                        inventory.upsert(NoteRecord::empty(page, PageKind::Catalog));
+                    }
+                }
+            }
+            if round == reload_at {
+                // A reload is a new model: nothing kept may be taken from the old one.
+                let records: Vec<NoteRecord> = inventory.records.values().cloned().collect();
+                inventory = Inventory::default();
+                inventory.origin = crate::inventory::changes::next_origin();
+                for record in records {
+                    inventory.upsert(record);
+                }
+            }
+            let mut kept = memo.caught_up(&inventory, 150);
+            for d in dirs {
+                if !inventory.counts.valid_per_dir.contains_key(d) && round % 2 == 0 {
+                    continue;
+                }
+                let scanned = super::entries::scan(&inventory, d, 150, &RowMemo::default());
+                let kept = kept.entries(&inventory, d);
+                prop_assert_eq!(format!("{kept:?}"), format!("{scanned:?}"), "{} after round {}", d, round);
+            }
         }
     }
 }
@@ -86,7 +157,7 @@ fn a_partial_state_merges_into_the_whole() {
 
 // ---- Page boundaries (issue 52): stable, deterministic, every page within the budget ----
 
-use super::render::{self, ChildDir, DirInput, RowMemo};
+use super::render::{self, DirEntries, DirInput, RowMemo};
 
 const PAGE_MAX: usize = 32 * 1024;
 
@@ -113,8 +184,8 @@ impl Rng {
     }
 }
 
-fn children(names: &[String]) -> Vec<ChildDir> {
-    names.iter().map(|name| ChildDir { name: name.clone(), notes: 1 + name.len() * 7 % 97 }).collect()
+fn children(names: &[String]) -> impl Iterator<Item = (&str, usize)> {
+    names.iter().map(|name| (name.as_str(), 1 + name.len() * 7 % 97))
 }
 
 fn note(dir: &str, name: &str, description: &str) -> NoteRecord {
@@ -127,8 +198,8 @@ fn note(dir: &str, name: &str, description: &str) -> NoteRecord {
 }
 
 fn render(dir: &str, names: &[String], notes: &[&NoteRecord]) -> Vec<String> {
-    let input = DirInput { dir, children: children(names), notes: notes.to_vec() };
-    render::render_dir(&input, PAGE_MAX, 150, &RowMemo::default()).unwrap()
+    let entries = DirEntries::new(dir, children(names), notes.iter().copied(), 150, &RowMemo::default());
+    render::render_dir(&DirInput { dir, entries: &entries }, PAGE_MAX).unwrap()
 }
 
 /// The rows of a page in order (folder rows and note headings), without its header.
@@ -159,9 +230,8 @@ fn pages_are_deterministic_within_the_budget_and_hold_every_entry_in_order() {
         assert!(page.contains(&format!("x-index-page: {}\nx-index-pages: {}\n", n + 1, pages.len())), "{page}");
     }
     let all: Vec<&str> = pages.iter().flat_map(|p| rows(p)).collect();
-    let input = DirInput { dir, children: children(&names), notes: refs.clone() };
-    let memo = RowMemo::default();
-    let one_page = render::render_dir(&input, usize::MAX / 2, 150, &memo).unwrap();
+    let entries = DirEntries::new(dir, children(&names), refs.iter().copied(), 150, &RowMemo::default());
+    let one_page = render::render_dir(&DirInput { dir, entries: &entries }, usize::MAX / 2).unwrap();
     assert_eq!(one_page.len(), 1);
     assert_eq!(all, rows(&one_page[0]), "every entry once, in order");
 }
@@ -425,7 +495,7 @@ proptest! {
         let dir = tempfile::tempdir().unwrap();
         let mut policy = LoadedPolicy::load(dir.path()).unwrap();
         policy.policy.limits.catalog_page_bytes_max = page_max;
-        let memo = RowMemo::default();
+        let memo = super::CatalogMemo::default();
         let mut inventory = Inventory::default();
         for (at, t, d) in &initial {
             inventory.upsert(titled(&at.path(), *t, *d));
@@ -465,13 +535,13 @@ proptest! {
             }
             let dirs: BTreeSet<String> = touched.iter().flat_map(super::affected_dirs).collect();
             let incremental = super::plan(&inventory, &policy, &state, Some(&dirs), &|p| disk.get(p).cloned(), &memo).unwrap();
-            let full = super::plan(&inventory, &policy, &CatalogState::default(), Some(&dirs), &|p| disk.get(p).cloned(), &RowMemo::default()).unwrap();
+            let full = super::plan(&inventory, &policy, &CatalogState::default(), Some(&dirs), &|p| disk.get(p).cloned(), &super::CatalogMemo::default()).unwrap();
             prop_assert_eq!(effects(&incremental), effects(&full), "{:?} in {:?}", change, dirs);
             rendered += incremental.pages_rendered;
             rendered_full += full.pages_rendered;
             apply(&mut disk, &incremental);
             state.merge(incremental.state, &dirs);
-            let again = super::plan(&inventory, &policy, &CatalogState::default(), None, &|p| disk.get(p).cloned(), &RowMemo::default()).unwrap();
+            let again = super::plan(&inventory, &policy, &CatalogState::default(), None, &|p| disk.get(p).cloned(), &super::CatalogMemo::default()).unwrap();
             prop_assert!(again.writes.is_empty() && again.deletes.is_empty(), "{:?}: {:?} {:?}", change, again.writes.iter().map(|w| &w.0).collect::<Vec<_>>(), again.deletes);
         }
         prop_assert!(rendered <= rendered_full, "{} of {} pages rendered", rendered, rendered_full);
@@ -486,7 +556,7 @@ fn a_new_folder_among_300_renders_only_its_page() {
     let dir = tempfile::tempdir().unwrap();
     let mut policy = LoadedPolicy::load(dir.path()).unwrap();
     policy.policy.limits.catalog_page_bytes_max = 4_096;
-    let memo = RowMemo::default();
+    let memo = super::CatalogMemo::default();
     let mut inventory = Inventory::default();
     for k in 0..300 {
         inventory.upsert(titled(&format!("03_Resources/t{k}/n0.md"), 1, 1));
@@ -503,8 +573,15 @@ fn a_new_folder_among_300_renders_only_its_page() {
         let dirs = super::affected_dirs(&record.path);
         inventory.upsert(record);
         let incremental = super::plan(&inventory, &policy, &state, Some(&dirs), &|p| disk.get(p).cloned(), &memo).unwrap();
-        let full = super::plan(&inventory, &policy, &CatalogState::default(), Some(&dirs), &|p| disk.get(p).cloned(), &RowMemo::default())
-            .unwrap();
+        let full = super::plan(
+            &inventory,
+            &policy,
+            &CatalogState::default(),
+            Some(&dirs),
+            &|p| disk.get(p).cloned(),
+            &super::CatalogMemo::default(),
+        )
+        .unwrap();
         assert_eq!(effects(&incremental), effects(&full), "t{k}");
         let now = incremental.state.dirs["03_Resources"].page_hashes.len();
         // The new folder's own page, and `03_Resources`'s: one, or all where the count moved.
@@ -519,4 +596,49 @@ fn a_new_folder_among_300_renders_only_its_page() {
         state.merge(incremental.state, &dirs);
     }
     assert!(one_page > recounted * 3, "{one_page} writes kept the page count, {recounted} moved it");
+}
+
+/// The input digest is persisted in `catalog-state.json`: its bytes are those it was always
+/// computed from (an update per field; now one buffer), so a kept state stays valid.
+#[test]
+fn the_input_digest_is_the_one_persisted_states_hold() {
+    let records: Vec<NoteRecord> = (0..30).map(|i| titled(&format!("03_Resources/n{i}.md"), i, i * 7)).collect();
+    let mut names: Vec<String> = (0..40).map(|i| format!("topic{i}")).collect();
+    names.sort();
+    let entries = DirEntries::new("03_Resources", children(&names), records.iter(), 150, &RowMemo::default());
+    let mut hasher = blake3::Hasher::new();
+    hasher.update(&render::RENDERER_VERSION.to_le_bytes());
+    hasher.update(&render::LAYOUT_VERSION.to_le_bytes());
+    hasher.update(b"03_Resources");
+    for child in &entries.children {
+        hasher.update(format!("\0d{}\0{}", child.name, child.notes).as_bytes());
+    }
+    for note in &entries.notes {
+        hasher.update(b"\0n");
+        hasher.update(note.path.as_str().as_bytes());
+        hasher.update(note.content_hash());
+    }
+    let input = DirInput { dir: "03_Resources", entries: &entries };
+    assert_eq!(super::input_digest(&input), crate::hex::encode(hasher.finalize().as_bytes()));
+}
+
+/// No page passes the budget, whatever the budget: a middle page (links to the page before
+/// and after) included. Layout 2 reserved a last page's header and let a middle page pass by
+/// one link at some budgets.
+#[test]
+fn no_page_passes_the_budget_whatever_it_is() {
+    let mut rng = Rng(3);
+    let names = sorted_names(&mut rng, 120);
+    let dir = "03_Resources";
+    let records: Vec<NoteRecord> = (0..60).map(|i| note(dir, &format!("n{i:03}"), &"x".repeat(rng.below(150)))).collect();
+    let entries = DirEntries::new(dir, children(&names), records.iter(), 150, &RowMemo::default());
+    let mut middle_pages = 0;
+    for budget in (1_200..6_000).step_by(7) {
+        let pages = render::render_dir(&DirInput { dir, entries: &entries }, budget).unwrap();
+        middle_pages += pages.len().saturating_sub(2);
+        for (n, page) in pages.iter().enumerate() {
+            assert!(page.len() <= budget, "page {} of {} is {} bytes, over {budget}", n + 1, pages.len(), page.len());
+        }
+    }
+    assert!(middle_pages > 1_000, "{middle_pages} middle pages");
 }

@@ -45,7 +45,7 @@ fn assert_folders_answer_as_range_scans(inventory: &Inventory) {
     }
 }
 
-/// Each folder's subfolders with a valid note, as `catalog::partial_tree` found them before
+/// Each folder's subfolders with a valid note, as the catalog planner found them before
 /// the index: a pass over every folder's counter, keeping those whose parent is the folder.
 fn assert_valid_children_are_the_counters_pass(counts: &Counts) {
     let mut pass: BTreeMap<&str, Vec<(&str, usize)>> = BTreeMap::new();

@@ -50,14 +50,14 @@ impl VaultState {
                 &CatalogState::default(),
                 Some(dirs),
                 &|p| self.read_page(p),
-                &self.catalog_rows,
+                &self.catalog_memo,
             );
         }
         if state.is_none() {
             *state = Some(self.load_catalog_state());
         }
         let previous = state.as_ref().expect("BUG: filled above");
-        catalog::plan(inventory, &self.policy, previous, Some(dirs), &|p| self.read_page(p), &self.catalog_rows)
+        catalog::plan(inventory, &self.policy, previous, Some(dirs), &|p| self.read_page(p), &self.catalog_memo)
     }
 
     /// Takes in the renderer state of a partial plan of `planned` directories (a write's).
@@ -165,7 +165,7 @@ impl VaultState {
         for dir in previous.dirs.values_mut() {
             dir.page_fingerprints.clear();
         }
-        let mut plan = catalog::plan(inventory, &self.policy, &previous, only_dirs, &|p| self.read_page(p), &self.catalog_rows)?;
+        let mut plan = catalog::plan(inventory, &self.policy, &previous, only_dirs, &|p| self.read_page(p), &self.catalog_memo)?;
         if let Some(dirs) = only_dirs {
             let mut whole = previous.clone();
             whole.merge(std::mem::take(&mut plan.state), dirs);

@@ -89,8 +89,9 @@ pub struct VaultState {
     options: VaultOptions,
     inventory: Mutex<model::Held>,
     catalog_state: Mutex<Option<CatalogState>>,
-    /// Rendered catalog rows, reused while their notes do not change.
-    catalog_rows: catalog::render::RowMemo,
+    /// Rendered catalog rows, reused while their notes do not change, and the entries of the
+    /// folders this process's writes planned, caught up with the whole model at each plan.
+    catalog_memo: catalog::CatalogMemo,
     /// The health summary and the link index, kept between requests (`summaries`).
     summaries: summaries::Summaries,
     /// Keeps the inventory equal to the disk in a long-lived process (`watch_disk`).
@@ -182,7 +183,7 @@ impl VaultState {
             options,
             inventory: Mutex::new(model::Held::Nothing),
             catalog_state: Mutex::new(None),
-            catalog_rows: Default::default(),
+            catalog_memo: Default::default(),
             summaries: Default::default(),
             watch: std::sync::OnceLock::new(),
             watch_starting: Mutex::new(None),

@@ -529,7 +529,7 @@ const CONFINEMENTS: &[Confinement] = &[
 
 /// The pure modules the last confinement protects: what `allowed` leaves out must be exactly
 /// these, so a new module is classified on purpose.
-const PURE: &[&str] = &["src/note/", "src/lint/", "src/catalog/render.rs", "src/finding.rs", "src/hex.rs"];
+const PURE: &[&str] = &["src/note/", "src/lint/", "src/catalog/render.rs", "src/catalog/entries.rs", "src/finding.rs", "src/hex.rs"];
 
 /// `file:line: token` of every use of a confinement's token outside its allowed places.
 fn confinement_violations(files: &[(String, String)], rule: &Confinement) -> Vec<String> {
