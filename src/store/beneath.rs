@@ -181,25 +181,34 @@ pub fn exists(root: &Path, rel: &str) -> io::Result<bool> {
 /// Reads files beneath the root in the order asked, through folder handles, opening each
 /// folder once for the run of files it holds (the inventory scan's `read_by_folder` reads its
 /// records through one too): a caller reading many notes in path order pays one walk per folder,
-/// not one per note. A folder that cannot be opened is tried again for the next file.
+/// not one per note, and the root's own path is walked once per cursor, not once per folder (a
+/// search's stale check opens the folder of each of its hits). A folder that cannot be opened
+/// is tried again for the next file.
 #[derive(Debug)]
 pub struct FolderCursor<'r> {
     root: &'r Path,
+    /// The vault root's handle, opened at the first file.
+    base: Option<Folder>,
     open: Option<Folder>,
 }
 
 impl<'r> FolderCursor<'r> {
     /// A cursor over files beneath `root`, holding no folder yet.
     pub fn new(root: &'r Path) -> Self {
-        FolderCursor { root, open: None }
+        FolderCursor { root, base: None, open: None }
     }
 
-    /// The held folder of `rel` (opened unless it is the one already held) and the file's name.
+    /// The held folder of `rel` (opened beneath the root's handle unless it is the one already
+    /// held) and the file's name.
     fn folder_of<'p>(&mut self, rel: &'p str) -> io::Result<(&Folder, &'p str)> {
         let (dir, name) = split(rel)?;
         if self.open.as_ref().is_none_or(|f| f.rel() != dir) {
             self.open = None;
-            self.open = Some(Folder::open(self.root, dir, false)?);
+            let base = match &self.base {
+                Some(base) => base,
+                None => self.base.insert(Folder::open(self.root, "", false)?),
+            };
+            self.open = Some(base.open_beneath(dir)?);
         }
         Ok((self.open.as_ref().expect("BUG: the folder was opened above"), name))
     }
