@@ -176,45 +176,17 @@ fn applying_whole_folders_lists_them_again_new_subfolders_whole_and_forgets_vani
 /// the same length, is read and parsed as any outside edit.
 #[test]
 fn a_page_holding_the_bytes_its_record_was_analysed_from_is_not_parsed_again() {
-    use crate::inventory::{FileProblem, analyse_bytes, read_record};
-    use crate::note::path::VaultPath;
-    use crate::scan::PageKind;
     let page_text = |target: &str| format!("---\nx-generated-by: paravault\n---\n# Projects\n\n- [[a]] and [[{target}]]\n");
     let (dir, policy) = vault(&[("01_Projects/a.md", note("A")), ("01_Projects/_index.md", page_text("x"))]);
     let root = dir.path();
     let mut model = Inventory::load(root, &policy).expect("load");
-    let page = VaultPath::parse_walked("01_Projects/_index.md").expect("path");
+    let page = crate::note::path::VaultPath::parse_walked("01_Projects/_index.md").expect("path");
     let told = ChangeSet::of_paths([page.as_str()]);
-
-    // The engine writes the page and holds the record of the bytes it wrote, with no stamp; a
-    // marker no parse of the file yields shows whether the analysis was kept.
-    let written = page_text("b");
-    put(root, page.as_str(), &written);
-    let mut held = NoteRecord::empty(page.clone(), PageKind::Catalog);
-    held.size_bytes = written.len() as u64;
-    held.content_hash = *blake3::hash(written.as_bytes()).as_bytes();
-    analyse_bytes(&mut held, written.as_bytes(), &policy);
-    held.problems.push(FileProblem { rule: "marker", line: None, message: "the held analysis".into() });
-    model.upsert(held);
-    let applied = model.apply(root, &policy, &told).expect("apply");
-    assert_eq!((applied.confirmed, applied.reread, applied.catalog_changed), (1, 0, false), "{applied:?}");
-    let record = &model.records[&page];
-    assert!(record.problems.iter().any(|p| p.rule == "marker"), "not parsed again: {record:?}");
-    let fresh = read_record(root, &page, PageKind::Catalog, &policy);
-    assert_eq!(record.stamp.map(|(stamp, _)| stamp), fresh.stamp.map(|(stamp, _)| stamp), "its stat identity is taken");
-
-    // A person's edit right after, the same length: read and parsed, the marker gone.
-    let edited = page_text("c");
-    assert_eq!(edited.len(), written.len());
-    put(root, page.as_str(), &edited);
-    let applied = model.apply(root, &policy, &told).expect("apply the edit");
-    assert_eq!((applied.confirmed, applied.reread, applied.catalog_changed), (0, 1, true), "{applied:?}");
-    let record = &model.records[&page];
-    let fresh = read_record(root, &page, PageKind::Catalog, &policy);
-    assert_eq!(record.content_hash, fresh.content_hash);
-    assert!(record.links.iter().any(|l| l.target == "c") && !record.problems.iter().any(|p| p.rule == "marker"), "{record:?}");
-    let walked = Inventory::load(root, &policy).expect("walk");
-    assert_eq!(summary(&model), summary(&walked));
+    let (held, edited) =
+        held_then_edited(&mut model, root, &policy, (&page, crate::scan::PageKind::Catalog), &told, &page_text("b"), &page_text("c"));
+    assert_eq!((held.confirmed, held.reread, held.catalog_changed), (1, 0, false), "{held:?}");
+    assert_eq!((edited.confirmed, edited.reread, edited.catalog_changed), (0, 1, true), "{edited:?}");
+    assert!(model.records[&page].links.iter().any(|l| l.target == "c"), "{:?}", model.records[&page]);
 }
 
 /// A folder listed again (a new folder the engine wrote a note into) compares the files the
@@ -222,42 +194,52 @@ fn a_page_holding_the_bytes_its_record_was_analysed_from_is_not_parsed_again() {
 /// again, and a person's same-length edit of it right after is read and parsed.
 #[test]
 fn a_relisted_folders_held_note_is_compared_by_its_bytes() {
-    use crate::inventory::{FileProblem, analyse_bytes, read_record};
-    use crate::note::path::VaultPath;
-    use crate::scan::PageKind;
     let (dir, policy) = vault(&[("03_Resources/a.md", note("A"))]);
     let root = dir.path();
     let mut model = Inventory::load(root, &policy).expect("load");
     std::fs::create_dir(root.join("03_Resources/new")).expect("mkdir");
-    let path = VaultPath::parse_walked("03_Resources/new/b.md").expect("path");
+    let path = crate::note::path::VaultPath::parse_walked("03_Resources/new/b.md").expect("path");
     let told = ChangeSet::of_folders(["03_Resources/new"]);
+    let (held, edited) = held_then_edited(&mut model, root, &policy, (&path, crate::scan::PageKind::Note), &told, &note("B"), &note("C"));
+    assert_eq!((held.confirmed, held.reread), (1, 0), "{held:?}");
+    assert_eq!((edited.confirmed, edited.reread), (0, 1), "{edited:?}");
+}
 
-    // The engine writes the note and holds the record of the bytes it wrote, with no stamp; a
-    // marker no parse of the file yields shows whether the analysis was kept.
-    let written = note("B");
-    put(root, path.as_str(), &written);
-    let mut held = NoteRecord::empty(path.clone(), PageKind::Note);
+/// The engine writes `written` at `path` and holds the record of those bytes, with no stamp
+/// and a marker no parse of the file yields; applying `told` keeps that analysis (not parsed
+/// again) and takes the file's stat identity. Then a person's edit right after, `edited`, of
+/// the same length: applying `told` again reads and parses it (the marker gone), and the model
+/// is what a walk gives. Returns the two applications.
+fn held_then_edited(
+    model: &mut Inventory,
+    root: &std::path::Path,
+    policy: &LoadedPolicy,
+    (path, kind): (&crate::note::path::VaultPath, crate::scan::PageKind),
+    told: &ChangeSet,
+    written: &str,
+    edited: &str,
+) -> (super::Applied, super::Applied) {
+    use crate::inventory::{FileProblem, analyse_bytes, read_record};
+    put(root, path.as_str(), written);
+    let mut held = NoteRecord::empty(path.clone(), kind);
     held.size_bytes = written.len() as u64;
     held.content_hash = *blake3::hash(written.as_bytes()).as_bytes();
-    analyse_bytes(&mut held, written.as_bytes(), &policy);
+    analyse_bytes(&mut held, written.as_bytes(), policy);
     held.problems.push(FileProblem { rule: "marker", line: None, message: "the held analysis".into() });
     model.upsert(held);
-    let applied = model.apply(root, &policy, &told).expect("apply");
-    assert_eq!((applied.confirmed, applied.reread), (1, 0), "{applied:?}");
-    let record = &model.records[&path];
+    let first = model.apply(root, policy, told).expect("apply");
+    let record = &model.records[path];
     assert!(record.problems.iter().any(|p| p.rule == "marker"), "not parsed again: {record:?}");
-    let fresh = read_record(root, &path, PageKind::Note, &policy);
+    let fresh = read_record(root, path, kind, policy);
     assert_eq!(record.stamp.map(|(stamp, _)| stamp), fresh.stamp.map(|(stamp, _)| stamp), "its stat identity is taken");
 
-    // A person's edit right after, the same length: read and parsed, the marker gone.
-    let edited = note("C");
     assert_eq!(edited.len(), written.len());
-    put(root, path.as_str(), &edited);
-    let applied = model.apply(root, &policy, &told).expect("apply the edit");
-    assert_eq!((applied.confirmed, applied.reread), (0, 1), "{applied:?}");
-    let record = &model.records[&path];
-    assert_eq!(record.content_hash, read_record(root, &path, PageKind::Note, &policy).content_hash);
+    put(root, path.as_str(), edited);
+    let second = model.apply(root, policy, told).expect("apply the edit");
+    let record = &model.records[path];
+    assert_eq!(record.content_hash, read_record(root, path, kind, policy).content_hash);
     assert!(!record.problems.iter().any(|p| p.rule == "marker"), "{record:?}");
-    let walked = Inventory::load(root, &policy).expect("walk");
-    assert_eq!(summary(&model), summary(&walked));
+    let walked = Inventory::load(root, policy).expect("walk");
+    assert_eq!(summary(model), summary(&walked));
+    (first, second)
 }
