@@ -3,7 +3,7 @@
 //! into a folder of 2,500 folders takes the one row it changed, instead of building 2,500 rows
 //! again (issue 52). What is kept is a derivative of the model: brought up to it through the
 //! model's change log (`Inventory::catch_up_from`) before every use, and equal to a scan of it
-//! (`tests::kept_entries_are_the_scanned_ones`).
+//! (`catalog::tests::kept_entries_are_the_scanned_ones`).
 
 use std::collections::HashMap;
 use std::ops::Bound;
@@ -71,7 +71,7 @@ struct Kept {
 impl CatalogMemo {
     /// The kept entries, caught up with `inventory` (the whole model): call once per plan,
     /// then `entries` for each directory.
-    pub(crate) fn caught_up(&self, inventory: &Inventory, description_chars: usize) -> KeptEntries<'_> {
+    pub(crate) fn caught_up<'m>(&'m self, inventory: &'m Inventory, description_chars: usize) -> KeptEntries<'m> {
         let mut kept = self.kept.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         if kept.description_chars != description_chars {
             kept.forget();
@@ -87,23 +87,23 @@ impl CatalogMemo {
             }
         }
         kept.key = Some(inventory.key());
-        KeptEntries { kept, memo: self }
+        KeptEntries { kept, memo: self, inventory }
     }
 }
 
-/// The kept entries of a plan, current with the model it was caught up with.
+/// The kept entries of a plan, current with the model they were caught up with.
 pub(crate) struct KeptEntries<'m> {
     kept: std::sync::MutexGuard<'m, Kept>,
     memo: &'m CatalogMemo,
+    inventory: &'m Inventory,
 }
 
 impl KeptEntries<'_> {
-    /// The entries of `dir`, read from `inventory` (the model they were caught up with) the
-    /// first time.
-    pub(crate) fn entries(&mut self, inventory: &Inventory, dir: &str) -> &DirEntries {
+    /// The entries of `dir`, read from the model the first time.
+    pub(crate) fn entries(&mut self, dir: &str) -> &DirEntries {
         let kept = &mut *self.kept;
         if !kept.dirs.contains_key(dir) {
-            let entries = scan(inventory, dir, kept.description_chars, &self.memo.rows);
+            let entries = scan(self.inventory, dir, kept.description_chars, &self.memo.rows);
             if kept.rows_held + entries.len() > ENTRIES_KEPT {
                 kept.dirs.clear();
                 kept.rows_held = 0;

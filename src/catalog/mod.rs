@@ -260,13 +260,13 @@ pub fn plan(
     }
     for &dir in &all_dirs {
         let read;
-        let entries: &DirEntries = match (&full_tree, kept.as_mut(), inventory.as_whole()) {
-            (Some(tree), ..) => {
+        let entries: &DirEntries = match (&full_tree, kept.as_mut()) {
+            (Some(tree), _) => {
                 read = tree.entries(dir, description_chars, &memo.rows);
                 &read
             }
-            (None, Some(kept), Some(whole)) => kept.entries(whole, dir),
-            (None, ..) => {
+            (None, Some(kept)) => kept.entries(dir),
+            (None, None) => {
                 read = entries::scan(inventory, dir, description_chars, &memo.rows);
                 &read
             }

@@ -125,7 +125,7 @@ proptest! {
                     continue;
                 }
                 let scanned = super::entries::scan(&inventory, d, 150, &RowMemo::default());
-                let kept = kept.entries(&inventory, d);
+                let kept = kept.entries(d);
                 prop_assert_eq!(format!("{kept:?}"), format!("{scanned:?}"), "{} after round {}", d, round);
             }
         }
