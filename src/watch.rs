@@ -69,6 +69,9 @@ struct Pending {
 struct Shared {
     pending: Mutex<Pending>,
     delivered: Condvar,
+    /// Access events (an open, a close) the watcher was handed: none where the backend filters
+    /// them out, as inotify does in the kernel (the test of `DiskWatch::start`'s mask).
+    access_events: AtomicU64,
 }
 
 impl Shared {
@@ -98,12 +101,18 @@ impl DiskWatch {
         let root = root.canonicalize().map_err(|e| Error::io("resolving", root.display().to_string(), e))?;
         let state_dir = layout::join(&root, layout::STATE_DIR);
         crate::store::durable::create_dir_all(&root, &state_dir)?;
-        let shared = Arc::new(Shared { pending: Mutex::new(Pending::default()), delivered: Condvar::new() });
+        let shared =
+            Arc::new(Shared { pending: Mutex::new(Pending::default()), delivered: Condvar::new(), access_events: AtomicU64::new(0) });
         let handler_shared = shared.clone();
         let handler_root = root.clone();
-        let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
-            deliver(&handler_shared, &handler_root, event);
-        })
+        // Only the kinds `deliver` reads: an open or a close (every read of a note, every
+        // folder listed) would wake the watcher's thread for an event it drops. On inotify the
+        // mask is the kernel's, so those events are never queued at all.
+        let config = notify::Config::default().with_event_kinds(notify::EventKindMask::CORE);
+        let mut watcher = notify::RecommendedWatcher::new(
+            move |event: notify::Result<notify::Event>| deliver(&handler_shared, &handler_root, event),
+            config,
+        )
         .map_err(|e| watch_error(&root, e))?;
         watcher.watch(&root, RecursiveMode::Recursive).map_err(|e| watch_error(&root, e))?;
         Ok(DiskWatch {
@@ -174,6 +183,7 @@ fn deliver(shared: &Shared, root: &Path, event: notify::Result<notify::Event>) {
         }
     };
     if matches!(event.kind, EventKind::Access(_)) {
+        shared.access_events.fetch_add(1, Ordering::Relaxed);
         return;
     }
     if matches!(event.kind, EventKind::Create(_)) {
@@ -247,5 +257,27 @@ mod tests {
         let overflowed = DiskChanges { paths, rescan: Some("the event queue overflowed".into()), ..Default::default() };
         assert_eq!(overflowed.into_change_set(), ChangeSet::unknown("the event queue overflowed"));
         assert!(DiskChanges::default().into_change_set().is_empty());
+    }
+
+    /// Reading the vault wakes no watcher: a note read and folders listed (what every search
+    /// and every plan does) hand the watcher no event, while an edit is still told.
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn reads_hand_the_watcher_no_event_and_edits_still_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("03_Resources/topic")).unwrap();
+        std::fs::write(root.join("03_Resources/topic/a.md"), "# A\n").unwrap();
+        let watch = DiskWatch::start(&root).unwrap();
+        assert!(watch.settle().is_empty());
+        for _ in 0..3 {
+            assert_eq!(std::fs::read_to_string(root.join("03_Resources/topic/a.md")).unwrap(), "# A\n");
+            assert_eq!(std::fs::read_dir(root.join("03_Resources")).unwrap().count(), 1);
+            assert_eq!(std::fs::read_dir(root.join("03_Resources/topic")).unwrap().count(), 1);
+        }
+        assert!(watch.settle().is_empty());
+        std::fs::write(root.join("03_Resources/topic/a.md"), "# A, edited\n").unwrap();
+        assert_eq!(watch.settle(), ChangeSet::of_paths(["03_Resources/topic/a.md"]));
+        assert_eq!(watch.shared.access_events.load(Ordering::Relaxed), 0, "the watcher was handed opens or closes");
     }
 }
