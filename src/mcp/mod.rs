@@ -688,7 +688,11 @@ const CHECKPOINT_INTERVAL: std::time::Duration = std::time::Duration::from_secs(
 
 /// Serves MCP over stdio until stdin reaches EOF (or the watchdog fires).
 pub(crate) fn serve_stdio(vault: Vault, options: McpOptions) -> Result<(), String> {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().map_err(|e| format!("cannot start the runtime: {e}"))?;
+    // One thread for the protocol (stdin, framing, rmcp, the timers): every tool's work runs on
+    // the blocking pool (`spawn_blocking`), so a multi-threaded scheduler only added a hop
+    // between threads to each call (an MCP ping 0.15 -> 0.13 ms; docs/benchmarks.md, issue 52).
+    let runtime =
+        tokio::runtime::Builder::new_current_thread().enable_all().build().map_err(|e| format!("cannot start the runtime: {e}"))?;
     let server = ParavaultServer::new(vault, &options)?;
     let surfaces: Vec<&str> = options.surfaces.iter().map(|s| s.name()).collect();
     tracing::info!(tools = server.tools().len(), read_only = options.read_only, ?surfaces, "paravault MCP server on stdio");
