@@ -574,6 +574,56 @@ fn stdin_eof_exits_zero() {
     assert_eq!(status.code(), Some(0));
 }
 
+/// stdin ends right after a burst of requests whose answers overflow the stdout pipe, and the
+/// client reads nothing for a while: the server writes every answer before it exits
+/// (`Framing::drain`; with a drain of zero, frames still queued are lost and this fails).
+#[test]
+fn every_answer_reaches_stdout_when_stdin_ends_right_after_the_requests() {
+    let vault = new_vault();
+    let mut child = Command::new(BIN)
+        .arg("--vault")
+        .arg(vault.path())
+        .arg("mcp")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .env("PARAVAULT_STDIO_WATCHDOG", "0")
+        .spawn()
+        .unwrap();
+    let mut input = String::new();
+    input.push_str(
+        &json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18",
+        "capabilities": {}, "clientInfo": {"name": "paravault-tests", "version": "1"}}})
+        .to_string(),
+    );
+    input.push('\n');
+    input.push_str("{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n");
+    const LISTS: u64 = 12;
+    for id in 1..=LISTS {
+        input.push_str(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/list", "params": {}}).to_string());
+        input.push('\n');
+    }
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
+    // The answers fill the pipe (64 KiB) long before they are all written; the server must
+    // wait for this reader instead of exiting with the rest queued.
+    std::thread::sleep(Duration::from_millis(1500));
+    let mut ids = Vec::new();
+    let mut bytes = 0;
+    for line in BufReader::new(child.stdout.take().unwrap()).lines() {
+        let line = line.unwrap();
+        bytes += line.len();
+        let message: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("a broken frame ({e}): {line:.200}"));
+        assert!(message.get("error").is_none(), "{message}");
+        ids.push(message["id"].as_u64().unwrap());
+    }
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+    ids.sort_unstable();
+    assert_eq!(ids, (0..=LISTS).collect::<Vec<_>>(), "every request answered once");
+    assert!(bytes > 4 * 65536, "the answers must overflow the pipe for this test to mean anything: {bytes} bytes");
+}
+
 fn wait_pid_gone(pid: u32, limit: Duration) -> bool {
     let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
