@@ -9,7 +9,7 @@
 #       (f32, int8) in short runs, 7 rounds per configuration, and prints the median of the
 #       per-round ratios: this machine's speed drifts too much within minutes for separate runs
 #       to compare.
-import re, statistics, subprocess, sys, time
+import os, re, statistics, subprocess, sys, time
 import torch
 from sentence_transformers import SentenceTransformer
 WORDS = ("the vault keeps governed notes in folders for projects areas resources and archives while search "
@@ -39,7 +39,10 @@ for threads, tokens, iterations in [(2, 40, 12), (2, 200, 3), (1, 40, 8)]:
             model.encode(texts, batch_size=32, normalize_embeddings=True)
         theirs.append(32 * iterations / (time.perf_counter() - t))
         for precision, runs in ours.items():
-            out = subprocess.run([paired, str(tokens), str(threads), str(iterations), precision], capture_output=True, text=True, check=True).stdout
+            # candle's quantised products run on a pool of its own (docs/embedding.md, Threads):
+            # give it the same thread count, or int8 "with 1 thread" uses every core.
+            env = {**os.environ, "CANDLE_NUM_THREADS": str(threads)}
+            out = subprocess.run([paired, str(tokens), str(threads), str(iterations), precision], capture_output=True, text=True, check=True, env=env).stdout
             runs.append(float(re.search(r"([\d.]+) chunks/s", out)[1]))
     print(f"{tokens} tokens, {threads} threads: sentence-transformers {statistics.median(theirs):.1f} chunks/s")
     for precision, runs in ours.items():
