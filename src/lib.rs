@@ -22,7 +22,7 @@
 //! - `lint`      — health report and write gate over the inventory.
 //! - `catalog`   — `index.md` and paged `_index.md` rendering (pure) and publishing.
 //! - `search`    — immutable search generations: sync, publish, query, modes.
-//! - `watch`     — change detection for long-lived processes (file watcher + barrier).
+//! - `watch`     — change detection for long-lived processes (inotify, its queue read before each call).
 //! - `folder_journal` — the folder journal `paravault watch` keeps, which a write consults.
 //! - `starter`   — the starter notes of a new vault.
 //! - `state`     — what an open vault holds in memory (policy, model, catalogs, summaries)

@@ -207,7 +207,7 @@ fn usable_rel<'p>(root: &Path, path: &'p Path) -> Option<&'p str> {
     path.strip_prefix(root).ok().and_then(Path::to_str).filter(|rel| rel.is_empty() || VaultPath::parse_walked(rel).is_ok())
 }
 
-/// Temporary files (and watch barriers of killed servers) in the engine's own folders (not
+/// Temporary files (and watch barriers of killed servers of earlier builds) in the engine's own folders (not
 /// walked by `scan`: `.paravault` is an excluded directory), three levels deep, links never
 /// followed.
 pub fn engine_temps(root: &Path) -> Vec<std::path::PathBuf> {

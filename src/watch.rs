@@ -1,30 +1,76 @@
-//! Change detection for long-lived processes (the MCP server, later the web server): a `notify`
-//! watcher over the vault collects the paths that changed, and a barrier proves that every
-//! event of an edit finished before a call began has been delivered before the call reads.
+//! Change detection for long-lived processes (the MCP server, the web server): one inotify
+//! watch per folder of the vault (the engine's own folder aside), whose queue the caller reads
+//! itself before each operation.
 //!
-//! Why no time-based debouncer: the set of pending paths is itself the debounce (a burst of
-//! events for one file is one refresh, done when the next operation needs it), and a debounce
-//! delay would let an operation answer from a state that misses an edit finished before it
-//! began. Inotify delivers the events of one watcher in order, so once the watcher has seen
-//! the barrier file that `settle` creates, it has seen every earlier change as well. Each
-//! barrier is a new file whose name carries the process id and a token (reading one shared
-//! file's content would let a later barrier's token vouch for events not yet delivered).
+//! Why no barrier and no debouncer: the kernel queues an inotify event inside the system call
+//! that makes the change, before that call returns. So when `settle` has read the queue until it
+//! is empty, it holds every event of every change finished before it began: no other thread has
+//! to be waited for, and no marker file proves anything. A debounce delay would let an
+//! operation answer from a state that misses an edit finished before it began; the set of
+//! pending paths is itself the debounce (a burst of events for one file is one refresh).
 //!
-//! Whenever the watcher cannot vouch for the disk — its queue overflowed, it reported an
-//! error, a directory moved, an ignore file changed, or the barrier did not come back in time —
-//! the next `settle` asks for a full stat walk instead (never silence).
+//! A helper thread reads the queue too between operations (`DRAIN_AFTER` after the first
+//! event of a burst), so a bulk change made while the process is idle (a checkout, another
+//! process's import) overflows the kernel's queue only if it outruns that thread. Every read
+//! is under one lock, which is what makes `settle`'s "until empty" cover everything before it.
+//!
+//! Whenever the watcher cannot vouch for the disk — its queue overflowed, a folder was removed
+//! or moved (the watches' paths would be stale), a watch disappeared, an ignore file changed,
+//! a read of the queue failed — the next `settle` asks for a full stat walk instead (never
+//! silence), and every watch is placed again from the root before that walk.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::os::fd::AsRawFd;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Condvar, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use notify::{EventKind, RecursiveMode, Watcher};
+use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
 
 use crate::error::{Error, Result};
 use crate::inventory::changes::{ChangeSet, FolderChange};
 use crate::store::layout;
+
+/// What each folder's watch reports, here and in the folder journal (`paravault watch`): its
+/// entries created, removed, renamed or written to (an edit in place moves no folder, and
+/// neither a settled model nor a write that trusts the journal stats the files), its own or an
+/// entry's attributes changed, and its own removal or move. Links are never followed; a read
+/// or a listing is never reported.
+pub(crate) fn watch_mask() -> WatchMask {
+    WatchMask::CREATE
+        | WatchMask::DELETE
+        | WatchMask::MODIFY
+        | WatchMask::MOVED_FROM
+        | WatchMask::MOVED_TO
+        | WatchMask::ATTRIB
+        | WatchMask::DELETE_SELF
+        | WatchMask::MOVE_SELF
+        | WatchMask::DONT_FOLLOW
+        | WatchMask::ONLYDIR
+}
+
+/// File systems whose changes can come from another machine, which no inotify queue sees:
+/// NFS, SMB/CIFS (three magics), FUSE (sshfs and the like), Ceph, 9P (WSL's Windows drives),
+/// AFS.
+const REMOTE_FILE_SYSTEMS: [(u32, &str); 8] = [
+    (0x6969, "NFS"),
+    (0x517B, "SMB"),
+    (0xFF53_4D42, "CIFS"),
+    (0xFE53_4D42, "SMB2"),
+    (0x6573_5546, "FUSE"),
+    (0x00C3_6400, "Ceph"),
+    (0x0102_1997, "9P"),
+    (0x5346_414F, "AFS"),
+];
+
+/// The name of the file system `path` is on when its changes can come from another machine
+/// (`REMOTE_FILE_SYSTEMS`), else `None`.
+pub(crate) fn remote_file_system(path: &Path) -> Result<Option<&'static str>> {
+    let kind = rustix::fs::statfs(path).map_err(|e| Error::io("inspecting", path.display().to_string(), e.into()))?.f_type as u32;
+    Ok(REMOTE_FILE_SYSTEMS.iter().find(|(magic, _)| *magic == kind).map(|(_, name)| *name))
+}
 
 /// What the watcher saw change since the last `settle` (told to the model as a `ChangeSet`).
 #[derive(Debug, Default)]
@@ -33,251 +79,303 @@ struct DiskChanges {
     paths: BTreeSet<String>,
     /// Why the watcher cannot name the changes (a full stat walk is needed), if it cannot.
     rescan: Option<String>,
-    /// Vault-relative folders created since the last `settle`: each is listed whole (the
-    /// watcher watches a created folder from the moment it delivers its creation), never a walk
-    /// of the vault.
+    /// Vault-relative folders created since the last `settle`, and every folder found below
+    /// them when they were watched: each is listed whole (its watch was placed before it is
+    /// listed, so what was made in it before the watch is in the listing, and what after, an
+    /// event), never a walk of the vault.
     created_dirs: BTreeSet<String>,
-    /// Folders the last `settle` told as created, listed once more: the watcher adds a created
-    /// folder's watch after it delivered the batch of events that named it, so what was made in
-    /// it in between is named by no event and only a listing finds it.
-    look_again: BTreeSet<String>,
 }
 
 impl DiskChanges {
     /// The watcher's evidence as the model's `ChangeSet`: every path an entry of its folder,
-    /// every created folder (and each one told last time) whole, or `Unknown` when the watcher
-    /// cannot name the changes.
+    /// every created folder whole, or `Unknown` when the watcher cannot name the changes.
     fn into_change_set(self) -> ChangeSet {
         if let Some(reason) = self.rescan {
             return ChangeSet::Unknown(reason);
         }
         let ChangeSet::Known(mut changes) = ChangeSet::of_paths(self.paths.iter().map(String::as_str)) else { unreachable!() };
-        for folder in self.created_dirs.iter().chain(&self.look_again) {
+        for folder in &self.created_dirs {
             changes.folders.insert(folder.clone(), FolderChange::Whole);
         }
         ChangeSet::Known(changes)
     }
 }
 
-#[derive(Default)]
-struct Pending {
+/// The inotify queue and what was taken from it: read only under `DiskWatch::queue`'s lock.
+struct Queue {
+    root: PathBuf,
+    /// The vault root's file system (a folder on another one is checked: `watch_below`).
+    device: u64,
+    inotify: Inotify,
+    /// Each watch → the vault-relative folder it watches (`""`: the root).
+    watches: HashMap<WatchDescriptor, String>,
+    buffer: Vec<u8>,
     changes: DiskChanges,
-    /// The highest barrier token the watcher has delivered.
-    barrier_seen: u64,
-}
-
-struct Shared {
-    pending: Mutex<Pending>,
-    delivered: Condvar,
-    /// Access events (an open, a close) the watcher was handed: none where the backend filters
-    /// them out, as inotify does in the kernel (the test of `DiskWatch::start`'s mask).
-    access_events: AtomicU64,
-}
-
-impl Shared {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Pending> {
-        self.pending.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
+    /// Events read from the queue since the start (tests: reads of the vault queue none).
+    events_taken: u64,
 }
 
 /// A running watcher over one vault root.
 pub struct DiskWatch {
-    _watcher: notify::RecommendedWatcher,
-    shared: Arc<Shared>,
-    /// The engine's state folder, where barrier files are created.
-    root: PathBuf,
-    state_dir: PathBuf,
-    next_token: AtomicU64,
-    timeout: Duration,
+    queue: Arc<Mutex<Queue>>,
+    stop: Arc<AtomicBool>,
+    waker: Arc<mio::Waker>,
+    drainer: Option<std::thread::JoinHandle<()>>,
 }
 
-/// How long `settle` waits for its barrier before it falls back to a stat walk.
-const BARRIER_TIMEOUT: Duration = Duration::from_millis(500);
+/// How long the helper thread lets a burst of events gather before it reads them.
+const DRAIN_AFTER: Duration = Duration::from_millis(10);
+
+const QUEUE: mio::Token = mio::Token(0);
+const WAKE: mio::Token = mio::Token(1);
 
 impl DiskWatch {
-    /// Starts watching `root` recursively. Fails (typed) where the platform refuses a watch,
-    /// e.g. when the inotify watch limit is reached; callers then read the disk by stat walks.
+    /// Watches every folder below `root` (never the engine's own). Fails (typed) where the
+    /// platform refuses a watch (the inotify watch limit) and where the vault, or a folder
+    /// in it, is on a network or FUSE file system, whose edits made on another machine reach
+    /// no inotify queue; callers then read the disk by stat walks.
     pub fn start(root: &Path) -> Result<Self> {
         let root = root.canonicalize().map_err(|e| Error::io("resolving", root.display().to_string(), e))?;
-        let state_dir = layout::join(&root, layout::STATE_DIR);
-        crate::store::durable::create_dir_all(&root, &state_dir)?;
-        let shared =
-            Arc::new(Shared { pending: Mutex::new(Pending::default()), delivered: Condvar::new(), access_events: AtomicU64::new(0) });
-        let handler_shared = shared.clone();
-        let handler_root = root.clone();
-        // Only the kinds `deliver` reads: an open or a close (every read of a note, every
-        // folder listed) would wake the watcher's thread for an event it drops. On inotify the
-        // mask is the kernel's, so those events are never queued at all.
-        let config = notify::Config::default().with_event_kinds(notify::EventKindMask::CORE);
-        let mut watcher = notify::RecommendedWatcher::new(
-            move |event: notify::Result<notify::Event>| deliver(&handler_shared, &handler_root, event),
-            config,
-        )
-        .map_err(|e| watch_error(&root, e))?;
-        watcher.watch(&root, RecursiveMode::Recursive).map_err(|e| watch_error(&root, e))?;
-        Ok(DiskWatch {
-            _watcher: watcher,
-            shared,
-            root: root.to_path_buf(),
-            state_dir,
-            next_token: AtomicU64::new(1),
-            timeout: BARRIER_TIMEOUT,
-        })
+        if let Some(name) = remote_file_system(&root)? {
+            return Err(remote(&root, name));
+        }
+        let device = std::fs::metadata(&root).map_err(|e| Error::io("inspecting", root.display().to_string(), e))?.dev();
+        let io = |e: std::io::Error| Error::io("watching", root.display().to_string(), e);
+        let inotify = Inotify::init().map_err(io)?;
+        let poll = mio::Poll::new().map_err(io)?;
+        poll.registry().register(&mut mio::unix::SourceFd(&inotify.as_raw_fd()), QUEUE, mio::Interest::READABLE).map_err(io)?;
+        let waker = Arc::new(mio::Waker::new(poll.registry(), WAKE).map_err(io)?);
+        let mut queue = Queue {
+            root: root.clone(),
+            device,
+            inotify,
+            watches: HashMap::new(),
+            buffer: vec![0; 64 * 1024],
+            changes: DiskChanges::default(),
+            events_taken: 0,
+        };
+        queue.watch_below("", &mut Vec::new())?;
+        let queue = Arc::new(Mutex::new(queue));
+        let stop = Arc::new(AtomicBool::new(false));
+        let drainer = {
+            let (queue, stop) = (queue.clone(), stop.clone());
+            std::thread::Builder::new().name("paravault-watch".into()).spawn(move || drain(poll, &queue, &stop)).map_err(io)?
+        };
+        Ok(DiskWatch { queue, stop, waker, drainer: Some(drainer) })
     }
 
-    /// Waits until the watcher has delivered every event up to now (the barrier), then takes
-    /// the pending changes. A barrier that cannot be written or does not come back in time
-    /// turns into a request for a stat walk.
+    fn lock(&self) -> MutexGuard<'_, Queue> {
+        lock(&self.queue)
+    }
+
+    /// Reads the queue until it is empty (every event of a change finished before this call),
+    /// then takes the pending changes.
     pub fn settle(&self) -> ChangeSet {
-        let token = self.next_token.fetch_add(1, Ordering::Relaxed);
-        let barrier = self.state_dir.join(format!("{}{token}", barrier_prefix()));
-        if let Err(error) = crate::store::durable::create_scratch(&self.root, &barrier) {
-            let mut pending = self.shared.lock();
-            pending.changes.rescan.get_or_insert_with(|| format!("the watch barrier could not be written: {error}"));
-            return std::mem::take(&mut pending.changes).into_change_set();
-        }
-        let pending = self.shared.lock();
-        let (mut pending, waited) =
-            self.shared.delivered.wait_timeout_while(pending, self.timeout, |p| p.barrier_seen < token).unwrap_or_else(|e| e.into_inner());
-        if waited.timed_out() && pending.barrier_seen < token {
-            pending.changes.rescan.get_or_insert_with(|| "the watcher did not deliver its barrier in time".into());
-        }
-        let changes = std::mem::take(&mut pending.changes);
-        // Each folder told as created now is listed once more at the next settle.
-        pending.changes.look_again = changes.created_dirs.clone();
-        drop(pending);
-        if let Err(error) = crate::store::durable::remove_scratch(&self.root, &barrier) {
-            tracing::debug!(error = %error, "could not remove a watch barrier file");
-        }
-        changes.into_change_set()
+        let mut queue = self.lock();
+        queue.take_in();
+        std::mem::take(&mut queue.changes).into_change_set()
     }
 
     /// Makes the next `settle` ask for a stat walk, exactly as a queue overflow does (tests
     /// drive the fallback path through it).
     pub fn simulate_overflow(&self) {
-        self.rescan_next("the watcher's event queue overflowed (simulated)");
+        self.lock().void("the watcher's event queue overflowed (simulated)");
     }
 
     /// Makes the next `settle` ask for a stat walk, for `reason`.
     pub fn rescan_next(&self, reason: &str) {
-        self.shared.lock().changes.rescan.get_or_insert_with(|| reason.into());
+        self.lock().changes.rescan.get_or_insert_with(|| reason.into());
     }
 }
 
-fn watch_error(root: &Path, error: notify::Error) -> Error {
-    Error::io("watching", root.display().to_string(), std::io::Error::other(error.to_string()))
+impl Drop for DiskWatch {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        let _ = self.waker.wake();
+        if let Some(drainer) = self.drainer.take() {
+            let _ = drainer.join();
+        }
+    }
 }
 
-/// Name prefix of this process's barrier files (`layout::WATCH_BARRIER_PREFIX`, the process id).
-fn barrier_prefix() -> String {
-    format!("{}{}-", layout::WATCH_BARRIER_PREFIX, std::process::id())
+fn lock(queue: &Mutex<Queue>) -> MutexGuard<'_, Queue> {
+    queue.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The watcher thread's handler: records changed paths, rescans and barrier tokens.
-fn deliver(shared: &Shared, root: &Path, event: notify::Result<notify::Event>) {
-    let event = match event {
-        Ok(event) => event,
-        Err(error) => {
-            shared.lock().changes.rescan.get_or_insert_with(|| format!("the watcher reported an error: {error}"));
+fn remote(path: &Path, name: &str) -> Error {
+    Error::NotConfigured {
+        capability: "the file watcher",
+        remediation: format!(
+            "{} is on a {name} file system, where edits made on another machine reach no inotify queue; every operation starts with a stat walk instead",
+            path.display()
+        ),
+    }
+}
+
+/// The helper thread: sleeps until the queue has events (or `stop`), lets the burst gather,
+/// and takes it in.
+fn drain(mut poll: mio::Poll, queue: &Mutex<Queue>, stop: &AtomicBool) {
+    let mut events = mio::Events::with_capacity(4);
+    while !stop.load(Ordering::Relaxed) {
+        match poll.poll(&mut events, None) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                lock(queue).changes.rescan.get_or_insert_with(|| format!("the watcher could not wait on its queue: {e}"));
+                return;
+            }
+        }
+        if stop.load(Ordering::Relaxed) {
             return;
         }
-    };
-    if matches!(event.kind, EventKind::Access(_)) {
-        shared.access_events.fetch_add(1, Ordering::Relaxed);
-        return;
+        std::thread::sleep(DRAIN_AFTER);
+        // Edge-triggered: everything queued is read, so the next event wakes the poll again.
+        lock(queue).take_in();
     }
-    if matches!(event.kind, EventKind::Create(_)) {
-        let prefix = barrier_prefix();
-        let token = event.paths.iter().find_map(|p| p.file_name()?.to_str()?.strip_prefix(prefix.as_str())?.parse::<u64>().ok());
-        if let Some(token) = token {
-            let mut pending = shared.lock();
-            pending.barrier_seen = pending.barrier_seen.max(token);
-            shared.delivered.notify_all();
-            return;
+}
+
+impl Queue {
+    /// Takes in every queued event; a read that fails asks for a walk.
+    fn take_in(&mut self) {
+        loop {
+            let batch: Vec<(WatchDescriptor, EventMask, Option<String>, bool)> = match self.inotify.read_events(&mut self.buffer) {
+                Ok(events) => events
+                    .map(|e| {
+                        let name = e.name.map(|n| n.to_str().map(str::to_string));
+                        (e.wd, e.mask, name.clone().flatten(), matches!(name, Some(None)))
+                    })
+                    .collect(),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => {
+                    self.void(&format!("the watcher's queue could not be read: {e}"));
+                    return;
+                }
+            };
+            if batch.is_empty() {
+                return;
+            }
+            self.events_taken += batch.len() as u64;
+            let mut void: Option<String> = None;
+            let mut created: Vec<String> = Vec::new();
+            for (wd, mask, name, not_utf8) in batch {
+                if mask.contains(EventMask::Q_OVERFLOW) {
+                    void.get_or_insert_with(|| "the watcher's event queue overflowed".into());
+                    continue;
+                }
+                let Some(dir) = self.watches.get(&wd) else { continue };
+                if mask.intersects(EventMask::DELETE_SELF | EventMask::MOVE_SELF | EventMask::IGNORED) {
+                    void.get_or_insert_with(|| format!("folder {dir:?} moved or was removed"));
+                    continue;
+                }
+                if not_utf8 {
+                    self.changes.rescan.get_or_insert_with(|| "a changed path is not UTF-8".into());
+                    continue;
+                }
+                let Some(name) = name else {
+                    // The folder's own attributes (a permission change can hide its notes).
+                    self.changes.rescan.get_or_insert_with(|| format!("folder {dir:?} changed"));
+                    continue;
+                };
+                let rel = crate::note::path::child(dir, &name);
+                if rel == layout::STATE_DIR {
+                    continue;
+                }
+                if mask.contains(EventMask::ISDIR) {
+                    if mask.contains(EventMask::CREATE) {
+                        created.push(rel);
+                    } else if mask.intersects(EventMask::DELETE | EventMask::MOVED_FROM | EventMask::MOVED_TO) {
+                        void.get_or_insert_with(|| format!("directory {rel} was moved or removed"));
+                    } else {
+                        self.changes.rescan.get_or_insert_with(|| format!("directory {rel} changed"));
+                    }
+                    continue;
+                }
+                if layout::IGNORE_FILES.contains(&name.as_str()) {
+                    self.changes.rescan.get_or_insert_with(|| format!("ignore file {rel} changed"));
+                    continue;
+                }
+                if name.starts_with(layout::TEMP_PREFIX) {
+                    continue;
+                }
+                self.changes.paths.insert(rel);
+            }
+            for dir in created {
+                let mut found = Vec::new();
+                if let Err(error) = self.watch_below(&dir, &mut found) {
+                    void.get_or_insert_with(|| format!("a created folder could not be watched: {error}"));
+                }
+                self.changes.created_dirs.extend(found);
+            }
+            if let Some(reason) = void {
+                self.void(&reason);
+            }
         }
     }
-    let mut pending = shared.lock();
-    if event.need_rescan() {
-        pending.changes.rescan.get_or_insert_with(|| "the watcher's event queue overflowed".into());
-        return;
+
+    /// The watcher cannot name what changed: the next `settle` asks for a walk, and every
+    /// watch is placed again from the root first (a moved folder's watches name its old path;
+    /// a folder created while the queue overflowed has none), so the walk is followed by
+    /// events again.
+    fn void(&mut self, reason: &str) {
+        self.changes.rescan.get_or_insert_with(|| reason.into());
+        for wd in std::mem::take(&mut self.watches).into_keys() {
+            let _ = self.inotify.watches().remove(wd);
+        }
+        // The walk the next `settle` asks for reads every file: named paths are moot.
+        self.changes.paths.clear();
+        self.changes.created_dirs.clear();
+        if let Err(error) = self.watch_below("", &mut Vec::new()) {
+            tracing::warn!(error = %error, "the file watcher could not watch the vault again; the next operations walk it");
+            self.changes.rescan = Some(format!("{reason}; the vault could not be watched again: {error}"));
+        }
     }
-    for path in &event.paths {
-        let Ok(rel) = path.strip_prefix(root) else { continue };
-        let Some(rel) = rel.to_str() else {
-            pending.changes.rescan.get_or_insert_with(|| "a changed path is not UTF-8".into());
-            continue;
-        };
-        if rel.is_empty() || rel == layout::STATE_DIR || rel.starts_with(&format!("{}/", layout::STATE_DIR)) {
-            continue;
+
+    /// Watches `dir` and every folder below it (never through a link, never the engine's own
+    /// folder), each watch set before its folder is listed, so an entry made after the listing
+    /// is an event. `found`: each folder watched.
+    fn watch_below(&mut self, dir: &str, found: &mut Vec<String>) -> Result<()> {
+        let mut stack = vec![dir.to_string()];
+        while let Some(dir) = stack.pop() {
+            let path = layout::join(&self.root, &dir);
+            let wd = match self.inotify.watches().add(&path, watch_mask()) {
+                Ok(wd) => wd,
+                // Gone (or replaced by a file or a link) before it was watched: its parent's
+                // event already says so.
+                Err(e) if !dir.is_empty() && matches!(e.raw_os_error(), Some(libc::ENOENT | libc::ENOTDIR | libc::ELOOP)) => continue,
+                Err(e) if e.raw_os_error() == Some(libc::ENOSPC) => {
+                    return Err(Error::NotConfigured {
+                        capability: "the file watcher",
+                        remediation: format!(
+                            "the inotify watch limit was reached after {} folders; raise fs.inotify.max_user_watches",
+                            self.watches.len()
+                        ),
+                    });
+                }
+                Err(e) => return Err(Error::io("watching", path.display().to_string(), e)),
+            };
+            // A folder where another file system is mounted: one whose edits can come from
+            // another machine would be missed.
+            if std::fs::symlink_metadata(&path).is_ok_and(|m| m.dev() != self.device)
+                && let Some(name) = remote_file_system(&path)?
+            {
+                return Err(remote(&path, name));
+            }
+            self.watches.insert(wd, dir.clone());
+            let Ok(entries) = std::fs::read_dir(&path) else { continue };
+            for entry in entries.flatten() {
+                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
+                let Some(name) = entry.file_name().to_str().map(str::to_string) else { continue };
+                let child = crate::note::path::child(&dir, &name);
+                if is_dir && child != layout::STATE_DIR {
+                    stack.push(child);
+                }
+            }
+            found.push(dir);
         }
-        let name = rel.rsplit('/').next().unwrap_or(rel);
-        if layout::IGNORE_FILES.contains(&name) {
-            pending.changes.rescan.get_or_insert_with(|| format!("ignore file {rel} changed"));
-            continue;
-        }
-        if name.starts_with(layout::TEMP_PREFIX) {
-            continue;
-        }
-        if matches!(event.kind, EventKind::Create(notify::event::CreateKind::Folder)) {
-            pending.changes.created_dirs.insert(rel.to_string());
-            continue;
-        }
-        if matches!(event.kind, EventKind::Remove(notify::event::RemoveKind::Folder)) || path.is_dir() {
-            pending.changes.rescan.get_or_insert_with(|| format!("directory {rel} was created, moved or removed"));
-            continue;
-        }
-        pending.changes.paths.insert(rel.to_string());
+        Ok(())
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// The watcher's evidence source: its paths are entries of their folders; a watcher that
-    /// cannot name the changes says why, and only a walk can tell.
-    #[test]
-    fn the_watchers_paths_are_entries_and_its_rescan_is_unknown() {
-        let paths: BTreeSet<String> = ["01_Projects/a.md", "01_Projects/b.md", "index.md"].map(String::from).into();
-        let named = DiskChanges { paths: paths.clone(), ..Default::default() };
-        assert_eq!(named.into_change_set(), ChangeSet::of_paths(["01_Projects/a.md", "01_Projects/b.md", "index.md"]));
-        // A created folder, and one told as created last time, are listed whole.
-        let created = DiskChanges {
-            paths: paths.clone(),
-            created_dirs: ["03_Resources/new".to_string()].into(),
-            look_again: ["03_Resources/older".to_string()].into(),
-            ..Default::default()
-        };
-        let ChangeSet::Known(mut expected) = ChangeSet::of_paths(["01_Projects/a.md", "01_Projects/b.md", "index.md"]) else {
-            unreachable!()
-        };
-        expected.folders.insert("03_Resources/new".into(), FolderChange::Whole);
-        expected.folders.insert("03_Resources/older".into(), FolderChange::Whole);
-        assert_eq!(created.into_change_set(), ChangeSet::Known(expected));
-        let overflowed = DiskChanges { paths, rescan: Some("the event queue overflowed".into()), ..Default::default() };
-        assert_eq!(overflowed.into_change_set(), ChangeSet::unknown("the event queue overflowed"));
-        assert!(DiskChanges::default().into_change_set().is_empty());
-    }
-
-    /// Reading the vault wakes no watcher: a note read and folders listed (what every search
-    /// and every plan does) hand the watcher no event, while an edit is still told.
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn reads_hand_the_watcher_no_event_and_edits_still_do() {
-        let dir = tempfile::tempdir().unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        std::fs::create_dir_all(root.join("03_Resources/topic")).unwrap();
-        std::fs::write(root.join("03_Resources/topic/a.md"), "# A\n").unwrap();
-        let watch = DiskWatch::start(&root).unwrap();
-        assert!(watch.settle().is_empty());
-        for _ in 0..3 {
-            assert_eq!(std::fs::read_to_string(root.join("03_Resources/topic/a.md")).unwrap(), "# A\n");
-            assert_eq!(std::fs::read_dir(root.join("03_Resources")).unwrap().count(), 1);
-            assert_eq!(std::fs::read_dir(root.join("03_Resources/topic")).unwrap().count(), 1);
-        }
-        assert!(watch.settle().is_empty());
-        std::fs::write(root.join("03_Resources/topic/a.md"), "# A, edited\n").unwrap();
-        assert_eq!(watch.settle(), ChangeSet::of_paths(["03_Resources/topic/a.md"]));
-        assert_eq!(watch.shared.access_events.load(Ordering::Relaxed), 0, "the watcher was handed opens or closes");
-    }
-}
+mod tests;

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use inotify::{EventMask, Inotify, WatchDescriptor, WatchMask};
+use inotify::{EventMask, Inotify, WatchDescriptor};
 use mio::unix::SourceFd;
 use mio::{Events, Interest, Poll, Token};
 
@@ -28,40 +28,10 @@ use crate::error::{Error, Result};
 use crate::inventory::JournalToken;
 use crate::inventory_cache::keyed::FolderChange;
 use crate::store::{durable, layout, nofollow};
+use crate::watch::{remote_file_system, watch_mask};
 
 const INOTIFY: Token = Token(0);
 const LISTENER: Token = Token(1);
-
-/// What each folder's watch reports: its entries created, removed, renamed or written to (an
-/// edit in place moves no folder, and a write that trusts the journal stats no file it
-/// consults), its own or an entry's attributes changed, and its own removal or move. Links
-/// are never followed.
-fn watch_mask() -> WatchMask {
-    WatchMask::CREATE
-        | WatchMask::DELETE
-        | WatchMask::MODIFY
-        | WatchMask::MOVED_FROM
-        | WatchMask::MOVED_TO
-        | WatchMask::ATTRIB
-        | WatchMask::DELETE_SELF
-        | WatchMask::MOVE_SELF
-        | WatchMask::DONT_FOLLOW
-        | WatchMask::ONLYDIR
-}
-
-/// File systems whose changes can come from another machine, which no inotify queue sees:
-/// NFS, SMB/CIFS (three magics), FUSE (sshfs and the like), Ceph, 9P (WSL's Windows drives),
-/// AFS.
-const REMOTE_FILE_SYSTEMS: [(u32, &str); 8] = [
-    (0x6969, "NFS"),
-    (0x517B, "SMB"),
-    (0xFF53_4D42, "CIFS"),
-    (0xFE53_4D42, "SMB2"),
-    (0x6573_5546, "FUSE"),
-    (0x00C3_6400, "Ceph"),
-    (0x0102_1997, "9P"),
-    (0x5346_414F, "AFS"),
-];
 
 /// The most entries of one folder the journal keeps by name: past it the oldest half are
 /// forgotten, and a question since before them is answered with the folder as a whole.
@@ -153,9 +123,8 @@ fn unavailable(remediation: String) -> Error {
 
 /// Refuses `path` when it is on a file system whose changes can come from another machine.
 fn refuse_remote(path: &Path, what: &str) -> Result<()> {
-    let kind = rustix::fs::statfs(path).map_err(|e| Error::io("inspecting", path.display().to_string(), e.into()))?.f_type as u32;
-    match REMOTE_FILE_SYSTEMS.iter().find(|(magic, _)| *magic == kind) {
-        Some((_, name)) => Err(unavailable(format!(
+    match remote_file_system(path)? {
+        Some(name) => Err(unavailable(format!(
             "{what} is on a {name} file system, where edits made on another machine reach no inotify queue; writes stat every folder instead"
         ))),
         None => Ok(()),

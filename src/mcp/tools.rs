@@ -75,11 +75,11 @@ pub(crate) trait ToolParams: DeserializeOwned + JsonSchema + Send + 'static {
     /// whole answer (`result` plus the added fields).
     const BARE_RESULT: bool = false;
     /// Whether the call answers from the process's model of the vault (the inventory, the
-    /// search generations it serves), so that it must first wait for the watcher's barrier
+    /// search generations it serves), so that it must first read the watcher's queue
     /// (`Vault::observe_disk`) to see every edit finished before it. `false` only for a tool
     /// whose every part of its answer is read from disk by the call itself (`get_server_info`):
-    /// the barrier would buy it nothing, and the changes it leaves pending are taken by the
-    /// next call that needs them.
+    /// reading the queue would buy it nothing, and the changes it leaves pending are taken by
+    /// the next call that needs them.
     const OBSERVES_DISK: bool = true;
     /// Fills policy-driven parts of the input schema (enums, bounds).
     fn patch_input_schema(_schema: &mut serde_json::Map<String, Value>, _policy: &Policy) {}

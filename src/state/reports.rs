@@ -11,7 +11,7 @@ use crate::lint::Finding;
 #[derive(Debug, Clone, Serialize)]
 pub struct Freshness {
     /// `loaded`: read from disk on first use (a short-lived process); `watch`: a file watcher
-    /// plus a barrier before every operation; `stat_walk`: a stat walk before every operation
+    /// whose queue is read before every operation; `stat_walk`: a stat walk before every operation
     /// (the watcher could not start).
     pub mode: &'static str,
     /// When the model was last brought up to the disk (RFC 3339), if it was loaded.

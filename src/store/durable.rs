@@ -344,24 +344,8 @@ pub fn keyed_cache_busy(error: &io::Error) -> bool {
         .is_some_and(|e| matches!(e, redb::DatabaseError::DatabaseAlreadyOpen))
 }
 
-/// Creates an empty scratch file beneath `root`, without fsync: for engine files whose
-/// existence only signals something (a watch barrier) and never needs to survive a crash.
-/// Never follows or replaces an existing name.
-pub fn create_scratch(root: &Path, path: &Path) -> io::Result<()> {
-    faults::check("scratch")?;
-    let (dirfd, name) = folder_and_name(root, path, false)?;
-    open_in(&dirfd, name, OFlags::EXCL).map(drop)
-}
-
-/// Removes a scratch file made by `create_scratch`.
-pub fn remove_scratch(root: &Path, path: &Path) -> io::Result<()> {
-    faults::check("scratch")?;
-    let (dirfd, name) = folder_and_name(root, path, false)?;
-    Ok(rustix::fs::unlinkat(&dirfd, name.as_bytes(), AtFlags::empty())?)
-}
-
 /// Removes leftover temporary files (`layout::TEMP_PREFIX`) of killed writes and watch
-/// barriers (`layout::WATCH_BARRIER_PREFIX`) of killed servers, durably; the
+/// barriers (`layout::WATCH_BARRIER_PREFIX`) of servers of earlier versions, durably; the
 /// caller holds the writer lock, so no engine write of this vault is in flight. Returns how
 /// many it removed.
 pub fn remove_leftover_temps(root: &Path, paths: &[std::path::PathBuf]) -> Result<usize> {

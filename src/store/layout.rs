@@ -81,9 +81,10 @@ pub const ACTION_PROPOSALS_DIR: &str = ".paravault/approvals/actions";
 pub const TASKS_DIR: &str = ".paravault/tasks";
 /// `handoff_work` per-task append-only, hash-chained event journals (`<task_id>.jsonl`).
 pub const TASK_EVENTS_DIR: &str = ".paravault/tasks/events";
-/// Name prefix of the empty files a long-lived process's watcher creates (and removes) in the
-/// state folder to prove every earlier change was delivered (`watch::DiskWatch::settle`);
-/// followed by `<pid>-<token>`.
+/// Name prefix of the empty files a long-lived process's watcher created (and removed) in the
+/// state folder before it read its inotify queue itself (`watch.rs`), to prove every earlier
+/// change was delivered: one a killed server of those builds left is removed like a temporary
+/// file.
 pub const WATCH_BARRIER_PREFIX: &str = "watch-barrier-";
 /// Name prefix of the temporary files an atomic replace writes beside its target; one left by
 /// a killed write is removed under the writer lock at the next open.

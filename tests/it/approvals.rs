@@ -400,12 +400,12 @@ fn an_agent_over_mcp_gets_human_approval_required_and_cannot_approve_itself() {
     assert_eq!(status["structuredContent"]["decision"]["approver"], "alice");
 }
 
-/// `get_server_info` runs without the watch barrier (`ToolParams::OBSERVES_DISK`): the one part
-/// of its answer that depends on the notes, the pending approvals, reads them from disk during
-/// the call, so a note a person edits between two calls counts at once, and the tools that
-/// read notes (with the barrier) agree with it.
+/// `get_server_info` runs without observing the disk (`ToolParams::OBSERVES_DISK`: the
+/// watcher's queue is not read): the one part of its answer that depends on the notes, the
+/// pending approvals, reads them from disk during the call, so a note a person edits between
+/// two calls counts at once, and the tools that read notes (after the queue) agree with it.
 #[test]
-fn get_server_info_sees_an_outside_edit_without_the_barrier() {
+fn get_server_info_sees_an_outside_edit_without_observing_the_disk() {
     let (dir, _vault, _config, mut agent, proposal) = an_agent_proposing_a_plan();
     let id = proposal["proposal_id"].as_str().unwrap().to_string();
     let info = agent.call(2, "get_server_info", serde_json::json!({}));

@@ -237,10 +237,10 @@ impl ToolParams for GetServerInfo {
     /// The report reads no part of the process's model: the manifest, `ACTIVE`, the journal,
     /// the receipt log, the replica files and the model files are engine state the watcher does
     /// not report (it ignores `.paravault/`), and the pending approvals read the proposals' notes
-    /// from disk during the call (`approvals::current_sha`). So the watch barrier (a scratch file
-    /// written and its event awaited, the most of this call's cost) would change nothing in the
-    /// answer; the edits it leaves pending are taken by the next call that reads notes
-    /// (`tests/it/approvals.rs`, `get_server_info_sees_an_outside_edit_without_the_barrier`).
+    /// from disk during the call (`approvals::current_sha`). So reading the watcher's queue
+    /// (and bringing the model up to what it names) would change nothing in the answer; the
+    /// edits it leaves pending are taken by the next call that reads notes
+    /// (`tests/it/approvals.rs`, `get_server_info_sees_an_outside_edit_without_observing_the_disk`).
     const OBSERVES_DISK: bool = false;
     fn run(self, ctx: &ToolCtx) -> Result<Self::Output> {
         let report = ctx.vault.server_info_with(self.probe_provider)?;
