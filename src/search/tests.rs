@@ -106,6 +106,40 @@ fn envelope_shape_and_staleness() {
     assert!(env.results[0].source.stale, "disk differs from the indexed bytes");
 }
 
+/// The stale check remembers a settled note's hash by its stat identity, taken without opening
+/// the note: the remembered hash answers only while size, mtime, ctime and inode all match, a
+/// note replaced by a link to identical bytes is stale (the link is never followed), and an
+/// edit that keeps the size and puts the mtime back is still seen (its ctime moved).
+#[test]
+fn the_stale_check_remembers_by_stat_identity_and_never_follows_a_link() {
+    let v = vault();
+    let p = policy(None);
+    sync_all(v.path(), &p);
+    let note = v.path().join("03_Resources/rust.md");
+    let indexed = std::fs::read(&note).unwrap();
+    let settled = std::time::SystemTime::now() - std::time::Duration::from_secs(30);
+    let age = |path: &Path| std::fs::File::options().write(true).open(path).unwrap().set_modified(settled).unwrap();
+    age(&note);
+    let stale = || search(v.path(), &p, SearchRequest::fts("borrow", 5, day())).expect("search").results[0].source.stale;
+    assert!(!stale(), "hashed and remembered");
+    assert!(!stale(), "answered from what it remembered");
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("rust.md"), &indexed).unwrap();
+    std::fs::remove_file(&note).unwrap();
+    std::os::unix::fs::symlink(outside.path().join("rust.md"), &note).unwrap();
+    assert!(stale(), "a link to the indexed bytes is not the note");
+    std::fs::remove_file(&note).unwrap();
+    std::fs::write(&note, &indexed).unwrap();
+    age(&note);
+    assert!(!stale(), "the note back as indexed");
+    assert!(!stale());
+    let edited = String::from_utf8(indexed.clone()).unwrap().replace("borrow", "BORROW");
+    assert_eq!(edited.len(), indexed.len());
+    std::fs::write(&note, &edited).unwrap();
+    age(&note);
+    assert!(stale(), "same size and mtime, new bytes");
+}
+
 #[test]
 fn auto_falls_back_semantic_is_refused_and_lexical_modes_answer_with_bm25() {
     let v = vault();

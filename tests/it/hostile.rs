@@ -665,7 +665,10 @@ fn a_folder_swapped_for_a_link_during_a_write_storm_never_gets_a_byte_outside() 
                 exchange();
                 swaps.fetch_add(2, Ordering::Relaxed);
                 tick += 7;
-                std::thread::sleep(std::time::Duration::from_micros(100 + tick % 300));
+                // Every 16th pause is long enough for a slow operation (a fresh open on a loaded
+                // CI machine takes longer than the short pauses) to run between two swaps.
+                let pause = if tick % 112 == 0 { 5_000 } else { 100 + tick % 300 };
+                std::thread::sleep(std::time::Duration::from_micros(pause));
             }
         })
     };
@@ -919,7 +922,10 @@ fn engine_folder_storm(
                 exchange();
                 swaps.fetch_add(2, Ordering::Relaxed);
                 tick += 7;
-                std::thread::sleep(std::time::Duration::from_micros(100 + tick % 300));
+                // Every 16th pause is long enough for a slow operation (a fresh open on a loaded
+                // CI machine takes longer than the short pauses) to run between two swaps.
+                let pause = if tick % 112 == 0 { 5_000 } else { 100 + tick % 300 };
+                std::thread::sleep(std::time::Duration::from_micros(pause));
             }
         })
     };

@@ -41,7 +41,7 @@ use temporal::{TemporalStatus, TemporalTable};
 use crate::error::{Error, Result};
 use crate::policy::{LoadedPolicy, SearchMode};
 use crate::search::schema::{self, NoteEntry, TemporalFields};
-use crate::store::beneath::FolderCursor;
+use crate::store::beneath::{FolderCursor, Stamp};
 use crate::store::layout;
 
 const SNIPPET_CHARS: usize = 120;
@@ -481,26 +481,26 @@ pub(super) fn result_id(path: &str, content_sha256: &str) -> String {
 /// (so an edit within the timestamp granularity of the hashing instant is never missed —
 /// git's racy-clean rule).
 ///
-/// The note is opened through folder handles (never by path, so a folder swapped for a link is
-/// never read through) and its stat identity taken from the open file.
+/// The note is stat'ed and opened through folder handles (never by path, so a folder swapped
+/// for a link is never read through, and a link is never followed): a remembered hash costs a
+/// stat relative to the note's folder, not an open; a note hashed again gets its stat identity
+/// from the open file.
 fn on_disk_sha256(cursor: &mut FolderCursor<'_>, root: &Path, path: &str) -> Option<String> {
     use std::io::Read;
-    use std::os::unix::fs::MetadataExt;
-    type Stamp = (u64, i64, i64, i64, i64, u64);
     static SEEN: LazyLock<Mutex<HashMap<PathBuf, (Stamp, String)>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
-    let mut opened = cursor.open_read(path).ok()?;
     let file = layout::join(root, path);
-    let meta = opened.metadata().ok()?;
-    let stamp: Stamp = (meta.len(), meta.mtime(), meta.mtime_nsec(), meta.ctime(), meta.ctime_nsec(), meta.ino());
+    let now = cursor.stamp(path).ok()?;
     if let Some((known, hash)) = generation::lock(&SEEN).get(&file)
-        && *known == stamp
+        && *known == now
     {
         return Some(hash.clone());
     }
+    let mut opened = cursor.open_read(path).ok()?;
+    let stamp = Stamp::of(&opened.metadata().ok()?);
     let mut bytes = Vec::new();
     opened.read_to_end(&mut bytes).ok()?;
     let hash = schema::sha256_hex(&bytes);
-    let settled = crate::clock::machine_utc().timestamp() - stamp.1 > 2;
+    let settled = crate::clock::machine_utc().timestamp() - stamp.mtime.0 > 2;
     let mut seen = generation::lock(&SEEN);
     if seen.len() >= 65_536 {
         seen.clear();
