@@ -667,7 +667,7 @@ fn a_folder_swapped_for_a_link_during_a_write_storm_never_gets_a_byte_outside() 
                 tick += 7;
                 // Every 16th pause is long enough for a slow operation (a fresh open on a loaded
                 // CI machine takes longer than the short pauses) to run between two swaps.
-                let pause = if tick % 112 == 0 { 5_000 } else { 100 + tick % 300 };
+                let pause = if tick.is_multiple_of(112) { 5_000 } else { 100 + tick % 300 };
                 std::thread::sleep(std::time::Duration::from_micros(pause));
             }
         })
@@ -924,7 +924,7 @@ fn engine_folder_storm(
                 tick += 7;
                 // Every 16th pause is long enough for a slow operation (a fresh open on a loaded
                 // CI machine takes longer than the short pauses) to run between two swaps.
-                let pause = if tick % 112 == 0 { 5_000 } else { 100 + tick % 300 };
+                let pause = if tick.is_multiple_of(112) { 5_000 } else { 100 + tick % 300 };
                 std::thread::sleep(std::time::Duration::from_micros(pause));
             }
         })
