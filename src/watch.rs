@@ -72,6 +72,19 @@ pub(crate) fn remote_file_system(path: &Path) -> Result<Option<&'static str>> {
     Ok(REMOTE_FILE_SYSTEMS.iter().find(|(magic, _)| *magic == kind).map(|(_, name)| *name))
 }
 
+/// The folders directly in vault-relative folder `dir` (at `path`), as vault-relative paths:
+/// never a link, never the engine's own folder, never a name that is not UTF-8. Unlistable:
+/// none (the folder's own watch or its parent's event tells what happened to it).
+pub(crate) fn subfolders(path: &Path, dir: &str) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(path) else { return Vec::new() };
+    entries
+        .flatten()
+        .filter(|entry| entry.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|entry| Some(crate::note::path::child(dir, entry.file_name().to_str()?)))
+        .filter(|child| child != layout::STATE_DIR)
+        .collect()
+}
+
 /// What the watcher saw change since the last `settle` (told to the model as a `ChangeSet`).
 #[derive(Debug, Default)]
 struct DiskChanges {
@@ -362,15 +375,7 @@ impl Queue {
                 return Err(remote(&path, name));
             }
             self.watches.insert(wd, dir.clone());
-            let Ok(entries) = std::fs::read_dir(&path) else { continue };
-            for entry in entries.flatten() {
-                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-                let Some(name) = entry.file_name().to_str().map(str::to_string) else { continue };
-                let child = crate::note::path::child(&dir, &name);
-                if is_dir && child != layout::STATE_DIR {
-                    stack.push(child);
-                }
-            }
+            stack.extend(subfolders(&path, &dir));
             found.push(dir);
         }
         Ok(())

@@ -28,7 +28,7 @@ use crate::error::{Error, Result};
 use crate::inventory::JournalToken;
 use crate::inventory_cache::keyed::FolderChange;
 use crate::store::{durable, layout, nofollow};
-use crate::watch::{remote_file_system, watch_mask};
+use crate::watch::{remote_file_system, subfolders, watch_mask};
 
 const INOTIFY: Token = Token(0);
 const LISTENER: Token = Token(1);
@@ -364,15 +364,7 @@ impl FolderJournal {
             if mark {
                 self.mark(&dir);
             }
-            let Ok(entries) = std::fs::read_dir(&path) else { continue };
-            for entry in entries.flatten() {
-                let is_dir = entry.file_type().is_ok_and(|t| t.is_dir());
-                let Some(name) = entry.file_name().to_str().map(str::to_string) else { continue };
-                let child = crate::note::path::child(&dir, &name);
-                if is_dir && child != layout::STATE_DIR {
-                    stack.push(child);
-                }
-            }
+            stack.extend(subfolders(&path, &dir));
         }
         Ok(())
     }
