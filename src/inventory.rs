@@ -64,6 +64,16 @@ impl FileStamp {
         }
     }
 
+    /// The identity of a raw stat (one taken relative to a folder handle).
+    pub fn of_stat(stat: &rustix::fs::Stat) -> Self {
+        FileStamp {
+            len: stat.st_size as u64,
+            mtime_ns: i128::from(stat.st_mtime) * 1_000_000_000 + i128::from(stat.st_mtime_nsec),
+            ctime_ns: i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec),
+            inode: stat.st_ino,
+        }
+    }
+
     /// Whether a later write could have kept this stamp (git's racy-clean rule): the file was
     /// modified within one timestamp tick of `seen_at_ns`, when it was read. Kernels stamp
     /// files with a coarse clock (a scheduler tick, up to 10 ms); a stamp without sub-second
@@ -1024,12 +1034,7 @@ fn stamp_at(handle: &rustix::fd::OwnedFd, dir: &str) -> Option<FileStamp> {
     rustix::fs::statat(handle, dir, AtFlags::SYMLINK_NOFOLLOW)
         .ok()
         .filter(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::Directory)
-        .map(|stat| FileStamp {
-            len: stat.st_size as u64,
-            mtime_ns: i128::from(stat.st_mtime) * 1_000_000_000 + i128::from(stat.st_mtime_nsec),
-            ctime_ns: i128::from(stat.st_ctime) * 1_000_000_000 + i128::from(stat.st_ctime_nsec),
-            inode: stat.st_ino,
-        })
+        .map(|stat| FileStamp::of_stat(&stat))
 }
 
 fn parent_dir(path: &str) -> &str {

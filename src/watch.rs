@@ -132,7 +132,7 @@ struct Queue {
 pub struct DiskWatch {
     queue: Arc<Mutex<Queue>>,
     stop: Arc<AtomicBool>,
-    waker: Arc<mio::Waker>,
+    waker: mio::Waker,
     drainer: Option<std::thread::JoinHandle<()>>,
 }
 
@@ -157,7 +157,7 @@ impl DiskWatch {
         let inotify = Inotify::init().map_err(io)?;
         let poll = mio::Poll::new().map_err(io)?;
         poll.registry().register(&mut mio::unix::SourceFd(&inotify.as_raw_fd()), QUEUE, mio::Interest::READABLE).map_err(io)?;
-        let waker = Arc::new(mio::Waker::new(poll.registry(), WAKE).map_err(io)?);
+        let waker = mio::Waker::new(poll.registry(), WAKE).map_err(io)?;
         let mut queue = Queue {
             root: root.clone(),
             device,

@@ -220,10 +220,10 @@ impl<'r> FolderCursor<'r> {
         folder.open_read(name)
     }
 
-    /// The stat identity of the regular file `rel` (`Folder::stamp`: never through a link).
-    pub fn stamp(&mut self, rel: &str) -> io::Result<Stamp> {
+    /// The stat of the regular file `rel` (`Folder::stat_regular`: never through a link).
+    pub fn stat_regular(&mut self, rel: &str) -> io::Result<rustix::fs::Stat> {
         let (folder, name) = self.folder_of(rel)?;
-        folder.stamp(name)
+        folder.stat_regular(name)
     }
 
     /// Reads the file `rel` (never through a link); `Ok(None)` when it or its folder does not
@@ -235,23 +235,6 @@ impl<'r> FolderCursor<'r> {
             Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(nofollow::io_error("reading", rel, e)),
         }
-    }
-}
-
-/// A regular file's stat identity: byte length, mtime and ctime (seconds, nanoseconds), inode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Stamp {
-    pub len: u64,
-    pub mtime: (i64, i64),
-    pub ctime: (i64, i64),
-    pub inode: u64,
-}
-
-impl Stamp {
-    /// The identity of an opened file's metadata.
-    pub fn of(meta: &std::fs::Metadata) -> Stamp {
-        use std::os::unix::fs::MetadataExt;
-        Stamp { len: meta.len(), mtime: (meta.mtime(), meta.mtime_nsec()), ctime: (meta.ctime(), meta.ctime_nsec()), inode: meta.ino() }
     }
 }
 
@@ -313,25 +296,15 @@ impl Folder {
 
     /// The byte length of the regular file `name` (a link fails with `ELOOP`, never followed).
     pub fn file_len(&self, name: &str) -> io::Result<u64> {
-        let st = rustix::fs::statat(&*self.fd, name, AtFlags::SYMLINK_NOFOLLOW)?;
-        match rustix::fs::FileType::from_raw_mode(st.st_mode) {
-            rustix::fs::FileType::RegularFile => Ok(st.st_size as u64),
-            rustix::fs::FileType::Symlink => Err(Errno::LOOP.into()),
-            _ => Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file")),
-        }
+        self.stat_regular(name).map(|st| st.st_size as u64)
     }
 
-    /// The stat identity of the regular file `name` (a link fails with `ELOOP`, never followed):
-    /// its size, mtime, ctime and inode, without opening it.
-    pub fn stamp(&self, name: &str) -> io::Result<Stamp> {
+    /// The stat of the regular file `name`, without opening it (a link fails with `ELOOP`,
+    /// never followed; anything else that is not a regular file, `InvalidInput`).
+    pub fn stat_regular(&self, name: &str) -> io::Result<rustix::fs::Stat> {
         let st = rustix::fs::statat(&*self.fd, name, AtFlags::SYMLINK_NOFOLLOW)?;
         match rustix::fs::FileType::from_raw_mode(st.st_mode) {
-            rustix::fs::FileType::RegularFile => Ok(Stamp {
-                len: st.st_size as u64,
-                mtime: (st.st_mtime as i64, st.st_mtime_nsec as i64),
-                ctime: (st.st_ctime as i64, st.st_ctime_nsec as i64),
-                inode: st.st_ino as u64,
-            }),
+            rustix::fs::FileType::RegularFile => Ok(st),
             rustix::fs::FileType::Symlink => Err(Errno::LOOP.into()),
             _ => Err(io::Error::new(io::ErrorKind::InvalidInput, "not a regular file")),
         }

@@ -39,9 +39,10 @@ use generation::OpenGeneration;
 use temporal::{TemporalStatus, TemporalTable};
 
 use crate::error::{Error, Result};
+use crate::inventory::FileStamp;
 use crate::policy::{LoadedPolicy, SearchMode};
 use crate::search::schema::{self, NoteEntry, TemporalFields};
-use crate::store::beneath::{FolderCursor, Stamp};
+use crate::store::beneath::FolderCursor;
 use crate::store::layout;
 
 const SNIPPET_CHARS: usize = 120;
@@ -487,20 +488,20 @@ pub(super) fn result_id(path: &str, content_sha256: &str) -> String {
 /// from the open file.
 fn on_disk_sha256(cursor: &mut FolderCursor<'_>, root: &Path, path: &str) -> Option<String> {
     use std::io::Read;
-    static SEEN: LazyLock<Mutex<HashMap<PathBuf, (Stamp, String)>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+    static SEEN: LazyLock<Mutex<HashMap<PathBuf, (FileStamp, String)>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
     let file = layout::join(root, path);
-    let now = cursor.stamp(path).ok()?;
+    let now = FileStamp::of_stat(&cursor.stat_regular(path).ok()?);
     if let Some((known, hash)) = generation::lock(&SEEN).get(&file)
         && *known == now
     {
         return Some(hash.clone());
     }
     let mut opened = cursor.open_read(path).ok()?;
-    let stamp = Stamp::of(&opened.metadata().ok()?);
+    let stamp = FileStamp::of(&opened.metadata().ok()?);
     let mut bytes = Vec::new();
     opened.read_to_end(&mut bytes).ok()?;
     let hash = schema::sha256_hex(&bytes);
-    let settled = crate::clock::machine_utc().timestamp() - stamp.mtime.0 > 2;
+    let settled = i128::from(crate::clock::machine_utc().timestamp()) - stamp.mtime_ns.div_euclid(1_000_000_000) > 2;
     let mut seen = generation::lock(&SEEN);
     if seen.len() >= 65_536 {
         seen.clear();
