@@ -13,7 +13,9 @@
 //! since the last one (quiet), an `ingest_note` (not timed) and the same search again; the
 //! ratio of the two search medians is printed.
 //! `PARAVAULT_BENCH_LAYOUT=wide`: only issue 52's wide-folder rows (40 notes per folder, all
-//! under `03_Resources/topicN/`; each write a new note in a new folder there), see `wide`;
+//! under `03_Resources/topicN/`; each write a new note in a new folder there), see `wide`; it
+//! also times an agent that reads an answer before it searches (a 5 ms pause after a write,
+//! paired with the same pause after a search);
 //! `PARAVAULT_BENCH_KEEP=1` keeps the generated vault (`target/bench-data/work/wide-<n>`);
 //! `PARAVAULT_BENCH_VAULT_PER_BINARY=1` gives the old and the new binary a copy each (for a
 //! baseline whose catalog layout differs, issue 52).
@@ -329,8 +331,15 @@ fn in_process_search(vault: &Vault, query: &str) {
 /// when a baseline binary is given, their order alternating): a search (untimed, so the other
 /// server's write reaches this one), an MCP ping, the same search with no write since (quiet),
 /// `get_server_info`, an `ingest_note` of a new note in a new folder `03_Resources/topicM/` (the
-/// folder made untimed before the call, M continuing the vault's numbering) and the same search
-/// right after that write; then the floor, one durable 4 KiB replace.
+/// folder made untimed before the call, M continuing the vault's numbering), the same search
+/// right after that write; then an agent that reads an answer before it searches: a pause of
+/// `READ_PAUSE` and the same search (its pair: a machine idle for a few milliseconds answers
+/// slower whatever it answers), then another such write (untimed), the pause, the same search;
+/// then the floor, one durable 4 KiB replace.
+/// How long the wide layout's reading agent takes between a write's answer and its next
+/// search (a model reads an answer for far longer; the write's search state takes ~0.3 ms).
+const READ_PAUSE: Duration = Duration::from_millis(5);
+
 fn wide(n: usize, rounds: usize, baseline: Option<&Path>) {
     let root = support::fresh_wide_vault(n);
     let vault = Vault::open(&root, Default::default()).expect("open");
@@ -385,8 +394,9 @@ fn wide(n: usize, rounds: usize, baseline: Option<&Path>) {
         }
     }
     let mut clients: Vec<Client> = binaries.iter().zip(&roots).map(|((_, binary), root)| Client::ready_binary(binary, root)).collect();
-    // [ping, quiet search, get_server_info, ingest_note, search after the write] per client.
-    let mut samples: Vec<[Vec<Duration>; 5]> = binaries.iter().map(|_| Default::default()).collect();
+    // [ping, quiet search, get_server_info, ingest_note, search after the write, search a pause
+    // after a search, search a pause after a write] per client.
+    let mut samples: Vec<[Vec<Duration>; 7]> = binaries.iter().map(|_| Default::default()).collect();
     let mut floor = Vec::new();
     let floor_dir = root.parent().unwrap_or(&root).join(format!("wide-floor-{}", std::process::id()));
     std::fs::create_dir_all(&floor_dir).unwrap();
@@ -398,7 +408,7 @@ fn wide(n: usize, rounds: usize, baseline: Option<&Path>) {
         for slot in order {
             let client = &mut clients[slot];
             drop(client.call("search_vault_tool", search.clone()));
-            let mut took = [Duration::ZERO; 5];
+            let mut took = [Duration::ZERO; 7];
             let start = Instant::now();
             drop(client.request("ping", json!({})));
             took[0] = start.elapsed();
@@ -422,6 +432,23 @@ fn wide(n: usize, rounds: usize, baseline: Option<&Path>) {
             let envelope = client.call("search_vault_tool", search.clone());
             took[4] = start.elapsed();
             assert_eq!(envelope["trust"], "untrusted");
+            std::thread::sleep(READ_PAUSE);
+            let start = Instant::now();
+            let envelope = client.call("search_vault_tool", search.clone());
+            took[5] = start.elapsed();
+            assert_eq!(envelope["trust"], "untrusted");
+            let folder = format!("03_Resources/topic{next_topic}");
+            next_topic += 1;
+            std::fs::create_dir(roots[slot].join(&folder)).expect("make the new folder");
+            let args = json!({"name": format!("{folder}/read-{round}"), "note_type": "Resource",
+                              "title": format!("Read write {round}"), "description": "A write whose answer the agent reads",
+                              "content": format!("{} after a read write {round}\n", query.trim_matches('"'))});
+            assert_eq!(client.call("ingest_note", args)["status"], "ok");
+            std::thread::sleep(READ_PAUSE);
+            let start = Instant::now();
+            let envelope = client.call("search_vault_tool", search.clone());
+            took[6] = start.elapsed();
+            assert_eq!(envelope["trust"], "untrusted");
             if round >= 10 {
                 for (list, sample) in samples[slot].iter_mut().zip(took) {
                     list.push(sample);
@@ -435,12 +462,20 @@ fn wide(n: usize, rounds: usize, baseline: Option<&Path>) {
     }
     let floor = report("floor: durable 4 KiB replace (same rounds)", floor, None);
     for (slot, (name, _)) in binaries.iter().enumerate() {
-        let [ping, quiet, info, ingest, after] = std::mem::take(&mut samples[slot]);
+        let [ping, quiet, info, ingest, after, rested, paused] = std::mem::take(&mut samples[slot]);
         let ping = report(&format!("wide {n} {name}: floor: MCP ping"), ping, None);
         report(&format!("wide {n} {name}: ingest_note, new folder"), ingest, Some(floor));
         let quiet = report(&format!("wide {n} {name}: search_vault_tool, quiet"), quiet, Some(ping));
         let after = report(&format!("wide {n} {name}: search_vault_tool after a write"), after, Some(ping));
         println!("{:<52} read-after-write / quiet at p50: {:.2}x", "", after.as_secs_f64() / quiet.as_secs_f64().max(1e-9));
+        let pause = READ_PAUSE.as_millis();
+        let rested = report(&format!("wide {n} {name}: search_vault_tool {pause} ms after a search"), rested, Some(ping));
+        let paused = report(&format!("wide {n} {name}: search_vault_tool {pause} ms after a write"), paused, Some(ping));
+        println!(
+            "{:<52} read {pause} ms after a write / after a search at p50: {:.2}x",
+            "",
+            paused.as_secs_f64() / rested.as_secs_f64().max(1e-9)
+        );
         report(&format!("wide {n} {name}: get_server_info"), info, Some(ping));
     }
     let _ = std::fs::remove_dir_all(&floor_dir);

@@ -259,7 +259,7 @@ pub fn check_mcp_framing(data: &[u8]) {
     let input = data.to_vec();
     let (forwarded, answered) = framing_runtime().block_on(async move {
         let (stdout, mut stdout_reader) = tokio::io::duplex(1 << 22);
-        let ((mut to_rmcp, mut from_rmcp), framing) = paravault::mcp::framing::framed(std::io::Cursor::new(input), stdout);
+        let ((mut to_rmcp, mut from_rmcp), framing) = paravault::mcp::framing::framed(std::io::Cursor::new(input), stdout, || {});
         // Played as rmcp does: read requests to the end of input, then close its output
         // (which ends the framing once every answer queued before it is written).
         let mut forwarded = Vec::new();

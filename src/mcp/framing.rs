@@ -46,13 +46,19 @@ impl Framing {
     }
 }
 
-/// The transport rmcp serves (its reader and writer), fed from stdin and written to stdout.
-pub fn stdio() -> ((ReadHalf<DuplexStream>, WriteHalf<DuplexStream>), Framing) {
-    framed(tokio::io::stdin(), tokio::io::stdout())
+/// The transport rmcp serves (its reader and writer), fed from stdin and written to stdout;
+/// `after_line` runs on the writer task each time a line has been flushed to stdout (work owed
+/// after an answer starts there, once the client can read it).
+pub fn stdio(after_line: impl Fn() + Send + 'static) -> ((ReadHalf<DuplexStream>, WriteHalf<DuplexStream>), Framing) {
+    framed(tokio::io::stdin(), tokio::io::stdout(), after_line)
 }
 
 /// `stdio` over any input and output (tests drive it with in-memory streams).
-pub fn framed<I, O>(input: I, output: O) -> ((ReadHalf<DuplexStream>, WriteHalf<DuplexStream>), Framing)
+pub fn framed<I, O>(
+    input: I,
+    output: O,
+    after_line: impl Fn() + Send + 'static,
+) -> ((ReadHalf<DuplexStream>, WriteHalf<DuplexStream>), Framing)
 where
     I: AsyncRead + Unpin + Send + 'static,
     O: AsyncWrite + Unpin + Send + 'static,
@@ -60,19 +66,20 @@ where
     let (rmcp_side, our_side) = tokio::io::duplex(PIPE_BYTES);
     let (from_rmcp, to_rmcp) = tokio::io::split(our_side);
     let (lines_tx, lines_rx) = mpsc::unbounded_channel::<Vec<u8>>();
-    let writer = tokio::spawn(write_lines(output, lines_rx));
+    let writer = tokio::spawn(write_lines(output, lines_rx, after_line));
     let forward = tokio::spawn(forward_lines(from_rmcp, lines_tx.clone()));
     tokio::spawn(read_requests(input, to_rmcp, lines_tx));
     (tokio::io::split(rmcp_side), Framing { forward, writer })
 }
 
 /// Writes whole lines to `output`, in the order they arrive, until the empty line that marks
-/// the end of rmcp's output.
-async fn write_lines<O: AsyncWrite + Unpin>(mut output: O, mut lines: mpsc::UnboundedReceiver<Vec<u8>>) {
+/// the end of rmcp's output; `after_line` runs after each line is flushed.
+async fn write_lines<O: AsyncWrite + Unpin>(mut output: O, mut lines: mpsc::UnboundedReceiver<Vec<u8>>, after_line: impl Fn()) {
     while let Some(line) = lines.recv().await {
         if line.is_empty() || output.write_all(&line).await.is_err() || output.flush().await.is_err() {
             break;
         }
+        after_line();
     }
 }
 

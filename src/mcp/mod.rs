@@ -767,7 +767,17 @@ pub(crate) fn serve_stdio(vault: Vault, options: McpOptions) -> Result<(), Strin
     });
     runtime.block_on(async move {
         // rmcp serves a pipe fed by `framing`, which answers the lines rmcp would not.
-        let (transport, framing) = framing::stdio();
+        // Once a write's answer is on stdout, what the next call would do first is done on the
+        // blocking pool while the agent reads the answer (the write's own watcher events taken
+        // into the model, the search state it changed built): its next search finds it done, or
+        // waits for the build under way instead of repeating it.
+        let owed = server.inner.ctx.clone();
+        let (transport, framing) = framing::stdio(move || {
+            if owed.vault.take_search_owed() {
+                let ctx = owed.clone();
+                drop(tokio::task::spawn_blocking(move || ctx.vault.prepare_search()));
+            }
+        });
         let service = match server.serve(transport).await {
             Ok(service) => service,
             // The client went away before initializing: a normal end, like EOF later on.

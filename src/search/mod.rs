@@ -35,11 +35,11 @@ pub use read::envelope::{
 };
 pub use read::generation::{Counts, Exclusion};
 pub use read::related::{memory_context, suggest_related};
-pub use read::search;
 pub(crate) use read::search_with_chunks;
 pub use read::temporal::TemporalStatus;
 pub use read::texts::rank_texts;
 pub use read::{bm25, query};
+pub use read::{prepare, search};
 
 /// Search generations as the rest of the crate names them: reading (`read::generation`) and
 /// the result of a publish.

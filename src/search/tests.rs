@@ -1296,3 +1296,53 @@ fn intent_of<'a>(
         search_snapshot: None,
     }
 }
+
+/// A write's search state (the journal's tail generation) is built once, ahead of the next
+/// search, and every reader that arrives while it is built waits for it and takes it
+/// (`generation::acquire`'s per-vault gate) instead of building the same generation beside it.
+#[test]
+fn a_written_generation_is_built_once_ahead_of_the_next_search_and_shared() {
+    use crate::vault::Vault;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (vault, _) = Vault::init(dir.path(), Default::default()).expect("init");
+    vault.sync_vault(&crate::api::search::SyncParams { allow_partial: true, ..Default::default() }).expect("sync");
+    let _ = vault.take_search_owed();
+    for round in 0..4 {
+        let request = crate::write::operations::IngestRequest {
+            name: format!("03_Resources/written-{round}.md"),
+            note_type: "Resource".into(),
+            title: format!("Written {round}"),
+            description: "A write the next search must find".into(),
+            content: "a quasar beside the comet\n".into(),
+            ..Default::default()
+        };
+        vault.ingest_note(&request).expect("ingest");
+        assert!(vault.take_search_owed(), "round {round}: a committed write owes the search state");
+        assert!(!vault.take_search_owed(), "round {round}: taken once");
+        let start = std::sync::Barrier::new(5);
+        let got: Vec<Arc<generation::OpenGeneration>> = std::thread::scope(|s| {
+            let warm = s.spawn(|| {
+                start.wait();
+                vault.prepare_search();
+            });
+            let readers: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        start.wait();
+                        generation::acquire(dir.path(), vault.policy()).expect("acquire").generation
+                    })
+                })
+                .collect();
+            warm.join().expect("warm-up");
+            readers.into_iter().map(|r| r.join().expect("reader")).collect()
+        });
+        assert!(got[0].id().contains('+'), "round {round}: the journal's tail is served: {}", got[0].id());
+        for g in &got {
+            assert!(Arc::ptr_eq(g, &got[0]), "round {round}: readers built {} and {} beside each other", g.id(), got[0].id());
+        }
+        let next = generation::acquire(dir.path(), vault.policy()).expect("acquire").generation;
+        assert!(Arc::ptr_eq(&next, &got[0]), "round {round}: the next search takes the generation built ahead");
+        let found = vault.search(&crate::api::search::SearchParams::fts("quasar", 10)).expect("search");
+        assert_eq!(found.results.len(), round + 1, "round {round}: every write is found");
+    }
+}

@@ -111,6 +111,10 @@ pub struct VaultState {
     /// Set when a folder moved while a write's checks of it were deferred: the keyed copy's
     /// folder rows are stale beyond what the journal names, so this write folds its model back.
     keyed_fold_due: std::sync::atomic::AtomicBool,
+    /// Set by each write this process commits: what the next search reads (the journal's tail
+    /// generation) is not built yet. A long-lived adapter builds it once the write's answer is
+    /// out (`take_search_owed`, `prepare_search`), off the path of both the write and the search.
+    search_owed: std::sync::atomic::AtomicBool,
     /// What this process's watcher saw change since the replica last checked for outside edits
     /// (`replica_evidence`); `Unknown` until a check takes it, so a vault that never
     /// replicates keeps nothing.
@@ -201,6 +205,7 @@ impl VaultState {
             keyed_refused: std::sync::atomic::AtomicBool::new(false),
             git_index_owed: std::sync::atomic::AtomicBool::new(false),
             keyed_fold_due: std::sync::atomic::AtomicBool::new(false),
+            search_owed: std::sync::atomic::AtomicBool::new(false),
             replica_evidence: Mutex::new(inventory::changes::ChangeSet::unknown("no evidence is kept before the first check")),
             channel: Channel::Agent,
             agent: None,
@@ -291,6 +296,28 @@ impl VaultState {
     /// Whether git's own index may lag an engine commit this process made (`settle_git_index`).
     pub fn git_index_owed(&self) -> bool {
         self.git_index_owed.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Notes that a write this process committed changed what searches read.
+    pub(crate) fn owe_search(&self) {
+        self.search_owed.store(true, std::sync::atomic::Ordering::Release);
+    }
+
+    /// Whether a write this process committed changed what searches read since the last call
+    /// (which clears it): an adapter then calls `prepare_search` once the write's answer is out.
+    pub fn take_search_owed(&self) -> bool {
+        self.search_owed.swap(false, std::sync::atomic::Ordering::AcqRel)
+    }
+
+    /// Does ahead what the next call after a write would: takes the write's own events from the
+    /// watcher's queue into the model (`observe_disk`, where a watcher runs) and builds what
+    /// searches read (`search::prepare`). A search that arrives meanwhile waits for this build
+    /// and takes it instead of building the same generation beside it. A failure is left to
+    /// that call to report.
+    pub fn prepare_search(&self) {
+        if let Err(error) = self.observe_watched().and_then(|()| crate::search::prepare(self.root(), self.policy())) {
+            tracing::debug!(error = %error, "the search state after a write could not be built ahead; the next search builds it");
+        }
     }
 
     /// Notes that git's own index lags (`true`) or caught up with (`false`) this process's engine commits.

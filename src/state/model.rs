@@ -451,11 +451,21 @@ impl VaultState {
     /// use). Re-reads only changed files; a watcher that cannot name the changes costs a stat
     /// walk, never a stale answer.
     pub fn observe_disk(&self) -> Result<()> {
+        self.observe(true)
+    }
+
+    /// `observe_disk` where a watcher names the changes; nothing where only a stat walk could
+    /// (work done ahead of a call, `prepare_search`, never walks the vault for it).
+    pub(crate) fn observe_watched(&self) -> Result<()> {
+        self.observe(false)
+    }
+
+    fn observe(&self, may_walk: bool) -> Result<()> {
         self.watch_started();
         let mode = self.lock_freshness().mode;
         let changes = match (mode, self.watch.get()) {
             ("watch", Some(watch)) => watch.settle(),
-            ("stat_walk", _) => ChangeSet::unknown("no file watcher"),
+            ("stat_walk", _) if may_walk => ChangeSet::unknown("no file watcher"),
             _ => return Ok(()),
         };
         self.keep_for_replica(&changes);

@@ -321,6 +321,7 @@ fn execute_with(vault: &VaultState, writer: &Writer, mutation: Mutation, identit
     let files: Vec<String> = committed.intent.changes.iter().map(|c| c.path().to_string()).collect();
     let receipt = committed.finish(vault, &mut writer, &mut phases)?; // 6-9. apply, publish, receipt, checkpoint
     replica::commit_transaction_after(vault, &writer, &receipt, &files); // 10. a replica's commit
+    vault.owe_search();
     Ok(receipt)
 }
 

@@ -59,7 +59,7 @@ fn the_id_of_an_over_long_line_is_recovered_from_its_first_bytes() {
 async fn an_over_long_line_is_answered_and_the_next_line_still_reaches_rmcp() {
     let (mut client, server_input) = tokio::io::duplex(1 << 16);
     let (server_output, mut client_output) = tokio::io::duplex(1 << 16);
-    let ((mut rmcp_read, _rmcp_write), _framing) = framed(server_input, server_output);
+    let ((mut rmcp_read, _rmcp_write), _framing) = framed(server_input, server_output, || {});
     let writer = tokio::spawn(async move {
         let mut big = br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"ingest_note","arguments":{"content":""#.to_vec();
         big.resize(FRAME_BYTES_MAX + 10, b'x');
@@ -81,4 +81,37 @@ async fn an_over_long_line_is_answered_and_the_next_line_still_reaches_rmcp() {
     rmcp_read.read_to_string(&mut forwarded).await.unwrap();
     assert_eq!(forwarded, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}\n", "only the good line reaches rmcp");
     writer.await.unwrap();
+}
+
+#[tokio::test]
+async fn after_line_runs_once_each_line_is_on_the_output() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let (mut client, server_input) = tokio::io::duplex(1 << 16);
+    let (server_output, mut client_output) = tokio::io::duplex(1 << 16);
+    let written = Arc::new(AtomicUsize::new(0));
+    let counter = written.clone();
+    let (_rmcp, _framing) = framed(server_input, server_output, move || {
+        counter.fetch_add(1, Ordering::SeqCst);
+    });
+    assert_eq!(written.load(Ordering::SeqCst), 0, "nothing written, nothing run");
+    for n in 1..=3 {
+        client.write_all(b"not json\n").await.unwrap();
+        let mut reply = Vec::new();
+        let mut byte = [0u8; 1];
+        while !reply.ends_with(b"\n") {
+            client_output.read_exact(&mut byte).await.unwrap();
+            reply.push(byte[0]);
+        }
+        let reply: Value = serde_json::from_slice(&reply).unwrap();
+        assert_eq!(reply["error"]["code"], -32700);
+        tokio::time::timeout(std::time::Duration::from_secs(5), async {
+            while written.load(Ordering::SeqCst) < n {
+                tokio::task::yield_now().await;
+            }
+        })
+        .await
+        .expect("after_line ran for the line");
+        assert_eq!(written.load(Ordering::SeqCst), n, "once per line");
+    }
 }

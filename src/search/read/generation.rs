@@ -231,6 +231,10 @@ type LiveRegistry = Vec<(PathBuf, String, Weak<OpenGeneration>)>;
 
 static LIVE: LazyLock<Mutex<LiveRegistry>> = LazyLock::new(|| Mutex::new(Vec::new()));
 static CURRENT: LazyLock<Mutex<HashMap<PathBuf, Current>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+/// One build of a vault's reader state at a time, per root: a reader that finds a build under
+/// way (another reader's, or the warm-up after a write: `VaultState::prepare_search`) waits for
+/// it and takes what it built instead of building the same generation again beside it.
+static BUILDING: LazyLock<Mutex<HashMap<PathBuf, Arc<Mutex<()>>>>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 
 pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
@@ -369,6 +373,24 @@ pub(crate) fn open_generation(root: &Path, id: &str) -> Result<Arc<OpenGeneratio
 pub fn acquire(root: &Path, policy: &LoadedPolicy) -> Result<Acquired> {
     crate::store::nofollow::refuse_symlinked_state(root)?;
     let key = root_key(root);
+    if let Some(current) = current_if_fresh(root, &key)? {
+        return Ok(current);
+    }
+    let gate = lock(&BUILDING).entry(key.clone()).or_default().clone();
+    let _building = lock(&gate);
+    build(root, policy, key)
+}
+
+/// What the last build of `key` acquired, if the disk still names its generation and journal.
+fn current_if_fresh(root: &Path, key: &Path) -> Result<Option<Acquired>> {
+    let Some(active) = read_active(root)? else { return Ok(None) };
+    let stamp = JournalStamp::read(root)?;
+    Ok(lock(&CURRENT).get(key).filter(|c| c.active_id == active && c.journal == stamp).map(|c| c.acquired.clone()))
+}
+
+/// `acquire`'s build, under the root's gate: the first check again (a build that finished while
+/// this one waited is taken as it is), then the published generation and the journal's tail.
+fn build(root: &Path, policy: &LoadedPolicy, key: PathBuf) -> Result<Acquired> {
     for _ in 0..8 {
         let active =
             read_active(root)?.ok_or_else(|| Error::NoActiveGeneration { reason: "the vault has never been synced; run sync".into() })?;

@@ -539,6 +539,15 @@ pub(super) fn cut_query(text: &str, max_chars: usize) -> (&str, Option<String>) 
     (kept, Some(reason))
 }
 
+/// Builds what the next search of `root` reads, so one that follows finds it built: the
+/// generation `ACTIVE` names with the journal's tail after it (`generation::acquire`) and its
+/// table of temporal statuses. Nothing is answered; the search itself checks it all again.
+pub fn prepare(root: &Path, policy: &LoadedPolicy) -> Result<()> {
+    let g = generation::acquire(root, policy)?.generation;
+    g.temporal.get_or_init(|| load_temporal(&g));
+    Ok(())
+}
+
 /// Full-text search over the published generation, answered as a retrieval envelope.
 pub fn search(root: &Path, policy: &LoadedPolicy, request: SearchRequest) -> Result<Envelope> {
     search_with_chunks(root, policy, request).map(|(envelope, _)| envelope)
