@@ -15,7 +15,7 @@
 //! `PARAVAULT_BENCH_LAYOUT=wide`: only issue 52's wide-folder rows (40 notes per folder, all
 //! under `03_Resources/topicN/`; each write a new note in a new folder there), see `wide`; it
 //! also times an agent that reads an answer before it searches (a 5 ms pause after a write,
-//! paired with the same pause after a search);
+//! paired with the same pause after a search) and a write right after a write;
 //! `PARAVAULT_BENCH_KEEP=1` keeps the generated vault (`target/bench-data/work/wide-<n>`);
 //! `PARAVAULT_BENCH_VAULT_PER_BINARY=1` gives the old and the new binary a copy each (for a
 //! baseline whose catalog layout differs, issue 52).
@@ -334,8 +334,8 @@ fn in_process_search(vault: &Vault, query: &str) {
 /// folder made untimed before the call, M continuing the vault's numbering), the same search
 /// right after that write; then an agent that reads an answer before it searches: a pause of
 /// `READ_PAUSE` and the same search (its pair: a machine idle for a few milliseconds answers
-/// slower whatever it answers), then another such write (untimed), the pause, the same search;
-/// then the floor, one durable 4 KiB replace.
+/// slower whatever it answers); then a burst, two such writes one right after the other (the
+/// second timed), the pause and the same search; then the floor, one durable 4 KiB replace.
 /// How long the wide layout's reading agent takes between a write's answer and its next
 /// search (a model reads an answer for far longer; the write's search state takes ~0.3 ms).
 const READ_PAUSE: Duration = Duration::from_millis(5);
@@ -395,8 +395,8 @@ fn wide(n: usize, rounds: usize, baseline: Option<&Path>) {
     }
     let mut clients: Vec<Client> = binaries.iter().zip(&roots).map(|((_, binary), root)| Client::ready_binary(binary, root)).collect();
     // [ping, quiet search, get_server_info, ingest_note, search after the write, search a pause
-    // after a search, search a pause after a write] per client.
-    let mut samples: Vec<[Vec<Duration>; 7]> = binaries.iter().map(|_| Default::default()).collect();
+    // after a search, search a pause after a write, ingest_note right after a write] per client.
+    let mut samples: Vec<[Vec<Duration>; 8]> = binaries.iter().map(|_| Default::default()).collect();
     let mut floor = Vec::new();
     let floor_dir = root.parent().unwrap_or(&root).join(format!("wide-floor-{}", std::process::id()));
     std::fs::create_dir_all(&floor_dir).unwrap();
@@ -408,7 +408,7 @@ fn wide(n: usize, rounds: usize, baseline: Option<&Path>) {
         for slot in order {
             let client = &mut clients[slot];
             drop(client.call("search_vault_tool", search.clone()));
-            let mut took = [Duration::ZERO; 7];
+            let mut took = [Duration::ZERO; 8];
             let start = Instant::now();
             drop(client.request("ping", json!({})));
             took[0] = start.elapsed();
@@ -437,13 +437,20 @@ fn wide(n: usize, rounds: usize, baseline: Option<&Path>) {
             let envelope = client.call("search_vault_tool", search.clone());
             took[5] = start.elapsed();
             assert_eq!(envelope["trust"], "untrusted");
-            let folder = format!("03_Resources/topic{next_topic}");
-            next_topic += 1;
-            std::fs::create_dir(roots[slot].join(&folder)).expect("make the new folder");
-            let args = json!({"name": format!("{folder}/read-{round}"), "note_type": "Resource",
-                              "title": format!("Read write {round}"), "description": "A write whose answer the agent reads",
-                              "content": format!("{} after a read write {round}\n", query.trim_matches('"'))});
-            assert_eq!(client.call("ingest_note", args)["status"], "ok");
+            for (at, write) in ["burst", "read"].into_iter().enumerate() {
+                let folder = format!("03_Resources/topic{next_topic}");
+                next_topic += 1;
+                std::fs::create_dir(roots[slot].join(&folder)).expect("make the new folder");
+                let args = json!({"name": format!("{folder}/{write}-{round}"), "note_type": "Resource",
+                                  "title": format!("Read write {round}"), "description": "A write whose answer the agent reads",
+                                  "content": format!("{} after a {write} write {round}\n", query.trim_matches('"'))});
+                let start = Instant::now();
+                let receipt = client.call("ingest_note", args);
+                if at == 1 {
+                    took[7] = start.elapsed();
+                }
+                assert_eq!(receipt["status"], "ok", "{receipt}");
+            }
             std::thread::sleep(READ_PAUSE);
             let start = Instant::now();
             let envelope = client.call("search_vault_tool", search.clone());
@@ -462,9 +469,10 @@ fn wide(n: usize, rounds: usize, baseline: Option<&Path>) {
     }
     let floor = report("floor: durable 4 KiB replace (same rounds)", floor, None);
     for (slot, (name, _)) in binaries.iter().enumerate() {
-        let [ping, quiet, info, ingest, after, rested, paused] = std::mem::take(&mut samples[slot]);
+        let [ping, quiet, info, ingest, after, rested, paused, burst] = std::mem::take(&mut samples[slot]);
         let ping = report(&format!("wide {n} {name}: floor: MCP ping"), ping, None);
         report(&format!("wide {n} {name}: ingest_note, new folder"), ingest, Some(floor));
+        report(&format!("wide {n} {name}: ingest_note right after a write"), burst, Some(floor));
         let quiet = report(&format!("wide {n} {name}: search_vault_tool, quiet"), quiet, Some(ping));
         let after = report(&format!("wide {n} {name}: search_vault_tool after a write"), after, Some(ping));
         println!("{:<52} read-after-write / quiet at p50: {:.2}x", "", after.as_secs_f64() / quiet.as_secs_f64().max(1e-9));

@@ -229,6 +229,9 @@ struct Inner {
     root_strings: Vec<String>,
     /// Whether the stepstone surface (and so its resources) is served.
     stepstone: bool,
+    /// Tool calls and resource reads begun: work done while the agent is idle
+    /// (`prepare_when_idle`) gives way to any call that begins first.
+    calls_begun: std::sync::atomic::AtomicU64,
 }
 
 /// The paravault MCP server (cheap to clone).
@@ -394,7 +397,17 @@ impl ParavaultServer {
             cli: options.cli.clone(),
         };
         let stepstone = options.surfaces.contains(&Surface::Stepstone);
-        Ok(ParavaultServer { inner: Arc::new(Inner { ctx: Arc::new(ctx), specs, limiters, canonical_root, root_strings, stepstone }) })
+        Ok(ParavaultServer {
+            inner: Arc::new(Inner {
+                ctx: Arc::new(ctx),
+                specs,
+                limiters,
+                canonical_root,
+                root_strings,
+                stepstone,
+                calls_begun: Default::default(),
+            }),
+        })
     }
 
     /// The advertised tools (what tools/list returns).
@@ -525,6 +538,7 @@ impl ParavaultServer {
         if let Err(error) = authorized.and_then(|()| self.charge(spec.name)) {
             return Ok(self.failure(spec, error));
         }
+        self.inner.calls_begun.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let ctx = Arc::clone(&self.inner.ctx);
         let started = std::time::Instant::now();
         // Every call answers from a model that includes every edit on disk finished before it
@@ -652,6 +666,7 @@ impl ServerHandler for ParavaultServer {
         if !self.inner.stepstone {
             return Err(McpError::resource_not_found(format!("no resource {uri}"), None));
         }
+        self.inner.calls_begun.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let ctx = Arc::clone(&self.inner.ctx);
         let read_uri = uri.clone();
         let outcome = tokio::task::spawn_blocking(move || {
@@ -679,6 +694,37 @@ impl ServerHandler for ParavaultServer {
         Ok(rmcp::model::ReadResourceResult::new(vec![contents]).into())
     }
 }
+
+impl ParavaultServer {
+    /// Called as each answer reaches stdout: if a write this server committed changed what
+    /// searches read, and no call begins within `IDLE_BEFORE_PREPARING`, that work is done on
+    /// the blocking pool while the agent reads the answer (`VaultState::prepare_search`: the
+    /// write's own watcher events taken into the model, the search state built), so its next
+    /// search finds it done, or waits for the build under way instead of repeating it. A call
+    /// that begins first is not competed with (the next write of a burst, or a search that
+    /// builds the state itself); the work stays owed for the answer after it.
+    fn prepare_when_idle(&self) {
+        if !self.inner.ctx.vault.take_search_owed() {
+            return;
+        }
+        let server = self.clone();
+        let begun = server.inner.calls_begun.load(std::sync::atomic::Ordering::Relaxed);
+        drop(tokio::spawn(async move {
+            tokio::time::sleep(IDLE_BEFORE_PREPARING).await;
+            if server.inner.calls_begun.load(std::sync::atomic::Ordering::Relaxed) != begun {
+                server.inner.ctx.vault.owe_search();
+                return;
+            }
+            let ctx = server.inner.ctx.clone();
+            drop(tokio::task::spawn_blocking(move || ctx.vault.prepare_search()));
+        }));
+    }
+}
+
+/// How long an agent stays silent after a write's answer before the server prepares its next
+/// search (`ParavaultServer::prepare_when_idle`): longer than a client's turnaround between
+/// chained calls, far shorter than a model takes to read an answer.
+const IDLE_BEFORE_PREPARING: std::time::Duration = std::time::Duration::from_millis(2);
 
 /// How long the end of a session waits for rmcp's last frames to reach stdout.
 const FRAMING_DRAIN: std::time::Duration = std::time::Duration::from_secs(5);
@@ -767,17 +813,10 @@ pub(crate) fn serve_stdio(vault: Vault, options: McpOptions) -> Result<(), Strin
     });
     runtime.block_on(async move {
         // rmcp serves a pipe fed by `framing`, which answers the lines rmcp would not.
-        // Once a write's answer is on stdout, what the next call would do first is done on the
-        // blocking pool while the agent reads the answer (the write's own watcher events taken
-        // into the model, the search state it changed built): its next search finds it done, or
-        // waits for the build under way instead of repeating it.
-        let owed = server.inner.ctx.clone();
-        let (transport, framing) = framing::stdio(move || {
-            if owed.vault.take_search_owed() {
-                let ctx = owed.clone();
-                drop(tokio::task::spawn_blocking(move || ctx.vault.prepare_search()));
-            }
-        });
+        // Once a write's answer is on stdout and the agent has been idle for a moment, what
+        // its next call would do first is done (`prepare_when_idle`).
+        let idle = server.clone();
+        let (transport, framing) = framing::stdio(move || idle.prepare_when_idle());
         let service = match server.serve(transport).await {
             Ok(service) => service,
             // The client went away before initializing: a normal end, like EOF later on.
