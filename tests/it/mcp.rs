@@ -1360,3 +1360,36 @@ fn an_agent_retrying_ingest_note_seconds_later_gets_the_original_receipt() {
     other["content"] = json!("y");
     assert_eq!(call("2026-06-01T12:00:03Z", &other, false)["code"], "idempotency_conflict");
 }
+
+/// A write's answer followed by a silent agent: the server builds the search state the write
+/// changed on its own (the journal's tail generation, logged as it is built), so the search
+/// the agent asks next takes it as built instead of building it (issue 52).
+#[test]
+fn a_silent_agent_finds_its_write_already_searchable() {
+    let vault = new_vault();
+    let filter = Path::new("info,paravault::search::read::generation=debug");
+    let mut server = Server::start_with_env(vault.path(), &[], &[("PARAVAULT_LOG", filter)]);
+    server.initialize();
+    // The first search publishes the vault's first generation.
+    server.ok("search_vault_tool", json!({"query": "note", "search_mode": "fts"}));
+    let _ = server.stderr_text();
+    let receipt = server.ok(
+        "ingest_note",
+        json!({"name": "03_Resources/quasar", "note_type": "Resource", "title": "Quasar", "description": "A bright one",
+               "content": "A quasar outshines its galaxy.\n"}),
+    );
+    assert_eq!(receipt["status"], "ok", "{receipt}");
+    // No call is sent: the build is the server's own.
+    let deadline = Instant::now() + TIMEOUT;
+    let mut log = String::new();
+    while !log.contains("search tail generation") {
+        assert!(Instant::now() < deadline, "the write's search state was not built while the agent was silent: {log}");
+        std::thread::sleep(Duration::from_millis(20));
+        log.push_str(&server.stderr_text());
+    }
+    let found = server.ok("search_vault_tool", json!({"query": "quasar", "search_mode": "fts"}));
+    assert_eq!(found["results"][0]["source"]["path"], "03_Resources/quasar.md", "{found}");
+    std::thread::sleep(Duration::from_millis(50));
+    let after = server.stderr_text();
+    assert!(!after.contains("search tail generation"), "the search built the generation again: {after}");
+}
