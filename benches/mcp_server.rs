@@ -418,16 +418,21 @@ fn wide(n: usize, rounds: usize, baseline: Option<&Path>) {
             let start = Instant::now();
             drop(client.call("get_server_info", json!({})));
             took[2] = start.elapsed();
-            let folder = format!("03_Resources/topic{next_topic}");
-            next_topic += 1;
-            std::fs::create_dir(roots[slot].join(&folder)).expect("make the new folder");
-            let args = json!({"name": format!("{folder}/wide-{round}"), "note_type": "Resource",
-                              "title": format!("Wide write {round}"), "description": "A write in a new folder of a wide one",
-                              "content": format!("{} after write {round}\n", query.trim_matches('"'))});
-            let start = Instant::now();
-            let receipt = client.call("ingest_note", args);
-            took[3] = start.elapsed();
-            assert_eq!(receipt["status"], "ok", "{receipt}");
+            // A new note in a new folder `03_Resources/topicM/`, the folder made untimed first.
+            let mut write_in_a_new_folder = |client: &mut Client, kind: &str| {
+                let folder = format!("03_Resources/topic{next_topic}");
+                next_topic += 1;
+                std::fs::create_dir(roots[slot].join(&folder)).expect("make the new folder");
+                let args = json!({"name": format!("{folder}/{kind}-{round}"), "note_type": "Resource",
+                                  "title": format!("Wide write {round}"), "description": "A write in a new folder of a wide one",
+                                  "content": format!("{} after a {kind} write {round}\n", query.trim_matches('"'))});
+                let start = Instant::now();
+                let receipt = client.call("ingest_note", args);
+                let took = start.elapsed();
+                assert_eq!(receipt["status"], "ok", "{receipt}");
+                took
+            };
+            took[3] = write_in_a_new_folder(client, "wide");
             let start = Instant::now();
             let envelope = client.call("search_vault_tool", search.clone());
             took[4] = start.elapsed();
@@ -437,20 +442,8 @@ fn wide(n: usize, rounds: usize, baseline: Option<&Path>) {
             let envelope = client.call("search_vault_tool", search.clone());
             took[5] = start.elapsed();
             assert_eq!(envelope["trust"], "untrusted");
-            for (at, write) in ["burst", "read"].into_iter().enumerate() {
-                let folder = format!("03_Resources/topic{next_topic}");
-                next_topic += 1;
-                std::fs::create_dir(roots[slot].join(&folder)).expect("make the new folder");
-                let args = json!({"name": format!("{folder}/{write}-{round}"), "note_type": "Resource",
-                                  "title": format!("Read write {round}"), "description": "A write whose answer the agent reads",
-                                  "content": format!("{} after a {write} write {round}\n", query.trim_matches('"'))});
-                let start = Instant::now();
-                let receipt = client.call("ingest_note", args);
-                if at == 1 {
-                    took[7] = start.elapsed();
-                }
-                assert_eq!(receipt["status"], "ok", "{receipt}");
-            }
+            write_in_a_new_folder(client, "burst");
+            took[7] = write_in_a_new_folder(client, "read");
             std::thread::sleep(READ_PAUSE);
             let start = Instant::now();
             let envelope = client.call("search_vault_tool", search.clone());

@@ -55,6 +55,17 @@ fn the_id_of_an_over_long_line_is_recovered_from_its_first_bytes() {
     assert_eq!(recover_id(br#"{"params":{"arguments":{"content":"xxxxxxxx"#), Value::Null);
 }
 
+/// The next line the framing wrote, read byte by byte (nothing after it is consumed).
+async fn read_reply(output: &mut tokio::io::DuplexStream) -> Value {
+    let mut reply = Vec::new();
+    let mut byte = [0u8; 1];
+    while !reply.ends_with(b"\n") {
+        output.read_exact(&mut byte).await.unwrap();
+        reply.push(byte[0]);
+    }
+    serde_json::from_slice(&reply).unwrap()
+}
+
 #[tokio::test]
 async fn an_over_long_line_is_answered_and_the_next_line_still_reaches_rmcp() {
     let (mut client, server_input) = tokio::io::duplex(1 << 16);
@@ -68,13 +79,7 @@ async fn an_over_long_line_is_answered_and_the_next_line_still_reaches_rmcp() {
         client.write_all(b"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"ping\"}\n").await.unwrap();
         client.shutdown().await.unwrap();
     });
-    let mut reply = Vec::new();
-    let mut byte = [0u8; 1];
-    while !reply.ends_with(b"\n") {
-        client_output.read_exact(&mut byte).await.unwrap();
-        reply.push(byte[0]);
-    }
-    let reply: Value = serde_json::from_slice(&reply).unwrap();
+    let reply = read_reply(&mut client_output).await;
     assert_eq!(reply["id"], 7);
     assert_eq!(reply["error"]["code"], -32600);
     let mut forwarded = String::new();
@@ -97,14 +102,7 @@ async fn after_line_runs_once_each_line_is_on_the_output() {
     assert_eq!(written.load(Ordering::SeqCst), 0, "nothing written, nothing run");
     for n in 1..=3 {
         client.write_all(b"not json\n").await.unwrap();
-        let mut reply = Vec::new();
-        let mut byte = [0u8; 1];
-        while !reply.ends_with(b"\n") {
-            client_output.read_exact(&mut byte).await.unwrap();
-            reply.push(byte[0]);
-        }
-        let reply: Value = serde_json::from_slice(&reply).unwrap();
-        assert_eq!(reply["error"]["code"], -32700);
+        assert_eq!(read_reply(&mut client_output).await["error"]["code"], -32700);
         tokio::time::timeout(std::time::Duration::from_secs(5), async {
             while written.load(Ordering::SeqCst) < n {
                 tokio::task::yield_now().await;
