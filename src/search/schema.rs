@@ -34,6 +34,12 @@ const TOKEN_BYTES_MAX: usize = 4096;
 /// characters (`words::WordTokenizer`), lower-cased, its 33 stop words removed, Snowball
 /// English stems.
 pub(crate) fn analyzer() -> TextAnalyzer {
+    // Built once: the stop-word set is shared by the clones (a query built it anew each time).
+    static ANALYZER: std::sync::LazyLock<TextAnalyzer> = std::sync::LazyLock::new(build_analyzer);
+    ANALYZER.clone()
+}
+
+fn build_analyzer() -> TextAnalyzer {
     TextAnalyzer::builder(super::words::WordTokenizer::default())
         .filter(RemoveLongFilter::limit(TOKEN_BYTES_MAX))
         .filter(LowerCaser)
@@ -74,7 +80,10 @@ pub(crate) fn token_count(text: &str) -> u64 {
 
 /// Like `analyzer` but keeping stop words: used to locate query terms in snippets.
 pub(crate) fn locator() -> TextAnalyzer {
-    TextAnalyzer::builder(super::words::WordTokenizer::default()).filter(LowerCaser).filter(Stemmer::new(Language::English)).build()
+    static LOCATOR: std::sync::LazyLock<TextAnalyzer> = std::sync::LazyLock::new(|| {
+        TextAnalyzer::builder(super::words::WordTokenizer::default()).filter(LowerCaser).filter(Stemmer::new(Language::English)).build()
+    });
+    LOCATOR.clone()
 }
 
 /// The fast field holding a chunk's exact body length in tokens (BM25's dl).

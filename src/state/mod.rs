@@ -315,7 +315,7 @@ impl VaultState {
     /// and takes it instead of building the same generation beside it. A failure is left to
     /// that call to report.
     pub fn prepare_search(&self) {
-        if let Err(error) = self.observe_watched().and_then(|()| crate::search::prepare(self.root(), self.policy())) {
+        if let Err(error) = self.observe_watched().and_then(|()| crate::search::prepare(self.root(), self.policy(), self.today())) {
             tracing::debug!(error = %error, "the search state after a write could not be built ahead; the next search builds it");
         }
     }

@@ -36,7 +36,7 @@ use tantivy::{Index, IndexReader, ReloadPolicy};
 
 use super::dense::{DenseManifest, DenseView};
 use super::tail;
-use super::temporal::TemporalTable;
+use super::temporal::{TemporalStatus, TemporalTable};
 use crate::error::{Error, Result};
 use crate::inventory::NoteRecord;
 use crate::policy::LoadedPolicy;
@@ -119,6 +119,9 @@ pub struct OpenGeneration {
     /// this one's files as already mapped).
     pub(crate) directory: RetainingDirectory,
     pub(crate) temporal: OnceLock<TemporalTable>,
+    /// The temporal table's statuses at the date last asked (every search asks for one; most
+    /// ask for today), so a search does not walk every memory note again.
+    pub(crate) statuses: Mutex<Option<(chrono::NaiveDate, Arc<BTreeMap<String, TemporalStatus>>)>>,
     /// Note entries already read from this (immutable) generation, by path.
     pub(crate) note_entries: Mutex<HashMap<String, Option<Arc<schema::NoteEntry>>>>,
     dense_view: OnceLock<std::result::Result<Arc<DenseView>, String>>,
@@ -166,6 +169,7 @@ impl OpenGeneration {
             manifest_modified,
             directory,
             temporal: OnceLock::new(),
+            statuses: Mutex::new(None),
             note_entries: Mutex::new(HashMap::new()),
             dense_view: OnceLock::new(),
             tail_of,

@@ -21,7 +21,7 @@ pub(crate) mod tail;
 pub(crate) mod temporal;
 pub(crate) mod texts;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -37,6 +37,8 @@ use envelope::{
 };
 use generation::OpenGeneration;
 use temporal::{TemporalStatus, TemporalTable};
+
+use chrono::NaiveDate;
 
 use crate::error::{Error, Result};
 use crate::inventory::FileStamp;
@@ -438,22 +440,31 @@ fn collect_notes(
     }
 }
 
-/// Collapses whitespace in a char window of `text` centred on byte offset `at`.
+/// Collapses whitespace in a char window of `text` centred on byte offset `at`: `width`
+/// chars starting `width / 3` chars before the first char at or after `at` (the window slides
+/// back from the end of the text to stay `width` long; a text shorter than `width` is whole).
+/// Returns (window, cut at the start, cut at the end). Walks the window's chars only, never
+/// the whole text.
 fn window(text: &str, at: usize, width: usize) -> (String, bool, bool) {
-    let chars: Vec<(usize, char)> = text.char_indices().collect();
-    let centre = chars.iter().position(|(b, _)| *b >= at).unwrap_or(0);
-    let start = centre.saturating_sub(width / 3);
-    let end = (start + width).min(chars.len());
-    let start = end.saturating_sub(width).min(start);
-    let slice: String = chars[start..end].iter().map(|(_, c)| if c.is_whitespace() { ' ' } else { *c }).collect();
+    // The centre: the first char starting at or after `at` (none past the last char: the start).
+    let centre = (at..text.len()).find(|&b| text.is_char_boundary(b)).unwrap_or(0);
+    let back = |from: usize, chars: usize| text[..from].char_indices().rev().take(chars).last().map_or(from, |(b, _)| b);
+    let start = back(centre, width / 3);
+    let mut forward = text[start..].char_indices().map(|(b, _)| start + b).skip(width);
+    let (start, end) = match forward.next() {
+        Some(end) => (start, end),
+        // The text ends within `width` chars of the start: the window ends there instead.
+        None => (back(text.len(), width), text.len()),
+    };
+    let slice = &text[start..end];
     let mut collapsed = String::with_capacity(slice.len());
-    for part in slice.split(' ').filter(|p| !p.is_empty()) {
+    for part in slice.split(char::is_whitespace).filter(|p| !p.is_empty()) {
         if !collapsed.is_empty() {
             collapsed.push(' ');
         }
         collapsed.push_str(part);
     }
-    (collapsed, start > 0, end < chars.len())
+    (collapsed, start > 0, end < text.len())
 }
 
 /// (snippet, matched_text) from a chunk body, centred on the first query term found.
@@ -542,10 +553,24 @@ pub(super) fn cut_query(text: &str, max_chars: usize) -> (&str, Option<String>) 
 /// Builds what the next search of `root` reads, so one that follows finds it built: the
 /// generation `ACTIVE` names with the journal's tail after it (`generation::acquire`) and its
 /// table of temporal statuses. Nothing is answered; the search itself checks it all again.
-pub fn prepare(root: &Path, policy: &LoadedPolicy) -> Result<()> {
+pub fn prepare(root: &Path, policy: &LoadedPolicy, as_of: NaiveDate) -> Result<()> {
     let g = generation::acquire(root, policy)?.generation;
-    g.temporal.get_or_init(|| load_temporal(&g));
+    statuses_at(&g, as_of);
     Ok(())
+}
+
+/// The temporal statuses of `g`'s notes at `as_of` (notes not named are current): its table's,
+/// remembered for the date last asked.
+fn statuses_at(g: &OpenGeneration, as_of: NaiveDate) -> Arc<BTreeMap<String, TemporalStatus>> {
+    let mut memo = generation::lock(&g.statuses);
+    if let Some((date, statuses)) = memo.as_ref()
+        && *date == as_of
+    {
+        return Arc::clone(statuses);
+    }
+    let statuses = Arc::new(g.temporal.get_or_init(|| load_temporal(g)).statuses(as_of));
+    *memo = Some((as_of, Arc::clone(&statuses)));
+    statuses
 }
 
 /// Full-text search over the published generation, answered as a retrieval envelope.
@@ -587,8 +612,7 @@ pub(crate) fn search_with_chunks(root: &Path, policy: &LoadedPolicy, request: Se
     }
     let g = acquired.generation;
     let as_of = request.as_of;
-    let table = g.temporal.get_or_init(|| load_temporal(&g));
-    let statuses = table.statuses(as_of);
+    let statuses = statuses_at(&g, as_of);
     let status_of = |p: &str| statuses.get(p).copied().unwrap_or(TemporalStatus::Current);
     let view = request.temporal_view;
     let keep = |p: &str| {
@@ -812,4 +836,35 @@ pub(crate) fn search_with_chunks(root: &Path, policy: &LoadedPolicy, request: Se
         replica: None,
     };
     Ok((envelope, chunks))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    /// The window as it was first written: every char of the text collected, then sliced.
+    fn window_by_collecting(text: &str, at: usize, width: usize) -> (String, bool, bool) {
+        let chars: Vec<(usize, char)> = text.char_indices().collect();
+        let centre = chars.iter().position(|(b, _)| *b >= at).unwrap_or(0);
+        let start = centre.saturating_sub(width / 3);
+        let end = (start + width).min(chars.len());
+        let start = end.saturating_sub(width).min(start);
+        let slice: String = chars[start..end].iter().map(|(_, c)| if c.is_whitespace() { ' ' } else { *c }).collect();
+        let collapsed = slice.split(' ').filter(|p| !p.is_empty()).collect::<Vec<_>>().join(" ");
+        (collapsed, start > 0, end < chars.len())
+    }
+
+    proptest! {
+        /// The snippet window walks only its own chars, and cuts what collecting every char
+        /// cut: any text (multi-byte chars, every kind of whitespace), any offset (inside a
+        /// char, past the end), any width.
+        #[test]
+        fn the_window_is_the_one_cut_from_every_char(
+            text in "[a-zé€😀 \t\n\u{a0}\u{2003}]{0,80}",
+            at in 0usize..100,
+            width in 0usize..40,
+        ) {
+            prop_assert_eq!(super::window(&text, at, width), window_by_collecting(&text, at, width));
+        }
+    }
 }
