@@ -36,7 +36,7 @@ use tantivy::{Index, IndexReader, ReloadPolicy};
 
 use super::dense::{DenseManifest, DenseView};
 use super::tail;
-use super::temporal::{TemporalStatus, TemporalTable};
+use super::temporal::{Statuses, TemporalTable};
 use crate::error::{Error, Result};
 use crate::inventory::NoteRecord;
 use crate::policy::LoadedPolicy;
@@ -121,7 +121,7 @@ pub struct OpenGeneration {
     pub(crate) temporal: OnceLock<TemporalTable>,
     /// The temporal table's statuses at the date last asked (every search asks for one; most
     /// ask for today), so a search does not walk every memory note again.
-    pub(crate) statuses: Mutex<Option<(chrono::NaiveDate, Arc<BTreeMap<String, TemporalStatus>>)>>,
+    pub(crate) statuses: Mutex<Option<(chrono::NaiveDate, Statuses)>>,
     /// Note entries already read from this (immutable) generation, by path.
     pub(crate) note_entries: Mutex<HashMap<String, Option<Arc<schema::NoteEntry>>>>,
     dense_view: OnceLock<std::result::Result<Arc<DenseView>, String>>,

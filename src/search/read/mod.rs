@@ -21,7 +21,7 @@ pub(crate) mod tail;
 pub(crate) mod temporal;
 pub(crate) mod texts;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 
@@ -561,7 +561,7 @@ pub fn prepare(root: &Path, policy: &LoadedPolicy, as_of: NaiveDate) -> Result<(
 
 /// The temporal statuses of `g`'s notes at `as_of` (notes not named are current): its table's,
 /// remembered for the date last asked.
-fn statuses_at(g: &OpenGeneration, as_of: NaiveDate) -> Arc<BTreeMap<String, TemporalStatus>> {
+fn statuses_at(g: &OpenGeneration, as_of: NaiveDate) -> temporal::Statuses {
     let mut memo = generation::lock(&g.statuses);
     if let Some((date, statuses)) = memo.as_ref()
         && *date == as_of

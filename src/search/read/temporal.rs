@@ -24,6 +24,9 @@ pub enum TemporalStatus {
     Conflicted,
 }
 
+/// The temporal status of each note at one date (a note not named is current), shared.
+pub(crate) type Statuses = Arc<BTreeMap<String, TemporalStatus>>;
+
 /// Memory notes of a generation and their resolved `supersedes` edges (superseder → superseded).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct TemporalTable {
