@@ -1,5 +1,7 @@
 //! Markdown facts of a note body, from one pulldown-cmark pass: links, embeds, and the
-//! Markdown style findings. Code spans and fenced/indented code are never scanned for links.
+//! Markdown style findings (links of a body whose only link syntax is `[text](<destination>)`,
+//! as catalog pages are rendered, by a plain scan equal to the parser's reading). Code spans
+//! and fenced/indented code are never scanned for links.
 //! Pure: no I/O.
 
 use pulldown_cmark::{CodeBlockKind, Event, HeadingLevel, LinkType, Options, Parser, Tag, TagEnd};
