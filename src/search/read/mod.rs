@@ -864,7 +864,7 @@ mod tests {
             at in 0usize..100,
             width in 0usize..40,
         ) {
-            prop_assert_eq!(super::window(&text, at, width), window_by_collecting(&text, at, width));
+            prop_assert_eq!(crate::search::read::window(&text, at, width), window_by_collecting(&text, at, width));
         }
     }
 }
